@@ -1,0 +1,153 @@
+"""Framing: bytes as they arrive from the agent's stdout -> complete lines.
+
+Sans-I/O: no processes, sockets or threads. Feed chunks of any size; get back
+complete lines (``bytes``, without the ``\\n`` and without a trailing ``\\r``)
+and, for a line past the size limit, a :class:`LineTooLong` marker. Lines are
+split on ``\\n`` only, so a UTF-8 character split across chunks is never cut:
+decoding happens per whole line, later. Blank lines are skipped.
+
+What does *not* live here: JSON, event types (see :mod:`.events`).
+
+Example:
+    >>> framer = LineFramer()
+    >>> framer.feed(b'{"a": 1}\\n{"b"')
+    [b'{"a": 1}']
+    >>> framer.feed(b': 2}\\r\\n\\n')
+    [b'{"b": 2}']
+    >>> framer.close()
+    []
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+"""Default limit for one line: 64 MiB. Real lines reach several megabytes
+(whole files in read and edit results, MCP schemas)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineTooLong:
+    """A line longer than the limit: its bytes were dropped as they arrived.
+
+    ``size`` is the number of bytes the line had (without its newline);
+    ``limit`` the limit in force.
+
+    Example:
+        >>> LineTooLong(size=10, limit=4).size
+        10
+    """
+
+    size: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class Tail:
+    """The unfinished last line at end of input (no ``\\n`` came after it).
+
+    Example:
+        >>> Tail(b'{"type": "res').data
+        b'{"type": "res'
+    """
+
+    data: bytes
+
+
+Frame = bytes | LineTooLong | Tail
+"""What the framer yields: a complete line, an over-long line's marker, or the tail."""
+
+
+def _is_blank(line: bytes) -> bool:
+    return not line or line.isspace()
+
+
+class LineFramer:
+    """Split a byte stream into lines, with bounded memory.
+
+    ``max_line_bytes`` bounds one line. Past it, the line's bytes are dropped as
+    they arrive (memory stays bounded) and, once its newline comes, a
+    :class:`LineTooLong` marker takes its place; the stream goes on.
+
+    Example:
+        >>> f = LineFramer(max_line_bytes=4)
+        >>> f.feed(b"abcdefgh")
+        []
+        >>> f.feed(b"ij\\nok\\n")
+        [LineTooLong(size=10, limit=4), b'ok']
+    """
+
+    __slots__ = ("_buf", "_dropping", "_dropped", "max_line_bytes")
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be at least 1")
+        self.max_line_bytes = max_line_bytes
+        self._buf = bytearray()
+        self._dropping = False
+        self._dropped = 0
+
+    def feed(self, data: bytes) -> list[Frame]:
+        """Take one chunk; return the frames it completes, in order."""
+        out: list[Frame] = []
+        if not data:
+            return out
+        limit = self.max_line_bytes
+        if self._dropping:
+            nl = data.find(b"\n")
+            if nl < 0:
+                self._dropped += len(data)
+                return out
+            self._dropped += nl
+            out.append(LineTooLong(self._dropped, limit))
+            self._dropping = False
+            self._dropped = 0
+            data = data[nl + 1 :]
+            if not data:
+                return out
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if parts:
+            if self._buf:
+                self._buf += parts[0]
+                parts[0] = bytes(self._buf)
+                self._buf.clear()
+            for line in parts:
+                if len(line) > limit:
+                    out.append(LineTooLong(len(line), limit))
+                    continue
+                if line[-1:] == b"\r":
+                    line = line[:-1]
+                if _is_blank(line):
+                    continue
+                out.append(line)
+        if tail:
+            if len(self._buf) + len(tail) > limit:
+                self._dropping = True
+                self._dropped = len(self._buf) + len(tail)
+                self._buf.clear()
+            else:
+                self._buf += tail
+        return out
+
+    def close(self) -> list[Frame]:
+        """End of input: return the unfinished tail (if any) as a :class:`Tail`."""
+        out: list[Frame] = []
+        if self._dropping:
+            out.append(LineTooLong(self._dropped, self.max_line_bytes))
+            self._dropping = False
+            self._dropped = 0
+        elif self._buf:
+            data = bytes(self._buf)
+            self._buf.clear()
+            if data[-1:] == b"\r":
+                data = data[:-1]
+            if not _is_blank(data):
+                out.append(Tail(data))
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the line in progress (0 while a too-long line is dropped)."""
+        return len(self._buf)

@@ -1,0 +1,353 @@
+"""Transcript: one turn's events folded into its text, tool calls, usage and result.
+
+The assistant text follows the segment rule of PROTOCOL.md §3.4, which
+reproduces ``result.result`` exactly on every real recording:
+
+* a delta (``timestamp_ms``, no ``model_call_id``) is appended to the current segment;
+* a tool call closes the segment (its deltas are kept);
+* a whole-segment message (a recap with ``model_call_id``, or a final message
+  with neither marker) *replaces* the current segment's deltas when there were
+  any, and is appended as new text otherwise;
+* thinking does not close a segment; segments are joined with no separator.
+
+So partial output never doubles the text, and 2025 builds' plain fragments are
+concatenated. Tool calls are paired by ``call_id``.
+
+Example:
+    >>> t = Transcript()
+    >>> for line in [
+    ...     '{"type":"assistant","message":{"content":[{"type":"text","text":"Hel"}]},"timestamp_ms":1}',
+    ...     '{"type":"assistant","message":{"content":[{"type":"text","text":"lo"}]},"timestamp_ms":2}',
+    ...     '{"type":"assistant","message":{"content":[{"type":"text","text":"Hello"}]}}',
+    ... ]:
+    ...     t.add(parse_event(line))
+    >>> t.text
+    'Hello'
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from .events import AgentEvent, EventType, Usage, parse_event
+from .framing import DEFAULT_MAX_LINE_BYTES
+from .reader import EventReader
+from .result import AgentResult
+from .tools import QUERY_KINDS, ToolCall, ToolKind, ToolStatus
+
+__all__ = ["Transcript", "parse_event"]
+
+
+class Transcript:
+    """Fold the events of one turn. Feed with :meth:`add`; read the fields at any time.
+
+    ``keep_events`` keeps every event in :attr:`events` (the default). Fields:
+    ``session_id`` (from the first event that carries one), ``request_id``,
+    ``model`` and ``cwd`` (from ``system/init``), ``prompt`` (the user echo),
+    ``duration_ms``/``duration_api_ms``, ``usage``, ``result_event``,
+    ``errors`` (messages of ``ERROR`` events and error results).
+
+    Example:
+        >>> t = Transcript.from_lines([
+        ...     '{"type":"tool_call","subtype":"started","call_id":"c1",'
+        ...     '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}'])
+        >>> t.close()
+        >>> t.tool_calls[0].status
+        <ToolStatus.ABANDONED: 'abandoned'>
+    """
+
+    def __init__(self, *, keep_events: bool = True) -> None:
+        self.keep_events = keep_events
+        self.events: list[AgentEvent] = []
+        self.session_id: str | None = None
+        self.request_id: str | None = None
+        self.model: str | None = None
+        self.cwd: str | None = None
+        self.prompt: str | None = None
+        self.duration_ms: int | None = None
+        self.duration_api_ms: int | None = None
+        self.usage: Usage | None = None
+        self.result_event: AgentEvent | None = None
+        self.errors: list[str] = []
+        self.event_count = 0
+        self.object_lines = 0
+        self.raw_lines = 0
+        self._segments: list[str] = []
+        self._deltas: list[str] = []
+        self._thinking: list[str] = []
+        self._thinking_blocks: list[str] = []
+        self._calls: dict[str, ToolCall] = {}
+        self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
+        self._closed = False
+
+    # ---- reading -----------------------------------------------------------------------
+
+    @classmethod
+    def from_lines(cls, lines: Iterable[bytes | str], *, keep_events: bool = True) -> Transcript:
+        """A closed-over-nothing transcript of these lines (call :meth:`close` to end it)."""
+        t = cls(keep_events=keep_events)
+        for line in lines:
+            if isinstance(line, bytes):
+                if not line.strip():
+                    continue
+            elif not line.strip():
+                continue
+            event = parse_event(line)
+            if event.type is EventType.RAW:
+                t.raw_lines += 1
+            else:
+                t.object_lines += 1
+            t.add(event)
+        return t
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        *,
+        keep_events: bool = True,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> Transcript:
+        """The transcript of a whole recording given as bytes, closed."""
+        t = cls(keep_events=keep_events)
+        reader = EventReader(max_line_bytes)
+        for event in reader.feed(data):
+            t.add(event)
+        for event in reader.close():
+            t.add(event)
+        t.object_lines = reader.object_lines
+        t.raw_lines = reader.raw_lines
+        t.close()
+        return t
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        keep_events: bool = True,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> Transcript:
+        """Read a recording (NDJSON as written by ``agent --print --output-format stream-json``).
+
+        Raises ``OSError`` when the file cannot be read.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.ndjson"
+            >>> _ = p.write_text('{"type":"result","subtype":"success","result":"ok"}\\n')
+            >>> Transcript.from_file(p).to_result().result
+            'ok'
+        """
+        t = cls(keep_events=keep_events)
+        reader = EventReader(max_line_bytes)
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                for event in reader.feed(chunk):
+                    t.add(event)
+        for event in reader.close():
+            t.add(event)
+        t.object_lines = reader.object_lines
+        t.raw_lines = reader.raw_lines
+        t.close()
+        return t
+
+    # ---- folding -----------------------------------------------------------------------
+
+    def add(self, event: AgentEvent) -> None:
+        """Fold one event in."""
+        self.event_count += 1
+        if self.keep_events:
+            self.events.append(event)
+        if self.session_id is None and event.session_id:
+            self.session_id = event.session_id
+        etype = event.type
+        if etype is EventType.ASSISTANT_DELTA:
+            if event.text:
+                self._deltas.append(event.text)
+        elif etype is EventType.ASSISTANT:
+            if self._deltas:
+                self._deltas.clear()
+            if event.text:
+                self._segments.append(event.text)
+        elif etype is EventType.THINKING_DELTA:
+            if event.text:
+                self._thinking.append(event.text)
+        elif etype is EventType.THINKING_COMPLETED:
+            self._end_thinking()
+        elif etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
+            self._close_segment()
+            self._add_tool_call(event)
+        elif etype is EventType.INTERACTION_QUERY:
+            self._add_query(event)
+        elif etype is EventType.SYSTEM_INIT:
+            data = event.data
+            model = data.get("model")
+            self.model = model if isinstance(model, str) else self.model
+            cwd = data.get("cwd") or data.get("workspace")
+            self.cwd = cwd if isinstance(cwd, str) else self.cwd
+            self.request_id = self.request_id or event.request_id
+        elif etype is EventType.USER:
+            if self.prompt is None:
+                self.prompt = event.text
+        elif etype is EventType.RESULT_SUCCESS or etype is EventType.RESULT_ERROR:
+            self._add_result(event)
+        elif etype is EventType.ERROR and event.text:
+            self.errors.append(event.text)
+
+    def _close_segment(self) -> None:
+        if self._deltas:
+            self._segments.append("".join(self._deltas))
+            self._deltas.clear()
+
+    def _end_thinking(self) -> None:
+        if self._thinking:
+            self._thinking_blocks.append("".join(self._thinking))
+            self._thinking.clear()
+
+    def _add_tool_call(self, event: AgentEvent) -> None:
+        tc = event.tool_call
+        if tc is None:
+            return
+        existing = self._calls.get(tc.call_id)
+        if existing is None:
+            self._calls[tc.call_id] = tc
+            existing = tc
+        else:
+            existing.update(tc)
+        if not existing.args or existing.kind is ToolKind.UNKNOWN:
+            query = self._queries.get(existing.call_id)
+            if query is not None:
+                self._recover_from_query(existing, query)
+
+    def _recover_from_query(self, call: ToolCall, query: tuple[ToolKind, dict[str, Any]]) -> None:
+        kind, args = query
+        if not call.args:
+            call.args = args
+        if call.kind is ToolKind.UNKNOWN and not call.name:
+            call.kind = kind
+
+    def _add_query(self, event: AgentEvent) -> None:
+        if event.subtype != "request":
+            return
+        data = event.data
+        qtype = data.get("query_type")
+        query = data.get("query")
+        if not isinstance(qtype, str) or not isinstance(query, dict):
+            return
+        inner = query.get(qtype)
+        if not isinstance(inner, dict):
+            return
+        args = inner.get("args")
+        args = args if isinstance(args, dict) else {}
+        call_id = args.get("toolCallId") or inner.get("toolCallId")
+        if not isinstance(call_id, str):
+            return
+        entry = (QUERY_KINDS.get(qtype, ToolKind.UNKNOWN), args)
+        self._queries[call_id] = entry
+        existing = self._calls.get(call_id)
+        if existing is not None:
+            self._recover_from_query(existing, entry)
+
+    def _add_result(self, event: AgentEvent) -> None:
+        if self.result_event is not None:
+            return  # the first result is authoritative
+        self.result_event = event
+        data = event.data
+        self.request_id = event.request_id or self.request_id
+        duration = data.get("duration_ms")
+        if isinstance(duration, int):
+            self.duration_ms = duration
+        api = data.get("duration_api_ms")
+        if isinstance(api, int):
+            self.duration_api_ms = api
+        self.usage = event.usage
+        if event.type is EventType.RESULT_ERROR and event.text:
+            self.errors.append(event.text)
+        self._close_segment()
+        self._end_thinking()
+        self._abandon_open_calls()
+
+    def _abandon_open_calls(self) -> None:
+        for call in self._calls.values():
+            if call.status is ToolStatus.RUNNING:
+                call.status = ToolStatus.ABANDONED
+
+    def close(self) -> None:
+        """The stream ended: calls with no completion become ``abandoned``. Idempotent."""
+        self._closed = True
+        self._end_thinking()
+        self._abandon_open_calls()
+
+    # ---- what it holds -----------------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        """The assistant text, reassembled by the segment rule (never copied from the result)."""
+        if self._deltas:
+            return "".join(self._segments) + "".join(self._deltas)
+        return "".join(self._segments)
+
+    @property
+    def result_text(self) -> str | None:
+        """``result.result`` of the result event, if one arrived."""
+        if self.result_event is None:
+            return None
+        value = self.result_event.data.get("result")
+        return value if isinstance(value, str) else None
+
+    @property
+    def thinking(self) -> list[str]:
+        """The thinking blocks, each a ``delta``…``completed`` run joined."""
+        if self._thinking:
+            return [*self._thinking_blocks, "".join(self._thinking)]
+        return list(self._thinking_blocks)
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls, in the order they first appeared."""
+        return list(self._calls.values())
+
+    def tool_call(self, call_id: str) -> ToolCall | None:
+        """The tool call with this id, if any."""
+        return self._calls.get(call_id)
+
+    @property
+    def success(self) -> bool:
+        """True only once a successful result event was read."""
+        return self.result_event is not None and self.result_event.type is EventType.RESULT_SUCCESS
+
+    @property
+    def finished(self) -> bool:
+        """True once a result event arrived."""
+        return self.result_event is not None
+
+    def to_result(self) -> AgentResult:
+        """The :class:`AgentResult` of the turn so far (closes the transcript).
+
+        ``result`` is ``result.result`` when a result arrived, else the reassembled text.
+        """
+        self.close()
+        text = self.text
+        result_text = self.result_text
+        error: str | None = None
+        if self.result_event is not None and self.result_event.type is EventType.RESULT_ERROR:
+            error = self.result_event.text or "the agent reported an error"
+        elif self.result_event is None:
+            error = self.errors[-1] if self.errors else "the stream ended without a result"
+        return AgentResult(
+            success=self.success,
+            result=result_text if result_text is not None else text,
+            session_id=self.session_id,
+            request_id=self.request_id,
+            duration_ms=self.duration_ms,
+            duration_api_ms=self.duration_api_ms,
+            error=error,
+            events=list(self.events),
+            text=text,
+            tool_calls=[tc.copy() for tc in self._calls.values()],
+            usage=self.usage,
+            model=self.model,
+        )
