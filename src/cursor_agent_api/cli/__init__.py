@@ -1,0 +1,30 @@
+"""The ``cursor-agent-api`` command: one click group, one module per subcommand.
+
+Subcommands register themselves below; each lives in its own module
+(``replay.py``, ...). Expected failures print one line and exit non-zero, never
+a traceback.
+
+Example:
+    $ cursor-agent-api replay tests/data/cursor-real/02-*.ndjson --summary
+"""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cursor-agent-api")
+def main() -> None:
+    """Drive Cursor's coding agent: run it, chat with it, replay what it did."""
+
+
+def _register() -> None:
+    from .replay import replay
+
+    main.add_command(replay)
+
+
+_register()

@@ -1,0 +1,187 @@
+"""Rendering a turn for a person: the one renderer shared by ``replay`` and ``run``.
+
+:class:`TurnRenderer` takes events one at a time and prints, in order: thinking
+(dimmed, once a block completes), assistant text (deltas as they come; a recap
+that repeats them is not printed twice), one line per tool call once it
+finishes (kind, a short form of its args, status, duration, exit code), then
+the result with usage. Colours only when the console is a terminal; on a pipe,
+plain text with no escape codes (rich decides).
+
+Example:
+    >>> from io import StringIO
+    >>> from rich.console import Console
+    >>> from cursor_agent_api.protocol import parse_event
+    >>> out = StringIO()
+    >>> r = TurnRenderer(Console(file=out, width=80))
+    >>> r.handle(parse_event('{"type":"assistant","message":{"content":[{"type":"text","text":"Hi"}]}}'))
+    >>> r.close()
+    >>> "Hi" in out.getvalue()
+    True
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+
+from ..protocol import AgentEvent, AgentResult, EventType, ToolCall, ToolStatus, Transcript
+
+STATUS_MARKS: dict[ToolStatus, tuple[str, str]] = {
+    ToolStatus.RUNNING: ("…", "cyan"),
+    ToolStatus.SUCCEEDED: ("✓", "green"),
+    ToolStatus.FAILED: ("✗", "red"),
+    ToolStatus.ERROR: ("✗", "red"),
+    ToolStatus.TIMEOUT: ("✗", "red"),
+    ToolStatus.REJECTED: ("⊘", "yellow"),
+    ToolStatus.DENIED: ("⊘", "yellow"),
+    ToolStatus.ABANDONED: ("⊘", "magenta"),
+}
+
+
+def _shorten(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def tool_line(call: ToolCall) -> Text:
+    """One line for a tool call: mark, kind, short args, status, duration, exit code.
+
+    Example:
+        >>> from cursor_agent_api.protocol import ToolKind
+        >>> tool_line(ToolCall("c", ToolKind.SHELL, "shellToolCall", {"command": "ls"})).plain
+        '… shell ls  running'
+    """
+    mark, style = STATUS_MARKS[call.status]
+    line = Text()
+    line.append(f"{mark} ", style=f"bold {style}")
+    line.append(call.kind.value if call.kind.value != "unknown" else call.name or "tool", "bold")
+    summary = call.summary()
+    if summary:
+        line.append(" " + _shorten(summary))
+    line.append(f"  {call.status.value}", style=style)
+    extras = []
+    if call.exit_code is not None:
+        extras.append(f"exit {call.exit_code}")
+    if call.duration_ms is not None:
+        extras.append(_duration(call.duration_ms))
+    if extras:
+        line.append(" (" + ", ".join(extras) + ")", style="dim")
+    return line
+
+
+def _duration(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
+    return f"{ms / 1000:.1f} s"
+
+
+def usage_line(result: AgentResult) -> str:
+    """The footer: tokens and duration.
+
+    Example:
+        >>> usage_line(AgentResult(success=True, result="", session_id="s", duration_ms=1500))
+        'duration 1.5 s'
+    """
+    parts = []
+    if result.usage is not None:
+        u = result.usage
+        parts.append(
+            f"tokens in {u.input_tokens:,} / out {u.output_tokens:,}"
+            f" / cache read {u.cache_read_tokens:,} / cache write {u.cache_write_tokens:,}"
+        )
+    if result.duration_ms is not None:
+        parts.append(f"duration {_duration(result.duration_ms)}")
+    return " · ".join(parts)
+
+
+class TurnRenderer:
+    """Print a turn as its events arrive (see the module docstring).
+
+    ``show_thinking`` prints completed thinking blocks dimmed. The renderer keeps
+    its own :class:`Transcript` to pair tool calls; :attr:`transcript` gives it.
+    """
+
+    def __init__(self, console: Console, *, show_thinking: bool = True) -> None:
+        self.console = console
+        self.show_thinking = show_thinking
+        self.transcript = Transcript(keep_events=False)
+        self._segment_printed = False  # deltas of the current segment were printed
+        self._at_line_start = True
+        self._thinking: list[str] = []
+        self._printed_calls: set[str] = set()
+
+    def _write_text(self, text: str) -> None:
+        if not text:
+            return
+        self.console.print(Text(text), end="", soft_wrap=True)
+        self._at_line_start = text.endswith("\n")
+
+    def _newline(self) -> None:
+        if not self._at_line_start:
+            self.console.print()
+            self._at_line_start = True
+
+    def handle(self, event: AgentEvent) -> None:
+        """Render one event."""
+        self.transcript.add(event)
+        etype = event.type
+        if etype is EventType.ASSISTANT_DELTA:
+            self._write_text(event.text or "")
+            self._segment_printed = True
+        elif etype is EventType.ASSISTANT:
+            if not self._segment_printed:
+                self._write_text(event.text or "")
+            self._segment_printed = False
+        elif etype is EventType.THINKING_DELTA:
+            self._thinking.append(event.text or "")
+        elif etype is EventType.THINKING_COMPLETED:
+            self._flush_thinking()
+        elif etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
+            self._segment_printed = False
+            call = self.transcript.tool_call(event.call_id or "")
+            if call is not None and call.status.finished and call.call_id not in self._printed_calls:
+                self._newline()
+                self._printed_calls.add(call.call_id)
+                self.console.print(tool_line(call))
+        elif etype is EventType.ERROR:
+            self._newline()
+            self.console.print(f"[bold red]error:[/] {escape(event.text or '')}")
+        elif etype is EventType.RAW:
+            self._newline()
+            self.console.print(Text(event.text or "", style="dim italic"))
+        elif etype is EventType.SYSTEM_INIT:
+            model = event.data.get("model")
+            cwd = event.data.get("cwd")
+            bits = [str(b) for b in (model, cwd) if b]
+            if bits:
+                self.console.print(Text("▶ " + " · ".join(bits), style="dim"))
+
+    def _flush_thinking(self) -> None:
+        text = "".join(self._thinking).strip()
+        self._thinking.clear()
+        if text and self.show_thinking:
+            self._newline()
+            quoted = "\n".join("│ " + line for line in text.splitlines())
+            self.console.print(Text(quoted, style="dim italic"))
+
+    def close(self) -> AgentResult:
+        """End of the stream: print calls left open, then the result; return it."""
+        self._flush_thinking()
+        result = self.transcript.to_result()
+        for call in result.tool_calls:
+            if call.call_id not in self._printed_calls:
+                self._newline()
+                self._printed_calls.add(call.call_id)
+                self.console.print(tool_line(call))
+        self._newline()
+        if result.success:
+            footer = usage_line(result)
+            self.console.print(Text("✓ done" + (f" · {footer}" if footer else ""), style="green"))
+        else:
+            self.console.print(
+                Text(f"✗ {result.error or 'the turn failed'}", style="bold red"),
+            )
+        if result.session_id:
+            self.console.print(Text(f"chat {result.session_id}", style="dim"))
+        return result

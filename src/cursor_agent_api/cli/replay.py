@@ -1,0 +1,111 @@
+"""``cursor-agent-api replay FILE``: show a recording as a person would want to read it.
+
+``FILE`` is NDJSON as written by ``agent --print --output-format stream-json``
+(``-`` reads standard input). ``--summary`` prints one JSON object instead,
+for scripts and checks.
+
+Example:
+    $ cursor-agent-api replay tests/data/cursor-real/08-hcn-0910-probe-13-composer-read-then-edit.ndjson
+    $ agent -p --output-format stream-json "hi" | cursor-agent-api replay - --summary
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, BinaryIO
+
+import click
+import orjson
+from rich.console import Console
+
+from ..protocol import DEFAULT_MAX_LINE_BYTES, EventReader, Transcript
+from .render import TurnRenderer
+
+
+def summarize(t: Transcript) -> dict[str, Any]:
+    """The ``--summary`` object of a closed transcript.
+
+    ``events`` counts lines that were JSON objects, ``raw_lines`` non-blank lines
+    that were not; ``text`` is the reassembled text (never copied from the
+    result), ``result_text`` is ``result.result``.
+
+    Example:
+        >>> t = Transcript.from_bytes(b'{"type":"result","subtype":"success","result":"x"}\\nhi\\n')
+        >>> s = summarize(t)
+        >>> s["success"], s["events"], s["raw_lines"], s["result_text"]
+        (True, 1, 1, 'x')
+    """
+    result = t.to_result()
+    error = None if result.success else result.error
+    return {
+        "session_id": t.session_id,
+        "success": result.success,
+        "error": error,
+        "text": t.text,
+        "result_text": t.result_text,
+        "usage": t.usage.to_dict() if t.usage else None,
+        "events": t.object_lines,
+        "raw_lines": t.raw_lines,
+        "tool_calls": [
+            {
+                "call_id": tc.call_id,
+                "kind": tc.kind.value,
+                "name": tc.name,
+                "status": tc.status.value,
+                "args": tc.args,
+                "exit_code": tc.exit_code,
+                "output": tc.output,
+            }
+            for tc in result.tool_calls
+        ],
+    }
+
+
+def _read_stream(src: BinaryIO, handle: Any, max_line_bytes: int) -> tuple[int, int]:
+    reader = EventReader(max_line_bytes)
+    while chunk := src.read1(1 << 16) if hasattr(src, "read1") else src.read(1 << 16):
+        for event in reader.feed(chunk):
+            handle(event)
+    for event in reader.close():
+        handle(event)
+    return reader.object_lines, reader.raw_lines
+
+
+@click.command()
+@click.argument("file", type=str)
+@click.option("--summary", is_flag=True, help="Print one JSON object instead of the rendering.")
+@click.option("--no-thinking", is_flag=True, help="Do not show thinking.")
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_LINE_BYTES,
+    show_default=True,
+    help="Longest line accepted; longer ones become an error event.",
+)
+def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> None:
+    """Render a recorded stream-json FILE ("-" for standard input)."""
+    try:
+        src: BinaryIO = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
+    except OSError as exc:
+        click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror}", err=True)
+        sys.exit(2)
+    try:
+        if summary:
+            t = Transcript(keep_events=False)
+            t.object_lines, t.raw_lines = _read_stream(src, t.add, max_line_bytes)
+            t.close()
+            sys.stdout.buffer.write(orjson.dumps(summarize(t), option=orjson.OPT_APPEND_NEWLINE))
+            sys.stdout.flush()
+            return
+        renderer = TurnRenderer(Console(highlight=False, soft_wrap=True), show_thinking=not no_thinking)
+        _read_stream(src, renderer.handle, max_line_bytes)
+        renderer.close()
+    except IsADirectoryError:
+        click.echo(f"cursor-agent-api replay: {file} is a directory", err=True)
+        sys.exit(2)
+    except OSError as exc:
+        click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror or exc}", err=True)
+        sys.exit(2)
+    finally:
+        if src is not sys.stdin.buffer:
+            src.close()
