@@ -14,7 +14,15 @@ Example:
 """
 
 from .ansi import strip_ansi
-from .events import AgentEvent, EventType, Usage, error_event, event_from_object, parse_event, raw_event
+from .events import (
+    AgentEvent,
+    EventType,
+    Usage,
+    error_event,
+    event_from_object,
+    parse_event,
+    raw_event,
+)
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .reader import EventReader
 from .result import AgentResult

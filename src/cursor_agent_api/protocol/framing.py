@@ -78,7 +78,7 @@ class LineFramer:
         [LineTooLong(size=10, limit=4), b'ok']
     """
 
-    __slots__ = ("_buf", "_dropping", "_dropped", "max_line_bytes")
+    __slots__ = ("_buf", "_dropped", "_dropping", "max_line_bytes")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         if max_line_bytes < 1:

@@ -247,7 +247,7 @@ class ToolCall:
             return "rejected: not approved (force_approve / --force allows it)"
         if self.status is ToolStatus.DENIED:
             return "denied by a permission rule"
-        return self.status.value
+        return str(self.status.value)
 
     @property
     def duration_ms(self) -> int | None:
@@ -434,7 +434,7 @@ class ToolCall:
             return self.diff or _str(value.get("message")) or ""
         if kind is ToolKind.WRITE:
             lines = _int(value.get("linesCreated"))
-            path = self.path or ""
+            path = _str(value.get("path")) or self.path or ""
             return f"{path}: {lines} lines written" if lines is not None else path
         if kind is ToolKind.DELETE:
             return f"{self.path or ''} deleted"
@@ -455,8 +455,11 @@ class ToolCall:
             return "\n".join(f"{r.get('title', '')} — {r.get('url', '')}" for r in self.references)
         if kind is ToolKind.TODOS:
             return "\n".join(_todo_line(t) for t in self.todos)
-        if isinstance(value.get("output"), str):
-            return str(value["output"])
+        if any(k in value for k in ("stdout", "stderr", "interleavedOutput")):
+            return self._shell_output()
+        for key in ("output", "content", "text", "message"):
+            if isinstance(value.get(key), str):
+                return str(value[key])
         if not value:
             return ""
         return orjson.dumps(value).decode()
@@ -494,10 +497,9 @@ class ToolCall:
         What the later event omits (rejected completions omit ``args``; seed 002's
         completions omit the kind) is kept from this one.
         """
-        if later.kind is not ToolKind.UNKNOWN or self.kind is ToolKind.UNKNOWN:
-            if later.name:
-                self.kind = later.kind
-                self.name = later.name
+        if later.name and (later.kind is not ToolKind.UNKNOWN or self.kind is ToolKind.UNKNOWN):
+            self.kind = later.kind
+            self.name = later.name
         if later.args:
             self.args = later.args
         if later.result is not None or later.status is not ToolStatus.RUNNING:

@@ -1,0 +1,128 @@
+"""Transcript: the segment rule, pairing, abandonment, results."""
+
+from __future__ import annotations
+
+import orjson
+
+from cursor_agent_api import EventType, ToolKind, ToolStatus, Transcript, parse_event
+
+
+def a(text: str, **markers: object) -> str:
+    return orjson.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": text}]}, **markers}).decode()
+
+
+def tc(subtype: str, call_id: str, key: str, args: dict[str, object] | None = None,
+       result: dict[str, object] | None = None, mcid: str = "m-0-x") -> str:
+    inner: dict[str, object] = {}
+    if args is not None:
+        inner["args"] = args
+    if result is not None:
+        inner["result"] = result
+    return orjson.dumps({"type": "tool_call", "subtype": subtype, "call_id": call_id,
+                         "tool_call": {key: inner}, "model_call_id": mcid}).decode()
+
+
+def test_segment_rule_with_partial_output_and_tools() -> None:
+    lines = [
+        a("Look", timestamp_ms=1), a("ing.", timestamp_ms=2),
+        a("Looking.", timestamp_ms=3, model_call_id="m-0-x"),  # recap replaces the deltas
+        tc("started", "c1", "lsToolCall", {"path": "."}),
+        '{"type":"thinking","subtype":"delta","text":"hmm"}',
+        a("Do", timestamp_ms=4),
+        '{"type":"thinking","subtype":"completed"}',  # thinking does not close a segment
+        a("ne", timestamp_ms=5),
+        tc("completed", "c1", "lsToolCall", {"path": "."}, {"success": {}}),
+        a("!", timestamp_ms=6),
+        a("!"),  # final recap replaces "!" only; "Done" was closed by the tool call
+    ]
+    t = Transcript.from_lines(lines)
+    assert t.text == "Looking.Done!"
+    assert t.thinking == ["hmm"]
+
+
+def test_without_partial_output_segments_are_appended() -> None:
+    t = Transcript.from_lines([
+        a("First.", timestamp_ms=1, model_call_id="m-0-x"),
+        tc("started", "c1", "readToolCall", {"path": "a"}),
+        tc("completed", "c1", "readToolCall", {"path": "a"}, {"success": {"content": "x"}}),
+        a("Second."),
+    ])
+    assert t.text == "First.Second."
+
+
+def test_parallel_calls_complete_in_finish_order() -> None:
+    t = Transcript.from_lines([
+        tc("started", "p1", "readToolCall", {"path": "a"}),
+        tc("started", "p2", "grepToolCall", {"pattern": "x"}),
+        tc("started", "p3", "globToolCall", {"globPattern": "*"}),
+        tc("completed", "p3", "globToolCall", {"globPattern": "*"}, {"success": {"files": []}}),
+        tc("completed", "p1", "readToolCall", {"path": "a"}, {"success": {"content": ""}}),
+    ])
+    t.close()
+    assert [(c.call_id, c.status) for c in t.tool_calls] == [
+        ("p1", ToolStatus.SUCCEEDED), ("p2", ToolStatus.ABANDONED), ("p3", ToolStatus.SUCCEEDED)]
+
+
+def test_rejected_completion_keeps_started_args() -> None:
+    t = Transcript.from_lines([
+        tc("started", "s", "shellToolCall", {"command": "rm -rf /tmp/x"}),
+        tc("completed", "s", "shellToolCall", None, {"rejected": {"reason": ""}}),
+    ])
+    (call,) = t.tool_calls
+    assert call.command == "rm -rf /tmp/x" and call.status is ToolStatus.REJECTED
+    assert "not approved" in call.output
+
+
+def test_query_before_started_supplies_args_to_a_bare_completion() -> None:
+    q = {"type": "interaction_query", "subtype": "request", "query_type": "webFetchRequestQuery",
+         "query": {"id": 0, "webFetchRequestQuery": {"args": {"url": "https://x",
+                                                              "toolCallId": "w"}}}}
+    t = Transcript.from_lines([
+        orjson.dumps(q).decode(),
+        tc("completed", "w", "webFetchToolCall", None, {"rejected": {"reason": "User Rejected"}}),
+    ])
+    (call,) = t.tool_calls
+    assert call.kind is ToolKind.WEB_FETCH and call.url == "https://x"
+
+
+def test_first_result_is_authoritative_and_closes_open_calls() -> None:
+    t = Transcript.from_lines([
+        '{"type":"system","subtype":"init","session_id":"s1","model":"M","cwd":"/w"}',
+        tc("started", "c", "shellToolCall", {"command": "sleep 99"}),
+        '{"type":"result","subtype":"success","result":"one","request_id":"r1","duration_ms":5}',
+        '{"type":"result","subtype":"success","result":"two"}',
+    ])
+    assert t.result_text == "one" and t.request_id == "r1" and t.duration_ms == 5
+    assert t.tool_calls[0].status is ToolStatus.ABANDONED
+    assert (t.session_id, t.model, t.cwd) == ("s1", "M", "/w")
+
+
+def test_no_result_gives_failure_with_partial_text() -> None:
+    t = Transcript.from_lines([a("partial", timestamp_ms=1)])
+    r = t.to_result()
+    assert not r.success and r.result == "partial" and r.text == "partial"
+    assert r.error == "the stream ended without a result"
+
+
+def test_error_result() -> None:
+    t = Transcript.from_lines(['{"type":"result","subtype":"error","is_error":true,'
+                               '"error":"Request timed out"}'])
+    r = t.to_result()
+    assert not r.success and r.error == "Request timed out"
+
+
+def test_session_id_from_first_event_that_has_one() -> None:
+    t = Transcript()
+    t.add(parse_event('{"type":"user"}'))
+    t.add(parse_event('{"type":"user","session_id":"a"}'))
+    t.add(parse_event('{"type":"user","session_id":"b"}'))
+    assert t.session_id == "a"
+
+
+def test_keep_events_false_keeps_no_events() -> None:
+    t = Transcript(keep_events=False)
+    for _ in range(100):
+        t.add(parse_event(a("x", timestamp_ms=1)))
+    assert t.events == [] and t.event_count == 100 and t.text == "x" * 100
+    assert all(e.type is EventType.ASSISTANT_DELTA for e in [parse_event(a("x", timestamp_ms=1))])
