@@ -1,0 +1,258 @@
+"""Configuration of a client: :class:`AgentConfig` and :class:`OutputFormat`.
+
+What lives here: the settings of a turn (seed 004's fields plus the process
+rules of issue 4), validated when the object is built, so a wrong value fails
+where it was written and not in the middle of a run. What does not: building
+argv/env (:mod:`cursor_agent_api.runtime.argv`), running anything.
+
+Example:
+    >>> config = AgentConfig(workspace="/tmp", model="sonnet-4.6", timeout=600)
+    >>> config.with_overrides(model="gpt-5").model
+    'gpt-5'
+    >>> AgentConfig(timeout=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: AgentConfig.timeout must be a positive number of seconds or None, got -1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocol import DEFAULT_MAX_LINE_BYTES
+
+__all__ = ["DEFAULT_KILL_GRACE", "DEFAULT_RESULT_GRACE", "AgentConfig", "OutputFormat"]
+
+DEFAULT_RESULT_GRACE = 3.0
+"""Seconds the agent gets to exit by itself after its first ``result`` event."""
+
+DEFAULT_KILL_GRACE = 2.0
+"""Seconds between the stop signal (SIGTERM) and SIGKILL to the agent's process group."""
+
+DEFAULT_STDERR_TAIL_BYTES = 64 * 1024
+"""How much of the agent's stderr is kept (the last bytes)."""
+
+
+class OutputFormat(str, enum.Enum):
+    """The agent's ``--output-format`` (seed 004).
+
+    The client reads ``STREAM_JSON`` (the default) event by event; ``JSON`` gives
+    one ``result`` event at the end; ``TEXT`` gives each line as a ``RAW`` event
+    and the turn succeeds when the agent exits 0.
+
+    Example:
+        >>> OutputFormat("stream-json") is OutputFormat.STREAM_JSON
+        True
+    """
+
+    TEXT = "text"
+    JSON = "json"
+    STREAM_JSON = "stream-json"
+
+
+def _fail(name: str, why: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
+    return exc(f"AgentConfig.{name} {why}, got {value!r}")
+
+
+def _check_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(name, "must be a number of seconds or None", value, TypeError)
+    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+        what = "a non-negative" if allow_zero else "a positive"
+        raise _fail(name, f"must be {what} number of seconds or None", value)
+    return float(value)
+
+
+def _check_optional_text(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise _fail(name, "must be a string or None", value, TypeError)
+    if not value.strip():
+        raise _fail(name, "must not be empty (use None to leave it unset)", value)
+    if "\x00" in value or "\n" in value:
+        raise _fail(name, "must not contain NUL or newline characters", value)
+    return value
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(name, "must be True or False", value, TypeError)
+    return value
+
+
+def _check_str_list(name: str, value: Any) -> list[str]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise _fail(name, "must be a list of strings", value, TypeError)
+    out = list(value)
+    for item in out:
+        if not isinstance(item, str):
+            raise _fail(name, "must contain only strings", item, TypeError)
+        if "\x00" in item:
+            raise _fail(name, "items must not contain NUL characters", item)
+    return out
+
+
+@dataclass(eq=True)
+class AgentConfig:
+    """How to run the agent: seed 004's fields plus the process rules.
+
+    Seed 004: ``workspace`` (``--workspace``), ``model`` (``--model``),
+    ``force_approve`` (``--force``), ``approve_mcps`` (``--approve-mcps``),
+    ``api_key`` (sent as ``CURSOR_API_KEY`` in the environment, never in argv),
+    ``headers`` (``-H`` each, ``"Name: Value"``), ``agent_binary`` (``"agent"``;
+    when that is not on ``PATH`` but ``cursor-agent`` is, that one is used).
+
+    Added: ``output_format``, ``stream_partial_output``
+    (``--stream-partial-output``), ``trust`` (``--trust``; off by default:
+    trusting a workspace is the caller's decision), ``resume`` (a chat id,
+    ``--resume``), ``env`` (extra environment variables merged over the
+    parent's; a ``None`` value removes a variable), ``timeout`` (seconds for
+    the whole turn, ``None`` = none), ``idle_timeout`` (seconds without any
+    output on stdout or stderr, ``None`` = off; real runs are silent for 30 s
+    and more, so there is no short default), ``extra_args`` (appended to argv
+    as given), ``max_line_bytes`` (longest stdout line kept; a longer line fails
+    the turn with :class:`~cursor_agent_api.errors.ProtocolError`),
+    ``keep_events`` (keep every event in ``StreamingResponse.events`` and
+    ``AgentResult.events``; ``False`` keeps memory flat on endless streams),
+    ``result_grace`` (seconds the agent may take to exit after its first
+    ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
+    ``stderr_tail_bytes`` (how much stderr is kept).
+
+    Every field is checked when the object is built (and again by
+    :meth:`with_overrides`): a wrong value raises ``TypeError`` or
+    ``ValueError`` naming the field and the reason.
+
+    Example:
+        >>> cfg = AgentConfig(model="sonnet-4.6", headers=["X-Team: infra"], trust=True)
+        >>> cfg.headers, cfg.trust
+        (['X-Team: infra'], True)
+        >>> AgentConfig(headers=["no colon"])
+        Traceback (most recent call last):
+        ...
+        ValueError: AgentConfig.headers items must look like 'Name: Value', got 'no colon'
+    """
+
+    workspace: str | None = None
+    model: str | None = None
+    force_approve: bool = False
+    approve_mcps: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    headers: list[str] = field(default_factory=list)
+    agent_binary: str = "agent"
+    output_format: OutputFormat = OutputFormat.STREAM_JSON
+    stream_partial_output: bool = False
+    trust: bool = False
+    resume: str | None = None
+    env: dict[str, str | None] = field(default_factory=dict, repr=False)
+    timeout: float | None = None
+    idle_timeout: float | None = None
+    extra_args: list[str] = field(default_factory=list)
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    keep_events: bool = True
+    result_grace: float = DEFAULT_RESULT_GRACE
+    kill_grace: float = DEFAULT_KILL_GRACE
+    stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Check (and normalize) every field; raise ``TypeError``/``ValueError`` naming it.
+
+        Runs at construction; the client runs it again before each turn, in
+        case a field was assigned afterwards.
+
+        Example:
+            >>> cfg = AgentConfig()
+            >>> cfg.kill_grace = 0
+            >>> cfg.validate()
+            Traceback (most recent call last):
+            ...
+            ValueError: AgentConfig.kill_grace must be a positive number of seconds or None, got 0
+        """
+        self.workspace = _check_optional_text("workspace", self.workspace)
+        self.model = _check_optional_text("model", self.model)
+        if self.model is not None and any(c.isspace() for c in self.model):
+            raise _fail("model", "must be a model slug without spaces (see list_models())",
+                        self.model)
+        self.resume = _check_optional_text("resume", self.resume)
+        self.api_key = _check_optional_text("api_key", self.api_key)
+        binary = _check_optional_text("agent_binary", self.agent_binary)
+        if binary is None:
+            raise _fail("agent_binary", "must name the agent executable", self.agent_binary)
+        self.agent_binary = binary
+        for name in ("force_approve", "approve_mcps", "stream_partial_output", "trust",
+                     "keep_events"):
+            _check_bool(name, getattr(self, name))
+        try:
+            self.output_format = OutputFormat(self.output_format)
+        except ValueError:
+            raise _fail("output_format", "must be 'stream-json', 'json' or 'text'",
+                        self.output_format) from None
+        self.headers = _check_str_list("headers", self.headers)
+        for header in self.headers:
+            name, sep, _ = header.partition(":")
+            if not sep or not name.strip() or any(c.isspace() for c in name.strip()) \
+                    or "\n" in header or "\r" in header:
+                raise _fail("headers", "items must look like 'Name: Value'", header)
+        self.extra_args = _check_str_list("extra_args", self.extra_args)
+        if not isinstance(self.env, Mapping):
+            raise _fail("env", "must be a mapping of variable names to strings", self.env,
+                        TypeError)
+        env: dict[str, str | None] = {}
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
+                raise _fail("env", "keys must be non-empty names without '=' or NUL", key)
+            if value is not None and (not isinstance(value, str) or "\x00" in value):
+                raise _fail("env", f"[{key!r}] must be a string without NUL, or None", value,
+                            TypeError)
+            env[key] = value
+        self.env = env
+        self.timeout = _check_seconds("timeout", self.timeout)
+        self.idle_timeout = _check_seconds("idle_timeout", self.idle_timeout)
+        grace = _check_seconds("result_grace", self.result_grace, allow_zero=True)
+        if grace is None:
+            raise _fail("result_grace", "must be a number of seconds", None, TypeError)
+        self.result_grace = grace
+        kill = _check_seconds("kill_grace", self.kill_grace)
+        if kill is None:
+            raise _fail("kill_grace", "must be a number of seconds", None, TypeError)
+        self.kill_grace = kill
+        for name in ("max_line_bytes", "stderr_tail_bytes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise _fail(name, "must be an integer number of bytes", value, TypeError)
+            if value < 1:
+                raise _fail(name, "must be at least 1", value)
+
+    def with_overrides(self, **overrides: Any) -> AgentConfig:
+        """A validated copy with some fields replaced (the ``**overrides`` of ``query``).
+
+        Example:
+            >>> AgentConfig(model="a").with_overrides(model="b", timeout=30).timeout
+            30.0
+            >>> AgentConfig().with_overrides(modle="b")
+            Traceback (most recent call last):
+            ...
+            TypeError: unknown AgentConfig field 'modle' (fields: workspace, model, ...)
+        """
+        if not overrides:
+            return dataclasses.replace(self)
+        names = {f.name for f in dataclasses.fields(self)}
+        for key in overrides:
+            if key not in names:
+                raise TypeError(
+                    f"unknown AgentConfig field {key!r} (fields: workspace, model, ...)"
+                )
+        return dataclasses.replace(self, **overrides)

@@ -1,0 +1,107 @@
+"""Building what the agent process is started with: argv and environment.
+
+What lives here: :func:`resolve_binary`, :func:`build_argv` and
+:func:`build_env`. The prompt never goes in argv (it is written on stdin, then
+stdin is closed) and neither does the API key (it goes in ``CURSOR_API_KEY``):
+argv is visible to every local user through ``ps``. What does not: spawning
+(:mod:`.process`), the turn's lifecycle (:mod:`.run`).
+
+Example:
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> build_argv(AgentConfig(model="gpt-5", trust=True), binary="agent")
+    ['agent', '--print', '--output-format', 'stream-json', '--trust', '--model', 'gpt-5']
+    >>> build_env(AgentConfig(api_key="k", env={"A": "1"}), base={"PATH": "/bin"})
+    {'PATH': '/bin', 'A': '1', 'CURSOR_API_KEY': 'k'}
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+
+from ..config import AgentConfig
+
+__all__ = ["FALLBACK_BINARIES", "build_argv", "build_env", "resolve_binary"]
+
+FALLBACK_BINARIES = ("agent", "cursor-agent")
+"""Names the CLI is installed under (``agent`` since 2026, ``cursor-agent`` kept as a link)."""
+
+
+def resolve_binary(config: AgentConfig, env: Mapping[str, str] | None = None) -> str:
+    """The executable to start: ``config.agent_binary``, found on ``PATH``.
+
+    When the default ``"agent"`` is not on ``PATH`` but ``cursor-agent`` is, that
+    one is used. A name that cannot be found is returned unchanged (starting it
+    then fails with :class:`~cursor_agent_api.errors.AgentNotFoundError`).
+
+    Example:
+        >>> resolve_binary(AgentConfig(agent_binary="/bin/sh"))
+        '/bin/sh'
+    """
+    binary = config.agent_binary
+    path = (env or os.environ).get("PATH")
+    if os.sep in binary:
+        return binary
+    found = shutil.which(binary, path=path)
+    if found:
+        return found
+    if binary in FALLBACK_BINARIES:
+        for other in FALLBACK_BINARIES:
+            found = shutil.which(other, path=path)
+            if found:
+                return found
+    return binary
+
+
+def build_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
+    """argv for one headless turn: ``--print --output-format …`` plus the configured flags.
+
+    The prompt is not part of it (it goes on stdin); neither is the API key.
+
+    Example:
+        >>> build_argv(AgentConfig(resume="c1", headers=["X-A: 1"], extra_args=["--x"]),
+        ...            binary="agent")
+        ['agent', '--print', '--output-format', 'stream-json', '--resume', 'c1', '-H', 'X-A: 1', '--x']
+    """
+    argv = [binary or config.agent_binary, "--print", "--output-format",
+            config.output_format.value]
+    if config.stream_partial_output:
+        argv.append("--stream-partial-output")
+    if config.trust:
+        argv.append("--trust")
+    if config.force_approve:
+        argv.append("--force")
+    if config.approve_mcps:
+        argv.append("--approve-mcps")
+    if config.model is not None:
+        argv += ["--model", config.model]
+    if config.workspace is not None:
+        argv += ["--workspace", config.workspace]
+    if config.resume is not None:
+        argv += ["--resume", config.resume]
+    for header in config.headers:
+        argv += ["-H", header]
+    argv += config.extra_args
+    return argv
+
+
+def build_env(config: AgentConfig, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The agent's environment: ``base`` (the parent's by default) merged with ``config.env``.
+
+    A ``None`` value in ``config.env`` removes the variable; ``config.api_key``
+    becomes ``CURSOR_API_KEY`` (and wins over both).
+
+    Example:
+        >>> build_env(AgentConfig(env={"HOME": None, "X": "1"}), base={"HOME": "/h"})
+        {'X': '1'}
+    """
+    env = dict(os.environ if base is None else base)
+    for key, value in config.env.items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    if config.api_key is not None:
+        env["CURSOR_API_KEY"] = config.api_key
+    return env

@@ -1,0 +1,271 @@
+"""The agent's short subcommands: ``status``, ``models`` and ``create-chat``.
+
+What lives here: :func:`fetch_status` -> :class:`AccountStatus`,
+:func:`fetch_models` -> a list of :class:`ModelInfo`, :func:`create_chat` -> a
+chat id, all async and all with the same process rules as a turn (own process
+group, stderr mapped to typed errors, the group stopped at the end, a
+timeout). ``create-chat`` prints a UUID and, in 2026 builds, never exits: the
+first line is read, then its group is stopped. What does not: turns
+(:mod:`.run`).
+
+Example:
+    >>> parse_models("Available models\\n\\nauto - Auto\\nsonnet-4.6 - Claude 4.6 Sonnet (current)\\n")
+    [ModelInfo(slug='auto', display_name='Auto', current=False), ModelInfo(slug='sonnet-4.6', display_name='Claude 4.6 Sonnet', current=True)]
+    >>> parse_status("✓ Logged in as ada@example.com\\n")
+    AccountStatus(logged_in=True, account='ada@example.com', message='✓ Logged in as ada@example.com')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+from dataclasses import dataclass
+
+from ..config import AgentConfig
+from ..errors import AgentProcessError, AgentTimeoutError, SessionError
+from ..protocol import strip_ansi
+from .argv import build_env, resolve_binary
+from .process import AgentProcess
+from .stderr import StderrTail, classify_failure
+
+__all__ = [
+    "AccountStatus",
+    "ModelInfo",
+    "create_chat",
+    "fetch_models",
+    "fetch_status",
+    "parse_models",
+    "parse_status",
+    "run_command",
+]
+
+DEFAULT_COMMAND_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class AccountStatus:
+    """Who the agent is logged in as (from ``agent status``).
+
+    ``logged_in``; ``account`` (the e-mail or name the CLI printed, if any);
+    ``message`` (the CLI's text, ANSI stripped).
+
+    Example:
+        >>> AccountStatus(False, None, "Not logged in").logged_in
+        False
+    """
+
+    logged_in: bool
+    account: str | None
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """A model the account can use (a line ``slug - Display Name`` of ``agent models``).
+
+    Example:
+        >>> ModelInfo("gpt-5", "GPT-5").slug
+        'gpt-5'
+    """
+
+    slug: str
+    display_name: str
+    current: bool = False
+
+
+_MODEL_LINE = re.compile(r"^\s*(?:[*>•]\s*)?([A-Za-z0-9][A-Za-z0-9._:/+@-]*)\s+-\s+(.+?)\s*$")
+_MARK = re.compile(r"\s*\((current|default|selected)(?:,\s*(?:current|default|selected))*\)\s*$",
+                   re.I)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_AS = re.compile(r"logged in as\s+(.+?)\s*$", re.I | re.M)
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def parse_models(text: str) -> list[ModelInfo]:
+    """The ``slug - Display Name`` lines of ``agent models`` output.
+
+    Example:
+        >>> parse_models("gpt-5 - GPT-5 (default)")[0].current
+        True
+    """
+    models: list[ModelInfo] = []
+    for line in strip_ansi(text).splitlines():
+        m = _MODEL_LINE.match(line)
+        if not m:
+            continue
+        name = m.group(2)
+        mark = _MARK.search(name)
+        if mark:
+            name = name[: mark.start()]
+        models.append(ModelInfo(m.group(1), name.strip(), mark is not None))
+    return models
+
+
+def parse_status(text: str) -> AccountStatus:
+    """Read ``agent status`` output: logged in or not, and as whom.
+
+    Example:
+        >>> parse_status("Not logged in").logged_in
+        False
+    """
+    clean = strip_ansi(text).strip()
+    low = clean.lower()
+    if "not logged in" in low or "not authenticated" in low or "logged out" in low:
+        return AccountStatus(False, None, clean)
+    account: str | None = None
+    m = _AS.search(clean)
+    if m:
+        account = m.group(1).strip().rstrip(".")
+    else:
+        e = _EMAIL.search(clean)
+        account = e.group(0) if e else None
+    logged_in = account is not None or "logged in" in low or "authenticated" in low
+    return AccountStatus(logged_in, account, clean)
+
+
+class _Collect:
+    """A ProcessListener that keeps stdout (bounded) and a stderr tail."""
+
+    def __init__(self, first_line: bool = False, limit: int = 8 * 1024 * 1024) -> None:
+        self.stdout = bytearray()
+        self.stderr = StderrTail()
+        self.limit = limit
+        self.first_line = first_line
+        self.event = asyncio.Event()
+        self.out_eof = self.err_eof = self.has_exited = False
+
+    def stdout_data(self, data: bytes) -> None:
+        if len(self.stdout) < self.limit:
+            self.stdout += data[: self.limit - len(self.stdout)]
+        if self.first_line and b"\n" in data:
+            self.event.set()
+
+    def stdout_eof(self) -> None:
+        self.out_eof = True
+        self.event.set()
+
+    def stderr_data(self, data: bytes) -> None:
+        self.stderr.feed(data)
+
+    def stderr_eof(self) -> None:
+        self.err_eof = True
+        self.event.set()
+
+    def exited(self) -> None:
+        self.has_exited = True
+        self.event.set()
+
+    @property
+    def finished(self) -> bool:
+        return self.out_eof and self.err_eof and self.has_exited
+
+
+async def run_command(
+    config: AgentConfig,
+    args: list[str],
+    *,
+    timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
+    first_line: bool = False,
+    cwd: str | None = None,
+) -> tuple[int | None, str, str]:
+    """Run ``agent <args>``: ``(exit_code, stdout, stderr)``; its group is always stopped.
+
+    With ``first_line=True`` it returns as soon as stdout has a complete line
+    (the process is then stopped). Raises ``AgentNotFoundError`` when the binary
+    cannot start, ``AgentTimeoutError`` past ``timeout``.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(run_command(AgentConfig(agent_binary="echo"), ["hi"]))
+        (0, 'hi\\n', '')
+    """
+    env = build_env(config)
+    argv = [resolve_binary(config, env), *args]
+    collect = _Collect(first_line)
+    proc = await AgentProcess.spawn(argv, collect, env=env, cwd=cwd)
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    timed_out = False
+    try:
+        proc.write_stdin(b"", close=True)
+        while not collect.finished:
+            if first_line and b"\n" in collect.stdout:
+                break
+            if collect.has_exited and not proc.alive():
+                # the group is gone; give the pipes a moment to report EOF
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(_until(collect), 2.0)
+                break
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                timed_out = True
+                break
+            collect.event.clear()
+            wait = 0.05 if collect.has_exited else remaining
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(collect.event.wait(), wait)
+    finally:
+        await proc.stop(kill_grace=config.kill_grace)
+        proc.close()
+    stderr = collect.stderr.text()
+    if timed_out:
+        raise AgentTimeoutError(
+            f"`{' '.join(args)}` did not finish within {timeout:g} s; its process group was stopped",
+            exit_code=proc.exit_code, stderr=stderr)
+    return proc.exit_code, collect.stdout.decode("utf-8", "replace"), stderr
+
+
+async def _until(collect: _Collect) -> None:
+    while not (collect.out_eof and collect.err_eof):
+        collect.event.clear()
+        await collect.event.wait()
+
+
+async def fetch_status(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
+                       ) -> AccountStatus:
+    """``agent status``: logged in or not, and as whom. Typed errors on failure.
+
+    "Not logged in" is a normal answer (exit 0), not an error.
+    """
+    code, out, err = await run_command(config, ["status"], timeout=timeout)
+    if code != 0:
+        raise classify_failure(code, err or out)
+    return parse_status(out if out.strip() else err)
+
+
+async def fetch_models(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
+                       ) -> list[ModelInfo]:
+    """``agent models``: the models the account can use. Needs auth (AuthenticationError)."""
+    code, out, err = await run_command(config, ["models"], timeout=timeout)
+    if code != 0:
+        raise classify_failure(code, err or out)
+    models = parse_models(out)
+    if not models:
+        failure = classify_failure(code, err or out)
+        if type(failure) is not AgentProcessError:
+            raise failure
+    return models
+
+
+async def create_chat(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
+                      ) -> str:
+    """``agent create-chat``: a new chat id (read from the first line; the process is stopped).
+
+    Runs in ``config.workspace`` when set (local chats are stored per workspace).
+    Raises :class:`~cursor_agent_api.errors.SessionError` when no id is printed.
+    """
+    cwd = config.workspace
+    if cwd is not None and not os.path.isdir(cwd):
+        raise SessionError(f"cannot create a chat: the workspace {cwd!r} is not a directory")
+    code, out, err = await run_command(config, ["create-chat"], timeout=timeout,
+                                       first_line=True, cwd=cwd)
+    first = strip_ansi(out).strip().splitlines()
+    m = _UUID.search(first[0]) if first else None
+    if m:
+        return m.group(0)
+    if not first and code not in (None, 0, 143):
+        raise classify_failure(code, err or out)
+    raise SessionError(f"`create-chat` printed no chat id (stdout: {out[:200]!r}, "
+                       f"stderr: {err[-200:]!r})", exit_code=code, stderr=err)

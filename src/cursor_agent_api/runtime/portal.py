@@ -1,0 +1,137 @@
+"""The private event-loop thread that runs the async core for the sync API.
+
+What lives here: :class:`LoopThread`, an asyncio loop on a daemon thread (the
+idea of anyio's blocking portal), reference-counted: it starts on first use
+and stops when the last user releases it. Because the sync API never runs a
+loop on the caller's thread, it also works inside a running event loop (a
+notebook cell, an async web handler). What does not: any lifecycle policy —
+that is :mod:`.run`'s, and there is no second copy of it.
+
+Example:
+    >>> import asyncio
+    >>> portal = LoopThread()
+    >>> with portal:
+    ...     portal.call(asyncio.sleep, 0, "done")
+    'done'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+__all__ = ["LoopThread"]
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An asyncio event loop on its own daemon thread, started and stopped by reference count.
+
+    ``acquire()`` starts it if needed and returns the loop; ``release()`` stops
+    it with the last reference (from any thread, the loop's own included).
+    ``call(fn, *args)`` runs ``fn(*args)`` (a coroutine function) on the loop
+    and waits for its value; ``call_soon(fn, *args)`` schedules a plain call.
+
+    Example:
+        >>> portal = LoopThread()
+        >>> loop = portal.acquire()
+        >>> portal.call_soon(print, "on the loop thread")
+        >>> portal.call(asyncio.sleep, 0)
+        on the loop thread
+        >>> portal.release()
+    """
+
+    def __init__(self, name: str = "cursor-agent-api-loop") -> None:
+        self.name = name
+        self._lock = threading.Lock()
+        self._refs = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The running loop (``RuntimeError`` when not acquired)."""
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("LoopThread is not running: call acquire() first")
+        return loop
+
+    def in_loop_thread(self) -> bool:
+        """True when called on the loop's own thread."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def acquire(self) -> asyncio.AbstractEventLoop:
+        """Take a reference; start the loop thread if it is not running."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                started = threading.Event()
+                thread = threading.Thread(
+                    target=self._main, args=(loop, started), name=self.name, daemon=True
+                )
+                thread.start()
+                started.wait()
+                self._loop, self._thread = loop, thread
+            self._refs += 1
+            return self._loop
+
+    def release(self) -> None:
+        """Drop a reference; the last one stops the loop (joins it unless on its thread)."""
+        with self._lock:
+            if self._refs <= 0:
+                return
+            self._refs -= 1
+            if self._refs:
+                return
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        assert loop is not None and thread is not None
+        loop.call_soon_threadsafe(loop.stop)
+        if threading.current_thread() is not thread:
+            thread.join()
+
+    def __enter__(self) -> LoopThread:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @staticmethod
+    def _main(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.call_soon(started.set)
+        try:
+            loop.run_forever()
+        finally:
+            try:
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                asyncio.set_event_loop(None)
+                loop.close()
+
+    def submit(self, fn: Callable[..., Awaitable[T]], *args: Any) -> concurrent.futures.Future[T]:
+        """Start ``fn(*args)`` on the loop; a :class:`concurrent.futures.Future` of its value."""
+        async def runner() -> T:
+            return await fn(*args)
+
+        return asyncio.run_coroutine_threadsafe(runner(), self.loop)
+
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``fn(*args)`` on the loop and wait for its value (or exception)."""
+        if self.in_loop_thread():
+            raise RuntimeError("LoopThread.call() from the loop's own thread would deadlock")
+        return self.submit(fn, *args).result()
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Schedule ``fn(*args)`` on the loop's thread; returns at once."""
+        self.loop.call_soon_threadsafe(fn, *args)

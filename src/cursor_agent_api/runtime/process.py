@@ -1,0 +1,366 @@
+"""One agent process in its own process group: spawn, signal the group, stop it, reap it.
+
+What lives here: :class:`AgentProcess` (asyncio subprocess started with
+``start_new_session=True``, so the agent's pgid is its pid and its shell
+commands and helpers share that group) and the group helpers
+:func:`group_alive` / :func:`signal_group`. What does not: when to stop
+(:mod:`.run` decides that, once).
+
+Liveness of a group is read from ``/proc`` where it exists, so a zombie left
+for an init that does not reap never counts as alive; elsewhere
+``killpg(pgid, 0)`` is used.
+
+Example:
+    >>> normalize_exit_code(-9)
+    137
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import os
+import signal as signal_module
+import subprocess
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..errors import AgentNotFoundError
+
+__all__ = ["AgentProcess", "ProcessListener", "group_alive", "group_members", "normalize_exit_code", "signal_group"]
+
+_HAVE_PROC = os.path.isdir("/proc/self")
+
+
+def normalize_exit_code(returncode: int | None) -> int | None:
+    """Exit code as a shell reports it: death by signal N becomes ``128 + N``.
+
+    Example:
+        >>> normalize_exit_code(-15), normalize_exit_code(1), normalize_exit_code(None)
+        (143, 1, None)
+    """
+    if returncode is None or returncode >= 0:
+        return returncode
+    return 128 - returncode
+
+
+def group_members(pgid: int) -> list[int] | None:
+    """Pids of the live (non-zombie) processes of group ``pgid``; ``None`` without ``/proc``.
+
+    Example:
+        >>> os.getpid() in (group_members(os.getpgrp()) or [os.getpid()])
+        True
+    """
+    if not _HAVE_PROC:
+        return None
+    members: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may contain spaces and parens
+        rest = stat[stat.rfind(b")") + 2:].split()
+        if len(rest) < 3:
+            continue
+        if int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
+            members.append(int(entry))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any live process is in group ``pgid``.
+
+    Example:
+        >>> group_alive(os.getpgrp())
+        True
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    members = group_members(pgid)
+    return True if members is None else bool(members)
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to every process of group ``pgid``; False if the group is gone.
+
+    Example:
+        >>> signal_group(2 ** 22 + 12345, 0)
+        False
+    """
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        return False
+    except OSError as exc:  # pragma: no cover - EPERM on a reused id
+        if exc.errno == errno.EPERM:
+            return False
+        raise
+    return True
+
+
+class ProcessListener(Protocol):
+    """What :class:`AgentProcess` reports to, on the event loop's thread."""
+
+    def stdout_data(self, data: bytes) -> None:
+        """A chunk of stdout (any size; lines may be split anywhere)."""
+
+    def stdout_eof(self) -> None:
+        """stdout was closed by every process that held it."""
+
+    def stderr_data(self, data: bytes) -> None:
+        """A chunk of stderr."""
+
+    def stderr_eof(self) -> None:
+        """stderr was closed by every process that held it."""
+
+    def exited(self) -> None:
+        """The agent itself exited and was reaped (its group may live on)."""
+
+
+class _Protocol(asyncio.SubprocessProtocol):
+    """Forwards the transport's callbacks straight to the listener: no buffering, no task hop."""
+
+    def __init__(self, listener: ProcessListener) -> None:
+        self.listener = listener
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        assert isinstance(data, bytes)
+        if fd == 1:
+            self.listener.stdout_data(data)
+        elif fd == 2:
+            self.listener.stderr_data(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.listener.stdout_eof()
+        elif fd == 2:
+            self.listener.stderr_eof()
+
+    def process_exited(self) -> None:
+        self.listener.exited()
+
+
+class AgentProcess:
+    """An agent process started in a new session (its own process group).
+
+    ``pid`` is the agent's pid and ``pgid`` its process group (the same number);
+    ``popen`` the :class:`subprocess.Popen` behind the asyncio transport (for
+    inspection: stop it with :meth:`stop`, not with ``popen.kill()``). Output
+    goes to a :class:`ProcessListener` as it arrives. :meth:`stop` signals the
+    whole group, escalates to SIGKILL after ``kill_grace`` and waits until the
+    agent is reaped and no live process is left in the group.
+
+    Example:
+        >>> import asyncio
+        >>> class Quiet:
+        ...     def stdout_data(self, data): pass
+        ...     def stdout_eof(self): pass
+        ...     def stderr_data(self, data): pass
+        ...     def stderr_eof(self): pass
+        ...     def exited(self): pass
+        >>> async def main():
+        ...     proc = await AgentProcess.spawn(["sh", "-c", "sleep 30 & wait"], Quiet(), env=None)
+        ...     await proc.stop(kill_grace=1.0)
+        ...     proc.close()
+        ...     return proc.exit_code, group_alive(proc.pgid)
+        >>> asyncio.run(main())
+        (143, False)
+    """
+
+    def __init__(self, transport: asyncio.SubprocessTransport, argv: Sequence[str]) -> None:
+        self.transport = transport
+        self.argv = list(argv)
+        self.pid: int = transport.get_pid()
+        self.pgid: int = self.pid
+        self.popen: subprocess.Popen[bytes] = transport.get_extra_info("subprocess")
+        self.signals_sent: list[int] = []
+        self._exited = asyncio.get_running_loop().create_future()
+
+    @classmethod
+    async def spawn(
+        cls,
+        argv: Sequence[str],
+        listener: ProcessListener,
+        *,
+        env: dict[str, str] | None,
+        cwd: str | None = None,
+    ) -> AgentProcess:
+        """Start ``argv`` with piped stdio in a new session; output goes to ``listener``.
+
+        Raises :class:`~cursor_agent_api.errors.AgentNotFoundError` when the
+        executable cannot be started at all.
+        """
+        loop = asyncio.get_running_loop()
+        holder: list[AgentProcess] = []
+
+        class _Forward:
+            # the transport may report before spawn() returns: forward once we exist
+            def stdout_data(self, data: bytes) -> None:
+                listener.stdout_data(data)
+
+            def stdout_eof(self) -> None:
+                listener.stdout_eof()
+
+            def stderr_data(self, data: bytes) -> None:
+                listener.stderr_data(data)
+
+            def stderr_eof(self) -> None:
+                listener.stderr_eof()
+
+            def exited(self) -> None:
+                if holder and not holder[0]._exited.done():
+                    holder[0]._exited.set_result(None)
+                listener.exited()
+
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: _Protocol(_Forward()),
+                *argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise AgentNotFoundError(
+                f"cannot start the agent: {argv[0]!r} was not found ({exc.strerror})"
+            ) from exc
+        except PermissionError as exc:
+            raise AgentNotFoundError(
+                f"cannot start the agent: {argv[0]!r} is not executable ({exc.strerror})"
+            ) from exc
+        except OSError as exc:
+            raise AgentNotFoundError(f"cannot start the agent {argv[0]!r}: {exc}") from exc
+        proc = cls(transport, argv)
+        holder.append(proc)
+        if transport.get_returncode() is not None and not proc._exited.done():
+            proc._exited.set_result(None)
+        return proc
+
+    # ---- state -------------------------------------------------------------------------
+
+    @property
+    def returncode(self) -> int | None:
+        """The raw return code (negative for a signal), ``None`` while running."""
+        return self.transport.get_returncode()
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code, signals as ``128 + N`` (see :func:`normalize_exit_code`)."""
+        return normalize_exit_code(self.transport.get_returncode())
+
+    @property
+    def has_exited(self) -> bool:
+        """True once the agent itself has exited and been reaped."""
+        return self._exited.done()
+
+    def alive(self) -> bool:
+        """True while the agent or any live process of its group exists."""
+        return not self._exited.done() or group_alive(self.pgid)
+
+    # ---- stdio ---------------------------------------------------------------------------
+
+    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
+        """Queue ``data`` for the agent's stdin (never blocks); then close stdin.
+
+        A broken pipe (the agent exited without reading) is ignored.
+        """
+        pipe = self.transport.get_pipe_transport(0)
+        if pipe is None or pipe.is_closing():
+            return
+        assert isinstance(pipe, asyncio.WriteTransport)
+        with contextlib.suppress(OSError, RuntimeError):
+            if data:
+                pipe.write(data)
+            if close:
+                pipe.write_eof()
+
+    def pause_stdout(self) -> None:
+        """Stop reading stdout (back-pressure: the agent blocks once the pipe is full)."""
+        pipe = self.transport.get_pipe_transport(1)
+        if isinstance(pipe, asyncio.ReadTransport) and pipe.is_reading():
+            pipe.pause_reading()
+
+    def resume_stdout(self) -> None:
+        """Read stdout again after :meth:`pause_stdout`."""
+        pipe = self.transport.get_pipe_transport(1)
+        if isinstance(pipe, asyncio.ReadTransport) and not pipe.is_closing():
+            pipe.resume_reading()
+
+    def abandon_pipes(self) -> None:
+        """Close our ends of stdout/stderr (a process outside the group still holds them)."""
+        for fd in (1, 2):
+            pipe = self.transport.get_pipe_transport(fd)
+            if pipe is not None and not pipe.is_closing():
+                pipe.close()
+
+    def close(self) -> None:
+        """Release the transport (call once the agent has exited)."""
+        if self._exited.done():
+            self.transport.close()
+
+    # ---- signals -----------------------------------------------------------------------
+
+    def signal(self, sig: int) -> bool:
+        """Send ``sig`` to the whole group; False when nothing was left to signal."""
+        self.signals_sent.append(sig)
+        return signal_group(self.pgid, sig)
+
+    async def wait(self) -> int | None:
+        """Wait for the agent itself (not its group) to exit; its normalized exit code."""
+        await asyncio.shield(self._exited)
+        return self.exit_code
+
+    async def stop(self, sig: int = signal_module.SIGTERM, *, kill_grace: float = 2.0) -> None:
+        """Signal the group with ``sig``; SIGKILL after ``kill_grace``; wait until all are gone.
+
+        Safe to call more than once and when the agent has already exited.
+        """
+        if self.alive():
+            self.signal(sig)
+            if await self.wait_gone(kill_grace):
+                return
+        if self.alive():
+            self.signal(signal_module.SIGKILL)
+            await self.wait_gone(None)
+
+    async def wait_gone(self, timeout: float | None) -> bool:
+        """Wait until the agent is reaped and its group empty; False if ``timeout`` passed."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        if not self._exited.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._exited), timeout)
+            except asyncio.TimeoutError:
+                return False
+        delay = 0.005
+        while group_alive(self.pgid):
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                return False
+            await asyncio.sleep(delay if deadline is None else min(delay, deadline - now))
+            delay = min(delay * 2, 0.1)
+        return True
+
+    def kill_now(self) -> None:
+        """Last resort without a loop (interpreter or loop shutting down): SIGKILL the group."""
+        with contextlib.suppress(OSError):
+            os.killpg(self.pgid, signal_module.SIGKILL)
+        if not self._exited.done():
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal_module.SIGKILL)

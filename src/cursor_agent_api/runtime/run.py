@@ -1,0 +1,457 @@
+"""The lifecycle of one turn — written once, driven by the sync and the async API.
+
+:class:`AgentRun` starts the agent (its own process group), writes the prompt
+on stdin and closes it, reads stdout and stderr concurrently as they arrive
+(stdout through the protocol's :class:`~cursor_agent_api.protocol.EventReader`,
+stderr into a bounded, ANSI-stripped tail) and applies the policy:
+
+* the first ``result`` event ends the turn: the agent gets ``result_grace``
+  seconds to exit by itself, then its group is stopped; a valid result followed
+  by a non-zero exit is still a success;
+* ``timeout`` bounds the turn until its result; ``idle_timeout`` bounds a
+  silence (no byte on stdout or stderr) — both stop the group and fail the turn
+  with :class:`~cursor_agent_api.errors.AgentTimeoutError`;
+* :meth:`AgentRun.cancel` sends the requested signal to the group;
+* "stop the group" is always: the signal, ``kill_grace`` seconds, then SIGKILL
+  if anything of the group is still alive; processes left in the group after
+  the agent exited (its shell commands, a lingering worker) are stopped the same
+  way; the run ends only once the agent is reaped and its group is empty;
+* exit without a result: failure with the exit code, the stderr tail mapped to a
+  typed error, and the partial transcript; 130/143 count as cancelled. Such
+  failures also arrive as an ``ERROR`` event before the stream ends;
+* a stdout line over ``max_line_bytes`` arrives as the protocol's ``ERROR``
+  event; the stream goes on (stopping an agent mid-edit is worse than letting
+  it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
+
+What does not live here: argv/env (:mod:`.argv`), the thread the sync API runs
+this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
+
+Example:
+    >>> import asyncio, sys
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> script = 'import sys; sys.stdin.read(); print(\\'{"type":"result","result":"hi"}\\')'
+    >>> async def main():
+    ...     run = AgentRun(AgentConfig(), "hello", argv=[sys.executable, "-c", script])
+    ...     await run.start()
+    ...     return await run.wait()
+    >>> r = asyncio.run(main())
+    >>> r.success, r.result, r.exit_code
+    (True, 'hi', 0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal as signal_module
+from collections.abc import Sequence
+from typing import Any
+
+from ..config import AgentConfig, OutputFormat
+from ..errors import (
+    AgentProcessError,
+    AgentTimeoutError,
+    CursorAgentError,
+    ProtocolError,
+)
+from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
+from .argv import build_argv, build_env, resolve_binary
+from .process import AgentProcess
+from .sinks import EventSink
+from .stderr import StderrTail, classify_failure
+
+__all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
+
+DRAIN_GRACE = 2.0
+"""Seconds to wait for end-of-file on stdout/stderr once the agent and its group are
+gone (a process that left the group may still hold the pipes); then we close them."""
+
+_POLL = 0.05
+
+
+class StopReason:
+    """Why the run signalled the agent's group (``AgentRun.stop_reason``).
+
+    Example:
+        >>> StopReason.TIMEOUT
+        'timeout'
+    """
+
+    CANCEL = "cancel"
+    TIMEOUT = "timeout"
+    IDLE = "idle_timeout"
+    AFTER_RESULT = "after_result"
+    LEFTOVER = "leftover_processes"
+    SHUTDOWN = "shutdown"
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal_module.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+class AgentRun:
+    """One turn of one agent process. Loop-bound: create, start and use it on one event loop.
+
+    ``start()`` spawns (raising :class:`~cursor_agent_api.errors.AgentNotFoundError`
+    if the binary cannot be started); events go to ``sink`` as they are read;
+    ``wait()`` returns the :class:`~cursor_agent_api.protocol.AgentResult` once the
+    agent is reaped and its group is gone. ``argv``/``env`` default to what
+    ``config`` builds; tests and benchmarks may pass their own.
+
+    Example:
+        >>> import asyncio, sys
+        >>> async def main():
+        ...     run = AgentRun(AgentConfig(), None, argv=[sys.executable, "-c", "exit(3)"])
+        ...     await run.start()
+        ...     return await run.wait()
+        >>> r = asyncio.run(main())
+        >>> r.success, r.exit_code, type(r.exception).__name__
+        (False, 3, 'AgentProcessError')
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        prompt: str | bytes | None,
+        *,
+        sink: EventSink | None = None,
+        argv: Sequence[str] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        self.env = build_env(config) if env is None else env
+        if argv is None:
+            argv = build_argv(config, binary=resolve_binary(config, self.env))
+        self.argv = list(argv)
+        if isinstance(prompt, str):
+            prompt = prompt.encode("utf-8")
+        self._prompt = prompt
+        self._sink = sink
+        self._reader = EventReader(config.max_line_bytes)
+        self._transcript = Transcript(keep_events=config.keep_events)
+        self._text_mode = config.output_format is OutputFormat.TEXT
+        self._text_lines: list[str] = []
+        self._stderr = StderrTail(config.stderr_tail_bytes)
+        self.process: AgentProcess | None = None
+        self.stop_reason: str | None = None
+        self.result: AgentResult | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started_at = 0.0
+        self._last_activity = 0.0
+        self._result_at: float | None = None
+        self._cancel_signal: int | None = None
+        self._stdout_done = False
+        self._stderr_done = False
+        self._paused = False
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[AgentResult] | None = None
+        self._done: asyncio.Future[AgentResult] | None = None
+
+    # ---- public ------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid (and process group id) once started."""
+        return self.process.pid if self.process is not None else None
+
+    @property
+    def done(self) -> bool:
+        """True once the run has ended (the result is set, the group is gone)."""
+        return self.result is not None
+
+    @property
+    def transcript(self) -> Transcript:
+        """The turn's transcript so far (read it on the loop's thread)."""
+        return self._transcript
+
+    async def start(self) -> None:
+        """Spawn the agent, send the prompt on stdin and close it, start the supervisor."""
+        if self._loop is not None:
+            raise RuntimeError("AgentRun.start() was already called")
+        loop = self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        self._done = loop.create_future()
+        self._started_at = self._last_activity = loop.time()
+        self.process = await AgentProcess.spawn(self.argv, self, env=self.env)
+        self.process.write_stdin(self._prompt or b"", close=True)
+        self._task = loop.create_task(self._supervise())
+
+    async def wait(self) -> AgentResult:
+        """Wait for the end of the run; its result. Cancelling the waiter does not stop the run."""
+        if self._done is None:
+            raise RuntimeError("AgentRun.wait() before start()")
+        return await asyncio.shield(self._done)
+
+    def cancel(self, sig: int = signal_module.SIGTERM) -> None:
+        """Stop the turn: ``sig`` to the group now, SIGKILL after ``kill_grace``. Returns at once.
+
+        Call on the loop's thread (from another thread: ``loop.call_soon_threadsafe``).
+        A second call with SIGKILL escalates at once.
+        """
+        if self.result is not None or self.process is None:
+            return
+        if self._cancel_signal is None or sig == signal_module.SIGKILL:
+            self._cancel_signal = sig
+            self._poke()
+
+    # ---- ProcessListener (called by the transport, on the loop) ------------------------
+
+    def stdout_data(self, data: bytes) -> None:
+        """Feed a stdout chunk to the reader; hand the completed events on at once."""
+        assert self._loop is not None
+        self._last_activity = self._loop.time()
+        events = self._reader.feed(data)
+        if events:
+            self._deliver(events)
+
+    def stdout_eof(self) -> None:
+        """stdout closed: flush the reader's unfinished tail."""
+        if self._stdout_done:
+            return
+        self._stdout_done = True
+        events = self._reader.close()
+        if events:
+            self._deliver(events)
+        self._poke()
+
+    def stderr_data(self, data: bytes) -> None:
+        """Keep the stderr tail (bounded); counts as activity for ``idle_timeout``."""
+        assert self._loop is not None
+        self._last_activity = self._loop.time()
+        self._stderr.feed(data)
+
+    def stderr_eof(self) -> None:
+        """stderr closed."""
+        self._stderr_done = True
+        self._poke()
+
+    def exited(self) -> None:
+        """The agent itself exited."""
+        self._poke()
+
+    # ---- internals ---------------------------------------------------------------------
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def _deliver(self, events: list[AgentEvent]) -> None:
+        transcript = self._transcript
+        add = transcript.add
+        for event in events:
+            add(event)
+        if self._text_mode:
+            self._text_lines.extend(e.text or "" for e in events if e.type is EventType.RAW)
+        if self._result_at is None and transcript.result_event is not None:
+            assert self._loop is not None
+            self._result_at = self._loop.time()
+            self._poke()
+        sink = self._sink
+        if sink is not None:
+            sink.put(events)
+            if sink.full and not self._paused and self.process is not None \
+                    and sink.pause(self._resume):
+                self._paused = True
+                self.process.pause_stdout()
+
+    def _resume(self) -> None:
+        if self._paused:
+            self._paused = False
+            assert self._loop is not None
+            self._last_activity = self._loop.time()
+            if self.process is not None:
+                self.process.resume_stdout()
+            self._poke()
+
+    def _begin_stop(self, reason: str, sig: int) -> None:
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        assert self.process is not None
+        self.process.signal(sig)
+
+    async def _sleep(self, until: float | None) -> None:
+        assert self._wake is not None and self._loop is not None
+        wake = self._wake
+        if wake.is_set():
+            wake.clear()
+            return
+        timeout = None if until is None else max(0.0, until - self._loop.time())
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(wake.wait(), timeout)
+        wake.clear()
+
+    async def _supervise(self) -> AgentResult:
+        proc = self.process
+        loop = self._loop
+        assert proc is not None and loop is not None and self._done is not None
+        cfg = self.config
+        stop_at: float | None = None
+        killed = False
+        drain_from: float | None = None
+        try:
+            while True:
+                now = loop.time()
+                exited = proc.has_exited
+                group_left = exited and proc.alive()
+                if exited and not group_left and self._stdout_done and self._stderr_done:
+                    break
+                until: float | None = None
+
+                def soon(t: float) -> None:
+                    nonlocal until
+                    until = t if until is None else min(until, t)
+
+                if stop_at is None:
+                    reason: str | None = None
+                    sig = signal_module.SIGTERM
+                    if self._cancel_signal is not None:
+                        reason, sig = StopReason.CANCEL, self._cancel_signal
+                    elif group_left:
+                        reason = StopReason.LEFTOVER
+                    elif self._result_at is not None:
+                        if not exited:
+                            t = self._result_at + cfg.result_grace
+                            if now >= t:
+                                reason = StopReason.AFTER_RESULT
+                            soon(t)
+                    elif not exited:
+                        if cfg.timeout is not None:
+                            t = self._started_at + cfg.timeout
+                            if now >= t:
+                                reason = StopReason.TIMEOUT
+                            soon(t)
+                        if cfg.idle_timeout is not None and not self._paused:
+                            t = self._last_activity + cfg.idle_timeout
+                            if now >= t:
+                                reason = reason or StopReason.IDLE
+                            soon(t)
+                    if reason is not None:
+                        self._begin_stop(reason, sig)
+                        stop_at = now
+                        if sig == signal_module.SIGKILL:
+                            killed = True
+                        continue
+                elif not killed:
+                    t = stop_at + cfg.kill_grace
+                    if now >= t or self._cancel_signal == signal_module.SIGKILL:
+                        if proc.alive():
+                            proc.signal(signal_module.SIGKILL)
+                        killed = True
+                        continue
+                    soon(t)
+                if group_left:
+                    soon(now + _POLL)  # group members are not our children: poll them
+                if exited and not group_left and not self._paused:
+                    if drain_from is None:
+                        drain_from = now
+                    t = drain_from + DRAIN_GRACE
+                    if now >= t:
+                        proc.abandon_pipes()
+                        self.stdout_eof()
+                        self._stderr_done = True
+                        continue
+                    soon(t)
+                await self._sleep(until)
+        except BaseException:
+            if self.stop_reason is None:
+                self.stop_reason = StopReason.SHUTDOWN
+            proc.kill_now()
+            if self._sink is not None:
+                self._sink.close()
+            raise
+        result = self._finish()
+        proc.close()
+        self.result = result
+        if self._sink is not None:
+            self._sink.close()
+        if not self._done.done():
+            self._done.set_result(result)
+        return result
+
+    def _failure(self, exit_code: int | None, stderr: str) -> tuple[CursorAgentError, str] | None:
+        """The turn's error and its ERROR-event code; ``None`` if the turn succeeded."""
+        t = self._transcript
+        cfg = self.config
+        reason = self.stop_reason
+        if self._reader.oversize_lines:
+            return ProtocolError(
+                f"{self._reader.oversize_lines} line(s) of the agent's output exceeded "
+                f"max_line_bytes={cfg.max_line_bytes} and were dropped; the turn is incomplete",
+                exit_code=exit_code, stderr=stderr), "line_too_long"
+        if self._text_mode:
+            if exit_code == 0 and reason is None:
+                return None
+        elif t.success:
+            return None
+        if t.result_event is not None and t.result_event.type is EventType.RESULT_ERROR:
+            text = t.result_event.text or "the agent reported an error"
+            classified = classify_failure(exit_code, stderr)
+            if type(classified) is AgentProcessError:
+                return AgentProcessError(f"the agent reported an error: {text}",
+                                         exit_code=exit_code, stderr=stderr), "result_error"
+            return classified, "result_error"
+        if reason == StopReason.TIMEOUT:
+            return AgentTimeoutError(
+                f"the turn ran past timeout={cfg.timeout:g} s without a result; "
+                "the agent's process group was stopped", exit_code=exit_code,
+                stderr=stderr), "timeout"
+        if reason == StopReason.IDLE:
+            assert cfg.idle_timeout is not None
+            return AgentTimeoutError(
+                f"the agent wrote nothing for idle_timeout={cfg.idle_timeout:g} s; "
+                "its process group was stopped", exit_code=exit_code, stderr=stderr), "idle_timeout"
+        if reason == StopReason.CANCEL:
+            assert self._cancel_signal is not None
+            return CursorAgentError(
+                f"the turn was cancelled ({_signal_name(self._cancel_signal)} to the agent's "
+                "process group) before its result", exit_code=exit_code, stderr=stderr), "cancelled"
+        if reason == StopReason.SHUTDOWN:
+            return CursorAgentError("the event loop running the turn shut down",
+                                    exit_code=exit_code, stderr=stderr), "shutdown"
+        if exit_code in (130, 143):
+            return AgentProcessError(
+                f"the agent was interrupted (exit code {exit_code}) before its result",
+                exit_code=exit_code, stderr=stderr), "interrupted"
+        if exit_code == 0:
+            what = "the output ended" if not self._text_mode else "the agent was stopped"
+            return AgentProcessError(
+                f"the agent exited with code 0 but {what} without a result event",
+                exit_code=exit_code, stderr=stderr), "no_result"
+        return classify_failure(exit_code, stderr), "exit"
+
+    def _finish(self) -> AgentResult:
+        proc = self.process
+        assert proc is not None
+        exit_code = proc.exit_code
+        stderr = self._stderr.text()
+        failure = self._failure(exit_code, stderr)
+        cancelled = False
+        if failure is not None:
+            exc, code = failure
+            cancelled = code in ("cancelled", "interrupted")
+            if code not in ("cancelled", "line_too_long", "result_error"):
+                fields: dict[str, Any] = {"code": code, "error_type": type(exc).__name__,
+                                          "exit_code": exit_code}
+                event = error_event(str(exc), **fields)
+                self._deliver([event])
+        result = self._transcript.to_result()
+        result.exit_code = exit_code
+        result.stderr = stderr
+        result.cancelled = cancelled
+        if self._text_mode:
+            result.text = "\n".join(self._text_lines)
+            if result.result == "":
+                result.result = result.text
+        if failure is not None:
+            result.success = False
+            result.exception = failure[0]
+            result.error = str(failure[0])
+        else:
+            result.success = True
+            result.error = None
+            result.exception = None
+        return result

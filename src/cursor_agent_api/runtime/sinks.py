@@ -1,0 +1,213 @@
+"""Hand-off of events from a running turn to whoever iterates it, with back-pressure.
+
+What lives here: :class:`AsyncEventQueue` (consumer on the same event loop)
+and :class:`ThreadEventQueue` (consumer on another thread: the sync API). The
+run puts each batch of events as soon as a chunk of output completes them —
+nothing waits to fill a batch — and pauses reading stdout while more than
+``high_water`` events wait to be consumed, so memory stays flat even with a
+slow consumer. What does not: the run itself (:mod:`.run`).
+
+Example:
+    >>> q = ThreadEventQueue(high_water=2, low_water=1)
+    >>> q.put(["e1", "e2"]); q.close()
+    >>> q.full, q.get(), q.get() is END
+    (True, ['e1', 'e2'], True)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any, Final
+
+__all__ = ["END", "STOPPED", "AsyncEventQueue", "EventSink", "ThreadEventQueue"]
+
+END: Final = object()
+"""Returned by ``get`` once the run has ended and every batch was taken."""
+
+STOPPED: Final = object()
+"""Returned by ``get`` once the consumer called ``stop`` (cancel, close)."""
+
+DEFAULT_HIGH_WATER = 8192
+DEFAULT_LOW_WATER = 1024
+
+
+class EventSink:
+    """What a run writes to (on the loop's thread): the base of both queues.
+
+    ``put`` a batch, ``close`` at the end; ``full`` says the consumer is behind;
+    ``pause(on_drain)`` arms a callback run on the loop once it has caught up
+    (returns False when it already has).
+    """
+
+    def __init__(self, high_water: int, low_water: int) -> None:
+        self.high_water = high_water
+        self.low_water = low_water
+        self._pending = 0
+        self._paused_cb: Callable[[], None] | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    @property
+    def full(self) -> bool:
+        """True while ``high_water`` or more events wait to be consumed."""
+        return self._pending >= self.high_water and not self._stopped
+
+    @property
+    def stopped(self) -> bool:
+        """True once the consumer has gone (``stop`` was called)."""
+        return self._stopped
+
+    def pause(self, on_drain: Callable[[], None]) -> bool:
+        """Arm ``on_drain`` for when the backlog falls under ``low_water``; False if it has."""
+        with self._lock:
+            if self._stopped or self._pending < self.low_water:
+                return False
+            self._paused_cb = on_drain
+            return True
+
+    def _took(self, n: int) -> Callable[[], None] | None:
+        with self._lock:
+            self._pending -= n
+            cb = self._paused_cb
+            if cb is not None and self._pending < self.low_water:
+                self._paused_cb = None
+                return cb
+            return None
+
+    def _stop(self) -> Callable[[], None] | None:
+        with self._lock:
+            self._stopped = True
+            cb, self._paused_cb = self._paused_cb, None
+            return cb
+
+    def put(self, batch: list[Any]) -> None:  # pragma: no cover - abstract
+        """Hand over a batch of events."""
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        """The run has ended: no more batches."""
+        raise NotImplementedError
+
+
+class ThreadEventQueue(EventSink):
+    """Batches from the loop's thread to a consumer thread (the sync ``StreamingResponse``).
+
+    Example:
+        >>> q = ThreadEventQueue()
+        >>> q.stop(); q.get() is STOPPED
+        True
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None = None,
+        high_water: int = DEFAULT_HIGH_WATER,
+        low_water: int = DEFAULT_LOW_WATER,
+    ) -> None:
+        super().__init__(high_water, low_water)
+        self._loop = loop
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    def put(self, batch: list[Any]) -> None:
+        """Hand over a batch (dropped once the consumer stopped)."""
+        if self._stopped:
+            return
+        with self._lock:
+            self._pending += len(batch)
+        self._q.put(batch)
+
+    def close(self) -> None:
+        """No more batches: ``get`` returns :data:`END` after the last one."""
+        self._q.put(END)
+
+    def get(self, timeout: float | None = None) -> Any:
+        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks. ``queue.Empty`` on timeout."""
+        item = self._q.get(timeout=timeout)
+        if type(item) is list:
+            cb = self._took(len(item))
+            if cb is not None:
+                self._call_on_loop(cb)
+        return item
+
+    def stop(self) -> None:
+        """The consumer has gone: wake a blocked ``get`` and drop later batches."""
+        cb = self._stop()
+        self._q.put(STOPPED)
+        if cb is not None:
+            self._call_on_loop(cb)
+
+    def _call_on_loop(self, cb: Callable[[], None]) -> None:
+        if self._loop is None:
+            cb()
+            return
+        try:
+            self._loop.call_soon_threadsafe(cb)
+        except RuntimeError:  # the loop is closed: nothing left to resume
+            pass
+
+
+class AsyncEventQueue(EventSink):
+    """Batches to a consumer on the same event loop (the async ``AsyncStreamingResponse``).
+
+    Example:
+        >>> async def main():
+        ...     q = AsyncEventQueue()
+        ...     q.put([1]); q.close()
+        ...     return await q.get(), (await q.get()) is END
+        >>> asyncio.run(main())
+        ([1], True)
+    """
+
+    def __init__(
+        self, high_water: int = DEFAULT_HIGH_WATER, low_water: int = DEFAULT_LOW_WATER
+    ) -> None:
+        super().__init__(high_water, low_water)
+        self._items: collections.deque[Any] = collections.deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def put(self, batch: list[Any]) -> None:
+        """Hand over a batch (dropped once the consumer stopped)."""
+        if self._stopped:
+            return
+        self._pending += len(batch)
+        self._items.append(batch)
+        self._wake()
+
+    def close(self) -> None:
+        """No more batches."""
+        self._items.append(END)
+        self._wake()
+
+    async def get(self) -> Any:
+        """Next batch, :data:`END` or :data:`STOPPED`."""
+        while not self._items:
+            if self._stopped:
+                return STOPPED
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        item = self._items.popleft()
+        if type(item) is list:
+            cb = self._took(len(item))
+            if cb is not None:
+                cb()
+        return item
+
+    def stop(self) -> None:
+        """The consumer has gone: wake a waiting ``get`` and drop later batches."""
+        cb = self._stop()
+        self._items.clear()
+        self._wake()
+        if cb is not None:
+            cb()

@@ -1,0 +1,146 @@
+"""The agent's stderr: a bounded tail, and its texts mapped to typed errors.
+
+What lives here: :class:`StderrTail` (keeps the last bytes of a stream that may
+be endless; memory stays bounded) and :func:`classify_failure` (PROTOCOL.md §1's
+stderr texts -> :mod:`cursor_agent_api.errors`). What does not: reading the
+pipe (:mod:`.run` does, concurrently with stdout, so a full stderr pipe never
+blocks the agent).
+
+Example:
+    >>> tail = StderrTail(limit=1024)
+    >>> tail.feed(b"\\x1b[31mError: Authentication required. Please run 'agent login'\\x1b[0m\\n")
+    >>> type(classify_failure(1, tail.text())).__name__
+    'AuthenticationError'
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import (
+    AgentProcessError,
+    AuthenticationError,
+    CursorAgentError,
+    InvalidModelError,
+    SessionError,
+    UsageLimitError,
+    WorkspaceTrustError,
+)
+from ..protocol import strip_ansi
+
+__all__ = ["StderrTail", "classify_failure", "stderr_summary"]
+
+
+class StderrTail:
+    """The last ``limit`` bytes of a byte stream; :meth:`text` decodes and strips ANSI.
+
+    ``total`` counts every byte fed. When bytes were dropped, :meth:`text`
+    starts at the first whole line that was kept.
+
+    Example:
+        >>> t = StderrTail(limit=8)
+        >>> t.feed(b"first line\\nlast\\n")
+        >>> t.text(), t.total, t.truncated
+        ('last\\n', 16, True)
+    """
+
+    __slots__ = ("_buf", "limit", "total")
+
+    def __init__(self, limit: int = 64 * 1024) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+        self.total = 0
+
+    def feed(self, data: bytes) -> None:
+        """Add a chunk; drop the oldest bytes past the limit."""
+        self.total += len(data)
+        if len(data) >= self.limit:
+            self._buf[:] = data[-self.limit:]
+            return
+        self._buf += data
+        extra = len(self._buf) - self.limit
+        if extra > 0:
+            del self._buf[:extra]
+
+    @property
+    def truncated(self) -> bool:
+        """True when older bytes were dropped."""
+        return self.total > len(self._buf)
+
+    def text(self) -> str:
+        """The tail as text: UTF-8 (invalid bytes replaced), ANSI escapes stripped."""
+        data = bytes(self._buf)
+        if self.truncated:
+            nl = data.find(b"\n")
+            if 0 <= nl < len(data) - 1:
+                data = data[nl + 1:]
+        return strip_ansi(data.decode("utf-8", "replace"))
+
+
+_BOX = re.compile(r"[\u2500-\u257f\u2580-\u259f│┃║]+")
+
+_RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
+    (re.compile(r"authentication required|not logged in|agent login|cursor-agent login"
+                r"|api key is invalid|invalid api key|unauthori[sz]ed", re.I),
+     AuthenticationError, "the agent is not authenticated"),
+    (re.compile(r"workspace trust required|trust this workspace|pass --trust", re.I),
+     WorkspaceTrustError, "the workspace is not trusted"),
+    (re.compile(r"cannot use this model|unknown model|invalid model|model .* not available",
+                re.I),
+     InvalidModelError, "the model cannot be used"),
+    (re.compile(r"failed to claim persistent session|chat id must be a uuid"
+                r"|may still be running|cannot resume|could not resume|session not found"
+                r"|chat not found", re.I),
+     SessionError, "the chat cannot be resumed"),
+    (re.compile(r"usage limit|hit your .{0,40}limit", re.I),
+     UsageLimitError, "the account hit its usage limit"),
+]
+
+
+def stderr_summary(stderr: str, limit: int = 300) -> str:
+    """The most telling line of a stderr text: the first that names an error, else the last.
+
+    Box-drawing characters (the trust prompt is drawn in a box) are removed.
+
+    Example:
+        >>> stderr_summary("╭──╮\\n│ ⚠ Workspace Trust Required │\\n╰──╯\\n")
+        '⚠ Workspace Trust Required'
+    """
+    lines = [" ".join(_BOX.sub(" ", line).split()) for line in stderr.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    for line in lines:
+        low = line.lower()
+        if any(word in low for word in ("error", "cannot", "failed", "warning", "required",
+                                        "limit", "invalid", "may still be running")):
+            return line[:limit]
+    return lines[-1][:limit]
+
+
+def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
+    """The typed error for a failed run, from its stderr text (PROTOCOL.md §1).
+
+    ``AuthenticationError``, ``WorkspaceTrustError``, ``InvalidModelError``,
+    ``SessionError`` (malformed resume id, chat busy), ``UsageLimitError``;
+    anything else is an ``AgentProcessError``. The error carries ``exit_code``
+    and ``stderr``; its message quotes the agent's own line.
+
+    Example:
+        >>> e = classify_failure(1, "Cannot use this model: foo. Available models: a, b")
+        >>> type(e).__name__, e.exit_code
+        ('InvalidModelError', 1)
+        >>> str(classify_failure(3, "")).startswith("the agent exited with code 3")
+        True
+    """
+    summary = stderr_summary(stderr)
+    for pattern, cls, what in _RULES:
+        if pattern.search(stderr):
+            detail = f": {summary}" if summary else ""
+            return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code,
+                       stderr=stderr)
+    if summary:
+        message = f"the agent exited with code {exit_code}: {summary}"
+    else:
+        message = f"the agent exited with code {exit_code} and printed nothing on stderr"
+    return AgentProcessError(message, exit_code=exit_code, stderr=stderr)
