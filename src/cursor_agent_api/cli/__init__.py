@@ -25,6 +25,7 @@ def _register() -> None:
     from .replay import replay
 
     main.add_command(replay)
+    main.add_command(__import__(f"{__package__}.serve", fromlist=["serve"]).serve)
 
 
 _register()

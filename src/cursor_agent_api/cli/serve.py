@@ -1,0 +1,161 @@
+"""``cursor-agent-api serve``: the HTTP/WebSocket server (FastAPI on uvicorn).
+
+Binds 127.0.0.1 by default. At start it prints, once, the URL to open (with
+the token) on stdout; everything else (logs) goes to stderr, with tokens
+redacted. ``--port 0`` picks a free port (the printed URL tells which).
+
+Example:
+    $ cursor-agent-api serve --simulate
+    cursor-agent-api server (simulated agents) at http://127.0.0.1:8765
+    Open: http://127.0.0.1:8765/?token=3f9c…
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import __version__
+
+
+def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for name in names:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
+        env[key] = value
+    return env
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback exposes the agent to your network.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to bind (0: any free port).")
+@click.option("--token", envvar="CURSOR_AGENT_API_TOKEN", default=None,
+              help="Access token (default: a new random one, printed once). "
+              "[env: CURSOR_AGENT_API_TOKEN]")
+@click.option("--database-url", envvar="CURSOR_AGENT_API_DATABASE_URL", default=None,
+              help="SQLAlchemy URL: sqlite+aiosqlite:///PATH (default: a file in the user "
+              "data directory) or postgresql+asyncpg://… [env: CURSOR_AGENT_API_DATABASE_URL]")
+@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, exists=True),
+              help="A directory workspaces may live under (repeatable; default: the "
+              "current directory).")
+@click.option("--simulate", is_flag=True,
+              help="Run the bundled simulator instead of the real agent (labelled in the UI).")
+@click.option("--agent-binary", default=None, help="Path of the agent binary.")
+@click.option("--agent-env", "agent_env", multiple=True, metavar="NAME=VALUE",
+              help="Extra environment variable for the agent (repeatable).")
+@click.option("--pass-env", "pass_env", multiple=True, metavar="NAME",
+              help="Copy this variable of the server's environment to the agent (repeatable).")
+@click.option("--max-runs", default=4, show_default=True, type=click.IntRange(1, 1000),
+              help="Runs at the same time; the rest wait, queued.")
+@click.option("--max-prompt-bytes", default=262_144, show_default=True,
+              type=click.IntRange(1, 64 * 1024 * 1024))
+@click.option("--max-body-bytes", default=1_048_576, show_default=True,
+              type=click.IntRange(1024, 256 * 1024 * 1024))
+@click.option("--allow-host", "allow_hosts", multiple=True,
+              help="Another host name accepted in the Host header (repeatable).")
+@click.option("--allow-origin", "allow_origins", multiple=True,
+              help="Another origin allowed for WebSockets and writes (repeatable).")
+@click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
+@click.option("--idle-timeout", type=float, default=None,
+              help="Seconds a turn may stay silent (real agents are silent 30 s+).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def serve(
+    host: str, port: int, token: str | None, database_url: str | None, roots: tuple[str, ...],
+    simulate: bool, agent_binary: str | None, agent_env: tuple[str, ...],
+    pass_env: tuple[str, ...], max_runs: int, max_prompt_bytes: int, max_body_bytes: int,
+    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], run_timeout: float | None,
+    idle_timeout: float | None, log_level: str,
+) -> None:
+    """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
+    try:
+        import uvicorn
+
+        from ..server import ServerSettings, create_app
+        from ..server.security import RedactTokens
+        from ..server.settings import default_database_url, new_token
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise click.ClickException(
+            f"the server needs the 'server' extra ({e.name} is missing): "
+            "pip install 'cursor-agent-api[server]'"
+        ) from None
+
+    if database_url is None:
+        database_url = default_database_url()
+        if simulate:
+            database_url = database_url.replace("server.sqlite3", "server-simulated.sqlite3")
+    settings = ServerSettings(
+        token=token or new_token(),
+        host=host,
+        port=port,
+        database_url=database_url,
+        roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
+        agent_binary=agent_binary,
+        agent_env=_parse_env(agent_env, pass_env),
+        simulate=simulate,
+        max_concurrent_runs=max_runs,
+        max_prompt_bytes=max_prompt_bytes,
+        max_body_bytes=max_body_bytes,
+        allowed_hosts=allow_hosts,
+        allowed_origins=allow_origins,
+        run_timeout=run_timeout,
+        idle_timeout=idle_timeout,
+    )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror}") from None
+    sock.listen(128)
+    bound_port = sock.getsockname()[1]
+    from dataclasses import replace
+
+    settings = replace(settings, port=bound_port)
+
+    config = uvicorn.Config(
+        create_app(settings),
+        log_level=log_level,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_interval,
+        ws_max_size=65_536,
+        timeout_graceful_shutdown=5,
+        server_header=False,
+    )
+    for name in ("uvicorn.access", "uvicorn.error", "uvicorn"):
+        logging.getLogger(name).addFilter(RedactTokens())
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                label = " (simulated agents)" if simulate else ""
+                click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
+                click.echo(f"Open: {settings.open_url}")
+                sys.stdout.flush()
+
+    server: Any = _Server(config)
+    try:
+        asyncio.run(server.serve(sockets=[sock]))
+    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles the signal itself
+        pass
+    finally:
+        sock.close()
+    if not server.started:
+        raise click.ClickException("the server did not start; see the messages above")

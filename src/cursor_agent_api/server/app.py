@@ -1,0 +1,133 @@
+"""The application factory: :func:`create_app` wires store, hub, runs, routes and security.
+
+Start-up (the lifespan): open the store and run the migrations, mark runs
+left active by a previous server ``interrupted`` (stopping their leftover
+process groups), then serve. Shutdown: stop every run and mark it, close the
+store. The web UI, when the package ships one (``cursor_agent_api/web/``), is
+served at ``/``.
+
+Example:
+    >>> from cursor_agent_api.server.settings import ServerSettings
+    >>> app = create_app(ServerSettings(token="t", database_url="sqlite+aiosqlite:///:memory:"))
+    >>> app.title
+    'cursor-agent-api server'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from . import routes, websocket
+from .hub import Hub
+from .log import EventLog
+from .runs import RunManager
+from .security import BodyTooLargeError, SecurityMiddleware
+from .settings import ServerSettings
+from .store import Store
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+_FALLBACK_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>cursor-agent-api</title></head>
+<body><h1>cursor-agent-api server</h1>
+<p>The web UI is not part of this installation. The API is described at
+<a href="/docs">/docs</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>).</p>
+</body></html>"""
+
+
+def _describe(errors: list[Any]) -> str:
+    parts = []
+    for err in errors[:5]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def create_app(settings: ServerSettings) -> FastAPI:
+    """Build the ASGI app for ``settings`` (nothing starts until the server runs it).
+
+    ``app.state`` holds ``settings``, ``store``, ``hub``, ``log`` and ``runs``.
+    """
+    store = Store(settings.database_url)
+    hub = Hub(settings.subscriber_queue_size)
+    log = EventLog(store, hub)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await store.start()
+        runs = RunManager(settings, log)
+        app.state.runs = runs
+        marked = await runs.recover()
+        if marked:
+            logger.warning("marked %d run(s) of a previous server as interrupted", len(marked))
+        try:
+            yield
+        finally:
+            await runs.shutdown()
+            await store.close()
+
+    app = FastAPI(
+        title="cursor-agent-api server",
+        version=__version__,
+        description="Run Cursor's coding agent over HTTP and WebSocket, with a durable, "
+        "replayable event log. Every /api call needs the token or its cookie.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.store = store
+    app.state.hub = hub
+    app.state.log = log
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = list(exc.errors())
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return JSONResponse({"detail": "request body is not valid JSON"}, status_code=400)
+        return JSONResponse(
+            {"detail": f"invalid request: {_describe(errors)}", "errors": _plain(errors)},
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(BodyTooLargeError)
+    async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=413)
+
+    app.include_router(routes.router)
+    app.include_router(websocket.router)
+
+    if (WEB_DIR / "index.html").is_file():
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+    else:
+
+        @app.get("/", include_in_schema=False)
+        async def _index() -> HTMLResponse:
+            return HTMLResponse(_FALLBACK_PAGE)
+
+    app.add_middleware(SecurityMiddleware, settings=settings)
+    return app
+
+
+def _plain(errors: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+        for e in errors
+    ]

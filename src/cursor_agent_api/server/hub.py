@@ -1,0 +1,100 @@
+"""Fan-out of committed records to live subscribers, with bounded queues.
+
+The :class:`Hub` keeps, per chat, the set of :class:`Subscriber` s (one per
+WebSocket). :meth:`Hub.publish` is called only *after* the records were
+committed. Each subscriber has a bounded queue: when it is full the
+subscriber is marked ``overflowed`` and dropped from the hub — the server
+never buffers without bound for a slow client; the WebSocket then tells the
+client to resync from its last seq (see ``docs/websocket.md``).
+
+Nothing here touches the database or a socket.
+
+Example:
+    >>> hub = Hub(queue_size=2)
+    >>> sub = hub.subscribe("chat")
+    >>> hub.publish("chat", [(1, "a"), (2, "b"), (3, "c")])
+    >>> sub.overflowed, sub.queue.qsize()
+    (True, 2)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+Message = tuple[int, str]
+"""A committed record as it goes out: its seq and its serialized WebSocket message."""
+
+
+class Subscriber:
+    """One live listener of one chat.
+
+    Example:
+        >>> s = Subscriber("c", 10)
+        >>> s.offer((1, "x")), s.queue.get_nowait()
+        (True, (1, 'x'))
+    """
+
+    __slots__ = ("chat_id", "overflowed", "queue")
+
+    def __init__(self, chat_id: str, queue_size: int) -> None:
+        self.chat_id = chat_id
+        self.queue: asyncio.Queue[Message] = asyncio.Queue(maxsize=queue_size)
+        self.overflowed = False
+
+    def offer(self, message: Message) -> bool:
+        """Queue a message; on a full queue mark the subscriber overflowed and return False."""
+        if self.overflowed:
+            return False
+        try:
+            self.queue.put_nowait(message)
+        except asyncio.QueueFull:
+            self.overflowed = True
+            return False
+        return True
+
+
+class Hub:
+    """Per-chat subscriber sets.
+
+    Example:
+        >>> hub = Hub()
+        >>> s = hub.subscribe("c"); hub.unsubscribe(s); hub.subscriber_count("c")
+        0
+    """
+
+    def __init__(self, queue_size: int = 2000) -> None:
+        self.queue_size = queue_size
+        self._subs: dict[str, set[Subscriber]] = {}
+
+    def subscribe(self, chat_id: str) -> Subscriber:
+        """A new subscriber that receives everything published for the chat from now on."""
+        sub = Subscriber(chat_id, self.queue_size)
+        self._subs.setdefault(chat_id, set()).add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        """Stop delivering to ``sub`` (idempotent)."""
+        subs = self._subs.get(sub.chat_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.chat_id]
+
+    def subscriber_count(self, chat_id: str) -> int:
+        """How many subscribers the chat has now."""
+        return len(self._subs.get(chat_id, ()))
+
+    def publish(self, chat_id: str, messages: Sequence[Message]) -> None:
+        """Deliver committed messages, in seq order, to every subscriber of the chat."""
+        subs = self._subs.get(chat_id)
+        if not subs:
+            return
+        dropped: list[Subscriber] = []
+        for sub in subs:
+            for m in messages:
+                if not sub.offer(m):
+                    dropped.append(sub)
+                    break
+        for sub in dropped:
+            self.unsubscribe(sub)

@@ -1,0 +1,81 @@
+"""The chat event log: commit, then broadcast — in seq order, one chat at a time.
+
+:class:`EventLog` puts :class:`~.store.Store` and :class:`~.hub.Hub` together.
+For each chat, appends run under a lock that is held from the start of the
+transaction until the committed records have been handed to the hub, so live
+subscribers always receive a chat's records in seq order, and never a record
+that is not durable.
+
+Example:
+    >>> record_message(EventRecord(3, "c", None, 0, "server", "run", "queued", {}, None))
+    '{"op":"event","seq":3,"event":{"seq":3,"chat_id":"c","run_id":null,"ts_ms":0,"source":"server","type":"run","subtype":"queued","payload":{}}}'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import orjson
+
+from .hub import Hub
+from .store import EventRecord, ExtraWrites, NewRecord, Store
+
+
+def record_message(rec: EventRecord) -> str:
+    """The WebSocket message for a record (``op: "event"``, see ``docs/websocket.md``)."""
+    return orjson.dumps({"op": "event", "seq": rec.seq, "event": rec.to_dict()}).decode()
+
+
+class EventLog:
+    """Append to a chat's log and publish what was committed.
+
+    Example:
+        >>> EventLog.__name__
+        'EventLog'
+    """
+
+    def __init__(self, store: Store, hub: Hub) -> None:
+        self.store = store
+        self.hub = hub
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
+
+    def _lock(self, chat_id: str) -> asyncio.Lock:
+        lock = self._locks.get(chat_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[chat_id] = lock
+        return lock
+
+    def _publish(self, chat_id: str, recs: Sequence[EventRecord]) -> None:
+        if recs and self.hub.subscriber_count(chat_id):
+            self.hub.publish(chat_id, [(r.seq, record_message(r)) for r in recs])
+
+    async def append(
+        self,
+        chat_id: str,
+        new: Sequence[NewRecord],
+        *,
+        before: ExtraWrites | None = None,
+        after: ExtraWrites | None = None,
+    ) -> list[EventRecord]:
+        """Commit ``new`` (see :meth:`Store.append`), then broadcast it."""
+        lock = self._lock(chat_id)
+        async with lock:
+            recs = await self.store.append(chat_id, new, before=before, after=after)
+            self._publish(chat_id, recs)
+        return recs
+
+    async def create_run(
+        self, chat_id: str, prompt: str, record: Callable[[dict[str, Any]], NewRecord]
+    ) -> dict[str, Any]:
+        """Insert a queued run with its ``run/queued`` record, then broadcast the record."""
+        lock = self._lock(chat_id)
+        async with lock:
+            run, rec = await self.store.create_run(chat_id, prompt, record)
+            self._publish(chat_id, [rec])
+        return run

@@ -1,0 +1,20 @@
+"""Alembic environment: migrate on the connection the server passes in.
+
+The server calls Alembic with ``config.attributes["connection"]`` set to a
+synchronous connection (the async engine's ``run_sync``); this file never
+opens a connection of its own.
+"""
+
+from __future__ import annotations
+
+from alembic import context
+
+from cursor_agent_api.server.models import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:  # pragma: no cover - only reached when misused from the alembic CLI
+    raise RuntimeError("run these migrations through cursor_agent_api.server.store.run_migrations")
+
+context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

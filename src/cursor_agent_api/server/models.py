@@ -1,0 +1,149 @@
+"""The database schema (SQLAlchemy Core tables): chats, runs, events, tool calls.
+
+Times are integer milliseconds since the epoch (``*_ms``): portable between
+SQLite and PostgreSQL and ready for JavaScript's ``Date``. The schema is
+created and changed only by the Alembic migrations in ``migrations/``;
+these tables are what the code reads and writes through.
+
+* ``chats.last_seq`` is the per-chat event counter. :mod:`.store` bumps it and
+  inserts the events in one transaction, so ``events.seq`` is strictly
+  increasing with no gaps; ``UNIQUE(chat_id, seq)`` guards it.
+* ``runs`` has a partial unique index on ``chat_id`` where the status is
+  ``queued`` or ``running``: at most one active run per chat, even with
+  several server processes on one PostgreSQL database.
+
+Example:
+    >>> sorted(metadata.tables)
+    ['chats', 'events', 'runs', 'tool_calls']
+"""
+
+from __future__ import annotations
+
+import enum
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+metadata = MetaData()
+
+_BigId = BigInteger().with_variant(Integer, "sqlite")
+
+
+class RunStatus(str, enum.Enum):
+    """Where a run stands. ``queued`` and ``running`` are active; the rest are final.
+
+    Example:
+        >>> RunStatus.CANCELLED.final, RunStatus.QUEUED.final
+        (True, False)
+    """
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def final(self) -> bool:
+        """True once the run can no longer change."""
+        return self not in (RunStatus.QUEUED, RunStatus.RUNNING)
+
+
+ACTIVE_STATUSES = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+chats = Table(
+    "chats",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("session_id", String(200), nullable=True),
+    Column("workspace", Text, nullable=False),
+    Column("model", String(200), nullable=True),
+    Column("options", JSON, nullable=False),
+    Column("title", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+    Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(36), primary_key=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("prompt", Text, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("pid", Integer, nullable=True),
+    Column("pgid", Integer, nullable=True),
+    Column("proc_start", BigInteger, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("error_type", String(100), nullable=True),
+    Column("result", Text, nullable=True),
+    Column("usage", JSON, nullable=True),
+    Column("session_id", String(200), nullable=True),
+    Column("first_seq", BigInteger, nullable=True),
+    Column("last_seq", BigInteger, nullable=True),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("started_ms", BigInteger, nullable=True),
+    Column("ended_ms", BigInteger, nullable=True),
+    Index(
+        "uq_runs_one_active_per_chat",
+        "chat_id",
+        unique=True,
+        sqlite_where=text("status IN ('queued', 'running')"),
+        postgresql_where=text("status IN ('queued', 'running')"),
+    ),
+    Index("ix_runs_status", "status"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
+    Column("run_id", String(36), ForeignKey("runs.id"), nullable=True, index=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("ts_ms", BigInteger, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("subtype", String(64), nullable=True),
+    Column("payload", JSON, nullable=False),
+    Column("raw", Text, nullable=True),
+    UniqueConstraint("chat_id", "seq", name="uq_events_chat_seq"),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("run_id", String(36), ForeignKey("runs.id"), nullable=False),
+    Column("call_id", Text, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("args", JSON, nullable=False),
+    Column("result", JSON, nullable=True),
+    Column("output", Text, nullable=False),
+    Column("description", Text, nullable=True),
+    Column("exit_code", Integer, nullable=True),
+    Column("started_ms", BigInteger, nullable=True),
+    Column("completed_ms", BigInteger, nullable=True),
+    Column("duration_ms", BigInteger, nullable=True),
+    Column("started_seq", BigInteger, nullable=True),
+    Column("completed_seq", BigInteger, nullable=True),
+    UniqueConstraint("run_id", "call_id", name="uq_tool_calls_run_call"),
+)

@@ -1,0 +1,117 @@
+"""Process groups left behind by a crashed server: recognise ours, stop them.
+
+A run records its agent's pid (== process group id) and the process's start
+time (``/proc/<pid>/stat`` field 22, clock ticks since boot). After a crash,
+:func:`stop_recorded_group` stops only processes of that group that started
+no earlier than the recorded leader — so a pid or group id reused by someone
+else's process is never signalled. (Linux does not reuse a pid while a
+process group of that id still has members; a member that started before our
+leader cannot be part of our group.)
+
+Linux only (``/proc``); elsewhere the check finds nothing and signals nothing.
+
+Example:
+    >>> import os
+    >>> process_start_time(os.getpid()) is not None
+    True
+    >>> process_start_time(2**22 + 12345) is None
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+_PROC = Path("/proc")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        data = (_PROC / str(pid) / "stat").read_text()
+    except (OSError, ValueError):
+        return None
+    # The command name (field 2) is in parentheses and may contain spaces.
+    end = data.rfind(")")
+    if end < 0:
+        return None
+    return data[end + 2 :].split()
+
+
+def process_start_time(pid: int) -> int | None:
+    """Start time of ``pid`` in clock ticks since boot, or ``None`` if it is gone.
+
+    Example:
+        >>> isinstance(process_start_time(1), (int, type(None)))
+        True
+    """
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 20:
+        return None
+    # fields[0] is field 3 (state); start time is field 22 -> index 19.
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
+
+
+def group_members(pgid: int, not_before: int) -> list[int]:
+    """Live, non-zombie processes of group ``pgid`` started at or after ``not_before`` ticks.
+
+    Example:
+        >>> os.getpid() in group_members(os.getpgrp(), 0)
+        True
+    """
+    out: list[int] = []
+    try:
+        entries = list(_PROC.iterdir())
+    except OSError:
+        return out
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is None or len(fields) < 20:
+            continue
+        state, pgrp, start = fields[0], fields[2], fields[19]
+        if state in ("Z", "X"):
+            continue
+        if pgrp == str(pgid) and int(start) >= not_before:
+            out.append(int(entry.name))
+    return out
+
+
+async def stop_recorded_group(
+    pgid: int, not_before: int | None, *, grace: float = 3.0, poll: float = 0.05
+) -> int:
+    """Stop what is left of our process group: SIGTERM, then SIGKILL after ``grace``.
+
+    Returns how many processes were found. With ``not_before`` unknown
+    (``None``) nothing is signalled: we cannot prove the group is ours.
+
+    Example:
+        >>> asyncio.run(stop_recorded_group(2**22 + 12345, 0))
+        0
+    """
+    if not_before is None or pgid <= 1 or pgid == os.getpgrp():
+        return 0
+    members = group_members(pgid, not_before)
+    found = len(members)
+    if not members:
+        return 0
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in members:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while loop.time() < deadline:
+            if not group_members(pgid, not_before):
+                return found
+            await asyncio.sleep(poll)
+        members = group_members(pgid, not_before)
+    return found

@@ -1,0 +1,337 @@
+"""The REST API (JSON; OpenAPI at ``/openapi.json``). See ``docs/server.md``.
+
+Every error answer is ``{"detail": "<what happened and what to do>"}`` with a
+4xx status; a refused request writes nothing.
+
+Example:
+    >>> ChatCreate(workspace=".", options={"force": True}).options.force
+    True
+    >>> ChatCreate(workspace=".", options={"forse": True})
+    Traceback (most recent call last):
+    ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCreate
+    ...
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from .. import __version__
+from .models import RunStatus
+from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
+from .security import (
+    WorkspaceError,
+    clear_cookie_header,
+    resolve_workspace,
+    set_cookie_header,
+)
+from .settings import WS_PROTOCOL_VERSION, ServerSettings
+from .store import ActiveRunError, Store
+
+router = APIRouter(prefix="/api")
+
+_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\- ]*$"
+
+
+class ChatOptions(BaseModel):
+    """How the agent runs in this chat (each maps to a CLI flag)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    force: StrictBool = Field(False, description="auto-approve tool calls (--force)")
+    approve_mcps: StrictBool = Field(False, description="auto-approve MCP servers")
+    trust: StrictBool = Field(False, description="trust the workspace (--trust)")
+    stream_partial_output: StrictBool = Field(
+        False, description="token-level assistant deltas (--stream-partial-output)"
+    )
+
+
+class ChatCreate(BaseModel):
+    """Body of ``POST /api/chats``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workspace: str = Field(
+        ".", max_length=4096, description="a directory under one of the allowed roots; "
+        "relative paths are taken from the first root"
+    )
+    model: str | None = Field(None, max_length=200, pattern=_MODEL_PATTERN)
+    title: str | None = Field(None, max_length=500)
+    options: ChatOptions = Field(default_factory=ChatOptions)
+
+
+class ChatUpdate(BaseModel):
+    """Body of ``PATCH /api/chats/{id}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str = Field(min_length=1, max_length=500)
+
+
+class PromptIn(BaseModel):
+    """Body of ``POST /api/chats/{id}/runs``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(min_length=1, description="the prompt; at most max_prompt_bytes UTF-8")
+
+
+class LoginIn(BaseModel):
+    """Body of ``POST /api/auth/login``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    token: str = Field(min_length=1, max_length=1000)
+
+
+def _settings(request: Request) -> ServerSettings:
+    settings: ServerSettings = request.app.state.settings
+    return settings
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _runs(request: Request) -> RunManager:
+    runs: RunManager = request.app.state.runs
+    return runs
+
+
+def chat_view(row: dict[str, Any], latest_run: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The public JSON form of a chat.
+
+    Example:
+        >>> chat_view({"id": "c", "title": "t", "status": None})["status"]
+        'idle'
+    """
+    keys = ("id", "session_id", "workspace", "model", "options", "title", "created_ms",
+            "updated_ms", "last_seq")
+    view = {k: row.get(k) for k in keys}
+    status_ = row.get("status") if latest_run is None else latest_run.get("status")
+    view["status"] = status_ or "idle"
+    if latest_run is not None:
+        view["latest_run"] = run_view(latest_run)
+    return view
+
+
+async def _chat_or_404(request: Request, chat_id: str) -> dict[str, Any]:
+    chat = await _store(request).get_chat(chat_id)
+    if chat is None:
+        raise HTTPException(404, f"no chat with id {chat_id!r}")
+    return chat
+
+
+async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
+    run = await _store(request).get_run(run_id)
+    if run is None:
+        raise HTTPException(404, f"no run with id {run_id!r}")
+    return run
+
+
+# ---- health and configuration --------------------------------------------------------
+
+
+@router.get("/health", tags=["server"])
+async def health(request: Request) -> dict[str, Any]:
+    """Liveness and what the page must show (``simulate``: agents are simulated)."""
+    s = _settings(request)
+    return {
+        "status": "ok",
+        "version": __version__,
+        "simulate": s.simulate,
+        "ws_protocol": WS_PROTOCOL_VERSION,
+        "database": _store(request).dialect,
+        "runs": _runs(request).counts(),
+    }
+
+
+@router.get("/config", tags=["server"])
+async def config(request: Request) -> dict[str, Any]:
+    """The server's limits and allowed workspace roots (for a new-chat form)."""
+    s = _settings(request)
+    return {
+        "version": __version__,
+        "simulate": s.simulate,
+        "roots": [str(r) for r in s.roots],
+        "default_workspace": str(s.roots[0]) if s.roots else None,
+        "max_concurrent_runs": s.max_concurrent_runs,
+        "max_prompt_bytes": s.max_prompt_bytes,
+        "max_body_bytes": s.max_body_bytes,
+        "ws_protocol": WS_PROTOCOL_VERSION,
+        "subscriber_queue_size": s.subscriber_queue_size,
+        "one_run_per_chat": "409",
+    }
+
+
+@router.post("/auth/login", status_code=204, tags=["auth"])
+async def login(body: LoginIn, request: Request) -> Response:
+    """Exchange the token for the HttpOnly, SameSite=Strict cookie."""
+    import hmac
+
+    if not hmac.compare_digest(body.token.encode(), _settings(request).token.encode()):
+        raise HTTPException(401, "invalid token")
+    name, value = set_cookie_header(body.token)
+    return Response(status_code=204, headers={name.decode(): value.decode()})
+
+
+@router.post("/auth/logout", status_code=204, tags=["auth"])
+async def logout() -> Response:
+    """Forget the cookie."""
+    name, value = clear_cookie_header()
+    return Response(status_code=204, headers={name.decode(): value.decode()})
+
+
+# ---- chats ---------------------------------------------------------------------------
+
+
+@router.post("/chats", status_code=201, tags=["chats"])
+async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
+    """Create a chat in a workspace under the allowed roots."""
+    s = _settings(request)
+    try:
+        workspace = resolve_workspace(body.workspace, s.roots)
+    except WorkspaceError as e:
+        raise HTTPException(e.status, str(e)) from None
+    title = body.title or f"New chat in {workspace.name or workspace}"
+    chat = await _store(request).create_chat(
+        workspace=str(workspace), model=body.model, options=body.options.model_dump(), title=title
+    )
+    return chat_view(chat)
+
+
+@router.get("/chats", tags=["chats"])
+async def list_chats(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Chats, most recently active first, with the status of each one's latest run."""
+    rows = await _store(request).list_chats(limit=limit, offset=offset)
+    return {"chats": [chat_view(r) for r in rows]}
+
+
+@router.get("/chats/{chat_id}", tags=["chats"])
+async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
+    """One chat, with its latest run."""
+    chat = await _chat_or_404(request, chat_id)
+    runs = await _store(request).list_runs(chat_id)
+    return chat_view(chat, runs[-1] if runs else {"status": None})
+
+
+@router.patch("/chats/{chat_id}", tags=["chats"])
+async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[str, Any]:
+    """Rename a chat."""
+    await _chat_or_404(request, chat_id)
+    return chat_view(await _store(request).update_chat(chat_id, title=body.title))
+
+
+# ---- runs ----------------------------------------------------------------------------
+
+
+@router.post("/chats/{chat_id}/runs", status_code=202, tags=["runs"])
+async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str, Any]:
+    """Post a prompt: queues a run (202). 409 while the chat has a queued or running run."""
+    s = _settings(request)
+    size = len(body.prompt.encode("utf-8"))
+    if size > s.max_prompt_bytes:
+        raise HTTPException(
+            413, f"prompt is {size} bytes; the limit is {s.max_prompt_bytes} (--max-prompt-bytes)"
+        )
+    if "\x00" in body.prompt:
+        raise HTTPException(400, "prompt must not contain NUL characters")
+    chat = await _chat_or_404(request, chat_id)
+    try:
+        return await _runs(request).submit(chat, body.prompt)
+    except ActiveRunError:
+        raise HTTPException(
+            409, "this chat already has a queued or running run: wait for it to end or "
+            "cancel it (POST /api/runs/{id}/cancel)"
+        ) from None
+    except ServerClosingError:
+        raise HTTPException(503, "the server is shutting down") from None
+
+
+@router.get("/chats/{chat_id}/runs", tags=["runs"])
+async def list_runs(chat_id: str, request: Request) -> dict[str, Any]:
+    """The chat's runs, oldest first."""
+    await _chat_or_404(request, chat_id)
+    return {"runs": [run_view(r) for r in await _store(request).list_runs(chat_id)]}
+
+
+@router.get("/runs/{run_id}", tags=["runs"])
+async def get_run(run_id: str, request: Request) -> dict[str, Any]:
+    """One run."""
+    return run_view(await _run_or_404(request, run_id))
+
+
+@router.post("/runs/{run_id}/cancel", tags=["runs"])
+async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
+    """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over."""
+    run = await _run_or_404(request, run_id)
+    if RunStatus(run["status"]).final:
+        raise HTTPException(409, f"run {run_id} is already {run['status']}")
+    try:
+        await _runs(request).cancel(run_id)
+    except RunNotActiveError:
+        raise HTTPException(409, f"run {run_id} is not active on this server") from None
+    return run_view(await _run_or_404(request, run_id))
+
+
+# ---- events and tool calls -----------------------------------------------------------
+
+
+@router.get("/chats/{chat_id}/events", tags=["events"])
+async def list_events(
+    chat_id: str,
+    request: Request,
+    after_seq: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+    run_id: str | None = None,
+    include_raw: bool = False,
+) -> dict[str, Any]:
+    """Stored records with ``seq > after_seq``, in order, at most ``limit``.
+
+    Page on with ``after_seq = next_after_seq`` while ``has_more``.
+    """
+    chat = await _chat_or_404(request, chat_id)
+    recs = await _store(request).events_after(chat_id, after_seq, limit + 1, run_id=run_id)
+    has_more = len(recs) > limit
+    recs = recs[:limit]
+    return {
+        "chat_id": chat_id,
+        "events": [r.to_dict(include_raw) for r in recs],
+        "next_after_seq": recs[-1].seq if recs else after_seq,
+        "has_more": has_more,
+        "last_seq": chat["last_seq"],
+    }
+
+
+def _tool_view(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k != "id"}
+
+
+@router.get("/chats/{chat_id}/tool-calls", tags=["events"])
+async def chat_tool_calls(
+    chat_id: str, request: Request, run_id: str | None = None
+) -> dict[str, Any]:
+    """Tool calls of the chat (or of one run), in the order they started."""
+    await _chat_or_404(request, chat_id)
+    rows = await _store(request).list_tool_calls(chat_id, run_id)
+    return {"tool_calls": [_tool_view(r) for r in rows]}
+
+
+@router.get("/runs/{run_id}/tool-calls", tags=["events"])
+async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
+    """Tool calls of one run."""
+    run = await _run_or_404(request, run_id)
+    rows = await _store(request).list_tool_calls(run["chat_id"], run_id)
+    return {"tool_calls": [_tool_view(r) for r in rows]}
+
+
+__all__ = ["ChatCreate", "ChatOptions", "ChatUpdate", "PromptIn", "chat_view", "router", "status"]

@@ -1,0 +1,148 @@
+"""The server's one door to the client: start an agent turn, get its event stream.
+
+Everything the server knows about :class:`~cursor_agent_api.client.AsyncCursorAgentClient`
+is in this module: how a chat's options become an
+:class:`~cursor_agent_api.config.AgentConfig` (``keep_events=False``: the
+server stores events itself), how a stream is opened, cancelled and closed.
+The rest of the server sees :class:`AgentStream`.
+
+Example:
+    >>> from cursor_agent_api.server.settings import ServerSettings
+    >>> cfg = agent_config(ServerSettings(token="t", agent_binary="/bin/sim"),
+    ...                    AgentLaunch(prompt="hi", workspace="/w", model=None, options={}))
+    >>> cfg.agent_binary, cfg.keep_events, cfg.workspace
+    ('/bin/sim', False, '/w')
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config import AgentConfig
+from ..protocol import AgentEvent, AgentResult
+from .settings import ServerSettings
+
+
+class AgentStream(Protocol):
+    """What the server uses of the client's streaming response."""
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid (== its process group id), once started."""
+
+    @property
+    def result(self) -> AgentResult | None:
+        """The turn's outcome, once the stream has ended."""
+
+    def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        """Events as each line completes."""
+
+    def cancel(self) -> Any:
+        """Stop the turn (the client escalates SIGINT/SIGTERM/SIGKILL on the group)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLaunch:
+    """What one run asks of the agent.
+
+    ``options`` are the chat's validated options (``force``, ``approve_mcps``,
+    ``trust``, ``stream_partial_output``); ``resume`` the agent's chat id.
+
+    Example:
+        >>> AgentLaunch("hi", "/w", "sonnet-4.6", {"force": True}).resume is None
+        True
+    """
+
+    prompt: str
+    workspace: str
+    model: str | None
+    options: dict[str, Any]
+    resume: str | None = None
+
+
+def simulator_binary() -> str:
+    """Path of the bundled simulator (``cursor-agent-sim``) for ``serve --simulate``.
+
+    Example:
+        >>> simulator_binary().endswith("cursor-agent-sim")
+        True
+    """
+    try:
+        from ..testing import sim_binary  # type: ignore[attr-defined,unused-ignore]
+
+        return str(sim_binary())
+    except ImportError:
+        pass
+    beside = Path(sys.executable).parent / "cursor-agent-sim"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("cursor-agent-sim")
+    return found or "cursor-agent-sim"
+
+
+def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
+    """The :class:`AgentConfig` of one run.
+
+    The API key comes from the server's settings only (it is never stored);
+    ``agent_env`` passes through (the simulator's settings in tests).
+    """
+    binary = settings.agent_binary
+    if binary is None:
+        binary = simulator_binary() if settings.simulate else "agent"
+    opts = launch.options
+    env: dict[str, str | None] = dict(settings.agent_env)
+    return AgentConfig(
+        workspace=launch.workspace,
+        model=launch.model,
+        force_approve=bool(opts.get("force", False)),
+        approve_mcps=bool(opts.get("approve_mcps", False)),
+        trust=bool(opts.get("trust", False)),
+        stream_partial_output=bool(opts.get("stream_partial_output", False)),
+        resume=launch.resume,
+        api_key=settings.api_key,
+        agent_binary=binary,
+        env=env,
+        timeout=settings.run_timeout,
+        idle_timeout=settings.idle_timeout,
+        keep_events=False,
+    )
+
+
+async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStream:
+    """Start the turn; returns the stream to iterate (the process may start lazily)."""
+    from ..client import AsyncCursorAgentClient
+
+    client = AsyncCursorAgentClient(agent_config(settings, launch))
+    stream: Any = client.query_stream(launch.prompt)
+    if inspect.isawaitable(stream):
+        stream = await stream
+    if hasattr(stream, "__aenter__"):
+        entered = await stream.__aenter__()
+        stream = entered if entered is not None else stream
+    return stream  # type: ignore[no-any-return]
+
+
+async def cancel_stream(stream: AgentStream) -> None:
+    """Ask the client to stop the turn (whether its ``cancel`` is sync or async)."""
+    outcome = stream.cancel()
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+async def close_stream(stream: AgentStream) -> None:
+    """Release the stream: the client stops the process group if it still runs."""
+    exit_ = getattr(stream, "__aexit__", None)
+    if exit_ is not None:
+        await exit_(None, None, None)
+        return
+    aclose = getattr(stream, "aclose", None)
+    if aclose is not None:
+        outcome = aclose()
+        if inspect.isawaitable(outcome):
+            await outcome

@@ -1,0 +1,111 @@
+"""Server settings: one frozen dataclass, filled by ``cursor-agent-api serve``.
+
+Nothing here opens a socket or a file; :func:`default_database_url` only
+computes a path (the directory is created when the store starts).
+
+Example:
+    >>> s = ServerSettings(token="t" * 32)
+    >>> s.host, s.max_concurrent_runs
+    ('127.0.0.1', 4)
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WS_PROTOCOL_VERSION = 1
+"""Version of the WebSocket protocol documented in ``docs/websocket.md``."""
+
+COOKIE_NAME = "cursor_agent_api_auth"
+"""Name of the HttpOnly, SameSite=Strict cookie that stands for the token."""
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def new_token() -> str:
+    """A fresh random token (48 hex characters, 192 bits).
+
+    Example:
+        >>> len(new_token())
+        48
+    """
+    return secrets.token_hex(24)
+
+
+def default_database_url() -> str:
+    """The default SQLite file, in the per-user data directory.
+
+    Example:
+        >>> default_database_url().startswith("sqlite+aiosqlite:///")
+        True
+    """
+    from platformdirs import user_data_dir
+
+    path = Path(user_data_dir("cursor-agent-api", appauthor=False)) / "server.sqlite3"
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """Everything the server needs to know, fixed at start.
+
+    ``roots`` are the directories workspaces must live under (resolved at
+    start; default: the current directory). ``agent_env`` is added to the
+    agent's environment (used to pass the simulator's settings through).
+    ``api_key`` goes to the agent's environment only: it is never stored
+    in the database, printed or logged (it is hidden from ``repr``).
+
+    Example:
+        >>> s = ServerSettings(token="abc", port=8765)
+        >>> s.base_url
+        'http://127.0.0.1:8765'
+        >>> "abc" in repr(s)
+        False
+    """
+
+    token: str = field(default_factory=new_token, repr=False)
+    host: str = "127.0.0.1"
+    port: int = 8765
+    database_url: str = field(default_factory=default_database_url)
+    roots: tuple[Path, ...] = field(default_factory=lambda: (Path.cwd().resolve(),))
+    agent_binary: str | None = None
+    agent_env: dict[str, str] = field(default_factory=dict, repr=False)
+    api_key: str | None = field(default=None, repr=False)
+    simulate: bool = False
+    max_concurrent_runs: int = 4
+    max_body_bytes: int = 1_048_576
+    max_prompt_bytes: int = 262_144
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    subscriber_queue_size: int = 2000
+    batch_max_events: int = 500
+    shutdown_grace_seconds: float = 10.0
+    ws_ping_interval: float = 20.0
+    run_timeout: float | None = None
+    idle_timeout: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` as a browser would type it."""
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def open_url(self) -> str:
+        """The ready-to-open URL, token included (print it once, never log it)."""
+        return f"{self.base_url}/?token={self.token}"
+
+    def host_allowlist(self) -> frozenset[str]:
+        """Host names (no port) accepted in the ``Host`` header.
+
+        Example:
+            >>> "localhost" in ServerSettings(token="t").host_allowlist()
+            True
+        """
+        hosts = {h.lower() for h in LOOPBACK_HOSTS}
+        if self.host not in ("0.0.0.0", "::", ""):
+            hosts.add(self.host.lower().strip("[]"))
+        hosts.update(h.lower().strip("[]") for h in self.allowed_hosts)
+        return frozenset(hosts)

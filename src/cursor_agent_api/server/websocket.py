@@ -1,0 +1,169 @@
+"""WebSocket ``/api/chats/{id}/stream?after_seq=N``: replay from the store, then live.
+
+The hand-over has no gap and no duplicate: the socket subscribes to the hub
+*first* (live records start queueing), then replays the stored records after
+``after_seq`` page by page, then forwards the queue, dropping what it already
+sent (``seq <= last sent``). Records are committed before they are published,
+so anything published before the subscription is already in the store.
+
+If the live queue overflows during the replay, the socket re-subscribes and
+replays further from the store; if it overflows once live, the socket sends
+what it holds, then ``resync`` with its last seq, and closes (code 4000): the
+client reconnects with ``after_seq`` = that seq. The protocol (version 1) is
+documented in ``docs/websocket.md``.
+
+Example:
+    >>> control("live", 7)
+    '{"op":"live","seq":7}'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, WebSocket
+from starlette.websockets import WebSocketDisconnect, WebSocketState
+
+from .hub import Hub, Subscriber
+from .log import record_message
+from .settings import WS_PROTOCOL_VERSION
+from .store import Store
+
+router = APIRouter()
+
+REPLAY_PAGE = 500
+CLOSE_RESYNC = 4000
+CLOSE_BAD_REQUEST = 4400
+CLOSE_NOT_FOUND = 4404
+
+
+def control(op: str, seq: int, **fields: Any) -> str:
+    """A control message (``hello``, ``live``, ``pong``, ``resync``, ``error``).
+
+    Example:
+        >>> control("pong", 3, nonce=1)
+        '{"op":"pong","seq":3,"nonce":1}'
+    """
+    return orjson.dumps({"op": op, "seq": seq, **fields}).decode()
+
+
+class _Stream:
+    """One subscriber socket: its last sent seq and a lock that orders its sends."""
+
+    def __init__(self, ws: WebSocket, store: Store, hub: Hub, chat_id: str, after: int) -> None:
+        self.ws = ws
+        self.store = store
+        self.hub = hub
+        self.chat_id = chat_id
+        self.last = after
+        self.lock = asyncio.Lock()
+        self.sub: Subscriber = hub.subscribe(chat_id)
+
+    async def send(self, text: str) -> None:
+        async with self.lock:
+            await self.ws.send_text(text)
+
+    async def replay(self) -> None:
+        while True:
+            recs = await self.store.events_after(self.chat_id, self.last, REPLAY_PAGE)
+            for rec in recs:
+                await self.send(record_message(rec))
+                self.last = rec.seq
+            if len(recs) == REPLAY_PAGE:
+                continue
+            if not self.sub.overflowed:
+                return
+            # The live queue overflowed while we replayed: everything it lost is
+            # committed, so subscribe afresh and read on from the store.
+            self.hub.unsubscribe(self.sub)
+            self.sub = self.hub.subscribe(self.chat_id)
+
+    async def forward(self) -> None:
+        queue = self.sub.queue
+        while True:
+            if self.sub.overflowed and queue.empty():
+                await self.send(control(
+                    "resync", self.last,
+                    reason="this client fell behind; reconnect with after_seq=seq",
+                ))
+                await self.ws.close(CLOSE_RESYNC, "resync")
+                return
+            seq, text = await queue.get()
+            if seq <= self.last:
+                continue  # already sent during the replay
+            await self.send(text)
+            self.last = seq
+
+    async def receive(self) -> None:
+        while True:
+            text = await self.ws.receive_text()
+            try:
+                msg = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                await self.send(control("error", self.last, detail="message is not valid JSON"))
+                continue
+            if isinstance(msg, dict) and msg.get("op") == "ping":
+                await self.send(control("pong", self.last, nonce=msg.get("nonce")))
+            else:
+                await self.send(control(
+                    "error", self.last, detail="unknown message; the client may only send "
+                    '{"op": "ping", "nonce": ...}',
+                ))
+
+
+async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
+    await ws.accept()
+    await ws.send_text(control("error", 0, detail=detail))
+    await ws.close(code, detail[:120])
+
+
+@router.websocket("/api/chats/{chat_id}/stream")
+async def chat_stream(ws: WebSocket, chat_id: str) -> None:
+    """Stream a chat's records after ``after_seq`` (replay, then live)."""
+    store: Store = ws.app.state.store
+    hub: Hub = ws.app.state.hub
+    raw_after = ws.query_params.get("after_seq", "0")
+    if not raw_after.isdigit():
+        await _refuse(ws, CLOSE_BAD_REQUEST, "after_seq must be a non-negative integer")
+        return
+    after = int(raw_after)
+    chat = await store.get_chat(chat_id)
+    if chat is None:
+        await _refuse(ws, CLOSE_NOT_FOUND, f"no chat with id {chat_id!r}")
+        return
+    await ws.accept()
+    stream = _Stream(ws, store, hub, chat_id, after)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        await stream.send(control(
+            "hello", after, protocol=WS_PROTOCOL_VERSION, chat_id=chat_id,
+            last_seq=chat["last_seq"],
+        ))
+        receiver = asyncio.create_task(stream.receive())
+        tasks.append(receiver)
+
+        async def replay_then_forward() -> None:
+            await stream.replay()
+            await stream.send(control("live", stream.last))
+            await stream.forward()
+
+        sender = asyncio.create_task(replay_then_forward())
+        tasks.append(sender)
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            exc = task.exception()
+            if exc is not None and not isinstance(exc, (WebSocketDisconnect, RuntimeError)):
+                raise exc
+    except (WebSocketDisconnect, RuntimeError):
+        pass
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        hub.unsubscribe(stream.sub)
+        if ws.client_state is WebSocketState.CONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.close()
