@@ -1,0 +1,124 @@
+"""The subcommands: ``create-chat``, ``status``/``whoami``, ``models``/``--list-models``,
+``login``, ``logout``, ``--version``; and the refusals for the interactive ones.
+
+Example:
+    >>> VERSION.startswith("2026.")
+    True
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from . import messages, signals
+from .cli_args import Options
+from .ids import new_chat_id
+from .models import MODELS
+from .settings import SimSettings
+from .store import ChatStore
+from .turn import PreflightError, api_key_source
+from .writer import write_all
+
+VERSION = "2026.09.15-sim"
+"""What ``--version`` prints: the build the simulator follows, marked as simulated."""
+
+ACCOUNT = "simulator@cursor-agent-sim.invalid"
+
+
+def _out(text: str) -> None:
+    write_all(1, (text + "\n").encode())
+
+
+def _err(text: str) -> None:
+    write_all(2, (text + "\n").encode())
+
+
+def version() -> int:
+    """``--version``."""
+    _out(VERSION)
+    return 0
+
+
+def status(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
+    """``status`` / ``whoami``: exit 0 either way; "Not logged in" when unauthenticated."""
+    try:
+        source = api_key_source(opts, env, store, settings)
+    except PreflightError:
+        _out("Not logged in")
+        return 0
+    if source == "login":
+        _out(f"Logged in as {ACCOUNT}")
+    else:
+        _out(f"Logged in with an API key (from {'--api-key' if source == 'flag' else 'CURSOR_API_KEY'})")
+    return 0
+
+
+def models(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
+    """``models`` / ``--list-models``: ``slug - Display Name`` lines; needs auth."""
+    try:
+        api_key_source(opts, env, store, settings)
+    except PreflightError as e:
+        _err(str(e))
+        return e.exit_code
+    for slug, name in MODELS.items():
+        _out(f"{slug} - {name}")
+    return 0
+
+
+def login(store: ChatStore) -> int:
+    """``login``: the simulator logs in at once (no browser)."""
+    store.set_logged_in(True)
+    _out(f"Logged in as {ACCOUNT}")
+    return 0
+
+
+def logout(store: ChatStore) -> int:
+    """``logout``: later runs need an API key until ``login``."""
+    store.set_logged_in(False)
+    _out("Logged out successfully")
+    return 0
+
+
+def create_chat(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
+    """``create-chat``: print a new chat id, then — like 2026 builds — keep running until
+    signalled (SIGTERM: exit 143; SIGINT: exit 130)."""
+    try:
+        api_key_source(opts, env, store, settings)
+    except PreflightError as e:
+        _err(str(e))
+        return e.exit_code
+    workspace = str(Path(opts.workspace or os.getcwd()).expanduser().resolve())
+    chat_id = new_chat_id(settings.seed, workspace, "create-chat", store.chat_count(workspace))
+    store.chat(workspace, chat_id).create(opts.model)
+    signals.install(lambda: None)
+    _out(chat_id)
+    signals.wait_forever()
+    return 0  # not reached
+
+
+def interactive_only(name: str) -> int:
+    """``ls``, ``resume`` and the rest need the real CLI's terminal UI."""
+    _err(f"Error: `{name}` needs an interactive terminal; cursor-agent-sim simulates headless mode only.")
+    return 1
+
+
+def not_simulated(name: str) -> int:
+    """A subcommand the simulator does not provide."""
+    _err(f"Error: `{name}` is not simulated by cursor-agent-sim.")
+    return 1
+
+
+__all__ = [
+    "VERSION",
+    "create_chat",
+    "interactive_only",
+    "login",
+    "logout",
+    "messages",
+    "models",
+    "not_simulated",
+    "status",
+    "version",
+]

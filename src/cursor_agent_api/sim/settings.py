@@ -1,0 +1,152 @@
+"""The simulator's environment variables, read once into :class:`SimSettings`.
+
+=============================  ===============================================================
+``CURSOR_AGENT_SIM_FAULT``     one fault or several, comma-separated (see :class:`Fault`)
+``CURSOR_AGENT_SIM_SCRIPT``    a recording (NDJSON) to replay instead of the built-in agent
+``CURSOR_AGENT_SIM_SPEED``     replay timing: 0 = as fast as the pipe takes it (default),
+                               1 = the recorded gaps between ``timestamp_ms`` (each capped at
+                               :data:`MAX_GAP_S`), 0.5 = twice as fast
+``CURSOR_AGENT_SIM_DELAY``     seconds for ``slow-start`` (default 3.5) and, per event, for
+                               ``slow`` (default 0.5)
+``CURSOR_AGENT_SIM_SEED``      when set, new chat ids and every timestamp derive from it, so
+                               a run in a fresh config dir is byte-for-byte reproducible
+``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
+``CURSOR_API_KEY``             an API key (``apiKeySource: "env"``)
+=============================  ===============================================================
+
+Nothing here does I/O beyond reading the mapping it is given.
+
+Example:
+    >>> s = SimSettings.from_env({"CURSOR_AGENT_SIM_FAULT": "banner, split-writes"})
+    >>> sorted(f.value for f in s.faults)
+    ['banner', 'split-writes']
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+MAX_GAP_S = 5.0
+"""The longest pause replay makes between two recorded events at speed 1."""
+
+FAULT_ENV = "CURSOR_AGENT_SIM_FAULT"
+SCRIPT_ENV = "CURSOR_AGENT_SIM_SCRIPT"
+SPEED_ENV = "CURSOR_AGENT_SIM_SPEED"
+DELAY_ENV = "CURSOR_AGENT_SIM_DELAY"
+SEED_ENV = "CURSOR_AGENT_SIM_SEED"
+
+
+class Fault(str, enum.Enum):
+    """A failure the simulator reproduces on demand (``CURSOR_AGENT_SIM_FAULT``).
+
+    Example:
+        >>> Fault("hang-after-result").name
+        'HANG_AFTER_RESULT'
+    """
+
+    AUTH = "auth"
+    """Not logged in: exit 1, ``Error: Authentication required…`` on stderr."""
+    TRUST = "trust"
+    """Untrusted workspace even with ``--trust``: exit 1, the boxed message."""
+    INVALID_MODEL = "invalid-model"
+    """``Cannot use this model: …``, exit 1, whatever ``--model`` says."""
+    USAGE_LIMIT = "usage-limit"
+    """``Error: You've hit your usage limit …``, exit 1."""
+    BAD_RESUME = "bad-resume"
+    """``Failed to claim persistent session for chat …``, exit 1."""
+    CHAT_BUSY = "chat-busy"
+    """``Chat <id> may still be running…``, exit 1."""
+    CRASH = "crash"
+    """Dies mid-stream (after the first tool call starts, else before the final message):
+    no ``result``, exit 1."""
+    HANG_AFTER_RESULT = "hang-after-result"
+    """Writes ``result``, then never exits until signalled."""
+    EXIT1_AFTER_RESULT = "exit1-after-result"
+    """Writes ``result``, then exits 1."""
+    IGNORE_SIGTERM = "ignore-sigterm"
+    """Ignores SIGTERM and SIGINT, spawns a child in its process group that ignores them too,
+    and never exits after ``result``: only SIGKILL ends it."""
+    STDERR_FLOOD = "stderr-flood"
+    """Writes 10 MB to stderr while streaming normally."""
+    SILENCE = "silence"
+    """Writes ``system/init``, then nothing until signalled."""
+    HUGE_LINE = "huge-line"
+    """The turn includes a read of a 20 MB file: one line of about 20 MB."""
+    BANNER = "banner"
+    """Non-JSON lines with ANSI escapes on stdout, before and among the events."""
+    SLOW_START = "slow-start"
+    """Waits ``CURSOR_AGENT_SIM_DELAY`` seconds (default 3.5) before ``system/init``."""
+    SLOW = "slow"
+    """Waits ``CURSOR_AGENT_SIM_DELAY`` seconds (default 0.5) before every event."""
+    SPLIT_WRITES = "split-writes"
+    """Every line written in small chunks, flushed separately, splitting UTF-8 characters;
+    the reply carries non-ASCII text."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimSettings:
+    """What the environment asks of the simulator.
+
+    Example:
+        >>> SimSettings.from_env({"CURSOR_AGENT_SIM_SPEED": "1"}).speed
+        1.0
+    """
+
+    faults: frozenset[Fault] = field(default_factory=frozenset)
+    script: str | None = None
+    speed: float = 0.0
+    delay: float | None = None
+    seed: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SimSettings:
+        """Read the ``CURSOR_AGENT_SIM_*`` variables; raise ``ValueError`` on a bad value."""
+        faults: set[Fault] = set()
+        for name in (env.get(FAULT_ENV) or "").replace(";", ",").split(","):
+            name = name.strip().lower()
+            if not name or name == "none":
+                continue
+            try:
+                faults.add(Fault(name))
+            except ValueError:
+                known = ", ".join(f.value for f in Fault)
+                raise ValueError(f"{FAULT_ENV}: unknown fault {name!r} (known: {known})") from None
+        speed = _float(env, SPEED_ENV, 0.0)
+        delay_text = env.get(DELAY_ENV)
+        delay = _float(env, DELAY_ENV, 0.0) if delay_text else None
+        return cls(frozenset(faults), env.get(SCRIPT_ENV) or None, speed, delay, env.get(SEED_ENV))
+
+    def has(self, fault: Fault) -> bool:
+        """True when ``fault`` is on.
+
+        Example:
+            >>> SimSettings(frozenset({Fault.CRASH})).has(Fault.CRASH)
+            True
+        """
+        return fault in self.faults
+
+    def delay_for(self, fault: Fault) -> float:
+        """The delay in seconds for ``slow-start`` or ``slow``.
+
+        Example:
+            >>> SimSettings().delay_for(Fault.SLOW_START)
+            3.5
+        """
+        if self.delay is not None:
+            return self.delay
+        return 3.5 if fault is Fault.SLOW_START else 0.5
+
+
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    text = env.get(name)
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{name}: not a number: {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{name}: must be >= 0, got {text!r}")
+    return value

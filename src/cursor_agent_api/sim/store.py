@@ -1,0 +1,257 @@
+"""The simulator's state on disk: chats, the per-chat run lock, trusted workspaces, login.
+
+Layout under the config dir (``CURSOR_CONFIG_DIR``, else a per-user directory from
+platformdirs, ``cursor-agent-sim`` — never the real CLI's ``~/.cursor``)::
+
+    chats/<md5 of the workspace path>/<chat id>/meta.json     the chat: id, workspace, model
+    chats/<md5 of the workspace path>/<chat id>/turns.jsonl   one line per finished turn
+    chats/<md5 of the workspace path>/<chat id>/run.lock      the pid of the running turn
+    trusted-workspaces.json                                   workspaces trusted with --trust
+    sim-auth.json                                             {"loggedIn": false} after logout
+
+A turn is saved only when it finishes (a killed turn is not saved, as in the real CLI).
+A lock whose pid is dead is stale and taken over.
+
+Example:
+    >>> import tempfile
+    >>> store = ChatStore(tempfile.mkdtemp())
+    >>> chat = store.chat("/ws", "8ef40118-8378-436d-8ba8-2436b19cc877")
+    >>> chat.exists(), chat.turns()
+    (False, [])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def is_uuid(text: str) -> bool:
+    """True for a well-formed UUID (what ``--resume`` accepts).
+
+    Example:
+        >>> is_uuid("8ef40118-8378-436d-8ba8-2436b19cc877"), is_uuid("abc")
+        (True, False)
+    """
+    return bool(UUID_RE.match(text))
+
+
+def default_config_dir(env: Mapping[str, str]) -> Path:
+    """``CURSOR_CONFIG_DIR``, else the per-user data directory of ``cursor-agent-sim``.
+
+    Example:
+        >>> str(default_config_dir({"CURSOR_CONFIG_DIR": "/tmp/x"}))
+        '/tmp/x'
+    """
+    value = env.get("CURSOR_CONFIG_DIR")
+    if value:
+        return Path(value).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("cursor-agent-sim", appauthor=False))
+
+
+def workspace_key(workspace: str) -> str:
+    """The md5 of the workspace path: the chat store's directory for that workspace.
+
+    Example:
+        >>> workspace_key("/ws") == hashlib.md5(b"/ws").hexdigest()
+        True
+    """
+    return hashlib.md5(workspace.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One finished turn of a chat.
+
+    Example:
+        >>> Turn("hi", "Hello", "r1").prompt
+        'hi'
+    """
+
+    prompt: str
+    result: str
+    request_id: str
+
+
+class ChatBusy(Exception):
+    """Another live process holds the chat's run lock."""
+
+
+class Chat:
+    """One chat of one workspace: its turns and its run lock."""
+
+    def __init__(self, directory: Path, chat_id: str, workspace: str) -> None:
+        self.directory = directory
+        self.chat_id = chat_id
+        self.workspace = workspace
+        self._lock_held = False
+
+    @property
+    def lock_path(self) -> Path:
+        """Where the run lock lives."""
+        return self.directory / "run.lock"
+
+    def exists(self) -> bool:
+        """True once the chat was created (``create-chat`` or a finished turn)."""
+        return (self.directory / "meta.json").exists()
+
+    def create(self, model: str | None = None) -> None:
+        """Write the chat's ``meta.json`` if it is not there yet."""
+        if self.exists():
+            return
+        meta = {"chatId": self.chat_id, "workspace": self.workspace, "model": model}
+        _write_atomic(self.directory / "meta.json", orjson.dumps(meta))
+
+    def turns(self) -> list[Turn]:
+        """The finished turns, oldest first."""
+        path = self.directory / "turns.jsonl"
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        out: list[Turn] = []
+        for line in data.splitlines():
+            try:
+                obj: Any = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                out.append(
+                    Turn(
+                        str(obj.get("prompt", "")), str(obj.get("result", "")), str(obj.get("requestId", ""))
+                    )
+                )
+        return out
+
+    def add_turn(self, turn: Turn, model: str | None = None) -> None:
+        """Append a finished turn (creating the chat if needed)."""
+        self.create(model)
+        line = orjson.dumps({"prompt": turn.prompt, "result": turn.result, "requestId": turn.request_id})
+        with open(self.directory / "turns.jsonl", "ab") as f:
+            f.write(line + b"\n")
+
+    def acquire(self) -> None:
+        """Take the run lock; raise :class:`ChatBusy` when a live process holds it."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for _ in range(5):
+            try:
+                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                try:
+                    pid = int(self.lock_path.read_text().strip() or "0")
+                except (OSError, ValueError):
+                    pid = 0
+                if pid != os.getpid() and _pid_alive(pid):
+                    raise ChatBusy(self.chat_id) from None
+                with contextlib.suppress(FileNotFoundError):
+                    self.lock_path.unlink()  # stale: its process is gone
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(str(os.getpid()))
+            self._lock_held = True
+            return
+        raise ChatBusy(self.chat_id)
+
+    def release(self) -> None:
+        """Drop the run lock if this process holds it. Safe to call from a signal handler."""
+        if not self._lock_held:
+            return
+        self._lock_held = False
+        try:
+            if self.lock_path.read_text().strip() == str(os.getpid()):
+                self.lock_path.unlink()
+        except (OSError, ValueError):
+            pass
+
+
+class ChatStore:
+    """The config dir: chats, trust, login state.
+
+    Example:
+        >>> import tempfile
+        >>> store = ChatStore(tempfile.mkdtemp())
+        >>> store.is_trusted("/ws"); store.trust("/ws"); store.is_trusted("/ws")
+        False
+        True
+    """
+
+    def __init__(self, config_dir: str | os.PathLike[str]) -> None:
+        self.config_dir = Path(config_dir)
+
+    def chat(self, workspace: str, chat_id: str) -> Chat:
+        """The chat ``chat_id`` of ``workspace`` (it may not exist yet)."""
+        return Chat(self.config_dir / "chats" / workspace_key(workspace) / chat_id, chat_id, workspace)
+
+    def chat_count(self, workspace: str) -> int:
+        """How many chats the workspace has."""
+        directory = self.config_dir / "chats" / workspace_key(workspace)
+        try:
+            return sum(1 for p in directory.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return 0
+
+    # ---- trust ---------------------------------------------------------------------------
+
+    def _trusted(self) -> list[str]:
+        try:
+            obj: Any = orjson.loads((self.config_dir / "trusted-workspaces.json").read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return []
+        items = obj.get("workspaces") if isinstance(obj, dict) else None
+        return [str(x) for x in items] if isinstance(items, list) else []
+
+    def is_trusted(self, workspace: str) -> bool:
+        """True when ``workspace`` was trusted before (``--trust`` records it)."""
+        return workspace in self._trusted()
+
+    def trust(self, workspace: str) -> None:
+        """Record ``workspace`` as trusted."""
+        items = self._trusted()
+        if workspace not in items:
+            items.append(workspace)
+            _write_atomic(self.config_dir / "trusted-workspaces.json", orjson.dumps({"workspaces": items}))
+
+    # ---- login ---------------------------------------------------------------------------
+
+    def logged_in(self) -> bool:
+        """True unless ``logout`` was run (the simulator starts logged in)."""
+        try:
+            obj: Any = orjson.loads((self.config_dir / "sim-auth.json").read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return True
+        return not (isinstance(obj, dict) and obj.get("loggedIn") is False)
+
+    def set_logged_in(self, value: bool) -> None:
+        """``login`` / ``logout``."""
+        _write_atomic(self.config_dir / "sim-auth.json", orjson.dumps({"loggedIn": value}))
