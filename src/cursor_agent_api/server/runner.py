@@ -135,6 +135,15 @@ async def cancel_stream(stream: AgentStream) -> None:
         await outcome
 
 
+async def wait_stream(stream: AgentStream) -> None:
+    """Let a stream whose events are all read finish: the agent reaped, the result set."""
+    wait = getattr(stream, "wait", None)
+    if wait is not None:
+        outcome = wait()
+        if inspect.isawaitable(outcome):
+            await outcome
+
+
 async def close_stream(stream: AgentStream) -> None:
     """Release the stream: the client stops the process group if it still runs."""
     exit_ = getattr(stream, "__aexit__", None)

@@ -40,7 +40,14 @@ from ..protocol import AgentEvent, EventType, ToolCall
 from .log import EventLog
 from .models import RunStatus, chats
 from .procs import process_start_time, stop_recorded_group
-from .runner import AgentLaunch, AgentStream, cancel_stream, close_stream, open_stream
+from .runner import (
+    AgentLaunch,
+    AgentStream,
+    cancel_stream,
+    close_stream,
+    open_stream,
+    wait_stream,
+)
 from .settings import ServerSettings
 from .store import EventRecord, NewRecord, now_ms
 
@@ -325,6 +332,9 @@ class RunManager:
                 await cancel_stream(stream)
             await self._record_pid(active)
             await self._pump(active, stream)
+            if not (active.cancel_requested or active.shutdown):
+                with contextlib.suppress(Exception):
+                    await wait_stream(stream)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(close_stream(stream))
