@@ -121,8 +121,8 @@ def _edit_actions(prompt: str, has_file: Callable[[str], bool]) -> tuple[list[Ac
     )
     if m:
         text, target = _strip(m.group(1)), m.group(2)
-        read = Action("readToolCall", f"I'll read `{target}`", target)
-        return [read], [Action("editToolCall", f"and append `{text}` to the end.", target, text, "append")]
+        read = Action("readToolCall", f"I'll read `{target}` and append `{text}` to the end.", target)
+        return [read], [Action("editToolCall", "", target, text, "append")]
     m = re.search(
         r"\breplace\s+(.+?)\s+with\s+(.+?)\s+in\s+(?:the\s+file\s+)?([\w./-]+\.\w+)", p, re.I | re.S
     )
@@ -183,7 +183,7 @@ def plan_turn(
     m = re.search(r"reply\s+with\s+exactly\s*:?\s*(.+?)\s*$", prompt, re.I | re.S)
     if m:
         plan.exact = _strip(m.group(1))
-    plan.done = bool(re.search(r"\b(?:reply|end|finish)\b[^.]*\bDONE\b", prompt))
+    plan.done = bool(re.search(r"\b(?i:reply|respond|end|finish)\b[^.]*\bDONE\b", prompt))
 
     # memory questions: no tools
     if re.search(
@@ -213,8 +213,8 @@ def plan_turn(
     readonly: list[Action] = []
     later: list[list[Action]] = []
 
-    if re.search(r"\b(?:todos?|to-dos?|plan)\b", low):
-        items_text = re.split(r"\b(?:todos?|plan)\b\s*:?", prompt, maxsplit=1, flags=re.I)[-1]
+    if re.search(r"\b(?:todo\s*list|todos|to-dos?|plan)\b|\btodo:", low):
+        items_text = re.split(r"\b(?:todo\s*list|todos|todo|to-dos?|plan)\b\s*:?", prompt, maxsplit=1, flags=re.I)[-1]
         items = [_strip(x) for x in re.split(r",|;|\band\b|\n", items_text) if _strip(x)]
         if len(items) < 2:
             items = ["Understand the request", "Make the change", "Check the result"]
@@ -271,6 +271,11 @@ def plan_turn(
     plan.direct = _direct_answer(prompt)
     plan.goal = "answer directly"
     return plan
+
+
+def _count(n: int, noun: str) -> str:
+    plural = noun + ("es" if noun.endswith("ch") else "s")
+    return f"{n} {noun if n == 1 else plural}"
 
 
 def _after_remember(prompt: str) -> str:
@@ -579,8 +584,8 @@ class Agent:
                 n_dirs = sum(1 for x in names if x.endswith("/"))
                 listing = "\n".join(f"- {x}" for x in names)
                 a.answer = (
-                    f"The workspace contains {len(names) - n_dirs} files and {n_dirs} folders "
-                    f"at the top level:\n{listing}"
+                    f"The workspace contains {_count(len(names) - n_dirs, 'file')} and "
+                    f"{_count(n_dirs, 'folder')} at the top level:\n{listing}"
                 )
             return outcome
         if kind == "readToolCall":
@@ -606,12 +611,14 @@ class Agent:
                 a.answer = f"No matches for `{a.target}`."
             else:
                 where = ", ".join(f"{f}:{n}" for f, hits in matches for n, _ in hits[:5])
-                a.answer = f"Found {total} matches for `{a.target}` in {len(matches)} files: {where}."
+                a.answer = (
+                    f"Found {_count(total, 'match')} for `{a.target}` in {_count(len(matches), 'file')}: {where}."
+                )
             return outcome
         if kind == "globToolCall":
             outcome, files = tools.glob(ws, a.target)
             a.answer = (
-                f"{len(files)} files match `{a.target}`: " + ", ".join(files[:20]) + "."
+                f"{_count(len(files), 'file')} match `{a.target}`: " + ", ".join(files[:20]) + "."
                 if files
                 else f"No files match `{a.target}`."
             )
@@ -654,7 +661,7 @@ class Agent:
                 )
                 for i, item in enumerate(items)
             ]
-            a.answer = f"I wrote a plan of {len(items)} todos."
+            a.answer = f"I wrote a plan of {_count(len(items), 'todo')}."
             return wire.todos_success(todos, was_merge=False)
         return wire.error_outcome(f"unknown tool {kind}")
 
