@@ -113,15 +113,19 @@ class LineFramer:
                 self._buf += parts[0]
                 parts[0] = bytes(self._buf)
                 self._buf.clear()
+            append = out.append
             for line in parts:
+                if not line:
+                    continue
                 if len(line) > limit:
-                    out.append(LineTooLong(len(line), limit))
+                    append(LineTooLong(len(line), limit))
                     continue
-                if line[-1:] == b"\r":
+                if line[-1] == 13:  # \r of a \r\n
                     line = line[:-1]
-                if _is_blank(line):
-                    continue
-                out.append(line)
+                    if not line:
+                        continue
+                if line[0] == 123 or not line.isspace():  # 123 = "{": the usual case
+                    append(line)
         if tail:
             if len(self._buf) + len(tail) > limit:
                 self._dropping = True

@@ -51,7 +51,21 @@ class EventReader:
         frames = self._framer.feed(data)
         if not frames:
             return []
-        return [self._event(f) for f in frames]
+        out: list[AgentEvent] = []
+        append = out.append
+        loads = orjson.loads
+        for frame in frames:
+            if frame.__class__ is bytes:
+                try:
+                    obj = loads(frame)
+                except orjson.JSONDecodeError:
+                    obj = None
+                if obj.__class__ is dict:
+                    self.object_lines += 1
+                    append(event_from_object(obj, frame))
+                    continue
+            append(self._event(frame))
+        return out
 
     def close(self) -> list[AgentEvent]:
         """End of input: the events of whatever was left unfinished."""
