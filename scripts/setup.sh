@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Set up the project on a fresh machine (Python >= 3.10 and git are all it needs):
+# a virtual environment in .venv with the package installed, editable, with the extras given.
+#   scripts/setup.sh            -> the package and its server extra
+#   scripts/setup.sh test       -> plus everything the test suite needs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-server}"
+python=${PYTHON:-python3}
+if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
+  echo "setup: Python 3.10 or newer is needed ($python is $("$python" -V 2>&1))" >&2
+  exit 1
+fi
+if [ ! -x .venv/bin/python ]; then
+  "$python" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"
