@@ -69,6 +69,8 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
               help="Another host name accepted in the Host header (repeatable).")
 @click.option("--allow-origin", "allow_origins", multiple=True,
               help="Another origin allowed for WebSockets and writes (repeatable).")
+@click.option("--ws-queue-size", default=2000, show_default=True, type=click.IntRange(1, 10**6),
+              help="Records queued per WebSocket before a slow client is told to resync.")
 @click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
 @click.option("--idle-timeout", type=float, default=None,
               help="Seconds a turn may stay silent (real agents are silent 30 s+).")
@@ -78,7 +80,8 @@ def serve(
     host: str, port: int, token: str | None, database_url: str | None, roots: tuple[str, ...],
     simulate: bool, agent_binary: str | None, agent_env: tuple[str, ...],
     pass_env: tuple[str, ...], max_runs: int, max_prompt_bytes: int, max_body_bytes: int,
-    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], run_timeout: float | None,
+    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], ws_queue_size: int,
+    run_timeout: float | None,
     idle_timeout: float | None, log_level: str,
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
@@ -112,6 +115,7 @@ def serve(
         max_body_bytes=max_body_bytes,
         allowed_hosts=allow_hosts,
         allowed_origins=allow_origins,
+        subscriber_queue_size=ws_queue_size,
         run_timeout=run_timeout,
         idle_timeout=idle_timeout,
     )

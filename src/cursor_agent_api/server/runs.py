@@ -271,18 +271,17 @@ class RunManager:
         error: str | None = None
         error_type: str | None = None
         extra: dict[str, Any] = {}
+        acquired = False
         try:
             try:
                 await self._slots.acquire()
+                acquired = True
             except asyncio.CancelledError:
                 status = RunStatus.INTERRUPTED if active.shutdown else RunStatus.CANCELLED
                 error = "the server shut down" if active.shutdown else None
                 return
-            try:
-                active.phase = "starting"
-                status, error, error_type, extra = await self._execute(active)
-            finally:
-                self._slots.release()
+            active.phase = "starting"
+            status, error, error_type, extra = await self._execute(active)
         except asyncio.CancelledError:
             status = RunStatus.INTERRUPTED
             error = "the run was stopped because the server shut down"
@@ -300,6 +299,8 @@ class RunManager:
                 logger.exception("could not record the end of run %s", active.run_id)
             finally:
                 self._active.pop(active.run_id, None)
+                if acquired:  # the slot is free once the run is recorded as over
+                    self._slots.release()
 
     async def _execute(
         self, active: ActiveRun

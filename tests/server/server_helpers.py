@@ -1,0 +1,253 @@
+"""Helpers for the server tests: a real ``cursor-agent-api serve`` on a random loopback port.
+
+Every server runs in a subprocess (so a test can SIGKILL it), with agents from
+the simulator and its own database: an SQLite file by default, or a fresh
+PostgreSQL database per test when ``CURSOR_AGENT_API_TEST_DATABASE_URL`` is set
+(``postgresql+asyncpg://user:pw@127.0.0.1:PORT/db``; the user needs CREATEDB).
+
+Each test's agents carry a unique marker in their environment; the teardown
+asserts that no process with that marker is alive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+BIN = Path(sys.executable).parent
+SERVE = [str(BIN / "cursor-agent-api"), "serve"]
+SIM = str(BIN / "cursor-agent-sim")
+PG_ENV = "CURSOR_AGENT_API_TEST_DATABASE_URL"
+MARKER_ENV = "CURSOR_AGENT_API_TEST_MARKER"
+START_TIMEOUT = 60.0
+
+
+def poll(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05) -> Any:
+    """Call ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s: {predicate}")
+        time.sleep(interval)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def alive(pid: int) -> bool:
+    """True if ``pid`` exists and is not a zombie."""
+    return _state(pid) not in (None, "Z", "X")
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live (non-zombie) processes whose environment carries ``marker``."""
+    needle = f"{MARKER_ENV}={marker}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes():
+                continue
+        except OSError:
+            continue
+        if alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+class Server:
+    """One ``serve`` subprocess."""
+
+    def __init__(
+        self, tmp: Path, db_url: str, root: Path, marker: str, *,
+        sim_env: dict[str, str] | None = None, args: list[str] | None = None,
+    ) -> None:
+        self.tmp = tmp
+        self.db_url = db_url
+        self.root = root
+        self.marker = marker
+        self.token = uuid.uuid4().hex
+        self.sim_env = {"CURSOR_CONFIG_DIR": str(tmp / "cursor-config"), **(sim_env or {})}
+        self.args = args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+        self.port = 0
+        self.first_lines: list[str] = []
+        self.log_path = tmp / f"server-{uuid.uuid4().hex[:6]}.log"
+
+    def start(self) -> Server:
+        cmd = [
+            *SERVE, "--port", "0", "--token", self.token, "--database-url", self.db_url,
+            "--root", str(self.root), "--agent-binary", SIM, "--log-level", "warning",
+            "--agent-env", f"{MARKER_ENV}={self.marker}",
+        ]
+        for k, v in self.sim_env.items():
+            cmd += ["--agent-env", f"{k}={v}"]
+        cmd += self.args
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+        self.log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self.log, cwd=self.root, env=env,
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        buf = b""
+        while not (b"Open: " in buf and b"\n" in buf.split(b"Open: ", 1)[1]):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.stop()
+                raise AssertionError(f"server did not start: {buf!r}\n{self.log_text()}")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                buf += os.read(self.proc.stdout.fileno(), 4096)
+        self.first_lines = buf.decode().splitlines()
+        open_line = next(line for line in self.first_lines if line.startswith("Open: "))
+        self.url = open_line.split("Open: ", 1)[1].strip().split("/?token=", 1)[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
+        return self
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        headers = {"Authorization": f"token {self.token}", **kwargs.pop("headers", {})}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60.0, **kwargs)
+
+    def anon(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60.0, **kwargs)
+
+    def ws_url(self, chat_id: str, after_seq: int = 0, *, token: bool = True) -> str:
+        base = self.url.replace("http://", "ws://")
+        url = f"{base}/api/chats/{chat_id}/stream?after_seq={after_seq}"
+        return url + (f"&token={self.token}" if token else "")
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM (graceful shutdown), then wait."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self._close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(30)
+        self._close()
+
+    def _close(self) -> None:
+        assert self.proc is not None
+        if self.proc.stdout is not None and not self.proc.stdout.closed:
+            self.proc.stdout.close()
+        if not self.log.closed:
+            self.log.close()
+
+
+
+
+FINAL = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+
+
+def is_run_end(msg: dict[str, Any], run_id: str | None = None) -> bool:
+    """True for the WebSocket message recording that a run reached a final status."""
+    if msg.get("op") != "event":
+        return False
+    ev = msg["event"]
+    return (
+        ev["type"] == "run"
+        and ev["subtype"] in FINAL
+        and (run_id is None or ev["run_id"] == run_id)
+    )
+
+
+async def ws_collect(
+    url: str, until: Callable[[dict[str, Any]], bool], *, timeout: float = 90.0,
+    limit: int | None = None, **connect_kwargs: Any,
+) -> list[dict[str, Any]]:
+    """Connect, gather messages until ``until(msg)`` (included) or ``limit`` events."""
+    import orjson
+    from websockets.asyncio.client import connect
+
+    msgs: list[dict[str, Any]] = []
+    events = 0
+
+    async def run() -> None:
+        nonlocal events
+        async with connect(url, max_size=None, **connect_kwargs) as ws:
+            async for text in ws:
+                msg = orjson.loads(text)
+                msgs.append(msg)
+                if msg.get("op") == "event":
+                    events += 1
+                if until(msg) or (limit is not None and events >= limit):
+                    return
+
+    await asyncio.wait_for(run(), timeout)
+    return msgs
+
+
+def event_seqs(msgs: list[dict[str, Any]]) -> list[int]:
+    """The seqs of the ``event`` messages, in arrival order."""
+    return [m["seq"] for m in msgs if m.get("op") == "event"]
+
+
+def new_chat(client: httpx.Client, workspace: str = "project", **options: Any) -> dict[str, Any]:
+    """Create a chat (trusted workspace by default) and return it."""
+    body = {"workspace": workspace, "options": {"trust": True, **options}}
+    r = client.post("/api/chats", json=body)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+def wait_run(client: httpx.Client, run_id: str, timeout: float = 90.0) -> dict[str, Any]:
+    """Poll until the run is final; returns it."""
+    def final() -> dict[str, Any] | None:
+        run = client.get(f"/api/runs/{run_id}").json()
+        return run if run["status"] in FINAL else None
+
+    return dict(poll(final, timeout))
+
+
+def all_events(client: httpx.Client, chat_id: str, page: int = 100) -> list[dict[str, Any]]:
+    """Every stored record of the chat, through the paged REST endpoint."""
+    out: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        r = client.get(f"/api/chats/{chat_id}/events", params={"after_seq": after, "limit": page})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        out += body["events"]
+        after = body["next_after_seq"]
+        if not body["has_more"]:
+            return out
