@@ -1,0 +1,101 @@
+"""``cursor-agent-api replay``, driven as a user would: a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+DATA = Path(__file__).parent.parent / "data" / "cursor-real"
+RECORDINGS = sorted(DATA.glob("*.ndjson"))
+
+
+def replay(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "cursor_agent_api.cli", "replay", *args],
+        input=stdin, capture_output=True, timeout=60, check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.name[:2])
+def test_summary_of_every_real_recording(path: Path) -> None:
+    proc = replay(str(path), "--summary")
+    assert proc.returncode == 0, proc.stderr
+    s = orjson.loads(proc.stdout)
+    assert set(s) == {"session_id", "success", "error", "text", "result_text", "usage", "events",
+                      "raw_lines", "tool_calls"}
+    assert s["success"] is True and s["error"] is None
+    assert s["text"] == s["result_text"] and s["text"]
+    assert s["raw_lines"] == 0
+    assert s["events"] == len([x for x in path.read_bytes().split(b"\n") if x.strip()])
+    assert set(s["usage"]) == {"input_tokens", "output_tokens", "cache_read_tokens",
+                               "cache_write_tokens"}
+    for call in s["tool_calls"]:
+        assert call["status"] in {"succeeded", "rejected"}
+        assert call["kind"] != "unknown" and call["name"].endswith("ToolCall")
+        assert call["args"]
+
+
+def test_summary_from_stdin_with_banner_truncated_tail_and_unknown_events() -> None:
+    data = (
+        b"\x1b[1mCursor Agent\x1b[0m\n"
+        + (DATA / "02-hcn-0915-probe-43-partial-output-with-read-tool.ndjson").read_bytes()
+        + b'{"type":"brand_new","x":1}\n[1,2]\n{"type":"tool_call","subtype":"start'
+    )
+    proc = replay("-", "--summary", stdin=data)
+    assert proc.returncode == 0, proc.stderr
+    s = orjson.loads(proc.stdout)
+    assert s["events"] == 10  # 9 lines of the recording + the unknown type
+    assert s["raw_lines"] == 3  # banner, non-object JSON, truncated tail
+    assert s["text"] == s["result_text"] == "READ-OK"
+
+
+def test_summary_of_a_turn_without_result() -> None:
+    lines = (DATA / "06-hcn-0915-probe-52s-shell-force.ndjson").read_bytes().split(b"\n")[:3]
+    proc = replay("-", "--summary", stdin=b"\n".join(lines) + b"\n")
+    s = orjson.loads(proc.stdout)
+    assert s["success"] is False and s["result_text"] is None and s["usage"] is None
+    assert s["error"]
+    (call,) = s["tool_calls"]
+    assert call["status"] == "abandoned" and call["kind"] == "shell"
+    assert call["call_id"].count("\n") == 1  # kept exactly
+
+
+def test_error_result_sets_error() -> None:
+    proc = replay("-", "--summary",
+                  stdin=b'{"type":"result","subtype":"error","is_error":true,"error":"Nope"}\n')
+    s = orjson.loads(proc.stdout)
+    assert (s["success"], s["error"]) == (False, "Nope")
+
+
+def test_rendering_for_a_person() -> None:
+    proc = replay(str(DATA / "03-hcn-0910-probe-15-composer-denials-completed-without-started.ndjson"))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert "\x1b[" not in out  # not a terminal: no escape codes
+    assert "⊘ web_fetch https://example.com  rejected" in out
+    assert "⊘ shell curl -sL https://example.com | grep -i '<title>' | head -1  rejected" in out
+    assert "⊘ web_search example.com page title  rejected" in out
+    assert "│ Fetching https://example.com to retrieve its page title." in out  # thinking
+    assert "**Example Domain**" in out
+    assert "tokens in 25,755 / out 656" in out
+    assert out.count("The live fetch did not run.") == 1
+
+
+def test_partial_output_rendering_is_not_doubled() -> None:
+    proc = replay(str(DATA / "01-hcn-0915-probe-11-partial-output-text-only.ndjson"))
+    assert proc.stdout.decode().count("River remembers the weathered stones") == 1
+
+
+@pytest.mark.parametrize("target", ["/no/such/file.ndjson", "."])
+def test_unreadable_file_is_one_line_and_exit_2(target: str) -> None:
+    proc = replay(target)
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "cannot read" in err
