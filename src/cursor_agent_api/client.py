@@ -1,0 +1,697 @@
+"""The public face: :class:`CursorAgentClient` (sync) and :class:`AsyncCursorAgentClient`.
+
+Both drive the same async core, :class:`~cursor_agent_api.runtime.AgentRun`
+(the lifecycle rules are written once, there): the async client on the
+caller's event loop, the sync client on a private event-loop thread
+(:class:`~cursor_agent_api.runtime.LoopThread`), so the sync API also works
+inside a running event loop (a notebook). Also here: the stream objects
+:class:`StreamingResponse` / :class:`AsyncStreamingResponse` and the
+module-level :func:`query` / :func:`query_stream` of seed 004.
+
+What does not live here: parsing (:mod:`cursor_agent_api.protocol`), processes
+(:mod:`cursor_agent_api.runtime`), multi-turn chats (:mod:`cursor_agent_api.sessions`).
+
+Example:
+    >>> from cursor_agent_api import CursorAgentClient, AgentConfig, EventType
+    >>> client = CursorAgentClient(AgentConfig(model="sonnet-4.6", trust=True))  # doctest: +SKIP
+    >>> result = client.query("What is 2+2?")                                    # doctest: +SKIP
+    >>> result.raise_for_error().result                                          # doctest: +SKIP
+    'The answer is 4.'
+    >>> with client.query_stream("Write a story") as stream:                     # doctest: +SKIP
+    ...     for event in stream:
+    ...         if event.type is EventType.ASSISTANT_DELTA:
+    ...             print(event.text, end="")
+    ...         if len(stream.events) > 100:
+    ...             stream.cancel()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import functools
+import signal as signal_module
+import subprocess
+import threading
+from collections.abc import AsyncIterator, Generator, Iterator
+from types import TracebackType
+from typing import Any
+
+from .config import AgentConfig
+from .protocol import AgentEvent, AgentResult
+from .runtime import (
+    AccountStatus,
+    AgentRun,
+    AsyncEventQueue,
+    LoopThread,
+    ModelInfo,
+    ThreadEventQueue,
+    create_chat,
+    fetch_models,
+    fetch_status,
+)
+from .runtime.commands import DEFAULT_COMMAND_TIMEOUT
+from .runtime.sinks import END, STOPPED
+
+__all__ = [
+    "AsyncCursorAgentClient",
+    "AsyncStreamingResponse",
+    "CursorAgentClient",
+    "StreamingResponse",
+    "query",
+    "query_stream",
+]
+
+_EMPTY: list[AgentEvent] = []
+
+
+def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentConfig:
+    if config is None:
+        return AgentConfig(**fields)
+    if not isinstance(config, AgentConfig):
+        raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
+    return config.with_overrides(**fields)
+
+
+def _check_prompt(prompt: object) -> str | bytes:
+    if not isinstance(prompt, (str, bytes)):
+        raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
+    return prompt
+
+
+# ---- sync ------------------------------------------------------------------------------
+
+
+class StreamingResponse:
+    """A running turn, iterated synchronously (seed 004's ``StreamingResponse``).
+
+    * iterating yields each :class:`~cursor_agent_api.protocol.AgentEvent` as
+      soon as its line is complete (no batching, no waiting for the process);
+      iteration ends after the last event, once the agent is reaped and its
+      process group is gone — :attr:`result` is then set;
+    * :attr:`events` — the events received so far (kept unless
+      ``keep_events=False``); :attr:`cancelled`; :attr:`pid` (also the process
+      group id); :attr:`process` (the :class:`subprocess.Popen`, for inspection);
+    * :meth:`cancel` returns at once: the signal (default SIGTERM) goes to the
+      whole group, SIGKILL follows after ``kill_grace`` if anything is left;
+      iteration ends at once. :meth:`wait` (or leaving the ``with`` block)
+      waits until the group is gone and returns the result;
+    * as a context manager it stops the process on exit if the turn is not over.
+
+    Process-level failures (a crash, a timeout) arrive as an ``ERROR`` event
+    before the stream ends; :attr:`result` then has ``success=False`` and a
+    typed ``exception``.
+
+    Example:
+        >>> with client.query_stream("Write a poem") as stream:   # doctest: +SKIP
+        ...     for event in stream:
+        ...         print(event.text or "", end="")
+        ...         if should_stop():
+        ...             stream.cancel()
+        >>> stream.result.cancelled                                # doctest: +SKIP
+        True
+    """
+
+    def __init__(
+        self,
+        run: AgentRun,
+        queue: ThreadEventQueue,
+        portal: LoopThread,
+        finished: concurrent.futures.Future[AgentResult],
+    ) -> None:
+        self._run = run
+        self._queue = queue
+        self._portal = portal
+        self._finished = finished
+        self._keep = run.config.keep_events
+        self._events: list[AgentEvent] = []
+        self._batch: list[AgentEvent] = _EMPTY
+        self._index = 0
+        self._ended = False
+        self._stopped = False
+        self._cancelled = False
+        self._lock = threading.Lock()
+
+    # iteration -------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        return self
+
+    def __next__(self) -> AgentEvent:
+        batch = self._batch
+        i = self._index
+        if i < len(batch):
+            self._index = i + 1
+            return batch[i]
+        while True:
+            if self._ended or self._stopped:
+                raise StopIteration
+            item = self._queue.get()
+            if type(item) is list:
+                if not item:
+                    continue
+                if self._keep:
+                    self._events.extend(item)
+                self._batch = item
+                self._index = 1
+                return item[0]  # type: ignore[no-any-return]
+            if item is END:
+                self._ended = True
+            elif item is STOPPED:
+                self._stopped = True
+
+    # state -----------------------------------------------------------------------------
+
+    @property
+    def events(self) -> list[AgentEvent]:
+        """Events received so far (empty with ``keep_events=False``)."""
+        return self._events
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called on an unfinished turn."""
+        return self._cancelled
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid, which is also its process group id."""
+        return self._run.pid
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The :class:`subprocess.Popen` of the agent (inspect it; stop it with :meth:`cancel`)."""
+        return self._run.process.popen if self._run.process is not None else None
+
+    @property
+    def result(self) -> AgentResult | None:
+        """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None."""
+        return self._run.result
+
+    @property
+    def done(self) -> bool:
+        """True once the turn has ended (agent reaped, group gone)."""
+        return self._run.result is not None
+
+    # control ---------------------------------------------------------------------------
+
+    def cancel(self, signal: int = signal_module.SIGTERM) -> None:
+        """Stop the turn: ``signal`` to the agent's process group now, SIGKILL after grace.
+
+        Returns at once; iteration ends at once (a blocked ``next()`` in another
+        thread wakes up). ``cancel(signal.SIGKILL)`` kills at once. No effect once
+        the turn has ended.
+
+        Example:
+            >>> stream.cancel()          # doctest: +SKIP
+            >>> stream.wait().cancelled  # doctest: +SKIP
+            True
+        """
+        with self._lock:
+            if self._run.result is None:
+                self._cancelled = True
+                with contextlib.suppress(RuntimeError):  # the loop already ended the run
+                    self._portal.call_soon(self._run.cancel, int(signal))
+            self._stopped = True
+        self._queue.stop()
+
+    def wait(self, timeout: float | None = None) -> AgentResult:
+        """Consume what is left and wait for the end (group gone); the result.
+
+        ``TimeoutError`` if ``timeout`` seconds pass first (the turn goes on).
+
+        Example:
+            >>> result = client.query_stream("hi").wait()  # doctest: +SKIP
+        """
+        for _ in self:
+            pass
+        try:
+            return self._finished.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"the turn did not end within {timeout} s") from None
+
+    def close(self) -> None:
+        """Stop the turn if it is still running and wait until its process group is gone."""
+        if self._run.result is None:
+            self.cancel()
+        self._finished.result()
+
+    def __enter__(self) -> StreamingResponse:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        run = getattr(self, "_run", None)
+        if run is not None and run.result is None and run.process is not None:
+            with contextlib.suppress(Exception):
+                self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
+        return f"<StreamingResponse pid={self.pid} {state}>"
+
+
+class CursorAgentClient:
+    """Run the agent synchronously: :meth:`query`, :meth:`query_stream`, :meth:`status`, ….
+
+    ``config`` (or the :class:`~cursor_agent_api.config.AgentConfig` fields as
+    keywords) sets the defaults; each call's ``**overrides`` replace fields for
+    that call. The async core runs on a private event-loop thread, started on
+    first use and stopped by :meth:`close` (or the ``with`` block) once no
+    stream is running; so this client works in scripts, threads and inside a
+    running event loop alike. Thread-safe: turns from several threads run
+    concurrently.
+
+    Example:
+        >>> client = CursorAgentClient(workspace="/src/app", trust=True)  # doctest: +SKIP
+        >>> r = client.query("Summarize README.md", timeout=300)          # doctest: +SKIP
+        >>> print(r.result if r.success else r.error)                     # doctest: +SKIP
+    """
+
+    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+        self.config = _make_config(config, fields)
+        self._portal = LoopThread()
+        self._lock = threading.Lock()
+        self._holding = False
+
+    # plumbing --------------------------------------------------------------------------
+
+    def _loop(self) -> LoopThread:
+        with self._lock:
+            if not self._holding:
+                self._portal.acquire()
+                self._holding = True
+        return self._portal
+
+    def close(self) -> None:
+        """Stop the private loop thread once running streams have ended. Idempotent."""
+        with self._lock:
+            holding, self._holding = self._holding, False
+        if holding:
+            self._portal.release()
+
+    def __enter__(self) -> CursorAgentClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None
+               ) -> tuple[AgentRun, concurrent.futures.Future[AgentResult]]:
+        portal = self._loop()
+        loop = portal.acquire()  # held by the run until it ends
+        if queue is not None:
+            queue._loop = loop
+        run = AgentRun(config, prompt, sink=queue)
+        finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
+
+        async def start() -> None:
+            await run.start()
+            assert run._done is not None
+
+            def done(fut: asyncio.Future[AgentResult]) -> None:
+                if fut.cancelled():
+                    finished.cancel()
+                elif fut.exception() is not None:
+                    finished.set_exception(fut.exception())  # type: ignore[arg-type]
+                else:
+                    finished.set_result(fut.result())
+                portal.release()
+
+            run._done.add_done_callback(done)
+
+        try:
+            portal.call(start)
+        except BaseException:
+            if run.process is not None:  # interrupted right after the spawn
+                portal.call_soon(run.cancel, signal_module.SIGKILL)
+            portal.release()
+            raise
+        return run, finished
+
+    # turns -----------------------------------------------------------------------------
+
+    def query(self, prompt: str, **overrides: Any) -> AgentResult:
+        """Run one turn to its end; its :class:`~cursor_agent_api.protocol.AgentResult`.
+
+        Everything that happens once the agent has started comes back in the
+        result (``success=False``, ``error``, a typed ``exception``;
+        ``result.raise_for_error()`` raises it). Raises
+        :class:`~cursor_agent_api.errors.AgentNotFoundError` when the agent
+        cannot be started at all. ``KeyboardInterrupt`` stops the agent's group
+        before it propagates.
+
+        Example:
+            >>> client.query("What is 2+2?", model="gpt-5").result  # doctest: +SKIP
+            'The answer is 4.'
+        """
+        config = self.config.with_overrides(**overrides)
+        run, finished = self._start(config, _check_prompt(prompt), None)
+        try:
+            return finished.result()
+        except BaseException:
+            with contextlib.suppress(RuntimeError):
+                self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+            with contextlib.suppress(BaseException):
+                finished.result(config.kill_grace + 10)
+            raise
+
+    def query_stream(self, prompt: str, **overrides: Any) -> StreamingResponse:
+        """Start one turn; a :class:`StreamingResponse` that yields its events as they come.
+
+        The agent is running when this returns (``stream.pid`` is set). Raises
+        :class:`~cursor_agent_api.errors.AgentNotFoundError` when it cannot start.
+
+        Example:
+            >>> for event in client.query_stream("Hello"):  # doctest: +SKIP
+            ...     print(event.type, event.text)
+        """
+        config = self.config.with_overrides(**overrides)
+        queue = ThreadEventQueue()
+        run, finished = self._start(config, _check_prompt(prompt), queue)
+        return StreamingResponse(run, queue, self._portal, finished)
+
+    # account ---------------------------------------------------------------------------
+
+    def status(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> AccountStatus:
+        """``agent status``: logged in or not, and as whom (typed errors on failure).
+
+        Example:
+            >>> client.status().logged_in  # doctest: +SKIP
+            True
+        """
+        return self._loop().call(functools.partial(fetch_status, self.config, timeout=timeout))
+
+    def list_models(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> list[ModelInfo]:
+        """``agent models``: (slug, display name) of each model the account can use.
+
+        Example:
+            >>> [m.slug for m in client.list_models()]  # doctest: +SKIP
+            ['auto', 'sonnet-4.6', 'gpt-5']
+        """
+        return self._loop().call(functools.partial(fetch_models, self.config, timeout=timeout))
+
+    def create_chat(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """``agent create-chat``: a new chat id to pass as ``resume=`` (the process is stopped).
+
+        Example:
+            >>> chat = client.create_chat()                      # doctest: +SKIP
+            >>> client.query("Remember 42", resume=chat).success  # doctest: +SKIP
+            True
+        """
+        return self._loop().call(functools.partial(create_chat, self.config, timeout=timeout))
+
+
+# ---- async -----------------------------------------------------------------------------
+
+
+class AsyncStreamingResponse:
+    """A running turn, iterated with ``async for`` (the async ``StreamingResponse``).
+
+    Returned by :meth:`AsyncCursorAgentClient.query_stream` without an
+    ``await``: the agent starts on the first ``async for`` step, on ``async
+    with``, or on ``await stream`` (which returns the stream, started, so
+    :attr:`pid` is set). Otherwise it behaves like :class:`StreamingResponse`:
+    each event as soon as its line is complete; :meth:`cancel` returns at once
+    and ends the iteration; :meth:`wait` / leaving ``async with`` waits until
+    the group is gone; :attr:`result` once ended.
+
+    Example:
+        >>> async for event in client.query_stream("Hello"):  # doctest: +SKIP
+        ...     print(event.text)
+        >>> async with client.query_stream("Long task") as stream:  # doctest: +SKIP
+        ...     async for event in stream:
+        ...         if event.type is EventType.TOOL_CALL_STARTED:
+        ...             stream.cancel()
+    """
+
+    def __init__(self, run: AgentRun, queue: AsyncEventQueue) -> None:
+        self._run = run
+        self._queue = queue
+        self._keep = run.config.keep_events
+        self._events: list[AgentEvent] = []
+        self._batch: list[AgentEvent] = _EMPTY
+        self._index = 0
+        self._started = False
+        self._start_lock: asyncio.Lock | None = None
+        self._ended = False
+        self._stopped = False
+        self._cancelled = False
+
+    async def start(self) -> AsyncStreamingResponse:
+        """Start the agent (idempotent); raises AgentNotFoundError if it cannot start."""
+        if not self._started:
+            self._started = True
+            try:
+                await self._run.start()
+            except BaseException:
+                self._stopped = True
+                raise
+        return self
+
+    def __await__(self) -> Generator[Any, None, AsyncStreamingResponse]:
+        return self.start().__await__()
+
+    def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        batch = self._batch
+        i = self._index
+        if i < len(batch):
+            self._index = i + 1
+            return batch[i]
+        if not self._started:
+            await self.start()
+        while True:
+            if self._ended or self._stopped:
+                raise StopAsyncIteration
+            item = await self._queue.get()
+            if type(item) is list:
+                if not item:
+                    continue
+                if self._keep:
+                    self._events.extend(item)
+                self._batch = item
+                self._index = 1
+                return item[0]  # type: ignore[no-any-return]
+            if item is END:
+                self._ended = True
+            elif item is STOPPED:
+                self._stopped = True
+
+    @property
+    def events(self) -> list[AgentEvent]:
+        """Events received so far (empty with ``keep_events=False``)."""
+        return self._events
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called on an unfinished turn."""
+        return self._cancelled
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid (= its process group id) once started."""
+        return self._run.pid
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The agent's :class:`subprocess.Popen` once started (for inspection)."""
+        return self._run.process.popen if self._run.process is not None else None
+
+    @property
+    def result(self) -> AgentResult | None:
+        """The :class:`~cursor_agent_api.protocol.AgentResult` once the turn has ended."""
+        return self._run.result
+
+    @property
+    def done(self) -> bool:
+        """True once the turn has ended (agent reaped, group gone)."""
+        return self._run.result is not None
+
+    def cancel(self, signal: int = signal_module.SIGTERM) -> None:
+        """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.
+
+        Call it on the stream's event loop. Iteration ends at once.
+
+        Example:
+            >>> stream.cancel()               # doctest: +SKIP
+            >>> (await stream.wait()).cancelled  # doctest: +SKIP
+            True
+        """
+        if self._run.result is None and self._run.process is not None:
+            self._cancelled = True
+            self._run.cancel(int(signal))
+        elif not self._started:
+            self._started = True  # never start it
+        self._stopped = True
+        self._queue.stop()
+
+    async def wait(self) -> AgentResult:
+        """Consume what is left and wait for the end (group gone); the result."""
+        if not self._started:
+            await self.start()
+        async for _ in self:
+            pass
+        if self._run.process is None:
+            raise RuntimeError("the stream was cancelled before it started")
+        return await self._run.wait()
+
+    async def aclose(self) -> None:
+        """Stop the turn if it is still running; wait until its process group is gone."""
+        if self._run.process is None:
+            self.cancel()
+            return
+        if self._run.result is None:
+            self.cancel()
+        await self._run.wait()
+
+    async def __aenter__(self) -> AsyncStreamingResponse:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        run = getattr(self, "_run", None)
+        if run is not None and run.result is None and run.process is not None \
+                and run._loop is not None:
+            with contextlib.suppress(Exception):
+                run._loop.call_soon_threadsafe(run.cancel, signal_module.SIGTERM)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
+        return f"<AsyncStreamingResponse pid={self.pid} {state}>"
+
+
+class AsyncCursorAgentClient:
+    """Run the agent from asyncio: ``await client.query(...)``, ``async for … in client.query_stream(...)``.
+
+    Same configuration and results as :class:`CursorAgentClient`; the turns run
+    on the caller's event loop, as many at once as you like.
+
+    Example:
+        >>> async def main():                                         # doctest: +SKIP
+        ...     client = AsyncCursorAgentClient(trust=True)
+        ...     results = await asyncio.gather(*(client.query(p) for p in prompts))
+        ...     async for event in client.query_stream("Explain main.py"):
+        ...         print(event.text or "", end="")
+    """
+
+    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+        self.config = _make_config(config, fields)
+
+    async def __aenter__(self) -> AsyncCursorAgentClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def query(self, prompt: str, **overrides: Any) -> AgentResult:
+        """Run one turn to its end; its result (see :meth:`CursorAgentClient.query`).
+
+        Cancelling the awaiting task stops the agent's group before the
+        cancellation propagates.
+
+        Example:
+            >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
+        """
+        config = self.config.with_overrides(**overrides)
+        run = AgentRun(config, _check_prompt(prompt))
+        await run.start()
+        try:
+            return await run.wait()
+        except BaseException:
+            run.cancel(signal_module.SIGTERM)
+            with contextlib.suppress(BaseException):
+                await run.wait()
+            raise
+
+    def query_stream(self, prompt: str, **overrides: Any) -> AsyncStreamingResponse:
+        """A stream of one turn's events; iterate it with ``async for`` (no ``await`` first).
+
+        The agent starts on the first iteration step (or ``await``/``async with``).
+
+        Example:
+            >>> async for event in client.query_stream("Hello"):  # doctest: +SKIP
+            ...     print(event.type)
+        """
+        config = self.config.with_overrides(**overrides)
+        queue = AsyncEventQueue()
+        return AsyncStreamingResponse(AgentRun(config, _check_prompt(prompt), sink=queue), queue)
+
+    async def status(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> AccountStatus:
+        """``agent status``: logged in or not, and as whom.
+
+        Example:
+            >>> (await client.status()).account  # doctest: +SKIP
+            'ada@example.com'
+        """
+        return await fetch_status(self.config, timeout=timeout)
+
+    async def list_models(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
+                          ) -> list[ModelInfo]:
+        """``agent models``: the models the account can use.
+
+        Example:
+            >>> [m.slug for m in await client.list_models()]  # doctest: +SKIP
+            ['auto', 'gpt-5']
+        """
+        return await fetch_models(self.config, timeout=timeout)
+
+    async def create_chat(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """``agent create-chat``: a new chat id (the process is stopped after its first line).
+
+        Example:
+            >>> chat = await client.create_chat()  # doctest: +SKIP
+        """
+        return await create_chat(self.config, timeout=timeout)
+
+
+# ---- module level (seed 004) -----------------------------------------------------------
+
+
+def query(prompt: str, config: AgentConfig | None = None, **fields: Any) -> AgentResult:
+    """Run one turn with a one-off :class:`CursorAgentClient`; its result.
+
+    Example:
+        >>> from cursor_agent_api import query
+        >>> query("What is 2+2?", trust=True).result  # doctest: +SKIP
+        'The answer is 4.'
+    """
+    with CursorAgentClient(config, **fields) as client:
+        return client.query(prompt)
+
+
+def query_stream(prompt: str, config: AgentConfig | None = None, **fields: Any
+                 ) -> StreamingResponse:
+    """Start one turn with a one-off client; its :class:`StreamingResponse`.
+
+    Example:
+        >>> from cursor_agent_api import query_stream, EventType
+        >>> for event in query_stream("Hello", trust=True):  # doctest: +SKIP
+        ...     if event.type is EventType.ASSISTANT_DELTA:
+        ...         print(event.text, end="", flush=True)
+    """
+    client = CursorAgentClient(config, **fields)
+    try:
+        return client.query_stream(prompt)
+    finally:
+        client.close()
