@@ -30,9 +30,7 @@ def test_event_builders_parse_back() -> None:
         (wire.assistant_segment(SID, "Hello", "r-0-abcd", 4), EventType.ASSISTANT),
         (wire.assistant_final(SID, "Bye"), EventType.ASSISTANT),
         (
-            wire.interaction_request(
-                SID, 0, "webFetchRequestQuery", wire.web_fetch_args("u", "c"), 5
-            ),
+            wire.interaction_request(SID, 0, "webFetchRequestQuery", wire.web_fetch_args("u", "c"), 5),
             EventType.INTERACTION_QUERY,
         ),
         (
@@ -134,28 +132,20 @@ def test_tool_builders_parse_back() -> None:
     assert tc.kind is ToolKind.EDIT and tc.new_content == "a\n" and tc.diff is not None
 
     args = wire.shell_args("echo hi", "c", conversation_id=SID, request_id="r", description="Echo")
-    tc = _pair(
-        "shellToolCall", args, wire.shell_outcome("echo hi", "", 0, "hi\n", "", 4)
-    ).tool_calls[0]
+    tc = _pair("shellToolCall", args, wire.shell_outcome("echo hi", "", 0, "hi\n", "", 4)).tool_calls[0]
     assert (tc.kind, tc.status, tc.exit_code, tc.output) == (
         ToolKind.SHELL,
         ToolStatus.SUCCEEDED,
         0,
         "hi\n",
     )
-    tc = _pair("shellToolCall", args, wire.shell_outcome("false", "", 1, "", "no\n", 4)).tool_calls[
-        0
-    ]
+    tc = _pair("shellToolCall", args, wire.shell_outcome("false", "", 1, "", "no\n", 4)).tool_calls[0]
     assert (tc.status, tc.exit_code) == (ToolStatus.FAILED, 1)
-    tc = _pair(
-        "shellToolCall", args, wire.shell_rejected("echo hi", "/ws"), keep_args=False
-    ).tool_calls[0]
+    tc = _pair("shellToolCall", args, wire.shell_rejected("echo hi", "/ws"), keep_args=False).tool_calls[0]
     assert tc.status is ToolStatus.REJECTED and tc.command == "echo hi"  # args kept from started
 
     todos = [wire.todo_item("1", "Write tests", "TODO_STATUS_IN_PROGRESS", 5)]
-    tc = _pair("updateTodosToolCall", wire.todos_args(todos), wire.todos_success(todos)).tool_calls[
-        0
-    ]
+    tc = _pair("updateTodosToolCall", wire.todos_args(todos), wire.todos_success(todos)).tool_calls[0]
     assert tc.kind is ToolKind.TODOS and tc.output == "[~] Write tests"
 
     tc = _pair(
@@ -391,9 +381,7 @@ def test_builders_match_recording_08_edit_and_thinking() -> None:
     _same(wire.thinking_delta(sid, 'Appending "probe13" ', lines[2]["timestamp_ms"]), lines[2])
     _same(wire.thinking_completed(sid, lines[4]["timestamp_ms"]), lines[4])
     completed = next(
-        x
-        for x in lines
-        if x.get("subtype") == "completed" and "editToolCall" in x.get("tool_call", {})
+        x for x in lines if x.get("subtype") == "completed" and "editToolCall" in x.get("tool_call", {})
     )
     tc = completed["tool_call"]
     path = "/hcn-cursor-spike/ws-main/notes.txt"
@@ -416,17 +404,12 @@ def test_builders_match_recording_08_edit_and_thinking() -> None:
 
 def test_builders_match_todos_fragment() -> None:
     frag = [
-        orjson.loads(x)
-        for x in (DATA / "fragments").glob("*.ndjson").__next__().read_bytes().splitlines()
+        orjson.loads(x) for x in (DATA / "fragments").glob("*.ndjson").__next__().read_bytes().splitlines()
     ]
-    completed = next(
-        x for x in frag if x.get("type") == "tool_call" and x.get("subtype") == "completed"
-    )
+    completed = next(x for x in frag if x.get("type") == "tool_call" and x.get("subtype") == "completed")
     inner = completed["tool_call"]["updateTodosToolCall"]
     todos = inner["result"]["success"]["todos"]
     assert wire.todos_success(todos, was_merge=True) == inner["result"]
     t = inner["args"]["todos"][0]
-    built = wire.todo_item(
-        t["id"], t["content"], t["status"], int(t["createdAt"]), int(t["updatedAt"])
-    )
+    built = wire.todo_item(t["id"], t["content"], t["status"], int(t["createdAt"]), int(t["updatedAt"]))
     assert built == t

@@ -212,14 +212,18 @@ def plan_turn(
 
     readonly: list[Action] = []
     later: list[list[Action]] = []
+    first: list[list[Action]] = []
 
-    if re.search(r"\b(?:todo\s*list|todos|to-dos?|plan)\b|\btodo:", low):
-        items_text = re.split(r"\b(?:todo\s*list|todos|todo|to-dos?|plan)\b\s*:?", prompt, maxsplit=1, flags=re.I)[-1]
+    tm = re.search(r"\b(?:todo\s*list|todos|to-dos?|plan)\b|\btodo:", low)
+    if tm:
+        # the todo items are the rest of the prompt; what comes before is read as usual
+        items_text = prompt[tm.end() :].lstrip(" :")
         items = [_strip(x) for x in re.split(r",|;|\band\b|\n", items_text) if _strip(x)]
         if len(items) < 2:
             items = ["Understand the request", "Make the change", "Check the result"]
-        todo = Action("updateTodosToolCall", "I'll write down a plan.", text="\n".join(items[:8]))
-        later.append([todo])
+        first.append([Action("updateTodosToolCall", "I'll write down a plan.", text="\n".join(items[:8]))])
+        prompt = prompt[: tm.start()]
+        low = prompt.lower()
 
     command = _shell_command(prompt)
     reads, edits = ([], []) if command else _edit_actions(prompt, has_file)
@@ -259,6 +263,7 @@ def plan_turn(
     if re.search(r"\bask\s+me\b", low):
         later.append([Action("askQuestionToolCall", "", text=prompt)])
 
+    plan.groups.extend(first)
     if readonly:
         plan.groups.append(readonly)
     if edits:
@@ -611,9 +616,7 @@ class Agent:
                 a.answer = f"No matches for `{a.target}`."
             else:
                 where = ", ".join(f"{f}:{n}" for f, hits in matches for n, _ in hits[:5])
-                a.answer = (
-                    f"Found {_count(total, 'match')} for `{a.target}` in {_count(len(matches), 'file')}: {where}."
-                )
+                a.answer = f"Found {_count(total, 'match')} for `{a.target}` in {_count(len(matches), 'file')}: {where}."
             return outcome
         if kind == "globToolCall":
             outcome, files = tools.glob(ws, a.target)
