@@ -3,6 +3,7 @@ process group, and make sure no process of that group outlives the test."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -48,14 +49,10 @@ def group_members(pgid: int) -> list[int]:
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group, reap the leader, wait until no member is left."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
     deadline = time.monotonic() + 30
     while group_members(proc.pid) and time.monotonic() < deadline:
         time.sleep(0.05)

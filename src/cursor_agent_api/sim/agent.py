@@ -616,7 +616,8 @@ class Agent:
                 a.answer = f"No matches for `{a.target}`."
             else:
                 where = ", ".join(f"{f}:{n}" for f, hits in matches for n, _ in hits[:5])
-                a.answer = f"Found {_count(total, 'match')} for `{a.target}` in {_count(len(matches), 'file')}: {where}."
+                files = _count(len(matches), "file")
+                a.answer = f"Found {_count(total, 'match')} for `{a.target}` in {files}: {where}."
             return outcome
         if kind == "globToolCall":
             outcome, files = tools.glob(ws, a.target)
