@@ -561,12 +561,23 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
         >>> parse_event("[1, 2]").type
         <EventType.RAW: 'raw'>
     """
+    if line.__class__ is dict:
+        return AgentEvent(classify(line), line)
     if isinstance(line, dict):
         return event_from_object(line)
     try:
         data = orjson.loads(line)
     except (orjson.JSONDecodeError, TypeError, ValueError):
+        return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
+    if data.__class__ is not dict:
         return raw_event(line)
-    if type(data) is not dict:
-        return raw_event(line)
-    return event_from_object(data, line)
+    # classify(), inlined: this is the hot path
+    raw_type = data.get("type")
+    if raw_type.__class__ is str:
+        fixed = _FIXED_TYPES.get(raw_type)
+        if fixed is not None:
+            return AgentEvent(fixed, data, line)
+        reader = _TYPE_READERS.get(raw_type)
+        if reader is not None:
+            return AgentEvent(reader(data, data.get("subtype")), data, line)
+    return AgentEvent(_UNKNOWN, data, line)
