@@ -9,6 +9,15 @@ Example:
     <EventType.SYSTEM_INIT: 'system:init'>
 """
 
+from .client import (
+    AsyncCursorAgentClient,
+    AsyncStreamingResponse,
+    CursorAgentClient,
+    StreamingResponse,
+    query,
+    query_stream,
+)
+from .config import AgentConfig, OutputFormat
 from .errors import (
     AgentNotFoundError,
     AgentProcessError,
@@ -34,23 +43,36 @@ from .protocol import (
     Usage,
     parse_event,
 )
+from .runtime import AccountStatus, ModelInfo
+from .sessions import AsyncConversationSession, ConversationSession, SessionTurn, create_chat
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AccountStatus",
+    "AgentConfig",
     "AgentEvent",
     "AgentNotFoundError",
     "AgentProcessError",
     "AgentResult",
     "AgentTimeoutError",
+    "AsyncConversationSession",
+    "AsyncCursorAgentClient",
+    "AsyncStreamingResponse",
     "AuthenticationError",
+    "ConversationSession",
+    "CursorAgentClient",
     "CursorAgentError",
     "EventReader",
     "EventType",
     "InvalidModelError",
     "LineFramer",
+    "ModelInfo",
+    "OutputFormat",
     "ProtocolError",
     "SessionError",
+    "SessionTurn",
+    "StreamingResponse",
     "ToolCall",
     "ToolKind",
     "ToolStatus",
@@ -59,5 +81,8 @@ __all__ = [
     "UsageLimitError",
     "WorkspaceTrustError",
     "__version__",
+    "create_chat",
     "parse_event",
+    "query",
+    "query_stream",
 ]

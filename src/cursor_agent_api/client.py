@@ -131,6 +131,7 @@ class StreamingResponse:
         self._ended = False
         self._stopped = False
         self._cancelled = False
+        self._recorded = False  # set by a session once it recorded this turn
         self._lock = threading.Lock()
 
     # iteration -------------------------------------------------------------------------
@@ -324,7 +325,7 @@ class CursorAgentClient:
                 if fut.cancelled():
                     finished.cancel()
                 elif fut.exception() is not None:
-                    finished.set_exception(fut.exception())  # type: ignore[arg-type]
+                    finished.set_exception(fut.exception())
                 else:
                     finished.set_result(fut.result())
                 portal.release()
@@ -448,6 +449,7 @@ class AsyncStreamingResponse:
         self._ended = False
         self._stopped = False
         self._cancelled = False
+        self._recorded = False  # set by a session once it recorded this turn
 
     async def start(self) -> AsyncStreamingResponse:
         """Start the agent (idempotent); raises AgentNotFoundError if it cannot start."""

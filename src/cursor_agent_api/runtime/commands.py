@@ -9,8 +9,9 @@ first line is read, then its group is stopped. What does not: turns
 (:mod:`.run`).
 
 Example:
-    >>> parse_models("Available models\\n\\nauto - Auto\\nsonnet-4.6 - Claude 4.6 Sonnet (current)\\n")
-    [ModelInfo(slug='auto', display_name='Auto', current=False), ModelInfo(slug='sonnet-4.6', display_name='Claude 4.6 Sonnet', current=True)]
+    >>> models = parse_models("Available models\\n\\nauto - Auto\\ngpt-5 - GPT-5 (current)\\n")
+    >>> [(m.slug, m.display_name, m.current) for m in models]
+    [('auto', 'Auto', False), ('gpt-5', 'GPT-5', True)]
     >>> parse_status("✓ Logged in as ada@example.com\\n")
     AccountStatus(logged_in=True, account='ada@example.com', message='✓ Logged in as ada@example.com')
 """

@@ -28,7 +28,14 @@ from typing import Protocol
 
 from ..errors import AgentNotFoundError
 
-__all__ = ["AgentProcess", "ProcessListener", "group_alive", "group_members", "normalize_exit_code", "signal_group"]
+__all__ = [
+    "AgentProcess",
+    "ProcessListener",
+    "group_alive",
+    "group_members",
+    "normalize_exit_code",
+    "signal_group",
+]
 
 _HAVE_PROC = os.path.isdir("/proc/self")
 

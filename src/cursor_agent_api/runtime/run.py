@@ -307,7 +307,7 @@ class AgentRun:
 
                 if stop_at is None:
                     reason: str | None = None
-                    sig = signal_module.SIGTERM
+                    sig: int = signal_module.SIGTERM
                     if self._cancel_signal is not None:
                         reason, sig = StopReason.CANCEL, self._cancel_signal
                     elif group_left:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -144,10 +145,8 @@ class ThreadEventQueue(EventSink):
         if self._loop is None:
             cb()
             return
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nothing left to resume
             self._loop.call_soon_threadsafe(cb)
-        except RuntimeError:  # the loop is closed: nothing left to resume
-            pass
 
 
 class AsyncEventQueue(EventSink):

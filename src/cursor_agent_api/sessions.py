@@ -1,0 +1,465 @@
+"""Multi-turn chats: :class:`ConversationSession` and :class:`AsyncConversationSession`.
+
+A session is a chat id plus a history. The first turn starts a chat (or
+:meth:`ConversationSession.create_chat` pre-creates one with ``agent
+create-chat``); every later turn resumes it with ``--resume``. The chat id is
+the only state the agent needs (seed 003), so a session can be suspended with
+:meth:`~ConversationSession.save` — chat id, workspace, model and history in a
+small JSON file written atomically — and restored with
+:meth:`~ConversationSession.load`, in another process, days later. A resume the
+agent refuses comes back as a result whose ``exception`` is a
+:class:`~cursor_agent_api.errors.SessionError` with the agent's reason.
+
+What does not live here: running a turn (:mod:`cursor_agent_api.client`).
+
+Example:
+    >>> session = ConversationSession(AgentConfig(trust=True))           # doctest: +SKIP
+    >>> session.send("Remember the number 42").success                   # doctest: +SKIP
+    True
+    >>> session.save("chat.json")                                        # doctest: +SKIP
+    >>> later = ConversationSession.load("chat.json")                    # doctest: +SKIP
+    >>> later.send("Which number did I ask you to remember?").result     # doctest: +SKIP
+    '42'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .client import (
+    AsyncCursorAgentClient,
+    AsyncStreamingResponse,
+    CursorAgentClient,
+    StreamingResponse,
+)
+from .config import AgentConfig
+from .errors import SessionError
+from .protocol import AgentResult
+
+__all__ = [
+    "SESSION_FILE_VERSION",
+    "AsyncConversationSession",
+    "ConversationSession",
+    "SessionTurn",
+    "create_chat",
+]
+
+SESSION_FILE_VERSION = 1
+"""Version of the JSON written by ``save``."""
+
+
+@dataclass(slots=True)
+class SessionTurn:
+    """One turn of a session's history: what was asked and what came back.
+
+    Example:
+        >>> t = SessionTurn("hi", "hello", True, "c1")
+        >>> SessionTurn.from_dict(t.to_dict()) == t
+        True
+    """
+
+    prompt: str
+    result: str
+    success: bool
+    session_id: str | None
+    error: str | None = None
+    cancelled: bool = False
+    duration_ms: int | None = None
+    timestamp: float = 0.0
+
+    @classmethod
+    def from_result(cls, prompt: str, result: AgentResult) -> SessionTurn:
+        """The history entry for ``result``.
+
+        Example:
+            >>> SessionTurn.from_result("q", AgentResult(True, "a", "c1")).result
+            'a'
+        """
+        return cls(prompt, result.result, result.success, result.session_id, result.error,
+                   result.cancelled, result.duration_ms, time.time())
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "prompt": self.prompt,
+            "result": self.result,
+            "success": self.success,
+            "session_id": self.session_id,
+            "error": self.error,
+            "cancelled": self.cancelled,
+            "duration_ms": self.duration_ms,
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SessionTurn:
+        """Rebuild from :meth:`to_dict` (``ValueError`` on a malformed entry)."""
+        if not isinstance(d, dict) or not isinstance(d.get("prompt"), str) \
+                or not isinstance(d.get("result"), str):
+            raise ValueError(f"not a history entry: {d!r:.200}")
+        duration = d.get("duration_ms")
+        sid = d.get("session_id")
+        err = d.get("error")
+        stamp = d.get("timestamp")
+        return cls(
+            d["prompt"], d["result"], bool(d.get("success")),
+            sid if isinstance(sid, str) else None,
+            err if isinstance(err, str) else None,
+            bool(d.get("cancelled")),
+            duration if isinstance(duration, int) else None,
+            float(stamp) if isinstance(stamp, (int, float)) else 0.0,
+        )
+
+
+def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
+    raw = Path(path).read_bytes()
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not JSON ({exc})"
+                           ) from None
+    if not isinstance(data, dict):
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not an object")
+    version = data.get("version", SESSION_FILE_VERSION)
+    if version != SESSION_FILE_VERSION:
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: file version "
+                           f"{version!r}, this library reads {SESSION_FILE_VERSION}")
+    for key in ("chat_id", "workspace", "model"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
+                               f"{key} must be a string")
+    history = data.get("history", [])
+    if not isinstance(history, list):
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
+                           "history must be a list")
+    try:
+        data["history"] = [SessionTurn.from_dict(h) for h in history]
+    except ValueError as exc:
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: {exc}") from None
+    return data
+
+
+class _SessionState:
+    """What both session flavours share: chat id, history, the turn config, save."""
+
+    def __init__(self, config: AgentConfig, session_id: str | None,
+                 history: list[SessionTurn] | None) -> None:
+        self._config = config
+        self._session_id = session_id if session_id is not None else config.resume
+        self.history: list[SessionTurn] = list(history or [])
+
+    @property
+    def session_id(self) -> str | None:
+        """The chat id (``None`` until the first turn or :meth:`create_chat`)."""
+        return self._session_id
+
+    @property
+    def config(self) -> AgentConfig:
+        """The configuration the turns run with (``resume`` is set per turn)."""
+        return self._config
+
+    def _turn_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        if "resume" in overrides:
+            raise TypeError("a session sets resume= itself; start another session to change chats")
+        out = dict(overrides)
+        out["resume"] = self._session_id
+        return out
+
+    def _record(self, prompt: str, result: AgentResult) -> AgentResult:
+        if result.session_id:
+            self._session_id = result.session_id
+        self.history.append(SessionTurn.from_result(prompt, result))
+        return result
+
+    def to_dict(self) -> dict[str, Any]:
+        """The saved form: version, chat id, workspace, model, history."""
+        return {
+            "version": SESSION_FILE_VERSION,
+            "chat_id": self._session_id,
+            "workspace": self._config.workspace,
+            "model": self._config.model,
+            "history": [t.to_dict() for t in self.history],
+        }
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the session to ``path`` as JSON, atomically (temp file + ``os.replace``).
+
+        The file is created readable by its owner only (it holds the prompts).
+        """
+        _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
+
+
+class ConversationSession(_SessionState):
+    """A chat over several turns, synchronous (seed 004).
+
+    ``ConversationSession(client_or_config=None, *, session_id=None, history=None)``:
+    give a :class:`~cursor_agent_api.client.CursorAgentClient` (shared, not
+    closed by the session), an :class:`~cursor_agent_api.config.AgentConfig`,
+    or nothing (defaults). ``session_id`` (or ``config.resume``) continues an
+    existing chat.
+
+    :meth:`send` runs a turn and returns its result; :meth:`send_stream` /
+    :meth:`finalize_stream` do the same with streaming (a stream that was not
+    finalized is finalized before the next turn starts). Every turn after the
+    first resumes the chat. :attr:`history` lists the turns.
+
+    Example:
+        >>> session = ConversationSession(AgentConfig(trust=True))  # doctest: +SKIP
+        >>> stream = session.send_stream("Write a poem")            # doctest: +SKIP
+        >>> for event in stream:                                    # doctest: +SKIP
+        ...     print(event.text or "", end="")
+        >>> session.finalize_stream("Write a poem", stream).success  # doctest: +SKIP
+        True
+        >>> session.send("Now make it shorter").success              # doctest: +SKIP
+        True
+    """
+
+    def __init__(
+        self,
+        client: CursorAgentClient | AgentConfig | None = None,
+        *,
+        session_id: str | None = None,
+        history: list[SessionTurn] | None = None,
+    ) -> None:
+        if isinstance(client, CursorAgentClient):
+            self.client, self._owns = client, False
+        elif client is None or isinstance(client, AgentConfig):
+            self.client, self._owns = CursorAgentClient(client), True
+        else:
+            raise TypeError("ConversationSession takes a CursorAgentClient or an AgentConfig, "
+                            f"got {type(client).__name__}")
+        super().__init__(self.client.config, session_id, history)
+        self._pending: tuple[str, StreamingResponse] | None = None
+
+    def _settle(self) -> None:
+        if self._pending is not None:
+            prompt, stream = self._pending
+            self.finalize_stream(prompt, stream)
+
+    def create_chat(self) -> str:
+        """Pre-create the chat with ``agent create-chat`` (only before the first turn).
+
+        Example:
+            >>> ConversationSession().create_chat()  # doctest: +SKIP
+            '8b72ae6d-ab42-4854-991e-6ecf580e66c2'
+        """
+        if self._session_id is not None:
+            raise SessionError(f"this session already has a chat ({self._session_id})")
+        self._session_id = self.client.create_chat()
+        return self._session_id
+
+    def send(self, prompt: str, **overrides: Any) -> AgentResult:
+        """Run one turn of the chat (resuming it after the first); its result.
+
+        Failures come back in the result (``exception``); a resume the agent
+        refuses has a :class:`~cursor_agent_api.errors.SessionError`.
+
+        Example:
+            >>> session.send("And now in French?").result  # doctest: +SKIP
+        """
+        self._settle()
+        result = self.client.query(prompt, **self._turn_overrides(overrides))
+        return self._record(prompt, result)
+
+    def send_stream(self, prompt: str, **overrides: Any) -> StreamingResponse:
+        """Start one turn as a stream; pass it to :meth:`finalize_stream` once consumed.
+
+        Example:
+            >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
+        """
+        self._settle()
+        stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
+        self._pending = (prompt, stream)
+        return stream
+
+    def finalize_stream(self, prompt: str, stream: StreamingResponse) -> AgentResult:
+        """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
+
+        Idempotent for the same stream.
+
+        Example:
+            >>> session.finalize_stream("Explain it", stream).success  # doctest: +SKIP
+        """
+        result = stream.wait()
+        if self._pending is not None and self._pending[1] is stream:
+            self._pending = None
+        if stream._recorded:
+            return result
+        stream._recorded = True
+        return self._record(prompt, result)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        client: CursorAgentClient | AgentConfig | None = None,
+    ) -> ConversationSession:
+        """Restore a session written by :meth:`save`.
+
+        The file's workspace and model override the given config's; the next
+        turn resumes the saved chat. ``SessionError`` if the file is not a session.
+
+        Example:
+            >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
+        """
+        data = _read_state(path)
+        base = client.config if isinstance(client, CursorAgentClient) else client
+        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
+        config = (base or AgentConfig()).with_overrides(**overrides)
+        if isinstance(client, CursorAgentClient) and config == client.config:
+            return cls(client, session_id=data.get("chat_id"), history=data["history"])
+        return cls(config, session_id=data.get("chat_id"), history=data["history"])
+
+    def close(self) -> None:
+        """Finish a pending stream and close the client if the session made it."""
+        try:
+            if self._pending is not None:
+                self._pending[1].close()
+        finally:
+            if self._owns:
+                self.client.close()
+
+    def __enter__(self) -> ConversationSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncConversationSession(_SessionState):
+    """A chat over several turns, for asyncio: the same as :class:`ConversationSession`.
+
+    Example:
+        >>> session = AsyncConversationSession(AgentConfig(trust=True))  # doctest: +SKIP
+        >>> (await session.send("Remember 42")).success                   # doctest: +SKIP
+        True
+        >>> stream = session.send_stream("What did I ask?")               # doctest: +SKIP
+        >>> async for event in stream: ...                                # doctest: +SKIP
+        >>> (await session.finalize_stream("What did I ask?", stream)).result  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        client: AsyncCursorAgentClient | AgentConfig | None = None,
+        *,
+        session_id: str | None = None,
+        history: list[SessionTurn] | None = None,
+    ) -> None:
+        if isinstance(client, AsyncCursorAgentClient):
+            self.client = client
+        elif client is None or isinstance(client, AgentConfig):
+            self.client = AsyncCursorAgentClient(client)
+        else:
+            raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
+                            f"AgentConfig, got {type(client).__name__}")
+        super().__init__(self.client.config, session_id, history)
+        self._pending: tuple[str, AsyncStreamingResponse] | None = None
+
+    async def _settle(self) -> None:
+        if self._pending is not None:
+            prompt, stream = self._pending
+            await self.finalize_stream(prompt, stream)
+
+    async def create_chat(self) -> str:
+        """Pre-create the chat with ``agent create-chat`` (only before the first turn)."""
+        if self._session_id is not None:
+            raise SessionError(f"this session already has a chat ({self._session_id})")
+        self._session_id = await self.client.create_chat()
+        return self._session_id
+
+    async def send(self, prompt: str, **overrides: Any) -> AgentResult:
+        """Run one turn of the chat (resuming it after the first); its result."""
+        await self._settle()
+        result = await self.client.query(prompt, **self._turn_overrides(overrides))
+        return self._record(prompt, result)
+
+    def send_stream(self, prompt: str, **overrides: Any) -> AsyncStreamingResponse:
+        """Start one turn as a stream (``async for``); then :meth:`finalize_stream`.
+
+        A previous stream must have been finalized (``SessionError`` otherwise:
+        this method cannot wait for it).
+        """
+        if self._pending is not None and not self._pending[1].done:
+            raise SessionError("the previous turn's stream is still running: "
+                               "await session.finalize_stream(prompt, stream) first")
+        if self._pending is not None:
+            prompt0, stream0 = self._pending
+            result = stream0.result
+            assert result is not None
+            self._pending = None
+            if not stream0._recorded:
+                stream0._recorded = True
+                self._record(prompt0, result)
+        stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
+        self._pending = (prompt, stream)
+        return stream
+
+    async def finalize_stream(self, prompt: str, stream: AsyncStreamingResponse) -> AgentResult:
+        """Wait for ``stream`` to end (consuming what is left), record the turn; its result."""
+        result = await stream.wait()
+        if self._pending is not None and self._pending[1] is stream:
+            self._pending = None
+        if stream._recorded:
+            return result
+        stream._recorded = True
+        return self._record(prompt, result)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        client: AsyncCursorAgentClient | AgentConfig | None = None,
+    ) -> AsyncConversationSession:
+        """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
+        data = _read_state(path)
+        base = client.config if isinstance(client, AsyncCursorAgentClient) else client
+        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
+        config = (base or AgentConfig()).with_overrides(**overrides)
+        return cls(config, session_id=data.get("chat_id"), history=data["history"])
+
+    async def aclose(self) -> None:
+        """Stop a pending stream if it is still running."""
+        if self._pending is not None:
+            await self._pending[1].aclose()
+
+    async def __aenter__(self) -> AsyncConversationSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def create_chat(config: AgentConfig | None = None, **fields: Any) -> str:
+    """A new chat id from ``agent create-chat`` (its first line; the process is then stopped).
+
+    Example:
+        >>> from cursor_agent_api import create_chat, query
+        >>> chat = create_chat(trust=True)                    # doctest: +SKIP
+        >>> query("Remember 42", resume=chat, trust=True)     # doctest: +SKIP
+    """
+    with CursorAgentClient(config, **fields) as client:
+        return client.create_chat()
