@@ -251,3 +251,34 @@ def all_events(client: httpx.Client, chat_id: str, page: int = 100) -> list[dict
         after = body["next_after_seq"]
         if not body["has_more"]:
             return out
+
+
+def write_script(path: Path, deltas: int, *, thinking: int = 0) -> Path:
+    """A recording for ``CURSOR_AGENT_SIM_SCRIPT``: init, prompt, ``deltas`` assistant
+    deltas (sent with ``stream_partial_output``), the final text, a result."""
+    import orjson
+
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    lines = [
+        {"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/ws",
+         "session_id": sid, "model": "GPT-5 Mini", "permissionMode": "default"},
+        {"type": "user", "message": {"role": "user", "content": [{"type": "text",
+         "text": "count"}]}, "session_id": sid},
+    ]
+    ts = 1789644625717
+    for i in range(thinking):
+        lines.append({"type": "thinking", "subtype": "delta", "text": f"t{i} ",
+                      "session_id": sid, "timestamp_ms": ts + i})
+    for i in range(deltas):
+        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": f"{i} "}]}, "session_id": sid, "timestamp_ms": ts + i})
+    text = "".join(f"{i} " for i in range(deltas))
+    lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": text}]}, "session_id": sid})
+    lines.append({"type": "result", "subtype": "success", "duration_ms": 1, "duration_api_ms": 1,
+                  "is_error": False, "result": text, "session_id": sid, "request_id": "r",
+                  "usage": {"inputTokens": 1, "outputTokens": deltas}})
+    with path.open("wb") as f:
+        for line in lines:
+            f.write(orjson.dumps(line) + b"\n")
+    return path

@@ -1,0 +1,107 @@
+"""Crash and shutdown safety: stored events survive, runs are marked, no process is left."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from server_helpers import alive, all_events, new_chat, poll, write_script
+
+from cursor_agent_api.server.procs import (
+    group_members,
+    process_start_time,
+    stop_recorded_group,
+)
+
+
+def _running(c: Any, run_id: str) -> dict[str, Any] | None:
+    run = c.get(f"/api/runs/{run_id}").json()
+    return run if run["pid"] and run["last_seq"] and run["last_seq"] >= 5 else None
+
+
+def test_server_killed_mid_run_then_restarted(make_server: Any, tmp_path: Path) -> None:
+    script = write_script(tmp_path / "script.ndjson", 10_000)
+    env = {"CURSOR_AGENT_SIM_SCRIPT": str(script), "CURSOR_AGENT_SIM_FAULT": "slow",
+           "CURSOR_AGENT_SIM_DELAY": "0.02"}
+    server = make_server(sim_env=env)
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()["id"]
+        pid = poll(lambda: _running(c, run_id))["pid"]
+        before = all_events(c, chat["id"])
+    assert alive(pid)
+    server.kill()  # SIGKILL: no shutdown code runs; the agent lives on in its own group
+    assert alive(pid), "the agent outlives a crashed server (its own process group)"
+
+    again = make_server(sim_env=env)
+    assert not alive(pid), "restart must stop the leftover process group"
+    with again.client() as c:
+        run = c.get(f"/api/runs/{run_id}").json()
+        assert run["status"] == "interrupted"
+        assert "server stopped" in run["error"]
+        after = all_events(c, chat["id"])
+        assert after[: len(before)] == before, "events stored before the crash are intact"
+        seqs = [e["seq"] for e in after]
+        assert seqs == list(range(1, len(seqs) + 1))
+        last = after[-1]
+        assert (last["type"], last["subtype"]) == ("run", "interrupted")
+        assert c.get(f"/api/chats/{chat['id']}").json()["status"] == "interrupted"
+        # The chat is usable again.
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
+        assert r.status_code == 202
+
+
+def test_graceful_shutdown_stops_and_marks_every_run(make_server: Any) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"}, args=["--max-runs", "2"])
+    with server.client() as c:
+        chats = [new_chat(c) for _ in range(3)]
+        runs = [c.post(f"/api/chats/{ch['id']}/runs", json={"prompt": "hi"}).json()
+                for ch in chats]
+        pids = [poll(lambda r=r: c.get(f"/api/runs/{r['id']}").json()["pid"]) for r in runs[:2]]
+        assert c.get(f"/api/runs/{runs[2]['id']}").json()["status"] == "queued"
+    assert server.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
+    assert not any(alive(p) for p in pids)
+    again = make_server()
+    with again.client() as c:
+        statuses = [c.get(f"/api/runs/{r['id']}").json() for r in runs]
+        assert [s["status"] for s in statuses] == ["interrupted"] * 3
+        assert all("shut down" in s["error"] for s in statuses)
+
+
+def test_ignore_sigterm_agent_is_killed_on_shutdown(make_server: Any) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "ignore-sigterm"})
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+        pid = poll(lambda: c.get(f"/api/runs/{run['id']}").json()["pid"])
+    assert server.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
+    poll(lambda: not alive(pid), 30)
+
+
+def test_a_reused_pid_is_never_signalled() -> None:
+    """A process in the recorded group but started before the recorded leader is not ours."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
+    )
+    try:
+        start = process_start_time(proc.pid)
+        assert start is not None
+        assert group_members(proc.pid, start) == [proc.pid]
+        # Recorded start time later than the real one: someone else's process.
+        assert asyncio.run(stop_recorded_group(proc.pid, start + 1)) == 0
+        assert proc.poll() is None
+        # Unknown start time: never signalled either.
+        assert asyncio.run(stop_recorded_group(proc.pid, None)) == 0
+        assert proc.poll() is None
+        # The right start time: stopped.
+        assert asyncio.run(stop_recorded_group(proc.pid, start)) == 1
+        assert proc.wait(30) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
