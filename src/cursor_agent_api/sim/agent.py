@@ -616,8 +616,8 @@ class Agent:
                 a.answer = f"No matches for `{a.target}`."
             else:
                 where = ", ".join(f"{f}:{n}" for f, hits in matches for n, _ in hits[:5])
-                files = _count(len(matches), "file")
-                a.answer = f"Found {_count(total, 'match')} for `{a.target}` in {files}: {where}."
+                in_files = _count(len(matches), "file")
+                a.answer = f"Found {_count(total, 'match')} for `{a.target}` in {in_files}: {where}."
             return outcome
         if kind == "globToolCall":
             outcome, files = tools.glob(ws, a.target)

@@ -15,7 +15,7 @@ from pathlib import Path
 from . import messages, signals
 from .cli_args import Options
 from .ids import new_chat_id
-from .models import MODELS
+from .models import DEFAULT_MODEL, MODELS
 from .settings import SimSettings
 from .store import ChatStore
 from .turn import PreflightError, api_key_source
@@ -49,9 +49,9 @@ def status(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
         _out("Not logged in")
         return 0
     if source == "login":
-        _out(f"Logged in as {ACCOUNT}")
+        _out(f"✓ Logged in as {ACCOUNT}")
     else:
-        _out(f"Logged in with an API key (from {'--api-key' if source == 'flag' else 'CURSOR_API_KEY'})")
+        _out(f"✓ Logged in with an API key (from {'--api-key' if source == 'flag' else 'CURSOR_API_KEY'})")
     return 0
 
 
@@ -62,15 +62,16 @@ def models(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
     except PreflightError as e:
         _err(str(e))
         return e.exit_code
+    _out("Available models\n")
     for slug, name in MODELS.items():
-        _out(f"{slug} - {name}")
+        _out(f"{slug} - {name}" + (" (default)" if slug == DEFAULT_MODEL else ""))
     return 0
 
 
 def login(store: ChatStore) -> int:
     """``login``: the simulator logs in at once (no browser)."""
     store.set_logged_in(True)
-    _out(f"Logged in as {ACCOUNT}")
+    _out(f"✓ Logged in as {ACCOUNT}")
     return 0
 
 
