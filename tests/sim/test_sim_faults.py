@@ -33,7 +33,9 @@ def fault(name: str, **extra: str) -> dict[str, str]:
         ("chat-busy", "Chat "),
     ],
 )
-def test_refusals_exit_1_with_the_real_message_and_nothing_on_stdout(sim: Sim, name: str, first_words: str) -> None:
+def test_refusals_exit_1_with_the_real_message_and_nothing_on_stdout(
+    sim: Sim, name: str, first_words: str
+) -> None:
     run = sim.run(*STREAM, "list the files", env=fault(name))
     assert run.returncode == 1
     assert run.stdout == b""

@@ -62,9 +62,15 @@ def replay(
     speed: float = 0.0,
 ) -> Iterator[ScriptItem]:
     """The items of the script at ``path``, rewritten for this chat; sleeps between them at
-    ``speed`` > 0. Raises ``OSError`` when the file cannot be read."""
+    ``speed`` > 0. Raises ``OSError`` at once when the file cannot be read."""
     with open(path, "rb") as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
+    return _items(lines, session_id, workspace, partial, speed)
+
+
+def _items(
+    lines: list[bytes], session_id: str, workspace: str, partial: bool, speed: float
+) -> Iterator[ScriptItem]:
     old_sid = _first(lines, "session_id")
     old_cwd = _first(lines, "cwd")
     replacements: list[tuple[str, str]] = []

@@ -94,6 +94,8 @@ def preflight(
 ) -> TurnSetup:
     """The checks, in the real CLI's order. Raises :class:`PreflightError`."""
     source = api_key_source(opts, env, store, settings)
+    if settings.script and not os.access(settings.script, os.R_OK):
+        raise PreflightError(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT={settings.script}")
     if settings.has(Fault.USAGE_LIMIT):
         raise PreflightError(messages.usage_limit())
     slug = opts.model or DEFAULT_MODEL
@@ -108,7 +110,7 @@ def preflight(
         raise PreflightError(messages.malformed_resume(opts.resume or "not-a-chat-id"))
     if opts.resume is not None and not is_uuid(opts.resume):
         raise PreflightError(messages.malformed_resume(opts.resume))
-    if not prompt:
+    if not prompt and not settings.script:
         raise PreflightError(messages.no_prompt())
     if settings.has(Fault.TRUST):
         raise PreflightError(messages.trust_required(str(workspace)))

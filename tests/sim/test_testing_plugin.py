@@ -1,0 +1,92 @@
+"""cursor_agent_api.testing: the pytest plugin's fixtures (loaded through the pytest11 entry
+point) and its helpers, used the way a user's test would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.protocol import Transcript
+from cursor_agent_api.runtime.argv import build_argv, build_env
+from cursor_agent_api.testing import sim_binary, sim_env
+
+from .conftest import kill_group
+
+
+def _run(config: AgentConfig, prompt: str) -> tuple[int, bytes, bytes]:
+    proc = subprocess.Popen(
+        build_argv(config),
+        env=build_env(config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(prompt.encode(), timeout=120)
+    finally:
+        kill_group(proc)
+    return proc.returncode, out, err
+
+
+def test_sim_binary_and_env(tmp_path: Path) -> None:
+    path = sim_binary()
+    assert os.path.isabs(path) and os.access(path, os.X_OK)
+    assert sim_env() == {}
+    env = sim_env(
+        fault=["crash", "banner"], script=tmp_path / "s.ndjson", speed=1, config_dir=tmp_path, delay=0.2
+    )
+    assert env == {
+        "CURSOR_AGENT_SIM_FAULT": "crash,banner",
+        "CURSOR_AGENT_SIM_SCRIPT": str((tmp_path / "s.ndjson").resolve()),
+        "CURSOR_AGENT_SIM_SPEED": "1",
+        "CURSOR_AGENT_SIM_DELAY": "0.2",
+        "CURSOR_CONFIG_DIR": str(tmp_path),
+    }
+
+
+def test_config_fixture_runs_the_simulator(
+    cursor_sim_config: AgentConfig, cursor_sim_workspace: Path, cursor_sim_config_dir: Path
+) -> None:
+    assert isinstance(cursor_sim_config, AgentConfig)
+    assert cursor_sim_config.agent_binary == sim_binary()
+    assert cursor_sim_config.workspace == str(cursor_sim_workspace) and cursor_sim_config.trust
+    assert cursor_sim_config.env["CURSOR_CONFIG_DIR"] == str(cursor_sim_config_dir)
+    assert cursor_sim_config.env["CURSOR_AGENT_SIM_FAULT"] is None  # isolated from the caller's env
+    (cursor_sim_workspace / "hello.py").write_text("print('hi')\n")
+    code, out, err = _run(cursor_sim_config, "list the files")
+    assert code == 0, err
+    t = Transcript.from_bytes(out)
+    assert t.success and "hello.py" in t.text and t.cwd == str(cursor_sim_workspace.resolve())
+    assert list(cursor_sim_config_dir.glob("chats/*/*/turns.jsonl"))
+
+
+@pytest.mark.cursor_sim(fault="crash")
+def test_marker_selects_a_fault(cursor_sim_config: AgentConfig) -> None:
+    assert cursor_sim_config.env["CURSOR_AGENT_SIM_FAULT"] == "crash"
+    code, out, _ = _run(cursor_sim_config, "list the files")
+    assert code == 1 and not Transcript.from_bytes(out).finished
+
+
+def test_factory_with_a_script_and_fields(make_cursor_sim_config: Any) -> None:
+    script = next((Path(__file__).parent.parent / "data" / "cursor-real").glob("02-*.ndjson"))
+    config = make_cursor_sim_config(script=script, stream_partial_output=True, model="gpt-5-mini")
+    assert config.stream_partial_output and config.model == "gpt-5-mini"
+    code, out, _ = _run(config, "replay")
+    t = Transcript.from_bytes(out)
+    assert code == 0 and t.result_text == "READ-OK" == t.text
+
+
+def test_the_client_against_the_fixture(cursor_sim_config: AgentConfig, cursor_sim_workspace: Path) -> None:
+    from cursor_agent_api.client import CursorAgentClient
+
+    (cursor_sim_workspace / "notes.txt").write_text("alpha\n")
+    with CursorAgentClient(cursor_sim_config) as client:
+        result = client.query("read notes.txt")
+    assert result.success, result.error
+    assert result.text == result.result and "alpha" in result.result
