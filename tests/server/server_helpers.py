@@ -205,7 +205,7 @@ async def ws_collect(
     async def run() -> None:
         nonlocal events
         async with connect(url, max_size=None, **connect_kwargs) as ws:
-            async for text in ws:
+            async for text in _until_closed(ws):
                 msg = orjson.loads(text)
                 msgs.append(msg)
                 if msg.get("op") == "event":
@@ -215,6 +215,17 @@ async def ws_collect(
 
     await asyncio.wait_for(run(), timeout)
     return msgs
+
+
+async def _until_closed(ws: Any) -> Any:
+    """Messages until the socket closes, whatever the close code (4000: resync, 44xx)."""
+    from websockets.exceptions import ConnectionClosed
+
+    while True:
+        try:
+            yield await ws.recv()
+        except ConnectionClosed:
+            return
 
 
 def event_seqs(msgs: list[dict[str, Any]]) -> list[int]:

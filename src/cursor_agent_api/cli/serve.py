@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import os
 import socket
@@ -133,8 +134,12 @@ def serve(
 
     settings = replace(settings, port=bound_port)
 
+    # Logs (the access log included) go to stderr; stdout carries only the URL lines.
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(
         create_app(settings),
+        log_config=log_config,
         log_level=log_level,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_interval,

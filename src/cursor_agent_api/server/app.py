@@ -113,9 +113,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.include_router(websocket.router)
 
     if (WEB_DIR / "index.html").is_file():
-        from fastapi.staticfiles import StaticFiles
+        from .webui import WebUIFiles  # the UI's files, with its Content-Security-Policy
 
-        app.mount("/", StaticFiles(directory=WEB_DIR, html=True), name="web")
+        app.mount("/", WebUIFiles(directory=WEB_DIR, html=True), name="web")
     else:
 
         @app.get("/", include_in_schema=False)

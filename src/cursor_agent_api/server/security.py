@@ -244,7 +244,14 @@ class SecurityMiddleware:
                 if int(length) > self.settings.max_body_bytes:
                     await self._deny(scope, send, 413, self._too_large())
                     return
-            receive = self._limit_body(receive)
+                receive = self._limit_body(receive)
+            elif method not in _SAFE_METHODS:
+                # No declared length (chunked): read it here, bounded, before the app does.
+                buffered = await self._read_bounded(receive)
+                if buffered is None:
+                    await self._deny(scope, send, 413, self._too_large())
+                    return
+                receive = buffered
 
         presented = token_from_request(headers, scope.get("query_string", b"").decode("latin-1"))
         token_ok = presented is not None and hmac.compare_digest(
@@ -279,6 +286,33 @@ class SecurityMiddleware:
             return True
         parts = urlsplit(o)
         return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
+
+    async def _read_bounded(self, receive: Receive) -> Receive | None:
+        limit = self.settings.max_body_bytes
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
 
     def _limit_body(self, receive: Receive) -> Receive:
         limit = self.settings.max_body_bytes

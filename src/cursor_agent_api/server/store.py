@@ -44,6 +44,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
+from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -139,6 +140,9 @@ class EventRecord:
             "subtype": self.subtype,
             "payload": self.payload,
         }
+        if self.type in TOOL_RECORD_TYPES:
+            # The card fields the web UI shows (see webui.tool_call_view); not stored.
+            d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
         return d

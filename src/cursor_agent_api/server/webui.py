@@ -1,0 +1,165 @@
+"""What the web UI needs from the server: its static files, served safely, and tool-call views.
+
+* :class:`WebUIFiles` serves ``cursor_agent_api/web/`` (shipped in the package, no build
+  step) with a strict Content-Security-Policy — no inline script or style, nothing from
+  another origin — and ``no-cache`` so a new version is picked up at once.
+* :func:`tool_call_view` turns the stored payload of a ``tool-call-started`` or
+  ``tool-call-completed`` record into the plain fields a card shows (command, exit code,
+  path, diff, read range, matches, MCP server and tool, todos, ...). The protocol layer
+  reads the wire's dialects; the page never does.
+
+Nothing here touches the database. See ``docs/web.md``.
+
+Example:
+    >>> view = tool_call_view({"data": {"type": "tool_call", "subtype": "started",
+    ...     "call_id": "c1", "tool_call": {"shellToolCall": {"args": {"command": "ls"}}}}})
+    >>> view["kind"], view["status"], view["command"]
+    ('shell', 'running', 'ls')
+"""
+
+from __future__ import annotations
+
+from collections.abc import MutableMapping
+from typing import Any
+
+from starlette.staticfiles import StaticFiles
+
+from ..protocol.tools import ToolCall, ToolKind, tool_call_from_event_data
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self' ws: wss:; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""The page's CSP: scripts and styles only from the package's own files."""
+
+TEXT_LIMIT = 200_000
+"""Characters of one text field a view carries; longer texts are cut (``truncated``)."""
+
+TOOL_RECORD_TYPES = frozenset({"tool-call-started", "tool-call-completed"})
+"""Record types whose JSON form carries a ``tool_call`` view."""
+
+_SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cache-control", b"no-cache"),
+)
+
+
+class WebUIFiles(StaticFiles):
+    """Static files with the UI's security headers on every answer.
+
+    Example:
+        >>> issubclass(WebUIFiles, StaticFiles)
+        True
+    """
+
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                names = {h[0] for h in _SECURITY_HEADERS}
+                headers = [h for h in message.get("headers", []) if h[0] not in names]
+                message["headers"] = [*headers, *_SECURITY_HEADERS]
+            await send(message)
+
+        await super().__call__(scope, receive, sending)
+
+
+def _cut(text: str | None, view: dict[str, Any]) -> str | None:
+    if text is not None and len(text) > TEXT_LIMIT:
+        view["truncated"] = True
+        return text[:TEXT_LIMIT]
+    return text
+
+
+def tool_call_view(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The card fields of the tool call in a stored agent payload (``None`` if it has none).
+
+    A completion in a dialect that omits the kind gives ``kind: "unknown"``; the page
+    keeps what the start told it.
+
+    Example:
+        >>> v = tool_call_view({"data": {"type": "tool_call", "subtype": "completed",
+        ...     "call_id": "c1", "tool_call": {"readToolCall": {"args": {"path": "a.txt"},
+        ...     "result": {"success": {"content": "<b>", "readRange": {"startLine": 1,
+        ...     "endLine": 1}}}}}}})
+        >>> v["path"], v["read_range"], v["output"]
+        ('a.txt', [1, 1], '<b>')
+    """
+    data = payload.get("data")
+    if not isinstance(data, dict):
+        return None
+    tc = tool_call_from_event_data(data)
+    if tc is None:
+        return None
+    return view_of(tc)
+
+
+def view_of(tc: ToolCall) -> dict[str, Any]:
+    """The card fields of one :class:`ToolCall` (only those that apply to its kind).
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolKind
+        >>> view_of(ToolCall("c", ToolKind.GREP, "grepToolCall", {"pattern": "x"}))["pattern"]
+        'x'
+    """
+    view: dict[str, Any] = {
+        "call_id": tc.call_id,
+        "kind": tc.kind.value,
+        "name": tc.name,
+        "status": tc.status.value,
+        "description": tc.description,
+        "summary": tc.summary(),
+        "duration_ms": tc.duration_ms,
+        "error": tc.error_message,
+        "truncated": False,
+    }
+    view["output"] = _cut(tc.output, view)
+    kind = tc.kind
+    if kind is ToolKind.SHELL:
+        view["command"] = tc.command
+        view["exit_code"] = tc.exit_code
+        view["stdout"] = _cut(tc.stdout, view)
+        view["stderr"] = _cut(tc.stderr, view)
+    if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT, ToolKind.DELETE, ToolKind.LS):
+        view["path"] = tc.path
+    if kind is ToolKind.READ:
+        rr = tc.read_range
+        view["read_range"] = list(rr) if rr is not None else None
+    if kind in (ToolKind.EDIT, ToolKind.WRITE):
+        view["diff"] = _cut(tc.diff, view)
+        view["new_content"] = _cut(tc.new_content, view)
+    if kind in (ToolKind.GREP, ToolKind.GLOB, ToolKind.SEM_SEARCH, ToolKind.WEB_SEARCH):
+        view["pattern"] = tc.pattern
+    if kind is ToolKind.GREP:
+        view["matches"] = [
+            {"file": f, "line": n, "text": line} for f, n, line in tc.grep_matches[:2000]
+        ]
+    if kind is ToolKind.GLOB:
+        view["files"] = tc.files[:2000]
+    if kind is ToolKind.WEB_FETCH:
+        view["url"] = tc.url
+    if kind is ToolKind.WEB_SEARCH:
+        view["references"] = [
+            {"title": str(r.get("title", "")), "url": str(r.get("url", ""))}
+            for r in tc.references[:200]
+        ]
+    if kind in (ToolKind.MCP, ToolKind.MCP_TOOLS):
+        view["mcp_server"] = tc.mcp_server
+        view["mcp_tool"] = tc.mcp_tool
+    if kind is ToolKind.TODOS:
+        view["todos"] = [
+            {"content": str(t.get("content", "")), "status": str(t.get("status", ""))}
+            for t in tc.todos
+        ]
+    return view
+
+
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "TOOL_RECORD_TYPES",
+    "WebUIFiles",
+    "tool_call_view",
+    "view_of",
+]

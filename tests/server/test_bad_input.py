@@ -1,0 +1,120 @@
+"""Bad input: a clear 4xx, and nothing half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from server_helpers import Server, new_chat, ws_collect
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosedError
+
+
+def _nothing_written(c: Any, chat_id: str) -> None:
+    assert c.get(f"/api/chats/{chat_id}/runs").json()["runs"] == []
+    assert c.get(f"/api/chats/{chat_id}").json()["last_seq"] == 0
+    assert c.get(f"/api/chats/{chat_id}/events").json()["events"] == []
+
+
+def test_malformed_json_and_invalid_fields(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+        headers = {"content-type": "application/json"}
+        r = c.post(f"/api/chats/{chat['id']}/runs", content=b'{"prompt": "hi"', headers=headers)
+        assert r.status_code == 400 and r.json()["detail"] == "request body is not valid JSON"
+        r = c.post("/api/chats", content=b"\xff\xfe", headers=headers)
+        assert r.status_code == 400
+        cases: list[tuple[str, dict[str, Any], str]] = [
+            ("/api/chats", {"workspace": "project", "options": {"force": "yes"}}, "force"),
+            ("/api/chats", {"workspace": "project", "options": {"yolo": True}}, "yolo"),
+            ("/api/chats", {"workspace": "project", "api_key": "k"}, "api_key"),
+            ("/api/chats", {"workspace": "project", "model": "bad model!;rm"}, "model"),
+            ("/api/chats", {"workspace": 7}, "workspace"),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": ""}, "prompt"),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": 12}, "prompt"),
+            (f"/api/chats/{chat['id']}/runs", {}, "prompt"),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": "x", "model": "m"}, "model"),
+        ]
+        for path, body, field in cases:
+            r = c.post(path, json=body)
+            assert r.status_code == 422, (body, r.text)
+            assert field in r.json()["detail"], (body, r.json())
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "a\x00b"})
+        assert r.status_code == 400 and "NUL" in r.json()["detail"]
+        r = c.get(f"/api/chats/{chat['id']}/events", params={"after_seq": -1})
+        assert r.status_code == 422
+        r = c.get(f"/api/chats/{chat['id']}/events", params={"limit": "many"})
+        assert r.status_code == 422
+        _nothing_written(c, chat["id"])
+        assert len(c.get("/api/chats").json()["chats"]) == 1
+
+
+def test_unknown_ids_are_404(server: Server) -> None:
+    missing = "00000000-0000-4000-8000-000000000000"
+    with server.client() as c:
+        for method, path in [
+            ("GET", f"/api/chats/{missing}"), ("GET", f"/api/chats/{missing}/runs"),
+            ("GET", f"/api/chats/{missing}/events"), ("GET", f"/api/chats/{missing}/tool-calls"),
+            ("POST", f"/api/chats/{missing}/runs"), ("GET", f"/api/runs/{missing}"),
+            ("POST", f"/api/runs/{missing}/cancel"), ("GET", f"/api/runs/{missing}/tool-calls"),
+            ("PATCH", f"/api/chats/{missing}"),
+        ]:
+            body = {"prompt": "hi"} if method == "POST" else {"title": "t"}
+            r = c.request(method, path, json=body if method != "GET" else None)
+            assert r.status_code == 404, (method, path, r.status_code)
+            assert missing in r.json()["detail"]
+        assert c.get("/api/nope").status_code == 404
+
+    async def ws() -> tuple[list[dict[str, Any]], int | None]:
+        import orjson
+
+        msgs = []
+        async with connect(server.ws_url(missing)) as sock:
+            with contextlib.suppress(ConnectionClosedError):
+                async for text in sock:
+                    msgs.append(orjson.loads(text))
+        return msgs, sock.close_code
+
+    msgs, code = asyncio.run(ws())
+    assert code == 4404 and msgs[0]["op"] == "error" and missing in msgs[0]["detail"]
+
+
+def test_bad_after_seq_on_websocket(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+    url = server.ws_url(chat["id"]).replace("after_seq=0", "after_seq=-3")
+    msgs = asyncio.run(ws_collect(url, lambda m: m["op"] == "error"))
+    assert "after_seq" in msgs[0]["detail"]
+
+
+def test_oversize_prompt_and_body(make_server: Any) -> None:
+    server = make_server(args=["--max-prompt-bytes", "1000", "--max-body-bytes", "4096"])
+    with server.client() as c:
+        chat = new_chat(c)
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "é" * 501})
+        assert r.status_code == 413 and "limit is 1000" in r.json()["detail"]
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "x" * 5000})
+        assert r.status_code == 413 and "larger than 4096" in r.json()["detail"]
+
+        def chunks() -> Any:  # no Content-Length: counted while read
+            for _ in range(10):
+                yield b" " * 1000
+            yield b'{"prompt": "hi"}'
+
+        r = c.post(f"/api/chats/{chat['id']}/runs", content=chunks(),
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 413
+        _nothing_written(c, chat["id"])
+        assert c.get("/api/config").json()["max_prompt_bytes"] == 1000
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "x" * 1000})
+        assert r.status_code == 202
+
+
+def test_rename_chat(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+        r = c.patch(f"/api/chats/{chat['id']}", json={"title": "My chat"})
+        assert r.status_code == 200 and r.json()["title"] == "My chat"
+        assert c.patch(f"/api/chats/{chat['id']}", json={"title": ""}).status_code == 422
+        assert c.get(f"/api/chats/{chat['id']}").json()["title"] == "My chat"

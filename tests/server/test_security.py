@@ -1,0 +1,187 @@
+"""Local-first security: token or cookie everywhere, Host allowlist, Origin, workspace roots."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_helpers import PG_ENV, Server, new_chat, wait_run
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+
+def _ws_status(url: str, **kwargs: Any) -> int:
+    async def go() -> int:
+        try:
+            async with connect(url, **kwargs):
+                return 101
+        except InvalidStatus as e:
+            return e.response.status_code
+
+    return asyncio.run(go())
+
+
+def test_binds_loopback_and_prints_the_url_once(server: Server) -> None:
+    assert server.url.startswith("http://127.0.0.1:")
+    opens = [line for line in server.first_lines if line.startswith("Open: ")]
+    assert opens == [f"Open: {server.url}/?token={server.token}"]
+    server.stop()
+    assert server.token not in server.log_text(), "the token is printed once, never logged"
+
+
+def test_every_api_call_needs_the_token(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+    with server.anon() as anon:
+        for method, path in [
+            ("GET", "/api/health"), ("GET", "/api/chats"), ("POST", "/api/chats"),
+            ("GET", f"/api/chats/{chat['id']}/events"), ("GET", "/openapi.json"),
+            ("GET", "/docs"), ("POST", f"/api/chats/{chat['id']}/runs"),
+        ]:
+            r = anon.request(method, path, json={"prompt": "x"})
+            assert r.status_code == 401, (method, path, r.status_code)
+            assert "authentication required" in r.json()["detail"]
+        wrong = anon.get("/api/chats", headers={"Authorization": "token nope"})
+        assert wrong.status_code == 401 and "invalid token" in wrong.json()["detail"]
+        assert anon.get("/api/chats", params={"token": "nope"}).status_code == 401
+        assert anon.get("/api/chats", params={"token": server.token}).status_code == 200
+        bearer = anon.get("/api/chats", headers={"Authorization": f"Bearer {server.token}"})
+        assert bearer.status_code == 200
+    # Nothing was created by the refused POSTs.
+    with server.client() as c:
+        assert len(c.get("/api/chats").json()["chats"]) == 1
+        assert c.get(f"/api/chats/{chat['id']}").json()["last_seq"] == 0
+    assert _ws_status(server.ws_url(chat["id"], token=False)) == 401
+    bad = server.ws_url(chat["id"], token=False) + "&token=wrong"
+    assert _ws_status(bad) == 401
+
+
+def test_token_is_exchanged_for_a_strict_httponly_cookie(server: Server) -> None:
+    with server.anon(follow_redirects=False) as browser:
+        r = browser.get("/", params={"token": server.token})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        cookie = r.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert server.token not in cookie, "the cookie is not the token itself"
+        # The cookie alone now opens the API and the WebSocket.
+        assert browser.get("/api/chats").status_code == 200
+        chat = browser.post(
+            "/api/chats", json={"workspace": "project"}, headers={"Origin": server.url}
+        )
+        assert chat.status_code == 201
+        name, value = cookie.split(";")[0].split("=", 1)
+        assert _ws_status(server.ws_url(chat.json()["id"], token=False),
+                          additional_headers={"Cookie": f"{name}={value}"},
+                          origin=server.url) == 101
+        # Logging out forgets it.
+        out = browser.post("/api/auth/logout", headers={"Origin": server.url})
+        assert out.status_code == 204
+        assert browser.get("/api/chats").status_code == 401
+        # The login endpoint sets it too, only for the right token.
+        assert browser.post("/api/auth/login", json={"token": "nope"}).status_code == 401
+        assert browser.post("/api/auth/login", json={"token": server.token}).status_code == 204
+        assert browser.get("/api/chats").status_code == 200
+        # A cookie for another token is refused.
+        browser.cookies.set(name, "0" * 64)
+        assert browser.get("/api/chats").status_code == 401
+
+
+def test_foreign_host_is_refused(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+        for host in ("evil.example", "attacker.test:1234", f"127.0.0.1.nip.io:{server.port}"):
+            r = c.get("/api/chats", headers={"Host": host})
+            assert r.status_code == 403 and "not allowed" in r.json()["detail"], host
+        for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}"):
+            assert c.get("/api/chats", headers={"Host": host}).status_code == 200
+    assert _ws_status(server.ws_url(chat["id"]),
+                      additional_headers={"Host": "evil.example"}) == 403
+
+
+def test_foreign_origin_is_refused(server: Server) -> None:
+    with server.client() as c:
+        chat = new_chat(c)
+        for origin in ("http://evil.example", "null", f"http://localhost:{server.port + 1}"):
+            r = c.post("/api/chats", json={"workspace": "project"}, headers={"Origin": origin})
+            assert r.status_code == 403 and "Origin" in r.json()["detail"], origin
+            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"},
+                       headers={"Origin": origin})
+            assert r.status_code == 403
+        # A GET from a foreign page gets no CORS header, so the page cannot read it.
+        r = c.get("/api/chats", headers={"Origin": "http://evil.example"})
+        assert "access-control-allow-origin" not in r.headers
+        assert c.get(f"/api/chats/{chat['id']}/runs").json()["runs"] == []
+        assert len(c.get("/api/chats").json()["chats"]) == 1
+        same = c.post("/api/chats", json={"workspace": "project"}, headers={"Origin": server.url})
+        assert same.status_code == 201
+    assert _ws_status(server.ws_url(chat["id"]), origin="http://evil.example") == 403
+    assert _ws_status(server.ws_url(chat["id"]), origin=server.url) == 101
+
+
+def test_allowed_origin_and_host_options(make_server: Any) -> None:
+    server = make_server(args=["--allow-origin", "http://ui.test:9000",
+                               "--allow-host", "agents.internal"])
+    with server.client() as c:
+        r = c.post("/api/chats", json={"workspace": "project"},
+                   headers={"Origin": "http://ui.test:9000"})
+        assert r.status_code == 201
+        assert c.get("/api/chats", headers={"Host": "agents.internal"}).status_code == 200
+
+
+def test_workspace_must_stay_under_the_roots(server: Server, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (server.root / "escape").symlink_to(outside)
+    (server.root / "project" / "up").symlink_to("../..")
+    with server.client() as c:
+        for ws in (str(outside), "..", "project/../..", "escape", "escape/", "project/up",
+                   "/", "/etc", str(server.root / ".." / "outside")):
+            r = c.post("/api/chats", json={"workspace": ws})
+            assert r.status_code == 403, (ws, r.text)
+            assert "outside the allowed roots" in r.json()["detail"]
+        missing = c.post("/api/chats", json={"workspace": "project/nope"})
+        assert missing.status_code == 400 and "does not exist" in missing.json()["detail"]
+        (server.root / "file.txt").write_text("x")
+        not_dir = c.post("/api/chats", json={"workspace": "file.txt"})
+        assert not_dir.status_code == 400 and "not a directory" in not_dir.json()["detail"]
+        assert c.get("/api/chats").json()["chats"] == []
+        inside = c.post("/api/chats", json={"workspace": str(server.root / "project" / ".")})
+        assert inside.status_code == 201
+        assert inside.json()["workspace"] == str(server.root / "project")
+        cfg = c.get("/api/config").json()
+        assert cfg["roots"] == [str(server.root)]
+
+
+@pytest.mark.skipif(bool(os.environ.get(PG_ENV)), reason="reads the SQLite file")
+def test_api_key_is_never_stored_nor_logged(make_server: Any, db_url: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "key-" + "s3cr3t" * 6
+    monkeypatch.setenv("CURSOR_API_KEY", secret)
+    server = make_server(args=["--log-level", "debug"])
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hello"}).json()
+        final = wait_run(c, run["id"])
+        assert final["status"] == "succeeded"
+        events = c.get(f"/api/chats/{chat['id']}/events", params={"include_raw": True}).json()
+        init = next(e for e in events["events"] if e["type"] == "system:init")
+        assert init["payload"]["data"]["apiKeySource"] == "env", "the agent got the key"
+    server.stop()
+    path = Path(db_url.split(":///", 1)[1])
+    for f in path.parent.glob(path.name + "*"):
+        assert secret.encode() not in f.read_bytes(), f
+    assert secret not in server.log_text()
+
+
+def test_access_log_redacts_the_token(make_server: Any) -> None:
+    server = make_server(args=["--log-level", "info"])
+    with httpx.Client(base_url=server.url) as c:
+        assert c.get("/api/health", params={"token": server.token}).status_code == 200
+    server.stop()
+    log = server.log_text()
+    assert "/api/health?token=[redacted]" in log
+    assert server.token not in log
