@@ -165,8 +165,8 @@ class TurnRenderer:
             quoted = "\n".join("│ " + line for line in text.splitlines())
             self.console.print(Text(quoted, style="dim italic"))
 
-    def close(self) -> AgentResult:
-        """End of the stream: print calls left open, then the result; return it."""
+    def flush(self) -> AgentResult:
+        """End of the stream: print thinking and the calls left open; return the result."""
         self._flush_thinking()
         result = self.transcript.to_result()
         for call in result.tool_calls:
@@ -175,6 +175,11 @@ class TurnRenderer:
                 self._printed_calls.add(call.call_id)
                 self.console.print(tool_line(call))
         self._newline()
+        return result
+
+    def close(self) -> AgentResult:
+        """End of a recording: :meth:`flush`, then the result with usage; return it."""
+        result = self.flush()
         if result.success:
             footer = usage_line(result)
             self.console.print(Text("✓ done" + (f" · {footer}" if footer else ""), style="green"))

@@ -1,0 +1,121 @@
+"""``cursor-agent-api chat``: a multi-turn session on one chat.
+
+Line editing and history (GNU readline); Enter sends; Ctrl-C cancels the running
+turn and keeps the chat (at the prompt it clears the line); Ctrl-D leaves. Every
+turn is saved: ``chat --resume ID`` continues later, ``sessions list`` shows it.
+
+Example:
+    $ cursor-agent-api chat --simulate --trust
+    › list the files
+    ...
+    › ^D
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..config import AgentConfig
+from ..errors import CursorAgentError
+from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
+from .run import load_session
+from .saved_chats import SavedChats, home_dir
+from .turns import Recorder, run_turn
+from .views import make_view
+
+PROMPT = "› "
+
+
+def _setup_readline() -> None:
+    try:
+        import readline
+    except ImportError:  # not on every platform: plain input() then
+        return
+    history = home_dir() / "chat_history"
+    with contextlib.suppress(OSError):
+        history.parent.mkdir(parents=True, exist_ok=True)
+        if history.exists():
+            readline.read_history_file(history)
+    readline.set_history_length(1000)
+    import atexit
+
+    def save() -> None:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(history)
+
+    atexit.register(save)
+
+
+@click.command()
+@agent_options
+@with_config
+def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) -> None:
+    """Talk with the agent, turn after turn, on one chat."""
+    console = Console(highlight=False)
+    if output in ("json", "ndjson"):
+        raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
+    if simulate:
+        console.print(SIMULATED_BANNER, style="bold yellow")
+    saved = SavedChats()
+    try:
+        recorder = Recorder(record)
+    except OSError as exc:
+        raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
+    interactive = sys.stdin.isatty()
+    if interactive:
+        _setup_readline()
+    session = load_session(config, saved)
+    where = config.workspace or "."
+    console.print(
+        f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
+        "Ctrl-D leaves",
+        style="dim",
+    )
+    status = 0
+    try:
+        while True:
+            try:
+                prompt = input(PROMPT) if interactive else _read_line()
+            except EOFError:
+                break
+            except KeyboardInterrupt:
+                console.print()
+                continue
+            if not prompt.strip():
+                continue
+            view = make_view(output, console)
+            try:
+                outcome = run_turn(session, prompt, view, recorder, saved=saved,
+                                   simulated=simulate)
+            except CursorAgentError as exc:
+                stop = getattr(view, "stop", None)
+                if stop is not None:
+                    stop()
+                console.print(f"[bold red]✗[/] {exc}")
+                status = 1
+                break
+            if outcome.interrupted:
+                console.print("⊘ turn cancelled — the chat goes on", style="yellow")
+            status = 0 if outcome.result.success else status
+    finally:
+        recorder.close()
+        session.close()
+    if session.session_id:
+        console.print(
+            f"continue later: {continue_command(session.session_id, simulate, config.workspace)}",
+            style="dim",
+        )
+    sys.exit(status)
+
+
+def _read_line() -> str:
+    line = sys.stdin.readline()
+    if not line:
+        raise EOFError
+    sys.stdout.write(PROMPT + line)
+    return line.rstrip("\n")

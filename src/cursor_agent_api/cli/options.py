@@ -1,0 +1,151 @@
+"""The options ``run`` and ``chat`` share, and the :class:`AgentConfig` they build.
+
+The options mirror :class:`~cursor_agent_api.config.AgentConfig`. The API key is
+never an option (it would be visible in ``ps``): set ``CURSOR_API_KEY``.
+
+Example:
+    $ cursor-agent-api run --simulate --trust --model sonnet-4.6 --timeout 600 "list the files"
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ..config import AgentConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SIMULATED_BANNER = (
+    "⚠ SIMULATED — running the bundled simulator (cursor-agent-sim), not Cursor's agent"
+)
+
+
+def agent_options(func: F) -> F:
+    """Decorate a click command with the agent options (see the module docstring)."""
+    options = [
+        click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path),
+                     default=None, help="Directory the agent works in (default: the current one)."),
+        click.option("--model", "-m", default=None, help="Model slug, e.g. sonnet-4.6."),
+        click.option("--force", "-f", "force_approve", is_flag=True,
+                     help="Approve every tool call (shell commands included)."),
+        click.option("--trust", is_flag=True, help="Trust the workspace (headless runs need it)."),
+        click.option("--approve-mcps", is_flag=True, help="Approve MCP servers."),
+        click.option("--resume", "resume", default=None, metavar="CHAT_ID",
+                     help="Continue this chat."),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds for the whole turn (default: none)."),
+        click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds without any output before giving up (default: off)."),
+        click.option("--partial/--no-partial", default=True, show_default=True,
+                     help="Stream the text token by token (--stream-partial-output)."),
+        click.option("--header", "-H", "headers", multiple=True, metavar="'NAME: VALUE'",
+                     help="Extra request header (repeatable)."),
+        click.option("--agent-binary", default=None, metavar="PATH",
+                     help="The agent executable (default: agent, else cursor-agent)."),
+        click.option("--simulate", is_flag=True,
+                     help="Run the bundled simulator instead of Cursor's agent."),
+        click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Write the raw output lines, as received, to this file."),
+        click.option("--output", "-o", "output",
+                     type=click.Choice(["auto", "live", "text", "json", "ndjson"]),
+                     default="auto", show_default=True,
+                     help="live view on a terminal, else plain text; json: one final result; "
+                          "ndjson: the normalized events as they arrive."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def build_config(
+    *,
+    workspace: Path | None,
+    model: str | None,
+    force_approve: bool,
+    trust: bool,
+    approve_mcps: bool,
+    resume: str | None,
+    timeout: float | None,
+    idle_timeout: float | None,
+    partial: bool,
+    headers: tuple[str, ...],
+    agent_binary: str | None,
+    simulate: bool,
+) -> AgentConfig:
+    """The :class:`AgentConfig` for the options; ``click.UsageError`` for a bad value.
+
+    Example:
+        >>> cfg = build_config(workspace=None, model=None, force_approve=False, trust=True,
+        ...     approve_mcps=False, resume=None, timeout=None, idle_timeout=None, partial=True,
+        ...     headers=(), agent_binary=None, simulate=False)
+        >>> cfg.trust, cfg.stream_partial_output
+        (True, True)
+    """
+    fields: dict[str, Any] = {
+        "workspace": str((workspace or Path.cwd()).resolve()),
+        "model": model,
+        "force_approve": force_approve,
+        "trust": trust,
+        "approve_mcps": approve_mcps,
+        "resume": resume,
+        "timeout": timeout,
+        "idle_timeout": idle_timeout,
+        "stream_partial_output": partial,
+        "headers": list(headers),
+    }
+    if simulate:
+        from ..sim.locate import sim_binary
+
+        try:
+            fields["agent_binary"] = sim_binary()
+        except FileNotFoundError as exc:
+            raise click.UsageError(str(exc)) from None
+    elif agent_binary:
+        fields["agent_binary"] = agent_binary
+    if workspace is not None and not workspace.is_dir():
+        raise click.UsageError(f"--workspace {workspace}: no such directory")
+    try:
+        return AgentConfig(**fields)
+    except (TypeError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the agent options of a command into one ``config`` argument."""
+
+    @functools.wraps(func)
+    def wrapper(**kwargs: Any) -> Any:
+        keys = ("workspace", "model", "force_approve", "trust", "approve_mcps", "resume",
+                "timeout", "idle_timeout", "partial", "headers", "agent_binary")
+        config_args = {k: kwargs.pop(k) for k in keys}
+        config = build_config(**config_args, simulate=kwargs["simulate"])
+        return func(config=config, **kwargs)
+
+    return wrapper
+
+
+def continue_command(chat_id: str, simulated: bool, workspace: str | None) -> str:
+    """The exact command that continues a chat.
+
+    Example:
+        >>> continue_command("abc", True, None)
+        'cursor-agent-api chat --resume abc --simulate'
+    """
+    parts = ["cursor-agent-api", "chat", "--resume", chat_id]
+    if workspace and os.path.realpath(workspace) != os.path.realpath(os.getcwd()):
+        parts += ["--workspace", _quote(workspace)]
+    if simulated:
+        parts.append("--simulate")
+    return " ".join(parts)
+
+
+def _quote(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)

@@ -1,0 +1,120 @@
+"""The chats this tool has saved: one file per chat, in the client's suspend/restore format.
+
+Each file is what :meth:`ConversationSession.save` writes (``version``, ``chat_id``,
+``workspace``, ``model``, ``history``), so a saved chat can be restored from Python
+with :meth:`ConversationSession.load`. They live in ``$CURSOR_AGENT_API_HOME/chats``
+(default: the per-user data directory, e.g. ``~/.local/share/cursor-agent-api/chats``).
+
+Example:
+    >>> import tempfile, os
+    >>> os.environ["CURSOR_AGENT_API_HOME"] = tempfile.mkdtemp()
+    >>> SavedChats().list()
+    []
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from ..errors import SessionError
+from ..sessions import ConversationSession, _read_state
+
+HOME_ENV = "CURSOR_AGENT_API_HOME"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def home_dir() -> Path:
+    """This tool's data directory (``$CURSOR_AGENT_API_HOME`` or the per-user default)."""
+    env = os.environ.get(HOME_ENV)
+    return Path(env) if env else Path(platformdirs.user_data_dir("cursor-agent-api"))
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    """One line of ``sessions list``.
+
+    Example:
+        >>> ChatSummary("id", "/w", "hi", 2, 0.0, None).turns
+        2
+    """
+
+    chat_id: str
+    workspace: str | None
+    first_prompt: str
+    turns: int
+    last_used: float
+    model: str | None
+
+
+class SavedChats:
+    """The saved chats: paths, listing, removal."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or home_dir() / "chats"
+
+    def path(self, chat_id: str) -> Path:
+        """Where the chat's file is (``SessionError`` for an id that is not a safe file name)."""
+        if not _SAFE_ID.match(chat_id):
+            raise SessionError(f"not a chat id: {chat_id!r}")
+        return self.root / f"{chat_id}.json"
+
+    def save(self, session: ConversationSession) -> Path | None:
+        """Save the session under its chat id (nothing before the chat has an id)."""
+        if not session.session_id:
+            return None
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.path(session.session_id)
+        session.save(path)
+        return path
+
+    def exists(self, chat_id: str) -> bool:
+        """True if this chat was saved."""
+        try:
+            return self.path(chat_id).is_file()
+        except SessionError:
+            return False
+
+    def summary(self, chat_id: str) -> ChatSummary:
+        """The summary of one saved chat (``SessionError`` if unknown or unreadable)."""
+        path = self.path(chat_id)
+        if not path.is_file():
+            raise SessionError(f"no saved chat {chat_id} (see `cursor-agent-api sessions list`)")
+        return self._summary(path)
+
+    def _summary(self, path: Path) -> ChatSummary:
+        data = _read_state(path)
+        history = data["history"]
+        last = max((t.timestamp for t in history), default=0.0) or path.stat().st_mtime
+        return ChatSummary(
+            chat_id=str(data.get("chat_id") or path.stem),
+            workspace=data.get("workspace"),
+            first_prompt=history[0].prompt if history else "",
+            turns=len(history),
+            last_used=last,
+            model=data.get("model"),
+        )
+
+    def list(self) -> list[ChatSummary]:
+        """Every saved chat, most recently used first (unreadable files are skipped)."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for path in self.root.glob("*.json"):
+            try:
+                out.append(self._summary(path))
+            except (SessionError, OSError):
+                continue
+        return sorted(out, key=lambda c: c.last_used, reverse=True)
+
+    def remove(self, chat_id: str) -> None:
+        """Forget a saved chat (``SessionError`` if unknown)."""
+        path = self.path(chat_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise SessionError(f"no saved chat {chat_id}") from None

@@ -1,0 +1,100 @@
+"""One turn as the command line runs it: stream, show, record, cancel on Ctrl-C, save.
+
+Shared by ``run`` and ``chat``. Ctrl-C while a turn runs sends SIGINT to the agent's
+process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled; the chat
+itself goes on.
+
+Example:
+    >>> from cursor_agent_api.protocol import parse_event
+    >>> recorder = Recorder(None)
+    >>> recorder.write(parse_event('{"type":"user"}'))  # no file: nothing happens
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ..protocol import AgentEvent, AgentResult
+from ..sessions import ConversationSession
+from .options import continue_command
+from .saved_chats import SavedChats
+from .views import TurnView
+
+__all__ = ["Recorder", "TurnOutcome", "run_turn"]
+
+
+class Recorder:
+    """``--record FILE``: the raw output lines, as received, one per line."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file: BinaryIO | None = open(path, "wb") if path else None  # noqa: SIM115
+
+    def write(self, event: AgentEvent) -> None:
+        """Append the event's original line (events the library made itself have none)."""
+        if self._file is None or event.line is None:
+            return
+        line = event.line if isinstance(event.line, bytes) else event.line.encode()
+        self._file.write(line + b"\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """What a turn ended with, for the exit code."""
+
+    result: AgentResult
+    interrupted: bool
+
+    @property
+    def exit_code(self) -> int:
+        """0 success, 130 interrupted or cancelled, 1 any other failure."""
+        if self.result.success:
+            return 0
+        if self.interrupted or self.result.cancelled:
+            return 130
+        return 1
+
+
+def run_turn(
+    session: ConversationSession,
+    prompt: str,
+    view: TurnView,
+    recorder: Recorder,
+    *,
+    saved: SavedChats,
+    simulated: bool,
+) -> TurnOutcome:
+    """Run one turn of ``session``: show it in ``view``, record it, save the chat.
+
+    Raises what ``send_stream`` raises before the agent starts (``AgentNotFoundError``).
+    """
+    stream = session.send_stream(prompt)
+    interrupted = False
+    try:
+        for event in stream:
+            recorder.write(event)
+            view.handle(event)
+    except KeyboardInterrupt:
+        interrupted = True
+        stream.cancel(signal.SIGINT)
+    try:
+        result = session.finalize_stream(prompt, stream)
+    except KeyboardInterrupt:
+        interrupted = True
+        stream.cancel(signal.SIGKILL)
+        result = session.finalize_stream(prompt, stream)
+    saved.save(session)
+    hint = ""
+    if result.session_id:
+        hint = continue_command(result.session_id, simulated, session.config.workspace)
+    view.finish(result, continue_hint=hint)
+    return TurnOutcome(result, interrupted)
