@@ -357,11 +357,19 @@ class AgentRun:
                     soon(t)
                 await self._sleep(until)
         except BaseException:
+            # Only a loop shutting down cancels this task (waiters are shielded from it):
+            # kill the group, and reap while the loop still runs the cancelled tasks.
             if self.stop_reason is None:
                 self.stop_reason = StopReason.SHUTDOWN
             proc.kill_now()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(proc.wait_gone(None), 5.0)
+            with contextlib.suppress(Exception):
+                proc.transport.close()
             if self._sink is not None:
                 self._sink.close()
+            if not self._done.done():
+                self._done.cancel()
             raise
         result = self._finish()
         proc.close()

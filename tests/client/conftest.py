@@ -1,0 +1,161 @@
+"""Fixtures of the client tests: simulator configs, and a check that no process outlives its test.
+
+Every agent process the runtime starts goes through ``AgentProcess.spawn``; the autouse
+fixture records each one's process group (the agent's pgid is its pid) and, after the
+test, asserts that no live process is left in any of them and that this process has no
+unreaped (zombie) child. The check reads ``/proc`` itself, independently of the code
+under test. (Zombies whose parent is PID 1 are ignored: in this sandbox PID 1 does not
+reap orphans, and such a process is dead already.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.runtime import process as process_module
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, pgrp) of ``pid`` from /proc, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    rest = stat[stat.rfind(b")") + 2 :].split()
+    return rest[0].decode(), int(rest[1]), int(rest[2])
+
+
+def live_members(pgid: int) -> list[tuple[int, str]]:
+    """Live (non-zombie) processes of group ``pgid``, and zombies that are our own children."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return []
+    found = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        st = _proc_stat(int(entry))
+        if st is None or st[2] != pgid:
+            continue
+        state, ppid, _ = st
+        if state in ("Z", "X") and ppid != me:
+            continue  # dead, parented to a non-reaping init
+        found.append((int(entry), state))
+    return found
+
+
+def our_zombies() -> list[int]:
+    """Zombie children of this test process (nobody reaped them)."""
+    me = os.getpid()
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _proc_stat(int(entry))
+            if st is not None and st[1] == me and st[0] == "Z":
+                out.append(int(entry))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def spawned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """The process groups of every agent spawned during the test; checked empty afterwards."""
+    groups: list[int] = []
+    original = process_module.AgentProcess.spawn.__func__  # type: ignore[attr-defined]
+
+    async def spawn(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        proc = await original(cls, *args, **kwargs)
+        groups.append(proc.pgid)
+        return proc
+
+    monkeypatch.setattr(process_module.AgentProcess, "spawn", classmethod(spawn))
+    yield groups
+    left = {pgid: live_members(pgid) for pgid in groups}
+    left = {k: v for k, v in left.items() if v}
+    zombies = our_zombies()
+    for pgid in left:  # do not leak into the next test
+        try:
+            os.killpg(pgid, 9)
+        except ProcessLookupError:
+            pass
+    assert not left, f"processes outlived the test: {left}"
+    assert not zombies, f"unreaped children: {zombies}"
+
+
+@pytest.fixture
+def sim(make_cursor_sim_config: Callable[..., AgentConfig]) -> Callable[..., AgentConfig]:
+    """``sim(fault=None, **fields)``: an AgentConfig running cursor-agent-sim in a fresh
+    workspace and config dir, with short graces so the fault tests stay quick."""
+
+    def make(fault: str | list[str] | None = None, **fields: Any) -> AgentConfig:
+        fields.setdefault("result_grace", 1.0)
+        fields.setdefault("kill_grace", 1.0)
+        fields.setdefault("timeout", 120.0)
+        return make_cursor_sim_config(fault=fault, **fields)
+
+    return make
+
+
+@pytest.fixture(params=["sync", "async"])
+def flavour(request: pytest.FixtureRequest) -> str:
+    """Run a test once through the sync client and once through the async one."""
+    return str(request.param)
+
+
+class Turn:
+    """What a streamed turn produced: the events as iterated, and the result."""
+
+    def __init__(self, events: list[Any], result: Any, pid: int | None) -> None:
+        self.events = events
+        self.result = result
+        self.pid = pid
+
+    def types(self) -> list[str]:
+        return [e.type.value for e in self.events]
+
+
+@pytest.fixture
+def run_query(flavour: str) -> Callable[..., Any]:
+    """``run_query(config, prompt, **overrides) -> AgentResult`` through the sync or async client."""
+    import asyncio
+
+    from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient
+
+    def run(config: AgentConfig, prompt: str, **overrides: Any) -> Any:
+        if flavour == "sync":
+            with CursorAgentClient(config) as client:
+                return client.query(prompt, **overrides)
+        return asyncio.run(AsyncCursorAgentClient(config).query(prompt, **overrides))
+
+    return run
+
+
+@pytest.fixture
+def run_stream(flavour: str) -> Callable[..., Turn]:
+    """``run_stream(config, prompt, **overrides) -> Turn``: iterate a whole stream, sync or async."""
+    import asyncio
+
+    from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient
+
+    def run(config: AgentConfig, prompt: str, **overrides: Any) -> Turn:
+        if flavour == "sync":
+            with CursorAgentClient(config) as client, \
+                    client.query_stream(prompt, **overrides) as stream:
+                events = list(stream)
+                return Turn(events, stream.result, stream.pid)
+
+        async def main() -> Turn:
+            stream = AsyncCursorAgentClient(config).query_stream(prompt, **overrides)
+            events = [e async for e in stream]
+            return Turn(events, stream.result, stream.pid)
+
+        return asyncio.run(main())
+
+    return run
