@@ -1,0 +1,68 @@
+"""Fixtures for driving the ``cursor-agent-api`` command as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+def _procs_mentioning(marker: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue
+        if marker.encode() in cmdline or marker.encode() in environ:
+            found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A workspace, a CURSOR_CONFIG_DIR and a CURSOR_AGENT_API_HOME of the test's own.
+
+    After the test, no process that mentions the test's directory may be left.
+    """
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("alpha\nbeta\n")
+    env = {
+        **os.environ,
+        "CURSOR_CONFIG_DIR": str(tmp_path / "cursor-config"),
+        "CURSOR_AGENT_API_HOME": str(tmp_path / "home"),
+        "NO_COLOR": "1",
+        "TEST_WS": str(ws),
+    }
+    for var in ("CURSOR_AGENT_SIM_FAULT", "CURSOR_AGENT_SIM_SCRIPT", "CURSOR_AGENT_SIM_DELAY",
+                "CURSOR_API_KEY"):
+        env.pop(var, None)
+    yield env
+    leftovers = [p for p in _procs_mentioning(str(tmp_path)) if p != os.getpid()]
+    assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+@pytest.fixture
+def cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the command in the test's workspace; returns the completed process (text)."""
+
+    def run(*args: str, stdin: str | None = None, extra_env: dict[str, str] | None = None,
+            timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*CLI, *args], input=stdin, capture_output=True, text=True, timeout=timeout,
+            cwd=cli_env["TEST_WS"], env={**cli_env, **(extra_env or {})}, check=False,
+        )
+
+    return run

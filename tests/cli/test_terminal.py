@@ -1,0 +1,79 @@
+"""The live view and the chat, through a real pseudo-terminal (pexpect)."""
+
+from __future__ import annotations
+
+import sys
+
+import pexpect
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+def spawn(args: list[str], env: dict[str, str], extra: dict[str, str] | None = None
+          ) -> pexpect.spawn:
+    env = {**env, **(extra or {}), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    env.pop("NO_COLOR", None)
+    child = pexpect.spawn(CLI[0], [*CLI[1:], *args], env=env, cwd=env["TEST_WS"],
+                          encoding="utf-8", timeout=60, dimensions=(40, 100))
+    return child
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus is not None, child.signalstatus
+    return int(child.exitstatus)
+
+
+def test_live_run_shows_progress_then_the_answer(cli_env: dict[str, str]) -> None:
+    child = spawn(["run", "--simulate", "--trust", "--force", "run ls -la"], cli_env,
+                  {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.05"})
+    try:
+        child.expect("SIMULATED")
+        child.expect(r"\d+\.\d s")  # the spinner's elapsed time
+        child.expect("✓")  # the tool line turned to its outcome
+        child.expect("shell")
+        child.expect("notes.txt")  # in the final answer
+        child.expect("done")
+        child.expect("continue: cursor-agent-api chat --resume")
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)
+
+
+def test_ctrl_c_in_run_cancels_with_130(cli_env: dict[str, str]) -> None:
+    child = spawn(["run", "--simulate", "--trust", "write a poem"], cli_env,
+                  {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.5"})
+    try:
+        child.expect(r"\d+\.\d s")
+        child.sendintr()
+        child.expect("cancelled")
+        assert finish(child) == 130
+    finally:
+        child.terminate(force=True)
+
+
+def test_chat_ctrl_c_cancels_the_turn_and_the_chat_goes_on(cli_env: dict[str, str]) -> None:
+    child = spawn(["chat", "--simulate", "--trust"], cli_env,
+                  {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.3"})
+    try:
+        child.expect("Ctrl-D leaves")
+        child.expect("› ")
+        child.sendline("remember the codeword: heron")
+        child.expect("Noted")
+        child.expect("done")
+        child.expect("› ")
+        child.sendline("write a poem about rivers")
+        child.expect(r"\d+\.\d s")
+        child.sendintr()
+        child.expect("turn cancelled — the chat goes on")
+        child.expect("› ")
+        child.sendline("what did I ask you to remember?")
+        child.expect("heron", timeout=120)
+        child.expect("done")
+        child.expect("› ")
+        child.sendeof()
+        child.expect("continue later: cursor-agent-api chat --resume")
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)
