@@ -24,14 +24,13 @@ Example:
 from __future__ import annotations
 
 import os
-import shutil
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .sim import locate
 from .sim.settings import DELAY_ENV, FAULT_ENV, SCRIPT_ENV, SEED_ENV, SPEED_ENV
 
 __all__ = [
@@ -58,18 +57,7 @@ def sim_binary() -> str:
         >>> os.path.isabs(sim_binary())
         True
     """
-    directory = Path(sys.executable).parent
-    for name in ("cursor-agent-sim", "cursor-agent-sim.exe"):
-        candidate = directory / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("cursor-agent-sim")
-    if found:
-        return str(Path(found).resolve())
-    raise FileNotFoundError(
-        "cursor-agent-sim is not installed next to this Python nor on PATH; "
-        "install the package (pip install cursor-agent-api, or pip install -e . in a checkout)"
-    )
+    return locate.sim_binary()
 
 
 def sim_env(
@@ -137,13 +125,26 @@ def _make_config(workspace: Path, config_dir: Path) -> Callable[..., Any]:
 
 @pytest.fixture
 def cursor_sim_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh, empty workspace directory for one test."""
+    """A fresh, empty workspace directory for one test.
+
+    Example::
+
+        def test_lists(cursor_sim_config, cursor_sim_workspace):
+            (cursor_sim_workspace / "a.py").write_text("")
+    """
     return tmp_path_factory.mktemp("cursor-sim-workspace")
 
 
 @pytest.fixture
 def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh ``CURSOR_CONFIG_DIR`` for one test (chats, trusted workspaces, login)."""
+    """A fresh ``CURSOR_CONFIG_DIR`` for one test (chats, trusted workspaces, login).
+
+    Example::
+
+        def test_chat_saved(cursor_sim_config, cursor_sim_config_dir):
+            ...
+            assert list(cursor_sim_config_dir.glob("chats/*/*/turns.jsonl"))
+    """
     return tmp_path_factory.mktemp("cursor-sim-config")
 
 
@@ -151,21 +152,39 @@ def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path) -> Callable[..., Any]:
     """A factory of configs that run the simulator in this test's workspace and config dir:
     ``make_cursor_sim_config(fault=None, script=None, speed=None, *, delay=None, seed=None,
-    **AgentConfig_fields)``."""
+    **AgentConfig_fields)``.
+
+    Example::
+
+        def test_replay(make_cursor_sim_config):
+            config = make_cursor_sim_config(script="rec.ndjson", stream_partial_output=True)
+    """
     return _make_config(cursor_sim_workspace, cursor_sim_config_dir)
 
 
 @pytest.fixture
 def cursor_sim_config(request: pytest.FixtureRequest, make_cursor_sim_config: Callable[..., Any]) -> Any:
     """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=..., script=...,
-    speed=..., delay=..., seed=..., **AgentConfig_fields)`` customizes it."""
+    speed=..., delay=..., seed=..., **AgentConfig_fields)`` customizes it.
+
+    Example::
+
+        @pytest.mark.cursor_sim(fault="hang-after-result")
+        def test_hang(cursor_sim_config):
+            result = CursorAgentClient(cursor_sim_config).query("hi")
+    """
     marker = request.node.get_closest_marker("cursor_sim")
     kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
     return make_cursor_sim_config(**kwargs)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the ``cursor_sim`` marker."""
+    """Register the ``cursor_sim`` marker (pytest calls this hook; nothing to do by hand).
+
+    Example::
+
+        $ pytest --markers | grep cursor_sim
+    """
     config.addinivalue_line(
         "markers",
         "cursor_sim(fault=None, script=None, speed=None, **fields): configure the cursor_sim_config fixture",

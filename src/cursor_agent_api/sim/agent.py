@@ -55,7 +55,12 @@ _WILDCARD = re.compile(r"(?<!\S)([\w./-]*\*[\w./*{},-]*)")
 
 @dataclass(slots=True)
 class Action:
-    """One tool call the agent will make. ``kind_key`` is its wire key (``lsToolCall``)."""
+    """One tool call the agent will make. ``kind_key`` is its wire key (``lsToolCall``).
+
+    Example:
+        >>> Action("readToolCall", "I'll read `a.txt`.", "a.txt").target
+        'a.txt'
+    """
 
     kind_key: str
     intro: str
@@ -68,7 +73,12 @@ class Action:
 
 @dataclass(slots=True)
 class Plan:
-    """The turn's model calls (each a list of parallel tool calls) and its direct answer."""
+    """The turn's model calls (each a list of parallel tool calls) and its direct answer.
+
+    Example:
+        >>> Plan(direct="4").groups
+        []
+    """
 
     groups: list[list[Action]] = field(default_factory=list)
     direct: str | None = None
@@ -344,7 +354,7 @@ def _direct_answer(prompt: str) -> str:
 
 @dataclass(slots=True)
 class TurnContext:
-    """Everything one turn needs."""
+    """Everything one turn needs (see :class:`Agent` for an example)."""
 
     session_id: str
     workspace: Path

@@ -29,12 +29,17 @@ SUBCOMMANDS = frozenset(
 
 
 class UsageError(Exception):
-    """The command line is wrong; the message is what to print (exit 1)."""
+    """The command line is wrong; the message is what to print (exit 1). See :func:`parse_args`."""
 
 
 @dataclass(slots=True)
 class Options:
-    """What the command line asked for."""
+    """What the command line asked for.
+
+    Example:
+        >>> Options(prompt="hi").output_format
+        'text'
+    """
 
     command: str | None = None
     prompt: str | None = None
@@ -63,7 +68,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (also gives ``--help``)."""
+    """The argument parser (also gives ``--help``).
+
+    Example:
+        >>> build_parser().prog
+        'cursor-agent-sim'
+    """
     p = _Parser(
         prog="cursor-agent-sim",
         description="A faithful stand-in for the Cursor Agent CLI (`agent`), for tests and demos.",

@@ -36,13 +36,25 @@ def _err(text: str) -> None:
 
 
 def version() -> int:
-    """``--version``."""
+    """``--version``: print :data:`VERSION`.
+
+    Example::
+
+        $ cursor-agent-sim --version
+        2026.09.15-sim
+    """
     _out(VERSION)
     return 0
 
 
 def status(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
-    """``status`` / ``whoami``: exit 0 either way; "Not logged in" when unauthenticated."""
+    """``status`` / ``whoami``: exit 0 either way; "Not logged in" when unauthenticated.
+
+    Example::
+
+        $ cursor-agent-sim status
+        ✓ Logged in as simulator@cursor-agent-sim.invalid
+    """
     try:
         source = api_key_source(opts, env, store, settings)
     except PreflightError:
@@ -56,7 +68,13 @@ def status(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
 
 
 def models(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
-    """``models`` / ``--list-models``: ``slug - Display Name`` lines; needs auth."""
+    """``models`` / ``--list-models``: ``slug - Display Name`` lines; needs auth.
+
+    Example::
+
+        $ cursor-agent-sim models | grep mini
+        gpt-5-mini - GPT-5 Mini
+    """
     try:
         api_key_source(opts, env, store, settings)
     except PreflightError as e:
@@ -69,14 +87,27 @@ def models(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
 
 
 def login(store: ChatStore) -> int:
-    """``login``: the simulator logs in at once (no browser)."""
+    """``login``: the simulator logs in at once (no browser).
+
+    Example::
+
+        $ cursor-agent-sim login
+        ✓ Logged in as simulator@cursor-agent-sim.invalid
+    """
     store.set_logged_in(True)
     _out(f"✓ Logged in as {ACCOUNT}")
     return 0
 
 
 def logout(store: ChatStore) -> int:
-    """``logout``: later runs need an API key until ``login``."""
+    """``logout``: later runs need an API key until ``login``.
+
+    Example::
+
+        $ cursor-agent-sim logout && cursor-agent-sim status
+        Logged out successfully
+        Not logged in
+    """
     store.set_logged_in(False)
     _out("Logged out successfully")
     return 0
@@ -84,7 +115,13 @@ def logout(store: ChatStore) -> int:
 
 def create_chat(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
     """``create-chat``: print a new chat id, then — like 2026 builds — keep running until
-    signalled (SIGTERM: exit 143; SIGINT: exit 130)."""
+    signalled (SIGTERM: exit 143; SIGINT: exit 130).
+
+    Example::
+
+        $ cursor-agent-sim create-chat
+        3f2b6c0e-…        (and it keeps running: read the line, then stop it)
+    """
     try:
         api_key_source(opts, env, store, settings)
     except PreflightError as e:
@@ -100,13 +137,27 @@ def create_chat(opts: Options, env: Mapping[str, str], store: ChatStore, setting
 
 
 def interactive_only(name: str) -> int:
-    """``ls``, ``resume`` and the rest need the real CLI's terminal UI."""
+    """``ls``, ``resume`` and the rest need the real CLI's terminal UI.
+
+    Example::
+
+        $ cursor-agent-sim ls; echo $?
+        Error: `ls` needs an interactive terminal; ...
+        1
+    """
     _err(f"Error: `{name}` needs an interactive terminal; cursor-agent-sim simulates headless mode only.")
     return 1
 
 
 def not_simulated(name: str) -> int:
-    """A subcommand the simulator does not provide."""
+    """A subcommand the simulator does not provide (``mcp``, ``acp``, ``update``).
+
+    Example::
+
+        $ cursor-agent-sim mcp list; echo $?
+        Error: `mcp` is not simulated by cursor-agent-sim.
+        1
+    """
     _err(f"Error: `{name}` is not simulated by cursor-agent-sim.")
     return 1
 

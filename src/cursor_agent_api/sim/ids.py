@@ -88,11 +88,21 @@ class TurnIds:
         self.request_id = derived_uuid("request", chat_id, turn, prompt)
 
     def model_call_id(self, n: int) -> str:
-        """The id of the ``n``-th model call of the turn."""
+        """The id of the ``n``-th model call of the turn.
+
+        Example:
+            >>> TurnIds("c", 0, "p", call_style="call").model_call_id(2).split("-")[-2]
+            '2'
+        """
         return f"{self.request_id}-{n}-{_chars(_BASE36, 4, 'mc', self.request_id, n)}"
 
     def call_id(self, model_call: int, index: int) -> str:
-        """The id of the ``index``-th tool call of model call ``model_call``."""
+        """The id of the ``index``-th tool call of model call ``model_call``.
+
+        Example:
+            >>> len(TurnIds("c", 0, "p", call_style="tool").call_id(0, 1))
+            40
+        """
         if self.call_style == "tool":
             return "tool_" + derived_uuid("tool", self.request_id, model_call, index)[:-1]
         letters = _chars(_ALNUM, 24, "call", self.request_id, model_call, index)
@@ -121,17 +131,32 @@ class Clock:
 
     @property
     def fake(self) -> bool:
-        """True when this is the seeded, fake clock."""
+        """True when this is the seeded, fake clock.
+
+        Example:
+            >>> Clock().fake, Clock("s").fake
+            (False, True)
+        """
         return self._fake is not None
 
     def now_ms(self) -> int:
-        """The current time in milliseconds."""
+        """The current time in milliseconds.
+
+        Example:
+            >>> Clock().now_ms() > 1_700_000_000_000
+            True
+        """
         if self._fake is None:
             return time.time_ns() // 1_000_000
         self._fake += self._step
         return self._fake
 
     def advance(self, ms: int) -> None:
-        """Move the fake clock forward (a no-op on the wall clock)."""
+        """Move the fake clock forward (a no-op on the wall clock).
+
+        Example:
+            >>> c = Clock("s"); t = c.now_ms(); c.advance(100); c.now_ms() - t
+            107
+        """
         if self._fake is not None:
             self._fake += ms

@@ -78,7 +78,7 @@ def invalid_model(model: str, available: Iterable[str]) -> str:
 
 
 def malformed_resume(chat_id: str) -> str:
-    """A ``--resume`` id that is not a UUID."""
+    """A ``--resume`` id that is not a UUID (see the module example)."""
     return (
         f'Failed to claim persistent session for chat "{chat_id}": Persistent-session chat ID must be a UUID'
     )
@@ -111,17 +111,32 @@ def usage_limit() -> str:
 
 
 def no_prompt() -> str:
-    """Print mode with neither a positional prompt nor anything on stdin."""
+    """Print mode with neither a positional prompt nor anything on stdin.
+
+    Example:
+        >>> no_prompt().startswith("Error: No prompt provided")
+        True
+    """
     return "Error: No prompt provided. Pass a prompt as an argument or on stdin."
 
 
 def crash() -> str:
-    """What ``CURSOR_AGENT_SIM_FAULT=crash`` writes before dying."""
+    """What ``CURSOR_AGENT_SIM_FAULT=crash`` writes before dying.
+
+    Example:
+        >>> "simulated crash" in crash()
+        True
+    """
     return "Error: the agent process terminated unexpectedly (simulated crash, CURSOR_AGENT_SIM_FAULT=crash)"
 
 
 def interactive_unsupported() -> str:
-    """Neither ``--print`` nor a pipe: the real CLI would open its TUI."""
+    """Neither ``--print`` nor a pipe: the real CLI would open its TUI.
+
+    Example:
+        >>> "-p/--print" in interactive_unsupported()
+        True
+    """
     return (
         "cursor-agent-sim simulates headless mode only: pass -p/--print (or pipe its output) to run a prompt."
     )

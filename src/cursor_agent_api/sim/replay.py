@@ -32,7 +32,12 @@ from .settings import MAX_GAP_S
 
 @dataclass(slots=True)
 class ScriptItem:
-    """One line of a script: a JSON object (``obj``) or a raw line (``raw``)."""
+    """One line of a script: a JSON object (``obj``) or a raw line (``raw``).
+
+    Example:
+        >>> ScriptItem(raw="banner").obj is None
+        True
+    """
 
     obj: dict[str, Any] | None = None
     raw: str | None = None
@@ -62,7 +67,15 @@ def replay(
     speed: float = 0.0,
 ) -> Iterator[ScriptItem]:
     """The items of the script at ``path``, rewritten for this chat; sleeps between them at
-    ``speed`` > 0. Raises ``OSError`` at once when the file cannot be read."""
+    ``speed`` > 0. Raises ``OSError`` at once when the file cannot be read.
+
+    Example:
+        >>> try:
+        ...     replay("/nonexistent.ndjson", session_id="s", workspace="/ws")
+        ... except OSError:
+        ...     print("unreadable")
+        unreadable
+    """
     with open(path, "rb") as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
     return _items(lines, session_id, workspace, partial, speed)

@@ -102,7 +102,12 @@ class SimSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SimSettings:
-        """Read the ``CURSOR_AGENT_SIM_*`` variables; raise ``ValueError`` on a bad value."""
+        """Read the ``CURSOR_AGENT_SIM_*`` variables; raise ``ValueError`` on a bad value.
+
+        Example:
+            >>> SimSettings.from_env({"CURSOR_AGENT_SIM_DELAY": "0.2"}).delay
+            0.2
+        """
         faults: set[Fault] = set()
         for name in (env.get(FAULT_ENV) or "").replace(";", ",").split(","):
             name = name.strip().lower()

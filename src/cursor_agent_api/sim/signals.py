@@ -54,7 +54,12 @@ def exit_code_for(signum: int) -> int:
 
 
 def install(on_exit: Callable[[], None]) -> None:
-    """SIGINT and SIGTERM handlers that run ``on_exit`` (e.g. release a lock) and leave at once."""
+    """SIGINT and SIGTERM handlers that run ``on_exit`` (e.g. release a lock) and leave at once.
+
+    Example::
+
+        signals.install(chat.release)   # SIGINT -> "Aborting operation...", exit 130
+    """
 
     def handler(signum: int, frame: FrameType | None) -> None:
         try:
@@ -71,7 +76,12 @@ def install(on_exit: Callable[[], None]) -> None:
 
 def ignore_termination() -> subprocess.Popen[bytes]:
     """The ``ignore-sigterm`` fault: ignore SIGTERM and SIGINT here, and start a child in
-    this process group that ignores them too. Returns the child."""
+    this process group that ignores them too. Returns the child.
+
+    Example::
+
+        child = signals.ignore_termination()   # now only SIGKILL of the group ends both
+    """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     return subprocess.Popen(
@@ -83,6 +93,11 @@ def ignore_termination() -> subprocess.Popen[bytes]:
 
 
 def wait_forever() -> None:
-    """Block until a signal ends the process (the handlers exit; SIGKILL always does)."""
+    """Block until a signal ends the process (the handlers exit; SIGKILL always does).
+
+    Example::
+
+        writer.emit(result); signals.wait_forever()   # hang-after-result
+    """
     while True:
         time.sleep(3600)

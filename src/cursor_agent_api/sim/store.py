@@ -105,11 +105,26 @@ class Turn:
 
 
 class ChatBusy(Exception):
-    """Another live process holds the chat's run lock."""
+    """Another live process holds the chat's run lock; ``str(e)`` is the chat id.
+
+    Example:
+        >>> str(ChatBusy("c1"))
+        'c1'
+    """
 
 
 class Chat:
-    """One chat of one workspace: its turns and its run lock."""
+    """One chat of one workspace: its turns and its run lock.
+
+    Example:
+        >>> import tempfile
+        >>> chat = ChatStore(tempfile.mkdtemp()).chat("/ws", "11111111-2222-4333-8444-555555555555")
+        >>> chat.acquire(); chat.lock_path.exists(); chat.release(); chat.lock_path.exists()
+        True
+        False
+        >>> chat.add_turn(Turn("hi", "Hello", "r1")); [t.prompt for t in chat.turns()]
+        ['hi']
+    """
 
     def __init__(self, directory: Path, chat_id: str, workspace: str) -> None:
         self.directory = directory

@@ -41,7 +41,12 @@ from .writer import Writer
 
 
 class PreflightError(Exception):
-    """A check before the turn failed: ``str(e)`` goes to stderr, ``exit_code`` is the exit."""
+    """A check before the turn failed: ``str(e)`` goes to stderr, ``exit_code`` is the exit.
+
+    Example:
+        >>> str(PreflightError("Error: nope"))
+        'Error: nope'
+    """
 
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
@@ -71,7 +76,12 @@ def api_key_source(opts: Options, env: Mapping[str, str], store: ChatStore, sett
 
 
 def read_prompt(opts: Options) -> str:
-    """The positional prompt, else stdin read to EOF (when it is not a terminal)."""
+    """The positional prompt, else stdin read to EOF (when it is not a terminal).
+
+    Example:
+        >>> read_prompt(Options(prompt="  list the files\\n"))
+        'list the files'
+    """
     if opts.prompt is not None:
         return opts.prompt.strip()
     if sys.stdin is None or sys.stdin.isatty():
@@ -81,7 +91,14 @@ def read_prompt(opts: Options) -> str:
 
 @dataclass(slots=True)
 class TurnSetup:
-    """What the checks decided."""
+    """What the checks decided: the resolved workspace, the model slug, the key source, the chat.
+
+    Example:
+        >>> import tempfile
+        >>> chat = ChatStore(tempfile.mkdtemp()).chat("/ws", "11111111-2222-4333-8444-555555555555")
+        >>> TurnSetup(Path("/ws"), "auto", "login", chat).model_slug
+        'auto'
+    """
 
     workspace: Path
     model_slug: str
@@ -92,7 +109,17 @@ class TurnSetup:
 def preflight(
     opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings, prompt: str
 ) -> TurnSetup:
-    """The checks, in the real CLI's order. Raises :class:`PreflightError`."""
+    """The checks, in the real CLI's order. Raises :class:`PreflightError`.
+
+    Example:
+        >>> import tempfile
+        >>> store = ChatStore(tempfile.mkdtemp())
+        >>> try:
+        ...     preflight(Options(workspace=tempfile.mkdtemp()), {}, store, SimSettings(), "hi")
+        ... except PreflightError as e:
+        ...     print(str(e).splitlines()[1])
+        │ ⚠ Workspace Trust Required                                             │
+    """
     source = api_key_source(opts, env, store, settings)
     if settings.script and not os.access(settings.script, os.R_OK):
         raise PreflightError(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT={settings.script}")
@@ -132,7 +159,12 @@ def _is_final_message(obj: dict[str, Any]) -> bool:
 
 
 def run_turn(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
-    """Run one print-mode turn; return the exit code."""
+    """Run one print-mode turn; return the exit code. Writes to the real stdout/stderr.
+
+    Example::
+
+        code = run_turn(parse_args(["-p", "--trust", "hi"]), os.environ, store, settings)
+    """
     err = Writer("text", settings)  # for stderr only
     prompt = read_prompt(opts)
     try:

@@ -56,6 +56,15 @@ class Writer:
     """Writes events to stdout in the chosen format, applying the byte-level faults.
 
     ``emit`` takes a wire object; ``checked=False`` writes it as it is (replayed lines).
+
+    Example:
+        >>> import os
+        >>> r, w = os.pipe()
+        >>> writer = Writer("json", SimSettings(), out_fd=w)
+        >>> writer.emit({"type": "thinking", "subtype": "completed", "session_id": "s", "timestamp_ms": 1})
+        >>> writer.emit({"type": "result", "subtype": "success", "result": "ok", "session_id": "s"})
+        >>> os.close(w); os.read(r, 200)
+        b'{"type":"result","subtype":"success","result":"ok","session_id":"s"}\\n'
     """
 
     def __init__(
@@ -162,5 +171,10 @@ def split_chunks(data: bytes) -> list[bytes]:
 
 
 def dumps(obj: Any) -> bytes:
-    """``orjson.dumps`` (for the few plain JSON lines the simulator prints)."""
+    """``orjson.dumps`` (for the few plain JSON lines the simulator prints).
+
+    Example:
+        >>> dumps({"a": 1})
+        b'{"a":1}'
+    """
     return orjson.dumps(obj)
