@@ -1,0 +1,292 @@
+"""Streaming: events as they come, cancel, context managers, concurrency, loops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from cursor_agent_api import (
+    AgentConfig,
+    AsyncCursorAgentClient,
+    CursorAgentClient,
+    EventType,
+    query,
+    query_stream,
+)
+from cursor_agent_api.runtime.run import AgentRun
+
+
+def slow(sim, delay: float = 0.3, fault: str | list[str] = "slow", **fields) -> AgentConfig:
+    base = sim(fault, **fields)
+    return base.with_overrides(env={**base.env, "CURSOR_AGENT_SIM_DELAY": str(delay)})
+
+
+def test_events_arrive_before_the_turn_ends(sim):
+    # each event is written 0.3 s after the previous one: the first must reach us while the
+    # agent is still running, not when it exits
+    with CursorAgentClient(slow(sim)) as client, client.query_stream("What is 2 + 2?") as stream:
+        seen = []
+        for event in stream:
+            seen.append(event.type)
+            if event.type is EventType.SYSTEM_INIT:
+                assert not stream.done and stream.result is None
+                assert os.getpgid(stream.pid) == stream.pid
+        assert stream.done and stream.result.success
+        assert seen[0] is EventType.SYSTEM_INIT
+
+
+def test_cancel_mid_stream_sync(sim):
+    with CursorAgentClient(slow(sim, 0.2)) as client:
+        stream = client.query_stream("Write a poem about rivers")
+        got = []
+        for event in stream:
+            got.append(event)
+            if len(got) == 2:
+                stream.cancel()
+                assert stream.cancelled
+        assert len(got) == 2  # iteration ended at once
+        assert list(stream) == []
+        r = stream.wait()
+    assert r.cancelled and not r.success and r.exit_code == 143
+    assert "cancelled" in r.error
+    assert stream.events[:2] == got
+
+
+def test_cancel_when_sigterm_is_ignored(sim):
+    config = slow(sim, 0.2, ["slow", "ignore-sigterm"], kill_grace=0.5)
+    with CursorAgentClient(config) as client:
+        stream = client.query_stream("Write a poem about rivers")
+        for _event in stream:
+            stream.cancel()
+        r = stream.wait()
+    assert r.cancelled and r.exit_code == 137  # SIGKILL after kill_grace
+
+
+def test_cancel_with_sigkill_and_sigint(sim):
+    with CursorAgentClient(sim("silence")) as client:
+        s1 = client.query_stream("hi")
+        next(iter(s1))
+        s1.cancel(signal.SIGKILL)
+        assert s1.wait().exit_code == 137
+        s2 = client.query_stream("hi")
+        next(iter(s2))
+        s2.cancel(signal.SIGINT)
+        r2 = s2.wait()
+    assert r2.cancelled and r2.exit_code == 130 and "Aborting operation" in r2.stderr
+
+
+def test_cancel_from_another_thread_wakes_the_iterator(sim):
+    first = threading.Event()
+    with CursorAgentClient(sim("silence")) as client:
+        stream = client.query_stream("hi")
+
+        def canceller() -> None:
+            first.wait()
+            stream.cancel()
+
+        t = threading.Thread(target=canceller)
+        t.start()
+        events = []
+        for event in stream:  # blocks in next() on the silent agent until cancel()
+            events.append(event)
+            first.set()
+        t.join()
+        r = stream.wait()
+    assert [e.type for e in events] == [EventType.SYSTEM_INIT]
+    assert r.cancelled
+
+
+def test_context_manager_stops_the_process(sim, spawned):
+    with CursorAgentClient(sim("silence")) as client:
+        with client.query_stream("hi") as stream:
+            for _ in stream:
+                break
+            assert not stream.done
+        assert stream.done and stream.result.cancelled
+    assert spawned == [stream.pid]
+
+
+def test_keep_events_false(sim, run_stream):
+    turn = run_stream(sim(keep_events=False, stream_partial_output=True), "Write a poem")
+    assert turn.result.success and turn.result.events == []
+    assert turn.result.text == turn.result.result and len(turn.events) > 3
+
+
+def test_keep_events_false_stream_events_empty(sim):
+    with CursorAgentClient(sim(keep_events=False)) as client, client.query_stream("hi") as s:
+        n = sum(1 for _ in s)
+    assert n > 0 and s.events == [] and s.result.events == []
+
+
+def test_slow_consumer_gets_everything_in_order(sim, monkeypatch):
+    # more events than the back-pressure high-water mark: reading pauses, nothing is lost
+    from cursor_agent_api.runtime import process, sinks
+
+    monkeypatch.setattr(sinks, "DEFAULT_HIGH_WATER", 2)
+    monkeypatch.setattr(sinks, "DEFAULT_LOW_WATER", 1)
+    monkeypatch.setattr(sinks.ThreadEventQueue.__init__, "__defaults__", (None, 2, 1))
+    pauses = []
+    original = process.AgentProcess.pause_stdout
+
+    def pause(self):
+        pauses.append(1)
+        original(self)
+
+    monkeypatch.setattr(process.AgentProcess, "pause_stdout", pause)
+    config = sim(stream_partial_output=True, extra_args=[])
+    with CursorAgentClient(config) as client:
+        stream = client.query_stream("Write a poem about the sea")
+        for _ in range(6000):  # a consumer that is late: let the backlog build up
+            if stream._queue.full:
+                break
+            time.sleep(0.01)
+        events = list(stream)
+    assert stream.result.success and events == stream.result.events
+    assert pauses  # back-pressure was applied at least once
+
+
+def test_stream_result_before_end_is_none_and_wait_drains(sim):
+    with CursorAgentClient(sim()) as client:
+        stream = client.query_stream("What is 2 + 2?")
+        r = stream.wait()
+    assert r.success and len(stream.events) == len(r.events)
+    assert isinstance(stream.process, subprocess.Popen) and stream.process.pid == stream.pid
+
+
+def test_module_level_query_and_stream(sim):
+    config = sim()
+    assert query("What is 2 + 2?", config).result == "4"
+    stream = query_stream("What is 3 + 4?", config)
+    assert [e.type for e in stream][-1] is EventType.RESULT_SUCCESS
+    assert stream.result.result == "7"
+    assert query("What is 2 + 2?", config, model="gpt-5").success
+
+
+def test_sync_client_inside_a_running_loop(sim):
+    async def notebook_cell() -> tuple[str, list[str]]:
+        with CursorAgentClient(sim()) as client:
+            r = client.query("What is 2 + 2?")
+            types = [e.type.value for e in client.query_stream("What is 2 + 2?")]
+        return r.result, types
+
+    result, types = asyncio.run(notebook_cell())
+    assert result == "4" and types[-1] == "result:success"
+
+
+def test_sync_client_from_threads(sim):
+    results = []
+    with CursorAgentClient(sim()) as client:
+        threads = [threading.Thread(target=lambda i=i: results.append(
+            client.query(f"What is {i} + 1?").result)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(results) == ["1", "2", "3", "4"]
+
+
+def test_async_stream_without_await(sim):
+    async def main():
+        client = AsyncCursorAgentClient(sim())
+        stream = client.query_stream("What is 2 + 2?")
+        assert stream.pid is None  # not started until iterated
+        events = [e async for e in stream]
+        return events, stream
+
+    events, stream = asyncio.run(main())
+    assert events[-1].type is EventType.RESULT_SUCCESS and stream.result.result == "4"
+
+
+def test_async_await_stream_starts_it(sim):
+    async def main():
+        client = AsyncCursorAgentClient(sim("silence"))
+        stream = await client.query_stream("hi")
+        assert stream.pid is not None and os.getpgid(stream.pid) == stream.pid
+        async with stream:
+            async for event in stream:
+                assert event.type is EventType.SYSTEM_INIT
+                stream.cancel()
+        return stream.result
+
+    r = asyncio.run(main())
+    assert r.cancelled and r.exit_code == 143
+
+
+def test_async_cancel_mid_stream(sim):
+    async def main():
+        client = AsyncCursorAgentClient(slow(sim, 0.2))
+        got = []
+        async with client.query_stream("Write a poem") as stream:
+            async for event in stream:
+                got.append(event)
+                if len(got) == 2:
+                    stream.cancel()
+        return got, stream
+
+    got, stream = asyncio.run(main())
+    assert len(got) == 2 and stream.cancelled and stream.result.cancelled
+
+
+def test_async_task_cancellation_stops_the_agent(sim, spawned):
+    async def main():
+        client = AsyncCursorAgentClient(sim("silence"))
+        task = asyncio.create_task(client.query("hi"))
+        while not spawned:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert len(spawned) == 1
+
+
+def test_20_concurrent_async_turns(sim):
+    async def main():
+        client = AsyncCursorAgentClient(sim(stream_partial_output=True))
+        queries = [client.query(f"What is {i} + 100?") for i in range(10)]
+
+        async def streamed(i: int) -> str:
+            texts = []
+            async for event in client.query_stream(f"What is {i} * 1000?"):
+                if event.type is EventType.RESULT_SUCCESS:
+                    texts.append(event.text or "")
+            return "".join(texts)
+
+        results = await asyncio.gather(*queries, *(streamed(i) for i in range(10)))
+        return results
+
+    results = asyncio.run(main())
+    assert [r.result for r in results[:10]] == [str(i + 100) for i in range(10)]
+    assert results[10:] == [str(i * 1000) for i in range(10)]
+
+
+def test_loop_shutdown_with_a_running_turn_kills_its_group(sim, spawned):
+    async def main() -> int | None:
+        run = AgentRun(sim("silence"), "hi")
+        await run.start()
+        return run.pid  # asyncio.run cancels the run's supervisor on the way out
+
+    pid = asyncio.run(main())
+    assert spawned == [pid]  # the autouse fixture checks the group is gone
+
+
+def test_leftover_group_member_after_exit_is_stopped(sim, spawned, tmp_path):
+    # a stand-in agent that prints a result and exits, leaving a child in its group that
+    # holds stdout open (like the CLI's lingering worker)
+    script = tmp_path / "agent.sh"
+    script.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        "sleep 300 &\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}'\n"
+    )
+    script.chmod(0o755)
+    with CursorAgentClient(AgentConfig(agent_binary=str(script), kill_grace=0.5)) as client:
+        r = client.query("hi")
+    assert r.success and r.result == "ok" and r.exit_code == 0
