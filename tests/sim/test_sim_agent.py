@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import orjson
@@ -176,8 +177,9 @@ def test_shell_child_runs_in_the_agent_process_group(sim: Sim) -> None:
     try:
         read_until(proc, b'"subtype":"started"')
         members: list[int] = []
-        while len(members) < 2:  # the agent and its shell (and sleep)
+        while len(members) < 2:  # the agent and its shell (and sleep); poll /proc
             members = group_members(proc.pid)
+            time.sleep(0.02)
         assert proc.pid in members
         os.killpg(proc.pid, signal.SIGTERM)
         assert proc.wait(timeout=60) == 143
