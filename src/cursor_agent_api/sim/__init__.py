@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import commands
+from . import commands, signals
 from .cli_args import UsageError, parse_args
 from .settings import SimSettings
 from .store import ChatStore, default_config_dir
@@ -46,13 +46,15 @@ __all__ = ["main"]
 
 def main(argv: list[str] | None = None) -> int:
     """The console entry point: run the command line ``argv`` (default ``sys.argv[1:]``) and
-    return the exit code.
+    return the exit code. It installs the SIGINT/SIGTERM handlers of the real CLI (exit 130 /
+    143), so call it as a process's entry point, not inside another program.
 
-    Example:
-        >>> main(["--version"])
+    Example::
+
+        $ python -m cursor_agent_api.sim --version
         2026.09.15-sim
-        0
     """
+    signals.install(lambda: None)  # 130 / 143 from the first instant, like the real CLI
     try:
         opts = parse_args(argv)
     except UsageError as e:
