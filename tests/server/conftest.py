@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tests import server_helpers
 
-from server_helpers import PG_ENV, Server, marked_processes  # noqa: E402
+from server_helpers import PG_ENV, Server, marked_processes
 
 
 def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:

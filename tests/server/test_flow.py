@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 from server_helpers import (
@@ -172,5 +173,5 @@ def test_runs_over_the_limit_wait_queued(make_server: Any) -> None:
         assert [f["status"] for f in finals] == ["succeeded"] * 3
         # With one slot, no two runs overlapped.
         spans = sorted((f["started_ms"], f["ended_ms"]) for f in finals)
-        for (_, end), (start, _) in zip(spans, spans[1:]):
+        for (_, end), (start, _) in itertools.pairwise(spans):
             assert start >= end
