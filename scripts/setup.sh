@@ -14,5 +14,9 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[${extras}]"
+quiet_pip() {  # this machine's pip configuration warns about absent local indexes: not ours
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" \
+    2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+quiet_pip --upgrade pip >/dev/null
+quiet_pip -e ".[${extras}]"
