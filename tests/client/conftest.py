@@ -10,6 +10,7 @@ reap orphans, and such a process is dead already.)
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -81,10 +82,8 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
     left = {k: v for k, v in left.items() if v}
     zombies = our_zombies()
     for pgid in left:  # do not leak into the next test
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, 9)
-        except ProcessLookupError:
-            pass
     assert not left, f"processes outlived the test: {left}"
     assert not zombies, f"unreaped children: {zombies}"
 

@@ -123,6 +123,7 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
 
     ``AuthenticationError``, ``WorkspaceTrustError``, ``InvalidModelError``,
     ``SessionError`` (malformed resume id, chat busy), ``UsageLimitError``;
+    ANSI escapes are stripped first;
     anything else is an ``AgentProcessError``. The error carries ``exit_code``
     and ``stderr``; its message quotes the agent's own line.
 
@@ -133,6 +134,7 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
         >>> str(classify_failure(3, "")).startswith("the agent exited with code 3")
         True
     """
+    stderr = strip_ansi(stderr)
     summary = stderr_summary(stderr)
     for pattern, cls, what in _RULES:
         if pattern.search(stderr):
