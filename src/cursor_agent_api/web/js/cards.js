@@ -1,0 +1,183 @@
+// Tool-call cards. A card is created when a call starts ("running") and redrawn
+// when it completes, from the server's `tool_call` view of the record (see
+// server/webui.py: the page never reads the agent's wire format itself).
+// Every value is shown as text.
+
+import { h, replace, formatDuration } from "./dom.js";
+
+const LABELS = {
+  shell: "Shell", read: "Read", write: "Write", edit: "Edit", delete: "Delete", ls: "List",
+  glob: "Glob", grep: "Grep", sem_search: "Search", todos: "Todos", mcp: "MCP",
+  mcp_tools: "MCP tools", web_fetch: "Web fetch", web_search: "Web search",
+  ask_question: "Question", create_plan: "Plan", function: "Tool", unknown: "Tool",
+};
+
+const STATUS_TEXT = {
+  running: "running…", succeeded: "done", failed: "failed", rejected: "rejected",
+  denied: "denied", error: "error", timeout: "timed out", abandoned: "abandoned",
+};
+
+/** Merge a later view of the same call into the earlier one (completions may omit fields). */
+export function mergeView(before, later) {
+  if (!before) return { ...later };
+  const merged = { ...before };
+  for (const [key, value] of Object.entries(later)) {
+    if (value === null || value === undefined) continue;
+    if (key === "kind" && value === "unknown" && before.kind) continue;
+    if (key === "name" && !value) continue;
+    if (Array.isArray(value) && value.length === 0 && Array.isArray(before[key]) && before[key].length) continue;
+    merged[key] = value;
+  }
+  return merged;
+}
+
+/** A new, empty card element for a call. */
+export function createCard() {
+  return h("article", { class: "card", role: "group" });
+}
+
+/** Draw `view` into `card` (replacing what it showed). */
+export function drawCard(card, view) {
+  const kind = LABELS[view.kind] ? view.kind : "unknown";
+  const status = view.status || "running";
+  card.className = `card tool tool-${kind} status-${status}`;
+  card.dataset.kind = kind;
+  card.dataset.status = status;
+  const label = kind === "unknown" || kind === "function" ? view.name || LABELS[kind] : LABELS[kind];
+  const summary = headline(view);
+  card.setAttribute("aria-label", `${label} ${summary} — ${STATUS_TEXT[status] || status}`);
+  const statusText = status === "running" ? STATUS_TEXT.running
+    : kind === "shell" && view.exit_code !== null && view.exit_code !== undefined
+      ? `${STATUS_TEXT[status] || status} · exit ${view.exit_code}` : STATUS_TEXT[status] || status;
+  replace(card,
+    h("header", { class: "card-head" },
+      h("span", { class: "card-kind", text: label }),
+      h("code", { class: "card-summary", text: summary }),
+      h("span", { class: `card-status status-${status}`, text: statusText }),
+      view.duration_ms !== null && view.duration_ms !== undefined && status !== "running"
+        ? h("span", { class: "card-duration", text: formatDuration(view.duration_ms) }) : null,
+    ),
+    body(kind, view, status),
+    view.error && status !== "succeeded" && kind !== "shell"
+      ? h("p", { class: "card-error", text: view.error }) : null,
+    view.truncated ? h("p", { class: "card-note", text: "Output cut: the full text is in the event log." }) : null,
+  );
+}
+
+function headline(view) {
+  if (view.kind === "shell") return view.command || view.summary || "";
+  if (view.kind === "mcp" || view.kind === "mcp_tools") {
+    return [view.mcp_server, view.mcp_tool].filter(Boolean).join(" / ") || view.summary || "";
+  }
+  return view.summary || view.description || "";
+}
+
+function body(kind, v, status) {
+  const running = status === "running";
+  switch (kind) {
+    case "shell":
+      return h("div", { class: "card-body" },
+        v.description ? h("p", { class: "card-desc", text: v.description }) : null,
+        running ? null : output("stdout", v.stdout ?? (v.stderr ? "" : v.output), true),
+        running || !v.stderr ? null : output("stderr", v.stderr, true, "stderr"),
+      );
+    case "edit":
+    case "write": {
+      const diff = v.diff || (v.new_content ? asAdded(v.new_content) : "");
+      return h("div", { class: "card-body" },
+        v.path ? h("p", { class: "card-path", text: v.path }) : null,
+        diff && !running ? diffView(diff) : null,
+        running && v.new_content ? diffView(asAdded(v.new_content)) : null,
+      );
+    }
+    case "read": {
+      const range = v.read_range ? `lines ${v.read_range[0]}–${v.read_range[1]}` : "";
+      return h("div", { class: "card-body" },
+        h("p", { class: "card-path" }, v.path || "", range ? h("span", { class: "card-range", text: ` (${range})` }) : null),
+        running ? null : output("content", v.output, false),
+      );
+    }
+    case "grep":
+      return h("div", { class: "card-body" },
+        running ? null : matchList((v.matches || []).map((m) => `${m.file}${m.line ? `:${m.line}` : ""}: ${m.text}`),
+          "matches"),
+      );
+    case "glob":
+      return h("div", { class: "card-body" }, running ? null : matchList(v.files || [], "files"));
+    case "web_fetch":
+      return h("div", { class: "card-body" },
+        v.url ? h("p", { class: "card-path", text: v.url }) : null,
+        running || status !== "succeeded" ? null : output("page", v.output, false),
+      );
+    case "web_search":
+      return h("div", { class: "card-body" },
+        running ? null : h("ul", { class: "card-list" },
+          (v.references || []).map((r) => h("li", {}, h("span", { text: r.title || r.url }), " ", h("code", { text: r.url })))),
+      );
+    case "mcp":
+    case "mcp_tools":
+      return h("div", { class: "card-body" },
+        h("p", { class: "card-path" }, "server ", h("code", { text: v.mcp_server || "?" }),
+          v.mcp_tool ? [" · tool ", h("code", { text: v.mcp_tool })] : null),
+        running || status !== "succeeded" ? null : output("output", v.output, true),
+      );
+    case "todos":
+      return h("div", { class: "card-body" }, todoList(v.todos || []));
+    default:
+      return h("div", { class: "card-body" },
+        running || status !== "succeeded" ? null : output("output", v.output, true),
+      );
+  }
+}
+
+/** A collapsible block of text: open when short, folded when long. */
+function output(label, text, openWhenShort, cls = "") {
+  if (text === null || text === undefined || text === "") {
+    return label === "stdout" ? h("p", { class: "card-note", text: "(no output)" }) : null;
+  }
+  const lines = text.split("\n").length;
+  return h("details", { class: `card-output ${cls}`, open: openWhenShort && lines <= 12 },
+    h("summary", { text: `${label} (${lines} line${lines === 1 ? "" : "s"})` }),
+    h("pre", {}, h("code", { text })),
+  );
+}
+
+function asAdded(content) {
+  return content.replace(/\n$/, "").split("\n").map((line) => `+${line}`).join("\n");
+}
+
+/** A unified diff, one line per element, coloured by its first character. */
+function diffView(diff) {
+  const pre = h("pre", { class: "diff", "aria-label": "diff" });
+  for (const line of diff.split("\n")) {
+    let cls = "ctx";
+    if (line.startsWith("+++") || line.startsWith("---")) cls = "file";
+    else if (line.startsWith("@@")) cls = "hunk";
+    else if (line.startsWith("+")) cls = "add";
+    else if (line.startsWith("-")) cls = "del";
+    pre.append(h("span", { class: `diff-line diff-${cls}`, text: line }), "\n");
+  }
+  return pre;
+}
+
+function matchList(items, noun) {
+  if (!items.length) return h("p", { class: "card-note", text: `no ${noun}` });
+  return h("details", { class: "card-output", open: items.length <= 12 },
+    h("summary", { text: `${items.length} ${noun}` }),
+    h("ul", { class: "card-list" }, items.map((item) => h("li", {}, h("code", { text: item })))),
+  );
+}
+
+function todoList(todos) {
+  if (!todos.length) return h("p", { class: "card-note", text: "no todos" });
+  return h("ul", { class: "todos" }, todos.map((t) => {
+    const done = /COMPLETED|DONE/i.test(t.status);
+    const doing = /IN_PROGRESS/i.test(t.status);
+    const state = done ? "done" : doing ? "in progress" : "to do";
+    return h("li", { class: `todo todo-${done ? "done" : doing ? "doing" : "todo"}` },
+      h("input", { type: "checkbox", checked: done, disabled: true, "aria-label": `${t.content}: ${state}` }),
+      h("span", { text: t.content }),
+      doing ? h("span", { class: "todo-state", text: " (in progress)" }) : null,
+    );
+  }));
+}

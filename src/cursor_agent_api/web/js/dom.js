@@ -1,0 +1,70 @@
+// DOM building without HTML parsing.
+//
+// Everything the page shows is built here with createElement and textContent:
+// agent output is untrusted, so no string ever goes through innerHTML,
+// insertAdjacentHTML or document.write anywhere in this UI.
+
+/**
+ * Create an element.
+ *   h("p", {class: "note", text: "hi"})
+ *   h("button", {type: "button", onclick: fn}, "Stop")
+ * attrs: "class", "text" (textContent), "dataset" (object), "hidden"/"open"/"checked"/
+ * "disabled" (booleans), "on<event>" (listeners); anything else is setAttribute.
+ * children: nodes, strings (as text nodes), null/false (skipped), or arrays of these.
+ */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "class") el.className = value;
+    else if (key === "text") el.textContent = String(value);
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2), value);
+    } else if (["hidden", "open", "checked", "disabled", "selected", "required"].includes(key)) {
+      el[key] = Boolean(value);
+    } else el.setAttribute(key, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+/** Append children (nodes, strings, nested arrays; null/false skipped) to el. */
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+/** Remove every child of el. */
+export function clear(el) {
+  while (el.firstChild) el.removeChild(el.firstChild);
+  return el;
+}
+
+/** Replace el's children with the given ones. */
+export function replace(el, ...children) {
+  clear(el);
+  return append(el, children);
+}
+
+/** "1.2 s", "850 ms", "2 min 5 s". */
+export function formatDuration(ms) {
+  if (ms === null || ms === undefined) return "";
+  if (ms < 1000) return `${ms} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+}
+
+/** "just now", "5 min ago", or a date, for a millisecond timestamp. */
+export function formatAgo(ms) {
+  if (!ms) return "";
+  const diff = Date.now() - ms;
+  if (diff < 45_000) return "just now";
+  if (diff < 3_600_000) return `${Math.round(diff / 60_000)} min ago`;
+  if (diff < 86_400_000) return `${Math.round(diff / 3_600_000)} h ago`;
+  return new Date(ms).toLocaleDateString();
+}

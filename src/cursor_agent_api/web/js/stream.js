@@ -1,0 +1,153 @@
+// One chat's live stream over the server's WebSocket (protocol version 1, see
+// docs/websocket.md): replay of the stored records after our last seq, then live.
+//
+// The page keeps the last seq it applied and reconnects by itself with
+// after_seq = that seq, so it catches up with no gap; records at or below it
+// are dropped, so none is applied twice. A record that skips a seq (which the
+// server never sends) makes it reconnect and fill the gap from the store.
+
+const PING_EVERY_MS = 15_000;
+const SILENT_LIMIT_MS = 40_000;
+const MAX_BACKOFF_MS = 5_000;
+
+export class ChatStream {
+  /**
+   * chatId: the chat to follow.
+   * onRecord(record): called once per record, in seq order.
+   * onState(state, detail): "connecting" | "replaying" | "live" | "reconnecting" | "closed" | "error".
+   * onTrouble(): called after repeated failed connections (the page checks auth then).
+   */
+  constructor(chatId, { onRecord, onState, onTrouble }) {
+    this.chatId = chatId;
+    this.onRecord = onRecord;
+    this.onState = onState;
+    this.onTrouble = onTrouble || (() => {});
+    this.lastSeq = 0;
+    this.ws = null;
+    this.stopped = false;
+    this.failures = 0;
+    this.timer = null;
+    this.pinger = null;
+    this.lastMessageAt = 0;
+    this.nonce = 0;
+    this.everConnected = false;
+    this.onOnline = () => this.reconnectNow();
+    window.addEventListener("online", this.onOnline);
+  }
+
+  start() {
+    this.connect();
+    return this;
+  }
+
+  /** Close for good (the page moved to another chat). */
+  stop() {
+    this.stopped = true;
+    window.removeEventListener("online", this.onOnline);
+    clearTimeout(this.timer);
+    clearInterval(this.pinger);
+    if (this.ws) {
+      this.ws.onclose = null;
+      this.ws.close(1000, "bye");
+      this.ws = null;
+    }
+    this.onState("closed");
+  }
+
+  /** Drop the current socket (if any) and connect again at once. */
+  reconnectNow() {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.failures = 0;
+    if (this.ws) this.ws.close(4001, "reconnect");
+    else this.connect();
+  }
+
+  url() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    const id = encodeURIComponent(this.chatId);
+    return `${scheme}://${location.host}/api/chats/${id}/stream?after_seq=${this.lastSeq}`;
+  }
+
+  connect() {
+    if (this.stopped) return;
+    this.onState(this.everConnected ? "reconnecting" : "connecting");
+    const ws = new WebSocket(this.url());
+    this.ws = ws;
+    let opened = false;
+    ws.onopen = () => {
+      opened = true;
+      this.lastMessageAt = Date.now();
+      clearInterval(this.pinger);
+      this.pinger = setInterval(() => this.keepAlive(ws), PING_EVERY_MS);
+    };
+    ws.onmessage = (msg) => this.handle(ws, msg.data);
+    ws.onerror = () => {}; // followed by onclose, where the decision is made
+    ws.onclose = (ev) => {
+      clearInterval(this.pinger);
+      if (this.ws === ws) this.ws = null;
+      if (this.stopped) return;
+      if (ev.code === 4404 || ev.code === 4400) {
+        this.onState("error", this.lastError || "this chat does not exist on the server");
+        return;
+      }
+      if (ev.code === 4000 || ev.code === 4001) {
+        this.connect(); // resync or our own reconnect: catch up at once
+        return;
+      }
+      if (!opened) this.failures += 1;
+      if (this.failures >= 3 && this.failures % 3 === 0) this.onTrouble();
+      const delay = Math.min(MAX_BACKOFF_MS, 250 * 2 ** Math.min(this.failures, 5));
+      this.onState("reconnecting", `reconnecting in ${Math.round(delay / 100) / 10} s`);
+      this.timer = setTimeout(() => this.connect(), delay);
+    };
+  }
+
+  keepAlive(ws) {
+    if (ws !== this.ws) return;
+    if (Date.now() - this.lastMessageAt > SILENT_LIMIT_MS) {
+      ws.close(4001, "silent"); // a dead network: no close frame will ever come
+      return;
+    }
+    this.nonce += 1;
+    ws.send(JSON.stringify({ op: "ping", nonce: this.nonce }));
+  }
+
+  handle(ws, text) {
+    if (ws !== this.ws) return;
+    this.lastMessageAt = Date.now();
+    let msg;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return;
+    }
+    switch (msg.op) {
+      case "hello":
+        this.everConnected = true;
+        this.onState("replaying", msg.last_seq > this.lastSeq ? "catching up" : "");
+        break;
+      case "live":
+        this.failures = 0;
+        this.onState("live");
+        break;
+      case "event":
+        if (msg.seq <= this.lastSeq) return; // already applied: never twice
+        if (msg.seq !== this.lastSeq + 1) {
+          ws.close(4001, "gap"); // never expected; fill it from the store
+          return;
+        }
+        this.lastSeq = msg.seq;
+        this.onRecord(msg.event);
+        break;
+      case "resync":
+        ws.close(4001, "resync");
+        break;
+      case "error":
+        this.lastError = msg.detail; // shown if the server closes the socket over it
+        break;
+      default:
+        break; // pong and anything newer
+    }
+  }
+}
