@@ -70,9 +70,7 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def make_server(
-    tmp_path: Path, db_url: str, workspace: Path
-) -> Iterator[Callable[..., Server]]:
+def make_server(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callable[..., Server]]:
     """Start servers (all stopped at the end); asserts no agent process outlives the test."""
     marker = uuid.uuid4().hex
     servers: list[Server] = []

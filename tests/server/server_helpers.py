@@ -79,8 +79,14 @@ class Server:
     """One ``serve`` subprocess."""
 
     def __init__(
-        self, tmp: Path, db_url: str, root: Path, marker: str, *,
-        sim_env: dict[str, str] | None = None, args: list[str] | None = None,
+        self,
+        tmp: Path,
+        db_url: str,
+        root: Path,
+        marker: str,
+        *,
+        sim_env: dict[str, str] | None = None,
+        args: list[str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.db_url = db_url
@@ -97,9 +103,21 @@ class Server:
 
     def start(self) -> Server:
         cmd = [
-            *SERVE, "--port", "0", "--token", self.token, "--database-url", self.db_url,
-            "--root", str(self.root), "--agent-binary", SIM, "--log-level", "warning",
-            "--agent-env", f"{MARKER_ENV}={self.marker}",
+            *SERVE,
+            "--port",
+            "0",
+            "--token",
+            self.token,
+            "--database-url",
+            self.db_url,
+            "--root",
+            str(self.root),
+            "--agent-binary",
+            SIM,
+            "--log-level",
+            "warning",
+            "--agent-env",
+            f"{MARKER_ENV}={self.marker}",
         ]
         for k, v in self.sim_env.items():
             cmd += ["--agent-env", f"{k}={v}"]
@@ -107,7 +125,11 @@ class Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
         self.log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=self.log, cwd=self.root, env=env,
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            cwd=self.root,
+            env=env,
             start_new_session=True,
         )
         assert self.proc.stdout is not None
@@ -174,8 +196,6 @@ class Server:
             self.log.close()
 
 
-
-
 FINAL = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
 
 
@@ -184,16 +204,16 @@ def is_run_end(msg: dict[str, Any], run_id: str | None = None) -> bool:
     if msg.get("op") != "event":
         return False
     ev = msg["event"]
-    return (
-        ev["type"] == "run"
-        and ev["subtype"] in FINAL
-        and (run_id is None or ev["run_id"] == run_id)
-    )
+    return ev["type"] == "run" and ev["subtype"] in FINAL and (run_id is None or ev["run_id"] == run_id)
 
 
 async def ws_collect(
-    url: str, until: Callable[[dict[str, Any]], bool], *, timeout: float = 90.0,
-    limit: int | None = None, **connect_kwargs: Any,
+    url: str,
+    until: Callable[[dict[str, Any]], bool],
+    *,
+    timeout: float = 90.0,
+    limit: int | None = None,
+    **connect_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """Connect, gather messages until ``until(msg)`` (included) or ``limit`` events."""
     import orjson
@@ -243,6 +263,7 @@ def new_chat(client: httpx.Client, workspace: str = "project", **options: Any) -
 
 def wait_run(client: httpx.Client, run_id: str, timeout: float = 90.0) -> dict[str, Any]:
     """Poll until the run is final; returns it."""
+
     def final() -> dict[str, Any] | None:
         run = client.get(f"/api/runs/{run_id}").json()
         return run if run["status"] in FINAL else None
@@ -271,24 +292,62 @@ def write_script(path: Path, deltas: int, *, thinking: int = 0) -> Path:
 
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
     lines = [
-        {"type": "system", "subtype": "init", "apiKeySource": "login", "cwd": "/ws",
-         "session_id": sid, "model": "GPT-5 Mini", "permissionMode": "default"},
-        {"type": "user", "message": {"role": "user", "content": [{"type": "text",
-         "text": "count"}]}, "session_id": sid},
+        {
+            "type": "system",
+            "subtype": "init",
+            "apiKeySource": "login",
+            "cwd": "/ws",
+            "session_id": sid,
+            "model": "GPT-5 Mini",
+            "permissionMode": "default",
+        },
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "text", "text": "count"}]},
+            "session_id": sid,
+        },
     ]
     ts = 1789644625717
     for i in range(thinking):
-        lines.append({"type": "thinking", "subtype": "delta", "text": f"t{i} ",
-                      "session_id": sid, "timestamp_ms": ts + i})
+        lines.append(
+            {
+                "type": "thinking",
+                "subtype": "delta",
+                "text": f"t{i} ",
+                "session_id": sid,
+                "timestamp_ms": ts + i,
+            }
+        )
     for i in range(deltas):
-        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": f"{i} "}]}, "session_id": sid, "timestamp_ms": ts + i})
+        lines.append(
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": f"{i} "}]},
+                "session_id": sid,
+                "timestamp_ms": ts + i,
+            }
+        )
     text = "".join(f"{i} " for i in range(deltas))
-    lines.append({"type": "assistant", "message": {"role": "assistant", "content": [
-        {"type": "text", "text": text}]}, "session_id": sid})
-    lines.append({"type": "result", "subtype": "success", "duration_ms": 1, "duration_api_ms": 1,
-                  "is_error": False, "result": text, "session_id": sid, "request_id": "r",
-                  "usage": {"inputTokens": 1, "outputTokens": deltas}})
+    lines.append(
+        {
+            "type": "assistant",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+            "session_id": sid,
+        }
+    )
+    lines.append(
+        {
+            "type": "result",
+            "subtype": "success",
+            "duration_ms": 1,
+            "duration_api_ms": 1,
+            "is_error": False,
+            "result": text,
+            "session_id": sid,
+            "request_id": "r",
+            "usage": {"inputTokens": 1, "outputTokens": deltas},
+        }
+    )
     with path.open("wb") as f:
         for line in lines:
             f.write(orjson.dumps(line) + b"\n")

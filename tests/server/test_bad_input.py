@@ -54,10 +54,14 @@ def test_unknown_ids_are_404(server: Server) -> None:
     missing = "00000000-0000-4000-8000-000000000000"
     with server.client() as c:
         for method, path in [
-            ("GET", f"/api/chats/{missing}"), ("GET", f"/api/chats/{missing}/runs"),
-            ("GET", f"/api/chats/{missing}/events"), ("GET", f"/api/chats/{missing}/tool-calls"),
-            ("POST", f"/api/chats/{missing}/runs"), ("GET", f"/api/runs/{missing}"),
-            ("POST", f"/api/runs/{missing}/cancel"), ("GET", f"/api/runs/{missing}/tool-calls"),
+            ("GET", f"/api/chats/{missing}"),
+            ("GET", f"/api/chats/{missing}/runs"),
+            ("GET", f"/api/chats/{missing}/events"),
+            ("GET", f"/api/chats/{missing}/tool-calls"),
+            ("POST", f"/api/chats/{missing}/runs"),
+            ("GET", f"/api/runs/{missing}"),
+            ("POST", f"/api/runs/{missing}/cancel"),
+            ("GET", f"/api/runs/{missing}/tool-calls"),
             ("PATCH", f"/api/chats/{missing}"),
         ]:
             body = {"prompt": "hi"} if method == "POST" else {"title": "t"}
@@ -102,8 +106,9 @@ def test_oversize_prompt_and_body(make_server: Any) -> None:
                 yield b" " * 1000
             yield b'{"prompt": "hi"}'
 
-        r = c.post(f"/api/chats/{chat['id']}/runs", content=chunks(),
-                   headers={"content-type": "application/json"})
+        r = c.post(
+            f"/api/chats/{chat['id']}/runs", content=chunks(), headers={"content-type": "application/json"}
+        )
         assert r.status_code == 413
         _nothing_written(c, chat["id"])
         assert c.get("/api/config").json()["max_prompt_bytes"] == 1000

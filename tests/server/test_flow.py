@@ -31,7 +31,8 @@ def test_whole_flow_rest_and_websocket(server: Server) -> None:
             # The hello arrives before we post, so the run is watched from its first record.
             await asyncio.sleep(0)
             r = await asyncio.to_thread(
-                c.post, f"/api/chats/{chat['id']}/runs",
+                c.post,
+                f"/api/chats/{chat['id']}/runs",
                 json={"prompt": "list the files and read notes.txt"},
             )
             assert r.status_code == 202, r.text
@@ -89,9 +90,7 @@ def test_second_prompt_resumes_the_agents_chat(server: Server) -> None:
         chat = new_chat(c)
         first = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "reply with exactly: one"})
         r1 = wait_run(c, first.json()["id"])
-        second = c.post(
-            f"/api/chats/{chat['id']}/runs", json={"prompt": "what did I ask before?"}
-        )
+        second = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "what did I ask before?"})
         assert second.status_code == 202
         r2 = wait_run(c, second.json()["id"])
         assert r2["status"] == "succeeded"

@@ -23,11 +23,13 @@ from server_helpers import (
 
 def _slow_server(make_server: Any, tmp_path: Path, deltas: int, delay: str) -> Server:
     script = write_script(tmp_path / "script.ndjson", deltas)
-    return make_server(sim_env={
-        "CURSOR_AGENT_SIM_SCRIPT": str(script),
-        "CURSOR_AGENT_SIM_FAULT": "slow",
-        "CURSOR_AGENT_SIM_DELAY": delay,
-    })
+    return make_server(
+        sim_env={
+            "CURSOR_AGENT_SIM_SCRIPT": str(script),
+            "CURSOR_AGENT_SIM_FAULT": "slow",
+            "CURSOR_AGENT_SIM_DELAY": delay,
+        }
+    )
 
 
 def test_disconnect_mid_run_and_reconnect_from_seq(make_server: Any, tmp_path: Path) -> None:
@@ -84,9 +86,7 @@ def test_late_subscriber_gets_the_full_history(server: Server) -> None:
         assert [m["event"] for m in msgs if m["op"] == "event"] == stored
         assert msgs[-1] == {"op": "live", "seq": stored[-1]["seq"]}
         middle = stored[len(stored) // 2]["seq"]
-        tail = asyncio.run(
-            ws_collect(server.ws_url(chat["id"], middle), lambda m: m["op"] == "live")
-        )
+        tail = asyncio.run(ws_collect(server.ws_url(chat["id"], middle), lambda m: m["op"] == "live"))
         assert event_seqs(tail) == [e["seq"] for e in stored if e["seq"] > middle]
 
 
@@ -96,14 +96,9 @@ def test_two_subscribers_get_identical_streams(make_server: Any, tmp_path: Path)
         chat = new_chat(c, stream_partial_output=True)
 
         async def both() -> list[list[dict[str, Any]]]:
-            tasks = [
-                asyncio.create_task(ws_collect(server.ws_url(chat["id"]), is_run_end))
-                for _ in range(2)
-            ]
+            tasks = [asyncio.create_task(ws_collect(server.ws_url(chat["id"]), is_run_end)) for _ in range(2)]
             await asyncio.sleep(0.2)
-            await asyncio.to_thread(
-                c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}
-            )
+            await asyncio.to_thread(c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
             return list(await asyncio.gather(*tasks))
 
         a, b = asyncio.run(both())
@@ -144,9 +139,7 @@ def test_slow_client_gets_resync_then_catches_up(make_server: Any, tmp_path: Pat
     from websockets.exceptions import ConnectionClosedError
 
     script = write_script(tmp_path / "big.ndjson", 30_000)
-    server = make_server(
-        sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, args=["--ws-queue-size", "8"]
-    )
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, args=["--ws-queue-size", "8"])
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
 
@@ -155,9 +148,7 @@ def test_slow_client_gets_resync_then_catches_up(make_server: Any, tmp_path: Pat
             async with connect(server.ws_url(chat["id"]), max_queue=1, max_size=None) as ws:
                 msgs.append(orjson.loads(await ws.recv()))  # hello
                 msgs.append(orjson.loads(await ws.recv()))  # live (nothing stored yet)
-                r = await asyncio.to_thread(
-                    c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}
-                )
+                r = await asyncio.to_thread(c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
                 # Do not read until the run is over.
                 await asyncio.to_thread(wait_run, c, r.json()["id"], 300)
                 with contextlib.suppress(ConnectionClosedError):  # closed with 4000
@@ -170,8 +161,7 @@ def test_slow_client_gets_resync_then_catches_up(make_server: Any, tmp_path: Pat
         assert code == 4000
         seqs = event_seqs(msgs)
         assert msgs[-1]["seq"] == seqs[-1]
-        rest = asyncio.run(ws_collect(server.ws_url(chat["id"], seqs[-1]), is_run_end,
-                                      timeout=300))
+        rest = asyncio.run(ws_collect(server.ws_url(chat["id"], seqs[-1]), is_run_end, timeout=300))
         seqs += event_seqs(rest)
         last = c.get(f"/api/chats/{chat['id']}").json()["last_seq"]
         assert seqs == list(range(1, last + 1))

@@ -26,8 +26,11 @@ def _running(c: Any, run_id: str) -> dict[str, Any] | None:
 
 def test_server_killed_mid_run_then_restarted(make_server: Any, tmp_path: Path) -> None:
     script = write_script(tmp_path / "script.ndjson", 10_000)
-    env = {"CURSOR_AGENT_SIM_SCRIPT": str(script), "CURSOR_AGENT_SIM_FAULT": "slow",
-           "CURSOR_AGENT_SIM_DELAY": "0.02"}
+    env = {
+        "CURSOR_AGENT_SIM_SCRIPT": str(script),
+        "CURSOR_AGENT_SIM_FAULT": "slow",
+        "CURSOR_AGENT_SIM_DELAY": "0.02",
+    }
     server = make_server(sim_env=env)
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
@@ -60,8 +63,7 @@ def test_graceful_shutdown_stops_and_marks_every_run(make_server: Any) -> None:
     server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"}, args=["--max-runs", "2"])
     with server.client() as c:
         chats = [new_chat(c) for _ in range(3)]
-        runs = [c.post(f"/api/chats/{ch['id']}/runs", json={"prompt": "hi"}).json()
-                for ch in chats]
+        runs = [c.post(f"/api/chats/{ch['id']}/runs", json={"prompt": "hi"}).json() for ch in chats]
         pids = [poll(lambda r=r: c.get(f"/api/runs/{r['id']}").json()["pid"]) for r in runs[:2]]
         assert c.get(f"/api/runs/{runs[2]['id']}").json()["status"] == "queued"
     assert server.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
@@ -85,9 +87,7 @@ def test_ignore_sigterm_agent_is_killed_on_shutdown(make_server: Any) -> None:
 
 def test_a_reused_pid_is_never_signalled() -> None:
     """A process in the recorded group but started before the recorded leader is not ours."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True
-    )
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
     try:
         start = process_start_time(proc.pid)
         assert start is not None

@@ -37,9 +37,13 @@ def test_every_api_call_needs_the_token(server: Server) -> None:
         chat = new_chat(c)
     with server.anon() as anon:
         for method, path in [
-            ("GET", "/api/health"), ("GET", "/api/chats"), ("POST", "/api/chats"),
-            ("GET", f"/api/chats/{chat['id']}/events"), ("GET", "/openapi.json"),
-            ("GET", "/docs"), ("POST", f"/api/chats/{chat['id']}/runs"),
+            ("GET", "/api/health"),
+            ("GET", "/api/chats"),
+            ("POST", "/api/chats"),
+            ("GET", f"/api/chats/{chat['id']}/events"),
+            ("GET", "/openapi.json"),
+            ("GET", "/docs"),
+            ("POST", f"/api/chats/{chat['id']}/runs"),
         ]:
             r = anon.request(method, path, json={"prompt": "x"})
             assert r.status_code == 401, (method, path, r.status_code)
@@ -68,14 +72,17 @@ def test_token_is_exchanged_for_a_strict_httponly_cookie(server: Server) -> None
         assert server.token not in cookie, "the cookie is not the token itself"
         # The cookie alone now opens the API and the WebSocket.
         assert browser.get("/api/chats").status_code == 200
-        chat = browser.post(
-            "/api/chats", json={"workspace": "project"}, headers={"Origin": server.url}
-        )
+        chat = browser.post("/api/chats", json={"workspace": "project"}, headers={"Origin": server.url})
         assert chat.status_code == 201
         name, value = cookie.split(";")[0].split("=", 1)
-        assert _ws_status(server.ws_url(chat.json()["id"], token=False),
-                          additional_headers={"Cookie": f"{name}={value}"},
-                          origin=server.url) == 101
+        assert (
+            _ws_status(
+                server.ws_url(chat.json()["id"], token=False),
+                additional_headers={"Cookie": f"{name}={value}"},
+                origin=server.url,
+            )
+            == 101
+        )
         # Logging out forgets it.
         out = browser.post("/api/auth/logout", headers={"Origin": server.url})
         assert out.status_code == 204
@@ -97,8 +104,7 @@ def test_foreign_host_is_refused(server: Server) -> None:
             assert r.status_code == 403 and "not allowed" in r.json()["detail"], host
         for host in (f"localhost:{server.port}", f"127.0.0.1:{server.port}"):
             assert c.get("/api/chats", headers={"Host": host}).status_code == 200
-    assert _ws_status(server.ws_url(chat["id"]),
-                      additional_headers={"Host": "evil.example"}) == 403
+    assert _ws_status(server.ws_url(chat["id"]), additional_headers={"Host": "evil.example"}) == 403
 
 
 def test_foreign_origin_is_refused(server: Server) -> None:
@@ -107,8 +113,7 @@ def test_foreign_origin_is_refused(server: Server) -> None:
         for origin in ("http://evil.example", "null", f"http://localhost:{server.port + 1}"):
             r = c.post("/api/chats", json={"workspace": "project"}, headers={"Origin": origin})
             assert r.status_code == 403 and "Origin" in r.json()["detail"], origin
-            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"},
-                       headers={"Origin": origin})
+            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}, headers={"Origin": origin})
             assert r.status_code == 403
         # A GET from a foreign page gets no CORS header, so the page cannot read it.
         r = c.get("/api/chats", headers={"Origin": "http://evil.example"})
@@ -122,11 +127,9 @@ def test_foreign_origin_is_refused(server: Server) -> None:
 
 
 def test_allowed_origin_and_host_options(make_server: Any) -> None:
-    server = make_server(args=["--allow-origin", "http://ui.test:9000",
-                               "--allow-host", "agents.internal"])
+    server = make_server(args=["--allow-origin", "http://ui.test:9000", "--allow-host", "agents.internal"])
     with server.client() as c:
-        r = c.post("/api/chats", json={"workspace": "project"},
-                   headers={"Origin": "http://ui.test:9000"})
+        r = c.post("/api/chats", json={"workspace": "project"}, headers={"Origin": "http://ui.test:9000"})
         assert r.status_code == 201
         assert c.get("/api/chats", headers={"Host": "agents.internal"}).status_code == 200
 
@@ -137,8 +140,17 @@ def test_workspace_must_stay_under_the_roots(server: Server, tmp_path: Path) -> 
     (server.root / "escape").symlink_to(outside)
     (server.root / "project" / "up").symlink_to("../..")
     with server.client() as c:
-        for ws in (str(outside), "..", "project/../..", "escape", "escape/", "project/up",
-                   "/", "/etc", str(server.root / ".." / "outside")):
+        for ws in (
+            str(outside),
+            "..",
+            "project/../..",
+            "escape",
+            "escape/",
+            "project/up",
+            "/",
+            "/etc",
+            str(server.root / ".." / "outside"),
+        ):
             r = c.post("/api/chats", json={"workspace": ws})
             assert r.status_code == 403, (ws, r.text)
             assert "outside the allowed roots" in r.json()["detail"]
@@ -170,8 +182,7 @@ def _database_dump(db_url: str) -> bytes:
         try:
             out = b""
             for table in ("chats", "runs", "events", "tool_calls"):
-                text = await conn.fetchval(f"SELECT coalesce(string_agg(t::text, ''), '') "
-                                           f"FROM {table} t")
+                text = await conn.fetchval(f"SELECT coalesce(string_agg(t::text, ''), '') FROM {table} t")
                 out += text.encode()
             return out
         finally:
@@ -180,8 +191,9 @@ def _database_dump(db_url: str) -> bytes:
     return asyncio.run(dump())
 
 
-def test_api_key_is_never_stored_nor_logged(make_server: Any, db_url: str,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_api_key_is_never_stored_nor_logged(
+    make_server: Any, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     secret = "key-" + "s3cr3t" * 6
     monkeypatch.setenv("CURSOR_API_KEY", secret)
     server = make_server(args=["--log-level", "debug"])

@@ -40,50 +40,123 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
 
 
 @click.command("serve")
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to bind. Anything but loopback exposes the agent to your network.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to bind (0: any free port).")
-@click.option("--token", envvar="CURSOR_AGENT_API_TOKEN", default=None,
-              help="Access token (default: a new random one, printed once). "
-              "[env: CURSOR_AGENT_API_TOKEN]")
-@click.option("--database-url", envvar="CURSOR_AGENT_API_DATABASE_URL", default=None,
-              help="SQLAlchemy URL: sqlite+aiosqlite:///PATH (default: a file in the user "
-              "data directory) or postgresql+asyncpg://… [env: CURSOR_AGENT_API_DATABASE_URL]")
-@click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, exists=True),
-              help="A directory workspaces may live under (repeatable; default: the "
-              "current directory).")
-@click.option("--simulate", is_flag=True,
-              help="Run the bundled simulator instead of the real agent (labelled in the UI).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind. Anything but loopback exposes the agent to your network.",
+)
+@click.option(
+    "--port",
+    default=8765,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to bind (0: any free port).",
+)
+@click.option(
+    "--token",
+    envvar="CURSOR_AGENT_API_TOKEN",
+    default=None,
+    help="Access token (default: a new random one, printed once). [env: CURSOR_AGENT_API_TOKEN]",
+)
+@click.option(
+    "--database-url",
+    envvar="CURSOR_AGENT_API_DATABASE_URL",
+    default=None,
+    help="SQLAlchemy URL: sqlite+aiosqlite:///PATH (default: a file in the user "
+    "data directory) or postgresql+asyncpg://… [env: CURSOR_AGENT_API_DATABASE_URL]",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="A directory workspaces may live under (repeatable; default: the current directory).",
+)
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Run the bundled simulator instead of the real agent (labelled in the UI).",
+)
 @click.option("--agent-binary", default=None, help="Path of the agent binary.")
-@click.option("--agent-env", "agent_env", multiple=True, metavar="NAME=VALUE",
-              help="Extra environment variable for the agent (repeatable).")
-@click.option("--pass-env", "pass_env", multiple=True, metavar="NAME",
-              help="Copy this variable of the server's environment to the agent (repeatable).")
-@click.option("--max-runs", default=4, show_default=True, type=click.IntRange(1, 1000),
-              help="Runs at the same time; the rest wait, queued.")
-@click.option("--max-prompt-bytes", default=262_144, show_default=True,
-              type=click.IntRange(1, 64 * 1024 * 1024))
-@click.option("--max-body-bytes", default=1_048_576, show_default=True,
-              type=click.IntRange(1024, 256 * 1024 * 1024))
-@click.option("--allow-host", "allow_hosts", multiple=True,
-              help="Another host name accepted in the Host header (repeatable).")
-@click.option("--allow-origin", "allow_origins", multiple=True,
-              help="Another origin allowed for WebSockets and writes (repeatable).")
-@click.option("--ws-queue-size", default=2000, show_default=True, type=click.IntRange(1, 10**6),
-              help="Records queued per WebSocket before a slow client is told to resync.")
+@click.option(
+    "--agent-env",
+    "agent_env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Extra environment variable for the agent (repeatable).",
+)
+@click.option(
+    "--pass-env",
+    "pass_env",
+    multiple=True,
+    metavar="NAME",
+    help="Copy this variable of the server's environment to the agent (repeatable).",
+)
+@click.option(
+    "--max-runs",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Runs at the same time; the rest wait, queued.",
+)
+@click.option(
+    "--max-prompt-bytes", default=262_144, show_default=True, type=click.IntRange(1, 64 * 1024 * 1024)
+)
+@click.option(
+    "--max-body-bytes", default=1_048_576, show_default=True, type=click.IntRange(1024, 256 * 1024 * 1024)
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    help="Another host name accepted in the Host header (repeatable).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    help="Another origin allowed for WebSockets and writes (repeatable).",
+)
+@click.option(
+    "--ws-queue-size",
+    default=2000,
+    show_default=True,
+    type=click.IntRange(1, 10**6),
+    help="Records queued per WebSocket before a slow client is told to resync.",
+)
 @click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
-@click.option("--idle-timeout", type=float, default=None,
-              help="Seconds a turn may stay silent (real agents are silent 30 s+).")
-@click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--idle-timeout",
+    type=float,
+    default=None,
+    help="Seconds a turn may stay silent (real agents are silent 30 s+).",
+)
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 def serve(
-    host: str, port: int, token: str | None, database_url: str | None, roots: tuple[str, ...],
-    simulate: bool, agent_binary: str | None, agent_env: tuple[str, ...],
-    pass_env: tuple[str, ...], max_runs: int, max_prompt_bytes: int, max_body_bytes: int,
-    allow_hosts: tuple[str, ...], allow_origins: tuple[str, ...], ws_queue_size: int,
+    host: str,
+    port: int,
+    token: str | None,
+    database_url: str | None,
+    roots: tuple[str, ...],
+    simulate: bool,
+    agent_binary: str | None,
+    agent_env: tuple[str, ...],
+    pass_env: tuple[str, ...],
+    max_runs: int,
+    max_prompt_bytes: int,
+    max_body_bytes: int,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    ws_queue_size: int,
     run_timeout: float | None,
-    idle_timeout: float | None, log_level: str,
+    idle_timeout: float | None,
+    log_level: str,
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
     try:

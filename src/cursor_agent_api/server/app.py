@@ -102,8 +102,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(BodyTooLargeError)
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
@@ -128,6 +129,5 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
 def _plain(errors: list[Any]) -> list[dict[str, Any]]:
     return [
-        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
-        for e in errors
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")} for e in errors
     ]

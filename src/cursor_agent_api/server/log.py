@@ -40,9 +40,7 @@ class EventLog:
     def __init__(self, store: Store, hub: Hub) -> None:
         self.store = store
         self.hub = hub
-        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
         lock = self._locks.get(chat_id)

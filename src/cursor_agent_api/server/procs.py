@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -103,10 +104,8 @@ async def stop_recorded_group(
         return 0
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in members:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         loop = asyncio.get_running_loop()
         deadline = loop.time() + grace
         while loop.time() < deadline:

@@ -42,11 +42,11 @@ class ChatOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    force: StrictBool = Field(False, description="auto-approve tool calls (--force)")
-    approve_mcps: StrictBool = Field(False, description="auto-approve MCP servers")
-    trust: StrictBool = Field(False, description="trust the workspace (--trust)")
+    force: StrictBool = Field(default=False, description="auto-approve tool calls (--force)")
+    approve_mcps: StrictBool = Field(default=False, description="auto-approve MCP servers")
+    trust: StrictBool = Field(default=False, description="trust the workspace (--trust)")
     stream_partial_output: StrictBool = Field(
-        False, description="token-level assistant deltas (--stream-partial-output)"
+        default=False, description="token-level assistant deltas (--stream-partial-output)"
     )
 
 
@@ -56,12 +56,14 @@ class ChatCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     workspace: str = Field(
-        ".", max_length=4096, description="a directory under one of the allowed roots; "
-        "relative paths are taken from the first root"
+        ".",
+        max_length=4096,
+        description="a directory under one of the allowed roots; "
+        "relative paths are taken from the first root",
     )
     model: str | None = Field(None, max_length=200, pattern=_MODEL_PATTERN)
     title: str | None = Field(None, max_length=500)
-    options: ChatOptions = Field(default_factory=ChatOptions)
+    options: ChatOptions = Field(default_factory=lambda: ChatOptions())
 
 
 class ChatUpdate(BaseModel):
@@ -110,8 +112,17 @@ def chat_view(row: dict[str, Any], latest_run: dict[str, Any] | None = None) -> 
         >>> chat_view({"id": "c", "title": "t", "status": None})["status"]
         'idle'
     """
-    keys = ("id", "session_id", "workspace", "model", "options", "title", "created_ms",
-            "updated_ms", "last_seq")
+    keys = (
+        "id",
+        "session_id",
+        "workspace",
+        "model",
+        "options",
+        "title",
+        "created_ms",
+        "updated_ms",
+        "last_seq",
+    )
     view = {k: row.get(k) for k in keys}
     status_ = row.get("status") if latest_run is None else latest_run.get("status")
     view["status"] = status_ or "idle"
@@ -250,8 +261,9 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         return await _runs(request).submit(chat, body.prompt)
     except ActiveRunError:
         raise HTTPException(
-            409, "this chat already has a queued or running run: wait for it to end or "
-            "cancel it (POST /api/runs/{id}/cancel)"
+            409,
+            "this chat already has a queued or running run: wait for it to end or "
+            "cancel it (POST /api/runs/{id}/cancel)",
         ) from None
     except ServerClosingError:
         raise HTTPException(503, "the server is shutting down") from None
@@ -317,9 +329,7 @@ def _tool_view(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @router.get("/chats/{chat_id}/tool-calls", tags=["events"])
-async def chat_tool_calls(
-    chat_id: str, request: Request, run_id: str | None = None
-) -> dict[str, Any]:
+async def chat_tool_calls(chat_id: str, request: Request, run_id: str | None = None) -> dict[str, Any]:
     """Tool calls of the chat (or of one run), in the order they started."""
     await _chat_or_404(request, chat_id)
     rows = await _store(request).list_tool_calls(chat_id, run_id)

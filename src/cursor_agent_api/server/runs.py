@@ -54,8 +54,22 @@ from .store import EventRecord, NewRecord, now_ms
 logger = logging.getLogger("cursor_agent_api.server")
 
 _RUN_FIELDS = (
-    "id", "chat_id", "prompt", "status", "pid", "exit_code", "error", "error_type", "result",
-    "usage", "session_id", "first_seq", "last_seq", "created_ms", "started_ms", "ended_ms",
+    "id",
+    "chat_id",
+    "prompt",
+    "status",
+    "pid",
+    "exit_code",
+    "error",
+    "error_type",
+    "result",
+    "usage",
+    "session_id",
+    "first_seq",
+    "last_seq",
+    "created_ms",
+    "started_ms",
+    "ended_ms",
 )
 
 
@@ -128,9 +142,7 @@ class ActiveRun:
         return str(self.run["chat_id"])
 
 
-def _tool_row(
-    run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool
-) -> dict[str, Any]:
+def _tool_row(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
     return {
         "chat_id": run.chat_id,
         "run_id": run.run_id,
@@ -143,9 +155,9 @@ def _tool_row(
         "output": tc.output,
         "description": tc.description,
         "exit_code": tc.exit_code,
-        "started_ms": tc.started_at_ms if tc.started_at_ms is not None else (
-            None if completed else rec.ts_ms
-        ),
+        "started_ms": tc.started_at_ms
+        if tc.started_at_ms is not None
+        else (None if completed else rec.ts_ms),
         "completed_ms": (tc.completed_at_ms or rec.ts_ms) if completed else None,
         "duration_ms": tc.duration_ms,
         "started_seq": None if completed else rec.seq,
@@ -192,9 +204,7 @@ class RunManager:
             if row.get("pgid"):
                 found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
                 if found:
-                    logger.warning(
-                        "stopped %d leftover process(es) of run %s", found, row["id"]
-                    )
+                    logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
             await self._finish(
                 row,
                 RunStatus.INTERRUPTED,
@@ -292,8 +302,9 @@ class RunManager:
             active.phase = "finishing"
             try:
                 await asyncio.shield(
-                    self._finish(active.run, status, error=error, error_type=error_type,
-                                 active=active, **extra)
+                    self._finish(
+                        active.run, status, error=error, error_type=error_type, active=active, **extra
+                    )
                 )
             except Exception:
                 logger.exception("could not record the end of run %s", active.run_id)
@@ -302,9 +313,7 @@ class RunManager:
                 if acquired:  # the slot is free once the run is recorded as over
                     self._slots.release()
 
-    async def _execute(
-        self, active: ActiveRun
-    ) -> tuple[RunStatus, str | None, str | None, dict[str, Any]]:
+    async def _execute(self, active: ActiveRun) -> tuple[RunStatus, str | None, str | None, dict[str, Any]]:
         chat = active.chat
         started = now_ms()
         active.run.update(status="running", started_ms=started)
@@ -312,9 +321,7 @@ class RunManager:
         async def mark_running(conn: Any, _recs: list[EventRecord]) -> None:
             await self.store.set_run(conn, active.run_id, status="running", started_ms=started)
 
-        await self.log.append(
-            active.chat_id, [run_record("running", active.run)], before=mark_running
-        )
+        await self.log.append(active.chat_id, [run_record("running", active.run)], before=mark_running)
         if active.cancel_requested or active.shutdown:
             return self._stopped_status(active), self._stopped_error(active), None, {}
         fresh = await self.store.get_chat(active.chat_id)
@@ -343,9 +350,12 @@ class RunManager:
         extra: dict[str, Any] = {}
         if result is None:
             err = active.stream_error
-            return RunStatus.FAILED, str(err) if err else "the agent stream ended without a result", (
-                type(err).__name__ if err else None
-            ), extra
+            return (
+                RunStatus.FAILED,
+                str(err) if err else "the agent stream ended without a result",
+                (type(err).__name__ if err else None),
+                extra,
+            )
         extra = {
             "exit_code": result.exit_code,
             "result": result.result or None,
@@ -424,13 +434,11 @@ class RunManager:
 
     async def _write_batch(self, active: ActiveRun, batch: list[AgentEvent]) -> None:
         run_id = active.run_id
-        new = [
-            NewRecord("agent", e.type.value, e.subtype, e.to_dict(), e.raw, run_id) for e in batch
-        ]
+        new = [NewRecord("agent", e.type.value, e.subtype, e.to_dict(), e.raw, run_id) for e in batch]
 
         async def after(conn: Any, recs: list[EventRecord]) -> None:
             new_session: str | None = None
-            for event, rec in zip(batch, recs):
+            for event, rec in zip(batch, recs, strict=True):
                 if event.session_id and active.session_id is None:
                     active.session_id = new_session = event.session_id
                 etype = event.type
@@ -472,7 +480,10 @@ class RunManager:
     ) -> None:
         ended = now_ms()
         values: dict[str, Any] = {
-            "status": status.value, "ended_ms": ended, "error": error, "error_type": error_type,
+            "status": status.value,
+            "ended_ms": ended,
+            "error": error,
+            "error_type": error_type,
             **extra,
         }
         if active is not None and active.session_id and not run.get("session_id"):

@@ -23,10 +23,10 @@ configured roots; :class:`RedactTokens` keeps tokens out of the access log.
 
 Example:
     >>> from pathlib import Path
-    >>> resolve_workspace("/", (Path("/tmp").resolve(),))
+    >>> resolve_workspace("/", (Path("/tmp").resolve(),))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cursor_agent_api.server.security.WorkspaceError: workspace '/' is outside the allowed roots (...)
+    cursor_agent_api.server.security.WorkspaceError: workspace '/' is outside the allowed roots ...
 """
 
 from __future__ import annotations
@@ -81,10 +81,10 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
         >>> root = Path(tempfile.mkdtemp()).resolve()
         >>> resolve_workspace(".", (root,)) == root
         True
-        >>> resolve_workspace("../..", (root,))
+        >>> resolve_workspace("../..", (root,))  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        cursor_agent_api.server.security.WorkspaceError: workspace '../..' is outside the allowed roots (...)
+        cursor_agent_api.server.security.WorkspaceError: workspace '../..' is outside the allowed roots ...
     """
     if not requested or "\x00" in requested:
         raise WorkspaceError("workspace must be a non-empty path", 400)
@@ -227,14 +227,19 @@ class SecurityMiddleware:
 
         host = headers.get("host", "")
         if _host_name(host) not in self.hosts:
-            await self._deny(scope, send, 403, f"Host {host!r} is not allowed (DNS rebinding "
-                             "protection); use http://127.0.0.1 or start with --allow-host")
+            await self._deny(
+                scope,
+                send,
+                403,
+                f"Host {host!r} is not allowed (DNS rebinding "
+                "protection); use http://127.0.0.1 or start with --allow-host",
+            )
             return
         origin = headers.get("origin")
-        if (kind == "websocket" or method not in _SAFE_METHODS) and origin is not None:
-            if not self._origin_ok(origin, host):
-                await self._deny(scope, send, 403, f"Origin {origin!r} is not allowed")
-                return
+        checked = kind == "websocket" or method not in _SAFE_METHODS
+        if checked and origin is not None and not self._origin_ok(origin, host):
+            await self._deny(scope, send, 403, f"Origin {origin!r} is not allowed")
+            return
         if kind == "http":
             length = headers.get("content-length")
             if length is not None:
@@ -265,7 +270,9 @@ class SecurityMiddleware:
         if protected and not (token_ok or cookie_ok):
             why = "invalid token" if presented is not None else "authentication required"
             await self._deny(
-                scope, send, 401,
+                scope,
+                send,
+                401,
                 f"{why}: send 'Authorization: token <token>' (or ?token=), or open the URL "
                 "printed by `cursor-agent-api serve`",
             )
@@ -346,16 +353,18 @@ class SecurityMiddleware:
             if k != "token"
         ]
         location = scope.get("path", "/") + (("?" + urlencode(query)) if query else "")
-        await send({
-            "type": "http.response.start",
-            "status": 303,
-            "headers": [
-                (b"location", location.encode("latin-1")),
-                (b"cache-control", b"no-store"),
-                (b"content-length", b"0"),
-                set_cookie_header(self.settings.token),
-            ],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [
+                    (b"location", location.encode("latin-1")),
+                    (b"cache-control", b"no-store"),
+                    (b"content-length", b"0"),
+                    set_cookie_header(self.settings.token),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
 
     async def _deny(self, scope: Scope, send: Send, status: int, message: str) -> None:
@@ -363,12 +372,16 @@ class SecurityMiddleware:
         if scope["type"] == "websocket":
             # Refuse the upgrade with an HTTP response when the server supports it.
             if "websocket.http.response" in scope.get("extensions", {}) or {}:
-                await send({
-                    "type": "websocket.http.response.start",
-                    "status": status,
-                    "headers": [(b"content-type", b"application/json"),
-                                (b"content-length", str(len(body)).encode())],
-                })
+                await send(
+                    {
+                        "type": "websocket.http.response.start",
+                        "status": status,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                        ],
+                    }
+                )
                 await send({"type": "websocket.http.response.body", "body": body})
             else:
                 await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
@@ -407,8 +420,7 @@ class RedactTokens(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                _TOKEN_RE.sub(r"\1[redacted]", a) if isinstance(a, str) else a
-                for a in record.args
+                _TOKEN_RE.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
             )
         if isinstance(record.msg, str) and "token=" in record.msg.lower():
             record.msg = _TOKEN_RE.sub(r"\1[redacted]", record.msg)

@@ -148,12 +148,19 @@ class EventRecord:
         return d
 
     @classmethod
-    def from_row(cls, row: Row[Any]) -> EventRecord:
-        """Build from a row of the ``events`` table."""
+    def from_row(cls, row: Any) -> EventRecord:
+        """Build from a row (``Row``) of the ``events`` table."""
         m = row._mapping
         return cls(
-            m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"], m["type"],
-            m["subtype"], m["payload"], m["raw"],
+            m["seq"],
+            m["chat_id"],
+            m["run_id"],
+            m["ts_ms"],
+            m["source"],
+            m["type"],
+            m["subtype"],
+            m["payload"],
+            m["raw"],
         )
 
 
@@ -343,8 +350,9 @@ class Store:
 
         Raises :class:`ActiveRunError` when the chat already has an active run.
         """
-        run = {
-            "id": new_id(),
+        run_id = new_id()
+        run: dict[str, Any] = {
+            "id": run_id,
             "chat_id": chat_id,
             "prompt": prompt,
             "status": "queued",
@@ -355,12 +363,12 @@ class Store:
             await conn.execute(insert(runs).values(**run))
 
         new = record(run)
-        new.run_id = run["id"]
+        new.run_id = run_id
         try:
             recs = await self.append(chat_id, [new], before=insert_run)
         except IntegrityError as e:
             raise ActiveRunError(f"chat {chat_id} already has an active run") from e
-        full = await self.get_run(run["id"])
+        full = await self.get_run(run_id)
         assert full is not None
         return full, recs[0]
 
@@ -374,9 +382,7 @@ class Store:
         """The chat's runs, oldest first."""
         async with self.engine.connect() as conn:
             res = await conn.execute(
-                select(runs)
-                .where(runs.c.chat_id == chat_id)
-                .order_by(runs.c.created_ms, runs.c.id)
+                select(runs).where(runs.c.chat_id == chat_id).order_by(runs.c.created_ms, runs.c.id)
             )
             return [dict(r._mapping) for r in res]
 
@@ -430,7 +436,14 @@ class Store:
             first = last - n + 1
             recs = [
                 EventRecord(
-                    first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype, r.payload,
+                    first + i,
+                    chat_id,
+                    r.run_id,
+                    ts,
+                    r.source,
+                    r.type,
+                    r.subtype,
+                    r.payload,
                     self._clean_text(r.raw),
                 )
                 for i, r in enumerate(new)
@@ -468,8 +481,15 @@ class Store:
             cond = and_(cond, events.c.run_id == run_id)
         q = (
             select(
-                events.c.seq, events.c.chat_id, events.c.run_id, events.c.ts_ms, events.c.source,
-                events.c.type, events.c.subtype, events.c.payload, events.c.raw,
+                events.c.seq,
+                events.c.chat_id,
+                events.c.run_id,
+                events.c.ts_ms,
+                events.c.source,
+                events.c.type,
+                events.c.subtype,
+                events.c.payload,
+                events.c.raw,
             )
             .where(cond)
             .order_by(events.c.seq)
@@ -491,10 +511,9 @@ class Store:
 
     async def upsert_tool_call(self, conn: AsyncConnection, row: dict[str, Any]) -> None:
         """Inside a transaction: insert a tool call or update it (key: run, call_id)."""
-        if self.is_sqlite:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
         row = dict(row)
         row["output"] = self._clean_text(row["output"]) or ""
         stmt = dialect_insert(tool_calls).values(**row)
@@ -506,9 +525,7 @@ class Store:
         }
         changes["started_seq"] = func.coalesce(tool_calls.c.started_seq, ex.started_seq)
         changes["started_ms"] = func.coalesce(tool_calls.c.started_ms, ex.started_ms)
-        await conn.execute(
-            stmt.on_conflict_do_update(index_elements=["run_id", "call_id"], set_=changes)
-        )
+        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "call_id"], set_=changes))
 
     async def abandon_tool_calls(self, conn: AsyncConnection, run_id: str) -> None:
         """Inside a transaction: calls of a finished run still ``running`` become ``abandoned``."""
@@ -521,15 +538,15 @@ class Store:
             )
         )
 
-    async def list_tool_calls(
-        self, chat_id: str, run_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    async def list_tool_calls(self, chat_id: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls of a chat (or of one of its runs), in the order they started."""
         cond = tool_calls.c.chat_id == chat_id
         if run_id is not None:
             cond = and_(cond, tool_calls.c.run_id == run_id)
-        q = select(tool_calls).where(cond).order_by(
-            func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.id
+        q = (
+            select(tool_calls)
+            .where(cond)
+            .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.id)
         )
         async with self.engine.connect() as conn:
             res = await conn.execute(q)

@@ -85,10 +85,13 @@ class _Stream:
         queue = self.sub.queue
         while True:
             if self.sub.overflowed and queue.empty():
-                await self.send(control(
-                    "resync", self.last,
-                    reason="this client fell behind; reconnect with after_seq=seq",
-                ))
+                await self.send(
+                    control(
+                        "resync",
+                        self.last,
+                        reason="this client fell behind; reconnect with after_seq=seq",
+                    )
+                )
                 await self.ws.close(CLOSE_RESYNC, "resync")
                 return
             seq, text = await queue.get()
@@ -108,10 +111,13 @@ class _Stream:
             if isinstance(msg, dict) and msg.get("op") == "ping":
                 await self.send(control("pong", self.last, nonce=msg.get("nonce")))
             else:
-                await self.send(control(
-                    "error", self.last, detail="unknown message; the client may only send "
-                    '{"op": "ping", "nonce": ...}',
-                ))
+                await self.send(
+                    control(
+                        "error",
+                        self.last,
+                        detail='unknown message; the client may only send {"op": "ping", "nonce": ...}',
+                    )
+                )
 
 
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
@@ -138,10 +144,15 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
     stream = _Stream(ws, store, hub, chat_id, after)
     tasks: list[asyncio.Task[None]] = []
     try:
-        await stream.send(control(
-            "hello", after, protocol=WS_PROTOCOL_VERSION, chat_id=chat_id,
-            last_seq=chat["last_seq"],
-        ))
+        await stream.send(
+            control(
+                "hello",
+                after,
+                protocol=WS_PROTOCOL_VERSION,
+                chat_id=chat_id,
+                last_seq=chat["last_seq"],
+            )
+        )
         receiver = asyncio.create_task(stream.receive())
         tasks.append(receiver)
 

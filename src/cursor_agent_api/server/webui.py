@@ -133,25 +133,21 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     if kind in (ToolKind.GREP, ToolKind.GLOB, ToolKind.SEM_SEARCH, ToolKind.WEB_SEARCH):
         view["pattern"] = tc.pattern
     if kind is ToolKind.GREP:
-        view["matches"] = [
-            {"file": f, "line": n, "text": line} for f, n, line in tc.grep_matches[:2000]
-        ]
+        view["matches"] = [{"file": f, "line": n, "text": line} for f, n, line in tc.grep_matches[:2000]]
     if kind is ToolKind.GLOB:
         view["files"] = tc.files[:2000]
     if kind is ToolKind.WEB_FETCH:
         view["url"] = tc.url
     if kind is ToolKind.WEB_SEARCH:
         view["references"] = [
-            {"title": str(r.get("title", "")), "url": str(r.get("url", ""))}
-            for r in tc.references[:200]
+            {"title": str(r.get("title", "")), "url": str(r.get("url", ""))} for r in tc.references[:200]
         ]
     if kind in (ToolKind.MCP, ToolKind.MCP_TOOLS):
         view["mcp_server"] = tc.mcp_server
         view["mcp_tool"] = tc.mcp_tool
     if kind is ToolKind.TODOS:
         view["todos"] = [
-            {"content": str(t.get("content", "")), "status": str(t.get("status", ""))}
-            for t in tc.todos
+            {"content": str(t.get("content", "")), "status": str(t.get("status", ""))} for t in tc.todos
         ]
     return view
 

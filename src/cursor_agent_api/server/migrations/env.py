@@ -2,7 +2,7 @@
 
 The server calls Alembic with ``config.attributes["connection"]`` set to a
 synchronous connection (the async engine's ``run_sync``); this file never
-opens a connection of its own.
+opens a connection of its own. Imported outside Alembic, it does nothing.
 """
 
 from __future__ import annotations
@@ -11,10 +11,16 @@ from alembic import context
 
 from cursor_agent_api.server.models import metadata
 
-connection = context.config.attributes.get("connection")
-if connection is None:  # pragma: no cover - only reached when misused from the alembic CLI
-    raise RuntimeError("run these migrations through cursor_agent_api.server.store.run_migrations")
 
-context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
-with context.begin_transaction():
-    context.run_migrations()
+def run_migrations_online() -> None:
+    """Run the pending migrations in one transaction on the given connection."""
+    connection = context.config.attributes.get("connection")
+    if connection is None:
+        raise RuntimeError("run these migrations through cursor_agent_api.server.store.run_migrations")
+    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if hasattr(context, "config"):  # loaded by Alembic, not imported
+    run_migrations_online()
