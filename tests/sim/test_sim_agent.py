@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from cursor_agent_api.protocol import EventType, ToolKind, ToolStatus, Transcript
 
@@ -271,3 +272,46 @@ def test_prompt_from_stdin(sim: Sim) -> None:
     assert t.prompt == "What is 2 + 2?" and t.result_text == "4"
     empty = sim.run("-p", "--trust")
     assert empty.returncode == 1 and empty.err.startswith("Error: No prompt provided")
+
+
+CATALOGUE = [
+    "list the files",
+    "read notes.txt",
+    "Read the file notes.txt, then reply with exactly: READ-OK",
+    "grep TODO",
+    'search for "def main"',
+    "glob *.md",
+    "summarize README.md",
+    'create docs/new.md with "# New"',
+    "append probe13 to notes.txt. Reply with DONE when finished.",
+    'replace "alpha" with "omega" in notes.txt',
+    "run `echo hi`",
+    "Run the shell command: ls -la and report the output",
+    "Fetch https://example.com and tell me its page title. Reply with DONE at the end.",
+    "ask me which file to edit",
+    "plan: read the code, write tests, ship",
+    "What is 12 / 4?",
+    "write a poem about rivers",
+    "remember that my favourite colour is green",
+    "what did I ask before?",
+    "hello",
+    "list the files and make a todo list: a, b",
+]
+
+
+@pytest.mark.parametrize("prompt", CATALOGUE)
+@pytest.mark.parametrize("force", [False, True], ids=["ask", "force"])
+def test_every_documented_prompt_reassembles_identically(sim: Sim, prompt: str, force: bool) -> None:
+    flags = ["-f"] if force else []
+    whole = sim.stream(*flags, prompt, env={"CURSOR_AGENT_SIM_SEED": "1"})
+    assert whole.returncode == 0, whole.err
+    sim.config_dir = sim.config_dir.with_name("config2")
+    partial = sim.stream(*flags, "--stream-partial-output", prompt, env={"CURSOR_AGENT_SIM_SEED": "1"})
+    assert partial.returncode == 0, partial.err
+    a, b = whole.transcript, partial.transcript
+    assert a.success and b.success and a.raw_lines == b.raw_lines == 0
+    assert a.text == a.result_text
+    assert b.text == b.result_text
+    assert a.session_id == b.session_id  # seeded
+    assert [(c.kind, c.status) for c in a.tool_calls] == [(c.kind, c.status) for c in b.tool_calls]
+    assert all(c.status.finished for c in a.tool_calls)
