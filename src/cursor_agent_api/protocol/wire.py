@@ -190,9 +190,7 @@ def assistant_delta(session_id: str, text: str, timestamp_ms: int) -> dict[str, 
     }
 
 
-def assistant_segment(
-    session_id: str, text: str, model_call_id: str, timestamp_ms: int
-) -> dict[str, Any]:
+def assistant_segment(session_id: str, text: str, model_call_id: str, timestamp_ms: int) -> dict[str, Any]:
     """Shape B of §3.4: the whole text of the segment before a tool call.
 
     Example:
@@ -935,9 +933,7 @@ def check(obj: dict[str, Any], expected: EventType | None = None) -> AgentEvent:
     if want is None:
         raise WireShapeError(f"no known event type for {obj.get('type')!r}/{obj.get('subtype')!r}")
     if event.type is not want:
-        raise WireShapeError(
-            f"wire object reads back as {event.type.value}, not {want.value}: {obj!r}"[:500]
-        )
+        raise WireShapeError(f"wire object reads back as {event.type.value}, not {want.value}: {obj!r}"[:500])
     if event.type in (EventType.TOOL_CALL_STARTED, EventType.TOOL_CALL_COMPLETED):
         tc = event.tool_call
         if tc is None or not tc.call_id or not tc.name:
