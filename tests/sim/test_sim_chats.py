@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,18 @@ def test_read_until_helper_sees_the_result(sim: Sim) -> None:
         assert proc.wait(timeout=60) == 0
     finally:
         kill_group(proc)
+
+
+def test_a_lock_held_by_a_zombie_is_stale(sim: Sim) -> None:
+    chat_id = sim.run(*STREAM, "hello").transcript.session_id
+    assert chat_id
+    holder = sim.start(*STREAM, "--resume", chat_id, "slow one", env={"CURSOR_AGENT_SIM_FAULT": "silence"})
+    try:
+        read_line(holder)
+        os.kill(holder.pid, signal.SIGKILL)  # killed, not reaped yet: a zombie
+        while Path(f"/proc/{holder.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.02)
+        after = sim.run(*STREAM, "--resume", chat_id, "again")
+        assert after.returncode == 0, after.err
+    finally:
+        kill_group(holder)

@@ -72,6 +72,7 @@ def workspace_key(workspace: str) -> str:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True when ``pid`` is a live process (a zombie, killed but not yet reaped, is not)."""
     if pid <= 0:
         return False
     try:
@@ -80,7 +81,11 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): trust kill(0)
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
