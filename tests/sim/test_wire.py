@@ -413,3 +413,50 @@ def test_builders_match_todos_fragment() -> None:
     t = inner["args"]["todos"][0]
     built = wire.todo_item(t["id"], t["content"], t["status"], int(t["createdAt"]), int(t["updatedAt"]))
     assert built == t
+
+
+def test_more_tool_builders_parse_back() -> None:
+    tc = _pair(
+        "writeToolCall",
+        wire.write_args("/ws/a.txt", "a\nb\n", "c"),
+        wire.write_success("/ws/a.txt", "a\nb\n"),
+    ).tool_calls[0]
+    assert (tc.kind, tc.status, tc.output) == (
+        ToolKind.WRITE,
+        ToolStatus.SUCCEEDED,
+        "/ws/a.txt: 2 lines written",
+    )
+    tc = _pair(
+        "deleteToolCall", wire.delete_args("/ws/a.txt", "c"), wire.delete_success("/ws/a.txt", "x")
+    ).tool_calls[0]
+    assert (tc.kind, tc.status, tc.path) == (ToolKind.DELETE, ToolStatus.SUCCEEDED, "/ws/a.txt")
+    refs = [{"title": "Example", "url": "https://example.com", "chunk": "..."}]
+    tc = _pair(
+        "webSearchToolCall", wire.web_search_args("example", "c"), wire.web_search_success(refs)
+    ).tool_calls[0]
+    assert (tc.kind, tc.pattern, tc.references) == (ToolKind.WEB_SEARCH, "example", refs)
+    tc = _pair(
+        "mcpToolCall", wire.mcp_args("faz-ai", "get_board", {}, "c"), wire.mcp_success(["9 columns"])
+    ).tool_calls[0]
+    assert (tc.kind, tc.mcp_server, tc.mcp_tool, tc.mcp_output) == (
+        ToolKind.MCP,
+        "faz-ai",
+        "get_board",
+        "9 columns",
+    )
+    tc = _pair(
+        "getMcpToolsToolCall", wire.get_mcp_tools_args("faz-ai", "c", "get_board"), wire.mcp_success(["{}"])
+    ).tool_calls[0]
+    assert tc.kind is ToolKind.MCP_TOOLS and tc.mcp_server == "faz-ai"
+
+
+def test_mcp_builders_match_the_fragment() -> None:
+    path = next((DATA / "fragments").glob("*.ndjson"))
+    frag = [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+    started = [x for x in frag if x.get("type") == "tool_call" and x.get("subtype") == "started"]
+    mcp = next(x for x in started if "mcpToolCall" in x["tool_call"])
+    assert wire.mcp_args("faz-ai", "get_board", {}, mcp["call_id"]) == mcp["tool_call"]["mcpToolCall"]["args"]
+    tools = next(x for x in started if "getMcpToolsToolCall" in x["tool_call"])
+    built = wire.get_mcp_tools_args("faz-ai", tools["call_id"], "get_board")
+    assert built == tools["tool_call"]["getMcpToolsToolCall"]["args"]
+    assert list(built) == list(tools["tool_call"]["getMcpToolsToolCall"]["args"])  # key order too

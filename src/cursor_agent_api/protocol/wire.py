@@ -36,11 +36,14 @@ __all__ = [
     "assistant_final",
     "assistant_segment",
     "check",
+    "delete_args",
+    "delete_success",
     "dir_tree_node",
     "edit_args",
     "edit_success",
     "encode",
     "error_outcome",
+    "get_mcp_tools_args",
     "glob_args",
     "glob_success",
     "grep_args",
@@ -49,6 +52,8 @@ __all__ = [
     "interaction_response",
     "ls_args",
     "ls_success",
+    "mcp_args",
+    "mcp_success",
     "parse_event",
     "read_args",
     "read_success",
@@ -69,6 +74,10 @@ __all__ = [
     "user",
     "web_fetch_args",
     "web_fetch_success",
+    "web_search_args",
+    "web_search_success",
+    "write_args",
+    "write_success",
 ]
 
 
@@ -904,6 +913,122 @@ def ask_question_args(title: str, questions: Sequence[dict[str, Any]]) -> dict[s
         "runAsync": False,
         "asyncOriginalToolCallId": "",
     }
+
+
+def write_args(path: str, file_text: str, tool_call_id: str) -> dict[str, Any]:
+    """``writeToolCall`` args (PROTOCOL.md §3.5).
+
+    Example:
+        >>> write_args("/ws/a.txt", "x", "c1")["fileText"]
+        'x'
+    """
+    return {"path": path, "fileText": file_text, "toolCallId": tool_call_id}
+
+
+def write_success(path: str, file_text: str) -> dict[str, Any]:
+    """A ``writeToolCall`` success: ``path, linesCreated, fileSize``.
+
+    Example:
+        >>> write_success("/ws/a.txt", "a\\nb\\n")["success"]["linesCreated"]
+        2
+    """
+    return {
+        "success": {
+            "path": path,
+            "linesCreated": len(file_text.splitlines()),
+            "fileSize": len(file_text.encode()),
+        }
+    }
+
+
+def delete_args(path: str, tool_call_id: str) -> dict[str, Any]:
+    """``deleteToolCall`` args.
+
+    Example:
+        >>> delete_args("/ws/a.txt", "c1")
+        {'path': '/ws/a.txt', 'toolCallId': 'c1'}
+    """
+    return {"path": path, "toolCallId": tool_call_id}
+
+
+def delete_success(path: str, previous_content: str = "") -> dict[str, Any]:
+    """A ``deleteToolCall`` success.
+
+    Example:
+        >>> delete_success("/ws/a.txt")["success"]["deletedFile"]
+        '/ws/a.txt'
+    """
+    return {
+        "success": {
+            "path": path,
+            "deletedFile": path,
+            "fileSize": len(previous_content.encode()),
+            "prevContent": previous_content,
+        }
+    }
+
+
+def web_search_args(search_term: str, tool_call_id: str) -> dict[str, Any]:
+    """``webSearchToolCall`` args (as in recording 03's query).
+
+    Example:
+        >>> web_search_args("python", "c1")["searchTerm"]
+        'python'
+    """
+    return {"searchTerm": search_term, "toolCallId": tool_call_id}
+
+
+def web_search_success(references: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """A ``webSearchToolCall`` success: ``references[{title, url, chunk}]``.
+
+    Example:
+        >>> web_search_success([{"title": "T", "url": "u", "chunk": "c"}])["success"]["references"][0]["url"]
+        'u'
+    """
+    return {"success": {"references": list(references)}}
+
+
+def mcp_args(server: str, tool_name: str, args: dict[str, Any], tool_call_id: str) -> dict[str, Any]:
+    """``mcpToolCall`` args as in the 2026.10 fragment (``name`` is ``server-tool``).
+
+    Example:
+        >>> mcp_args("faz-ai", "get_board", {}, "c1")["name"]
+        'faz-ai-get_board'
+    """
+    return {
+        "name": f"{server}-{tool_name}",
+        "args": args,
+        "toolCallId": tool_call_id,
+        "providerIdentifier": server,
+        "toolName": tool_name,
+        "smartModeApprovalOnly": False,
+        "skipApproval": False,
+        "serverIdentifier": server,
+    }
+
+
+def mcp_success(texts: Sequence[str], *, is_error: bool = False) -> dict[str, Any]:
+    """An ``mcpToolCall`` success: ``content: [{text: {text}}]`` (the nested ``text.text``).
+
+    Example:
+        >>> mcp_success(["hi"])["success"]["content"]
+        [{'text': {'text': 'hi'}}]
+    """
+    return {"success": {"content": [{"text": {"text": t}} for t in texts], "isError": is_error}}
+
+
+def get_mcp_tools_args(server: str, tool_call_id: str, tool_name: str | None = None) -> dict[str, Any]:
+    """``getMcpToolsToolCall`` args (2026.10 fragment).
+
+    Example:
+        >>> get_mcp_tools_args("faz-ai", "c1", "get_board")["server"]
+        'faz-ai'
+    """
+    args: dict[str, Any] = {"server": server}
+    if tool_name is not None:
+        args["toolName"] = tool_name
+    args["toolCallId"] = tool_call_id
+    return args
 
 
 # ---- checking and encoding ------------------------------------------------------------------
