@@ -220,3 +220,17 @@ def test_access_log_redacts_the_token(make_server: Any) -> None:
     log = server.log_text()
     assert "/api/health?token=[redacted]" in log
     assert server.token not in log
+
+
+def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
+    with server.anon(follow_redirects=False) as browser:
+        r = browser.get("/", params={"token": server.token})
+        page = browser.get("/")
+        assert page.status_code == 200
+        for resp in (r, page, browser.get("/api/health")):
+            csp = resp.headers["content-security-policy"]
+            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+            assert resp.headers["x-content-type-options"] == "nosniff"
+            assert resp.headers["x-frame-options"] == "DENY"
+            assert "access-control-allow-origin" not in resp.headers
+        assert browser.get("/api/health").headers["cache-control"] == "no-store"

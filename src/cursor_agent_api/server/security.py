@@ -17,7 +17,9 @@ app, for HTTP and WebSocket alike, in this order:
    GET sets the cookie (HttpOnly, SameSite=Strict); on a page (not ``/api``)
    the response is a redirect to the same URL without the token.
 
-No CORS headers are ever sent. The cookie's value is an HMAC of the token,
+No CORS headers are ever sent; every answer carries ``nosniff``, ``no-referrer``,
+``X-Frame-Options: DENY`` and (but ``/docs``) a Content-Security-Policy without
+inline script (:data:`CONTENT_SECURITY_POLICY`). The cookie's value is an HMAC of the token,
 never the token itself. :func:`resolve_workspace` keeps workspaces under the
 configured roots; :class:`RedactTokens` keeps tokens out of the access log.
 
@@ -51,6 +53,17 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+    "form-action 'self'"
+)
+"""Sent with every page and API answer (not ``/docs``): no inline script, nothing foreign."""
+_SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+]
 _PROTECTED_PREFIXES = ("/api", "/docs", "/redoc", "/openapi.json")
 _PUBLIC_PATHS = frozenset({"/api/auth/login"})
 
@@ -277,12 +290,31 @@ class SecurityMiddleware:
                 "printed by `cursor-agent-api serve`",
             )
             return
+        if kind == "http":
+            send = self._with_headers(send, path)
         if kind == "http" and token_ok and method == "GET" and not cookie_ok:
             if not path.startswith("/api"):
                 await self._redirect_without_token(scope, send)
                 return
             send = self._with_cookie(send)
         await self.app(scope, receive, send)
+
+    @staticmethod
+    def _with_headers(send: Send, path: str) -> Send:
+        extra = list(_SECURITY_HEADERS)
+        if not path.startswith(("/docs", "/redoc")):  # Swagger UI needs inline script
+            extra.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+        if path.startswith("/api"):
+            extra.append((b"cache-control", b"no-store"))
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {k.lower() for k, _ in headers}
+                message["headers"] = headers + [h for h in extra if h[0] not in present]
+            await send(message)
+
+        return sending
 
     def _too_large(self) -> str:
         return f"request body larger than {self.settings.max_body_bytes} bytes"

@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .webui import TOOL_RECORD_TYPES, tool_call_view
+from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
@@ -129,7 +130,11 @@ class EventRecord:
     raw: str | None
 
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
-        """The JSON form used by REST and WebSocket (``raw`` only when asked)."""
+        """The JSON form used by REST and WebSocket (``raw`` only when asked).
+
+        Tool-call records also carry ``tool_call``: the card fields the protocol
+        layer reads from the payload (:func:`.webui.tool_call_view`).
+        """
         d: dict[str, Any] = {
             "seq": self.seq,
             "chat_id": self.chat_id,
@@ -142,6 +147,8 @@ class EventRecord:
         }
         if self.type in TOOL_RECORD_TYPES:
             # The card fields the web UI shows (see webui.tool_call_view); not stored.
+            d["tool_call"] = tool_call_view(self.payload)
+        if self.type in TOOL_RECORD_TYPES:
             d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
