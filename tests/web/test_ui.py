@@ -82,6 +82,7 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     read = page.locator(".card.tool-read")
     expect(read).to_have_attribute("data-status", "succeeded")
     expect(read).to_contain_text("lines 1–")
+    expect(read.locator(".card-summary")).to_have_text("notes.txt")  # relative to the workspace
     expect(read.locator("pre")).to_contain_text("TODO: write tests")
     expect(page.locator("#result-bar")).to_contain_text("Done")
     expect(page.locator("#result-bar")).to_contain_text("tokens in")
@@ -228,6 +229,8 @@ def test_file_with_script_read_by_the_agent_is_shown_as_text(
     expect(last).to_contain_text("<b>b</b>")
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#timeline script, #timeline img, #timeline b, #timeline h1").count() == 0
+    expect(page.locator("#stop-button")).to_be_hidden()
+    assert page.evaluate("window.__pwned") is None
     shot(page, "inert")
 
 

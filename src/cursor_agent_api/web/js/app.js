@@ -220,7 +220,7 @@ async function openChat(id) {
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on).map(([k]) => k).join(", ");
   $("chat-meta").textContent = [chat.workspace, chat.model ? `model ${chat.model}` : "default model", opts]
     .filter(Boolean).join(" · ");
-  state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange: onRunChange });
+  state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange, workspace: chat.workspace });
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {

@@ -36,8 +36,18 @@ export function createCard() {
   return h("article", { class: "card", role: "group" });
 }
 
-/** Draw `view` into `card` (replacing what it showed). */
-export function drawCard(card, view) {
+/** A path as the user thinks of it: relative to the chat's workspace when inside it. */
+function relative(path, workspace) {
+  if (!path || !workspace) return path || "";
+  const root = workspace.replace(/\/+$/, "");
+  if (path === root) return ".";
+  return path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
+}
+
+/** Draw `view` into `card` (replacing what it showed); `workspace` shortens paths. */
+export function drawCard(card, view, workspace = "") {
+  if (view.path) view = { ...view, path: relative(view.path, workspace) };
+  if (view.summary && workspace) view = { ...view, summary: relative(view.summary, workspace) };
   const kind = LABELS[view.kind] ? view.kind : "unknown";
   const status = view.status || "running";
   card.className = `card tool tool-${kind} status-${status}`;
@@ -85,7 +95,6 @@ function body(kind, v, status) {
     case "write": {
       const diff = v.diff || (v.new_content ? asAdded(v.new_content) : "");
       return h("div", { class: "card-body" },
-        v.path ? h("p", { class: "card-path", text: v.path }) : null,
         diff && !running ? diffView(diff) : null,
         running && v.new_content ? diffView(asAdded(v.new_content)) : null,
       );
@@ -93,7 +102,7 @@ function body(kind, v, status) {
     case "read": {
       const range = v.read_range ? `lines ${v.read_range[0]}–${v.read_range[1]}` : "";
       return h("div", { class: "card-body" },
-        h("p", { class: "card-path" }, v.path || "", range ? h("span", { class: "card-range", text: ` (${range})` }) : null),
+        range ? h("p", { class: "card-range", text: range }) : null,
         running ? null : output("content", v.output, false),
       );
     }

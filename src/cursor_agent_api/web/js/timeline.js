@@ -32,8 +32,9 @@ const REMEDIES = {
 
 export class Timeline {
   /** container: the stream element; resultBar: where the latest result goes. */
-  constructor(container, resultBar, { onRunChange } = {}) {
+  constructor(container, resultBar, { onRunChange, workspace } = {}) {
     this.container = container;
+    this.workspace = workspace || "";
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
     this.reset();
@@ -88,6 +89,7 @@ export class Timeline {
     this.runs.set(run.id || rec.run_id, run);
     this.latestRun = run;
     if (status === "queued") {
+      this.resultBar.hidden = true; // the previous result is no longer the latest
       this.closeSegment();
       this.foldThinking();
       this.container.append(h("div", { class: "msg user", dataset: { runId: run.id || "" } },
@@ -173,7 +175,7 @@ export class Timeline {
       this.container.append(entry.el);
     }
     entry.view = mergeView(entry.view, view);
-    drawCard(entry.el, entry.view);
+    drawCard(entry.el, entry.view, this.workspace);
   }
 
   /** The run is over: calls still "running" will never complete. */
@@ -181,7 +183,7 @@ export class Timeline {
     for (const entry of this.cards.values()) {
       if (entry.view.status === "running") {
         entry.view = { ...entry.view, status: "abandoned", error: "the run ended before this call completed" };
-        drawCard(entry.el, entry.view);
+        drawCard(entry.el, entry.view, this.workspace);
       }
     }
   }
