@@ -289,6 +289,8 @@ CATALOGUE = [
     "Run the shell command: ls -la and report the output",
     "Fetch https://example.com and tell me its page title. Reply with DONE at the end.",
     "ask me which file to edit",
+    "search the web for cursor cli",
+    "delete README.md",
     "plan: read the code, write tests, ship",
     "What is 12 / 4?",
     "write a poem about rivers",
@@ -313,5 +315,23 @@ def test_every_documented_prompt_reassembles_identically(sim: Sim, prompt: str, 
     assert a.text == a.result_text
     assert b.text == b.result_text
     assert a.session_id == b.session_id  # seeded
-    assert [(c.kind, c.status) for c in a.tool_calls] == [(c.kind, c.status) for c in b.tool_calls]
-    assert all(c.status.finished for c in a.tool_calls)
+    # the second run sees the first one's edits and deletions: compare what was called
+    assert [c.kind for c in a.tool_calls] == [c.kind for c in b.tool_calls]
+    assert all(c.status.finished for c in a.tool_calls + b.tool_calls)
+
+
+def test_web_search_completed_without_started_and_delete(sim: Sim, ws: Path) -> None:
+    t = sim.stream("search the web for python packaging").transcript
+    (call,) = t.tool_calls
+    assert (call.kind, call.status) == (ToolKind.WEB_SEARCH, ToolStatus.REJECTED)
+    assert not [e for e in t.events if e.type is EventType.TOOL_CALL_STARTED]  # recording 03
+    assert call.args["searchTerm"] == "python packaging"  # recovered from the query
+    forced = sim.stream("-f", "search the web for python packaging").transcript
+    assert [e.type for e in forced.events].count(EventType.TOOL_CALL_STARTED) == 1
+    assert forced.tool_calls[0].status is ToolStatus.ERROR
+
+    t = sim.stream("delete notes.txt").transcript
+    (call,) = t.tool_calls
+    assert (call.kind, call.status) == (ToolKind.DELETE, ToolStatus.SUCCEEDED)
+    assert not (ws / "notes.txt").exists()
+    assert sim.stream("delete notes.txt").transcript.tool_calls[0].status is ToolStatus.ERROR

@@ -14,6 +14,9 @@ What it understands (case-insensitive; see docs/simulator.md for examples):
   ``--force``; without it the call is rejected exactly like recording 07 (reason "");
 * ``fetch https://…`` -> ``webFetchToolCall``: rejected through an ``interaction_query``
   pair without ``--force`` (recording 04); with it, approved, then an error (no network);
+* ``search the web for X`` -> ``webSearchToolCall``: without ``--force`` only the query pair
+  and a completion with no ``started`` (recording 03); with it, an error (no network);
+* ``delete a.txt`` -> ``deleteToolCall`` that really deletes the file;
 * ``ask me …`` -> ``askQuestionToolCall``, always skipped in print mode (recording 05);
 * ``todo`` / ``plan`` -> ``updateTodosToolCall``;
 * ``what did I ask before?`` -> answers from the chat's earlier turns;
@@ -236,6 +239,23 @@ def plan_turn(
         low = prompt.lower()
 
     command = _shell_command(prompt)
+    web = (
+        None if command else re.search(r"\bsearch\s+the\s+(?:web|internet)\s+for\s+(.+)", prompt, re.I | re.S)
+    )
+    if web:
+        term = _strip(re.split(r"[.?!;]\s|\n", web.group(1), maxsplit=1)[0])
+        later.append([Action("webSearchToolCall", f"I'll search the web for {term}.", term)])
+        prompt = prompt[: web.start()]
+        low = prompt.lower()
+    dm = (
+        None
+        if command
+        else re.search(r"\b(?:delete|remove)\s+(?:the\s+file\s+)?([\w./-]+\.\w+)", prompt, re.I)
+    )
+    if dm:
+        later.append([Action("deleteToolCall", f"I'll delete `{dm.group(1)}`.", dm.group(1))])
+        prompt = prompt[: dm.start()] + prompt[dm.end() :]
+        low = prompt.lower()
     reads, edits = ([], []) if command else _edit_actions(prompt, has_file)
     readonly += reads
 
@@ -307,6 +327,8 @@ def _goal(a: Action) -> str:
         "editToolCall": f"edit {a.target}",
         "shellToolCall": f"run {a.target}",
         "webFetchToolCall": f"fetch {a.target}",
+        "webSearchToolCall": f"search the web for {a.target}",
+        "deleteToolCall": f"delete {a.target}",
         "askQuestionToolCall": "ask a question first",
         "updateTodosToolCall": "plan the work",
     }.get(a.kind_key, a.kind_key)
@@ -474,6 +496,10 @@ class Agent:
             started = clock.now_ms()
             calls.append((action, call_id, args, description, started))
             self.tool_count += 1
+            if action.kind_key == "webSearchToolCall" and not ctx.force:
+                # recording 03: the query pair, then a completion that no `started` preceded
+                yield from self._queries("webSearchRequestQuery", args, skip_approval=None)
+                continue
             yield wire.tool_call_started(
                 sid,
                 call_id,
@@ -485,7 +511,7 @@ class Agent:
                 description=description,
             )
             if action.kind_key == "webFetchToolCall" and not ctx.force:
-                yield from self._fetch_queries(args)
+                yield from self._queries("webFetchRequestQuery", args, skip_approval=False)
         # parallel calls complete in finish order: the simulator finishes the last started first
         for action, call_id, args, description, started in reversed(calls):
             outcome = self._execute(action)
@@ -532,6 +558,11 @@ class Agent:
             return args, description
         if kind == "webFetchToolCall":
             return wire.web_fetch_args(a.target, call_id), None
+        if kind == "webSearchToolCall":
+            return wire.web_search_args(a.target, call_id), None
+        if kind == "deleteToolCall":
+            path = tools.inside(ws, a.target)
+            return wire.delete_args(str(path) if path else a.target, call_id), None
         if kind == "askQuestionToolCall":
             questions = [
                 {
@@ -568,14 +599,14 @@ class Agent:
             return before.replace(a.extra[len("replace:") :], a.text.rstrip("\n"))
         return a.text
 
-    def _fetch_queries(self, args: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _queries(
+        self, qtype: str, args: dict[str, Any], *, skip_approval: bool | None
+    ) -> Iterator[dict[str, Any]]:
         sid, clock = self.ctx.session_id, self.ctx.clock
         qid = self._query_id
         self._query_id += 1
-        yield wire.interaction_request(sid, qid, "webFetchRequestQuery", args, clock.now_ms())
-        yield wire.interaction_response(
-            sid, qid, "webFetchRequestQuery", wire.rejected("User Rejected"), clock.now_ms()
-        )
+        yield wire.interaction_request(sid, qid, qtype, args, clock.now_ms(), skip_approval=skip_approval)
+        yield wire.interaction_response(sid, qid, qtype, wire.rejected("User Rejected"), clock.now_ms())
 
     def _ask_queries(self, call_id: str, args: dict[str, Any]) -> Iterator[dict[str, Any]]:
         sid, clock = self.ctx.session_id, self.ctx.clock
@@ -663,6 +694,20 @@ class Agent:
                 return wire.rejected("User Rejected")
             a.answer = f"I couldn't fetch {a.target} — the simulator has no network access."
             return wire.error_outcome("Network access is not available in cursor-agent-sim", url=a.target)
+        if kind == "webSearchToolCall":
+            if not ctx.force:
+                a.answer = f"I couldn't search the web for {a.target} — the search was rejected."
+                return wire.rejected("User Rejected")
+            a.answer = f"I couldn't search the web for {a.target} — the simulator has no network access."
+            return wire.error_outcome("Network access is not available in cursor-agent-sim")
+        if kind == "deleteToolCall":
+            outcome = tools.delete(ws, a.target)
+            a.answer = (
+                f"Deleted `{a.target}`."
+                if "success" in outcome
+                else f"I could not delete `{a.target}`: {outcome['error']['error']}."
+            )
+            return outcome
         if kind == "askQuestionToolCall":
             a.answer = "You didn't pick an option, so I'll continue with what I have."
             return wire.rejected(ASK_SKIPPED)

@@ -247,6 +247,28 @@ def edit(ws: Path, name: str, after: str) -> tuple[dict[str, Any], str, bool]:
     return outcome, shown, before is None
 
 
+def delete(ws: Path, name: str) -> dict[str, Any]:
+    """Delete the file ``name`` of the workspace; the ``deleteToolCall`` outcome.
+
+    Example:
+        >>> import tempfile
+        >>> ws = Path(tempfile.mkdtemp()); _ = (ws / "a.txt").write_text("x")
+        >>> list(delete(ws, "a.txt")), (ws / "a.txt").exists()
+        (['success'], False)
+    """
+    path = inside(ws, name)
+    if path is None:
+        return wire.error_outcome("Path is outside the workspace", path=name)
+    try:
+        previous = path.read_bytes().decode("utf-8", "replace")
+        path.unlink()
+    except FileNotFoundError:
+        return wire.error_outcome("File not found", path=str(path))
+    except OSError as e:
+        return wire.error_outcome(str(e), path=str(path))
+    return wire.delete_success(str(path), previous)
+
+
 def run_shell(ws: Path, command: str) -> tuple[dict[str, Any], int, str, str, int]:
     """Run ``command`` with ``/bin/sh -c`` in the workspace, stdin closed, in this process's
     group. Returns the outcome, exit code, stdout, stderr and milliseconds taken.
