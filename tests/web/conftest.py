@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "server"))  # reuse the server harness
+sys.path.insert(0, str(Path(__file__).parent))  # netproxy
 
 from server_helpers import Server, marked_processes
 

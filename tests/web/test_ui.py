@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from netproxy import CuttableProxy
 from playwright.sync_api import Page, expect
 from server_helpers import Server, new_chat, wait_run
 
@@ -303,3 +304,33 @@ def test_without_the_token_the_page_asks_for_it(
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#welcome-view")).to_be_visible()
     expect(page.locator("#sim-badge")).to_be_visible()
+
+
+def test_network_drop_mid_run_then_catch_up(make_server: Any, browser: Any, shot: Any) -> None:
+    server = make_server(sim_env=SLOW)
+    proxy = CuttableProxy(server.port)
+    try:
+        with server.client() as c:
+            chat = new_chat(c)
+            page = browser.new_page()
+            page.goto(f"{proxy.url}/?token={server.token}#/chat/{chat['id']}")
+            expect(page.locator("#conn")).to_have_text("Live")
+            send(page, "list the files and read notes.txt, grep TODO and glob *.txt")
+            expect(page.locator(".card").first).to_be_attached()
+            proxy.cut()
+            expect(page.locator("#conn")).to_have_text("Reconnecting…")
+            shot(page, "network-down")
+            run_id = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][-1]["id"]
+            assert wait_run(c, run_id)["status"] == "succeeded"  # the run went on alone
+            proxy.restore()
+            expect(page.locator("#conn")).to_have_text("Live")
+            expect(page.locator("#result-bar")).to_contain_text("Done")
+            calls = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]
+            events = c.get(f"/api/chats/{chat['id']}/events", params={"limit": 5000}).json()
+        ids = call_ids(page)
+        assert len(ids) == len(set(ids)) == len(calls) >= 3
+        assistants = [e for e in events["events"] if e["type"] == "assistant"]
+        expect(page.locator(".msg.assistant")).to_have_count(len(assistants))
+        expect(page.locator(".msg.user")).to_have_count(1)
+    finally:
+        proxy.close()
