@@ -334,3 +334,23 @@ def test_network_drop_mid_run_then_catch_up(make_server: Any, browser: Any, shot
         expect(page.locator(".msg.user")).to_have_count(1)
     finally:
         proxy.close()
+
+
+def test_a_failed_run_is_shown_plainly_with_its_remedy(
+    make_server: Any, browser: Any, shot: Any
+) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "auth"})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "list the files")
+    expect(page.locator("#result-bar")).to_contain_text("Failed")
+    error = page.locator(".msg.error")
+    expect(error).to_contain_text("AuthenticationError")
+    expect(error).to_have_count(1)  # the agent's error and the run's failure, said once
+    expect(error).to_contain_text("Authentication required")
+    expect(error.locator(".remedy")).to_contain_text("agent login")
+    expect(page.locator("#result-bar")).to_contain_text("Failed")
+    expect(page.locator(".chat-item .pill")).to_have_text("failed")
+    shot(page, "failed")

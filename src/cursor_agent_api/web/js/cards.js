@@ -132,6 +132,8 @@ function body(kind, v, status) {
       );
     case "todos":
       return h("div", { class: "card-body" }, todoList(v.todos || []));
+    case "delete":
+      return null; // the header says which file; a failure shows its error below
     default:
       return h("div", { class: "card-body" },
         running || status !== "succeeded" ? null : output("output", v.output, true),

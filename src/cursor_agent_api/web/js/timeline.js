@@ -19,9 +19,9 @@ const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
 // What to do about a failure, by the error's type (the message says what happened).
 const REMEDIES = {
-  AuthenticationError: "Log the agent in (`cursor-agent login`) or give the server an API key (CURSOR_API_KEY).",
+  AuthenticationError: "Log the agent in (`agent login`), or start the server with CURSOR_API_KEY set and `--pass-env CURSOR_API_KEY`.",
   WorkspaceTrustError: "Start a new chat with “Trust the workspace” checked, or trust it once in the agent CLI.",
-  InvalidModelError: "Start a new chat with another model (`cursor-agent models` lists them), or leave the model empty.",
+  InvalidModelError: "Start a new chat with another model (`agent models` lists them), or leave the model empty.",
   UsageLimitError: "Wait for the usage limit to reset, or pick another model.",
   SessionError: "The agent could not resume this chat: start a new chat.",
   AgentNotFoundError: "Install Cursor's agent CLI, or start the server with --agent-binary PATH (or --simulate).",
@@ -49,6 +49,7 @@ export class Timeline {
     this.cards = new Map(); // call_id -> {el, view}
     this.runs = new Map(); // run_id -> run view
     this.latestRun = null;
+    this.lastError = null; // {el, message} of the last error block
     this.dirty = new Set();
     this.frame = 0;
   }
@@ -191,10 +192,22 @@ export class Timeline {
   failure(message, errorType) {
     this.foldThinking();
     const remedy = REMEDIES[errorType] || "";
-    this.container.append(h("div", { class: "msg error", role: "note" },
-      h("strong", { text: errorType ? `Error (${errorType}): ` : "Error: " }),
+    const label = errorType ? `Error (${errorType}): ` : "Error: ";
+    const last = this.lastError;
+    if (last && last.message === message && last.el === this.container.lastElementChild) {
+      // The run failed over the error the agent just reported: say it once, with the remedy.
+      last.el.querySelector("strong").textContent = label;
+      if (remedy && !last.el.querySelector(".remedy")) {
+        last.el.append(h("p", { class: "remedy", text: `What to do: ${remedy}` }));
+      }
+      return;
+    }
+    const el = h("div", { class: "msg error", role: "note" },
+      h("strong", { text: label }),
       h("span", { class: "error-text", text: message }),
-      remedy ? h("p", { class: "remedy", text: `What to do: ${remedy}` }) : null));
+      remedy ? h("p", { class: "remedy", text: `What to do: ${remedy}` }) : null);
+    this.container.append(el);
+    this.lastError = { el, message };
   }
 
   notice(text, cls = "") {
