@@ -44,8 +44,13 @@ BIN = Path(sys.executable).parent
 FINAL = {"succeeded", "failed", "cancelled", "interrupted"}
 
 
-def write_script(path: Path, deltas: int) -> Path:
-    """A recording: init, prompt, ``deltas`` assistant deltas, the final text, a result."""
+def write_script(path: Path, deltas: int, recap_every: int = 0) -> Path:
+    """A recording: init, prompt, ``deltas`` assistant deltas, the final text, a result.
+
+    With ``recap_every`` = K, every K-th delta is instead the segment's recap (an
+    ``assistant`` line with ``model_call_id``, as real builds send before a tool call),
+    which replaces the segment's deltas in the client's transcript.
+    """
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
     head = [
         {
@@ -68,17 +73,16 @@ def write_script(path: Path, deltas: int) -> Path:
             f.write(orjson.dumps(obj) + b"\n")
         ts = 1789644625717
         for i in range(deltas):
-            f.write(
-                orjson.dumps(
-                    {
-                        "type": "assistant",
-                        "message": {"role": "assistant", "content": [{"type": "text", "text": f"word{i} "}]},
-                        "session_id": sid,
-                        "timestamp_ms": ts + i,
-                    }
-                )
-                + b"\n"
-            )
+            obj: dict[str, Any] = {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": f"word{i} "}]},
+                "session_id": sid,
+                "timestamp_ms": ts + i,
+            }
+            if recap_every and i % recap_every == recap_every - 1:
+                obj["message"]["content"][0]["text"] = f"segment {i // recap_every}. "
+                obj["model_call_id"] = f"r-{i // recap_every}-abcd"
+            f.write(orjson.dumps(obj) + b"\n")
         f.write(
             orjson.dumps(
                 {
@@ -357,9 +361,9 @@ async def bench_fanout(tmp: Path, runs: int, per_run: int) -> dict[str, Any]:
 # ---- 3. memory -------------------------------------------------------------------------------
 
 
-async def bench_memory(tmp: Path, n: int) -> dict[str, Any]:
-    script = write_script(tmp / "mem.ndjson", n)
-    server = Serve(tmp, tmp / "mem.sqlite3", script)
+async def bench_memory(tmp: Path, n: int, recap_every: int) -> dict[str, Any]:
+    script = write_script(tmp / f"mem{recap_every}.ndjson", n, recap_every)
+    server = Serve(tmp, tmp / f"mem{recap_every}.sqlite3", script)
     samples: list[tuple[float, int, int]] = []
     try:
         async with server.http() as c:
@@ -435,25 +439,39 @@ def main() -> None:
                 f"{r['rss_mib'][1]:.0f} MiB"
             )
         if "memory" in only:
-            r = asyncio.run(bench_memory(tmp, args.memory_events))
-            s = r["samples"]
-            print(
-                f"\n## Memory: one run of {r['events']:,} events ({r['status']}, "
-                f"{r['errors']} seq errors), {r['seconds']:.0f} s"
-            )
-            print("| progress | records | RSS MiB |\n|---:|---:|---:|")
-            total = max(1, s[-1][1])
-            shown = set()
-            for pct in (0, 10, 25, 50, 75, 90, 100):
-                i = min(range(len(s)), key=lambda j: abs(s[j][1] / total * 100 - pct))
-                if i in shown:
-                    continue
-                shown.add(i)
-                print(f"| {s[i][1] / total:.0%} | {s[i][1]:,} | {s[i][2] / 1024:.1f} |")
-            after_warmup = [x[2] for x in s if x[1] >= total * 0.1]
-            print(
-                f"RSS after 10%: min {min(after_warmup) / 1024:.1f}, max {max(after_warmup) / 1024:.1f} MiB"
-            )
+            variants = [
+                (100, "a recap (B segment) every 100 deltas: the transcript keeps only the recaps"),
+                (0, "one segment of deltas: the client's Transcript keeps every delta string"),
+            ]
+            for recap_every, label in variants:
+                r = asyncio.run(bench_memory(tmp, args.memory_events, recap_every))
+                print_memory(r, label)
+
+
+def print_memory(r: dict[str, Any], label: str) -> None:
+    """The RSS table of one memory run."""
+    s = r["samples"]
+    print(
+        f"\n## Memory: one run of {r['events']:,} events ({r['status']}, "
+        f"{r['errors']} seq errors), {r['seconds']:.0f} s — {label}"
+    )
+    print("| progress | records | RSS MiB |\n|---:|---:|---:|")
+    total = max(1, s[-1][1])
+    shown = set()
+    for pct in (0, 10, 25, 50, 75, 90, 100):
+        i = min(range(len(s)), key=lambda j: abs(s[j][1] / total * 100 - pct))
+        if i in shown:
+            continue
+        shown.add(i)
+        print(f"| {s[i][1] / total:.0%} | {s[i][1]:,} | {s[i][2] / 1024:.1f} |")
+    during = [x for x in s if total * 0.1 <= x[1] < total]
+    if len(during) >= 2:
+        (_, n0, r0), (_, n1, r1) = during[0], during[-1]
+        per_event = (r1 - r0) * 1024 / max(1, n1 - n0)
+        print(
+            f"RSS from 10% to the end of the stream: {r0 / 1024:.1f} -> {r1 / 1024:.1f} MiB "
+            f"({per_event:.1f} bytes/event); after the run: {s[-1][2] / 1024:.1f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -81,6 +81,7 @@ def test_whole_flow_rest_and_websocket(server: Server) -> None:
         assert got["session_id"] == final["session_id"] and got["session_id"]
         assert got["status"] == "succeeded" and got["last_seq"] == seqs[-1]
         assert got["latest_run"]["id"] == run["id"]
+        assert got["title"] == "list the files and read notes.txt", "named after the prompt"
         listed = c.get("/api/chats").json()["chats"]
         assert [x["id"] for x in listed] == [chat["id"]]
 

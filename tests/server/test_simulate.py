@@ -19,8 +19,12 @@ def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> Non
     env["XDG_DATA_HOME"] = str(tmp_path / "data")  # the simulator's chats stay in tmp
     proc = subprocess.Popen(
         [*SERVE, "--simulate", "--port", "0", "--database-url", db_url],
-        cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        start_new_session=True, text=True,
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        text=True,
     )
     pids: list[int] = []
     try:
@@ -32,14 +36,12 @@ def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> Non
         assert len(token) >= 32, "a random token of at least 128 bits"
         import httpx
 
-        with httpx.Client(base_url=base, headers={"Authorization": f"token {token}"},
-                          timeout=60) as c:
+        with httpx.Client(base_url=base, headers={"Authorization": f"token {token}"}, timeout=60) as c:
             health = c.get("/api/health").json()
             assert health["simulate"] is True
             assert c.get("/api/config").json()["roots"] == [str(root.resolve())]
             chat = new_chat(c, "project")
-            run = c.post(f"/api/chats/{chat['id']}/runs",
-                         json={"prompt": "what is 6 * 7"}).json()
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "what is 6 * 7"}).json()
             pids.append(poll(lambda: c.get(f"/api/runs/{run['id']}").json()["pid"]))
             final = wait_run(c, run["id"])
             assert final["status"] == "succeeded" and "42" in final["result"]

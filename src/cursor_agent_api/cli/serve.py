@@ -193,6 +193,12 @@ def serve(
         run_timeout=run_timeout,
         idle_timeout=idle_timeout,
     )
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        click.echo(
+            f"warning: listening on {host}: anyone who can reach it and has the token can run "
+            "the agent (shell commands included) on this machine",
+            err=True,
+        )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -34,6 +34,7 @@ from .store import ActiveRunError, Store
 
 router = APIRouter(prefix="/api")
 
+_DEFAULT_TITLE = "New chat in "
 _MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\- ]*$"
 
 
@@ -209,7 +210,7 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
         workspace = resolve_workspace(body.workspace, s.roots)
     except WorkspaceError as e:
         raise HTTPException(e.status, str(e)) from None
-    title = body.title or f"New chat in {workspace.name or workspace}"
+    title = body.title or f"{_DEFAULT_TITLE}{workspace.name or workspace}"
     chat = await _store(request).create_chat(
         workspace=str(workspace), model=body.model, options=body.options.model_dump(), title=title
     )
@@ -258,7 +259,7 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         raise HTTPException(400, "prompt must not contain NUL characters")
     chat = await _chat_or_404(request, chat_id)
     try:
-        return await _runs(request).submit(chat, body.prompt)
+        run = await _runs(request).submit(chat, body.prompt)
     except ActiveRunError:
         raise HTTPException(
             409,
@@ -267,6 +268,13 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         ) from None
     except ServerClosingError:
         raise HTTPException(503, "the server is shutting down") from None
+    if chat.get("last_seq") == 0 and str(chat["title"]).startswith(_DEFAULT_TITLE):
+        # A chat created without a title is named after its first prompt.
+        first_line = body.prompt.strip().splitlines()[0] if body.prompt.strip() else ""
+        if first_line:
+            title = first_line if len(first_line) <= 80 else first_line[:79] + "…"
+            await _store(request).update_chat(chat_id, title=title)
+    return run
 
 
 @router.get("/chats/{chat_id}/runs", tags=["runs"])

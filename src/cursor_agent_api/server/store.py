@@ -45,7 +45,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .webui import TOOL_RECORD_TYPES, tool_call_view
-from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
