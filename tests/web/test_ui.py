@@ -111,6 +111,17 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     expect(item).to_contain_text(str(server.root / "project"))
     expect(item.locator(".pill")).to_have_text("succeeded")
     expect(item.locator("time")).to_be_attached()
+
+    # Leave, open it again from the list as an old chat, and continue it (the agent resumes).
+    page.evaluate("location.hash = '#/'")
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.locator(".chat-item a").first.click()
+    expect(page.locator(".card")).to_have_count(3)
+    expect(page.locator(".msg.user")).to_have_count(2)
+    send(page, "what did I ask before?")
+    expect(page.locator(".msg.user")).to_have_count(3)
+    expect(page.locator(".msg.assistant").last).to_contain_text("list the files")
+    expect(page.locator("#stop-button")).to_be_hidden()
     assert page.errors == []  # type: ignore[attr-defined]
 
 

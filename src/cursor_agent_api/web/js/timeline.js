@@ -113,7 +113,7 @@ export class Timeline {
   think(text) {
     if (!this.thinking) {
       const body = h("p", { class: "thinking-text" });
-      const el = h("div", { class: "thinking thinking-live", "aria-label": "The agent is thinking" },
+      const el = h("div", { class: "thinking thinking-live", "aria-live": "off" },
         h("span", { class: "thinking-label", text: "Thinking…" }), body);
       this.container.append(el);
       this.thinking = { el, body, text: "", done: false };
@@ -153,7 +153,8 @@ export class Timeline {
   }
 
   openSegment(fromDeltas) {
-    const el = h("div", { class: "msg assistant" });
+    // While text streams in, aria-busy keeps screen readers from reading every fragment.
+    const el = h("div", { class: "msg assistant", "aria-busy": fromDeltas ? "true" : null });
     this.container.append(el);
     this.segment = { el, text: "", fromDeltas };
   }
@@ -234,9 +235,10 @@ export class Timeline {
 
   // ---- rendering -----------------------------------------------------------------------
 
-  render(segment) {
+  render(segment, done = true) {
     this.dirty.delete(segment);
     replace(segment.el, renderMarkdown(segment.text));
+    if (done) segment.el.removeAttribute("aria-busy");
   }
 
   /** Re-render streaming text at most once per frame. */
@@ -246,7 +248,7 @@ export class Timeline {
     const flush = () => {
       this.frame = 0;
       const stick = this.nearBottom();
-      for (const s of this.dirty) this.render(s);
+      for (const s of this.dirty) this.render(s, s !== this.segment);
       if (stick) this.scrollToEnd();
     };
     this.frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);
