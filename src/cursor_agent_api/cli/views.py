@@ -131,6 +131,7 @@ class LiveView:
         self.segment_from_deltas = False
         self.thinking: list[str] = []
         self.running: dict[str, ToolCall] = {}
+        self.spinner = Spinner("dots", style="cyan")  # one object, so that it turns
         self.live = Live(self, console=console, refresh_per_second=10, transient=True,
                          redirect_stdout=False, redirect_stderr=False)
         self.live.start()
@@ -152,7 +153,8 @@ class LiveView:
                           style="dim italic")
         else:
             status.append("  working…" if not self.segment else "", style="dim")
-        parts.append(Spinner("dots", text=status, style="cyan"))
+        self.spinner.update(text=status)
+        parts.append(self.spinner)
         return Group(*parts)
 
     # events ------------------------------------------------------------------------------
