@@ -130,6 +130,7 @@ class StreamingResponse:
         self._index = 0
         self._ended = False
         self._stopped = False
+        self._pulled_all = False
         self._cancelled = False
         self._recorded = False  # set by a session once it recorded this turn
         self._lock = threading.Lock()
@@ -148,7 +149,16 @@ class StreamingResponse:
         while True:
             if self._ended or self._stopped:
                 raise StopIteration
-            item = self._queue.get()
+            if not self._pulled_all:
+                # stdout is read right here, in the consumer's thread: no hand-off
+                events = self._run.pull_events()
+                if events is None:
+                    self._pulled_all = True
+                    continue
+                item = events
+            else:
+                # then what the supervisor adds at the end (an ERROR event), and END
+                item = self._queue.get()
             if type(item) is list:
                 if not item:
                     continue
@@ -181,7 +191,10 @@ class StreamingResponse:
 
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
-        """The :class:`subprocess.Popen` of the agent (inspect it; stop it with :meth:`cancel`)."""
+        """The :class:`subprocess.Popen` of the agent, for inspection (``pid``, ``args``).
+
+        Stop it with :meth:`cancel`; do not ``wait()``/``poll()`` it: the runtime reaps it.
+        """
         return self._run.process.popen if self._run.process is not None else None
 
     @property
@@ -214,6 +227,7 @@ class StreamingResponse:
                 with contextlib.suppress(RuntimeError):  # the loop already ended the run
                     self._portal.call_soon(self._run.cancel, int(signal))
             self._stopped = True
+        self._run.stop_pull()
         self._queue.stop()
 
     def wait(self, timeout: float | None = None) -> AgentResult:
@@ -250,9 +264,11 @@ class StreamingResponse:
 
     def __del__(self) -> None:
         run = getattr(self, "_run", None)
-        if run is not None and run.result is None and run.process is not None:
+        if run is not None and run.process is not None:
             with contextlib.suppress(Exception):
-                self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+                if run.result is None:
+                    self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+                run.stop_pull()
 
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self._cancelled else "running")
@@ -314,7 +330,7 @@ class CursorAgentClient:
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue._loop = loop
-        run = AgentRun(config, prompt, sink=queue)
+        run = AgentRun(config, prompt, sink=queue, pull=queue is not None)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
 
         async def start() -> None:

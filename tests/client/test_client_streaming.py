@@ -22,6 +22,16 @@ from cursor_agent_api import (
 from cursor_agent_api.runtime.run import AgentRun
 
 
+def _exited(pid: int) -> bool:
+    """The agent has exited (a zombie not yet reaped, or gone): read /proc, never wait()."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rfind(b")") + 2 :].split()[0] in (b"Z", b"X")
+
+
 def slow(sim, delay: float = 0.3, fault: str | list[str] = "slow", **fields) -> AgentConfig:
     base = sim(fault, **fields)
     return base.with_overrides(env={**base.env, "CURSOR_AGENT_SIM_DELAY": str(delay)})
@@ -124,13 +134,12 @@ def test_keep_events_false_stream_events_empty(sim):
     assert n > 0 and s.events == [] and s.result.events == []
 
 
-def test_slow_consumer_gets_everything_in_order(sim, monkeypatch):
-    # more events than the back-pressure high-water mark: reading pauses, nothing is lost
+def test_slow_async_consumer_back_pressure(sim, monkeypatch):
+    # the async stream is fed by the loop: past the high-water mark, reading stdout pauses
+    # until the consumer catches up, and nothing is lost
     from cursor_agent_api.runtime import process, sinks
 
-    monkeypatch.setattr(sinks, "DEFAULT_HIGH_WATER", 2)
-    monkeypatch.setattr(sinks, "DEFAULT_LOW_WATER", 1)
-    monkeypatch.setattr(sinks.ThreadEventQueue.__init__, "__defaults__", (None, 2, 1))
+    monkeypatch.setattr(sinks.AsyncEventQueue.__init__, "__defaults__", (2, 1))
     pauses = []
     original = process.AgentProcess.pause_stdout
 
@@ -139,16 +148,34 @@ def test_slow_consumer_gets_everything_in_order(sim, monkeypatch):
         original(self)
 
     monkeypatch.setattr(process.AgentProcess, "pause_stdout", pause)
-    config = sim(stream_partial_output=True, extra_args=[])
-    with CursorAgentClient(config) as client:
-        stream = client.query_stream("Write a poem about the sea")
+
+    async def main():
+        stream = await AsyncCursorAgentClient(sim(stream_partial_output=True)).query_stream(
+            "Write a poem about the sea")
         for _ in range(6000):  # a consumer that is late: let the backlog build up
             if stream._queue.full:
                 break
-            time.sleep(0.01)
-        events = list(stream)
+            await asyncio.sleep(0.01)
+        return [e async for e in stream], stream
+
+    events, stream = asyncio.run(main())
     assert stream.result.success and events == stream.result.events
     assert pauses  # back-pressure was applied at least once
+
+
+def test_slow_sync_consumer_reads_everything(sim):
+    # the sync stream reads stdout in the consumer's thread: a late consumer just leaves
+    # the output in the pipe (the agent blocks on a full pipe), nothing is lost
+    with CursorAgentClient(sim(stream_partial_output=True)) as client:
+        stream = client.query_stream("Write a poem about the sea")
+        it = iter(stream)
+        first = next(it)
+        for _ in range(6000):  # wait until the agent has written everything it can
+            if _exited(stream.pid):
+                break
+            time.sleep(0.01)
+        events = [first, *it]
+    assert stream.result.success and events == stream.result.events
 
 
 def test_stream_result_before_end_is_none_and_wait_drains(sim):

@@ -204,8 +204,12 @@ class AgentProcess:
         *,
         env: dict[str, str] | None,
         cwd: str | None = None,
+        stdout_fd: int | None = None,
     ) -> AgentProcess:
         """Start ``argv`` with piped stdio in a new session; output goes to ``listener``.
+
+        With ``stdout_fd`` (the write end of a pipe the caller reads itself), stdout
+        goes there instead and ``listener.stdout_*`` are never called.
 
         Raises :class:`~cursor_agent_api.errors.AgentNotFoundError` when the
         executable cannot be started at all.
@@ -237,7 +241,7 @@ class AgentProcess:
                 lambda: _Protocol(_Forward()),
                 *argv,
                 stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd=cwd,

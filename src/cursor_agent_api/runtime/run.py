@@ -43,7 +43,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import select
 import signal as signal_module
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -120,6 +124,7 @@ class AgentRun:
         sink: EventSink | None = None,
         argv: Sequence[str] | None = None,
         env: dict[str, str] | None = None,
+        pull: bool = False,
     ) -> None:
         config.validate()
         self.config = config
@@ -150,6 +155,18 @@ class AgentRun:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[AgentResult] | None = None
         self._done: asyncio.Future[AgentResult] | None = None
+        # pull mode: the consumer's thread reads stdout itself (see pull_events)
+        self.pull = pull
+        self._pull_fd = -1
+        self._wake_r = self._wake_w = -1
+        self._pull_stop = False
+        self._pull_drain = False
+        self._pull_users = 0
+        self._pull_lock = threading.Lock()
+        self._pull_state = threading.Lock()
+        self._consumer_released = False
+        self._poller: select.poll | None = None
+        self._result_posted = False
 
     # ---- public ------------------------------------------------------------------------
 
@@ -176,7 +193,24 @@ class AgentRun:
         self._wake = asyncio.Event()
         self._done = loop.create_future()
         self._started_at = self._last_activity = loop.time()
-        self.process = await AgentProcess.spawn(self.argv, self, env=self.env)
+        if self.pull:
+            read_fd, write_fd = os.pipe()
+            self._wake_r, self._wake_w = os.pipe()
+            os.set_blocking(self._wake_w, False)
+            try:
+                self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
+                                                        stdout_fd=write_fd)
+            except BaseException:
+                for fd in (read_fd, self._wake_r, self._wake_w):
+                    os.close(fd)
+                raise
+            finally:
+                os.close(write_fd)
+            self._pull_fd = read_fd
+            self._pull_users = 2  # the consumer and the supervisor; the last one closes
+            self._paused = True  # until the consumer first pulls
+        else:
+            self.process = await AgentProcess.spawn(self.argv, self, env=self.env)
         self.process.write_stdin(self._prompt or b"", close=True)
         self._task = loop.create_task(self._supervise())
 
@@ -197,6 +231,132 @@ class AgentRun:
         if self._cancel_signal is None or sig == signal_module.SIGKILL:
             self._cancel_signal = sig
             self._poke()
+
+    # ---- pull mode (the sync stream: the consumer's thread reads stdout) ----------------
+
+    def pull_events(self) -> list[AgentEvent] | None:
+        """Consumer thread, pull mode: block until stdout completes events; ``None`` at the end.
+
+        Reading in the consumer's own thread is what makes the sync stream as quick
+        as a bare ``readline`` loop; everything else (timers, signals, the result)
+        stays with the supervisor on the loop, told by ``call_soon_threadsafe``.
+        Returns ``None`` at end-of-file, after :meth:`stop_pull`, or when the
+        supervisor gave up waiting for end-of-file (the group is gone but a process
+        outside it holds the pipe).
+        """
+        if self._pull_fd < 0 or self._pull_stop:
+            return None
+        with self._pull_lock:
+            if self._pull_fd < 0:
+                return None
+            self._paused = False
+            self._last_activity = time.monotonic()
+            try:
+                events = self._pull_locked()
+            finally:
+                self._paused = True
+                self._last_activity = time.monotonic()
+            if events is None:
+                self._release_consumer()
+            return events
+
+    def _pull_locked(self) -> list[AgentEvent] | None:
+        fd = self._pull_fd
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            poller.register(self._wake_r, select.POLLIN)
+        reader = self._reader
+        while True:
+            if self._pull_stop:
+                return None
+            draining = self._pull_drain
+            if draining:
+                os.set_blocking(fd, False)
+            else:
+                ready = poller.poll()
+                if len(ready) > 1 or ready[0][0] != fd:
+                    continue  # woken: look at the flags again (data, if any, is read next)
+            try:
+                data = os.read(fd, 262144)
+            except BlockingIOError:
+                data = b""  # drained what the group left; the pipe is held elsewhere
+            if not data:
+                events = reader.close()
+                self._post(self._pulled_eof)
+                self._pull_stop = True  # nothing more to read
+                return self._fold(events) if events else None
+            self._last_activity = time.monotonic()
+            events = reader.feed(data)
+            if events:
+                return self._fold(events)
+
+    def _fold(self, events: list[AgentEvent]) -> list[AgentEvent]:
+        transcript = self._transcript
+        add = transcript.add
+        for event in events:
+            add(event)
+        if self._text_mode:
+            self._text_lines.extend(e.text or "" for e in events if e.type is EventType.RAW)
+        if not self._result_posted and transcript.result_event is not None:
+            self._result_posted = True
+            self._post(self._pulled_result)
+        return events
+
+    def stop_pull(self) -> None:
+        """Any thread: the consumer has gone (cancel, close); a blocked :meth:`pull_events` returns."""
+        if not self.pull or self._pull_stop:
+            return
+        self._pull_stop = True
+        self._wake_pull()
+        self._post(self._poke)
+        if self._pull_lock.acquire(blocking=False):  # nobody is reading: let go of the pipe
+            try:
+                self._release_consumer()
+            finally:
+                self._pull_lock.release()
+
+    def _release_consumer(self) -> None:
+        with self._pull_state:
+            if self._consumer_released:
+                return
+            self._consumer_released = True
+        self._release_pull_fd()
+
+    def _wake_pull(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._wake_w, b"x")
+
+    def _post(self, fn: Any) -> None:
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(fn)
+
+    def _pulled_result(self) -> None:
+        if self._result_at is None:
+            assert self._loop is not None
+            self._result_at = self._loop.time()
+            self._poke()
+
+    def _pulled_eof(self) -> None:
+        self._stdout_done = True
+        self._poke()
+
+    def _release_pull_fd(self) -> None:
+        """Each of the consumer and the supervisor calls this once; the last closes the pipes."""
+        with self._pull_state:
+            if self._pull_users <= 0:
+                return
+            self._pull_users -= 1
+            if self._pull_users:
+                return
+            fds = (self._pull_fd, self._wake_r, self._wake_w)
+            self._pull_fd = self._wake_r = self._wake_w = -1
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     # ---- ProcessListener (called by the transport, on the loop) ------------------------
 
@@ -329,6 +489,8 @@ class AgentRun:
                             if now >= t:
                                 reason = reason or StopReason.IDLE
                             soon(t)
+                        elif cfg.idle_timeout is not None and self.pull:
+                            soon(now + cfg.idle_timeout)  # look again once the consumer pulls
                     if reason is not None:
                         self._begin_stop(reason, sig)
                         stop_at = now
@@ -345,14 +507,24 @@ class AgentRun:
                     soon(t)
                 if group_left:
                     soon(now + _POLL)  # group members are not our children: poll them
-                if exited and not group_left and not self._paused:
+                if self.pull and exited and not group_left and self._pull_stop \
+                        and not self._stdout_done:
+                    self._stdout_done = True  # the consumer has gone: nobody reads stdout
+                    continue
+                if exited and not group_left and (not self._paused or self.pull) \
+                        and not (self._stdout_done and self._stderr_done):
                     if drain_from is None:
                         drain_from = now
                     t = drain_from + DRAIN_GRACE
                     if now >= t:
                         proc.abandon_pipes()
-                        self.stdout_eof()
                         self._stderr_done = True
+                        if self.pull:
+                            if not self._pull_drain:
+                                self._pull_drain = True  # the consumer reads what is left
+                                self._wake_pull()
+                        else:
+                            self.stdout_eof()
                         continue
                     soon(t)
                 await self._sleep(until)
@@ -366,6 +538,9 @@ class AgentRun:
                 await asyncio.wait_for(proc.wait_gone(None), 5.0)
             with contextlib.suppress(Exception):
                 proc.transport.close()
+            if self.pull:
+                self.stop_pull()
+                self._release_pull_fd()
             if self._sink is not None:
                 self._sink.close()
             if not self._done.done():
@@ -373,6 +548,8 @@ class AgentRun:
             raise
         result = self._finish()
         proc.close()
+        if self.pull:
+            self._release_pull_fd()
         self.result = result
         if self._sink is not None:
             self._sink.close()
