@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import click
@@ -61,14 +62,10 @@ def summarize(t: Transcript) -> dict[str, Any]:
     }
 
 
-def _read_stream(src: BinaryIO, handle: Any, max_line_bytes: int) -> tuple[int, int]:
-    reader = EventReader(max_line_bytes)
-    while chunk := src.read1(1 << 16) if hasattr(src, "read1") else src.read(1 << 16):
-        for event in reader.feed(chunk):
-            handle(event)
-    for event in reader.close():
-        handle(event)
-    return reader.object_lines, reader.raw_lines
+def _chunks(src: BinaryIO) -> Iterator[bytes]:
+    read = getattr(src, "read1", src.read)  # read1: what a pipe has now, without waiting for more
+    while chunk := read(1 << 16):
+        yield chunk
 
 
 @click.command()
@@ -91,14 +88,18 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         sys.exit(2)
     try:
         if summary:
-            t = Transcript(keep_events=False)
-            t.object_lines, t.raw_lines = _read_stream(src, t.add, max_line_bytes)
-            t.close()
+            t = Transcript.from_chunks(_chunks(src), keep_events=False,
+                                       max_line_bytes=max_line_bytes)
             sys.stdout.buffer.write(orjson.dumps(summarize(t), option=orjson.OPT_APPEND_NEWLINE))
             sys.stdout.flush()
             return
         renderer = TurnRenderer(Console(highlight=False, soft_wrap=True), show_thinking=not no_thinking)
-        _read_stream(src, renderer.handle, max_line_bytes)
+        reader = EventReader(max_line_bytes)
+        for chunk in _chunks(src):
+            for event in reader.feed(chunk):
+                renderer.handle(event)
+        for event in reader.close():
+            renderer.handle(event)
         renderer.close()
     except IsADirectoryError:
         click.echo(f"cursor-agent-api replay: {file} is a directory", err=True)

@@ -107,6 +107,35 @@ class Transcript:
         return t
 
     @classmethod
+    def from_chunks(
+        cls,
+        chunks: Iterable[bytes],
+        *,
+        keep_events: bool = True,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> Transcript:
+        """The transcript of a whole stream given as chunks of bytes (any sizes), closed.
+
+        ``object_lines`` and ``raw_lines`` count what the stream held.
+
+        Example:
+            >>> Transcript.from_chunks([b'{"type":"assistant","text":"h', b'i"}\n']).text
+            'hi'
+        """
+        t = cls(keep_events=keep_events)
+        reader = EventReader(max_line_bytes)
+        add = t.add
+        for chunk in chunks:
+            for event in reader.feed(chunk):
+                add(event)
+        for event in reader.close():
+            add(event)
+        t.object_lines = reader.object_lines
+        t.raw_lines = reader.raw_lines
+        t.close()
+        return t
+
+    @classmethod
     def from_bytes(
         cls,
         data: bytes,
@@ -115,16 +144,7 @@ class Transcript:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> Transcript:
         """The transcript of a whole recording given as bytes, closed."""
-        t = cls(keep_events=keep_events)
-        reader = EventReader(max_line_bytes)
-        for event in reader.feed(data):
-            t.add(event)
-        for event in reader.close():
-            t.add(event)
-        t.object_lines = reader.object_lines
-        t.raw_lines = reader.raw_lines
-        t.close()
-        return t
+        return cls.from_chunks([data], keep_events=keep_events, max_line_bytes=max_line_bytes)
 
     @classmethod
     def from_file(
@@ -141,22 +161,13 @@ class Transcript:
         Example:
             >>> import tempfile, pathlib
             >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.ndjson"
-            >>> _ = p.write_text('{"type":"result","subtype":"success","result":"ok"}\\n')
+            >>> _ = p.write_text('{"type":"result","subtype":"success","result":"ok"}\n')
             >>> Transcript.from_file(p).to_result().result
             'ok'
         """
-        t = cls(keep_events=keep_events)
-        reader = EventReader(max_line_bytes)
         with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                for event in reader.feed(chunk):
-                    t.add(event)
-        for event in reader.close():
-            t.add(event)
-        t.object_lines = reader.object_lines
-        t.raw_lines = reader.raw_lines
-        t.close()
-        return t
+            return cls.from_chunks(iter(lambda: f.read(1 << 20), b""), keep_events=keep_events,
+                                   max_line_bytes=max_line_bytes)
 
     # ---- folding -----------------------------------------------------------------------
 
