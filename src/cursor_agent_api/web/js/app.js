@@ -206,10 +206,13 @@ function closeChat() {
 async function openChat(id) {
   if (state.chat?.id === id && state.stream) return show("chat-view");
   closeChat();
+  state.opening = id;
   let chat;
   try {
     chat = await api.getChat(id);
+    if (state.opening !== id) return; // another chat was opened meanwhile
   } catch (err) {
+    if (state.opening !== id) return;
     if (err.status === 401) return showLogin();
     show("welcome-view");
     return showAlert(err.status === 404 ? "That chat does not exist on this server." : err.message);

@@ -59,8 +59,14 @@ export class ChatStream {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.failures = 0;
-    if (this.ws) this.ws.close(4001, "reconnect");
+    if (this.ws) this.drop(this.ws, "reconnect");
     else this.connect();
+  }
+
+  /** Close `ws` and connect again as soon as it has closed (no backoff). */
+  drop(ws, reason) {
+    ws.reconnectAtOnce = true;
+    ws.close(4001, reason);
   }
 
   url() {
@@ -91,7 +97,7 @@ export class ChatStream {
         this.onState("error", this.lastError || "this chat does not exist on the server");
         return;
       }
-      if (ev.code === 4000 || ev.code === 4001) {
+      if (ws.reconnectAtOnce || ev.code === 4000) {
         this.connect(); // resync or our own reconnect: catch up at once
         return;
       }
@@ -106,7 +112,7 @@ export class ChatStream {
   keepAlive(ws) {
     if (ws !== this.ws) return;
     if (Date.now() - this.lastMessageAt > SILENT_LIMIT_MS) {
-      ws.close(4001, "silent"); // a dead network: no close frame will ever come
+      this.drop(ws, "silent"); // a dead network: no close frame will ever come
       return;
     }
     this.nonce += 1;
@@ -134,14 +140,14 @@ export class ChatStream {
       case "event":
         if (msg.seq <= this.lastSeq) return; // already applied: never twice
         if (msg.seq !== this.lastSeq + 1) {
-          ws.close(4001, "gap"); // never expected; fill it from the store
+          this.drop(ws, "gap"); // never expected; fill it from the store
           return;
         }
         this.lastSeq = msg.seq;
         this.onRecord(msg.event);
         break;
       case "resync":
-        ws.close(4001, "resync");
+        this.drop(ws, "resync"); // we fell behind: catch up from the store
         break;
       case "error":
         this.lastError = msg.detail; // shown if the server closes the socket over it
