@@ -175,3 +175,22 @@ def test_runs_over_the_limit_wait_queued(make_server: Any) -> None:
         spans = sorted((f["started_ms"], f["ended_ms"]) for f in finals)
         for (_, end), (start, _) in itertools.pairwise(spans):
             assert start >= end
+
+
+def test_missing_agent_binary_fails_the_run_clearly(make_server: Any, tmp_path: Any) -> None:
+    server = make_server(args=["--agent-binary", str(tmp_path / "no-such-agent")])
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hello"}).json()
+        final = wait_run(c, run["id"])
+        assert final["status"] == "failed"
+        assert final["error_type"] == "AgentNotFoundError"
+        assert "no-such-agent" in final["error"]
+        records = all_events(c, chat["id"])
+        assert [(e["type"], e["subtype"]) for e in records] == [
+            ("run", "queued"),
+            ("run", "running"),
+            ("run", "failed"),
+        ]
+        # The chat takes the next prompt.
+        assert c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "x"}).status_code == 202
