@@ -223,6 +223,7 @@ def serve(
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_interval,
         ws_max_size=65_536,
+        ws_per_message_deflate=False,  # loopback: compression only costs CPU
         timeout_graceful_shutdown=5,
         server_header=False,
     )
