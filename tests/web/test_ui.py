@@ -286,10 +286,13 @@ def test_phone_width_keyboard_and_labels(make_server: Any, browser: Any, shot: A
     toggle = page.get_by_role("button", name="Chats")
     toggle.click()
     expect(toggle).to_have_attribute("aria-expanded", "true")
+    expect(page.get_by_role("button", name="New chat")).to_be_focused()
     expect(page.locator("#sidebar .chat-item")).to_have_count(1)
+    expect(page.locator("#sidebar")).to_have_css("transform", "none")  # slid in
     shot(page, "phone-menu")
     page.keyboard.press("Escape")
     expect(page.locator("#sidebar")).to_be_hidden()
+    expect(toggle).to_be_focused()
     # Every form control has a label; the stream is a live region.
     for label in ("Prompt", "Workspace root", "Folder inside it (optional)", "Model (optional)",
                   "Token"):

@@ -66,14 +66,19 @@ function bindStaticHandlers() {
       stopRun();
     } else if (ev.key === "Escape" && document.body.classList.contains("menu-open")) {
       toggleMenu(false);
+      $("menu-toggle").focus();
     }
   });
 }
 
 function toggleMenu(open) {
-  const next = open ?? !document.body.classList.contains("menu-open");
+  const was = document.body.classList.contains("menu-open");
+  const next = open ?? !was;
   document.body.classList.toggle("menu-open", next);
   $("menu-toggle").setAttribute("aria-expanded", String(next));
+  // At phone width the list is a menu: move the focus into it, and back when it closes.
+  if (next && !was && getComputedStyle($("menu-toggle")).display !== "none") $("new-chat-button").focus();
+  if (!next && was && document.activeElement?.closest("#sidebar")) $("menu-toggle").focus();
 }
 
 // ---- views -------------------------------------------------------------------------------
