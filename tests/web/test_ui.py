@@ -60,6 +60,10 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
 
     page.get_by_role("button", name="New chat").click()
     expect(page.get_by_label("Workspace root")).to_have_value(str(server.root))
+    # A folder outside the allowed roots is refused, plainly.
+    page.get_by_label("Folder inside it (optional)").fill("../..")
+    page.get_by_role("button", name="Create chat").click()
+    expect(page.locator("#alert")).to_contain_text("outside the allowed roots")
     page.get_by_label("Folder inside it (optional)").fill("project")
     page.get_by_label(re.compile("Run tools without asking")).check()
     shot(page, "new-chat")
@@ -162,6 +166,7 @@ def test_stop_mid_run_with_the_button_and_with_esc(
     shot(page, "running")
     stop.click()
     expect(page.locator("#result-bar")).to_contain_text("Stopped")
+    expect(page.get_by_label("Prompt")).to_be_focused()
     expect(page.locator(".notice.cancelled")).to_be_visible()
     expect(stop).to_be_hidden()
     expect(page.locator(".thinking-live")).to_have_count(0)

@@ -314,6 +314,7 @@ async function stopRun() {
     if (err.status !== 409) showAlert(`Could not stop the run: ${err.message}`);
   } finally {
     $("stop-button").disabled = false;
+    $("prompt").focus(); // the Stop button disappears with the run: keep the focus useful
   }
 }
 
