@@ -15,7 +15,8 @@ const state = {
   chat: null, // the open chat
   stream: null,
   timeline: null,
-  busy: false, // a prompt or a cancel is on its way
+  busy: false, // a prompt is on its way
+  opening: null, // the id of the chat being opened (a later click wins)
 };
 
 // ---- start -------------------------------------------------------------------------------
