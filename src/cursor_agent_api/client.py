@@ -166,7 +166,7 @@ class StreamingResponse:
                     self._events.extend(item)
                 self._batch = item
                 self._index = 1
-                return item[0]  # type: ignore[no-any-return]
+                return item[0]
             if item is END:
                 self._ended = True
             elif item is STOPPED:
@@ -199,7 +199,11 @@ class StreamingResponse:
 
     @property
     def result(self) -> AgentResult | None:
-        """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None."""
+        """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None.
+
+        The stream reads the agent's output as you iterate: the turn ends once it has
+        been iterated to the end, or :meth:`wait`, :meth:`cancel` or :meth:`close` was called.
+        """
         return self._run.result
 
     @property

@@ -46,6 +46,7 @@ def test_events_arrive_before_the_turn_ends(sim):
             seen.append(event.type)
             if event.type is EventType.SYSTEM_INIT:
                 assert not stream.done and stream.result is None
+                assert not _exited(stream.pid)  # delivered while the agent is still writing
                 assert os.getpgid(stream.pid) == stream.pid
         assert stream.done and stream.result.success
         assert seen[0] is EventType.SYSTEM_INIT

@@ -283,10 +283,11 @@ class AgentRun:
             except BlockingIOError:
                 data = b""  # drained what the group left; the pipe is held elsewhere
             if not data:
-                events = reader.close()
-                self._post(self._pulled_eof)
+                tail = reader.close()
+                folded = self._fold(tail) if tail else None
                 self._pull_stop = True  # nothing more to read
-                return self._fold(events) if events else None
+                self._post(self._pulled_eof)  # after the last fold: the transcript is complete
+                return folded
             self._last_activity = time.monotonic()
             events = reader.feed(data)
             if events:
@@ -509,8 +510,10 @@ class AgentRun:
                     soon(now + _POLL)  # group members are not our children: poll them
                 if self.pull and exited and not group_left and self._pull_stop \
                         and not self._stdout_done:
-                    self._stdout_done = True  # the consumer has gone: nobody reads stdout
-                    continue
+                    if not self._pull_lock.locked():
+                        self._stdout_done = True  # the consumer has gone: nobody reads stdout
+                        continue
+                    soon(now + _POLL)  # it is leaving pull_events (woken by stop_pull)
                 if exited and not group_left and (not self._paused or self.pull) \
                         and not (self._stdout_done and self._stderr_done):
                     if drain_from is None:
