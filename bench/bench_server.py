@@ -69,8 +69,8 @@ def write_script(path: Path, deltas: int, recap_every: int = 0) -> Path:
         },
     ]
     with path.open("wb") as f:
-        for obj in head:
-            f.write(orjson.dumps(obj) + b"\n")
+        for line in head:
+            f.write(orjson.dumps(line) + b"\n")
         ts = 1789644625717
         for i in range(deltas):
             obj: dict[str, Any] = {

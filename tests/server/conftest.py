@@ -24,7 +24,7 @@ from server_helpers import PG_ENV, Server, marked_processes
 
 def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
     """Create a fresh database next to ``base_url``'s; returns its URL and a dropper."""
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
     from sqlalchemy.engine import make_url
 
     url = make_url(base_url)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from server_helpers import (
 )
 
 
-def _slow_server(make_server: Any, tmp_path: Path, deltas: int, delay: str) -> Server:
+def _slow_server(make_server: Callable[..., Server], tmp_path: Path, deltas: int, delay: str) -> Server:
     script = write_script(tmp_path / "script.ndjson", deltas)
     return make_server(
         sim_env={

@@ -64,7 +64,11 @@ def test_graceful_shutdown_stops_and_marks_every_run(make_server: Any) -> None:
     with server.client() as c:
         chats = [new_chat(c) for _ in range(3)]
         runs = [c.post(f"/api/chats/{ch['id']}/runs", json={"prompt": "hi"}).json() for ch in chats]
-        pids = [poll(lambda r=r: c.get(f"/api/runs/{r['id']}").json()["pid"]) for r in runs[:2]]
+
+        def pid_of(run_id: str) -> int:
+            return int(poll(lambda: c.get(f"/api/runs/{run_id}").json()["pid"]))
+
+        pids = [pid_of(r["id"]) for r in runs[:2]]
         assert c.get(f"/api/runs/{runs[2]['id']}").json()["status"] == "queued"
     assert server.stop() in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
     assert not any(alive(p) for p in pids)

@@ -172,7 +172,7 @@ def _database_dump(db_url: str) -> bytes:
     if db_url.startswith("sqlite"):
         path = Path(db_url.split(":///", 1)[1])
         return b"".join(f.read_bytes() for f in path.parent.glob(path.name + "*"))
-    import asyncpg
+    import asyncpg  # type: ignore[import-untyped]
     from sqlalchemy.engine import make_url
 
     dsn = make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
