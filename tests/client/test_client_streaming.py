@@ -138,17 +138,18 @@ def test_keep_events_false_stream_events_empty(sim):
 def test_slow_async_consumer_back_pressure(sim, monkeypatch):
     # the async stream is fed by the loop: past the high-water mark, reading stdout pauses
     # until the consumer catches up, and nothing is lost
-    from cursor_agent_api.runtime import process, sinks
+    from cursor_agent_api.runtime import run as run_module
+    from cursor_agent_api.runtime import sinks
 
     monkeypatch.setattr(sinks.AsyncEventQueue.__init__, "__defaults__", (2, 1))
     pauses = []
-    original = process.AgentProcess.pause_stdout
+    original = run_module.AgentRun._resume
 
-    def pause(self):
-        pauses.append(1)
+    def resume(self):  # called when the consumer caught up after reading was paused
+        pauses.append(self._paused)
         original(self)
 
-    monkeypatch.setattr(process.AgentProcess, "pause_stdout", pause)
+    monkeypatch.setattr(run_module.AgentRun, "_resume", resume)
 
     async def main():
         stream = await AsyncCursorAgentClient(sim(stream_partial_output=True)).query_stream(
@@ -161,7 +162,7 @@ def test_slow_async_consumer_back_pressure(sim, monkeypatch):
 
     events, stream = asyncio.run(main())
     assert stream.result.success and events == stream.result.events
-    assert pauses  # back-pressure was applied at least once
+    assert pauses and all(pauses)  # reading was paused, then resumed
 
 
 def test_slow_sync_consumer_reads_everything(sim):

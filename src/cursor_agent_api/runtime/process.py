@@ -301,18 +301,6 @@ class AgentProcess:
             if close:
                 pipe.write_eof()
 
-    def pause_stdout(self) -> None:
-        """Stop reading stdout (back-pressure: the agent blocks once the pipe is full)."""
-        pipe = self.transport.get_pipe_transport(1)
-        if isinstance(pipe, asyncio.ReadTransport) and pipe.is_reading():
-            pipe.pause_reading()
-
-    def resume_stdout(self) -> None:
-        """Read stdout again after :meth:`pause_stdout`."""
-        pipe = self.transport.get_pipe_transport(1)
-        if isinstance(pipe, asyncio.ReadTransport) and not pipe.is_closing():
-            pipe.resume_reading()
-
     def abandon_pipes(self) -> None:
         """Close our ends of stdout/stderr (a process outside the group still holds them)."""
         for fd in (1, 2):

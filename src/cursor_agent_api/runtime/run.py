@@ -96,6 +96,22 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
+class _StdoutProtocol(asyncio.Protocol):
+    """The agent's stdout, read by the loop, straight into :meth:`AgentRun.stdout_data`."""
+
+    def __init__(self, run: AgentRun) -> None:
+        self.run = run
+
+    def data_received(self, data: bytes) -> None:
+        self.run.stdout_data(data)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.run.stdout_eof()
+
+
 class AgentRun:
     """One turn of one agent process. Loop-bound: create, start and use it on one event loop.
 
@@ -166,6 +182,7 @@ class AgentRun:
         self._pull_state = threading.Lock()
         self._consumer_released = False
         self._poller: select.poll | None = None
+        self._stdout_transport: asyncio.ReadTransport | None = None
         self._result_posted = False
 
     # ---- public ------------------------------------------------------------------------
@@ -210,7 +227,20 @@ class AgentRun:
             self._pull_users = 2  # the consumer and the supervisor; the last one closes
             self._paused = True  # until the consumer first pulls
         else:
-            self.process = await AgentProcess.spawn(self.argv, self, env=self.env)
+            # stdout on a pipe of our own, connected straight to the loop: the transport
+            # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
+            read_fd, write_fd = os.pipe()
+            try:
+                self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
+                                                        stdout_fd=write_fd)
+            except BaseException:
+                os.close(read_fd)
+                raise
+            finally:
+                os.close(write_fd)
+            transport, _ = await loop.connect_read_pipe(
+                lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
+            self._stdout_transport = transport
         self.process.write_stdin(self._prompt or b"", close=True)
         self._task = loop.create_task(self._supervise())
 
@@ -414,18 +444,19 @@ class AgentRun:
         sink = self._sink
         if sink is not None:
             sink.put(events)
-            if sink.full and not self._paused and self.process is not None \
+            if sink.full and not self._paused and self._stdout_transport is not None \
                     and sink.pause(self._resume):
                 self._paused = True
-                self.process.pause_stdout()
+                self._stdout_transport.pause_reading()
 
     def _resume(self) -> None:
         if self._paused:
             self._paused = False
             assert self._loop is not None
             self._last_activity = self._loop.time()
-            if self.process is not None:
-                self.process.resume_stdout()
+            transport = self._stdout_transport
+            if transport is not None and not transport.is_closing():
+                transport.resume_reading()
             self._poke()
 
     def _begin_stop(self, reason: str, sig: int) -> None:
@@ -521,6 +552,8 @@ class AgentRun:
                     t = drain_from + DRAIN_GRACE
                     if now >= t:
                         proc.abandon_pipes()
+                        if self._stdout_transport is not None:
+                            self._stdout_transport.close()
                         self._stderr_done = True
                         if self.pull:
                             if not self._pull_drain:
@@ -541,6 +574,8 @@ class AgentRun:
                 await asyncio.wait_for(proc.wait_gone(None), 5.0)
             with contextlib.suppress(Exception):
                 proc.transport.close()
+            if self._stdout_transport is not None:
+                self._stdout_transport.close()
             if self.pull:
                 self.stop_pull()
                 self._release_pull_fd()
