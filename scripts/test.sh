@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
+echo "== browser for the web UI tests (Debian's chromium) =="
+scripts/browser.sh
 echo "== ruff =="
 .venv/bin/ruff check src tests bench
 echo "== mypy --strict =="
