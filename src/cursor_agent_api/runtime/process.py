@@ -24,7 +24,7 @@ import os
 import signal as signal_module
 import subprocess
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError
 
@@ -192,7 +192,8 @@ class AgentProcess:
         self.argv = list(argv)
         self.pid: int = transport.get_pid()
         self.pgid: int = self.pid
-        self.popen: subprocess.Popen[bytes] = transport.get_extra_info("subprocess")
+        # asyncio's transport has the Popen; uvloop's has none (then popen is None)
+        self.popen: subprocess.Popen[bytes] | None = transport.get_extra_info("subprocess")
         self.signals_sent: list[int] = []
         self._exited = asyncio.get_running_loop().create_future()
 
@@ -294,12 +295,12 @@ class AgentProcess:
         pipe = self.transport.get_pipe_transport(0)
         if pipe is None or pipe.is_closing():
             return
-        assert isinstance(pipe, asyncio.WriteTransport)
+        writer = cast(asyncio.WriteTransport, pipe)  # uvloop's pipes are not subclasses
         with contextlib.suppress(OSError, RuntimeError):
             if data:
-                pipe.write(data)
+                writer.write(data)
             if close:
-                pipe.write_eof()
+                writer.write_eof()
 
     def abandon_pipes(self) -> None:
         """Close our ends of stdout/stderr (a process outside the group still holds them)."""
