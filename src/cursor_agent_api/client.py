@@ -194,6 +194,7 @@ class StreamingResponse:
         """The :class:`subprocess.Popen` of the agent, for inspection (``pid``, ``args``).
 
         Stop it with :meth:`cancel`; do not ``wait()``/``poll()`` it: the runtime reaps it.
+        ``None`` before the start and on uvloop (its transports have no ``Popen``).
         """
         return self._run.process.popen if self._run.process is not None else None
 
@@ -530,7 +531,7 @@ class AsyncStreamingResponse:
 
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
-        """The agent's :class:`subprocess.Popen` once started (for inspection)."""
+        """The agent's :class:`subprocess.Popen` once started (for inspection; None on uvloop)."""
         return self._run.process.popen if self._run.process is not None else None
 
     @property

@@ -319,3 +319,21 @@ def test_leftover_group_member_after_exit_is_stopped(sim, spawned, tmp_path):
     with CursorAgentClient(AgentConfig(agent_binary=str(script), kill_grace=0.5)) as client:
         r = client.query("hi")
     assert r.success and r.result == "ok" and r.exit_code == 0
+
+
+def test_keyboard_interrupt_in_query_stops_the_agent(sim, spawned):
+    # Ctrl-C while query() waits: the agent's group is stopped before the interrupt propagates
+    def interrupt_once_started() -> None:
+        for _ in range(6000):
+            if spawned:
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    with CursorAgentClient(sim("silence")) as client:
+        t = threading.Thread(target=interrupt_once_started)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.query("hi")
+        t.join()
+    assert len(spawned) == 1  # the autouse fixture checks the group is gone
