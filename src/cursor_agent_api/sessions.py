@@ -196,11 +196,17 @@ class _SessionState:
         return result
 
     def to_dict(self) -> dict[str, Any]:
-        """The saved form: version, chat id, workspace, model, history."""
+        """The saved form: version, chat id, workspace, model, history.
+
+        The workspace is the one the agent used: ``config.workspace``, else the
+        current directory (the agent's, since it inherits ours) — the CLI keeps
+        chats per workspace, so a restore elsewhere must point at the same one.
+        """
+        workspace = self._config.workspace or os.getcwd()
         return {
             "version": SESSION_FILE_VERSION,
             "chat_id": self._session_id,
-            "workspace": self._config.workspace,
+            "workspace": os.path.abspath(workspace),
             "model": self._config.model,
             "history": [t.to_dict() for t in self.history],
         }
