@@ -109,3 +109,19 @@ def test_a_reused_pid_is_never_signalled() -> None:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_second_server_leaves_a_live_servers_runs_alone(make_server: Any) -> None:
+    first = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"})
+    with first.client() as c:
+        chat = new_chat(c)
+        run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()["id"]
+        pid = poll(lambda: c.get(f"/api/runs/{run_id}").json()["pid"])
+    second = make_server()  # same database; its start-up recovery runs now
+    with second.client() as c2:
+        assert c2.get(f"/api/runs/{run_id}").json()["status"] == "running"
+    assert alive(pid)
+    second.stop()
+    with first.client() as c:
+        assert c.post(f"/api/runs/{run_id}/cancel").json()["status"] == "cancelled"
+    poll(lambda: not alive(pid), 30)

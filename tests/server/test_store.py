@@ -109,3 +109,46 @@ def test_migrations_are_idempotent(db_url: str) -> None:
             await store.close()
 
     asyncio.run(main())
+
+
+def test_an_older_database_is_upgraded_at_start(db_url: str) -> None:
+    """A database at the first migration gets the newer columns; its rows stay readable."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from cursor_agent_api.server.store import MIGRATIONS_DIR
+
+    def to_0001(sync_conn: Any) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.attributes["connection"] = sync_conn
+        command.upgrade(cfg, "0001")
+
+    async def main() -> dict[str, Any] | None:
+        engine = create_async_engine(db_url)
+        async with engine.begin() as conn:
+            await conn.run_sync(to_0001)
+            await conn.execute(
+                text(
+                    "INSERT INTO chats (id, workspace, options, title, created_ms, updated_ms, "
+                    "last_seq) VALUES ('c1', '/w', '{}', 'old', 0, 0, 0)"
+                )
+            )
+            await conn.execute(
+                text(
+                    "INSERT INTO runs (id, chat_id, prompt, status, created_ms) "
+                    "VALUES ('r1', 'c1', 'hi', 'succeeded', 0)"
+                )
+            )
+        await engine.dispose()
+        store = Store(db_url)
+        await store.start()
+        try:
+            return await store.get_run("r1")
+        finally:
+            await store.close()
+
+    run = asyncio.run(main())
+    assert run is not None and run["prompt"] == "hi" and run["server_id"] is None

@@ -69,11 +69,16 @@ class EventLog:
         return recs
 
     async def create_run(
-        self, chat_id: str, prompt: str, record: Callable[[dict[str, Any]], NewRecord]
+        self,
+        chat_id: str,
+        prompt: str,
+        record: Callable[[dict[str, Any]], NewRecord],
+        *,
+        server_id: str | None = None,
     ) -> dict[str, Any]:
         """Insert a queued run with its ``run/queued`` record, then broadcast the record."""
         lock = self._lock(chat_id)
         async with lock:
-            run, rec = await self.store.create_run(chat_id, prompt, record)
+            run, rec = await self.store.create_run(chat_id, prompt, record, server_id=server_id)
             self._publish(chat_id, [rec])
         return run

@@ -88,6 +88,7 @@ runs = Table(
     Column("pid", Integer, nullable=True),
     Column("pgid", Integer, nullable=True),
     Column("proc_start", BigInteger, nullable=True),
+    Column("server_id", String(300), nullable=True),
     Column("exit_code", Integer, nullable=True),
     Column("error", Text, nullable=True),
     Column("error_type", String(100), nullable=True),

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -114,3 +115,34 @@ async def stop_recorded_group(
             await asyncio.sleep(poll)
         members = group_members(pgid, not_before)
     return found
+
+
+def server_identity() -> str:
+    """Who owns a run: ``host:pid:start-time`` of this server process.
+
+    Example:
+        >>> server_identity().split(":")[1] == str(os.getpid())
+        True
+    """
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{process_start_time(pid)}"
+
+
+def identity_alive(identity: str) -> bool | None:
+    """Is the server process named by :func:`server_identity` still running?
+
+    ``None`` when it cannot be told: the identity is from another host (or malformed).
+
+    Example:
+        >>> identity_alive(server_identity())
+        True
+        >>> identity_alive("another-host:1:1") is None
+        True
+    """
+    parts = identity.rsplit(":", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    host, pid, start = parts
+    if host != socket.gethostname():
+        return None
+    return str(process_start_time(int(pid))) == start

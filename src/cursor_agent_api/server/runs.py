@@ -39,7 +39,7 @@ from sqlalchemy import update
 from ..protocol import AgentEvent, EventType, ToolCall
 from .log import EventLog
 from .models import RunStatus, chats
-from .procs import process_start_time, stop_recorded_group
+from .procs import identity_alive, process_start_time, server_identity, stop_recorded_group
 from .runner import (
     AgentLaunch,
     AgentStream,
@@ -180,6 +180,7 @@ class RunManager:
         self._slots = asyncio.Semaphore(settings.max_concurrent_runs)
         self._active: dict[str, ActiveRun] = {}
         self._closing = False
+        self.server_id = server_identity()
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -195,12 +196,20 @@ class RunManager:
     # ---- start, recover, stop ----------------------------------------------------------
 
     async def recover(self) -> list[str]:
-        """Mark runs left active by a previous server as interrupted; stop their groups.
+        """Mark runs left active by a dead server as interrupted; stop their groups.
 
-        Returns the ids of the runs it marked.
+        A run belongs to the server process that queued it (``server_id``: host, pid
+        and start time). Runs of a server that still runs on this host, and runs of
+        servers on other hosts, are left alone. Returns the ids of the runs it marked.
         """
         marked: list[str] = []
         for row in await self.store.active_runs():
+            owner = row.get("server_id")
+            alive = identity_alive(owner) if owner else False
+            if alive is not False:
+                # Owned by a live server process on this host, or by a server on another
+                # host (whose own restart recovers it): not ours to touch.
+                continue
             if row.get("pgid"):
                 found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
                 if found:
@@ -245,7 +254,9 @@ class RunManager:
         """
         if self._closing:
             raise ServerClosingError("the server is shutting down")
-        run = await self.log.create_run(chat["id"], prompt, lambda r: run_record("queued", r))
+        run = await self.log.create_run(
+            chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id
+        )
         active = ActiveRun(run=dict(run), chat=chat)
         self._active[active.run_id] = active
         active.task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")

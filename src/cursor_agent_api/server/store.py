@@ -350,11 +350,17 @@ class Store:
     # ---- runs --------------------------------------------------------------------------
 
     async def create_run(
-        self, chat_id: str, prompt: str, record: Callable[[dict[str, Any]], NewRecord]
+        self,
+        chat_id: str,
+        prompt: str,
+        record: Callable[[dict[str, Any]], NewRecord],
+        *,
+        server_id: str | None = None,
     ) -> tuple[dict[str, Any], EventRecord]:
         """Insert a queued run and its ``run/queued`` record in one transaction.
 
-        Raises :class:`ActiveRunError` when the chat already has an active run.
+        ``server_id`` names the server process that owns the run. Raises
+        :class:`ActiveRunError` when the chat already has an active run.
         """
         run_id = new_id()
         run: dict[str, Any] = {
@@ -362,6 +368,7 @@ class Store:
             "chat_id": chat_id,
             "prompt": prompt,
             "status": "queued",
+            "server_id": server_id,
             "created_ms": now_ms(),
         }
 
