@@ -303,7 +303,9 @@ async def bench_throughput(tmp: Path, n: int) -> dict[str, Any]:
     finally:
         server.stop()
     raw_rate = raw_insert_rate(db, n, sample["payload"], sample["raw"])
+    client_rate = await client_only_rate(tmp, script)
     return {
+        "client_rate": client_rate,
         "events": counter.agent_events,
         "records": counter.count,
         "errors": counter.errors,
@@ -313,6 +315,27 @@ async def bench_throughput(tmp: Path, n: int) -> dict[str, Any]:
         "raw_rate": raw_rate,
         "db_mib": db.stat().st_size / 2**20,
     }
+
+
+async def client_only_rate(tmp: Path, script: Path) -> float:
+    """Events/s of the same simulated run read by the client alone (no server, no store)."""
+    from cursor_agent_api.client import AsyncCursorAgentClient
+    from cursor_agent_api.config import AgentConfig
+
+    root = tmp / "root"
+    config = AgentConfig(
+        workspace=str(root),
+        trust=True,
+        stream_partial_output=True,
+        agent_binary=str(BIN / "cursor-agent-sim"),
+        env={"CURSOR_CONFIG_DIR": str(tmp / "cfg"), "CURSOR_AGENT_SIM_SCRIPT": str(script)},
+        keep_events=False,
+    )
+    count = 0
+    t0 = time.perf_counter()
+    async for _event in AsyncCursorAgentClient(config).query_stream("count"):
+        count += 1
+    return count / (time.perf_counter() - t0)
 
 
 # ---- 2. fan-out ------------------------------------------------------------------------------
@@ -420,7 +443,12 @@ def main() -> None:
                 f"| {r['raw_rate']:,.0f} |"
             )
             print(
-                f"ratio served/raw: {r['served_rate'] / r['raw_rate']:.2f}; "
+                f"| context: the same simulated run read by the client alone (no server) "
+                f"| {r['client_rate']:,.0f} |"
+            )
+            print(
+                f"ratio served/raw: {r['served_rate'] / r['raw_rate']:.2f}, "
+                f"served/client alone: {r['served_rate'] / r['client_rate']:.2f}; "
                 f"{r['seconds']:.1f} s; database {r['db_mib']:.0f} MiB"
             )
         if "fanout" in only:

@@ -90,6 +90,8 @@ def test_bad_after_seq_on_websocket(server: Server) -> None:
     url = server.ws_url(chat["id"]).replace("after_seq=0", "after_seq=-3")
     msgs = asyncio.run(ws_collect(url, lambda m: m["op"] == "error"))
     assert "after_seq" in msgs[0]["detail"]
+    ahead = asyncio.run(ws_collect(server.ws_url(chat["id"], 5), lambda m: m["op"] == "error"))
+    assert "beyond the chat's last seq 0" in ahead[0]["detail"]
 
 
 def test_oversize_prompt_and_body(make_server: Any) -> None:

@@ -140,6 +140,14 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
     if chat is None:
         await _refuse(ws, CLOSE_NOT_FOUND, f"no chat with id {chat_id!r}")
         return
+    if after > chat["last_seq"]:
+        # Every published seq is committed first, so a larger one never came from here.
+        await _refuse(
+            ws,
+            CLOSE_BAD_REQUEST,
+            f"after_seq {after} is beyond the chat's last seq {chat['last_seq']}: reconnect with after_seq=0",
+        )
+        return
     await ws.accept()
     stream = _Stream(ws, store, hub, chat_id, after)
     tasks: list[asyncio.Task[None]] = []
