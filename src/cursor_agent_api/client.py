@@ -229,8 +229,7 @@ class StreamingResponse:
         with self._lock:
             if self._run.result is None:
                 self._cancelled = True
-                with contextlib.suppress(RuntimeError):  # the loop already ended the run
-                    self._portal.call_soon(self._run.cancel, int(signal))
+                self._run.cancel_threadsafe(int(signal))
             self._stopped = True
         self._run.stop_pull()
         self._queue.stop()
@@ -271,8 +270,7 @@ class StreamingResponse:
         run = getattr(self, "_run", None)
         if run is not None and run.process is not None:
             with contextlib.suppress(Exception):
-                if run.result is None:
-                    self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+                run.cancel_threadsafe(signal_module.SIGTERM)
                 run.stop_pull()
 
     def __repr__(self) -> str:
@@ -334,13 +332,12 @@ class CursorAgentClient:
         portal = self._loop()
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
-            queue._loop = loop
+            queue.bind(loop)
         run = AgentRun(config, prompt, sink=queue, pull=queue is not None)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
 
         async def start() -> None:
             await run.start()
-            assert run._done is not None
 
             def done(fut: asyncio.Future[AgentResult]) -> None:
                 if fut.cancelled():
@@ -351,7 +348,7 @@ class CursorAgentClient:
                     finished.set_result(fut.result())
                 portal.release()
 
-            run._done.add_done_callback(done)
+            run.add_done_callback(done)
 
         try:
             portal.call(start)
@@ -383,8 +380,7 @@ class CursorAgentClient:
         try:
             return finished.result()
         except BaseException:
-            with contextlib.suppress(RuntimeError):
-                self._portal.call_soon(run.cancel, signal_module.SIGTERM)
+            run.cancel_threadsafe(signal_module.SIGTERM)
             with contextlib.suppress(BaseException):
                 finished.result(config.kill_grace + 10)
             raise
@@ -594,10 +590,9 @@ class AsyncStreamingResponse:
 
     def __del__(self) -> None:
         run = getattr(self, "_run", None)
-        if run is not None and run.result is None and run.process is not None \
-                and run._loop is not None:
+        if run is not None and run.result is None:
             with contextlib.suppress(Exception):
-                run._loop.call_soon_threadsafe(run.cancel, signal_module.SIGTERM)
+                run.cancel_threadsafe(signal_module.SIGTERM)
 
     def __repr__(self) -> str:
         state = "done" if self.done else ("cancelled" if self._cancelled else "running")

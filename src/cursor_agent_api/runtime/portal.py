@@ -39,9 +39,10 @@ class LoopThread:
     Example:
         >>> portal = LoopThread()
         >>> loop = portal.acquire()
-        >>> portal.call_soon(print, "on the loop thread")
-        >>> portal.call(asyncio.sleep, 0)
-        on the loop thread
+        >>> seen = []
+        >>> portal.call_soon(seen.append, "scheduled")
+        >>> portal.call(asyncio.sleep, 0, "awaited"), seen
+        ('awaited', ['scheduled'])
         >>> portal.release()
     """
 

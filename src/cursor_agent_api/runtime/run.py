@@ -48,7 +48,7 @@ import select
 import signal as signal_module
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..config import AgentConfig, OutputFormat
@@ -250,6 +250,13 @@ class AgentRun:
             raise RuntimeError("AgentRun.wait() before start()")
         return await asyncio.shield(self._done)
 
+    def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
+        """Call ``fn(future)`` on the loop once the run has ended (its result, or cancelled
+        when the loop shut down first). Call after :meth:`start`."""
+        if self._done is None:
+            raise RuntimeError("AgentRun.add_done_callback() before start()")
+        self._done.add_done_callback(fn)
+
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``sig`` to the group now, SIGKILL after ``kill_grace``. Returns at once.
 
@@ -261,6 +268,13 @@ class AgentRun:
         if self._cancel_signal is None or sig == signal_module.SIGKILL:
             self._cancel_signal = sig
             self._poke()
+
+    def cancel_threadsafe(self, sig: int = signal_module.SIGTERM) -> None:
+        """:meth:`cancel` from any thread (or a finalizer); a no-op once the loop has closed."""
+        loop = self._loop
+        if loop is not None and self.result is None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self.cancel, sig)
 
     # ---- pull mode (the sync stream: the consumer's thread reads stdout) ----------------
 

@@ -113,6 +113,10 @@ class ThreadEventQueue(EventSink):
         self._loop = loop
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The loop the run lives on (where the drain callback is called)."""
+        self._loop = loop
+
     def put(self, batch: list[Any]) -> None:
         """Hand over a batch (dropped once the consumer stopped)."""
         if self._stopped:
