@@ -508,10 +508,16 @@ def classify(data: dict[str, Any]) -> EventType:
         <EventType.ASSISTANT_DELTA: 'assistant:delta'>
     """
     raw_type = data.get("type")
-    fixed = _FIXED_TYPES.get(raw_type) if raw_type.__class__ is str else None
+    if raw_type == "assistant":  # the most frequent line, kept fast
+        if "timestamp_ms" in data and "model_call_id" not in data:
+            return _ASSISTANT_DELTA
+        return _ASSISTANT
+    if raw_type.__class__ is not str:
+        return _UNKNOWN
+    fixed = _FIXED_TYPES.get(raw_type)
     if fixed is not None:
         return fixed
-    reader = _TYPE_READERS.get(raw_type) if raw_type.__class__ is str else None
+    reader = _TYPE_READERS.get(raw_type)
     if reader is None:
         return _UNKNOWN
     return reader(data, data.get("subtype"))
@@ -571,13 +577,4 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
         return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
     if data.__class__ is not dict:
         return raw_event(line)
-    # classify(), inlined: this is the hot path
-    raw_type = data.get("type")
-    if raw_type.__class__ is str:
-        fixed = _FIXED_TYPES.get(raw_type)
-        if fixed is not None:
-            return AgentEvent(fixed, data, line)
-        reader = _TYPE_READERS.get(raw_type)
-        if reader is not None:
-            return AgentEvent(reader(data, data.get("subtype")), data, line)
-    return AgentEvent(_UNKNOWN, data, line)
+    return AgentEvent(classify(data), data, line)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import orjson
 
-from .events import AgentEvent, error_event, event_from_object, raw_event
+from .events import AgentEvent, classify, error_event, event_from_object, raw_event
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 
 
@@ -54,6 +54,7 @@ class EventReader:
         out: list[AgentEvent] = []
         append = out.append
         loads = orjson.loads
+        objects = 0
         for frame in frames:
             if frame.__class__ is bytes:
                 try:
@@ -61,10 +62,11 @@ class EventReader:
                 except orjson.JSONDecodeError:
                     obj = None
                 if obj.__class__ is dict:
-                    self.object_lines += 1
-                    append(event_from_object(obj, frame))
+                    objects += 1
+                    append(AgentEvent(classify(obj), obj, frame))
                     continue
             append(self._event(frame))
+        self.object_lines += objects
         return out
 
     def close(self) -> list[AgentEvent]:
