@@ -41,6 +41,8 @@ __all__ = ["Transcript", "parse_event"]
 
 # Enum attribute access costs ~100 ns on CPython 3.10/3.11: the hot path uses a constant.
 _DELTA = EventType.ASSISTANT_DELTA
+_DELTA_CHUNK = 4096
+"""Deltas of one segment joined into one string at a time (bounds a long segment's memory)."""
 _UNKNOWN_KIND = ToolKind.UNKNOWN
 
 
@@ -80,6 +82,8 @@ class Transcript:
         self.raw_lines = 0
         self._segments: list[str] = []
         self._deltas: list[str] = []
+        self._delta_chunks = 0  # leading entries of _deltas that are joined chunks
+        self._delta_limit = _DELTA_CHUNK
         self._thinking: list[str] = []
         self._thinking_blocks: list[str] = []
         self._calls: dict[str, ToolCall] = {}
@@ -180,7 +184,10 @@ class Transcript:
         if etype is _DELTA:  # the most frequent event, kept fast
             text = event.text
             if text:
-                self._deltas.append(text)
+                deltas = self._deltas
+                deltas.append(text)
+                if len(deltas) >= self._delta_limit:
+                    self._compact_deltas()
             if self.session_id is None:
                 self.session_id = event.session_id
             return
@@ -190,9 +197,28 @@ class Transcript:
         if handler is not None:
             handler(self, event)
 
+    def _compact_deltas(self) -> None:
+        """Join a long segment's newest deltas into one string (memory: the text's own size).
+
+        The leading ``_delta_chunks`` entries are already joined chunks; each call joins
+        what came after them, so every delta is copied once.
+        """
+        deltas = self._deltas
+        n = self._delta_chunks
+        joined = "".join(deltas[n:])
+        del deltas[n:]
+        deltas.append(joined)
+        self._delta_chunks = n + 1
+        self._delta_limit = n + 1 + _DELTA_CHUNK
+
+    def _clear_deltas(self) -> None:
+        self._deltas.clear()
+        self._delta_chunks = 0
+        self._delta_limit = _DELTA_CHUNK
+
     def _on_assistant(self, event: AgentEvent) -> None:
         if self._deltas:
-            self._deltas.clear()  # the recap replaces the segment's deltas
+            self._clear_deltas()  # the recap replaces the segment's deltas
         text = event.text
         if text:
             self._segments.append(text)
@@ -228,7 +254,7 @@ class Transcript:
     def _close_segment(self) -> None:
         if self._deltas:
             self._segments.append("".join(self._deltas))
-            self._deltas.clear()
+            self._clear_deltas()
 
     def _end_thinking(self) -> None:
         if self._thinking:
