@@ -222,11 +222,12 @@ class _SessionState:
 class ConversationSession(_SessionState):
     """A chat over several turns, synchronous (seed 004).
 
-    ``ConversationSession(client_or_config=None, *, session_id=None, history=None)``:
-    give a :class:`~cursor_agent_api.client.CursorAgentClient` (shared, not
-    closed by the session), an :class:`~cursor_agent_api.config.AgentConfig`,
-    or nothing (defaults). ``session_id`` (or ``config.resume``) continues an
-    existing chat.
+    ``ConversationSession(client_or_config=None, *, session_id=None, history=None,
+    **fields)``: give a :class:`~cursor_agent_api.client.CursorAgentClient`
+    (shared, not closed by the session), an
+    :class:`~cursor_agent_api.config.AgentConfig`, or nothing; ``**fields``
+    are AgentConfig fields (``ConversationSession(trust=True, model="gpt-5")``).
+    ``session_id`` (or ``config.resume``) continues an existing chat.
 
     :meth:`send` runs a turn and returns its result; :meth:`send_stream` /
     :meth:`finalize_stream` do the same with streaming (a stream that was not
@@ -250,11 +251,15 @@ class ConversationSession(_SessionState):
         *,
         session_id: str | None = None,
         history: list[SessionTurn] | None = None,
+        **fields: Any,
     ) -> None:
         if isinstance(client, CursorAgentClient):
+            if fields:
+                raise TypeError("pass AgentConfig fields to the client, not to a session "
+                                "that shares it")
             self.client, self._owns = client, False
         elif client is None or isinstance(client, AgentConfig):
-            self.client, self._owns = CursorAgentClient(client), True
+            self.client, self._owns = CursorAgentClient(client, **fields), True
         else:
             raise TypeError("ConversationSession takes a CursorAgentClient or an AgentConfig, "
                             f"got {type(client).__name__}")
@@ -374,11 +379,15 @@ class AsyncConversationSession(_SessionState):
         *,
         session_id: str | None = None,
         history: list[SessionTurn] | None = None,
+        **fields: Any,
     ) -> None:
         if isinstance(client, AsyncCursorAgentClient):
+            if fields:
+                raise TypeError("pass AgentConfig fields to the client, not to a session "
+                                "that shares it")
             self.client = client
         elif client is None or isinstance(client, AgentConfig):
-            self.client = AsyncCursorAgentClient(client)
+            self.client = AsyncCursorAgentClient(client, **fields)
         else:
             raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
                             f"AgentConfig, got {type(client).__name__}")

@@ -185,3 +185,13 @@ def test_async_send_stream_needs_finalize(sim):
 def test_session_rejects_resume_override(sim):
     with ConversationSession(sim()) as session, pytest.raises(TypeError, match="resume"):
         session.send("hi", resume="x")
+
+
+def test_session_takes_config_fields(sim):
+    config = sim()
+    with ConversationSession(config, model="gpt-5") as session:
+        assert session.config.model == "gpt-5" and session.config.workspace == config.workspace
+        assert session.send("What is 2 + 2?").result == "4"
+    with pytest.raises(TypeError, match="client"):
+        ConversationSession(CursorAgentClient(config), model="x")
+    assert AsyncConversationSession(config, model="gpt-5").config.model == "gpt-5"
