@@ -337,3 +337,28 @@ def test_keyboard_interrupt_in_query_stops_the_agent(sim, spawned):
             client.query("hi")
         t.join()
     assert len(spawned) == 1  # the autouse fixture checks the group is gone
+
+
+def test_interpreter_exit_with_an_open_sync_stream_stops_the_agent(sim, spawned, tmp_path):
+    # a script that leaves a stream running and exits: the atexit safety net stops the group
+    import json
+    import subprocess
+    import sys
+
+    config = sim("ignore-sigterm")  # SIGTERM ignored: only the SIGKILL that follows ends it
+    fields = {"agent_binary": config.agent_binary, "workspace": config.workspace,
+              "trust": True, "env": config.env}
+    script = tmp_path / "leave_it_open.py"
+    script.write_text(
+        "import json, sys\n"
+        "from cursor_agent_api import AgentConfig, CursorAgentClient\n"
+        f"cfg = AgentConfig(**json.loads({json.dumps(json.dumps(fields))}))\n"
+        "stream = CursorAgentClient(cfg).query_stream('What is 2 + 2?')\n"
+        "next(iter(stream))\n"
+        "print(stream.pid, flush=True)\n"
+        "sys.exit(0)\n"
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    pgid = int(out.stdout.split()[0])
+    spawned.append(pgid)  # the autouse fixture asserts the group is gone

@@ -42,12 +42,14 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import select
 import signal as signal_module
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -60,7 +62,7 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
-from .process import AgentProcess
+from .process import AgentProcess, group_alive, signal_group
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure
 
@@ -94,6 +96,31 @@ def _signal_name(sig: int) -> str:
         return signal_module.Signals(sig).name
     except ValueError:
         return f"signal {sig}"
+
+
+_LIVE: weakref.WeakSet[AgentRun] = weakref.WeakSet()
+"""Runs whose agent may still be alive: the interpreter's exit stops their groups."""
+
+
+def _stop_live_runs_at_exit() -> None:
+    """atexit: a turn still running when the interpreter exits (a sync stream left open in a
+    script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
+    runs = [run for run in list(_LIVE) if run.process is not None and run.result is None]
+    if not runs:
+        return
+    for run in runs:
+        assert run.process is not None
+        signal_group(run.process.pgid, signal_module.SIGTERM)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and any(
+            group_alive(run.process.pgid) for run in runs if run.process is not None):
+        time.sleep(0.02)
+    for run in runs:
+        assert run.process is not None
+        signal_group(run.process.pgid, signal_module.SIGKILL)
+
+
+atexit.register(_stop_live_runs_at_exit)
 
 
 class _StdoutProtocol(asyncio.Protocol):
@@ -241,6 +268,7 @@ class AgentRun:
             transport, _ = await loop.connect_read_pipe(
                 lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
             self._stdout_transport = transport
+        _LIVE.add(self)
         self.process.write_stdin(self._prompt or b"", close=True)
         self._task = loop.create_task(self._supervise())
 
@@ -593,12 +621,14 @@ class AgentRun:
             if self.pull:
                 self.stop_pull()
                 self._release_pull_fd()
+            _LIVE.discard(self)
             if self._sink is not None:
                 self._sink.close()
             if not self._done.done():
                 self._done.cancel()
             raise
         result = self._finish()
+        _LIVE.discard(self)
         proc.close()
         if self.pull:
             self._release_pull_fd()
