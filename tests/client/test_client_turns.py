@@ -265,3 +265,20 @@ def test_sigterm_from_outside_counts_as_cancelled(sim):
     r = stream.result
     assert r is not None and not r.success and r.cancelled and r.exit_code == 143
     assert rest and rest[-1].type is EventType.ERROR and rest[-1].data["code"] == "interrupted"
+
+
+def test_shell_child_left_behind_is_stopped(sim, run_query, spawned):
+    # the agent's shell tool starts a background process and the turn ends normally: that
+    # process is in the agent's group and must not outlive the turn
+    r = run_query(sim(force_approve=True, kill_grace=0.5),
+                  "run `sleep 300 > /dev/null 2>&1 &`")
+    assert r.success and r.exit_code == 0
+    assert any(tc.kind.value == "shell" for tc in r.tool_calls)
+    assert len(spawned) == 1  # the autouse fixture checks the sleep is gone with the group
+
+
+def test_timeout_while_a_shell_command_runs_stops_the_whole_group(sim, run_query):
+    r = run_query(sim(force_approve=True, timeout=2.0, kill_grace=0.5), "run `sleep 300`")
+    assert not r.success and isinstance(r.exception, AgentTimeoutError)
+    assert r.exit_code in (143, 137)
+    assert any(tc.kind.value == "shell" for tc in r.tool_calls)  # started, never completed
