@@ -250,7 +250,11 @@ class StreamingResponse:
             raise TimeoutError(f"the turn did not end within {timeout} s") from None
 
     def close(self) -> None:
-        """Stop the turn if it is still running and wait until its process group is gone."""
+        """Stop the turn if it is still running and wait until its process group is gone.
+
+        Example:
+            >>> stream.close()  # doctest: +SKIP
+        """
         if self._run.result is None:
             self.cancel()
         self._finished.result()
@@ -311,7 +315,11 @@ class CursorAgentClient:
         return self._portal
 
     def close(self) -> None:
-        """Stop the private loop thread once running streams have ended. Idempotent."""
+        """Stop the private loop thread once running streams have ended. Idempotent.
+
+        Example:
+            >>> CursorAgentClient().close()
+        """
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
@@ -469,7 +477,13 @@ class AsyncStreamingResponse:
         self._recorded = False  # set by a session once it recorded this turn
 
     async def start(self) -> AsyncStreamingResponse:
-        """Start the agent (idempotent); raises AgentNotFoundError if it cannot start."""
+        """Start the agent (idempotent); raises AgentNotFoundError if it cannot start.
+
+        Example:
+            >>> stream = await client.query_stream("hi").start()  # doctest: +SKIP
+            >>> stream.pid is not None                             # doctest: +SKIP
+            True
+        """
         if not self._started:
             self._started = True
             try:
@@ -559,7 +573,11 @@ class AsyncStreamingResponse:
         self._queue.stop()
 
     async def wait(self) -> AgentResult:
-        """Consume what is left and wait for the end (group gone); the result."""
+        """Consume what is left and wait for the end (group gone); the result.
+
+        Example:
+            >>> result = await client.query_stream("hi").wait()  # doctest: +SKIP
+        """
         if not self._started:
             await self.start()
         async for _ in self:
@@ -569,7 +587,11 @@ class AsyncStreamingResponse:
         return await self._run.wait()
 
     async def aclose(self) -> None:
-        """Stop the turn if it is still running; wait until its process group is gone."""
+        """Stop the turn if it is still running; wait until its process group is gone.
+
+        Example:
+            >>> await stream.aclose()  # doctest: +SKIP
+        """
         if self._run.process is None:
             self.cancel()
             return

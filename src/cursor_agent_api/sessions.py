@@ -87,7 +87,12 @@ class SessionTurn:
                    result.cancelled, result.duration_ms, time.time())
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
+        """A JSON-ready dict.
+
+        Example:
+            >>> SessionTurn("q", "a", True, "c1").to_dict()["result"]
+            'a'
+        """
         return {
             "prompt": self.prompt,
             "result": self.result,
@@ -215,6 +220,13 @@ class _SessionState:
         """Write the session to ``path`` as JSON, atomically (temp file + ``os.replace``).
 
         The file is created readable by its owner only (it holds the prompts).
+
+        Example:
+            >>> import tempfile, os
+            >>> path = os.path.join(tempfile.mkdtemp(), "chat.json")
+            >>> ConversationSession(session_id="c1").save(path)
+            >>> ConversationSession.load(path).session_id
+            'c1'
         """
         _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
 
@@ -346,7 +358,11 @@ class ConversationSession(_SessionState):
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     def close(self) -> None:
-        """Finish a pending stream and close the client if the session made it."""
+        """Stop a pending stream and close the client if the session made it.
+
+        Example:
+            >>> ConversationSession().close()
+        """
         try:
             if self._pending is not None:
                 self._pending[1].close()
@@ -400,14 +416,22 @@ class AsyncConversationSession(_SessionState):
             await self.finalize_stream(prompt, stream)
 
     async def create_chat(self) -> str:
-        """Pre-create the chat with ``agent create-chat`` (only before the first turn)."""
+        """Pre-create the chat with ``agent create-chat`` (only before the first turn).
+
+        Example:
+            >>> chat_id = await AsyncConversationSession().create_chat()  # doctest: +SKIP
+        """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
         self._session_id = await self.client.create_chat()
         return self._session_id
 
     async def send(self, prompt: str, **overrides: Any) -> AgentResult:
-        """Run one turn of the chat (resuming it after the first); its result."""
+        """Run one turn of the chat (resuming it after the first); its result.
+
+        Example:
+            >>> (await session.send("And in French?")).result  # doctest: +SKIP
+        """
         await self._settle()
         result = await self.client.query(prompt, **self._turn_overrides(overrides))
         return self._record(prompt, result)
@@ -417,6 +441,10 @@ class AsyncConversationSession(_SessionState):
 
         A previous stream must have been finalized (``SessionError`` otherwise:
         this method cannot wait for it).
+
+        Example:
+            >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
+            >>> async for event in stream: ...              # doctest: +SKIP
         """
         if self._pending is not None and not self._pending[1].done:
             raise SessionError("the previous turn's stream is still running: "
@@ -434,7 +462,12 @@ class AsyncConversationSession(_SessionState):
         return stream
 
     async def finalize_stream(self, prompt: str, stream: AsyncStreamingResponse) -> AgentResult:
-        """Wait for ``stream`` to end (consuming what is left), record the turn; its result."""
+        """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
+
+        Example:
+            >>> (await session.finalize_stream("Explain it", stream)).success  # doctest: +SKIP
+            True
+        """
         result = await stream.wait()
         if self._pending is not None and self._pending[1] is stream:
             self._pending = None
@@ -457,7 +490,11 @@ class AsyncConversationSession(_SessionState):
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     async def aclose(self) -> None:
-        """Stop a pending stream if it is still running."""
+        """Stop a pending stream if it is still running.
+
+        Example:
+            >>> await AsyncConversationSession().aclose()  # doctest: +SKIP
+        """
         if self._pending is not None:
             await self._pending[1].aclose()
 

@@ -229,6 +229,11 @@ async def fetch_status(config: AgentConfig, *, timeout: float | None = DEFAULT_C
     """``agent status``: logged in or not, and as whom. Typed errors on failure.
 
     "Not logged in" is a normal answer (exit 0), not an error.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(fetch_status(AgentConfig(agent_binary="echo"))).message
+        'status'
     """
     code, out, err = await run_command(config, ["status"], timeout=timeout)
     if code != 0:
@@ -238,7 +243,13 @@ async def fetch_status(config: AgentConfig, *, timeout: float | None = DEFAULT_C
 
 async def fetch_models(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
                        ) -> list[ModelInfo]:
-    """``agent models``: the models the account can use. Needs auth (AuthenticationError)."""
+    """``agent models``: the models the account can use. Needs auth (AuthenticationError).
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(fetch_models(AgentConfig(agent_binary="echo")))
+        []
+    """
     code, out, err = await run_command(config, ["models"], timeout=timeout)
     if code != 0:
         raise classify_failure(code, err or out)
@@ -256,6 +267,13 @@ async def create_chat(config: AgentConfig, *, timeout: float | None = DEFAULT_CO
 
     Runs in ``config.workspace`` when set (local chats are stored per workspace).
     Raises :class:`~cursor_agent_api.errors.SessionError` when no id is printed.
+
+    Example:
+        >>> import asyncio
+        >>> asyncio.run(create_chat(AgentConfig(agent_binary="echo")))
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.errors.SessionError: `create-chat` printed no chat id ...
     """
     cwd = config.workspace
     if cwd is not None and not os.path.isdir(cwd):

@@ -119,7 +119,17 @@ def signal_group(pgid: int, sig: int) -> bool:
 
 
 class ProcessListener(Protocol):
-    """What :class:`AgentProcess` reports to, on the event loop's thread."""
+    """What :class:`AgentProcess` reports to, on the event loop's thread.
+
+    Example:
+        >>> class Printer:
+        ...     def stdout_data(self, data): print(data)
+        ...     def stdout_eof(self): pass
+        ...     def stderr_data(self, data): pass
+        ...     def stderr_eof(self): pass
+        ...     def exited(self): pass
+        >>> listener: ProcessListener = Printer()
+    """
 
     def stdout_data(self, data: bytes) -> None:
         """A chunk of stdout (any size; lines may be split anywhere)."""

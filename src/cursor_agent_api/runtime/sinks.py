@@ -42,6 +42,11 @@ class EventSink:
     ``put`` a batch, ``close`` at the end; ``full`` says the consumer is behind;
     ``pause(on_drain)`` arms a callback run on the loop once it has caught up
     (returns False when it already has).
+
+    Example:
+        >>> sink: EventSink = ThreadEventQueue(high_water=1, low_water=1)
+        >>> sink.put(["event"]); sink.full
+        True
     """
 
     def __init__(self, high_water: int, low_water: int) -> None:
