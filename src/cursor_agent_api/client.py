@@ -34,9 +34,9 @@ import functools
 import signal as signal_module
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from .config import AgentConfig
 from .protocol import AgentEvent, AgentResult
@@ -64,6 +64,8 @@ __all__ = [
 ]
 
 _EMPTY: list[AgentEvent] = []
+
+T = TypeVar("T")
 
 
 def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentConfig:
@@ -335,6 +337,14 @@ class CursorAgentClient:
         with contextlib.suppress(Exception):
             self.close()
 
+    def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        portal = self._loop()
+        portal.acquire()  # a close() meanwhile must not stop the loop under this call
+        try:
+            return portal.call(fn)
+        finally:
+            portal.release()
+
     def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None
                ) -> tuple[AgentRun, concurrent.futures.Future[AgentResult]]:
         portal = self._loop()
@@ -417,7 +427,7 @@ class CursorAgentClient:
             >>> client.status().logged_in  # doctest: +SKIP
             True
         """
-        return self._loop().call(functools.partial(fetch_status, self.config, timeout=timeout))
+        return self._call(functools.partial(fetch_status, self.config, timeout=timeout))
 
     def list_models(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> list[ModelInfo]:
         """``agent models``: (slug, display name) of each model the account can use.
@@ -426,7 +436,7 @@ class CursorAgentClient:
             >>> [m.slug for m in client.list_models()]  # doctest: +SKIP
             ['auto', 'sonnet-4.6', 'gpt-5']
         """
-        return self._loop().call(functools.partial(fetch_models, self.config, timeout=timeout))
+        return self._call(functools.partial(fetch_models, self.config, timeout=timeout))
 
     def create_chat(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
         """``agent create-chat``: a new chat id to pass as ``resume=`` (the process is stopped).
@@ -436,7 +446,7 @@ class CursorAgentClient:
             >>> client.query("Remember 42", resume=chat).success  # doctest: +SKIP
             True
         """
-        return self._loop().call(functools.partial(create_chat, self.config, timeout=timeout))
+        return self._call(functools.partial(create_chat, self.config, timeout=timeout))
 
 
 # ---- async -----------------------------------------------------------------------------
