@@ -194,3 +194,66 @@ def test_missing_agent_binary_fails_the_run_clearly(make_server: Any, tmp_path: 
         ]
         # The chat takes the next prompt.
         assert c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "x"}).status_code == 202
+
+
+def test_cancel_a_queued_run(make_server: Any) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"}, args=["--max-runs", "1"])
+    with server.client() as c:
+        busy, waiting = new_chat(c), new_chat(c)
+        first = c.post(f"/api/chats/{busy['id']}/runs", json={"prompt": "hi"}).json()
+        queued = c.post(f"/api/chats/{waiting['id']}/runs", json={"prompt": "hi"}).json()
+        assert c.get(f"/api/runs/{queued['id']}").json()["status"] == "queued"
+        done = c.post(f"/api/runs/{queued['id']}/cancel").json()
+        assert done["status"] == "cancelled" and done["pid"] is None
+        assert done["started_ms"] is None, "a cancelled queued run never started"
+        records = all_events(c, waiting["id"])
+        assert [(e["type"], e["subtype"]) for e in records] == [
+            ("run", "queued"),
+            ("run", "cancelled"),
+        ]
+        assert c.post(f"/api/runs/{first['id']}/cancel").json()["status"] == "cancelled"
+
+
+def test_odd_agent_output_is_stored_intact(make_server: Any, tmp_path: Any) -> None:
+    """NUL characters, a non-JSON line, non-ASCII text: stored and served as the client read
+    them. PostgreSQL cannot hold a NUL in a text column: there, and only in the plain-text
+    columns (``raw``, a run's ``result``), it becomes U+FFFD; JSON payloads keep it."""
+    import orjson
+
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    lines = [
+        orjson.dumps({"type": "system", "subtype": "init", "session_id": sid, "cwd": "/w"}),
+        b"\x1b[1mbanner\x00 line\x1b[0m",
+        orjson.dumps(
+            {
+                "type": "assistant",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "nul:\x00 café 日本 🚀"}],
+                },
+                "session_id": sid,
+            }
+        ),
+        orjson.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "result": "nul:\x00 café 日本 🚀",
+                "session_id": sid,
+                "duration_ms": 1,
+            }
+        ),
+    ]
+    script = tmp_path / "odd.ndjson"
+    script.write_bytes(b"\n".join(lines) + b"\n")
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "odd"}).json()
+        assert wait_run(c, run["id"])["status"] == "succeeded"
+        body = c.get(f"/api/chats/{chat['id']}/events", params={"include_raw": True}).json()
+        agent = [e for e in body["events"] if e["source"] == "agent"]
+        assert [e["type"] for e in agent] == ["system:init", "raw", "assistant", "result:success"]
+        assert agent[2]["payload"]["text"] == "nul:\x00 café 日本 🚀"
+        assert agent[1]["payload"]["text"] == "banner\x00 line"
+        assert agent[1]["raw"] in ("\x1b[1mbanner\x00 line\x1b[0m", "\x1b[1mbanner\ufffd line\x1b[0m")

@@ -317,8 +317,18 @@ class RunManager:
                         active.run, status, error=error, error_type=error_type, active=active, **extra
                     )
                 )
-            except Exception:
+            except Exception as e:
                 logger.exception("could not record the end of run %s", active.run_id)
+                # Record at least that it is over, so the chat is not blocked until a restart.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(
+                        self._finish(
+                            active.run,
+                            RunStatus.FAILED,
+                            error=f"the server could not record the end of this run: {e}",
+                            error_type=type(e).__name__,
+                        )
+                    )
             finally:
                 self._active.pop(active.run_id, None)
                 if acquired:  # the slot is free once the run is recorded as over

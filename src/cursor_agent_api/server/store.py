@@ -407,10 +407,10 @@ class Store:
             )
             return [dict(r._mapping) for r in res]
 
-    @staticmethod
-    async def set_run(conn: AsyncConnection, run_id: str, **values: Any) -> None:
-        """Inside a transaction: change a run's fields."""
-        await conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
+    async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
+        """Inside a transaction: change a run's fields (texts made storable)."""
+        clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
 
     async def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's fields in a transaction of its own."""
@@ -527,8 +527,8 @@ class Store:
         from sqlalchemy.dialects import postgresql, sqlite
 
         dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
-        row = dict(row)
-        row["output"] = self._clean_text(row["output"]) or ""
+        row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
+        row["output"] = row["output"] or ""
         stmt = dialect_insert(tool_calls).values(**row)
         ex = stmt.excluded
         changes = {
