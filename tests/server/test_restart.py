@@ -125,3 +125,33 @@ def test_a_second_server_leaves_a_live_servers_runs_alone(make_server: Any) -> N
     with first.client() as c:
         assert c.post(f"/api/runs/{run_id}/cancel").json()["status"] == "cancelled"
     poll(lambda: not alive(pid), 30)
+
+
+def test_shutdown_with_a_subscriber_attached(make_server: Any) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"})
+    with server.client() as c:
+        chat = new_chat(c)
+        run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()["id"]
+        pid = poll(lambda: c.get(f"/api/runs/{run_id}").json()["pid"])
+
+    async def watch_then_stop() -> int | None:
+        async with connect(server.ws_url(chat["id"])) as ws:
+            while True:  # up to "live"
+                if b'"op":"live"' in (await ws.recv()).encode():
+                    break
+            code = await asyncio.to_thread(server.stop)
+            try:
+                while True:
+                    await ws.recv()
+            except ConnectionClosed:
+                pass
+            return code
+
+    assert asyncio.run(asyncio.wait_for(watch_then_stop(), 90)) in (0, -signal.SIGTERM)
+    assert not alive(pid)
+    again = make_server()
+    with again.client() as c:
+        assert c.get(f"/api/runs/{run_id}").json()["status"] == "interrupted"

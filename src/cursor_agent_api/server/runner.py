@@ -77,7 +77,7 @@ def simulator_binary() -> str:
         from ..testing import sim_binary  # type: ignore[attr-defined,unused-ignore]
 
         return str(sim_binary())
-    except ImportError:
+    except (ImportError, FileNotFoundError):
         pass
     beside = Path(sys.executable).parent / "cursor-agent-sim"
     if beside.exists():
