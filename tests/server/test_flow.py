@@ -22,6 +22,16 @@ def test_whole_flow_rest_and_websocket(server: Server) -> None:
         health = c.get("/api/health").json()
         assert health["status"] == "ok" and health["simulate"] is False
         assert health["ws_protocol"] == 1
+        paths = c.get("/openapi.json").json()["paths"]
+        for path in (
+            "/api/chats",
+            "/api/chats/{chat_id}/runs",
+            "/api/runs/{run_id}/cancel",
+            "/api/chats/{chat_id}/events",
+            "/api/chats/{chat_id}/tool-calls",
+            "/api/health",
+        ):
+            assert path in paths, path
         chat = new_chat(c)
         assert chat["workspace"] == str(server.root / "project")
         assert chat["status"] == "idle" and chat["last_seq"] == 0
