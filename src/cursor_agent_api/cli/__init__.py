@@ -25,13 +25,14 @@ def _register() -> None:
     from .chat import chat
     from .replay import replay
     from .run import run
+    from .serve import serve
     from .sessions_cmd import sessions
 
     main.add_command(run)
     main.add_command(chat)
     main.add_command(replay)
     main.add_command(sessions)
-    main.add_command(__import__(f"{__package__}.serve", fromlist=["serve"]).serve)
+    main.add_command(serve)
 
 
 _register()

@@ -17,11 +17,8 @@ Example:
 from __future__ import annotations
 
 import inspect
-import shutil
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from ..config import AgentConfig
@@ -73,17 +70,12 @@ def simulator_binary() -> str:
         >>> simulator_binary().endswith("cursor-agent-sim")
         True
     """
-    try:
-        from ..testing import sim_binary  # type: ignore[attr-defined,unused-ignore]
+    from ..sim.locate import sim_binary
 
-        return str(sim_binary())
-    except (ImportError, FileNotFoundError):
-        pass
-    beside = Path(sys.executable).parent / "cursor-agent-sim"
-    if beside.exists():
-        return str(beside)
-    found = shutil.which("cursor-agent-sim")
-    return found or "cursor-agent-sim"
+    try:
+        return sim_binary()
+    except FileNotFoundError:
+        return "cursor-agent-sim"  # the client then reports AgentNotFoundError with its remedy
 
 
 def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
