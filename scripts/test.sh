@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Quick start, second command: set everything up, then run the linters and the whole test suite.
+# The suite runs once on SQLite; then the server tests run again on PostgreSQL (installed from
+# the OS packages and started on 127.0.0.1 by scripts/postgres.sh). SKIP_POSTGRES=1 skips that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -9,13 +11,23 @@ echo "== ruff =="
 .venv/bin/ruff check src tests bench
 echo "== mypy --strict =="
 .venv/bin/mypy
-echo "== pytest =="
-set +e
-.venv/bin/python -m pytest "$@"
-status=$?
-set -e
-if [ "$status" -eq 5 ]; then
-  echo "pytest collected no tests: that is a failure here" >&2
-  exit 1
+run_pytest() {
+  set +e
+  .venv/bin/python -m pytest "$@"
+  local status=$?
+  set -e
+  if [ "$status" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure here" >&2
+    return 1
+  fi
+  return "$status"
+}
+echo "== pytest (SQLite) =="
+run_pytest "$@"
+if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
+  echo "== PostgreSQL =="
+  url="$(scripts/postgres.sh)"
+  echo "== pytest tests/server (PostgreSQL) =="
+  CURSOR_AGENT_API_TEST_DATABASE_URL="$url" run_pytest tests/server
+  scripts/postgres.sh stop >/dev/null 2>&1 || true
 fi
-exit "$status"
