@@ -97,7 +97,7 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     shot(page, "answer")
 
     # Continue the chat: a shell command (force is on), its card and the final answer.
-    send(page, "run `echo hi; echo oops >&2; exit 3`")
+    send_after_done(page, "run `echo hi; echo oops >&2; exit 3`")
     shell = page.locator(".card.tool-shell")
     expect(shell).to_have_attribute("data-status", "failed")
     expect(shell.locator(".card-summary")).to_have_text("echo hi; echo oops >&2; exit 3")
@@ -122,7 +122,7 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     page.locator(".chat-item a").first.click()
     expect(page.locator(".card")).to_have_count(3)
     expect(page.locator(".msg.user")).to_have_count(2)
-    send(page, "what did I ask before?")
+    send_after_done(page, "what did I ask before?")
     expect(page.locator(".msg.user")).to_have_count(3)
     expect(page.locator(".msg.assistant").last).to_contain_text("list the files")
     expect(page.locator("#stop-button")).to_be_hidden()
@@ -265,7 +265,7 @@ def test_reconnects_after_a_server_restart(make_server: Any, browser: Any, shot:
     # The same database, port and token: the page catches up by itself.
     second = make_server(token=first.token, args=["--port", str(first.port)])
     expect(page.locator("#conn")).to_have_text("Live")
-    send(page, "grep TODO")
+    send_after_done(page, "grep TODO")
     expect(page.locator(".card.tool-grep")).to_have_attribute("data-status", "succeeded")
     expect(page.locator("#result-bar")).to_contain_text("Done")
     with second.client() as c:
