@@ -284,15 +284,27 @@ async function checkAuth() {
   }
 }
 
+/** Resolve true once check() holds, false after ms milliseconds. */
+async function settled(check, ms) {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
 async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
   if (!prompt.trim() || !state.chat || state.busy) return;
-  if (state.timeline?.activeRun) {
-    return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
-  }
   state.busy = true;
   try {
+    // A run that is just ending (its process exiting after the answer, or its last records
+    // still being replayed) gets a moment before the prompt is refused.
+    if (!(await settled(() => !state.timeline?.activeRun, 3000))) {
+      return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
+    }
     await api.startRun(state.chat.id, prompt);
     input.value = "";
     showAlert("");
