@@ -43,7 +43,7 @@ _FALLBACK_PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>cursor-agent-api</title></head>
 <body><h1>cursor-agent-api server</h1>
 <p>The web UI is not part of this installation. The API is described at
-<a href="/docs">/docs</a> (OpenAPI: <a href="/openapi.json">/openapi.json</a>).</p>
+<a href="/openapi.json">/openapi.json</a>.</p>
 </body></html>"""
 
 
@@ -84,6 +84,10 @@ def create_app(settings: ServerSettings) -> FastAPI:
         description="Run Cursor's coding agent over HTTP and WebSocket, with a durable, "
         "replayable event log. Every /api call needs the token or its cookie.",
         lifespan=lifespan,
+        # No Swagger UI / ReDoc: they load their scripts from a CDN and need inline script,
+        # on the origin that holds the token cookie. /openapi.json is the description.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.store = store

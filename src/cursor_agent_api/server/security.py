@@ -11,14 +11,14 @@ app, for HTTP and WebSocket alike, in this order:
    own origin or an ``--allow-origin``; ``null`` and foreign origins are 403.
    Requests without ``Origin`` (non-browser clients) pass to the token check.
 3. **Body size** — more than ``max_body_bytes`` is 413, read or declared.
-4. **Authentication** — every ``/api`` path, ``/docs`` and ``/openapi.json``
+4. **Authentication** — every ``/api`` path and ``/openapi.json``
    needs the token (``Authorization: token T``, ``Bearer T`` or ``?token=T``)
    or the cookie it was exchanged for; otherwise 401. A valid ``?token=`` on a
    GET sets the cookie (HttpOnly, SameSite=Strict); on a page (not ``/api``)
    the response is a redirect to the same URL without the token.
 
 No CORS headers are ever sent; every answer carries ``nosniff``, ``no-referrer``,
-``X-Frame-Options: DENY`` and (but ``/docs``) a Content-Security-Policy without
+``X-Frame-Options: DENY`` and a Content-Security-Policy without
 inline script (:data:`CONTENT_SECURITY_POLICY`). The cookie's value is an HMAC of the token,
 never the token itself. :func:`resolve_workspace` keeps workspaces under the
 configured roots; :class:`RedactTokens` keeps tokens out of the access log.
@@ -58,7 +58,7 @@ CONTENT_SECURITY_POLICY = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
     "form-action 'self'"
 )
-"""Sent with every page and API answer (not ``/docs``): no inline script, nothing foreign."""
+"""Sent with every page and API answer: no inline script, nothing foreign."""
 _SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
@@ -302,8 +302,7 @@ class SecurityMiddleware:
     @staticmethod
     def _with_headers(send: Send, path: str) -> Send:
         extra = list(_SECURITY_HEADERS)
-        if not path.startswith(("/docs", "/redoc")):  # Swagger UI needs inline script
-            extra.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
+        extra.append((b"content-security-policy", CONTENT_SECURITY_POLICY.encode()))
         if path.startswith("/api"):
             extra.append((b"cache-control", b"no-store"))
 
