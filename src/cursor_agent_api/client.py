@@ -85,7 +85,44 @@ def _check_prompt(prompt: object) -> str | bytes:
 # ---- sync ------------------------------------------------------------------------------
 
 
-class StreamingResponse:
+class _TurnStream:
+    """What both stream flavours show of their turn (the state lives in the one :class:`AgentRun`)."""
+
+    _run: AgentRun
+    _events: list[AgentEvent]
+    _cancelled: bool
+
+    @property
+    def events(self) -> list[AgentEvent]:
+        """Events received so far (empty with ``keep_events=False``)."""
+        return self._events
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel` was called on an unfinished turn."""
+        return self._cancelled
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid, which is also its process group id."""
+        return self._run.pid
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The :class:`subprocess.Popen` of the agent, for inspection (``pid``, ``args``).
+
+        Stop it with :meth:`cancel`; do not ``wait()``/``poll()`` it: the runtime reaps it.
+        ``None`` before the start and on uvloop (its transports have no ``Popen``).
+        """
+        return self._run.process.popen if self._run.process is not None else None
+
+    @property
+    def done(self) -> bool:
+        """True once the turn has ended (agent reaped, group gone)."""
+        return self._run.result is not None
+
+
+class StreamingResponse(_TurnStream):
     """A running turn, iterated synchronously (seed 004's ``StreamingResponse``).
 
     * iterating yields each :class:`~cursor_agent_api.protocol.AgentEvent` as
@@ -177,30 +214,6 @@ class StreamingResponse:
     # state -----------------------------------------------------------------------------
 
     @property
-    def events(self) -> list[AgentEvent]:
-        """Events received so far (empty with ``keep_events=False``)."""
-        return self._events
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called on an unfinished turn."""
-        return self._cancelled
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's pid, which is also its process group id."""
-        return self._run.pid
-
-    @property
-    def process(self) -> subprocess.Popen[bytes] | None:
-        """The :class:`subprocess.Popen` of the agent, for inspection (``pid``, ``args``).
-
-        Stop it with :meth:`cancel`; do not ``wait()``/``poll()`` it: the runtime reaps it.
-        ``None`` before the start and on uvloop (its transports have no ``Popen``).
-        """
-        return self._run.process.popen if self._run.process is not None else None
-
-    @property
     def result(self) -> AgentResult | None:
         """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None.
 
@@ -209,10 +222,6 @@ class StreamingResponse:
         """
         return self._run.result
 
-    @property
-    def done(self) -> bool:
-        """True once the turn has ended (agent reaped, group gone)."""
-        return self._run.result is not None
 
     # control ---------------------------------------------------------------------------
 
@@ -452,7 +461,7 @@ class CursorAgentClient:
 # ---- async -----------------------------------------------------------------------------
 
 
-class AsyncStreamingResponse:
+class AsyncStreamingResponse(_TurnStream):
     """A running turn, iterated with ``async for`` (the async ``StreamingResponse``).
 
     Returned by :meth:`AsyncCursorAgentClient.query_stream` without an
@@ -535,34 +544,9 @@ class AsyncStreamingResponse:
                 self._stopped = True
 
     @property
-    def events(self) -> list[AgentEvent]:
-        """Events received so far (empty with ``keep_events=False``)."""
-        return self._events
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called on an unfinished turn."""
-        return self._cancelled
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's pid (= its process group id) once started."""
-        return self._run.pid
-
-    @property
-    def process(self) -> subprocess.Popen[bytes] | None:
-        """The agent's :class:`subprocess.Popen` once started (for inspection; None on uvloop)."""
-        return self._run.process.popen if self._run.process is not None else None
-
-    @property
     def result(self) -> AgentResult | None:
         """The :class:`~cursor_agent_api.protocol.AgentResult` once the turn has ended."""
         return self._run.result
-
-    @property
-    def done(self) -> bool:
-        """True once the turn has ended (agent reaped, group gone)."""
-        return self._run.result is not None
 
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.
