@@ -50,6 +50,7 @@ __all__ = [
     "ConversationSession",
     "SessionTurn",
     "create_chat",
+    "read_session_file",
 ]
 
 SESSION_FILE_VERSION = 1
@@ -140,7 +141,18 @@ def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         raise
 
 
-def _read_state(path: str | os.PathLike[str]) -> dict[str, Any]:
+def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a file written by ``save``: ``version``, ``chat_id``, ``workspace``, ``model`` and
+    ``history`` (a list of :class:`SessionTurn`). ``SessionError`` if it is not a session file;
+    ``OSError`` if it cannot be read.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.json"
+        >>> ConversationSession(AgentConfig(), session_id="c1").save(p)  # doctest: +SKIP
+        >>> read_session_file(p)["chat_id"]                             # doctest: +SKIP
+        'c1'
+    """
     raw = Path(path).read_bytes()
     try:
         data = orjson.loads(raw)
@@ -349,7 +361,7 @@ class ConversationSession(_SessionState):
         Example:
             >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
         """
-        data = _read_state(path)
+        data = read_session_file(path)
         base = client.config if isinstance(client, CursorAgentClient) else client
         overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
         config = (base or AgentConfig()).with_overrides(**overrides)
@@ -483,7 +495,7 @@ class AsyncConversationSession(_SessionState):
         client: AsyncCursorAgentClient | AgentConfig | None = None,
     ) -> AsyncConversationSession:
         """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
-        data = _read_state(path)
+        data = read_session_file(path)
         base = client.config if isinstance(client, AsyncCursorAgentClient) else client
         overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
         config = (base or AgentConfig()).with_overrides(**overrides)

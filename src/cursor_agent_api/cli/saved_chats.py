@@ -22,7 +22,7 @@ from pathlib import Path
 import platformdirs
 
 from ..errors import SessionError
-from ..sessions import ConversationSession, _read_state
+from ..sessions import ConversationSession, read_session_file
 
 HOME_ENV = "CURSOR_AGENT_API_HOME"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -87,7 +87,7 @@ class SavedChats:
         return self._summary(path)
 
     def _summary(self, path: Path) -> ChatSummary:
-        data = _read_state(path)
+        data = read_session_file(path)
         history = data["history"]
         last = max((t.timestamp for t in history), default=0.0) or path.stat().st_mtime
         return ChatSummary(

@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import SessionError
-from ..sessions import _read_state
+from ..sessions import read_session_file
 from .saved_chats import SavedChats
 
 
@@ -66,7 +66,7 @@ def show(chat_id: str) -> None:
     store = SavedChats()
     try:
         summary = store.summary(chat_id)
-        data = _read_state(store.path(chat_id))
+        data = read_session_file(store.path(chat_id))
     except SessionError as exc:
         click.echo(f"cursor-agent-api sessions: {exc}", err=True)
         sys.exit(1)
