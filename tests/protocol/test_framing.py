@@ -75,3 +75,56 @@ def test_twenty_megabyte_line() -> None:
     (event,) = events
     tc = event.tool_call
     assert tc is not None and tc.content is not None and len(tc.content) == len(content)
+
+
+def _tool_line(stdout: str) -> bytes:
+    import orjson
+
+    return orjson.dumps({"type": "tool_call", "subtype": "completed", "call_id": "c1",
+                         "tool_call": {"shellToolCall": {"args": {"command": "ls"}, "result": {
+                             "success": {"exitCode": 0, "stdout": stdout, "stderr": ""}}}}})
+
+
+def test_raw_newline_inside_a_json_string_is_repaired() -> None:
+    # What one report shows: a newline written raw inside a string splits the line.
+    line = _tool_line("a\nb\nc").replace(b"\\n", b"\n")
+    assert line.count(b"\n") == 2
+    reader = EventReader()
+    events = reader.feed(b'{"type":"user"}\n' + line + b'\n{"type":"result","subtype":"success"}\n')
+    assert [e.type for e in events] == [EventType.USER, EventType.TOOL_CALL_COMPLETED,
+                                        EventType.RESULT_SUCCESS]
+    tc = events[1].tool_call
+    assert tc is not None and tc.stdout == "a\nb\nc"
+    assert events[1].raw == line.decode()  # the original bytes, as received
+    assert (reader.object_lines, reader.raw_lines) == (3, 0)
+
+
+def test_repair_across_chunks_and_at_close() -> None:
+    line = _tool_line("x\ny").replace(b"\\n", b"\n")
+    reader = EventReader()
+    events = []
+    for i in range(len(line)):
+        events += reader.feed(line[i : i + 1])
+    events += reader.close()  # no final newline: the tail completes the object
+    assert [e.type for e in events] == [EventType.TOOL_CALL_COMPLETED]
+
+
+def test_a_malformed_object_line_stays_raw_and_keeps_its_place() -> None:
+    reader = EventReader()
+    events = reader.feed(b'{"type": "tool_call", "payload": {"x": 1}\n{"type":"user"}\n')
+    assert [e.type for e in events] == [EventType.RAW, EventType.USER]
+    assert events[0].raw == '{"type": "tool_call", "payload": {"x": 1}'
+    events = reader.feed(b'{"broken"\n')
+    assert events == []  # held: the next line may complete it
+    (last,) = reader.close()
+    assert last.type is EventType.RAW and last.raw == '{"broken"'
+    assert (reader.object_lines, reader.raw_lines) == (1, 2)
+
+
+def test_lines_that_never_make_an_object_come_out_raw_one_by_one() -> None:
+    reader = EventReader()
+    lines = [b"{ not json " + str(i).encode() for i in range(20)]
+    events = reader.feed(b"\n".join(lines) + b"\n") + reader.close()
+    assert [e.raw for e in events] == [line.decode() for line in lines]
+    assert all(e.type is EventType.RAW for e in events)
+    assert reader.raw_lines == 20

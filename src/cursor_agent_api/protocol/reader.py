@@ -20,6 +20,18 @@ import orjson
 from .events import AgentEvent, classify, error_event, event_from_object, raw_event
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 
+_FAILED: object = object()
+
+MAX_JOINED_LINES = 16
+"""How many physical lines a line that failed to parse may be joined with (see EventReader)."""
+
+
+def _loads(line: bytes) -> object:
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return _FAILED
+
 
 class EventReader:
     """Feed bytes, get :class:`AgentEvent` objects; counts what it read.
@@ -29,14 +41,26 @@ class EventReader:
     the unfinished tail at :meth:`close` is parsed like any line (a truncated
     JSON line becomes ``RAW``).
 
-    Counters: ``object_lines`` (lines that were JSON objects), ``raw_lines``
-    (non-blank lines that were not), ``oversize_lines``.
+    **Repair of a raw newline inside a JSON string** (PROTOCOL.md §5): a line that
+    starts like an object but does not parse is held; when the next line does not
+    parse on its own either, the two are joined (the newline escaped, as it should
+    have been) and, if that parses, they make one event. Up to
+    :data:`MAX_JOINED_LINES` lines are joined; lines that never make an object
+    come out as ``RAW`` events, one per line, in order. Such a line is therefore
+    reported when the next line arrives (or at :meth:`close`).
+
+    Counters: ``object_lines`` (events read from JSON objects, a repaired object
+    counting once), ``raw_lines`` (non-blank lines that were not JSON objects),
+    ``oversize_lines``.
     """
 
-    __slots__ = ("_framer", "object_lines", "oversize_lines", "raw_lines")
+    __slots__ = ("_framer", "_pending", "_pending_size", "object_lines", "oversize_lines",
+                 "raw_lines")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self._framer = LineFramer(max_line_bytes)
+        self._pending: list[bytes] = []
+        self._pending_size = 0
         self.object_lines = 0
         self.raw_lines = 0
         self.oversize_lines = 0
@@ -56,7 +80,7 @@ class EventReader:
         loads = orjson.loads
         objects = 0
         for frame in frames:
-            if frame.__class__ is bytes:
+            if frame.__class__ is bytes and not self._pending:
                 try:
                     obj = loads(frame)
                 except orjson.JSONDecodeError:
@@ -65,31 +89,67 @@ class EventReader:
                     objects += 1
                     append(AgentEvent(classify(obj), obj, frame))
                     continue
-            append(self._event(frame))
+            out.extend(self._frame(frame))
         self.object_lines += objects
         return out
 
     def close(self) -> list[AgentEvent]:
         """End of input: the events of whatever was left unfinished."""
-        return [self._event(f) for f in self._framer.close()]
+        out: list[AgentEvent] = []
+        for frame in self._framer.close():
+            out.extend(self._frame(frame))
+        out.extend(self._flush())
+        return out
 
-    def _event(self, frame: bytes | LineTooLong | Tail) -> AgentEvent:
+    def _frame(self, frame: bytes | LineTooLong | Tail) -> list[AgentEvent]:
         if isinstance(frame, LineTooLong):
             self.oversize_lines += 1
-            return error_event(
+            return [*self._flush(), error_event(
                 f"a line of {frame.size} bytes exceeded max_line_bytes={frame.limit}; "
                 "it was dropped (raise max_line_bytes to keep such lines)",
                 code="line_too_long",
                 size=frame.size,
                 limit=frame.limit,
-            )
-        line = frame.data if isinstance(frame, Tail) else frame
-        try:
-            data = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            data = None
-        if type(data) is dict:
+            )]
+        return self._line(frame.data if isinstance(frame, Tail) else frame)
+
+    def _line(self, line: bytes) -> list[AgentEvent]:
+        out: list[AgentEvent] = []
+        pending = self._pending
+        if pending:
+            joined = _loads(b"\\n".join(pending) + b"\\n" + line)
+            if type(joined) is dict:
+                original = b"\n".join(pending) + b"\n" + line
+                pending.clear()
+                self._pending_size = 0
+                self.object_lines += 1
+                return [event_from_object(joined, original)]
+            obj = _loads(line)
+            if obj is _FAILED and len(pending) < MAX_JOINED_LINES \
+                    and self._pending_size + len(line) <= self.max_line_bytes:
+                pending.append(line)
+                self._pending_size += len(line)
+                return out
+            out = self._flush()
+        else:
+            obj = _loads(line)
+        if type(obj) is dict:
             self.object_lines += 1
-            return event_from_object(data, line)
-        self.raw_lines += 1
-        return raw_event(line)
+            out.append(event_from_object(obj, line))
+        elif obj is _FAILED and line.lstrip()[:1] == b"{":
+            self._pending.append(line)  # perhaps the first part of a split object
+            self._pending_size = len(line)
+        else:
+            self.raw_lines += 1
+            out.append(raw_event(line))
+        return out
+
+    def _flush(self) -> list[AgentEvent]:
+        """The held lines, as the RAW events they are."""
+        if not self._pending:
+            return []
+        out = [raw_event(line) for line in self._pending]
+        self.raw_lines += len(out)
+        self._pending.clear()
+        self._pending_size = 0
+        return out
