@@ -57,6 +57,7 @@ def _setup_readline() -> None:
 def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
     console = Console(highlight=False)
+    console.soft_wrap = not console.is_terminal  # a pipe or a log: long lines stay whole
     if output in ("json", "ndjson"):
         raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
     if simulate:
