@@ -40,6 +40,8 @@ import orjson
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from cursor_agent_api.protocol import wire
+
 BIN = Path(sys.executable).parent
 FINAL = {"succeeded", "failed", "cancelled", "interrupted"}
 
@@ -52,63 +54,19 @@ def write_script(path: Path, deltas: int, recap_every: int = 0) -> Path:
     which replaces the segment's deltas in the client's transcript.
     """
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
-    head = [
-        {
-            "type": "system",
-            "subtype": "init",
-            "apiKeySource": "login",
-            "cwd": "/ws",
-            "session_id": sid,
-            "model": "GPT-5 Mini",
-            "permissionMode": "default",
-        },
-        {
-            "type": "user",
-            "message": {"role": "user", "content": [{"type": "text", "text": "count"}]},
-            "session_id": sid,
-        },
-    ]
+    ts = 1789644625717
     with path.open("wb") as f:
-        for line in head:
-            f.write(orjson.dumps(line) + b"\n")
-        ts = 1789644625717
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "count")))
         for i in range(deltas):
-            obj: dict[str, Any] = {
-                "type": "assistant",
-                "message": {"role": "assistant", "content": [{"type": "text", "text": f"word{i} "}]},
-                "session_id": sid,
-                "timestamp_ms": ts + i,
-            }
             if recap_every and i % recap_every == recap_every - 1:
-                obj["message"]["content"][0]["text"] = f"segment {i // recap_every}. "
-                obj["model_call_id"] = f"r-{i // recap_every}-abcd"
-            f.write(orjson.dumps(obj) + b"\n")
-        f.write(
-            orjson.dumps(
-                {
-                    "type": "assistant",
-                    "message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
-                    "session_id": sid,
-                }
-            )
-            + b"\n"
-        )
-        f.write(
-            orjson.dumps(
-                {
-                    "type": "result",
-                    "subtype": "success",
-                    "duration_ms": 1,
-                    "duration_api_ms": 1,
-                    "is_error": False,
-                    "result": "done",
-                    "session_id": sid,
-                    "request_id": "r",
-                    "usage": {"inputTokens": 1, "outputTokens": 1},
-                }
-            )
-            + b"\n"
-        )
+                k = i // recap_every
+                obj = wire.assistant_segment(sid, f"segment {k}. ", f"r-{k}-abcd", ts + i)
+            else:
+                obj = wire.assistant_delta(sid, f"word{i} ", ts + i)
+            f.write(wire.encode(obj, checked=False))
+        f.write(wire.encode(wire.assistant_final(sid, "done")))
+        f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 1))))
     return path
 
 

@@ -75,6 +75,17 @@ def marked_processes(marker: str) -> list[int]:
     return found
 
 
+def stop_servers(servers: list[Server], marker: str) -> None:
+    """Stop every server, then fail if an agent process of the test (``marker``) outlived
+    them (after killing it, so that no test leaks into the next)."""
+    for server in servers:
+        server.stop()
+    leftover = marked_processes(marker)
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    assert not leftover, f"agent processes outlived the test: {leftover}"
+
+
 class Server:
     """One ``serve`` subprocess."""
 
@@ -287,68 +298,20 @@ def all_events(client: httpx.Client, chat_id: str, page: int = 100) -> list[dict
 
 def write_script(path: Path, deltas: int, *, thinking: int = 0) -> Path:
     """A recording for ``CURSOR_AGENT_SIM_SCRIPT``: init, prompt, ``deltas`` assistant
-    deltas (sent with ``stream_partial_output``), the final text, a result."""
-    import orjson
+    deltas (sent with ``stream_partial_output``), the final text, a result — written
+    with the project's one definition of the shapes, :mod:`cursor_agent_api.protocol.wire`."""
+    from cursor_agent_api.protocol import wire
 
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
-    lines = [
-        {
-            "type": "system",
-            "subtype": "init",
-            "apiKeySource": "login",
-            "cwd": "/ws",
-            "session_id": sid,
-            "model": "GPT-5 Mini",
-            "permissionMode": "default",
-        },
-        {
-            "type": "user",
-            "message": {"role": "user", "content": [{"type": "text", "text": "count"}]},
-            "session_id": sid,
-        },
-    ]
     ts = 1789644625717
-    for i in range(thinking):
-        lines.append(
-            {
-                "type": "thinking",
-                "subtype": "delta",
-                "text": f"t{i} ",
-                "session_id": sid,
-                "timestamp_ms": ts + i,
-            }
-        )
-    for i in range(deltas):
-        lines.append(
-            {
-                "type": "assistant",
-                "message": {"role": "assistant", "content": [{"type": "text", "text": f"{i} "}]},
-                "session_id": sid,
-                "timestamp_ms": ts + i,
-            }
-        )
     text = "".join(f"{i} " for i in range(deltas))
-    lines.append(
-        {
-            "type": "assistant",
-            "message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
-            "session_id": sid,
-        }
-    )
-    lines.append(
-        {
-            "type": "result",
-            "subtype": "success",
-            "duration_ms": 1,
-            "duration_api_ms": 1,
-            "is_error": False,
-            "result": text,
-            "session_id": sid,
-            "request_id": "r",
-            "usage": {"inputTokens": 1, "outputTokens": deltas},
-        }
-    )
     with path.open("wb") as f:
-        for line in lines:
-            f.write(orjson.dumps(line) + b"\n")
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "count")))
+        for i in range(thinking):
+            f.write(wire.encode(wire.thinking_delta(sid, f"t{i} ", ts + i), checked=False))
+        for i in range(deltas):
+            f.write(wire.encode(wire.assistant_delta(sid, f"{i} ", ts + i), checked=False))
+        f.write(wire.encode(wire.assistant_final(sid, text)))
+        f.write(wire.encode(wire.result_success(sid, "r", text, 1, wire.usage(1, deltas))))
     return path
