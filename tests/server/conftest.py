@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tests import server_helpers
 
-from server_helpers import PG_ENV, Server, marked_processes
+from server_helpers import PG_ENV, Server, stop_servers
 
 
 def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
@@ -81,12 +80,7 @@ def make_server(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callab
         return server
 
     yield make
-    for server in servers:
-        server.stop()
-    leftover = marked_processes(marker)
-    for pid in leftover:
-        os.kill(pid, signal.SIGKILL)
-    assert not leftover, f"agent processes outlived the test: {leftover}"
+    stop_servers(servers, marker)
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "server"))  # reuse the server harness
 sys.path.insert(0, str(Path(__file__).parent))  # netproxy
 
-from server_helpers import Server, marked_processes
+from server_helpers import Server, stop_servers
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "web"
@@ -98,12 +98,7 @@ def make_server(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Serve
         return server
 
     yield make
-    for server in servers:
-        server.stop()
-    leftover = marked_processes(marker)
-    for pid in leftover:
-        os.kill(pid, signal.SIGKILL)
-    assert not leftover, f"agent processes outlived the test: {leftover}"
+    stop_servers(servers, marker)
 
 
 def _browser_processes(profile: Path) -> list[int]:
