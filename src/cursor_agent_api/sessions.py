@@ -183,6 +183,8 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 class _SessionState:
     """What both session flavours share: chat id, history, the turn config, save."""
 
+    _pending: tuple[str, Any] | None  # the streamed turn not yet finalized, and its stream
+
     def __init__(self, config: AgentConfig, session_id: str | None,
                  history: list[SessionTurn] | None) -> None:
         self._config = config
@@ -211,6 +213,24 @@ class _SessionState:
             self._session_id = result.session_id
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
+
+    def _finish(self, prompt: str, stream: Any, result: AgentResult) -> AgentResult:
+        """Record a streamed turn once (``finalize_stream`` is idempotent per stream)."""
+        if self._pending is not None and self._pending[1] is stream:
+            self._pending = None
+        if stream._recorded:
+            return result
+        stream._recorded = True
+        return self._record(prompt, result)
+
+    @staticmethod
+    def _restored(path: str | os.PathLike[str], base: AgentConfig | None
+                  ) -> tuple[AgentConfig, dict[str, Any]]:
+        """The config and saved state of a session file: its workspace and model override
+        ``base``'s."""
+        data = read_session_file(path)
+        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
+        return (base or AgentConfig()).with_overrides(**overrides), data
 
     def to_dict(self) -> dict[str, Any]:
         """The saved form: version, chat id, workspace, model, history.
@@ -339,13 +359,7 @@ class ConversationSession(_SessionState):
         Example:
             >>> session.finalize_stream("Explain it", stream).success  # doctest: +SKIP
         """
-        result = stream.wait()
-        if self._pending is not None and self._pending[1] is stream:
-            self._pending = None
-        if stream._recorded:
-            return result
-        stream._recorded = True
-        return self._record(prompt, result)
+        return self._finish(prompt, stream, stream.wait())
 
     @classmethod
     def load(
@@ -361,10 +375,8 @@ class ConversationSession(_SessionState):
         Example:
             >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
         """
-        data = read_session_file(path)
         base = client.config if isinstance(client, CursorAgentClient) else client
-        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
-        config = (base or AgentConfig()).with_overrides(**overrides)
+        config, data = cls._restored(path, base)
         if isinstance(client, CursorAgentClient) and config == client.config:
             return cls(client, session_id=data.get("chat_id"), history=data["history"])
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
@@ -480,13 +492,7 @@ class AsyncConversationSession(_SessionState):
             >>> (await session.finalize_stream("Explain it", stream)).success  # doctest: +SKIP
             True
         """
-        result = await stream.wait()
-        if self._pending is not None and self._pending[1] is stream:
-            self._pending = None
-        if stream._recorded:
-            return result
-        stream._recorded = True
-        return self._record(prompt, result)
+        return self._finish(prompt, stream, await stream.wait())
 
     @classmethod
     def load(
@@ -495,10 +501,8 @@ class AsyncConversationSession(_SessionState):
         client: AsyncCursorAgentClient | AgentConfig | None = None,
     ) -> AsyncConversationSession:
         """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
-        data = read_session_file(path)
         base = client.config if isinstance(client, AsyncCursorAgentClient) else client
-        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
-        config = (base or AgentConfig()).with_overrides(**overrides)
+        config, data = cls._restored(path, base)
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     async def aclose(self) -> None:
