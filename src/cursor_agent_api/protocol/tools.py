@@ -702,7 +702,7 @@ def _current_tool_call(data: dict[str, Any], tc: dict[str, Any], completed: bool
     if done is not None and done.__class__ is not int:
         done = _int(done)
     if started is None or (done is None and completed):
-        # no tool clock (an lsToolCall, 2025 builds): the event's own timestamp stands in
+        # no tool clock on the call (an lsToolCall): the event timestamps stand in
         stamp = data.get("timestamp_ms")
         if stamp.__class__ is int:
             if completed:
