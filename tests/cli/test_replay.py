@@ -99,3 +99,18 @@ def test_unreadable_file_is_one_line_and_exit_2(target: str) -> None:
     err = proc.stderr.decode()
     assert err.count("\n") == 1 and "Traceback" not in err
     assert "cannot read" in err
+
+
+def test_rendering_with_every_call_id_redacted_shows_every_call() -> None:
+    """A recording whose publisher redacted every id to "<redacted>" (issue 12, point 8):
+    each call is printed, not only the first one with that id."""
+    path = DATA / "07-hcn-0915-probe-15s-shell-and-fetch-rejected.ndjson"
+    lines = [orjson.loads(line) for line in path.read_bytes().split(b"\n") if line.strip()]
+    for obj in lines:
+        if "call_id" in obj:
+            obj["call_id"] = "<redacted>"
+    proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.decode()
+    assert out.count("⊘ shell curl -sI https://example.com  rejected") == 2
+    assert out.count("⊘ web_fetch https://example.com  rejected") == 1

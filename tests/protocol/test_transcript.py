@@ -126,3 +126,100 @@ def test_keep_events_false_keeps_no_events() -> None:
         t.add(parse_event(a("x", timestamp_ms=1)))
     assert t.events == [] and t.event_count == 100 and t.text == "x" * 100
     assert all(e.type is EventType.ASSISTANT_DELTA for e in [parse_event(a("x", timestamp_ms=1))])
+
+
+# ---- pairing that survives reused ids (issue 12, point 8) ---------------------------------
+
+R = "<redacted>"
+
+
+def test_a_started_for_a_completed_call_id_opens_a_new_call() -> None:
+    t = Transcript.from_lines([
+        tc("started", R, "shellToolCall", {"command": "ls"}),
+        tc("completed", R, "shellToolCall", {"command": "ls"}, {"success": {"exitCode": 0}}),
+        tc("started", R, "editToolCall", {"path": "a.txt"}),
+        tc("completed", R, "editToolCall", None, {"success": {"diffString": "+x"}}),
+        tc("started", R, "readToolCall", {"path": "a.txt"}),
+        tc("completed", R, "readToolCall", None, {"success": {"content": "x"}}),
+    ])
+    t.close()
+    assert [(c.kind, c.status, c.args) for c in t.tool_calls] == [
+        (ToolKind.SHELL, ToolStatus.SUCCEEDED, {"command": "ls"}),
+        (ToolKind.EDIT, ToolStatus.SUCCEEDED, {"path": "a.txt"}),
+        (ToolKind.READ, ToolStatus.SUCCEEDED, {"path": "a.txt"}),
+    ]
+    assert t.tool_call(R) is t.tool_calls[-1]
+    assert len(t.to_result().tool_calls) == 3
+
+
+def test_reused_ids_parallel_calls_pair_by_kind_in_order() -> None:
+    t = Transcript.from_lines([
+        tc("started", R, "readToolCall", {"path": "a"}),
+        tc("started", R, "grepToolCall", {"pattern": "x"}),
+        tc("started", R, "readToolCall", {"path": "b"}),
+        tc("completed", R, "grepToolCall", None, {"success": {}}),
+        tc("completed", R, "readToolCall", None, {"success": {"content": "A"}}),
+    ])
+    t.close()
+    assert [(c.kind, c.args, c.status) for c in t.tool_calls] == [
+        (ToolKind.READ, {"path": "a"}, ToolStatus.SUCCEEDED),
+        (ToolKind.GREP, {"pattern": "x"}, ToolStatus.SUCCEEDED),
+        (ToolKind.READ, {"path": "b"}, ToolStatus.ABANDONED),
+    ]
+
+
+def test_a_completion_without_started_after_a_finished_call_with_that_id_is_its_own_call() -> None:
+    t = Transcript.from_lines([
+        tc("started", R, "shellToolCall", {"command": "ls"}),
+        tc("completed", R, "shellToolCall", None, {"rejected": {"reason": ""}}),
+        tc("completed", R, "webSearchToolCall", None, {"rejected": {"reason": "no"}}),
+    ])
+    assert [(c.kind, c.status) for c in t.tool_calls] == [
+        (ToolKind.SHELL, ToolStatus.REJECTED), (ToolKind.WEB_SEARCH, ToolStatus.REJECTED)]
+
+
+def test_a_repeated_event_of_the_same_call_still_updates_it() -> None:
+    t = Transcript.from_lines([
+        tc("started", "c1", "shellToolCall", {"command": "ls"}),
+        tc("started", "c1", "shellToolCall", {"command": "ls -la"}),
+        tc("completed", "c1", "shellToolCall", None, {"success": {"exitCode": 0}}),
+        tc("completed", "c1", "shellToolCall", None, {"success": {"exitCode": 0, "stdout": "a"}}),
+    ])
+    (call,) = t.tool_calls
+    assert call.args == {"command": "ls -la"} and call.stdout == "a"
+
+
+def test_function_named_shell_is_a_shell_call() -> None:
+    line = orjson.dumps({"type": "tool_call", "subtype": "started", "call_id": "f1",
+                         "tool_call": {"function": {"name": "Shell",
+                                                    "arguments": '{"command": "echo hi"}'}}})
+    (call,) = Transcript.from_lines([line]).tool_calls
+    assert (call.kind, call.name, call.command) == (ToolKind.SHELL, "Shell", "echo hi")
+    other = orjson.dumps({"type": "tool_call", "subtype": "started", "call_id": "f2",
+                          "tool_call": {"function": {"name": "my_tool", "arguments": "{}"}}})
+    (call,) = Transcript.from_lines([other]).tool_calls
+    assert (call.kind, call.name) == (ToolKind.FUNCTION, "my_tool")
+
+
+def test_ls_duration_from_event_timestamps() -> None:
+    def ls(subtype: str, ts: int, result: dict[str, object] | None = None) -> bytes:
+        inner: dict[str, object] = {"args": {"path": "."}}
+        if result is not None:
+            inner["result"] = result
+        return orjson.dumps({"type": "tool_call", "subtype": subtype, "call_id": "l1",
+                             "tool_call": {"lsToolCall": inner}, "timestamp_ms": ts})
+
+    t = Transcript.from_lines([ls("started", 1_000), ls("completed", 1_250, {"success": {}})])
+    (call,) = t.tool_calls
+    assert (call.started_at_ms, call.completed_at_ms, call.duration_ms) == (1_000, 1_250, 250)
+    assert call.to_dict()["duration_ms"] == 250
+
+
+def test_tool_clock_is_preferred_to_event_timestamps() -> None:
+    started = {"type": "tool_call", "subtype": "started", "call_id": "s", "timestamp_ms": 5,
+               "tool_call": {"shellToolCall": {"args": {"command": "x"}}, "startedAtMs": "100"}}
+    done = {**started, "subtype": "completed", "timestamp_ms": 900,
+            "tool_call": {"shellToolCall": {"result": {"success": {}}}, "startedAtMs": "100",
+                          "completedAtMs": "160"}}
+    (call,) = Transcript.from_lines([orjson.dumps(started), orjson.dumps(done)]).tool_calls
+    assert call.duration_ms == 60

@@ -149,3 +149,15 @@ def test_a_lock_held_by_a_zombie_is_stale(sim: Sim) -> None:
         assert after.returncode == 0, after.err
     finally:
         kill_group(holder)
+
+
+def test_asking_twice_what_to_remember_recalls_the_remember_prompt(sim: Sim) -> None:
+    """The question itself is not a thing to remember: the second time it is asked, the
+    answer is still the earlier ``remember …`` prompt (issue 12, point 8)."""
+    chat_id = sim.run(*STREAM, "Remember that the code word is BLUE").transcript.session_id
+    assert chat_id
+    answers = [
+        sim.run(*STREAM, "--resume", chat_id, "What did I ask you to remember?").transcript.text
+        for _ in range(2)
+    ]
+    assert answers == ["You asked me to remember: the code word is BLUE"] * 2

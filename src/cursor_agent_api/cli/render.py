@@ -109,7 +109,7 @@ class TurnRenderer:
         self._segment_printed = False  # deltas of the current segment were printed
         self._at_line_start = True
         self._thinking: list[str] = []
-        self._printed_calls: set[str] = set()
+        self._printed_calls: set[int] = set()  # id() of the transcript's calls: call ids may repeat
 
     def _write_text(self, text: str) -> None:
         if not text:
@@ -140,9 +140,9 @@ class TurnRenderer:
         elif etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
             self._segment_printed = False
             call = self.transcript.tool_call(event.call_id or "")
-            if call is not None and call.status.finished and call.call_id not in self._printed_calls:
+            if call is not None and call.status.finished and id(call) not in self._printed_calls:
                 self._newline()
-                self._printed_calls.add(call.call_id)
+                self._printed_calls.add(id(call))
                 self.console.print(tool_line(call))
         elif etype is EventType.ERROR:
             self._newline()
@@ -169,10 +169,10 @@ class TurnRenderer:
         """End of the stream: print thinking and the calls left open; return the result."""
         self._flush_thinking()
         result = self.transcript.to_result()
-        for call in result.tool_calls:
-            if call.call_id not in self._printed_calls:
+        for call in self.transcript.tool_calls:
+            if id(call) not in self._printed_calls:
                 self._newline()
-                self._printed_calls.add(call.call_id)
+                self._printed_calls.add(id(call))
                 self.console.print(tool_line(call))
         self._newline()
         return result

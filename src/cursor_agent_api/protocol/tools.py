@@ -157,6 +157,18 @@ def kind_for_key(key: str) -> ToolKind:
     return _NAME_KINDS.get(key.replace("_", "").lower(), ToolKind.UNKNOWN)
 
 
+def _function_kind(name: str) -> ToolKind:
+    """The kind of a legacy ``function: {name}`` call: a known tool name (``Shell``) gives its
+    kind, any other name ``FUNCTION``.
+
+    Example:
+        >>> _function_kind("Shell"), _function_kind("my_tool")
+        (<ToolKind.SHELL: 'shell'>, <ToolKind.FUNCTION: 'function'>)
+    """
+    kind = kind_for_key(name)
+    return ToolKind.FUNCTION if kind is _UNKNOWN_KIND else kind
+
+
 def _int(value: Any) -> int | None:
     if value.__class__ is str:  # the wire's "startedAtMs": "1789644703170"
         try:
@@ -689,6 +701,14 @@ def _current_tool_call(data: dict[str, Any], tc: dict[str, Any], completed: bool
     done = tc.get("completedAtMs")
     if done is not None and done.__class__ is not int:
         done = _int(done)
+    if started is None or (done is None and completed):
+        # no tool clock on the call (an lsToolCall): the event timestamps stand in
+        stamp = data.get("timestamp_ms")
+        if stamp.__class__ is int:
+            if completed:
+                done = stamp if done is None else done
+            elif started is None:
+                started = stamp
     if key is None:
         status = _SUCCEEDED if completed else _RUNNING
         return ToolCall(call_id, _UNKNOWN_KIND, "", {}, status, None, None,
@@ -700,10 +720,12 @@ def _current_tool_call(data: dict[str, Any], tc: dict[str, Any], completed: bool
         name = inner.get("name")
         name = name if isinstance(name, str) and name else key
         args = _parse_arguments(inner.get("arguments"))
+        kind = _function_kind(name)
     else:
         name = key
         found = inner.get("args")
         args = found if found.__class__ is dict else {}
+        kind = _KEY_KINDS.get(key, _UNKNOWN_KIND)
     description = inner.get("description")
     if description.__class__ is not str:
         description = None
@@ -715,7 +737,7 @@ def _current_tool_call(data: dict[str, Any], tc: dict[str, Any], completed: bool
             result = None
     else:
         result = None
-    return ToolCall(call_id, _KEY_KINDS.get(key, _UNKNOWN_KIND), name, args, status, result,
+    return ToolCall(call_id, kind, name, args, status, result,
                     description, model_call_id, started, done)
 
 
@@ -734,6 +756,7 @@ def _envelope_tool_call(env: dict[str, Any], completed: bool) -> ToolCall:
         if key == "function":
             call.name = _str(inner.get("name")) or key
             call.args = _parse_arguments(inner.get("arguments"))
+            call.kind = _function_kind(call.name)
         result = inner.get("result", env.get("result"))
     else:
         result = env.get("result")

@@ -11,7 +11,9 @@ reproduces ``result.result`` exactly on every real recording:
 * thinking does not close a segment; segments are joined with no separator.
 
 So partial output never doubles the text, and 2025 builds' plain fragments are
-concatenated. Tool calls are paired by ``call_id``.
+concatenated. Tool calls are paired by ``call_id``; an id may be reused (a publisher that
+redacted every id to ``<redacted>``), so a ``started`` for an id whose call has completed, or an
+event naming another tool than the running call of that id, opens a new call.
 
 Example:
     >>> t = Transcript()
@@ -44,6 +46,9 @@ _DELTA = EventType.ASSISTANT_DELTA
 _DELTA_CHUNK = 4096
 """Deltas of one segment joined into one string at a time (bounds a long segment's memory)."""
 _UNKNOWN_KIND = ToolKind.UNKNOWN
+_FUNCTION_KIND = ToolKind.FUNCTION
+_RUNNING = ToolStatus.RUNNING
+_STARTED = EventType.TOOL_CALL_STARTED
 
 
 class Transcript:
@@ -86,7 +91,8 @@ class Transcript:
         self._delta_limit = _DELTA_CHUNK
         self._thinking: list[str] = []
         self._thinking_blocks: list[str] = []
-        self._calls: dict[str, ToolCall] = {}
+        self._calls: list[ToolCall] = []
+        self._by_id: dict[str, list[ToolCall]] = {}  # every call of an id, in order
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
         self._closed = False
 
@@ -123,7 +129,7 @@ class Transcript:
         ``object_lines`` and ``raw_lines`` count what the stream held.
 
         Example:
-            >>> Transcript.from_chunks([b'{"type":"assistant","text":"h', b'i"}\n']).text
+            >>> Transcript.from_chunks([b'{"type":"assistant","text":"h', b'i"}\\n']).text
             'hi'
         """
         t = cls(keep_events=keep_events)
@@ -165,7 +171,7 @@ class Transcript:
         Example:
             >>> import tempfile, pathlib
             >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.ndjson"
-            >>> _ = p.write_text('{"type":"result","subtype":"success","result":"ok"}\n')
+            >>> _ = p.write_text('{"type":"result","subtype":"success","result":"ok"}\\n')
             >>> Transcript.from_file(p).to_result().result
             'ok'
         """
@@ -265,9 +271,14 @@ class Transcript:
         tc = event.tool_call
         if tc is None:
             return
-        existing = self._calls.get(tc.call_id)
+        same = self._by_id.get(tc.call_id)
+        existing = None if same is None else _pair(same, tc, event.type is _STARTED)
         if existing is None:
-            self._calls[tc.call_id] = tc
+            self._calls.append(tc)
+            if same is None:
+                self._by_id[tc.call_id] = [tc]
+            else:
+                same.append(tc)
             existing = tc
         else:
             existing.update(tc)
@@ -278,6 +289,8 @@ class Transcript:
 
     def _recover_from_query(self, call: ToolCall, query: tuple[ToolKind, dict[str, Any]]) -> None:
         kind, args = query
+        if kind is not call.kind and _UNKNOWN_KIND not in (kind, call.kind):
+            return  # a reused id: the query is about another call
         if not call.args:
             call.args = args
         if call.kind is ToolKind.UNKNOWN and not call.name:
@@ -301,9 +314,9 @@ class Transcript:
             return
         entry = (QUERY_KINDS.get(qtype, ToolKind.UNKNOWN), args)
         self._queries[call_id] = entry
-        existing = self._calls.get(call_id)
-        if existing is not None:
-            self._recover_from_query(existing, entry)
+        same = self._by_id.get(call_id)
+        if same is not None:
+            self._recover_from_query(same[-1], entry)
 
     def _add_result(self, event: AgentEvent) -> None:
         if self.result_event is not None:
@@ -325,8 +338,8 @@ class Transcript:
         self._abandon_open_calls()
 
     def _abandon_open_calls(self) -> None:
-        for call in self._calls.values():
-            if call.status is ToolStatus.RUNNING:
+        for call in self._calls:
+            if call.status is _RUNNING:
                 call.status = ToolStatus.ABANDONED
 
     def close(self) -> None:
@@ -362,11 +375,20 @@ class Transcript:
     @property
     def tool_calls(self) -> list[ToolCall]:
         """The tool calls, in the order they first appeared."""
-        return list(self._calls.values())
+        return list(self._calls)
 
     def tool_call(self, call_id: str) -> ToolCall | None:
-        """The tool call with this id, if any."""
-        return self._calls.get(call_id)
+        """The tool call with this id, if any; the latest one when the id was reused.
+
+        Example:
+            >>> t = Transcript.from_lines([
+            ...     '{"type":"tool_call","subtype":"started","call_id":"c1",'
+            ...     '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}'])
+            >>> t.tool_call("c1").kind, t.tool_call("c2")
+            (<ToolKind.LS: 'ls'>, None)
+        """
+        same = self._by_id.get(call_id)
+        return same[-1] if same else None
 
     @property
     def success(self) -> bool:
@@ -401,10 +423,50 @@ class Transcript:
             error=error,
             events=list(self.events),
             text=text,
-            tool_calls=[tc.copy() for tc in self._calls.values()],
+            tool_calls=[tc.copy() for tc in self._calls],
             usage=self.usage,
             model=self.model,
         )
+
+
+def _same_tool(call: ToolCall, later: ToolCall) -> bool:
+    """Whether ``later`` can be an event of ``call``: the same kind (and, for a generic
+    ``function``, the same name), or a kind one of them does not tell."""
+    if call.kind is _UNKNOWN_KIND or later.kind is _UNKNOWN_KIND:
+        return True
+    if call.kind is not later.kind:
+        return False
+    return call.kind is not _FUNCTION_KIND or not call.name or not later.name or call.name == later.name
+
+
+def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
+    """The call among ``same`` (the calls of ``tc``'s id, in order) that ``tc`` continues, or
+    ``None`` when ``tc`` opens a new call.
+
+    A ``started`` continues only a running call of the same tool: once a call has completed,
+    a ``started`` with its id is another call. A completion goes to the first running call of
+    the same tool; with none running it repeats the latest call's completion when it is the
+    same tool, and is a call of its own (completed without ``started``) otherwise.
+
+    Example:
+        >>> from .tools import tool_call_from_event_data as read
+        >>> def ev(sub, key):
+        ...     return read({"type": "tool_call", "subtype": sub, "call_id": "x",
+        ...                  "tool_call": {key: {"result": {"success": {}}} if sub == "completed" else {}}})
+        >>> shell = ev("started", "shellToolCall")
+        >>> _pair([shell], ev("completed", "shellToolCall"), False) is shell
+        True
+        >>> shell.status = ToolStatus.SUCCEEDED
+        >>> _pair([shell], ev("started", "readToolCall"), True) is None
+        True
+    """
+    latest = same[-1]
+    if started:
+        return latest if latest.status is _RUNNING and _same_tool(latest, tc) else None
+    for call in same:
+        if call.status is _RUNNING and _same_tool(call, tc):
+            return call
+    return latest if _same_tool(latest, tc) else None
 
 
 _HANDLERS: dict[EventType, Callable[[Transcript, AgentEvent], None]] = {

@@ -32,8 +32,10 @@ def resolve_binary(config: AgentConfig, env: Mapping[str, str] | None = None) ->
     """The executable to start: ``config.agent_binary``, found on ``PATH``.
 
     When the default ``"agent"`` is not on ``PATH`` but ``cursor-agent`` is, that
-    one is used. A name that cannot be found is returned unchanged (starting it
-    then fails with :class:`~cursor_agent_api.errors.AgentNotFoundError`).
+    one is used. ``"cursor-agent-sim"`` not on ``PATH`` is the simulator bundled with
+    this package, wherever it is installed (no need to activate its virtualenv). A name
+    that cannot be found is returned unchanged (starting it then fails with
+    :class:`~cursor_agent_api.errors.AgentNotFoundError`).
 
     Example:
         >>> resolve_binary(AgentConfig(agent_binary="/bin/sh"))
@@ -51,6 +53,13 @@ def resolve_binary(config: AgentConfig, env: Mapping[str, str] | None = None) ->
             found = shutil.which(other, path=path)
             if found:
                 return found
+    if binary == "cursor-agent-sim":
+        from ..sim.locate import sim_binary  # imported here: the simulator is rarely wanted
+
+        try:
+            return sim_binary()
+        except FileNotFoundError:
+            pass
     return binary
 
 

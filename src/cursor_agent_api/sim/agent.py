@@ -199,12 +199,11 @@ def plan_turn(
     plan.done = bool(re.search(r"\b(?i:reply|respond|end|finish)\b[^.]*\bDONE\b", prompt))
 
     # memory questions: no tools
-    if re.search(
-        r"what did i (?:ask|say|tell|write)|(?:previous|earlier|last) (?:question|prompt|message)", low
-    ):
+    if _MEMORY_QUESTION.search(low):
         plan.goal = "recall the earlier turns of this chat"
         if "remember" in low:
-            wanted = [t.prompt for t in history if "remember" in t.prompt.lower()]
+            # the question itself ("what did I ask you to remember?") is not a thing to remember
+            wanted = [t.prompt for t in history if _is_remember_prompt(t.prompt)]
             plan.direct = (
                 f"You asked me to remember: {_after_remember(wanted[-1])}"
                 if wanted
@@ -311,6 +310,24 @@ def plan_turn(
 def _count(n: int, noun: str) -> str:
     plural = noun + ("es" if noun.endswith("ch") else "s")
     return f"{n} {noun if n == 1 else plural}"
+
+
+_MEMORY_QUESTION = re.compile(
+    r"what did i (?:ask|say|tell|write)|(?:previous|earlier|last) (?:question|prompt|message)"
+)
+
+
+def _is_remember_prompt(prompt: str) -> bool:
+    """True for a prompt that asks to remember something, not for a question about it.
+
+    Example:
+        >>> _is_remember_prompt("Remember that the code word is BLUE")
+        True
+        >>> _is_remember_prompt("What did I ask you to remember?")
+        False
+    """
+    low = prompt.lower()
+    return re.search(r"\bremember\b", low) is not None and not _MEMORY_QUESTION.search(low)
 
 
 def _after_remember(prompt: str) -> str:

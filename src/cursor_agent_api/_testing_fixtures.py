@@ -1,0 +1,120 @@
+"""The pytest fixtures of :mod:`cursor_agent_api.testing` (the plugin loaded through the
+``pytest11`` entry point). This module imports pytest; :mod:`cursor_agent_api.testing` imports
+it only when pytest is installed, so its helpers work without pytest."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .sim.harness import SIM_VARS, sim_binary, sim_env
+
+__all__ = [
+    "cursor_sim_config",
+    "cursor_sim_config_dir",
+    "cursor_sim_workspace",
+    "make_cursor_sim_config",
+    "pytest_configure",
+]
+
+
+def _make_config(workspace: Path, config_dir: Path) -> Callable[..., Any]:
+    def make(
+        fault: str | Iterable[str] | None = None,
+        script: str | os.PathLike[str] | None = None,
+        speed: float | None = None,
+        *,
+        delay: float | None = None,
+        seed: str | None = None,
+        **fields: Any,
+    ) -> Any:
+        env: dict[str, str | None] = {name: None for name in SIM_VARS}
+        env["CURSOR_API_KEY"] = None
+        env.update(sim_env(fault, script, speed, config_dir, delay=delay, seed=seed))
+        env.update(fields.pop("env", None) or {})
+        kwargs: dict[str, Any] = {
+            "workspace": str(workspace),
+            "agent_binary": sim_binary(),
+            "trust": True,
+            "env": env,
+        }
+        kwargs.update(fields)
+        try:
+            from .config import AgentConfig
+        except ImportError:  # a build without the client: a plain dict of the same fields
+            return kwargs
+        return AgentConfig(**kwargs)
+
+    return make
+
+
+@pytest.fixture
+def cursor_sim_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh, empty workspace directory for one test.
+
+    Example::
+
+        def test_lists(cursor_sim_config, cursor_sim_workspace):
+            (cursor_sim_workspace / "a.py").write_text("")
+    """
+    return tmp_path_factory.mktemp("cursor-sim-workspace")
+
+
+@pytest.fixture
+def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh ``CURSOR_CONFIG_DIR`` for one test (chats, trusted workspaces, login).
+
+    Example::
+
+        def test_chat_saved(cursor_sim_config, cursor_sim_config_dir):
+            ...
+            assert list(cursor_sim_config_dir.glob("chats/*/*/turns.jsonl"))
+    """
+    return tmp_path_factory.mktemp("cursor-sim-config")
+
+
+@pytest.fixture
+def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path) -> Callable[..., Any]:
+    """A factory of configs that run the simulator in this test's workspace and config dir:
+    ``make_cursor_sim_config(fault=None, script=None, speed=None, *, delay=None, seed=None,
+    **AgentConfig_fields)``.
+
+    Example::
+
+        def test_replay(make_cursor_sim_config):
+            config = make_cursor_sim_config(script="rec.ndjson", stream_partial_output=True)
+    """
+    return _make_config(cursor_sim_workspace, cursor_sim_config_dir)
+
+
+@pytest.fixture
+def cursor_sim_config(request: pytest.FixtureRequest, make_cursor_sim_config: Callable[..., Any]) -> Any:
+    """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=..., script=...,
+    speed=..., delay=..., seed=..., **AgentConfig_fields)`` customizes it.
+
+    Example::
+
+        @pytest.mark.cursor_sim(fault="hang-after-result")
+        def test_hang(cursor_sim_config):
+            result = CursorAgentClient(cursor_sim_config).query("hi")
+    """
+    marker = request.node.get_closest_marker("cursor_sim")
+    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
+    return make_cursor_sim_config(**kwargs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``cursor_sim`` marker (pytest calls this hook; nothing to do by hand).
+
+    Example::
+
+        $ pytest --markers | grep cursor_sim
+    """
+    config.addinivalue_line(
+        "markers",
+        "cursor_sim(fault=None, script=None, speed=None, **fields): configure the cursor_sim_config fixture",
+    )
