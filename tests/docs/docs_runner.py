@@ -22,6 +22,7 @@ The reader's setting, reproduced for each snippet:
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import shutil
 import signal
@@ -32,9 +33,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from cursor_agent_api.sim.store import ChatStore
-
 from docs_blocks import REPO, Block
+
+from cursor_agent_api.sim.store import ChatStore
 
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT = 60.0
@@ -184,7 +185,5 @@ def run_block(block: Block, cwd: Path, env: dict[str, str], timeout: float = TIM
 
 def _reap_group(pgid: int) -> None:
     """Stop whatever the snippet left in its process group (a server's children)."""
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
