@@ -19,7 +19,35 @@ from docs_runner import make_clone, reader_env, run_block, tracked_files
 BLOCKS = runnable_blocks()
 
 # What some snippets must print (substrings of stdout), beyond exiting 0.
-EXPECT: dict[str, list[str]] = {}
+EXPECT: dict[str, list[str]] = {
+    "README.md#quick-start[1]": [
+        "== the command line", "✓ done", "Continue this chat", "Open: http://127.0.0.1:"],
+    "README.md#quick-start[2]": ["== ruff ==", "== mypy --strict ==", "passed"],
+    "README.md#reading-the-agent-s-output[1]": [
+        "DONE", "edit succeeded", "Usage(input_tokens=20396", "Hello"],
+    "README.md#running-the-agent-from-python[1]": ["What does this project do?"],
+    "README.md#running-the-agent-from-python[2]": ["River", "cancelled: False"],
+    "README.md#running-the-agent-from-python[3]": ["['0', '2', '4', '6', '8']"],
+    "README.md#running-the-agent-from-python[4]": ["the deploy target is eu-west-1"],
+    "README.md#the-command-line[1]": ['"success":true', "✓ ls "],
+    "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1", "removed"],
+    "README.md#testing-your-own-code-with-the-simulator[1]": ["2 passed"],
+    "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],
+    "docs/client.md#streaming-and-cancelling[1]": ["agent pid (and process group):", "River"],
+    "docs/client.md#coming-from-seed-004-tool-calls-are-typed[1]": [
+        "Type: tool_call, subtype: started", "[Tool: shell] ls", "[Tool completed: succeeded, exit code 0]",
+        "pyproject.toml", "shell ls 0"],
+    "docs/client.md#conversations-resume-suspend-restore[1]": [
+        "Now write the deploy script", "the deploy target is eu-west-1"],
+    "docs/client.md#account-and-models[1]": ["logged_in=True", "slug='auto'"],
+    "docs/simulator.md#cursor-agent-sim-the-cursor-cli-simulator[1]": ['"type":"result","subtype":"success"'],
+    "docs/simulator.md#cursor-agent-sim-the-cursor-cli-simulator[2]": ['"success":true'],
+    "docs/simulator.md#fixtures-for-your-own-tests[1]": ["3 passed"],
+    "docs/server.md#the-server-cursor-agent-api-serve[1]": ["Open: http://127.0.0.1:"],
+    "docs/server.md#tests[1]": ["1 passed"],
+    "docs/web.md#the-web-ui[1]": ["Open: http://127.0.0.1:"],
+    "docs/web.md#tests[1]": ["1 passed"],
+}
 
 # Snippets that fail today only because of a bug another engineer is fixing: the
 # integrator removes the mark after merging that branch (strict: it fails once fixed).
