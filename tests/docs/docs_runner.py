@@ -10,8 +10,8 @@ The reader's setting, reproduced for each snippet:
 * ``agent`` is the bundled simulator: a directory on ``PATH`` holds ``agent`` linked to
   ``cursor-agent-sim`` (what docs/client.md tells readers to do to try the examples without
   a Cursor account);
-* the copy is a trusted workspace, as a reader's project usually is: it is recorded as
-  trusted in the simulator's config dir, as ``--trust`` records it;
+* the copy is not a trusted workspace (a fresh clone is not): snippets that run the agent
+  pass ``--trust`` / ``trust=True``, as the docs tell readers to;
 * ``HOME``, the simulator's config dir and the tool's data dir are fresh and private, and
   no ``CURSOR_*`` variable of the caller leaks in;
 * ``scripts/setup.sh`` is told not to reinstall (``CURSOR_AGENT_API_SKIP_SETUP=1``): the
@@ -34,8 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from docs_blocks import REPO, Block
-
-from cursor_agent_api.sim.store import ChatStore
 
 VENV_BIN = Path(sys.executable).parent
 TIMEOUT = 60.0
@@ -63,7 +61,7 @@ def make_clone(files: list[str], dest: Path) -> Path:
     return dest
 
 
-def reader_env(base: Path, workspace: Path) -> dict[str, str]:
+def reader_env(base: Path) -> dict[str, str]:
     """The environment of a reader with the venv activated and the simulator as ``agent``."""
     shims = base / "shims"
     shims.mkdir()
@@ -71,7 +69,6 @@ def reader_env(base: Path, workspace: Path) -> dict[str, str]:
     home = base / "home"
     home.mkdir()
     config_dir = base / "cursor-config"
-    ChatStore(config_dir).trust(str(workspace.resolve()))
     env = {
         k: v for k, v in os.environ.items()
         if not k.startswith(("CURSOR_", "PYTEST_", "XDG_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH")

@@ -32,6 +32,7 @@ EXPECT: dict[str, list[str]] = {
     "README.md#the-command-line[1]": ['"success":true', "✓ ls "],
     "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1", "removed"],
     "README.md#testing-your-own-code-with-the-simulator[1]": ["2 passed"],
+    "README.md#testing-your-own-code-with-the-simulator[2]": ["False ", "Error"],
     "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],
     "docs/client.md#streaming-and-cancelling[1]": ["agent pid (and process group):", "River"],
     "docs/client.md#coming-from-seed-004-tool-calls-are-typed[1]": [
@@ -68,7 +69,7 @@ def _param(block: object) -> object:
 @pytest.mark.parametrize("block", [_param(b) for b in BLOCKS])
 def test_snippet_runs(block: object, files: list[str], tmp_path: Path) -> None:
     clone = make_clone(files, tmp_path / "repo")
-    env = reader_env(tmp_path, clone)
+    env = reader_env(tmp_path)
     outcome = run_block(block, clone, env)  # type: ignore[arg-type]
     ok_codes = (0, 130) if outcome.stopped else (0,)
     assert outcome.returncode in ok_codes, outcome.describe()
