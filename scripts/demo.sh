@@ -32,12 +32,14 @@ echo "== the command line: one turn on the demo workspace ($ws) =="
 chat_id=$("$bin/cursor-agent-api" sessions list --json | "$bin/python" -c \
   'import json, sys; print(json.loads(sys.stdin.readline())["chat_id"])')
 echo
-echo "== where things are =="
-echo "The commands are in $bin: run 'source .venv/bin/activate' in $repo to put them on PATH."
+echo "== next =="
+echo "The commands are in $bin, not on PATH: 'source .venv/bin/activate' in $repo puts them"
+echo "there (then the 'continue:' line above works as printed)."
 echo "Continue this chat on the command line (paste it, in any directory):"
 echo "  $(q "$bin/cursor-agent-api") chat --resume $chat_id --workspace $(q "$ws") --simulate"
-echo "The command line saves its chats for 'cursor-agent-api sessions list'; the web UI below"
-echo "shows the server's chats, kept in its own database: this turn is not among them."
+echo "The command line saved this chat ('cursor-agent-api sessions list' shows it). The web UI below"
+echo "shows the server's chats, from its own database: this turn is not among them (README.md,"
+echo "\"Where chats live\")."
 echo
 echo "== the server and web UI, on the simulator: open the URL printed below; Ctrl-C stops =="
 exec "$bin/cursor-agent-api" serve --simulate --root "$ws" --port "${PORT:-8765}"
