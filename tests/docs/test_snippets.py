@@ -21,7 +21,7 @@ BLOCKS = runnable_blocks()
 # What some snippets must print (substrings of stdout), beyond exiting 0.
 EXPECT: dict[str, list[str]] = {
     "README.md#quick-start[1]": [
-        "== the command line", "✓ done", "Continue this chat", "Open: http://127.0.0.1:"],
+        "== the command line", "Updated `notes.txt`", "Continue this chat", "Open: http://127.0.0.1:"],
     "README.md#quick-start[2]": ["== ruff ==", "== mypy --strict ==", "passed"],
     "README.md#reading-the-agent-s-output[1]": [
         "DONE", "edit succeeded", "Usage(input_tokens=20396", "Hello"],
@@ -29,8 +29,8 @@ EXPECT: dict[str, list[str]] = {
     "README.md#running-the-agent-from-python[2]": ["River", "cancelled: False"],
     "README.md#running-the-agent-from-python[3]": ["['0', '2', '4', '6', '8']"],
     "README.md#running-the-agent-from-python[4]": ["the deploy target is eu-west-1"],
-    "README.md#the-command-line[1]": ['"success":true', "✓ ls "],
-    "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1", "removed"],
+    "README.md#the-command-line[1]": ['"success":true', "The workspace contains"],
+    "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1"],
     "README.md#testing-your-own-code-with-the-simulator[1]": ["2 passed"],
     "README.md#testing-your-own-code-with-the-simulator[2]": ["False ", "Error"],
     "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],
