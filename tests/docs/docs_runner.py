@@ -16,6 +16,9 @@ The reader's setting, reproduced for each snippet:
   no ``CURSOR_*`` variable of the caller leaks in;
 * ``scripts/setup.sh`` is told not to reinstall (``CURSOR_AGENT_API_SKIP_SETUP=1``): the
   environment is there already and tests do not reach the network;
+* a Python snippet that is not a pytest file runs as after the quick start's install
+  (``scripts/setup.sh``: the package and its server extra, not the test extra): ``import
+  pytest`` fails there, as it does for a reader who followed the README;
 * stdin is closed and every snippet has a time bound.
 """
 
@@ -85,6 +88,21 @@ def reader_env(base: Path) -> dict[str, str]:
     return env
 
 
+_NO_PYTEST = """\
+# Stands in for an environment without pytest (the quick start installs no test extra).
+raise ModuleNotFoundError("No module named 'pytest'", name="pytest")
+"""
+
+
+def without_pytest(base: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` where ``import pytest`` fails, as in an install without the test extra."""
+    hide = base / "no-pytest"
+    if not hide.is_dir():
+        hide.mkdir()
+        (hide / "pytest.py").write_text(_NO_PYTEST, encoding="utf-8")
+    return dict(env, PYTHONPATH=str(hide))
+
+
 def is_test_module(code: str) -> bool:
     """True for Python made of imports and definitions with at least one ``test_`` function:
     a pytest file, which runs under pytest."""
@@ -136,6 +154,8 @@ def run_block(block: Block, cwd: Path, env: dict[str, str], timeout: float = TIM
     marker = block.marker
     env = dict(env, **(marker.env if marker else {}))
     argv = command_for(block, cwd)
+    if block.lang == "python" and argv[1:3] != ["-m", "pytest"]:
+        env = without_pytest(cwd.parent, env)
     proc = subprocess.Popen(
         argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, start_new_session=True,
