@@ -2,19 +2,44 @@
 # Quick start, first command: set everything up, then run the main job on a copy of
 # examples/demo-workspace, with the bundled simulator standing in for Cursor's agent (labelled
 # as such everywhere): one turn on the command line, then the server and its web UI, whose URL
-# (with its access token) is printed. Ctrl-C stops the server. PORT=… picks another port.
+# (with its access token) is printed. Ctrl-C stops the server. PORT=… picks another port (0: any
+# free one).
+#
+# What it leaves, on purpose, so that what it prints keeps working after it stops:
+#   .demo/workspace  the demo's workspace (gitignored; copied afresh at each run)
+#   the chats, where this project keeps them for any run (see "Where chats live" in README.md):
+#   the simulator's in ~/.local/share/cursor-agent-sim (or $CURSOR_CONFIG_DIR), the command
+#   line's in ~/.local/share/cursor-agent-api/chats (or $CURSOR_AGENT_API_HOME/chats), the
+#   server's database in ~/.local/share/cursor-agent-api/server-simulated.sqlite3.
+# Nothing is left in the temp directory. CURSOR_AGENT_API_DEMO_DIR=… puts .demo elsewhere;
+# CURSOR_AGENT_API_SKIP_SETUP=1 uses .venv as it is (see scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+repo=$(pwd)
 scripts/setup.sh server
-root=$(mktemp -d "${TMPDIR:-/tmp}/cursor-agent-api-demo.XXXXXX")
-ws="$root/workspace"
+bin="$repo/.venv/bin"
+demo=${CURSOR_AGENT_API_DEMO_DIR:-"$repo/.demo"}
+mkdir -p "$demo"
+demo=$(cd "$demo" && pwd)
+ws="$demo/workspace"
+rm -rf "$ws"
 cp -R examples/demo-workspace "$ws"
-export CURSOR_CONFIG_DIR="$root/cursor-config"       # the simulator's chats, kept with the demo
-export CURSOR_AGENT_API_HOME="$root/cursor-agent-api"  # the chats the command line saves
+q() { printf '%q' "$1"; }  # quoted for the shell, so that the printed commands paste as they are
+
 echo "== the command line: one turn on the demo workspace ($ws) =="
-.venv/bin/cursor-agent-api run --simulate --trust --workspace "$ws" \
+"$bin/cursor-agent-api" run --simulate --trust --workspace "$ws" \
   "read hello.py, then append probe13 to notes.txt"
+chat_id=$("$bin/cursor-agent-api" sessions list --json | "$bin/python" -c \
+  'import json, sys; print(json.loads(sys.stdin.readline())["chat_id"])')
+echo
+echo "== next =="
+echo "The commands are in $bin, not on PATH: 'source .venv/bin/activate' in $repo puts them"
+echo "there (then the 'continue:' line above works as printed)."
+echo "Continue this chat on the command line (paste it, in any directory):"
+echo "  $(q "$bin/cursor-agent-api") chat --resume $chat_id --workspace $(q "$ws") --simulate"
+echo "The command line saved this chat ('cursor-agent-api sessions list' shows it). The web UI below"
+echo "shows the server's chats, from its own database: this turn is not among them (README.md,"
+echo "\"Where chats live\")."
 echo
 echo "== the server and web UI, on the simulator: open the URL printed below; Ctrl-C stops =="
-exec .venv/bin/cursor-agent-api serve --simulate --root "$ws" --port "${PORT:-8765}" \
-  --database-url "sqlite+aiosqlite:///$root/server.sqlite3"
+exec "$bin/cursor-agent-api" serve --simulate --root "$ws" --port "${PORT:-8765}"

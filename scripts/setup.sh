@@ -3,8 +3,14 @@
 # a virtual environment in .venv with the package installed, editable, with the extras given.
 #   scripts/setup.sh            -> the package and its server extra
 #   scripts/setup.sh test       -> plus everything the test suite needs
+# CURSOR_AGENT_API_SKIP_SETUP=1 uses an existing .venv as it is (no pip, no network): the docs
+# tests run the README's commands that way.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${CURSOR_AGENT_API_SKIP_SETUP:-0}" = "1" ] && [ -x .venv/bin/python ]; then
+  echo "setup: using .venv as it is (CURSOR_AGENT_API_SKIP_SETUP=1)" >&2
+  exit 0
+fi
 extras="${1:-server}"
 python=${PYTHON:-python3}
 if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then

@@ -1,6 +1,6 @@
 """Events: one line of agent output -> one normalized :class:`AgentEvent`.
 
-:func:`parse_event` reads every dialect of PROTOCOL.md (current builds, 2025
+:func:`parse_event` reads every dialect of docs/protocol.md (current builds, 2025
 builds, seed 002's ``payload`` envelope, seed 004's flat tool-call events) and
 never raises: a line that is not a JSON object becomes a ``RAW`` event, an
 unknown type or subtype an ``UNKNOWN`` one, both with everything they carried.
@@ -83,12 +83,35 @@ class AgentEvent:
     costs little more than decoding it. ``line`` keeps the original line as
     received (not compared, not serialized); :attr:`raw` gives it as text.
 
+    **Tool calls: read** :attr:`tool_call`, **not** ``data``. On ``TOOL_CALL_STARTED`` and
+    ``TOOL_CALL_COMPLETED`` events, ``event.tool_call`` is a
+    :class:`~cursor_agent_api.protocol.tools.ToolCall` read from whichever dialect the line
+    came in: ``.kind`` (a ``ToolKind``: ``SHELL``, ``READ``, ``EDIT``…), ``.name``,
+    ``.status`` (a ``ToolStatus``), ``.exit_code``, ``.output`` (the text to show),
+    ``.stdout``, ``.command``, ``.path``, ``.args``, ``.result``, ``.duration_ms``,
+    ``.error_message``; ``event.call_id`` is its id. Seed 004's examples read
+    ``data["tool_name"]`` and ``data["result"]["exit_code"]``, its own flat dialect, which
+    the CLI never writes: on real runs they are ``None``. docs/client.md, "Coming from seed
+    004", maps each of those reads to the typed one.
+
     Example:
         >>> e = parse_event('{"type":"thinking","subtype":"delta","text":"hm","session_id":"s"}')
         >>> e.type, e.raw_type, e.subtype, e.text, e.session_id
         (<EventType.THINKING_DELTA: 'thinking:delta'>, 'thinking', 'delta', 'hm', 's')
         >>> AgentEvent.from_dict(e.to_dict()) == e
         True
+
+        A shell call's completion, as the CLI writes it:
+
+        >>> done = parse_event(
+        ...     '{"type":"tool_call","subtype":"completed","call_id":"c1","tool_call":'
+        ...     '{"shellToolCall":{"args":{"command":"ls"},"result":{"success":'
+        ...     '{"exitCode":0,"stdout":"a.txt\\\\n","stderr":""}}}}}')
+        >>> done.data.get("tool_name"), done.data.get("result")    # seed 004's reads
+        (None, None)
+        >>> call = done.tool_call
+        >>> call.kind, call.status, call.command, call.exit_code, call.output
+        (<ToolKind.SHELL: 'shell'>, <ToolStatus.SUCCEEDED: 'succeeded'>, 'ls', 0, 'a.txt\\n')
     """
 
     __slots__ = ("_text", "data", "line", "type")
@@ -143,7 +166,8 @@ class AgentEvent:
 
     @property
     def tool_call(self) -> ToolCall | None:
-        """The tool call this event starts or completes (``None`` for other events)."""
+        """The tool call this event starts or completes (``None`` for other events): its
+        ``kind``, ``status``, ``exit_code``, ``output``, ``args``…, whatever the dialect."""
         if self.type is _STARTED or self.type is _COMPLETED:
             return tool_call_from_event_data(self.data)
         return None
