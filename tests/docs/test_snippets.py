@@ -52,11 +52,8 @@ EXPECT: dict[str, list[str]] = {
 
 # Snippets that fail today only because of a bug another engineer is fixing: the
 # integrator removes the mark after merging that branch (strict: it fails once fixed).
-XFAIL: dict[str, str] = {
-    "README.md#testing-your-own-code-with-the-simulator[2]": (
-        "fixed by the sim engineer's branch: cursor_agent_api.testing.sim_binary() and sim_env() "
-        "import without pytest (issue 12, point 2)"),
-}
+XFAIL: dict[str, str] = {}
+"""Snippets known to fail, by id, with the reason (strict: a fix makes the test fail until removed)."""
 
 
 @pytest.fixture(scope="module")
