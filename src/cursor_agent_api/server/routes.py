@@ -33,6 +33,8 @@ router = APIRouter(prefix="/api")
 
 _DEFAULT_TITLE = "New chat in "
 _MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
+LOGIN_CODE_TTL_SECONDS = 300
+"""How long a code from ``POST /api/auth/codes`` stays valid (the one ``serve`` prints: until used)."""
 MAX_SEQ = 2**63 - 1
 """The largest seq or offset a query may name (a signed 64-bit integer, as stored)."""
 
@@ -208,6 +210,17 @@ async def login(body: LoginIn, request: Request) -> Response:
         raise HTTPException(401, "invalid token")
     name, value = auth.set_cookie(await auth.create_session())
     return Response(status_code=204, headers={name.decode(): value.decode()})
+
+
+@router.post("/auth/codes", status_code=201, tags=["auth"])
+async def new_login_code(request: Request) -> dict[str, Any]:
+    """A new one-time login code and the link that uses it (valid once, for 5 minutes).
+
+    For programs that hold the token and want to open the page in a browser without
+    putting the token in its address bar (and history).
+    """
+    code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
+    return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}
 
 
 @router.post("/auth/logout", status_code=204, tags=["auth"])
