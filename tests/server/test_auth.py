@@ -53,6 +53,9 @@ def test_logout_revokes_the_session(server: Server) -> None:
     name, value = _sign_in(server)
     with server.anon() as browser:
         browser.cookies.set(name, value)
+        # A session cannot mint sign-in links (they would outlive its logout); the token can.
+        r = browser.post("/api/auth/codes", headers={"Origin": server.url})
+        assert r.status_code == 403 and "token" in r.json()["detail"]
         assert browser.get("/api/chats").status_code == 200
         out = browser.post("/api/auth/logout", headers={"Origin": server.url})
         assert out.status_code == 204

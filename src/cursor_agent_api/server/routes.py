@@ -25,7 +25,7 @@ from .. import __version__
 from .auth import Auth
 from .models import RunStatus
 from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
-from .security import WorkspaceError, resolve_workspace
+from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store
 
@@ -217,8 +217,12 @@ async def new_login_code(request: Request) -> dict[str, Any]:
     """A new one-time login code and the link that uses it (valid once, for 5 minutes).
 
     For programs that hold the token and want to open the page in a browser without
-    putting the token in its address bar (and history).
+    putting the token in its address bar (and history). Needs the token itself: a session
+    cookie cannot mint new sessions (a replayed cookie must not outlive its logout).
     """
+    presented = token_from_request({k.lower(): v for k, v in request.headers.items()}, request.url.query)
+    if presented is None or not _auth(request).token_matches(presented):
+        raise HTTPException(403, "a login link can only be made with the token ('Authorization: token …')")
     code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
     return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}
 
