@@ -111,7 +111,7 @@ class Serve:
             if ready:
                 buf += os.read(self.proc.stdout.fileno(), 4096)
         line = next(x for x in buf.decode().splitlines() if x.startswith("Open: "))
-        self.url = line[6:].split("/?token=")[0]
+        self.url = line[6:].split("/?")[0]
 
     def rss_kib(self) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():

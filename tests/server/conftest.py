@@ -74,8 +74,8 @@ def make_server(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callab
     marker = uuid.uuid4().hex
     servers: list[Server] = []
 
-    def make(**kwargs: Any) -> Server:
-        server = Server(tmp_path, db_url, workspace, marker, **kwargs).start()
+    def make(database_url: str | None = None, **kwargs: Any) -> Server:
+        server = Server(tmp_path, database_url or db_url, workspace, marker, **kwargs).start()
         servers.append(server)
         return server
 

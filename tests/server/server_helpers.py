@@ -98,16 +98,18 @@ class Server:
         *,
         sim_env: dict[str, str] | None = None,
         args: list[str] | None = None,
+        token: str | None = None,
     ) -> None:
         self.tmp = tmp
         self.db_url = db_url
         self.root = root
         self.marker = marker
-        self.token = uuid.uuid4().hex
+        self.token = token or uuid.uuid4().hex
         self.sim_env = {"CURSOR_CONFIG_DIR": str(tmp / "cursor-config"), **(sim_env or {})}
         self.args = args or []
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
+        self.login_code = ""
         self.port = 0
         self.first_lines: list[str] = []
         self.log_path = tmp / f"server-{uuid.uuid4().hex[:6]}.log"
@@ -156,7 +158,9 @@ class Server:
                 buf += os.read(self.proc.stdout.fileno(), 4096)
         self.first_lines = buf.decode().splitlines()
         open_line = next(line for line in self.first_lines if line.startswith("Open: "))
-        self.url = open_line.split("Open: ", 1)[1].strip().split("/?token=", 1)[0]
+        link = open_line.split("Open: ", 1)[1].strip()
+        self.url, _, query = link.partition("/?")
+        self.login_code = query.partition("code=")[2]
         self.port = int(self.url.rsplit(":", 1)[1])
         return self
 

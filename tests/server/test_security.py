@@ -27,7 +27,9 @@ def _ws_status(url: str, **kwargs: Any) -> int:
 def test_binds_loopback_and_prints_the_url_once(server: Server) -> None:
     assert server.url.startswith("http://127.0.0.1:")
     opens = [line for line in server.first_lines if line.startswith("Open: ")]
-    assert opens == [f"Open: {server.url}/?token={server.token}"]
+    assert opens == [f"Open: {server.url}/?code={server.login_code}"]
+    assert len(server.login_code) >= 32
+    assert server.token not in "\n".join(server.first_lines), "a token given by --token is not echoed"
     server.stop()
     assert server.token not in server.log_text(), "the token is printed once, never logged"
 
@@ -70,11 +72,12 @@ def test_token_is_exchanged_for_a_strict_httponly_cookie(server: Server) -> None
         cookie = r.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
         assert server.token not in cookie, "the cookie is not the token itself"
+        name, value = cookie.split(";")[0].split("=", 1)
+        assert name == f"cursor_agent_api_session_{server.port}"
         # The cookie alone now opens the API and the WebSocket.
         assert browser.get("/api/chats").status_code == 200
         chat = browser.post("/api/chats", json={"workspace": "project"}, headers={"Origin": server.url})
         assert chat.status_code == 201
-        name, value = cookie.split(";")[0].split("=", 1)
         assert (
             _ws_status(
                 server.ws_url(chat.json()["id"], token=False),
@@ -91,11 +94,15 @@ def test_token_is_exchanged_for_a_strict_httponly_cookie(server: Server) -> None
         assert browser.post("/api/auth/login", json={"token": "nope"}).status_code == 401
         assert browser.post("/api/auth/login", json={"token": server.token}).status_code == 204
         assert browser.get("/api/chats").status_code == 200
-        # A cookie for another token is refused (the jar cleared first: with two cookies of one
+        # A made-up session id is refused (the jar cleared first: with two cookies of one
         # name, which one a request carries first depends on the client and framework versions).
         browser.cookies.clear()
-        browser.cookies.set(name, "0" * 64)
+        browser.cookies.set(name, "0" * 43)
         assert browser.get("/api/chats").status_code == 401
+        # ?token= on an /api path authenticates that request only: no cookie, no session.
+        browser.cookies.clear()
+        api = browser.get("/api/chats", params={"token": server.token})
+        assert api.status_code == 200 and "set-cookie" not in api.headers
 
 
 def test_foreign_host_is_refused(server: Server) -> None:
@@ -218,10 +225,17 @@ def test_access_log_redacts_the_token(make_server: Any) -> None:
     server = make_server(args=["--log-level", "info"])
     with httpx.Client(base_url=server.url) as c:
         assert c.get("/api/health", params={"token": server.token}).status_code == 200
+        # A name the server URL-decodes to `token` authenticates too, and is redacted too.
+        assert c.get(f"/api/health?tok%65n={server.token}").status_code == 200
+        assert c.get(f"/api/config?a=1&TOK%2545N={server.token}").status_code == 401
+        assert c.get("/", params={"code": server.login_code}).status_code == 303
     server.stop()
     log = server.log_text()
     assert "/api/health?token=[redacted]" in log
+    assert "/api/health?tok%65n=[redacted]" in log
+    assert "/?code=[redacted]" in log
     assert server.token not in log
+    assert server.login_code not in log
 
 
 def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
@@ -229,10 +243,15 @@ def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
         r = browser.get("/", params={"token": server.token})
         page = browser.get("/")
         assert page.status_code == 200
-        for resp in (r, page, browser.get("/api/health")):
+        csps = set()
+        for resp in (r, page, browser.get("/api/health"), browser.get("/js/app.js")):
             csp = resp.headers["content-security-policy"]
+            csps.add(csp)
             assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+            assert "connect-src 'self';" in csp
+            assert "ws:" not in csp and "wss:" not in csp and "*" not in csp
             assert resp.headers["x-content-type-options"] == "nosniff"
             assert resp.headers["x-frame-options"] == "DENY"
             assert "access-control-allow-origin" not in resp.headers
+        assert len(csps) == 1, "one CSP for pages, files and the API"
         assert browser.get("/api/health").headers["cache-control"] == "no-store"

@@ -9,8 +9,6 @@ from pathlib import Path
 
 from server_helpers import SERVE, alive, new_chat, poll, wait_run
 
-from cursor_agent_api.server.settings import COOKIE_NAME
-
 
 def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> None:
     root = tmp_path / "root"
@@ -32,7 +30,9 @@ def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> Non
         banner = proc.stdout.readline()
         assert "(simulated agents)" in banner
         open_url = proc.stdout.readline().strip().split("Open: ", 1)[1]
-        base, token = open_url.split("/?token=")
+        base, code = open_url.split("/?code=")
+        assert len(code) >= 32, "a one-time code of at least 128 bits"
+        token = proc.stdout.readline().strip().split("Token: ", 1)[1].split()[0]
         assert len(token) >= 32, "a random token of at least 128 bits"
         import httpx
 
@@ -45,7 +45,6 @@ def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> Non
             pids.append(poll(lambda: c.get(f"/api/runs/{run['id']}").json()["pid"]))
             final = wait_run(c, run["id"])
             assert final["status"] == "succeeded" and "42" in final["result"]
-            assert COOKIE_NAME
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)

@@ -1,13 +1,16 @@
 """``cursor-agent-api serve``: the HTTP/WebSocket server (FastAPI on uvicorn).
 
-Binds 127.0.0.1 by default. At start it prints, once, the URL to open (with
-the token) on stdout; everything else (logs) goes to stderr, with tokens
-redacted. ``--port 0`` picks a free port (the printed URL tells which).
+Binds 127.0.0.1 by default. At start it prints, once, on stdout: the link to
+open, with a one-time login code (it signs one browser in, then it is dead, so
+the browser's history keeps no password), and the token for program clients
+when it was generated here. Everything else (logs) goes to stderr, with tokens
+and codes redacted. ``--port 0`` picks a free port (the printed URL tells which).
 
 Example:
     $ cursor-agent-api serve --simulate
     cursor-agent-api server (simulated agents) at http://127.0.0.1:8765
-    Open: http://127.0.0.1:8765/?token=3f9c…
+    Open: http://127.0.0.1:8765/?code=Xq3…
+    Token: 3f9c…
 """
 
 from __future__ import annotations
@@ -24,6 +27,34 @@ from typing import Any
 import click
 
 from .. import __version__
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A bound, listening TCP socket with ``TCP_NODELAY`` (raises ``OSError``).
+
+    The socket is made with ``IPPROTO_TCP`` named: asyncio sets ``TCP_NODELAY`` on the
+    connections it accepts only for such sockets. Without it, Nagle's algorithm and
+    delayed ACKs add about 40 ms to every request after the first on a kept-alive
+    connection. The option is set on the listening socket too (Linux copies it to the
+    accepted ones).
+
+    Example:
+        >>> s = listen_socket("127.0.0.1", 0)
+        >>> s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        True
+        >>> s.close()
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
@@ -57,7 +88,8 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     "--token",
     envvar="CURSOR_AGENT_API_TOKEN",
     default=None,
-    help="Access token (default: a new random one, printed once). [env: CURSOR_AGENT_API_TOKEN]",
+    help="Access token, 16 characters or more (default: a new random one, printed once). "
+    "[env: CURSOR_AGENT_API_TOKEN]",
 )
 @click.option(
     "--database-url",
@@ -164,13 +196,17 @@ def serve(
 
         from ..server import ServerSettings, create_app
         from ..server.security import RedactTokens
-        from ..server.settings import default_database_url, new_token
+        from ..server.settings import check_token, default_database_url, new_token
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
             f"the server needs the 'server' extra ({e.name} is missing): "
             "pip install 'cursor-agent-api[server]'"
         ) from None
 
+    if token is not None:
+        problem = check_token(token)
+        if problem is not None:
+            raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
     if database_url is None:
         database_url = default_database_url()
         if simulate:
@@ -199,15 +235,10 @@ def serve(
             "the agent (shell commands included) on this machine",
             err=True,
         )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = listen_socket(host, port)
     except OSError as e:
-        sock.close()
         raise click.ClickException(f"cannot listen on {host}:{port}: {e.strerror}") from None
-    sock.listen(128)
     bound_port = sock.getsockname()[1]
     from dataclasses import replace
 
@@ -216,8 +247,9 @@ def serve(
     # Logs (the access log included) go to stderr; stdout carries only the URL lines.
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+    app = create_app(settings)
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         log_config=log_config,
         log_level=log_level,
         ws_ping_interval=settings.ws_ping_interval,
@@ -236,7 +268,10 @@ def serve(
             if self.started:
                 label = " (simulated agents)" if simulate else ""
                 click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
-                click.echo(f"Open: {settings.open_url}")
+                # A one-time code, not the token: the link in the browser's history is dead.
+                click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
+                if token is None:
+                    click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
                 sys.stdout.flush()
 
     server: Any = _Server(config)

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from . import routes, websocket
+from .auth import Auth
 from .hub import Hub
 from .log import EventLog
 from .runs import RunManager
@@ -47,11 +48,35 @@ _FALLBACK_PAGE = """<!doctype html>
 </body></html>"""
 
 
+MAX_ERRORS = 5
+"""A 422 lists at most this many problems; it never echoes the request's values."""
+
+_WEBSOCKET_DOC = """
+
+## WebSocket
+
+`GET /api/chats/{chat_id}/stream?after_seq=N` upgrades to a WebSocket (protocol version 1,
+described in `docs/websocket.md`; OpenAPI cannot describe it). Authentication as for the REST
+API (`Authorization: token T`, `?token=T`, or the session cookie); a browser's `Origin` must be
+this server's. The server sends `{"op": "hello"}`, every stored record after `after_seq` as
+`{"op": "event", "seq", "event"}`, then `{"op": "live"}` and the new records as they come. The
+client may send `{"op": "ping", "nonce"}` (answered by `pong`). Close codes: 4000 resync
+(reconnect with `after_seq` = the last seq), 4400 bad request (such as an `after_seq` that is not
+a decimal integer from 0 to 2^63-1), 4404 no such chat."""
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _describe(errors: list[Any]) -> str:
     parts = []
-    for err in errors[:5]:
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
-        parts.append(f"{loc}: {err.get('msg', 'invalid')}")
+    for err in errors[:MAX_ERRORS]:
+        loc = ".".join(_short(p) for p in err.get("loc", ()) if p != "body") or "body"
+        parts.append(f"{loc}: {_short(err.get('msg', 'invalid'), 200)}")
+    if len(errors) > MAX_ERRORS:
+        parts.append(f"and {len(errors) - MAX_ERRORS} more")
     return "; ".join(parts)
 
 
@@ -61,6 +86,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     ``app.state`` holds ``settings``, ``store``, ``hub``, ``log`` and ``runs``.
     """
     store = Store(settings.database_url)
+    auth = Auth(settings, store)
     hub = Hub(settings.subscriber_queue_size)
     log = EventLog(store, hub)
 
@@ -82,7 +108,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         title="cursor-agent-api server",
         version=__version__,
         description="Run Cursor's coding agent over HTTP and WebSocket, with a durable, "
-        "replayable event log. Every /api call needs the token or its cookie.",
+        "replayable event log. Every /api call needs the token or a session cookie."
+        + _WEBSOCKET_DOC,
         lifespan=lifespan,
         # No Swagger UI / ReDoc: they load their scripts from a CDN and need inline script,
         # on the origin that holds the token cookie. /openapi.json is the description.
@@ -93,6 +120,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.store = store
     app.state.hub = hub
     app.state.log = log
+    app.state.auth = auth
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -127,11 +155,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
         async def _index() -> HTMLResponse:
             return HTMLResponse(_FALLBACK_PAGE)
 
-    app.add_middleware(SecurityMiddleware, settings=settings)
+    app.add_middleware(SecurityMiddleware, settings=settings, auth=auth)
     return app
 
 
 def _plain(errors: list[Any]) -> list[dict[str, Any]]:
+    """The first errors, without the ``input`` pydantic keeps and with long names cut."""
     return [
-        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")} for e in errors
+        {
+            "loc": [p if isinstance(p, int) else _short(p) for p in e.get("loc", ())],
+            "msg": _short(e.get("msg", ""), 200),
+            "type": _short(e.get("type", ""), 80),
+        }
+        for e in errors[:MAX_ERRORS]
     ]

@@ -8,13 +8,15 @@ these tables are what the code reads and writes through.
 * ``chats.last_seq`` is the per-chat event counter. :mod:`.store` bumps it and
   inserts the events in one transaction, so ``events.seq`` is strictly
   increasing with no gaps; ``UNIQUE(chat_id, seq)`` guards it.
+* ``auth_sessions`` holds the browser sessions (:mod:`.auth`): ``sha256(id)``, the scrypt
+  fingerprint of the token they were made with, and the times of the sliding expiry.
 * ``runs`` has a partial unique index on ``chat_id`` where the status is
   ``queued`` or ``running``: at most one active run per chat, even with
   several server processes on one PostgreSQL database.
 
 Example:
     >>> sorted(metadata.tables)
-    ['chats', 'events', 'runs', 'tool_calls']
+    ['auth_sessions', 'chats', 'events', 'runs', 'tool_calls']
 """
 
 from __future__ import annotations
@@ -147,4 +149,13 @@ tool_calls = Table(
     Column("started_seq", BigInteger, nullable=True),
     Column("completed_seq", BigInteger, nullable=True),
     UniqueConstraint("run_id", "call_id", name="uq_tool_calls_run_call"),
+)
+
+auth_sessions = Table(
+    "auth_sessions",
+    metadata,
+    Column("id_hash", String(64), primary_key=True),
+    Column("token_fp", String(128), nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("last_used_ms", BigInteger, nullable=False),
 )

@@ -15,27 +15,28 @@ Example:
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
+from .auth import Auth
 from .models import RunStatus
 from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
-from .security import (
-    WorkspaceError,
-    clear_cookie_header,
-    resolve_workspace,
-    set_cookie_header,
-)
+from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store
 
 router = APIRouter(prefix="/api")
 
 _DEFAULT_TITLE = "New chat in "
-_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\- ]*$"
+_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
+LOGIN_CODE_TTL_SECONDS = 300
+"""How long a code from ``POST /api/auth/codes`` stays valid (the one ``serve`` prints: until used)."""
+MAX_SEQ = 2**63 - 1
+"""The largest seq or offset a query may name (a signed 64-bit integer, as stored)."""
 
 
 class ChatOptions(BaseModel):
@@ -62,7 +63,12 @@ class ChatCreate(BaseModel):
         description="a directory under one of the allowed roots; "
         "relative paths are taken from the first root",
     )
-    model: str | None = Field(None, max_length=200, pattern=_MODEL_PATTERN)
+    model: str | None = Field(
+        None,
+        max_length=200,
+        pattern=_MODEL_PATTERN,
+        description="a model id such as 'gpt-5' (letters, digits and . _ : / + -; no spaces)",
+    )
     title: str | None = Field(None, max_length=500)
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
 
@@ -181,21 +187,54 @@ async def config(request: Request) -> dict[str, Any]:
     }
 
 
+def _auth(request: Request) -> Auth:
+    auth: Auth = request.app.state.auth
+    return auth
+
+
 @router.post("/auth/login", status_code=204, tags=["auth"])
 async def login(body: LoginIn, request: Request) -> Response:
-    """Exchange the token for the HttpOnly, SameSite=Strict cookie."""
-    import hmac
+    """Exchange the token for a new session cookie (HttpOnly, SameSite=Strict, per port).
 
-    if not hmac.compare_digest(body.token.encode(), _settings(request).token.encode()):
+    429 with ``Retry-After`` while too many wrong tokens were sent (see docs/server.md).
+    """
+    auth = _auth(request)
+    wait = auth.throttle.retry_after()
+    if wait:
+        seconds = max(1, math.ceil(wait))
+        raise HTTPException(
+            429, f"too many failed sign-ins; retry in {seconds} s", headers={"Retry-After": str(seconds)}
+        )
+    if not auth.token_matches(body.token):
+        auth.throttle.failed()
         raise HTTPException(401, "invalid token")
-    name, value = set_cookie_header(body.token)
+    name, value = auth.set_cookie(await auth.create_session())
     return Response(status_code=204, headers={name.decode(): value.decode()})
 
 
+@router.post("/auth/codes", status_code=201, tags=["auth"])
+async def new_login_code(request: Request) -> dict[str, Any]:
+    """A new one-time login code and the link that uses it (valid once, for 5 minutes).
+
+    For programs that hold the token and want to open the page in a browser without
+    putting the token in its address bar (and history). Needs the token itself: a session
+    cookie cannot mint new sessions (a replayed cookie must not outlive its logout).
+    """
+    presented = token_from_request({k.lower(): v for k, v in request.headers.items()}, request.url.query)
+    if presented is None or not _auth(request).token_matches(presented):
+        raise HTTPException(403, "a login link can only be made with the token ('Authorization: token …')")
+    code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
+    return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}
+
+
 @router.post("/auth/logout", status_code=204, tags=["auth"])
-async def logout() -> Response:
-    """Forget the cookie."""
-    name, value = clear_cookie_header()
+async def logout(request: Request) -> Response:
+    """End this browser's session (it cannot be used again) and clear its cookie."""
+    auth = _auth(request)
+    sid = request.cookies.get(auth.cookie_name)
+    if sid:
+        await auth.revoke_session(sid)
+    name, value = auth.clear_cookie()
     return Response(status_code=204, headers={name.decode(): value.decode()})
 
 
@@ -221,7 +260,7 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
 async def list_chats(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
 ) -> dict[str, Any]:
     """Chats, most recently active first, with the status of each one's latest run."""
     rows = await _store(request).list_chats(limit=limit, offset=offset)
@@ -310,7 +349,7 @@ async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
 async def list_events(
     chat_id: str,
     request: Request,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     run_id: str | None = None,
     include_raw: bool = False,

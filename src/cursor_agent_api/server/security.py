@@ -13,15 +13,17 @@ app, for HTTP and WebSocket alike, in this order:
 3. **Body size** — more than ``max_body_bytes`` is 413, read or declared.
 4. **Authentication** — every ``/api`` path and ``/openapi.json``
    needs the token (``Authorization: token T``, ``Bearer T`` or ``?token=T``)
-   or the cookie it was exchanged for; otherwise 401. A valid ``?token=`` on a
-   GET sets the cookie (HttpOnly, SameSite=Strict); on a page (not ``/api``)
-   the response is a redirect to the same URL without the token.
+   or a live session cookie (:mod:`.auth`); otherwise 401, and 429 while
+   :class:`~.auth.LoginThrottle` holds back a flood of wrong tokens. A GET
+   outside ``/api`` with ``?code=`` (a one-time login code) or ``?token=`` signs
+   the browser in: a new session in its cookie, and a redirect to the same URL
+   without the secret. ``?token=`` on an ``/api`` path authenticates that request
+   only.
 
 No CORS headers are ever sent; every answer carries ``nosniff``, ``no-referrer``,
-``X-Frame-Options: DENY`` and a Content-Security-Policy without
-inline script (:data:`CONTENT_SECURITY_POLICY`). The cookie's value is an HMAC of the token,
-never the token itself. :func:`resolve_workspace` keeps workspaces under the
-configured roots; :class:`RedactTokens` keeps tokens out of the access log.
+``X-Frame-Options: DENY`` and the one Content-Security-Policy, ``'self'`` only
+(:data:`CONTENT_SECURITY_POLICY`). :func:`resolve_workspace` keeps workspaces under the
+configured roots; :class:`RedactTokens` keeps tokens and codes out of the access log.
 
 Example:
     >>> from pathlib import Path
@@ -33,18 +35,21 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit
 
 import orjson
+from sqlalchemy.exc import SQLAlchemyError
 
-from .settings import COOKIE_NAME, ServerSettings
+from .settings import ServerSettings
+
+if TYPE_CHECKING:
+    from .auth import Auth
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -65,7 +70,7 @@ _SECURITY_HEADERS = [
     (b"x-frame-options", b"DENY"),
 ]
 _PROTECTED_PREFIXES = ("/api", "/docs", "/redoc", "/openapi.json")
-_PUBLIC_PATHS = frozenset({"/api/auth/login"})
+_PUBLIC_PATHS = frozenset({"/api/auth/login", "/api/auth/logout"})
 
 
 class WorkspaceError(Exception):
@@ -143,33 +148,6 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def cookie_value(token: str) -> str:
-    """The cookie that stands for ``token``: an HMAC of it, not the token.
-
-    Example:
-        >>> cookie_value("t") == cookie_value("t") != cookie_value("u")
-        True
-    """
-    return hmac.new(token.encode(), b"cursor-agent-api cookie v1", hashlib.sha256).hexdigest()
-
-
-def set_cookie_header(token: str) -> tuple[bytes, bytes]:
-    """The ``Set-Cookie`` header for a session authenticated by ``token``.
-
-    Example:
-        >>> b"HttpOnly" in set_cookie_header("t")[1]
-        True
-    """
-    value = f"{COOKIE_NAME}={cookie_value(token)}; HttpOnly; SameSite=Strict; Path=/"
-    return (b"set-cookie", value.encode())
-
-
-def clear_cookie_header() -> tuple[bytes, bytes]:
-    """The ``Set-Cookie`` header that logs the browser out."""
-    value = f"{COOKIE_NAME}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
-    return (b"set-cookie", value.encode())
-
-
 def _headers(scope: Scope) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in scope.get("headers", ()):
@@ -201,15 +179,35 @@ def token_from_request(headers: dict[str, str], query: str) -> str | None:
     Example:
         >>> token_from_request({"authorization": "token abc"}, "")
         'abc'
-        >>> token_from_request({}, "after_seq=3&token=xyz")
+        >>> token_from_request({}, "after_seq=3&tok%65n=xyz")
         'xyz'
+    """
+    return header_token(headers) or query_value(query, "token")
+
+
+def header_token(headers: dict[str, str]) -> str | None:
+    """The token of an ``Authorization: token T`` (or ``Bearer T``) header.
+
+    Example:
+        >>> header_token({"authorization": "Bearer abc"}), header_token({})
+        ('abc', None)
     """
     auth = headers.get("authorization", "")
     scheme, _, value = auth.partition(" ")
     if scheme.lower() in ("token", "bearer") and value.strip():
         return value.strip()
+    return None
+
+
+def query_value(query: str, name: str) -> str | None:
+    """The first value of ``name`` in a query string, names and values URL-decoded.
+
+    Example:
+        >>> query_value("a=1&tok%65n=x%2By", "token")
+        'x+y'
+    """
     for k, v in parse_qsl(query, keep_blank_values=True):
-        if k == "token":
+        if k == name:
             return v
     return None
 
@@ -222,12 +220,12 @@ class SecurityMiddleware:
         'SecurityMiddleware'
     """
 
-    def __init__(self, app: ASGIApp, settings: ServerSettings) -> None:
+    def __init__(self, app: ASGIApp, settings: ServerSettings, auth: Auth) -> None:
         self.app = app
         self.settings = settings
+        self.auth = auth
         self.hosts = settings.host_allowlist()
         self.origins = frozenset(o.rstrip("/").lower() for o in settings.allowed_origins)
-        self._cookie = cookie_value(settings.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -237,6 +235,8 @@ class SecurityMiddleware:
         headers = _headers(scope)
         path: str = scope.get("path", "")
         method = scope.get("method", "GET") if kind == "http" else "WEBSOCKET"
+        if kind == "http":
+            send = self._with_headers(send, path)
 
         host = headers.get("host", "")
         if _host_name(host) not in self.hosts:
@@ -271,33 +271,97 @@ class SecurityMiddleware:
                     return
                 receive = buffered
 
-        presented = token_from_request(headers, scope.get("query_string", b"").decode("latin-1"))
-        token_ok = presented is not None and hmac.compare_digest(
-            presented.encode(), self.settings.token.encode()
-        )
-        cookie_ok = hmac.compare_digest(
-            _cookies(headers.get("cookie", "")).get(COOKIE_NAME, "").encode(),
-            self._cookie.encode(),
-        )
+        query = scope.get("query_string", b"").decode("latin-1")
+        from_header = header_token(headers)
+        from_query = query_value(query, "token")
+        presented = from_header if from_header is not None else from_query
+        sid = _cookies(headers.get("cookie", "")).get(self.auth.cookie_name)
         protected = path.startswith(_PROTECTED_PREFIXES) and path not in _PUBLIC_PATHS
-        if protected and not (token_ok or cookie_ok):
-            why = "invalid token" if presented is not None else "authentication required"
-            await self._deny(
-                scope,
-                send,
-                401,
-                f"{why}: send 'Authorization: token <token>' (or ?token=), or open the URL "
-                "printed by `cursor-agent-api serve`",
-            )
+        # A browser link (?token= or ?code= on a GET outside /api) becomes a session cookie,
+        # and the answer is a redirect to the same URL without the secret.
+        code = query_value(query, "code")
+        sign_in = (
+            kind == "http"
+            and method == "GET"
+            and not path.startswith("/api")
+            and (from_query is not None or code is not None)
+        )
+        if not (protected or sign_in):
+            await self.app(scope, receive, send)
             return
-        if kind == "http":
-            send = self._with_headers(send, path)
-        if kind == "http" and token_ok and method == "GET" and not cookie_ok:
-            if not path.startswith("/api"):
-                await self._redirect_without_token(scope, send)
+        try:
+            session_ok = bool(sid) and await self.auth.check_session(sid or "")
+            if sign_in:
+                await self._sign_in(scope, send, session_ok, from_query, code, protected)
                 return
-            send = self._with_cookie(send)
+            if not session_ok:
+                if presented is None:
+                    await self._unauthorized(scope, send, "authentication required")
+                    return
+                if not await self._token_ok(scope, send, presented):
+                    return
+        except SQLAlchemyError:
+            await self._deny(scope, send, 503, "the server's database is unavailable; retry shortly")
+            return
         await self.app(scope, receive, send)
+
+    async def _token_ok(self, scope: Scope, send: Send, presented: str) -> bool:
+        """Check a presented token under the throttle; answers 429 or 401 itself when not."""
+        wait = self.auth.throttle.retry_after()
+        if wait:
+            await self._throttled(scope, send, wait)
+            return False
+        if self.auth.token_matches(presented):
+            return True
+        self.auth.throttle.failed()
+        await self._unauthorized(scope, send, "invalid token")
+        return False
+
+    async def _throttled(self, scope: Scope, send: Send, wait: float) -> None:
+        seconds = max(1, math.ceil(wait))
+        await self._deny(
+            scope,
+            send,
+            429,
+            f"too many failed sign-ins; retry in {seconds} s",
+            [(b"retry-after", str(seconds).encode())],
+        )
+
+    async def _unauthorized(self, scope: Scope, send: Send, why: str) -> None:
+        await self._deny(
+            scope,
+            send,
+            401,
+            f"{why}: send 'Authorization: token <token>', or open the link printed by "
+            "`cursor-agent-api serve` (or sign in on its page with the token)",
+        )
+
+    async def _sign_in(
+        self,
+        scope: Scope,
+        send: Send,
+        session_ok: bool,
+        token: str | None,
+        code: str | None,
+        protected: bool,
+    ) -> None:
+        cookie: tuple[bytes, bytes] | None = None
+        if not session_ok:
+            wait = self.auth.throttle.retry_after()
+            if wait:
+                await self._throttled(scope, send, wait)
+                return
+            ok = (code is not None and self.auth.redeem_code(code)) or (
+                token is not None and self.auth.token_matches(token)
+            )
+            if ok:
+                cookie = self.auth.set_cookie(await self.auth.create_session())
+            else:
+                self.auth.throttle.failed()
+                if protected:
+                    await self._unauthorized(scope, send, "invalid token or login code")
+                    return
+        await self._redirect_without_secret(scope, send, cookie)
 
     @staticmethod
     def _with_headers(send: Send, path: str) -> Send:
@@ -367,38 +431,33 @@ class SecurityMiddleware:
 
         return limited
 
-    def _with_cookie(self, send: Send) -> Send:
-        header = set_cookie_header(self.settings.token)
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), header]
-            await send(message)
-
-        return sending
-
-    async def _redirect_without_token(self, scope: Scope, send: Send) -> None:
+    async def _redirect_without_secret(
+        self, scope: Scope, send: Send, cookie: tuple[bytes, bytes] | None
+    ) -> None:
         query = [
             (k, v)
             for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)
-            if k != "token"
+            if k not in ("token", "code")
         ]
         location = scope.get("path", "/") + (("?" + urlencode(query)) if query else "")
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 303,
-                "headers": [
-                    (b"location", location.encode("latin-1")),
-                    (b"cache-control", b"no-store"),
-                    (b"content-length", b"0"),
-                    set_cookie_header(self.settings.token),
-                ],
-            }
-        )
+        headers = [
+            (b"location", location.encode("latin-1")),
+            (b"cache-control", b"no-store"),
+            (b"content-length", b"0"),
+        ]
+        if cookie is not None:
+            headers.append(cookie)
+        await send({"type": "http.response.start", "status": 303, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
 
-    async def _deny(self, scope: Scope, send: Send, status: int, message: str) -> None:
+    async def _deny(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        message: str,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
         body = orjson.dumps({"detail": message})
         if scope["type"] == "websocket":
             # Refuse the upgrade with an HTTP response when the server supports it.
@@ -423,6 +482,7 @@ class SecurityMiddleware:
         ]
         if status == 401:
             headers.append((b"www-authenticate", b"token"))
+        headers += extra or []
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
 
@@ -437,22 +497,49 @@ class BodyTooLargeError(Exception):
 
 
 _TOKEN_RE = re.compile(r"(token=)[^&\s\"']+", re.IGNORECASE)
+_PARAM_RE = re.compile(r"([?&;])([^=&;\s\"'?#]*)=([^&;\s\"'#]*)")
+_SECRET_PARAMS = frozenset({"token", "code"})
+
+
+def _decoded_name(name: str) -> str:
+    for _ in range(3):  # %2565 -> %65 -> e: whatever a server might decode, decode here
+        plain = unquote_plus(name)
+        if plain == name:
+            break
+        name = plain
+    return name.strip().lower()
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every ``token``/``code`` query parameter hidden.
+
+    Parameter names are URL-decoded first: ``?tok%65n=T`` is ``?token=T`` to the server.
+
+    Example:
+        >>> redact("GET /api/chats?a=1&tok%65n=s3cret&code=x")
+        'GET /api/chats?a=1&tok%65n=[redacted]&code=[redacted]'
+    """
+
+    def hide(m: re.Match[str]) -> str:
+        if _decoded_name(m.group(2)) in _SECRET_PARAMS:
+            return f"{m.group(1)}{m.group(2)}=[redacted]"
+        return m.group(0)
+
+    return _TOKEN_RE.sub(r"\1[redacted]", _PARAM_RE.sub(hide, text))
 
 
 class RedactTokens(logging.Filter):
-    """A logging filter that hides ``token=…`` values in log records (uvicorn's access log).
+    """A logging filter that hides ``token``/``code`` values in log records (uvicorn's access log).
 
     Example:
-        >>> r = logging.LogRecord("a", 20, "", 0, '"%s %s"', ("GET", "/?token=abc"), None)
+        >>> r = logging.LogRecord("a", 20, "", 0, '"%s %s"', ("GET", "/?TOK%45N=abc"), None)
         >>> RedactTokens().filter(r), r.args
-        (True, ('GET', '/?token=[redacted]'))
+        (True, ('GET', '/?TOK%45N=[redacted]'))
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(
-                _TOKEN_RE.sub(r"\1[redacted]", a) if isinstance(a, str) else a for a in record.args
-            )
-        if isinstance(record.msg, str) and "token=" in record.msg.lower():
-            record.msg = _TOKEN_RE.sub(r"\1[redacted]", record.msg)
+            record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str):
+            record.msg = redact(record.msg)
         return True

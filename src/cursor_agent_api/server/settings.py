@@ -18,8 +18,14 @@ from pathlib import Path
 WS_PROTOCOL_VERSION = 1
 """Version of the WebSocket protocol documented in ``docs/websocket.md``."""
 
-COOKIE_NAME = "cursor_agent_api_auth"
-"""Name of the HttpOnly, SameSite=Strict cookie that stands for the token."""
+MIN_TOKEN_LENGTH = 16
+"""``serve`` refuses a shorter ``--token``."""
+
+SESSION_IDLE_SECONDS = 7 * 24 * 3600.0
+"""A browser session unused this long ends (the expiry slides with every use)."""
+
+SESSION_MAX_SECONDS = 30 * 24 * 3600.0
+"""No browser session lasts longer than this after its sign-in."""
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
@@ -32,6 +38,22 @@ def new_token() -> str:
         48
     """
     return secrets.token_hex(24)
+
+
+def check_token(token: str) -> str | None:
+    """Why ``token`` cannot be the server's token, or ``None`` if it can.
+
+    Example:
+        >>> check_token("short")
+        'the token must be at least 16 characters long (it is 5)'
+        >>> check_token("x" * 16) is None
+        True
+    """
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"the token must be at least {MIN_TOKEN_LENGTH} characters long (it is {len(token)})"
+    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
+        return "the token must be printable ASCII without spaces (it travels in an HTTP header)"
+    return None
 
 
 def default_database_url() -> str:
@@ -85,6 +107,10 @@ class ServerSettings:
     ws_ping_interval: float = 20.0
     run_timeout: float | None = None
     idle_timeout: float | None = None
+    session_idle_seconds: float = SESSION_IDLE_SECONDS
+    session_max_seconds: float = SESSION_MAX_SECONDS
+    login_failure_burst: int = 10
+    login_failure_refill_seconds: float = 5.0
 
     @property
     def base_url(self) -> str:
@@ -94,8 +120,21 @@ class ServerSettings:
 
     @property
     def open_url(self) -> str:
-        """The ready-to-open URL, token included (print it once, never log it)."""
+        """A URL with the token in it (what ``serve`` printed before one-time codes).
+
+        ``serve`` prints :meth:`login_url` instead: a token in a URL stays in the
+        browser's history as a working password.
+        """
         return f"{self.base_url}/?token={self.token}"
+
+    def login_url(self, code: str) -> str:
+        """The URL that signs a browser in with one-time ``code`` (print it once, never log it).
+
+        Example:
+            >>> ServerSettings(token="t", port=1).login_url("c")
+            'http://127.0.0.1:1/?code=c'
+        """
+        return f"{self.base_url}/?code={code}"
 
     def host_allowlist(self) -> frozenset[str]:
         """Host names (no port) accepted in the ``Host`` header.

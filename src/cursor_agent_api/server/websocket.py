@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Any
 
 import orjson
@@ -120,6 +121,27 @@ class _Stream:
                 )
 
 
+MAX_SEQ = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,19}")
+
+
+def parse_after_seq(raw: str) -> int | None:
+    """``after_seq`` as an int, or ``None`` unless it is ASCII digits from 0 to 2^63-1.
+
+    ``str.isdigit`` is not enough: it accepts ``"²"``, which ``int`` refuses.
+
+    Example:
+        >>> parse_after_seq("42"), parse_after_seq("\u00b2"), parse_after_seq("9" * 5000)
+        (42, None, None)
+        >>> parse_after_seq(str(2**63)), parse_after_seq(str(2**63 - 1)) == 2**63 - 1
+        (None, True)
+    """
+    if not _DIGITS.fullmatch(raw):
+        return None
+    value = int(raw)
+    return value if value <= MAX_SEQ else None
+
+
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     await ws.accept()
     await ws.send_text(control("error", 0, detail=detail))
@@ -131,11 +153,12 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
     """Stream a chat's records after ``after_seq`` (replay, then live)."""
     store: Store = ws.app.state.store
     hub: Hub = ws.app.state.hub
-    raw_after = ws.query_params.get("after_seq", "0")
-    if not raw_after.isdigit():
-        await _refuse(ws, CLOSE_BAD_REQUEST, "after_seq must be a non-negative integer")
+    after = parse_after_seq(ws.query_params.get("after_seq", "0"))
+    if after is None:
+        await _refuse(
+            ws, CLOSE_BAD_REQUEST, f"after_seq must be a decimal integer from 0 to {MAX_SEQ}"
+        )
         return
-    after = int(raw_after)
     chat = await store.get_chat(chat_id)
     if chat is None:
         await _refuse(ws, CLOSE_NOT_FOUND, f"no chat with id {chat_id!r}")

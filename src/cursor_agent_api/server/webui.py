@@ -25,12 +25,7 @@ from typing import Any
 from starlette.staticfiles import StaticFiles
 
 from ..protocol.tools import ToolCall, ToolKind, tool_call_from_event_data
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self' ws: wss:; "
-    "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
-)
-"""The page's CSP: scripts and styles only from the package's own files."""
+from .security import CONTENT_SECURITY_POLICY  # one CSP for pages and API, 'self' only
 
 TEXT_LIMIT = 200_000
 """Characters of one text field a view carries; longer texts are cut (``truncated``)."""

@@ -1,0 +1,284 @@
+"""Browser sign-in: server-side sessions, one-time login codes, and a failed-login throttle.
+
+The token (``--token``) is the server's one long-lived secret: program clients send it in
+``Authorization: token T``. A browser gets a **session** instead: a random id in an HttpOnly,
+SameSite=Strict cookie whose name carries the server's port (:func:`cookie_name`), so two
+servers in one browser do not overwrite each other. The session lives in the database
+(table ``auth_sessions``), so it survives a restart, and can be revoked:
+
+* the database holds ``sha256(id)``, never the id, so a reader of the database file cannot
+  sign in with what it finds there;
+* each session stores a salted scrypt fingerprint of the token it was made with: when the
+  server starts with another token, every older session stops working (nothing to delete);
+* the expiry slides: a session unused for ``session_idle_seconds`` (default 7 days) ends, and
+  none lasts more than ``session_max_seconds`` (default 30 days) after sign-in;
+* logout deletes the row.
+
+``serve`` prints a link with a **one-time code** (:meth:`Auth.issue_code`), not the token: the
+code becomes a session at the first visit and is dead afterwards, so the browser's history
+does not keep a working password. Codes live in memory only (a restart prints a new one).
+
+:class:`LoginThrottle` slows down guessing: every wrong token or code takes one unit of a
+small bucket that refills slowly; while it is empty, token and code checks answer 429.
+
+Example:
+    >>> cookie_name(8765)
+    'cursor_agent_api_session_8765'
+    >>> t = LoginThrottle(burst=2, refill_seconds=10, clock=lambda: 0.0)
+    >>> t.retry_after(), t.failed(), t.failed(), t.retry_after()
+    (0.0, None, None, 10.0)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, insert, or_, select, update
+
+from .models import auth_sessions
+from .settings import ServerSettings
+
+if TYPE_CHECKING:
+    from .store import Store
+
+TOUCH_INTERVAL_MS = 60_000
+"""A session's ``last_used_ms`` is written at most once a minute (sliding expiry)."""
+
+_SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+_CODE_LIMIT = 64
+
+
+def cookie_name(port: int) -> str:
+    """The session cookie's name for the server on ``port``.
+
+    Browsers send a 127.0.0.1 cookie to every port of 127.0.0.1: with one name per port,
+    two servers in one browser each keep their own session.
+
+    Example:
+        >>> cookie_name(1) != cookie_name(2)
+        True
+    """
+    return f"cursor_agent_api_session_{port}"
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def token_fingerprint(token: str, salt: str) -> str:
+    """A salted, deliberately slow fingerprint of ``token`` (scrypt), stored with a session.
+
+    Example:
+        >>> a = token_fingerprint("t" * 16, "00")
+        >>> a == token_fingerprint("t" * 16, "00") != token_fingerprint("t" * 16, "01")
+        True
+    """
+    raw = hashlib.scrypt(token.encode(), salt=salt.encode(), **_SCRYPT)
+    return raw.hex()
+
+
+class LoginThrottle:
+    """A bucket of ``burst`` failed sign-ins that refills one unit every ``refill_seconds``.
+
+    :meth:`retry_after` is 0 while a check may be made, else the seconds until the next one;
+    :meth:`failed` takes a unit. The bucket is global (every client is local): a flood of wrong
+    tokens also delays the right one, for at most ``refill_seconds``.
+
+    Example:
+        >>> now = [0.0]
+        >>> t = LoginThrottle(burst=1, refill_seconds=5, clock=lambda: now[0])
+        >>> t.failed(); t.retry_after()
+        5.0
+        >>> now[0] = 5.0; t.retry_after()
+        0.0
+    """
+
+    def __init__(
+        self, burst: int, refill_seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.burst = burst
+        self.refill_seconds = refill_seconds
+        self.clock = clock
+        self._units = float(burst)
+        self._at = clock()
+
+    def _refill(self) -> None:
+        now = self.clock()
+        if self.refill_seconds > 0:
+            self._units = min(float(self.burst), self._units + (now - self._at) / self.refill_seconds)
+        else:
+            self._units = float(self.burst)
+        self._at = now
+
+    def retry_after(self) -> float:
+        """Seconds to wait before a token or code may be checked (0: now)."""
+        self._refill()
+        if self._units >= 1:
+            return 0.0
+        return round((1 - self._units) * self.refill_seconds, 3)
+
+    def failed(self) -> None:
+        """Record one wrong token or code."""
+        self._refill()
+        self._units = max(0.0, self._units - 1)
+
+
+class Auth:
+    """Sessions in the store, one-time codes in memory, and the throttle, for one server.
+
+    Example:
+        >>> Auth.__name__
+        'Auth'
+    """
+
+    def __init__(
+        self, settings: ServerSettings, store: Store, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.cookie_name = cookie_name(settings.port)
+        self.throttle = LoginThrottle(settings.login_failure_burst, settings.login_failure_refill_seconds)
+        self._codes: OrderedDict[str, float | None] = OrderedDict()
+        # sha256(id) -> True when its fingerprint is this token's (rows never change).
+        self._verified: OrderedDict[str, bool] = OrderedDict()
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def token_matches(self, presented: str) -> bool:
+        """Constant-time comparison with the server's token.
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> Auth(ServerSettings(token="a" * 16), Store("sqlite+aiosqlite://")).token_matches("a" * 16)
+            True
+        """
+        return hmac.compare_digest(presented.encode(), self.settings.token.encode())
+
+    # ---- one-time codes ------------------------------------------------------------------
+
+    def issue_code(self, ttl_seconds: float | None = None) -> str:
+        """A new one-time login code (kept in memory; ``ttl_seconds=None``: until used).
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> auth = Auth(ServerSettings(token="a" * 16), Store("sqlite+aiosqlite://"))
+            >>> code = auth.issue_code()
+            >>> auth.redeem_code(code), auth.redeem_code(code)
+            (True, False)
+        """
+        code = secrets.token_urlsafe(24)
+        self._codes[_digest(code)] = None if ttl_seconds is None else self.clock() + ttl_seconds
+        while len(self._codes) > _CODE_LIMIT:
+            self._codes.popitem(last=False)
+        return code
+
+    def redeem_code(self, code: str) -> bool:
+        """True once for a code :meth:`issue_code` gave (and not expired); it is then spent."""
+        expires = self._codes.pop(_digest(code), False)
+        if expires is False:
+            return False
+        return expires is None or self.clock() < expires
+
+    # ---- sessions ------------------------------------------------------------------------
+
+    async def create_session(self) -> str:
+        """Store a new session for the current token; returns its id (the cookie's value)."""
+        sid = secrets.token_urlsafe(32)
+        key = _digest(sid)
+        fp = await asyncio.to_thread(token_fingerprint, self.settings.token, key)
+        now = self._now_ms()
+        async with self.store.transaction() as conn:
+            await conn.execute(
+                delete(auth_sessions).where(
+                    or_(
+                        auth_sessions.c.last_used_ms < now - self._idle_ms,
+                        auth_sessions.c.created_ms < now - self._max_ms,
+                    )
+                )
+            )
+            await conn.execute(
+                insert(auth_sessions).values(id_hash=key, token_fp=fp, created_ms=now, last_used_ms=now)
+            )
+        self._remember(key, True)
+        return sid
+
+    @property
+    def _idle_ms(self) -> int:
+        return int(self.settings.session_idle_seconds * 1000)
+
+    @property
+    def _max_ms(self) -> int:
+        return int(self.settings.session_max_seconds * 1000)
+
+    def _remember(self, key: str, ok: bool) -> None:
+        self._verified[key] = ok
+        while len(self._verified) > 10_000:
+            self._verified.popitem(last=False)
+
+    async def check_session(self, sid: str) -> bool:
+        """True if ``sid`` is a live session made with the current token (slides its expiry)."""
+        if not sid or len(sid) > 200:
+            return False
+        key = _digest(sid)
+        async with self.store.engine.connect() as conn:
+            row = (await conn.execute(select(auth_sessions).where(auth_sessions.c.id_hash == key))).first()
+        if row is None:
+            self._verified.pop(key, None)
+            return False
+        m: Any = row._mapping
+        now = self._now_ms()
+        if now - m["last_used_ms"] >= self._idle_ms or now - m["created_ms"] >= self._max_ms:
+            return False
+        ok = self._verified.get(key)
+        if ok is None:
+            fp = await asyncio.to_thread(token_fingerprint, self.settings.token, key)
+            ok = hmac.compare_digest(fp, m["token_fp"])
+            self._remember(key, ok)
+        if ok and now - m["last_used_ms"] >= TOUCH_INTERVAL_MS:
+            async with self.store.transaction() as conn:
+                await conn.execute(
+                    update(auth_sessions).where(auth_sessions.c.id_hash == key).values(last_used_ms=now)
+                )
+        return ok
+
+    async def revoke_session(self, sid: str) -> None:
+        """Delete the session ``sid`` (logout); unknown ids are ignored."""
+        key = _digest(sid)
+        self._verified.pop(key, None)
+        async with self.store.transaction() as conn:
+            await conn.execute(delete(auth_sessions).where(auth_sessions.c.id_hash == key))
+
+    def set_cookie(self, sid: str) -> tuple[bytes, bytes]:
+        """The ``Set-Cookie`` header that carries session ``sid``.
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> auth = Auth(ServerSettings(token="a" * 16, port=9), Store("sqlite+aiosqlite://"))
+            >>> auth.set_cookie("abc")[1].decode().split(";")[0]
+            'cursor_agent_api_session_9=abc'
+        """
+        value = (
+            f"{self.cookie_name}={sid}; HttpOnly; SameSite=Strict; Path=/; "
+            f"Max-Age={int(self.settings.session_max_seconds)}"
+        )
+        return (b"set-cookie", value.encode())
+
+    def clear_cookie(self) -> tuple[bytes, bytes]:
+        """The ``Set-Cookie`` header that removes the session cookie from the browser."""
+        value = f"{self.cookie_name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+        return (b"set-cookie", value.encode())
+
+
+__all__ = ["Auth", "LoginThrottle", "cookie_name", "token_fingerprint"]

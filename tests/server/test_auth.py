@@ -1,0 +1,261 @@
+"""Browser sign-in (issue 11, point 1): sessions that can be revoked and do not leak across ports."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_helpers import SERVE, Server
+
+from cursor_agent_api.cli.serve import listen_socket
+from cursor_agent_api.server.auth import Auth, cookie_name
+from cursor_agent_api.server.settings import ServerSettings
+from cursor_agent_api.server.store import Store
+
+
+def _sign_in(server: Server, code: str | None = None) -> tuple[str, str]:
+    """Open the printed link in a fresh 'browser'; returns the session cookie (name, value)."""
+    with server.anon(follow_redirects=False) as browser:
+        r = browser.get("/", params={"code": code or server.login_code})
+        assert r.status_code == 303 and r.headers["location"] == "/", r.text
+        name, value = r.headers["set-cookie"].split(";")[0].split("=", 1)
+        return name, value
+
+
+def _status_with_cookie(server: Server, name: str, value: str, path: str = "/api/chats") -> int:
+    with server.anon() as c:
+        return c.get(path, headers={"Cookie": f"{name}={value}"}).status_code
+
+
+def test_one_time_code_signs_in_once(server: Server) -> None:
+    name, value = _sign_in(server)
+    assert name == cookie_name(server.port)
+    assert value and server.token not in value and server.login_code not in value
+    assert _status_with_cookie(server, name, value) == 200
+    # The link in the browser's history is dead: a second visit gets no cookie.
+    with server.anon(follow_redirects=False) as again:
+        r = again.get("/", params={"code": server.login_code})
+        assert r.status_code == 303 and r.headers["location"] == "/"
+        assert "set-cookie" not in r.headers
+        assert again.get("/api/chats").status_code == 401
+    # A code is not a token.
+    with server.anon() as c:
+        assert c.get("/api/chats", headers={"Authorization": f"token {server.login_code}"}).status_code == 401
+
+
+def test_logout_revokes_the_session(server: Server) -> None:
+    name, value = _sign_in(server)
+    with server.anon() as browser:
+        browser.cookies.set(name, value)
+        # A session cannot mint sign-in links (they would outlive its logout); the token can.
+        r = browser.post("/api/auth/codes", headers={"Origin": server.url})
+        assert r.status_code == 403 and "token" in r.json()["detail"]
+        assert browser.get("/api/chats").status_code == 200
+        out = browser.post("/api/auth/logout", headers={"Origin": server.url})
+        assert out.status_code == 204
+        assert f"{name}=;" in out.headers["set-cookie"] and "Max-Age=0" in out.headers["set-cookie"]
+    # Someone who kept the old value (another local service that received it) is refused.
+    assert _status_with_cookie(server, name, value) == 401
+    # The WebSocket refuses it too.
+    with server.client() as c:
+        chat = c.post("/api/chats", json={"workspace": "project"}).json()
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    async def ws() -> int:
+        try:
+            async with connect(
+                server.ws_url(chat["id"], token=False), additional_headers={"Cookie": f"{name}={value}"}
+            ):
+                return 101
+        except InvalidStatus as e:
+            return e.response.status_code
+
+    assert asyncio.run(ws()) == 401
+
+
+def test_cookie_from_one_server_is_refused_by_another(make_server: Any, tmp_path: Path) -> None:
+    first = make_server()
+    second = make_server(database_url=f"sqlite+aiosqlite:///{tmp_path / 'second.sqlite3'}")
+    assert first.port != second.port
+    name, value = _sign_in(first)
+    # Replayed to the other server, under either name: refused.
+    assert _status_with_cookie(second, name, value) == 401
+    assert _status_with_cookie(second, cookie_name(second.port), value) == 401
+    # One browser, both servers: each keeps its own cookie, both stay signed in.
+    with httpx.Client(timeout=60, follow_redirects=True) as browser:
+        for server in (first, second):
+            code = _new_code(server)
+            assert browser.get(f"{server.url}/", params={"code": code}).status_code == 200
+        for server in (first, second):
+            assert browser.get(f"{server.url}/api/chats").status_code == 200, server.port
+        assert {c.name for c in browser.cookies.jar} == {cookie_name(first.port), cookie_name(second.port)}
+
+
+def _new_code(server: Server) -> str:
+    """A fresh one-time code for ``server`` (its printed one may be spent): sign in with the
+    token on the login endpoint, in a throwaway client, to mint one."""
+    with server.client() as c:
+        r = c.post("/api/auth/codes")
+        assert r.status_code == 201, r.text
+        body = r.json()
+        assert body["url"] == f"{server.url}/?code={body['code']}"
+        return str(body["code"])
+
+
+def test_sessions_survive_a_restart_and_die_with_the_token(make_server: Any) -> None:
+    token = "a-chosen-token-" + os.urandom(8).hex()
+    first = make_server(token=token)
+    _, value = _sign_in(first)
+    first.stop()
+    # Same database, same token: the session survives the restart.
+    again = make_server(token=token)
+    assert _status_with_cookie(again, cookie_name(again.port), value) == 200
+    again.stop()
+    # Same database, a new token: every session made with the old one is dead.
+    changed = make_server(token="another-token-" + os.urandom(8).hex())
+    assert _status_with_cookie(changed, cookie_name(changed.port), value) == 401
+    changed.stop()
+    # ...and it does not come back when the old token does (it was never deleted, only refused).
+    back = make_server(token=token)
+    assert _status_with_cookie(back, cookie_name(back.port), value) == 200
+
+
+def test_failed_sign_ins_are_throttled(server: Server) -> None:
+    name, value = _sign_in(server)
+    with server.anon() as c:
+        codes = [c.post("/api/auth/login", json={"token": f"wrong-{i:012d}"}).status_code for i in range(10)]
+        assert codes == [401] * 10
+        r = c.post("/api/auth/login", json={"token": "wrong-again-0000"})
+        assert r.status_code == 429 and "too many failed sign-ins" in r.json()["detail"]
+        assert int(r.headers["retry-after"]) >= 1
+        assert r.headers["x-frame-options"] == "DENY"
+        # While throttled no token is even compared (a guess would learn nothing) ...
+        assert c.get("/api/chats", headers={"Authorization": f"token {server.token}"}).status_code == 429
+        assert c.get("/api/chats", headers={"Authorization": "token wrong-wrong-wrong"}).status_code == 429
+        assert c.get("/", params={"token": "wrong-wrong-wrong"}).status_code == 429
+        # ... but a signed-in browser goes on working.
+        assert c.get("/api/chats", headers={"Cookie": f"{name}={value}"}).status_code == 200
+
+
+def test_short_or_odd_tokens_are_refused(tmp_path: Path) -> None:
+    base = [*SERVE, "--port", "0", "--database-url", f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite3'}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+    for args, extra in (
+        (["--token", "fifteen-chars15"], {}),
+        ([], {"CURSOR_AGENT_API_TOKEN": "short"}),
+        (["--token", "has a space in it!"], {}),
+    ):
+        proc = subprocess.run(
+            [*base, *args], env={**env, **extra}, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert "token" in proc.stderr and "Traceback" not in proc.stderr
+        assert proc.stdout == "", "nothing served"
+    assert (
+        "at least 16 characters"
+        in subprocess.run(
+            [*base, "--token", "x" * 15], env=env, capture_output=True, text=True, timeout=60
+        ).stderr
+    )
+
+
+def test_validation_errors_never_echo_the_body(server: Server) -> None:
+    import orjson
+
+    with server.anon() as c:
+        # 1 MB of unknown keys: one error per key, each naming the key.
+        body = orjson.dumps({"token": "x" * 20, **{f"key{i:07d}" + "k" * 40: 1 for i in range(19_000)}})
+        assert len(body) > 900_000
+        r = c.post("/api/auth/login", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422
+        assert len(r.content) < 4096, len(r.content)
+        assert r.json()["detail"].startswith("invalid request:")
+        # One huge value: the answer names the field, not the value.
+        secret = "s3cret-" * 100_000
+        r = c.post("/api/auth/login", json={"token": secret})
+        assert r.status_code == 422 and "s3cret" not in r.text and len(r.content) < 4096
+    with server.client() as c:
+        r = c.post("/api/chats", json={"workspace": "project", "model": "m" + "x y" * 50_000})
+        assert r.status_code == 422 and "x y" not in r.text and len(r.content) < 4096
+
+
+def test_sessions_expire_sliding_and_at_most_after_the_cap(tmp_path: Path) -> None:
+    now = [1_800_000_000.0]
+    day = 86_400.0
+    settings = ServerSettings(
+        token="t" * 16,
+        database_url=f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite3'}",
+        session_idle_seconds=2 * day,
+        session_max_seconds=5 * day,
+    )
+
+    async def scenario() -> list[bool]:
+        store = Store(settings.database_url)
+        await store.start()
+        try:
+            auth = Auth(settings, store, clock=lambda: now[0])
+            sid = await auth.create_session()
+            seen = []
+            for step in (1.5, 1.5, 1.5):  # each use inside the idle window slides it
+                now[0] += step * day
+                seen.append(await auth.check_session(sid))
+            now[0] += 0.6 * day  # 5.1 days after sign-in: past the cap
+            seen.append(await auth.check_session(sid))
+            idle = await auth.create_session()
+            now[0] += 2.1 * day  # unused for longer than the idle window
+            seen.append(await auth.check_session(idle))
+            other = Auth(ServerSettings(token="u" * 16, database_url=settings.database_url), store)
+            fresh = await auth.create_session()
+            seen.append(await other.check_session(fresh))  # another token
+            seen.append(await auth.check_session(fresh))
+            await auth.revoke_session(fresh)
+            seen.append(await auth.check_session(fresh))
+            return seen
+        finally:
+            await store.close()
+
+    assert asyncio.run(scenario()) == [True, True, True, False, False, False, True, False]
+
+
+def test_serve_socket_disables_nagle() -> None:
+    """The keep-alive latency fix: TCP_NODELAY on the listening socket and on what it accepts.
+
+    asyncio sets TCP_NODELAY on accepted connections only when the socket's protocol is
+    IPPROTO_TCP; a socket made with protocol 0 (as `serve` did) was left with Nagle on.
+    """
+    sock = listen_socket("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        client = socket.create_connection(sock.getsockname())
+        conn, _ = sock.accept()
+        try:
+            assert conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        finally:
+            conn.close()
+            client.close()
+    finally:
+        sock.close()
+
+
+@pytest.mark.parametrize("where", ["header", "query"])
+def test_openapi_with_a_token(server: Server, where: str) -> None:
+    with server.anon(follow_redirects=False) as c:
+        if where == "header":
+            r = c.get("/openapi.json", headers={"Authorization": f"token {server.token}"})
+            assert r.status_code == 200, r.text
+            description = r.json()["info"]["description"]
+            assert "/api/chats/{chat_id}/stream" in description and "WebSocket" in description
+            assert "set-cookie" not in r.headers
+        else:
+            # A browser link with the token: swapped for a session, the token taken out of the URL.
+            r = c.get("/openapi.json", params={"token": server.token})
+            assert r.status_code == 303 and r.headers["location"] == "/openapi.json"
+            assert c.get("/openapi.json").status_code == 200
