@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO, NoReturn
@@ -130,9 +129,6 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     except KeyboardInterrupt:
         sys.stdout.flush()
         sys.exit(130)
-    except BrokenPipeError:  # `replay x | head`: the reader has what it wanted
-        _quiet_stdout()
-        sys.exit(0)
     except IsADirectoryError:
         click.echo(f"cursor-agent-api replay: {file} is a directory", err=True)
         sys.exit(2)
@@ -165,10 +161,3 @@ def _not_a_recording(name: str, *, empty: bool, within: int | None = None) -> No
                err=True)
     sys.exit(1)
 
-
-def _quiet_stdout() -> None:
-    import os
-
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())

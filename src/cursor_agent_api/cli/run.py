@@ -4,9 +4,13 @@ The prompt comes from the arguments, ``--prompt-file FILE`` (``-`` = stdin), or
 standard input when it is not a terminal. Exit codes: 0 success, 1 failed turn
 (the typed error's message and its remedy), 2 usage error, 130 Ctrl-C.
 
+``--output-format text|json|stream-json`` makes it a drop-in for ``agent -p``: the same
+output, byte for byte where the agent wrote it (see :class:`~.views.AgentFormatView`).
+
 Example:
     $ cursor-agent-api run --simulate --trust "list the files"
     $ echo "what is 2 + 2?" | cursor-agent-api run --simulate --trust --output json
+    $ cursor-agent-api run -p --output-format json --yolo "what is 2 + 2?"   # as `agent -p`
 """
 
 from __future__ import annotations
