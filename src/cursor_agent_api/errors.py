@@ -13,7 +13,10 @@
     ├── AgentTimeoutError            the turn ran past ``timeout`` or was silent past ``idle_timeout``
     └── ProtocolError                the output could not be read (e.g. a line over the size limit)
 
-Each message says what happened and what to do.
+Each message says what happened and what to do. The remedy is written once, with the
+setting's name in Python and on the command line side by side (``{trust=True|--trust}``):
+``str(err)`` gives the Python phrasing, :meth:`CursorAgentError.cli_message` the command
+line's.
 
 Example:
     >>> err = AuthenticationError("not logged in")
@@ -22,6 +25,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import re
 
 
 class CursorAgentError(Exception):
@@ -35,6 +40,17 @@ class CursorAgentError(Exception):
     """
 
     remedy: str = ""
+    """What to do, in Python's words (``AgentConfig`` fields, client methods)."""
+    cli_remedy: str = ""
+    """What to do, in the command line's words (its flags)."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # A class declares ``remedy`` once; ``{python|cli}`` marks where the two phrasings
+        # differ. Split it into the two attributes here.
+        super().__init_subclass__(**kwargs)
+        template = cls.__dict__.get("remedy")
+        if isinstance(template, str):
+            cls.remedy, cls.cli_remedy = _phrasings(template)
 
     def __init__(
         self, message: str, *, exit_code: int | None = None, stderr: str | None = None
@@ -47,6 +63,30 @@ class CursorAgentError(Exception):
             text = f"{message} — {self.remedy}"
         super().__init__(text)
 
+    def cli_message(self) -> str:
+        """The message with the remedy in the command line's words (its flags).
+
+        Example:
+            >>> WorkspaceTrustError("workspace not trusted").cli_message()
+            'workspace not trusted — pass --trust, or --force'
+        """
+        if self.cli_remedy and self.cli_remedy not in self.message:
+            return f"{self.message} — {self.cli_remedy}"
+        return self.message
+
+
+_ALTERNATIVE = re.compile(r"\{([^{}|]*)\|([^{}]*)\}")
+
+
+def _phrasings(template: str) -> tuple[str, str]:
+    """The Python and the command line phrasing of a remedy template.
+
+    Example:
+        >>> _phrasings("pass {trust=True|--trust} or wait")
+        ('pass trust=True or wait', 'pass --trust or wait')
+    """
+    return _ALTERNATIVE.sub(r"\1", template), _ALTERNATIVE.sub(r"\2", template)
+
 
 class AgentNotFoundError(CursorAgentError):
     """The agent binary could not be started.
@@ -57,9 +97,10 @@ class AgentNotFoundError(CursorAgentError):
     """
 
     remedy = (
-        "install the Cursor CLI (curl https://cursor.com/install -fsS | bash), or set "
-        "AgentConfig(agent_binary=...) to its path; to try without it, use the bundled "
-        "simulator (cursor-agent-sim, or --simulate on the command line)"
+        "install the Cursor CLI (curl https://cursor.com/install -fsS | bash), or "
+        "{set AgentConfig(agent_binary=...) to its path|pass its path with --agent-binary}; "
+        "to try without it, use the bundled simulator ({cursor-agent-sim, or --simulate on the command line"
+        "|--simulate})"
     )
 
 
@@ -71,7 +112,7 @@ class AuthenticationError(CursorAgentError):
         True
     """
 
-    remedy = "run `agent login` or set CURSOR_API_KEY (AgentConfig(api_key=...))"
+    remedy = "run `agent login` or set CURSOR_API_KEY{ (AgentConfig(api_key=...))|}"
 
 
 class WorkspaceTrustError(CursorAgentError):
@@ -82,7 +123,7 @@ class WorkspaceTrustError(CursorAgentError):
         True
     """
 
-    remedy = "pass trust=True (CLI: --trust), or force_approve=True (--force)"
+    remedy = "pass {trust=True (CLI: --trust)|--trust}, or {force_approve=True (--force)|--force}"
 
 
 class InvalidModelError(CursorAgentError):
@@ -93,7 +134,10 @@ class InvalidModelError(CursorAgentError):
         True
     """
 
-    remedy = "pick a slug from client.list_models() (CLI: `agent models`)"
+    remedy = (
+        "pick a slug from {client.list_models() (CLI: `agent models`)"
+        "|`agent models` and pass it with --model}"
+    )
 
 
 class SessionError(CursorAgentError):
@@ -104,7 +148,10 @@ class SessionError(CursorAgentError):
         True
     """
 
-    remedy = "check the chat id; wait for the chat's running turn to end; or start a new chat"
+    remedy = (
+        "check the chat id{| (cursor-agent-api sessions list)}; wait for the chat's running "
+        "turn to end; or start a new chat{| (without --resume)}"
+    )
 
 
 class UsageLimitError(CursorAgentError):
@@ -137,7 +184,10 @@ class AgentTimeoutError(CursorAgentError):
         True
     """
 
-    remedy = "raise timeout / idle_timeout (silences of 30 s and more are normal)"
+    remedy = (
+        "raise {timeout / idle_timeout|--timeout / --idle-timeout} "
+        "(silences of 30 s and more are normal)"
+    )
 
 
 class ProtocolError(CursorAgentError):
@@ -148,7 +198,9 @@ class ProtocolError(CursorAgentError):
         True
     """
 
-    remedy = "raise AgentConfig.max_line_bytes if the line was legitimate"
+    remedy = (
+        "raise {AgentConfig.max_line_bytes|--max-line-bytes} if the line was legitimate"
+    )
 
 
 __all__ = [

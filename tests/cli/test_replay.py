@@ -114,3 +114,35 @@ def test_rendering_with_every_call_id_redacted_shows_every_call() -> None:
     out = proc.stdout.decode()
     assert out.count("⊘ shell curl -sI https://example.com  rejected") == 2
     assert out.count("⊘ web_fetch https://example.com  rejected") == 1
+
+
+README = Path(__file__).parent.parent.parent / "README.md"
+
+
+@pytest.mark.parametrize("summary", [[], ["--summary"]], ids=["render", "summary"])
+@pytest.mark.parametrize("target", [str(README), "/bin/true", "-"], ids=["text", "binary", "empty"])
+def test_input_without_a_json_event_is_exit_1(target: str, summary: list[str]) -> None:
+    proc = replay(target, *summary, stdin=b"")
+    assert proc.returncode == 1, proc.stdout[:200]
+    assert proc.stdout == b""  # nothing of it printed as agent output
+    (line,) = proc.stderr.decode().splitlines()
+    assert "not a stream-json recording" in line
+
+
+def test_binary_lines_among_events_are_not_written() -> None:
+    data = (DATA / "02-hcn-0915-probe-43-partial-output-with-read-tool.ndjson").read_bytes()
+    binary = Path("/bin/true").read_bytes()[:300]
+    proc = replay("-", stdin=binary.replace(b"\n", b"") + b"\n" + data + binary + b"\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count(b"(binary data, ") == 2
+    assert b"\x00" not in proc.stdout and b"ELF" not in proc.stdout
+    assert b"READ-OK" in proc.stdout
+
+
+def test_escape_sequences_from_the_agent_are_shown_not_obeyed() -> None:
+    line = orjson.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": "hi\x1b]0;pwned\x07 \x1b[2J there"}]}})
+    proc = replay("-", stdin=line + b"\n")
+    assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
+    assert b"hi\\x1b]0;pwned\\x07 \\x1b[2J there" in proc.stdout
+

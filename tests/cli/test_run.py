@@ -75,8 +75,9 @@ def test_record_then_replay(cli: Run, tmp_path: Path) -> None:
         (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "auth"}, ["agent login", "CURSOR_API_KEY"]),
         ([], {}, ["--trust"]),  # a fresh workspace is not trusted
         (["--trust", "--model", "gpt-9"], {"CURSOR_AGENT_SIM_FAULT": "invalid-model"},
-         ["Cannot use this model", "list_models"]),
-        (["--trust", "--resume", "not-a-uuid"], {}, ["must be a UUID"]),
+         ["Cannot use this model", "`agent models` and pass it with --model"]),
+        (["--trust", "--resume", "0f6b1c1e-7c2a-4d7e-9a55-3f1f4a3c9b10"],
+         {"CURSOR_AGENT_SIM_FAULT": "bad-resume"}, ["cannot be resumed", "sessions list"]),
         (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "usage-limit"}, ["usage limit"]),
         (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "crash"}, ["exit"]),
     ],
@@ -88,16 +89,21 @@ def test_failures_exit_1_with_message_and_remedy(cli: Run, args: list[str], env:
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     text = proc.stdout + proc.stderr
     assert "Traceback" not in text
-    assert "✗" in text
+    assert text.count("✗") == 1 and "error:" not in text  # said once
+    (line,) = [ln for ln in text.splitlines() if "✗" in ln]
     for word in words:
-        assert word in text
+        assert word in line  # whole, on one line: no wrapping at 80 columns on a pipe
+    for python in ("=True", "AgentConfig", "list_models()", "(CLI:"):
+        assert python not in text  # the remedy in the command line's words
 
 
 def test_missing_agent_says_how_to_install(cli: Run) -> None:
     proc = cli("run", "--agent-binary", "/nonexistent/agent", "hi")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert "install" in proc.stderr and "--simulate" in proc.stderr
+    (line,) = proc.stderr.splitlines()  # one line, not hard-wrapped at 80 columns
+    assert "install" in line and "--simulate" in line and "--agent-binary" in line
+    assert "AgentConfig" not in line
 
 
 @pytest.mark.parametrize(

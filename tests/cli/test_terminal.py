@@ -77,3 +77,61 @@ def test_chat_ctrl_c_cancels_the_turn_and_the_chat_goes_on(cli_env: dict[str, st
         assert finish(child) == 0
     finally:
         child.terminate(force=True)
+
+
+def test_ctrl_c_on_replay_stdin_exits_130(cli_env: dict[str, str]) -> None:
+    child = spawn(["replay", "-"], cli_env)
+    try:
+        child.sendline('{"type":"assistant","message":{"content":"first line"}}')
+        child.expect("\nfirst line")  # rendered (the terminal's echo has the JSON around it)
+        child.sendintr()
+        assert finish(child) == 130
+    finally:
+        child.terminate(force=True)
+
+
+def test_replay_of_a_binary_writes_no_binary_to_the_terminal(cli_env: dict[str, str]) -> None:
+    child = spawn(["replay", "/bin/true"], cli_env)
+    try:
+        child.expect("not a stream-json recording")
+        assert finish(child) == 1
+        assert "ELF" not in (child.before or "")
+    finally:
+        child.terminate(force=True)
+
+
+def test_sessions_list_at_80_columns_shows_whole_ids(cli_env: dict[str, str]) -> None:
+    from pathlib import Path
+
+    from cursor_agent_api import ConversationSession
+    from cursor_agent_api.sessions import SessionTurn
+
+    chat_id = "1a89ecf3-b56a-4d6e-8f00-2b9d8c1e0a11"
+    home = Path(cli_env["CURSOR_AGENT_API_HOME"]) / "chats"
+    home.mkdir(parents=True)
+    session = ConversationSession(trust=True, session_id=chat_id,
+                                  workspace=cli_env["TEST_WS"])
+    session.history.append(SessionTurn("a long first prompt " * 5, "ok", True, chat_id))
+    session.save(home / f"{chat_id}.json")
+    session.close()
+    env = {**cli_env, "COLUMNS": "80"}
+    child = pexpect.spawn(CLI[0], [*CLI[1:], "sessions", "list"], env=env, encoding="utf-8",
+                          timeout=60, dimensions=(40, 80))
+    try:
+        child.expect(pexpect.EOF)
+        assert chat_id in (child.before or "")
+    finally:
+        child.terminate(force=True)
+
+
+def test_a_failed_live_run_says_it_once_in_the_cli_words(cli_env: dict[str, str]) -> None:
+    child = spawn(["run", "--simulate", "list the files"], cli_env)  # an untrusted workspace
+    try:
+        child.expect(pexpect.EOF)
+        out = child.before or ""
+        child.close()
+        assert child.exitstatus == 1
+        assert out.count("Workspace Trust Required") == 1
+        assert "--trust" in out and "trust=True" not in out and "error:" not in out
+    finally:
+        child.terminate(force=True)

@@ -222,7 +222,7 @@ def test_api_key_is_never_stored_nor_logged(
 
 
 def test_access_log_redacts_the_token(make_server: Any) -> None:
-    server = make_server(args=["--log-level", "info"])
+    server = make_server(args=["--log-level", "info", "--access-log"])
     with httpx.Client(base_url=server.url) as c:
         assert c.get("/api/health", params={"token": server.token}).status_code == 200
         # A name the server URL-decodes to `token` authenticates too, and is redacted too.

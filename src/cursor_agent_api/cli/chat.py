@@ -2,7 +2,11 @@
 
 Line editing and history (GNU readline); Enter sends; Ctrl-C cancels the running
 turn and keeps the chat (at the prompt it clears the line); Ctrl-D leaves. Every
-turn is saved: ``chat --resume ID`` continues later, ``sessions list`` shows it.
+turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
+``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once.
+
+Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
+first failed turn (the next prompts assumed it worked).
 
 Example:
     $ cursor-agent-api chat --simulate --trust
@@ -18,12 +22,13 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
+from rich.text import Text
 
 from ..config import AgentConfig
 from ..errors import CursorAgentError
+from .console import error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
-from .run import load_session
+from .run import load_session, resolve_resume
 from .saved_chats import SavedChats, home_dir
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -56,13 +61,13 @@ def _setup_readline() -> None:
 @with_config
 def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
-    console = Console(highlight=False)
-    console.soft_wrap = not console.is_terminal  # a pipe or a log: long lines stay whole
+    console = make_console()  # a pipe or a log: long lines stay whole
     if output in ("json", "ndjson"):
         raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
+    saved = SavedChats()
+    config = resolve_resume(config, saved)  # a bad id fails now, not after the first prompt
     if simulate:
         console.print(SIMULATED_BANNER, style="bold yellow")
-    saved = SavedChats()
     try:
         recorder = Recorder(record)
     except OSError as exc:
@@ -97,12 +102,15 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
                 stop = getattr(view, "stop", None)
                 if stop is not None:
                     stop()
-                console.print(f"[bold red]✗[/] {exc}")
+                console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
                 status = 1
                 break
             if outcome.interrupted:
                 console.print("⊘ turn cancelled — the chat goes on", style="yellow")
-            status = 0 if outcome.result.success else status
+            elif not outcome.result.success and not outcome.result.cancelled:
+                status = 1  # the footer said why
+                if not interactive:
+                    break  # a script's next prompts assumed this one worked
     finally:
         recorder.close()
         session.close()

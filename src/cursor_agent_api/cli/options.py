@@ -32,7 +32,7 @@ def agent_options(func: F) -> F:
         click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path),
                      default=None, help="Directory the agent works in (default: the current one)."),
         click.option("--model", "-m", default=None, help="Model slug, e.g. sonnet-4.6."),
-        click.option("--force", "-f", "force_approve", is_flag=True,
+        click.option("--force", "-f", "--yolo", "force_approve", is_flag=True,
                      help="Approve every tool call (shell commands included)."),
         click.option("--trust", is_flag=True, help="Trust the workspace (headless runs need it)."),
         click.option("--approve-mcps", is_flag=True, help="Approve MCP servers."),
@@ -42,8 +42,13 @@ def agent_options(func: F) -> F:
                      help="Seconds for the whole turn (default: none)."),
         click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Seconds without any output before giving up (default: off)."),
-        click.option("--partial/--no-partial", default=True, show_default=True,
-                     help="Stream the text token by token (--stream-partial-output)."),
+        click.option("--partial/--no-partial", default=None,
+                     help="Stream the text token by token (default: on, except with "
+                          "--output-format, where it is off as in `agent --print`)."),
+        click.option("--stream-partial-output", is_flag=True,
+                     help="The same as --partial (the agent's own name for it)."),
+        click.option("--max-line-bytes", type=click.IntRange(min=1), default=None,
+                     help="Longest output line accepted from the agent (default: 64 MiB)."),
         click.option("--header", "-H", "headers", multiple=True, metavar="'NAME: VALUE'",
                      help="Extra request header (repeatable)."),
         click.option("--agent-binary", default=None, metavar="PATH",
@@ -77,6 +82,7 @@ def build_config(
     headers: tuple[str, ...],
     agent_binary: str | None,
     simulate: bool,
+    max_line_bytes: int | None = None,
 ) -> AgentConfig:
     """The :class:`AgentConfig` for the options; ``click.UsageError`` for a bad value.
 
@@ -99,6 +105,8 @@ def build_config(
         "stream_partial_output": partial,
         "headers": list(headers),
     }
+    if max_line_bytes is not None:
+        fields["max_line_bytes"] = max_line_bytes
     if simulate:
         from ..sim.locate import sim_binary
 
@@ -122,8 +130,12 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
         keys = ("workspace", "model", "force_approve", "trust", "approve_mcps", "resume",
-                "timeout", "idle_timeout", "partial", "headers", "agent_binary")
+                "timeout", "idle_timeout", "headers", "agent_binary", "max_line_bytes")
         config_args = {k: kwargs.pop(k) for k in keys}
+        partial, agent_name = kwargs.pop("partial"), kwargs.pop("stream_partial_output")
+        # `agent --print` streams no deltas unless asked: the drop-in (--output-format) neither.
+        drop_in = kwargs.get("output_format") is not None
+        config_args["partial"] = agent_name or (partial if partial is not None else not drop_in)
         config = build_config(**config_args, simulate=kwargs["simulate"])
         return func(config=config, **kwargs)
 

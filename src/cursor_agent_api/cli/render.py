@@ -14,12 +14,14 @@ Example:
     >>> out = StringIO()
     >>> r = TurnRenderer(Console(file=out, width=80))
     >>> r.handle(parse_event('{"type":"assistant","message":{"content":[{"type":"text","text":"Hi"}]}}'))
-    >>> r.close()
+    >>> _ = r.close()
     >>> "Hi" in out.getvalue()
     True
 """
 
 from __future__ import annotations
+
+import re
 
 from rich.console import Console
 from rich.markup import escape
@@ -39,8 +41,46 @@ STATUS_MARKS: dict[ToolStatus, tuple[str, str]] = {
 }
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    r"""``text`` with every control character but newline and tab shown as ``\xNN``.
+
+    What the agent wrote is data: an escape sequence in it must not move the cursor,
+    retitle the window or change colours on the reader's terminal.
+
+    Example:
+        >>> printable("a\x1b[31mred\r\nb\x07")
+        'a\\x1b[31mred\nb\\x07'
+    """
+    text = text.replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def raw_line_text(event: AgentEvent) -> str:
+    r"""How a line that is not JSON is shown: its text, or a note if it is binary.
+
+    Example:
+        >>> from cursor_agent_api.protocol import raw_event
+        >>> raw_line_text(raw_event(b"Cursor Agent"))
+        'Cursor Agent'
+        >>> raw_line_text(raw_event(b"\x7fELF\x02\x00\xff"))
+        '(binary data, 7 bytes, not shown)'
+    """
+    line = event.line
+    data = line if isinstance(line, bytes) else (line or "").encode("utf-8", "surrogateescape")
+    try:
+        if b"\x00" in data:
+            raise UnicodeDecodeError("utf-8", data, 0, 1, "NUL byte")
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"(binary data, {len(data):,} bytes, not shown)"
+    return printable(event.text or "")
+
+
 def _shorten(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
+    text = " ".join(printable(text).split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -114,7 +154,7 @@ class TurnRenderer:
     def _write_text(self, text: str) -> None:
         if not text:
             return
-        self.console.print(Text(text), end="", soft_wrap=True)
+        self.console.print(Text(printable(text)), end="", soft_wrap=True)
         self._at_line_start = text.endswith("\n")
 
     def _newline(self) -> None:
@@ -146,19 +186,19 @@ class TurnRenderer:
                 self.console.print(tool_line(call))
         elif etype is EventType.ERROR:
             self._newline()
-            self.console.print(f"[bold red]error:[/] {escape(event.text or '')}")
+            self.console.print(f"[bold red]error:[/] {escape(printable(event.text or ''))}")
         elif etype is EventType.RAW:
             self._newline()
-            self.console.print(Text(event.text or "", style="dim italic"))
+            self.console.print(Text(raw_line_text(event), style="dim italic"))
         elif etype is EventType.SYSTEM_INIT:
             model = event.data.get("model")
             cwd = event.data.get("cwd")
-            bits = [str(b) for b in (model, cwd) if b]
+            bits = [printable(str(b)) for b in (model, cwd) if b]
             if bits:
                 self.console.print(Text("▶ " + " · ".join(bits), style="dim"))
 
     def _flush_thinking(self) -> None:
-        text = "".join(self._thinking).strip()
+        text = printable("".join(self._thinking).strip())
         self._thinking.clear()
         if text and self.show_thinking:
             self._newline()
@@ -185,7 +225,7 @@ class TurnRenderer:
             self.console.print(Text("✓ done" + (f" · {footer}" if footer else ""), style="green"))
         else:
             self.console.print(
-                Text(f"✗ {result.error or 'the turn failed'}", style="bold red"),
+                Text(f"✗ {printable(result.error or 'the turn failed')}", style="bold red"),
             )
         if result.session_id:
             self.console.print(Text(f"chat {result.session_id}", style="dim"))

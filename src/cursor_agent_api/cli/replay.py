@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NoReturn
 
 import click
 import orjson
-from rich.console import Console
 
-from ..protocol import DEFAULT_MAX_LINE_BYTES, EventReader, Transcript
+from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventType, Transcript
+from .console import make_console
 from .render import TurnRenderer
 
 
@@ -80,27 +80,55 @@ def _chunks(src: BinaryIO) -> Iterator[bytes]:
     help="Longest line accepted; longer ones become an error event.",
 )
 def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> None:
-    """Render a recorded stream-json FILE ("-" for standard input)."""
+    """Render a recorded stream-json FILE ("-" for standard input).
+
+    Exit status: 0 once the recording is read (whatever the turn's outcome: see
+    --summary's "success"), 1 when the input holds no JSON event (not a stream-json
+    recording), 2 when it cannot be read, 130 on Ctrl-C.
+    """
     try:
         src: BinaryIO = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
     except OSError as exc:
         click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror}", err=True)
         sys.exit(2)
+    name = "standard input" if file == "-" else file
     try:
         if summary:
             t = Transcript.from_chunks(_chunks(src), keep_events=False,
                                        max_line_bytes=max_line_bytes)
+            if t.object_lines == 0:
+                _not_a_recording(name, empty=t.raw_lines == 0)
             sys.stdout.buffer.write(orjson.dumps(summarize(t), option=orjson.OPT_APPEND_NEWLINE))
             sys.stdout.flush()
             return
-        renderer = TurnRenderer(Console(highlight=False, soft_wrap=True), show_thinking=not no_thinking)
+        console = make_console(soft_wrap=True)
+        renderer = TurnRenderer(console, show_thinking=not no_thinking)
         reader = EventReader(max_line_bytes)
-        for chunk in _chunks(src):
-            for event in reader.feed(chunk):
+        # Lines before the first JSON event wait: a file that has none (a README, a binary)
+        # is refused without being printed.
+        held: list[AgentEvent] | None = []
+        held_bytes = 0
+        for events in _batches(src, reader):
+            for event in events:
+                if held is None:
+                    renderer.handle(event)
+                    continue
+                if event.type is EventType.RAW:
+                    held.append(event)
+                    held_bytes += len(event.line or b"")
+                    if held_bytes > MAX_HEAD_BYTES:
+                        _not_a_recording(name, empty=False, within=MAX_HEAD_BYTES)
+                    continue
+                for early in held:
+                    renderer.handle(early)
+                held = None
                 renderer.handle(event)
-        for event in reader.close():
-            renderer.handle(event)
+        if held is not None:
+            _not_a_recording(name, empty=not held)
         renderer.close()
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        sys.exit(130)
     except IsADirectoryError:
         click.echo(f"cursor-agent-api replay: {file} is a directory", err=True)
         sys.exit(2)
@@ -110,3 +138,26 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     finally:
         if src is not sys.stdin.buffer:
             src.close()
+
+
+MAX_HEAD_BYTES = 1 << 20
+"""Bytes of non-JSON lines accepted before the first JSON event (banners are a few lines)."""
+
+
+def _batches(src: BinaryIO, reader: EventReader) -> Iterator[list[AgentEvent]]:
+    for chunk in _chunks(src):
+        yield reader.feed(chunk)
+    yield reader.close()
+
+
+def _not_a_recording(name: str, *, empty: bool, within: int | None = None) -> NoReturn:
+    if empty:
+        why = "it is empty"
+    elif within is not None:
+        why = f"no JSON event in its first {within >> 20} MiB"
+    else:
+        why = "no line of it is a JSON event"
+    click.echo(f"cursor-agent-api replay: {name} is not a stream-json recording ({why})",
+               err=True)
+    sys.exit(1)
+

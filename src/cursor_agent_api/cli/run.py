@@ -4,27 +4,33 @@ The prompt comes from the arguments, ``--prompt-file FILE`` (``-`` = stdin), or
 standard input when it is not a terminal. Exit codes: 0 success, 1 failed turn
 (the typed error's message and its remedy), 2 usage error, 130 Ctrl-C.
 
+``--output-format text|json|stream-json`` makes it a drop-in for ``agent -p``: the same
+output, byte for byte where the agent wrote it (see :class:`~.views.AgentFormatView`).
+
 Example:
     $ cursor-agent-api run --simulate --trust "list the files"
     $ echo "what is 2 + 2?" | cursor-agent-api run --simulate --trust --output json
+    $ cursor-agent-api run -p --output-format json --yolo "what is 2 + 2?"   # as `agent -p`
 """
 
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
+from rich.text import Text
 
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..sessions import ConversationSession
+from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
-from .saved_chats import SavedChats
+from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
 from .turns import Recorder, run_turn
-from .views import make_view
+from .views import AgentFormatView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
@@ -45,6 +51,36 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
 
 
+def resolve_resume(config: AgentConfig, saved: SavedChats) -> AgentConfig:
+    """``config`` with ``--resume`` checked and completed, before any prompt is read.
+
+    A saved chat's id or a unique prefix of it gives that chat; an id this tool never saved
+    is passed on only if it is a chat id (a UUID: the agent's own chats). Anything else is a
+    :class:`CliUsageError` (exit 2) that names the problem.
+    """
+    if not config.resume:
+        return config
+    try:
+        chat_id = saved.resolve(config.resume)
+    except ChatLookupError as exc:
+        if isinstance(exc, AmbiguousChatError):
+            raise CliUsageError(f"--resume {exc}") from None
+        if not _is_uuid(config.resume):
+            raise CliUsageError(
+                f"--resume {config.resume}: no saved chat matches it, and it is not a chat id "
+                "(a UUID) — see `cursor-agent-api sessions list`") from None
+        return config  # a chat of the agent's own, not saved here
+    return config.with_overrides(resume=chat_id)
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
     """A session for ``config``: the saved chat when resuming one we know, else a new one."""
     if config.resume and saved.exists(config.resume):
@@ -59,31 +95,51 @@ def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
 @click.argument("words", nargs=-1)
 @click.option("--prompt-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Read the prompt from this file ('-' = stdin).")
+@click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
+              default=None,
+              help="Print exactly what `agent --print --output-format …` prints: the final "
+                   "answer; the agent's result object; the agent's event lines as it wrote "
+                   "them. Errors go to stderr, once.")
+@click.option("--print", "-p", "print_mode", is_flag=True,
+              help="Accepted and ignored, as in `agent -p` (run always prints).")
+@click.option("--api-key", "api_key", default=None, hidden=True, expose_value=True)
 @agent_options
 @with_config
 def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, simulate: bool,
-        record: Path | None, output: str) -> None:
-    """Run one turn of the agent on PROMPT and show it as it happens."""
+        record: Path | None, output: str, output_format: str | None, print_mode: bool,
+        api_key: str | None) -> None:
+    """Run one turn of the agent on PROMPT and show it as it happens.
+
+    A drop-in for `agent -p`: the same flags (--output-format, --force/--yolo, --trust,
+    --resume, --model, --workspace, -H, --stream-partial-output), the same output, and
+    every turn saved (`sessions list`), typed errors, no process left behind.
+    """
+    if api_key is not None:
+        raise CliUsageError("--api-key would show the key to every user of this machine (ps): "
+                       "set CURSOR_API_KEY instead")
+    if output_format is not None and output != "auto":
+        raise CliUsageError("--output-format and --output: give one of them")
+    saved = SavedChats()
+    config = resolve_resume(config, saved)
     prompt = read_prompt(words, prompt_file)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
-    console = Console(highlight=False, soft_wrap=output != "live")
-    err = Console(stderr=True, highlight=False)
+    console = make_console(soft_wrap=output != "live")
+    err = make_console(stderr=True)
     if simulate:
-        (err if output in ("json", "ndjson") else console).print(SIMULATED_BANNER,
-                                                               style="bold yellow")
-    saved = SavedChats()
+        to_err = output in ("json", "ndjson") or output_format is not None
+        (err if to_err else console).print(SIMULATED_BANNER, style="bold yellow")
     try:
         recorder = Recorder(record)
     except OSError as exc:
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
-    view = make_view(output, console)
+    view = AgentFormatView(output_format, err) if output_format else make_view(output, console)
     try:
         with load_session(config, saved) as session:
             outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(f"[bold red]✗[/] {exc}", highlight=False)
+        err.print(Text(f"✗ {error_text(exc)}", style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)

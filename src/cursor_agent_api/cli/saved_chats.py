@@ -51,6 +51,21 @@ class ChatSummary:
     model: str | None
 
 
+class ChatLookupError(SessionError):
+    """No saved chat has this id (or prefix), or several do; the message says which.
+
+    Example:
+        >>> str(ChatLookupError("no saved chat abc"))
+        'no saved chat abc'
+    """
+
+    remedy = ""
+
+
+class AmbiguousChatError(ChatLookupError):
+    """A prefix that several saved chats share."""
+
+
 class SavedChats:
     """The saved chats: paths, listing, removal."""
 
@@ -60,7 +75,7 @@ class SavedChats:
     def path(self, chat_id: str) -> Path:
         """Where the chat's file is (``SessionError`` for an id that is not a safe file name)."""
         if not _SAFE_ID.match(chat_id):
-            raise SessionError(f"not a chat id: {chat_id!r}")
+            raise ChatLookupError(f"not a chat id: {chat_id!r}")
         return self.root / f"{chat_id}.json"
 
     def save(self, session: ConversationSession) -> Path | None:
@@ -79,11 +94,50 @@ class SavedChats:
         except SessionError:
             return False
 
+    def ids(self) -> list[str]:
+        """The ids of every saved chat, sorted."""
+        if not self.root.is_dir():
+            return []
+        return sorted(p.stem for p in self.root.glob("*.json") if _SAFE_ID.match(p.stem))
+
+    def resolve(self, text: str) -> str:
+        """The saved chat's full id for an id or a unique prefix of one.
+
+        A trailing ``…`` (an id cut by a narrow table) is ignored. :class:`ChatLookupError`
+        when no saved chat matches, :class:`AmbiguousChatError` when several do (named).
+
+        Example:
+            >>> import tempfile
+            >>> chats = SavedChats(Path(tempfile.mkdtemp()))
+            >>> for name in ("8ef40118-aa", "8ef4ffff-bb"):
+            ...     _ = (chats.root / f"{name}.json").write_text("{}")
+            >>> chats.resolve("8ef40"), chats.resolve("8ef40118-aa…")
+            ('8ef40118-aa', '8ef40118-aa')
+            >>> try:
+            ...     chats.resolve("8ef4")
+            ... except AmbiguousChatError as exc:
+            ...     print(exc)
+            8ef4 matches 2 saved chats (8ef40118-aa, 8ef4ffff-bb): give more of the id
+        """
+        prefix = text.strip().removesuffix("…").removesuffix("...")
+        ids = self.ids()
+        if prefix in ids:
+            return prefix
+        matches = [i for i in ids if prefix and i.startswith(prefix)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:5]) + (", …" if len(matches) > 5 else "")
+            raise AmbiguousChatError(
+                f"{text} matches {len(matches)} saved chats ({shown}): give more of the id")
+        raise ChatLookupError(f"no saved chat matches {text!r} (see `cursor-agent-api sessions list`)")
+
     def summary(self, chat_id: str) -> ChatSummary:
         """The summary of one saved chat (``SessionError`` if unknown or unreadable)."""
         path = self.path(chat_id)
         if not path.is_file():
-            raise SessionError(f"no saved chat {chat_id} (see `cursor-agent-api sessions list`)")
+            raise ChatLookupError(
+                f"no saved chat {chat_id} (see `cursor-agent-api sessions list`)")
         return self._summary(path)
 
     def _summary(self, path: Path) -> ChatSummary:
@@ -117,4 +171,4 @@ class SavedChats:
         try:
             path.unlink()
         except FileNotFoundError:
-            raise SessionError(f"no saved chat {chat_id}") from None
+            raise ChatLookupError(f"no saved chat {chat_id}") from None

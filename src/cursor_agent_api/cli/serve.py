@@ -170,6 +170,12 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log every HTTP request on stderr (tokens redacted).",
+)
 def serve(
     host: str,
     port: int,
@@ -189,6 +195,7 @@ def serve(
     run_timeout: float | None,
     idle_timeout: float | None,
     log_level: str,
+    access_log: bool,
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
     try:
@@ -207,6 +214,13 @@ def serve(
         problem = check_token(token)
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
+    if database_url is not None:
+        from .console import CliUsageError
+        from .database_url import database_url_problem
+
+        problem = database_url_problem(database_url)
+        if problem is not None:
+            raise CliUsageError(f"--database-url {problem}")
     if database_url is None:
         database_url = default_database_url()
         if simulate:
@@ -244,7 +258,7 @@ def serve(
 
     settings = replace(settings, port=bound_port)
 
-    # Logs (the access log included) go to stderr; stdout carries only the URL lines.
+    # Logs (the access log, when on) go to stderr; stdout carries only the URL lines.
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     app = create_app(settings)
@@ -252,6 +266,7 @@ def serve(
         app,
         log_config=log_config,
         log_level=log_level,
+        access_log=access_log,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_interval,
         ws_max_size=65_536,

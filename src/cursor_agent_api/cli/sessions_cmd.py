@@ -3,7 +3,7 @@
 Example:
     $ cursor-agent-api sessions list
     $ cursor-agent-api sessions show 8ef40118-8378-436d-8ba8-2436b19cc877
-    $ cursor-agent-api sessions rm 8ef40118-8378-436d-8ba8-2436b19cc877
+    $ cursor-agent-api sessions rm 8ef40118    # a unique prefix is enough
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import sys
 
 import click
 import orjson
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from ..errors import SessionError
 from ..sessions import read_session_file
+from .console import CliError, error_text, make_console
 from .saved_chats import SavedChats
 
 
@@ -48,11 +48,20 @@ def list_(as_json: bool) -> None:
                 "turns": c.turns, "last_used": c.last_used, "model": c.model,
             }, option=orjson.OPT_APPEND_NEWLINE))
         return
-    console = Console(highlight=False)
+    console = make_console()
     if not chats:
         console.print("no saved chats yet — `cursor-agent-api run` and `chat` save every turn")
         return
-    table = Table("chat id", "workspace", "first prompt", "turns", "last used", box=None)
+    if not console.is_terminal:  # a pipe or a file: nothing is cut, whatever the width
+        console.width = 10_000
+    table = Table(box=None)
+    # On a narrow terminal an id folds onto a second line rather than being cut: it stays whole.
+    table.add_column("chat id", no_wrap=True, overflow="fold",
+                     min_width=min(36, max(len(c.chat_id) for c in chats)))
+    table.add_column("workspace", overflow="ellipsis")
+    table.add_column("first prompt", overflow="ellipsis", no_wrap=True)
+    table.add_column("turns", justify="right")
+    table.add_column("last used", no_wrap=True)
     for c in chats:
         table.add_row(c.chat_id, c.workspace or "", _one_line(c.first_prompt), str(c.turns),
                       _when(c.last_used))
@@ -60,17 +69,17 @@ def list_(as_json: bool) -> None:
 
 
 @sessions.command()
-@click.argument("chat_id")
+@click.argument("chat_id", metavar="ID")
 def show(chat_id: str) -> None:
-    """Show a saved chat: its settings and every turn."""
+    """Show a saved chat (ID: its id, or a unique prefix of it): settings and every turn."""
     store = SavedChats()
     try:
+        chat_id = store.resolve(chat_id)
         summary = store.summary(chat_id)
         data = read_session_file(store.path(chat_id))
     except SessionError as exc:
-        click.echo(f"cursor-agent-api sessions: {exc}", err=True)
-        sys.exit(1)
-    console = Console(highlight=False)
+        raise CliError(error_text(exc)) from None
+    console = make_console()
     console.print(Text(f"chat {summary.chat_id}", style="bold"))
     console.print(f"workspace: {summary.workspace or '—'}   model: {summary.model or 'default'}"
                   f"   turns: {summary.turns}   last used: {_when(summary.last_used)}")
@@ -86,12 +95,13 @@ def show(chat_id: str) -> None:
 
 
 @sessions.command()
-@click.argument("chat_id")
+@click.argument("chat_id", metavar="ID")
 def rm(chat_id: str) -> None:
-    """Forget a saved chat (the agent's own copy is not touched)."""
+    """Forget a saved chat (ID or a unique prefix; the agent's own copy is not touched)."""
+    store = SavedChats()
     try:
-        SavedChats().remove(chat_id)
+        chat_id = store.resolve(chat_id)
+        store.remove(chat_id)
     except SessionError as exc:
-        click.echo(f"cursor-agent-api sessions: {exc}", err=True)
-        sys.exit(1)
+        raise CliError(error_text(exc)) from None
     click.echo(f"removed {chat_id}")

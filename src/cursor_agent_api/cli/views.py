@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 from rich.console import Console, Group, RenderableType
@@ -39,7 +39,8 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from ..protocol import AgentEvent, AgentResult, EventType, ToolCall, Transcript
-from .render import TurnRenderer, tool_line, usage_line
+from .console import error_text
+from .render import TurnRenderer, printable, raw_line_text, tool_line, usage_line
 
 
 class TurnView(Protocol):
@@ -50,6 +51,20 @@ class TurnView(Protocol):
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Show the end of the turn."""
+
+
+def is_turn_failure(event: AgentEvent) -> bool:
+    """True for the ``ERROR`` event the client adds when a turn fails (the typed error's
+    message): the footer prints that error, so the views do not print the event too.
+
+    Example:
+        >>> from cursor_agent_api.protocol import error_event
+        >>> is_turn_failure(error_event("exit 1", code="exit", error_type="AgentProcessError"))
+        True
+        >>> is_turn_failure(error_event("a line was too long", size=9))
+        False
+    """
+    return event.type is EventType.ERROR and event.line is None and "error_type" in event.data
 
 
 def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
@@ -66,7 +81,7 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
     elif result.cancelled:
         lines.append(Text("⊘ cancelled" + (f" · {stats}" if stats else ""), style="yellow"))
     else:
-        message = str(result.exception) if result.exception else (result.error or "failed")
+        message = error_text(result.exception) if result.exception else (result.error or "failed")
         lines.append(Text(f"✗ {message}", style="bold red"))
         if result.stderr and not result.exception:
             lines.append(Text(result.stderr.strip()[-2000:], style="dim"))
@@ -85,6 +100,9 @@ class TextView:
 
     def handle(self, event: AgentEvent) -> None:
         """Print what the event adds."""
+        if is_turn_failure(event):
+            self.renderer.transcript.add(event)
+            return  # the footer says it, once
         self.renderer.handle(event)
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -118,6 +136,115 @@ class NdjsonView:
         """Nothing more: the last events said it all."""
 
 
+class AgentFormatView:
+    """``run --output-format text|json|stream-json``: what ``agent --print`` prints.
+
+    * ``stream-json``: the agent's own lines, byte for byte, as they arrive (lines this
+      library made itself, which the agent never wrote, are left out);
+    * ``json``: at the end, the agent's ``result`` object (seed 000 and the real CLI: ``type``,
+      ``subtype``, ``duration_ms``, ``duration_api_ms``, ``is_error``, ``result``,
+      ``session_id``, ``request_id``, then the rest, e.g. ``usage``) — its own line when it
+      has every field, else completed; nothing when the agent wrote no result, as the CLI;
+    * ``text``: the final answer and a newline, on success.
+
+    A failed turn says why on stderr, once, in the command line's words.
+
+    Example:
+        >>> from io import StringIO
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> out = StringIO()
+        >>> view = AgentFormatView("json", Console(file=StringIO()), out=out)
+        >>> view.handle(parse_event('{"type":"result","subtype":"success","result":"4"}'))
+        >>> view.finish(AgentResult(success=True, result="4", session_id="c1",
+        ...                         duration_ms=7), continue_hint="")
+        >>> list(orjson.loads(out.getvalue()).items())  # doctest: +NORMALIZE_WHITESPACE
+        [('type', 'result'), ('subtype', 'success'), ('duration_ms', 7),
+         ('duration_api_ms', 7), ('is_error', False), ('result', '4'), ('session_id', 'c1')]
+    """
+
+    def __init__(self, output_format: str, err: Console, *, out: Any = None) -> None:
+        self.output_format = output_format
+        self.err = err
+        self._out = out
+        self.result_event: AgentEvent | None = None
+
+    def _write(self, data: bytes) -> None:
+        if self._out is not None:
+            self._out.write(data.decode("utf-8", "surrogateescape"))
+            return
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+
+    def handle(self, event: AgentEvent) -> None:
+        """``stream-json``: write the agent's line now. Keep the agent's result event."""
+        if event.line is None:
+            return  # made by this library: the agent never wrote it
+        if self.result_event is None and event.type in (EventType.RESULT_SUCCESS,
+                                                         EventType.RESULT_ERROR):
+            self.result_event = event
+        if self.output_format == "stream-json":
+            line = event.line if isinstance(event.line, bytes) else event.line.encode()
+            self._write(line + b"\n")
+
+    def finish(self, result: AgentResult, *, continue_hint: str) -> None:
+        """``json``/``text``: write the result; on failure, say why on stderr."""
+        if self.output_format == "json" and self.result_event is not None:
+            self._write(cli_result_line(self.result_event, result) + b"\n")
+        elif self.output_format == "text" and result.success:
+            answer = result.result if result.result is not None else result.text
+            self._write((answer or "").encode("utf-8", "surrogateescape") + b"\n")
+        if result.cancelled:
+            self.err.print(Text("⊘ cancelled", style="yellow"))
+        elif not result.success:
+            message = error_text(result.exception) if result.exception else (
+                result.error or "the turn failed")
+            self.err.print(Text(f"✗ {message}", style="bold red"))
+
+
+RESULT_FIELDS = ("type", "subtype", "duration_ms", "duration_api_ms", "is_error", "result",
+                 "session_id", "request_id")
+"""The ``result`` object's fields, in the order the real CLI writes them."""
+
+
+def cli_result_line(event: AgentEvent, result: AgentResult) -> bytes:
+    """The ``--output-format json`` line for the agent's ``result`` event.
+
+    The agent's own line when it has every field of :data:`RESULT_FIELDS`; otherwise the
+    object completed from the turn (``request_id`` only if known, as the CLI may omit it),
+    in the CLI's order, the agent's other fields after.
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> ev = parse_event('{"type":"result","subtype":"error","is_error":true,"error":"x"}')
+        >>> cli_result_line(ev, AgentResult(success=False, result="", session_id=None))
+        b'{"type":"result","subtype":"error","is_error":true,"result":"","error":"x"}'
+    """
+    data = event.data
+    line = event.line
+    if line is not None and all(k in data for k in RESULT_FIELDS):
+        return line if isinstance(line, bytes) else line.encode()
+    success = event.type is EventType.RESULT_SUCCESS
+    known: dict[str, Any] = {
+        "type": "result",
+        "subtype": "success" if success else "error",
+        "duration_ms": result.duration_ms,
+        "duration_api_ms": result.duration_ms,
+        "is_error": not success,
+        "result": result.result if result.result is not None else result.text,
+        "session_id": result.session_id,
+        "request_id": None,
+    }
+    out: dict[str, Any] = {}
+    for key in RESULT_FIELDS:
+        value = data[key] if key in data else known[key]
+        if value is not None or key in data:
+            out[key] = value
+    for key, value in data.items():
+        if key not in out:
+            out[key] = value
+    return orjson.dumps(out)
+
+
 class LiveView:
     """The live terminal view (see the module docstring)."""
 
@@ -142,14 +269,14 @@ class LiveView:
         parts: list[RenderableType] = []
         if self.segment:
             lines = "".join(self.segment).splitlines()[-self.TAIL_LINES:]
-            parts.append(Text("\n".join(lines)))
+            parts.append(Text(printable("\n".join(lines))))
         for call in self.running.values():
             parts.append(tool_line(self.transcript.tool_call(call.call_id) or call))
         elapsed = time.monotonic() - self.started
         status = Text(f"{elapsed:5.1f} s", style="cyan")
         thought = "".join(self.thinking).strip().splitlines()
         if thought:
-            status.append("  " + _shorten(thought[-1], self.console.width - 16),
+            status.append("  " + _shorten(printable(thought[-1]), self.console.width - 16),
                           style="dim italic")
         else:
             status.append("  working…" if not self.segment else "", style="dim")
@@ -164,7 +291,7 @@ class LiveView:
         self.segment.clear()
         self.segment_from_deltas = False
         if text.strip():
-            self.live.console.print(Text(text.rstrip("\n")))
+            self.live.console.print(Text(printable(text.rstrip("\n"))))
 
     def handle(self, event: AgentEvent) -> None:
         """Update the view for one event."""
@@ -197,13 +324,15 @@ class LiveView:
             else:
                 self.running[call.call_id] = call
         elif etype is EventType.SYSTEM_INIT:
-            bits = [str(b) for b in (event.data.get("model"), event.data.get("cwd")) if b]
+            bits = [printable(str(b)) for b in (event.data.get("model"), event.data.get("cwd"))
+                    if b]
             if bits:
                 self.live.console.print(Text("▶ " + " · ".join(bits), style="dim"))
-        elif etype is EventType.ERROR:
-            self.live.console.print(Text(f"error: {event.text or ''}", style="bold red"))
+        elif etype is EventType.ERROR and not is_turn_failure(event):
+            self.live.console.print(Text(f"error: {printable(event.text or '')}",
+                                         style="bold red"))
         elif etype is EventType.RAW and event.text:
-            self.live.console.print(Text(event.text, style="dim italic"))
+            self.live.console.print(Text(raw_line_text(event), style="dim italic"))
         self.live.refresh()
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -216,7 +345,7 @@ class LiveView:
                 self.console.print(tool_line(call))
         self.running.clear()
         if final.strip():
-            self.console.print(Markdown(final))
+            self.console.print(Markdown(printable(final)))
         for line in footer_lines(result, continue_hint):
             self.console.print(line)
 

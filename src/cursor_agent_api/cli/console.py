@@ -1,0 +1,74 @@
+"""How the command line talks to a person: consoles, error messages, one-line failures.
+
+* :func:`make_console` — a rich console that wraps lines only on a terminal (a pipe or
+  a log gets every message whole, on one line);
+* :func:`error_text` — an exception as the command line says it: the typed errors'
+  remedies in the command line's words (``--trust``, not ``trust=True``);
+* :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
+  line on stderr, then exit status 1, 2.
+
+Example:
+    >>> from cursor_agent_api.errors import WorkspaceTrustError
+    >>> error_text(WorkspaceTrustError("workspace not trusted"))
+    'workspace not trusted — pass --trust, or --force'
+"""
+
+from __future__ import annotations
+
+from typing import IO, Any
+
+import click
+from rich.console import Console
+
+from ..errors import CursorAgentError
+
+
+def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
+    """A console for stdout (or stderr) that hard-wraps nothing unless it is a terminal.
+
+    Example:
+        >>> make_console().soft_wrap  # the doctest's stdout is not a terminal
+        True
+    """
+    console = Console(stderr=stderr, highlight=False, **kwargs)
+    if "soft_wrap" not in kwargs:
+        console.soft_wrap = not console.is_terminal
+    return console
+
+
+def error_text(exc: BaseException) -> str:
+    """The message for ``exc`` in the command line's words.
+
+    Example:
+        >>> error_text(ValueError("bad"))
+        'bad'
+    """
+    if isinstance(exc, CursorAgentError):
+        return exc.cli_message()
+    return str(exc)
+
+
+class CliError(click.ClickException):
+    """An expected failure: ``Error: MESSAGE`` on one line of stderr, then exit status 1.
+
+    Example:
+        >>> CliError("no such chat").exit_code
+        1
+    """
+
+    exit_code = 1
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the one line (newlines in the message are flattened)."""
+        click.echo(f"Error: {' '.join(self.format_message().split())}", file=file, err=True)
+
+
+class CliUsageError(CliError):
+    """A bad argument or option, said in one line (no usage text): exit status 2.
+
+    Example:
+        >>> CliUsageError("--resume x: no such chat").exit_code
+        2
+    """
+
+    exit_code = 2

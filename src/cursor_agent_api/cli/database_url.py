@@ -1,0 +1,64 @@
+"""``serve --database-url``: checked before the server starts, one line naming the fix.
+
+The server's store runs on SQLAlchemy's asyncio engine, so a URL needs an async driver:
+``sqlite+aiosqlite:///PATH`` or ``postgresql+asyncpg://USER@HOST/DB`` (the ``postgres``
+extra). Other URLs would fail deep inside SQLAlchemy with a long traceback;
+:func:`database_url_problem` says what is wrong and what to write instead. Passwords in
+the URL never appear in the message.
+
+Example:
+    >>> database_url_problem("sqlite:///x.db")
+    'sqlite:///x.db has no async driver: use sqlite+aiosqlite:///x.db'
+    >>> database_url_problem("sqlite+aiosqlite:///x.db") is None
+    True
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+SQLITE_DRIVER = "sqlite+aiosqlite"
+POSTGRES_DRIVER = "postgresql+asyncpg"
+POSTGRES_EXTRA = "pip install 'cursor-agent-api[postgres]'"
+_FORMS = "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
+
+
+def database_url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` and how to fix it, in one line; ``None`` if it is usable.
+
+    Example:
+        >>> msg = database_url_problem("postgresql://me:secret@db/app")
+        >>> "use postgresql+asyncpg://me:***@db/app" in msg, "[postgres]" in msg, "secret" in msg
+        (True, True, False)
+        >>> database_url_problem("/var/lib/app.db")
+        'not a URL: for an SQLite file use sqlite+aiosqlite:////var/lib/app.db'
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    if "://" not in url:
+        path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
+        return f"not a URL: for an SQLite file use {SQLITE_DRIVER}:///{path}"
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return f"not a database URL: use {_FORMS}"
+    shown = parsed.render_as_string(hide_password=True)
+    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+    if backend == "sqlite":
+        if driver != "aiosqlite":
+            fixed = parsed.set(drivername=SQLITE_DRIVER).render_as_string(hide_password=True)
+            return f"{shown} has no async driver: use {fixed}"
+        return None
+    if backend in ("postgresql", "postgres"):
+        if driver != "asyncpg":
+            fixed = parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=True)
+            return (f"{shown} has no async driver: use {fixed} "
+                    f"(the postgres extra: {POSTGRES_EXTRA})")
+        try:
+            importlib.import_module("asyncpg")
+        except ImportError:
+            return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
+        return None
+    return f"{shown}: unsupported database; use {_FORMS}"

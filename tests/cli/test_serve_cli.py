@@ -1,0 +1,84 @@
+"""``cursor-agent-api serve`` from the command line: a bad ``--database-url`` is one line
+naming the fix; the access log is off unless asked for."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+SERVE = [sys.executable, "-m", "cursor_agent_api.cli", "serve"]
+
+
+def serve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*SERVE, "--port", "0", *args], capture_output=True, text=True,
+                          timeout=60, env=env, check=False, cwd=env["TEST_WS"])
+
+
+@pytest.mark.parametrize(
+    ("url", "fix"),
+    [("sqlite:///x.db", "use sqlite+aiosqlite:///x.db"),
+     ("chats.db", "not a URL: for an SQLite file use sqlite+aiosqlite:////"),
+     ("postgresql://me:hunter2@db.example/app",
+      "use postgresql+asyncpg://me:***@db.example/app (the postgres extra: pip install"),
+     ("mysql://db/app", "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://")],
+    ids=["sync-sqlite", "bare-path", "postgres-without-asyncpg", "other"],
+)
+def test_bad_database_url_is_one_line_and_exit_2(cli_env: dict[str, str], url: str,
+                                                 fix: str) -> None:
+    proc = serve(["--database-url", url], cli_env)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert fix in line and "hunter2" not in line
+    assert proc.stdout == ""  # no server was announced
+
+
+def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
+                                                  tmp_path: Path) -> None:
+    fake = tmp_path / "no-asyncpg" / "asyncpg"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named asyncpg')\n")
+    env = {**cli_env, "PYTHONPATH": str(fake.parent)}
+    proc = serve(["--database-url", "postgresql+asyncpg://me@localhost/app"], env)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert "needs asyncpg" in line and "cursor-agent-api[postgres]" in line
+
+
+def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> str:
+    log = tmp_path / "serve.log"
+    with log.open("wb") as err:
+        proc = subprocess.Popen(
+            [*SERVE, "--port", "0", "--simulate", "--database-url",
+             f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}", *args],
+            stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=env["TEST_WS"],
+            start_new_session=True)
+        try:
+            assert proc.stdout is not None
+            proc.stdout.readline()
+            url, token = proc.stdout.readline().split("Open: ", 1)[1].strip().split("/?token=")
+            with httpx.Client(base_url=url, timeout=30,
+                              headers={"Authorization": f"token {token}"}) as client:
+                assert client.get("/api/health").status_code == 200
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(60)
+            if proc.stdout is not None:
+                proc.stdout.close()
+    return log.read_text()
+
+
+def test_access_log_is_off_by_default(cli_env: dict[str, str], tmp_path: Path) -> None:
+    log = _serve_one_request(cli_env, tmp_path, [])
+    assert "GET /api/health" not in log
+    assert "Application startup complete" in log  # the other logs are still there
+
+
+def test_access_log_on_request(cli_env: dict[str, str], tmp_path: Path) -> None:
+    log = _serve_one_request(cli_env, tmp_path, ["--access-log"])
+    assert "GET /api/health" in log
