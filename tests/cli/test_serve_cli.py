@@ -50,20 +50,23 @@ def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
     assert "needs asyncpg" in line and "cursor-agent-api[postgres]" in line
 
 
+TOKEN = "serve-cli-test-token-0123456789"
+
+
 def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> str:
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [*SERVE, "--port", "0", "--simulate", "--database-url",
+            [*SERVE, "--port", "0", "--simulate", "--token", TOKEN, "--database-url",
              f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}", *args],
             stdout=subprocess.PIPE, stderr=err, text=True, env=env, cwd=env["TEST_WS"],
             start_new_session=True)
         try:
             assert proc.stdout is not None
             proc.stdout.readline()
-            url, token = proc.stdout.readline().split("Open: ", 1)[1].strip().split("/?token=")
+            url = proc.stdout.readline().split("Open: ", 1)[1].strip().split("/?code=")[0]
             with httpx.Client(base_url=url, timeout=30,
-                              headers={"Authorization": f"token {token}"}) as client:
+                              headers={"Authorization": f"token {TOKEN}"}) as client:
                 assert client.get("/api/health").status_code == 200
         finally:
             os.killpg(proc.pid, signal.SIGTERM)

@@ -118,9 +118,6 @@ def test_the_printed_continue_command_continues_the_chat(demo: DemoRun, tmp_path
     assert FIRST_PROMPT in out, out + pasted.stderr.decode()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="fixed by the CLI engineer's branch: serve's access log off by default"
-)
 def test_the_demo_serves_without_an_access_log(demo: DemoRun) -> None:
     assert demo.open_url
     assert not re.search(r'"GET [^"]* HTTP/1\.[01]" \d{3}', demo.stderr), demo.stderr
