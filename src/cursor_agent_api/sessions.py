@@ -40,7 +40,7 @@ from .client import (
     CursorAgentClient,
     StreamingResponse,
 )
-from .config import AgentConfig
+from .config import AgentConfig, is_chat_id
 from .errors import SessionError
 from .protocol import AgentResult
 
@@ -188,6 +188,9 @@ class _SessionState:
     def __init__(self, config: AgentConfig, session_id: str | None,
                  history: list[SessionTurn] | None) -> None:
         self._config = config
+        if session_id is not None and not is_chat_id(session_id):
+            raise SessionError(f"cannot continue chat {session_id!r:.80}: a chat id must be a "
+                               "UUID (such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)")
         self._session_id = session_id if session_id is not None else config.resume
         self.history: list[SessionTurn] = list(history or [])
 
@@ -209,7 +212,8 @@ class _SessionState:
         return out
 
     def _record(self, prompt: str, result: AgentResult) -> AgentResult:
-        if result.session_id:
+        # the id comes from the agent's output: only a well-formed chat id is ever resumed
+        if result.session_id and is_chat_id(result.session_id):
             self._session_id = result.session_id
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
@@ -256,9 +260,10 @@ class _SessionState:
         Example:
             >>> import tempfile, os
             >>> path = os.path.join(tempfile.mkdtemp(), "chat.json")
-            >>> ConversationSession(session_id="c1").save(path)
-            >>> ConversationSession.load(path).session_id
-            'c1'
+            >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> ConversationSession(session_id=chat).save(path)
+            >>> ConversationSession.load(path).session_id == chat
+            True
         """
         _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
 
