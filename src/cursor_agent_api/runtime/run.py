@@ -243,7 +243,8 @@ class AgentRun:
             os.set_blocking(self._wake_w, False)
             try:
                 self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd)
+                                                        stdout_fd=write_fd,
+                                                        kill_grace=self.config.kill_grace)
             except BaseException:
                 for fd in (read_fd, self._wake_r, self._wake_w):
                     os.close(fd)
@@ -259,7 +260,8 @@ class AgentRun:
             read_fd, write_fd = os.pipe()
             try:
                 self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd)
+                                                        stdout_fd=write_fd,
+                                                        kill_grace=self.config.kill_grace)
             except BaseException:
                 os.close(read_fd)
                 raise
