@@ -51,8 +51,9 @@ class OutputFormat(str, enum.Enum):
     """The agent's ``--output-format`` (seed 004).
 
     The client reads ``STREAM_JSON`` (the default) event by event; ``JSON`` gives
-    one ``result`` event at the end; ``TEXT`` gives each line as a ``RAW`` event
-    and the turn succeeds when the agent exits 0.
+    one ``result`` event at the end; ``TEXT`` gives each non-blank line as a ``RAW``
+    event, the turn succeeds when the agent exits 0, and ``AgentResult.result`` (and
+    ``text``) is stdout exactly, blank lines and final newline included.
 
     Example:
         >>> OutputFormat("stream-json") is OutputFormat.STREAM_JSON

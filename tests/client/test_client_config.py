@@ -185,7 +185,7 @@ def test_loop_thread_refcount_and_inside_running_loop():
 
 def test_text_output_format(sim, run_query):
     r = run_query(sim(output_format="text"), "What is 2 + 2?")
-    assert r.success and r.result == "4" and r.exit_code == 0
+    assert r.success and r.result == "4\n" and r.exit_code == 0  # stdout, exactly
 
 
 def test_json_output_format(sim, run_query):
@@ -210,4 +210,5 @@ def test_stand_in_agent_exit_zero_without_result(tmp_path):
         r = client.query("hi")
     assert not r.success and r.exit_code == 0 and isinstance(r.exception, AgentProcessError)
     assert "without a result" in r.error and r.events[0].type.value == "raw"
-    assert r.events[-1].type.value == "error" and r.events[-1].data["code"] == "no_result"
+    assert r.events[-2].type.value == "error" and r.events[-2].data["code"] == "no_result"
+    assert r.events[-1].type.value == "result:error" and r.events[-1].data["added_by_client"]
