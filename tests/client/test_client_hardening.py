@@ -160,7 +160,7 @@ def test_unknown_option_reason(tmp_path, run_query):
 
 
 def test_exit_zero_without_result_says_why(tmp_path, run_query):
-    init = '{"type":"system","subtype":"init","session_id":"%s"}\n' % CHAT
+    init = '{"type":"system","subtype":"init","session_id":"' + CHAT + '"}\n'
     r = run_query(_stand_in(tmp_path, "ActionRequiredError: You've hit your usage limit\n", 0,
                             stdout=init), "hi")
     assert not r.success and "without a result" in r.error
@@ -174,7 +174,7 @@ def test_replay_summary_error_is_the_agents_reason(tmp_path):
 
     recording = tmp_path / "rec.ndjson"  # captured with 2>&1: stderr lines are raw lines
     recording.write_text(
-        '{"type":"system","subtype":"init","session_id":"%s"}\n' % CHAT
+        '{"type":"system","subtype":"init","session_id":"' + CHAT + '"}\n'
         + "\x1b[2mWelcome to Cursor Agent\x1b[0m\n"
         + '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text",'
           '"text":"Looking"}]}}\n'

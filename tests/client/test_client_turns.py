@@ -22,7 +22,6 @@ from cursor_agent_api import (
 )
 
 
-
 def assert_client_result(events, r):
     """The stream ends with exactly one result event: the one the client added."""
     last = events[-1]
@@ -30,6 +29,7 @@ def assert_client_result(events, r):
     assert last.exception is r.exception and last.data["error"] == r.error
     assert last.data["error_type"] == type(r.exception).__name__
     assert sum(e.is_result for e in events) == 1
+
 
 def test_normal_turn(sim, run_stream):
     turn = run_stream(sim(), "What is 2 + 2?")
