@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .server_helpers import MARKER_ENV, Server, all_events, new_chat, wait_run
@@ -38,3 +39,25 @@ def test_agent_env_has_no_server_variable(make_server: Callable[..., Server], db
     names = set(re.findall(r"(?i)(cursor_agent_api_\w+)=", text))
     assert names == {MARKER_ENV}, names
     assert canary not in text and server.token not in text and db_url not in text
+
+
+def test_agent_reported_session_id_never_becomes_an_option(make_server: Callable[..., Server],
+                                                           tmp_path: Path) -> None:
+    # "\u002d" is "-" once decoded: the simulator's replay rewrites only the literal text of
+    # the recorded id, so the agent really reports the session id "--force"
+    sid = '"\\u002d-force"'
+    script = tmp_path / "hostile.ndjson"
+    script.write_text(
+        f'{{"type":"system","subtype":"init","session_id":{sid},"cwd":"/w"}}\n'
+        f'{{"type":"result","subtype":"success","is_error":false,"result":"ok",'
+        f'"session_id":{sid}}}\n')
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    with server.client() as client:
+        chat = new_chat(client)  # without force
+        first = client.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+        assert wait_run(client, first["id"])["status"] == "succeeded"
+        second = client.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "again"}).json()
+        run = wait_run(client, second["id"])
+    # refused before any agent starts: never `--resume --force`
+    assert run["status"] == "failed" and "must be a UUID" in run["error"], run
+    assert run.get("pid") is None
