@@ -4,9 +4,10 @@ A session is a chat id plus a history. The first turn starts a chat (or
 :meth:`ConversationSession.create_chat` pre-creates one with ``agent
 create-chat``); every later turn resumes it with ``--resume``. The chat id is
 the only state the agent needs (seed 003), so a session can be suspended with
-:meth:`~ConversationSession.save` — chat id, workspace, model and history in a
-small JSON file written atomically — and restored with
-:meth:`~ConversationSession.load`, in another process, days later. A resume the
+:meth:`~ConversationSession.save` — chat id, every setting needed to resume the
+same way (never the API key, only the names of ``env`` variables) and history, in a small
+JSON file written atomically — and restored with :meth:`~ConversationSession.load` alone,
+in another process, days later. A resume the
 agent refuses comes back as a result whose ``exception`` is a
 :class:`~cursor_agent_api.errors.SessionError` with the agent's reason.
 
