@@ -67,26 +67,25 @@ def test_is_chat_id():
     assert not is_chat_id(CHAT + "\n") and not is_chat_id("--resume") and not is_chat_id(None)
 
 
-def _script(tmp_path, session_id_json: str):
-    # "\u002d" is "-" once decoded: the simulator's replay rewrites only the literal text of
-    # the recorded id, so the agent really reports the id below (as a hostile agent would)
+def _hostile_agent(tmp_path):
+    """A stand-in agent that reports the session id "--force" (a hostile or broken agent)."""
+    sid = '"--force"'
     lines = [
-        '{"type":"system","subtype":"init","apiKeySource":"login","cwd":"/w",'
-        f'"session_id":{session_id_json},"model":"Auto","permissionMode":"default"}}',
+        f'{{"type":"system","subtype":"init","session_id":{sid},"model":"Auto"}}',
         '{"type":"assistant","message":{"role":"assistant","content":[{"type":"text",'
-        f'"text":"ok"}}]}},"session_id":{session_id_json}}}',
+        f'"text":"ok"}}]}},"session_id":{sid}}}',
         '{"type":"result","subtype":"success","is_error":false,"duration_ms":1,'
-        f'"duration_api_ms":1,"result":"ok","session_id":{session_id_json},'
-        '"request_id":"r1"}',
+        f'"result":"ok","session_id":{sid}}}',
     ]
-    path = tmp_path / "hostile.ndjson"
-    path.write_text("\n".join(lines) + "\n")
+    path = tmp_path / "agent.sh"
+    body = "\n".join(f"echo '{line}'" for line in lines)
+    path.write_text(f"#!/bin/sh\ncat >/dev/null\n{body}\n")
+    path.chmod(0o755)
     return path
 
 
-def test_agent_reported_session_id_never_becomes_an_option(sim, tmp_path, argvs):
-    script = _script(tmp_path, '"\\u002d-force"')
-    with ConversationSession(sim(script=script)) as session:
+def test_agent_reported_session_id_never_becomes_an_option(tmp_path, argvs):
+    with ConversationSession(AgentConfig(agent_binary=str(_hostile_agent(tmp_path)))) as session:
         r1 = session.send("hello")
         assert r1.success and r1.session_id == "--force"  # the data, as the agent wrote it
         assert session.session_id is None  # ...but not adopted as the chat id
@@ -94,7 +93,7 @@ def test_agent_reported_session_id_never_becomes_an_option(sim, tmp_path, argvs)
     assert len(argvs) == 2
     for argv in argvs:
         assert "--force" not in argv
-        assert not any(a == "--resume" for a in argv)
+        assert not any(a.startswith("--resume") for a in argv)
 
 
 # ---- issue 12.4: text mode returns stdout exactly; every stream ends with one result ----

@@ -43,15 +43,15 @@ def test_agent_env_has_no_server_variable(make_server: Callable[..., Server], db
 
 def test_agent_reported_session_id_never_becomes_an_option(make_server: Callable[..., Server],
                                                            tmp_path: Path) -> None:
-    # "\u002d" is "-" once decoded: the simulator's replay rewrites only the literal text of
-    # the recorded id, so the agent really reports the session id "--force"
-    sid = '"\\u002d-force"'
-    script = tmp_path / "hostile.ndjson"
-    script.write_text(
-        f'{{"type":"system","subtype":"init","session_id":{sid},"cwd":"/w"}}\n'
-        f'{{"type":"result","subtype":"success","is_error":false,"result":"ok",'
-        f'"session_id":{sid}}}\n')
-    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    # a stand-in agent that reports the session id "--force" (a hostile or broken agent)
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"--force\"}'\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
+        "\"result\":\"ok\",\"session_id\":\"--force\"}'\n")
+    agent.chmod(0o755)
+    server = make_server(args=["--agent-binary", str(agent)])  # the last --agent-binary wins
     with server.client() as client:
         chat = new_chat(client)  # without force
         first = client.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
