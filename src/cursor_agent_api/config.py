@@ -21,13 +21,21 @@ import dataclasses
 import enum
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .protocol import DEFAULT_MAX_LINE_BYTES
 
-__all__ = ["DEFAULT_KILL_GRACE", "DEFAULT_RESULT_GRACE", "AgentConfig", "OutputFormat"]
+__all__ = [
+    "DEFAULT_KILL_GRACE",
+    "DEFAULT_RESULT_GRACE",
+    "AgentConfig",
+    "OutputFormat",
+    "is_chat_id",
+    "is_model_slug",
+]
 
 DEFAULT_RESULT_GRACE = 3.0
 """Seconds the agent gets to exit by itself after its first ``result`` event."""
@@ -43,8 +51,9 @@ class OutputFormat(str, enum.Enum):
     """The agent's ``--output-format`` (seed 004).
 
     The client reads ``STREAM_JSON`` (the default) event by event; ``JSON`` gives
-    one ``result`` event at the end; ``TEXT`` gives each line as a ``RAW`` event
-    and the turn succeeds when the agent exits 0.
+    one ``result`` event at the end; ``TEXT`` gives each non-blank line as a ``RAW``
+    event, the turn succeeds when the agent exits 0, and ``AgentResult.result`` (and
+    ``text``) is stdout exactly, blank lines and final newline included.
 
     Example:
         >>> OutputFormat("stream-json") is OutputFormat.STREAM_JSON
@@ -56,8 +65,41 @@ class OutputFormat(str, enum.Enum):
     STREAM_JSON = "stream-json"
 
 
+_CHAT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+@\[\]-]*")
+
+
+def is_chat_id(value: object) -> bool:
+    """True if ``value`` is a chat id as the agent writes them: a UUID (``8-4-4-4-12`` hex).
+
+    Chat ids come from the agent's output and from requests; only these are ever passed
+    to ``--resume``.
+
+    Example:
+        >>> is_chat_id("8b72ae6d-ab42-4854-991e-6ecf580e66c2"), is_chat_id("--force")
+        (True, False)
+    """
+    return isinstance(value, str) and _CHAT_ID.fullmatch(value) is not None
+
+
+def is_model_slug(value: object) -> bool:
+    """True if ``value`` can be a model slug: no spaces, no leading dash (never an option).
+
+    Example:
+        >>> is_model_slug("sonnet-4.6"), is_model_slug("gpt 5"), is_model_slug("-f")
+        (True, False, False)
+    """
+    return isinstance(value, str) and len(value) <= 200 and _MODEL.fullmatch(value) is not None
+
+
 def _fail(name: str, why: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
     return exc(f"AgentConfig.{name} {why}, got {value!r}")
+
+
+def _fail_secret(name: str, why: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
+    """Like :func:`_fail`, without the value (an API key, an environment value)."""
+    what = type(value).__name__ if not isinstance(value, str) else f"a string of {len(value)} characters"
+    return exc(f"AgentConfig.{name} {why} (got {what}; the value is not shown)")
 
 
 def _check_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float | None:
@@ -71,17 +113,18 @@ def _check_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float 
     return float(value)
 
 
-def _check_optional_text(name: str, value: Any) -> str | None:
+def _check_optional_text(name: str, value: Any, *, secret: bool = False) -> str | None:
     if value is None:
         return None
     if isinstance(value, os.PathLike):
         value = os.fspath(value)
+    fail = _fail_secret if secret else _fail
     if not isinstance(value, str):
-        raise _fail(name, "must be a string or None", value, TypeError)
+        raise fail(name, "must be a string or None", value, TypeError)
     if not value.strip():
-        raise _fail(name, "must not be empty (use None to leave it unset)", value)
-    if "\x00" in value or "\n" in value:
-        raise _fail(name, "must not contain NUL or newline characters", value)
+        raise fail(name, "must not be empty (use None to leave it unset)", value)
+    if "\x00" in value or "\n" in value or "\r" in value:
+        raise fail(name, "must not contain NUL or newline characters", value)
     return value
 
 
@@ -95,11 +138,11 @@ def _check_str_list(name: str, value: Any) -> list[str]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise _fail(name, "must be a list of strings", value, TypeError)
     out = list(value)
-    for item in out:
+    for i, item in enumerate(out):  # items may hold credentials: never shown
         if not isinstance(item, str):
-            raise _fail(name, "must contain only strings", item, TypeError)
+            raise _fail_secret(f"{name}[{i}]", "must be a string", item, TypeError)
         if "\x00" in item:
-            raise _fail(name, "items must not contain NUL characters", item)
+            raise _fail_secret(f"{name}[{i}]", "must not contain NUL characters", item)
     return out
 
 
@@ -140,7 +183,7 @@ class AgentConfig:
         >>> AgentConfig(headers=["no colon"])
         Traceback (most recent call last):
         ...
-        ValueError: AgentConfig.headers items must look like 'Name: Value', got 'no colon'
+        ValueError: AgentConfig.headers items must look like 'Name: Value', got one starting 'no colon'
     """
 
     workspace: str | None = None
@@ -183,11 +226,14 @@ class AgentConfig:
         """
         self.workspace = _check_optional_text("workspace", self.workspace)
         self.model = _check_optional_text("model", self.model)
-        if self.model is not None and any(c.isspace() for c in self.model):
-            raise _fail("model", "must be a model slug without spaces (see list_models())",
-                        self.model)
+        if self.model is not None and not is_model_slug(self.model):
+            raise _fail("model", "must be a model slug: no spaces, not starting with '-' "
+                        "(see list_models())", self.model)
         self.resume = _check_optional_text("resume", self.resume)
-        self.api_key = _check_optional_text("api_key", self.api_key)
+        if self.resume is not None and not is_chat_id(self.resume):
+            raise _fail("resume", "must be a UUID, the form of every chat id "
+                        "(such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)", self.resume)
+        self.api_key = _check_optional_text("api_key", self.api_key, secret=True)
         binary = _check_optional_text("agent_binary", self.agent_binary)
         if binary is None:
             raise _fail("agent_binary", "must name the agent executable", self.agent_binary)
@@ -204,8 +250,10 @@ class AgentConfig:
         for header in self.headers:
             name, sep, _ = header.partition(":")
             if not sep or not name.strip() or any(c.isspace() for c in name.strip()) \
-                    or "\n" in header or "\r" in header:
-                raise _fail("headers", "items must look like 'Name: Value'", header)
+                    or name.strip().startswith("-") or "\n" in header or "\r" in header:
+                # the value may be a credential (Authorization: ...): show the name only
+                raise ValueError("AgentConfig.headers items must look like 'Name: Value', "
+                                 f"got one starting {name.strip()[:40]!r}")
         self.extra_args = _check_str_list("extra_args", self.extra_args)
         if not isinstance(self.env, Mapping):
             raise _fail("env", "must be a mapping of variable names to strings", self.env,
@@ -214,9 +262,10 @@ class AgentConfig:
         for key, value in self.env.items():
             if not isinstance(key, str) or not key or "=" in key or "\x00" in key:
                 raise _fail("env", "keys must be non-empty names without '=' or NUL", key)
-            if value is not None and (not isinstance(value, str) or "\x00" in value):
-                raise _fail("env", f"[{key!r}] must be a string without NUL, or None", value,
-                            TypeError)
+            if value is not None and not isinstance(value, str):
+                raise _fail_secret("env", f"[{key!r}] must be a string or None", value, TypeError)
+            if value is not None and "\x00" in value:
+                raise _fail_secret("env", f"[{key!r}] must not contain NUL characters", value)
             env[key] = value
         self.env = env
         self.timeout = _check_seconds("timeout", self.timeout)

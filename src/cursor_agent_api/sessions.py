@@ -4,9 +4,10 @@ A session is a chat id plus a history. The first turn starts a chat (or
 :meth:`ConversationSession.create_chat` pre-creates one with ``agent
 create-chat``); every later turn resumes it with ``--resume``. The chat id is
 the only state the agent needs (seed 003), so a session can be suspended with
-:meth:`~ConversationSession.save` — chat id, workspace, model and history in a
-small JSON file written atomically — and restored with
-:meth:`~ConversationSession.load`, in another process, days later. A resume the
+:meth:`~ConversationSession.save` — chat id, every setting needed to resume the
+same way (never the API key, only the names of ``env`` variables) and history, in a small
+JSON file written atomically — and restored with :meth:`~ConversationSession.load` alone,
+in another process, days later. A resume the
 agent refuses comes back as a result whose ``exception`` is a
 :class:`~cursor_agent_api.errors.SessionError` with the agent's reason.
 
@@ -40,7 +41,7 @@ from .client import (
     CursorAgentClient,
     StreamingResponse,
 )
-from .config import AgentConfig
+from .config import AgentConfig, is_chat_id
 from .errors import SessionError
 from .protocol import AgentResult
 
@@ -53,8 +54,40 @@ __all__ = [
     "read_session_file",
 ]
 
-SESSION_FILE_VERSION = 1
-"""Version of the JSON written by ``save``."""
+SESSION_FILE_VERSION = 2
+"""Version of the JSON written by ``save`` (2: with ``config``; files of version 1, which
+kept only the chat id, workspace, model and history, are still read)."""
+
+_READABLE_VERSIONS = (1, 2)
+
+_SAVED_FIELDS = ("agent_binary", "trust", "force_approve", "approve_mcps", "headers",
+                 "output_format", "stream_partial_output", "extra_args", "timeout",
+                 "idle_timeout", "result_grace", "kill_grace", "max_line_bytes", "keep_events",
+                 "stderr_tail_bytes")
+"""The settings ``save`` keeps besides the workspace and the model. Never the API key, and
+of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed)."""
+
+
+def _without_api_key(args: list[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--api-key":
+            skip = True
+        elif not arg.startswith("--api-key="):
+            out.append(arg)
+    return out
+
+
+def _saved_config(config: AgentConfig) -> dict[str, Any]:
+    saved: dict[str, Any] = {name: getattr(config, name) for name in _SAVED_FIELDS}
+    saved["output_format"] = config.output_format.value
+    saved["extra_args"] = _without_api_key(config.extra_args)
+    saved["env_set"] = sorted(k for k, v in config.env.items() if v is not None)
+    saved["env_unset"] = sorted(k for k, v in config.env.items() if v is None)
+    return saved
 
 
 @dataclass(slots=True)
@@ -142,9 +175,10 @@ def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 
 
 def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a file written by ``save``: ``version``, ``chat_id``, ``workspace``, ``model`` and
-    ``history`` (a list of :class:`SessionTurn`). ``SessionError`` if it is not a session file;
-    ``OSError`` if it cannot be read.
+    """Read a file written by ``save``: ``version``, ``chat_id``, ``workspace``, ``model``,
+    ``config`` (version 2: the other settings, see :meth:`ConversationSession.save`) and
+    ``history`` (a list of :class:`SessionTurn`). ``SessionError`` if it is not a session
+    file; ``OSError`` if it cannot be read.
 
     Example:
         >>> import tempfile, pathlib
@@ -161,10 +195,13 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
                            ) from None
     if not isinstance(data, dict):
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not an object")
-    version = data.get("version", SESSION_FILE_VERSION)
-    if version != SESSION_FILE_VERSION:
+    version = data.get("version", 1)
+    if version not in _READABLE_VERSIONS:
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: file version "
-                           f"{version!r}, this library reads {SESSION_FILE_VERSION}")
+                           f"{version!r}, this library reads versions 1 and 2")
+    if not isinstance(data.get("config", {}), dict):
+        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
+                           "config must be an object")
     for key in ("chat_id", "workspace", "model"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
@@ -188,6 +225,9 @@ class _SessionState:
     def __init__(self, config: AgentConfig, session_id: str | None,
                  history: list[SessionTurn] | None) -> None:
         self._config = config
+        if session_id is not None and not is_chat_id(session_id):
+            raise SessionError(f"cannot continue chat {session_id!r:.80}: a chat id must be a "
+                               "UUID (such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)")
         self._session_id = session_id if session_id is not None else config.resume
         self.history: list[SessionTurn] = list(history or [])
 
@@ -209,7 +249,8 @@ class _SessionState:
         return out
 
     def _record(self, prompt: str, result: AgentResult) -> AgentResult:
-        if result.session_id:
+        # the id comes from the agent's output: only a well-formed chat id is ever resumed
+        if result.session_id and is_chat_id(result.session_id):
             self._session_id = result.session_id
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
@@ -224,20 +265,61 @@ class _SessionState:
         return self._record(prompt, result)
 
     @staticmethod
-    def _restored(path: str | os.PathLike[str], base: AgentConfig | None
-                  ) -> tuple[AgentConfig, dict[str, Any]]:
-        """The config and saved state of a session file: its workspace and model override
-        ``base``'s."""
+    def _restored(path: str | os.PathLike[str], base: AgentConfig | None,
+                  overrides: dict[str, Any]) -> tuple[AgentConfig, dict[str, Any]]:
+        """The config and saved state of a session file.
+
+        Without ``base``: every saved setting (the file is the whole configuration). With
+        ``base``: ``base``'s settings, the file's workspace and model. ``overrides`` last.
+        """
         data = read_session_file(path)
-        overrides = {k: data[k] for k in ("workspace", "model") if data.get(k) is not None}
-        return (base or AgentConfig()).with_overrides(**overrides), data
+        where = f"cannot load the session from {os.fspath(path)!r}"
+        fields: dict[str, Any] = {k: data[k] for k in ("workspace", "model")
+                                  if data.get(k) is not None}
+        saved = data.get("config") or {}
+        if base is None:
+            for name in _SAVED_FIELDS:
+                if name in saved:
+                    fields[name] = saved[name]
+            env: dict[str, str | None] = {}
+            given = overrides.get("env") or {}
+            for name in saved.get("env_unset") or []:
+                env[str(name)] = None
+            missing = []
+            for name in saved.get("env_set") or []:
+                name = str(name)
+                if name in given:
+                    continue
+                if name in os.environ:
+                    env[name] = os.environ[name]
+                else:
+                    missing.append(name)
+            if missing:
+                raise SessionError(
+                    f"{where}: it was saved with the environment variable(s) "
+                    f"{', '.join(missing)} set for the agent; values are never saved: set "
+                    "them in the environment, or pass them to load(path, env={...})")
+            if isinstance(given, dict):
+                env.update(given)
+            fields["env"] = env
+        fields.update({k: v for k, v in overrides.items() if k != "env"})
+        if "env" in overrides and base is not None:
+            fields["env"] = overrides["env"]
+        try:
+            config = (base or AgentConfig()).with_overrides(**fields)
+        except (TypeError, ValueError) as exc:
+            raise SessionError(f"{where}: {exc}") from None
+        return config, data
 
     def to_dict(self) -> dict[str, Any]:
-        """The saved form: version, chat id, workspace, model, history.
+        """The saved form: version, chat id, workspace, model, config, history.
 
         The workspace is the one the agent used: ``config.workspace``, else the
         current directory (the agent's, since it inherits ours) — the CLI keeps
         chats per workspace, so a restore elsewhere must point at the same one.
+        ``config`` holds every other setting needed to resume the same way (agent
+        binary, trust, force, approve_mcps, headers, output format, timeouts, ...), the
+        names of ``env`` variables but never their values, and never the API key.
         """
         workspace = self._config.workspace or os.getcwd()
         return {
@@ -245,6 +327,7 @@ class _SessionState:
             "chat_id": self._session_id,
             "workspace": os.path.abspath(workspace),
             "model": self._config.model,
+            "config": _saved_config(self._config),
             "history": [t.to_dict() for t in self.history],
         }
 
@@ -256,9 +339,10 @@ class _SessionState:
         Example:
             >>> import tempfile, os
             >>> path = os.path.join(tempfile.mkdtemp(), "chat.json")
-            >>> ConversationSession(session_id="c1").save(path)
-            >>> ConversationSession.load(path).session_id
-            'c1'
+            >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> ConversationSession(session_id=chat).save(path)
+            >>> ConversationSession.load(path).session_id == chat
+            True
         """
         _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
 
@@ -366,17 +450,25 @@ class ConversationSession(_SessionState):
         cls,
         path: str | os.PathLike[str],
         client: CursorAgentClient | AgentConfig | None = None,
+        **overrides: Any,
     ) -> ConversationSession:
-        """Restore a session written by :meth:`save`.
+        """Restore a session written by :meth:`save`; the next turn resumes the saved chat.
 
-        The file's workspace and model override the given config's; the next
-        turn resumes the saved chat. ``SessionError`` if the file is not a session.
+        ``load(path)`` alone runs the agent as the saved session did: the same agent
+        binary, workspace, model, trust, force, approve_mcps, headers, ... The values of
+        its ``env`` variables are not in the file: each must be set in this process's
+        environment or passed as ``load(path, env={...})`` (``SessionError`` naming the
+        missing ones otherwise). The API key comes from ``CURSOR_API_KEY`` or
+        ``api_key=``. With a client or config, its settings are used and only the file's
+        workspace and model override them. ``**overrides`` (AgentConfig fields) apply
+        last. ``SessionError`` if the file is not a session.
 
         Example:
             >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
+            >>> session = ConversationSession.load("chat.json", timeout=600)  # doctest: +SKIP
         """
         base = client.config if isinstance(client, CursorAgentClient) else client
-        config, data = cls._restored(path, base)
+        config, data = cls._restored(path, base, overrides)
         if isinstance(client, CursorAgentClient) and config == client.config:
             return cls(client, session_id=data.get("chat_id"), history=data["history"])
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
@@ -499,10 +591,11 @@ class AsyncConversationSession(_SessionState):
         cls,
         path: str | os.PathLike[str],
         client: AsyncCursorAgentClient | AgentConfig | None = None,
+        **overrides: Any,
     ) -> AsyncConversationSession:
         """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
         base = client.config if isinstance(client, AsyncCursorAgentClient) else client
-        config, data = cls._restored(path, base)
+        config, data = cls._restored(path, base, overrides)
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     async def aclose(self) -> None:

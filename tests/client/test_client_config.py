@@ -73,17 +73,20 @@ def test_config_overrides_and_repr():
     assert AgentConfig(workspace=__import__("pathlib").Path("/tmp")).workspace == "/tmp"
 
 
+CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+
+
 def test_argv_has_every_flag_and_never_the_prompt_or_key():
     config = AgentConfig(
         workspace="/w", model="gpt-5", force_approve=True, approve_mcps=True, api_key="sk-x",
-        headers=["X-A: 1", "X-B: 2"], stream_partial_output=True, trust=True, resume="c1",
+        headers=["X-A: 1", "X-B: 2"], stream_partial_output=True, trust=True, resume=CHAT,
         extra_args=["--foo"],
     )
     argv = build_argv(config, binary="agent")
     assert argv == [
         "agent", "--print", "--output-format", "stream-json", "--stream-partial-output",
-        "--trust", "--force", "--approve-mcps", "--model", "gpt-5", "--workspace", "/w",
-        "--resume", "c1", "-H", "X-A: 1", "-H", "X-B: 2", "--foo",
+        "--trust", "--force", "--approve-mcps", "--model=gpt-5", "--workspace=/w",
+        f"--resume={CHAT}", "--header=X-A: 1", "--header=X-B: 2", "--foo",
     ]
     assert not any("sk-x" in a for a in argv)
     assert build_argv(AgentConfig(), binary="agent") == [
@@ -182,7 +185,7 @@ def test_loop_thread_refcount_and_inside_running_loop():
 
 def test_text_output_format(sim, run_query):
     r = run_query(sim(output_format="text"), "What is 2 + 2?")
-    assert r.success and r.result == "4" and r.exit_code == 0
+    assert r.success and r.result == "4\n" and r.exit_code == 0  # stdout, exactly
 
 
 def test_json_output_format(sim, run_query):
@@ -207,4 +210,5 @@ def test_stand_in_agent_exit_zero_without_result(tmp_path):
         r = client.query("hi")
     assert not r.success and r.exit_code == 0 and isinstance(r.exception, AgentProcessError)
     assert "without a result" in r.error and r.events[0].type.value == "raw"
-    assert r.events[-1].type.value == "error" and r.events[-1].data["code"] == "no_result"
+    assert r.events[-2].type.value == "error" and r.events[-2].data["code"] == "no_result"
+    assert r.events[-1].type.value == "result:error" and r.events[-1].data["added_by_client"]

@@ -19,6 +19,9 @@ MODULES = [
     "cursor_agent_api.runtime.run",
     "cursor_agent_api.runtime.sinks",
     "cursor_agent_api.runtime.stderr",
+    "cursor_agent_api.runtime.outcome",
+    "cursor_agent_api.protocol.reason",
+    "cursor_agent_api.server.runner",
 ]
 
 

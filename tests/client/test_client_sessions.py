@@ -46,8 +46,8 @@ def test_session_resumes_after_the_first_turn(sim, argvs):
         r2 = session.send("What did I ask you to remember?")
     assert r2.success and "swordfish" in r2.result
     assert r2.session_id == r1.session_id
-    assert "--resume" not in argvs[0]
-    assert argvs[1][argvs[1].index("--resume") + 1] == r1.session_id
+    assert not any(a.startswith("--resume") for a in argvs[0])
+    assert f"--resume={r1.session_id}" in argvs[1]
     assert [t.prompt for t in session.history] == [
         "Remember that the password is swordfish", "What did I ask you to remember?"]
 
@@ -110,8 +110,18 @@ def test_load_rejects_a_bad_file(tmp_path):
         ConversationSession.load(bad)
 
 
+def test_malformed_session_id_is_refused_at_once(sim, argvs):
+    # checked before any agent runs: a chat id is a UUID, and never becomes an option
+    with pytest.raises(SessionError, match="must be a UUID"):
+        ConversationSession(sim(), session_id="not-a-uuid")
+    with pytest.raises(SessionError, match="must be a UUID"):
+        AsyncConversationSession(sim(), session_id="--force")
+    assert argvs == []
+
+
 def test_refused_resume_is_a_session_error(sim):
-    with ConversationSession(sim(), session_id="not-a-uuid") as session:
+    with ConversationSession(sim("bad-resume"),
+                             session_id="8b72ae6d-ab42-4854-991e-6ecf580e66c2") as session:
         r = session.send("hello")
     assert not r.success and isinstance(r.exception, SessionError)
     assert "Persistent-session chat ID must be a UUID" in r.error
@@ -134,7 +144,7 @@ def test_create_chat_then_resume(sim, spawned, argvs):
         new = session.session_id
         r = session.send("What is 2 + 2?")
     assert r.success and r.session_id == new
-    assert argvs[0][1:] == ["create-chat"] and "--resume" in argvs[2]
+    assert argvs[0][1:] == ["create-chat"] and any(a.startswith("--resume=") for a in argvs[2])
     with pytest.raises(SessionError):
         session.create_chat()
 
@@ -164,7 +174,7 @@ def test_async_session(sim, tmp_path, argvs):
     assert r3.session_id == r1.session_id and len(later.history) == 3
     assert "What did I ask you to remember?" in r3.result
     assert UUID.match(chat)
-    assert sum("--resume" in a for a in argvs) == 2
+    assert sum(any(x.startswith("--resume=") for x in a) for a in argvs) == 2
 
 
 def test_async_send_stream_needs_finalize(sim):

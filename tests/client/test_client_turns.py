@@ -22,6 +22,15 @@ from cursor_agent_api import (
 )
 
 
+def assert_client_result(events, r):
+    """The stream ends with exactly one result event: the one the client added."""
+    last = events[-1]
+    assert last.type is EventType.RESULT_ERROR and last.data["added_by_client"] is True
+    assert last.exception is r.exception and last.data["error"] == r.error
+    assert last.data["error_type"] == type(r.exception).__name__
+    assert sum(e.is_result for e in events) == 1
+
+
 def test_normal_turn(sim, run_stream):
     turn = run_stream(sim(), "What is 2 + 2?")
     r = turn.result
@@ -56,10 +65,12 @@ def test_crash_mid_stream(sim, run_stream):
     assert isinstance(r.exception, AgentProcessError)
     assert "simulated crash" in r.error and "simulated crash" in r.stderr
     assert r.exception.exit_code == 1 and "simulated crash" in (r.exception.stderr or "")
-    # the partial transcript is kept, and the failure arrived as an ERROR event, last
+    # the partial transcript is kept, and the failure arrived as an ERROR event, then the
+    # RESULT_ERROR the client adds (the agent wrote none)
     assert turn.types()[0] == "system:init"
-    assert turn.events[-1].type is EventType.ERROR
-    assert turn.events[-1].data["code"] == "exit" and turn.events[-1].data["exit_code"] == 1
+    assert turn.events[-2].type is EventType.ERROR
+    assert turn.events[-2].data["code"] == "exit" and turn.events[-2].data["exit_code"] == 1
+    assert_client_result(turn.events, r)
     assert "result:success" not in turn.types()
     with pytest.raises(AgentProcessError):
         r.raise_for_error()
@@ -105,8 +116,9 @@ def test_silence_until_idle_timeout(sim, run_stream):
     assert not r.success and isinstance(r.exception, AgentTimeoutError)
     assert "idle_timeout=3 s" in r.error
     assert turn.types()[0] == "system:init"
-    assert turn.events[-1].type is EventType.ERROR
-    assert turn.events[-1].data["code"] == "idle_timeout"
+    assert turn.events[-2].type is EventType.ERROR
+    assert turn.events[-2].data["code"] == "idle_timeout"
+    assert_client_result(turn.events, r)
 
 
 def test_whole_turn_timeout(sim, run_query):
@@ -181,8 +193,9 @@ def test_typed_errors(sim, run_stream, fault, error, words):
     r = turn.result
     assert not r.success and type(r.exception) is error
     assert r.exit_code == 1 and words in r.error and words in r.stderr
-    assert turn.events and turn.events[-1].type is EventType.ERROR
-    assert turn.events[-1].data["error_type"] == error.__name__
+    assert turn.events[-2].type is EventType.ERROR
+    assert turn.events[-2].data["error_type"] == error.__name__
+    assert_client_result(turn.events, r)
     with pytest.raises(error):
         r.raise_for_error()
 
@@ -194,9 +207,10 @@ def test_invalid_api_key_is_an_authentication_error(sim, run_query):
 
 
 def test_malformed_resume_id(sim, run_query):
-    r = run_query(sim(), "What is 2 + 2?", resume="not-a-uuid")
-    assert isinstance(r.exception, SessionError)
-    assert "must be a UUID" in r.error
+    # refused before the agent starts (a chat id is a UUID); the agent's own refusal of a
+    # resume is the bad-resume fault above
+    with pytest.raises(ValueError, match="must be a UUID"):
+        run_query(sim(), "What is 2 + 2?", resume="not-a-uuid")
 
 
 def test_missing_binary_raises_agent_not_found(sim, flavour, tmp_path):
@@ -265,7 +279,8 @@ def test_sigterm_from_outside_counts_as_cancelled(sim):
         rest = list(events)
     r = stream.result
     assert r is not None and not r.success and r.cancelled and r.exit_code == 143
-    assert rest and rest[-1].type is EventType.ERROR and rest[-1].data["code"] == "interrupted"
+    assert rest[-2].type is EventType.ERROR and rest[-2].data["code"] == "interrupted"
+    assert_client_result(rest, r)
 
 
 def test_shell_child_left_behind_is_stopped(sim, run_query, spawned):

@@ -99,7 +99,9 @@ class Server:
         sim_env: dict[str, str] | None = None,
         args: list[str] | None = None,
         token: str | None = None,
+        server_env: dict[str, str] | None = None,
     ) -> None:
+        self.server_env = server_env or {}
         self.tmp = tmp
         self.db_url = db_url
         self.root = root
@@ -136,6 +138,7 @@ class Server:
             cmd += ["--agent-env", f"{k}={v}"]
         cmd += self.args
         env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+        env.update(self.server_env)
         self.log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             cmd,

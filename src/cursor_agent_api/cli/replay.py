@@ -12,23 +12,27 @@ Example:
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, NoReturn
 
 import click
 import orjson
 
 from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventType, Transcript
+from ..protocol.reason import failure_reason
 from .console import make_console
 from .render import TurnRenderer
 
 
-def summarize(t: Transcript) -> dict[str, Any]:
+def summarize(t: Transcript, raw_tail: Iterable[str] = ()) -> dict[str, Any]:
     """The ``--summary`` object of a closed transcript.
 
     ``events`` counts lines that were JSON objects, ``raw_lines`` non-blank lines
     that were not; ``text`` is the reassembled text (never copied from the
-    result), ``result_text`` is ``result.result``.
+    result), ``result_text`` is ``result.result``. When the stream ended without a
+    result, ``error`` is the agent's own reason if the last non-JSON lines
+    (``raw_tail``: stderr, when the recording was captured with ``2>&1``) give one.
 
     Example:
         >>> t = Transcript.from_bytes(b'{"type":"result","subtype":"success","result":"x"}\\nhi\\n')
@@ -38,6 +42,8 @@ def summarize(t: Transcript) -> dict[str, Any]:
     """
     result = t.to_result()
     error = None if result.success else result.error
+    if t.result_event is None:
+        error = failure_reason(raw_tail, strict=True) or error
     return {
         "session_id": t.session_id,
         "success": result.success,
@@ -94,11 +100,25 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     name = "standard input" if file == "-" else file
     try:
         if summary:
-            t = Transcript.from_chunks(_chunks(src), keep_events=False,
-                                       max_line_bytes=max_line_bytes)
+            t = Transcript(keep_events=False)
+            raw_tail: deque[str] = deque(maxlen=20)  # where the agent's reason would be
+
+            def fold(events: list[AgentEvent]) -> None:
+                for event in events:
+                    t.add(event)
+                    if event.type is EventType.RAW:
+                        raw_tail.append(event.text or "")
+
+            summary_reader = EventReader(max_line_bytes)
+            for chunk in _chunks(src):
+                fold(summary_reader.feed(chunk))
+            fold(summary_reader.close())
+            t.object_lines, t.raw_lines = summary_reader.object_lines, summary_reader.raw_lines
+            t.close()
             if t.object_lines == 0:
                 _not_a_recording(name, empty=t.raw_lines == 0)
-            sys.stdout.buffer.write(orjson.dumps(summarize(t), option=orjson.OPT_APPEND_NEWLINE))
+            sys.stdout.buffer.write(orjson.dumps(summarize(t, raw_tail),
+                                                 option=orjson.OPT_APPEND_NEWLINE))
             sys.stdout.flush()
             return
         console = make_console(soft_wrap=True)

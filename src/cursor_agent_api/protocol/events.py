@@ -207,6 +207,12 @@ class AgentEvent:
         return None
 
     @property
+    def exception(self) -> Exception | None:
+        """The typed error of a ``RESULT_ERROR`` the client added because the agent wrote
+        no result (``data["added_by_client"]`` is then true); ``None`` for every other event."""
+        return None
+
+    @property
     def request_id(self) -> str | None:
         """The request id (``result`` and some ``system/init`` events)."""
         value = self.data.get("request_id")

@@ -1,7 +1,9 @@
 """The runtime: agent processes and the lifecycle of a turn. Knows processes, nothing of HTTP.
 
 * :mod:`.argv` — argv and environment of the agent (prompt on stdin, key in the env);
-* :mod:`.process` — spawn in a new process group, signal the group, reap;
+* :mod:`.process` — spawn in a new process group, signal the group, reap; on Linux through
+  the owner guard (:mod:`._guard`, a script): the agent's group goes when its owner dies;
+* :mod:`.outcome` — the result event the client adds when the agent wrote none;
 * :mod:`.stderr` — the bounded stderr tail and stderr texts -> typed errors;
 * :mod:`.sinks` — hand-off of events to a consumer, with back-pressure;
 * :mod:`.run` — :class:`AgentRun`, the one lifecycle core (grace after result,
@@ -17,6 +19,7 @@ Example:
 
 from .argv import build_argv, build_env, resolve_binary
 from .commands import AccountStatus, ModelInfo, create_chat, fetch_models, fetch_status
+from .outcome import ClientResultEvent, client_result_event
 from .portal import LoopThread
 from .process import AgentProcess, group_alive, normalize_exit_code, signal_group
 from .run import AgentRun, StopReason
@@ -28,6 +31,7 @@ __all__ = [
     "AgentProcess",
     "AgentRun",
     "AsyncEventQueue",
+    "ClientResultEvent",
     "LoopThread",
     "ModelInfo",
     "StderrTail",
@@ -36,6 +40,7 @@ __all__ = [
     "build_argv",
     "build_env",
     "classify_failure",
+    "client_result_event",
     "create_chat",
     "fetch_models",
     "fetch_status",

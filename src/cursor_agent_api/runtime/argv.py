@@ -9,7 +9,7 @@ argv is visible to every local user through ``ps``. What does not: spawning
 Example:
     >>> from cursor_agent_api.config import AgentConfig
     >>> build_argv(AgentConfig(model="gpt-5", trust=True), binary="agent")
-    ['agent', '--print', '--output-format', 'stream-json', '--trust', '--model', 'gpt-5']
+    ['agent', '--print', '--output-format', 'stream-json', '--trust', '--model=gpt-5']
     >>> build_env(AgentConfig(api_key="k", env={"A": "1"}), base={"PATH": "/bin"})
     {'PATH': '/bin', 'A': '1', 'CURSOR_API_KEY': 'k'}
 """
@@ -66,12 +66,16 @@ def resolve_binary(config: AgentConfig, env: Mapping[str, str] | None = None) ->
 def build_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
     """argv for one headless turn: ``--print --output-format …`` plus the configured flags.
 
-    The prompt is not part of it (it goes on stdin); neither is the API key.
+    The prompt is not part of it (it goes on stdin); neither is the API key. Every value
+    is joined to its option (``--resume=ID``), so a value can never be read as an option
+    of its own, whatever it holds (the values are validated by :class:`AgentConfig` too:
+    a chat id is a UUID, a model slug has no spaces and no leading dash).
 
     Example:
-        >>> build_argv(AgentConfig(resume="c1", headers=["X-A: 1"], extra_args=["--x"]),
-        ...            binary="agent")
-        ['agent', '--print', '--output-format', 'stream-json', '--resume', 'c1', '-H', 'X-A: 1', '--x']
+        >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> build_argv(AgentConfig(resume=chat, headers=["X-A: 1"], extra_args=["--x"]),
+        ...            binary="agent")[4:]
+        ['--resume=8b72ae6d-ab42-4854-991e-6ecf580e66c2', '--header=X-A: 1', '--x']
     """
     argv = [binary or config.agent_binary, "--print", "--output-format",
             config.output_format.value]
@@ -84,13 +88,13 @@ def build_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
     if config.approve_mcps:
         argv.append("--approve-mcps")
     if config.model is not None:
-        argv += ["--model", config.model]
+        argv.append(f"--model={config.model}")
     if config.workspace is not None:
-        argv += ["--workspace", config.workspace]
+        argv.append(f"--workspace={config.workspace}")
     if config.resume is not None:
-        argv += ["--resume", config.resume]
+        argv.append(f"--resume={config.resume}")
     for header in config.headers:
-        argv += ["-H", header]
+        argv.append(f"--header={header}")
     argv += config.extra_args
     return argv
 

@@ -185,7 +185,8 @@ async def run_command(
     env = build_env(config)
     argv = [resolve_binary(config, env), *args]
     collect = _Collect(first_line)
-    proc = await AgentProcess.spawn(argv, collect, env=env, cwd=cwd)
+    proc = await AgentProcess.spawn(argv, collect, env=env, cwd=cwd,
+                                    kill_grace=config.kill_grace)
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     timed_out = False

@@ -21,14 +21,17 @@ import asyncio
 import contextlib
 import errno
 import os
+import shutil
 import signal as signal_module
 import subprocess
-from collections.abc import Sequence
+import sys
+from collections.abc import Mapping, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError
 
 __all__ = [
+    "OWNER_GUARD",
     "AgentProcess",
     "ProcessListener",
     "group_alive",
@@ -38,6 +41,56 @@ __all__ = [
 ]
 
 _HAVE_PROC = os.path.isdir("/proc/self")
+
+_GUARD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
+
+OWNER_GUARD = sys.platform.startswith("linux") and _HAVE_PROC
+"""Start each agent through the owner guard (``runtime/_guard.py``; Linux): when the process
+that started the agent dies — SIGKILL and SIGTERM included — the agent's process group gets
+SIGTERM, then SIGKILL after ``kill_grace``. Set it to ``False`` to start agents directly."""
+
+_OWNER_START: tuple[int, int] | None = None
+
+
+def _own_start_time() -> int | None:
+    """Start time (clock ticks since boot) of this process, cached per pid (forks differ)."""
+    global _OWNER_START
+    pid = os.getpid()
+    if _OWNER_START is None or _OWNER_START[0] != pid:
+        try:
+            with open("/proc/self/stat", "rb") as f:
+                stat = f.read()
+            _OWNER_START = (pid, int(stat[stat.rfind(b")") + 2:].split()[19]))
+        except (OSError, IndexError, ValueError):
+            return None
+    return _OWNER_START[1]
+
+
+def _guard_prefix(kill_grace: float) -> list[str] | None:
+    """The argv that runs the agent under the owner guard, or ``None`` (guard unavailable)."""
+    if not OWNER_GUARD or not sys.executable or not os.path.isfile(_GUARD_SCRIPT):
+        return None
+    start = _own_start_time()
+    if start is None:
+        return None
+    return [sys.executable, "-I", "-S", _GUARD_SCRIPT, "run", str(os.getpid()), str(start),
+            f"{kill_grace:g}", "--"]
+
+
+def _check_executable(name: str, env: Mapping[str, str] | None, cwd: str | None) -> None:
+    """Raise what ``exec`` would (FileNotFoundError / PermissionError) before the guard runs,
+    so a missing agent is still :class:`~cursor_agent_api.errors.AgentNotFoundError`."""
+    if os.sep in name:
+        if cwd is not None:
+            name = os.path.join(cwd, name)
+        if not os.path.exists(name):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+        if os.path.isdir(name) or not os.access(name, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+        return
+    path = (os.environ if env is None else env).get("PATH", os.defpath)
+    if shutil.which(name, path=path) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 def normalize_exit_code(returncode: int | None) -> int | None:
@@ -216,11 +269,15 @@ class AgentProcess:
         env: dict[str, str] | None,
         cwd: str | None = None,
         stdout_fd: int | None = None,
+        kill_grace: float = 2.0,
     ) -> AgentProcess:
         """Start ``argv`` with piped stdio in a new session; output goes to ``listener``.
 
         With ``stdout_fd`` (the write end of a pipe the caller reads itself), stdout
-        goes there instead and ``listener.stdout_*`` are never called.
+        goes there instead and ``listener.stdout_*`` are never called. With
+        :data:`OWNER_GUARD` (Linux), the agent is started through the owner guard, which
+        execs it in place (same pid, group, pipes and exit status) and leaves a watcher
+        that stops the group (SIGTERM, SIGKILL after ``kill_grace``) if this process dies.
 
         Raises :class:`~cursor_agent_api.errors.AgentNotFoundError` when the
         executable cannot be started at all.
@@ -247,10 +304,13 @@ class AgentProcess:
                     holder[0]._exited.set_result(None)
                 listener.exited()
 
+        guard = _guard_prefix(kill_grace) if argv else None
         try:
+            if guard is not None:
+                _check_executable(argv[0], env, cwd)
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(_Forward()),
-                *argv,
+                *(guard or []), *argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                 stderr=subprocess.PIPE,

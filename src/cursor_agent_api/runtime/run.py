@@ -62,9 +62,10 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
+from .outcome import client_result_event
 from .process import AgentProcess, group_alive, signal_group
 from .sinks import EventSink
-from .stderr import StderrTail, classify_failure
+from .stderr import StderrTail, classify_failure, stderr_summary
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
@@ -182,7 +183,7 @@ class AgentRun:
         self._reader = EventReader(config.max_line_bytes)
         self._transcript = Transcript(keep_events=config.keep_events)
         self._text_mode = config.output_format is OutputFormat.TEXT
-        self._text_lines: list[str] = []
+        self._stdout_bytes = bytearray()  # text mode: stdout exactly as written
         self._stderr = StderrTail(config.stderr_tail_bytes)
         self.process: AgentProcess | None = None
         self.stop_reason: str | None = None
@@ -243,7 +244,8 @@ class AgentRun:
             os.set_blocking(self._wake_w, False)
             try:
                 self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd)
+                                                        stdout_fd=write_fd,
+                                                        kill_grace=self.config.kill_grace)
             except BaseException:
                 for fd in (read_fd, self._wake_r, self._wake_w):
                     os.close(fd)
@@ -259,7 +261,8 @@ class AgentRun:
             read_fd, write_fd = os.pipe()
             try:
                 self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd)
+                                                        stdout_fd=write_fd,
+                                                        kill_grace=self.config.kill_grace)
             except BaseException:
                 os.close(read_fd)
                 raise
@@ -361,6 +364,8 @@ class AgentRun:
                 self._post(self._pulled_eof)  # after the last fold: the transcript is complete
                 return folded
             self._last_activity = time.monotonic()
+            if self._text_mode:
+                self._stdout_bytes += data
             events = reader.feed(data)
             if events:
                 return self._fold(events)
@@ -370,8 +375,6 @@ class AgentRun:
         add = transcript.add
         for event in events:
             add(event)
-        if self._text_mode:
-            self._text_lines.extend(e.text or "" for e in events if e.type is EventType.RAW)
         if not self._result_posted and transcript.result_event is not None:
             self._result_posted = True
             self._post(self._pulled_result)
@@ -437,6 +440,8 @@ class AgentRun:
         """Feed a stdout chunk to the reader; hand the completed events on at once."""
         assert self._loop is not None
         self._last_activity = self._loop.time()
+        if self._text_mode:
+            self._stdout_bytes += data
         events = self._reader.feed(data)
         if events:
             self._deliver(events)
@@ -477,8 +482,6 @@ class AgentRun:
         add = transcript.add
         for event in events:
             add(event)
-        if self._text_mode:
-            self._text_lines.extend(e.text or "" for e in events if e.type is EventType.RAW)
         if self._result_at is None and transcript.result_event is not None:
             assert self._loop is not None
             self._result_at = self._loop.time()
@@ -685,8 +688,10 @@ class AgentRun:
                 exit_code=exit_code, stderr=stderr), "interrupted"
         if exit_code == 0:
             what = "the output ended" if not self._text_mode else "the agent was stopped"
+            reason = stderr_summary(stderr)
+            detail = f": {reason}" if reason else ""
             return AgentProcessError(
-                f"the agent exited with code 0 but {what} without a result event",
+                f"the agent exited with code 0 but {what} without a result event{detail}",
                 exit_code=exit_code, stderr=stderr), "no_result"
         return classify_failure(exit_code, stderr), "exit"
 
@@ -697,22 +702,30 @@ class AgentRun:
         stderr = self._stderr.text()
         failure = self._failure(exit_code, stderr)
         cancelled = False
+        stdout_text = self._stdout_bytes.decode("utf-8", "replace") if self._text_mode else None
+        added: list[AgentEvent] = []
         if failure is not None:
             exc, code = failure
             cancelled = code in ("cancelled", "interrupted")
             if code not in ("cancelled", "line_too_long", "result_error"):
                 fields: dict[str, Any] = {"code": code, "error_type": type(exc).__name__,
                                           "exit_code": exit_code}
-                event = error_event(str(exc), **fields)
-                self._deliver([event])
-        result = self._transcript.to_result()
+                added.append(error_event(str(exc), **fields))
+        t = self._transcript
+        if t.result_event is None:
+            # every turn's stream ends with exactly one result event: the agent's, or ours
+            added.append(client_result_event(
+                failure[0] if failure is not None else None, result=stdout_text,
+                session_id=t.session_id, exit_code=exit_code))
+        if added:
+            self._deliver(added)
+        result = t.to_result()
         result.exit_code = exit_code
         result.stderr = stderr
         result.cancelled = cancelled
-        if self._text_mode:
-            result.text = "\n".join(self._text_lines)
-            if result.result == "":
-                result.result = result.text
+        if stdout_text is not None:
+            result.text = stdout_text
+            result.result = stdout_text
         if failure is not None:
             result.success = False
             result.exception = failure[0]

@@ -27,6 +27,7 @@ from ..errors import (
     WorkspaceTrustError,
 )
 from ..protocol import strip_ansi
+from ..protocol.reason import failure_reason
 
 __all__ = ["StderrTail", "classify_failure", "stderr_summary"]
 
@@ -77,8 +78,6 @@ class StderrTail:
         return strip_ansi(data.decode("utf-8", "replace"))
 
 
-_BOX = re.compile(r"[\u2500-\u257f\u2580-\u259f│┃║]+")
-
 _RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
     (re.compile(r"authentication required|not logged in|agent login|cursor-agent login"
                 r"|api key is invalid|invalid api key|unauthori[sz]ed", re.I),
@@ -98,24 +97,15 @@ _RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
 
 
 def stderr_summary(stderr: str, limit: int = 300) -> str:
-    """The most telling line of a stderr text: the first that names an error, else the last.
-
-    Box-drawing characters (the trust prompt is drawn in a box) are removed.
+    """The agent's own reason in a stderr text (:func:`~cursor_agent_api.protocol.reason.
+    failure_reason`: the last error report, else the first line naming a failure, else the
+    last line); ``""`` when stderr is empty.
 
     Example:
         >>> stderr_summary("╭──╮\\n│ ⚠ Workspace Trust Required │\\n╰──╯\\n")
         '⚠ Workspace Trust Required'
     """
-    lines = [" ".join(_BOX.sub(" ", line).split()) for line in stderr.splitlines()]
-    lines = [line for line in lines if line]
-    if not lines:
-        return ""
-    for line in lines:
-        low = line.lower()
-        if any(word in low for word in ("error", "cannot", "failed", "warning", "required",
-                                        "limit", "invalid", "may still be running")):
-            return line[:limit]
-    return lines[-1][:limit]
+    return failure_reason(stderr.splitlines(), limit=limit) or ""
 
 
 def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:

@@ -17,7 +17,8 @@ Example:
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -78,17 +79,47 @@ def simulator_binary() -> str:
         return "cursor-agent-sim"  # the client then reports AgentNotFoundError with its remedy
 
 
+SERVER_ENV_PREFIX = "CURSOR_AGENT_API_"
+"""The server's own settings (``CURSOR_AGENT_API_TOKEN``, ``…_DATABASE_URL``, ``…_HOME``, …):
+never passed on to the agent."""
+
+
+def agent_env(settings: ServerSettings, environ: Mapping[str, str] | None = None
+              ) -> dict[str, str | None]:
+    """The changes the server makes to the environment the agent inherits.
+
+    Every ``CURSOR_AGENT_API_*`` variable of the server's environment is removed (the
+    token, the database URL with its password: a prompt of ``run `env``` would show them
+    to the agent and its model provider); then ``--pass-env`` / ``--agent-env``
+    (``settings.agent_env``) are added — a variable named there explicitly is passed even
+    if it is one of the server's. The rest of the environment (``PATH``, ``HOME``,
+    ``CURSOR_API_KEY``, …) is inherited, as when the user runs the agent in a shell.
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> agent_env(ServerSettings(token="t", agent_env={"X": "1"}),
+        ...           {"CURSOR_AGENT_API_TOKEN": "t", "PATH": "/bin"})
+        {'CURSOR_AGENT_API_TOKEN': None, 'X': '1'}
+    """
+    base = os.environ if environ is None else environ
+    env: dict[str, str | None] = {name: None for name in base
+                                  if name.upper().startswith(SERVER_ENV_PREFIX)}
+    env.update(settings.agent_env)
+    return env
+
+
 def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     """The :class:`AgentConfig` of one run.
 
-    The API key comes from the server's settings only (it is never stored);
-    ``agent_env`` passes through (the simulator's settings in tests).
+    The API key comes from the server's settings only (it is never stored); the
+    environment is :func:`agent_env`'s. A resume id or model that is not valid (a chat
+    id is a UUID, a model slug has no spaces) raises ``ValueError``: it is never passed.
     """
     binary = settings.agent_binary
     if binary is None:
         binary = simulator_binary() if settings.simulate else "agent"
     opts = launch.options
-    env: dict[str, str | None] = dict(settings.agent_env)
+    env = agent_env(settings)
     return AgentConfig(
         workspace=launch.workspace,
         model=launch.model,

@@ -1,0 +1,187 @@
+"""The owner guard: no agent outlives the process that started it (Linux).
+
+This file is run as a script (``python -I -S _guard.py …``), never imported by the
+package: it must start fast and depend on nothing but the standard library.
+
+``run OWNER OWNER_START GRACE -- ARGV…`` — what the runtime starts instead of the agent
+(in a new session, so its pid is the agent's process group). It forks the watcher (below),
+then ``exec``\\ s the agent in place: the agent keeps this pid, this process group, the
+pipes, and its exit status reaches the runtime unchanged.
+
+``watch OWNER OWNER_START PGID PGID_START GRACE`` — the watcher, a fresh interpreter in a
+session of its own (outside the agent's group, so stopping the group never stops it; its
+command line and environment mention nothing of the agent's). It waits, at no cost, on a
+pidfd of the owner and one of the agent. When the owner is gone first (SIGKILL, SIGTERM,
+a crash — anything), it sends SIGTERM to the agent's process group, waits GRACE seconds,
+then SIGKILL. When the agent exits first, it waits until the group has no live member
+(the runtime stops what is left) and exits. A pidfd watches the owner *process*, so the
+parent-death-signal pitfall (``PR_SET_PDEATHSIG`` fires when the forking *thread* exits)
+does not apply. Identities are checked by start time, so a reused pid is never taken for
+the owner or the agent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import time
+
+
+def start_time(pid: int | str) -> int | None:
+    """Field 22 of ``/proc/PID/stat`` (start time in clock ticks), ``None`` if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def _group_live(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return True
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2:].split()
+        if len(rest) > 2 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _pidfd(pid: int, start: int) -> int | None:
+    """A pidfd of ``pid`` if it is still the process that started at ``start``; else None
+    (gone). Raises ``OSError`` when pidfds are not available (then the caller polls)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+    if start_time(pid) != start:  # checked after opening: the fd now pins that process
+        os.close(fd)
+        return None
+    return fd
+
+
+def _alive(pid: int, start: int) -> bool:
+    return start_time(pid) == start
+
+
+def _stop_group(pgid: int, grace: float) -> None:
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except OSError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if not _group_live(pgid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def watch(owner: int, owner_start: int, pgid: int, pgid_start: int, grace: float) -> None:
+    """The watcher's loop (see the module's text)."""
+    try:
+        owner_fd = _pidfd(owner, owner_start)
+        agent_fd = _pidfd(pgid, pgid_start)
+        pidfds = True
+    except (OSError, AttributeError):  # no pidfd_open (kernel < 5.3): poll
+        owner_fd = agent_fd = None
+        pidfds = False
+    if (pidfds and owner_fd is None) or (not pidfds and not _alive(owner, owner_start)):
+        _stop_group(pgid, grace)
+        return
+    if pidfds and agent_fd is not None:
+        assert owner_fd is not None
+        poller = select.poll()
+        poller.register(owner_fd, select.POLLIN)
+        poller.register(agent_fd, select.POLLIN)
+        ready = {fd for fd, _ in poller.poll()}
+        if owner_fd in ready:
+            _stop_group(pgid, grace)
+            return
+    elif not pidfds:
+        while _alive(pgid, pgid_start):
+            if not _alive(owner, owner_start):
+                _stop_group(pgid, grace)
+                return
+            time.sleep(0.25)
+    # the agent has exited: wait until its group is empty, unless the owner goes first
+    delay = 0.02
+    while _group_live(pgid):
+        if owner_fd is not None:
+            owner_gone = bool(select.select([owner_fd], [], [], delay)[0])
+        else:
+            time.sleep(delay)
+            owner_gone = not _alive(owner, owner_start)
+        if owner_gone:
+            _stop_group(pgid, grace)
+            return
+        delay = min(delay * 2, 0.5)
+
+
+def run(owner: str, owner_start: str, grace: str, argv: list[str]) -> None:
+    """Fork the watcher (detached, through an intermediate that exits at once), then exec
+    the agent in place."""
+    me = os.getpid()
+    my_start = start_time(me)
+    child = os.fork()
+    if child == 0:
+        try:
+            if os.fork() == 0:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.closerange(3, 1 << 16)
+                os.execve(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__),
+                                           "watch", owner, owner_start, str(me), str(my_start),
+                                           grace], {})
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):  # Python ignores these; exec would keep that
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_DFL)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        os.write(2, f"cannot start the agent {argv[0]!r}: {exc.strerror}\n".encode())
+        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+
+
+def main(args: list[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT now ends us quietly, as the agent
+    if len(args) >= 6 and args[0] == "run" and args[4] == "--":
+        run(args[1], args[2], args[3], args[5:])
+    elif len(args) == 6 and args[0] == "watch":
+        watch(int(args[1]), int(args[2]), int(args[3]), int(args[4]), float(args[5]))
+    else:
+        os.write(2, b"usage: _guard.py run OWNER START GRACE -- ARGV... | watch ...\n")
+        os._exit(2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
