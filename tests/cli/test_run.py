@@ -81,7 +81,7 @@ def test_record_then_replay(cli: Run, tmp_path: Path) -> None:
         (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "usage-limit"}, ["usage limit"]),
         (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "crash"}, ["exit"]),
     ],
-    ids=["auth", "trust", "model", "usage-limit", "crash"],
+    ids=["auth", "trust", "model", "resume", "usage-limit", "crash"],
 )
 def test_failures_exit_1_with_message_and_remedy(cli: Run, args: list[str], env: dict[str, str],
                                                  words: list[str]) -> None:
@@ -101,7 +101,7 @@ def test_malformed_resume_id_is_refused_before_the_agent_runs(cli: Run) -> None:
     # a chat id is a UUID: anything else is refused as a usage error, never passed to argv
     proc = cli("run", "--simulate", "--trust", "--resume", "not-a-uuid", "list the files")
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr and "must be a UUID" in proc.stderr
+    assert "Traceback" not in proc.stderr and "not a chat id (a UUID)" in proc.stderr
 
 
 def test_missing_agent_says_how_to_install(cli: Run) -> None:

@@ -28,7 +28,7 @@ from ..config import AgentConfig
 from ..errors import CursorAgentError
 from .console import error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
-from .run import load_session, resolve_resume
+from .run import load_session
 from .saved_chats import SavedChats, home_dir
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -65,7 +65,6 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     if output in ("json", "ndjson"):
         raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
     saved = SavedChats()
-    config = resolve_resume(config, saved)  # a bad id fails now, not after the first prompt
     if simulate:
         console.print(SIMULATED_BANNER, style="bold yellow")
     try:

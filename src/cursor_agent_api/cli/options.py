@@ -17,7 +17,9 @@ from typing import Any, TypeVar
 
 import click
 
-from ..config import AgentConfig
+from ..config import AgentConfig, is_chat_id
+from .console import CliUsageError
+from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,6 +126,37 @@ def build_config(
         raise click.UsageError(str(exc)) from None
 
 
+def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str | None:
+    """The chat id that ``--resume`` names, checked before any prompt is read.
+
+    A saved chat's id or a unique prefix of it gives that chat; an id this tool never saved
+    is passed on only if it is a chat id (a UUID: the agent's own chats). Anything else is a
+    :class:`CliUsageError` (exit 2) that names the problem.
+
+    Example:
+        >>> import tempfile
+        >>> empty = SavedChats(Path(tempfile.mkdtemp()))
+        >>> resolve_resume("8b72ae6d-ab42-4854-991e-6ecf580e66c2", empty)
+        '8b72ae6d-ab42-4854-991e-6ecf580e66c2'
+        >>> resolve_resume("--force", empty)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume --force: no saved chat matches it, ...
+    """
+    if not resume:
+        return resume
+    try:
+        return (saved or SavedChats()).resolve(resume)
+    except AmbiguousChatError as exc:
+        raise CliUsageError(f"--resume {exc}") from None
+    except ChatLookupError:
+        if not is_chat_id(resume):
+            raise CliUsageError(
+                f"--resume {resume}: no saved chat matches it, and it is not a chat id "
+                "(a UUID) — see `cursor-agent-api sessions list`") from None
+        return resume  # a chat of the agent's own, not saved here
+
+
 def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn the agent options of a command into one ``config`` argument."""
 
@@ -136,6 +169,8 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
         # `agent --print` streams no deltas unless asked: the drop-in (--output-format) neither.
         drop_in = kwargs.get("output_format") is not None
         config_args["partial"] = agent_name or (partial if partial is not None else not drop_in)
+        # a bad id fails now, before any prompt is read, in the command line's words
+        config_args["resume"] = resolve_resume(config_args["resume"])
         config = build_config(**config_args, simulate=kwargs["simulate"])
         return func(config=config, **kwargs)
 

@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from ..errors import CursorAgentError
 from ..sessions import ConversationSession
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
-from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
+from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
 from .views import AgentFormatView, make_view
 
@@ -49,36 +48,6 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
     if not sys.stdin.isatty():
         return sys.stdin.read()
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
-
-
-def resolve_resume(config: AgentConfig, saved: SavedChats) -> AgentConfig:
-    """``config`` with ``--resume`` checked and completed, before any prompt is read.
-
-    A saved chat's id or a unique prefix of it gives that chat; an id this tool never saved
-    is passed on only if it is a chat id (a UUID: the agent's own chats). Anything else is a
-    :class:`CliUsageError` (exit 2) that names the problem.
-    """
-    if not config.resume:
-        return config
-    try:
-        chat_id = saved.resolve(config.resume)
-    except ChatLookupError as exc:
-        if isinstance(exc, AmbiguousChatError):
-            raise CliUsageError(f"--resume {exc}") from None
-        if not _is_uuid(config.resume):
-            raise CliUsageError(
-                f"--resume {config.resume}: no saved chat matches it, and it is not a chat id "
-                "(a UUID) — see `cursor-agent-api sessions list`") from None
-        return config  # a chat of the agent's own, not saved here
-    return config.with_overrides(resume=chat_id)
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
@@ -120,7 +89,6 @@ def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, s
     if output_format is not None and output != "auto":
         raise CliUsageError("--output-format and --output: give one of them")
     saved = SavedChats()
-    config = resolve_resume(config, saved)
     prompt = read_prompt(words, prompt_file)
     if not prompt.strip():
         raise click.UsageError("the prompt is empty")
