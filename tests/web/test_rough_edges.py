@@ -224,7 +224,7 @@ def test_options_can_be_changed_and_a_rejected_command_offers_to_allow_tools(
 
     # The options form: turn force and partial output off again.
     page.get_by_role("button", name="Options").click()
-    force = page.get_by_label(re.compile("Run tools without asking"), exact=False).last
+    force = page.locator("#chat-options").get_by_label(re.compile("Allow tools"))
     expect(force).to_be_checked()
     force.uncheck()
     page.locator("#chat-options").get_by_label(re.compile("Stream text")).uncheck()
