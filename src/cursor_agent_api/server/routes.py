@@ -276,9 +276,7 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
     if body.title is None and body.options is None:
         raise HTTPException(422, "nothing to change: give a title, options, or both")
     changes = body.options.changes() if body.options is not None else {}
-    if body.options is not None and (
-        not changes or len(changes) != len(body.options.model_fields_set)
-    ):
+    if body.options is not None and (not changes or len(changes) != len(body.options.model_fields_set)):
         raise HTTPException(422, "options must name at least one option, each true or false")
     chat = await _chat_or_404(request, chat_id)
     values: dict[str, Any] = {}
@@ -406,4 +404,13 @@ async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
     return {"tool_calls": [_tool_view(r) for r in rows]}
 
 
-__all__ = ["ChatCreate", "ChatOptions", "ChatOptionsUpdate", "ChatUpdate", "PromptIn", "chat_view", "router", "status"]
+__all__ = [
+    "ChatCreate",
+    "ChatOptions",
+    "ChatOptionsUpdate",
+    "ChatUpdate",
+    "PromptIn",
+    "chat_view",
+    "router",
+    "status",
+]
