@@ -232,6 +232,13 @@ def test_options_can_be_changed_and_a_rejected_command_offers_to_allow_tools(
     page.get_by_role("button", name="Save options").click()
     expect(page.locator("#chat-options")).to_be_hidden()
     expect(page.locator("#chat-meta")).not_to_contain_text("force")
+    # Esc closes the form without saving, and the focus goes back to its button.
+    options = page.get_by_role("button", name="Options", exact=True)
+    options.click()
+    expect(page.locator("#chat-options")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.locator("#chat-options")).to_be_hidden()
+    expect(options).to_be_focused()
     with server.client() as c:
         opts = c.get(f"/api/chats/{chat['id']}").json()["options"]
     assert opts == {"force": False, "stream_partial_output": False, "trust": True,
@@ -333,3 +340,33 @@ def test_bidi_controls_in_file_names_and_commands_are_shown_not_applied(
     texts = [*page.locator("#timeline .card").all_text_contents(), page.title()]
     assert not any(RLO in t for t in texts)
     shot(page, "bidi")
+
+
+def test_a_rejected_mcp_call_offers_to_approve_mcp_servers_too(
+    make_server: Any, browser: Any, tmp_path: Path, workspace: Path
+) -> None:
+    sid, t = "8ef40118-8378-436d-8ba8-2436b19cc877", 1789644625717
+    args = wire.mcp_args("faz-ai", "get_board", {"id": 1}, "c-mcp")
+    times = {"model_call_id": "m-0", "started_at_ms": t}
+    lines = [
+        wire.system_init(sid, str(workspace / "project"), "Auto"),
+        wire.user(sid, "board"),
+        wire.tool_call_started(sid, "c-mcp", "mcpToolCall", args, **times, timestamp_ms=t),
+        wire.tool_call_completed(sid, "c-mcp", "mcpToolCall", wire.rejected(), args=args,
+                                 **times, completed_at_ms=t + 1, timestamp_ms=t + 1),
+        wire.result_success(sid, "req", "no", 42, wire.usage(10, 5)),
+    ]
+    script = tmp_path / "mcp.ndjson"
+    script.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "board")
+    expect(page.locator(".card.tool-mcp")).to_have_attribute("data-status", "rejected")
+    page.get_by_role("button", name="Allow tools for this chat and run again").click()
+    expect(page.locator(".msg.user")).to_have_count(2)
+    with server.client() as c:
+        opts = c.get(f"/api/chats/{chat['id']}").json()["options"]
+    assert (opts["force"], opts["approve_mcps"]) == (True, True)

@@ -80,6 +80,9 @@ function bindStaticHandlers() {
     if (ev.key === "Escape" && state.timeline?.activeRun && !$("chat-view").hidden) {
       ev.preventDefault();
       stopRun();
+    } else if (ev.key === "Escape" && !$("chat-options").hidden) {
+      toggleOptions(false);
+      $("options-button").focus();
     } else if (ev.key === "Escape" && document.body.classList.contains("menu-open")) {
       toggleMenu(false);
       $("menu-toggle").focus();
@@ -299,19 +302,23 @@ function onRunChange(changed) {
       state.listTimer = setTimeout(refreshChats, 250);
     }
   }
-  if (changed === run && !ACTIVE.has(run.status) && state.timeline.hadRejection(run.id) && !state.chat?.options?.force) {
-    state.timeline.addOffer(allowToolsOffer(run));
+  if (changed === run && !ACTIVE.has(run.status)) {
+    const kinds = state.timeline.rejectedKinds(run.id);
+    const changes = {};
+    if (kinds.size && !state.chat?.options?.force) changes.force = true;
+    if ((kinds.has("mcp") || kinds.has("mcp_tools")) && !state.chat?.options?.approve_mcps) changes.approve_mcps = true;
+    if (Object.keys(changes).length) state.timeline.addOffer(allowToolsOffer(run, changes));
   }
 }
 
 /** After a run whose tool call was rejected (print mode, tools not allowed): allow them for
  * this chat (force) and send the same prompt again. */
-function allowToolsOffer(run) {
+function allowToolsOffer(run, changes) {
   const button = h("button", { type: "button", class: "primary", text: "Allow tools for this chat and run again" });
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      await setOptions({ force: true });
+      await setOptions(changes);
       await startPrompt(run.prompt || "");
     } catch (err) {
       if (err.status === 401) return showLogin("You were signed out: sign in again.");
@@ -321,7 +328,7 @@ function allowToolsOffer(run) {
     }
   });
   return h("div", { role: "note" },
-    h("p", { text: "A tool call was rejected: in this chat the agent runs shell commands and writes files only when tools are allowed (--force)." }),
+    h("p", { text: "A tool call was rejected: in this chat the agent runs shell commands and writes files only when tools are allowed (--force; MCP servers need --approve-mcps)." }),
     button);
 }
 

@@ -75,7 +75,7 @@ export class Timeline {
     this.runs = new Map(); // run_id -> run view
     this.latestRun = null;
     this.lastError = null; // {el, message} of the last error block
-    this.rejected = new Set(); // ids of runs with a rejected tool call
+    this.rejected = new Map(); // run id -> Set of the kinds of its rejected tool calls
     this.dirty = new Set();
     this.frame = 0;
   }
@@ -204,7 +204,10 @@ export class Timeline {
       this.container.append(entry.el);
     }
     entry.view = mergeView(entry.view, view);
-    if (entry.view.status === "rejected" && rec.run_id) this.rejected.add(rec.run_id);
+    if (entry.view.status === "rejected" && rec.run_id) {
+      if (!this.rejected.has(rec.run_id)) this.rejected.set(rec.run_id, new Set());
+      this.rejected.get(rec.run_id).add(entry.view.kind);
+    }
     this.draw(entry);
   }
 
@@ -213,9 +216,9 @@ export class Timeline {
     addCardCopyButtons(entry.el);
   }
 
-  /** True if a tool call of run `runId` was rejected (not allowed in this chat). */
-  hadRejection(runId) {
-    return this.rejected.has(runId);
+  /** The kinds of run `runId`'s rejected tool calls (not allowed in this chat); empty if none. */
+  rejectedKinds(runId) {
+    return this.rejected.get(runId) || new Set();
   }
 
   /** Show an offer (an element) at the end of the stream; the next prompt removes it. */
