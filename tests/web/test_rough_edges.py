@@ -124,6 +124,10 @@ def test_paths_are_workspace_relative_and_line_counts_right(
     expect(page.locator(".card.tool-glob li")).to_have_text(["notes.txt"])
     expect(page.locator(".card.tool-grep")).to_contain_text("notes.txt:2: TODO")
     assert not any(str(workspace) in t for t in page.locator("#timeline .card").all_inner_texts())
+    # A command is shown as written, even one that starts with a path in the workspace.
+    command = f"{workspace / 'project'}/notes.txt"
+    send_after_done(page, f"run `{command}`")
+    expect(page.locator(".card.tool-shell").last.locator(".card-summary")).to_have_text(command)
 
 
 def test_a_prompt_typed_during_a_run_is_not_sent_after_stop(

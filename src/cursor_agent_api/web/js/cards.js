@@ -60,7 +60,7 @@ function relativeView(view, workspace) {
   if (!workspace) return view;
   const v = { ...view };
   if (v.path) v.path = relative(v.path, workspace);
-  if (v.summary) v.summary = relative(v.summary, workspace);
+  if (v.summary && v.summary === view.path) v.summary = v.path; // a command stays as written
   if (v.diff) v.diff = relativeDiff(v.diff, workspace);
   if (Array.isArray(v.files)) v.files = v.files.map((f) => relative(f, workspace));
   if (Array.isArray(v.matches)) v.matches = v.matches.map((m) => ({ ...m, file: relative(m.file, workspace) }));
