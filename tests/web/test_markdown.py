@@ -31,6 +31,10 @@ CASES = [
     ("line one\nline two", "<p>line one<br>line two</p>"),
     ("```\nunfinished, still streaming",
      '<pre class="md-code"><code>unfinished, still streaming</code></pre>'),
+    # Bidi controls in code (commands, file names) are shown, not applied (issue 11, point 7).
+    ("run `cat 'a\u202etxt.sh'`\n\n```\nrm \u2066x\u2069\n```",
+     "<p>run <code>cat 'a⟨U+202E⟩txt.sh'</code></p>"
+     '<pre class="md-code"><code>rm ⟨U+2066⟩x⟨U+2069⟩</code></pre>'),
 ]
 
 

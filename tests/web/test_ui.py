@@ -111,7 +111,8 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
 
     # The chats list: title, workspace, status, last activity.
     item = page.locator(".chat-item").first
-    expect(item).to_contain_text("New chat in project")
+    expect(item).to_contain_text("list the files and read notes.txt")  # named by its first prompt
+    expect(page.locator("#chat-title")).to_have_text("list the files and read notes.txt")
     expect(item).to_contain_text(str(server.root / "project"))
     expect(item.locator(".pill")).to_have_text("succeeded")
     expect(item.locator("time")).to_be_attached()

@@ -34,3 +34,14 @@ def test_long_output_is_cut_and_marked() -> None:
 def test_not_a_tool_call() -> None:
     assert tool_call_view({"data": {"type": "assistant"}}) is None
     assert tool_call_view({}) is None
+
+
+def test_read_range_counts_lines_as_a_person_does() -> None:
+    # The CLI reads "alpha\nbeta\n" as lines 1-3 (recording 02); the card says lines 1-2.
+    view = tool_call_view({"data": {"type": "tool_call", "subtype": "completed", "call_id": "c",
+                                    "tool_call": {"readToolCall": {"args": {"path": "n.txt"},
+                                                  "result": {"success": {
+                                                      "content": "alpha\nbeta\n",
+                                                      "readRange": {"startLine": 1,
+                                                                    "endLine": 3}}}}}}})
+    assert view is not None and view["read_range"] == [1, 2]

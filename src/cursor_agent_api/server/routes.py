@@ -73,12 +73,42 @@ class ChatCreate(BaseModel):
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
 
 
-class ChatUpdate(BaseModel):
-    """Body of ``PATCH /api/chats/{id}``."""
+class ChatOptionsUpdate(BaseModel):
+    """The options a ``PATCH /api/chats/{id}`` changes; those left out keep their value."""
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str = Field(min_length=1, max_length=500)
+    force: StrictBool | None = Field(default=None, description="auto-approve tool calls (--force)")
+    approve_mcps: StrictBool | None = Field(default=None, description="auto-approve MCP servers")
+    trust: StrictBool | None = Field(default=None, description="trust the workspace (--trust)")
+    stream_partial_output: StrictBool | None = Field(
+        default=None, description="token-level assistant deltas (--stream-partial-output)"
+    )
+
+    def changes(self) -> dict[str, bool]:
+        """The options given (an explicit ``null`` is refused by the route).
+
+        Example:
+            >>> ChatOptionsUpdate(force=True).changes()
+            {'force': True}
+        """
+        return {k: v for k, v in self.model_dump(exclude_unset=True).items() if v is not None}
+
+
+class ChatUpdate(BaseModel):
+    """Body of ``PATCH /api/chats/{id}``: a new title, new options, or both.
+
+    Example:
+        >>> ChatUpdate(options={"force": True}).options.changes()
+        {'force': True}
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    title: str | None = Field(None, min_length=1, max_length=500)
+    options: ChatOptionsUpdate | None = Field(
+        None, description="options to change; 409 while the chat has a queued or running run"
+    )
 
 
 class PromptIn(BaseModel):
@@ -277,9 +307,31 @@ async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
 
 @router.patch("/chats/{chat_id}", tags=["chats"])
 async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[str, Any]:
-    """Rename a chat."""
-    await _chat_or_404(request, chat_id)
-    return chat_view(await _store(request).update_chat(chat_id, title=body.title))
+    """Rename a chat and/or change its options (those given; the others keep their value).
+
+    The options apply from the chat's next run; changing them while a run is queued or
+    running is refused (409), so a run never starts with options other than those shown.
+    """
+    if body.title is None and body.options is None:
+        raise HTTPException(422, "nothing to change: give a title, options, or both")
+    changes = body.options.changes() if body.options is not None else {}
+    if body.options is not None and (not changes or len(changes) != len(body.options.model_fields_set)):
+        raise HTTPException(422, "options must name at least one option, each true or false")
+    chat = await _chat_or_404(request, chat_id)
+    values: dict[str, Any] = {}
+    if body.title is not None:
+        values["title"] = body.title
+    if changes:
+        values["options"] = {**ChatOptions().model_dump(), **(chat.get("options") or {}), **changes}
+    try:
+        row = await _store(request).update_chat(chat_id, idle_only=bool(changes), **values)
+    except ActiveRunError:
+        raise HTTPException(
+            409,
+            "this chat has a queued or running run: its options can change once the run has "
+            "ended (or cancel it: POST /api/runs/{id}/cancel)",
+        ) from None
+    return chat_view(row)
 
 
 # ---- runs ----------------------------------------------------------------------------
@@ -391,4 +443,13 @@ async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
     return {"tool_calls": [_tool_view(r) for r in rows]}
 
 
-__all__ = ["ChatCreate", "ChatOptions", "ChatUpdate", "PromptIn", "chat_view", "router", "status"]
+__all__ = [
+    "ChatCreate",
+    "ChatOptions",
+    "ChatOptionsUpdate",
+    "ChatUpdate",
+    "PromptIn",
+    "chat_view",
+    "router",
+    "status",
+]

@@ -314,9 +314,21 @@ class Store:
             res = await conn.execute(select(chats).where(chats.c.id == chat_id))
             return _row_dict(res.first())
 
-    async def update_chat(self, chat_id: str, **values: Any) -> dict[str, Any]:
-        """Change a chat's fields (``title``, ``session_id``); returns the chat."""
+    async def update_chat(self, chat_id: str, *, idle_only: bool = False, **values: Any) -> dict[str, Any]:
+        """Change a chat's fields (``title``, ``session_id``, ``options``); returns the chat.
+
+        With ``idle_only``, raises :class:`ActiveRunError` (changing nothing) when the chat
+        has a queued or running run; the check and the change are one transaction.
+        """
         async with self.transaction() as conn:
+            if idle_only:
+                active = await conn.execute(
+                    select(runs.c.id)
+                    .where(runs.c.chat_id == chat_id, runs.c.status.in_(("queued", "running")))
+                    .limit(1)
+                )
+                if active.first() is not None:
+                    raise ActiveRunError(f"chat {chat_id} has an active run")
             res = await conn.execute(
                 update(chats)
                 .where(chats.c.id == chat_id)

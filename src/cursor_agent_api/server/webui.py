@@ -68,6 +68,29 @@ def _cut(text: str | None, view: dict[str, Any]) -> str | None:
     return text
 
 
+def shown_read_range(read_range: tuple[int, int] | None, content: str | None) -> list[int] | None:
+    r"""The lines a read returned, as a person counts them.
+
+    The CLI counts the empty "line" after a final newline (``"alpha\nbeta\n"`` is read as
+    lines 1-3); the range shown ends at the content's last line.
+
+    Example:
+        >>> shown_read_range((1, 3), "alpha\nbeta\n")
+        [1, 2]
+        >>> shown_read_range((5, 6), "e\nf")
+        [5, 6]
+        >>> shown_read_range((1, 1), None), shown_read_range(None, "x")
+        ([1, 1], None)
+    """
+    if read_range is None:
+        return None
+    start, end = read_range
+    if content:
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        end = min(end, start + lines - 1)
+    return [start, end]
+
+
 def tool_call_view(payload: dict[str, Any]) -> dict[str, Any] | None:
     """The card fields of the tool call in a stored agent payload (``None`` if it has none).
 
@@ -120,8 +143,7 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT, ToolKind.DELETE, ToolKind.LS):
         view["path"] = tc.path
     if kind is ToolKind.READ:
-        rr = tc.read_range
-        view["read_range"] = list(rr) if rr is not None else None
+        view["read_range"] = shown_read_range(tc.read_range, tc.content)
     if kind in (ToolKind.EDIT, ToolKind.WRITE):
         view["diff"] = _cut(tc.diff, view)
         view["new_content"] = _cut(tc.new_content, view)
@@ -151,6 +173,7 @@ __all__ = [
     "CONTENT_SECURITY_POLICY",
     "TOOL_RECORD_TYPES",
     "WebUIFiles",
+    "shown_read_range",
     "tool_call_view",
     "view_of",
 ]

@@ -2,12 +2,15 @@
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
 import { api, ApiError } from "./api.js";
-import { h, replace, formatAgo } from "./dom.js";
+import { h, replace, formatAgo, showControls } from "./dom.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
+const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
+const ACTIVE = new Set(["queued", "running"]);
+const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
   config: null,
@@ -17,35 +20,44 @@ const state = {
   timeline: null,
   busy: false, // a prompt is on its way
   opening: null, // the id of the chat being opened (a later click wins)
+  stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
+  listTimer: 0,
 };
 
 // ---- start -------------------------------------------------------------------------------
 
 async function boot() {
-  dropTokenFromAddress();
+  // A valid ?token= never reaches the page: the server swaps it for the cookie and redirects.
+  // One still in the address is one the server refused.
+  const linkToken = dropTokenFromAddress();
   bindStaticHandlers();
   try {
     state.config = await api.config();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) return showLogin();
+    if (err instanceof ApiError && err.status === 401) {
+      return showLogin(linkToken
+        ? "The link's token is invalid: it is not this server's token (a restarted server prints a new one). Open the link that `cursor-agent-api serve` printed last, or paste its token here."
+        : "");
+    }
     return showAlert(`Cannot load the server's settings: ${err.message}`);
   }
+  document.body.classList.remove("signed-out");
   $("sim-badge").hidden = !state.config.simulate;
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
   await refreshChats();
-  setInterval(refreshChats, LIST_REFRESH_MS);
   window.addEventListener("hashchange", route);
   route();
 }
 
-/** The server already swaps ?token= for the cookie with a redirect; make sure it is gone. */
+/** The server already swaps ?token= for the cookie with a redirect; make sure it is gone.
+ * Returns true if there was one (then the server did not accept it). */
 function dropTokenFromAddress() {
   const url = new URL(location.href);
-  if (url.searchParams.has("token")) {
-    url.searchParams.delete("token");
-    history.replaceState(null, "", url.pathname + url.search + url.hash);
-  }
+  if (!url.searchParams.has("token")) return false;
+  url.searchParams.delete("token");
+  history.replaceState(null, "", url.pathname + url.search + url.hash);
+  return true;
 }
 
 function bindStaticHandlers() {
@@ -61,10 +73,16 @@ function bindStaticHandlers() {
     }
   });
   $("stop-button").addEventListener("click", stopRun);
+  $("options-button").addEventListener("click", () => toggleOptions());
+  $("chat-options").addEventListener("submit", saveOptions);
+  $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && state.timeline?.activeRun && !$("chat-view").hidden) {
       ev.preventDefault();
       stopRun();
+    } else if (ev.key === "Escape" && !$("chat-options").hidden) {
+      toggleOptions(false);
+      $("options-button").focus();
     } else if (ev.key === "Escape" && document.body.classList.contains("menu-open")) {
       toggleMenu(false);
       $("menu-toggle").focus();
@@ -94,9 +112,14 @@ function showAlert(message) {
   el.hidden = !message;
 }
 
-function showLogin() {
+/** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
+function showLogin(reason = "") {
   closeChat();
+  clearTimeout(state.listTimer);
+  document.body.classList.add("signed-out"); // no chats list, no "New chat"
+  toggleMenu(false);
   show("login-view");
+  showAlert(reason);
   $("login-token").focus();
 }
 
@@ -129,25 +152,41 @@ function route() {
 // ---- chats list --------------------------------------------------------------------------
 
 async function refreshChats() {
+  clearTimeout(state.listTimer);
   try {
     const data = await api.listChats();
     state.chats = data.chats;
   } catch (err) {
-    if (err.status === 401) return showLogin();
-    return; // the stream shows the connection state; the list retries later
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    scheduleRefresh(); // the stream shows the connection state; the list retries later
+    return;
   }
   renderChats();
+  scheduleRefresh();
+}
+
+/** The list is refreshed every 10 s, and every 2 s while one of its chats has a run going
+ * (its end must show even when that chat is not open). */
+function scheduleRefresh() {
+  clearTimeout(state.listTimer);
+  const active = state.chats.some((c) => ACTIVE.has(c.status));
+  state.listTimer = setTimeout(refreshChats, active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
 }
 
 function renderChats() {
   const list = $("chat-list");
   replace(list, state.chats.map((chat) => {
-    const status = chat.id === state.chat?.id && state.timeline?.latestRun
-      ? state.timeline.latestRun.status : chat.status;
+    const open = chat.id === state.chat?.id;
+    const status = open && state.timeline?.latestRun ? state.timeline.latestRun.status : chat.status;
+    if (open) chat.status = status;
+    if (open && chat.title !== state.chat.title) {
+      state.chat.title = chat.title; // renamed (after its first prompt, or elsewhere)
+      showChatHeader();
+    }
     return h("li", { class: "chat-item", dataset: { chatId: chat.id } },
       h("a", { href: `#/chat/${encodeURIComponent(chat.id)}`, onclick: () => toggleMenu(false) },
-        h("span", { class: "chat-item-title", text: chat.title || "Untitled chat" }),
-        h("span", { class: "chat-item-ws", text: chat.workspace }),
+        h("span", { class: "chat-item-title", text: showControls(chat.title || "Untitled chat") }),
+        h("span", { class: "chat-item-ws", text: showControls(chat.workspace) }),
         h("span", { class: "chat-item-meta" },
           h("span", { class: `pill status-${status}`, text: status }),
           " ",
@@ -202,6 +241,8 @@ async function onCreateChat(ev) {
 // ---- one chat ----------------------------------------------------------------------------
 
 function closeChat() {
+  toggleOptions(false);
+  document.title = "cursor-agent-api";
   if (state.stream) state.stream.stop();
   state.stream = null;
   state.chat = null;
@@ -225,10 +266,7 @@ async function openChat(id) {
   }
   state.chat = chat;
   show("chat-view");
-  $("chat-title").textContent = chat.title || "Untitled chat";
-  const opts = Object.entries(chat.options || {}).filter(([, on]) => on).map(([k]) => k).join(", ");
-  $("chat-meta").textContent = [chat.workspace, chat.model ? `model ${chat.model}` : "default model", opts]
-    .filter(Boolean).join(" · ");
+  showChatHeader();
   state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange, workspace: chat.workspace });
   updateRunControls();
   markCurrentInList();
@@ -240,7 +278,18 @@ async function openChat(id) {
   $("prompt").focus();
 }
 
-function onRunChange() {
+/** The open chat's title, workspace, model and options, in the header and the tab's title. */
+function showChatHeader() {
+  const chat = state.chat;
+  const title = showControls(chat.title || "Untitled chat");
+  $("chat-title").textContent = title;
+  document.title = `${title} — cursor-agent-api`;
+  const opts = Object.entries(chat.options || {}).filter(([, on]) => on).map(([k]) => k).join(", ");
+  $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", opts]
+    .filter(Boolean).join(" · ");
+}
+
+function onRunChange(changed) {
   updateRunControls();
   const run = state.timeline.latestRun;
   const chat = state.chats.find((c) => c.id === state.chat?.id);
@@ -248,6 +297,73 @@ function onRunChange() {
     chat.status = run.status;
     chat.updated_ms = Date.now();
     renderChats();
+    if (!ACTIVE.has(run.status)) { // order, title and status from the server (once per burst)
+      clearTimeout(state.listTimer);
+      state.listTimer = setTimeout(refreshChats, 250);
+    }
+  }
+  if (changed === run && !ACTIVE.has(run.status)) {
+    const kinds = state.timeline.rejectedKinds(run.id);
+    const changes = {};
+    if (kinds.size && !state.chat?.options?.force) changes.force = true;
+    if ((kinds.has("mcp") || kinds.has("mcp_tools")) && !state.chat?.options?.approve_mcps) changes.approve_mcps = true;
+    if (Object.keys(changes).length) state.timeline.addOffer(allowToolsOffer(run, changes));
+  }
+}
+
+/** After a run whose tool call was rejected (print mode, tools not allowed): allow them for
+ * this chat (force) and send the same prompt again. */
+function allowToolsOffer(run, changes) {
+  const button = h("button", { type: "button", class: "primary", text: "Allow tools for this chat and run again" });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      await setOptions(changes);
+      await startPrompt(run.prompt || "");
+    } catch (err) {
+      if (err.status === 401) return showLogin("You were signed out: sign in again.");
+      showAlert(`Could not run it again: ${err.message}`);
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return h("div", { role: "note" },
+    h("p", { text: "A tool call was rejected: in this chat the agent runs shell commands and writes files only when tools are allowed (--force; MCP servers need --approve-mcps)." }),
+    button);
+}
+
+// ---- the open chat's options -----------------------------------------------------------
+
+function toggleOptions(open) {
+  const form = $("chat-options");
+  const next = open ?? form.hidden;
+  if (next && state.chat) {
+    for (const [key, id] of Object.entries(OPTION_BOXES)) $(id).checked = Boolean(state.chat.options?.[key]);
+  }
+  form.hidden = !next;
+  $("options-button").setAttribute("aria-expanded", String(next));
+  if (next) $("copt-trust").focus();
+}
+
+/** PATCH the open chat's options (409 while a run is active); the header shows the new ones. */
+async function setOptions(changes) {
+  const chat = await api.updateChat(state.chat.id, { options: changes });
+  if (state.chat?.id !== chat.id) return;
+  state.chat.options = chat.options;
+  showChatHeader();
+}
+
+async function saveOptions(ev) {
+  ev.preventDefault();
+  const changes = {};
+  for (const [key, id] of Object.entries(OPTION_BOXES)) changes[key] = $(id).checked;
+  try {
+    await setOptions(changes);
+    toggleOptions(false);
+    $("options-button").focus();
+  } catch (err) {
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    showAlert(`The options were not changed: ${err.message}`);
   }
 }
 
@@ -256,6 +372,8 @@ function updateRunControls() {
   $("stop-button").hidden = !active;
   $("stop-button").disabled = false;
   $("run-state").textContent = active ? (active.status === "queued" ? "Queued: waiting for a free slot…" : "The agent is working…") : "";
+  $("options-button").disabled = Boolean(active); // options change between runs only
+  if (active) toggleOptions(false);
   document.body.classList.toggle("running", Boolean(active));
 }
 
@@ -299,26 +417,38 @@ async function sendPrompt() {
   const prompt = input.value;
   if (!prompt.trim() || !state.chat || state.busy) return;
   state.busy = true;
+  const stops = state.stops;
   try {
     // A run that is just ending (its process exiting after the answer, or its last records
     // still being replayed) gets a moment before the prompt is refused.
-    if (!(await settled(() => !state.timeline?.activeRun, 3000))) {
+    if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops, 3000))) {
       return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
     }
-    await api.startRun(state.chat.id, prompt);
-    input.value = "";
-    showAlert("");
+    if (state.stops !== stops) {
+      // Stop means stop: what was typed during the run is not sent on its own afterwards.
+      return showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
+    }
+    await startPrompt(prompt);
+    if (input.value === prompt) input.value = ""; // not what was typed meanwhile
   } catch (err) {
-    if (err.status === 401) return showLogin();
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
     showAlert(`The prompt was not sent: ${err.message}`);
   } finally {
     state.busy = false;
   }
 }
 
+/** Start a run of the open chat; then the list (and the header) pick up its new title. */
+async function startPrompt(prompt) {
+  await api.startRun(state.chat.id, prompt);
+  showAlert("");
+  refreshChats();
+}
+
 async function stopRun() {
   const run = state.timeline?.activeRun;
   if (!run) return;
+  state.stops += 1;
   $("stop-button").disabled = true;
   $("run-state").textContent = "Stopping…";
   try {

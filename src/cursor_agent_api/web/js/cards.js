@@ -3,7 +3,7 @@
 // server/webui.py: the page never reads the agent's wire format itself).
 // Every value is shown as text.
 
-import { h, replace, formatDuration } from "./dom.js";
+import { h, replace, formatDuration, lineCount, showControlsDeep } from "./dom.js";
 
 const LABELS = {
   shell: "Shell", read: "Read", write: "Write", edit: "Edit", delete: "Delete", ls: "List",
@@ -44,10 +44,33 @@ function relative(path, workspace) {
   return path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
 }
 
-/** Draw `view` into `card` (replacing what it showed); `workspace` shortens paths. */
+/** A diff's file headers with workspace-relative paths: the agent writes "--- a//abs/path". */
+function relativeDiff(diff, workspace) {
+  return diff.split("\n").map((line) => {
+    const m = line.match(/^(---|\+\+\+) (?:([ab])\/)?(\/.*)$/);
+    if (!m || m[3] === "/dev/null") return line;
+    const rel = relative(m[3], workspace);
+    if (rel !== m[3]) return `${m[1]} ${m[2] ? `${m[2]}/` : ""}${rel}`;
+    return `${m[1]} ${m[3]}`; // outside the workspace: absolute, without "a/" before the "/"
+  }).join("\n");
+}
+
+/** The view with every path inside the chat's workspace shown relative to it. */
+function relativeView(view, workspace) {
+  if (!workspace) return view;
+  const v = { ...view };
+  if (v.path) v.path = relative(v.path, workspace);
+  if (v.summary && v.summary === view.path) v.summary = v.path; // a command stays as written
+  if (v.diff) v.diff = relativeDiff(v.diff, workspace);
+  if (Array.isArray(v.files)) v.files = v.files.map((f) => relative(f, workspace));
+  if (Array.isArray(v.matches)) v.matches = v.matches.map((m) => ({ ...m, file: relative(m.file, workspace) }));
+  return v;
+}
+
+/** Draw `view` into `card` (replacing what it showed); `workspace` shortens paths. Bidi
+ * controls (U+202E…) in any field are shown as visible markers, never applied. */
 export function drawCard(card, view, workspace = "") {
-  if (view.path) view = { ...view, path: relative(view.path, workspace) };
-  if (view.summary && workspace) view = { ...view, summary: relative(view.summary, workspace) };
+  view = showControlsDeep(relativeView(view, workspace));
   const kind = LABELS[view.kind] ? view.kind : "unknown";
   const status = view.status || "running";
   card.className = `card tool tool-${kind} status-${status}`;
@@ -146,7 +169,7 @@ function output(label, text, openWhenShort, cls = "") {
   if (text === null || text === undefined || text === "") {
     return label === "stdout" ? h("p", { class: "card-note", text: "(no output)" }) : null;
   }
-  const lines = text.split("\n").length;
+  const lines = lineCount(text);
   return h("details", { class: `card-output ${cls}`, open: openWhenShort && lines <= 12 },
     h("summary", { text: `${label} (${lines} line${lines === 1 ? "" : "s"})` }),
     h("pre", {}, h("code", { text })),

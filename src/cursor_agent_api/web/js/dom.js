@@ -68,3 +68,32 @@ export function formatAgo(ms) {
   if (diff < 86_400_000) return `${Math.round(diff / 3_600_000)} h ago`;
   return new Date(ms).toLocaleDateString();
 }
+
+// Bidirectional-text controls (embeddings, overrides, isolates, marks). Applied, they make
+// "invoice_\u202Efdp.exe" look like "invoice_exe.pdf"; in file names and commands they are
+// shown as visible markers instead.
+const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+/** `text` with every bidi control shown as a visible marker: "a\u202Eb" -> "a⟨U+202E⟩b". */
+export function showControls(text) {
+  if (typeof text !== "string") return text;
+  return text.replace(BIDI_CONTROLS, (c) => `⟨U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, "0")}⟩`);
+}
+
+/** A copy of `value` (strings, arrays, plain objects) with showControls applied to every string. */
+export function showControlsDeep(value) {
+  if (typeof value === "string") return showControls(value);
+  if (Array.isArray(value)) return value.map(showControlsDeep);
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, showControlsDeep(v)]));
+  }
+  return value;
+}
+
+/** Lines in `text` as a person counts them: a final newline ends the last line, it does not
+ * start another ("a\n" is 1 line, "a\nb" is 2, "" is 0). */
+export function lineCount(text) {
+  if (!text) return 0;
+  const n = text.split("\n").length;
+  return text.endsWith("\n") ? n - 1 : n;
+}

@@ -7,7 +7,7 @@
 // inline `code`, **bold**, *italic* / _italic_, ~~strike~~ and [links](url)
 // (http, https and mailto only; anything else stays plain text).
 
-import { h } from "./dom.js";
+import { h, showControls } from "./dom.js";
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 
@@ -94,7 +94,7 @@ function listItem(line) {
 }
 
 function codeBlock(code, lang) {
-  const el = h("code", { text: code });
+  const el = h("code", { text: showControls(code) }); // commands and file names: bidi controls shown
   if (lang) el.dataset.lang = lang;
   return h("pre", { class: "md-code" }, el);
 }
@@ -110,7 +110,7 @@ export function inline(text) {
     const m = rest.match(INLINE);
     if (!m) { frag.append(rest); break; }
     if (m.index > 0) frag.append(rest.slice(0, m.index));
-    if (m[1] !== undefined) frag.append(h("code", { text: m[2].replace(/^ (.*) $/, "$1") }));
+    if (m[1] !== undefined) frag.append(h("code", { text: showControls(m[2].replace(/^ (.*) $/, "$1")) }));
     else if (m[3] !== undefined) {
       const url = m[4];
       if (SAFE_URL.test(url)) {

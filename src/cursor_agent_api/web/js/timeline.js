@@ -11,9 +11,10 @@
 // * only the latest run's result (status, usage, duration) is shown, in the
 //   result bar; failures are shown plainly in the stream with their remedy.
 
-import { h, replace, formatDuration } from "./dom.js";
+import { h, replace, formatDuration, lineCount } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { createCard, drawCard, mergeView } from "./cards.js";
+import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
@@ -29,6 +30,30 @@ const REMEDIES = {
   AgentProcessError: "The agent process failed: the message above is what it said; send the prompt again once it is fixed.",
   ServerRestart: "The server stopped during this run: send the prompt again to continue.",
 };
+
+// A prompt longer than this is shown folded, with a button to show it all.
+const PROMPT_FOLD_CHARS = 1500;
+const PROMPT_FOLD_LINES = 12;
+
+/** The user's prompt: whole when short; folded (first lines, "Show all") when long. */
+function promptBlock(prompt) {
+  const text = h("div", { class: "msg-text", text: prompt });
+  const lines = prompt.split("\n");
+  if (prompt.length <= PROMPT_FOLD_CHARS && lines.length <= PROMPT_FOLD_LINES) return [text];
+  const head = lines.slice(0, PROMPT_FOLD_LINES).join("\n").slice(0, PROMPT_FOLD_CHARS);
+  const size = prompt.length >= 10_000 ? `${Math.round(prompt.length / 1000)} K characters` : `${prompt.length} characters`;
+  const n = lineCount(prompt);
+  const more = `Show all (${n.toLocaleString()} line${n === 1 ? "" : "s"}, ${size})`;
+  text.textContent = `${head}…`;
+  const toggle = h("button", { type: "button", class: "msg-more", "aria-expanded": "false", text: more });
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    text.textContent = open ? prompt : `${head}…`;
+    toggle.textContent = open ? "Show less" : more;
+    toggle.setAttribute("aria-expanded", String(open));
+  });
+  return [text, toggle];
+}
 
 export class Timeline {
   /** container: the stream element; resultBar: where the latest result goes. */
@@ -50,6 +75,7 @@ export class Timeline {
     this.runs = new Map(); // run_id -> run view
     this.latestRun = null;
     this.lastError = null; // {el, message} of the last error block
+    this.rejected = new Map(); // run id -> Set of the kinds of its rejected tool calls
     this.dirty = new Set();
     this.frame = 0;
   }
@@ -93,9 +119,10 @@ export class Timeline {
       this.resultBar.hidden = true; // the previous result is no longer the latest
       this.closeSegment();
       this.foldThinking();
+      for (const offer of this.container.querySelectorAll(".offer")) offer.remove();
       this.container.append(h("div", { class: "msg user", dataset: { runId: run.id || "" } },
         h("span", { class: "sr-only", text: "You: " }),
-        h("div", { class: "msg-text", text: run.prompt || "" })));
+        promptBlock(run.prompt || "")));
     } else if (FINAL.has(status)) {
       this.foldThinking();
       this.closeSegment();
@@ -177,7 +204,29 @@ export class Timeline {
       this.container.append(entry.el);
     }
     entry.view = mergeView(entry.view, view);
+    if (entry.view.status === "rejected" && rec.run_id) {
+      if (!this.rejected.has(rec.run_id)) this.rejected.set(rec.run_id, new Set());
+      this.rejected.get(rec.run_id).add(entry.view.kind);
+    }
+    this.draw(entry);
+  }
+
+  draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
+    addCardCopyButtons(entry.el);
+  }
+
+  /** The kinds of run `runId`'s rejected tool calls (not allowed in this chat); empty if none. */
+  rejectedKinds(runId) {
+    return this.rejected.get(runId) || new Set();
+  }
+
+  /** Show an offer (an element) at the end of the stream; the next prompt removes it. */
+  addOffer(el) {
+    const stick = this.nearBottom();
+    el.classList.add("offer");
+    this.container.append(el);
+    if (stick) this.scrollToEnd();
   }
 
   /** The run is over: calls still "running" will never complete. */
@@ -185,7 +234,7 @@ export class Timeline {
     for (const entry of this.cards.values()) {
       if (entry.view.status === "running") {
         entry.view = { ...entry.view, status: "abandoned", error: "the run ended before this call completed" };
-        drawCard(entry.el, entry.view, this.workspace);
+        this.draw(entry);
       }
     }
   }
@@ -238,6 +287,7 @@ export class Timeline {
   render(segment, done = true) {
     this.dirty.delete(segment);
     replace(segment.el, renderMarkdown(segment.text));
+    addCodeCopyButtons(segment.el);
     if (done) segment.el.removeAttribute("aria-busy");
   }
 
