@@ -158,7 +158,7 @@ def test_a_bad_token_link_says_why_and_nothing_shows_while_signed_out(
     page = browser.new_page()
     page.goto(f"{server.url}/?token=bad")
     expect(page.locator("#login-view")).to_be_visible()
-    expect(page.locator("#alert")).to_contain_text("invalid")
+    expect(page.locator("#alert")).to_contain_text("refused")
     assert "token=" not in page.url  # the bad token left the address bar too
     expect(page.get_by_role("button", name="New chat")).to_be_hidden()
     expect(page.locator("#chat-list")).to_be_hidden()
@@ -173,6 +173,23 @@ def test_a_bad_token_link_says_why_and_nothing_shows_while_signed_out(
     fresh.context.clear_cookies()
     fresh.goto(server.url + "/")
     expect(fresh.locator("#login-view")).to_be_visible()
+    expect(fresh.locator("#alert")).to_be_hidden()
+    # A one-time code works once: the second visit of the same link says why it asks again.
+    import httpx
+
+    link = httpx.post(f"{server.url}/api/auth/codes",
+                      headers={"Authorization": f"token {server.token}"}).json()["url"]
+    browser.clear_cookies()
+    first = browser.new_page()
+    first.goto(link)
+    expect(first.locator("#welcome-view")).to_be_visible()
+    assert "code=" not in first.url
+    browser.clear_cookies()
+    again = browser.new_page()
+    again.goto(link)
+    expect(again.locator("#login-view")).to_be_visible()
+    expect(again.locator("#alert")).to_contain_text("already used")
+    assert "code=" not in again.url and "signin=" not in again.url
     expect(fresh.locator("#alert")).to_be_hidden()
     expect(fresh.get_by_role("button", name="New chat")).to_be_hidden()
 

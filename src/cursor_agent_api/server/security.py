@@ -361,6 +361,9 @@ class SecurityMiddleware:
                 if protected:
                     await self._unauthorized(scope, send, "invalid token or login code")
                     return
+                # the page says why it asks for a sign-in (the secret itself leaves the URL)
+                await self._redirect_without_secret(scope, send, None, refused=True)
+                return
         await self._redirect_without_secret(scope, send, cookie)
 
     @staticmethod
@@ -432,13 +435,15 @@ class SecurityMiddleware:
         return limited
 
     async def _redirect_without_secret(
-        self, scope: Scope, send: Send, cookie: tuple[bytes, bytes] | None
+        self, scope: Scope, send: Send, cookie: tuple[bytes, bytes] | None, refused: bool = False
     ) -> None:
         query = [
             (k, v)
             for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)
-            if k not in ("token", "code")
+            if k not in ("token", "code", "signin")
         ]
+        if refused:
+            query.append(("signin", "refused"))
         location = scope.get("path", "/") + (("?" + urlencode(query)) if query else "")
         headers = [
             (b"location", location.encode("latin-1")),

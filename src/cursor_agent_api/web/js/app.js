@@ -27,16 +27,16 @@ const state = {
 // ---- start -------------------------------------------------------------------------------
 
 async function boot() {
-  // A valid ?token= never reaches the page: the server swaps it for the cookie and redirects.
-  // One still in the address is one the server refused.
-  const linkToken = dropTokenFromAddress();
+  // A link's ?code= or ?token= never reaches the page: the server swaps a valid one for the
+  // session cookie, and redirects a refused one here with ?signin=refused.
+  const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
   try {
     state.config = await api.config();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
-      return showLogin(linkToken
-        ? "The link's token is invalid: it is not this server's token (a restarted server prints a new one). Open the link that `cursor-agent-api serve` printed last, or paste its token here."
+      return showLogin(linkRefused
+        ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
         : "");
     }
     return showAlert(`Cannot load the server's settings: ${err.message}`);
@@ -50,14 +50,16 @@ async function boot() {
   route();
 }
 
-/** The server already swaps ?token= for the cookie with a redirect; make sure it is gone.
- * Returns true if there was one (then the server did not accept it). */
-function dropTokenFromAddress() {
+/** The server swaps a link's secret for the cookie and strips it; a refused one comes back as
+ * ?signin=refused (or, from an older server, the ?token= itself). Take both out of the address.
+ * Returns true if the link was refused. */
+function dropSignInFromAddress() {
   const url = new URL(location.href);
-  if (!url.searchParams.has("token")) return false;
-  url.searchParams.delete("token");
+  const refused = url.searchParams.get("signin") === "refused" || url.searchParams.has("token");
+  if (!refused && !url.searchParams.has("signin")) return false;
+  for (const name of ["signin", "token", "code"]) url.searchParams.delete(name);
   history.replaceState(null, "", url.pathname + url.search + url.hash);
-  return true;
+  return refused;
 }
 
 function bindStaticHandlers() {
