@@ -15,6 +15,9 @@ concatenated. Tool calls are paired by ``call_id``; an id may be reused (a publi
 redacted every id to ``<redacted>``), so a ``started`` for an id whose call has completed, or an
 event naming another tool than the running call of that id, opens a new call.
 
+This is the one fold of a turn: :meth:`Transcript.add` returns what the event changed (see
+:mod:`.changes`), so a view applies those changes and never the rule or the pairing again.
+
 Example:
     >>> t = Transcript()
     >>> for line in [
@@ -22,9 +25,11 @@ Example:
     ...     '{"type":"assistant","message":{"content":[{"type":"text","text":"lo"}]},"timestamp_ms":2}',
     ...     '{"type":"assistant","message":{"content":[{"type":"text","text":"Hello"}]}}',
     ... ]:
-    ...     t.add(parse_event(line))
-    >>> t.text
-    'Hello'
+    ...     changes = t.add(parse_event(line))
+    >>> t.text, t.segments
+    ('Hello', ['Hello'])
+    >>> [c.to_dict() for c in changes][0]  # the last event: a final message replacing the deltas
+    {'kind': 'segment_replaced', 'segment': 0, 'text': 'Hello', 'role': 'final'}
 """
 
 from __future__ import annotations
@@ -33,13 +38,33 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .changes import (
+    AssistantRole,
+    Change,
+    ErrorReported,
+    ResultReceived,
+    SegmentClosed,
+    SegmentReplaced,
+    TextAppended,
+    ThinkingAppended,
+    ThinkingClosed,
+    ToolCallChanged,
+    ToolCallOpened,
+    TurnInfo,
+    UsageReported,
+    assistant_role,
+)
 from .events import AgentEvent, EventType, Usage, parse_event
 from .framing import DEFAULT_MAX_LINE_BYTES
 from .reader import EventReader
 from .result import AgentResult
 from .tools import QUERY_KINDS, ToolCall, ToolKind, ToolStatus
 
-__all__ = ["Transcript", "parse_event"]
+__all__ = ["Changes", "Transcript", "parse_event"]
+
+Changes = tuple[Change, ...]
+"""What :meth:`Transcript.add` returns: the changes of one event, in order (often none)."""
+_NONE: Changes = ()
 
 # Enum attribute access costs ~100 ns on CPython 3.10/3.11: the hot path uses a constant.
 _DELTA = EventType.ASSISTANT_DELTA
@@ -64,7 +89,8 @@ class Transcript:
         >>> t = Transcript.from_lines([
         ...     '{"type":"tool_call","subtype":"started","call_id":"c1",'
         ...     '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}'])
-        >>> t.close()
+        >>> [c.kind for c in t.close()]
+        ['tool_call_changed']
         >>> t.tool_calls[0].status
         <ToolStatus.ABANDONED: 'abandoned'>
     """
@@ -93,6 +119,7 @@ class Transcript:
         self._thinking_blocks: list[str] = []
         self._calls: list[ToolCall] = []
         self._by_id: dict[str, list[ToolCall]] = {}  # every call of an id, in order
+        self._index: dict[int, int] = {}  # id() of each call -> its index in _calls
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
         self._closed = False
 
@@ -181,28 +208,41 @@ class Transcript:
 
     # ---- folding -----------------------------------------------------------------------
 
-    def add(self, event: AgentEvent) -> None:
-        """Fold one event in."""
+    def add(self, event: AgentEvent) -> Changes:
+        """Fold one event in; return what it changed (see :mod:`.changes`), in order.
+
+        Folding only these changes into a view gives :attr:`text`, :attr:`segments`,
+        :attr:`thinking` and :attr:`tool_calls` exactly.
+        """
         self.event_count += 1
         if self.keep_events:
             self.events.append(event)
         etype = event.type
-        if etype is _DELTA:  # the most frequent event, kept fast
+        if etype is _DELTA and self.session_id is not None:  # the most frequent event, kept fast
             text = event.text
-            if text:
-                deltas = self._deltas
-                deltas.append(text)
-                if len(deltas) >= self._delta_limit:
-                    self._compact_deltas()
-            if self.session_id is None:
-                self.session_id = event.session_id
-            return
+            if not text:
+                return _NONE
+            deltas = self._deltas
+            deltas.append(text)
+            if len(deltas) >= self._delta_limit:
+                self._compact_deltas()
+            return (TextAppended(len(self._segments), text),)
+        changes: list[Change] = []
         if self.session_id is None:
-            self.session_id = event.session_id
+            session_id = event.session_id
+            if session_id is not None:
+                self.session_id = session_id
+                changes.append(self._info())
         handler = _HANDLERS.get(etype)
         if handler is not None:
-            handler(self, event)
+            handler(self, event, changes)
+        return tuple(changes) if changes else _NONE
 
+    def _info(self) -> TurnInfo:
+        return TurnInfo(self.session_id, self.request_id, self.model, self.cwd, self.prompt)
+
+    def _snapshot(self, call: ToolCall) -> ToolCallChanged:
+        return ToolCallChanged(self._index[id(call)], call.copy())
     def _compact_deltas(self) -> None:
         """Join a long segment's newest deltas into one string (memory: the text's own size).
 
@@ -222,58 +262,91 @@ class Transcript:
         self._delta_chunks = 0
         self._delta_limit = _DELTA_CHUNK
 
-    def _on_assistant(self, event: AgentEvent) -> None:
-        if self._deltas:
-            self._clear_deltas()  # the recap replaces the segment's deltas
+    def _on_delta(self, event: AgentEvent, changes: list[Change]) -> None:
+        # A delta before any session id (the hot path in add() is for the others).
         text = event.text
         if text:
-            self._segments.append(text)
+            self._deltas.append(text)
+            if len(self._deltas) >= self._delta_limit:
+                self._compact_deltas()
+            changes.append(TextAppended(len(self._segments), text))
 
-    def _on_thinking(self, event: AgentEvent) -> None:
+    def _on_assistant(self, event: AgentEvent, changes: list[Change]) -> None:
+        text = event.text
+        role = assistant_role(event) or AssistantRole.FINAL
+        segment = len(self._segments)
+        if self._deltas:
+            self._clear_deltas()  # the recap replaces the segment's deltas
+            self._segments.append(text or "")  # kept even when empty: the index was announced
+        elif text:
+            self._segments.append(text)
+        else:
+            return
+        changes.append(SegmentReplaced(segment, text or "", role))
+        changes.append(SegmentClosed(segment))
+
+    def _on_thinking(self, event: AgentEvent, changes: list[Change]) -> None:
         text = event.text
         if text:
             self._thinking.append(text)
+            changes.append(ThinkingAppended(len(self._thinking_blocks), text))
 
-    def _on_thinking_completed(self, event: AgentEvent) -> None:
-        self._end_thinking()
+    def _on_thinking_completed(self, event: AgentEvent, changes: list[Change]) -> None:
+        self._end_thinking(changes)
 
-    def _on_tool_call(self, event: AgentEvent) -> None:
-        self._close_segment()
-        self._add_tool_call(event)
+    def _on_tool_call(self, event: AgentEvent, changes: list[Change]) -> None:
+        self._close_segment(changes)
+        self._add_tool_call(event, changes)
 
-    def _on_init(self, event: AgentEvent) -> None:
+    def _on_init(self, event: AgentEvent, changes: list[Change]) -> None:
+        before = (self.model, self.cwd, self.request_id)
         data = event.data
         model = data.get("model")
         self.model = model if isinstance(model, str) else self.model
         cwd = data.get("cwd") or data.get("workspace")
         self.cwd = cwd if isinstance(cwd, str) else self.cwd
         self.request_id = self.request_id or event.request_id
+        if (self.model, self.cwd, self.request_id) != before:
+            self._set_info(changes)
 
-    def _on_user(self, event: AgentEvent) -> None:
+    def _set_info(self, changes: list[Change]) -> None:
+        if changes and changes[-1].__class__ is TurnInfo:
+            changes[-1] = self._info()  # one TurnInfo per event, with every value
+        else:
+            changes.append(self._info())
+
+    def _on_user(self, event: AgentEvent, changes: list[Change]) -> None:
         if self.prompt is None:
             self.prompt = event.text
+            if self.prompt is not None:
+                self._set_info(changes)
 
-    def _on_error(self, event: AgentEvent) -> None:
+    def _on_error(self, event: AgentEvent, changes: list[Change]) -> None:
         if event.text:
             self.errors.append(event.text)
+            changes.append(ErrorReported(event.text))
 
-    def _close_segment(self) -> None:
+    def _close_segment(self, changes: list[Change]) -> None:
         if self._deltas:
+            changes.append(SegmentClosed(len(self._segments)))
             self._segments.append("".join(self._deltas))
             self._clear_deltas()
 
-    def _end_thinking(self) -> None:
+    def _end_thinking(self, changes: list[Change]) -> None:
         if self._thinking:
+            changes.append(ThinkingClosed(len(self._thinking_blocks)))
             self._thinking_blocks.append("".join(self._thinking))
             self._thinking.clear()
 
-    def _add_tool_call(self, event: AgentEvent) -> None:
+    def _add_tool_call(self, event: AgentEvent, changes: list[Change]) -> None:
         tc = event.tool_call
         if tc is None:
             return
         same = self._by_id.get(tc.call_id)
         existing = None if same is None else _pair(same, tc, event.type is _STARTED)
+        opened = existing is None
         if existing is None:
+            self._index[id(tc)] = len(self._calls)
             self._calls.append(tc)
             if same is None:
                 self._by_id[tc.call_id] = [tc]
@@ -286,17 +359,27 @@ class Transcript:
             query = self._queries.get(existing.call_id)
             if query is not None:
                 self._recover_from_query(existing, query)
+        index = self._index[id(existing)]
+        if opened:
+            changes.append(ToolCallOpened(index, existing.copy()))
+        else:
+            changes.append(ToolCallChanged(index, existing.copy()))
 
-    def _recover_from_query(self, call: ToolCall, query: tuple[ToolKind, dict[str, Any]]) -> None:
+    def _recover_from_query(self, call: ToolCall, query: tuple[ToolKind, dict[str, Any]]) -> bool:
+        """Fill what ``call`` lacks from its approval query; whether anything changed."""
         kind, args = query
         if kind is not call.kind and _UNKNOWN_KIND not in (kind, call.kind):
-            return  # a reused id: the query is about another call
-        if not call.args:
+            return False  # a reused id: the query is about another call
+        changed = False
+        if not call.args and args:
             call.args = args
-        if call.kind is ToolKind.UNKNOWN and not call.name:
+            changed = True
+        if call.kind is ToolKind.UNKNOWN and not call.name and kind is not call.kind:
             call.kind = kind
+            changed = True
+        return changed
 
-    def _add_query(self, event: AgentEvent) -> None:
+    def _add_query(self, event: AgentEvent, changes: list[Change]) -> None:
         if event.subtype != "request":
             return
         data = event.data
@@ -315,14 +398,15 @@ class Transcript:
         entry = (QUERY_KINDS.get(qtype, ToolKind.UNKNOWN), args)
         self._queries[call_id] = entry
         same = self._by_id.get(call_id)
-        if same is not None:
-            self._recover_from_query(same[-1], entry)
+        if same is not None and self._recover_from_query(same[-1], entry):
+            changes.append(self._snapshot(same[-1]))
 
-    def _add_result(self, event: AgentEvent) -> None:
+    def _add_result(self, event: AgentEvent, changes: list[Change]) -> None:
         if self.result_event is not None:
             return  # the first result is authoritative
         self.result_event = event
         data = event.data
+        request_id = self.request_id
         self.request_id = event.request_id or self.request_id
         duration = data.get("duration_ms")
         if isinstance(duration, int):
@@ -331,22 +415,40 @@ class Transcript:
         if isinstance(api, int):
             self.duration_api_ms = api
         self.usage = event.usage
+        error: str | None = None
+        if event.type is EventType.RESULT_ERROR:
+            error = event.text or "the agent reported an error"
+            if event.text:
+                self.errors.append(event.text)
+        self._close_segment(changes)
+        self._end_thinking(changes)
+        self._abandon_open_calls(changes)
+        if self.request_id != request_id:
+            self._set_info(changes)
+        if self.usage is not None:
+            changes.append(UsageReported(self.usage))
         if event.type is EventType.RESULT_ERROR and event.text:
-            self.errors.append(event.text)
-        self._close_segment()
-        self._end_thinking()
-        self._abandon_open_calls()
+            changes.append(ErrorReported(event.text))
+        changes.append(ResultReceived(self.success, self.result_text, error, self.duration_ms,
+                                      self.duration_api_ms))
 
-    def _abandon_open_calls(self) -> None:
+    def _abandon_open_calls(self, changes: list[Change]) -> None:
         for call in self._calls:
             if call.status is _RUNNING:
                 call.status = ToolStatus.ABANDONED
+                changes.append(self._snapshot(call))
 
-    def close(self) -> None:
-        """The stream ended: calls with no completion become ``abandoned``. Idempotent."""
+    def close(self) -> Changes:
+        """The stream ended: calls with no completion become ``abandoned``. Idempotent.
+
+        Returns what that changed (the thinking block closed, the calls abandoned); an open
+        segment of deltas stays open, as :attr:`text` does not depend on it.
+        """
         self._closed = True
-        self._end_thinking()
-        self._abandon_open_calls()
+        changes: list[Change] = []
+        self._end_thinking(changes)
+        self._abandon_open_calls(changes)
+        return tuple(changes) if changes else _NONE
 
     # ---- what it holds -----------------------------------------------------------------
 
@@ -356,6 +458,22 @@ class Transcript:
         if self._deltas:
             return "".join(self._segments) + "".join(self._deltas)
         return "".join(self._segments)
+
+    @property
+    def segments(self) -> list[str]:
+        """The text's segments, in order (the open one last); :attr:`text` is them joined.
+
+        A segment whose deltas a recap with no text replaced is kept, empty.
+
+        Example:
+            >>> t = Transcript.from_lines(['{"type":"assistant","text":"a"}',
+            ...                            '{"type":"assistant","text":"b","timestamp_ms":1}'])
+            >>> t.segments, t.text
+            (['a', 'b'], 'ab')
+        """
+        if self._deltas:
+            return [*self._segments, "".join(self._deltas)]
+        return list(self._segments)
 
     @property
     def result_text(self) -> str | None:
@@ -469,7 +587,8 @@ def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
     return latest if _same_tool(latest, tc) else None
 
 
-_HANDLERS: dict[EventType, Callable[[Transcript, AgentEvent], None]] = {
+_HANDLERS: dict[EventType, Callable[[Transcript, AgentEvent, list[Change]], None]] = {
+    EventType.ASSISTANT_DELTA: Transcript._on_delta,
     EventType.ASSISTANT: Transcript._on_assistant,
     EventType.THINKING_DELTA: Transcript._on_thinking,
     EventType.THINKING_COMPLETED: Transcript._on_thinking_completed,
