@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 MODULES = [
+    "cursor_agent_api.protocol",
     "cursor_agent_api.protocol.ansi",
     "cursor_agent_api.protocol.changes",
     "cursor_agent_api.protocol.events",
