@@ -20,7 +20,9 @@ applied once, by the transcript, and a view only applies the results.
   :class:`UsageReported`, :class:`ErrorReported` and :class:`ResultReceived` complete the turn.
 
 Every change has a ``kind`` (a string, also the ``"kind"`` of :meth:`to_dict`) and a
-``to_dict()`` that is JSON-ready; :func:`change_from_dict` reads one back.
+``to_dict()`` that is JSON-ready; :func:`change_from_dict` reads one back. Changes are named
+tuples: immutable, and cheap to make (the fold makes one per delta, the most frequent event);
+a change equals only a change of the same kind with the same fields, never a plain tuple.
 
 Example:
     >>> from .transcript import Transcript
@@ -39,8 +41,7 @@ Example:
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, NamedTuple
 
 from .events import AgentEvent, EventType, Usage
 from .tools import ToolCall, ToolKind, ToolStatus
@@ -107,21 +108,23 @@ def assistant_role(event: AgentEvent) -> AssistantRole | None:
 # ---- text ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TextAppended:
+class TextAppended(NamedTuple):
     """``text`` (never empty) was appended to segment ``segment``; a new index opens it."""
 
     segment: int
     text: str
-    kind: ClassVar[str] = "text_appended"
+
+    @property
+    def kind(self) -> str:
+        """``"text_appended"``."""
+        return "text_appended"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"kind": self.kind, "segment": self.segment, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentReplaced:
+class SegmentReplaced(NamedTuple):
     """Segment ``segment``'s whole text is now ``text``.
 
     A recap replacing the deltas already appended to it, or (a new index) a whole message
@@ -132,7 +135,11 @@ class SegmentReplaced:
     segment: int
     text: str
     role: AssistantRole
-    kind: ClassVar[str] = "segment_replaced"
+
+    @property
+    def kind(self) -> str:
+        """``"segment_replaced"``."""
+        return "segment_replaced"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -140,12 +147,15 @@ class SegmentReplaced:
                 "role": self.role.value}
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentClosed:
+class SegmentClosed(NamedTuple):
     """No more text goes to segment ``segment`` (a tool call, a whole message or the result)."""
 
     segment: int
-    kind: ClassVar[str] = "segment_closed"
+
+    @property
+    def kind(self) -> str:
+        """``"segment_closed"``."""
+        return "segment_closed"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -155,25 +165,31 @@ class SegmentClosed:
 # ---- thinking -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ThinkingAppended:
+class ThinkingAppended(NamedTuple):
     """``text`` (never empty) was appended to thinking block ``block``; a new index opens it."""
 
     block: int
     text: str
-    kind: ClassVar[str] = "thinking_appended"
+
+    @property
+    def kind(self) -> str:
+        """``"thinking_appended"``."""
+        return "thinking_appended"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"kind": self.kind, "block": self.block, "text": self.text}
 
 
-@dataclass(frozen=True, slots=True)
-class ThinkingClosed:
+class ThinkingClosed(NamedTuple):
     """Thinking block ``block`` is complete."""
 
     block: int
-    kind: ClassVar[str] = "thinking_closed"
+
+    @property
+    def kind(self) -> str:
+        """``"thinking_closed"``."""
+        return "thinking_closed"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -183,26 +199,32 @@ class ThinkingClosed:
 # ---- tool calls ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallOpened:
+class ToolCallOpened(NamedTuple):
     """A new tool call, the ``index``-th of the turn (from 0); ``call`` is a snapshot of it."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     call: ToolCall
-    kind: ClassVar[str] = "tool_call_opened"
+
+    @property
+    def kind(self) -> str:
+        """``"tool_call_opened"``."""
+        return "tool_call_opened"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the call as :meth:`ToolCall.to_dict` gives it (output included)."""
         return {"kind": self.kind, "index": self.index, "call": self.call.to_dict()}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCallChanged:
+class ToolCallChanged(NamedTuple):
     """Tool call ``index`` changed (completed, abandoned, args recovered): its whole new state."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # shadows tuple.index, on purpose
     call: ToolCall
-    kind: ClassVar[str] = "tool_call_changed"
+
+    @property
+    def kind(self) -> str:
+        """``"tool_call_changed"``."""
+        return "tool_call_changed"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the call as :meth:`ToolCall.to_dict` gives it (output included)."""
@@ -212,8 +234,7 @@ class ToolCallChanged:
 # ---- the turn -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class TurnInfo:
+class TurnInfo(NamedTuple):
     """What is known about the turn changed; every field is the current value."""
 
     session_id: str | None
@@ -221,7 +242,11 @@ class TurnInfo:
     model: str | None
     cwd: str | None
     prompt: str | None
-    kind: ClassVar[str] = "turn_info"
+
+    @property
+    def kind(self) -> str:
+        """``"turn_info"``."""
+        return "turn_info"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -229,32 +254,37 @@ class TurnInfo:
                 "model": self.model, "cwd": self.cwd, "prompt": self.prompt}
 
 
-@dataclass(frozen=True, slots=True)
-class UsageReported:
+class UsageReported(NamedTuple):
     """The turn's token usage (from the result)."""
 
     usage: Usage
-    kind: ClassVar[str] = "usage_reported"
+
+    @property
+    def kind(self) -> str:
+        """``"usage_reported"``."""
+        return "usage_reported"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"kind": self.kind, "usage": self.usage.to_dict()}
 
 
-@dataclass(frozen=True, slots=True)
-class ErrorReported:
+class ErrorReported(NamedTuple):
     """An error message: an ``error`` event, or the text of an error result."""
 
     message: str
-    kind: ClassVar[str] = "error_reported"
+
+    @property
+    def kind(self) -> str:
+        """``"error_reported"``."""
+        return "error_reported"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {"kind": self.kind, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
-class ResultReceived:
+class ResultReceived(NamedTuple):
     """The turn's (first, authoritative) result event.
 
     ``result`` is ``result.result`` as sent (``None`` when absent); ``error`` the error
@@ -266,7 +296,11 @@ class ResultReceived:
     error: str | None
     duration_ms: int | None
     duration_api_ms: int | None
-    kind: ClassVar[str] = "result_received"
+
+    @property
+    def kind(self) -> str:
+        """``"result_received"``."""
+        return "result_received"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -289,6 +323,28 @@ Change = (
     | ResultReceived
 )
 """Any change :meth:`Transcript.add` returns."""
+
+
+def _eq(self: tuple[Any, ...], other: object) -> bool:
+    return self.__class__ is other.__class__ and tuple.__eq__(self, other)
+
+
+def _ne(self: tuple[Any, ...], other: object) -> bool:
+    return not _eq(self, other)
+
+
+def _hash(self: tuple[Any, ...]) -> int:
+    return hash((self.__class__.__name__, *self))
+
+
+for _cls in (TextAppended, SegmentReplaced, SegmentClosed, ThinkingAppended, ThinkingClosed,
+             ToolCallOpened, ToolCallChanged, TurnInfo, UsageReported, ErrorReported, ResultReceived):
+    # a named tuple compares as a plain tuple: TextAppended(0, "a") would equal
+    # ThinkingAppended(0, "a") and (0, "a"). Set here, as a NamedTuple body only takes fields.
+    setattr(_cls, "__eq__", _eq)  # noqa: B010
+    setattr(_cls, "__ne__", _ne)  # noqa: B010
+    setattr(_cls, "__hash__", _hash)  # noqa: B010
+del _cls
 
 
 # ---- reading back -------------------------------------------------------------------------
