@@ -243,7 +243,7 @@ class Transcript:
         return handler(self, event)
 
     def _info(self) -> TurnInfo:
-        return TurnInfo(self.session_id, self.request_id, self.model, self.cwd, self.prompt)
+        return _new(TurnInfo, (self.session_id, self.request_id, self.model, self.cwd, self.prompt))
 
     def _snapshot(self, call: ToolCall) -> ToolCallChanged:
         return _new(ToolCallChanged, (self._index[id(call)], call.copy()))
@@ -275,7 +275,7 @@ class Transcript:
         self._deltas.append(text)
         if len(self._deltas) >= self._delta_limit:
             self._compact_deltas()
-        return (TextAppended(len(self._segments), text),)
+        return (_new(TextAppended, (len(self._segments), text)),)
 
     def _on_assistant(self, event: AgentEvent) -> Changes:
         text = event.text
@@ -288,14 +288,14 @@ class Transcript:
         else:
             return _NONE
         role = assistant_role(event) or AssistantRole.FINAL
-        return (SegmentReplaced(segment, text or "", role), SegmentClosed(segment))
+        return (_new(SegmentReplaced, (segment, text or "", role)), _new(SegmentClosed, (segment,)))
 
     def _on_thinking(self, event: AgentEvent) -> Changes:
         text = event.text
         if not text:
             return _NONE
         self._thinking.append(text)
-        return (ThinkingAppended(len(self._thinking_blocks), text),)
+        return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
 
     def _on_thinking_completed(self, event: AgentEvent) -> Changes:
         closed = self._end_thinking()
@@ -345,7 +345,7 @@ class Transcript:
     def _end_thinking(self) -> ThinkingClosed | None:
         if not self._thinking:
             return None
-        closed = ThinkingClosed(len(self._thinking_blocks))
+        closed = _new(ThinkingClosed, (len(self._thinking_blocks),))
         self._thinking_blocks.append("".join(self._thinking))
         self._thinking.clear()
         return closed
