@@ -235,8 +235,8 @@ class Transcript:
             if session_id is not None:
                 self.session_id = session_id
                 changes = _NONE if handler is None else handler(self, event)
-                if any(c.__class__ is TurnInfo for c in changes):
-                    return changes
+                if changes and changes[0].__class__ is TurnInfo:
+                    return changes  # system/init or user: the TurnInfo has the session id
                 return (self._info(), *changes)
         if handler is None:
             return _NONE
