@@ -70,6 +70,7 @@ _new = tuple.__new__
 
 # Enum attribute access costs ~100 ns on CPython 3.10/3.11: the hot path uses a constant.
 _DELTA = EventType.ASSISTANT_DELTA
+_THINKING = EventType.THINKING_DELTA
 _DELTA_CHUNK = 4096
 """Deltas of one segment joined into one string at a time (bounds a long segment's memory)."""
 _UNKNOWN_KIND = ToolKind.UNKNOWN
@@ -229,6 +230,12 @@ class Transcript:
             if len(deltas) >= self._delta_limit:
                 self._compact_deltas()
             return (_new(TextAppended, (len(self._segments), text)),)
+        if etype is _THINKING and self.session_id is not None:  # as frequent, with thinking on
+            text = event.text
+            if not text:
+                return _NONE
+            self._thinking.append(text)
+            return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
         handler = _HANDLERS.get(etype)
         if self.session_id is None:
             session_id = event.session_id
@@ -332,7 +339,7 @@ class Transcript:
         if not text:
             return _NONE
         self.errors.append(text)
-        return (ErrorReported(text),)
+        return (_new(ErrorReported, (text,)),)
 
     def _close_segment(self) -> SegmentClosed | None:
         if not self._deltas:
@@ -444,11 +451,11 @@ class Transcript:
         if self.request_id != request_id:
             changes.append(self._info())
         if self.usage is not None:
-            changes.append(UsageReported(self.usage))
+            changes.append(_new(UsageReported, (self.usage,)))
         if event.type is EventType.RESULT_ERROR and event.text:
-            changes.append(ErrorReported(event.text))
-        changes.append(ResultReceived(self.success, self.result_text, error, self.duration_ms,
-                                      self.duration_api_ms))
+            changes.append(_new(ErrorReported, (event.text,)))
+        changes.append(_new(ResultReceived, (self.success, self.result_text, error,
+                                             self.duration_ms, self.duration_api_ms)))
         return tuple(changes)
 
     def _abandon_open_calls(self) -> list[ToolCallChanged]:
