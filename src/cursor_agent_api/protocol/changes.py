@@ -36,6 +36,21 @@ Example:
     ['segment_replaced', 'segment_closed']
     >>> TextAppended(0, "Hi").to_dict()
     {'kind': 'text_appended', 'segment': 0, 'text': 'Hi'}
+
+    A view keeps what it shows by index, and needs no rule of its own:
+
+    >>> t, shown = Transcript(), {}
+    >>> for line in ['{"type":"assistant","text":"Hel","timestamp_ms":1}',
+    ...              '{"type":"assistant","text":"lo","timestamp_ms":2}',
+    ...              '{"type":"assistant","text":"Hello.","model_call_id":"m"}',
+    ...              '{"type":"assistant","text":" Bye.","timestamp_ms":3}']:
+    ...     for c in t.add(parse_event(line)):
+    ...         if isinstance(c, TextAppended):
+    ...             shown[c.segment] = shown.get(c.segment, "") + c.text
+    ...         elif isinstance(c, SegmentReplaced):
+    ...             shown[c.segment] = c.text
+    >>> shown, "".join(shown.values()) == t.text
+    ({0: 'Hello.', 1: ' Bye.'}, True)
 """
 
 from __future__ import annotations
