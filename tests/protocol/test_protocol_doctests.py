@@ -8,7 +8,9 @@ import importlib
 import pytest
 
 MODULES = [
+    "cursor_agent_api.protocol",
     "cursor_agent_api.protocol.ansi",
+    "cursor_agent_api.protocol.changes",
     "cursor_agent_api.protocol.events",
     "cursor_agent_api.protocol.framing",
     "cursor_agent_api.protocol.reader",

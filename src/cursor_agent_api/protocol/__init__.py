@@ -8,12 +8,31 @@ Example:
     >>> reader = EventReader()
     >>> t = Transcript()
     >>> for e in reader.feed(b'{"type":"result","subtype":"success","result":"hi"}\\n'):
-    ...     t.add(e)
+    ...     changes = t.add(e)
+    >>> [c.kind for c in changes]
+    ['result_received']
     >>> t.to_result().result
     'hi'
 """
 
 from .ansi import strip_ansi
+from .changes import (
+    AssistantRole,
+    Change,
+    ErrorReported,
+    ResultReceived,
+    SegmentClosed,
+    SegmentReplaced,
+    TextAppended,
+    ThinkingAppended,
+    ThinkingClosed,
+    ToolCallChanged,
+    ToolCallOpened,
+    TurnInfo,
+    UsageReported,
+    assistant_role,
+    change_from_dict,
+)
 from .events import (
     AgentEvent,
     EventType,
@@ -27,22 +46,38 @@ from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .reader import EventReader
 from .result import AgentResult
 from .tools import ToolCall, ToolKind, ToolStatus, kind_for_key, status_for_result
-from .transcript import Transcript
+from .transcript import Changes, Transcript
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
     "AgentEvent",
     "AgentResult",
+    "AssistantRole",
+    "Change",
+    "Changes",
+    "ErrorReported",
     "EventReader",
     "EventType",
     "LineFramer",
     "LineTooLong",
+    "ResultReceived",
+    "SegmentClosed",
+    "SegmentReplaced",
     "Tail",
+    "TextAppended",
+    "ThinkingAppended",
+    "ThinkingClosed",
     "ToolCall",
+    "ToolCallChanged",
+    "ToolCallOpened",
     "ToolKind",
     "ToolStatus",
     "Transcript",
+    "TurnInfo",
     "Usage",
+    "UsageReported",
+    "assistant_role",
+    "change_from_dict",
     "error_event",
     "event_from_object",
     "kind_for_key",
