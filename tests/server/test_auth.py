@@ -41,7 +41,8 @@ def test_one_time_code_signs_in_once(server: Server) -> None:
     # The link in the browser's history is dead: a second visit gets no cookie.
     with server.anon(follow_redirects=False) as again:
         r = again.get("/", params={"code": server.login_code})
-        assert r.status_code == 303 and r.headers["location"] == "/"
+        # the secret leaves the address; the page is told why it must sign in again
+        assert r.status_code == 303 and r.headers["location"] == "/?signin=refused"
         assert "set-cookie" not in r.headers
         assert again.get("/api/chats").status_code == 401
     # A code is not a token.
