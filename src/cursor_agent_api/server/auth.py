@@ -133,9 +133,8 @@ class LoginThrottle:
 class Auth:
     """Sessions in the store, one-time codes in memory, and the throttle, for one server.
 
-    Example:
-        >>> Auth.__name__
-        'Auth'
+    Used by :class:`SecurityMiddleware` and the ``/api/auth`` routes; its behaviour is tested
+    end to end in ``tests/server/test_auth.py``.
     """
 
     def __init__(

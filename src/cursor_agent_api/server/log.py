@@ -32,9 +32,7 @@ def record_message(rec: EventRecord) -> str:
 class EventLog:
     """Append to a chat's log and publish what was committed.
 
-    Example:
-        >>> EventLog.__name__
-        'EventLog'
+    Tested through the server in ``tests/server/test_replay.py`` and ``test_flow.py``.
     """
 
     def __init__(self, store: Store, hub: Hub) -> None:

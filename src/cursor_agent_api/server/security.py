@@ -215,9 +215,7 @@ def query_value(query: str, name: str) -> str | None:
 class SecurityMiddleware:
     """The checks above, in front of the whole ASGI app.
 
-    Example:
-        >>> SecurityMiddleware.__name__
-        'SecurityMiddleware'
+    Tested over HTTP in ``tests/server/test_security.py`` and ``test_auth.py``.
     """
 
     def __init__(self, app: ASGIApp, settings: ServerSettings, auth: Auth) -> None:
