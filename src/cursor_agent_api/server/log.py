@@ -60,11 +60,12 @@ class EventLog:
         *,
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
+        purpose: str = "events",
     ) -> list[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it."""
         lock = self._lock(chat_id)
         async with lock:
-            recs = await self.store.append(chat_id, new, before=before, after=after)
+            recs = await self.store.append(chat_id, new, before=before, after=after, purpose=purpose)
             self._publish(chat_id, recs)
         return recs
 

@@ -151,15 +151,22 @@ async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/health", tags=["server"])
 async def health(request: Request) -> dict[str, Any]:
-    """Liveness and what the page must show (``simulate``: agents are simulated)."""
+    """Liveness and what the page must show (``simulate``: agents are simulated).
+
+    ``status`` is ``degraded`` while the database fails (``store`` says since when, why,
+    and how much of the agents' output waits in memory); it needs no database itself.
+    """
     s = _settings(request)
+    store = _store(request)
+    runs = _runs(request)
     return {
-        "status": "ok",
+        "status": "degraded" if store.health.degraded else "ok",
         "version": __version__,
         "simulate": s.simulate,
         "ws_protocol": WS_PROTOCOL_VERSION,
-        "database": _store(request).dialect,
-        "runs": _runs(request).counts(),
+        "database": store.dialect,
+        "store": {**store.health.view(), "buffered": runs.buffered()},
+        "runs": runs.counts(),
     }
 
 

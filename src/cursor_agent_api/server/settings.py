@@ -85,6 +85,14 @@ class ServerSettings:
     ws_ping_interval: float = 20.0
     run_timeout: float | None = None
     idle_timeout: float | None = None
+    # The store (docs/server.md, "When the database is unavailable" and "Size limits").
+    store_busy_timeout: float = 30.0
+    store_buffer_bytes: int = 64 * 1024 * 1024
+    store_buffer_events: int = 50_000
+    store_retry_max_delay: float = 5.0
+    batch_max_bytes: int = 8 * 1024 * 1024
+    max_field_bytes: int = 256 * 1024
+    max_page_bytes: int = 4 * 1024 * 1024
 
     @property
     def base_url(self) -> str:

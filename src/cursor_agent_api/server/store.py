@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -40,13 +41,22 @@ from typing import Any
 import orjson
 from sqlalchemy import Row, and_, event, func, insert, select, update
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PendingRollbackError,
+    SQLAlchemyError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+logger = logging.getLogger("cursor_agent_api.server")
 
 
 def now_ms() -> int:
@@ -69,6 +79,15 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+class _RecordRefusedError(Exception):
+    """Record ``index`` of a batch written one by one was refused for its data."""
+
+    def __init__(self, index: int, error: DBAPIError) -> None:
+        super().__init__(index)
+        self.index = index
+        self.error = error
+
+
 class ActiveRunError(Exception):
     """The chat already has a queued or running run (one run at a time per chat).
 
@@ -85,6 +104,160 @@ class NotFoundError(Exception):
         >>> isinstance(NotFoundError("chat x"), Exception)
         True
     """
+
+
+class StoreUnavailableError(Exception):
+    """The database cannot be written for now (an injected fault, or the store gave up).
+
+    Example:
+        >>> is_transient(StoreUnavailableError("injected"))
+        True
+    """
+
+
+_SQLITE_TRANSIENT = ("locked", "busy", "readonly", "read-only", "disk i/o", "unable to open", "full")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure that may go away by itself: a lock, a read-only or full disk,
+    a dropped connection. Data errors and constraint violations are not transient.
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError, IntegrityError
+        >>> is_transient(OperationalError("x", {}, Exception("database is locked")))
+        True
+        >>> is_transient(IntegrityError("x", {}, Exception("unique")))
+        False
+    """
+    if isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("sqlite3"):
+        # sqlite3 calls everything an OperationalError, "no such table" included.
+        message = str(exc.orig).lower()
+        return any(m in message for m in _SQLITE_TRANSIENT)
+    if isinstance(exc, (StoreUnavailableError, OperationalError, InterfaceError, PoolTimeoutError)):
+        return True
+    if isinstance(exc, PendingRollbackError):
+        return True
+    if isinstance(exc, DBAPIError):
+        return bool(exc.connection_invalidated) or type(exc) is DBAPIError
+    return isinstance(exc, (OSError, ConnectionError, TimeoutError))
+
+
+def describe_error(exc: BaseException) -> str:
+    """What went wrong, in one line, **without the SQL statement or its parameters**
+    (SQLAlchemy's own message has both: it may hold agent output or a secret).
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError
+        >>> describe_error(OperationalError("INSERT INTO t VALUES (?)", ("secret",),
+        ...                                 Exception("database is locked")))
+        'database is locked (OperationalError)'
+    """
+    if isinstance(exc, DBAPIError):
+        orig = exc.orig
+        first = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
+        if first.startswith("<class "):  # asyncpg through SQLAlchemy's adapter: "<class 'x'>: msg"
+            first = first.split(">: ", 1)[-1]
+        if not is_transient(exc):
+            # A data error's message may quote the value it refused: name it only.
+            return f"the database refused the write ({type(exc).__name__}: {type(orig).__name__})"
+        return f"{first[:200]} ({type(exc).__name__})" if first else type(exc).__name__
+    if isinstance(exc, SQLAlchemyError):
+        return f"database error ({type(exc).__name__})"
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
+
+
+class StoreFaults:
+    """Fault injection for tests: make the store's writes fail as a flaky disk or network would.
+
+    Each injected failure raises :class:`StoreUnavailableError` inside the write's
+    transaction (so it is rolled back), counts as a transient failure and marks the
+    store degraded, exactly like a real one.
+
+    Example:
+        >>> f = StoreFaults(); f.fail_writes(1)
+        >>> f.check("events")
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.server.store.StoreUnavailableError: injected fault: write failed
+        >>> f.check("events")
+    """
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.until = 0.0
+        self.run_ends = 0
+
+    def fail_writes(self, n: int) -> None:
+        """The next ``n`` write transactions fail."""
+        self.writes = n
+
+    def fail_for(self, seconds: float) -> None:
+        """Every write fails for the next ``seconds`` seconds."""
+        self.until = time.monotonic() + seconds
+
+    def fail_run_end(self, n: int = 1) -> None:
+        """The next ``n`` attempts to record the end of a run fail."""
+        self.run_ends = n
+
+    def clear(self) -> None:
+        """No more injected failures."""
+        self.writes = self.run_ends = 0
+        self.until = 0.0
+
+    def check(self, purpose: str) -> None:
+        """Raise :class:`StoreUnavailableError` if a failure is due for a write of ``purpose``."""
+        if purpose == "run_end" and self.run_ends > 0:
+            self.run_ends -= 1
+            raise StoreUnavailableError("injected fault: the run's end could not be written")
+        if self.until and time.monotonic() < self.until:
+            raise StoreUnavailableError("injected fault: the database is unavailable")
+        if self.writes > 0:
+            self.writes -= 1
+            raise StoreUnavailableError("injected fault: write failed")
+
+
+@dataclass(slots=True)
+class StoreHealth:
+    """Whether the last write succeeded; since when and why not (``GET /api/health``).
+
+    Example:
+        >>> h = StoreHealth(); h.failed("database is locked"); h.view()["status"]
+        'degraded'
+        >>> h.succeeded(); h.view()["status"], h.view()["reason"]
+        ('ok', None)
+    """
+
+    degraded_since_ms: int | None = None
+    reason: str | None = None
+    failures: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        """True from a transient failure until the next write that succeeds."""
+        return self.degraded_since_ms is not None
+
+    def failed(self, reason: str) -> None:
+        """Note a transient failure."""
+        if self.degraded_since_ms is None:
+            self.degraded_since_ms = now_ms()
+        self.reason = reason
+        self.failures += 1
+
+    def succeeded(self) -> None:
+        """Note a write that went through."""
+        self.degraded_since_ms = None
+        self.reason = None
+        self.failures = 0
+
+    def view(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "status": "degraded" if self.degraded else "ok",
+            "degraded_since_ms": self.degraded_since_ms,
+            "reason": self.reason,
+            "failed_writes": self.failures,
+        }
 
 
 @dataclass(slots=True)
@@ -173,8 +346,50 @@ class EventRecord:
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
 
 
+class _Encoded:
+    """A JSON value serialized ahead of the insert (see :meth:`Store.append`): the engine's
+    serializer passes its text through instead of serializing the value again."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 def _json_dumps(value: Any) -> str:
+    if value.__class__ is _Encoded:
+        return str(value.text)
     return orjson.dumps(value).decode()
+
+
+def _encode(value: Any) -> _Encoded | str:
+    """``value`` serialized, or the reason it cannot be (a string)."""
+    try:
+        return _Encoded(orjson.dumps(value).decode())
+    except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def unstorable_record(rec: NewRecord, reason: str) -> NewRecord:
+    """The record stored instead of one the database cannot take: type ``raw``, subtype
+    ``unstorable``, the original line kept in ``raw``, what happened in ``payload.unstorable``.
+
+    Example:
+        >>> r = unstorable_record(NewRecord("agent", "assistant", None, {}, "{}", "r"), "too deep")
+        >>> r.type, r.subtype, r.payload["unstorable"]["type"], r.raw
+        ('raw', 'unstorable', 'assistant', '{}')
+    """
+    payload = {
+        "type": "raw",
+        "raw_type": None,
+        "subtype": "unstorable",
+        "data": {},
+        "text": "",
+        "session_id": None,
+        "timestamp_ms": None,
+        "unstorable": {"type": rec.type, "subtype": rec.subtype, "reason": reason},
+    }
+    return NewRecord(rec.source, "raw", "unstorable", payload, rec.raw, rec.run_id)
 
 
 def _row_dict(row: Row[Any] | None) -> dict[str, Any] | None:
@@ -208,9 +423,12 @@ class Store:
         'sqlite'
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 30.0) -> None:
         self.url = url
         self.dialect = make_url(url).get_backend_name()
+        self.busy_timeout = busy_timeout
+        self.faults = StoreFaults()
+        self.health = StoreHealth()
         self._engine: AsyncEngine | None = None
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
@@ -239,13 +457,14 @@ class Store:
             db = url.database
             if db and db != ":memory:":
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["connect_args"] = {"timeout": self.busy_timeout}
         else:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
         engine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
+            busy_ms = self.busy_timeout * 1000
 
             @event.listens_for(engine.sync_engine, "connect")
             def _pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -253,7 +472,7 @@ class Store:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
-                cur.execute("PRAGMA busy_timeout=30000")
+                cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
                 cur.close()
 
         self._engine = engine
@@ -275,10 +494,22 @@ class Store:
             yield
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction (serialized with the others on SQLite)."""
-        async with self._writing(), self.engine.begin() as conn:
-            yield conn
+    async def transaction(self, purpose: str = "write") -> AsyncIterator[AsyncConnection]:
+        """A write transaction (serialized with the others on SQLite).
+
+        A transient failure (:func:`is_transient`) marks the store degraded
+        (:attr:`health`) until a write succeeds. ``purpose`` names the write for
+        :attr:`faults` (``"events"``, ``"run_end"``, ``"write"``).
+        """
+        try:
+            async with self._writing(), self.engine.begin() as conn:
+                self.faults.check(purpose)
+                yield conn
+        except Exception as e:
+            if is_transient(e):
+                self.health.failed(describe_error(e))
+            raise
+        self.health.succeeded()
 
     def _clean_text(self, value: str | None) -> str | None:
         # PostgreSQL text cannot hold NUL; keep everything else intact.
@@ -426,6 +657,7 @@ class Store:
         *,
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
+        purpose: str = "events",
     ) -> list[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
@@ -433,10 +665,59 @@ class Store:
         (e.g. to insert the run the records point to); ``after`` runs after the
         insert. All in one transaction. Raises :class:`NotFoundError` for an
         unknown chat.
+
+        **One odd record never rolls back the others**: a payload that cannot be
+        serialized is stored as :func:`unstorable_record` (its line kept), and when
+        the database refuses the batch for its data (not for its availability), the
+        batch is written again record by record and the refused record becomes an
+        ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
         """
+        prepared = [self._prepare(r) for r in new]
+        try:
+            return await self._append(chat_id, prepared, before, after, purpose, one_by_one=False)
+        except DBAPIError as e:
+            if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
+                raise
+            logger.warning(
+                "a batch of %d record(s) was refused (%s); writing it one by one",
+                len(prepared),
+                describe_error(e),
+            )
+        for _ in range(len(prepared)):
+            try:
+                return await self._append(chat_id, prepared, before, after, purpose, one_by_one=True)
+            except _RecordRefusedError as refused:
+                i = refused.index
+                marker = unstorable_record(prepared[i][0], describe_error(refused.error))
+                prepared[i] = self._prepare(marker)
+        raise StoreUnavailableError("the database refused every record of the batch")
+
+    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded]:
+        """The record (raw made storable) and its payload serialized once, here."""
+        encoded = _encode(r.payload)
+        if isinstance(encoded, str):
+            logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, encoded)
+            r = unstorable_record(r, f"the event cannot be serialized: {encoded}")
+            encoded = _encode(r.payload)
+            assert isinstance(encoded, _Encoded)
+        raw = self._clean_text(r.raw)
+        if raw is not r.raw:
+            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id)
+        return r, encoded
+
+    async def _append(
+        self,
+        chat_id: str,
+        new: list[tuple[NewRecord, _Encoded]],
+        before: ExtraWrites | None,
+        after: ExtraWrites | None,
+        purpose: str,
+        *,
+        one_by_one: bool,
+    ) -> list[EventRecord]:
         n = len(new)
         ts = now_ms()
-        async with self.transaction() as conn:
+        async with self.transaction(purpose) as conn:
             res = await conn.execute(
                 update(chats)
                 .where(chats.c.id == chat_id)
@@ -449,38 +730,35 @@ class Store:
             first = last - n + 1
             recs = [
                 EventRecord(
-                    first + i,
-                    chat_id,
-                    r.run_id,
-                    ts,
-                    r.source,
-                    r.type,
-                    r.subtype,
-                    r.payload,
-                    self._clean_text(r.raw),
+                    first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype, r.payload, r.raw
                 )
-                for i, r in enumerate(new)
+                for i, (r, _) in enumerate(new)
             ]
             if before is not None:
                 await before(conn, recs)
-            if recs:
-                await conn.execute(
-                    insert(events),
-                    [
-                        {
-                            "chat_id": chat_id,
-                            "run_id": r.run_id,
-                            "seq": r.seq,
-                            "ts_ms": ts,
-                            "source": r.source,
-                            "type": r.type,
-                            "subtype": r.subtype,
-                            "payload": r.payload,
-                            "raw": r.raw,
-                        }
-                        for r in recs
-                    ],
-                )
+            rows = [
+                {
+                    "chat_id": chat_id,
+                    "run_id": r.run_id,
+                    "seq": r.seq,
+                    "ts_ms": ts,
+                    "source": r.source,
+                    "type": r.type,
+                    "subtype": r.subtype,
+                    "payload": encoded,
+                    "raw": r.raw,
+                }
+                for r, (_, encoded) in zip(recs, new, strict=True)
+            ]
+            if rows and not one_by_one:
+                await conn.execute(insert(events), rows)
+            for i, row in enumerate(rows if one_by_one else ()):
+                try:
+                    await conn.execute(insert(events), [row])
+                except DBAPIError as e:
+                    if is_transient(e):
+                        raise
+                    raise _RecordRefusedError(i, e) from None
             if after is not None:
                 await after(conn, recs)
         return recs
@@ -529,6 +807,10 @@ class Store:
         dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
         row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
         row["output"] = row["output"] or ""
+        for key in ("args", "result"):  # one odd value does not roll back the batch
+            if row.get(key) is not None:
+                encoded = _encode(row[key])
+                row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
         stmt = dialect_insert(tool_calls).values(**row)
         ex = stmt.excluded
         changes = {
