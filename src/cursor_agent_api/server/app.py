@@ -62,8 +62,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
     ``app.state`` holds ``settings``, ``store``, ``hub``, ``log`` and ``runs``.
     """
     store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
-    hub = Hub(settings.subscriber_queue_size)
-    log = EventLog(store, hub)
+    hub = Hub(settings.subscriber_queue_size, settings.subscriber_queue_bytes)
+    log = EventLog(store, hub, settings.max_field_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

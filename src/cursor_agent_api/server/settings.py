@@ -93,6 +93,7 @@ class ServerSettings:
     batch_max_bytes: int = 8 * 1024 * 1024
     max_field_bytes: int = 256 * 1024
     max_page_bytes: int = 4 * 1024 * 1024
+    subscriber_queue_bytes: int = 32 * 1024 * 1024
 
     @property
     def base_url(self) -> str:

@@ -39,7 +39,21 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Row, and_, event, func, insert, select, update
+from sqlalchemy import (
+    LargeBinary,
+    Row,
+    Text,
+    and_,
+    case,
+    cast,
+    event,
+    func,
+    insert,
+    null,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
     DBAPIError,
@@ -300,12 +314,15 @@ class EventRecord:
     subtype: str | None
     payload: dict[str, Any]
     raw: str | None
+    truncated: list[dict[str, Any]] | None = None
 
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
         """The JSON form used by REST and WebSocket (``raw`` only when asked).
 
         Tool-call records also carry ``tool_call``: the card fields the protocol
-        layer reads from the payload (:func:`.webui.tool_call_view`).
+        layer reads from the payload (:func:`.webui.tool_call_view`). A record whose
+        long fields were cut (:func:`cut_record`) carries ``truncated``: one
+        ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
         d: dict[str, Any] = {
             "seq": self.seq,
@@ -320,10 +337,12 @@ class EventRecord:
         if self.type in TOOL_RECORD_TYPES:
             # The card fields the web UI shows (see webui.tool_call_view); not stored.
             d["tool_call"] = tool_call_view(self.payload)
-        if self.type in TOOL_RECORD_TYPES:
-            d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
+        if self.truncated:
+            cuts = self.truncated if include_raw else [t for t in self.truncated if t["field"] != "/raw"]
+            if cuts:
+                d["truncated"] = cuts
         return d
 
     @classmethod
@@ -344,6 +363,122 @@ class EventRecord:
 
 
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
+
+
+def utf8_size(text: str) -> int:
+    """``len(text.encode())``, without the copy when the text is ASCII.
+
+    Example:
+        >>> utf8_size("abc"), utf8_size("é")
+        (3, 2)
+    """
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_prefix(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` of at most ``limit`` UTF-8 bytes (never half a character).
+
+    Example:
+        >>> utf8_prefix("naïve", 3)
+        'na'
+    """
+    if len(text) <= limit // 4:
+        return text
+    if text.isascii():
+        return text[:limit]
+    return text[: limit + 1].encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+
+
+def _pointer_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def cut_value(value: Any, limit: int, path: str, cuts: list[dict[str, Any]]) -> Any:
+    """``value`` with every string over ``limit`` UTF-8 bytes cut to that many; each cut is
+    noted in ``cuts`` as ``{"field": <JSON pointer from path>, "bytes": <whole size>}``.
+    Containers are copied only where something was cut.
+
+    Example:
+        >>> cuts = []
+        >>> cut_value({"a": ["xxxxxx", "ok"]}, 4, "/payload", cuts), cuts
+        ({'a': ['xxxx', 'ok']}, [{'field': '/payload/a/0', 'bytes': 6}])
+    """
+    if isinstance(value, str):
+        if len(value) * 4 <= limit:
+            return value
+        size = utf8_size(value)
+        if size <= limit:
+            return value
+        cuts.append({"field": path, "bytes": size})
+        return utf8_prefix(value, limit)
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            new = cut_value(v, limit, f"{path}/{_pointer_token(str(k))}", cuts)
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        items: list[Any] | None = None
+        for i, v in enumerate(value):
+            new = cut_value(v, limit, f"{path}/{i}", cuts)
+            if new is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    return value
+
+
+def cut_record(rec: EventRecord, limit: int, *, raw_size: int | None = None) -> EventRecord:
+    """``rec`` with its fields over ``limit`` bytes cut (``truncated`` says which and how long).
+
+    ``raw_size`` is the whole line's length when ``rec.raw`` was already read cut.
+
+    Example:
+        >>> r = cut_record(EventRecord(1, "c", None, 0, "agent", "assistant", None,
+        ...                            {"text": "x" * 10}, "y" * 10), 4)
+        >>> r.payload["text"], r.raw, [t["field"] for t in r.truncated]
+        ('xxxx', 'yyyy', ['/payload/text', '/raw'])
+    """
+    cuts: list[dict[str, Any]] = list(rec.truncated or ())
+    payload = cut_value(rec.payload, limit, "/payload", cuts)
+    raw = rec.raw
+    if raw is not None:
+        size = raw_size if raw_size is not None else utf8_size(raw) if len(raw) * 4 > limit else len(raw)
+        if size > limit:
+            cuts.append({"field": "/raw", "bytes": max(size, utf8_size(raw))})
+            raw = utf8_prefix(raw, limit)
+    if not cuts:
+        return rec
+    return EventRecord(
+        rec.seq, rec.chat_id, rec.run_id, rec.ts_ms, rec.source, rec.type, rec.subtype, payload, raw, cuts
+    )
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at a JSON pointer (RFC 6901) in ``document``; ``KeyError`` if there is none.
+
+    Example:
+        >>> resolve_pointer({"payload": {"a/b": [0, "x"]}}, "/payload/a~1b/1")
+        'x'
+    """
+    if pointer == "":
+        return document
+    if not pointer.startswith("/"):
+        raise KeyError(pointer)
+    node = document
+    for token in pointer[1:].split("/"):
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise KeyError(pointer)
+    return node
 
 
 class _Encoded:
@@ -789,6 +924,107 @@ class Store:
         async with self.engine.connect() as conn:
             res = await conn.execute(q)
             return [EventRecord.from_row(r) for r in res]
+
+    async def read_page(
+        self,
+        chat_id: str,
+        after_seq: int,
+        limit: int,
+        *,
+        max_bytes: int,
+        max_field_bytes: int,
+        include_raw: bool = False,
+        run_id: str | None = None,
+    ) -> tuple[list[EventRecord], bool]:
+        """A page of records after ``after_seq``: at most ``limit`` records and about
+        ``max_bytes`` (at least one record), each with its fields over ``max_field_bytes``
+        cut (:func:`cut_record`). Returns ``(records, has_more)``.
+
+        Memory stays bounded whatever the rows hold: sizes are read first, a line is
+        read cut by the database, and a payload over the field limit is read alone,
+        cut, and let go before the next.
+        """
+        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
+        if run_id is not None:
+            cond = and_(cond, events.c.run_id == run_id)
+        # Sizes in bytes. SQLite's text functions stop at a NUL character: measure and cut
+        # the BLOB of the text there (PostgreSQL text holds no NUL).
+        if self.is_sqlite:
+            plen = func.length(cast(events.c.payload, LargeBinary))
+            rlen = func.coalesce(func.length(cast(events.c.raw, LargeBinary)), 0)
+        else:
+            plen = func.octet_length(cast(events.c.payload, Text))
+            rlen = func.coalesce(func.octet_length(events.c.raw), 0)
+        sizes_q = select(events.c.seq, plen, rlen).where(cond).order_by(events.c.seq).limit(limit + 1)
+        async with self.engine.connect() as conn:
+            sizes = [(int(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in await conn.execute(sizes_q)]
+        has_more = len(sizes) > limit
+        sizes = sizes[:limit]
+        chosen: list[tuple[int, int, int]] = []
+        total = 0
+        for seq, p, r in sizes:
+            cost = 200 + min(p, 4 * max_field_bytes) + (min(r, max_field_bytes) if include_raw else 0)
+            if chosen and total + cost > max_bytes:
+                has_more = True
+                break
+            chosen.append((seq, p, r))
+            total += cost
+        if not chosen:
+            return [], has_more
+        raw_col: Any = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
+        raw_cut = func.substr(raw_col, 1, max_field_bytes + 1)
+        big = {seq for seq, p, _ in chosen if p > max_field_bytes}
+        payload_col = type_coerce(
+            case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
+        )
+        cols = [
+            events.c.seq,
+            events.c.chat_id,
+            events.c.run_id,
+            events.c.ts_ms,
+            events.c.source,
+            events.c.type,
+            events.c.subtype,
+            payload_col.label("payload"),
+            (raw_cut if include_raw else null()).label("raw"),
+        ]
+        first, last = chosen[0][0], chosen[-1][0]
+        rows_q = (
+            select(*cols)
+            .where(and_(cond, events.c.seq >= first, events.c.seq <= last))
+            .order_by(events.c.seq)
+        )
+        raw_sizes = {seq: r for seq, _, r in chosen}
+        out: list[EventRecord] = []
+        async with self.engine.connect() as conn:
+            for row in (await conn.execute(rows_q)).all():
+                rec = EventRecord.from_row(row)
+                if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
+                    rec.raw = rec.raw.decode("utf-8", "ignore")
+                if rec.seq in big:
+                    full = await conn.execute(select(events.c.payload).where(
+                        and_(events.c.chat_id == chat_id, events.c.seq == rec.seq)))
+                    rec.payload = full.scalar_one()
+                    del full
+                out.append(cut_record(rec, max_field_bytes, raw_size=raw_sizes.get(rec.seq)))
+        return out, has_more
+
+    async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
+        """One whole record (nothing cut), or ``None``."""
+        q = select(
+            events.c.seq,
+            events.c.chat_id,
+            events.c.run_id,
+            events.c.ts_ms,
+            events.c.source,
+            events.c.type,
+            events.c.subtype,
+            events.c.payload,
+            events.c.raw,
+        ).where(and_(events.c.chat_id == chat_id, events.c.seq == seq))
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(q)).first()
+        return EventRecord.from_row(row) if row is not None else None
 
     async def count_events(self, chat_id: str) -> int:
         """How many records the chat's log holds."""
