@@ -388,3 +388,94 @@ def test_injected_faults_raise_inside_the_transaction(db_url: str) -> None:
             await store.close()
 
     assert asyncio.run(main()) == (1, 1)
+
+
+# ---- point 4: answers bounded by bytes -------------------------------------------------------
+
+
+def _long_script(path: Path, text: str, lines: int) -> Path:
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "long")))
+        for _ in range(lines):
+            f.write(wire.encode(wire.assistant_final(sid, text)))
+        f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))
+    return path
+
+
+def test_long_fields_are_cut_with_a_flag_and_the_whole_value_is_one_request_away(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path
+) -> None:
+    from server_helpers import ws_collect
+
+    text = "naïve café 日本 🚀 " * 400  # about 9 KB, non-ASCII
+    script = _long_script(tmp_path / "long.ndjson", text, 12)
+    server = make_inproc(
+        sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, max_field_bytes=1000, max_page_bytes=6000
+    )
+    with server.client() as c:
+        chat = new_chat(c)
+
+        async def live() -> list[dict[str, Any]]:
+            from server_helpers import is_run_end
+
+            url = f"{server.url.replace('http', 'ws')}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}"
+            task = asyncio.create_task(ws_collect(url, is_run_end))
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(_start, c, chat["id"])
+            return await task
+
+        live_msgs = asyncio.run(live())
+        run = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][0]
+        assert wait_run(c, run["id"])["status"] == "succeeded"
+        # REST: pages stop at about max_page_bytes; every record comes, once, in order.
+        pages, after, events = 0, 0, []
+        while True:
+            r = c.get(f"/api/chats/{chat['id']}/events", params={"after_seq": after, "include_raw": True})
+            body = r.json()
+            assert len(r.content) < 6000 + 8000  # one record over the budget at most
+            events += body["events"]
+            pages += 1
+            after = body["next_after_seq"]
+            if not body["has_more"]:
+                break
+        assert pages > 2
+        _check_log(events)
+        long = [e for e in events if e["type"] == "assistant"]
+        assert len(long) == 12
+        whole = len(text.encode())
+        for e in long:
+            fields = {t["field"]: t["bytes"] for t in e["truncated"]}
+            assert fields["/payload/text"] == whole
+            assert fields["/payload/data/message/content/0/text"] == whole
+            assert fields["/raw"] > whole
+            assert len(e["payload"]["text"].encode()) <= 1000 and text.startswith(e["payload"]["text"])
+            assert len(e["raw"].encode()) <= 1000
+        first = long[0]
+        url = f"/api/chats/{chat['id']}/events/{first['seq']}/value"
+        r = c.get(url, params={"field": "/payload/text"})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+        assert r.text == text
+        raw = c.get(url, params={"field": "/raw"}).text
+        assert orjson.loads(raw)["message"]["content"][0]["text"] == text
+        assert c.get(url, params={"field": "/payload/data/message"}).json()["content"][0]["text"] == text
+        assert c.get(url, params={"field": "/payload/nope"}).status_code == 404
+        assert c.get(f"/api/chats/{chat['id']}/events/9999/value", params={"field": "/raw"}).status_code == 404
+        # Records without a long field carry no flag.
+        assert all("truncated" not in e for e in events if e["type"] in ("run", "user"))
+        # WebSocket, live and replayed: the same cut records.
+        live_events = [m["event"] for m in live_msgs if m.get("op") == "event"]
+        assert [e["seq"] for e in live_events] == [e["seq"] for e in events]
+        replay = asyncio.run(
+            ws_collect(
+                f"{server.url.replace('http', 'ws')}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}",
+                lambda m: m.get("op") == "live",
+            )
+        )
+        replayed = [m["event"] for m in replay if m.get("op") == "event"]
+        assert [e["seq"] for e in replayed] == [e["seq"] for e in events]
+        for got in (live_events, replayed):
+            cut = [e for e in got if e["type"] == "assistant"]
+            assert all(len(e["payload"]["text"].encode()) <= 1000 and e["truncated"] for e in cut)
+            assert all("/raw" not in {t["field"] for t in e["truncated"]} for e in cut)

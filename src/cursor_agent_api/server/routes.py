@@ -371,6 +371,7 @@ async def event_value(
     rec = await _store(request).get_event(chat_id, seq)
     if rec is None:
         raise HTTPException(404, f"chat {chat_id!r} has no record {seq}")
+    rec = rec.restored()
     try:
         value = resolve_pointer({"payload": rec.payload, "raw": rec.raw}, field)
     except KeyError:

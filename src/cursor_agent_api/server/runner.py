@@ -16,13 +16,15 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..config import AgentConfig
 from ..protocol import AgentEvent, AgentResult
+from ..runtime.sinks import AsyncEventQueue
 from .settings import ServerSettings
 
 
@@ -106,12 +108,56 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     )
 
 
+class _ByteWeightedQueue(AsyncEventQueue):
+    """The client's event queue, with events weighed by their line's size.
+
+    The client stops reading the agent's stdout while ``high_water`` units wait; an event
+    weighs one unit per started 4 KiB of its line. The server keeps its own buffer
+    (:mod:`.runs`), so the client need not read ahead far: a few MiB, not eight 30 MB
+    lines (the client's default counts events only).
+
+    Example:
+        >>> q = _ByteWeightedQueue(high_water=4, low_water=1)
+        >>> q.put([_Line(b"x" * 20000)]); q.full
+        True
+    """
+
+    UNIT = 4096
+
+    def __init__(self, high_water: int = 2048, low_water: int = 512) -> None:
+        super().__init__(high_water, low_water)
+        self._weights: collections.deque[int] = collections.deque()
+
+    def put(self, batch: list[Any]) -> None:
+        if self._stopped:
+            return
+        weight = 0
+        for event in batch:
+            line = getattr(event, "line", None)
+            weight += 1 + (len(line) // self.UNIT if isinstance(line, (bytes, str)) else 0)
+        self._weights.append(weight)
+        super().put(batch)
+        self._pending += weight - len(batch)
+
+    def _took(self, n: int) -> Callable[[], None] | None:
+        weight = self._weights.popleft() if self._weights else n
+        return super()._took(weight)
+
+
+@dataclass(slots=True)
+class _Line:
+    line: bytes
+
+
 async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStream:
     """Start the turn; returns the stream to iterate (the process may start lazily)."""
-    from ..client import AsyncCursorAgentClient
+    from ..client import AsyncStreamingResponse
+    from ..runtime import AgentRun
 
-    client = AsyncCursorAgentClient(agent_config(settings, launch))
-    stream: Any = client.query_stream(launch.prompt)
+    queue = _ByteWeightedQueue()
+    stream: Any = AsyncStreamingResponse(
+        AgentRun(agent_config(settings, launch), launch.prompt, sink=queue), queue
+    )
     if inspect.isawaitable(stream):
         stream = await stream
     if hasattr(stream, "__aenter__"):

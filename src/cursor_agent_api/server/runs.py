@@ -60,7 +60,7 @@ from .runner import (
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import EventRecord, NewRecord, describe_error, is_transient, now_ms
+from .store import EventRecord, NewRecord, agent_payload, describe_error, is_transient, now_ms
 
 T = TypeVar("T")
 
@@ -179,6 +179,12 @@ def _tool_row(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool
         "started_seq": None if completed else rec.seq,
         "completed_seq": rec.seq if completed else None,
     }
+
+
+def _line(event: AgentEvent) -> str | bytes:
+    """The event's original line, as it came (bytes: no decoded copy of a long line)."""
+    line = event.line
+    return line if isinstance(line, (bytes, str)) else event.raw
 
 
 def _event_size(event: AgentEvent) -> int:
@@ -642,7 +648,9 @@ class RunManager:
 
     async def _write_batch(self, active: ActiveRun, batch: list[AgentEvent]) -> None:
         run_id = active.run_id
-        new = [NewRecord("agent", e.type.value, e.subtype, e.to_dict(), e.raw, run_id) for e in batch]
+        new = [
+            NewRecord("agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id) for e in batch
+        ]
         # What the transaction changes in ``active`` is applied once it is committed, so a
         # retried batch starts again from the same state.
         outcome: dict[str, Any] = {}

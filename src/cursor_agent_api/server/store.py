@@ -279,8 +279,8 @@ class NewRecord:
     """A record to append to a chat's log; :meth:`Store.append` gives it its seq.
 
     ``source`` is ``"agent"`` (an event the client yielded: ``payload`` is
-    ``event.to_dict()``, ``raw`` the original line) or ``"server"`` (a run's
-    life-cycle: ``type`` ``"run"``, ``subtype`` its new status).
+    :func:`agent_payload`, ``raw`` the original line, as bytes or text) or
+    ``"server"`` (a run's life-cycle: ``type`` ``"run"``, ``subtype`` its new status).
 
     Example:
         >>> NewRecord("server", "run", "queued", {"run_id": "r"}).raw is None
@@ -291,8 +291,35 @@ class NewRecord:
     type: str
     subtype: str | None
     payload: dict[str, Any]
-    raw: str | None = None
+    raw: str | bytes | None = None
     run_id: str | None = None
+
+
+def agent_payload(event: Any) -> dict[str, Any]:
+    """What the store keeps of an agent event: ``event.to_dict()`` **without** ``text``
+    (a function of ``data``, recomputed when the record is read) and with ``data`` last
+    (so that :meth:`Store.append` can see whether the line is exactly ``data``'s JSON).
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> p = agent_payload(parse_event('{"type":"assistant","message":{"content":[]}}'))
+        >>> list(p)[-1], "text" in p
+        ('data', False)
+    """
+    return {
+        "type": event.type.value,
+        "raw_type": event.raw_type,
+        "subtype": event.subtype,
+        "session_id": event.session_id,
+        "timestamp_ms": event.timestamp_ms,
+        "data": event.data,
+    }
+
+
+def _restore_text(payload: dict[str, Any]) -> dict[str, Any]:
+    from ..protocol import AgentEvent
+
+    return {**payload, "text": AgentEvent.from_dict(payload).text}
 
 
 @dataclass(slots=True)
@@ -316,6 +343,37 @@ class EventRecord:
     raw: str | None
     truncated: list[dict[str, Any]] | None = None
 
+    def restored(self, *, raw: bool = True) -> EventRecord:
+        """This record with what the store does not keep twice put back: an agent event's
+        ``payload.text`` (from ``data``) and, when ``raw``, its line (``data``'s JSON, when the
+        line was exactly that).
+
+        Example:
+            >>> data = {"type": "raw", "data": "hi"}
+            >>> r = EventRecord(1, "c", None, 0, "agent", "raw", None, {"type": "raw", "data": data}, None)
+            >>> r.restored().payload["text"], r.restored().raw
+            ('hi', '{"type":"raw","data":"hi"}')
+        """
+        if self.source != "agent":
+            return self
+        payload = self.payload
+        missing_text = "text" not in payload and isinstance(payload.get("data"), dict)
+        missing_raw = raw and self.raw is None and isinstance(payload.get("data"), dict)
+        if not (missing_text or missing_raw):
+            return self
+        return EventRecord(
+            self.seq,
+            self.chat_id,
+            self.run_id,
+            self.ts_ms,
+            self.source,
+            self.type,
+            self.subtype,
+            _restore_text(payload) if missing_text else payload,
+            orjson.dumps(payload["data"]).decode() if missing_raw else self.raw,
+            self.truncated,
+        )
+
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
         """The JSON form used by REST and WebSocket (``raw`` only when asked).
 
@@ -324,6 +382,8 @@ class EventRecord:
         long fields were cut (:func:`cut_record`) carries ``truncated``: one
         ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
+        if self.source == "agent" and ("text" not in self.payload or (include_raw and self.raw is None)):
+            return self.restored(raw=include_raw).to_dict(include_raw)
         d: dict[str, Any] = {
             "seq": self.seq,
             "chat_id": self.chat_id,
@@ -432,10 +492,13 @@ def cut_value(value: Any, limit: int, path: str, cuts: list[dict[str, Any]]) -> 
     return value
 
 
-def cut_record(rec: EventRecord, limit: int, *, raw_size: int | None = None) -> EventRecord:
+def cut_record(
+    rec: EventRecord, limit: int, *, raw_size: int | None = None, include_raw: bool = False
+) -> EventRecord:
     """``rec`` with its fields over ``limit`` bytes cut (``truncated`` says which and how long).
 
-    ``raw_size`` is the whole line's length when ``rec.raw`` was already read cut.
+    ``raw_size`` is the whole line's length when ``rec.raw`` was already read cut;
+    ``include_raw`` rebuilds (then cuts) a line stored as its data.
 
     Example:
         >>> r = cut_record(EventRecord(1, "c", None, 0, "agent", "assistant", None,
@@ -443,6 +506,7 @@ def cut_record(rec: EventRecord, limit: int, *, raw_size: int | None = None) -> 
         >>> r.payload["text"], r.raw, [t["field"] for t in r.truncated]
         ('xxxx', 'yyyy', ['/payload/text', '/raw'])
     """
+    rec = rec.restored(raw=rec.raw is not None or include_raw)
     cuts: list[dict[str, Any]] = list(rec.truncated or ())
     payload = cut_value(rec.payload, limit, "/payload", cuts)
     raw = rec.raw
@@ -487,13 +551,17 @@ class _Encoded:
 
     __slots__ = ("text",)
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str | bytes) -> None:
         self.text = text
 
 
-def _json_dumps(value: Any) -> str:
+def _text(raw: str | bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+def _json_dumps(value: Any) -> Any:
     if value.__class__ is _Encoded:
-        return str(value.text)
+        return value.text
     return orjson.dumps(value).decode()
 
 
@@ -828,17 +896,32 @@ class Store:
         raise StoreUnavailableError("the database refused every record of the batch")
 
     def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded]:
-        """The record (raw made storable) and its payload serialized once, here."""
-        encoded = _encode(r.payload)
-        if isinstance(encoded, str):
-            logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, encoded)
-            r = unstorable_record(r, f"the event cannot be serialized: {encoded}")
-            encoded = _encode(r.payload)
-            assert isinstance(encoded, _Encoded)
-        raw = self._clean_text(r.raw)
+        """The record (raw made storable) and its payload serialized once, here.
+
+        An agent record whose line is exactly its ``data`` in compact JSON (what the CLI
+        writes) is stored without ``raw``: the line is rebuilt from ``data`` when read
+        (:meth:`EventRecord.restored`), so the same bytes are not stored twice. On
+        SQLite the payload's JSON is bound as UTF-8 bytes (no decoded copy).
+        """
+        try:
+            data = orjson.dumps(r.payload)
+        except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
+            reason = f"{type(e).__name__}: {str(e)[:200]}"
+            logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
+            r = unstorable_record(r, f"the event cannot be serialized: {reason}")
+            data = orjson.dumps(r.payload)
+        raw = r.raw
+        if raw is not None and r.source == "agent" and list(r.payload)[-1:] == ["data"]:
+            line = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+            n, m = len(line), len(data)
+            # data is b'{…,"data":<data>}': compare its tail with the line, without a copy.
+            if m > n + 1 and memoryview(data)[m - 1 - n : m - 1] == line:
+                raw = None
+            del line
+        raw = self._clean_text(_text(raw))
         if raw is not r.raw:
             r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id)
-        return r, encoded
+        return r, _Encoded(data if self.is_sqlite else data.decode())
 
     async def _append(
         self,
@@ -865,7 +948,7 @@ class Store:
             first = last - n + 1
             recs = [
                 EventRecord(
-                    first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype, r.payload, r.raw
+                    first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype, r.payload, _text(r.raw)
                 )
                 for i, (r, _) in enumerate(new)
             ]
@@ -963,7 +1046,9 @@ class Store:
         chosen: list[tuple[int, int, int]] = []
         total = 0
         for seq, p, r in sizes:
-            cost = 200 + min(p, 4 * max_field_bytes) + (min(r, max_field_bytes) if include_raw else 0)
+            # A line stored as its data (raw NULL) is rebuilt about as long as the payload.
+            line = min(r or p, max_field_bytes) if include_raw else 0
+            cost = 200 + min(p, 4 * max_field_bytes) + line
             if chosen and total + cost > max_bytes:
                 has_more = True
                 break
@@ -1006,7 +1091,8 @@ class Store:
                         and_(events.c.chat_id == chat_id, events.c.seq == rec.seq)))
                     rec.payload = full.scalar_one()
                     del full
-                out.append(cut_record(rec, max_field_bytes, raw_size=raw_sizes.get(rec.seq)))
+                raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
+                out.append(cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw))
         return out, has_more
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:

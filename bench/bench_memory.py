@@ -1,0 +1,208 @@
+"""Memory bounded by bytes (issue 11, point 4): the server's RSS while an agent writes eight
+30 MB lines and a client reads the chat with ``include_raw``, beside the same server with
+the byte limits off (the behaviour before: pages, batches and fields bounded by count only).
+
+For each mode, one server process (uvicorn in a subprocess, settings given directly) runs
+the simulator replaying a recording of ``--lines`` assistant messages of ``--mb`` MB each
+(one line each); while the run goes, a client reads every record of the chat again and
+again through ``GET /api/chats/{id}/events?include_raw=true`` (paging on ``has_more``),
+and once more after the end. The server's peak RSS is its ``VmHWM`` (``/proc/<pid>/status``).
+
+Usage::
+
+    .venv/bin/python bench/bench_memory.py                 # 8 lines of 30 MB, both modes
+    .venv/bin/python bench/bench_memory.py --lines 2 --mb 5 --only limits
+
+Goal: peak RSS under 300 MB with the limits (the defaults of ``ServerSettings``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from cursor_agent_api.protocol import wire
+
+BIN = Path(sys.executable).parent
+FINAL = {"succeeded", "failed", "cancelled", "interrupted"}
+NO_LIMITS = {
+    "max_field_bytes": 1 << 40,
+    "max_page_bytes": 1 << 40,
+    "batch_max_bytes": 1 << 40,
+    "subscriber_queue_bytes": 1 << 40,
+}
+
+SERVER = """
+import json, sys
+from pathlib import Path
+import uvicorn
+from cursor_agent_api.server import ServerSettings, create_app
+cfg = json.loads(sys.argv[1])
+settings = ServerSettings(token=cfg["token"], port=cfg["port"], database_url=cfg["db"],
+                          roots=(Path(cfg["root"]),), agent_binary=cfg["sim"],
+                          agent_env=cfg["env"], **cfg["limits"])
+uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=cfg["port"],
+                              log_level="warning")).run()
+"""
+
+
+def write_script(path: Path, lines: int, mb: int) -> Path:
+    """init, prompt, ``lines`` assistant messages of ``mb`` MB each, a result."""
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "big")))
+        for i in range(lines):
+            text = (f"line {i} " + "x" * 99 + "\n") * (mb * 1024 * 1024 // 108)
+            f.write(wire.encode(wire.assistant_final(sid, text), checked=False))
+        f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))
+    return path
+
+
+def _status(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_mode(name: str, limits: dict[str, Any], script: Path, work: Path) -> dict[str, Any]:
+    root = work / f"root-{name}"
+    (root / "p").mkdir(parents=True)
+    db = work / f"{name}.sqlite3"
+    port = _free_port()
+    token = uuid.uuid4().hex
+    cfg = {
+        "token": token,
+        "port": port,
+        "db": f"sqlite+aiosqlite:///{db}",
+        "root": str(root),
+        "sim": str(BIN / "cursor-agent-sim"),
+        "env": {"CURSOR_AGENT_SIM_SCRIPT": str(script), "CURSOR_CONFIG_DIR": str(work / f"cfg-{name}")},
+        "limits": limits,
+    }
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(cfg)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"token {token}"}
+    client = httpx.Client(base_url=url, headers=headers, timeout=600)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if client.get("/api/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise SystemExit(f"{name}: the server did not start")
+            time.sleep(0.1)
+        base_rss = _status(proc.pid, "VmRSS")
+        chat = client.post("/api/chats", json={"workspace": "p", "options": {"trust": True}}).json()
+        samples: list[int] = []
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                samples.append(_status(proc.pid, "VmRSS"))
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        largest = 0
+        read_bytes = 0
+        reads = 0
+
+        def read_all() -> None:
+            nonlocal largest, read_bytes, reads
+            after = 0
+            while True:
+                r = client.get(
+                    f"/api/chats/{chat['id']}/events", params={"after_seq": after, "include_raw": True}
+                )
+                r.raise_for_status()
+                largest = max(largest, len(r.content))
+                read_bytes += len(r.content)
+                body = r.json()
+                after = body["next_after_seq"]
+                if not body["has_more"]:
+                    break
+            reads += 1
+
+        t0 = time.monotonic()
+        run = client.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "big"}).json()
+        while client.get(f"/api/runs/{run['id']}").json()["status"] not in FINAL:
+            if os.environ.get("BENCH_NO_READ"):
+                time.sleep(0.2)
+                continue
+            read_all()
+        elapsed = time.monotonic() - t0
+        read_all()
+        final = client.get(f"/api/runs/{run['id']}").json()
+        stop.set()
+        sampler.join()
+        peak = _status(proc.pid, "VmHWM")
+        db_size = sum(p.stat().st_size for p in work.glob(f"{name}.sqlite3*"))
+        return {
+            "mode": name,
+            "status": final["status"],
+            "base_rss_mb": base_rss / 2**20,
+            "peak_rss_mb": peak / 2**20,
+            "median_rss_mb": sorted(samples)[len(samples) // 2] / 2**20 if samples else 0.0,
+            "largest_answer_mb": largest / 2**20,
+            "full_reads": reads,
+            "read_mb": read_bytes / 2**20,
+            "run_s": elapsed,
+            "db_mb": db_size / 2**20,
+        }
+    finally:
+        client.close()
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lines", type=int, default=8)
+    ap.add_argument("--mb", type=int, default=30)
+    ap.add_argument("--only", choices=["limits", "no-limits"])
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
+        work = Path(tmp)
+        script = write_script(work / "big.ndjson", args.lines, args.mb)
+        print(f"recording: {args.lines} lines of {args.mb} MB ({script.stat().st_size / 2**20:.0f} MB)")
+        modes = [("limits", {}), ("no-limits", NO_LIMITS)]
+        rows = [run_mode(n, lim, script, work) for n, lim in modes if args.only in (None, n)]
+    keys = list(rows[0])
+    print(" | ".join(keys))
+    for row in rows:
+        print(" | ".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()))
+    if len(rows) == 2:
+        print(f"peak RSS, limits / no limits: {rows[0]['peak_rss_mb'] / rows[1]['peak_rss_mb']:.2f}")
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
