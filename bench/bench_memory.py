@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from cursor_agent_api.protocol import wire
 
@@ -58,15 +59,34 @@ uvicorn.Server(uvicorn.Config(create_app(settings), host="127.0.0.1", port=cfg["
 """
 
 
-def write_script(path: Path, lines: int, mb: int) -> Path:
-    """init, prompt, ``lines`` assistant messages of ``mb`` MB each, a result."""
+def write_script(path: Path, lines: int, mb: int, kind: str) -> Path:
+    """init, prompt, ``lines`` lines of ``mb`` MB each, a result.
+
+    ``kind``: ``unknown`` (an event of a type this library does not know, kept whole in the
+    log: what the server alone pays), ``tool`` (a read of an ``mb`` MB file: started, then a
+    completion of ``mb`` MB), ``assistant`` (assistant messages of ``mb`` MB).
+    """
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    mcid = "mc-1"
     with path.open("wb") as f:
         f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
         f.write(wire.encode(wire.user(sid, "big")))
         for i in range(lines):
             text = (f"line {i} " + "x" * 99 + "\n") * (mb * 1024 * 1024 // 108)
-            f.write(wire.encode(wire.assistant_final(sid, text), checked=False))
+            if kind == "assistant":
+                f.write(wire.encode(wire.assistant_final(sid, text), checked=False))
+            elif kind == "unknown":
+                f.write(orjson.dumps({"type": "x_big_blob", "session_id": sid, "blob": text}) + b"\n")
+            else:
+                call, path_ = f"call_{i}", f"/ws/big{i}.log"
+                args = wire.read_args(path_)
+                times = {"model_call_id": mcid, "started_at_ms": 1, "timestamp_ms": 1}
+                f.write(wire.encode(wire.tool_call_started(sid, call, "readToolCall", args, **times)))
+                done = wire.tool_call_completed(
+                    sid, call, "readToolCall", wire.read_success(path_, text), args=args,
+                    completed_at_ms=2, **times,
+                )
+                f.write(wire.encode(done, checked=False))
         f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))
     return path
 
@@ -154,7 +174,10 @@ def run_mode(name: str, limits: dict[str, Any], script: Path, work: Path) -> dic
                 continue
             read_all()
         elapsed = time.monotonic() - t0
-        read_all()
+        if os.environ.get("BENCH_PHASES"):
+            print(f"  {name}: peak after the run, before the last read: {_status(proc.pid, 'VmHWM') / 2**20:.0f} MB")
+        if not os.environ.get("BENCH_NO_READ"):
+            read_all()
         final = client.get(f"/api/runs/{run['id']}").json()
         stop.set()
         sampler.join()
@@ -187,11 +210,13 @@ def main() -> None:
     ap.add_argument("--lines", type=int, default=8)
     ap.add_argument("--mb", type=int, default=30)
     ap.add_argument("--only", choices=["limits", "no-limits"])
+    ap.add_argument("--kind", choices=["unknown", "tool", "assistant"], default="unknown")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
         work = Path(tmp)
-        script = write_script(work / "big.ndjson", args.lines, args.mb)
-        print(f"recording: {args.lines} lines of {args.mb} MB ({script.stat().st_size / 2**20:.0f} MB)")
+        script = write_script(work / "big.ndjson", args.lines, args.mb, args.kind)
+        size = script.stat().st_size / 2**20
+        print(f"recording: {args.lines} {args.kind} lines of {args.mb} MB ({size:.0f} MB)")
         modes = [("limits", {}), ("no-limits", NO_LIMITS)]
         rows = [run_mode(n, lim, script, work) for n, lim in modes if args.only in (None, n)]
     keys = list(rows[0])

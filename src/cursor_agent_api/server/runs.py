@@ -57,6 +57,8 @@ from .runner import (
     cancel_stream,
     close_stream,
     open_stream,
+    release_events,
+    set_eager,
     wait_stream,
 )
 from .settings import ServerSettings
@@ -525,32 +527,42 @@ class RunManager:
         changed = asyncio.Condition()
         state = {"reading": True, "retrying": False}
 
-        def full(extra: int) -> bool:
-            if not pending:
-                return False
-            if state["retrying"]:
-                return (
-                    active.pending_bytes + extra > settings.store_buffer_bytes
-                    or active.pending_events >= settings.store_buffer_events
-                )
-            return active.pending_bytes + extra > settings.batch_max_bytes or active.pending_events >= (
-                2 * settings.batch_max_events
+        def behind() -> bool:
+            # The store keeps up but has not caught up yet: wait before taking more.
+            return bool(pending) and (
+                active.pending_bytes >= settings.batch_max_bytes
+                or active.pending_events >= 2 * settings.batch_max_events
+            )
+
+        def overflowing(extra: int) -> bool:
+            return bool(pending) and (
+                active.pending_bytes + extra > settings.store_buffer_bytes
+                or active.pending_events >= settings.store_buffer_events
             )
 
         async def produce() -> None:
+            events = stream.__aiter__()
             try:
-                async for event in stream:
+                while True:
+                    async with changed:
+                        # Wait *before* taking the next event: it stays in the client, which
+                        # then stops reading the agent's pipe (backpressure, memory flat).
+                        while behind() and not state["retrying"]:
+                            await changed.wait()
+                    try:
+                        event = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
                     size = _event_size(event)
                     async with changed:
-                        while full(size):
-                            if state["retrying"]:
-                                await self._overflow(active, stream)
-                                return
-                            await changed.wait()
+                        if state["retrying"] and overflowing(size):
+                            await self._overflow(active, stream)
+                            return
                         pending.append((event, size))
                         active.pending_events += 1
                         active.pending_bytes += size
                         changed.notify_all()
+                    del event
             except Exception as e:
                 active.stream_error = e
             finally:
@@ -576,12 +588,15 @@ class RunManager:
                         batch.append(event)
                         size += n
                 await self._write_retrying(active, batch, state, changed)
+                count = len(batch)
+                del batch  # let the stored events go before the client reads on
                 async with changed:
-                    for _ in batch:
+                    for _ in range(count):
                         pending.popleft()
-                    active.pending_events -= len(batch)
+                    active.pending_events -= count
                     active.pending_bytes -= size
                     changed.notify_all()
+                release_events(stream, count)
                 if not active.pid_recorded:
                     await self._record_pid(active)
         finally:
@@ -613,6 +628,8 @@ class RunManager:
                     async with changed:
                         state["retrying"] = True
                         changed.notify_all()
+                    if active.stream is not None:
+                        set_eager(active.stream, True)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.settings.store_retry_max_delay)
                 continue
@@ -625,6 +642,8 @@ class RunManager:
                 async with changed:
                     state["retrying"] = False
                     changed.notify_all()
+                if active.stream is not None:
+                    set_eager(active.stream, False)
             return
 
     async def _overflow(self, active: ActiveRun, stream: AgentStream) -> None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -70,7 +71,39 @@ from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+BIG_VALUE = 1024 * 1024
+"""A record over this many bytes is written, or read whole, one at a time (memory)."""
 logger = logging.getLogger("cursor_agent_api.server")
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        trim: Callable[[int], int] = libc.malloc_trim
+        return trim
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_memory() -> None:
+    """Give the memory freed after a big value back to the OS (glibc's ``malloc_trim``).
+
+    Hand-written because no library does this: glibc keeps freed blocks of tens of MB in
+    its arenas (the process's RSS stays at its peak); trimming after each value over
+    :data:`BIG_VALUE` keeps the RSS near what is really in use. A no-op elsewhere.
+
+    Example:
+        >>> release_memory()
+    """
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 def now_ms() -> int:
@@ -632,6 +665,9 @@ class Store:
         self.busy_timeout = busy_timeout
         self.faults = StoreFaults()
         self.health = StoreHealth()
+        # Values over BIG_VALUE bytes are handled one at a time in this process (a write of
+        # one, or a read of one): each costs a few copies of itself, not of all of them.
+        self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
@@ -875,6 +911,24 @@ class Store:
         batch is written again record by record and the refused record becomes an
         ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
         """
+        big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
+        if not big:
+            return await self._append_all(chat_id, new, before, after, purpose)
+        async with self._big_values:
+            release_memory()
+            try:
+                return await self._append_all(chat_id, new, before, after, purpose)
+            finally:
+                release_memory()
+
+    async def _append_all(
+        self,
+        chat_id: str,
+        new: Sequence[NewRecord],
+        before: ExtraWrites | None,
+        after: ExtraWrites | None,
+        purpose: str,
+    ) -> list[EventRecord]:
         prepared = [self._prepare(r) for r in new]
         try:
             return await self._append(chat_id, prepared, before, after, purpose, one_by_one=False)
@@ -1033,7 +1087,9 @@ class Store:
         # Sizes in bytes. SQLite's text functions stop at a NUL character: measure and cut
         # the BLOB of the text there (PostgreSQL text holds no NUL).
         if self.is_sqlite:
-            plen = func.length(cast(events.c.payload, LargeBinary))
+            # payload is bound as UTF-8 bytes (a BLOB: its length is read without its
+            # content); older rows are TEXT without NUL (JSON escapes it).
+            plen = func.length(events.c.payload)
             rlen = func.coalesce(func.length(cast(events.c.raw, LargeBinary)), 0)
         else:
             plen = func.octet_length(cast(events.c.payload, Text))
@@ -1086,14 +1142,39 @@ class Store:
                 rec = EventRecord.from_row(row)
                 if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
                     rec.raw = rec.raw.decode("utf-8", "ignore")
-                if rec.seq in big:
-                    full = await conn.execute(select(events.c.payload).where(
-                        and_(events.c.chat_id == chat_id, events.c.seq == rec.seq)))
-                    rec.payload = full.scalar_one()
-                    del full
                 raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
+                if rec.seq in big:
+                    async with self._big_values:
+                        rec, raw_size = await self._read_big(
+                            conn, rec, include_raw, max_field_bytes, raw_size
+                        )
+                        rec = cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw)
+                        release_memory()
+                    out.append(rec)
+                    continue
                 out.append(cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw))
         return out, has_more
+
+    async def _read_big(
+        self, conn: AsyncConnection, rec: EventRecord, include_raw: bool, limit: int, raw_size: int | None
+    ) -> tuple[EventRecord, int | None]:
+        """Load a payload over the field limit as JSON text; a line stored as its data is the
+        tail of that text (``…,"data":<line>}``): cut from it without rebuilding it."""
+        col = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
+        where = and_(events.c.chat_id == rec.chat_id, events.c.seq == rec.seq)
+        res = await conn.execute(select(col).where(where))
+        text: Any = res.scalar_one()
+        del res
+        if isinstance(text, str):
+            text = text.encode()
+        rec.payload = orjson.loads(text)
+        if include_raw and rec.raw is None and rec.source == "agent" and list(rec.payload)[-1:] == ["data"]:
+            head = orjson.dumps({k: v for k, v in rec.payload.items() if k != "data"})
+            start = len(head) - 1 + len(b',"data":') if len(head) > 2 else len(b'{"data":')
+            raw_size = len(text) - 1 - start
+            rec.raw = bytes(memoryview(text)[start : start + limit + 4]).decode("utf-8", "ignore")
+        del text
+        return rec, raw_size
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
         """One whole record (nothing cut), or ``None``."""
