@@ -175,7 +175,8 @@ def run_mode(name: str, limits: dict[str, Any], script: Path, work: Path) -> dic
             read_all()
         elapsed = time.monotonic() - t0
         if os.environ.get("BENCH_PHASES"):
-            print(f"  {name}: peak after the run, before the last read: {_status(proc.pid, 'VmHWM') / 2**20:.0f} MB")
+            peak_run = _status(proc.pid, "VmHWM") / 2**20
+            print(f"  {name}: peak after the run, before the last read: {peak_run:.0f} MB")
         if not os.environ.get("BENCH_NO_READ"):
             read_all()
         final = client.get(f"/api/runs/{run['id']}").json()

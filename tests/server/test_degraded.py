@@ -136,7 +136,11 @@ def test_a_creation_during_the_outage_is_a_json_503(make_inproc: Callable[..., I
     with server.client() as c:
         chat = new_chat(c)
         server.store.faults.fail_for(60)
-        for path, body in (("/api/chats", {"workspace": "project"}), (f"/api/chats/{chat['id']}/runs", {"prompt": "hi"})):
+        creations = (
+            ("/api/chats", {"workspace": "project"}),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": "hi"}),
+        )
+        for path, body in creations:
             r = c.post(path, json=body)
             assert r.status_code == 503, r.text
             assert r.headers["content-type"].startswith("application/json")
@@ -268,7 +272,8 @@ def test_dropped_postgresql_connections_are_survived(
 def _deep_script(path: Path, depth: int) -> Path:
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
     inner = "[" * (depth - 1) + "]" * (depth - 1)
-    deep = b'{"type":"assistant","nested":' + inner.encode() + b',"message":{"role":"assistant","content":[]}}\n'
+    message = b',"message":{"role":"assistant","content":[]}}\n'
+    deep = b'{"type":"assistant","nested":' + inner.encode() + message
     with path.open("wb") as f:
         f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
         f.write(wire.encode(wire.user(sid, "deep")))
@@ -416,12 +421,13 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_value_is_one_request_away
     )
     with server.client() as c:
         chat = new_chat(c)
+        base = server.url.replace("http", "ws")
+        ws_url = f"{base}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}"
 
         async def live() -> list[dict[str, Any]]:
             from server_helpers import is_run_end
 
-            url = f"{server.url.replace('http', 'ws')}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}"
-            task = asyncio.create_task(ws_collect(url, is_run_end))
+            task = asyncio.create_task(ws_collect(ws_url, is_run_end))
             await asyncio.sleep(0.5)
             await asyncio.to_thread(_start, c, chat["id"])
             return await task
@@ -461,17 +467,15 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_value_is_one_request_away
         assert orjson.loads(raw)["message"]["content"][0]["text"] == text
         assert c.get(url, params={"field": "/payload/data/message"}).json()["content"][0]["text"] == text
         assert c.get(url, params={"field": "/payload/nope"}).status_code == 404
-        assert c.get(f"/api/chats/{chat['id']}/events/9999/value", params={"field": "/raw"}).status_code == 404
+        missing = c.get(f"/api/chats/{chat['id']}/events/9999/value", params={"field": "/raw"})
+        assert missing.status_code == 404
         # Records without a long field carry no flag.
         assert all("truncated" not in e for e in events if e["type"] in ("run", "user"))
         # WebSocket, live and replayed: the same cut records.
         live_events = [m["event"] for m in live_msgs if m.get("op") == "event"]
         assert [e["seq"] for e in live_events] == [e["seq"] for e in events]
         replay = asyncio.run(
-            ws_collect(
-                f"{server.url.replace('http', 'ws')}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}",
-                lambda m: m.get("op") == "live",
-            )
+            ws_collect(ws_url, lambda m: m.get("op") == "live"),
         )
         replayed = [m["event"] for m in replay if m.get("op") == "event"]
         assert [e["seq"] for e in replayed] == [e["seq"] for e in events]

@@ -14,6 +14,7 @@
 import { h, replace, formatDuration } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { createCard, drawCard, mergeView } from "./cards.js";
+import { cutNote, cutOf, wholeText } from "./cut.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
@@ -68,7 +69,11 @@ export class Timeline {
     else if (type === "thinking:completed") {
       if (this.thinking) this.thinking.done = true;
     } else if (type === "assistant:delta") this.assistant(rec.payload?.text || "", true);
-    else if (type === "assistant") this.assistant(rec.payload?.text || "", false);
+    else if (type === "assistant") {
+      const el = this.assistant(rec.payload?.text || "", false);
+      const cut = el && cutOf(rec, "/payload/text");
+      if (cut) el.after(cutNote(rec, cut, (text) => replace(el, wholeText(text))));
+    }
     else if (type === "tool-call-started" || type === "tool-call-completed") this.tool(rec);
     else if (type === "error") this.failure(rec.payload?.text || "the agent reported an error", null);
     else if (type === "connection" || type === "retry") {
@@ -140,14 +145,16 @@ export class Timeline {
     } else if (this.segment && this.segment.fromDeltas) {
       this.segment.text = text; // the whole segment replaces its deltas
       this.render(this.segment);
+      const { el } = this.segment;
       this.segment = null;
-      return;
+      return el;
     } else {
       this.openSegment(false);
       this.segment.text = text;
       this.render(this.segment);
+      const { el } = this.segment;
       this.segment = null;
-      return;
+      return el;
     }
     this.schedule(this.segment);
   }
@@ -178,6 +185,11 @@ export class Timeline {
     }
     entry.view = mergeView(entry.view, view);
     drawCard(entry.el, entry.view, this.workspace);
+    const cut = cutOf(rec);
+    if (cut) {
+      const card = entry.el;
+      card.append(cutNote(rec, cut, (text) => card.append(wholeText(text))));
+    }
   }
 
   /** The run is over: calls still "running" will never complete. */
