@@ -34,7 +34,7 @@ from .log import EventLog
 from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
-from .store import Store, StoreUnavailableError, describe_error, is_transient
+from .store import Store, StoreUnavailableError, describe_error, is_transient, tune_memory
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -67,6 +67,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         await store.start()
         runs = RunManager(settings, log)
         app.state.runs = runs

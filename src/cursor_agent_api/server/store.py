@@ -76,34 +76,48 @@ BIG_VALUE = 1024 * 1024
 logger = logging.getLogger("cursor_agent_api.server")
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
+def _libc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-        return trim
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        libc.malloc_trim  # noqa: B018 - glibc only (musl has none)
+        libc.mallopt  # noqa: B018
+        return libc
+    except (OSError, AttributeError):
         return None
 
 
-_TRIM = _malloc_trim()
+_LIBC = _libc()
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_memory() -> None:
+    """Make glibc give every block over :data:`BIG_VALUE` its own mapping, returned to the OS
+    as soon as it is freed (by default the threshold grows with the blocks freed, and freed
+    blocks of tens of MB stay in the process). Called once by the server. A no-op elsewhere.
+
+    Example:
+        >>> tune_memory()
+    """
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, BIG_VALUE)
 
 
 def release_memory() -> None:
     """Give the memory freed after a big value back to the OS (glibc's ``malloc_trim``).
 
-    Hand-written because no library does this: glibc keeps freed blocks of tens of MB in
-    its arenas (the process's RSS stays at its peak); trimming after each value over
-    :data:`BIG_VALUE` keeps the RSS near what is really in use. A no-op elsewhere.
+    Hand-written because no library does this: glibc keeps freed blocks in its arenas (the
+    process's RSS stays at its peak); trimming after each value over :data:`BIG_VALUE`
+    keeps the RSS near what is really in use. A no-op elsewhere.
 
     Example:
         >>> release_memory()
     """
-    if _TRIM is not None:
-        _TRIM(0)
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def now_ms() -> int:
