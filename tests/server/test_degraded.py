@@ -483,3 +483,42 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_value_is_one_request_away
             cut = [e for e in got if e["type"] == "assistant"]
             assert all(len(e["payload"]["text"].encode()) <= 1000 and e["truncated"] for e in cut)
             assert all("/raw" not in {t["field"] for t in e["truncated"]} for e in cut)
+
+
+def test_a_line_equal_to_its_data_is_stored_once_and_rebuilt_exactly(db_url: str) -> None:
+    from sqlalchemy import select
+
+    from cursor_agent_api.protocol import parse_event
+    from cursor_agent_api.server.models import events as events_table
+    from cursor_agent_api.server.store import agent_payload
+
+    compact = '{"type":"assistant","message":{"content":[{"type":"text","text":"hi é"}]}}'.encode()
+    # Same data, other bytes: an escape, spaces. Kept as they came.
+    spaced = b'{"type":"assistant","message":{"content":[{"type":"text","text":"hi \\u00e9"}]}}'
+
+
+    async def main() -> tuple[list[Any], list[dict[str, Any]]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            new = [
+                NewRecord("agent", e.type.value, e.subtype, agent_payload(e), e.line)
+                for e in (parse_event(compact), parse_event(spaced))
+            ]
+            await store.append(chat["id"], new)
+            async with store.engine.connect() as conn:
+                rows = (await conn.execute(select(events_table.c.raw).order_by(events_table.c.seq))).all()
+            recs, _ = await store.read_page(
+                chat["id"], 0, 10, max_bytes=1 << 20, max_field_bytes=1 << 20, include_raw=True
+            )
+            return [r[0] for r in rows], [r.to_dict(True) for r in recs]
+        finally:
+            await store.close()
+
+    stored_raw, served = asyncio.run(main())
+    assert stored_raw[0] is None  # the same bytes are in the payload already
+    assert stored_raw[1] == spaced.decode()  # not the compact form: kept as it came
+    assert served[0]["raw"] == compact.decode() and served[1]["raw"] == spaced.decode()
+    assert served[0]["payload"]["text"] == "hi é"
+    assert served[0]["payload"]["data"] == orjson.loads(compact)

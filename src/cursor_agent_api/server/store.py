@@ -430,7 +430,9 @@ class EventRecord:
         ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
         if self.source == "agent" and ("text" not in self.payload or (include_raw and self.raw is None)):
-            return self.restored(raw=include_raw).to_dict(include_raw)
+            whole = self.restored(raw=include_raw)
+            if whole is not self:
+                return whole.to_dict(include_raw)
         d: dict[str, Any] = {
             "seq": self.seq,
             "chat_id": self.chat_id,
