@@ -370,12 +370,12 @@ class RunManager:
         """Record the run's end, retrying with backoff until it is recorded.
 
         A transient failure is retried as it is; a write the database refuses for its
-        data is retried without the result fields. During shutdown it gives up after
-        ``shutdown_grace_seconds`` (the next start marks the run ``interrupted``).
+        data is retried once without the result fields (as ``failed``), then given up.
+        During shutdown it gives up after ``shutdown_grace_seconds`` (the next start marks the run ``interrupted``).
         """
         delay = 0.05
         started = time.monotonic()
-        warned = False
+        warned = minimal = False
         while True:
             try:
                 await self._finish(
@@ -388,13 +388,16 @@ class RunManager:
                 reason = describe_error(e)
                 if not is_transient(e):
                     logger.exception("could not record the end of run %s in full", active.run_id)
-                    if extra or status is not RunStatus.FAILED:
-                        extra = {}
-                        status = RunStatus.FAILED
-                        error = f"the server could not record the end of this run in full: {reason}"
-                        error_type = type(e).__name__
-                        continue
-                elif not warned:
+                    if minimal:  # refused even without the result fields: nothing more to try
+                        logger.error("gave up recording the end of run %s: %s", active.run_id, reason)
+                        return
+                    minimal = True
+                    extra = {}
+                    status = RunStatus.FAILED
+                    error = f"the server could not record the end of this run in full: {reason}"
+                    error_type = type(e).__name__
+                    continue
+                if not warned:
                     warned = True
                     logger.warning(
                         "could not record the end of run %s (%s); retrying until it is recorded",
@@ -555,14 +558,16 @@ class RunManager:
                         return
                     size = _event_size(event)
                     async with changed:
-                        if state["retrying"] and overflowing(size):
-                            await self._overflow(active, stream)
-                            return
-                        pending.append((event, size))
-                        active.pending_events += 1
-                        active.pending_bytes += size
-                        changed.notify_all()
+                        full = state["retrying"] and overflowing(size)
+                        if not full:
+                            pending.append((event, size))
+                            active.pending_events += 1
+                            active.pending_bytes += size
+                            changed.notify_all()
                     del event
+                    if full:
+                        await self._overflow(active, stream)
+                        return
             except Exception as e:
                 active.stream_error = e
             finally:
