@@ -371,7 +371,8 @@ class RunManager:
 
         A transient failure is retried as it is; a write the database refuses for its
         data is retried once without the result fields (as ``failed``), then given up.
-        During shutdown it gives up after ``shutdown_grace_seconds`` (the next start marks the run ``interrupted``).
+        During shutdown it gives up after ``shutdown_grace_seconds`` (the next start
+        marks the run ``interrupted``).
         """
         delay = 0.05
         started = time.monotonic()
