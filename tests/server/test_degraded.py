@@ -522,3 +522,36 @@ def test_a_line_equal_to_its_data_is_stored_once_and_rebuilt_exactly(db_url: str
     assert served[0]["raw"] == compact.decode() and served[1]["raw"] == spaced.decode()
     assert served[0]["payload"]["text"] == "hi é"
     assert served[0]["payload"]["data"] == orjson.loads(compact)
+
+
+def test_tool_calls_keep_long_values_cut_once_and_say_so(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path
+) -> None:
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    content = "naïve line\n" * 1000  # 11,000 bytes
+    args = wire.read_args("/ws/big.log")
+    times = {"model_call_id": "mc", "started_at_ms": 1, "timestamp_ms": 1}
+    script = tmp_path / "tool.ndjson"
+    with script.open("wb") as f:
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.tool_call_started(sid, "call_1", "readToolCall", args, **times)))
+        done = wire.tool_call_completed(
+            sid, "call_1", "readToolCall", wire.read_success("/ws/big.log", content), args=args,
+            completed_at_ms=2, **times,
+        )
+        f.write(wire.encode(done))
+        f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, max_field_bytes=1000)
+    with server.client() as c:
+        chat = new_chat(c)
+        assert wait_run(c, _start(c, chat["id"])["id"])["status"] == "succeeded"
+        (call,) = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]
+        cuts = {t["field"]: t["bytes"] for t in call["truncated"]}
+        whole = len(content.encode())
+        assert cuts == {"/result/success/content": whole, "/output": whole}
+        assert len(call["output"].encode()) <= 1000 and content.startswith(call["output"])
+        assert "_cut" not in call["result"] and call["result"]["success"]["path"].endswith("/big.log")
+        # The whole output is in the call's completed record.
+        url = f"/api/chats/{chat['id']}/events/{call['completed_seq']}/value"
+        field = "/payload/data/tool_call/readToolCall/result/success/content"
+        assert c.get(url, params={"field": field}).text == content

@@ -386,6 +386,11 @@ async def event_value(
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     view = {k: v for k, v in row.items() if k != "id"}
     cuts: list[dict[str, Any]] = []
+    result = view.get("result")
+    if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)
+        result = dict(result)
+        cuts += result.pop("_cut")
+        view["result"] = result or None
     for key in ("args", "result", "output"):
         view[key] = cut_value(view.get(key), max_field_bytes, f"/{key}", cuts)
     if cuts:

@@ -62,7 +62,15 @@ from .runner import (
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import EventRecord, NewRecord, agent_payload, describe_error, is_transient, now_ms
+from .store import (
+    EventRecord,
+    NewRecord,
+    agent_payload,
+    cut_value,
+    describe_error,
+    is_transient,
+    now_ms,
+)
 
 T = TypeVar("T")
 
@@ -160,7 +168,23 @@ class ActiveRun:
         return str(self.run["chat_id"])
 
 
-def _tool_row(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
+def _tool_row(
+    run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool, max_field_bytes: int
+) -> dict[str, Any]:
+    row = _tool_fields(run, tc, rec, completed=completed)
+    # The whole values are in the call's records: the table keeps them cut (not twice),
+    # and what was cut under the result's "_cut" key (GET …/tool-calls shows it as
+    # ``truncated``).
+    cuts: list[dict[str, Any]] = []
+    for key in ("args", "result", "output"):
+        row[key] = cut_value(row[key], max_field_bytes, f"/{key}", cuts)
+    if cuts:
+        result = row["result"]
+        row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    return row
+
+
+def _tool_fields(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
     return {
         "chat_id": run.chat_id,
         "run_id": run.run_id,
@@ -680,6 +704,8 @@ class RunManager:
         # retried batch starts again from the same state.
         outcome: dict[str, Any] = {}
 
+        limit = self.settings.max_field_bytes
+
         async def after(conn: Any, recs: list[EventRecord]) -> None:
             open_calls = dict(active.open_calls)
             new_session: str | None = None
@@ -693,14 +719,14 @@ class RunManager:
                         continue
                     if etype is EventType.TOOL_CALL_STARTED:
                         open_calls[tc.call_id] = tc.copy()
-                        row = _tool_row(active, tc, rec, completed=False)
+                        row = _tool_row(active, tc, rec, completed=False, max_field_bytes=limit)
                     else:
                         prev = open_calls.pop(tc.call_id, None)
                         if prev is not None:
                             merged = prev.copy()
                             merged.update(tc)
                             tc = merged
-                        row = _tool_row(active, tc, rec, completed=True)
+                        row = _tool_row(active, tc, rec, completed=True, max_field_bytes=limit)
                     await self.store.upsert_tool_call(conn, row)
             values: dict[str, Any] = {"last_seq": recs[-1].seq}
             if active.first_seq is None:
