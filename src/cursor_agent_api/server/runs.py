@@ -698,7 +698,8 @@ class RunManager:
     async def _write_batch(self, active: ActiveRun, batch: list[AgentEvent]) -> None:
         run_id = active.run_id
         new = [
-            NewRecord("agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id) for e in batch
+            NewRecord("agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, {"text": e.text})
+            for e in batch
         ]
         # What the transaction changes in ``active`` is applied once it is committed, so a
         # retried batch starts again from the same state.

@@ -340,6 +340,9 @@ class NewRecord:
     payload: dict[str, Any]
     raw: str | bytes | None = None
     run_id: str | None = None
+    derived: dict[str, Any] | None = None
+    """Payload fields not stored (recomputed when read), given back in the records that
+    :meth:`Store.append` returns (e.g. an agent event's ``text``, already computed)."""
 
 
 def agent_payload(event: Any) -> dict[str, Any]:
@@ -389,6 +392,7 @@ class EventRecord:
     payload: dict[str, Any]
     raw: str | None
     truncated: list[dict[str, Any]] | None = None
+    size_hint: int | None = None  # at least the bytes of any one string of the payload
 
     def restored(self, *, raw: bool = True) -> EventRecord:
         """This record with what the store does not keep twice put back: an agent event's
@@ -556,6 +560,9 @@ def cut_record(
         ('xxxx', 'yyyy', ['/payload/text', '/raw'])
     """
     rec = rec.restored(raw=rec.raw is not None or include_raw)
+    hint = rec.size_hint
+    if hint is not None and hint <= limit and (rec.raw is None or len(rec.raw) <= limit // 4):
+        return rec  # nothing in it can be over the limit: no walk
     cuts: list[dict[str, Any]] = list(rec.truncated or ())
     payload = cut_value(rec.payload, limit, "/payload", cuts)
     raw = rec.raw
@@ -602,6 +609,12 @@ class _Encoded:
 
     def __init__(self, text: str | bytes) -> None:
         self.text = text
+
+
+def _size_hint(encoded: _Encoded, derived: dict[str, Any] | None) -> int:
+    """At least the UTF-8 size of any string of a payload and its derived fields."""
+    extra = (len(v) * 4 for v in (derived or {}).values() if isinstance(v, str))
+    return max([len(encoded.text), *extra])
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -990,7 +1003,7 @@ class Store:
             del line
         raw = self._clean_text(_text(raw))
         if raw is not r.raw:
-            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id)
+            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id, r.derived)
         return r, _Encoded(data if self.is_sqlite else data.decode())
 
     async def _append(
@@ -1018,9 +1031,19 @@ class Store:
             first = last - n + 1
             recs = [
                 EventRecord(
-                    first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype, r.payload, _text(r.raw)
+                    first + i,
+                    chat_id,
+                    r.run_id,
+                    ts,
+                    r.source,
+                    r.type,
+                    r.subtype,
+                    {**r.payload, **r.derived} if r.derived else r.payload,
+                    _text(r.raw),
+                    None,
+                    _size_hint(encoded, r.derived),
                 )
-                for i, (r, _) in enumerate(new)
+                for i, (r, encoded) in enumerate(new)
             ]
             if before is not None:
                 await before(conn, recs)
@@ -1152,10 +1175,13 @@ class Store:
             .order_by(events.c.seq)
         )
         raw_sizes = {seq: r for seq, _, r in chosen}
+        # A string of a payload (and the text rebuilt from it) is never longer than the payload.
+        payload_sizes = {seq: p for seq, p, _ in chosen}
         out: list[EventRecord] = []
         async with self.engine.connect() as conn:
             for row in (await conn.execute(rows_q)).all():
                 rec = EventRecord.from_row(row)
+                rec.size_hint = payload_sizes.get(rec.seq)
                 if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
                     rec.raw = rec.raw.decode("utf-8", "ignore")
                 raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
