@@ -56,6 +56,8 @@ def exceeds_depth(value: Any, line: bytes | str | None = None, limit: int = MAX_
         >>> exceeds_depth(deep, "[[[[]]]]", limit=3), exceeds_depth(deep, "[[[[]]]]", limit=4)
         (True, False)
     """
+    if line is not None and len(line) <= limit:  # fewer characters than the limit
+        return False
     if isinstance(line, bytes):
         if line.count(b"{") + line.count(b"[") <= limit:
             return False

@@ -207,6 +207,34 @@ def _tool_fields(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: b
     }
 
 
+class _Signal:
+    """Wakes whoever waits (a flag, not a queue): each waiter checks its condition again.
+
+    Example:
+        >>> async def demo() -> bool:
+        ...     s = _Signal()
+        ...     waiter = asyncio.ensure_future(s.wait())
+        ...     await asyncio.sleep(0); s.notify(); await waiter
+        ...     return waiter.done()
+        >>> asyncio.run(demo())
+        True
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        """Wake every waiter."""
+        self._event.set()
+
+    async def wait(self) -> None:
+        """Wait for the next :meth:`notify`."""
+        self._event.clear()
+        await self._event.wait()
+
+
 def _line(event: AgentEvent) -> str | bytes:
     """The event's original line, as it came (bytes: no decoded copy of a long line)."""
     line = event.line
@@ -552,7 +580,7 @@ class RunManager:
         """Read the stream into a buffer (producer) while a writer commits it (see the module doc)."""
         settings = self.settings
         pending: deque[tuple[AgentEvent, int]] = deque()
-        changed = asyncio.Condition()
+        changed = _Signal()  # the producer and the writer wake each other (one event loop)
         state = {"reading": True, "retrying": False}
 
         def behind() -> bool:
@@ -572,60 +600,53 @@ class RunManager:
             events = stream.__aiter__()
             try:
                 while True:
-                    async with changed:
-                        # Wait *before* taking the next event: it stays in the client, which
-                        # then stops reading the agent's pipe (backpressure, memory flat).
-                        while behind() and not state["retrying"]:
-                            await changed.wait()
+                    # Wait *before* taking the next event: it stays in the client, which
+                    # then stops reading the agent's pipe (backpressure, memory flat).
+                    while behind() and not state["retrying"]:
+                        await changed.wait()
                     try:
                         event = await events.__anext__()
                     except StopAsyncIteration:
                         return
                     size = _event_size(event)
-                    async with changed:
-                        full = state["retrying"] and overflowing(size)
-                        if not full:
-                            pending.append((event, size))
-                            active.pending_events += 1
-                            active.pending_bytes += size
-                            changed.notify_all()
-                    del event
-                    if full:
+                    if state["retrying"] and overflowing(size):
+                        del event
                         await self._overflow(active, stream)
                         return
+                    pending.append((event, size))
+                    active.pending_events += 1
+                    active.pending_bytes += size
+                    changed.notify()
+                    del event
             except Exception as e:
                 active.stream_error = e
             finally:
-                async with changed:
-                    state["reading"] = False
-                    changed.notify_all()
+                state["reading"] = False
+                changed.notify()
 
         producer = asyncio.create_task(produce(), name=f"read-{active.run_id}")
         try:
             while True:
-                async with changed:
-                    while not pending and state["reading"]:
-                        await changed.wait()
-                    if not pending:
+                while not pending and state["reading"]:
+                    await changed.wait()
+                if not pending:
+                    break
+                batch: list[AgentEvent] = []
+                size = 0
+                max_events, max_bytes = settings.batch_max_events, settings.batch_max_bytes
+                for event, n in pending:
+                    if batch and (len(batch) >= max_events or size + n > max_bytes):
                         break
-                    batch: list[AgentEvent] = []
-                    size = 0
-                    for event, n in pending:
-                        if batch and (
-                            len(batch) >= settings.batch_max_events or size + n > settings.batch_max_bytes
-                        ):
-                            break
-                        batch.append(event)
-                        size += n
+                    batch.append(event)
+                    size += n
                 await self._write_retrying(active, batch, state, changed)
                 count = len(batch)
                 del batch  # let the stored events go before the client reads on
-                async with changed:
-                    for _ in range(count):
-                        pending.popleft()
-                    active.pending_events -= count
-                    active.pending_bytes -= size
-                    changed.notify_all()
+                for _ in range(count):
+                    pending.popleft()
+                active.pending_events -= count
+                active.pending_bytes -= size
+                changed.notify()
                 release_events(stream, count)
                 if not active.pid_recorded:
                     await self._record_pid(active)
@@ -636,7 +657,7 @@ class RunManager:
             active.pending_events = active.pending_bytes = 0
 
     async def _write_retrying(
-        self, active: ActiveRun, batch: list[AgentEvent], state: dict[str, bool], changed: asyncio.Condition
+        self, active: ActiveRun, batch: list[AgentEvent], state: dict[str, bool], changed: _Signal
     ) -> None:
         """Commit ``batch``; while the store fails transiently, retry with backoff."""
         delay = 0.05
@@ -655,9 +676,8 @@ class RunManager:
                         len(batch),
                         describe_error(e),
                     )
-                    async with changed:
-                        state["retrying"] = True
-                        changed.notify_all()
+                    state["retrying"] = True
+                    changed.notify()
                     if active.stream is not None:
                         set_eager(active.stream, True)
                 await asyncio.sleep(delay)
@@ -669,9 +689,8 @@ class RunManager:
                     active.run_id,
                     time.monotonic() - since,
                 )
-                async with changed:
-                    state["retrying"] = False
-                    changed.notify_all()
+                state["retrying"] = False
+                changed.notify()
                 if active.stream is not None:
                     set_eager(active.stream, False)
             return

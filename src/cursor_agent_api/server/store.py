@@ -613,8 +613,12 @@ class _Encoded:
 
 def _size_hint(encoded: _Encoded, derived: dict[str, Any] | None) -> int:
     """At least the UTF-8 size of any string of a payload and its derived fields."""
-    extra = (len(v) * 4 for v in (derived or {}).values() if isinstance(v, str))
-    return max([len(encoded.text), *extra])
+    n = len(encoded.text)
+    if derived:
+        for v in derived.values():
+            if isinstance(v, str) and 4 * len(v) > n:
+                n = 4 * len(v)
+    return n
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -994,11 +998,13 @@ class Store:
             r = unstorable_record(r, f"the event cannot be serialized: {reason}")
             data = orjson.dumps(r.payload)
         raw = r.raw
-        if raw is not None and r.source == "agent" and list(r.payload)[-1:] == ["data"]:
+        if raw is not None and r.source == "agent" and r.payload and next(reversed(r.payload)) == "data":
             line = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
             n, m = len(line), len(data)
             # data is b'{…,"data":<data>}': compare its tail with the line, without a copy.
-            if m > n + 1 and memoryview(data)[m - 1 - n : m - 1] == line:
+            if m > n + 1 and (
+                data[m - 1 - n : m - 1] == line if n < 65536 else memoryview(data)[m - 1 - n : m - 1] == line
+            ):
                 raw = None
             del line
         raw = self._clean_text(_text(raw))
