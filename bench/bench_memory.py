@@ -12,6 +12,7 @@ Usage::
 
     .venv/bin/python bench/bench_memory.py                 # 8 lines of 30 MB, both modes
     .venv/bin/python bench/bench_memory.py --lines 2 --mb 5 --only limits
+    .venv/bin/python bench/bench_memory.py --kind tool --before-src /tmp/base/src
 
 Goal: peak RSS under 300 MB with the limits (the defaults of ``ServerSettings``).
 """
@@ -104,7 +105,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_mode(name: str, limits: dict[str, Any], script: Path, work: Path) -> dict[str, Any]:
+def run_mode(
+    name: str, limits: dict[str, Any], script: Path, work: Path, src: str | None = None
+) -> dict[str, Any]:
     root = work / f"root-{name}"
     (root / "p").mkdir(parents=True)
     db = work / f"{name}.sqlite3"
@@ -119,7 +122,12 @@ def run_mode(name: str, limits: dict[str, Any], script: Path, work: Path) -> dic
         "env": {"CURSOR_AGENT_SIM_SCRIPT": str(script), "CURSOR_CONFIG_DIR": str(work / f"cfg-{name}")},
         "limits": limits,
     }
-    proc = subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(cfg)], stderr=subprocess.DEVNULL)
+    env = dict(os.environ)
+    if src is not None:  # another checkout's code (the code before this change)
+        env["PYTHONPATH"] = src
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, json.dumps(cfg)], stderr=subprocess.DEVNULL, env=env
+    )
     url = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"token {token}"}
     client = httpx.Client(base_url=url, headers=headers, timeout=600)
@@ -210,7 +218,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lines", type=int, default=8)
     ap.add_argument("--mb", type=int, default=30)
-    ap.add_argument("--only", choices=["limits", "no-limits"])
+    ap.add_argument("--only", choices=["limits", "no-limits", "before"])
+    ap.add_argument(
+        "--before-src",
+        help="the src/ directory of the code before (e.g. `git archive dae79fb src | tar -x -C /tmp/base`"
+        " then /tmp/base/src): adds a third mode, that code with its defaults",
+    )
     ap.add_argument("--kind", choices=["unknown", "tool", "assistant"], default="unknown")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-memory-") as tmp:
@@ -218,14 +231,20 @@ def main() -> None:
         script = write_script(work / "big.ndjson", args.lines, args.mb, args.kind)
         size = script.stat().st_size / 2**20
         print(f"recording: {args.lines} {args.kind} lines of {args.mb} MB ({size:.0f} MB)")
-        modes = [("limits", {}), ("no-limits", NO_LIMITS)]
-        rows = [run_mode(n, lim, script, work) for n, lim in modes if args.only in (None, n)]
+        modes: list[tuple[str, dict[str, Any], str | None]] = [
+            ("limits", {}, None),
+            ("no-limits", NO_LIMITS, None),
+        ]
+        if args.before_src:
+            modes.append(("before", {}, args.before_src))
+        rows = [run_mode(n, lim, script, work, src) for n, lim, src in modes if args.only in (None, n)]
     keys = list(rows[0])
     print(" | ".join(keys))
     for row in rows:
         print(" | ".join(f"{v:.1f}" if isinstance(v, float) else str(v) for v in row.values()))
-    if len(rows) == 2:
-        print(f"peak RSS, limits / no limits: {rows[0]['peak_rss_mb'] / rows[1]['peak_rss_mb']:.2f}")
+    for other in rows[1:]:
+        ratio = rows[0]["peak_rss_mb"] / other["peak_rss_mb"]
+        print(f"peak RSS, limits / {other['mode']}: {ratio:.2f}")
     sys.stdout.flush()
     os._exit(0)
 
