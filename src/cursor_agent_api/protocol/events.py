@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .ansi import json_text, strip_ansi
-from .limits import MAX_JSON_DEPTH, exceeds_depth
+from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth
 from .tools import ToolCall, tool_call_from_event_data
 
 
@@ -531,7 +531,7 @@ def event_from_object(data: dict[str, Any], line: bytes | str | None = None) -> 
         >>> event_from_object({"type": "result", "subtype": "error", "error": "boom"}).type
         <EventType.RESULT_ERROR: 'result:error'>
     """
-    if line is not None and exceeds_depth(data, line):
+    if line is not None and len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
         return too_deep_event(line)
     return AgentEvent(classify(data), data, line)
 
@@ -596,6 +596,6 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
         return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
     if data.__class__ is not dict:
         return raw_event(line)
-    if exceeds_depth(data, line):
+    if len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
         return too_deep_event(line)
     return AgentEvent(classify(data), data, line)

@@ -22,6 +22,11 @@ MAX_JSON_DEPTH = 200
 """Deepest nesting of objects and arrays in an event the parser accepts (the top object is 1)."""
 
 
+SHORTEST_TOO_DEEP = 2 * MAX_JSON_DEPTH + 2
+"""A line shorter than this cannot nest deeper than :data:`MAX_JSON_DEPTH` (callers on a hot
+path test the length first and call :func:`exceeds_depth` only for longer lines)."""
+
+
 def json_depth(value: Any) -> int:
     """How deeply ``value`` nests objects and arrays (a scalar is 0). Iterative: no recursion limit.
 
@@ -48,15 +53,18 @@ def json_depth(value: Any) -> int:
 def exceeds_depth(value: Any, line: bytes | str | None = None, limit: int = MAX_JSON_DEPTH) -> bool:
     """True when the decoded ``value`` nests deeper than ``limit``.
 
-    ``line``, the text it was decoded from, makes the common case cheap: a line with no
-    more opening brackets than ``limit`` cannot nest deeper, and only longer ones are walked.
+    ``line``, the text it was decoded from, makes the common case cheap: a line shorter
+    than ``2 * limit + 2`` characters, or with no more opening brackets than ``limit``,
+    cannot nest deeper; only other ones are walked.
 
     Example:
         >>> deep = [[[[]]]]
         >>> exceeds_depth(deep, "[[[[]]]]", limit=3), exceeds_depth(deep, "[[[[]]]]", limit=4)
         (True, False)
+        >>> exceeds_depth(deep, limit=3)
+        True
     """
-    if line is not None and len(line) <= limit:  # fewer characters than the limit
+    if line is not None and len(line) < 2 * limit + 2:  # each level takes 2 characters
         return False
     if isinstance(line, bytes):
         if line.count(b"{") + line.count(b"[") <= limit:

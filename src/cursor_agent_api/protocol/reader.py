@@ -19,7 +19,7 @@ import orjson
 
 from .events import AgentEvent, classify, error_event, event_from_object, raw_event, too_deep_event
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
-from .limits import exceeds_depth
+from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 
 _FAILED: object = object()
 
@@ -88,7 +88,7 @@ class EventReader:
                     obj = None
                 if obj.__class__ is dict:
                     objects += 1
-                    if exceeds_depth(obj, frame):
+                    if len(frame) >= SHORTEST_TOO_DEEP and exceeds_depth(obj, frame):
                         append(too_deep_event(frame))
                     else:
                         append(AgentEvent(classify(obj), obj, frame))
