@@ -43,6 +43,7 @@ from .events import (
     raw_event,
 )
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
+from .limits import MAX_JSON_DEPTH
 from .reader import EventReader
 from .result import AgentResult
 from .tools import ToolCall, ToolKind, ToolStatus, kind_for_key, status_for_result
@@ -50,6 +51,7 @@ from .transcript import Changes, Transcript
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "MAX_JSON_DEPTH",
     "AgentEvent",
     "AgentResult",
     "AssistantRole",

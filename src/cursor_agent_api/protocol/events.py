@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from .ansi import json_text, strip_ansi
+from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth
 from .tools import ToolCall, tool_call_from_event_data
 
 
@@ -560,6 +561,8 @@ def event_from_object(data: dict[str, Any], line: bytes | str | None = None) -> 
         >>> event_from_object({"type": "result", "subtype": "error", "error": "boom"}).type
         <EventType.RESULT_ERROR: 'result:error'>
     """
+    if line is not None and len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
+        return too_deep_event(line)
     return AgentEvent(classify(data), data, line)
 
 
@@ -575,6 +578,22 @@ def raw_event(line: bytes | str) -> AgentEvent:
     """
     text = line.decode("utf-8", "replace") if isinstance(line, bytes) else line
     return AgentEvent(EventType.RAW, {"type": "raw", "data": text}, line)
+
+
+def too_deep_event(line: bytes | str) -> AgentEvent:
+    """The ``RAW`` event for a JSON object nested deeper than :data:`.limits.MAX_JSON_DEPTH`.
+
+    Its ``data`` has ``code: "too_deep"`` and the ``limit``; the line is kept as it came.
+
+    Example:
+        >>> e = parse_event("[" * 300 + "]" * 300)
+        >>> e.type, parse_event('{"a":' + "[" * 300 + "]" * 300 + "}").data["code"]
+        (<EventType.RAW: 'raw'>, 'too_deep')
+    """
+    event = raw_event(line)
+    event.data["code"] = "too_deep"
+    event.data["limit"] = MAX_JSON_DEPTH
+    return event
 
 
 def error_event(message: str, **fields: Any) -> AgentEvent:
@@ -607,4 +626,6 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
         return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
     if data.__class__ is not dict:
         return raw_event(line)
+    if len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
+        return too_deep_event(line)
     return AgentEvent(classify(data), data, line)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import orjson
 
-from .events import AgentEvent, classify, error_event, event_from_object, raw_event
+from .events import AgentEvent, classify, error_event, event_from_object, raw_event, too_deep_event
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
+from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 
 _FAILED: object = object()
 
@@ -87,7 +88,10 @@ class EventReader:
                     obj = None
                 if obj.__class__ is dict:
                     objects += 1
-                    append(AgentEvent(classify(obj), obj, frame))
+                    if len(frame) >= SHORTEST_TOO_DEEP and exceeds_depth(obj, frame):
+                        append(too_deep_event(frame))
+                    else:
+                        append(AgentEvent(classify(obj), obj, frame))
                     continue
             out.extend(self._frame(frame))
         self.object_lines += objects

@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -34,7 +35,7 @@ from .log import EventLog
 from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
-from .store import Store
+from .store import Store, StoreUnavailableError, describe_error, is_transient, tune_memory
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -85,13 +86,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     ``app.state`` holds ``settings``, ``store``, ``hub``, ``log`` and ``runs``.
     """
-    store = Store(settings.database_url)
+    store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
     auth = Auth(settings, store)
-    hub = Hub(settings.subscriber_queue_size)
-    log = EventLog(store, hub)
+    hub = Hub(settings.subscriber_queue_size, settings.subscriber_queue_bytes)
+    log = EventLog(store, hub, settings.max_field_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         await store.start()
         runs = RunManager(settings, log)
         app.state.runs = runs
@@ -137,6 +139,21 @@ def create_app(settings: ServerSettings) -> FastAPI:
         return JSONResponse(
             {"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
         )
+
+    @app.exception_handler(SQLAlchemyError)
+    @app.exception_handler(StoreUnavailableError)
+    async def _store_error(_request: Request, exc: Exception) -> JSONResponse:
+        # Never SQLAlchemy's message: it holds the SQL statement and its parameters.
+        reason = describe_error(exc)
+        if is_transient(exc):
+            store.health.failed(reason)
+            return JSONResponse(
+                {"detail": f"the database is unavailable ({reason}); nothing was changed: try again shortly"},
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
+        logger.error("database error: %s", reason)
+        return JSONResponse({"detail": f"database error: {reason}"}, status_code=500)
 
     @app.exception_handler(BodyTooLargeError)
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:

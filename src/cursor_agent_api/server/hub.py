@@ -2,7 +2,7 @@
 
 The :class:`Hub` keeps, per chat, the set of :class:`Subscriber` s (one per
 WebSocket). :meth:`Hub.publish` is called only *after* the records were
-committed. Each subscriber has a bounded queue: when it is full the
+committed. Each subscriber has a queue bounded by count and by bytes: when it is full the
 subscriber is marked ``overflowed`` and dropped from the hub — the server
 never buffers without bound for a slow client; the WebSocket then tells the
 client to resync from its last seq (see ``docs/websocket.md``).
@@ -35,23 +35,37 @@ class Subscriber:
         (True, (1, 'x'))
     """
 
-    __slots__ = ("chat_id", "overflowed", "queue")
+    __slots__ = ("chat_id", "max_bytes", "overflowed", "queue", "queued_bytes")
 
-    def __init__(self, chat_id: str, queue_size: int) -> None:
+    def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.chat_id = chat_id
         self.queue: asyncio.Queue[Message] = asyncio.Queue(maxsize=queue_size)
         self.overflowed = False
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
 
     def offer(self, message: Message) -> bool:
-        """Queue a message; on a full queue mark the subscriber overflowed and return False."""
+        """Queue a message; on a full queue (count or bytes) mark the subscriber overflowed
+        and return False."""
         if self.overflowed:
+            return False
+        size = len(message[1])
+        if self.queued_bytes and self.queued_bytes + size > self.max_bytes:
+            self.overflowed = True
             return False
         try:
             self.queue.put_nowait(message)
         except asyncio.QueueFull:
             self.overflowed = True
             return False
+        self.queued_bytes += size
         return True
+
+    async def get(self) -> Message:
+        """The next queued message (and its bytes are no longer counted)."""
+        message = await self.queue.get()
+        self.queued_bytes -= len(message[1])
+        return message
 
 
 class Hub:
@@ -63,13 +77,14 @@ class Hub:
         0
     """
 
-    def __init__(self, queue_size: int = 2000) -> None:
+    def __init__(self, queue_size: int = 2000, queue_bytes: int = 32 * 1024 * 1024) -> None:
         self.queue_size = queue_size
+        self.queue_bytes = queue_bytes
         self._subs: dict[str, set[Subscriber]] = {}
 
     def subscribe(self, chat_id: str) -> Subscriber:
         """A new subscriber that receives everything published for the chat from now on."""
-        sub = Subscriber(chat_id, self.queue_size)
+        sub = Subscriber(chat_id, self.queue_size, self.queue_bytes)
         self._subs.setdefault(chat_id, set()).add(sub)
         return sub
 

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from .hub import Hub
-from .store import EventRecord, ExtraWrites, NewRecord, Store
+from .store import EventRecord, ExtraWrites, NewRecord, Store, cut_record
 
 
 def record_message(rec: EventRecord) -> str:
@@ -35,9 +35,10 @@ class EventLog:
     Tested through the server in ``tests/server/test_replay.py`` and ``test_flow.py``.
     """
 
-    def __init__(self, store: Store, hub: Hub) -> None:
+    def __init__(self, store: Store, hub: Hub, max_field_bytes: int = 256 * 1024) -> None:
         self.store = store
         self.hub = hub
+        self.max_field_bytes = max_field_bytes
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def _lock(self, chat_id: str) -> asyncio.Lock:
@@ -49,7 +50,8 @@ class EventLog:
 
     def _publish(self, chat_id: str, recs: Sequence[EventRecord]) -> None:
         if recs and self.hub.subscriber_count(chat_id):
-            self.hub.publish(chat_id, [(r.seq, record_message(r)) for r in recs])
+            limit = self.max_field_bytes  # live records are cut like replayed ones
+            self.hub.publish(chat_id, [(r.seq, record_message(cut_record(r, limit))) for r in recs])
 
     async def append(
         self,
@@ -58,11 +60,12 @@ class EventLog:
         *,
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
+        purpose: str = "events",
     ) -> list[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it."""
         lock = self._lock(chat_id)
         async with lock:
-            recs = await self.store.append(chat_id, new, before=before, after=after)
+            recs = await self.store.append(chat_id, new, before=before, after=after, purpose=purpose)
             self._publish(chat_id, recs)
         return recs
 

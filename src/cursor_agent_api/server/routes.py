@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request, Response, status
+import orjson
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
@@ -27,7 +28,7 @@ from .models import RunStatus
 from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
-from .store import ActiveRunError, Store
+from .store import ActiveRunError, Store, cut_value, resolve_pointer
 
 router = APIRouter(prefix="/api")
 
@@ -187,15 +188,22 @@ async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/health", tags=["server"])
 async def health(request: Request) -> dict[str, Any]:
-    """Liveness and what the page must show (``simulate``: agents are simulated)."""
+    """Liveness and what the page must show (``simulate``: agents are simulated).
+
+    ``status`` is ``degraded`` while the database fails (``store`` says since when, why,
+    and how much of the agents' output waits in memory); it needs no database itself.
+    """
     s = _settings(request)
+    store = _store(request)
+    runs = _runs(request)
     return {
-        "status": "ok",
+        "status": "degraded" if store.health.degraded else "ok",
         "version": __version__,
         "simulate": s.simulate,
         "ws_protocol": WS_PROTOCOL_VERSION,
-        "database": _store(request).dialect,
-        "runs": _runs(request).counts(),
+        "database": store.dialect,
+        "store": {**store.health.view(), "buffered": runs.buffered()},
+        "runs": runs.counts(),
     }
 
 
@@ -405,26 +413,81 @@ async def list_events(
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     run_id: str | None = None,
     include_raw: bool = False,
-) -> dict[str, Any]:
+) -> Response:
     """Stored records with ``seq > after_seq``, in order, at most ``limit``.
 
+    A page also stops at about ``max_page_bytes``, and a field longer than
+    ``max_field_bytes`` is cut: the record lists it in ``truncated``
+    (``{"field": <JSON pointer>, "bytes": <whole size>}``) and
+    ``GET /api/chats/{id}/events/{seq}/value?field=<pointer>`` gives the whole value.
     Page on with ``after_seq = next_after_seq`` while ``has_more``.
     """
+    s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
-    recs = await _store(request).events_after(chat_id, after_seq, limit + 1, run_id=run_id)
-    has_more = len(recs) > limit
-    recs = recs[:limit]
-    return {
+    recs, has_more = await _store(request).read_page(
+        chat_id,
+        after_seq,
+        limit,
+        max_bytes=s.max_page_bytes,
+        max_field_bytes=s.max_field_bytes,
+        include_raw=include_raw,
+        run_id=run_id,
+    )
+    body = {
         "chat_id": chat_id,
         "events": [r.to_dict(include_raw) for r in recs],
         "next_after_seq": recs[-1].seq if recs else after_seq,
         "has_more": has_more,
         "last_seq": chat["last_seq"],
     }
+    return Response(orjson.dumps(body), media_type="application/json")
 
 
-def _tool_view(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k != "id"}
+@router.get(
+    "/chats/{chat_id}/events/{seq}/value",
+    tags=["events"],
+    responses={200: {"content": {"text/plain": {}, "application/json": {}}}},
+)
+async def event_value(
+    chat_id: str,
+    seq: Annotated[int, Path(ge=1, le=2**62)],
+    request: Request,
+    field: Annotated[str, Query(max_length=2000, description="a JSON pointer: /raw or /payload/…")],
+) -> Response:
+    """The whole value of one field of a record (what ``truncated`` points to).
+
+    A string comes back as ``text/plain; charset=utf-8``, anything else as JSON.
+    """
+    await _chat_or_404(request, chat_id)
+    rec = await _store(request).get_event(chat_id, seq)
+    if rec is None:
+        raise HTTPException(404, f"chat {chat_id!r} has no record {seq}")
+    rec = rec.restored()
+    try:
+        value = resolve_pointer({"payload": rec.payload, "raw": rec.raw}, field)
+    except KeyError:
+        raise HTTPException(
+            404, "no such field in this record: give a JSON pointer such as /raw or /payload/text"
+        ) from None
+    if isinstance(value, str):
+        return Response(value.encode("utf-8", "replace"), media_type="text/plain; charset=utf-8")
+    return Response(orjson.dumps(value), media_type="application/json")
+
+
+def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
+    view = {k: v for k, v in row.items() if k != "id"}
+    cuts: list[dict[str, Any]] = []
+    result = view.get("result")
+    if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)
+        result = dict(result)
+        cuts += result.pop("_cut")
+        view["result"] = result or None
+    for key in ("args", "result", "output"):
+        view[key] = cut_value(view.get(key), max_field_bytes, f"/{key}", cuts)
+    if cuts:
+        # The whole values are in the records of the call (started_seq, completed_seq).
+        view["truncated"] = cuts
+    return view
 
 
 @router.get("/chats/{chat_id}/tool-calls", tags=["events"])
@@ -432,7 +495,8 @@ async def chat_tool_calls(chat_id: str, request: Request, run_id: str | None = N
     """Tool calls of the chat (or of one run), in the order they started."""
     await _chat_or_404(request, chat_id)
     rows = await _store(request).list_tool_calls(chat_id, run_id)
-    return {"tool_calls": [_tool_view(r) for r in rows]}
+    limit = _settings(request).max_field_bytes
+    return {"tool_calls": [_tool_view(r, limit) for r in rows]}
 
 
 @router.get("/runs/{run_id}/tool-calls", tags=["events"])
@@ -440,7 +504,8 @@ async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
     """Tool calls of one run."""
     run = await _run_or_404(request, run_id)
     rows = await _store(request).list_tool_calls(run["chat_id"], run_id)
-    return {"tool_calls": [_tool_view(r) for r in rows]}
+    limit = _settings(request).max_field_bytes
+    return {"tool_calls": [_tool_view(r, limit) for r in rows]}
 
 
 __all__ = [

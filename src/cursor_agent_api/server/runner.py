@@ -16,14 +16,17 @@ Example:
 
 from __future__ import annotations
 
+import collections
 import inspect
 import os
-from collections.abc import AsyncIterator, Mapping
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..config import AgentConfig
 from ..protocol import AgentEvent, AgentResult
+from ..runtime.sinks import AsyncEventQueue
 from .settings import ServerSettings
 
 
@@ -137,12 +140,95 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     )
 
 
+class _ByteWeightedQueue(AsyncEventQueue):
+    """The client's event queue, with events weighed by their line's size and released
+    only when the server has **stored** them (:func:`release_events`).
+
+    The client stops reading the agent's stdout while ``high_water`` units are taken
+    and not released; an event weighs one unit per started 4 KiB of its line. So the
+    client reads ahead a few MiB, not eight 30 MB lines, and not the next big line
+    while the server still writes the last one. In ``eager`` mode (the store is
+    failing: the server buffers, see :mod:`.runs`) events are released when taken.
+
+    Example:
+        >>> q = _ByteWeightedQueue(high_water=4, low_water=1)
+        >>> q.put([_Line(b"x" * 20000)]); q.full
+        True
+        >>> q._took(1); q.full, q.release(1), q.full
+        (True, None, False)
+    """
+
+    UNIT = 4096
+
+    def __init__(self, high_water: int = 2048, low_water: int = 512) -> None:
+        super().__init__(high_water, low_water)
+        self._weights: collections.deque[int] = collections.deque()  # per event, in order
+        self.eager = False
+
+    def put(self, batch: list[Any]) -> None:
+        if self._stopped:
+            return
+        weight = 0
+        for event in batch:
+            line = getattr(event, "line", None)
+            w = 1 + (len(line) // self.UNIT if isinstance(line, (bytes, str)) else 0)
+            self._weights.append(w)
+            weight += w
+        super().put(batch)
+        self._pending += weight - len(batch)
+
+    def _took(self, n: int) -> Callable[[], None] | None:
+        if self.eager:
+            self.release(n)
+        return None
+
+    def release(self, n: int) -> None:
+        """``n`` more events (the oldest taken) are stored: the client may read on."""
+        weights = self._weights
+        total = 0
+        for _ in range(min(n, len(weights))):
+            total += weights.popleft()
+        if total:
+            cb = AsyncEventQueue._took(self, total)
+            if cb is not None:
+                cb()
+
+
+_QUEUES: weakref.WeakKeyDictionary[Any, _ByteWeightedQueue] = weakref.WeakKeyDictionary()
+
+
+def release_events(stream: AgentStream, n: int) -> None:
+    """Tell the client that ``n`` more events of ``stream`` are stored (see ``_ByteWeightedQueue``)."""
+    queue = _QUEUES.get(stream)
+    if queue is not None:
+        queue.release(n)
+
+
+def set_eager(stream: AgentStream, eager: bool) -> None:
+    """While the store fails, let the client read on into the server's buffer (and now
+    release what it holds); once the store is back, hold again."""
+    queue = _QUEUES.get(stream)
+    if queue is not None:
+        queue.eager = eager
+        if eager:
+            queue.release(len(queue._weights))
+
+
+@dataclass(slots=True)
+class _Line:
+    line: bytes
+
+
 async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStream:
     """Start the turn; returns the stream to iterate (the process may start lazily)."""
-    from ..client import AsyncCursorAgentClient
+    from ..client import AsyncStreamingResponse
+    from ..runtime import AgentRun
 
-    client = AsyncCursorAgentClient(agent_config(settings, launch))
-    stream: Any = client.query_stream(launch.prompt)
+    queue = _ByteWeightedQueue()
+    stream: Any = AsyncStreamingResponse(
+        AgentRun(agent_config(settings, launch), launch.prompt, sink=queue), queue
+    )
+    _QUEUES[stream] = queue
     if inspect.isawaitable(stream):
         stream = await stream
     if hasattr(stream, "__aenter__"):

@@ -10,9 +10,17 @@ client does not stop it.
 * **A limit on simultaneous runs** — a semaphore; runs over the limit wait,
   ``queued``, in arrival order.
 * **Events** are read from the client's stream by a producer task into a
-  bounded queue; the writer takes what is there (up to ``batch_max_events``),
-  commits it with the tool-call and run updates in one transaction, then
-  broadcasts it. Idle runs write each event at once; busy runs batch.
+  buffer; the writer takes what is there (up to ``batch_max_events`` and
+  ``batch_max_bytes``), commits it with the tool-call and run updates in one
+  transaction, then broadcasts it. Idle runs write each event at once; busy
+  runs batch. While the store keeps up, the producer waits when the buffer
+  holds ``batch_max_bytes`` (the agent's pipe fills: backpressure).
+* **A store that fails for a while** (a lock, a read-only disk, a dropped
+  connection) stops no run: the writer retries with backoff, and the producer
+  keeps reading into the buffer, up to ``store_buffer_bytes`` /
+  ``store_buffer_events``. Only when that overflows is the run stopped and
+  failed (``error_type`` ``StoreUnavailable``). The end of a run is retried
+  until it is recorded.
 * **Recovery** — at start, runs still marked ``queued``/``running`` become
   ``interrupted`` and what is left of their recorded process groups is
   stopped (:mod:`.procs` makes sure the processes are really ours).
@@ -31,8 +39,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import update
 
@@ -46,10 +57,22 @@ from .runner import (
     cancel_stream,
     close_stream,
     open_stream,
+    release_events,
+    set_eager,
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import EventRecord, NewRecord, now_ms
+from .store import (
+    EventRecord,
+    NewRecord,
+    agent_payload,
+    cut_value,
+    describe_error,
+    is_transient,
+    now_ms,
+)
+
+T = TypeVar("T")
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -130,6 +153,9 @@ class ActiveRun:
     session_id: str | None = None
     first_seq: int | None = None
     open_calls: dict[str, ToolCall] = field(default_factory=dict)
+    pending_events: int = 0
+    pending_bytes: int = 0
+    overflow: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -142,7 +168,23 @@ class ActiveRun:
         return str(self.run["chat_id"])
 
 
-def _tool_row(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
+def _tool_row(
+    run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool, max_field_bytes: int
+) -> dict[str, Any]:
+    row = _tool_fields(run, tc, rec, completed=completed)
+    # The whole values are in the call's records: the table keeps them cut (not twice),
+    # and what was cut under the result's "_cut" key (GET …/tool-calls shows it as
+    # ``truncated``).
+    cuts: list[dict[str, Any]] = []
+    for key in ("args", "result", "output"):
+        row[key] = cut_value(row[key], max_field_bytes, f"/{key}", cuts)
+    if cuts:
+        result = row["result"]
+        row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    return row
+
+
+def _tool_fields(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
     return {
         "chat_id": run.chat_id,
         "run_id": run.run_id,
@@ -163,6 +205,46 @@ def _tool_row(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool
         "started_seq": None if completed else rec.seq,
         "completed_seq": rec.seq if completed else None,
     }
+
+
+class _Signal:
+    """Wakes whoever waits (a flag, not a queue): each waiter checks its condition again.
+
+    Example:
+        >>> async def demo() -> bool:
+        ...     s = _Signal()
+        ...     waiter = asyncio.ensure_future(s.wait())
+        ...     await asyncio.sleep(0); s.notify(); await waiter
+        ...     return waiter.done()
+        >>> asyncio.run(demo())
+        True
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def notify(self) -> None:
+        """Wake every waiter."""
+        self._event.set()
+
+    async def wait(self) -> None:
+        """Wait for the next :meth:`notify`."""
+        self._event.clear()
+        await self._event.wait()
+
+
+def _line(event: AgentEvent) -> str | bytes:
+    """The event's original line, as it came (bytes: no decoded copy of a long line)."""
+    line = event.line
+    return line if isinstance(line, (bytes, str)) else event.raw
+
+
+def _event_size(event: AgentEvent) -> int:
+    """What an event weighs in a run's buffer: its line's length (a floor for the rest)."""
+    line = event.line
+    return max(len(line), 64) if isinstance(line, (bytes, str)) else 256
 
 
 class RunManager:
@@ -188,6 +270,14 @@ class RunManager:
         """``{"running": n, "queued": m}`` for this process."""
         running = sum(1 for a in self._active.values() if a.phase != "queued")
         return {"running": running, "queued": len(self._active) - running}
+
+    def buffered(self) -> dict[str, int]:
+        """Events read from agents and not yet stored (``{"events": n, "bytes": b}``)."""
+        actives = self._active.values()
+        return {
+            "events": sum(a.pending_events for a in actives),
+            "bytes": sum(a.pending_bytes for a in actives),
+        }
 
     def is_active(self, run_id: str) -> bool:
         """True while this process handles the run."""
@@ -308,31 +398,86 @@ class RunManager:
             error = "the run was stopped because the server shut down"
         except Exception as e:
             logger.exception("run %s failed", active.run_id)
-            status, error, error_type = RunStatus.FAILED, str(e), type(e).__name__
+            status, error, error_type = RunStatus.FAILED, describe_error(e), type(e).__name__
         finally:
             active.phase = "finishing"
             try:
                 await asyncio.shield(
-                    self._finish(
-                        active.run, status, error=error, error_type=error_type, active=active, **extra
-                    )
+                    self._finish_until_recorded(active, status, error=error, error_type=error_type, **extra)
                 )
-            except Exception as e:
-                logger.exception("could not record the end of run %s", active.run_id)
-                # Record at least that it is over, so the chat is not blocked until a restart.
-                with contextlib.suppress(Exception):
-                    await asyncio.shield(
-                        self._finish(
-                            active.run,
-                            RunStatus.FAILED,
-                            error=f"the server could not record the end of this run: {e}",
-                            error_type=type(e).__name__,
-                        )
-                    )
             finally:
                 self._active.pop(active.run_id, None)
                 if acquired:  # the slot is free once the run is recorded as over
                     self._slots.release()
+
+    async def _finish_until_recorded(
+        self,
+        active: ActiveRun,
+        status: RunStatus,
+        *,
+        error: str | None,
+        error_type: str | None,
+        **extra: Any,
+    ) -> None:
+        """Record the run's end, retrying with backoff until it is recorded.
+
+        A transient failure is retried as it is; a write the database refuses for its
+        data is retried once without the result fields (as ``failed``), then given up.
+        During shutdown it gives up after ``shutdown_grace_seconds`` (the next start
+        marks the run ``interrupted``).
+        """
+        delay = 0.05
+        started = time.monotonic()
+        warned = minimal = False
+        while True:
+            try:
+                await self._finish(
+                    active.run, status, error=error, error_type=error_type, active=active, **extra
+                )
+                if warned:
+                    logger.warning("recorded the end of run %s after the store came back", active.run_id)
+                return
+            except Exception as e:
+                reason = describe_error(e)
+                if not is_transient(e):
+                    logger.exception("could not record the end of run %s in full", active.run_id)
+                    if minimal:  # refused even without the result fields: nothing more to try
+                        logger.error("gave up recording the end of run %s: %s", active.run_id, reason)
+                        return
+                    minimal = True
+                    extra = {}
+                    status = RunStatus.FAILED
+                    error = f"the server could not record the end of this run in full: {reason}"
+                    error_type = type(e).__name__
+                    continue
+                if not warned:
+                    warned = True
+                    logger.warning(
+                        "could not record the end of run %s (%s); retrying until it is recorded",
+                        active.run_id,
+                        reason,
+                    )
+                if self._closing and time.monotonic() - started > self.settings.shutdown_grace_seconds:
+                    logger.error("gave up recording the end of run %s at shutdown", active.run_id)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.settings.store_retry_max_delay)
+
+    async def _retry(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
+        """``op()``, retried with backoff while it fails transiently."""
+        delay = 0.05
+        warned = False
+        while True:
+            try:
+                return await op()
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                if not warned:
+                    warned = True
+                    logger.warning("%s failed (%s); retrying", what, describe_error(e))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.settings.store_retry_max_delay)
 
     async def _execute(self, active: ActiveRun) -> tuple[RunStatus, str | None, str | None, dict[str, Any]]:
         chat = active.chat
@@ -342,10 +487,13 @@ class RunManager:
         async def mark_running(conn: Any, _recs: list[EventRecord]) -> None:
             await self.store.set_run(conn, active.run_id, status="running", started_ms=started)
 
-        await self.log.append(active.chat_id, [run_record("running", active.run)], before=mark_running)
+        await self._retry(
+            f"recording the start of run {active.run_id}",
+            lambda: self.log.append(active.chat_id, [run_record("running", active.run)], before=mark_running),
+        )
         if active.cancel_requested or active.shutdown:
             return self._stopped_status(active), self._stopped_error(active), None, {}
-        fresh = await self.store.get_chat(active.chat_id)
+        fresh = await self._retry("reading the chat", lambda: self.store.get_chat(active.chat_id))
         launch = AgentLaunch(
             prompt=str(active.run["prompt"]),
             workspace=str(chat["workspace"]),
@@ -369,6 +517,10 @@ class RunManager:
                 await asyncio.shield(close_stream(stream))
         result = stream.result
         extra: dict[str, Any] = {}
+        if active.overflow is not None:
+            if result is not None:
+                extra = {"exit_code": result.exit_code}
+            return RunStatus.FAILED, active.overflow, "StoreUnavailable", extra
         if result is None:
             err = active.stream_error
             return (
@@ -410,84 +562,209 @@ class RunManager:
         pid = stream.pid
         if pid is None:
             return
-        active.pid_recorded = True
         try:
             pgid = os.getpgid(pid)
         except ProcessLookupError:
             pgid = pid
         start = process_start_time(pgid)
         active.run.update(pid=pid, pgid=pgid, proc_start=start)
-        await self.store.update_run(active.run_id, pid=pid, pgid=pgid, proc_start=start)
+        try:
+            await self.store.update_run(active.run_id, pid=pid, pgid=pgid, proc_start=start)
+        except Exception as e:
+            if not is_transient(e):
+                raise
+            return  # tried again after the next batch
+        active.pid_recorded = True
 
     async def _pump(self, active: ActiveRun, stream: AgentStream) -> None:
-        limit = self.settings.batch_max_events
-        queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue(maxsize=limit * 2)
+        """Read the stream into a buffer (producer) while a writer commits it (see the module doc)."""
+        settings = self.settings
+        pending: deque[tuple[AgentEvent, int]] = deque()
+        changed = _Signal()  # the producer and the writer wake each other (one event loop)
+        state = {"reading": True, "retrying": False}
+
+        def behind() -> bool:
+            # The store keeps up but has not caught up yet: wait before taking more.
+            return bool(pending) and (
+                active.pending_bytes >= settings.batch_max_bytes
+                or active.pending_events >= 2 * settings.batch_max_events
+            )
+
+        def overflowing(extra: int) -> bool:
+            return bool(pending) and (
+                active.pending_bytes + extra > settings.store_buffer_bytes
+                or active.pending_events >= settings.store_buffer_events
+            )
 
         async def produce() -> None:
+            events = stream.__aiter__()
             try:
-                async for event in stream:
-                    await queue.put(event)
+                while True:
+                    # Wait *before* taking the next event: it stays in the client, which
+                    # then stops reading the agent's pipe (backpressure, memory flat).
+                    while behind() and not state["retrying"]:
+                        await changed.wait()
+                    try:
+                        event = await events.__anext__()
+                    except StopAsyncIteration:
+                        return
+                    size = _event_size(event)
+                    if state["retrying"] and overflowing(size):
+                        del event
+                        await self._overflow(active, stream)
+                        return
+                    pending.append((event, size))
+                    active.pending_events += 1
+                    active.pending_bytes += size
+                    changed.notify()
+                    del event
             except Exception as e:
                 active.stream_error = e
-            await queue.put(None)
+            finally:
+                state["reading"] = False
+                changed.notify()
 
         producer = asyncio.create_task(produce(), name=f"read-{active.run_id}")
         try:
-            ended = False
-            while not ended:
-                first = await queue.get()
-                if first is None:
+            while True:
+                while not pending and state["reading"]:
+                    await changed.wait()
+                if not pending:
                     break
-                batch = [first]
-                while len(batch) < limit and not queue.empty():
-                    nxt = queue.get_nowait()
-                    if nxt is None:
-                        ended = True
+                batch: list[AgentEvent] = []
+                size = 0
+                max_events, max_bytes = settings.batch_max_events, settings.batch_max_bytes
+                for event, n in pending:
+                    if batch and (len(batch) >= max_events or size + n > max_bytes):
                         break
-                    batch.append(nxt)
-                await self._write_batch(active, batch)
+                    batch.append(event)
+                    size += n
+                await self._write_retrying(active, batch, state, changed)
+                count = len(batch)
+                del batch  # let the stored events go before the client reads on
+                for _ in range(count):
+                    pending.popleft()
+                active.pending_events -= count
+                active.pending_bytes -= size
+                changed.notify()
+                release_events(stream, count)
                 if not active.pid_recorded:
                     await self._record_pid(active)
         finally:
             if not producer.done():
                 producer.cancel()
             await asyncio.gather(producer, return_exceptions=True)
+            active.pending_events = active.pending_bytes = 0
+
+    async def _write_retrying(
+        self, active: ActiveRun, batch: list[AgentEvent], state: dict[str, bool], changed: _Signal
+    ) -> None:
+        """Commit ``batch``; while the store fails transiently, retry with backoff."""
+        delay = 0.05
+        since: float | None = None
+        while True:
+            try:
+                await self._write_batch(active, batch)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                if since is None:
+                    since = time.monotonic()
+                    logger.warning(
+                        "run %s: could not store %d event(s) (%s); keeping them in memory and retrying",
+                        active.run_id,
+                        len(batch),
+                        describe_error(e),
+                    )
+                    state["retrying"] = True
+                    changed.notify()
+                    if active.stream is not None:
+                        set_eager(active.stream, True)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.settings.store_retry_max_delay)
+                continue
+            if since is not None:
+                logger.warning(
+                    "run %s: the store is back after %.1f s; the buffered events are stored",
+                    active.run_id,
+                    time.monotonic() - since,
+                )
+                state["retrying"] = False
+                changed.notify()
+                if active.stream is not None:
+                    set_eager(active.stream, False)
+            return
+
+    async def _overflow(self, active: ActiveRun, stream: AgentStream) -> None:
+        """The store is failing and the run's buffer is full: stop the agent, fail the run."""
+        s = self.settings
+        health = self.store.health
+        since = health.degraded_since_ms
+        for_s = f" for {(now_ms() - since) / 1000:.0f} s" if since is not None else ""
+        active.overflow = (
+            f"the database has been unavailable{for_s} ({health.reason or 'unknown reason'}) and "
+            f"this run's buffer of {active.pending_events} event(s), {active.pending_bytes} bytes, "
+            f"is full (limits: store_buffer_events={s.store_buffer_events}, "
+            f"store_buffer_bytes={s.store_buffer_bytes}): the agent was stopped. The buffered "
+            "events are stored once the database is back; the agent's later output was not kept."
+        )
+        logger.error("run %s: %s", active.run_id, active.overflow)
+        try:
+            await cancel_stream(stream)
+        except Exception:
+            logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
 
     async def _write_batch(self, active: ActiveRun, batch: list[AgentEvent]) -> None:
         run_id = active.run_id
-        new = [NewRecord("agent", e.type.value, e.subtype, e.to_dict(), e.raw, run_id) for e in batch]
+        new = [
+            NewRecord("agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, {"text": e.text})
+            for e in batch
+        ]
+        # What the transaction changes in ``active`` is applied once it is committed, so a
+        # retried batch starts again from the same state.
+        outcome: dict[str, Any] = {}
+
+        limit = self.settings.max_field_bytes
 
         async def after(conn: Any, recs: list[EventRecord]) -> None:
+            open_calls = dict(active.open_calls)
             new_session: str | None = None
             for event, rec in zip(batch, recs, strict=True):
-                if event.session_id and active.session_id is None:
-                    active.session_id = new_session = event.session_id
+                if event.session_id and active.session_id is None and new_session is None:
+                    new_session = event.session_id
                 etype = event.type
                 if etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
                     tc = event.tool_call
                     if tc is None:
                         continue
                     if etype is EventType.TOOL_CALL_STARTED:
-                        active.open_calls[tc.call_id] = tc.copy()
-                        row = _tool_row(active, tc, rec, completed=False)
+                        open_calls[tc.call_id] = tc.copy()
+                        row = _tool_row(active, tc, rec, completed=False, max_field_bytes=limit)
                     else:
-                        prev = active.open_calls.pop(tc.call_id, None)
+                        prev = open_calls.pop(tc.call_id, None)
                         if prev is not None:
-                            prev.update(tc)
-                            tc = prev
-                        row = _tool_row(active, tc, rec, completed=True)
+                            merged = prev.copy()
+                            merged.update(tc)
+                            tc = merged
+                        row = _tool_row(active, tc, rec, completed=True, max_field_bytes=limit)
                     await self.store.upsert_tool_call(conn, row)
             values: dict[str, Any] = {"last_seq": recs[-1].seq}
             if active.first_seq is None:
-                active.first_seq = values["first_seq"] = recs[0].seq
+                values["first_seq"] = recs[0].seq
             if new_session is not None:
                 values["session_id"] = new_session
                 await conn.execute(
                     update(chats).where(chats.c.id == active.chat_id).values(session_id=new_session)
                 )
             await self.store.set_run(conn, run_id, **values)
+            outcome.update(open_calls=open_calls, session=new_session, first_seq=values.get("first_seq"))
 
         await self.log.append(active.chat_id, new, after=after)
+        active.open_calls = outcome["open_calls"]
+        if outcome["session"] is not None:
+            active.session_id = outcome["session"]
+        if outcome["first_seq"] is not None:
+            active.first_seq = outcome["first_seq"]
 
     async def _finish(
         self,
@@ -517,5 +794,7 @@ class RunManager:
             await store.set_run(conn, run_id, last_seq=recs[-1].seq, **values)
             await store.abandon_tool_calls(conn, run_id)
 
-        await self.log.append(str(run["chat_id"]), [run_record(status.value, final)], before=before)
+        await self.log.append(
+            str(run["chat_id"]), [run_record(status.value, final)], before=before, purpose="run_end"
+        )
         run.update(values)

@@ -111,6 +111,15 @@ class ServerSettings:
     session_max_seconds: float = SESSION_MAX_SECONDS
     login_failure_burst: int = 10
     login_failure_refill_seconds: float = 5.0
+    # The store (docs/server.md, "When the database is unavailable" and "Size limits").
+    store_busy_timeout: float = 30.0
+    store_buffer_bytes: int = 64 * 1024 * 1024
+    store_buffer_events: int = 50_000
+    store_retry_max_delay: float = 5.0
+    batch_max_bytes: int = 8 * 1024 * 1024
+    max_field_bytes: int = 256 * 1024
+    max_page_bytes: int = 4 * 1024 * 1024
+    subscriber_queue_bytes: int = 32 * 1024 * 1024
 
     @property
     def base_url(self) -> str:

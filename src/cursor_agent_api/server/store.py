@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -38,15 +40,84 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Row, and_, event, func, insert, select, update
+from sqlalchemy import (
+    LargeBinary,
+    Row,
+    Text,
+    and_,
+    case,
+    cast,
+    event,
+    func,
+    insert,
+    null,
+    select,
+    type_coerce,
+    update,
+)
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import (
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PendingRollbackError,
+    SQLAlchemyError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+BIG_VALUE = 1024 * 1024
+"""A record over this many bytes is written, or read whole, one at a time (memory)."""
+logger = logging.getLogger("cursor_agent_api.server")
+
+
+def _libc() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018 - glibc only (musl has none)
+        libc.mallopt  # noqa: B018
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+_LIBC = _libc()
+_M_MMAP_THRESHOLD = -3
+
+
+def tune_memory() -> None:
+    """Make glibc give every block over :data:`BIG_VALUE` its own mapping, returned to the OS
+    as soon as it is freed (by default the threshold grows with the blocks freed, and freed
+    blocks of tens of MB stay in the process). Called once by the server. A no-op elsewhere.
+
+    Example:
+        >>> tune_memory()
+    """
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, BIG_VALUE)
+
+
+def release_memory() -> None:
+    """Give the memory freed after a big value back to the OS (glibc's ``malloc_trim``).
+
+    Hand-written because no library does this: glibc keeps freed blocks in its arenas (the
+    process's RSS stays at its peak); trimming after each value over :data:`BIG_VALUE`
+    keeps the RSS near what is really in use. A no-op elsewhere.
+
+    Example:
+        >>> release_memory()
+    """
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 def now_ms() -> int:
@@ -69,6 +140,15 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+class _RecordRefusedError(Exception):
+    """Record ``index`` of a batch written one by one was refused for its data."""
+
+    def __init__(self, index: int, error: DBAPIError) -> None:
+        super().__init__(index)
+        self.index = index
+        self.error = error
+
+
 class ActiveRunError(Exception):
     """The chat already has a queued or running run (one run at a time per chat).
 
@@ -87,13 +167,167 @@ class NotFoundError(Exception):
     """
 
 
+class StoreUnavailableError(Exception):
+    """The database cannot be written for now (an injected fault, or the store gave up).
+
+    Example:
+        >>> is_transient(StoreUnavailableError("injected"))
+        True
+    """
+
+
+_SQLITE_TRANSIENT = ("locked", "busy", "readonly", "read-only", "disk i/o", "unable to open", "full")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure that may go away by itself: a lock, a read-only or full disk,
+    a dropped connection. Data errors and constraint violations are not transient.
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError, IntegrityError
+        >>> is_transient(OperationalError("x", {}, Exception("database is locked")))
+        True
+        >>> is_transient(IntegrityError("x", {}, Exception("unique")))
+        False
+    """
+    if isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("sqlite3"):
+        # sqlite3 calls everything an OperationalError, "no such table" included.
+        message = str(exc.orig).lower()
+        return any(m in message for m in _SQLITE_TRANSIENT)
+    if isinstance(exc, (StoreUnavailableError, OperationalError, InterfaceError, PoolTimeoutError)):
+        return True
+    if isinstance(exc, PendingRollbackError):
+        return True
+    if isinstance(exc, DBAPIError):
+        return bool(exc.connection_invalidated) or type(exc) is DBAPIError
+    return isinstance(exc, (OSError, ConnectionError, TimeoutError))
+
+
+def describe_error(exc: BaseException) -> str:
+    """What went wrong, in one line, **without the SQL statement or its parameters**
+    (SQLAlchemy's own message has both: it may hold agent output or a secret).
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError
+        >>> describe_error(OperationalError("INSERT INTO t VALUES (?)", ("secret",),
+        ...                                 Exception("database is locked")))
+        'database is locked (OperationalError)'
+    """
+    if isinstance(exc, DBAPIError):
+        orig = exc.orig
+        first = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
+        if first.startswith("<class "):  # asyncpg through SQLAlchemy's adapter: "<class 'x'>: msg"
+            first = first.split(">: ", 1)[-1]
+        if not is_transient(exc):
+            # A data error's message may quote the value it refused: name it only.
+            return f"the database refused the write ({type(exc).__name__}: {type(orig).__name__})"
+        return f"{first[:200]} ({type(exc).__name__})" if first else type(exc).__name__
+    if isinstance(exc, SQLAlchemyError):
+        return f"database error ({type(exc).__name__})"
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
+
+
+class StoreFaults:
+    """Fault injection for tests: make the store's writes fail as a flaky disk or network would.
+
+    Each injected failure raises :class:`StoreUnavailableError` inside the write's
+    transaction (so it is rolled back), counts as a transient failure and marks the
+    store degraded, exactly like a real one.
+
+    Example:
+        >>> f = StoreFaults(); f.fail_writes(1)
+        >>> f.check("events")
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.server.store.StoreUnavailableError: injected fault: write failed
+        >>> f.check("events")
+    """
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.until = 0.0
+        self.run_ends = 0
+
+    def fail_writes(self, n: int) -> None:
+        """The next ``n`` write transactions fail."""
+        self.writes = n
+
+    def fail_for(self, seconds: float) -> None:
+        """Every write fails for the next ``seconds`` seconds."""
+        self.until = time.monotonic() + seconds
+
+    def fail_run_end(self, n: int = 1) -> None:
+        """The next ``n`` attempts to record the end of a run fail."""
+        self.run_ends = n
+
+    def clear(self) -> None:
+        """No more injected failures."""
+        self.writes = self.run_ends = 0
+        self.until = 0.0
+
+    def check(self, purpose: str) -> None:
+        """Raise :class:`StoreUnavailableError` if a failure is due for a write of ``purpose``."""
+        if purpose == "run_end" and self.run_ends > 0:
+            self.run_ends -= 1
+            raise StoreUnavailableError("injected fault: the run's end could not be written")
+        if self.until and time.monotonic() < self.until:
+            raise StoreUnavailableError("injected fault: the database is unavailable")
+        if self.writes > 0:
+            self.writes -= 1
+            raise StoreUnavailableError("injected fault: write failed")
+
+
+@dataclass(slots=True)
+class StoreHealth:
+    """Whether the last write succeeded; since when and why not (``GET /api/health``).
+
+    Example:
+        >>> h = StoreHealth(); h.failed("database is locked"); h.view()["status"]
+        'degraded'
+        >>> h.succeeded(); h.view()["status"], h.view()["reason"]
+        ('ok', None)
+    """
+
+    degraded_since_ms: int | None = None
+    reason: str | None = None
+    failures: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        """True from a transient failure until the next write that succeeds."""
+        return self.degraded_since_ms is not None
+
+    def failed(self, reason: str) -> None:
+        """Note a transient failure."""
+        if self.degraded_since_ms is None:
+            self.degraded_since_ms = now_ms()
+        self.reason = reason
+        self.failures += 1
+
+    def succeeded(self) -> None:
+        """Note a write that went through."""
+        self.degraded_since_ms = None
+        self.reason = None
+        self.failures = 0
+
+    def view(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "status": "degraded" if self.degraded else "ok",
+            "degraded_since_ms": self.degraded_since_ms,
+            "reason": self.reason,
+            "failed_writes": self.failures,
+        }
+
+
 @dataclass(slots=True)
 class NewRecord:
     """A record to append to a chat's log; :meth:`Store.append` gives it its seq.
 
     ``source`` is ``"agent"`` (an event the client yielded: ``payload`` is
-    ``event.to_dict()``, ``raw`` the original line) or ``"server"`` (a run's
-    life-cycle: ``type`` ``"run"``, ``subtype`` its new status).
+    :func:`agent_payload`, ``raw`` the original line, as bytes or text) or
+    ``"server"`` (a run's life-cycle: ``type`` ``"run"``, ``subtype`` its new status).
 
     Example:
         >>> NewRecord("server", "run", "queued", {"run_id": "r"}).raw is None
@@ -104,8 +338,38 @@ class NewRecord:
     type: str
     subtype: str | None
     payload: dict[str, Any]
-    raw: str | None = None
+    raw: str | bytes | None = None
     run_id: str | None = None
+    derived: dict[str, Any] | None = None
+    """Payload fields not stored (recomputed when read), given back in the records that
+    :meth:`Store.append` returns (e.g. an agent event's ``text``, already computed)."""
+
+
+def agent_payload(event: Any) -> dict[str, Any]:
+    """What the store keeps of an agent event: ``event.to_dict()`` **without** ``text``
+    (a function of ``data``, recomputed when the record is read) and with ``data`` last
+    (so that :meth:`Store.append` can see whether the line is exactly ``data``'s JSON).
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> p = agent_payload(parse_event('{"type":"assistant","message":{"content":[]}}'))
+        >>> list(p)[-1], "text" in p
+        ('data', False)
+    """
+    return {
+        "type": event.type.value,
+        "raw_type": event.raw_type,
+        "subtype": event.subtype,
+        "session_id": event.session_id,
+        "timestamp_ms": event.timestamp_ms,
+        "data": event.data,
+    }
+
+
+def _restore_text(payload: dict[str, Any]) -> dict[str, Any]:
+    from ..protocol import AgentEvent
+
+    return {**payload, "text": AgentEvent.from_dict(payload).text}
 
 
 @dataclass(slots=True)
@@ -127,13 +391,52 @@ class EventRecord:
     subtype: str | None
     payload: dict[str, Any]
     raw: str | None
+    truncated: list[dict[str, Any]] | None = None
+    size_hint: int | None = None  # at least the bytes of any one string of the payload
+
+    def restored(self, *, raw: bool = True) -> EventRecord:
+        """This record with what the store does not keep twice put back: an agent event's
+        ``payload.text`` (from ``data``) and, when ``raw``, its line (``data``'s JSON, when the
+        line was exactly that).
+
+        Example:
+            >>> data = {"type": "raw", "data": "hi"}
+            >>> r = EventRecord(1, "c", None, 0, "agent", "raw", None, {"type": "raw", "data": data}, None)
+            >>> r.restored().payload["text"], r.restored().raw
+            ('hi', '{"type":"raw","data":"hi"}')
+        """
+        if self.source != "agent":
+            return self
+        payload = self.payload
+        missing_text = "text" not in payload and isinstance(payload.get("data"), dict)
+        missing_raw = raw and self.raw is None and isinstance(payload.get("data"), dict)
+        if not (missing_text or missing_raw):
+            return self
+        return EventRecord(
+            self.seq,
+            self.chat_id,
+            self.run_id,
+            self.ts_ms,
+            self.source,
+            self.type,
+            self.subtype,
+            _restore_text(payload) if missing_text else payload,
+            orjson.dumps(payload["data"]).decode() if missing_raw else self.raw,
+            self.truncated,
+        )
 
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
         """The JSON form used by REST and WebSocket (``raw`` only when asked).
 
         Tool-call records also carry ``tool_call``: the card fields the protocol
-        layer reads from the payload (:func:`.webui.tool_call_view`).
+        layer reads from the payload (:func:`.webui.tool_call_view`). A record whose
+        long fields were cut (:func:`cut_record`) carries ``truncated``: one
+        ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
+        if self.source == "agent" and ("text" not in self.payload or (include_raw and self.raw is None)):
+            whole = self.restored(raw=include_raw)
+            if whole is not self:
+                return whole.to_dict(include_raw)
         d: dict[str, Any] = {
             "seq": self.seq,
             "chat_id": self.chat_id,
@@ -147,10 +450,12 @@ class EventRecord:
         if self.type in TOOL_RECORD_TYPES:
             # The card fields the web UI shows (see webui.tool_call_view); not stored.
             d["tool_call"] = tool_call_view(self.payload)
-        if self.type in TOOL_RECORD_TYPES:
-            d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
+        if self.truncated:
+            cuts = self.truncated if include_raw else [t for t in self.truncated if t["field"] != "/raw"]
+            if cuts:
+                d["truncated"] = cuts
         return d
 
     @classmethod
@@ -173,8 +478,187 @@ class EventRecord:
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
 
 
-def _json_dumps(value: Any) -> str:
+def utf8_size(text: str) -> int:
+    """``len(text.encode())``, without the copy when the text is ASCII.
+
+    Example:
+        >>> utf8_size("abc"), utf8_size("é")
+        (3, 2)
+    """
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def utf8_prefix(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` of at most ``limit`` UTF-8 bytes (never half a character).
+
+    Example:
+        >>> utf8_prefix("naïve", 3)
+        'na'
+    """
+    if len(text) <= limit // 4:
+        return text
+    if text.isascii():
+        return text[:limit]
+    return text[: limit + 1].encode("utf-8", "surrogatepass")[:limit].decode("utf-8", "ignore")
+
+
+def _pointer_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def cut_value(value: Any, limit: int, path: str, cuts: list[dict[str, Any]]) -> Any:
+    """``value`` with every string over ``limit`` UTF-8 bytes cut to that many; each cut is
+    noted in ``cuts`` as ``{"field": <JSON pointer from path>, "bytes": <whole size>}``.
+    Containers are copied only where something was cut.
+
+    Example:
+        >>> cuts = []
+        >>> cut_value({"a": ["xxxxxx", "ok"]}, 4, "/payload", cuts), cuts
+        ({'a': ['xxxx', 'ok']}, [{'field': '/payload/a/0', 'bytes': 6}])
+    """
+    if isinstance(value, str):
+        if len(value) * 4 <= limit:
+            return value
+        size = utf8_size(value)
+        if size <= limit:
+            return value
+        cuts.append({"field": path, "bytes": size})
+        return utf8_prefix(value, limit)
+    if isinstance(value, dict):
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            new = cut_value(v, limit, f"{path}/{_pointer_token(str(k))}", cuts)
+            if new is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = new
+        return value if out is None else out
+    if isinstance(value, list):
+        items: list[Any] | None = None
+        for i, v in enumerate(value):
+            new = cut_value(v, limit, f"{path}/{i}", cuts)
+            if new is not v:
+                if items is None:
+                    items = list(value)
+                items[i] = new
+        return value if items is None else items
+    return value
+
+
+def cut_record(
+    rec: EventRecord, limit: int, *, raw_size: int | None = None, include_raw: bool = False
+) -> EventRecord:
+    """``rec`` with its fields over ``limit`` bytes cut (``truncated`` says which and how long).
+
+    ``raw_size`` is the whole line's length when ``rec.raw`` was already read cut;
+    ``include_raw`` rebuilds (then cuts) a line stored as its data.
+
+    Example:
+        >>> r = cut_record(EventRecord(1, "c", None, 0, "agent", "assistant", None,
+        ...                            {"text": "x" * 10}, "y" * 10), 4)
+        >>> r.payload["text"], r.raw, [t["field"] for t in r.truncated]
+        ('xxxx', 'yyyy', ['/payload/text', '/raw'])
+    """
+    rec = rec.restored(raw=rec.raw is not None or include_raw)
+    hint = rec.size_hint
+    if hint is not None and hint <= limit and (rec.raw is None or len(rec.raw) <= limit // 4):
+        return rec  # nothing in it can be over the limit: no walk
+    cuts: list[dict[str, Any]] = list(rec.truncated or ())
+    payload = cut_value(rec.payload, limit, "/payload", cuts)
+    raw = rec.raw
+    if raw is not None:
+        size = raw_size if raw_size is not None else utf8_size(raw) if len(raw) * 4 > limit else len(raw)
+        if size > limit:
+            cuts.append({"field": "/raw", "bytes": max(size, utf8_size(raw))})
+            raw = utf8_prefix(raw, limit)
+    if not cuts:
+        return rec
+    return EventRecord(
+        rec.seq, rec.chat_id, rec.run_id, rec.ts_ms, rec.source, rec.type, rec.subtype, payload, raw, cuts
+    )
+
+
+def resolve_pointer(document: Any, pointer: str) -> Any:
+    """The value at a JSON pointer (RFC 6901) in ``document``; ``KeyError`` if there is none.
+
+    Example:
+        >>> resolve_pointer({"payload": {"a/b": [0, "x"]}}, "/payload/a~1b/1")
+        'x'
+    """
+    if pointer == "":
+        return document
+    if not pointer.startswith("/"):
+        raise KeyError(pointer)
+    node = document
+    for token in pointer[1:].split("/"):
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            raise KeyError(pointer)
+    return node
+
+
+class _Encoded:
+    """A JSON value serialized ahead of the insert (see :meth:`Store.append`): the engine's
+    serializer passes its text through instead of serializing the value again."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text
+
+
+def _size_hint(encoded: _Encoded, derived: dict[str, Any] | None) -> int:
+    """At least the UTF-8 size of any string of a payload and its derived fields."""
+    n = len(encoded.text)
+    if derived:
+        for v in derived.values():
+            if isinstance(v, str) and 4 * len(v) > n:
+                n = 4 * len(v)
+    return n
+
+
+def _text(raw: str | bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+def _json_dumps(value: Any) -> Any:
+    if value.__class__ is _Encoded:
+        return value.text
     return orjson.dumps(value).decode()
+
+
+def _encode(value: Any) -> _Encoded | str:
+    """``value`` serialized, or the reason it cannot be (a string)."""
+    try:
+        return _Encoded(orjson.dumps(value).decode())
+    except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
+        return f"{type(e).__name__}: {str(e)[:200]}"
+
+
+def unstorable_record(rec: NewRecord, reason: str) -> NewRecord:
+    """The record stored instead of one the database cannot take: type ``raw``, subtype
+    ``unstorable``, the original line kept in ``raw``, what happened in ``payload.unstorable``.
+
+    Example:
+        >>> r = unstorable_record(NewRecord("agent", "assistant", None, {}, "{}", "r"), "too deep")
+        >>> r.type, r.subtype, r.payload["unstorable"]["type"], r.raw
+        ('raw', 'unstorable', 'assistant', '{}')
+    """
+    payload = {
+        "type": "raw",
+        "raw_type": None,
+        "subtype": "unstorable",
+        "data": {},
+        "text": "",
+        "session_id": None,
+        "timestamp_ms": None,
+        "unstorable": {"type": rec.type, "subtype": rec.subtype, "reason": reason},
+    }
+    return NewRecord(rec.source, "raw", "unstorable", payload, rec.raw, rec.run_id)
 
 
 def _row_dict(row: Row[Any] | None) -> dict[str, Any] | None:
@@ -208,9 +692,15 @@ class Store:
         'sqlite'
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 30.0) -> None:
         self.url = url
         self.dialect = make_url(url).get_backend_name()
+        self.busy_timeout = busy_timeout
+        self.faults = StoreFaults()
+        self.health = StoreHealth()
+        # Values over BIG_VALUE bytes are handled one at a time in this process (a write of
+        # one, or a read of one): each costs a few copies of itself, not of all of them.
+        self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
@@ -239,13 +729,14 @@ class Store:
             db = url.database
             if db and db != ":memory:":
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": 30}
+            kwargs["connect_args"] = {"timeout": self.busy_timeout}
         else:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
         engine = create_async_engine(url, **kwargs)
         if self.is_sqlite:
+            busy_ms = self.busy_timeout * 1000
 
             @event.listens_for(engine.sync_engine, "connect")
             def _pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -253,7 +744,7 @@ class Store:
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
-                cur.execute("PRAGMA busy_timeout=30000")
+                cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
                 cur.close()
 
         self._engine = engine
@@ -275,10 +766,22 @@ class Store:
             yield
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
-        """A write transaction (serialized with the others on SQLite)."""
-        async with self._writing(), self.engine.begin() as conn:
-            yield conn
+    async def transaction(self, purpose: str = "write") -> AsyncIterator[AsyncConnection]:
+        """A write transaction (serialized with the others on SQLite).
+
+        A transient failure (:func:`is_transient`) marks the store degraded
+        (:attr:`health`) until a write succeeds. ``purpose`` names the write for
+        :attr:`faults` (``"events"``, ``"run_end"``, ``"write"``).
+        """
+        try:
+            async with self._writing(), self.engine.begin() as conn:
+                self.faults.check(purpose)
+                yield conn
+        except Exception as e:
+            if is_transient(e):
+                self.health.failed(describe_error(e))
+            raise
+        self.health.succeeded()
 
     def _clean_text(self, value: str | None) -> str | None:
         # PostgreSQL text cannot hold NUL; keep everything else intact.
@@ -438,6 +941,7 @@ class Store:
         *,
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
+        purpose: str = "events",
     ) -> list[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
@@ -445,10 +949,94 @@ class Store:
         (e.g. to insert the run the records point to); ``after`` runs after the
         insert. All in one transaction. Raises :class:`NotFoundError` for an
         unknown chat.
+
+        **One odd record never rolls back the others**: a payload that cannot be
+        serialized is stored as :func:`unstorable_record` (its line kept), and when
+        the database refuses the batch for its data (not for its availability), the
+        batch is written again record by record and the refused record becomes an
+        ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
         """
+        big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
+        if not big:
+            return await self._append_all(chat_id, new, before, after, purpose)
+        async with self._big_values:
+            release_memory()
+            try:
+                return await self._append_all(chat_id, new, before, after, purpose)
+            finally:
+                release_memory()
+
+    async def _append_all(
+        self,
+        chat_id: str,
+        new: Sequence[NewRecord],
+        before: ExtraWrites | None,
+        after: ExtraWrites | None,
+        purpose: str,
+    ) -> list[EventRecord]:
+        prepared = [self._prepare(r) for r in new]
+        try:
+            return await self._append(chat_id, prepared, before, after, purpose, one_by_one=False)
+        except DBAPIError as e:
+            if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
+                raise
+            logger.warning(
+                "a batch of %d record(s) was refused (%s); writing it one by one",
+                len(prepared),
+                describe_error(e),
+            )
+        for _ in range(len(prepared)):
+            try:
+                return await self._append(chat_id, prepared, before, after, purpose, one_by_one=True)
+            except _RecordRefusedError as refused:
+                i = refused.index
+                marker = unstorable_record(prepared[i][0], describe_error(refused.error))
+                prepared[i] = self._prepare(marker)
+        raise StoreUnavailableError("the database refused every record of the batch")
+
+    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded]:
+        """The record (raw made storable) and its payload serialized once, here.
+
+        An agent record whose line is exactly its ``data`` in compact JSON (what the CLI
+        writes) is stored without ``raw``: the line is rebuilt from ``data`` when read
+        (:meth:`EventRecord.restored`), so the same bytes are not stored twice. On
+        SQLite the payload's JSON is bound as UTF-8 bytes (no decoded copy).
+        """
+        try:
+            data = orjson.dumps(r.payload)
+        except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
+            reason = f"{type(e).__name__}: {str(e)[:200]}"
+            logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
+            r = unstorable_record(r, f"the event cannot be serialized: {reason}")
+            data = orjson.dumps(r.payload)
+        raw = r.raw
+        if raw is not None and r.source == "agent" and r.payload and next(reversed(r.payload)) == "data":
+            line = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
+            n, m = len(line), len(data)
+            # data is b'{…,"data":<data>}': compare its tail with the line, without a copy.
+            if m > n + 1 and (
+                data[m - 1 - n : m - 1] == line if n < 65536 else memoryview(data)[m - 1 - n : m - 1] == line
+            ):
+                raw = None
+            del line
+        raw = self._clean_text(_text(raw))
+        if raw is not r.raw:
+            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id, r.derived)
+        return r, _Encoded(data if self.is_sqlite else data.decode())
+
+    async def _append(
+        self,
+        chat_id: str,
+        new: list[tuple[NewRecord, _Encoded]],
+        before: ExtraWrites | None,
+        after: ExtraWrites | None,
+        purpose: str,
+        *,
+        one_by_one: bool,
+    ) -> list[EventRecord]:
         n = len(new)
         ts = now_ms()
-        async with self.transaction() as conn:
+        async with self.transaction(purpose) as conn:
             res = await conn.execute(
                 update(chats)
                 .where(chats.c.id == chat_id)
@@ -468,31 +1056,38 @@ class Store:
                     r.source,
                     r.type,
                     r.subtype,
-                    r.payload,
-                    self._clean_text(r.raw),
+                    {**r.payload, **r.derived} if r.derived else r.payload,
+                    _text(r.raw),
+                    None,
+                    _size_hint(encoded, r.derived),
                 )
-                for i, r in enumerate(new)
+                for i, (r, encoded) in enumerate(new)
             ]
             if before is not None:
                 await before(conn, recs)
-            if recs:
-                await conn.execute(
-                    insert(events),
-                    [
-                        {
-                            "chat_id": chat_id,
-                            "run_id": r.run_id,
-                            "seq": r.seq,
-                            "ts_ms": ts,
-                            "source": r.source,
-                            "type": r.type,
-                            "subtype": r.subtype,
-                            "payload": r.payload,
-                            "raw": r.raw,
-                        }
-                        for r in recs
-                    ],
-                )
+            rows = [
+                {
+                    "chat_id": chat_id,
+                    "run_id": r.run_id,
+                    "seq": r.seq,
+                    "ts_ms": ts,
+                    "source": r.source,
+                    "type": r.type,
+                    "subtype": r.subtype,
+                    "payload": encoded,
+                    "raw": r.raw,
+                }
+                for r, (_, encoded) in zip(recs, new, strict=True)
+            ]
+            if rows and not one_by_one:
+                await conn.execute(insert(events), rows)
+            for i, row in enumerate(rows if one_by_one else ()):
+                try:
+                    await conn.execute(insert(events), [row])
+                except DBAPIError as e:
+                    if is_transient(e):
+                        raise
+                    raise _RecordRefusedError(i, e) from None
             if after is not None:
                 await after(conn, recs)
         return recs
@@ -524,6 +1119,140 @@ class Store:
             res = await conn.execute(q)
             return [EventRecord.from_row(r) for r in res]
 
+    async def read_page(
+        self,
+        chat_id: str,
+        after_seq: int,
+        limit: int,
+        *,
+        max_bytes: int,
+        max_field_bytes: int,
+        include_raw: bool = False,
+        run_id: str | None = None,
+    ) -> tuple[list[EventRecord], bool]:
+        """A page of records after ``after_seq``: at most ``limit`` records and about
+        ``max_bytes`` (at least one record), each with its fields over ``max_field_bytes``
+        cut (:func:`cut_record`). Returns ``(records, has_more)``.
+
+        Memory stays bounded whatever the rows hold: sizes are read first, a line is
+        read cut by the database, and a payload over the field limit is read alone,
+        cut, and let go before the next.
+        """
+        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
+        if run_id is not None:
+            cond = and_(cond, events.c.run_id == run_id)
+        # Sizes in bytes. SQLite's text functions stop at a NUL character: measure and cut
+        # the BLOB of the text there (PostgreSQL text holds no NUL).
+        if self.is_sqlite:
+            # payload is bound as UTF-8 bytes (a BLOB: its length is read without its
+            # content); older rows are TEXT without NUL (JSON escapes it).
+            plen = func.length(events.c.payload)
+            rlen = func.coalesce(func.length(cast(events.c.raw, LargeBinary)), 0)
+        else:
+            plen = func.octet_length(cast(events.c.payload, Text))
+            rlen = func.coalesce(func.octet_length(events.c.raw), 0)
+        sizes_q = select(events.c.seq, plen, rlen).where(cond).order_by(events.c.seq).limit(limit + 1)
+        async with self.engine.connect() as conn:
+            sizes = [(int(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in await conn.execute(sizes_q)]
+        has_more = len(sizes) > limit
+        sizes = sizes[:limit]
+        chosen: list[tuple[int, int, int]] = []
+        total = 0
+        for seq, p, r in sizes:
+            # A line stored as its data (raw NULL) is rebuilt about as long as the payload.
+            line = min(r or p, max_field_bytes) if include_raw else 0
+            cost = 200 + min(p, 4 * max_field_bytes) + line
+            if chosen and total + cost > max_bytes:
+                has_more = True
+                break
+            chosen.append((seq, p, r))
+            total += cost
+        if not chosen:
+            return [], has_more
+        raw_col: Any = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
+        raw_cut = func.substr(raw_col, 1, max_field_bytes + 1)
+        big = {seq for seq, p, _ in chosen if p > max_field_bytes}
+        payload_col = type_coerce(
+            case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
+        )
+        cols = [
+            events.c.seq,
+            events.c.chat_id,
+            events.c.run_id,
+            events.c.ts_ms,
+            events.c.source,
+            events.c.type,
+            events.c.subtype,
+            payload_col.label("payload"),
+            (raw_cut if include_raw else null()).label("raw"),
+        ]
+        first, last = chosen[0][0], chosen[-1][0]
+        rows_q = (
+            select(*cols)
+            .where(and_(cond, events.c.seq >= first, events.c.seq <= last))
+            .order_by(events.c.seq)
+        )
+        raw_sizes = {seq: r for seq, _, r in chosen}
+        # A string of a payload (and the text rebuilt from it) is never longer than the payload.
+        payload_sizes = {seq: p for seq, p, _ in chosen}
+        out: list[EventRecord] = []
+        async with self.engine.connect() as conn:
+            for row in (await conn.execute(rows_q)).all():
+                rec = EventRecord.from_row(row)
+                rec.size_hint = payload_sizes.get(rec.seq)
+                if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
+                    rec.raw = rec.raw.decode("utf-8", "ignore")
+                raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
+                if rec.seq in big:
+                    async with self._big_values:
+                        rec, raw_size = await self._read_big(
+                            conn, rec, include_raw, max_field_bytes, raw_size
+                        )
+                        rec = cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw)
+                        release_memory()
+                    out.append(rec)
+                    continue
+                out.append(cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw))
+        return out, has_more
+
+    async def _read_big(
+        self, conn: AsyncConnection, rec: EventRecord, include_raw: bool, limit: int, raw_size: int | None
+    ) -> tuple[EventRecord, int | None]:
+        """Load a payload over the field limit as JSON text; a line stored as its data is the
+        tail of that text (``…,"data":<line>}``): cut from it without rebuilding it."""
+        col = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
+        where = and_(events.c.chat_id == rec.chat_id, events.c.seq == rec.seq)
+        res = await conn.execute(select(col).where(where))
+        text: Any = res.scalar_one()
+        del res
+        if isinstance(text, str):
+            text = text.encode()
+        rec.payload = orjson.loads(text)
+        if include_raw and rec.raw is None and rec.source == "agent" and list(rec.payload)[-1:] == ["data"]:
+            head = orjson.dumps({k: v for k, v in rec.payload.items() if k != "data"})
+            start = len(head) - 1 + len(b',"data":') if len(head) > 2 else len(b'{"data":')
+            raw_size = len(text) - 1 - start
+            rec.raw = bytes(memoryview(text)[start : start + limit + 4]).decode("utf-8", "ignore")
+        del text
+        return rec, raw_size
+
+    async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
+        """One whole record (nothing cut), or ``None``."""
+        q = select(
+            events.c.seq,
+            events.c.chat_id,
+            events.c.run_id,
+            events.c.ts_ms,
+            events.c.source,
+            events.c.type,
+            events.c.subtype,
+            events.c.payload,
+            events.c.raw,
+        ).where(and_(events.c.chat_id == chat_id, events.c.seq == seq))
+        async with self.engine.connect() as conn:
+            row = (await conn.execute(q)).first()
+        return EventRecord.from_row(row) if row is not None else None
+
     async def count_events(self, chat_id: str) -> int:
         """How many records the chat's log holds."""
         async with self.engine.connect() as conn:
@@ -541,6 +1270,10 @@ class Store:
         dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
         row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
         row["output"] = row["output"] or ""
+        for key in ("args", "result"):  # one odd value does not roll back the batch
+            if row.get(key) is not None:
+                encoded = _encode(row[key])
+                row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
         stmt = dialect_insert(tool_calls).values(**row)
         ex = stmt.excluded
         changes = {

@@ -68,12 +68,21 @@ class _Stream:
             await self.ws.send_text(text)
 
     async def replay(self) -> None:
+        settings = self.ws.app.state.settings
         while True:
-            recs = await self.store.events_after(self.chat_id, self.last, REPLAY_PAGE)
+            # Pages bounded by count and bytes; long fields cut (see docs/server.md).
+            recs, more = await self.store.read_page(
+                self.chat_id,
+                self.last,
+                REPLAY_PAGE,
+                max_bytes=settings.max_page_bytes,
+                max_field_bytes=settings.max_field_bytes,
+            )
             for rec in recs:
                 await self.send(record_message(rec))
                 self.last = rec.seq
-            if len(recs) == REPLAY_PAGE:
+            del recs
+            if more:
                 continue
             if not self.sub.overflowed:
                 return
@@ -83,8 +92,8 @@ class _Stream:
             self.sub = self.hub.subscribe(self.chat_id)
 
     async def forward(self) -> None:
-        queue = self.sub.queue
         while True:
+            queue = self.sub.queue
             if self.sub.overflowed and queue.empty():
                 await self.send(
                     control(
@@ -95,7 +104,7 @@ class _Stream:
                 )
                 await self.ws.close(CLOSE_RESYNC, "resync")
                 return
-            seq, text = await queue.get()
+            seq, text = await self.sub.get()
             if seq <= self.last:
                 continue  # already sent during the replay
             await self.send(text)

@@ -15,6 +15,7 @@ import { h, replace, formatDuration, lineCount } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { createCard, drawCard, mergeView } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
+import { cutNote, cutOf, wholeText } from "./cut.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
@@ -94,7 +95,11 @@ export class Timeline {
     else if (type === "thinking:completed") {
       if (this.thinking) this.thinking.done = true;
     } else if (type === "assistant:delta") this.assistant(rec.payload?.text || "", true);
-    else if (type === "assistant") this.assistant(rec.payload?.text || "", false);
+    else if (type === "assistant") {
+      const el = this.assistant(rec.payload?.text || "", false);
+      const cut = el && cutOf(rec, "/payload/text");
+      if (cut) el.after(cutNote(rec, cut, (text) => replace(el, wholeText(text))));
+    }
     else if (type === "tool-call-started" || type === "tool-call-completed") this.tool(rec);
     else if (type === "error") this.failure(rec.payload?.text || "the agent reported an error", null);
     else if (type === "connection" || type === "retry") {
@@ -167,14 +172,16 @@ export class Timeline {
     } else if (this.segment && this.segment.fromDeltas) {
       this.segment.text = text; // the whole segment replaces its deltas
       this.render(this.segment);
+      const { el } = this.segment;
       this.segment = null;
-      return;
+      return el;
     } else {
       this.openSegment(false);
       this.segment.text = text;
       this.render(this.segment);
+      const { el } = this.segment;
       this.segment = null;
-      return;
+      return el;
     }
     this.schedule(this.segment);
   }
@@ -204,6 +211,8 @@ export class Timeline {
       this.container.append(entry.el);
     }
     entry.view = mergeView(entry.view, view);
+    const cut = cutOf(rec);
+    if (cut) entry.cut = { rec, cut };
     if (entry.view.status === "rejected" && rec.run_id) {
       if (!this.rejected.has(rec.run_id)) this.rejected.set(rec.run_id, new Set());
       this.rejected.get(rec.run_id).add(entry.view.kind);
@@ -214,6 +223,10 @@ export class Timeline {
   draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
     addCardCopyButtons(entry.el);
+    if (entry.cut) {  // fields the server cut: a note with Show all
+      const card = entry.el;
+      card.append(cutNote(entry.cut.rec, entry.cut.cut, (text) => card.append(wholeText(text))));
+    }
   }
 
   /** The kinds of run `runId`'s rejected tool calls (not allowed in this chat); empty if none. */

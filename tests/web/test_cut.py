@@ -1,0 +1,64 @@
+"""Long output cut by the server ("Size limits" in docs/server.md): the page shows the
+beginning, says so, and "Show all" fetches the whole value, shown as inert text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from playwright.sync_api import expect
+from server_helpers import new_chat
+from test_ui import open_chat, open_ui, send
+
+from cursor_agent_api.protocol import wire
+
+END_TOOL = "END-OF-THE-BIG-FILE"
+END_TEXT = "END-OF-THE-LONG-ANSWER"
+
+
+def _script(path: Path) -> Path:
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    content = "<script>window.__pwned = 1</script> line\n" * 12000 + END_TOOL + "\n"
+    answer = "A long answer. " * 30000 + END_TEXT
+    args = wire.read_args("/ws/big.log")
+    times = {"model_call_id": "mc", "started_at_ms": 1, "timestamp_ms": 1}
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "big")))
+        f.write(wire.encode(wire.tool_call_started(sid, "call_1", "readToolCall", args, **times)))
+        done = wire.tool_call_completed(
+            sid, "call_1", "readToolCall", wire.read_success("/ws/big.log", content), args=args,
+            completed_at_ms=2, **times,
+        )
+        f.write(wire.encode(done))
+        f.write(wire.encode(wire.assistant_final(sid, answer)))
+        f.write(wire.encode(wire.result_success(sid, "r", answer, 1, wire.usage(1, 2))))
+    return path
+
+
+def test_long_output_and_text_are_cut_with_show_all(
+    make_server: Any, browser: Any, shot: Any, tmp_path: Path
+) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(_script(tmp_path / "big.ndjson"))})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "big")
+    expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    card = page.locator(".card.tool-read")
+    expect(card.locator(".cut-note")).to_contain_text("only its beginning is shown")
+    expect(card).not_to_contain_text(END_TOOL)
+    answer = page.locator(".msg.assistant").last
+    expect(answer).not_to_contain_text(END_TEXT)
+    shot(page, "cut")
+    card.get_by_role("button", name="Show all").click()
+    expect(card.locator("pre.whole-value")).to_contain_text(END_TOOL)
+    expect(card.locator(".cut-note")).to_have_count(0)
+    page.locator(".cut-note").get_by_role("button", name="Show all").click()
+    expect(answer.locator("pre.whole-value")).to_contain_text(END_TEXT)
+    expect(page.locator(".cut-note")).to_have_count(0)
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#timeline script").count() == 0
+    assert page.errors == []  # type: ignore[attr-defined]
+    shot(page, "shown-all")
