@@ -166,3 +166,26 @@ def test_a_cli_turn_folds_each_event_once(kind: str, make_cursor_sim_config: Any
                 shown[change.segment] = change.text
     assert "".join(shown.values()) == outcome.result.text
     assert "READ-OK" in out.getvalue()
+
+
+def test_the_stream_gives_its_own_fold_and_its_changes(make_cursor_sim_config: Any) -> None:
+    """``stream.transcript`` is the fold the result comes from; ``with_changes()`` gives the
+    changes of that fold and must come before the first event (its changes would be lost)."""
+    recording = REAL / "02-hcn-0915-probe-43-partial-output-with-read-tool.ndjson"
+    config = make_cursor_sim_config(script=str(recording), stream_partial_output=True)
+    with ConversationSession(config) as session:
+        stream = session.send_stream("read notes.txt")
+        kinds = [change.kind for _, changes in stream.with_changes() for change in changes]
+        result = session.finalize_stream("read notes.txt", stream)
+        assert "add" not in vars(stream.transcript)  # the fold is the transcript's own again
+        assert stream.transcript.text == result.text == "READ-OK"
+        assert [c.call_id for c in stream.transcript.tool_calls] == [
+            c.call_id for c in result.tool_calls]
+        assert kinds.count("text_appended") == 3 and "segment_replaced" in kinds
+        assert kinds[-1] == "result_received"
+
+        late = session.send_stream("again")
+        next(iter(late))
+        with pytest.raises(RuntimeError, match="before the stream's first event"):
+            next(late.with_changes())
+        session.finalize_stream("again", late)
