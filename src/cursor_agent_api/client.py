@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import functools
@@ -39,7 +40,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from .config import AgentConfig
-from .protocol import AgentEvent, AgentResult
+from .protocol import AgentEvent, AgentResult, Changes, Transcript
 from .runtime import (
     AccountStatus,
     AgentRun,
@@ -120,6 +121,15 @@ class _TurnStream:
     def done(self) -> bool:
         """True once the turn has ended (agent reaped, group gone)."""
         return self._run.result is not None
+
+    @property
+    def transcript(self) -> Transcript:
+        """The turn's one fold: its text, tool calls, usage so far (:class:`Transcript`).
+
+        The stream folds each event as it reads it, before handing it on; a view takes what
+        each event changed from :meth:`StreamingResponse.with_changes` rather than folding again.
+        """
+        return self._run.transcript
 
 
 class StreamingResponse(_TurnStream):
@@ -210,6 +220,44 @@ class StreamingResponse(_TurnStream):
                 self._ended = True
             elif item is STOPPED:
                 self._stopped = True
+
+    def with_changes(self) -> Generator[tuple[AgentEvent, Changes], None, None]:
+        """Iterate the events, each with what it changed in :attr:`transcript`.
+
+        The turn is folded once, by the stream; a view applies these changes
+        (:mod:`cursor_agent_api.protocol.changes`) and never folds the events again.
+        ``RuntimeError`` once an event was folded: call it before the first one.
+
+        Example:
+            >>> for event, changes in stream.with_changes():  # doctest: +SKIP
+            ...     for change in changes:
+            ...         if change.kind == "text_appended":
+            ...             print(change.text, end="")
+        """
+        transcript = self._run.transcript
+        if transcript.event_count or "add" in vars(transcript):
+            raise RuntimeError("with_changes() must come before the stream's first event")
+        folded: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
+        fold = transcript.add
+
+        def add(event: AgentEvent) -> Changes:
+            changes = fold(event)
+            folded.append((event, changes))  # deque: appended on either thread, safely
+            return changes
+
+        # The run folds every event in its transcript before handing it on (on this thread
+        # as it reads stdout, on the loop's for the events it adds at the end), so the folds
+        # come in the order of the events here. Until the run returns the changes of its
+        # fold itself, its transcript's add keeps them, for this iteration only.
+        setattr(transcript, "add", add)  # noqa: B010
+        try:
+            for event in self:
+                if not folded or folded[0][0] is not event:
+                    raise RuntimeError("the stream handed on an event it did not fold")
+                yield event, folded.popleft()[1]
+        finally:
+            with contextlib.suppress(AttributeError):
+                delattr(transcript, "add")
 
     # state -----------------------------------------------------------------------------
 

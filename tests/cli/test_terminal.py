@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import pexpect
+
+from cursor_agent_api.protocol import strip_ansi
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
 
@@ -133,5 +138,41 @@ def test_a_failed_live_run_says_it_once_in_the_cli_words(cli_env: dict[str, str]
         assert child.exitstatus == 1
         assert out.count("Workspace Trust Required") == 1
         assert "--trust" in out and "trust=True" not in out and "error:" not in out
+    finally:
+        child.terminate(force=True)
+
+
+def test_live_run_shows_two_calls_with_one_id_as_two_lines(cli_env: dict[str, str],
+                                                           tmp_path: Path) -> None:
+    """A publisher that redacted every call id: two calls run at once under one id."""
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+
+    def call(subtype: str, key: str, path: str) -> dict[str, Any]:
+        inner: dict[str, Any] = {"args": {"path": path}}
+        if subtype == "completed":
+            inner["result"] = {"success": {}}
+        return {"type": "tool_call", "subtype": subtype, "call_id": "<redacted>",
+                "tool_call": {key: inner}, "session_id": sid}
+
+    script = tmp_path / "redacted.ndjson"
+    lines = [
+        {"type": "system", "subtype": "init", "cwd": "/ws", "session_id": sid, "model": "m"},
+        call("started", "lsToolCall", "src"), call("started", "readToolCall", "notes.txt"),
+        call("completed", "lsToolCall", "src"), call("completed", "readToolCall", "notes.txt"),
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "Both read."}]},
+         "session_id": sid},
+        {"type": "result", "subtype": "success", "result": "Both read.", "session_id": sid},
+    ]
+    script.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    child = spawn(["run", "--simulate", "--trust", "look"], cli_env,
+                  {"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    try:
+        child.expect(pexpect.EOF)
+        out = strip_ansi(child.before or "")
+        child.close()
+        assert child.exitstatus == 0
+        assert "✓ ls src  succeeded" in out
+        assert "✓ read notes.txt  succeeded" in out
+        assert "Both read." in out
     finally:
         child.terminate(force=True)

@@ -27,7 +27,22 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from ..protocol import AgentEvent, AgentResult, EventType, ToolCall, ToolStatus, Transcript
+from ..protocol import (
+    AgentEvent,
+    AgentResult,
+    Change,
+    Changes,
+    EventType,
+    SegmentReplaced,
+    TextAppended,
+    ThinkingAppended,
+    ThinkingClosed,
+    ToolCall,
+    ToolCallChanged,
+    ToolCallOpened,
+    ToolStatus,
+    Transcript,
+)
 
 STATUS_MARKS: dict[ToolStatus, tuple[str, str]] = {
     ToolStatus.RUNNING: ("…", "cyan"),
@@ -138,18 +153,23 @@ def usage_line(result: AgentResult) -> str:
 class TurnRenderer:
     """Print a turn as its events arrive (see the module docstring).
 
-    ``show_thinking`` prints completed thinking blocks dimmed. The renderer keeps
-    its own :class:`Transcript` to pair tool calls; :attr:`transcript` gives it.
+    ``show_thinking`` prints completed thinking blocks dimmed. What to print comes from
+    the changes of the turn's one fold (:mod:`~cursor_agent_api.protocol.changes`): the
+    renderer applies neither the segment rule nor the pairing of tool calls itself.
+    :meth:`handle` folds the event in :attr:`transcript` (``replay``); :meth:`show` takes
+    the changes of a fold made elsewhere (``run``: the stream's own, with ``transcript``
+    the stream's transcript).
     """
 
-    def __init__(self, console: Console, *, show_thinking: bool = True) -> None:
+    def __init__(self, console: Console, *, show_thinking: bool = True,
+                 transcript: Transcript | None = None) -> None:
         self.console = console
         self.show_thinking = show_thinking
-        self.transcript = Transcript(keep_events=False)
-        self._segment_printed = False  # deltas of the current segment were printed
+        self.transcript = transcript if transcript is not None else Transcript(keep_events=False)
+        self._text_segment = -1  # the latest segment some of whose text was printed
         self._at_line_start = True
         self._thinking: list[str] = []
-        self._printed_calls: set[int] = set()  # id() of the transcript's calls: call ids may repeat
+        self._printed_calls: set[int] = set()  # indexes of the calls printed: ids may repeat
 
     def _write_text(self, text: str) -> None:
         if not text:
@@ -163,28 +183,15 @@ class TurnRenderer:
             self._at_line_start = True
 
     def handle(self, event: AgentEvent) -> None:
-        """Render one event."""
-        self.transcript.add(event)
+        """Fold one event in :attr:`transcript` and render it."""
+        self.show(event, self.transcript.add(event))
+
+    def show(self, event: AgentEvent, changes: Changes) -> None:
+        """Render one event, given what it changed in the turn's fold."""
+        for change in changes:
+            self._apply(change)
         etype = event.type
-        if etype is EventType.ASSISTANT_DELTA:
-            self._write_text(event.text or "")
-            self._segment_printed = True
-        elif etype is EventType.ASSISTANT:
-            if not self._segment_printed:
-                self._write_text(event.text or "")
-            self._segment_printed = False
-        elif etype is EventType.THINKING_DELTA:
-            self._thinking.append(event.text or "")
-        elif etype is EventType.THINKING_COMPLETED:
-            self._flush_thinking()
-        elif etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
-            self._segment_printed = False
-            call = self.transcript.tool_call(event.call_id or "")
-            if call is not None and call.status.finished and id(call) not in self._printed_calls:
-                self._newline()
-                self._printed_calls.add(id(call))
-                self.console.print(tool_line(call))
-        elif etype is EventType.ERROR:
+        if etype is EventType.ERROR:
             self._newline()
             self.console.print(f"[bold red]error:[/] {escape(printable(event.text or ''))}")
         elif etype is EventType.RAW:
@@ -197,6 +204,27 @@ class TurnRenderer:
             if bits:
                 self.console.print(Text("▶ " + " · ".join(bits), style="dim"))
 
+    def _apply(self, change: Change) -> None:
+        if isinstance(change, TextAppended):
+            self._text_segment = change.segment
+            self._write_text(change.text)
+        elif isinstance(change, SegmentReplaced):
+            if change.segment != self._text_segment:  # none of its deltas printed: print it
+                self._text_segment = change.segment
+                self._write_text(change.text)
+        elif isinstance(change, ThinkingAppended):
+            self._thinking.append(change.text)
+        elif isinstance(change, ThinkingClosed):
+            self._flush_thinking()
+        elif isinstance(change, (ToolCallOpened, ToolCallChanged)) and change.call.status.finished:
+            self._print_call(change.index, change.call)
+
+    def _print_call(self, index: int, call: ToolCall) -> None:
+        if index not in self._printed_calls:
+            self._printed_calls.add(index)
+            self._newline()
+            self.console.print(tool_line(call))
+
     def _flush_thinking(self) -> None:
         text = printable("".join(self._thinking).strip())
         self._thinking.clear()
@@ -205,15 +233,19 @@ class TurnRenderer:
             quoted = "\n".join("│ " + line for line in text.splitlines())
             self.console.print(Text(quoted, style="dim italic"))
 
-    def flush(self) -> AgentResult:
-        """End of the stream: print thinking and the calls left open; return the result."""
+    def flush(self, result: AgentResult | None = None) -> AgentResult:
+        """End of the stream: print thinking and the calls left open; return the result.
+
+        ``result``: the turn's, when the fold was made elsewhere (and closed there);
+        otherwise :attr:`transcript`'s.
+        """
+        for change in self.transcript.close():
+            self._apply(change)
         self._flush_thinking()
-        result = self.transcript.to_result()
-        for call in self.transcript.tool_calls:
-            if id(call) not in self._printed_calls:
-                self._newline()
-                self._printed_calls.add(id(call))
-                self.console.print(tool_line(call))
+        if result is None:
+            result = self.transcript.to_result()
+        for index, call in enumerate(result.tool_calls):  # abandoned by a close made elsewhere
+            self._print_call(index, call)
         self._newline()
         return result
 

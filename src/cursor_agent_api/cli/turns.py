@@ -79,13 +79,16 @@ def run_turn(
     """
     stream = session.send_stream(prompt)
     interrupted = False
+    events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:
-        for event in stream:
+        for event, changes in events:
             recorder.write(event)
-            view.handle(event)
+            view.handle(event, changes)
     except KeyboardInterrupt:
         interrupted = True
         stream.cancel(signal.SIGINT)
+    finally:
+        events.close()
     try:
         result = session.finalize_stream(prompt, stream)
     except KeyboardInterrupt:

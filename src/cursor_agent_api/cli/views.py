@@ -16,10 +16,11 @@ result at the end (:meth:`TurnView.finish`):
 Example:
     >>> from io import StringIO
     >>> from rich.console import Console
-    >>> from cursor_agent_api.protocol import parse_event, AgentResult
+    >>> from cursor_agent_api.protocol import parse_event, AgentResult, Transcript
     >>> out = StringIO()
-    >>> view = TextView(Console(file=out))
-    >>> view.handle(parse_event('{"type":"assistant","message":{"content":"4"}}'))
+    >>> view, fold = TextView(Console(file=out)), Transcript()
+    >>> event = parse_event('{"type":"assistant","message":{"content":"4"}}')
+    >>> view.handle(event, fold.add(event))
     >>> view.finish(AgentResult(success=True, result="4", session_id="c1"), continue_hint="")
     >>> "4" in out.getvalue()
     True
@@ -38,15 +39,29 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from ..protocol import AgentEvent, AgentResult, EventType, ToolCall, Transcript
+from ..protocol import (
+    AgentEvent,
+    AgentResult,
+    Changes,
+    EventType,
+    ResultReceived,
+    SegmentClosed,
+    SegmentReplaced,
+    TextAppended,
+    ThinkingAppended,
+    ToolCall,
+    ToolCallChanged,
+    ToolCallOpened,
+)
 from .console import error_text
 from .render import TurnRenderer, printable, raw_line_text, tool_line, usage_line
 
 
 class TurnView(Protocol):
-    """What ``run`` and ``chat`` feed."""
+    """What ``run`` and ``chat`` feed: each event with what it changed in the turn's one
+    fold (the stream's :class:`~cursor_agent_api.protocol.Transcript`), then the result."""
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Show one event."""
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -98,16 +113,15 @@ class TextView:
         self.console = console
         self.renderer = TurnRenderer(console)
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Print what the event adds."""
         if is_turn_failure(event):
-            self.renderer.transcript.add(event)
             return  # the footer says it, once
-        self.renderer.handle(event)
+        self.renderer.show(event, changes)
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Print open calls and the footer."""
-        self.renderer.flush()
+        self.renderer.flush(result)
         for line in footer_lines(result, continue_hint):
             self.console.print(line, soft_wrap=True)
 
@@ -115,7 +129,7 @@ class TextView:
 class JsonView:
     """One JSON object, the final :class:`AgentResult`, on stdout."""
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Nothing until the end."""
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -127,7 +141,7 @@ class JsonView:
 class NdjsonView:
     """The normalized events (``AgentEvent.to_dict()``), one per line, as they arrive."""
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Write the event's line and flush."""
         sys.stdout.buffer.write(orjson.dumps(event.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
         sys.stdout.flush()
@@ -154,7 +168,7 @@ class AgentFormatView:
         >>> from cursor_agent_api.protocol import parse_event
         >>> out = StringIO()
         >>> view = AgentFormatView("json", Console(file=StringIO()), out=out)
-        >>> view.handle(parse_event('{"type":"result","subtype":"success","result":"4"}'))
+        >>> view.handle(parse_event('{"type":"result","subtype":"success","result":"4"}'), ())
         >>> view.finish(AgentResult(success=True, result="4", session_id="c1",
         ...                         duration_ms=7), continue_hint="")
         >>> list(orjson.loads(out.getvalue()).items())  # doctest: +NORMALIZE_WHITESPACE
@@ -175,7 +189,7 @@ class AgentFormatView:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
         """``stream-json``: write the agent's line now. Keep the agent's result event."""
         if event.line is None:
             return  # made by this library: the agent never wrote it
@@ -246,18 +260,25 @@ def cli_result_line(event: AgentEvent, result: AgentResult) -> bytes:
 
 
 class LiveView:
-    """The live terminal view (see the module docstring)."""
+    """The live terminal view (see the module docstring).
+
+    Driven by the changes of the turn's one fold: text appended to a segment streams in,
+    a recap replaces its segment's deltas, a segment closed by a tool call is printed
+    above the live region; text still shown when the turn ends (a final message, or deltas
+    closed by the result) is the answer, printed as Markdown. Running calls are kept by
+    their index in the turn: two calls with the same id are two lines.
+    """
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.transcript = Transcript(keep_events=False)
         self.started = time.monotonic()
-        self.segment: list[str] = []  # text of the current segment, as it streams
-        self.segment_from_deltas = False
+        self.segment: list[str] = []  # the text shown, not yet printed above the region
+        self._open = -1  # the segment whose deltas end self.segment, from self._open_at
+        self._open_at = 0
         self.thinking: list[str] = []
-        self.running: dict[str, ToolCall] = {}
+        self.running: dict[int, ToolCall] = {}  # by index in the turn: call ids may repeat
         self.spinner = Spinner("dots", style="cyan")  # one object, so that it turns
         self.live = Live(self, console=console, refresh_per_second=10, transient=True,
                          redirect_stdout=False, redirect_stderr=False)
@@ -270,8 +291,8 @@ class LiveView:
         if self.segment:
             lines = "".join(self.segment).splitlines()[-self.TAIL_LINES:]
             parts.append(Text(printable("\n".join(lines))))
-        for call in self.running.values():
-            parts.append(tool_line(self.transcript.tool_call(call.call_id) or call))
+        for call in list(self.running.values()):  # list(): the refresh runs on its own thread
+            parts.append(tool_line(call))
         elapsed = time.monotonic() - self.started
         status = Text(f"{elapsed:5.1f} s", style="cyan")
         thought = "".join(self.thinking).strip().splitlines()
@@ -289,41 +310,16 @@ class LiveView:
     def _flush_segment(self) -> None:
         text = "".join(self.segment)
         self.segment.clear()
-        self.segment_from_deltas = False
+        self._open = -1
         if text.strip():
             self.live.console.print(Text(printable(text.rstrip("\n"))))
 
-    def handle(self, event: AgentEvent) -> None:
-        """Update the view for one event."""
-        self.transcript.add(event)
+    def handle(self, event: AgentEvent, changes: Changes) -> None:
+        """Update the view for one event, given what it changed in the turn's fold."""
+        if changes:
+            self._apply(changes)
         etype = event.type
-        if etype is EventType.ASSISTANT_DELTA:
-            self.segment.append(event.text or "")
-            self.segment_from_deltas = True
-            self.thinking.clear()
-        elif etype is EventType.ASSISTANT:
-            if self.segment_from_deltas:
-                self.segment = [event.text or ""]  # the recap replaces its deltas
-                self.segment_from_deltas = False
-            else:
-                self.segment.append(event.text or "")
-            self.thinking.clear()
-        elif etype is EventType.THINKING_DELTA:
-            self.thinking.append(event.text or "")
-        elif etype is EventType.THINKING_COMPLETED:
-            pass  # the latest thinking line stays until something else happens
-        elif etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
-            self._flush_segment()
-            self.thinking.clear()
-            call = self.transcript.tool_call(event.call_id or "")
-            if call is None:
-                return
-            if call.status.finished:
-                self.running.pop(call.call_id, None)
-                self.live.console.print(tool_line(call))
-            else:
-                self.running[call.call_id] = call
-        elif etype is EventType.SYSTEM_INIT:
+        if etype is EventType.SYSTEM_INIT:
             bits = [printable(str(b)) for b in (event.data.get("model"), event.data.get("cwd"))
                     if b]
             if bits:
@@ -335,14 +331,51 @@ class LiveView:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
         self.live.refresh()
 
+    def _apply(self, changes: Changes) -> None:
+        # The result's changes close the turn: what is shown then stays for the Markdown.
+        ends = changes[-1].__class__ is ResultReceived
+        replaced = -1
+        for change in changes:
+            if isinstance(change, TextAppended):
+                if change.segment != self._open:
+                    self._open, self._open_at = change.segment, len(self.segment)
+                self.segment.append(change.text)
+                self.thinking.clear()
+            elif isinstance(change, SegmentReplaced):
+                if change.segment == self._open:
+                    del self.segment[self._open_at:]  # the recap replaces its deltas
+                self.segment.append(change.text)
+                self._open = -1
+                replaced = change.segment
+                self.thinking.clear()
+            elif isinstance(change, SegmentClosed):
+                if not ends and change.segment != replaced:  # closed by a tool call
+                    self._flush_segment()
+            elif isinstance(change, ThinkingAppended):
+                self.thinking.append(change.text)
+            elif isinstance(change, (ToolCallOpened, ToolCallChanged)):
+                self._show_call(change.index, change.call,
+                                opened=isinstance(change, ToolCallOpened), ends=ends)
+
+    def _show_call(self, index: int, call: ToolCall, *, opened: bool, ends: bool) -> None:
+        finished = call.status.finished
+        if not ends and (opened or finished):
+            self._flush_segment()
+            self.thinking.clear()
+        if finished:
+            self.running.pop(index, None)
+            self.live.console.print(tool_line(call))
+        else:
+            self.running[index] = call
+
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Stop the live region; print the final answer as Markdown, then the footer."""
         final = "".join(self.segment)
         self.segment.clear()
         self.live.stop()
-        for call in result.tool_calls:
-            if call.call_id in self.running:
-                self.console.print(tool_line(call))
+        for index in sorted(self.running):  # left running: the result says how they ended
+            if index < len(result.tool_calls):
+                self.console.print(tool_line(result.tool_calls[index]))
         self.running.clear()
         if final.strip():
             self.console.print(Markdown(printable(final)))
