@@ -62,8 +62,9 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
+from .groups import stop_groups
 from .outcome import client_result_event
-from .process import AgentProcess, group_alive, signal_group
+from .process import AgentProcess
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
 from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
@@ -87,19 +88,10 @@ _LIVE: weakref.WeakSet[AgentRun] = weakref.WeakSet()
 def _stop_live_runs_at_exit() -> None:
     """atexit: a turn still running when the interpreter exits (a sync stream left open in a
     script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
-    runs = [run for run in list(_LIVE) if run.process is not None and run.result is None]
-    if not runs:
-        return
-    for run in runs:
-        assert run.process is not None
-        signal_group(run.process.pgid, signal_module.SIGTERM)
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and any(
-            group_alive(run.process.pgid) for run in runs if run.process is not None):
-        time.sleep(0.02)
-    for run in runs:
-        assert run.process is not None
-        signal_group(run.process.pgid, signal_module.SIGKILL)
+    pgids = [run.process.pgid for run in list(_LIVE)
+             if run.process is not None and run.result is None]
+    if pgids:
+        stop_groups(pgids, grace=1.0)
 
 
 atexit.register(_stop_live_runs_at_exit)
