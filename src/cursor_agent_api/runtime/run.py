@@ -3,7 +3,8 @@
 :class:`AgentRun` starts the agent (its own process group), writes the prompt
 on stdin and closes it, reads stdout and stderr concurrently as they arrive
 (stdout through the protocol's :class:`~cursor_agent_api.protocol.EventReader`,
-stderr into a bounded, ANSI-stripped tail) and applies the policy:
+stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
+(:mod:`.stop_policy`, a pure state machine) asks. The policy:
 
 * the first ``result`` event ends the turn: the agent gets ``result_grace``
   seconds to exit by itself, then its group is stopped; a valid result followed
@@ -23,8 +24,9 @@ stderr into a bounded, ANSI-stripped tail) and applies the policy:
   event; the stream goes on (stopping an agent mid-edit is worse than letting
   it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
 
-What does not live here: argv/env (:mod:`.argv`), the thread the sync API runs
-this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
+What does not live here: argv/env (:mod:`.argv`), the stop rules
+(:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
+API runs this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
 
 Example:
     >>> import asyncio, sys
