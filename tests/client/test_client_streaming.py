@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -362,3 +364,38 @@ def test_interpreter_exit_with_an_open_sync_stream_stops_the_agent(sim, spawned,
     assert out.returncode == 0, out.stderr
     pgid = int(out.stdout.split()[0])
     spawned.append(pgid)  # the autouse fixture asserts the group is gone
+
+
+def test_an_outsider_holding_stdout_does_not_spin_the_loop(sim, spawned, tmp_path):
+    # The agent exits with its result; a process that left its group (setsid) still holds
+    # stdout. The consumer stops reading for longer than the drain grace. The supervisor
+    # closes the pipes once and waits: the loop stays free (it used to spin without
+    # yielding until the consumer read again, so this call from the consumer deadlocked).
+    from cursor_agent_api.runtime.stop_policy import DRAIN_GRACE
+
+    pid_file = tmp_path / "outsider.pid"
+    script = tmp_path / "agent.py"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys, time\n"
+        "sys.stdin.read()\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(120)\n"
+        "    os._exit(0)\n"
+        "while not os.path.exists(" + repr(str(pid_file)) + "): time.sleep(0.01)\n"
+        "print('{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}', flush=True)\n"
+    )
+    script.chmod(0o755)
+    try:
+        with CursorAgentClient(AgentConfig(agent_binary=str(script))) as client:
+            stream = client.query_stream("hi")
+            assert next(iter(stream)).type is EventType.RESULT_SUCCESS
+            time.sleep(DRAIN_GRACE + 1.0)  # not an assertion: lets the drain grace pass
+            assert client._portal.call(asyncio.sleep, 0, "free") == "free"
+            result = stream.wait()
+        assert result.success and result.result == "ok"
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)

@@ -3,11 +3,15 @@
 * :mod:`.argv` — argv and environment of the agent (prompt on stdin, key in the env);
 * :mod:`.process` — spawn in a new process group, signal the group, reap; on Linux through
   the owner guard (:mod:`._guard`, a script): the agent's group goes when its owner dies;
+* :mod:`.groups` — the one ``/proc`` reader (start times, group members) and the one
+  group stopper (signal, grace, SIGKILL), standard library only;
+* :mod:`.stop_policy` — when to signal the group and when the turn is over: a pure state
+  machine (no I/O, no clock);
 * :mod:`.outcome` — the result event the client adds when the agent wrote none;
 * :mod:`.stderr` — the bounded stderr tail and stderr texts -> typed errors;
 * :mod:`.sinks` — hand-off of events to a consumer, with back-pressure;
-* :mod:`.run` — :class:`AgentRun`, the one lifecycle core (grace after result,
-  escalation, timeouts), async;
+* :mod:`.run` — :class:`AgentRun`, the one lifecycle core, async: spawns, reads, folds, and
+  performs what the stop policy asks;
 * :mod:`.portal` — the private event-loop thread the sync API drives it on;
 * :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``.
 

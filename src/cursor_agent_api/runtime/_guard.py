@@ -1,7 +1,8 @@
 """The owner guard: no agent outlives the process that started it (Linux).
 
 This file is run as a script (``python -I -S _guard.py …``), never imported by the
-package: it must start fast and depend on nothing but the standard library.
+package: it must start fast and depend on nothing but the standard library and
+``groups.py`` beside it (the one /proc reader and group stopper, loaded by its path).
 
 ``run OWNER OWNER_START GRACE -- ARGV…`` — what the runtime starts instead of the agent
 (in a new session, so its pid is the agent's process group). It forks the watcher (below),
@@ -22,51 +23,34 @@ the owner or the agent.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
 import signal
 import sys
 import time
+from importlib.machinery import SourceFileLoader
+from types import ModuleType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
-def start_time(pid: int | str) -> int | None:
-    """Field 22 of ``/proc/PID/stat`` (start time in clock ticks), ``None`` if gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2:].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
+def _load_groups() -> ModuleType:
+    """``groups.py`` beside this file (the package's one /proc reader and group stopper,
+    standard library only), loaded by its path: ``-I`` keeps the package off ``sys.path``."""
+    name = "_cursor_agent_api_groups"
+    loader = SourceFileLoader(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                 "groups.py"))
+    module = ModuleType(name)
+    module.__file__ = loader.path
+    loader.exec_module(module)
+    return module
 
 
-def _group_live(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) > 2 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
-            return True
-    return False
+groups = _load_groups()
+start_time: Callable[[int | str], int | None] = groups.start_time
+group_alive: Callable[[int], bool] = groups.group_alive
 
 
 def _pidfd(pid: int, start: int) -> int | None:
@@ -87,17 +71,7 @@ def _alive(pid: int, start: int) -> bool:
 
 
 def _stop_group(pgid: int, grace: float) -> None:
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except OSError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if not _group_live(pgid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(OSError):
-        os.killpg(pgid, signal.SIGKILL)
+    groups.stop_groups([pgid], grace=grace, poll=0.05)
 
 
 def watch(owner: int, owner_start: int, pgid: int, pgid_start: int, grace: float) -> None:
@@ -129,7 +103,7 @@ def watch(owner: int, owner_start: int, pgid: int, pgid_start: int, grace: float
             time.sleep(0.25)
     # the agent has exited: wait until its group is empty, unless the owner goes first
     delay = 0.02
-    while _group_live(pgid):
+    while group_alive(pgid):
         if owner_fd is not None:
             owner_gone = bool(select.select([owner_fd], [], [], delay)[0])
         else:

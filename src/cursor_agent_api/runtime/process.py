@@ -2,13 +2,10 @@
 
 What lives here: :class:`AgentProcess` (asyncio subprocess started with
 ``start_new_session=True``, so the agent's pgid is its pid and its shell
-commands and helpers share that group) and the group helpers
-:func:`group_alive` / :func:`signal_group`. What does not: when to stop
-(:mod:`.run` decides that, once).
-
-Liveness of a group is read from ``/proc`` where it exists, so a zombie left
-for an init that does not reap never counts as alive; elsewhere
-``killpg(pgid, 0)`` is used.
+commands and helpers share that group). What does not: when to stop
+(:mod:`.stop_policy` decides that, once), reading ``/proc`` and stopping a group
+(:mod:`.groups`; :func:`group_alive`, :func:`group_members` and :func:`signal_group`
+are re-exported here).
 
 Example:
     >>> normalize_exit_code(-9)
@@ -29,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError
+from .groups import HAVE_PROC, group_alive, group_members, signal_group, start_time, stop_groups
 
 __all__ = [
     "OWNER_GUARD",
@@ -40,11 +38,9 @@ __all__ = [
     "signal_group",
 ]
 
-_HAVE_PROC = os.path.isdir("/proc/self")
-
 _GUARD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
 
-OWNER_GUARD = sys.platform.startswith("linux") and _HAVE_PROC
+OWNER_GUARD = sys.platform.startswith("linux") and HAVE_PROC
 """Start each agent through the owner guard (``runtime/_guard.py``; Linux): when the process
 that started the agent dies — SIGKILL and SIGTERM included — the agent's process group gets
 SIGTERM, then SIGKILL after ``kill_grace``. Set it to ``False`` to start agents directly."""
@@ -57,12 +53,10 @@ def _own_start_time() -> int | None:
     global _OWNER_START
     pid = os.getpid()
     if _OWNER_START is None or _OWNER_START[0] != pid:
-        try:
-            with open("/proc/self/stat", "rb") as f:
-                stat = f.read()
-            _OWNER_START = (pid, int(stat[stat.rfind(b")") + 2:].split()[19]))
-        except (OSError, IndexError, ValueError):
+        start = start_time(pid)
+        if start is None:
             return None
+        _OWNER_START = (pid, start)
     return _OWNER_START[1]
 
 
@@ -103,72 +97,6 @@ def normalize_exit_code(returncode: int | None) -> int | None:
     if returncode is None or returncode >= 0:
         return returncode
     return 128 - returncode
-
-
-def group_members(pgid: int) -> list[int] | None:
-    """Pids of the live (non-zombie) processes of group ``pgid``; ``None`` without ``/proc``.
-
-    Example:
-        >>> os.getpid() in (group_members(os.getpgrp()) or [os.getpid()])
-        True
-    """
-    if not _HAVE_PROC:
-        return None
-    members: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may contain spaces and parens
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) < 3:
-            continue
-        if int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
-            members.append(int(entry))
-    return members
-
-
-def group_alive(pgid: int) -> bool:
-    """True while any live process is in group ``pgid``.
-
-    Example:
-        >>> group_alive(os.getpgrp())
-        True
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    members = group_members(pgid)
-    return True if members is None else bool(members)
-
-
-def signal_group(pgid: int, sig: int) -> bool:
-    """Send ``sig`` to every process of group ``pgid``; False if the group is gone.
-
-    Example:
-        >>> signal_group(2 ** 22 + 12345, 0)
-        False
-    """
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except OSError as exc:  # pragma: no cover - EPERM on a reused id
-        if exc.errno == errno.EPERM:
-            return False
-        raise
-    return True
 
 
 class ProcessListener(Protocol):
@@ -397,17 +325,15 @@ class AgentProcess:
         return self.exit_code
 
     async def stop(self, sig: int = signal_module.SIGTERM, *, kill_grace: float = 2.0) -> None:
-        """Signal the group with ``sig``; SIGKILL after ``kill_grace``; wait until all are gone.
+        """Signal the group with ``sig``; SIGKILL after ``kill_grace``; wait until all are gone
+        (:func:`~.groups.stop_groups`, in a thread) and the agent is reaped.
 
         Safe to call more than once and when the agent has already exited.
         """
         if self.alive():
-            self.signal(sig)
-            if await self.wait_gone(kill_grace):
-                return
-        if self.alive():
-            self.signal(signal_module.SIGKILL)
-            await self.wait_gone(None)
+            self.signals_sent.append(sig)
+            await asyncio.to_thread(stop_groups, [self.pgid], sig=sig, grace=kill_grace)
+        await self.wait_gone(None)
 
     async def wait_gone(self, timeout: float | None) -> bool:
         """Wait until the agent is reaped and its group empty; False if ``timeout`` passed."""

@@ -3,7 +3,8 @@
 :class:`AgentRun` starts the agent (its own process group), writes the prompt
 on stdin and closes it, reads stdout and stderr concurrently as they arrive
 (stdout through the protocol's :class:`~cursor_agent_api.protocol.EventReader`,
-stderr into a bounded, ANSI-stripped tail) and applies the policy:
+stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
+(:mod:`.stop_policy`, a pure state machine) asks. The policy:
 
 * the first ``result`` event ends the turn: the agent gets ``result_grace``
   seconds to exit by itself, then its group is stopped; a valid result followed
@@ -23,8 +24,9 @@ stderr into a bounded, ANSI-stripped tail) and applies the policy:
   event; the stream goes on (stopping an agent mid-edit is worse than letting
   it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
 
-What does not live here: argv/env (:mod:`.argv`), the thread the sync API runs
-this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
+What does not live here: argv/env (:mod:`.argv`), the stop rules
+(:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
+API runs this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
 
 Example:
     >>> import asyncio, sys
@@ -62,34 +64,16 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
+from .groups import stop_groups
 from .outcome import client_result_event
-from .process import AgentProcess, group_alive, signal_group
+from .process import AgentProcess
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
+from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
-DRAIN_GRACE = 2.0
-"""Seconds to wait for end-of-file on stdout/stderr once the agent and its group are
-gone (a process that left the group may still hold the pipes); then we close them."""
-
-_POLL = 0.05
-
-
-class StopReason:
-    """Why the run signalled the agent's group (``AgentRun.stop_reason``).
-
-    Example:
-        >>> StopReason.TIMEOUT
-        'timeout'
-    """
-
-    CANCEL = "cancel"
-    TIMEOUT = "timeout"
-    IDLE = "idle_timeout"
-    AFTER_RESULT = "after_result"
-    LEFTOVER = "leftover_processes"
-    SHUTDOWN = "shutdown"
+_POLL = POLL
 
 
 def _signal_name(sig: int) -> str:
@@ -106,19 +90,10 @@ _LIVE: weakref.WeakSet[AgentRun] = weakref.WeakSet()
 def _stop_live_runs_at_exit() -> None:
     """atexit: a turn still running when the interpreter exits (a sync stream left open in a
     script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
-    runs = [run for run in list(_LIVE) if run.process is not None and run.result is None]
-    if not runs:
-        return
-    for run in runs:
-        assert run.process is not None
-        signal_group(run.process.pgid, signal_module.SIGTERM)
-    deadline = time.monotonic() + 1.0
-    while time.monotonic() < deadline and any(
-            group_alive(run.process.pgid) for run in runs if run.process is not None):
-        time.sleep(0.02)
-    for run in runs:
-        assert run.process is not None
-        signal_group(run.process.pgid, signal_module.SIGKILL)
+    pgids = [run.process.pgid for run in list(_LIVE)
+             if run.process is not None and run.result is None]
+    if pgids:
+        stop_groups(pgids, grace=1.0)
 
 
 atexit.register(_stop_live_runs_at_exit)
@@ -212,6 +187,7 @@ class AgentRun:
         self._poller: select.poll | None = None
         self._stdout_transport: asyncio.ReadTransport | None = None
         self._result_posted = False
+        self._policy: StopPolicy | None = None
 
     # ---- public ------------------------------------------------------------------------
 
@@ -298,6 +274,8 @@ class AgentRun:
             return
         if self._cancel_signal is None or sig == signal_module.SIGKILL:
             self._cancel_signal = sig
+            if self._policy is not None:
+                self._policy.cancel(sig)
             self._poke()
 
     def cancel_threadsafe(self, sig: int = signal_module.SIGTERM) -> None:
@@ -504,12 +482,6 @@ class AgentRun:
                 transport.resume_reading()
             self._poke()
 
-    def _begin_stop(self, reason: str, sig: int) -> None:
-        if self.stop_reason is None:
-            self.stop_reason = reason
-        assert self.process is not None
-        self.process.signal(sig)
-
     async def _sleep(self, until: float | None) -> None:
         assert self._wake is not None and self._loop is not None
         wake = self._wake
@@ -526,89 +498,51 @@ class AgentRun:
         loop = self._loop
         assert proc is not None and loop is not None and self._done is not None
         cfg = self.config
-        stop_at: float | None = None
-        killed = False
-        drain_from: float | None = None
+        policy = self._policy = StopPolicy(
+            started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
+            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
+            poll=_POLL, idle_recheck=self.pull)
+        if self._cancel_signal is not None:
+            policy.cancel(self._cancel_signal)
         try:
             while True:
                 now = loop.time()
+                if self._result_at is not None:
+                    policy.result_seen(self._result_at)
                 exited = proc.has_exited
-                group_left = exited and proc.alive()
-                if exited and not group_left and self._stdout_done and self._stderr_done:
-                    break
-                until: float | None = None
-
-                def soon(t: float) -> None:
-                    nonlocal until
-                    until = t if until is None else min(until, t)
-
-                if stop_at is None:
-                    reason: str | None = None
-                    sig: int = signal_module.SIGTERM
-                    if self._cancel_signal is not None:
-                        reason, sig = StopReason.CANCEL, self._cancel_signal
-                    elif group_left:
-                        reason = StopReason.LEFTOVER
-                    elif self._result_at is not None:
-                        if not exited:
-                            t = self._result_at + cfg.result_grace
-                            if now >= t:
-                                reason = StopReason.AFTER_RESULT
-                            soon(t)
-                    elif not exited:
-                        if cfg.timeout is not None:
-                            t = self._started_at + cfg.timeout
-                            if now >= t:
-                                reason = StopReason.TIMEOUT
-                            soon(t)
-                        if cfg.idle_timeout is not None and not self._paused:
-                            t = self._last_activity + cfg.idle_timeout
-                            if now >= t:
-                                reason = reason or StopReason.IDLE
-                            soon(t)
-                        elif cfg.idle_timeout is not None and self.pull:
-                            soon(now + cfg.idle_timeout)  # look again once the consumer pulls
-                    if reason is not None:
-                        self._begin_stop(reason, sig)
-                        stop_at = now
-                        if sig == signal_module.SIGKILL:
-                            killed = True
-                        continue
-                elif not killed:
-                    t = stop_at + cfg.kill_grace
-                    if now >= t or self._cancel_signal == signal_module.SIGKILL:
-                        if proc.alive():
-                            proc.signal(signal_module.SIGKILL)
-                        killed = True
-                        continue
-                    soon(t)
-                if group_left:
-                    soon(now + _POLL)  # group members are not our children: poll them
-                if self.pull and exited and not group_left and self._pull_stop \
-                        and not self._stdout_done:
+                group_empty = exited and not proc.alive()
+                extra: float | None = None
+                if self.pull and group_empty and self._pull_stop and not self._stdout_done:
                     if not self._pull_lock.locked():
                         self._stdout_done = True  # the consumer has gone: nobody reads stdout
-                        continue
-                    soon(now + _POLL)  # it is leaving pull_events (woken by stop_pull)
-                if exited and not group_left and (not self._paused or self.pull) \
-                        and not (self._stdout_done and self._stderr_done):
-                    if drain_from is None:
-                        drain_from = now
-                    t = drain_from + DRAIN_GRACE
-                    if now >= t:
-                        proc.abandon_pipes()
-                        if self._stdout_transport is not None:
-                            self._stdout_transport.close()
-                        self._stderr_done = True
-                        if self.pull:
-                            if not self._pull_drain:
-                                self._pull_drain = True  # the consumer reads what is left
-                                self._wake_pull()
-                        else:
-                            self.stdout_eof()
-                        continue
-                    soon(t)
-                await self._sleep(until)
+                    else:
+                        extra = now + _POLL  # it is leaving pull_events (woken by stop_pull)
+                action = policy.step(
+                    now, exited=exited, group_empty=group_empty,
+                    eof=self._stdout_done and self._stderr_done,
+                    last_activity=self._last_activity, paused=self._paused,
+                    drain_paused=self._paused and not self.pull)
+                if isinstance(action, Wait):
+                    until = action.until
+                    if extra is not None:
+                        until = extra if until is None else min(until, extra)
+                    await self._sleep(until)
+                elif isinstance(action, Signal):
+                    if self.stop_reason is None:
+                        self.stop_reason = action.reason
+                    proc.signal(action.sig)
+                elif action is CLOSE_PIPES:
+                    proc.abandon_pipes()
+                    if self._stdout_transport is not None:
+                        self._stdout_transport.close()
+                    self._stderr_done = True
+                    if self.pull:
+                        self._pull_drain = True  # the consumer reads what is left
+                        self._wake_pull()
+                    else:
+                        self.stdout_eof()
+                else:
+                    break
         except BaseException:
             # Only a loop shutting down cancels this task (waiters are shielded from it):
             # kill the group, and reap while the loop still runs the cancelled tasks.

@@ -21,25 +21,11 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import socket
-from pathlib import Path
 
-_PROC = Path("/proc")
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    try:
-        data = (_PROC / str(pid) / "stat").read_text()
-    except (OSError, ValueError):
-        return None
-    # The command name (field 2) is in parentheses and may contain spaces.
-    end = data.rfind(")")
-    if end < 0:
-        return None
-    return data[end + 2 :].split()
+from ..runtime import groups
+from ..runtime.groups import start_time
 
 
 def process_start_time(pid: int) -> int | None:
@@ -49,14 +35,7 @@ def process_start_time(pid: int) -> int | None:
         >>> isinstance(process_start_time(1), (int, type(None)))
         True
     """
-    fields = _stat_fields(pid)
-    if fields is None or len(fields) < 20:
-        return None
-    # fields[0] is field 3 (state); start time is field 22 -> index 19.
-    try:
-        return int(fields[19])
-    except ValueError:
-        return None
+    return start_time(pid)
 
 
 def group_members(pgid: int, not_before: int) -> list[int]:
@@ -66,23 +45,7 @@ def group_members(pgid: int, not_before: int) -> list[int]:
         >>> os.getpid() in group_members(os.getpgrp(), 0)
         True
     """
-    out: list[int] = []
-    try:
-        entries = list(_PROC.iterdir())
-    except OSError:
-        return out
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(int(entry.name))
-        if fields is None or len(fields) < 20:
-            continue
-        state, pgrp, start = fields[0], fields[2], fields[19]
-        if state in ("Z", "X"):
-            continue
-        if pgrp == str(pgid) and int(start) >= not_before:
-            out.append(int(entry.name))
-    return out
+    return groups.group_members(pgid, not_before) or []
 
 
 async def stop_recorded_group(
@@ -92,6 +55,7 @@ async def stop_recorded_group(
 
     Returns how many processes were found. With ``not_before`` unknown
     (``None``) nothing is signalled: we cannot prove the group is ours.
+    (:func:`~cursor_agent_api.runtime.groups.stop_groups`, in a thread.)
 
     Example:
         >>> asyncio.run(stop_recorded_group(2**22 + 12345, 0))
@@ -99,22 +63,8 @@ async def stop_recorded_group(
     """
     if not_before is None or pgid <= 1 or pgid == os.getpgrp():
         return 0
-    members = group_members(pgid, not_before)
-    found = len(members)
-    if not members:
-        return 0
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in members:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + grace
-        while loop.time() < deadline:
-            if not group_members(pgid, not_before):
-                return found
-            await asyncio.sleep(poll)
-        members = group_members(pgid, not_before)
-    return found
+    return await asyncio.to_thread(
+        groups.stop_groups, [pgid], grace=grace, not_before=not_before, poll=poll)
 
 
 def server_identity() -> str:
