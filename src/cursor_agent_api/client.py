@@ -234,30 +234,20 @@ class StreamingResponse(_TurnStream):
             ...         if change.kind == "text_appended":
             ...             print(change.text, end="")
         """
-        transcript = self._run.transcript
-        if transcript.event_count or "add" in vars(transcript):
+        run = self._run
+        if run.transcript.event_count or run.on_fold is not None:
             raise RuntimeError("with_changes() must come before the stream's first event")
         folded: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
-        fold = transcript.add
-
-        def add(event: AgentEvent) -> Changes:
-            changes = fold(event)
-            folded.append((event, changes))  # deque: appended on either thread, safely
-            return changes
-
-        # The run folds every event in its transcript before handing it on (on this thread
-        # as it reads stdout, on the loop's for the events it adds at the end), so the folds
-        # come in the order of the events here. Until the run returns the changes of its
-        # fold itself, its transcript's add keeps them, for this iteration only.
-        setattr(transcript, "add", add)  # noqa: B010
+        # The run folds every event before handing it on (on this thread as it reads stdout,
+        # on the loop's for the events it adds at the end): the folds come in event order.
+        run.on_fold = lambda event, changes: folded.append((event, changes))  # deque: thread-safe
         try:
             for event in self:
                 if not folded or folded[0][0] is not event:
                     raise RuntimeError("the stream handed on an event it did not fold")
                 yield event, folded.popleft()[1]
         finally:
-            with contextlib.suppress(AttributeError):
-                delattr(transcript, "add")
+            run.on_fold = None
 
     # state -----------------------------------------------------------------------------
 

@@ -62,7 +62,7 @@ from ..errors import (
     CursorAgentError,
     ProtocolError,
 )
-from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
+from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
 from .groups import stop_groups
 from .outcome import client_result_event
@@ -157,6 +157,9 @@ class AgentRun:
         self._sink = sink
         self._reader = EventReader(config.max_line_bytes)
         self._transcript = Transcript(keep_events=config.keep_events)
+        self.on_fold: Callable[[AgentEvent, Changes], None] | None = None
+        """Called with each event and what it changed in :attr:`transcript`, in the order of
+        the events, on the thread that folded it (a view's hook: the turn is folded once)."""
         self._text_mode = config.output_format is OutputFormat.TEXT
         self._stdout_bytes = bytearray()  # text mode: stdout exactly as written
         self._stderr = StderrTail(config.stderr_tail_bytes)
@@ -350,9 +353,11 @@ class AgentRun:
 
     def _fold(self, events: list[AgentEvent]) -> list[AgentEvent]:
         transcript = self._transcript
-        add = transcript.add
+        add, observe = transcript.add, self.on_fold
         for event in events:
-            add(event)
+            changes = add(event)
+            if observe is not None:
+                observe(event, changes)
         if not self._result_posted and transcript.result_event is not None:
             self._result_posted = True
             self._post(self._pulled_result)
@@ -457,9 +462,11 @@ class AgentRun:
 
     def _deliver(self, events: list[AgentEvent]) -> None:
         transcript = self._transcript
-        add = transcript.add
+        add, observe = transcript.add, self.on_fold
         for event in events:
-            add(event)
+            changes = add(event)
+            if observe is not None:
+                observe(event, changes)
         if self._result_at is None and transcript.result_event is not None:
             assert self._loop is not None
             self._result_at = self._loop.time()
