@@ -181,7 +181,8 @@ class AgentRun:
         self._prompt = prompt
         self._sink = sink
         self._reader = EventReader(config.max_line_bytes)
-        self._transcript = Transcript(keep_events=config.keep_events)
+        self._transcript = Transcript(keep_events=config.keep_events,
+                                      keep_content=config.keep_content)
         self._text_mode = config.output_format is OutputFormat.TEXT
         self._stdout_bytes = bytearray()  # text mode: stdout exactly as written
         self._stderr = StderrTail(config.stderr_tail_bytes)

@@ -137,6 +137,7 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
         timeout=settings.run_timeout,
         idle_timeout=settings.idle_timeout,
         keep_events=False,
+        keep_content=False,  # the server stores the events; it reads neither text nor outputs
     )
 
 
