@@ -729,7 +729,7 @@ class Store:
             db = url.database
             if db and db != ":memory:":
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": self.busy_timeout}
+            kwargs["connect_args"] = {"timeout": self.busy_timeout, "cached_statements": 0}
         else:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
