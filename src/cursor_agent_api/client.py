@@ -194,6 +194,8 @@ class StreamingResponse(_TurnStream):
         i = self._index
         if i < len(batch):
             self._index = i + 1
+            if i + 1 == len(batch):
+                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
             return batch[i]
         while True:
             if self._ended or self._stopped:
@@ -213,7 +215,7 @@ class StreamingResponse(_TurnStream):
                     continue
                 if self._keep:
                     self._events.extend(item)
-                self._batch = item
+                self._batch = item if len(item) > 1 else _EMPTY
                 self._index = 1
                 return item[0]
             if item is END:
@@ -561,6 +563,8 @@ class AsyncStreamingResponse(_TurnStream):
         i = self._index
         if i < len(batch):
             self._index = i + 1
+            if i + 1 == len(batch):
+                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
             return batch[i]
         if not self._started:
             await self.start()
@@ -573,7 +577,7 @@ class AsyncStreamingResponse(_TurnStream):
                     continue
                 if self._keep:
                     self._events.extend(item)
-                self._batch = item
+                self._batch = item if len(item) > 1 else _EMPTY
                 self._index = 1
                 return item[0]  # type: ignore[no-any-return]
             if item is END:

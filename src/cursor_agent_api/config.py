@@ -168,6 +168,10 @@ class AgentConfig:
     the turn with :class:`~cursor_agent_api.errors.ProtocolError`),
     ``keep_events`` (keep every event in ``StreamingResponse.events`` and
     ``AgentResult.events``; ``False`` keeps memory flat on endless streams),
+    ``keep_content`` (keep the assistant text, thinking and tool calls' results for
+    ``AgentResult.text``, ``.tool_calls`` and the ``result`` of a turn without a result
+    event; ``False``: the events still carry them, but the client keeps no second copy,
+    for a consumer that stores events itself; see docs/client.md),
     ``result_grace`` (seconds the agent may take to exit after its first
     ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
     ``stderr_tail_bytes`` (how much stderr is kept).
@@ -203,6 +207,7 @@ class AgentConfig:
     extra_args: list[str] = field(default_factory=list)
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     keep_events: bool = True
+    keep_content: bool = True
     result_grace: float = DEFAULT_RESULT_GRACE
     kill_grace: float = DEFAULT_KILL_GRACE
     stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES
@@ -239,7 +244,7 @@ class AgentConfig:
             raise _fail("agent_binary", "must name the agent executable", self.agent_binary)
         self.agent_binary = binary
         for name in ("force_approve", "approve_mcps", "stream_partial_output", "trust",
-                     "keep_events"):
+                     "keep_events", "keep_content"):
             _check_bool(name, getattr(self, name))
         try:
             self.output_format = OutputFormat(self.output_format)

@@ -63,7 +63,7 @@ _READABLE_VERSIONS = (1, 2)
 _SAVED_FIELDS = ("agent_binary", "trust", "force_approve", "approve_mcps", "headers",
                  "output_format", "stream_partial_output", "extra_args", "timeout",
                  "idle_timeout", "result_grace", "kill_grace", "max_line_bytes", "keep_events",
-                 "stderr_tail_bytes")
+                 "keep_content", "stderr_tail_bytes")
 """The settings ``save`` keeps besides the workspace and the model. Never the API key, and
 of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed)."""
 

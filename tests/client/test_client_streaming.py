@@ -399,3 +399,36 @@ def test_an_outsider_holding_stdout_does_not_spin_the_loop(sim, spawned, tmp_pat
     finally:
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_keep_content_false(sim, run_stream):
+    # the events carry the text and the tool results; the result keeps no second copy
+    prompt = "list the files and read notes.txt"
+    full = run_stream(sim(), prompt)
+    lean = run_stream(sim(keep_content=False), prompt)
+    assert lean.result.success and lean.result.result == full.result.result
+    assert full.result.text and lean.result.text == ""
+    calls = [c for c in lean.result.tool_calls]
+    assert calls and all(c.result is None for c in calls)
+    assert [(c.kind, c.status) for c in calls] == [(c.kind, c.status) for c in full.result.tool_calls]
+    completed = [e.tool_call for e in lean.events if e.type is EventType.TOOL_CALL_COMPLETED]
+    assert completed and all(tc is not None and tc.result for tc in completed)
+    assert "".join(e.text or "" for e in lean.events if e.type is EventType.ASSISTANT)
+
+
+def test_stream_holds_no_event_it_handed_out(sim):
+    # once a stream has handed out every event it read, it holds none of them (with
+    # keep_events=False): a consumer that drops a big line's event frees it before the next
+    # line is read (issue 11, point 4). Before, the last batch stayed referenced.
+    def holds(stream, event) -> bool:
+        return stream._index >= len(stream._batch) and any(e is event for e in stream._batch)
+
+    async def main() -> list[bool]:
+        stream = AsyncCursorAgentClient(sim(keep_events=False)).query_stream("hi")
+        return [holds(stream, event) async for event in stream]
+
+    seen = asyncio.run(main())
+    assert seen and not any(seen)
+    with CursorAgentClient(sim(keep_events=False)) as client, client.query_stream("hi") as s:
+        seen = [holds(s, event) for event in s]
+    assert seen and not any(seen)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
+import pytest
 
 from cursor_agent_api import EventType, ToolKind, ToolStatus, Transcript, parse_event
 
@@ -223,3 +226,52 @@ def test_tool_clock_is_preferred_to_event_timestamps() -> None:
                           "completedAtMs": "160"}}
     (call,) = Transcript.from_lines([orjson.dumps(started), orjson.dumps(done)]).tool_calls
     assert call.duration_ms == 60
+
+
+# ---- keep_content=False: no second copy of text and outputs (issue 11, point 4) -----------
+
+def _recordings() -> list[Path]:
+    return sorted((Path(__file__).parent.parent / "data" / "cursor-real").glob("*.ndjson"))
+
+
+@pytest.mark.parametrize("path", _recordings(), ids=lambda p: p.name[:2])
+def test_keep_content_false_keeps_no_text_or_results_and_changes_are_the_same(path: Path) -> None:
+    full, lean = Transcript(), Transcript(keep_content=False)
+    events = [parse_event(line) for line in path.read_bytes().splitlines() if line.strip()]
+    results_before = [e.tool_call.result if e.tool_call else None for e in events]
+    for event in events:
+        # what a view folds is the same: the changes carry the text and the results
+        assert [c.to_dict() for c in lean.add(event)] == [c.to_dict() for c in full.add(event)]
+    assert [c.to_dict() for c in lean.close()] == [c.to_dict() for c in full.close()]
+    # the events' own tool calls are untouched (the server stores them after the fold)
+    assert [e.tool_call.result if e.tool_call else None for e in events] == results_before
+    assert full.text and lean.text == "" and lean.segments == [""] * len(full.segments)
+    assert lean.thinking == [""] * len(full.thinking)
+    assert [(c.call_id, c.kind, c.status, c.args) for c in lean.tool_calls] == [
+        (c.call_id, c.kind, c.status, c.args) for c in full.tool_calls
+    ]
+    assert any(c.result for c in full.tool_calls) == bool(full.tool_calls)
+    assert all(c.result is None for c in lean.tool_calls)
+    whole, kept = full.to_result(), lean.to_result()
+    assert (kept.success, kept.result, kept.usage, kept.session_id) == (
+        whole.success, full.result_text, whole.usage, whole.session_id)
+    assert kept.text == "" and whole.text == full.text
+
+
+def test_keep_content_false_deltas_and_thinking() -> None:
+    lines = [
+        '{"type":"thinking","subtype":"delta","text":"hm","session_id":"s"}',
+        a("Hel", timestamp_ms=1), a("lo", timestamp_ms=2),
+        '{"type":"tool_call","subtype":"started","call_id":"c1","session_id":"s",'
+        '"tool_call":{"readToolCall":{"args":{"path":"a"}}}}',
+        '{"type":"tool_call","subtype":"completed","call_id":"c1","session_id":"s",'
+        '"tool_call":{"readToolCall":{"args":{"path":"a"},"result":{"success":{"content":"BIG"}}}}}',
+    ]
+    lean = Transcript(keep_content=False)
+    changes = [c.to_dict() for line in lines for c in lean.add(parse_event(line))]
+    assert [c.get("text") for c in changes if c["kind"] == "text_appended"] == ["Hel", "lo"]
+    completed = [c for c in changes if c["kind"] == "tool_call_changed"][-1]
+    assert completed["call"]["result"] == {"success": {"content": "BIG"}}
+    assert lean.text == "" and lean.segments == [""] and lean.thinking == [""]
+    call = lean.tool_call("c1")
+    assert call is not None and call.status is ToolStatus.SUCCEEDED and call.result is None

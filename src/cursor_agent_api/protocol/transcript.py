@@ -82,7 +82,13 @@ _STARTED = EventType.TOOL_CALL_STARTED
 class Transcript:
     """Fold the events of one turn. Feed with :meth:`add`; read the fields at any time.
 
-    ``keep_events`` keeps every event in :attr:`events` (the default). Fields:
+    ``keep_events`` keeps every event in :attr:`events` (the default).
+    ``keep_content=False`` keeps no content: the assistant text, the thinking blocks and the
+    tool calls' results are not kept (:attr:`text` and :attr:`thinking` stay empty, each
+    call's ``result`` is ``None``), while the changes :meth:`add` returns still carry them
+    and everything else (segments' count, calls' kinds, arguments and statuses, usage,
+    the result event) is kept: for a consumer that stores the events itself and must not
+    hold a second copy of big outputs. Fields:
     ``session_id`` (from the first event that carries one), ``request_id``,
     ``model`` and ``cwd`` (from ``system/init``), ``prompt`` (the user echo),
     ``duration_ms``/``duration_api_ms``, ``usage``, ``result_event``,
@@ -96,10 +102,15 @@ class Transcript:
         ['tool_call_changed']
         >>> t.tool_calls[0].status
         <ToolStatus.ABANDONED: 'abandoned'>
+        >>> lean = Transcript(keep_content=False)
+        >>> changes = lean.add(parse_event('{"type":"assistant","text":"big"}'))
+        >>> changes[0].text, lean.text, lean.segments
+        ('big', '', [''])
     """
 
-    def __init__(self, *, keep_events: bool = True) -> None:
+    def __init__(self, *, keep_events: bool = True, keep_content: bool = True) -> None:
         self.keep_events = keep_events
+        self.keep_content = keep_content
         self.events: list[AgentEvent] = []
         self.session_id: str | None = None
         self.request_id: str | None = None
@@ -226,7 +237,7 @@ class Transcript:
             if not text:
                 return _NONE
             deltas = self._deltas
-            deltas.append(text)
+            deltas.append(text if self.keep_content else "")
             if len(deltas) >= self._delta_limit:
                 self._compact_deltas()
             return (_new(TextAppended, (len(self._segments), text)),)
@@ -234,7 +245,7 @@ class Transcript:
             text = event.text
             if not text:
                 return _NONE
-            self._thinking.append(text)
+            self._thinking.append(text if self.keep_content else "")
             return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
         handler = _HANDLERS.get(etype)
         if self.session_id is None:
@@ -279,7 +290,7 @@ class Transcript:
         text = event.text
         if not text:
             return _NONE
-        self._deltas.append(text)
+        self._deltas.append(text if self.keep_content else "")
         if len(self._deltas) >= self._delta_limit:
             self._compact_deltas()
         return (_new(TextAppended, (len(self._segments), text)),)
@@ -289,9 +300,10 @@ class Transcript:
         segment = len(self._segments)
         if self._deltas:
             self._clear_deltas()  # the recap replaces the segment's deltas
-            self._segments.append(text or "")  # kept even when empty: the index was announced
+            # kept even when empty: the index was announced
+            self._segments.append((text or "") if self.keep_content else "")
         elif text:
-            self._segments.append(text)
+            self._segments.append(text if self.keep_content else "")
         else:
             return _NONE
         role = assistant_role(event) or AssistantRole.FINAL
@@ -301,7 +313,7 @@ class Transcript:
         text = event.text
         if not text:
             return _NONE
-        self._thinking.append(text)
+        self._thinking.append(text if self.keep_content else "")
         return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
 
     def _on_thinking_completed(self, event: AgentEvent) -> Changes:
@@ -364,6 +376,8 @@ class Transcript:
         same = self._by_id.get(tc.call_id)
         existing = None if same is None else _pair(same, tc, event.type is _STARTED)
         if existing is None:
+            if not self.keep_content:
+                tc = tc.copy()  # the event's own call keeps its result
             index = len(self._calls)
             self._index[id(tc)] = index
             self._calls.append(tc)
@@ -373,11 +387,17 @@ class Transcript:
                 same.append(tc)
             if self._queries and (not tc.args or tc.kind is _UNKNOWN_KIND):
                 self._recover(tc)
-            return _new(ToolCallOpened, (index, tc.copy()))
+            opened = _new(ToolCallOpened, (index, tc.copy()))
+            if not self.keep_content:
+                tc.result = None
+            return opened
         existing.update(tc)
         if self._queries and (not existing.args or existing.kind is _UNKNOWN_KIND):
             self._recover(existing)
-        return self._snapshot(existing)
+        snapshot = self._snapshot(existing)
+        if not self.keep_content:
+            existing.result = None
+        return snapshot
 
     def _recover(self, call: ToolCall) -> None:
         query = self._queries.get(call.call_id)

@@ -156,7 +156,8 @@ class AgentRun:
         self._prompt = prompt
         self._sink = sink
         self._reader = EventReader(config.max_line_bytes)
-        self._transcript = Transcript(keep_events=config.keep_events)
+        self._transcript = Transcript(keep_events=config.keep_events,
+                                      keep_content=config.keep_content)
         self.on_fold: Callable[[AgentEvent, Changes], None] | None = None
         """Called with each event and what it changed in :attr:`transcript`, in the order of
         the events, on the thread that folded it (a view's hook: the turn is folded once)."""

@@ -2,16 +2,16 @@
 
 Everything the server knows about :class:`~cursor_agent_api.client.AsyncCursorAgentClient`
 is in this module: how a chat's options become an
-:class:`~cursor_agent_api.config.AgentConfig` (``keep_events=False``: the
-server stores events itself), how a stream is opened, cancelled and closed.
+:class:`~cursor_agent_api.config.AgentConfig` (``keep_events=False,
+keep_content=False``: the server stores events itself), how a stream is opened, cancelled and closed.
 The rest of the server sees :class:`AgentStream`.
 
 Example:
     >>> from cursor_agent_api.server.settings import ServerSettings
     >>> cfg = agent_config(ServerSettings(token="t", agent_binary="/bin/sim"),
     ...                    AgentLaunch(prompt="hi", workspace="/w", model=None, options={}))
-    >>> cfg.agent_binary, cfg.keep_events, cfg.workspace
-    ('/bin/sim', False, '/w')
+    >>> cfg.agent_binary, cfg.keep_events, cfg.keep_content, cfg.workspace
+    ('/bin/sim', False, False, '/w')
 """
 
 from __future__ import annotations
@@ -137,6 +137,7 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
         timeout=settings.run_timeout,
         idle_timeout=settings.idle_timeout,
         keep_events=False,
+        keep_content=False,  # the server stores the events; it reads neither text nor outputs
     )
 
 

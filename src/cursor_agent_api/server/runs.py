@@ -639,6 +639,7 @@ class RunManager:
                         break
                     batch.append(event)
                     size += n
+                del event  # the loop's last one: not kept alive while the client reads on
                 await self._write_retrying(active, batch, state, changed)
                 count = len(batch)
                 del batch  # let the stored events go before the client reads on

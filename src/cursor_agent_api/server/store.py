@@ -729,7 +729,10 @@ class Store:
             db = url.database
             if db and db != ":memory:":
                 Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-            kwargs["connect_args"] = {"timeout": self.busy_timeout}
+            # No statement cache: sqlite3 keeps a cached statement's bound values until the
+            # statement is used again, so the INSERT of a 30 MB line kept that line's copy
+            # alive (30 MB more RSS; no cost in bench_server's throughput, BENCHMARKS.md).
+            kwargs["connect_args"] = {"timeout": self.busy_timeout, "cached_statements": 0}
         else:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
