@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import orjson
 
-from cursor_agent_api.protocol import wire
+from cursor_agent_api.sim import wire
 
 BIN = Path(sys.executable).parent
 FINAL = {"succeeded", "failed", "cancelled", "interrupted"}

@@ -40,7 +40,7 @@ import orjson
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from cursor_agent_api.protocol import wire
+from cursor_agent_api.sim import wire
 
 BIN = Path(sys.executable).parent
 FINAL = {"succeeded", "failed", "cancelled", "interrupted"}

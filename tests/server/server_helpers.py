@@ -306,8 +306,8 @@ def all_events(client: httpx.Client, chat_id: str, page: int = 100) -> list[dict
 def write_script(path: Path, deltas: int, *, thinking: int = 0) -> Path:
     """A recording for ``CURSOR_AGENT_SIM_SCRIPT``: init, prompt, ``deltas`` assistant
     deltas (sent with ``stream_partial_output``), the final text, a result — written
-    with the project's one definition of the shapes, :mod:`cursor_agent_api.protocol.wire`."""
-    from cursor_agent_api.protocol import wire
+    with the project's one definition of the shapes, :mod:`cursor_agent_api.sim.wire`."""
+    from cursor_agent_api.sim import wire
 
     sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
     ts = 1789644625717

@@ -31,8 +31,9 @@ from server_helpers import (
     write_script,
 )
 
-from cursor_agent_api.protocol import MAX_JSON_DEPTH, wire
+from cursor_agent_api.protocol import MAX_JSON_DEPTH
 from cursor_agent_api.server.store import NewRecord, Store, StoreUnavailableError
+from cursor_agent_api.sim import wire
 
 SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.04"}
 

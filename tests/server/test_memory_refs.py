@@ -18,10 +18,11 @@ from inproc import InProcServer
 from server_helpers import all_events, marked_processes, new_chat, wait_run
 
 from cursor_agent_api.client import AsyncStreamingResponse
-from cursor_agent_api.protocol import AgentEvent, wire
+from cursor_agent_api.protocol import AgentEvent
 from cursor_agent_api.server import runner
 from cursor_agent_api.server.runner import AgentLaunch, agent_config
 from cursor_agent_api.server.settings import ServerSettings
+from cursor_agent_api.sim import wire
 
 BIG = 300_000
 

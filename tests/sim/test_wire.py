@@ -1,4 +1,4 @@
-"""protocol.wire: every builder parses back into the right normalized event, and the
+"""sim.wire: every builder parses back into the right normalized event, and the
 builders reproduce lines of the real recordings byte for byte."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 import orjson
 import pytest
 
-from cursor_agent_api.protocol import EventType, ToolKind, ToolStatus, Transcript, parse_event, wire
+from cursor_agent_api.protocol import EventType, ToolKind, ToolStatus, Transcript, parse_event
+from cursor_agent_api.sim import wire
 
 DATA = Path(__file__).parent.parent / "data" / "cursor-real"
 SID = "28ada7b4-f779-4c22-ae9f-1396dc582cd4"

@@ -1,6 +1,6 @@
 """Cards for the tool kinds the simulator's own agent does not make (MCP, web search, write,
 delete, todos, a kind this version does not know), plus a thinking→text→tool sequence with
-partial output and an agent error: replayed from a script built with protocol.wire, through
+partial output and an agent error: replayed from a script built with sim.wire, through
 the real server, into the browser.
 """
 
@@ -13,7 +13,7 @@ import orjson
 from playwright.sync_api import expect
 from server_helpers import new_chat
 
-from cursor_agent_api.protocol import wire
+from cursor_agent_api.sim import wire
 
 SID = "8ef40118-8378-436d-8ba8-2436b19cc877"
 MC = "m-0-abcd"

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 from server_helpers import new_chat
 from test_ui import open_chat, open_ui, send
 
-from cursor_agent_api.protocol import wire
+from cursor_agent_api.sim import wire
 
 END_TOOL = "END-OF-THE-BIG-FILE"
 END_TEXT = "END-OF-THE-LONG-ANSWER"

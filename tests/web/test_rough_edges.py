@@ -17,7 +17,7 @@ from playwright.sync_api import Page, expect
 from server_helpers import new_chat, wait_run
 from test_ui import SLOW, open_chat, open_ui, send, send_after_done
 
-from cursor_agent_api.protocol import wire
+from cursor_agent_api.sim import wire
 
 RLO = "\u202e"
 

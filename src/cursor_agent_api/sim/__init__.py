@@ -4,7 +4,7 @@ It accepts the real CLI's flags and subcommands and answers in the exact protoco
 builds (PROTOCOL.md): ``--print`` with ``text``, ``json`` or ``stream-json``, partial output,
 resumable chats stored under ``CURSOR_CONFIG_DIR``, a small deterministic agent that really
 works on the workspace, scripted replay of recordings, and faults on demand. Every event goes
-through :mod:`cursor_agent_api.protocol.wire`, the project's one definition of the shapes.
+through :mod:`cursor_agent_api.sim.wire`, the project's one definition of the shapes.
 
 Modules: :mod:`.cli_args` (the command line), :mod:`.settings` (the ``CURSOR_AGENT_SIM_*``
 variables and the faults), :mod:`.store` (chats, locks, trust, login), :mod:`.agent` (the

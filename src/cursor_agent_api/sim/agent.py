@@ -1,5 +1,5 @@
 """The deterministic agent: reads the prompt, does real work on the workspace, and yields
-the turn's events in the exact shapes of current builds (through :mod:`..protocol.wire`).
+the turn's events in the exact shapes of current builds (through :mod:`.wire`).
 
 What it understands (case-insensitive; see docs/simulator.md for examples):
 
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..protocol import wire
+from . import wire
 from . import workspace as tools
 from .ids import Clock, TurnIds
 from .store import Turn

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..protocol import wire
-from . import messages, signals
+from . import messages, signals, wire
 from .agent import Agent, TurnContext
 from .cli_args import Options
 from .ids import Clock, TurnIds, new_chat_id

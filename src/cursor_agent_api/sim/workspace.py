@@ -1,7 +1,7 @@
 """The real effects of the simulated tools, on the real workspace.
 
 Each function does the work of one tool kind and returns the wire outcome object built
-with :mod:`cursor_agent_api.protocol.wire` (``{"success": …}``, ``{"error": …}``, …) plus
+with :mod:`cursor_agent_api.sim.wire` (``{"success": …}``, ``{"error": …}``, …) plus
 what the agent needs to word its answer. Paths are confined to the workspace. The shell
 tool's child runs in the simulator's own process group (no new session), so a client that
 signals the group reaches it.
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..protocol import wire
+from . import wire
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".ruff_cache"})
 """Directories the listing, search and glob tools do not descend into."""

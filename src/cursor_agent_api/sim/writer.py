@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from ..protocol import wire
+from . import wire
 from .messages import BOLD, RESET, YELLOW
 from .settings import Fault, SimSettings
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from .events import AgentEvent, EventType, event_from_object, parse_event
+from ..protocol.events import AgentEvent, EventType, event_from_object, parse_event
 
 __all__ = [
     "EXPECTED_TYPES",
