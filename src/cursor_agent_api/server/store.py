@@ -167,6 +167,17 @@ class NotFoundError(Exception):
     """
 
 
+_KEY_COLUMNS = (
+    events.c.seq,
+    events.c.chat_id,
+    events.c.run_id,
+    events.c.ts_ms,
+    events.c.source,
+    events.c.type,
+    events.c.subtype,
+)
+"""A record's columns before ``payload`` and ``raw`` (which each read selects its own way)."""
+
 class StoreUnavailableError(Exception):
     """The database cannot be written for now (an injected fault, or the store gave up).
 
@@ -1103,17 +1114,7 @@ class Store:
         if run_id is not None:
             cond = and_(cond, events.c.run_id == run_id)
         q = (
-            select(
-                events.c.seq,
-                events.c.chat_id,
-                events.c.run_id,
-                events.c.ts_ms,
-                events.c.source,
-                events.c.type,
-                events.c.subtype,
-                events.c.payload,
-                events.c.raw,
-            )
+            select(*_KEY_COLUMNS, events.c.payload, events.c.raw)
             .where(cond)
             .order_by(events.c.seq)
             .limit(limit)
@@ -1179,13 +1180,7 @@ class Store:
             case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
         )
         cols = [
-            events.c.seq,
-            events.c.chat_id,
-            events.c.run_id,
-            events.c.ts_ms,
-            events.c.source,
-            events.c.type,
-            events.c.subtype,
+            *_KEY_COLUMNS,
             payload_col.label("payload"),
             (raw_cut if include_raw else null()).label("raw"),
         ]
@@ -1241,17 +1236,9 @@ class Store:
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
         """One whole record (nothing cut), or ``None``."""
-        q = select(
-            events.c.seq,
-            events.c.chat_id,
-            events.c.run_id,
-            events.c.ts_ms,
-            events.c.source,
-            events.c.type,
-            events.c.subtype,
-            events.c.payload,
-            events.c.raw,
-        ).where(and_(events.c.chat_id == chat_id, events.c.seq == seq))
+        q = select(*_KEY_COLUMNS, events.c.payload, events.c.raw).where(
+            and_(events.c.chat_id == chat_id, events.c.seq == seq)
+        )
         async with self.engine.connect() as conn:
             row = (await conn.execute(q)).first()
         return EventRecord.from_row(row) if row is not None else None
