@@ -132,4 +132,3 @@ class Agent:
         output_tokens = 40 + len(self.result_text) // 4 + 60 * self.tool_count
         cache_read = 7168 * (len(ctx.history) + 1) if ctx.history else 0
         return wire.usage(input_tokens, output_tokens, cache_read, 0)
-
