@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import queue
-import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -96,11 +95,10 @@ class Connection:
             threading.Thread(target=self._read, args=(in_fd,), daemon=True, name="acp-stdin").start()
 
     def _read(self, fd: int) -> None:
-        stream = os.fdopen(fd, "rb", buffering=0, closefd=False) if fd != 0 else sys.stdin.buffer
         pending = b""
         while True:
             try:
-                chunk = stream.read(65536)
+                chunk = os.read(fd, 65536)  # what has arrived: a buffered read would wait for more
             except OSError:
                 chunk = b""
             if not chunk:
