@@ -546,3 +546,27 @@ def test_idle_process_exits_0_on_eof(peer: Peer) -> None:
     assert peer.proc.stdin is not None
     peer.proc.stdin.close()
     assert peer.proc.wait(timeout=60) == 0
+
+
+def test_a_subagent_task_then_cursor_task(peer: Peer, ws: Path) -> None:
+    peer.init()
+    sid = peer.new_session(ws)
+    assert peer.prompt(sid, "use a subagent to count the files")["result"]["stopReason"] == "end_turn"
+    (frames,) = _tool_calls(peer.updates(sid)).values()
+    final = _final(frames)
+    assert (final["kind"], final["status"], final["rawInput"]) == (
+        "other",
+        "completed",
+        {"_toolName": "task"},
+    )
+    assert final["rawOutput"] == {"durationMs": 7, "isBackground": False}
+    (task,) = [f for f in peer.frames if f.get("method") == "cursor/task"]
+    assert "id" in task and "sessionId" not in task["params"]
+    assert task["params"]["toolCallId"] == frames[0]["toolCallId"]
+    assert task["params"]["prompt"] == "count the files" and task["params"]["subagentType"]
+    # sent after the tool completed
+    assert peer.frames.index(task) > max(
+        i
+        for i, f in enumerate(peer.frames)
+        if f.get("method") == "session/update" and f["params"]["update"].get("status") == "completed"
+    )

@@ -479,6 +479,7 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         clock=Clock(server.settings.seed),
         ids=TurnIds(files.session_id, len(history), text, call_style=call_style(live.model)),
         mode=live.state.mode,
+        subagents=True,
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = RunningTurn(files.session_id)

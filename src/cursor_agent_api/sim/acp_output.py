@@ -16,7 +16,10 @@ decisions asked of the client (ACP.md §5-§9).
 * a plan (plan mode) -> a ``plan`` update, a ``Create Plan: …`` tool call and
   ``cursor/create_plan``; answered ``-32601``, the plan is written to
   ``.cursor/plans/<name>-<id>.plan.md`` and the turn goes on;
-* todos -> ``cursor/update_todos`` (a request with an id and no session id, not awaited).
+* todos -> ``cursor/update_todos`` (a request with an id and no session id, not awaited);
+* a subagent Task -> a ``Task: …`` tool call, then ``cursor/task`` (same form) once it completes;
+* MCP calls (``mcpToolCall``, for an executor with ``gate="mcp"``) -> kind ``other``, title
+  ``MCP: tool``, permission title ``<server>-<tool>: <tool>`` with the args as fenced JSON.
 
 Example:
     >>> acp_kind("shellToolCall"), acp_kind("globToolCall"), acp_kind("updateTodosToolCall")
@@ -31,6 +34,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
+
+import orjson
 
 from .context import Decision, TurnContext, split_text
 from .executors import EXECUTORS, QUESTIONS, Done, plan_markdown
@@ -56,6 +61,7 @@ _KINDS = {
     "shellToolCall": "execute",
     "webFetchToolCall": "fetch",
     "webSearchToolCall": "search",
+    "mcpToolCall": "other",
 }
 _GENERIC_TITLES = {
     "execute": "Terminal",
@@ -230,6 +236,10 @@ class AcpOutput:
             return {"title": "Ask Question", "rawInput": {"_toolName": "askQuestion"}}
         if kind == "createPlanToolCall":
             return {"title": f"Create Plan: {a.target}", "rawInput": {"_toolName": "createPlan"}}
+        if kind == "taskToolCall":
+            return {"title": f"Task: {a.target}", "rawInput": {"_toolName": "task"}}
+        if kind == "mcpToolCall":
+            return {"title": f"MCP: {args.get('toolName', '')}", "rawInput": {}}
         return {"title": kind, "rawInput": {}}
 
     def decide(self, step: ToolStep) -> Decision:
@@ -282,6 +292,10 @@ class AcpOutput:
         if done.raw_output is not None:
             update["rawOutput"] = done.raw_output
         self._send(update)
+        if step.kind == "taskToolCall":
+            # once, after the Task tool completes; a request with an id, no session id (ACP.md §9)
+            params = {"toolCallId": call_id, **step.args, "model": self.ctx.model}
+            self.host.tell("cursor/task", params)
         return iter(())
 
     def end(self, text: str, usage: dict[str, int], duration_ms: int) -> Iterator[Frame]:
@@ -304,6 +318,9 @@ class AcpOutput:
             return f"WebFetch({domain})", f"Not in allowlist: {domain}"
         if step.kind == "webSearchToolCall":
             return f"WebSearch({a.target})", f"Not in allowlist: {a.target}"
+        if step.kind == "mcpToolCall":
+            server, tool = step.args.get("providerIdentifier", ""), step.args.get("toolName", "")
+            return f"Mcp({server}:{tool})", f"Not in allowlist: Mcp({server}:{tool})"
         path = str(step.args.get("path", a.target))
         return f"Write({path})", f"Not in allowlist: Write({path})"
 
@@ -318,12 +335,18 @@ class AcpOutput:
         token, reason = self._token(step)
         if self.host.allowed(token):
             return Decision(True)
+        title = self._enriched(step)["title"]
+        content = [{"type": "content", "content": {"type": "text", "text": reason}}]
+        if step.kind == "mcpToolCall":  # ACP.md §7: "<server>-<tool>: <tool>", the args as fenced JSON
+            title = f"{step.args.get('name', '')}: {step.args.get('toolName', '')}"
+            fenced = "```json\n" + orjson.dumps(step.args.get("args", {})).decode() + "\n```"
+            content.append({"type": "content", "content": {"type": "text", "text": fenced}})
         tool_call: dict[str, Any] = {
             "toolCallId": self.acp_id(step),
-            "title": self._enriched(step)["title"],
+            "title": title,
             "kind": acp_kind(step.kind),
             "status": "pending",
-            "content": [{"type": "content", "content": {"type": "text", "text": reason}}],
+            "content": content,
         }
         params = {"sessionId": self.state.session_id, "toolCall": tool_call, "options": PERMISSION_OPTIONS}
         status, answer = self.host.ask("session/request_permission", params)

@@ -57,7 +57,9 @@ class Agent:
     def plan(self) -> Plan:
         """The plan for this turn's prompt (with the ``huge-line`` read when asked)."""
         ctx = self.ctx
-        plan = plan_turn(ctx.prompt, has_file=self._has_file, history=ctx.history, mode=ctx.mode)
+        plan = plan_turn(
+            ctx.prompt, has_file=self._has_file, history=ctx.history, mode=ctx.mode, subagents=ctx.subagents
+        )
         if ctx.huge_line:
             huge = Action("readToolCall", "I'll read `huge-line.log`.", "huge-line.log", extra="huge")
             if plan.groups and all(a.kind_key in _READONLY for a in plan.groups[0]):

@@ -22,6 +22,7 @@ class TurnContext:
     """Everything one turn needs (see :class:`~.agent.Agent` for an example).
 
     ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``); print mode is ``agent``.
+    ``subagents``: the agent may start Tasks (ACP only).
     """
 
     session_id: str
@@ -37,6 +38,7 @@ class TurnContext:
     huge_line: bool = False
     unicode: bool = False
     mode: str = "agent"
+    subagents: bool = False
 
 
 @dataclass(frozen=True, slots=True)

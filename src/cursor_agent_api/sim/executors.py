@@ -361,6 +361,15 @@ def _plan_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     return Done(wire.rejected(d.reason or "Plan rejected"), {"accepted": False}, rejected=True)
 
 
+def _task_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any], str | None]:
+    return {"description": a.target, "prompt": a.text, "subagentType": "generalPurpose"}, a.target
+
+
+def _task_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
+    a.answer = f"The subagent finished: {a.target}."
+    return Done({"success": {"result": a.answer}}, {"durationMs": 7, "isBackground": False})
+
+
 EXECUTORS: dict[str, Executor] = {
     "lsToolCall": Executor(_ls_args, _ls_run),
     "readToolCall": Executor(_read_args, _read_run),
@@ -374,5 +383,6 @@ EXECUTORS: dict[str, Executor] = {
     "askQuestionToolCall": Executor(_ask_args, _ask_run),
     "updateTodosToolCall": Executor(_todos_args, _todos_run),
     "createPlanToolCall": Executor(_plan_args, _plan_run),
+    "taskToolCall": Executor(_task_args, _task_run),
 }
 """Every kind of call the agent makes, by its print-mode wire key."""

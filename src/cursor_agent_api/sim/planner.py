@@ -17,6 +17,7 @@ order (case-insensitive; see docs/simulator.md for examples):
 * ``fetch https://…`` -> ``webFetchToolCall``;
 * ``read notes.txt``, or any existing file named in the prompt -> ``readToolCall``;
 * ``ask me …`` -> ``askQuestionToolCall``;
+* ``use a subagent to X`` -> ``taskToolCall`` (ACP only);
 * in plan mode (ACP ``session/set_mode``), edits and deletes become one ``createPlanToolCall``;
 * anything else: ``what is 6 * 7`` -> ``42``, else a short, fixed reply.
 
@@ -185,6 +186,7 @@ class Draft:
     has_file: Callable[[str], bool] = lambda name: False
     history: list[Turn] = field(default_factory=list)
     mode: str = "agent"
+    subagents: bool = False
     plan: Plan = field(default_factory=Plan)
     command: str | None = None
     first: list[list[Action]] = field(default_factory=list)
@@ -257,6 +259,25 @@ def rule_todos(d: Draft) -> bool:
         items = ["Understand the request", "Make the change", "Check the result"]
     d.first.append([Action("updateTodosToolCall", "I'll write down a plan.", text="\n".join(items[:8]))])
     d.prompt = d.prompt[: tm.start()]
+    return False
+
+
+def rule_task(d: Draft) -> bool:
+    """``use a subagent to X``: a Task (ACP only: print mode's task shape is not recorded).
+
+    Example:
+        >>> plan_turn("use a subagent to count the files", subagents=True).kinds()
+        [['taskToolCall']]
+    """
+    m = (
+        re.search(r"\b(?:use|start|spawn|ask)\s+a\s+sub-?agent\s+to\s+(.+)", d.prompt, re.I | re.S)
+        if d.subagents
+        else None
+    )
+    if m:
+        task = _strip(m.group(1))
+        d.later.append([Action("taskToolCall", "I'll hand this to a subagent.", task[:60], task)])
+        d.prompt = d.prompt[: m.start()]
     return False
 
 
@@ -394,6 +415,7 @@ RULES: tuple[Rule, ...] = (
     rule_memory,
     rule_remember,
     rule_todos,
+    rule_task,
     rule_shell,
     rule_web_search,
     rule_delete,
@@ -414,10 +436,12 @@ def plan_turn(
     has_file: Callable[[str], bool] = lambda name: False,
     history: list[Turn] | None = None,
     mode: str = "agent",
+    subagents: bool = False,
 ) -> Plan:
     """Decide what the agent does for ``prompt`` by running :data:`RULES`. Pure.
 
-    ``mode`` is the ACP session mode (``agent``, ``plan`` or ``ask``; print mode is ``agent``).
+    ``mode`` is the ACP session mode (``agent``, ``plan`` or ``ask``; print mode is ``agent``);
+    ``subagents`` lets the agent start Tasks (ACP).
 
     Example:
         >>> plan_turn("What is 6 * 7?").direct
@@ -425,7 +449,7 @@ def plan_turn(
         >>> plan_turn("append probe13 to notes.txt").kinds()
         [['readToolCall'], ['editToolCall']]
     """
-    d = Draft(prompt, has_file, list(history or []), mode)
+    d = Draft(prompt, has_file, list(history or []), mode, subagents)
     for rule in RULES:
         if rule(d):
             return d.plan
@@ -498,6 +522,7 @@ def goal(a: Action) -> str:
         "askQuestionToolCall": "ask a question first",
         "updateTodosToolCall": "plan the work",
         "createPlanToolCall": f"plan: {a.target}",
+        "taskToolCall": f"hand “{a.target}” to a subagent",
     }.get(a.kind_key, a.kind_key)
 
 
