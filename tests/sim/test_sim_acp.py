@@ -570,3 +570,36 @@ def test_a_subagent_task_then_cursor_task(peer: Peer, ws: Path) -> None:
         for i, f in enumerate(peer.frames)
         if f.get("method") == "session/update" and f["params"]["update"].get("status") == "completed"
     )
+
+
+def test_during_a_turn_other_requests_are_answered_and_a_second_prompt_cancels_the_first(
+    peer: Peer, ws: Path
+) -> None:
+    peer.init()
+    sid = peer.new_session(ws)
+    first = peer.request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "run `touch a.txt`"}]}
+    )
+    ask = peer.until(first, stop_on="session/request_permission")
+    # the turn waits for its permission; a list request is still answered
+    assert peer.call("session/list", {})["result"] == {"sessions": []}
+    second = peer.request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "What is 2 + 3?"}]}
+    )
+    assert peer.until(first)["result"] == {"stopReason": "cancelled"}
+    peer.answer(ask, {"result": {"outcome": {"outcome": "cancelled"}}})
+    assert peer.until(second)["result"] == {"stopReason": "end_turn"}
+    assert not (ws / "a.txt").exists()
+    assert text_of(peer.updates(sid)).endswith("5")
+
+
+def test_list_is_newest_first(peer: Peer, ws: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    peer.init()
+    old, new = peer.new_session(ws), peer.new_session(other)
+    peer.prompt(old, "hi")
+    peer.prompt(new, "hello")
+    sessions = peer.call("session/list", {})["result"]["sessions"]
+    assert [(s["sessionId"], s["cwd"]) for s in sessions] == [(new, str(other)), (old, str(ws))]
+    assert peer.call("session/list", {"cursor": "x"})["error"]["code"] == -32602

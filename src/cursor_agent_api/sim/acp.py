@@ -193,6 +193,10 @@ class Server:
         except RpcError as e:
             self.conn.error(message.id, e.code, e.message, e.data)
             return
+        except Exception as e:  # a bug of the simulator: answer it and say so, keep serving
+            write_all(2, f"cursor-agent-sim acp internal error in {message.method}: {e!r}\n".encode())
+            self.conn.error(message.id, INTERNAL_ERROR, "Internal error", {"details": str(e)})
+            return
         self.conn.result(message.id, result)
         after = _AFTER.get(message.method)
         if after is not None:

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import os
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,13 @@ class AcpSessionFiles:
             return {}
         return obj if isinstance(obj, dict) else {}
 
-    def write_meta(self, title: str | None) -> None:
-        """Write ``meta.json`` (keeps the cwd it was created with, as the real store does)."""
+    def write_meta(self, title: str | None, updated_ns: int | None = None) -> None:
+        """Write ``meta.json`` (keeps the cwd it was created with, as the real store does;
+        ``updatedAtNs``, the time of the last turn, orders ``session/list``)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        meta = {"schemaVersion": SCHEMA_VERSION, "cwd": self.cwd, "title": title}
+        meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "cwd": self.cwd, "title": title}
+        if updated_ns is not None:
+            meta["updatedAtNs"] = updated_ns
         tmp = self.directory / f".meta.json.{os.getpid()}.tmp"
         tmp.write_bytes(orjson.dumps(meta))
         os.replace(tmp, self.directory / "meta.json")
@@ -60,6 +64,7 @@ class AcpSessionFiles:
         self.chat.add_turn(turn)
         with open(self.directory / "replay.jsonl", "ab") as f:
             f.write(orjson.dumps({"updates": updates}) + b"\n")
+        self.write_meta(self.meta().get("title"), time.time_ns())
 
     def turns(self) -> list[Turn]:
         """The turns, oldest first."""
@@ -108,7 +113,7 @@ class AcpStore:
 
     def list(self) -> list[dict[str, Any]]:
         """``session/list``'s entries: sessions that took a turn, newest first, every cwd."""
-        rows: list[tuple[float, dict[str, Any]]] = []
+        rows: list[tuple[int, dict[str, Any]]] = []
         try:
             entries = list(self.root.iterdir())
         except FileNotFoundError:
@@ -117,15 +122,17 @@ class AcpStore:
             files = self.open(directory.name)
             if files is None:
                 continue
-            mtime = (directory / "turns.jsonl").stat().st_mtime
             meta = files.meta()
-            updated = datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+            stamp = meta.get("updatedAtNs")
+            ns = stamp if isinstance(stamp, int) else (directory / "turns.jsonl").stat().st_mtime_ns
+            when = datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+            updated = when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
             row = {
                 "sessionId": files.session_id,
                 "cwd": files.cwd,
                 "title": meta.get("title"),
                 "updatedAt": updated,
             }
-            rows.append((mtime, row))
+            rows.append((ns, row))
         rows.sort(key=lambda r: r[0], reverse=True)
         return [r for _, r in rows]
