@@ -11,7 +11,10 @@ variables and the faults), :mod:`.store` (chats, locks, trust, login), :mod:`.ag
 deterministic agent), :mod:`.workspace` (the tools' real effects), :mod:`.replay` (scripts),
 :mod:`.writer` (stdout bytes), :mod:`.turn` (one print-mode turn), :mod:`.commands` (the
 subcommands), :mod:`.signals`, :mod:`.messages` (the real stderr texts), :mod:`.ids`,
-:mod:`.models`. docs/simulator.md is the user's guide.
+:mod:`.models`. The agent is :mod:`.planner` (a table of rules), :mod:`.executors` (a table of
+tools) and :mod:`.agent` (the loop), written through an :mod:`.output`: :mod:`.stream_json`
+(print mode) or :mod:`.acp_output` (``cursor-agent-sim acp``: :mod:`.acp`, :mod:`.jsonrpc`,
+:mod:`.acp_store`). docs/simulator.md is the user's guide.
 
 Example (a shell)::
 
@@ -82,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
             return commands.login(store)
         if opts.command == "logout":
             return commands.logout(store)
+        if opts.command == "acp":
+            from .acp import serve
+
+            return serve(opts, env, store, settings)
         if opts.command in ("ls", "resume"):
             return commands.interactive_only(opts.command)
         if opts.command is not None:

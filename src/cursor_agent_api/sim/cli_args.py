@@ -79,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A faithful stand-in for the Cursor Agent CLI (`agent`), for tests and demos.",
         allow_abbrev=False,
         epilog=(
-            "Subcommands: create-chat, status (whoami), models, login, logout. "
+            "Subcommands: create-chat, status (whoami), models, login, logout, acp. "
             "Environment: CURSOR_AGENT_SIM_FAULT, CURSOR_AGENT_SIM_SCRIPT, CURSOR_AGENT_SIM_SPEED, "
             "CURSOR_AGENT_SIM_DELAY, CURSOR_AGENT_SIM_SEED, CURSOR_CONFIG_DIR, CURSOR_API_KEY."
         ),

@@ -150,7 +150,7 @@ def interactive_only(name: str) -> int:
 
 
 def not_simulated(name: str) -> int:
-    """A subcommand the simulator does not provide (``mcp``, ``acp``, ``update``).
+    """A subcommand the simulator does not provide (``mcp``, ``update``).
 
     Example::
 

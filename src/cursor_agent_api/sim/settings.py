@@ -10,6 +10,12 @@
                                ``slow`` (default 0.5)
 ``CURSOR_AGENT_SIM_SEED``      when set, new chat ids and every timestamp derive from it, so
                                a run in a fresh config dir is byte-for-byte reproducible
+``CURSOR_AGENT_SIM_ACP_ENRICH`` ``cursor-agent-sim acp``: how a tool call is enriched after it
+                               starts: ``update`` (a ``tool_call_update``, builds 08.11 on;
+                               default) or ``tool_call`` (a second ``tool_call`` with the same
+                               id, build 02.27)
+``CURSOR_AGENT_SIM_ACP_ASK_EDITS`` ``1``: ACP asks permission for edits and deletes too (the
+                               bundle's prompts; current builds do not ask, the default)
 ``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
 ``CURSOR_API_KEY``             an API key (``apiKeySource: "env"``)
 =============================  ===============================================================
@@ -20,6 +26,8 @@ Example:
     >>> s = SimSettings.from_env({"CURSOR_AGENT_SIM_FAULT": "banner, split-writes"})
     >>> sorted(f.value for f in s.faults)
     ['banner', 'split-writes']
+    >>> SimSettings.from_env({"CURSOR_AGENT_SIM_ACP_ENRICH": "tool_call"}).acp_enrich
+    'tool_call'
 """
 
 from __future__ import annotations
@@ -36,6 +44,9 @@ SCRIPT_ENV = "CURSOR_AGENT_SIM_SCRIPT"
 SPEED_ENV = "CURSOR_AGENT_SIM_SPEED"
 DELAY_ENV = "CURSOR_AGENT_SIM_DELAY"
 SEED_ENV = "CURSOR_AGENT_SIM_SEED"
+ACP_ENRICH_ENV = "CURSOR_AGENT_SIM_ACP_ENRICH"
+ACP_ASK_EDITS_ENV = "CURSOR_AGENT_SIM_ACP_ASK_EDITS"
+ACP_ENRICH_STYLES = ("update", "tool_call")
 
 
 class Fault(str, enum.Enum):
@@ -47,7 +58,8 @@ class Fault(str, enum.Enum):
     """
 
     AUTH = "auth"
-    """Not logged in: exit 1, ``Error: Authentication required…`` on stderr."""
+    """Not logged in: exit 1, ``Error: Authentication required…`` on stderr. ACP: session
+    methods answer ``-32000`` "Authentication required" and ``authenticate`` fails."""
     TRUST = "trust"
     """Untrusted workspace even with ``--trust``: exit 1, the boxed message."""
     INVALID_MODEL = "invalid-model"
@@ -60,7 +72,7 @@ class Fault(str, enum.Enum):
     """``Chat <id> may still be running…``, exit 1."""
     CRASH = "crash"
     """Dies mid-stream (after the first tool call starts, else before the final message):
-    no ``result``, exit 1."""
+    no ``result``, exit 1. ACP: the process dies the same way mid-turn."""
     HANG_AFTER_RESULT = "hang-after-result"
     """Writes ``result``, then never exits until signalled."""
     EXIT1_AFTER_RESULT = "exit1-after-result"
@@ -75,7 +87,8 @@ class Fault(str, enum.Enum):
     HUGE_LINE = "huge-line"
     """The turn includes a read of a 20 MB file: one line of about 20 MB."""
     BANNER = "banner"
-    """Non-JSON lines with ANSI escapes on stdout, before and among the events."""
+    """Non-JSON lines with ANSI escapes on stdout, before and among the events (ACP: among
+    the JSON-RPC frames)."""
     SLOW_START = "slow-start"
     """Waits ``CURSOR_AGENT_SIM_DELAY`` seconds (default 3.5) before ``system/init``."""
     SLOW = "slow"
@@ -83,6 +96,15 @@ class Fault(str, enum.Enum):
     SPLIT_WRITES = "split-writes"
     """Every line written in small chunks, flushed separately, splitting UTF-8 characters;
     the reply carries non-ASCII text."""
+    CANCEL_UNSUPPORTED = "cancel-unsupported"
+    """ACP: ``session/cancel`` is not honoured (the turn runs on) and is answered with a
+    ``-32601`` error whose ``id`` is ``null``, as the 02.27 build was reported to do."""
+    LOAD_NOT_FOUND = "load-not-found"
+    """ACP: every ``session/load`` answers ``-32602`` ``Session "…" not found`` (builds of
+    about 03.20)."""
+    REJECT_COMPLETED = "reject-completed"
+    """ACP: a rejected tool call ends ``status: "completed"`` with no output (as on 08.11 and
+    10.01) instead of ``failed``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +121,8 @@ class SimSettings:
     speed: float = 0.0
     delay: float | None = None
     seed: str | None = None
+    acp_enrich: str = "update"
+    acp_ask_edits: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SimSettings:
@@ -121,7 +145,19 @@ class SimSettings:
         speed = _float(env, SPEED_ENV, 0.0)
         delay_text = env.get(DELAY_ENV)
         delay = _float(env, DELAY_ENV, 0.0) if delay_text else None
-        return cls(frozenset(faults), env.get(SCRIPT_ENV) or None, speed, delay, env.get(SEED_ENV))
+        enrich = (env.get(ACP_ENRICH_ENV) or "update").strip().lower()
+        if enrich not in ACP_ENRICH_STYLES:
+            raise ValueError(f"{ACP_ENRICH_ENV}: {enrich!r} is not one of {', '.join(ACP_ENRICH_STYLES)}")
+        ask_edits = (env.get(ACP_ASK_EDITS_ENV) or "0").strip().lower() in ("1", "true", "yes", "on")
+        return cls(
+            frozenset(faults),
+            env.get(SCRIPT_ENV) or None,
+            speed,
+            delay,
+            env.get(SEED_ENV),
+            acp_enrich=enrich,
+            acp_ask_edits=ask_edits,
+        )
 
     def has(self, fault: Fault) -> bool:
         """True when ``fault`` is on.

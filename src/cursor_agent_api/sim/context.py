@@ -1,0 +1,81 @@
+"""What one turn of the deterministic agent works with, shared by the agent, its executors
+and its outputs: :class:`TurnContext`, the :class:`Decision` an output takes on a tool call,
+and :func:`split_text` (word-sized deltas).
+
+Example:
+    >>> Decision(True).allowed, Decision.reject("no").reason
+    (True, 'no')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .ids import Clock, TurnIds
+from .store import Turn
+
+
+@dataclass(slots=True)
+class TurnContext:
+    """Everything one turn needs (see :class:`~.agent.Agent` for an example).
+
+    ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``); print mode is ``agent``.
+    ``subagents``: the agent may start Tasks (ACP only).
+    """
+
+    session_id: str
+    workspace: Path
+    model: str
+    prompt: str
+    force: bool
+    partial: bool
+    history: list[Turn]
+    clock: Clock
+    ids: TurnIds
+    api_key_source: str = "login"
+    huge_line: bool = False
+    unicode: bool = False
+    mode: str = "agent"
+    subagents: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What the output decided about a tool call before it runs.
+
+    ``allowed``: the call may run. ``answers``: the option ids picked for a question (``None``:
+    skipped). ``fallback``: the client did not implement the extension method (a plan is then
+    written to a local file, as Cursor does).
+
+    Example:
+        >>> Decision(False, reason="User Rejected").allowed
+        False
+    """
+
+    allowed: bool
+    answers: tuple[str, ...] | None = None
+    reason: str = ""
+    fallback: bool = False
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def reject(cls, reason: str = "User Rejected") -> Decision:
+        """A refusal with its reason.
+
+        Example:
+            >>> Decision.reject().reason
+            'User Rejected'
+        """
+        return cls(False, reason=reason)
+
+
+def split_text(text: str) -> list[str]:
+    """Cut ``text`` into word-sized deltas the way real builds do (" word" with its space).
+
+    Example:
+        >>> split_text("River remembers\\nthe sea")
+        ['River', ' remembers', '\\n', 'the', ' sea']
+    """
+    return re.findall(r"[ \t]*[^\s]+|\s", text) if text else []
