@@ -19,7 +19,7 @@ from server_helpers import all_events, marked_processes, new_chat, wait_run
 
 from cursor_agent_api.client import AsyncStreamingResponse
 from cursor_agent_api.protocol import AgentEvent
-from cursor_agent_api.server import runner
+from cursor_agent_api.runtime import sinks
 from cursor_agent_api.server.runner import AgentLaunch, agent_config
 from cursor_agent_api.server.settings import ServerSettings
 from cursor_agent_api.sim import wire
@@ -99,7 +99,7 @@ def test_no_stored_event_is_alive_when_the_next_is_read(
 
     monkeypatch.setattr(AsyncStreamingResponse, "__anext__", anext)
     # the client reads ahead 8 KiB, not 8 MiB: one big line at a time
-    monkeypatch.setattr(runner._ByteWeightedQueue.__init__, "__defaults__", (2, 1))
+    monkeypatch.setattr(sinks.HeldEventQueue.__init__, "__defaults__", (2, 1))
     script = _big_script(tmp_path / "big.ndjson", 3)
     server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, batch_max_bytes=1000)
     with server.client() as c:

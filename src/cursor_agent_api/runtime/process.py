@@ -32,6 +32,7 @@ __all__ = [
     "OWNER_GUARD",
     "AgentProcess",
     "ProcessListener",
+    "RunProcess",
     "group_alive",
     "group_members",
     "normalize_exit_code",
@@ -126,6 +127,55 @@ class ProcessListener(Protocol):
 
     def exited(self) -> None:
         """The agent itself exited and was reaped (its group may live on)."""
+
+
+class RunProcess(Protocol):
+    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or the script
+    transport's in-memory stand-in (:class:`~.script.ScriptProcess`)."""
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid (its group's id), ``None`` without a process."""
+
+    @property
+    def pgid(self) -> int | None:
+        """The agent's process group, ``None`` without a process."""
+
+    @property
+    def popen(self) -> subprocess.Popen[bytes] | None:
+        """The :class:`subprocess.Popen`, for inspection."""
+
+    @property
+    def has_exited(self) -> bool:
+        """True once the agent itself has exited."""
+
+    @property
+    def exit_code(self) -> int | None:
+        """The exit code, signals as ``128 + N``."""
+
+    def alive(self) -> bool:
+        """True while the agent or anything of its group lives."""
+
+    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
+        """Write the prompt, close stdin."""
+
+    def abandon_pipes(self) -> None:
+        """Stop reading stdout/stderr (held by a process outside the group)."""
+
+    def close(self) -> None:
+        """Release resources once the agent has exited."""
+
+    def release(self) -> None:
+        """Release resources now (the loop shuts down)."""
+
+    def signal(self, sig: int) -> bool:
+        """Send ``sig`` to the group."""
+
+    def kill_now(self) -> None:
+        """SIGKILL the group, without a loop."""
+
+    async def wait_gone(self, timeout: float | None) -> bool:
+        """Wait until the agent is reaped and its group empty."""
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -311,6 +361,10 @@ class AgentProcess:
         """Release the transport (call once the agent has exited)."""
         if self._exited.done():
             self.transport.close()
+
+    def release(self) -> None:
+        """Release the transport now (the loop is shutting down)."""
+        self.transport.close()
 
     # ---- signals -----------------------------------------------------------------------
 

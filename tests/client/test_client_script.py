@@ -1,0 +1,225 @@
+"""Turns on the in-memory script transport: the client's lifecycle rules without a process.
+
+The same :class:`~cursor_agent_api.runtime.run.AgentRun` core runs these turns (stop policy,
+fold, end-of-turn rules); only the agent is a :class:`ScriptProcess` playing given lines.
+Process groups, signals and leftovers are tested against real processes
+(``test_client_turns.py``, ``test_client_streaming.py``, ``test_groups.py``)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+
+import pytest
+
+from cursor_agent_api import (
+    AgentConfig,
+    AgentProcessError,
+    AgentTimeoutError,
+    AsyncCursorAgentClient,
+    AuthenticationError,
+    CursorAgentClient,
+    EventType,
+    InvalidModelError,
+    ProtocolError,
+    SessionError,
+    UsageLimitError,
+    WorkspaceTrustError,
+)
+from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.sim import messages, wire
+
+SID = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+INIT = wire.system_init(SID, "/ws", "Auto")
+USER = wire.user(SID, "What is 2 + 2?")
+ANSWER = wire.assistant_final(SID, "4")
+RESULT = wire.result_success(SID, "r1", "4", 12, wire.usage(5, 1))
+TURN = [INIT, USER, ANSWER, RESULT]
+
+
+def config(script: Script | ScriptTransport, **fields: object) -> AgentConfig:
+    transport = script if isinstance(script, ScriptTransport) else ScriptTransport(script)
+    fields.setdefault("result_grace", 0.2)
+    fields.setdefault("kill_grace", 0.2)
+    return AgentConfig(transport=transport, **fields)  # type: ignore[arg-type]
+
+
+def assert_client_result(events, r):
+    """The stream ends with exactly one result event: the one the client added."""
+    last = events[-1]
+    assert last.type is EventType.RESULT_ERROR and last.data["added_by_client"] is True
+    assert last.exception is r.exception and last.data["error"] == r.error
+    assert sum(e.is_result for e in events) == 1
+
+
+def test_normal_turn(run_stream):
+    transport = ScriptTransport(TURN)
+    turn = run_stream(config(transport), "What is 2 + 2?")
+    r = turn.result
+    assert r.success and r.result == "4" and r.text == "4" and r.exit_code == 0
+    assert turn.types() == ["system:init", "user", "assistant", "result:success"]
+    assert r.session_id == SID and turn.pid is None
+    assert [e.type for e in r.events] == [e.type for e in turn.events]
+    assert transport.prompts == [b"What is 2 + 2?"]
+
+
+def test_query_result(run_query):
+    r = run_query(config(Script(TURN)), "q")
+    assert r.success and r.result == "4" and r.stderr == "" and r.usage.input_tokens == 5
+
+
+def test_partial_output_is_not_doubled(run_stream):
+    deltas = [wire.assistant_delta(SID, t, i) for i, t in enumerate(["Pipes ", "hum ", "low"])]
+    lines = [INIT, *deltas, wire.assistant_final(SID, "Pipes hum low"),
+             wire.result_success(SID, "r1", "Pipes hum low", 5)]
+    turn = run_stream(config(Script(lines)), "poem")
+    assert turn.result.success and turn.result.text == turn.result.result == "Pipes hum low"
+
+
+def test_crash_mid_stream(run_stream):
+    turn = run_stream(config(Script([INIT, USER], exit_code=1, stderr=messages.crash())), "q")
+    r = turn.result
+    assert not r.success and r.exit_code == 1 and not r.cancelled
+    assert isinstance(r.exception, AgentProcessError) and "simulated crash" in r.error
+    assert turn.events[-2].type is EventType.ERROR
+    assert turn.events[-2].data["code"] == "exit" and turn.events[-2].data["exit_code"] == 1
+    assert_client_result(turn.events, r)
+
+
+def test_hang_after_result_is_stopped_after_grace(run_query):
+    r = run_query(config(Script(TURN, hang=True)), "q")
+    assert r.success and r.result == "4" and r.exit_code == 143  # our SIGTERM after the grace
+
+
+def test_sigterm_ignored_is_followed_by_sigkill(run_query):
+    transport = ScriptTransport(TURN, hang=True, ignore={signal.SIGTERM})
+    r = run_query(config(transport), "q")
+    assert r.success and r.exit_code == 137
+    assert transport.turns[0].process.signals_sent == [signal.SIGTERM, signal.SIGKILL]
+
+
+def test_exit1_after_valid_result_is_success(run_query):
+    r = run_query(config(Script(TURN, exit_code=1)), "q")
+    assert r.success and r.result == "4" and r.exit_code == 1 and r.exception is None
+
+
+def test_stderr_tail_is_bounded_and_plain(run_stream):
+    noise = "\x1b[31mwarning\x1b[0m: something\n" * 2000
+    turn = run_stream(config(Script(TURN, stderr=noise), stderr_tail_bytes=4096), "q")
+    r = turn.result
+    assert r.success and 0 < len(r.stderr.encode()) <= 4096 and "\x1b" not in r.stderr
+
+
+def test_silence_until_idle_timeout(run_stream):
+    turn = run_stream(config(Script([INIT], hang=True), idle_timeout=0.3), "q")
+    r = turn.result
+    assert not r.success and isinstance(r.exception, AgentTimeoutError)
+    assert "idle_timeout=0.3 s" in r.error and r.exit_code == 143
+    assert turn.events[-2].data["code"] == "idle_timeout"
+    assert_client_result(turn.events, r)
+
+
+def test_whole_turn_timeout(run_query):
+    r = run_query(config(Script(TURN, delay=0.5), timeout=0.6), "q")
+    assert not r.success and isinstance(r.exception, AgentTimeoutError)
+    assert "timeout=0.6 s" in r.error and r.exit_code == 143
+
+
+def test_utf8_split_across_writes(run_stream):
+    text = "naïve café — 日本語 ✓ 🚀"
+    line = wire.encode(wire.result_success(SID, "r1", text, 1))
+    cut = line.index("🚀".encode()) + 2  # inside the emoji
+    turn = run_stream(config(Script([INIT, line[:cut], line[cut:] + b"\n"])), "q")
+    assert turn.result.success and turn.result.result == text
+    assert not any(e.type is EventType.RAW for e in turn.events)
+
+
+def test_banner_lines_become_raw_events(run_stream):
+    turn = run_stream(config(Script(["\x1b[1mWelcome\x1b[0m to the agent", *TURN])), "q")
+    assert turn.result.success and turn.result.result == "4"
+    raws = [e for e in turn.events if e.type is EventType.RAW]
+    assert len(raws) == 1 and "\x1b" not in (raws[0].text or "")
+
+
+def test_line_over_max_line_bytes_fails_the_turn_but_stream_goes_on(run_stream):
+    big = wire.assistant_final(SID, "x" * 2_000_000)
+    turn = run_stream(config(Script([INIT, big, RESULT]), max_line_bytes=1_000_000), "q")
+    r = turn.result
+    assert not r.success and isinstance(r.exception, ProtocolError)
+    assert "max_line_bytes=1000000" in r.error
+    errors = [e for e in turn.events if e.type is EventType.ERROR]
+    assert len(errors) == 1 and errors[0].data["code"] == "line_too_long"
+    assert turn.types()[-1] == "result:success"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "error", "words"),
+    [
+        (messages.auth_required(), AuthenticationError, "Authentication required"),
+        (messages.trust_required("/ws"), WorkspaceTrustError, "Workspace Trust Required"),
+        (messages.invalid_model("x", ["auto"]), InvalidModelError, "Cannot use this model"),
+        (messages.usage_limit(), UsageLimitError, "usage limit"),
+        (messages.malformed_resume(SID), SessionError, "Failed to claim persistent session"),
+        (messages.chat_busy(SID), SessionError, "may still be running"),
+    ],
+)
+def test_typed_errors(run_stream, stderr, error, words):
+    turn = run_stream(config(Script([], exit_code=1, stderr=stderr)), "q")
+    r = turn.result
+    assert not r.success and type(r.exception) is error
+    assert r.exit_code == 1 and words in r.error and words in r.stderr
+    assert turn.events[-2].data["error_type"] == error.__name__
+    assert_client_result(turn.events, r)
+
+
+def test_cancel_sync_stream_from_another_thread():
+    with CursorAgentClient(config(Script([INIT], hang=True))) as client, \
+            client.query_stream("q") as stream:
+        first = next(stream)
+        threading.Timer(0.05, stream.cancel).start()
+        rest = list(stream)  # woken by the cancel
+        r = stream.wait()
+    assert first.type is EventType.SYSTEM_INIT and rest == []
+    assert r.cancelled and not r.success and stream.cancelled and r.exit_code == 143
+
+
+def test_cancel_async_stream_with_sigkill():
+    async def main():
+        stream = AsyncCursorAgentClient(config(Script([INIT], hang=True))).query_stream("q")
+        seen = []
+        async for event in stream:
+            seen.append(event.type)
+            stream.cancel(signal.SIGKILL)
+        return await stream.wait(), seen
+
+    r, seen = asyncio.run(main())
+    assert seen == [EventType.SYSTEM_INIT] and r.cancelled and r.exit_code == 137
+
+
+def test_back_pressure_pauses_the_script_and_loses_nothing(monkeypatch):
+    from cursor_agent_api.runtime import sinks
+
+    monkeypatch.setattr(sinks.ThreadEventQueue.__init__, "__defaults__", (None, 4, 1))
+    lines = [wire.assistant_delta(SID, str(i), i) for i in range(200)]
+    transport = ScriptTransport([INIT, *lines, RESULT])
+    with CursorAgentClient(config(transport)) as client, client.query_stream("q") as stream:
+        events = list(stream)
+    assert len(events) == 202 and stream.result.success
+    assert "".join(e.text or "" for e in events[1:-1]) == "".join(map(str, range(200)))
+
+
+def test_with_changes_on_both_faces():
+    lines = [INIT, wire.assistant_delta(SID, "He", 1), wire.assistant_delta(SID, "llo", 2),
+             wire.result_success(SID, "r1", "Hello", 3)]
+    with CursorAgentClient(config(Script(lines))) as client:
+        pairs = list(client.query_stream("q").with_changes())
+    appended = [c.text for _, cs in pairs for c in cs if c.kind == "text_appended"]
+    assert appended == ["He", "llo"]
+
+    async def main():
+        stream = AsyncCursorAgentClient(config(Script(lines))).query_stream("q")
+        return [(e, cs) async for e, cs in stream.with_changes()]
+
+    async_pairs = asyncio.run(main())
+    assert [c.text for _, cs in async_pairs for c in cs if c.kind == "text_appended"] == appended
