@@ -213,6 +213,16 @@ class _TurnStream:
         """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None."""
         return self._run.result
 
+    def __del__(self) -> None:
+        run = getattr(self, "_run", None)
+        if run is not None and run.result is None:  # dropped unfinished: stop the agent
+            with contextlib.suppress(Exception):
+                run.cancel_threadsafe(signal_module.SIGTERM)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
+        return f"<{type(self).__name__} pid={self.pid} {state}>"
+
 
 class StreamingResponse(_TurnStream):
     """A running turn, iterated synchronously (seed 004's ``StreamingResponse``).
@@ -339,15 +349,6 @@ class StreamingResponse(_TurnStream):
     ) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        run = getattr(self, "_run", None)
-        if run is not None and run.pid is not None:
-            with contextlib.suppress(Exception):
-                run.cancel_threadsafe(signal_module.SIGTERM)
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
-        return f"<StreamingResponse pid={self.pid} {state}>"
 
 
 class CursorAgentClient:
@@ -652,15 +653,6 @@ class AsyncStreamingResponse(_TurnStream):
     ) -> None:
         await self.aclose()
 
-    def __del__(self) -> None:
-        run = getattr(self, "_run", None)
-        if run is not None and run.result is None:
-            with contextlib.suppress(Exception):
-                run.cancel_threadsafe(signal_module.SIGTERM)
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
-        return f"<AsyncStreamingResponse pid={self.pid} {state}>"
 
 
 class AsyncCursorAgentClient:

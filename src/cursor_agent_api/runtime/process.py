@@ -131,51 +131,27 @@ class ProcessListener(Protocol):
 
 class RunProcess(Protocol):
     """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or the script
-    transport's in-memory stand-in (:class:`~.script.ScriptProcess`)."""
+    transport's in-memory stand-in (:class:`~.script.ScriptProcess`). ``pid``/``pgid`` are
+    ``None`` without a process; :meth:`release` lets go at once (the loop shuts down)."""
 
     @property
-    def pid(self) -> int | None:
-        """The agent's pid (its group's id), ``None`` without a process."""
-
+    def pid(self) -> int | None: ...
     @property
-    def pgid(self) -> int | None:
-        """The agent's process group, ``None`` without a process."""
-
+    def pgid(self) -> int | None: ...
     @property
-    def popen(self) -> subprocess.Popen[bytes] | None:
-        """The :class:`subprocess.Popen`, for inspection."""
-
+    def popen(self) -> subprocess.Popen[bytes] | None: ...
     @property
-    def has_exited(self) -> bool:
-        """True once the agent itself has exited."""
-
+    def has_exited(self) -> bool: ...
     @property
-    def exit_code(self) -> int | None:
-        """The exit code, signals as ``128 + N``."""
-
-    def alive(self) -> bool:
-        """True while the agent or anything of its group lives."""
-
-    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
-        """Write the prompt, close stdin."""
-
-    def abandon_pipes(self) -> None:
-        """Stop reading stdout/stderr (held by a process outside the group)."""
-
-    def close(self) -> None:
-        """Release resources once the agent has exited."""
-
-    def release(self) -> None:
-        """Release resources now (the loop shuts down)."""
-
-    def signal(self, sig: int) -> bool:
-        """Send ``sig`` to the group."""
-
-    def kill_now(self) -> None:
-        """SIGKILL the group, without a loop."""
-
-    async def wait_gone(self, timeout: float | None) -> bool:
-        """Wait until the agent is reaped and its group empty."""
+    def exit_code(self) -> int | None: ...
+    def alive(self) -> bool: ...
+    def write_stdin(self, data: bytes, *, close: bool = True) -> None: ...
+    def abandon_pipes(self) -> None: ...
+    def close(self) -> None: ...
+    def release(self) -> None: ...
+    def signal(self, sig: int) -> bool: ...
+    def kill_now(self) -> None: ...
+    async def wait_gone(self, timeout: float | None) -> bool: ...
 
 
 class _Protocol(asyncio.SubprocessProtocol):

@@ -383,8 +383,7 @@ class AgentRun:
                 action = policy.step(
                     now, exited=exited, group_empty=group_empty,
                     eof=self._stdout_done and self._stderr_done,
-                    last_activity=self._last_activity, paused=self._paused,
-                    drain_paused=self._paused)
+                    last_activity=self._last_activity, paused=self._paused)
                 if isinstance(action, Wait):
                     await self._sleep(action.until)
                 elif isinstance(action, Signal):
