@@ -223,3 +223,36 @@ def test_with_changes_on_both_faces():
 
     async_pairs = asyncio.run(main())
     assert [c.text for _, cs in async_pairs for c in cs if c.kind == "text_appended"] == appended
+
+
+def test_sessions_on_both_faces_share_one_bookkeeping(tmp_path):
+    """``finalize_stream(stream)`` (the stream knows its prompt), recorded once; a pending
+    stream is finalized before the next turn; ``load`` keeps a client it is given (when the
+    file changes none of its settings, as the sync ``load`` always did)."""
+    from cursor_agent_api import AsyncConversationSession, ConversationSession
+
+    def answer(prompt: bytes) -> Script:
+        return Script([INIT, wire.result_success(SID, "r", prompt.decode().upper(), 1)])
+
+    with ConversationSession(config(ScriptTransport(answer), workspace=str(tmp_path))) as session:
+        first = session.send_stream("one")
+        assert session.finalize_stream(first).result == "ONE"
+        assert session.finalize_stream(first) is first.result  # once
+        session.send_stream("two")  # not finalized: recorded before the next turn
+        assert session.send("three").result == "THREE"
+        session.save(tmp_path / "s.json")
+    assert [t.prompt for t in session.history] == ["one", "two", "three"]
+
+    async def main():
+        client = AsyncCursorAgentClient(config(ScriptTransport(answer), workspace=str(tmp_path)))
+        later = AsyncConversationSession.load(tmp_path / "s.json", client)
+        stream = later.send_stream("four")
+        pending = later.send_stream("five")  # starts once "four" is finalized
+        texts = [e.text async for e in pending if e.is_result]
+        await later.finalize_stream(pending)
+        return later, client, stream, texts
+
+    later, client, stream, texts = asyncio.run(main())
+    assert later.client is client and texts == ["FIVE"] and stream.result.result == "FOUR"
+    assert [t.prompt for t in later.history][-2:] == ["four", "five"]
+    assert client.config.transport.prompts == [b"four", b"five"]
