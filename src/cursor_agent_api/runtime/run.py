@@ -24,6 +24,11 @@ stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
   event; the stream goes on (stopping an agent mid-edit is worse than letting
   it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
 
+It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
+process for another (the script transport's in-memory agent, :mod:`.script`) and keeps every
+rule above. The sync and the async faces read the events it hands to its sink: stdout has one
+reader, the loop.
+
 What does not live here: argv/env (:mod:`.argv`), the stop rules
 (:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
 API runs this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
@@ -159,6 +164,7 @@ class AgentRun:
         config.validate()
         self.config = config
         self._spawn = spawn
+        self.env: dict[str, str] = {}
         if spawn is None:
             self.env = build_env(config) if env is None else env
             if argv is None:
