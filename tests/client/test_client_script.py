@@ -8,8 +8,10 @@ Process groups, signals and leftovers are tested against real processes
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +28,8 @@ from cursor_agent_api import (
     SessionError,
     UsageLimitError,
     WorkspaceTrustError,
+    query,
+    query_stream,
 )
 from cursor_agent_api.runtime.script import Script, ScriptTransport
 from cursor_agent_api.sim import messages, wire
@@ -256,3 +260,124 @@ def test_sessions_on_both_faces_share_one_bookkeeping(tmp_path):
     assert later.client is client and texts == ["FIVE"] and stream.result.result == "FOUR"
     assert [t.prompt for t in later.history][-2:] == ["four", "five"]
     assert client.config.transport.prompts == [b"four", b"five"]
+
+
+REAL = Path(__file__).resolve().parent.parent / "data" / "cursor-real"
+READ_TOOL = REAL / "02-hcn-0915-probe-43-partial-output-with-read-tool.ndjson"
+
+
+def arithmetic(prompt: bytes) -> Script:
+    """An agent that answers ``What is A op B?``."""
+    a, op, b = re.match(rb"What is (\d+) ([+*]) (\d+)\?", prompt).groups()
+    value = int(a) + int(b) if op == b"+" else int(a) * int(b)
+    return Script([INIT, wire.assistant_delta(SID, str(value), 1),
+                   wire.result_success(SID, "r", str(value), 1)])
+
+
+def test_keep_events_false(run_stream):
+    lines = READ_TOOL.read_bytes().splitlines(keepends=True)
+    turn = run_stream(config(Script(lines), keep_events=False), "q")
+    assert turn.result.success and turn.result.events == []
+    assert turn.result.text == turn.result.result == "READ-OK" and len(turn.events) == len(lines)
+
+
+def test_keep_events_false_stream_events_empty():
+    with CursorAgentClient(config(Script(TURN), keep_events=False)) as client, \
+            client.query_stream("hi") as s:
+        n = sum(1 for _ in s)
+    assert n == 4 and s.events == [] and s.result.events == []
+
+
+def test_keep_content_false(run_stream):
+    # the events carry the text and the tool results; the result keeps no second copy
+    lines = READ_TOOL.read_bytes().splitlines(keepends=True)
+    full = run_stream(config(Script(lines)), "q")
+    lean = run_stream(config(Script(lines), keep_content=False), "q")
+    assert lean.result.success and lean.result.result == full.result.result
+    assert full.result.text and lean.result.text == ""
+    calls = lean.result.tool_calls
+    assert calls and all(c.result is None for c in calls)
+    assert [(c.kind, c.status) for c in calls] == [(c.kind, c.status) for c in full.result.tool_calls]
+    completed = [e.tool_call for e in lean.events if e.type is EventType.TOOL_CALL_COMPLETED]
+    assert completed and all(tc is not None and tc.result for tc in completed)
+
+
+def test_module_level_query_and_stream():
+    cfg = config(ScriptTransport(arithmetic))
+    assert query("What is 2 + 2?", cfg).result == "4"
+    stream = query_stream("What is 3 + 4?", cfg)
+    assert [e.type for e in stream][-1] is EventType.RESULT_SUCCESS
+    assert stream.result.result == "7"
+    assert query("What is 2 + 2?", cfg, model="gpt-5").success
+
+
+def test_sync_client_inside_a_running_loop():
+    async def notebook_cell() -> tuple[str, list[str]]:
+        with CursorAgentClient(config(ScriptTransport(arithmetic))) as client:
+            r = client.query("What is 2 + 2?")
+            types = [e.type.value for e in client.query_stream("What is 2 + 2?")]
+        return r.result, types
+
+    result, types = asyncio.run(notebook_cell())
+    assert result == "4" and types[-1] == "result:success"
+
+
+def test_sync_client_from_threads():
+    results = []
+    with CursorAgentClient(config(ScriptTransport(arithmetic))) as client:
+        threads = [threading.Thread(target=lambda i=i: results.append(
+            client.query(f"What is {i} + 1?").result)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(results) == ["1", "2", "3", "4"]
+
+
+def test_async_stream_without_await():
+    async def main():
+        stream = AsyncCursorAgentClient(config(ScriptTransport(arithmetic))).query_stream(
+            "What is 2 + 2?")
+        assert stream.pid is None and not stream.done  # not started until iterated
+        events = [e async for e in stream]
+        return events, stream
+
+    events, stream = asyncio.run(main())
+    assert events[-1].type is EventType.RESULT_SUCCESS and stream.result.result == "4"
+
+
+def test_20_concurrent_async_turns():
+    async def main():
+        client = AsyncCursorAgentClient(config(ScriptTransport(arithmetic)))
+        queries = [client.query(f"What is {i} + 100?") for i in range(10)]
+
+        async def streamed(i: int) -> str:
+            return "".join([e.text or "" async for e in client.query_stream(f"What is {i} * 1000?")
+                            if e.type is EventType.RESULT_SUCCESS])
+
+        return await asyncio.gather(*queries, *(streamed(i) for i in range(10)))
+
+    results = asyncio.run(main())
+    assert [r.result for r in results[:10]] == [str(i + 100) for i in range(10)]
+    assert results[10:] == [str(i * 1000) for i in range(10)]
+
+
+def test_stream_holds_no_event_it_handed_out():
+    # once a stream has handed out every event it read, it holds none of them (with
+    # keep_events=False): a consumer that drops a big line's event frees it before the next
+    # line is read (issue 11, point 4)
+    def holds(stream, event) -> bool:
+        return stream._index >= len(stream._batch) and any(e is event for e in stream._batch)
+
+    lines = READ_TOOL.read_bytes().splitlines(keepends=True)
+
+    async def main() -> list[bool]:
+        stream = AsyncCursorAgentClient(config(Script(lines), keep_events=False)).query_stream("q")
+        return [holds(stream, event) async for event in stream]
+
+    seen = asyncio.run(main())
+    assert len(seen) == len(lines) and not any(seen)
+    with CursorAgentClient(config(Script(lines), keep_events=False)) as client, \
+            client.query_stream("q") as s:
+        seen = [holds(s, event) for event in s]
+    assert len(seen) == len(lines) and not any(seen)
