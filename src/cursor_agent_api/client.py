@@ -35,25 +35,23 @@ import functools
 import signal as signal_module
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
 
 from .config import AgentConfig
 from .protocol import AgentEvent, AgentResult, Changes, Transcript
-from .runtime import (
+from .runtime.commands import (
+    DEFAULT_COMMAND_TIMEOUT,
     AccountStatus,
-    AgentRun,
-    AsyncEventQueue,
-    LoopThread,
     ModelInfo,
-    ThreadEventQueue,
     create_chat,
     fetch_models,
     fetch_status,
 )
-from .runtime.commands import DEFAULT_COMMAND_TIMEOUT
-from .runtime.sinks import END, STOPPED
+from .runtime.portal import LoopThread
+from .runtime.sinks import END, STOPPED, AsyncEventQueue, ThreadEventQueue
+from .runtime.transport import Turn, transport_for
 
 __all__ = [
     "AsyncCursorAgentClient",
@@ -87,11 +85,90 @@ def _check_prompt(prompt: object) -> str | bytes:
 
 
 class _TurnStream:
-    """What both stream flavours show of their turn (the state lives in the one :class:`AgentRun`)."""
+    """The one stream-iteration core of both faces: batches from the turn's queue, handed out
+    one event at a time, each with what it changed when asked (:meth:`with_changes`).
 
-    _run: AgentRun
-    _events: list[AgentEvent]
-    _cancelled: bool
+    The faces add only the waiting: :class:`StreamingResponse` blocks on a
+    :class:`~cursor_agent_api.runtime.sinks.ThreadEventQueue`, :class:`AsyncStreamingResponse`
+    awaits an :class:`~cursor_agent_api.runtime.sinks.AsyncEventQueue`.
+    """
+
+    def __init__(self, run: Turn, queue: ThreadEventQueue | AsyncEventQueue,
+                 config: AgentConfig, prompt: str | bytes) -> None:
+        self._run = run
+        self._queue = queue
+        self._keep = config.keep_events
+        self.prompt = prompt
+        """The prompt of the turn (what a session records with its result)."""
+        self._events: list[AgentEvent] = []
+        self._batch: list[AgentEvent] = _EMPTY
+        self._index = 0
+        self._ended = False
+        self._stopped = False
+        self._cancelled = False
+        self._handed = False
+        self._folds: collections.deque[tuple[AgentEvent, Changes]] | None = None
+        self._changes: Changes = ()
+
+    def _collect_changes(self) -> None:
+        """Keep each event's changes from now on (before the turn folds its first event)."""
+        if self._folds is not None:
+            return
+        run = self._run
+        if run.transcript.event_count or run.on_fold is not None:
+            raise RuntimeError("with_changes() must come before the stream's first event")
+        folds: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
+        self._folds = folds
+        # the turn folds every event before handing it on, in order: the folds are in step
+        run.on_fold = lambda event, changes: folds.append((event, changes))  # deque: thread-safe
+
+    def _buffered(self) -> AgentEvent | None:
+        batch = self._batch
+        i = self._index
+        if i < len(batch):
+            self._index = i + 1
+            if i + 1 == len(batch):
+                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
+            return batch[i]
+        return None
+
+    def _take(self, item: Any) -> AgentEvent | None:
+        """The first event of a queue item, or ``None`` (an end marker, or cancelled)."""
+        if type(item) is list:
+            if not item or self._stopped:  # cancelled while this was on its way
+                return None
+            if self._keep:
+                self._events.extend(item)
+            self._batch = item if len(item) > 1 else _EMPTY
+            self._index = 1
+            return item[0]  # type: ignore[no-any-return]
+        if item is END:
+            self._ended = True
+        elif item is STOPPED:
+            self._stopped = True
+        return None
+
+    def _hand(self, event: AgentEvent) -> AgentEvent:
+        self._handed = True
+        folds = self._folds
+        if folds is not None:
+            if not folds or folds[0][0] is not event:
+                raise RuntimeError("the stream handed on an event it did not fold")
+            self._changes = folds.popleft()[1]
+        return event
+
+    def _start_changes(self) -> None:
+        if self._handed:
+            raise RuntimeError("with_changes() must come before the stream's first event")
+        self._collect_changes()
+
+    def _stop(self, sig: int, cancel_turn: Callable[[int], None], started: bool) -> None:
+        # the consumer goes first: nothing the turn adds as it stops is handed out
+        self._stopped = True
+        self._queue.stop()
+        if started and self._run.result is None:
+            self._cancelled = True
+            cancel_turn(int(sig))
 
     @property
     def events(self) -> list[AgentEvent]:
@@ -115,7 +192,7 @@ class _TurnStream:
         Stop it with :meth:`cancel`; do not ``wait()``/``poll()`` it: the runtime reaps it.
         ``None`` before the start and on uvloop (its transports have no ``Popen``).
         """
-        return self._run.process.popen if self._run.process is not None else None
+        return getattr(getattr(self._run, "process", None), "popen", None)
 
     @property
     def done(self) -> bool:
@@ -130,6 +207,21 @@ class _TurnStream:
         each event changed from :meth:`StreamingResponse.with_changes` rather than folding again.
         """
         return self._run.transcript
+
+    @property
+    def result(self) -> AgentResult | None:
+        """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None."""
+        return self._run.result
+
+    def __del__(self) -> None:
+        run = getattr(self, "_run", None)
+        if run is not None and run.result is None:  # dropped unfinished: stop the agent
+            with contextlib.suppress(Exception):
+                run.cancel_threadsafe(signal_module.SIGTERM)
+
+    def __repr__(self) -> str:
+        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
+        return f"<{type(self).__name__} pid={self.pid} {state}>"
 
 
 class StreamingResponse(_TurnStream):
@@ -164,71 +256,35 @@ class StreamingResponse(_TurnStream):
 
     def __init__(
         self,
-        run: AgentRun,
+        run: Turn,
         queue: ThreadEventQueue,
-        portal: LoopThread,
+        config: AgentConfig,
+        prompt: str | bytes,
         finished: concurrent.futures.Future[AgentResult],
     ) -> None:
-        self._run = run
-        self._queue = queue
-        self._portal = portal
+        super().__init__(run, queue, config, prompt)
+        self._queue: ThreadEventQueue = queue
         self._finished = finished
-        self._keep = run.config.keep_events
-        self._events: list[AgentEvent] = []
-        self._batch: list[AgentEvent] = _EMPTY
-        self._index = 0
-        self._ended = False
-        self._stopped = False
-        self._pulled_all = False
-        self._cancelled = False
-        self._recorded = False  # set by a session once it recorded this turn
         self._lock = threading.Lock()
-
-    # iteration -------------------------------------------------------------------------
+        self._collect_changes()  # the turn runs already: with_changes() may come later
 
     def __iter__(self) -> Iterator[AgentEvent]:
         return self
 
     def __next__(self) -> AgentEvent:
-        batch = self._batch
-        i = self._index
-        if i < len(batch):
-            self._index = i + 1
-            if i + 1 == len(batch):
-                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
-            return batch[i]
-        while True:
+        event = self._buffered()
+        while event is None:
             if self._ended or self._stopped:
                 raise StopIteration
-            if not self._pulled_all:
-                # stdout is read right here, in the consumer's thread: no hand-off
-                events = self._run.pull_events()
-                if events is None:
-                    self._pulled_all = True
-                    continue
-                item = events
-            else:
-                # then what the supervisor adds at the end (an ERROR event), and END
-                item = self._queue.get()
-            if type(item) is list:
-                if not item:
-                    continue
-                if self._keep:
-                    self._events.extend(item)
-                self._batch = item if len(item) > 1 else _EMPTY
-                self._index = 1
-                return item[0]
-            if item is END:
-                self._ended = True
-            elif item is STOPPED:
-                self._stopped = True
+            event = self._take(self._queue.get())
+        return self._hand(event)
 
     def with_changes(self) -> Generator[tuple[AgentEvent, Changes], None, None]:
         """Iterate the events, each with what it changed in :attr:`transcript`.
 
         The turn is folded once, by the stream; a view applies these changes
         (:mod:`cursor_agent_api.protocol.changes`) and never folds the events again.
-        ``RuntimeError`` once an event was folded: call it before the first one.
+        ``RuntimeError`` once an event was handed out: call it before the first one.
 
         Example:
             >>> for event, changes in stream.with_changes():  # doctest: +SKIP
@@ -236,32 +292,9 @@ class StreamingResponse(_TurnStream):
             ...         if change.kind == "text_appended":
             ...             print(change.text, end="")
         """
-        run = self._run
-        if run.transcript.event_count or run.on_fold is not None:
-            raise RuntimeError("with_changes() must come before the stream's first event")
-        folded: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
-        # The run folds every event before handing it on (on this thread as it reads stdout,
-        # on the loop's for the events it adds at the end): the folds come in event order.
-        run.on_fold = lambda event, changes: folded.append((event, changes))  # deque: thread-safe
-        try:
-            for event in self:
-                if not folded or folded[0][0] is not event:
-                    raise RuntimeError("the stream handed on an event it did not fold")
-                yield event, folded.popleft()[1]
-        finally:
-            run.on_fold = None
-
-    # state -----------------------------------------------------------------------------
-
-    @property
-    def result(self) -> AgentResult | None:
-        """The turn's :class:`~cursor_agent_api.protocol.AgentResult` once it has ended, else None.
-
-        The stream reads the agent's output as you iterate: the turn ends once it has
-        been iterated to the end, or :meth:`wait`, :meth:`cancel` or :meth:`close` was called.
-        """
-        return self._run.result
-
+        self._start_changes()
+        for event in self:
+            yield event, self._changes
 
     # control ---------------------------------------------------------------------------
 
@@ -278,12 +311,7 @@ class StreamingResponse(_TurnStream):
             True
         """
         with self._lock:
-            if self._run.result is None:
-                self._cancelled = True
-                self._run.cancel_threadsafe(int(signal))
-            self._stopped = True
-        self._run.stop_pull()
-        self._queue.stop()
+            self._stop(signal, self._run.cancel_threadsafe, True)
 
     def wait(self, timeout: float | None = None) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
@@ -321,16 +349,6 @@ class StreamingResponse(_TurnStream):
     ) -> None:
         self.close()
 
-    def __del__(self) -> None:
-        run = getattr(self, "_run", None)
-        if run is not None and run.process is not None:
-            with contextlib.suppress(Exception):
-                run.cancel_threadsafe(signal_module.SIGTERM)
-                run.stop_pull()
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
-        return f"<StreamingResponse pid={self.pid} {state}>"
 
 
 class CursorAgentClient:
@@ -394,14 +412,17 @@ class CursorAgentClient:
         finally:
             portal.release()
 
-    def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None
-               ) -> tuple[AgentRun, concurrent.futures.Future[AgentResult]]:
+    def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None,
+               prepare: Callable[[Turn, concurrent.futures.Future[AgentResult]], None]
+               | None = None) -> tuple[Turn, concurrent.futures.Future[AgentResult]]:
         portal = self._loop()
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
-        run = AgentRun(config, prompt, sink=queue, pull=queue is not None)
+        run = transport_for(config).open_turn(config, prompt, sink=queue)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
+        if prepare is not None:
+            prepare(run, finished)
 
         async def start() -> None:
             await run.start()
@@ -420,7 +441,7 @@ class CursorAgentClient:
         try:
             portal.call(start)
         except BaseException:
-            if run.process is not None:  # interrupted right after the spawn
+            if run.pid is not None:  # interrupted right after the spawn
                 portal.call_soon(run.cancel, signal_module.SIGKILL)
             portal.release()
             raise
@@ -464,8 +485,10 @@ class CursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = ThreadEventQueue()
-        run, finished = self._start(config, _check_prompt(prompt), queue)
-        return StreamingResponse(run, queue, self._portal, finished)
+        made: list[StreamingResponse] = []
+        self._start(config, _check_prompt(prompt), queue, lambda run, finished: made.append(
+            StreamingResponse(run, queue, config, prompt, finished)))
+        return made[0]
 
     # account ---------------------------------------------------------------------------
 
@@ -521,19 +544,13 @@ class AsyncStreamingResponse(_TurnStream):
         ...             stream.cancel()
     """
 
-    def __init__(self, run: AgentRun, queue: AsyncEventQueue) -> None:
-        self._run = run
-        self._queue = queue
-        self._keep = run.config.keep_events
-        self._events: list[AgentEvent] = []
-        self._batch: list[AgentEvent] = _EMPTY
-        self._index = 0
+    def __init__(self, run: Turn, queue: AsyncEventQueue, config: AgentConfig,
+                 prompt: str | bytes) -> None:
+        super().__init__(run, queue, config, prompt)
+        self._queue: AsyncEventQueue = queue
         self._started = False
-        self._start_lock: asyncio.Lock | None = None
-        self._ended = False
-        self._stopped = False
-        self._cancelled = False
-        self._recorded = False  # set by a session once it recorded this turn
+        self._spawned = False
+        self._opener: Callable[[], Awaitable[Turn]] | None = None
 
     async def start(self) -> AsyncStreamingResponse:
         """Start the agent (idempotent); raises AgentNotFoundError if it cannot start.
@@ -546,10 +563,14 @@ class AsyncStreamingResponse(_TurnStream):
         if not self._started:
             self._started = True
             try:
+                if self._opener is not None:  # a session's next turn: opened once the last ended
+                    on_fold, self._run = self._run.on_fold, await self._opener()
+                    self._run.on_fold = on_fold
                 await self._run.start()
             except BaseException:
                 self._stopped = True
                 raise
+            self._spawned = True
         return self
 
     def __await__(self) -> Generator[Any, None, AsyncStreamingResponse]:
@@ -559,36 +580,26 @@ class AsyncStreamingResponse(_TurnStream):
         return self
 
     async def __anext__(self) -> AgentEvent:
-        batch = self._batch
-        i = self._index
-        if i < len(batch):
-            self._index = i + 1
-            if i + 1 == len(batch):
-                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
-            return batch[i]
-        if not self._started:
+        event = self._buffered()
+        if event is None and not self._started:
             await self.start()
-        while True:
+        while event is None:
             if self._ended or self._stopped:
                 raise StopAsyncIteration
-            item = await self._queue.get()
-            if type(item) is list:
-                if not item:
-                    continue
-                if self._keep:
-                    self._events.extend(item)
-                self._batch = item if len(item) > 1 else _EMPTY
-                self._index = 1
-                return item[0]  # type: ignore[no-any-return]
-            if item is END:
-                self._ended = True
-            elif item is STOPPED:
-                self._stopped = True
+            event = self._take(await self._queue.get())
+        return self._hand(event)
 
-    @property
-    def result(self) -> AgentResult | None:
-        """The :class:`~cursor_agent_api.protocol.AgentResult` once the turn has ended."""
-        return self._run.result
+    async def with_changes(self) -> AsyncGenerator[tuple[AgentEvent, Changes], None]:
+        """Iterate the events, each with what it changed in :attr:`transcript` (see
+        :meth:`StreamingResponse.with_changes`); call it before the first event.
+
+        Example:
+            >>> async for event, changes in stream.with_changes():  # doctest: +SKIP
+            ...     print(event.type, [c.kind for c in changes])
+        """
+        self._start_changes()
+        async for event in self:
+            yield event, self._changes
 
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.
@@ -600,13 +611,9 @@ class AsyncStreamingResponse(_TurnStream):
             >>> (await stream.wait()).cancelled  # doctest: +SKIP
             True
         """
-        if self._run.result is None and self._run.process is not None:
-            self._cancelled = True
-            self._run.cancel(int(signal))
-        elif not self._started:
+        if not self._started:
             self._started = True  # never start it
-        self._stopped = True
-        self._queue.stop()
+        self._stop(signal, self._run.cancel, self._spawned)
 
     async def wait(self) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
@@ -618,7 +625,7 @@ class AsyncStreamingResponse(_TurnStream):
             await self.start()
         async for _ in self:
             pass
-        if self._run.process is None:
+        if not self._spawned:
             raise RuntimeError("the stream was cancelled before it started")
         return await self._run.wait()
 
@@ -628,7 +635,7 @@ class AsyncStreamingResponse(_TurnStream):
         Example:
             >>> await stream.aclose()  # doctest: +SKIP
         """
-        if self._run.process is None:
+        if not self._spawned:
             self.cancel()
             return
         if self._run.result is None:
@@ -646,15 +653,6 @@ class AsyncStreamingResponse(_TurnStream):
     ) -> None:
         await self.aclose()
 
-    def __del__(self) -> None:
-        run = getattr(self, "_run", None)
-        if run is not None and run.result is None:
-            with contextlib.suppress(Exception):
-                run.cancel_threadsafe(signal_module.SIGTERM)
-
-    def __repr__(self) -> str:
-        state = "done" if self.done else ("cancelled" if self._cancelled else "running")
-        return f"<AsyncStreamingResponse pid={self.pid} {state}>"
 
 
 class AsyncCursorAgentClient:
@@ -690,7 +688,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = AgentRun(config, _check_prompt(prompt))
+        run = transport_for(config).open_turn(config, _check_prompt(prompt))
         await run.start()
         try:
             return await run.wait()
@@ -700,18 +698,36 @@ class AsyncCursorAgentClient:
                 await run.wait()
             raise
 
-    def query_stream(self, prompt: str, **overrides: Any) -> AsyncStreamingResponse:
+    def query_stream(self, prompt: str, *, read_ahead: AsyncEventQueue | None = None,
+                     **overrides: Any) -> AsyncStreamingResponse:
         """A stream of one turn's events; iterate it with ``async for`` (no ``await`` first).
 
         The agent starts on the first iteration step (or ``await``/``async with``).
+        ``read_ahead``: the queue between the turn and the stream, whose size bounds how far
+        the client reads ahead of you (default: 8,192 events; the server passes a
+        :class:`~cursor_agent_api.runtime.sinks.HeldEventQueue`, weighed by bytes and
+        released once stored).
 
         Example:
             >>> async for event in client.query_stream("Hello"):  # doctest: +SKIP
             ...     print(event.type)
         """
         config = self.config.with_overrides(**overrides)
-        queue = AsyncEventQueue()
-        return AsyncStreamingResponse(AgentRun(config, _check_prompt(prompt), sink=queue), queue)
+        queue = AsyncEventQueue() if read_ahead is None else read_ahead
+        turn = transport_for(config).open_turn(config, _check_prompt(prompt), sink=queue)
+        return AsyncStreamingResponse(turn, queue, config, prompt)
+
+    def _deferred_stream(self, prompt: str, overrides: Callable[[], Awaitable[dict[str, Any]]]
+                         ) -> AsyncStreamingResponse:
+        """A stream whose turn is opened at its start, with the overrides known by then."""
+        stream = self.query_stream(prompt)
+
+        async def opener() -> Turn:
+            config = self.config.with_overrides(**await overrides())
+            return transport_for(config).open_turn(config, prompt, sink=stream._queue)
+
+        stream._opener = opener
+        return stream
 
     async def status(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> AccountStatus:
         """``agent status``: logged in or not, and as whom.

@@ -24,9 +24,12 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .protocol import DEFAULT_MAX_LINE_BYTES
+
+if TYPE_CHECKING:
+    from .runtime.transport import Transport
 
 __all__ = [
     "DEFAULT_KILL_GRACE",
@@ -36,6 +39,9 @@ __all__ = [
     "is_chat_id",
     "is_model_slug",
 ]
+
+TRANSPORT_NAMES = ("subprocess",)
+"""The transports ``AgentConfig.transport`` may name."""
 
 DEFAULT_RESULT_GRACE = 3.0
 """Seconds the agent gets to exit by itself after its first ``result`` event."""
@@ -174,7 +180,10 @@ class AgentConfig:
     for a consumer that stores events itself; see docs/client.md),
     ``result_grace`` (seconds the agent may take to exit after its first
     ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
-    ``stderr_tail_bytes`` (how much stderr is kept).
+    ``stderr_tail_bytes`` (how much stderr is kept), ``transport`` (how a turn runs:
+    ``"subprocess"``, the agent CLI as a child process, or a
+    :class:`~cursor_agent_api.runtime.transport.Transport` object such as the in-memory
+    :class:`~cursor_agent_api.runtime.script.ScriptTransport` of the tests).
 
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
@@ -211,6 +220,7 @@ class AgentConfig:
     result_grace: float = DEFAULT_RESULT_GRACE
     kill_grace: float = DEFAULT_KILL_GRACE
     stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES
+    transport: str | Transport = "subprocess"
 
     def __post_init__(self) -> None:
         self.validate()
@@ -283,6 +293,13 @@ class AgentConfig:
         if kill is None:
             raise _fail("kill_grace", "must be a number of seconds", None, TypeError)
         self.kill_grace = kill
+        if isinstance(self.transport, str):
+            if self.transport not in TRANSPORT_NAMES:
+                raise _fail("transport", f"must be one of {', '.join(TRANSPORT_NAMES)} or a "
+                            "Transport", self.transport)
+        elif not callable(getattr(self.transport, "open_turn", None)):
+            raise _fail("transport", "must be a transport name or have open_turn()",
+                        type(self.transport).__name__, TypeError)
         for name in ("max_line_bytes", "stderr_tail_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):

@@ -29,6 +29,7 @@ import contextlib
 import os
 import tempfile
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -218,9 +219,11 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 class _SessionState:
-    """What both session flavours share: chat id, history, the turn config, save."""
+    """What both session flavours share: chat id, history, the turn config, the bookkeeping
+    of streamed turns, save. Semantics, the same for both: a streamed turn is recorded once,
+    by :meth:`finalize_stream` or, at the latest, before the next turn starts."""
 
-    _pending: tuple[str, Any] | None  # the streamed turn not yet finalized, and its stream
+    _pending: Any  # the streamed turn not yet recorded
 
     def __init__(self, config: AgentConfig, session_id: str | None,
                  history: list[SessionTurn] | None) -> None:
@@ -230,6 +233,9 @@ class _SessionState:
                                "UUID (such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)")
         self._session_id = session_id if session_id is not None else config.resume
         self.history: list[SessionTurn] = list(history or [])
+        self._pending = None
+        self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
+            weakref.WeakKeyDictionary()
 
     @property
     def session_id(self) -> str | None:
@@ -255,14 +261,24 @@ class _SessionState:
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
 
-    def _finish(self, prompt: str, stream: Any, result: AgentResult) -> AgentResult:
+    def _finish(self, stream: Any, result: AgentResult) -> AgentResult:
         """Record a streamed turn once (``finalize_stream`` is idempotent per stream)."""
-        if self._pending is not None and self._pending[1] is stream:
+        if self._pending is stream:
             self._pending = None
-        if stream._recorded:
-            return result
-        stream._recorded = True
-        return self._record(prompt, result)
+        if stream in self._recorded:
+            return self._recorded[stream]
+        self._recorded[stream] = result
+        prompt = stream.prompt
+        return self._record(prompt if isinstance(prompt, str) else prompt.decode(), result)
+
+    @staticmethod
+    def _stream_of(args: tuple[Any, ...]) -> Any:
+        """``finalize_stream(stream)``, or the older ``finalize_stream(prompt, stream)``."""
+        if len(args) == 2 and isinstance(args[0], str):
+            return args[1]
+        if len(args) != 1:
+            raise TypeError("finalize_stream(stream) takes the stream")
+        return args[0]
 
     @staticmethod
     def _restored(path: str | os.PathLike[str], base: AgentConfig | None,
@@ -367,7 +383,7 @@ class ConversationSession(_SessionState):
         >>> stream = session.send_stream("Write a poem")            # doctest: +SKIP
         >>> for event in stream:                                    # doctest: +SKIP
         ...     print(event.text or "", end="")
-        >>> session.finalize_stream("Write a poem", stream).success  # doctest: +SKIP
+        >>> session.finalize_stream(stream).success  # doctest: +SKIP
         True
         >>> session.send("Now make it shorter").success              # doctest: +SKIP
         True
@@ -392,12 +408,11 @@ class ConversationSession(_SessionState):
             raise TypeError("ConversationSession takes a CursorAgentClient or an AgentConfig, "
                             f"got {type(client).__name__}")
         super().__init__(self.client.config, session_id, history)
-        self._pending: tuple[str, StreamingResponse] | None = None
+        self._pending: StreamingResponse | None = None
 
     def _settle(self) -> None:
         if self._pending is not None:
-            prompt, stream = self._pending
-            self.finalize_stream(prompt, stream)
+            self.finalize_stream(self._pending)
 
     def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).
@@ -432,18 +447,20 @@ class ConversationSession(_SessionState):
         """
         self._settle()
         stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
-        self._pending = (prompt, stream)
+        self._pending = stream
         return stream
 
-    def finalize_stream(self, prompt: str, stream: StreamingResponse) -> AgentResult:
+    def finalize_stream(self, *stream: Any) -> AgentResult:
         """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
 
-        Idempotent for the same stream.
+        Idempotent for the same stream. (``finalize_stream(prompt, stream)``, the older
+        form, is still accepted: the stream knows its prompt.)
 
         Example:
-            >>> session.finalize_stream("Explain it", stream).success  # doctest: +SKIP
+            >>> session.finalize_stream(stream).success  # doctest: +SKIP
         """
-        return self._finish(prompt, stream, stream.wait())
+        s: StreamingResponse = self._stream_of(stream)
+        return self._finish(s, s.wait())
 
     @classmethod
     def load(
@@ -481,7 +498,7 @@ class ConversationSession(_SessionState):
         """
         try:
             if self._pending is not None:
-                self._pending[1].close()
+                self._pending.close()
         finally:
             if self._owns:
                 self.client.close()
@@ -524,12 +541,11 @@ class AsyncConversationSession(_SessionState):
             raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
                             f"AgentConfig, got {type(client).__name__}")
         super().__init__(self.client.config, session_id, history)
-        self._pending: tuple[str, AsyncStreamingResponse] | None = None
+        self._pending: AsyncStreamingResponse | None = None
 
     async def _settle(self) -> None:
         if self._pending is not None:
-            prompt, stream = self._pending
-            await self.finalize_stream(prompt, stream)
+            await self.finalize_stream(self._pending)
 
     async def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).
@@ -553,38 +569,39 @@ class AsyncConversationSession(_SessionState):
         return self._record(prompt, result)
 
     def send_stream(self, prompt: str, **overrides: Any) -> AsyncStreamingResponse:
-        """Start one turn as a stream (``async for``); then :meth:`finalize_stream`.
+        """One turn as a stream (``async for``); then :meth:`finalize_stream`.
 
-        A previous stream must have been finalized (``SessionError`` otherwise:
-        this method cannot wait for it).
+        As in :class:`ConversationSession`, a previous stream not yet finalized is
+        finalized first: here when this stream starts (its first step, ``await`` or
+        ``async with``), so that this turn resumes the chat the previous one reported.
 
         Example:
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
             >>> async for event in stream: ...              # doctest: +SKIP
         """
-        if self._pending is not None and not self._pending[1].done:
-            raise SessionError("the previous turn's stream is still running: "
-                               "await session.finalize_stream(prompt, stream) first")
-        if self._pending is not None:
-            prompt0, stream0 = self._pending
-            result = stream0.result
-            assert result is not None
-            self._pending = None
-            if not stream0._recorded:
-                stream0._recorded = True
-                self._record(prompt0, result)
-        stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
-        self._pending = (prompt, stream)
+        self._turn_overrides(overrides)  # a bad override fails here, not at the start
+        if self._pending is None:
+            stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
+        else:
+            previous = self._pending
+
+            async def settled() -> dict[str, Any]:
+                await self.finalize_stream(previous)
+                return self._turn_overrides(overrides)
+
+            stream = self.client._deferred_stream(prompt, settled)
+        self._pending = stream
         return stream
 
-    async def finalize_stream(self, prompt: str, stream: AsyncStreamingResponse) -> AgentResult:
+    async def finalize_stream(self, *stream: Any) -> AgentResult:
         """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
 
         Example:
-            >>> (await session.finalize_stream("Explain it", stream)).success  # doctest: +SKIP
+            >>> (await session.finalize_stream(stream)).success  # doctest: +SKIP
             True
         """
-        return self._finish(prompt, stream, await stream.wait())
+        s: AsyncStreamingResponse = self._stream_of(stream)
+        return self._finish(s, await s.wait())
 
     @classmethod
     def load(
@@ -596,6 +613,8 @@ class AsyncConversationSession(_SessionState):
         """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
         base = client.config if isinstance(client, AsyncCursorAgentClient) else client
         config, data = cls._restored(path, base, overrides)
+        if isinstance(client, AsyncCursorAgentClient) and config == client.config:
+            return cls(client, session_id=data.get("chat_id"), history=data["history"])
         return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     async def aclose(self) -> None:
@@ -605,7 +624,7 @@ class AsyncConversationSession(_SessionState):
             >>> await AsyncConversationSession().aclose()  # doctest: +SKIP
         """
         if self._pending is not None:
-            await self._pending[1].aclose()
+            await self._pending.aclose()
 
     async def __aenter__(self) -> AsyncConversationSession:
         return self

@@ -18,16 +18,15 @@ from cursor_agent_api import (
 )
 from cursor_agent_api.protocol import strip_ansi
 from cursor_agent_api.runtime import (
-    LoopThread,
     StderrTail,
-    ThreadEventQueue,
     build_argv,
     build_env,
     classify_failure,
     resolve_binary,
 )
 from cursor_agent_api.runtime.commands import parse_models, parse_status
-from cursor_agent_api.runtime.sinks import END, STOPPED
+from cursor_agent_api.runtime.portal import LoopThread
+from cursor_agent_api.runtime.sinks import END, STOPPED, ThreadEventQueue
 from cursor_agent_api.sim import messages
 
 

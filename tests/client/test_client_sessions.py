@@ -56,7 +56,7 @@ def test_send_stream_and_finalize(sim):
     with ConversationSession(sim()) as session:
         stream = session.send_stream("Remember the number 42")
         types = [e.type for e in stream]
-        r1 = session.finalize_stream("Remember the number 42", stream)
+        r1 = session.finalize_stream(stream)  # the stream knows its prompt
         assert session.finalize_stream("Remember the number 42", stream) is r1  # idempotent
         assert types[-1] is EventType.RESULT_SUCCESS and r1.success
         # an un-finalized stream is finalized before the next turn
@@ -177,19 +177,25 @@ def test_async_session(sim, tmp_path, argvs):
     assert sum(any(x.startswith("--resume=") for x in a) for a in argvs) == 2
 
 
-def test_async_send_stream_needs_finalize(sim):
+def test_async_send_stream_finalizes_the_previous_one_like_sync(sim, argvs):
+    """The same semantics for both faces: a stream not finalized is finalized (consumed,
+    recorded) before the next turn starts, and that turn resumes the chat it reported."""
     async def main():
-        session = AsyncConversationSession(sim("silence"))
-        stream = session.send_stream("one")
-        async for _ in stream:
+        session = AsyncConversationSession(sim())
+        first = session.send_stream("Remember the number 42")
+        async for _ in first:
             break
-        with pytest.raises(SessionError, match="still running"):
-            session.send_stream("two")
-        await session.aclose()
-        return stream
+        second = session.send_stream("What did I ask you to remember?")
+        texts = [e.text async for e in second if e.type is EventType.RESULT_SUCCESS]
+        await session.finalize_stream(second)
+        assert await session.finalize_stream(first) is first.result  # recorded once
+        return session, first, texts
 
-    stream = asyncio.run(main())
-    assert stream.result is not None and stream.result.cancelled
+    session, first, texts = asyncio.run(main())
+    assert [t.prompt for t in session.history] == ["Remember the number 42",
+                                                   "What did I ask you to remember?"]
+    assert first.result.success and "42" in texts[0]
+    assert sum(any(x.startswith("--resume=") for x in a) for a in argvs) == 1
 
 
 def test_session_rejects_resume_override(sim):

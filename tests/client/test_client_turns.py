@@ -1,4 +1,8 @@
-"""Turns against cursor-agent-sim, through the sync and the async client (``flavour``)."""
+"""Turns against cursor-agent-sim (a real process), through the sync and the async client.
+
+What needs no process (the lifecycle rules, the typed errors, partial output, timeouts)
+runs on the script transport in ``test_client_script.py``; here: the simulator end to end,
+process groups, signals, stdin and big pipes, the environment."""
 
 from __future__ import annotations
 
@@ -14,11 +18,6 @@ from cursor_agent_api import (
     AuthenticationError,
     CursorAgentClient,
     EventType,
-    InvalidModelError,
-    ProtocolError,
-    SessionError,
-    UsageLimitError,
-    WorkspaceTrustError,
 )
 
 
@@ -31,49 +30,20 @@ def assert_client_result(events, r):
     assert sum(e.is_result for e in events) == 1
 
 
-def test_normal_turn(sim, run_stream):
-    turn = run_stream(sim(), "What is 2 + 2?")
+def test_normal_turn_end_to_end(sim, run_stream):
+    turn = run_stream(sim(stream_partial_output=True), "What is 2 + 2?")
     r = turn.result
-    assert r.success and r.exception is None and r.error is None
-    assert r.result == "4" and r.text == "4"
-    assert r.exit_code == 0
+    assert r.success and r.result.endswith("4") and r.exit_code == 0 and turn.pid is not None
     assert turn.types()[0] == "system:init" and turn.types()[-1] == "result:success"
-    assert r.session_id and r.session_id == turn.events[0].session_id
     assert [e.type for e in r.events] == [e.type for e in turn.events]
 
 
-def test_query_result(sim, run_query):
-    r = run_query(sim(), "What is 6 * 7?")
-    assert r.success and r.result == "42" and r.exit_code == 0 and r.stderr == ""
-    assert r.usage is not None and r.duration_ms is not None
-
-
-def test_partial_output_is_not_doubled(sim, run_stream):
-    turn = run_stream(sim(stream_partial_output=True), "Write a poem about pipes")
-    deltas = [e for e in turn.events if e.type is EventType.ASSISTANT_DELTA]
-    assert len(deltas) > 1
-    r = turn.result
-    assert r.success
-    assert r.text == r.result  # the recap replaced its deltas
-    assert "".join(d.text or "" for d in deltas).strip() in r.result
-
-
-def test_crash_mid_stream(sim, run_stream):
+def test_crash_end_to_end(sim, run_stream):
     turn = run_stream(sim("crash"), "What is 2 + 2?")
     r = turn.result
-    assert not r.success and r.exit_code == 1 and not r.cancelled
-    assert isinstance(r.exception, AgentProcessError)
-    assert "simulated crash" in r.error and "simulated crash" in r.stderr
-    assert r.exception.exit_code == 1 and "simulated crash" in (r.exception.stderr or "")
-    # the partial transcript is kept, and the failure arrived as an ERROR event, then the
-    # RESULT_ERROR the client adds (the agent wrote none)
-    assert turn.types()[0] == "system:init"
-    assert turn.events[-2].type is EventType.ERROR
-    assert turn.events[-2].data["code"] == "exit" and turn.events[-2].data["exit_code"] == 1
+    assert not r.success and r.exit_code == 1 and isinstance(r.exception, AgentProcessError)
+    assert "simulated crash" in r.stderr
     assert_client_result(turn.events, r)
-    assert "result:success" not in turn.types()
-    with pytest.raises(AgentProcessError):
-        r.raise_for_error()
 
 
 def test_hang_after_result_is_stopped_after_grace(sim, run_query):
@@ -82,67 +52,11 @@ def test_hang_after_result_is_stopped_after_grace(sim, run_query):
     assert r.exit_code == 143  # our SIGTERM after the grace
 
 
-def test_hang_after_result_default_grace(sim, run_query):
-    config = sim("hang-after-result")
-    config = config.with_overrides(result_grace=3.0)
-    r = run_query(config, "What is 2 + 2?")
-    assert r.success and r.exit_code == 143
-
-
-def test_exit1_after_valid_result_is_success(sim, run_query):
-    r = run_query(sim("exit1-after-result"), "What is 2 + 2?")
-    assert r.success and r.result == "4" and r.exit_code == 1 and r.exception is None
-
-
 def test_ignore_sigterm_with_child_is_killed(sim, run_query, spawned):
     r = run_query(sim("ignore-sigterm", result_grace=0.2, kill_grace=0.5), "What is 2 + 2?")
     assert r.success and r.result == "4"
     assert r.exit_code == 137  # SIGTERM ignored, SIGKILL after kill_grace
     assert len(spawned) == 1  # the autouse fixture checks its child is gone too
-
-
-def test_stderr_flood_does_not_block(sim, run_stream):
-    turn = run_stream(sim("stderr-flood", stderr_tail_bytes=4096), "What is 2 + 2?")
-    r = turn.result
-    assert r.success and r.result == "4"
-    assert 0 < len(r.stderr.encode()) <= 4096
-    assert "\x1b" not in r.stderr
-
-
-def test_silence_until_idle_timeout(sim, run_stream):
-    # generous: the simulator's start-up on a loaded machine must not count as the silence
-    turn = run_stream(sim("silence", idle_timeout=3.0), "What is 2 + 2?")
-    r = turn.result
-    assert not r.success and isinstance(r.exception, AgentTimeoutError)
-    assert "idle_timeout=3 s" in r.error
-    assert turn.types()[0] == "system:init"
-    assert turn.events[-2].type is EventType.ERROR
-    assert turn.events[-2].data["code"] == "idle_timeout"
-    assert_client_result(turn.events, r)
-
-
-def test_whole_turn_timeout(sim, run_query):
-    config = sim("slow", timeout=1.0).with_overrides(
-        env={**sim("slow").env, "CURSOR_AGENT_SIM_DELAY": "0.5"})
-    r = run_query(config, "What is 2 + 2?")
-    assert not r.success and isinstance(r.exception, AgentTimeoutError)
-    assert "timeout=1 s" in r.error and r.exit_code == 143
-
-
-def test_utf8_split_across_writes(sim, run_stream):
-    turn = run_stream(sim("split-writes"), "What is 2 + 2?")
-    r = turn.result
-    assert r.success
-    assert "naïve café — 日本語 ✓ 🚀" in r.result
-    assert not any(e.type is EventType.RAW for e in turn.events)
-    assert all("\ufffd" not in (e.text or "") for e in turn.events)
-
-
-def test_banner_lines_become_raw_events(sim, run_stream):
-    turn = run_stream(sim("banner"), "What is 2 + 2?")
-    assert turn.result.success and turn.result.result == "4"
-    raws = [e for e in turn.events if e.type is EventType.RAW]
-    assert raws and all("\x1b" not in (e.text or "") for e in raws)
 
 
 def test_20_mb_line_arrives_whole(sim, run_stream):
@@ -155,18 +69,6 @@ def test_20_mb_line_arrives_whole(sim, run_stream):
     assert len(str(call.result)) > 19_000_000
 
 
-def test_line_over_max_line_bytes_fails_the_turn_but_stream_goes_on(sim, run_stream):
-    turn = run_stream(sim("huge-line", max_line_bytes=1_000_000), "What is 2 + 2?")
-    r = turn.result
-    assert not r.success and isinstance(r.exception, ProtocolError)
-    assert "max_line_bytes=1000000" in r.error
-    errors = [e for e in turn.events if e.type is EventType.ERROR]
-    assert len(errors) == 1 and errors[0].data["code"] == "line_too_long"
-    # decided and documented: the stream continues after the oversize line
-    assert turn.types()[-1] == "result:success"
-    assert r.result.endswith("4")
-
-
 def test_one_megabyte_prompt_on_stdin(sim, run_stream):
     chunk = "line ü→✓ 🚀 --resume x --api-key y -p \"quoted\" 'single' $HOME `ls`\n"
     prompt = (chunk * (1_000_000 // len(chunk.encode()) + 1)).strip()
@@ -175,29 +77,6 @@ def test_one_megabyte_prompt_on_stdin(sim, run_stream):
     user = [e for e in turn.events if e.type is EventType.USER]
     assert len(user) == 1 and user[0].text == prompt
     assert turn.result.success
-
-
-@pytest.mark.parametrize(
-    ("fault", "error", "words"),
-    [
-        ("auth", AuthenticationError, "Authentication required"),
-        ("trust", WorkspaceTrustError, "Workspace Trust Required"),
-        ("invalid-model", InvalidModelError, "Cannot use this model"),
-        ("usage-limit", UsageLimitError, "usage limit"),
-        ("bad-resume", SessionError, "Failed to claim persistent session"),
-        ("chat-busy", SessionError, "may still be running"),
-    ],
-)
-def test_typed_errors(sim, run_stream, fault, error, words):
-    turn = run_stream(sim(fault), "What is 2 + 2?")
-    r = turn.result
-    assert not r.success and type(r.exception) is error
-    assert r.exit_code == 1 and words in r.error and words in r.stderr
-    assert turn.events[-2].type is EventType.ERROR
-    assert turn.events[-2].data["error_type"] == error.__name__
-    assert_client_result(turn.events, r)
-    with pytest.raises(error):
-        r.raise_for_error()
 
 
 def test_invalid_api_key_is_an_authentication_error(sim, run_query):

@@ -31,7 +31,6 @@ class Seen:
     eof: bool = False
     activity: float | None = None  # last output; defaults to the start
     paused: bool = False
-    drain_paused: bool | None = None
     result: bool = False  # the result arrives at t, before the step
     cancel: int | None = None  # a cancel request arrives at t, before the step
 
@@ -50,8 +49,7 @@ def run_table(rows: list[tuple[Seen, Action]], **config: Any) -> StopPolicy:
         if seen.cancel is not None:
             policy.cancel(seen.cancel)
         got = policy.step(seen.t, exited=seen.exited, group_empty=seen.group_empty,
-                          eof=seen.eof, last_activity=last, paused=seen.paused,
-                          drain_paused=seen.drain_paused)
+                          eof=seen.eof, last_activity=last, paused=seen.paused)
         assert got == expected, f"row {i} ({seen}): {got} != {expected}"
     return policy
 
@@ -152,14 +150,6 @@ TABLES: dict[str, tuple[dict[str, Any], list[tuple[Seen, Action]], str | None]] 
         (Seen(10.0, **GONE, paused=True), Wait(None)),
         (Seen(11.0, **GONE), CLOSE_PIPES),
     ], None),
-    "drain_paused overrides paused (a consumer reading stdout itself)": ({}, [
-        (Seen(1.0, **GONE, paused=True, drain_paused=False), Wait(3.0)),
-        (Seen(3.0, **GONE, paused=True, drain_paused=False), CLOSE_PIPES),
-    ], None),
-    "idle_recheck: look again while paused": ({"idle_timeout": 5.0, "idle_recheck": True}, [
-        (Seen(1.0, paused=True), Wait(6.0)),
-        (Seen(6.0, paused=False), Signal(TERM, StopReason.IDLE)),
-    ], StopReason.IDLE),
     "exited with the result and the group alive: leftover, not after_result": ({}, [
         (Seen(1.0, result=True, exited=True), Signal(TERM, StopReason.LEFTOVER)),
     ], StopReason.LEFTOVER),

@@ -12,8 +12,14 @@
 * :mod:`.sinks` — hand-off of events to a consumer, with back-pressure;
 * :mod:`.run` — :class:`AgentRun`, the one lifecycle core, async: spawns, reads, folds, and
   performs what the stop policy asks;
+* :mod:`.transport` — the seam: :class:`Turn`, :class:`Transport`, the subprocess transport
+  (whose turn is :class:`AgentRun`) and :func:`transport_for`, the one place a config picks one;
+  :mod:`.script` — the in-memory script transport (tests);
 * :mod:`.portal` — the private event-loop thread the sync API drives it on;
 * :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``.
+
+This package exports what a user or a transport author needs; the rest is reached through
+its modules.
 
 Example:
     >>> from cursor_agent_api.config import AgentConfig
@@ -23,33 +29,29 @@ Example:
 
 from .argv import build_argv, build_env, resolve_binary
 from .commands import AccountStatus, ModelInfo, create_chat, fetch_models, fetch_status
-from .outcome import ClientResultEvent, client_result_event
-from .portal import LoopThread
-from .process import AgentProcess, group_alive, normalize_exit_code, signal_group
-from .run import AgentRun, StopReason
-from .sinks import AsyncEventQueue, ThreadEventQueue
+from .run import AgentRun
+from .script import Script, ScriptTransport
 from .stderr import StderrTail, classify_failure
+from .stop_policy import StopReason
+from .transport import SubprocessTransport, Transport, Turn, transport_for
 
 __all__ = [
     "AccountStatus",
-    "AgentProcess",
     "AgentRun",
-    "AsyncEventQueue",
-    "ClientResultEvent",
-    "LoopThread",
     "ModelInfo",
+    "Script",
+    "ScriptTransport",
     "StderrTail",
     "StopReason",
-    "ThreadEventQueue",
+    "SubprocessTransport",
+    "Transport",
+    "Turn",
     "build_argv",
     "build_env",
     "classify_failure",
-    "client_result_event",
     "create_chat",
     "fetch_models",
     "fetch_status",
-    "group_alive",
-    "normalize_exit_code",
     "resolve_binary",
-    "signal_group",
+    "transport_for",
 ]

@@ -32,6 +32,7 @@ __all__ = [
     "OWNER_GUARD",
     "AgentProcess",
     "ProcessListener",
+    "RunProcess",
     "group_alive",
     "group_members",
     "normalize_exit_code",
@@ -126,6 +127,31 @@ class ProcessListener(Protocol):
 
     def exited(self) -> None:
         """The agent itself exited and was reaped (its group may live on)."""
+
+
+class RunProcess(Protocol):
+    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or the script
+    transport's in-memory stand-in (:class:`~.script.ScriptProcess`). ``pid``/``pgid`` are
+    ``None`` without a process; :meth:`release` lets go at once (the loop shuts down)."""
+
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def pgid(self) -> int | None: ...
+    @property
+    def popen(self) -> subprocess.Popen[bytes] | None: ...
+    @property
+    def has_exited(self) -> bool: ...
+    @property
+    def exit_code(self) -> int | None: ...
+    def alive(self) -> bool: ...
+    def write_stdin(self, data: bytes, *, close: bool = True) -> None: ...
+    def abandon_pipes(self) -> None: ...
+    def close(self) -> None: ...
+    def release(self) -> None: ...
+    def signal(self, sig: int) -> bool: ...
+    def kill_now(self) -> None: ...
+    async def wait_gone(self, timeout: float | None) -> bool: ...
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -311,6 +337,10 @@ class AgentProcess:
         """Release the transport (call once the agent has exited)."""
         if self._exited.done():
             self.transport.close()
+
+    def release(self) -> None:
+        """Release the transport now (the loop is shutting down)."""
+        self.transport.close()
 
     # ---- signals -----------------------------------------------------------------------
 

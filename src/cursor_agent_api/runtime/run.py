@@ -24,6 +24,11 @@ stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
   event; the stream goes on (stopping an agent mid-edit is worse than letting
   it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
 
+It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
+process for another (the script transport's in-memory agent, :mod:`.script`) and keeps every
+rule above. The sync and the async faces read the events it hands to its sink: stdout has one
+reader, the loop.
+
 What does not live here: argv/env (:mod:`.argv`), the stop rules
 (:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
 API runs this on (:mod:`.portal`), the public response objects (:mod:`cursor_agent_api.client`).
@@ -47,13 +52,10 @@ import asyncio
 import atexit
 import contextlib
 import os
-import select
 import signal as signal_module
-import threading
-import time
 import weakref
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from ..config import AgentConfig, OutputFormat
 from ..errors import (
@@ -66,7 +68,7 @@ from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType,
 from .argv import build_argv, build_env, resolve_binary
 from .groups import stop_groups
 from .outcome import client_result_event
-from .process import AgentProcess
+from .process import AgentProcess, RunProcess
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
 from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
@@ -74,6 +76,20 @@ from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, Sto
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
 _POLL = POLL
+
+
+class StdoutReader(Protocol):
+    """What the run does with the reader of the agent's stdout (an asyncio read transport)."""
+
+    def pause_reading(self) -> None: ...
+    def resume_reading(self) -> None: ...
+    def is_closing(self) -> bool: ...
+    def close(self) -> None: ...
+
+
+Spawner = Callable[["AgentRun"], Awaitable[tuple[RunProcess, StdoutReader]]]
+"""Starts a turn's agent reporting to the run (a :class:`~.process.ProcessListener`):
+its process and its stdout reader. The subprocess transport's is :meth:`AgentRun._spawn_agent`."""
 
 
 def _signal_name(sig: int) -> str:
@@ -91,7 +107,7 @@ def _stop_live_runs_at_exit() -> None:
     """atexit: a turn still running when the interpreter exits (a sync stream left open in a
     script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
     pgids = [run.process.pgid for run in list(_LIVE)
-             if run.process is not None and run.result is None]
+             if run.process is not None and run.process.pgid is not None and run.result is None]
     if pgids:
         stop_groups(pgids, grace=1.0)
 
@@ -143,14 +159,17 @@ class AgentRun:
         sink: EventSink | None = None,
         argv: Sequence[str] | None = None,
         env: dict[str, str] | None = None,
-        pull: bool = False,
+        spawn: Spawner | None = None,
     ) -> None:
         config.validate()
         self.config = config
-        self.env = build_env(config) if env is None else env
-        if argv is None:
-            argv = build_argv(config, binary=resolve_binary(config, self.env))
-        self.argv = list(argv)
+        self._spawn = spawn
+        self.env: dict[str, str] = {}
+        if spawn is None:
+            self.env = build_env(config) if env is None else env
+            if argv is None:
+                argv = build_argv(config, binary=resolve_binary(config, self.env))
+        self.argv = list(argv or ())
         if isinstance(prompt, str):
             prompt = prompt.encode("utf-8")
         self._prompt = prompt
@@ -164,7 +183,7 @@ class AgentRun:
         self._text_mode = config.output_format is OutputFormat.TEXT
         self._stdout_bytes = bytearray()  # text mode: stdout exactly as written
         self._stderr = StderrTail(config.stderr_tail_bytes)
-        self.process: AgentProcess | None = None
+        self.process: RunProcess | None = None
         self.stop_reason: str | None = None
         self.result: AgentResult | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -178,19 +197,7 @@ class AgentRun:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[AgentResult] | None = None
         self._done: asyncio.Future[AgentResult] | None = None
-        # pull mode: the consumer's thread reads stdout itself (see pull_events)
-        self.pull = pull
-        self._pull_fd = -1
-        self._wake_r = self._wake_w = -1
-        self._pull_stop = False
-        self._pull_drain = False
-        self._pull_users = 0
-        self._pull_lock = threading.Lock()
-        self._pull_state = threading.Lock()
-        self._consumer_released = False
-        self._poller: select.poll | None = None
-        self._stdout_transport: asyncio.ReadTransport | None = None
-        self._result_posted = False
+        self._stdout_transport: StdoutReader | None = None
         self._policy: StopPolicy | None = None
 
     # ---- public ------------------------------------------------------------------------
@@ -218,42 +225,31 @@ class AgentRun:
         self._wake = asyncio.Event()
         self._done = loop.create_future()
         self._started_at = self._last_activity = loop.time()
-        if self.pull:
-            read_fd, write_fd = os.pipe()
-            self._wake_r, self._wake_w = os.pipe()
-            os.set_blocking(self._wake_w, False)
-            try:
-                self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd,
-                                                        kill_grace=self.config.kill_grace)
-            except BaseException:
-                for fd in (read_fd, self._wake_r, self._wake_w):
-                    os.close(fd)
-                raise
-            finally:
-                os.close(write_fd)
-            self._pull_fd = read_fd
-            self._pull_users = 2  # the consumer and the supervisor; the last one closes
-            self._paused = True  # until the consumer first pulls
+        if self._spawn is not None:
+            self.process, self._stdout_transport = await self._spawn(self)
         else:
-            # stdout on a pipe of our own, connected straight to the loop: the transport
-            # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
-            read_fd, write_fd = os.pipe()
-            try:
-                self.process = await AgentProcess.spawn(self.argv, self, env=self.env,
-                                                        stdout_fd=write_fd,
-                                                        kill_grace=self.config.kill_grace)
-            except BaseException:
-                os.close(read_fd)
-                raise
-            finally:
-                os.close(write_fd)
-            transport, _ = await loop.connect_read_pipe(
-                lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
-            self._stdout_transport = transport
+            self.process, self._stdout_transport = await self._spawn_agent(loop)
         _LIVE.add(self)
         self.process.write_stdin(self._prompt or b"", close=True)
         self._task = loop.create_task(self._supervise())
+
+    async def _spawn_agent(self, loop: asyncio.AbstractEventLoop
+                           ) -> tuple[AgentProcess, StdoutReader]:
+        # stdout on a pipe of our own, connected straight to the loop: the transport
+        # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
+        read_fd, write_fd = os.pipe()
+        try:
+            process = await AgentProcess.spawn(self.argv, self, env=self.env,
+                                               stdout_fd=write_fd,
+                                               kill_grace=self.config.kill_grace)
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        transport, _ = await loop.connect_read_pipe(
+            lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
+        return process, transport
 
     async def wait(self) -> AgentResult:
         """Wait for the end of the run; its result. Cancelling the waiter does not stop the run."""
@@ -288,135 +284,6 @@ class AgentRun:
         if loop is not None and self.result is None:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self.cancel, sig)
-
-    # ---- pull mode (the sync stream: the consumer's thread reads stdout) ----------------
-
-    def pull_events(self) -> list[AgentEvent] | None:
-        """Consumer thread, pull mode: block until stdout completes events; ``None`` at the end.
-
-        Reading in the consumer's own thread is what makes the sync stream as quick
-        as a bare ``readline`` loop; everything else (timers, signals, the result)
-        stays with the supervisor on the loop, told by ``call_soon_threadsafe``.
-        Returns ``None`` at end-of-file, after :meth:`stop_pull`, or when the
-        supervisor gave up waiting for end-of-file (the group is gone but a process
-        outside it holds the pipe).
-        """
-        if self._pull_fd < 0 or self._pull_stop:
-            return None
-        with self._pull_lock:
-            if self._pull_fd < 0:
-                return None
-            self._paused = False
-            self._last_activity = time.monotonic()
-            try:
-                events = self._pull_locked()
-            finally:
-                self._paused = True
-                self._last_activity = time.monotonic()
-            if events is None:
-                self._release_consumer()
-            return events
-
-    def _pull_locked(self) -> list[AgentEvent] | None:
-        fd = self._pull_fd
-        poller = self._poller
-        if poller is None:
-            poller = self._poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            poller.register(self._wake_r, select.POLLIN)
-        reader = self._reader
-        while True:
-            if self._pull_stop:
-                return None
-            draining = self._pull_drain
-            if draining:
-                os.set_blocking(fd, False)
-            else:
-                ready = poller.poll()
-                if len(ready) > 1 or ready[0][0] != fd:
-                    continue  # woken: look at the flags again (data, if any, is read next)
-            try:
-                data = os.read(fd, 262144)
-            except BlockingIOError:
-                data = b""  # drained what the group left; the pipe is held elsewhere
-            if not data:
-                tail = reader.close()
-                folded = self._fold(tail) if tail else None
-                self._pull_stop = True  # nothing more to read
-                self._post(self._pulled_eof)  # after the last fold: the transcript is complete
-                return folded
-            self._last_activity = time.monotonic()
-            if self._text_mode:
-                self._stdout_bytes += data
-            events = reader.feed(data)
-            if events:
-                return self._fold(events)
-
-    def _fold(self, events: list[AgentEvent]) -> list[AgentEvent]:
-        transcript = self._transcript
-        add, observe = transcript.add, self.on_fold
-        for event in events:
-            changes = add(event)
-            if observe is not None:
-                observe(event, changes)
-        if not self._result_posted and transcript.result_event is not None:
-            self._result_posted = True
-            self._post(self._pulled_result)
-        return events
-
-    def stop_pull(self) -> None:
-        """Any thread: the consumer has gone (cancel, close); a blocked :meth:`pull_events` returns."""
-        if not self.pull or self._pull_stop:
-            return
-        self._pull_stop = True
-        self._wake_pull()
-        self._post(self._poke)
-        if self._pull_lock.acquire(blocking=False):  # nobody is reading: let go of the pipe
-            try:
-                self._release_consumer()
-            finally:
-                self._pull_lock.release()
-
-    def _release_consumer(self) -> None:
-        with self._pull_state:
-            if self._consumer_released:
-                return
-            self._consumer_released = True
-        self._release_pull_fd()
-
-    def _wake_pull(self) -> None:
-        with contextlib.suppress(OSError):
-            os.write(self._wake_w, b"x")
-
-    def _post(self, fn: Any) -> None:
-        loop = self._loop
-        if loop is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(fn)
-
-    def _pulled_result(self) -> None:
-        if self._result_at is None:
-            assert self._loop is not None
-            self._result_at = self._loop.time()
-            self._poke()
-
-    def _pulled_eof(self) -> None:
-        self._stdout_done = True
-        self._poke()
-
-    def _release_pull_fd(self) -> None:
-        """Each of the consumer and the supervisor calls this once; the last closes the pipes."""
-        with self._pull_state:
-            if self._pull_users <= 0:
-                return
-            self._pull_users -= 1
-            if self._pull_users:
-                return
-            fds = (self._pull_fd, self._wake_r, self._wake_w)
-            self._pull_fd = self._wake_r = self._wake_w = -1
-        for fd in fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
 
     # ---- ProcessListener (called by the transport, on the loop) ------------------------
 
@@ -509,7 +376,7 @@ class AgentRun:
         policy = self._policy = StopPolicy(
             started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
             result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
-            poll=_POLL, idle_recheck=self.pull)
+            poll=_POLL)
         if self._cancel_signal is not None:
             policy.cancel(self._cancel_signal)
         try:
@@ -519,22 +386,12 @@ class AgentRun:
                     policy.result_seen(self._result_at)
                 exited = proc.has_exited
                 group_empty = exited and not proc.alive()
-                extra: float | None = None
-                if self.pull and group_empty and self._pull_stop and not self._stdout_done:
-                    if not self._pull_lock.locked():
-                        self._stdout_done = True  # the consumer has gone: nobody reads stdout
-                    else:
-                        extra = now + _POLL  # it is leaving pull_events (woken by stop_pull)
                 action = policy.step(
                     now, exited=exited, group_empty=group_empty,
                     eof=self._stdout_done and self._stderr_done,
-                    last_activity=self._last_activity, paused=self._paused,
-                    drain_paused=self._paused and not self.pull)
+                    last_activity=self._last_activity, paused=self._paused)
                 if isinstance(action, Wait):
-                    until = action.until
-                    if extra is not None:
-                        until = extra if until is None else min(until, extra)
-                    await self._sleep(until)
+                    await self._sleep(action.until)
                 elif isinstance(action, Signal):
                     if self.stop_reason is None:
                         self.stop_reason = action.reason
@@ -544,11 +401,7 @@ class AgentRun:
                     if self._stdout_transport is not None:
                         self._stdout_transport.close()
                     self._stderr_done = True
-                    if self.pull:
-                        self._pull_drain = True  # the consumer reads what is left
-                        self._wake_pull()
-                    else:
-                        self.stdout_eof()
+                    self.stdout_eof()
                 else:
                     break
         except BaseException:
@@ -560,12 +413,9 @@ class AgentRun:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(proc.wait_gone(None), 5.0)
             with contextlib.suppress(Exception):
-                proc.transport.close()
+                proc.release()
             if self._stdout_transport is not None:
                 self._stdout_transport.close()
-            if self.pull:
-                self.stop_pull()
-                self._release_pull_fd()
             _LIVE.discard(self)
             if self._sink is not None:
                 self._sink.close()
@@ -575,8 +425,6 @@ class AgentRun:
         result = self._finish()
         _LIVE.discard(self)
         proc.close()
-        if self.pull:
-            self._release_pull_fd()
         self.result = result
         if self._sink is not None:
             self._sink.close()

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
-__all__ = ["END", "STOPPED", "AsyncEventQueue", "EventSink", "ThreadEventQueue"]
+__all__ = ["END", "STOPPED", "AsyncEventQueue", "EventSink", "HeldEventQueue", "ThreadEventQueue"]
 
 END: Final = object()
 """Returned by ``get`` once the run has ended and every batch was taken."""
@@ -219,3 +219,58 @@ class AsyncEventQueue(EventSink):
         self._wake()
         if cb is not None:
             cb()
+
+
+class HeldEventQueue(AsyncEventQueue):
+    r"""An :class:`AsyncEventQueue` whose events are weighed by their line's size and count
+    against the read-ahead until the consumer :meth:`release`\ s them (the server: once stored).
+
+    The turn stops reading stdout while ``high_water`` units are held; an event weighs one
+    unit per started 4 KiB of its line, so the read-ahead is a few MiB, not eight 30 MB
+    lines. With ``eager`` set, events are released as they are taken.
+
+    Example:
+        >>> class Line:
+        ...     line = b"x" * 20000
+        >>> q = HeldEventQueue(high_water=4, low_water=1)
+        >>> q.put([Line()]); q.full
+        True
+        >>> q._took(1); q.full, q.release(1), q.full
+        (True, None, False)
+    """
+
+    UNIT = 4096
+
+    def __init__(self, high_water: int = 2048, low_water: int = 512) -> None:
+        super().__init__(high_water, low_water)
+        self._weights: collections.deque[int] = collections.deque()  # per event, in order
+        self.eager = False
+
+    def put(self, batch: list[Any]) -> None:
+        """Hand over a batch, each event weighed by its line."""
+        if self._stopped:
+            return
+        weight = 0
+        for event in batch:
+            line = getattr(event, "line", None)
+            w = 1 + (len(line) // self.UNIT if isinstance(line, (bytes, str)) else 0)
+            self._weights.append(w)
+            weight += w
+        super().put(batch)
+        self._pending += weight - len(batch)
+
+    def _took(self, n: int) -> Callable[[], None] | None:
+        if self.eager:
+            self.release(n)
+        return None
+
+    def release(self, n: int = -1) -> None:
+        """``n`` more events (the oldest taken; all with -1) are done with: read on."""
+        weights = self._weights
+        total = 0
+        for _ in range(len(weights) if n < 0 else min(n, len(weights))):
+            total += weights.popleft()
+        if total:
+            cb = AsyncEventQueue._took(self, total)
+            if cb is not None:
+                cb()

@@ -131,9 +131,7 @@ class StopPolicy:
     """The stop rules of one turn (see the module's text). Pure: feed it times and facts.
 
     ``phase`` is ``"running"``, then ``"stopping"`` once a signal was sent, ``"killed"``
-    once SIGKILL was sent (or was no longer needed). ``idle_recheck``: while paused, look
-    at the idle clock again after ``idle_timeout`` (for a consumer that reads stdout itself
-    and reports its activity without waking the policy).
+    once SIGKILL was sent (or was no longer needed).
 
     Example:
         >>> p = StopPolicy(started_at=0.0, timeout=10.0, idle_timeout=None, result_grace=3.0,
@@ -154,7 +152,6 @@ class StopPolicy:
         kill_grace: float,
         drain_grace: float = DRAIN_GRACE,
         poll: float = POLL,
-        idle_recheck: bool = False,
     ) -> None:
         self.started_at = started_at
         self.timeout = timeout
@@ -163,7 +160,6 @@ class StopPolicy:
         self.kill_grace = kill_grace
         self.drain_grace = drain_grace
         self.poll = poll
-        self.idle_recheck = idle_recheck
         self.result_at: float | None = None
         self.cancel_signal: int | None = None
         self.reason: str | None = None
@@ -187,14 +183,12 @@ class StopPolicy:
     # ---- the step --------------------------------------------------------------------------
 
     def step(self, now: float, *, exited: bool, group_empty: bool, eof: bool,
-             last_activity: float, paused: bool = False, drain_paused: bool | None = None,
-             ) -> Action:
+             last_activity: float, paused: bool = False) -> Action:
         """What to do at ``now``, given what the caller sees.
 
         ``exited``: the agent itself was reaped. ``group_empty``: no live process is left in
         its group (only read once ``exited``). ``eof``: stdout and stderr are both closed.
-        ``paused``: the consumer is not reading (the idle clock stops). ``drain_paused``:
-        the drain clock does not run (defaults to ``paused``).
+        ``paused``: the consumer is not reading (the idle and drain clocks stop).
         """
         gone = exited and group_empty
         if gone and eof:
@@ -231,8 +225,6 @@ class StopPolicy:
                     if now >= t:
                         reason = reason or StopReason.IDLE
                     soon(t)
-                elif self.idle_timeout is not None and self.idle_recheck:
-                    soon(now + self.idle_timeout)
             if reason is not None:
                 self.reason = reason
                 self._stop_at = now
@@ -249,9 +241,7 @@ class StopPolicy:
                 soon(t)
         if group_left:
             soon(now + self.poll)
-        if drain_paused is None:
-            drain_paused = paused
-        if gone and not eof and not self._pipes_closed and not drain_paused:
+        if gone and not eof and not self._pipes_closed and not paused:
             if self._drain_from is None:
                 self._drain_from = now
             t = self._drain_from + self.drain_grace

@@ -16,36 +16,19 @@ Example:
 
 from __future__ import annotations
 
-import collections
-import inspect
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
+from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
 from ..config import AgentConfig
-from ..protocol import AgentEvent, AgentResult
-from ..runtime.sinks import AsyncEventQueue
+from ..runtime.sinks import HeldEventQueue
 from .settings import ServerSettings
 
-
-class AgentStream(Protocol):
-    """What the server uses of the client's streaming response."""
-
-    @property
-    def pid(self) -> int | None:
-        """The agent's pid (== its process group id), once started."""
-
-    @property
-    def result(self) -> AgentResult | None:
-        """The turn's outcome, once the stream has ended."""
-
-    def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        """Events as each line completes."""
-
-    def cancel(self) -> Any:
-        """Stop the turn (the client escalates SIGINT/SIGTERM/SIGKILL on the group)."""
+AgentStream = AsyncStreamingResponse
+"""What the server iterates: the client's typed async stream."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,65 +124,12 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     )
 
 
-class _ByteWeightedQueue(AsyncEventQueue):
-    """The client's event queue, with events weighed by their line's size and released
-    only when the server has **stored** them (:func:`release_events`).
-
-    The client stops reading the agent's stdout while ``high_water`` units are taken
-    and not released; an event weighs one unit per started 4 KiB of its line. So the
-    client reads ahead a few MiB, not eight 30 MB lines, and not the next big line
-    while the server still writes the last one. In ``eager`` mode (the store is
-    failing: the server buffers, see :mod:`.runs`) events are released when taken.
-
-    Example:
-        >>> q = _ByteWeightedQueue(high_water=4, low_water=1)
-        >>> q.put([_Line(b"x" * 20000)]); q.full
-        True
-        >>> q._took(1); q.full, q.release(1), q.full
-        (True, None, False)
-    """
-
-    UNIT = 4096
-
-    def __init__(self, high_water: int = 2048, low_water: int = 512) -> None:
-        super().__init__(high_water, low_water)
-        self._weights: collections.deque[int] = collections.deque()  # per event, in order
-        self.eager = False
-
-    def put(self, batch: list[Any]) -> None:
-        if self._stopped:
-            return
-        weight = 0
-        for event in batch:
-            line = getattr(event, "line", None)
-            w = 1 + (len(line) // self.UNIT if isinstance(line, (bytes, str)) else 0)
-            self._weights.append(w)
-            weight += w
-        super().put(batch)
-        self._pending += weight - len(batch)
-
-    def _took(self, n: int) -> Callable[[], None] | None:
-        if self.eager:
-            self.release(n)
-        return None
-
-    def release(self, n: int) -> None:
-        """``n`` more events (the oldest taken) are stored: the client may read on."""
-        weights = self._weights
-        total = 0
-        for _ in range(min(n, len(weights))):
-            total += weights.popleft()
-        if total:
-            cb = AsyncEventQueue._took(self, total)
-            if cb is not None:
-                cb()
-
-
-_QUEUES: weakref.WeakKeyDictionary[Any, _ByteWeightedQueue] = weakref.WeakKeyDictionary()
+_QUEUES: weakref.WeakKeyDictionary[AgentStream, HeldEventQueue] = weakref.WeakKeyDictionary()
 
 
 def release_events(stream: AgentStream, n: int) -> None:
-    """Tell the client that ``n`` more events of ``stream`` are stored (see ``_ByteWeightedQueue``)."""
+    """Tell the client that ``n`` more events of ``stream`` are stored: it may read on
+    (:class:`~cursor_agent_api.runtime.sinks.HeldEventQueue`)."""
     queue = _QUEUES.get(stream)
     if queue is not None:
         queue.release(n)
@@ -212,56 +142,28 @@ def set_eager(stream: AgentStream, eager: bool) -> None:
     if queue is not None:
         queue.eager = eager
         if eager:
-            queue.release(len(queue._weights))
-
-
-@dataclass(slots=True)
-class _Line:
-    line: bytes
+            queue.release()
 
 
 async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStream:
-    """Start the turn; returns the stream to iterate (the process may start lazily)."""
-    from ..client import AsyncStreamingResponse
-    from ..runtime import AgentRun
-
-    queue = _ByteWeightedQueue()
-    stream: Any = AsyncStreamingResponse(
-        AgentRun(agent_config(settings, launch), launch.prompt, sink=queue), queue
-    )
+    """Start the turn (once); the stream to iterate, its events held until stored."""
+    queue = HeldEventQueue()
+    client = AsyncCursorAgentClient(agent_config(settings, launch))
+    stream = client.query_stream(launch.prompt, read_ahead=queue)
     _QUEUES[stream] = queue
-    if inspect.isawaitable(stream):
-        stream = await stream
-    if hasattr(stream, "__aenter__"):
-        entered = await stream.__aenter__()
-        stream = entered if entered is not None else stream
-    return stream  # type: ignore[no-any-return]
+    return await stream.start()
 
 
 async def cancel_stream(stream: AgentStream) -> None:
-    """Ask the client to stop the turn (whether its ``cancel`` is sync or async)."""
-    outcome = stream.cancel()
-    if inspect.isawaitable(outcome):
-        await outcome
+    """Ask the client to stop the turn (SIGTERM to the group, SIGKILL after grace)."""
+    stream.cancel()
 
 
 async def wait_stream(stream: AgentStream) -> None:
     """Let a stream whose events are all read finish: the agent reaped, the result set."""
-    wait = getattr(stream, "wait", None)
-    if wait is not None:
-        outcome = wait()
-        if inspect.isawaitable(outcome):
-            await outcome
+    await stream.wait()
 
 
 async def close_stream(stream: AgentStream) -> None:
     """Release the stream: the client stops the process group if it still runs."""
-    exit_ = getattr(stream, "__aexit__", None)
-    if exit_ is not None:
-        await exit_(None, None, None)
-        return
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        outcome = aclose()
-        if inspect.isawaitable(outcome):
-            await outcome
+    await stream.aclose()

@@ -509,7 +509,9 @@ class RunManager:
                 await cancel_stream(stream)
             await self._record_pid(active)
             await self._pump(active, stream)
-            if not (active.cancel_requested or active.shutdown):
+            if active.stream_error is not None:
+                await cancel_stream(stream)  # what the agent writes next could not be stored
+            elif not (active.cancel_requested or active.shutdown):
                 with contextlib.suppress(Exception):
                     await wait_stream(stream)
         finally:
@@ -521,8 +523,11 @@ class RunManager:
             if result is not None:
                 extra = {"exit_code": result.exit_code}
             return RunStatus.FAILED, active.overflow, "StoreUnavailable", extra
+        err = active.stream_error
+        if err is not None and result is not None and not (active.cancel_requested or active.shutdown):
+            return RunStatus.FAILED, f"reading the agent's events failed: {err}", type(err).__name__, \
+                {"exit_code": result.exit_code}
         if result is None:
-            err = active.stream_error
             return (
                 RunStatus.FAILED,
                 str(err) if err else "the agent stream ended without a result",

@@ -1,0 +1,243 @@
+"""The in-memory script transport: an agent that plays given lines, without a process.
+
+:class:`ScriptTransport` opens an :class:`~.run.AgentRun` (the same lifecycle core as the
+subprocess transport: the stop policy, the fold, the end-of-turn rules) whose "process" is
+a :class:`ScriptProcess`: it takes the prompt, writes the script's stdout lines (optionally
+``delay`` seconds apart, honouring back-pressure), its stderr, and exits with its exit
+code, or with ``128 + N`` when signal N reaches it first (unless the script ignores N;
+nothing ignores SIGKILL). With ``hang=True`` it stays silent after its lines until signalled.
+
+Tests use it wherever no real process is needed; process groups, signals and leftovers
+are tested against real processes.
+
+Example:
+    >>> from cursor_agent_api import CursorAgentClient
+    >>> script = ScriptTransport(['{"type":"result","subtype":"success","result":"4"}'])
+    >>> with CursorAgentClient(transport=script) as client:
+    ...     result = client.query("2+2?")
+    >>> result.result, result.exit_code, script.prompts
+    ('4', 0, [b'2+2?'])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal as signal_module
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..config import AgentConfig
+from .sinks import EventSink
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from .run import AgentRun
+
+__all__ = ["Script", "ScriptProcess", "ScriptTransport"]
+
+Line = str | bytes | Mapping[str, Any]
+
+
+@dataclass
+class Script:
+    """One turn of the scripted agent.
+
+    ``stdout``: lines (a ``str``/``dict`` gets its newline; ``bytes`` are written as
+    given); ``stderr``; ``exit_code``; ``delay`` between lines; ``hang``: stay alive and
+    silent after the lines until signalled; ``ignore``: signals it survives.
+
+    Example:
+        >>> Script([{"type": "result"}]).chunks()
+        [b'{"type":"result"}\\n']
+    """
+
+    stdout: Sequence[Line] = ()
+    exit_code: int = 0
+    stderr: str | bytes = b""
+    delay: float = 0.0
+    hang: bool = False
+    ignore: Collection[int] = ()
+
+    def chunks(self) -> list[bytes]:
+        """The stdout lines as the bytes written."""
+        out = []
+        for line in self.stdout:
+            if isinstance(line, bytes):
+                out.append(line)
+            elif isinstance(line, str):
+                out.append(line.encode() + b"\n")
+            else:
+                out.append(orjson.dumps(line) + b"\n")
+        return out
+
+
+@dataclass
+class ScriptTransport:
+    """A transport whose turns play a :class:`Script` (the same one, or ``script(prompt)``).
+
+    ``ScriptTransport(lines, exit_code=…, …)`` is ``ScriptTransport(Script(lines, …))``.
+    :attr:`prompts` lists what each turn received on stdin, :attr:`turns` the turns.
+
+    Example:
+        >>> ScriptTransport(["x"], exit_code=3).script.exit_code
+        3
+    """
+
+    script: Script | Callable[[bytes], Script]
+    prompts: list[bytes] = field(default_factory=list)
+    turns: list[AgentRun] = field(default_factory=list)
+
+    def __init__(self, script: Script | Sequence[Line] | Callable[[bytes], Script] = (),
+                 **fields: Any) -> None:
+        if isinstance(script, Script) or callable(script):
+            if fields:
+                raise TypeError("give a Script or lines with fields, not both")
+            self.script = script
+        else:
+            self.script = Script(script, **fields)
+        self.prompts = []
+        self.turns = []
+
+    def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
+                  sink: EventSink | None = None) -> AgentRun:
+        """An :class:`~.run.AgentRun` played by a :class:`ScriptProcess`."""
+        from .run import AgentRun
+
+        turn = AgentRun(config, prompt, sink=sink, spawn=self._spawn)
+        self.turns.append(turn)
+        return turn
+
+    async def _spawn(self, run: AgentRun) -> tuple[ScriptProcess, ScriptProcess]:
+        proc = ScriptProcess(self, run)
+        return proc, proc
+
+
+class ScriptProcess:
+    """The scripted agent of one turn: both the run's process and its stdout reader."""
+
+    pid: int | None = None
+    pgid: int | None = None
+    popen: subprocess.Popen[bytes] | None = None
+
+    def __init__(self, transport: ScriptTransport, run: AgentRun) -> None:
+        self._transport = transport
+        self._run = run
+        self._loop = asyncio.get_running_loop()
+        self._exited = self._loop.create_future()
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        self._script = Script()
+        self.returncode: int | None = None
+        self.signals_sent: list[int] = []
+
+    # ---- the process -------------------------------------------------------------------
+
+    @property
+    def has_exited(self) -> bool:
+        """True once the script has exited."""
+        return self._exited.done()
+
+    @property
+    def exit_code(self) -> int | None:
+        """The script's exit code, ``128 + N`` after signal N."""
+        return self.returncode
+
+    def alive(self) -> bool:
+        """True until the script has exited."""
+        return not self._exited.done()
+
+    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
+        """Take the prompt and start playing (the script "reads stdin to EOF" first)."""
+        self._transport.prompts.append(data)
+        script = self._transport.script
+        if not isinstance(script, Script):
+            script = script(data)
+        self._script = script
+        self._task = self._loop.create_task(self._play(script))
+
+    async def _play(self, script: Script) -> None:
+        run = self._run
+        for chunk in script.chunks():
+            await self._resumed.wait()
+            if script.delay:
+                await asyncio.sleep(script.delay)
+            if self._closing:
+                break
+            run.stdout_data(chunk)
+        if script.stderr and not self._closing:
+            stderr = script.stderr
+            run.stderr_data(stderr.encode() if isinstance(stderr, str) else stderr)
+        if script.hang:
+            await asyncio.shield(self._exited)  # until a signal ends it
+        self._exit(script.exit_code)
+
+    def _exit(self, code: int) -> None:
+        if self._exited.done():
+            return
+        self.returncode = code
+        self._closing = True
+        self._run.stdout_eof()
+        self._run.stderr_eof()
+        self._exited.set_result(None)
+        self._run.exited()
+
+    def signal(self, sig: int) -> bool:
+        """Signal N ends the script with ``128 + N`` (unless it ignores N); False once exited."""
+        self.signals_sent.append(sig)
+        if self._exited.done():
+            return False
+        if sig in self._script.ignore and sig != signal_module.SIGKILL:
+            return True
+        if self._task is not None:
+            self._task.cancel()
+        self._loop.call_soon(self._exit, 128 + sig)
+        return True
+
+    def kill_now(self) -> None:
+        """SIGKILL, at once."""
+        if self._task is not None:
+            self._task.cancel()
+        self._exit(128 + signal_module.SIGKILL)
+
+    async def wait_gone(self, timeout: float | None) -> bool:
+        """Wait for the exit; False if ``timeout`` passed."""
+        try:
+            await asyncio.wait_for(asyncio.shield(self._exited), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def abandon_pipes(self) -> None:
+        """Stop writing."""
+        self._closing = True
+
+    def release(self) -> None:
+        """Stop playing."""
+        if self._task is not None:
+            self._task.cancel()
+
+    # ---- the stdout reader -------------------------------------------------------------
+
+    def pause_reading(self) -> None:
+        """Back-pressure: write no more lines until resumed."""
+        self._resumed.clear()
+
+    def resume_reading(self) -> None:
+        """Write lines again."""
+        self._resumed.set()
+
+    def is_closing(self) -> bool:
+        """True once stdout is closed."""
+        return self._closing
+
+    def close(self) -> None:
+        """Both roles: the pipes closed or the turn over; nothing more is written."""
+        self._closing = True
+        if self._exited.done():
+            self.release()

@@ -1,0 +1,122 @@
+"""The seam through which the client runs a turn: a :class:`Transport` opens :class:`Turn`\\ s.
+
+Shaped like httpx's transports: the client never knows how a turn runs, only this surface.
+
+* :class:`Turn` — one turn of the agent: ``start()``, ``wait()``, ``cancel(sig)``,
+  ``cancel_threadsafe(sig)``, ``add_done_callback(fn)``, ``transcript``, ``on_fold``,
+  ``pid``, ``done``, ``result``. A turn folds each event once (``transcript``, ``on_fold``)
+  and hands the events, in order, to the :class:`~.sinks.EventSink` it was opened with.
+* :class:`Transport` — ``open_turn(config, prompt, sink=...)``: a turn, not started.
+* :class:`SubprocessTransport` — the agent CLI as a child process in its own group
+  (:class:`~.run.AgentRun`); the default (``AgentConfig(transport="subprocess")``).
+* :class:`~.script.ScriptTransport` — an in-memory agent playing given lines (tests).
+
+:func:`transport_for` is the one place a config becomes a transport.
+
+Example:
+    >>> import asyncio
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> from cursor_agent_api.runtime.script import ScriptTransport
+    >>> script = ScriptTransport(['{"type":"result","result":"hi"}'])
+    >>> async def main():
+    ...     turn = transport_for(AgentConfig(transport=script)).open_turn(AgentConfig(), "q")
+    ...     await turn.start()
+    ...     return await turn.wait()
+    >>> asyncio.run(main()).result
+    'hi'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal as signal_module
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from ..config import AgentConfig
+from ..protocol import AgentEvent, AgentResult, Changes, Transcript
+from .sinks import EventSink
+
+__all__ = ["SubprocessTransport", "Transport", "Turn", "transport_for"]
+
+
+@runtime_checkable
+class Turn(Protocol):
+    """One turn of the agent, loop-bound (create, start and use it on one event loop)."""
+
+    on_fold: Callable[[AgentEvent, Changes], None] | None
+    """Called with each event and what it changed in :attr:`transcript`, in order."""
+
+    @property
+    def transcript(self) -> Transcript:
+        """The turn's one fold so far."""
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid once started (``None`` for a turn without a process)."""
+
+    @property
+    def done(self) -> bool:
+        """True once the turn has ended (its result set, nothing of it left running)."""
+
+    @property
+    def result(self) -> AgentResult | None:
+        """The result once the turn has ended."""
+
+    async def start(self) -> None:
+        """Start the turn (``AgentNotFoundError`` when the agent cannot start)."""
+
+    async def wait(self) -> AgentResult:
+        """Wait for the end of the turn; cancelling the waiter does not stop the turn."""
+
+    def cancel(self, sig: int = signal_module.SIGTERM) -> None:
+        """Stop the turn (on the loop's thread); returns at once."""
+
+    def cancel_threadsafe(self, sig: int = signal_module.SIGTERM) -> None:
+        """:meth:`cancel` from any thread."""
+
+    def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
+        """Call ``fn(future)`` on the loop once the turn has ended (after :meth:`start`)."""
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Opens turns: how the agent is run (a process, a script, a protocol session)."""
+
+    def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
+                  sink: EventSink | None = None) -> Turn:
+        """A turn of ``prompt`` with ``config``, not started; its events go to ``sink``."""
+
+
+class SubprocessTransport:
+    """The agent CLI as a child process (``agent --print --output-format stream-json``).
+
+    Example:
+        >>> from cursor_agent_api.config import AgentConfig
+        >>> turn = SubprocessTransport().open_turn(AgentConfig(agent_binary="/bin/true"), "q")
+        >>> turn.argv[:2], turn.done
+        (['/bin/true', '--print'], False)
+    """
+
+    def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
+                  sink: EventSink | None = None) -> Turn:
+        """An :class:`~.run.AgentRun`."""
+        from .run import AgentRun
+
+        return AgentRun(config, prompt, sink=sink)
+
+
+_NAMED: dict[str, Callable[[], Transport]] = {"subprocess": SubprocessTransport}
+
+
+def transport_for(config: AgentConfig) -> Transport:
+    """The transport ``config.transport`` names (or is).
+
+    Example:
+        >>> type(transport_for(AgentConfig())).__name__
+        'SubprocessTransport'
+    """
+    chosen = config.transport
+    if isinstance(chosen, str):
+        return _NAMED[chosen]()
+    return chosen
