@@ -52,8 +52,10 @@ from .runtime import (
     fetch_models,
     fetch_status,
 )
+from .runtime.acp_transport import AcpTransport
+from .runtime.acp_turn import AcpTurn
 from .runtime.commands import DEFAULT_COMMAND_TIMEOUT
-from .runtime.sinks import END, STOPPED
+from .runtime.sinks import END, STOPPED, EventSink
 
 __all__ = [
     "AsyncCursorAgentClient",
@@ -77,6 +79,39 @@ def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentCon
     return config.with_overrides(**fields)
 
 
+Turn = AgentRun | AcpTurn
+"""A running turn: print mode's :class:`AgentRun` or ACP's :class:`AcpTurn` (one surface)."""
+
+
+class _AcpHolder:
+    """The client's one ``agent acp`` transport (``AgentConfig(transport="acp")``), made on
+    first use from that turn's config and kept for every later ACP turn of the client."""
+
+    def __init__(self) -> None:
+        self.transport: AcpTransport | None = None
+
+    def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None,
+             pull: bool) -> Turn:
+        if config.transport != "acp":
+            return AgentRun(config, prompt, sink=sink, pull=pull)
+        if self.transport is None or self.transport.closed:
+            self.transport = AcpTransport(config)
+        return self.transport.open_turn(config, prompt, sink=sink)
+
+    def get(self, config: AgentConfig) -> AcpTransport:
+        if config.transport != "acp":
+            raise ValueError("session modes and options exist in ACP mode only: "
+                             "AgentConfig(transport='acp')")
+        if self.transport is None or self.transport.closed:
+            self.transport = AcpTransport(config)
+        return self.transport
+
+    async def aclose(self) -> None:
+        transport, self.transport = self.transport, None
+        if transport is not None:
+            await transport.aclose()
+
+
 def _check_prompt(prompt: object) -> str | bytes:
     if not isinstance(prompt, (str, bytes)):
         raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
@@ -89,7 +124,7 @@ def _check_prompt(prompt: object) -> str | bytes:
 class _TurnStream:
     """What both stream flavours show of their turn (the state lives in the one :class:`AgentRun`)."""
 
-    _run: AgentRun
+    _run: Turn
     _events: list[AgentEvent]
     _cancelled: bool
 
@@ -164,7 +199,7 @@ class StreamingResponse(_TurnStream):
 
     def __init__(
         self,
-        run: AgentRun,
+        run: Turn,
         queue: ThreadEventQueue,
         portal: LoopThread,
         finished: concurrent.futures.Future[AgentResult],
@@ -355,6 +390,7 @@ class CursorAgentClient:
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
+        self._acp = _AcpHolder()
 
     # plumbing --------------------------------------------------------------------------
 
@@ -374,6 +410,9 @@ class CursorAgentClient:
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
+            if self._acp.transport is not None:
+                with contextlib.suppress(Exception):
+                    self._portal.call(self._acp.aclose)
             self._portal.release()
 
     def __enter__(self) -> CursorAgentClient:
@@ -395,12 +434,12 @@ class CursorAgentClient:
             portal.release()
 
     def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None
-               ) -> tuple[AgentRun, concurrent.futures.Future[AgentResult]]:
+               ) -> tuple[Turn, concurrent.futures.Future[AgentResult]]:
         portal = self._loop()
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
-        run = AgentRun(config, prompt, sink=queue, pull=queue is not None)
+        run = self._acp.open(config, prompt, queue, queue is not None)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
 
         async def start() -> None:
@@ -497,6 +536,37 @@ class CursorAgentClient:
         """
         return self._call(functools.partial(create_chat, self.config, timeout=timeout))
 
+    # ACP sessions ----------------------------------------------------------------------
+
+    def set_session_mode(self, session_id: str, mode_id: str) -> None:
+        """ACP mode: switch a session to ``agent``, ``plan`` or ``ask`` (``session/set_mode``).
+
+        Example:
+            >>> client.set_session_mode(result.session_id, "plan")  # doctest: +SKIP
+        """
+        transport = self._acp.get(self.config)
+        self._call(lambda: transport.set_mode(session_id, mode_id))
+
+    def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
+        """ACP mode: set a session's ``model`` or ``mode`` (``session/set_config_option``);
+        the refreshed options. Model ids are ACP's own (see ``session_setup``), not slugs.
+
+        Example:
+            >>> client.set_session_option(sid, "model", "claude-opus-5")  # doctest: +SKIP
+        """
+        transport = self._acp.get(self.config)
+        return self._call(lambda: transport.set_config_option(session_id, config_id, value))
+
+    def session_setup(self, session_id: str) -> dict[str, Any]:
+        """ACP mode: a session's ``modes``, ``models`` and ``configOptions`` as last reported.
+
+        Example:
+            >>> client.session_setup(sid)["modes"]["currentModeId"]  # doctest: +SKIP
+            'agent'
+        """
+        transport = self._acp.transport
+        return dict(transport.session_setup.get(session_id, {})) if transport else {}
+
 
 # ---- async -----------------------------------------------------------------------------
 
@@ -521,7 +591,7 @@ class AsyncStreamingResponse(_TurnStream):
         ...             stream.cancel()
     """
 
-    def __init__(self, run: AgentRun, queue: AsyncEventQueue) -> None:
+    def __init__(self, run: Turn, queue: AsyncEventQueue) -> None:
         self._run = run
         self._queue = queue
         self._keep = run.config.keep_events
@@ -673,12 +743,21 @@ class AsyncCursorAgentClient:
 
     def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
+        self._acp = _AcpHolder()
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        return None
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the client's ``agent acp`` process, if it started one (ACP mode). Idempotent.
+
+        Example:
+            >>> asyncio.run(AsyncCursorAgentClient().aclose())
+        """
+        await self._acp.aclose()
 
     async def query(self, prompt: str, **overrides: Any) -> AgentResult:
         """Run one turn to its end; its result (see :meth:`CursorAgentClient.query`).
@@ -690,7 +769,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = AgentRun(config, _check_prompt(prompt))
+        run = self._acp.open(config, _check_prompt(prompt), None, False)
         await run.start()
         try:
             return await run.wait()
@@ -711,7 +790,8 @@ class AsyncCursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = AsyncEventQueue()
-        return AsyncStreamingResponse(AgentRun(config, _check_prompt(prompt), sink=queue), queue)
+        return AsyncStreamingResponse(self._acp.open(config, _check_prompt(prompt), queue, False),
+                                      queue)
 
     async def status(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> AccountStatus:
         """``agent status``: logged in or not, and as whom.
@@ -739,6 +819,31 @@ class AsyncCursorAgentClient:
             >>> chat = await client.create_chat()  # doctest: +SKIP
         """
         return await create_chat(self.config, timeout=timeout)
+
+    async def set_session_mode(self, session_id: str, mode_id: str) -> None:
+        """ACP mode: ``session/set_mode`` (see :meth:`CursorAgentClient.set_session_mode`).
+
+        Example:
+            >>> await client.set_session_mode(sid, "ask")  # doctest: +SKIP
+        """
+        await self._acp.get(self.config).set_mode(session_id, mode_id)
+
+    async def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
+        """ACP mode: ``session/set_config_option`` (see :meth:`CursorAgentClient.set_session_option`).
+
+        Example:
+            >>> await client.set_session_option(sid, "mode", "plan")  # doctest: +SKIP
+        """
+        return await self._acp.get(self.config).set_config_option(session_id, config_id, value)
+
+    def session_setup(self, session_id: str) -> dict[str, Any]:
+        """ACP mode: a session's ``modes``, ``models`` and ``configOptions`` as last reported.
+
+        Example:
+            >>> client.session_setup(sid)  # doctest: +SKIP
+        """
+        transport = self._acp.transport
+        return dict(transport.session_setup.get(session_id, {})) if transport else {}
 
 
 # ---- module level (seed 004) -----------------------------------------------------------

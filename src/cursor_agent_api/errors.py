@@ -11,7 +11,8 @@
     ├── UsageLimitError              the account hit its usage limit
     ├── AgentProcessError            any other failure exit: carries the exit code and stderr
     ├── AgentTimeoutError            the turn ran past ``timeout`` or was silent past ``idle_timeout``
-    └── ProtocolError                the output could not be read (e.g. a line over the size limit)
+    ├── ProtocolError                the output could not be read (e.g. a line over the size limit)
+    └── AcpRequestError              ACP mode: the agent answered a request with a JSON-RPC error
 
 Each message says what happened and what to do. The remedy is written once, with the
 setting's name in Python and on the command line side by side (``{trust=True|--trust}``):
@@ -203,7 +204,25 @@ class ProtocolError(CursorAgentError):
     )
 
 
+class AcpRequestError(CursorAgentError):
+    """ACP mode: the agent answered one of the client's requests with a JSON-RPC error;
+    ``code``, ``method`` and ``data`` say which and why.
+
+    Example:
+        >>> e = AcpRequestError("session/set_mode", -32603, "Invalid mode ID: x")
+        >>> e.code, str(e)
+        (-32603, 'the agent refused session/set_mode: Invalid mode ID: x (JSON-RPC error -32603)')
+    """
+
+    def __init__(self, method: str, code: int, detail: str, data: object = None) -> None:
+        self.method = method
+        self.code = code
+        self.data = data
+        super().__init__(f"the agent refused {method}: {detail} (JSON-RPC error {code})")
+
+
 __all__ = [
+    "AcpRequestError",
     "AgentNotFoundError",
     "AgentProcessError",
     "AgentTimeoutError",

@@ -63,7 +63,8 @@ _READABLE_VERSIONS = (1, 2)
 _SAVED_FIELDS = ("agent_binary", "trust", "force_approve", "approve_mcps", "headers",
                  "output_format", "stream_partial_output", "extra_args", "timeout",
                  "idle_timeout", "result_grace", "kill_grace", "max_line_bytes", "keep_events",
-                 "keep_content", "stderr_tail_bytes")
+                 "keep_content", "stderr_tail_bytes", "transport",
+                 "allowed_tools", "denied_tools", "permission_timeout")
 """The settings ``save`` keeps besides the workspace and the model. Never the API key, and
 of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed)."""
 
@@ -517,9 +518,9 @@ class AsyncConversationSession(_SessionState):
             if fields:
                 raise TypeError("pass AgentConfig fields to the client, not to a session "
                                 "that shares it")
-            self.client = client
+            self.client, self._owns = client, False
         elif client is None or isinstance(client, AgentConfig):
-            self.client = AsyncCursorAgentClient(client, **fields)
+            self.client, self._owns = AsyncCursorAgentClient(client, **fields), True
         else:
             raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
                             f"AgentConfig, got {type(client).__name__}")
@@ -606,6 +607,8 @@ class AsyncConversationSession(_SessionState):
         """
         if self._pending is not None:
             await self._pending[1].aclose()
+        if self._owns:
+            await self.client.aclose()  # its `agent acp` process, in ACP mode
 
     async def __aenter__(self) -> AsyncConversationSession:
         return self
