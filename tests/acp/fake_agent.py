@@ -49,6 +49,9 @@ def ask(method: str, params: dict[str, object]) -> dict[str, object]:
         rid = NEXT_ID[0]
         NEXT_ID[0] += 1
         event = EVENTS[rid] = threading.Event()
+        if LOG:
+            with open(LOG + ".sent", "a") as f:
+                f.write(json.dumps({"id": rid, "method": method}) + "\n")
     send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
     event.wait()
     return WAITING.pop(rid)
@@ -202,6 +205,8 @@ def turn(rid: int, sid: str, text: str) -> None:
         os._exit(3)
     else:
         chunk(sid, "ok")
+    if cancel.is_set():
+        stop = "cancelled"
     prompts.append(text)
     save_history(sid, prompts)
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})

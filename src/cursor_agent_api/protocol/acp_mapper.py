@@ -174,7 +174,7 @@ def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | No
         if key == "readToolCall":
             if isinstance(raw_out, dict) and isinstance(raw_out.get("content"), str):
                 success["content"] = raw_out["content"]
-            elif text:
+            elif text and "Permission denied" not in text:
                 success["content"] = text
         if diff is not None:
             old, new = clean_diff(diff.get("oldText"), diff.get("newText"))
