@@ -96,7 +96,7 @@ class _AcpHolder:
             return AgentRun(config, prompt, sink=sink, pull=pull)
         if self.transport is None or self.transport.closed:
             self.transport = AcpTransport(config)
-        return self.transport.open_turn(config, prompt, sink=sink)
+        return self.transport.open_turn(config, prompt, sink=sink, pull=pull)
 
     def get(self, config: AgentConfig) -> AcpTransport:
         if config.transport != "acp":

@@ -275,3 +275,15 @@ def test_timeout_cancels_and_fails_typed(fake: FakeAgent) -> None:
         after = client.query("say fine", resume=result.session_id)
     assert isinstance(result.exception, AgentTimeoutError)
     assert after.success
+
+
+def test_a_sync_stream_folds_nothing_before_its_consumer_asks(fake: FakeAgent) -> None:
+    import time as _time
+
+    with CursorAgentClient(fake.config()) as client:
+        stream = client.query_stream("say a b c")
+        _time.sleep(0.5)  # the turn runs meanwhile: its events must wait for the consumer
+        pairs = list(stream.with_changes())
+        result = stream.wait()
+    assert result.success and [e for e, _ in pairs] == result.events
+    assert any(c.kind == "text_appended" for _, changes in pairs for c in changes)

@@ -352,9 +352,9 @@ class AcpTransport:
         raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
-                  sink: EventSink | None = None) -> AcpTurn:
+                  sink: EventSink | None = None, pull: bool = False) -> AcpTurn:
         """A turn of ``config`` (``config.resume``: the session) with ``prompt``; call
-        ``start()`` on it."""
+        ``start()`` on it. ``pull``: a sync stream's turn (see :class:`~.acp_turn.AcpTurn`)."""
         from .acp_turn import AcpTurn
 
-        return AcpTurn(self, config, prompt, sink=sink)
+        return AcpTurn(self, config, prompt, sink=sink, pull=pull)
