@@ -69,6 +69,7 @@ class AcpTurn:
         self.result: AgentResult | None = None
         self.stop_reason: str | None = None
         self.pull = pull
+        self._deferred: tuple[str | None, CursorAgentError | None] | None = None
         self._held: list[AgentEvent] | None = [] if pull else None
         """pull (the sync stream): events wait here until its consumer first asks, so that
         ``with_changes()`` sees every fold (the turn runs on the loop from the start)."""
@@ -80,6 +81,7 @@ class AcpTurn:
         self._escalation: asyncio.TimerHandle | None = None
         self._killed = False
         self._started_at = 0.0
+        self._duration_ms: int | None = None
 
     # ---- the public surface of AgentRun ------------------------------------------------
 
@@ -170,6 +172,9 @@ class AcpTurn:
         held, self._held = self._held, None
         if held:
             self.deliver(held)
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            self._finish(*deferred)
 
     # ---- internals ---------------------------------------------------------------------
 
@@ -265,6 +270,7 @@ class AcpTurn:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
+        self._duration_ms = self._elapsed_ms()  # measured here: a sync consumer may come later
         self._finish(stop, failure)
 
     async def _cancel_after_timeout(self) -> None:
@@ -276,7 +282,9 @@ class AcpTurn:
         if self._escalation is not None:
             self._escalation.cancel()
         self.steering.cancel_pending()  # a late request of this turn is answered cancelled
-        self._release()
+        if self._held is not None:  # the sync stream's consumer has not asked yet: it will
+            self._deferred = (stop, failure)
+            return
         events: list[AgentEvent] = []
         conn = self.transport.connection
         stderr = conn.stderr if conn is not None else ""
@@ -292,13 +300,13 @@ class AcpTurn:
             events[-1].data["transport"] = "acp"
         else:
             cancelled = stop == "cancelled"
-            events += self.mapper.end(stop, duration_ms=self._elapsed_ms())
+            events += self.mapper.end(stop, duration_ms=self._duration_ms)
         self.deliver(events)
         result = self._transcript.to_result()
         result.stderr = stderr if failure is not None else ""
         result.cancelled = cancelled
         if result.duration_ms is None:
-            result.duration_ms = self._elapsed_ms()
+            result.duration_ms = self._duration_ms
         if failure is not None:
             result.success = False
             result.exception = failure
