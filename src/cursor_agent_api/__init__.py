@@ -19,6 +19,7 @@ from .client import (
 )
 from .config import AgentConfig, OutputFormat
 from .errors import (
+    AcpRequestError,
     AgentNotFoundError,
     AgentProcessError,
     AgentTimeoutError,
@@ -43,12 +44,35 @@ from .protocol import (
     Usage,
     parse_event,
 )
+from .permissions import (
+    Accept,
+    Allow,
+    Answer,
+    Cancel,
+    Deny,
+    PermissionRequest,
+    Plan,
+    QuestionRequest,
+    Reject,
+    Skip,
+)
 from .runtime import AccountStatus, ModelInfo
 from .sessions import AsyncConversationSession, ConversationSession, SessionTurn, create_chat
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accept",
+    "AcpRequestError",
+    "Allow",
+    "Answer",
+    "Cancel",
+    "Deny",
+    "PermissionRequest",
+    "Plan",
+    "QuestionRequest",
+    "Reject",
+    "Skip",
     "AccountStatus",
     "AgentConfig",
     "AgentEvent",
