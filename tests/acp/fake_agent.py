@@ -276,6 +276,9 @@ def handle(msg: dict[str, object]) -> None:
             return
         if os.environ.get("FAKE_ACP_NO_CANCEL") == "1":
             return
+        if os.environ.get("FAKE_ACP_NO_CANCEL") == "error":  # as reported of the 02.27 build
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "Method not found"}})
+            return
         event = CANCELS.get(str(params.get("sessionId")))
         if event is not None:
             event.set()

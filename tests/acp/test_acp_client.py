@@ -16,6 +16,7 @@ from cursor_agent_api.errors import AgentProcessError
 from cursor_agent_api.permissions import (
     Allow,
     Answer,
+    Cancel,
     Deny,
     PermissionRequest,
     Plan,
@@ -23,6 +24,7 @@ from cursor_agent_api.permissions import (
     Reject,
 )
 from cursor_agent_api.protocol import ToolKind, ToolStatus
+from cursor_agent_api.runtime.acp_turn import AcpTurn
 from cursor_agent_api.sessions import AsyncConversationSession, ConversationSession
 
 
@@ -191,6 +193,31 @@ def test_cancel_without_support_stops_the_group_and_loads_the_session(fake: Fake
     assert pid is not None and new_pid is not None and new_pid != pid
     assert after.result == "earlier: say hello"  # the killed turn is lost, the session is not
     assert '"method":"session/load"' in "".join(fake.received()).replace(" ", "")
+
+
+@pytest.mark.parametrize(("mode", "fallback"), [("1", "cancel_timeout"),
+                                               ("error", "cancel_unsupported")])
+def test_cancel_fallback_reason(fake: FakeAgent, mode: str, fallback: str) -> None:
+    # kill_grace long for the -32601 case: only the error answer can stop it early
+    grace = 0.3 if mode == "1" else 30.0
+    with CursorAgentClient(fake.config(env={"FAKE_ACP_NO_CANCEL": mode}, kill_grace=grace)) as client:
+        stream = client.query_stream("slow")
+        for event in stream:
+            if event.type is EventType.ASSISTANT_DELTA:
+                stream.cancel()
+        result = stream.wait()
+        assert isinstance(stream._run, AcpTurn)
+        assert stream._run.fallback == fallback
+        after = client.query("say still here", resume=result.session_id)
+    assert result.cancelled and after.success
+
+
+def test_cancel_from_the_callback_cancels_the_turn(fake: FakeAgent) -> None:
+    with CursorAgentClient(fake.config(can_use_tool=lambda request: Cancel())) as client:
+        result = client.query("run make")
+        after = client.query("history", resume=result.session_id)
+    assert result.cancelled and _decisions(result) == [("cancelled", None)]
+    assert after.result == "earlier: run make"
 
 
 def test_a_process_killed_mid_turn_fails_that_turn_typed_and_the_next_works(fake: FakeAgent) -> None:

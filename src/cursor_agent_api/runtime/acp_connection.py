@@ -43,6 +43,7 @@ from ..protocol.acp_codec import (
     INTERNAL_ERROR,
     AcpDecoder,
     AcpEncoder,
+    RpcError,
     RpcMessage,
     RpcNoise,
     RpcNotification,
@@ -87,6 +88,7 @@ class AcpConnection:
         on_notification: Callable[[RpcNotification], None] | None = None,
         on_noise: Callable[[RpcNoise], None] | None = None,
         on_dead: Callable[[AcpConnection], None] | None = None,
+        on_stray_error: Callable[[RpcError], None] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         stderr_tail_bytes: int = 64 * 1024,
         kill_grace: float = 2.0,
@@ -98,6 +100,7 @@ class AcpConnection:
         self.on_notification = on_notification
         self.on_noise = on_noise
         self.on_dead = on_dead
+        self.on_stray_error = on_stray_error
         self.kill_grace = kill_grace
         self.process: AgentProcess | None = None
         self._decoder = AcpDecoder(max_line_bytes)
@@ -256,7 +259,11 @@ class AcpConnection:
         if isinstance(message, RpcResponse):
             entry = self._pending.get(message.id) if message.id is not None else None
             if entry is None:
-                return  # an answer to nothing we wait for (a late one after a timeout)
+                # an answer to nothing we wait for (a late one after a timeout), or an error
+                # about a notification (a build refusing session/cancel with -32601)
+                if message.error is not None and self.on_stray_error is not None:
+                    self.on_stray_error(message.error)
+                return
             method, future = entry
             if future.done():
                 return

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
 from ..errors import AcpRequestError, AuthenticationError, SessionError
-from ..protocol.acp_codec import INVALID_PARAMS, METHOD_NOT_FOUND, RpcNotification, RpcRequest
+from ..protocol.acp_codec import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RpcError,
+    RpcNotification,
+    RpcRequest,
+)
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
 from .argv import build_env, resolve_binary
@@ -159,6 +165,7 @@ class AcpTransport:
             cfg = self.config
             conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
                                  on_request=self._on_request, on_notification=self._on_notification,
+                                 on_stray_error=self._on_stray_error,
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
@@ -321,6 +328,16 @@ class AcpTransport:
                 if turn.mapper.knows(call_id):
                     return turn
         return running[-1] if running else None
+
+    def _on_stray_error(self, error: RpcError) -> None:
+        """An error answer to no request: a build that does not know ``session/cancel``
+        answers it ``-32601``; the turns being cancelled fall back to stopping the process."""
+        if error.code != METHOD_NOT_FOUND:
+            return
+        for state in list(self._sessions.values()):
+            turn = state.turn
+            if turn is not None and not turn.done and turn.cancelling:
+                turn.escalate("cancel_unsupported")
 
     def _on_notification(self, note: RpcNotification) -> None:
         if note.method != "session/update":

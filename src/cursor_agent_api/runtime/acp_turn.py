@@ -80,6 +80,10 @@ class AcpTurn:
         self._cancel_signal: int | None = None
         self._escalation: asyncio.TimerHandle | None = None
         self._killed = False
+        self.fallback: str | None = None
+        """Why cancel stopped the process group, if it did: ``"cancel_unsupported"`` (the
+        build answered ``-32601``), ``"cancel_timeout"`` (no answer within ``kill_grace``),
+        ``"sigkill"``."""
         self._started_at = 0.0
         self._duration_ms: int | None = None
 
@@ -137,13 +141,19 @@ class AcpTurn:
             self.stop_reason = "cancel"
         self.steering.cancel_pending()
         if sig == signal_module.SIGKILL:
-            self._escalate()
+            self.escalate("sigkill")
             return
         if first:
             conn = self.transport.connection
             if self.session_id is not None and conn is not None:
                 conn.notify("session/cancel", {"sessionId": self.session_id})
-            self._escalation = self._loop.call_later(self.config.kill_grace, self._escalate)
+            self._escalation = self._loop.call_later(self.config.kill_grace, self.escalate,
+                                                     "cancel_timeout")
+
+    @property
+    def cancelling(self) -> bool:
+        """True once :meth:`cancel` was called on the running turn."""
+        return self._cancel_signal is not None and self.result is None
 
     def cancel_threadsafe(self, sig: int = signal_module.SIGTERM) -> None:
         """:meth:`cancel` from any thread; a no-op once the loop has closed."""
@@ -178,11 +188,12 @@ class AcpTurn:
 
     # ---- internals ---------------------------------------------------------------------
 
-    def _escalate(self) -> None:
+    def escalate(self, why: str) -> None:
         """Cancel's fallback: stop the process group (the session is reloaded next time)."""
         if self.result is not None or self._killed:
             return
         self._killed = True
+        self.fallback = why
         assert self._loop is not None
         self._loop.create_task(self.transport.kill())
 
