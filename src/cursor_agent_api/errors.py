@@ -206,19 +206,29 @@ class ProtocolError(CursorAgentError):
 
 class AcpRequestError(CursorAgentError):
     """ACP mode: the agent answered one of the client's requests with a JSON-RPC error;
-    ``code``, ``method`` and ``data`` say which and why.
+    ``method``, ``code`` and ``data`` say which and why.
 
     Example:
-        >>> e = AcpRequestError("session/set_mode", -32603, "Invalid mode ID: x")
-        >>> e.code, str(e)
+        >>> e = AcpRequestError.of("session/set_mode", -32603, "Invalid mode ID: x")
+        >>> e.code, e.message
         (-32603, 'the agent refused session/set_mode: Invalid mode ID: x (JSON-RPC error -32603)')
     """
 
-    def __init__(self, method: str, code: int, detail: str, data: object = None) -> None:
+    remedy = ("see the agent's reason in the message; ACP mode and model ids are the agent's "
+              "own, not print mode's (docs/acp.md)")
+
+    def __init__(self, message: str, *, method: str = "", code: int = 0, data: object = None,
+                 exit_code: int | None = None, stderr: str | None = None) -> None:
+        super().__init__(message, exit_code=exit_code, stderr=stderr)
         self.method = method
         self.code = code
         self.data = data
-        super().__init__(f"the agent refused {method}: {detail} (JSON-RPC error {code})")
+
+    @classmethod
+    def of(cls, method: str, code: int, detail: str, data: object = None) -> AcpRequestError:
+        """The error for ``method``'s JSON-RPC error answer."""
+        return cls(f"the agent refused {method}: {detail} (JSON-RPC error {code})",
+                   method=method, code=code, data=data)
 
 
 __all__ = [

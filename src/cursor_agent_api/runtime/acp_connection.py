@@ -269,7 +269,7 @@ class AcpConnection:
                 return
             if message.error is not None:
                 err = message.error
-                future.set_exception(AcpRequestError(method, err.code, err.detail, err.data))
+                future.set_exception(AcpRequestError.of(method, err.code, err.detail, err.data))
             else:
                 future.set_result(message.result)
         elif isinstance(message, RpcRequest):
