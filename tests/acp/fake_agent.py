@@ -31,6 +31,7 @@ NEXT_ID = [0]
 STATE = os.environ.get("FAKE_ACP_DIR", ".")
 LOG = os.environ.get("FAKE_ACP_LOG")
 LIVE: set[str] = set()
+BACKGROUND: list[threading.Thread] = []
 
 
 def send(obj: dict[str, object]) -> None:
@@ -106,7 +107,21 @@ def turn(rid: int, sid: str, text: str) -> None:
         for part in rest.split(" "):
             chunk(sid, part + " ")
     elif word == "history":
+        for thread in BACKGROUND:
+            thread.join()
+        prompts = load_history(sid) or []
         chunk(sid, "earlier: " + " | ".join(prompts))
+    elif word == "background":
+        def late() -> None:  # a background task asks after the turn ended
+            time.sleep(0.2)
+            choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
+                                      "kind": "execute", "status": "pending"})
+            save_history(sid, [*(load_history(sid) or []), f"background got {choice}"])
+
+        thread = threading.Thread(target=late, daemon=True)
+        BACKGROUND.append(thread)
+        thread.start()
+        chunk(sid, "started in the background")
     elif word == "run":
         cid = f"call-{uuid.uuid4()}-0\nfc_{uuid.uuid4().hex}_0"
         update(sid, {"sessionUpdate": "tool_call", "toolCallId": cid, "title": "Terminal",
@@ -203,6 +218,11 @@ def turn(rid: int, sid: str, text: str) -> None:
         sys.stderr.write("fatal: the fake agent crashed\n")
         sys.stderr.flush()
         os._exit(3)
+    elif word == "noise":
+        with LOCK:
+            sys.stdout.write("\x1b[33mwarning: something odd\x1b[0m\n")
+            sys.stdout.flush()
+        chunk(sid, "ok")
     else:
         chunk(sid, "ok")
     if cancel.is_set():

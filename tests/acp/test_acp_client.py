@@ -118,6 +118,24 @@ def test_a_permission_timeout_answers_reject_once(fake: FakeAgent) -> None:
     assert "permission_timeout" in (result.tool_calls[0].error_message or "")
 
 
+@pytest.mark.parametrize(("fields", "expected"), [({}, "reject-once"),
+                                                 ({"allowed_tools": ["Shell(make)"]}, "allow-once")])
+def test_requests_between_turns_are_answered_by_the_clients_settings(
+        fake: FakeAgent, fields: dict[str, Any], expected: str) -> None:
+    with CursorAgentClient(fake.config(**fields)) as client:
+        first = client.query("background")
+        after = client.query("history", resume=first.session_id)
+    assert after.result == f"earlier: background | background got {expected}"
+
+
+def test_noise_on_stdout_is_a_raw_event_of_the_running_turn(fake: FakeAgent) -> None:
+    with CursorAgentClient(fake.config()) as client:
+        result = client.query("noise")
+    raws = [e for e in result.events if e.type is EventType.RAW]
+    assert [e.text for e in raws] == ["warning: something odd"] and result.success
+    assert raws[0].transport == "acp"
+
+
 def test_an_unknown_agent_request_gets_method_not_found(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config()) as client:
         result = client.query("unknown")

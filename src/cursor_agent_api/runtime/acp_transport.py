@@ -38,9 +38,11 @@ from ..protocol.acp_codec import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RpcError,
+    RpcNoise,
     RpcNotification,
     RpcRequest,
 )
+from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
 from .argv import build_env, resolve_binary
@@ -165,7 +167,7 @@ class AcpTransport:
             cfg = self.config
             conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
                                  on_request=self._on_request, on_notification=self._on_notification,
-                                 on_stray_error=self._on_stray_error,
+                                 on_stray_error=self._on_stray_error, on_noise=self._on_noise,
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
@@ -328,6 +330,17 @@ class AcpTransport:
                 if turn.mapper.knows(call_id):
                     return turn
         return running[-1] if running else None
+
+    def _on_noise(self, noise: RpcNoise) -> None:
+        """A stdout line that is not JSON-RPC (a banner, a warning): a ``RAW`` event of each
+        running turn, as print mode shows such lines."""
+        for state in list(self._sessions.values()):
+            turn = state.turn
+            if turn is not None and not turn.done:
+                event = raw_event(noise.line or noise.reason.encode())
+                event.data["transport"] = "acp"
+                event.data["reason"] = noise.reason
+                turn.deliver([event])
 
     def _on_stray_error(self, error: RpcError) -> None:
         """An error answer to no request: a build that does not know ``session/cancel``
