@@ -31,7 +31,8 @@ class FakeAgent:
         env.update({"FAKE_ACP_DIR": str(self.state), "FAKE_ACP_LOG": str(self.log)})
         fields.setdefault("kill_grace", 1.0)
         fields.setdefault("timeout", 60.0)
-        return AgentConfig(agent_binary=str(self.binary), transport="acp",
+        fields.setdefault("agent_binary", str(self.binary))
+        return AgentConfig(transport="acp",
                            workspace=str(self.workspace), env=env, **fields)
 
     def received(self) -> list[str]:

@@ -251,7 +251,10 @@ def handle(msg: dict[str, object]) -> None:
         WAITING[rid] = msg
         EVENTS.pop(rid).set()
         return
-    if method == "initialize":
+    if method == "initialize" and os.environ.get("FAKE_ACP_INIT_ERROR"):
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
+                                                    "data": {"details": "no can do"}}})
+    elif method == "initialize":
         image = os.environ.get("FAKE_ACP_NO_IMAGE") != "1"
         send({"jsonrpc": "2.0", "id": rid, "result": {
             "protocolVersion": 1, "agentCapabilities": {

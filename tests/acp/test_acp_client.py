@@ -136,6 +136,18 @@ def test_noise_on_stdout_is_a_raw_event_of_the_running_turn(fake: FakeAgent) -> 
     assert raws[0].transport == "acp"
 
 
+def test_a_missing_agent_raises_and_a_failed_start_is_a_result(fake: FakeAgent) -> None:
+    from cursor_agent_api.errors import AcpRequestError, AgentNotFoundError
+
+    with CursorAgentClient(fake.config(agent_binary=str(fake.root / "nope"))) as client, \
+            pytest.raises(AgentNotFoundError):
+        client.query("say hi")
+    with CursorAgentClient(fake.config(env={"FAKE_ACP_INIT_ERROR": "1"})) as client:
+        result = client.query("say hi")
+    assert isinstance(result.exception, AcpRequestError) and "no can do" in (result.error or "")
+    assert result.exception.method == "initialize"
+
+
 def test_an_unknown_agent_request_gets_method_not_found(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config()) as client:
         result = client.query("unknown")

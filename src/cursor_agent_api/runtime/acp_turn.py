@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
-from ..errors import AgentProcessError, AgentTimeoutError, CursorAgentError
+from ..errors import AgentNotFoundError, AgentProcessError, AgentTimeoutError, CursorAgentError
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
@@ -86,6 +86,7 @@ class AcpTurn:
         ``"sigkill"``."""
         self._started_at = 0.0
         self._duration_ms: int | None = None
+        self._start_failure: CursorAgentError | None = None
 
     # ---- the public surface of AgentRun ------------------------------------------------
 
@@ -112,8 +113,15 @@ class AcpTurn:
         loop = self._loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         self._started_at = loop.time()
-        conn = await self.transport.connect()
-        self.process = conn.process
+        try:
+            conn = await self.transport.connect()
+            self.process = conn.process
+        except AgentNotFoundError:
+            raise
+        except CursorAgentError as exc:  # it started but failed to initialize: the result says
+            self._start_failure = exc
+            conn_now = self.transport.connection
+            self.process = conn_now.process if conn_now is not None else None
         self._task = loop.create_task(self._run())
 
     async def wait(self) -> AgentResult:
@@ -143,10 +151,10 @@ class AcpTurn:
         if sig == signal_module.SIGKILL:
             self.escalate("sigkill")
             return
-        if first:
-            conn = self.transport.connection
-            if self.session_id is not None and conn is not None:
-                conn.notify("session/cancel", {"sessionId": self.session_id})
+        conn = self.transport.connection
+        if first and self.session_id is not None and conn is not None:
+            # (before the session is open, the turn ends cancelled without a prompt)
+            conn.notify("session/cancel", {"sessionId": self.session_id})
             self._escalation = self._loop.call_later(self.config.kill_grace, self.escalate,
                                                      "cancel_timeout")
 
@@ -243,6 +251,8 @@ class AcpTurn:
         stop: str | None = None
         notes: list[AgentEvent] = []
         try:
+            if self._start_failure is not None:
+                raise self._start_failure
             sid = await self.transport.open_session(self.config, self, notes)
             self.session_id = sid
             self.mapper.session_id = sid
@@ -256,10 +266,10 @@ class AcpTurn:
             for note in notes:
                 note.data["session_id"] = sid
             self.deliver(notes)
-            if self._cancel_signal is not None:
+            conn = await self.transport.connect()
+            if self._cancel_signal is not None:  # cancelled before the prompt was sent
                 stop = "cancelled"
             else:
-                conn = await self.transport.connect()
                 request = conn.request("session/prompt", {"sessionId": sid,
                                                           "prompt": self._prompt_blocks()})
                 answer = await asyncio.wait_for(request, self.config.timeout)
