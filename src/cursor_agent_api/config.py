@@ -177,6 +177,15 @@ class AgentConfig:
     ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
     ``stderr_tail_bytes`` (how much stderr is kept).
 
+    ACP mode (docs/acp.md): ``transport`` (``"print"``, the default: ``agent --print`` per
+    turn; ``"acp"``: one long-lived ``agent acp`` per client, steered), ``can_use_tool``,
+    ``on_question``, ``on_plan`` (callbacks, sync or async; see
+    :mod:`cursor_agent_api.permissions`), ``permission_mode`` (``"deny"``, ``"allow"``,
+    ``"read-only"``, ``"ask"``), ``allowed_tools`` / ``denied_tools`` (rules such as
+    ``Shell(ls)``, ``Write(src/**)``, ``Mcp(server:tool)``), ``permission_timeout`` (seconds
+    until an unanswered request is rejected; none by default), ``images`` (image files sent
+    with the prompt).
+
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
     ``ValueError`` naming the field and the reason.
