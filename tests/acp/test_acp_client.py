@@ -344,3 +344,23 @@ def test_a_sync_stream_folds_nothing_before_its_consumer_asks(fake: FakeAgent) -
         result = stream.wait()
     assert result.success and [e for e, _ in pairs] == result.events
     assert any(c.kind == "text_appended" for _, changes in pairs for c in changes)
+
+
+def test_concurrent_sessions_share_one_process_and_async_cancel_keeps_the_chat(
+        fake: FakeAgent) -> None:
+    async def main() -> tuple[list[Any], Any, Any, set[int | None]]:
+        async with AsyncCursorAgentClient(fake.config()) as client:
+            both = await asyncio.gather(client.query("say left"), client.query("say right"))
+            stream = client.query_stream("slow", resume=both[0].session_id)
+            async for event in stream:
+                if event.type is EventType.ASSISTANT_DELTA:
+                    stream.cancel()
+            cancelled = await stream.wait()
+            after = await client.query("history", resume=both[0].session_id)
+            transport = client._acp.transport
+            return list(both), cancelled, after, {transport.pid if transport else None}
+
+    both, cancelled, after, pids = asyncio.run(main())
+    assert [r.result for r in both] == ["left ", "right "]
+    assert both[0].session_id != both[1].session_id and len(pids) == 1
+    assert cancelled.cancelled and after.result == "earlier: say left | slow"
