@@ -200,3 +200,11 @@ def test_questions_plans_todos_and_tasks_become_events() -> None:
     calls = fold(events).tool_calls
     assert [(c.kind, c.summary()) for c in calls] == [(ToolKind.TODOS, "1 todos"), (ToolKind.FUNCTION, "")]
     assert calls[1].name == "Task" and calls[1].args["description"] == "Explore"
+
+
+def test_print_mode_events_say_stream_json() -> None:
+    from cursor_agent_api.protocol import parse_event
+
+    event = parse_event('{"type":"assistant","message":{"content":[{"type":"text","text":"x"}]}}')
+    assert event.transport == "stream-json"
+    assert AcpMapper(SID).note("context_reset").transport == "acp"
