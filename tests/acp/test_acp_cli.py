@@ -97,3 +97,22 @@ def test_run_without_a_terminal_rejects_unless_allowed(fake: FakeAgent, tmp_path
     bad = subprocess.run([*CLI, "run", "--allow", "Shell(ls)", "hi"], env=env, cwd=fake.workspace,
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--allow and --deny need --acp" in bad.stderr
+
+
+def test_ctrl_c_at_a_permission_prompt_cancels_the_turn_and_the_chat_goes_on(
+        fake: FakeAgent) -> None:
+    child = spawn(fake, ["chat"])
+    try:
+        child.expect("› ")
+        child.sendline("run make deploy")
+        child.expect("allow once")
+        child.sendintr()
+        child.expect("turn cancelled — the chat goes on")
+        child.expect("› ")
+        child.sendline("history")  # the line goes to the chat, not to a forgotten prompt
+        child.expect(r"earlier: run make deploy")
+        child.expect("› ")
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)

@@ -77,6 +77,13 @@ class TerminalSteering:
         """A new turn: questions may be asked again."""
         self._stop.clear()
 
+    def settle(self) -> None:
+        """The turn is over: end a question still on screen and wait until it has gone (so
+        that no reader is left to eat the chat's next line, no live region is restarted)."""
+        self._stop.set()
+        with self.lock:
+            pass
+
     # ---- reading -----------------------------------------------------------------------
 
     def _read(self, prompt: str) -> str | None:
@@ -109,7 +116,7 @@ class TerminalSteering:
                 show()
                 return self._read(prompt)
             finally:
-                if paused and live is not None:
+                if paused and live is not None and not self._stop.is_set():
                     live.start()
 
     # ---- the callbacks -----------------------------------------------------------------

@@ -109,6 +109,8 @@ def run_turn(
         interrupted = True
         stream.cancel(signal.SIGKILL)
         result = session.finalize_stream(prompt, stream)
+    if steering is not None:
+        steering.settle()
     saved.save(session)
     hint = ""
     if result.session_id:
