@@ -307,6 +307,10 @@ class AcpMapper:
         """True if this turn has seen a tool call with this id."""
         return tool_call_id in self._calls
 
+    def state_of(self, tool_call_id: str) -> dict[str, Any]:
+        """What the frames of this tool call said so far, merged (empty if unseen)."""
+        return dict(self._calls.get(tool_call_id, {}))
+
     @property
     def tool_call_ids(self) -> list[str]:
         """The ids of the tool calls seen, in order."""

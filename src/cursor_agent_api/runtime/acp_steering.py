@@ -159,8 +159,8 @@ class Steering:
         call_id = str(tool.get("toolCallId") or "")
         if self.mapper.knows(call_id):
             # what the turn already knows of the call (its command, its diff) + this frame
-            known = self.mapper._calls[call_id]
-            state = {**known, **{k: v for k, v in tool.items() if v not in (None, {}, [])}}
+            state = {**self.mapper.state_of(call_id),
+                     **{k: v for k, v in tool.items() if v not in (None, {}, [])}}
         content = tool.get("content")
         reason = None
         if isinstance(content, list):

@@ -276,10 +276,6 @@ class AcpTransport:
         if state is not None and state.turn is turn:
             state.turn = None
 
-    def forget_process(self) -> None:
-        """The process was stopped: every session must be loaded again."""
-        self._generation += 1
-
     async def _session_request(self, method: str, params: dict[str, Any]) -> Any:
         conn = await self.connect()
         sid = params.get("sessionId")

@@ -279,7 +279,8 @@ class AcpTurn:
             self.stop_reason = "timeout"
             failure = AgentTimeoutError(
                 f"the turn ran past timeout={self.config.timeout:g} s; it was cancelled")
-            await self._cancel_after_timeout()
+            if self.session_id is not None:
+                self.cancel()  # the agent stops working on it; the session goes on
         except AgentProcessError as exc:
             if self._cancel_signal is not None:
                 stop = "cancelled"  # cancel's fallback stopped the process
@@ -293,11 +294,6 @@ class AcpTurn:
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
         self._duration_ms = self._elapsed_ms()  # measured here: a sync consumer may come later
         self._finish(stop, failure)
-
-    async def _cancel_after_timeout(self) -> None:
-        if self.session_id is None:
-            return
-        self.cancel()
 
     def _finish(self, stop: str | None, failure: CursorAgentError | None) -> None:
         if self._escalation is not None:
