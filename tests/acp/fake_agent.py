@@ -262,6 +262,11 @@ def handle(msg: dict[str, object]) -> None:
                 "promptCapabilities": {"audio": False, "embeddedContext": False, "image": image},
                 "sessionCapabilities": {"list": {}}},
             "authMethods": [{"id": "cursor_login", "name": "Cursor Login"}]}})
+    elif method in ("session/new", "session/prompt") and os.environ.get("FAKE_ACP_LOGGED_OUT"):
+        send({"jsonrpc": "2.0", "id": rid, "error": {
+            "code": -32000, "message": "Authentication required", "data": {"message": (
+                "Authentication required. Please run 'agent login' first, then call "
+                "authenticate() with methodId 'cursor_login'.")}}})
     elif method == "session/new":
         sid = str(uuid.uuid4())
         save_history(sid, [])

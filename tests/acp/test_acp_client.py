@@ -148,6 +148,15 @@ def test_a_missing_agent_raises_and_a_failed_start_is_a_result(fake: FakeAgent) 
     assert result.exception.method == "initialize"
 
 
+def test_logged_out_is_an_authentication_error(fake: FakeAgent) -> None:
+    from cursor_agent_api.errors import AuthenticationError
+
+    with CursorAgentClient(fake.config(env={"FAKE_ACP_LOGGED_OUT": "1"})) as client:
+        result = client.query("say hi")
+    assert isinstance(result.exception, AuthenticationError)
+    assert "agent login" in (result.error or "")
+
+
 def test_an_unknown_agent_request_gets_method_not_found(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config()) as client:
         result = client.query("unknown")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
-from ..errors import AcpRequestError, AuthenticationError, SessionError
+from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
 from ..protocol.acp_codec import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -240,7 +240,7 @@ class AcpTransport:
                 state = self._remember(sid, cwd, result)
             except AcpRequestError as exc:
                 if exc.code not in (INVALID_PARAMS, METHOD_NOT_FOUND):
-                    raise self._typed(exc) from None
+                    raise self.typed_error(exc) from None
                 notes.append(turn.mapper.note(
                     "context_reset", previous_session_id=sid,
                     message=f"the agent could not load session {sid} ({exc}); a new session "
@@ -253,7 +253,7 @@ class AcpTransport:
                 result = await conn.request("session/new", {"cwd": cwd, "mcpServers": []},
                                             timeout=ACP_REQUEST_TIMEOUT)
             except AcpRequestError as exc:
-                raise self._typed(exc) from None
+                raise self.typed_error(exc) from None
             new_id = result.get("sessionId") if isinstance(result, dict) else None
             if not isinstance(new_id, str) or not new_id:
                 raise SessionError("the agent answered session/new without a sessionId")
@@ -265,7 +265,8 @@ class AcpTransport:
         return state.session_id
 
     @staticmethod
-    def _typed(exc: AcpRequestError) -> Exception:
+    def typed_error(exc: AcpRequestError) -> CursorAgentError:
+        """The typed error for an agent's error answer (a login it needs, or ``exc``)."""
         if exc.code == -32000 or "Authentication required" in str(exc):
             return AuthenticationError(f"the agent needs a login: {exc}")
         return exc
@@ -289,7 +290,7 @@ class AcpTransport:
         try:
             return await conn.request(method, params, timeout=ACP_REQUEST_TIMEOUT)
         except AcpRequestError as exc:
-            raise self._typed(exc) from None
+            raise self.typed_error(exc) from None
 
     async def set_mode(self, session_id: str, mode_id: str) -> None:
         """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""

@@ -30,7 +30,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
-from ..errors import AgentNotFoundError, AgentProcessError, AgentTimeoutError, CursorAgentError
+from ..errors import (
+    AcpRequestError,
+    AgentNotFoundError,
+    AgentProcessError,
+    AgentTimeoutError,
+    CursorAgentError,
+)
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
@@ -288,6 +294,8 @@ class AcpTurn:
                 failure = AgentProcessError(
                     f"{exc.message}; the turn is lost, the next prompt restarts the agent and "
                     "reloads the session", exit_code=exc.exit_code, stderr=exc.stderr)
+        except AcpRequestError as exc:  # "Authentication required" is an AuthenticationError
+            failure = self.transport.typed_error(exc)
         except CursorAgentError as exc:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed
