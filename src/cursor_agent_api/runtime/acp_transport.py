@@ -268,7 +268,7 @@ class AcpTransport:
     def typed_error(exc: AcpRequestError) -> CursorAgentError:
         """The typed error for an agent's error answer (a login it needs, or ``exc``)."""
         if exc.code == -32000 or "Authentication required" in str(exc):
-            return AuthenticationError(f"the agent needs a login: {exc}")
+            return AuthenticationError(f"the agent needs a login: {exc.message}")
         return exc
 
     def release(self, session_id: str, turn: AcpTurn) -> None:
