@@ -19,6 +19,7 @@ from .client import (
 )
 from .config import AgentConfig, OutputFormat
 from .errors import (
+    AcpRequestError,
     AgentNotFoundError,
     AgentProcessError,
     AgentTimeoutError,
@@ -29,6 +30,18 @@ from .errors import (
     SessionError,
     UsageLimitError,
     WorkspaceTrustError,
+)
+from .permissions import (
+    Accept,
+    Allow,
+    Answer,
+    Cancel,
+    Deny,
+    PermissionRequest,
+    Plan,
+    QuestionRequest,
+    Reject,
+    Skip,
 )
 from .protocol import (
     AgentEvent,
@@ -49,29 +62,40 @@ from .sessions import AsyncConversationSession, ConversationSession, SessionTurn
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accept",
     "AccountStatus",
+    "AcpRequestError",
     "AgentConfig",
     "AgentEvent",
     "AgentNotFoundError",
     "AgentProcessError",
     "AgentResult",
     "AgentTimeoutError",
+    "Allow",
+    "Answer",
     "AsyncConversationSession",
     "AsyncCursorAgentClient",
     "AsyncStreamingResponse",
     "AuthenticationError",
+    "Cancel",
     "ConversationSession",
     "CursorAgentClient",
     "CursorAgentError",
+    "Deny",
     "EventReader",
     "EventType",
     "InvalidModelError",
     "LineFramer",
     "ModelInfo",
     "OutputFormat",
+    "PermissionRequest",
+    "Plan",
     "ProtocolError",
+    "QuestionRequest",
+    "Reject",
     "SessionError",
     "SessionTurn",
+    "Skip",
     "StreamingResponse",
     "ToolCall",
     "ToolKind",

@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from .config import AgentConfig
 from .protocol import AgentEvent, AgentResult, Changes, Transcript
+from .runtime.acp_transport import AcpTransport
 from .runtime.commands import (
     DEFAULT_COMMAND_TIMEOUT,
     AccountStatus,
@@ -50,7 +51,7 @@ from .runtime.commands import (
     fetch_status,
 )
 from .runtime.portal import LoopThread
-from .runtime.sinks import END, STOPPED, AsyncEventQueue, ThreadEventQueue
+from .runtime.sinks import END, STOPPED, AsyncEventQueue, EventSink, ThreadEventQueue
 from .runtime.transport import Turn, transport_for
 
 __all__ = [
@@ -73,6 +74,38 @@ def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentCon
     if not isinstance(config, AgentConfig):
         raise TypeError(f"config must be an AgentConfig, got {type(config).__name__}")
     return config.with_overrides(**fields)
+
+
+
+
+class _AcpHolder:
+    """The client's one ``agent acp`` transport (``AgentConfig(transport="acp")``), made on
+    first use from that turn's config and kept for every later ACP turn of the client."""
+
+    def __init__(self) -> None:
+        self.transport: AcpTransport | None = None
+
+    def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None) -> Turn:
+        """A turn of ``prompt``: on the client's ``agent acp`` in ACP mode, else on the
+        transport the config names (:func:`~cursor_agent_api.runtime.transport.transport_for`)."""
+        if config.transport != "acp":
+            return transport_for(config).open_turn(config, prompt, sink=sink)
+        return self.get(config).open_turn(config, prompt, sink=sink)
+
+    def get(self, config: AgentConfig) -> AcpTransport:
+        if config.transport != "acp":
+            raise ValueError("session modes and options exist in ACP mode only: "
+                             "AgentConfig(transport='acp')")
+        if self.transport is None or self.transport.closed:
+            made = transport_for(config)
+            assert isinstance(made, AcpTransport)
+            self.transport = made
+        return self.transport
+
+    async def aclose(self) -> None:
+        transport, self.transport = self.transport, None
+        if transport is not None:
+            await transport.aclose()
 
 
 def _check_prompt(prompt: object) -> str | bytes:
@@ -373,6 +406,7 @@ class CursorAgentClient:
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
+        self._acp = _AcpHolder()
 
     # plumbing --------------------------------------------------------------------------
 
@@ -392,6 +426,9 @@ class CursorAgentClient:
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
+            if self._acp.transport is not None:
+                with contextlib.suppress(Exception):
+                    self._portal.call(self._acp.aclose)
             self._portal.release()
 
     def __enter__(self) -> CursorAgentClient:
@@ -419,7 +456,7 @@ class CursorAgentClient:
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
-        run = transport_for(config).open_turn(config, prompt, sink=queue)
+        run = self._acp.open(config, prompt, queue)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
         if prepare is not None:
             prepare(run, finished)
@@ -519,6 +556,37 @@ class CursorAgentClient:
             True
         """
         return self._call(functools.partial(create_chat, self.config, timeout=timeout))
+
+    # ACP sessions ----------------------------------------------------------------------
+
+    def set_session_mode(self, session_id: str, mode_id: str) -> None:
+        """ACP mode: switch a session to ``agent``, ``plan`` or ``ask`` (``session/set_mode``).
+
+        Example:
+            >>> client.set_session_mode(result.session_id, "plan")  # doctest: +SKIP
+        """
+        transport = self._acp.get(self.config)
+        self._call(lambda: transport.set_mode(session_id, mode_id))
+
+    def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
+        """ACP mode: set a session's ``model`` or ``mode`` (``session/set_config_option``);
+        the refreshed options. Model ids are ACP's own (see ``session_setup``), not slugs.
+
+        Example:
+            >>> client.set_session_option(sid, "model", "claude-opus-5")  # doctest: +SKIP
+        """
+        transport = self._acp.get(self.config)
+        return self._call(lambda: transport.set_config_option(session_id, config_id, value))
+
+    def session_setup(self, session_id: str) -> dict[str, Any]:
+        """ACP mode: a session's ``modes``, ``models`` and ``configOptions`` as last reported.
+
+        Example:
+            >>> client.session_setup(sid)["modes"]["currentModeId"]  # doctest: +SKIP
+            'agent'
+        """
+        transport = self._acp.transport
+        return dict(transport.session_setup.get(session_id, {})) if transport else {}
 
 
 # ---- async -----------------------------------------------------------------------------
@@ -671,12 +739,21 @@ class AsyncCursorAgentClient:
 
     def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
+        self._acp = _AcpHolder()
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        return None
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the client's ``agent acp`` process, if it started one (ACP mode). Idempotent.
+
+        Example:
+            >>> asyncio.run(AsyncCursorAgentClient().aclose())
+        """
+        await self._acp.aclose()
 
     async def query(self, prompt: str, **overrides: Any) -> AgentResult:
         """Run one turn to its end; its result (see :meth:`CursorAgentClient.query`).
@@ -688,7 +765,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = transport_for(config).open_turn(config, _check_prompt(prompt))
+        run = self._acp.open(config, _check_prompt(prompt), None)
         await run.start()
         try:
             return await run.wait()
@@ -714,7 +791,7 @@ class AsyncCursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = AsyncEventQueue() if read_ahead is None else read_ahead
-        turn = transport_for(config).open_turn(config, _check_prompt(prompt), sink=queue)
+        turn = self._acp.open(config, _check_prompt(prompt), queue)
         return AsyncStreamingResponse(turn, queue, config, prompt)
 
     def _deferred_stream(self, prompt: str, overrides: Callable[[], Awaitable[dict[str, Any]]]
@@ -724,7 +801,7 @@ class AsyncCursorAgentClient:
 
         async def opener() -> Turn:
             config = self.config.with_overrides(**await overrides())
-            return transport_for(config).open_turn(config, prompt, sink=stream._queue)
+            return self._acp.open(config, prompt, stream._queue)
 
         stream._opener = opener
         return stream
@@ -755,6 +832,31 @@ class AsyncCursorAgentClient:
             >>> chat = await client.create_chat()  # doctest: +SKIP
         """
         return await create_chat(self.config, timeout=timeout)
+
+    async def set_session_mode(self, session_id: str, mode_id: str) -> None:
+        """ACP mode: ``session/set_mode`` (see :meth:`CursorAgentClient.set_session_mode`).
+
+        Example:
+            >>> await client.set_session_mode(sid, "ask")  # doctest: +SKIP
+        """
+        await self._acp.get(self.config).set_mode(session_id, mode_id)
+
+    async def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
+        """ACP mode: ``session/set_config_option`` (see :meth:`CursorAgentClient.set_session_option`).
+
+        Example:
+            >>> await client.set_session_option(sid, "mode", "plan")  # doctest: +SKIP
+        """
+        return await self._acp.get(self.config).set_config_option(session_id, config_id, value)
+
+    def session_setup(self, session_id: str) -> dict[str, Any]:
+        """ACP mode: a session's ``modes``, ``models`` and ``configOptions`` as last reported.
+
+        Example:
+            >>> client.session_setup(sid)  # doctest: +SKIP
+        """
+        transport = self._acp.transport
+        return dict(transport.session_setup.get(session_id, {})) if transport else {}
 
 
 # ---- module level (seed 004) -----------------------------------------------------------

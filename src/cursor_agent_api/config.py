@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .permissions import CanUseTool, OnPlan, OnQuestion, PermissionMode, check_rule
 from .protocol import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ __all__ = [
     "is_model_slug",
 ]
 
-TRANSPORT_NAMES = ("subprocess",)
+TRANSPORT_NAMES = ("print", "acp")
 """The transports ``AgentConfig.transport`` may name."""
 
 DEFAULT_RESULT_GRACE = 3.0
@@ -180,10 +181,19 @@ class AgentConfig:
     for a consumer that stores events itself; see docs/client.md),
     ``result_grace`` (seconds the agent may take to exit after its first
     ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
-    ``stderr_tail_bytes`` (how much stderr is kept), ``transport`` (how a turn runs:
-    ``"subprocess"``, the agent CLI as a child process, or a
-    :class:`~cursor_agent_api.runtime.transport.Transport` object such as the in-memory
-    :class:`~cursor_agent_api.runtime.script.ScriptTransport` of the tests).
+    ``stderr_tail_bytes`` (how much stderr is kept).
+
+    ``transport`` says how a turn runs: ``"print"``, the default (``agent --print`` per turn, a
+    child process), ``"acp"`` (one long-lived ``agent acp`` per client, steered: docs/acp.md), or
+    a :class:`~cursor_agent_api.runtime.transport.Transport` object such as the in-memory
+    :class:`~cursor_agent_api.runtime.script.ScriptTransport` of the tests. ACP mode's
+    settings: ``can_use_tool``,
+    ``on_question``, ``on_plan`` (callbacks, sync or async; see
+    :mod:`cursor_agent_api.permissions`), ``permission_mode`` (``"deny"``, ``"allow"``,
+    ``"read-only"``, ``"ask"``), ``allowed_tools`` / ``denied_tools`` (rules such as
+    ``Shell(ls)``, ``Write(src/**)``, ``Mcp(server:tool)``), ``permission_timeout`` (seconds
+    until an unanswered request is rejected; none by default), ``images`` (image files sent
+    with the prompt).
 
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
@@ -220,7 +230,16 @@ class AgentConfig:
     result_grace: float = DEFAULT_RESULT_GRACE
     kill_grace: float = DEFAULT_KILL_GRACE
     stderr_tail_bytes: int = DEFAULT_STDERR_TAIL_BYTES
-    transport: str | Transport = "subprocess"
+    # ACP mode (docs/acp.md): one long-lived `agent acp` per client, steered turn by turn
+    transport: str | Transport = "print"
+    can_use_tool: CanUseTool | None = field(default=None, repr=False, compare=False)
+    on_question: OnQuestion | None = field(default=None, repr=False, compare=False)
+    on_plan: OnPlan | None = field(default=None, repr=False, compare=False)
+    permission_mode: str = "deny"
+    allowed_tools: list[str] = field(default_factory=list)
+    denied_tools: list[str] = field(default_factory=list)
+    permission_timeout: float | None = None
+    images: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -300,12 +319,42 @@ class AgentConfig:
         elif not callable(getattr(self.transport, "open_turn", None)):
             raise _fail("transport", "must be a transport name or have open_turn()",
                         type(self.transport).__name__, TypeError)
+        self._validate_acp()
         for name in ("max_line_bytes", "stderr_tail_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise _fail(name, "must be an integer number of bytes", value, TypeError)
             if value < 1:
                 raise _fail(name, "must be at least 1", value)
+
+    def _validate_acp(self) -> None:
+        """The ACP fields: ``transport`` ``"print"`` (``agent --print``, the default) or
+        ``"acp"`` (``agent acp``), the permission settings and callbacks, ``images``."""
+        try:
+            self.permission_mode = PermissionMode(self.permission_mode).value
+        except ValueError:
+            raise _fail("permission_mode", "must be 'ask', 'allow', 'read-only' or 'deny'",
+                        self.permission_mode) from None
+        for name in ("can_use_tool", "on_question", "on_plan"):
+            if getattr(self, name) is not None and not callable(getattr(self, name)):
+                raise _fail(name, "must be a function or None", getattr(self, name), TypeError)
+        if self.permission_mode == "ask" and self.can_use_tool is None:
+            raise _fail("permission_mode", "'ask' needs a can_use_tool callback",
+                        self.permission_mode)
+        for name in ("allowed_tools", "denied_tools"):
+            rules = _check_str_list(name, getattr(self, name))
+            for rule in rules:
+                try:
+                    check_rule(rule)
+                except ValueError as exc:
+                    raise ValueError(f"AgentConfig.{name}: {exc}") from None
+            setattr(self, name, [r.strip() for r in rules])
+        self.permission_timeout = _check_seconds("permission_timeout", self.permission_timeout)
+        self.images = [os.fspath(p) for p in _check_str_list("images", [
+            os.fspath(p) if isinstance(p, os.PathLike) else p for p in self.images])]
+        if self.images and self.transport != "acp":
+            raise _fail("images", "need transport='acp' (print mode takes text prompts only)",
+                        self.images)
 
     def with_overrides(self, **overrides: Any) -> AgentConfig:
         """A validated copy with some fields replaced (the ``**overrides`` of ``query``).

@@ -11,7 +11,8 @@
     ├── UsageLimitError              the account hit its usage limit
     ├── AgentProcessError            any other failure exit: carries the exit code and stderr
     ├── AgentTimeoutError            the turn ran past ``timeout`` or was silent past ``idle_timeout``
-    └── ProtocolError                the output could not be read (e.g. a line over the size limit)
+    ├── ProtocolError                the output could not be read (e.g. a line over the size limit)
+    └── AcpRequestError              ACP mode: the agent answered a request with a JSON-RPC error
 
 Each message says what happened and what to do. The remedy is written once, with the
 setting's name in Python and on the command line side by side (``{trust=True|--trust}``):
@@ -203,7 +204,35 @@ class ProtocolError(CursorAgentError):
     )
 
 
+class AcpRequestError(CursorAgentError):
+    """ACP mode: the agent answered one of the client's requests with a JSON-RPC error;
+    ``method``, ``code`` and ``data`` say which and why.
+
+    Example:
+        >>> e = AcpRequestError.of("session/set_mode", -32603, "Invalid mode ID: x")
+        >>> e.code, e.message
+        (-32603, 'the agent refused session/set_mode: Invalid mode ID: x (JSON-RPC error -32603)')
+    """
+
+    remedy = ("see the agent's reason in the message; ACP mode and model ids are the agent's "
+              "own, not print mode's (docs/acp.md)")
+
+    def __init__(self, message: str, *, method: str = "", code: int = 0, data: object = None,
+                 exit_code: int | None = None, stderr: str | None = None) -> None:
+        super().__init__(message, exit_code=exit_code, stderr=stderr)
+        self.method = method
+        self.code = code
+        self.data = data
+
+    @classmethod
+    def of(cls, method: str, code: int, detail: str, data: object = None) -> AcpRequestError:
+        """The error for ``method``'s JSON-RPC error answer."""
+        return cls(f"the agent refused {method}: {detail} (JSON-RPC error {code})",
+                   method=method, code=code, data=data)
+
+
 __all__ = [
+    "AcpRequestError",
     "AgentNotFoundError",
     "AgentProcessError",
     "AgentTimeoutError",

@@ -64,7 +64,8 @@ _READABLE_VERSIONS = (1, 2)
 _SAVED_FIELDS = ("agent_binary", "trust", "force_approve", "approve_mcps", "headers",
                  "output_format", "stream_partial_output", "extra_args", "timeout",
                  "idle_timeout", "result_grace", "kill_grace", "max_line_bytes", "keep_events",
-                 "keep_content", "stderr_tail_bytes")
+                 "keep_content", "stderr_tail_bytes", "transport",
+                 "allowed_tools", "denied_tools", "permission_timeout")
 """The settings ``save`` keeps besides the workspace and the model. Never the API key, and
 of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed)."""
 
@@ -85,6 +86,8 @@ def _without_api_key(args: list[str]) -> list[str]:
 def _saved_config(config: AgentConfig) -> dict[str, Any]:
     saved: dict[str, Any] = {name: getattr(config, name) for name in _SAVED_FIELDS}
     saved["output_format"] = config.output_format.value
+    if not isinstance(config.transport, str):  # an object (tests' scripts) is not saved
+        del saved["transport"]
     saved["extra_args"] = _without_api_key(config.extra_args)
     saved["env_set"] = sorted(k for k, v in config.env.items() if v is not None)
     saved["env_unset"] = sorted(k for k, v in config.env.items() if v is None)
@@ -534,9 +537,9 @@ class AsyncConversationSession(_SessionState):
             if fields:
                 raise TypeError("pass AgentConfig fields to the client, not to a session "
                                 "that shares it")
-            self.client = client
+            self.client, self._owns = client, False
         elif client is None or isinstance(client, AgentConfig):
-            self.client = AsyncCursorAgentClient(client, **fields)
+            self.client, self._owns = AsyncCursorAgentClient(client, **fields), True
         else:
             raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
                             f"AgentConfig, got {type(client).__name__}")
@@ -625,6 +628,8 @@ class AsyncConversationSession(_SessionState):
         """
         if self._pending is not None:
             await self._pending.aclose()
+        if self._owns:
+            await self.client.aclose()  # its `agent acp` process, in ACP mode
 
     async def __aenter__(self) -> AsyncConversationSession:
         return self

@@ -33,6 +33,8 @@ EXPECT: dict[str, list[str]] = {
     "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1"],
     "README.md#testing-your-own-code-with-the-simulator[1]": ["2 passed"],
     "README.md#testing-your-own-code-with-the-simulator[2]": ["False ", "Error"],
+    "docs/acp.md#without-a-callback-rules-and-modes[1]": [
+        "Allow(remember=False)", "denied by the rule Shell(*)", "read-only mode: shell calls"],
     "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],
     "docs/client.md#streaming-and-cancelling[1]": ["agent pid (and process group):", "River"],
     "docs/client.md#coming-from-seed-004-tool-calls-are-typed[1]": [
@@ -64,6 +66,9 @@ def files() -> list[str]:
 def _param(block: object) -> object:
     bid = block.id  # type: ignore[attr-defined]
     marks = [pytest.mark.xfail(strict=True, reason=XFAIL[bid])] if bid in XFAIL else []
+    skip = block.marker.skip if block.marker else None  # type: ignore[attr-defined]
+    if skip:
+        marks.append(pytest.mark.skip(reason=skip))
     return pytest.param(block, id=bid, marks=marks)
 
 

@@ -28,7 +28,7 @@ from ..config import AgentConfig
 from ..errors import CursorAgentError
 from .console import error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
-from .run import load_session
+from .run import acp_steering, load_session
 from .saved_chats import SavedChats, home_dir
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -74,6 +74,9 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     interactive = sys.stdin.isatty()
     if interactive:
         _setup_readline()
+    steering = acp_steering(config, console)
+    if steering is not None:
+        config = config.with_overrides(**steering.fields())
     session = load_session(config, saved)
     where = config.workspace or "."
     console.print(
@@ -96,7 +99,7 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
             view = make_view(output, console)
             try:
                 outcome = run_turn(session, prompt, view, recorder, saved=saved,
-                                   simulated=simulate)
+                                   simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 stop = getattr(view, "stop", None)
                 if stop is not None:
@@ -115,7 +118,8 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         session.close()
     if session.session_id:
         console.print(
-            f"continue later: {continue_command(session.session_id, simulate, config.workspace)}",
+            "continue later: " + continue_command(session.session_id, simulate, config.workspace,
+                                                  acp=config.transport == "acp"),
             style="dim",
         )
     sys.exit(status)

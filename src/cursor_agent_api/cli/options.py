@@ -55,6 +55,14 @@ def agent_options(func: F) -> F:
                      help="Extra request header (repeatable)."),
         click.option("--agent-binary", default=None, metavar="PATH",
                      help="The agent executable (default: agent, else cursor-agent)."),
+        click.option("--acp", is_flag=True,
+                     help="Drive the agent over ACP (`agent acp`): approve or reject each tool "
+                          "call, answer its questions, cancel and keep the chat (docs/acp.md)."),
+        click.option("--allow", "allowed_tools", multiple=True, metavar="RULE",
+                     help="--acp: allow these calls without asking: Shell(ls), Write(src/**), "
+                          "Mcp(server:tool) (repeatable)."),
+        click.option("--deny", "denied_tools", multiple=True, metavar="RULE",
+                     help="--acp: reject these calls without asking (repeatable; wins over --allow)."),
         click.option("--simulate", is_flag=True,
                      help="Run the bundled simulator instead of Cursor's agent."),
         click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -85,6 +93,9 @@ def build_config(
     agent_binary: str | None,
     simulate: bool,
     max_line_bytes: int | None = None,
+    acp: bool = False,
+    allowed_tools: tuple[str, ...] = (),
+    denied_tools: tuple[str, ...] = (),
 ) -> AgentConfig:
     """The :class:`AgentConfig` for the options; ``click.UsageError`` for a bad value.
 
@@ -109,6 +120,12 @@ def build_config(
     }
     if max_line_bytes is not None:
         fields["max_line_bytes"] = max_line_bytes
+    if acp:
+        fields.update(transport="acp", allowed_tools=list(allowed_tools),
+                      denied_tools=list(denied_tools))
+    elif allowed_tools or denied_tools:
+        raise click.UsageError("--allow and --deny need --acp (print mode asks nothing: "
+                               "use --force there)")
     if simulate:
         from ..sim.locate import sim_binary
 
@@ -163,7 +180,8 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
         keys = ("workspace", "model", "force_approve", "trust", "approve_mcps", "resume",
-                "timeout", "idle_timeout", "headers", "agent_binary", "max_line_bytes")
+                "timeout", "idle_timeout", "headers", "agent_binary", "max_line_bytes", "acp",
+                "allowed_tools", "denied_tools")
         config_args = {k: kwargs.pop(k) for k in keys}
         partial, agent_name = kwargs.pop("partial"), kwargs.pop("stream_partial_output")
         # `agent --print` streams no deltas unless asked: the drop-in (--output-format) neither.
@@ -177,7 +195,8 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def continue_command(chat_id: str, simulated: bool, workspace: str | None) -> str:
+def continue_command(chat_id: str, simulated: bool, workspace: str | None, *,
+                     acp: bool = False) -> str:
     """The exact command that continues a chat.
 
     Example:
@@ -187,6 +206,8 @@ def continue_command(chat_id: str, simulated: bool, workspace: str | None) -> st
     parts = ["cursor-agent-api", "chat", "--resume", chat_id]
     if workspace and os.path.realpath(workspace) != os.path.realpath(os.getcwd()):
         parts += ["--workspace", _quote(workspace)]
+    if acp:
+        parts.append("--acp")
     if simulated:
         parts.append("--simulate")
     return " ".join(parts)

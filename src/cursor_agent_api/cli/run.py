@@ -28,6 +28,7 @@ from ..sessions import ConversationSession
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .saved_chats import SavedChats
+from .steer import TerminalSteering
 from .turns import Recorder, run_turn
 from .views import AgentFormatView, make_view
 
@@ -102,9 +103,13 @@ def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, s
     except OSError as exc:
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
     view = AgentFormatView(output_format, err) if output_format else make_view(output, console)
+    steering = acp_steering(config, err if output_format else console)
+    if steering is not None:
+        config = config.with_overrides(**steering.fields())
     try:
         with load_session(config, saved) as session:
-            outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate)
+            outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate,
+                               steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
         err.print(Text(f"✗ {error_text(exc)}", style="bold red"))
@@ -115,6 +120,14 @@ def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, s
     finally:
         recorder.close()
     sys.exit(outcome.exit_code)
+
+
+def acp_steering(config: AgentConfig, console: Any) -> TerminalSteering | None:
+    """``--acp`` with a person at the terminal (stdin is one): ask them each question.
+    Otherwise the rules decide (``--allow``/``--deny``, then reject: no prompt can come)."""
+    if config.transport != "acp" or not sys.stdin.isatty():
+        return None
+    return TerminalSteering(console)
 
 
 def _stop(view: Any) -> None:

@@ -15,13 +15,16 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ..protocol import AgentEvent, AgentResult
 from ..sessions import ConversationSession
 from .options import continue_command
 from .saved_chats import SavedChats
 from .views import TurnView
+
+if TYPE_CHECKING:
+    from .steer import TerminalSteering
 
 __all__ = ["Recorder", "TurnOutcome", "run_turn"]
 
@@ -72,20 +75,31 @@ def run_turn(
     *,
     saved: SavedChats,
     simulated: bool,
+    steering: TerminalSteering | None = None,
 ) -> TurnOutcome:
     """Run one turn of ``session``: show it in ``view``, record it, save the chat.
 
     Raises what ``send_stream`` raises before the agent starts (``AgentNotFoundError``).
+    With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked.
     """
+    if steering is not None:
+        steering.view = view
+        steering.reset()
     stream = session.send_stream(prompt)
     interrupted = False
     events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:
         for event, changes in events:
             recorder.write(event)
-            view.handle(event, changes)
+            if steering is not None:
+                with steering.lock:
+                    view.handle(event, changes)
+            else:
+                view.handle(event, changes)
     except KeyboardInterrupt:
         interrupted = True
+        if steering is not None:
+            steering.interrupt()
         stream.cancel(signal.SIGINT)
     finally:
         events.close()
@@ -95,9 +109,12 @@ def run_turn(
         interrupted = True
         stream.cancel(signal.SIGKILL)
         result = session.finalize_stream(prompt, stream)
+    if steering is not None:
+        steering.settle()
     saved.save(session)
     hint = ""
     if result.session_id:
-        hint = continue_command(result.session_id, simulated, session.config.workspace)
+        hint = continue_command(result.session_id, simulated, session.config.workspace,
+                                acp=session.config.transport == "acp")
     view.finish(result, continue_hint=hint)
     return TurnOutcome(result, interrupted)

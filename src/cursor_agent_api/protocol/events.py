@@ -159,6 +159,13 @@ class AgentEvent:
         return sid if isinstance(sid, str) else _session(self.data)
 
     @property
+    def transport(self) -> str:
+        """The transport the event came from: ``"acp"`` for events mapped from Cursor's ACP
+        mode (``data["transport"]``), ``"stream-json"`` for print mode's lines."""
+        t = self.data.get("transport")
+        return t if isinstance(t, str) else "stream-json"
+
+    @property
     def timestamp_ms(self) -> int | None:
         """The event's timestamp in milliseconds, when it carries one."""
         return _int_or_none(self.data.get("timestamp_ms"))

@@ -8,7 +8,7 @@ Shaped like httpx's transports: the client never knows how a turn runs, only thi
   and hands the events, in order, to the :class:`~.sinks.EventSink` it was opened with.
 * :class:`Transport` — ``open_turn(config, prompt, sink=...)``: a turn, not started.
 * :class:`SubprocessTransport` — the agent CLI as a child process in its own group
-  (:class:`~.run.AgentRun`); the default (``AgentConfig(transport="subprocess")``).
+  (:class:`~.run.AgentRun`); the default (``AgentConfig(transport="print")``).
 * :class:`~.script.ScriptTransport` — an in-memory agent playing given lines (tests).
 
 :func:`transport_for` is the one place a config becomes a transport.
@@ -106,7 +106,7 @@ class SubprocessTransport:
         return AgentRun(config, prompt, sink=sink)
 
 
-_NAMED: dict[str, Callable[[], Transport]] = {"subprocess": SubprocessTransport}
+_NAMED: dict[str, Callable[[], Transport]] = {"print": SubprocessTransport}
 
 
 def transport_for(config: AgentConfig) -> Transport:
@@ -117,6 +117,10 @@ def transport_for(config: AgentConfig) -> Transport:
         'SubprocessTransport'
     """
     chosen = config.transport
+    if chosen == "acp":  # a new `agent acp` process per call: a client keeps one (client.py)
+        from .acp_transport import AcpTransport
+
+        return AcpTransport(config)
     if isinstance(chosen, str):
         return _NAMED[chosen]()
     return chosen

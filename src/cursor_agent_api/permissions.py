@@ -1,0 +1,368 @@
+"""Steering an ACP turn: permission requests, questions and plans, and how they are answered.
+
+In ACP mode (``AgentConfig(transport="acp")``) the agent asks before a tool call it may not
+run on its own. The answer comes, in this order, from:
+
+1. ``denied_tools`` then ``allowed_tools``: rules in Cursor's own syntax, ``Shell(cmd)``
+   (the command's first word or the whole command, ``*`` globs), ``Write(path)`` (edits,
+   deletes), ``Read(path)``, ``Mcp(server:tool)``, ``WebFetch(domain)``; ``Shell(*)`` is any
+   command;
+2. ``can_use_tool(request)``, sync or async: :class:`Allow` (``remember=True`` picks Cursor's
+   "allow always", which Cursor writes to its global allowlist), :class:`Deny` or
+   :class:`Cancel` (cancels the whole turn);
+3. ``permission_mode``: ``"deny"`` (the default, as print mode without ``--force``),
+   ``"allow"`` (everything), ``"read-only"`` (reads and searches only), ``"ask"``
+   (``can_use_tool`` is required).
+
+The answer is sent as the offered option of the right *kind* (``allow_once``,
+``allow_always``, ``reject_once``), never by guessing Cursor's option ids.
+``permission_timeout`` (seconds, none by default) answers "reject" when no decision came.
+
+Questions (``cursor/ask_question``, and the ``__ask_question_skip__`` permission request a
+build falls back to) go to ``on_question(question) -> Answer | Skip`` (default: skipped);
+plans (``cursor/create_plan``) to ``on_plan(plan) -> Accept | Reject`` (default: accepted,
+as print mode does).
+
+Example:
+    >>> from cursor_agent_api.protocol.acp_mapper import acp_tool_call
+    >>> req = PermissionRequest("s1", acp_tool_call({"toolCallId": "c", "kind": "execute",
+    ...                         "title": "`rm -rf build`", "rawInput": {"command": "rm -rf build"}}))
+    >>> req.command, match_rule("Shell(rm)", req), match_rule("Shell(ls)", req)
+    ('rm -rf build', True, False)
+    >>> decide_by_rules(req, mode="read-only", allowed=["Shell(ls)"], denied=[])
+    Deny(reason='read-only mode: shell calls are rejected')
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+import re
+import shlex
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from .protocol.tools import ToolCall, ToolKind
+
+__all__ = [
+    "Accept",
+    "Allow",
+    "Answer",
+    "Cancel",
+    "Deny",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionOption",
+    "PermissionRequest",
+    "Plan",
+    "PlanDecision",
+    "Question",
+    "QuestionDecision",
+    "QuestionOption",
+    "QuestionRequest",
+    "Reject",
+    "Skip",
+    "check_rule",
+    "decide_by_rules",
+    "match_rule",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Run the tool call. ``remember=True`` picks "allow always" (Cursor then never asks
+    again for this command, path or tool, on this machine: its global allowlist)."""
+
+    remember: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Do not run it; the agent sees a rejection. ``reason`` is shown in events and views."""
+
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    """Cancel the whole turn (``session/cancel``); the session goes on."""
+
+
+PermissionDecision = Allow | Deny | Cancel
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    """One option the agent offered: its id (echoed back), name and kind."""
+
+    option_id: str
+    name: str
+    kind: str
+
+
+@dataclass(slots=True)
+class PermissionRequest:
+    """What the agent asks to do: the session, the :class:`ToolCall` (kind, command, path,
+    diff, MCP server and tool), why it asks (``reason``: "Not in allowlist: echo") and the
+    options offered.
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> PermissionRequest("s", ToolCall("c", ToolKind.READ, args={"path": "a.txt"})).path
+        'a.txt'
+    """
+
+    session_id: str
+    tool_call: ToolCall
+    options: list[PermissionOption] = field(default_factory=list)
+    title: str = ""
+    reason: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def kind(self) -> ToolKind:
+        """The tool call's kind (``SHELL``, ``EDIT``, ``READ``, ``MCP``, ``WEB_FETCH``…)."""
+        return self.tool_call.kind
+
+    @property
+    def command(self) -> str | None:
+        """Shell: the command line."""
+        return self.tool_call.command
+
+    @property
+    def path(self) -> str | None:
+        """Read, edit, delete: the file."""
+        return self.tool_call.path
+
+    @property
+    def diff(self) -> str | None:
+        """Edit: the change, as a unified diff, when the agent sent it."""
+        return self.tool_call.diff
+
+    @property
+    def mcp_server(self) -> str | None:
+        """MCP: the server."""
+        return self.tool_call.mcp_server
+
+    @property
+    def mcp_tool(self) -> str | None:
+        """MCP: the tool."""
+        return self.tool_call.mcp_tool
+
+    def describe(self) -> str:
+        """One line for a person: what, and on what.
+
+        Example:
+            >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+            >>> PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": "ls"})).describe()
+            'shell: ls'
+        """
+        what = self.tool_call.summary() or self.title
+        return f"{self.kind.value}: {what}" if what else self.kind.value
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionOption:
+    """One possible answer."""
+
+    id: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One question: its id, text, options and whether several may be chosen."""
+
+    id: str
+    prompt: str
+    options: tuple[QuestionOption, ...] = ()
+    allow_multiple: bool = False
+
+
+@dataclass(slots=True)
+class QuestionRequest:
+    """The agent's questions (``cursor/ask_question``; ``fallback`` when the build asked
+    through a permission request with ``__ask_question_skip__``: then one single-choice
+    question)."""
+
+    session_id: str
+    title: str
+    questions: list[Question]
+    tool_call_id: str | None = None
+    fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The chosen option ids, per question id; a bare string or list answers the first
+    question. Example: ``Answer({"q1": ["small"]})`` or ``Answer("small")``."""
+
+    choices: Mapping[str, Sequence[str]] | Sequence[str] | str
+
+    def selected(self, questions: Sequence[Question]) -> dict[str, list[str]]:
+        """The option ids chosen for each question.
+
+        Example:
+            >>> Answer("b").selected([Question("q1", "?", (QuestionOption("b", "B"),))])
+            {'q1': ['b']}
+        """
+        if isinstance(self.choices, str):
+            return {questions[0].id: [self.choices]} if questions else {}
+        if isinstance(self.choices, Mapping):
+            return {str(k): [v] if isinstance(v, str) else [str(x) for x in v]
+                    for k, v in self.choices.items()}
+        return {questions[0].id: [str(x) for x in self.choices]} if questions else {}
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Do not answer; the agent goes on without one."""
+
+    reason: str = ""
+
+
+QuestionDecision = Answer | Skip
+
+
+@dataclass(slots=True)
+class Plan:
+    """A plan the agent proposes (``cursor/create_plan``): name, overview, the plan text
+    (markdown) and its todos."""
+
+    session_id: str
+    name: str
+    plan: str
+    overview: str = ""
+    todos: list[dict[str, Any]] = field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Go ahead with the plan."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """Do not; ``reason`` goes back to the agent."""
+
+    reason: str = ""
+
+
+PlanDecision = Accept | Reject
+
+CanUseTool = Callable[[PermissionRequest], "PermissionDecision | Awaitable[PermissionDecision]"]
+OnQuestion = Callable[[QuestionRequest], "QuestionDecision | Awaitable[QuestionDecision]"]
+OnPlan = Callable[[Plan], "PlanDecision | Awaitable[PlanDecision]"]
+
+
+class PermissionMode(str, enum.Enum):
+    """What happens to a permission request no rule and no callback decided."""
+
+    ASK = "ask"
+    ALLOW = "allow"
+    READ_ONLY = "read-only"
+    DENY = "deny"
+
+
+_RULE = re.compile(r"^(Shell|Write|Read|Mcp|WebFetch|WebSearch)\((.*)\)$")
+_RULE_KINDS: dict[str, tuple[ToolKind, ...]] = {
+    "Shell": (ToolKind.SHELL,),
+    "Write": (ToolKind.EDIT, ToolKind.WRITE, ToolKind.DELETE),
+    "Read": (ToolKind.READ,),
+    "Mcp": (ToolKind.MCP,),
+    "WebFetch": (ToolKind.WEB_FETCH,),
+    "WebSearch": (ToolKind.WEB_SEARCH,),
+}
+_READS = (ToolKind.READ, ToolKind.GREP, ToolKind.GLOB, ToolKind.LS, ToolKind.SEM_SEARCH)
+
+
+def check_rule(rule: str) -> str:
+    """The rule, if it is one (``ValueError`` naming the syntax otherwise).
+
+    Example:
+        >>> check_rule("Mcp(github:create_issue)")
+        'Mcp(github:create_issue)'
+        >>> check_rule("rm")
+        Traceback (most recent call last):
+        ...
+        ValueError: 'rm' is not a permission rule: use Shell(cmd), Write(path), ...
+    """
+    if not isinstance(rule, str) or _RULE.match(rule.strip()) is None:
+        raise ValueError(f"{rule!r} is not a permission rule: use Shell(cmd), Write(path), "
+                         "Read(path), Mcp(server:tool), WebFetch(domain) or WebSearch(term)")
+    return rule.strip()
+
+
+def _glob(pattern: str, value: str | None) -> bool:
+    return value is not None and fnmatch.fnmatchcase(value, pattern)
+
+
+def match_rule(rule: str, request: PermissionRequest) -> bool:
+    """Whether ``rule`` covers ``request``.
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> mcp = PermissionRequest("s", ToolCall("c", ToolKind.MCP,
+        ...     args={"providerIdentifier": "github", "toolName": "create_issue"}))
+        >>> match_rule("Mcp(github:*)", mcp), match_rule("Mcp(slack:*)", mcp)
+        (True, False)
+    """
+    m = _RULE.match(rule.strip())
+    if m is None:
+        return False
+    head, arg = m.group(1), m.group(2).strip()
+    if request.kind not in _RULE_KINDS[head]:
+        return False
+    tc = request.tool_call
+    if head == "Shell":
+        command = tc.command or ""
+        try:
+            argv0 = shlex.split(command)[0] if command.strip() else ""
+        except ValueError:
+            argv0 = command.split()[0] if command.split() else ""
+        return _glob(arg, argv0) or _glob(arg, command) or _glob(arg, argv0.rsplit("/", 1)[-1])
+    if head in ("Write", "Read"):
+        return arg in ("*", "**") or _glob(arg, tc.path)
+    if head == "Mcp":
+        server, _, tool = arg.partition(":")
+        return _glob(server or "*", tc.mcp_server or "") and _glob(tool or "*", tc.mcp_tool or "")
+    if head == "WebFetch":
+        host = urlparse(tc.url or "").hostname or tc.url
+        return _glob(arg, host)
+    return _glob(arg, tc.pattern)
+
+
+def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[str],
+                    denied: Sequence[str]) -> PermissionDecision | None:
+    """The decision the rules and the mode give, or ``None`` when a callback must decide
+    (mode ``ask``). Deny rules win over allow rules.
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> ls = PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": "ls -la"}))
+        >>> decide_by_rules(ls, mode="deny", allowed=["Shell(ls)"], denied=[])
+        Allow(remember=False)
+        >>> decide_by_rules(ls, mode="allow", allowed=[], denied=["Shell(*)"])
+        Deny(reason='denied by the rule Shell(*)')
+        >>> decide_by_rules(ls, mode="ask", allowed=[], denied=[]) is None
+        True
+    """
+    for rule in denied:
+        if match_rule(rule, request):
+            return Deny(f"denied by the rule {rule}")
+    for rule in allowed:
+        if match_rule(rule, request):
+            return Allow()
+    pm = PermissionMode(mode)
+    if pm is PermissionMode.ASK:
+        return None
+    if pm is PermissionMode.ALLOW:
+        return Allow()
+    if pm is PermissionMode.READ_ONLY:
+        if request.kind in _READS:
+            return Allow()
+        return Deny(f"read-only mode: {request.kind.value} calls are rejected")
+    return Deny("no rule allows it and no callback decided (permission_mode='deny')")

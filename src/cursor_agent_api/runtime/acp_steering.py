@@ -1,0 +1,337 @@
+"""Answering the agent's requests in ACP mode: permissions, questions, plans.
+
+:class:`Steering` holds one turn's (or the background's) settings — rules, mode, callbacks,
+timeout — and turns each agent request into the JSON-RPC result to send back, reporting the
+exchange to the turn's :class:`~cursor_agent_api.protocol.acp_mapper.AcpMapper` (so it becomes
+``INTERACTION_QUERY`` events). Callbacks may be sync (run in a worker thread, so a terminal
+prompt never blocks the event loop) or async. Each wait is bounded by ``permission_timeout``
+(none by default) and by the turn's cancel, which answers ``cancelled``.
+
+Answers are picked by option *kind*: ``Allow()`` -> ``allow_once``, ``Allow(remember=True)``
+-> ``allow_always``, ``Deny`` -> ``reject_once``; a permission request offering
+``__ask_question_skip__`` is a question in disguise and goes to ``on_question``.
+
+Example:
+    >>> import asyncio
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> from cursor_agent_api.permissions import Deny
+    >>> steer = Steering(AgentConfig(can_use_tool=lambda req: Deny("no")), session_id="s")
+    >>> params = {"sessionId": "s", "toolCall": {"toolCallId": "c", "kind": "execute",
+    ...           "title": "`rm -rf /`"}, "options": [
+    ...           {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+    ...           {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]}
+    >>> asyncio.run(steer.permission(0, params))
+    {'outcome': {'outcome': 'selected', 'optionId': 'reject-once'}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..config import AgentConfig
+from ..permissions import (
+    Accept,
+    Allow,
+    Answer,
+    Cancel,
+    Deny,
+    PermissionDecision,
+    PermissionOption,
+    PermissionRequest,
+    Plan,
+    PlanDecision,
+    Question,
+    QuestionDecision,
+    QuestionOption,
+    QuestionRequest,
+    Reject,
+    Skip,
+    decide_by_rules,
+)
+from ..protocol.acp_mapper import AcpMapper, acp_tool_call
+from ..protocol.acp_mapper import obj as _obj
+
+__all__ = ["SKIP_OPTION", "Steering"]
+
+SKIP_OPTION = "__ask_question_skip__"
+"""The option id Cursor adds when it asks a question through a permission request."""
+
+class _Cancelled(Exception):
+    pass
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _options(params: dict[str, Any]) -> list[PermissionOption]:
+    out = []
+    for item in params.get("options") or []:
+        if isinstance(item, dict) and isinstance(item.get("optionId"), str):
+            out.append(PermissionOption(item["optionId"], str(item.get("name") or item["optionId"]),
+                                        str(item.get("kind") or "")))
+    return out
+
+
+def _pick(options: list[PermissionOption], *kinds: str) -> PermissionOption | None:
+    for kind in kinds:
+        for option in options:
+            if option.kind == kind and option.option_id != SKIP_OPTION:
+                return option
+    return None
+
+
+def _selected(option: PermissionOption) -> dict[str, Any]:
+    return {"outcome": {"outcome": "selected", "optionId": option.option_id}}
+
+
+_CANCELLED = {"outcome": {"outcome": "cancelled"}}
+
+
+class Steering:
+    """Answers for one turn's requests (see the module's text).
+
+    ``emit`` receives the events of each exchange (the turn delivers them); ``on_cancel``
+    is called when a callback answered :class:`~cursor_agent_api.permissions.Cancel`.
+    """
+
+    def __init__(self, config: AgentConfig, *, session_id: str = "",
+                 mapper: AcpMapper | None = None,
+                 emit: Callable[[list[Any]], None] | None = None,
+                 on_cancel: Callable[[], None] | None = None) -> None:
+        self.config = config
+        self.session_id = session_id
+        self.mapper = mapper if mapper is not None else AcpMapper(session_id)
+        self.emit = emit
+        self.on_cancel = on_cancel
+        self._cancelled: asyncio.Event | None = None
+        self.pending = 0
+
+    def _emit(self, events: list[Any]) -> None:
+        if self.emit is not None and events:
+            self.emit(events)
+
+    def cancel_pending(self) -> None:
+        """Answer every pending request ``cancelled`` (and every later one)."""
+        if self._cancelled is None:
+            self._cancelled = asyncio.Event()
+        self._cancelled.set()
+
+    async def _decide(self, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)``, sync (in a thread) or async, raced against cancel and the timeout."""
+        if self._cancelled is None:
+            self._cancelled = asyncio.Event()
+        if self._cancelled.is_set():
+            raise _Cancelled
+        if inspect.iscoroutinefunction(fn):
+            work: asyncio.Future[Any] = asyncio.ensure_future(fn(arg))
+        else:
+            async def in_thread() -> Any:
+                value = await asyncio.to_thread(fn, arg)
+                if inspect.isawaitable(value):
+                    value = await value
+                return value
+            work = asyncio.ensure_future(in_thread())
+        stop = asyncio.ensure_future(self._cancelled.wait())
+        self.pending += 1
+        try:
+            done, _ = await asyncio.wait({work, stop}, timeout=self.config.permission_timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.pending -= 1
+            stop.cancel()
+        if work in done:
+            return work.result()
+        work.cancel()
+        if stop in done:
+            raise _Cancelled
+        raise _TimedOut
+
+    # ---- permissions -------------------------------------------------------------------
+
+    def request_of(self, params: dict[str, Any]) -> PermissionRequest:
+        """The :class:`PermissionRequest` for a ``session/request_permission``'s params."""
+        tool = _obj(params.get("toolCall"))
+        state = dict(tool)
+        call_id = str(tool.get("toolCallId") or "")
+        if self.mapper.knows(call_id):
+            # what the turn already knows of the call (its command, its diff) + this frame
+            state = {**self.mapper.state_of(call_id),
+                     **{k: v for k, v in tool.items() if v not in (None, {}, [])}}
+        content = tool.get("content")
+        reason = None
+        if isinstance(content, list):
+            texts = [c["content"]["text"] for c in content if isinstance(c, dict)
+                     and isinstance(c.get("content"), dict)
+                     and isinstance(c["content"].get("text"), str)]
+            reason = "\n".join(texts) or None
+        return PermissionRequest(str(params.get("sessionId") or self.session_id),
+                                 acp_tool_call(state), _options(params),
+                                 str(tool.get("title") or ""), reason, params)
+
+    async def permission(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a ``session/request_permission``."""
+        options = _options(params)
+        if any(o.option_id == SKIP_OPTION for o in options):
+            return await self._question_fallback(rid, params, options)
+        self._emit(self.mapper.permission_request(rid, params))
+        request = self.request_of(params)
+        cfg = self.config
+        decision: PermissionDecision | None = decide_by_rules(
+            request, mode=cfg.permission_mode if cfg.can_use_tool is None else "ask",
+            allowed=cfg.allowed_tools, denied=cfg.denied_tools)
+        reason: str | None = None
+        if decision is None and cfg.can_use_tool is not None:
+            try:
+                decision = await self._decide(cfg.can_use_tool, request)
+            except _Cancelled:
+                return self._answer_permission(rid, params, None, "cancelled", None)
+            except _TimedOut:
+                decision = Deny(f"no decision within permission_timeout={cfg.permission_timeout:g} s")
+            except Exception as exc:
+                decision = Deny(f"can_use_tool raised {type(exc).__name__}: {exc}")
+        if decision is None:
+            decision = Deny("no callback decided")
+        if isinstance(decision, Cancel):
+            if self.on_cancel is not None:
+                self.on_cancel()
+            return self._answer_permission(rid, params, None, "cancelled", "cancelled by the client")
+        if isinstance(decision, Allow):
+            option = (_pick(options, "allow_always", "allow_once") if decision.remember
+                      else _pick(options, "allow_once"))
+            if option is None:
+                reason = "no matching allow option was offered"
+                option = _pick(options, "reject_once", "reject_always")
+        else:
+            if not isinstance(decision, Deny):
+                decision = Deny(f"can_use_tool returned {type(decision).__name__}, "
+                                "not Allow, Deny or Cancel")
+            reason = decision.reason or None
+            option = _pick(options, "reject_once", "reject_always")
+        if option is None:
+            return self._answer_permission(rid, params, None, "cancelled", reason)
+        return self._answer_permission(rid, params, option, option.kind, reason)
+
+    def _answer_permission(self, rid: Any, params: dict[str, Any],
+                           option: PermissionOption | None, outcome: str,
+                           reason: str | None) -> dict[str, Any]:
+        self._emit(self.mapper.permission_decision(
+            rid, params, outcome, option.option_id if option else None, reason))
+        return _selected(option) if option is not None else dict(_CANCELLED)
+
+    # ---- questions ---------------------------------------------------------------------
+
+    async def _ask(self, request: QuestionRequest) -> QuestionDecision | None:
+        """The decision of ``on_question`` (``None``: cancelled)."""
+        fn = self.config.on_question
+        if fn is None:
+            return Skip("no on_question callback")
+        try:
+            answer = await self._decide(fn, request)
+        except _Cancelled:
+            return None
+        except _TimedOut:
+            return Skip(f"no answer within permission_timeout={self.config.permission_timeout:g} s")
+        except Exception as exc:
+            return Skip(f"on_question raised {type(exc).__name__}: {exc}")
+        return answer if isinstance(answer, (Answer, Skip)) else Skip("on_question gave no Answer")
+
+    async def question(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a ``cursor/ask_question``."""
+        self._emit(self.mapper.question_request(rid, params))
+        questions: list[Question] = []
+        for q in params.get("questions") or []:
+            if not isinstance(q, dict):
+                continue
+            opts = tuple(QuestionOption(str(o.get("id")), str(o.get("label") or o.get("id")))
+                         for o in q.get("options") or [] if isinstance(o, dict))
+            questions.append(Question(str(q.get("id") or ""), str(q.get("prompt") or ""), opts,
+                                      bool(q.get("allowMultiple"))))
+        tool_call_id = params.get("toolCallId")
+        request = QuestionRequest(self.session_id, str(params.get("title") or ""), questions,
+                                  tool_call_id if isinstance(tool_call_id, str) else None)
+        decision = await self._ask(request)
+        outcome: dict[str, Any]
+        if decision is None:
+            outcome = {"outcome": "cancelled"}
+        elif isinstance(decision, Answer):
+            chosen = decision.selected(questions)
+            valid = {q.id: {o.id for o in q.options} for q in questions}
+            answers = [{"questionId": qid, "selectedOptionIds": [i for i in ids
+                                                                 if i in valid.get(qid, set())]}
+                       for qid, ids in chosen.items() if qid in valid]
+            outcome = {"outcome": "answered", "answers": answers}
+        else:
+            outcome = {"outcome": "skipped", "reason": decision.reason or "skipped"}
+        self._emit(self.mapper.question_answer(rid, outcome))
+        return {"outcome": outcome}
+
+    async def _question_fallback(self, rid: Any, params: dict[str, Any],
+                                 options: list[PermissionOption]) -> dict[str, Any]:
+        tool = _obj(params.get("toolCall"))
+        title = str(tool.get("title") or "")
+        choices = tuple(QuestionOption(o.option_id, o.name) for o in options
+                        if o.option_id != SKIP_OPTION)
+        question = Question("q1", title, choices)
+        self._emit(self.mapper.question_request(rid, {
+            "toolCallId": tool.get("toolCallId"), "title": title, "fallback": True,
+            "questions": [{"id": "q1", "prompt": title, "allowMultiple": False,
+                           "options": [{"id": c.id, "label": c.label} for c in choices]}]}))
+        request = QuestionRequest(self.session_id, title, [question],
+                                  str(tool.get("toolCallId") or "") or None, fallback=True)
+        decision = await self._ask(request)
+        option_id = SKIP_OPTION
+        outcome: dict[str, Any] = {"outcome": "skipped", "reason": "skipped"}
+        if decision is None:
+            self._emit(self.mapper.question_answer(rid, {"outcome": "cancelled"}))
+            return dict(_CANCELLED)
+        if isinstance(decision, Answer):
+            ids = decision.selected([question]).get("q1") or []
+            picked = next((i for i in ids if any(c.id == i for c in choices)), None)
+            if picked is not None:
+                option_id = picked
+                outcome = {"outcome": "answered",
+                           "answers": [{"questionId": "q1", "selectedOptionIds": [picked]}]}
+        elif decision.reason:
+            outcome["reason"] = decision.reason
+        self._emit(self.mapper.question_answer(rid, outcome))
+        return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+    # ---- plans -------------------------------------------------------------------------
+
+    async def plan(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
+        """The answer to a ``cursor/create_plan`` (no ``on_plan``: accepted, as print mode)."""
+        self._emit(self.mapper.plan_request(rid, params))
+        todos = params.get("todos")
+        tool_call_id = params.get("toolCallId")
+        plan = Plan(self.session_id, str(params.get("name") or ""), str(params.get("plan") or ""),
+                    str(params.get("overview") or ""),
+                    [t for t in todos if isinstance(t, dict)] if isinstance(todos, list) else [],
+                    tool_call_id if isinstance(tool_call_id, str) else None)
+        fn = self.config.on_plan
+        decision: PlanDecision | None = Accept()
+        if fn is not None:
+            try:
+                got = await self._decide(fn, plan)
+                decision = got if isinstance(got, (Accept, Reject)) else Reject(
+                    "on_plan gave neither Accept nor Reject")
+            except _Cancelled:
+                decision = None
+            except _TimedOut:
+                decision = Reject(f"no answer within permission_timeout="
+                                  f"{self.config.permission_timeout:g} s")
+            except Exception as exc:
+                decision = Reject(f"on_plan raised {type(exc).__name__}: {exc}")
+        outcome: dict[str, Any]
+        if decision is None:
+            outcome = {"outcome": "cancelled"}
+        elif isinstance(decision, Accept):
+            outcome = {"outcome": "accepted"}
+        else:
+            outcome = {"outcome": "rejected", "reason": decision.reason or "rejected"}
+        self._emit(self.mapper.plan_answer(rid, outcome))
+        return {"outcome": outcome}
+

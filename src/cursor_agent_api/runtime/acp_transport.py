@@ -1,0 +1,387 @@
+"""The ACP transport: one long-lived ``agent acp`` process per client, many sessions.
+
+:class:`AcpTransport` starts ``agent [flags] acp`` on first use (its own process group,
+through :class:`~.acp_connection.AcpConnection`), sends ``initialize`` and never
+``authenticate`` (a headless client relies on ``CURSOR_API_KEY`` or a stored login; ACP.md
+§2), opens sessions (``session/new``; ``session/load`` for a chat this process does not
+hold; a session the agent cannot load is replaced by a new one, with an
+``acp:context_reset`` event saying so) and opens turns (:class:`~.acp_turn.AcpTurn`).
+
+It routes what the agent sends: ``session/update`` to the session's running turn;
+``session/request_permission``, ``cursor/ask_question`` and ``cursor/create_plan`` to the
+turn they belong to (by session, then by tool call id) — or, between turns (a background
+task asks late), to the client's own settings; ``cursor/update_todos``, ``cursor/task`` and
+``cursor/generate_image`` are answered ``{}`` and become the turn's events; anything else
+gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
+
+If the process dies, the next turn starts a new one and ``session/load``s its session.
+
+Example:
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> acp_argv(AgentConfig(model="gpt-5", force_approve=True), binary="agent")
+    ['agent', '--force', '--model=gpt-5', 'acp']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..config import AgentConfig
+from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
+from ..protocol.acp_codec import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RpcError,
+    RpcNoise,
+    RpcNotification,
+    RpcRequest,
+)
+from ..protocol.events import raw_event
+from .acp_connection import AcpConnection, RpcFailure
+from .acp_steering import Steering
+from .argv import build_env, resolve_binary
+from .groups import stop_groups
+
+if TYPE_CHECKING:
+    from ..protocol import AgentEvent
+    from .acp_turn import AcpTurn
+    from .sinks import EventSink
+
+__all__ = ["ACP_REQUEST_TIMEOUT", "AcpTransport", "acp_argv"]
+
+ACP_REQUEST_TIMEOUT = 120.0
+"""Seconds for a setup request (``initialize``, ``session/new``, ``session/load``…): a lost
+message is noticed only by a timeout (ACP.md §1: malformed lines get no answer)."""
+
+PROTOCOL_VERSION = 1
+CLIENT_INFO = {"name": "cursor-agent-api", "version": "0.1.0"}
+
+
+def acp_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
+    """argv of ``agent acp``: the global flags (before ``acp``), then ``acp``.
+
+    Never the API key (``CURSOR_API_KEY`` in the environment). ``--trust``, ``--force``,
+    ``--model`` are honoured before ``acp``; the workspace is each session's ``cwd``.
+
+    Example:
+        >>> acp_argv(AgentConfig(trust=True, headers=["X-A: 1"]), binary="agent")
+        ['agent', '--trust', '--header=X-A: 1', 'acp']
+    """
+    argv = [binary or config.agent_binary]
+    if config.trust:
+        argv.append("--trust")
+    if config.force_approve:
+        argv.append("--force")
+    if config.approve_mcps:
+        argv.append("--approve-mcps")
+    if config.model is not None:
+        argv.append(f"--model={config.model}")
+    for header in config.headers:
+        argv.append(f"--header={header}")
+    argv += config.extra_args
+    argv.append("acp")
+    return argv
+
+
+_LIVE: weakref.WeakSet[AcpTransport] = weakref.WeakSet()
+
+
+def _stop_live_at_exit() -> None:
+    """atexit: every ``agent acp`` still running gets SIGTERM, then SIGKILL — never an orphan."""
+    pgids = [t._conn.pid for t in list(_LIVE) if t._conn is not None and t._conn.pid is not None]
+    if pgids:
+        stop_groups([p for p in pgids if p is not None], grace=1.0)
+
+
+atexit.register(_stop_live_at_exit)
+
+
+@dataclass(slots=True)
+class _Session:
+    session_id: str
+    cwd: str
+    generation: int  # the process generation that holds it live
+    turn: AcpTurn | None = None
+
+
+class AcpTransport:
+    """One ``agent acp`` process for a client, and its sessions. Loop-bound.
+
+    ``config`` gives the process's argv and environment and answers requests that arrive
+    between turns; each turn's own config answers that turn's. ``argv``/``env`` override
+    what ``config`` builds (tests start a fake agent this way).
+    """
+
+    def __init__(self, config: AgentConfig, *, argv: Sequence[str] | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.config = config
+        self.env = build_env(config) if env is None else env
+        self.env.setdefault("NO_OPEN_BROWSER", "1")  # never a browser login from a library
+        self.env.setdefault("BROWSER", "true")
+        self._argv = list(argv) if argv is not None else None
+        self._conn: AcpConnection | None = None
+        self._lock: asyncio.Lock | None = None
+        self._generation = 0
+        self._sessions: dict[str, _Session] = {}
+        self._background = Steering(config)
+        self.agent_capabilities: dict[str, Any] = {}
+        self.session_setup: dict[str, dict[str, Any]] = {}
+        """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said."""
+        self.closed = False
+
+    # ---- the process -------------------------------------------------------------------
+
+    @property
+    def connection(self) -> AcpConnection | None:
+        """The current connection (``None`` before the first turn)."""
+        return self._conn
+
+    @property
+    def pid(self) -> int | None:
+        """The agent's pid (and process group id), while it runs."""
+        return self._conn.pid if self._conn is not None and self._conn.alive else None
+
+    def _build_argv(self) -> list[str]:
+        if self._argv is not None:
+            return list(self._argv)
+        return acp_argv(self.config, binary=resolve_binary(self.config, self.env))
+
+    async def connect(self) -> AcpConnection:
+        """The live connection: started (and initialized) on first use or after a death."""
+        if self.closed:
+            raise RuntimeError("the ACP transport was closed")
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            conn = self._conn
+            if conn is not None and conn.alive:
+                return conn
+            if conn is not None:
+                await conn.close()
+            cfg = self.config
+            conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
+                                 on_request=self._on_request, on_notification=self._on_notification,
+                                 on_stray_error=self._on_stray_error, on_noise=self._on_noise,
+                                 max_line_bytes=cfg.max_line_bytes,
+                                 stderr_tail_bytes=cfg.stderr_tail_bytes,
+                                 kill_grace=cfg.kill_grace)
+            await conn.start()
+            self._generation += 1
+            self._conn = conn
+            _LIVE.add(self)
+            try:
+                init = await conn.request("initialize", {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
+                                           "terminal": False},
+                    "clientInfo": CLIENT_INFO}, timeout=ACP_REQUEST_TIMEOUT)
+            except BaseException:
+                await conn.close()
+                raise
+            caps = init.get("agentCapabilities") if isinstance(init, dict) else None
+            self.agent_capabilities = caps if isinstance(caps, dict) else {}
+            return conn
+
+    @property
+    def supports_images(self) -> bool:
+        """Whether the agent advertised ``promptCapabilities.image``."""
+        prompt = self.agent_capabilities.get("promptCapabilities")
+        return isinstance(prompt, dict) and prompt.get("image") is True
+
+    async def kill(self) -> None:
+        """Stop the process group now (cancel's fallback); live sessions are reloaded later."""
+        conn = self._conn
+        if conn is not None:
+            await conn.close()
+
+    async def aclose(self) -> None:
+        """Stop the agent's process group; the transport cannot be used afterwards."""
+        self.closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+        _LIVE.discard(self)
+
+    # ---- sessions ----------------------------------------------------------------------
+
+    def _cwd(self, config: AgentConfig) -> str:
+        return os.path.abspath(config.workspace or os.getcwd())
+
+    def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
+        state = _Session(session_id, cwd, self._generation)
+        self._sessions[session_id] = state
+        if isinstance(result, dict):
+            self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
+                                              if k in result}
+        return state
+
+    async def open_session(self, config: AgentConfig, turn: AcpTurn,
+                           notes: list[AgentEvent]) -> str:
+        """The session for ``turn``: the live one for ``config.resume``, a loaded one, or a
+        new one; registers ``turn`` as its running turn. ``notes`` gets what to tell the user
+        (``acp:context_reset``)."""
+        conn = await self.connect()
+        sid = config.resume
+        state = self._sessions.get(sid) if sid is not None else None
+        if sid is not None and (state is None or state.generation != self._generation):
+            cwd = state.cwd if state is not None else self._cwd(config)
+            try:
+                # replayed history arrives as updates before the answer: no turn is
+                # registered yet, so it is dropped (the caller has its own history)
+                result = await conn.request("session/load", {"sessionId": sid, "cwd": cwd,
+                                                             "mcpServers": []},
+                                            timeout=ACP_REQUEST_TIMEOUT)
+                state = self._remember(sid, cwd, result)
+            except AcpRequestError as exc:
+                if exc.code not in (INVALID_PARAMS, METHOD_NOT_FOUND):
+                    raise self.typed_error(exc) from None
+                notes.append(turn.mapper.note(
+                    "context_reset", previous_session_id=sid,
+                    message=f"the agent could not load session {sid} ({exc}); a new session "
+                            "starts without the earlier turns"))
+                state = None
+                sid = None
+        if sid is None or state is None:
+            cwd = self._cwd(config)
+            try:
+                result = await conn.request("session/new", {"cwd": cwd, "mcpServers": []},
+                                            timeout=ACP_REQUEST_TIMEOUT)
+            except AcpRequestError as exc:
+                raise self.typed_error(exc) from None
+            new_id = result.get("sessionId") if isinstance(result, dict) else None
+            if not isinstance(new_id, str) or not new_id:
+                raise SessionError("the agent answered session/new without a sessionId")
+            state = self._remember(new_id, cwd, result)
+        if state.turn is not None and not state.turn.done:
+            raise SessionError(f"session {state.session_id} is running a turn already: one "
+                               "prompt at a time per session")
+        state.turn = turn
+        return state.session_id
+
+    @staticmethod
+    def typed_error(exc: AcpRequestError) -> CursorAgentError:
+        """The typed error for an agent's error answer (a login it needs, or ``exc``)."""
+        if exc.code == -32000 or "Authentication required" in str(exc):
+            return AuthenticationError(f"the agent needs a login: {exc.message}")
+        return exc
+
+    def release(self, session_id: str, turn: AcpTurn) -> None:
+        """``turn`` is over: its session takes the next prompt."""
+        state = self._sessions.get(session_id)
+        if state is not None and state.turn is turn:
+            state.turn = None
+
+    async def _session_request(self, method: str, params: dict[str, Any]) -> Any:
+        conn = await self.connect()
+        sid = params.get("sessionId")
+        if isinstance(sid, str):
+            state = self._sessions.get(sid)
+            if state is None or state.generation != self._generation:
+                await conn.request("session/load", {"sessionId": sid, "cwd": state.cwd if state
+                                                    else self._cwd(self.config), "mcpServers": []},
+                                   timeout=ACP_REQUEST_TIMEOUT)
+                self._remember(sid, state.cwd if state else self._cwd(self.config), None)
+        try:
+            return await conn.request(method, params, timeout=ACP_REQUEST_TIMEOUT)
+        except AcpRequestError as exc:
+            raise self.typed_error(exc) from None
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""
+        await self._session_request("session/set_mode", {"sessionId": session_id,
+                                                         "modeId": mode_id})
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Any:
+        """``session/set_config_option`` (``model`` or ``mode``); the refreshed options."""
+        result = await self._session_request("session/set_config_option", {
+            "sessionId": session_id, "configId": config_id, "value": value})
+        options = result.get("configOptions") if isinstance(result, dict) else None
+        if options is not None:
+            self.session_setup.setdefault(session_id, {})["configOptions"] = options
+        return result
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """``session/list``: the agent's ACP sessions (``sessionId, cwd, title, updatedAt``)."""
+        result = await self._session_request("session/list", {})
+        sessions = result.get("sessions") if isinstance(result, dict) else None
+        return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+
+    # ---- what the agent sends ----------------------------------------------------------
+
+    def _turn_for(self, params: dict[str, Any]) -> AcpTurn | None:
+        sid = params.get("sessionId")
+        if isinstance(sid, str):
+            state = self._sessions.get(sid)
+            return state.turn if state is not None and state.turn is not None \
+                and not state.turn.done else None
+        running = [s.turn for s in self._sessions.values() if s.turn is not None and not s.turn.done]
+        call_id = params.get("toolCallId")
+        if isinstance(call_id, str):
+            for turn in running:
+                if turn.mapper.knows(call_id):
+                    return turn
+        return running[-1] if running else None
+
+    def _on_noise(self, noise: RpcNoise) -> None:
+        """A stdout line that is not JSON-RPC (a banner, a warning): a ``RAW`` event of each
+        running turn, as print mode shows such lines."""
+        for state in list(self._sessions.values()):
+            turn = state.turn
+            if turn is not None and not turn.done:
+                event = raw_event(noise.line or noise.reason.encode())
+                event.data["transport"] = "acp"
+                event.data["reason"] = noise.reason
+                turn.deliver([event])
+
+    def _on_stray_error(self, error: RpcError) -> None:
+        """An error answer to no request: a build that does not know ``session/cancel``
+        answers it ``-32601``; the turns being cancelled fall back to stopping the process."""
+        if error.code != METHOD_NOT_FOUND:
+            return
+        for state in list(self._sessions.values()):
+            turn = state.turn
+            if turn is not None and not turn.done and turn.cancelling:
+                turn.escalate("cancel_unsupported")
+
+    def _on_notification(self, note: RpcNotification) -> None:
+        if note.method != "session/update":
+            return
+        update = note.params.get("update")
+        turn = self._turn_for(note.params)
+        if turn is not None and isinstance(update, dict):
+            turn.on_update(update)
+
+    async def _on_request(self, request: RpcRequest) -> Any:
+        method, params = request.method, request.params
+        turn = self._turn_for(params)
+        steering = turn.steering if turn is not None else self._background
+        if method == "session/request_permission":
+            return await steering.permission(request.id, params)
+        if method == "cursor/ask_question":
+            return await steering.question(request.id, params)
+        if method == "cursor/create_plan":
+            return await steering.plan(request.id, params)
+        if method in ("cursor/update_todos", "cursor/task", "cursor/generate_image"):
+            if turn is not None:
+                if method == "cursor/update_todos":
+                    turn.deliver(turn.mapper.todos(params))
+                elif method == "cursor/task":
+                    turn.deliver(turn.mapper.task(params))
+                else:
+                    turn.deliver([turn.mapper.note("generate_image", params=params)])
+            return {}
+        raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
+                  sink: EventSink | None = None, pull: bool = False) -> AcpTurn:
+        """A turn of ``config`` (``config.resume``: the session) with ``prompt``; call
+        ``start()`` on it. ``pull``: a sync stream's turn (see :class:`~.acp_turn.AcpTurn`)."""
+        from .acp_turn import AcpTurn
+
+        return AcpTurn(self, config, prompt, sink=sink, pull=pull)
