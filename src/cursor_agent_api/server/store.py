@@ -68,7 +68,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
-from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BIG_VALUE = 1024 * 1024
@@ -439,9 +438,7 @@ class EventRecord:
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
         """The JSON form used by REST and WebSocket (``raw`` only when asked).
 
-        Tool-call records also carry ``tool_call``: the card fields the protocol
-        layer reads from the payload (:func:`.webui.tool_call_view`). A record whose
-        long fields were cut (:func:`cut_record`) carries ``truncated``: one
+        A record whose long fields were cut (:func:`cut_record`) carries ``truncated``: one
         ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
         if self.source == "agent" and ("text" not in self.payload or (include_raw and self.raw is None)):
@@ -458,9 +455,6 @@ class EventRecord:
             "subtype": self.subtype,
             "payload": self.payload,
         }
-        if self.type in TOOL_RECORD_TYPES:
-            # The card fields the web UI shows (see webui.tool_call_view); not stored.
-            d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
         if self.truncated:
@@ -797,11 +791,32 @@ class Store:
             raise
         self.health.succeeded()
 
-    def _clean_text(self, value: str | None) -> str | None:
-        # PostgreSQL text cannot hold NUL; keep everything else intact.
+    def clean_text(self, value: str | None) -> str | None:
+        """``value`` made storable: PostgreSQL text cannot hold NUL (U+FFFD instead).
+
+        Example:
+            >>> Store("postgresql+asyncpg://h/d").clean_text("a\x00"), Store("sqlite+aiosqlite://").clean_text("a\x00")
+            ('a\ufffd', 'a\x00')
+        """
         if value is not None and not self.is_sqlite and "\x00" in value:
             return value.replace("\x00", "\ufffd")
         return value
+
+    _clean_text = clean_text
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[AsyncConnection]:
+        """A connection whose reads see one consistent state of the database: PostgreSQL's
+        ``REPEATABLE READ``; on SQLite, this process's writes wait meanwhile (they are
+        serialized here, and SQLite gives a bare SELECT no snapshot of its own)."""
+        if self.is_sqlite:
+            async with self._writing(), self.engine.connect() as conn:
+                yield conn
+            return
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                yield conn
 
     # ---- chats -------------------------------------------------------------------------
 
@@ -1253,8 +1268,10 @@ class Store:
 
     # ---- tool calls --------------------------------------------------------------------
 
+    _FIRST_KEPT = ("started_seq", "started_ms", "completed_seq", "completed_ms")
+
     async def upsert_tool_call(self, conn: AsyncConnection, row: dict[str, Any]) -> None:
-        """Inside a transaction: insert a tool call or update it (key: run, call_id)."""
+        """Inside a transaction: insert a tool call or update it (key: run, index in the turn)."""
         from sqlalchemy.dialects import postgresql, sqlite
 
         dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
@@ -1269,22 +1286,11 @@ class Store:
         changes = {
             k: getattr(ex, k)
             for k in row
-            if k not in ("chat_id", "run_id", "call_id", "started_seq", "started_ms")
+            if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
         }
-        changes["started_seq"] = func.coalesce(tool_calls.c.started_seq, ex.started_seq)
-        changes["started_ms"] = func.coalesce(tool_calls.c.started_ms, ex.started_ms)
-        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "call_id"], set_=changes))
-
-    async def abandon_tool_calls(self, conn: AsyncConnection, run_id: str) -> None:
-        """Inside a transaction: calls of a finished run still ``running`` become ``abandoned``."""
-        await conn.execute(
-            update(tool_calls)
-            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.status == "running"))
-            .values(
-                status="abandoned",
-                output="abandoned: the turn ended before the tool call completed",
-            )
-        )
+        for key in self._FIRST_KEPT:
+            changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
+        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "idx"], set_=changes))
 
     async def list_tool_calls(self, chat_id: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls of a chat (or of one of its runs), in the order they started."""
@@ -1294,7 +1300,7 @@ class Store:
         q = (
             select(tool_calls)
             .where(cond)
-            .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.id)
+            .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.idx)
         )
         async with self.engine.connect() as conn:
             res = await conn.execute(q)
