@@ -956,6 +956,11 @@ class Store:
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
         await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
 
+    async def set_chat(self, conn: AsyncConnection, chat_id: str, **values: Any) -> None:
+        """Inside a transaction: change a chat's fields (texts made storable)."""
+        clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        await conn.execute(update(chats).where(chats.c.id == chat_id).values(**clean))
+
     async def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's fields in a transaction of its own."""
         async with self.transaction() as conn:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..protocol.changes import (
@@ -227,11 +227,11 @@ async def write_turn(
     if usage is not None:
         values["usage"] = usage
     if result is not None:
-        values["result"] = clean(result)
+        values["result"] = result
     if session is not None:
-        values["session_id"] = clean(session)
-        await conn.execute(update(chats).where(chats.c.id == chat_id).values(session_id=values["session_id"]))
-    await conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
+        values["session_id"] = session
+        await store.set_chat(conn, chat_id, session_id=session)
+    await store.set_run(conn, run_id, **values)
 
 
 async def close_turn(
