@@ -143,7 +143,8 @@ async def run_turn(server: Serve, partial: bool) -> tuple[str, int, float]:
         )
         r.raise_for_status()
         chat = str(r.json()["id"])
-        ws_url = server.url.replace("http", "ws", 1) + f"/api/chats/{chat}/stream?after_seq=0&token={server.token}"
+        base = server.url.replace("http", "ws", 1)
+        ws_url = f"{base}/api/chats/{chat}/stream?after_seq=0&token={server.token}"
         agent = 0
         async with connect(ws_url, max_size=None) as ws:
             await ws.recv()  # hello

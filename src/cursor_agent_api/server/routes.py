@@ -29,8 +29,9 @@ from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
-from .turn_store import get_tool_call, read_chat_turns, text_item, tool_call_item
+from .turn_store import get_tool_call, read_chat_turns
 from .turns import whole_tool_output
+from .webui import text_item, tool_call_item
 
 router = APIRouter(prefix="/api")
 

@@ -792,11 +792,11 @@ class Store:
         self.health.succeeded()
 
     def clean_text(self, value: str | None) -> str | None:
-        """``value`` made storable: PostgreSQL text cannot hold NUL (U+FFFD instead).
+        r"""``value`` made storable: PostgreSQL text cannot hold NUL (U+FFFD instead).
 
         Example:
-            >>> Store("postgresql+asyncpg://h/d").clean_text("a\x00"), Store("sqlite+aiosqlite://").clean_text("a\x00")
-            ('a\ufffd', 'a\x00')
+            >>> Store("postgresql+asyncpg://h/d").clean_text("a\x00")
+            'a\ufffd'
         """
         if value is not None and not self.is_sqlite and "\x00" in value:
             return value.replace("\x00", "\ufffd")

@@ -42,7 +42,7 @@ from ..protocol.changes import (
     TurnInfo,
     UsageReported,
 )
-from ..protocol.tools import ToolCall, ToolKind, ToolStatus
+from ..protocol.tools import ToolCall, ToolStatus
 from .models import chats, runs, tool_calls, turn_texts
 
 if TYPE_CHECKING:
@@ -246,72 +246,6 @@ async def close_turn(
         batch = FoldedBatch(fold.chat_id, fold.run_id, [], [changes], fold.errors, fold.turn())
         await write_turn(store, conn, batch, [rec], limit)
     return changes
-
-
-def _call_of(row: dict[str, Any]) -> ToolCall:
-    args = row.get("args")
-    result = row.get("result")
-    if isinstance(result, dict) and "_cut" in result:
-        result = {k: v for k, v in result.items() if k != "_cut"} or None
-    try:
-        kind = ToolKind(row["kind"])
-    except ValueError:
-        kind = ToolKind.UNKNOWN
-    try:
-        status = ToolStatus(row["status"])
-    except ValueError:
-        status = ToolStatus.FAILED
-    return ToolCall(
-        call_id=row["call_id"],
-        kind=kind,
-        name=row.get("name") or "",
-        args=args if isinstance(args, dict) else {},
-        status=status,
-        result=result if isinstance(result, dict) else None,
-        description=row.get("description"),
-        reported_duration_ms=row.get("duration_ms"),
-    )
-
-
-def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored tool call as the state's item: its index, seqs and card fields (``view``).
-
-    Example:
-        >>> item = tool_call_item({"idx": 0, "call_id": "c", "kind": "ls", "name": "lsToolCall",
-        ...                        "status": "running", "args": {"path": "."}, "result": None,
-        ...                        "started_seq": 3, "completed_seq": None})
-        >>> item["type"], item["view"]["kind"], item["seq"]
-        ('tool_call', 'ls', 3)
-    """
-    from .webui import view_of
-
-    call = _call_of(row)
-    view = view_of(call)
-    result = row.get("result")
-    if isinstance(result, dict) and "_cut" in result:
-        view["truncated"] = True
-    seq = row.get("started_seq") or row.get("completed_seq") or 0
-    return {"type": "tool_call", "index": row["idx"], "seq": seq, "view": view}
-
-
-def text_item(row: dict[str, Any]) -> dict[str, Any]:
-    """A stored text (segment, thinking block, error) as the state's item.
-
-    Example:
-        >>> text_item({"kind": "text", "idx": 0, "text": "Hi", "closed": True, "opened_seq": 4,
-        ...            "bytes": None, "whole_seq": None})
-        {'type': 'text', 'index': 0, 'seq': 4, 'text': 'Hi', 'closed': True}
-    """
-    item = {
-        "type": row["kind"],
-        "index": row["idx"],
-        "seq": row["opened_seq"],
-        "text": row["text"],
-        "closed": bool(row["closed"]),
-    }
-    if row.get("bytes"):
-        item["bytes"], item["whole_seq"] = row["bytes"], row["whole_seq"]
-    return item
 
 
 async def read_chat_turns(
