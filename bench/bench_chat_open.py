@@ -173,8 +173,12 @@ def db_bytes(db: Path) -> int:
 def raw_insert_rate(db: Path, tmp: Path) -> float:
     """Rows/s of plain ``executemany`` of the stored ``events`` rows into a fresh copy."""
     src = sqlite3.connect(db)
-    schema = [r[0] for r in src.execute("SELECT sql FROM sqlite_master WHERE name='events' OR "
-                                        "(type='index' AND tbl_name='events') AND sql IS NOT NULL")]
+    schema = [
+        r[0]
+        for r in src.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'events' AND sql IS NOT NULL ORDER BY type DESC"
+        )
+    ]
     cols = [r[1] for r in src.execute("PRAGMA table_info(events)") if r[1] != "id"]
     rows = src.execute(f"SELECT {', '.join(cols)} FROM events WHERE source = 'agent' ORDER BY seq").fetchall()
     src.close()
@@ -183,8 +187,8 @@ def raw_insert_rate(db: Path, tmp: Path) -> float:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("CREATE TABLE chats (id TEXT PRIMARY KEY, last_seq INTEGER)")
-    for sql in schema:
-        conn.execute(sql.replace("REFERENCES chats (id)", "").replace("REFERENCES runs (id)", ""))
+    for sql in schema:  # foreign keys are not enforced here (sqlite3's default): no runs table
+        conn.execute(sql)
     chat = rows[0][cols.index("chat_id")]
     conn.execute("INSERT INTO chats VALUES (?, 0)", (chat,))
     conn.commit()

@@ -139,3 +139,35 @@ def test_stored_turn_equals_the_transcript_of_the_recording(make_server: Any, re
         for m in replayed:
             if m.get("op") == "event":
                 assert m.get("changes") == live_changes[m["seq"]], (after, m["seq"])
+
+
+def test_a_run_stored_before_the_state_existed_is_folded_from_its_records(make_server: Any) -> None:
+    """A database from before the folded state (runs.turn NULL, no turn_texts, tool calls
+    keyed by id): the chat's state is folded from its records when it is first read."""
+    from sqlalchemy import update
+
+    from cursor_agent_api.server.models import runs, tool_calls, turn_texts
+    from cursor_agent_api.server.store import Store
+
+    server: Server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(RECORDINGS[1])})
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+        wait_run(c, run["id"])
+        before = c.get(f"/api/chats/{chat['id']}/turns").json()
+
+        async def forget() -> None:
+            store = Store(server.db_url)
+            await store.start()
+            async with store.transaction() as conn:
+                await conn.execute(turn_texts.delete())
+                await conn.execute(tool_calls.delete())
+                await conn.execute(update(runs).values(turn=None))
+            await store.close()
+
+        asyncio.run(forget())
+        assert c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"] == []
+        after = c.get(f"/api/chats/{chat['id']}/turns").json()
+        calls = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]
+    assert after == before
+    assert len(calls) == len([i for i in before["runs"][0]["items"] if i["type"] == "tool_call"]) > 0

@@ -30,7 +30,7 @@ from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
 from .turn_store import get_tool_call, read_chat_turns
-from .turns import whole_tool_output
+from .turns import backfill_turns, whole_tool_output
 from .webui import text_item, tool_call_item
 
 router = APIRouter(prefix="/api")
@@ -524,6 +524,7 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     appeared: the text's segments (``text``), thinking blocks (``thinking``), tool calls
     (``tool_call``, with the card fields in ``view``) and error messages (``error``).
     """
+    await backfill_turns(_store(request), chat_id, _settings(request).max_field_bytes)
     last, run_rows, text_rows, call_rows = await read_chat_turns(_store(request), chat_id)
     if last < 0:
         raise HTTPException(404, f"no chat with id {chat_id!r}")

@@ -710,6 +710,8 @@ class RunManager:
         }
         if active is not None and active.session_id and not run.get("session_id"):
             values["session_id"] = active.session_id
+        if fold is not None:
+            values["turn"] = fold.turn()
         final = {**run, **values}
         run_id = str(run["id"])
         store = self.store

@@ -248,6 +248,17 @@ async def close_turn(
     return changes
 
 
+async def replace_turn(store: Store, batch: FoldedBatch, recs: Sequence[EventRecord], limit: int) -> None:
+    """In a transaction of its own: a run's whole turn state, from the changes of all its
+    records (``batch``), in place of what was stored (a run written before the state existed)."""
+    async with store.transaction() as conn:
+        for table in (tool_calls, turn_texts):
+            await conn.execute(table.delete().where(table.c.run_id == batch.run_id))
+        if recs:
+            await write_turn(store, conn, batch, recs, limit)
+        await store.set_run(conn, batch.run_id, turn=batch.turn)
+
+
 async def read_chat_turns(
     store: Store, chat_id: str
 ) -> tuple[int, list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:

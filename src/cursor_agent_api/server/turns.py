@@ -236,6 +236,35 @@ async def append_folded(
     return await log.append(batch.chat_id, batch.records, after=writes, changes=batch.changes)
 
 
+async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> int:
+    """Fold the finished runs of a chat that have no stored turn state yet (runs written
+    before the state existed: ``runs.turn`` is NULL) from their records, and store it.
+    Returns how many runs it folded (0 once done: a later call reads one column)."""
+    from .turn_store import replace_turn
+
+    count = 0
+    for run in await store.list_runs(chat_id):
+        if run.get("turn") is not None or run.get("status") in ("queued", "running"):
+            continue
+        fold = RunFold(chat_id, str(run["id"]))
+        recs: list[EventRecord] = []
+        changes: list[Changes] = []
+        after = 0
+        while True:
+            page = await store.events_after(chat_id, after, 1000, run_id=fold.run_id)
+            for rec in page:
+                changes.append(fold.close() if is_final_run_record(rec) else fold.add_record(rec))
+                rec.payload = {}  # the state needs the seqs and times only, not the events
+                recs.append(rec)
+            if len(page) < 1000:
+                break
+            after = page[-1].seq
+        batch = FoldedBatch(chat_id, fold.run_id, [], changes, 0, fold.turn())
+        await replace_turn(store, batch, recs, max_field_bytes)
+        count += 1
+    return count
+
+
 class Refolder:
     """What each record of a chat replayed from the store changed in its run's turn: the
     fold of each run met, rebuilt from the store at the first record seen of it
