@@ -356,30 +356,44 @@ class NewRecord:
 
 
 def agent_payload(event: Any) -> dict[str, Any]:
-    """What the store keeps of an agent event: ``event.to_dict()`` **without** ``text``
-    (a function of ``data``, recomputed when the record is read) and with ``data`` last
-    (so that :meth:`Store.append` can see whether the line is exactly ``data``'s JSON).
+    """What the store keeps of an agent event: its normalized ``type`` and ``data``, the
+    object as the agent wrote it (``data`` last, so that :meth:`Store.append` can see whether
+    the line is exactly ``data``'s JSON). The rest of ``event.to_dict()`` (``text``,
+    ``raw_type``, ``subtype``, ``session_id``, ``timestamp_ms``) is a function of ``data``:
+    not stored, rebuilt when the record is read (:meth:`EventRecord.restored`), handed back
+    at once by :func:`agent_derived`.
 
     Example:
         >>> from cursor_agent_api.protocol import parse_event
         >>> p = agent_payload(parse_event('{"type":"assistant","message":{"content":[]}}'))
-        >>> list(p)[-1], "text" in p
-        ('data', False)
+        >>> list(p)
+        ['type', 'data']
+    """
+    return {"type": event.type.value, "data": event.data}
+
+
+def agent_derived(event: Any) -> dict[str, Any]:
+    """The fields of ``event.to_dict()`` that :func:`agent_payload` leaves out.
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> sorted(agent_derived(parse_event('{"type":"user","text":"hi","session_id":"s"}')))
+        ['raw_type', 'session_id', 'subtype', 'text', 'timestamp_ms']
     """
     return {
-        "type": event.type.value,
         "raw_type": event.raw_type,
         "subtype": event.subtype,
         "session_id": event.session_id,
         "timestamp_ms": event.timestamp_ms,
-        "data": event.data,
+        "text": event.text,
     }
 
 
 def _restore_text(payload: dict[str, Any]) -> dict[str, Any]:
     from ..protocol import AgentEvent
 
-    return {**payload, "text": AgentEvent.from_dict(payload).text}
+    event = AgentEvent.from_dict(payload)
+    return {**agent_derived(event), **payload, "text": event.text}
 
 
 @dataclass(slots=True)

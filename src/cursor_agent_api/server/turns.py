@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import AgentEvent, Transcript
 from ..protocol.changes import Change, ErrorReported, ResultReceived
-from .store import EventRecord, NewRecord, Store, agent_payload
+from .store import EventRecord, NewRecord, Store, agent_derived, agent_payload
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -124,7 +124,7 @@ class RunFold:
             changes.append(c)
             records.append(
                 NewRecord(
-                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, {"text": e.text}
+                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, agent_derived(e)
                 )
             )
         return FoldedBatch(self.chat_id, run_id, records, changes, base, self.turn())
