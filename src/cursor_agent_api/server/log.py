@@ -22,11 +22,16 @@ import orjson
 
 from .hub import Hub
 from .store import EventRecord, ExtraWrites, NewRecord, Store, cut_record
+from .turns import Changes, changes_json
 
 
-def record_message(rec: EventRecord) -> str:
-    """The WebSocket message for a record (``op: "event"``, see ``docs/websocket.md``)."""
-    return orjson.dumps({"op": "event", "seq": rec.seq, "event": rec.to_dict()}).decode()
+def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None) -> str:
+    """The WebSocket message for a record (``op: "event"``, see ``docs/websocket.md``), with
+    what the record changed in its run's folded turn (``changes``) when it changed anything."""
+    msg: dict[str, Any] = {"op": "event", "seq": rec.seq, "event": rec.to_dict()}
+    if changes:
+        msg["changes"] = changes
+    return orjson.dumps(msg).decode()
 
 
 class EventLog:
@@ -48,10 +53,19 @@ class EventLog:
             self._locks[chat_id] = lock
         return lock
 
-    def _publish(self, chat_id: str, recs: Sequence[EventRecord]) -> None:
+    def _publish(
+        self, chat_id: str, recs: Sequence[EventRecord], changes: Sequence[Changes] | None = None
+    ) -> None:
         if recs and self.hub.subscriber_count(chat_id):
             limit = self.max_field_bytes  # live records are cut like replayed ones
-            self.hub.publish(chat_id, [(r.seq, record_message(cut_record(r, limit))) for r in recs])
+            if changes is None:
+                messages = [(r.seq, record_message(cut_record(r, limit))) for r in recs]
+            else:
+                messages = [
+                    (r.seq, record_message(cut_record(r, limit), changes_json(c, r, limit)))
+                    for r, c in zip(recs, changes, strict=True)
+                ]
+            self.hub.publish(chat_id, messages)
 
     async def append(
         self,
@@ -61,12 +75,14 @@ class EventLog:
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
         purpose: str = "events",
+        changes: Sequence[Changes] | None = None,
     ) -> list[EventRecord]:
-        """Commit ``new`` (see :meth:`Store.append`), then broadcast it."""
+        """Commit ``new`` (see :meth:`Store.append`), then broadcast it; ``changes`` are
+        what each record changed in its run's turn (see :mod:`.turns`), sent with it."""
         lock = self._lock(chat_id)
         async with lock:
             recs = await self.store.append(chat_id, new, before=before, after=after, purpose=purpose)
-            self._publish(chat_id, recs)
+            self._publish(chat_id, recs, changes)
         return recs
 
     async def create_run(

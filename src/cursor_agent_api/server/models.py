@@ -10,13 +10,17 @@ these tables are what the code reads and writes through.
   increasing with no gaps; ``UNIQUE(chat_id, seq)`` guards it.
 * ``auth_sessions`` holds the browser sessions (:mod:`.auth`): ``sha256(id)``, the scrypt
   fingerprint of the token they were made with, and the times of the sliding expiry.
+* A run's **folded turn** (:mod:`.turns`) is written with its events, in the same
+  transaction: ``turn_texts`` (the text's segments, the thinking blocks and the error
+  messages, by kind and index), ``tool_calls`` (by index in the turn: an id may repeat)
+  and ``runs.turn`` (what is known of the turn: session, model, the result event).
 * ``runs`` has a partial unique index on ``chat_id`` where the status is
   ``queued`` or ``running``: at most one active run per chat, even with
   several server processes on one PostgreSQL database.
 
 Example:
     >>> sorted(metadata.tables)
-    ['auth_sessions', 'chats', 'events', 'runs', 'tool_calls']
+    ['auth_sessions', 'chats', 'events', 'runs', 'tool_calls', 'turn_texts']
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import enum
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Index,
@@ -102,6 +107,7 @@ runs = Table(
     Column("created_ms", BigInteger, nullable=False),
     Column("started_ms", BigInteger, nullable=True),
     Column("ended_ms", BigInteger, nullable=True),
+    Column("turn", JSON, nullable=True),
     Index(
         "uq_runs_one_active_per_chat",
         "chat_id",
@@ -148,7 +154,24 @@ tool_calls = Table(
     Column("duration_ms", BigInteger, nullable=True),
     Column("started_seq", BigInteger, nullable=True),
     Column("completed_seq", BigInteger, nullable=True),
-    UniqueConstraint("run_id", "call_id", name="uq_tool_calls_run_call"),
+    Column("idx", Integer, nullable=False),
+    UniqueConstraint("run_id", "idx", name="uq_tool_calls_run_idx"),
+)
+
+turn_texts = Table(
+    "turn_texts",
+    metadata,
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("run_id", String(36), ForeignKey("runs.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("idx", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("closed", Boolean, nullable=False),
+    Column("opened_seq", BigInteger, nullable=False),
+    Column("bytes", BigInteger, nullable=True),
+    Column("whole_seq", BigInteger, nullable=True),
+    UniqueConstraint("run_id", "kind", "idx", name="uq_turn_texts_run_kind_idx"),
 )
 
 auth_sessions = Table(

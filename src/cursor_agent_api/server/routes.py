@@ -29,6 +29,9 @@ from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
+from .turn_store import get_tool_call, read_chat_turns
+from .turns import backfill_turns, whole_tool_output
+from .webui import text_item, tool_call_item
 
 router = APIRouter(prefix="/api")
 
@@ -475,7 +478,8 @@ async def event_value(
 
 
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
-    view = {k: v for k, v in row.items() if k != "id"}
+    view = {k: v for k, v in row.items() if k not in ("id", "idx")}
+    view["index"] = row["idx"]
     cuts: list[dict[str, Any]] = []
     result = view.get("result")
     if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)
@@ -506,6 +510,54 @@ async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
     rows = await _store(request).list_tool_calls(run["chat_id"], run_id)
     limit = _settings(request).max_field_bytes
     return {"tool_calls": [_tool_view(r, limit) for r in rows]}
+
+
+_ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "error": 2}
+
+
+@router.get("/chats/{chat_id}/turns", tags=["chats"])
+async def chat_turns(chat_id: str, request: Request) -> Response:
+    """The chat's folded turns, one per run, and the ``last_seq`` they are the state at.
+
+    Open a chat from this, then follow ``WebSocket /api/chats/{id}/stream?after_seq=<last_seq>``
+    and apply each record's ``changes``. Each run has its ``items`` in the order they
+    appeared: the text's segments (``text``), thinking blocks (``thinking``), tool calls
+    (``tool_call``, with the card fields in ``view``) and error messages (``error``).
+    """
+    await backfill_turns(_store(request), chat_id, _settings(request).max_field_bytes)
+    last, run_rows, text_rows, call_rows = await read_chat_turns(_store(request), chat_id)
+    if last < 0:
+        raise HTTPException(404, f"no chat with id {chat_id!r}")
+    items: dict[str, list[dict[str, Any]]] = {str(r["id"]): [] for r in run_rows}
+    for row in text_rows:
+        items.setdefault(str(row["run_id"]), []).append(text_item(row))
+    for row in call_rows:
+        items.setdefault(str(row["run_id"]), []).append(tool_call_item(row))
+    runs = []
+    for r in run_rows:
+        mine = items.get(str(r["id"]), [])
+        mine.sort(key=lambda i: (i["seq"], _ITEM_ORDER.get(i["type"], 3), i["index"]))
+        runs.append({"run": run_view(r), "turn": r.get("turn"), "items": mine})
+    body = {"chat_id": chat_id, "last_seq": last, "runs": runs}
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
+@router.get(
+    "/runs/{run_id}/tool-calls/{index}/output",
+    tags=["events"],
+    responses={200: {"content": {"text/plain": {}}}},
+)
+async def tool_call_output(
+    run_id: str, index: Annotated[int, Path(ge=0, le=2**31)], request: Request
+) -> Response:
+    """The whole output of the run's ``index``-th tool call (the turn's state shows it cut)."""
+    row = await get_tool_call(_store(request), run_id, index)
+    if row is None:
+        raise HTTPException(404, f"run {run_id!r} has no tool call {index}")
+    output = await whole_tool_output(_store(request), row)
+    if output is None:
+        raise HTTPException(404, "the records of this tool call are not in the log")
+    return Response(output.encode("utf-8", "replace"), media_type="text/plain; charset=utf-8")
 
 
 __all__ = [

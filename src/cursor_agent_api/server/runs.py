@@ -42,14 +42,12 @@ import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import update
-
-from ..protocol import AgentEvent, EventType, ToolCall
+from ..protocol import AgentEvent
 from .log import EventLog
-from .models import RunStatus, chats
+from .models import RunStatus
 from .procs import identity_alive, process_start_time, server_identity, stop_recorded_group
 from .runner import (
     AgentLaunch,
@@ -62,15 +60,9 @@ from .runner import (
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import (
-    EventRecord,
-    NewRecord,
-    agent_payload,
-    cut_value,
-    describe_error,
-    is_transient,
-    now_ms,
-)
+from .store import EventRecord, NewRecord, describe_error, is_transient, now_ms
+from .turn_store import write_turn
+from .turns import Changes, FoldedBatch, RunFold, append_folded, load_run_fold
 
 T = TypeVar("T")
 
@@ -152,7 +144,7 @@ class ActiveRun:
     pid_recorded: bool = False
     session_id: str | None = None
     first_seq: int | None = None
-    open_calls: dict[str, ToolCall] = field(default_factory=dict)
+    fold: RunFold | None = None
     pending_events: int = 0
     pending_bytes: int = 0
     overflow: str | None = None
@@ -166,45 +158,6 @@ class ActiveRun:
     def chat_id(self) -> str:
         """The run's chat id."""
         return str(self.run["chat_id"])
-
-
-def _tool_row(
-    run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool, max_field_bytes: int
-) -> dict[str, Any]:
-    row = _tool_fields(run, tc, rec, completed=completed)
-    # The whole values are in the call's records: the table keeps them cut (not twice),
-    # and what was cut under the result's "_cut" key (GET …/tool-calls shows it as
-    # ``truncated``).
-    cuts: list[dict[str, Any]] = []
-    for key in ("args", "result", "output"):
-        row[key] = cut_value(row[key], max_field_bytes, f"/{key}", cuts)
-    if cuts:
-        result = row["result"]
-        row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
-    return row
-
-
-def _tool_fields(run: ActiveRun, tc: ToolCall, rec: EventRecord, *, completed: bool) -> dict[str, Any]:
-    return {
-        "chat_id": run.chat_id,
-        "run_id": run.run_id,
-        "call_id": tc.call_id,
-        "kind": tc.kind.value,
-        "name": tc.name,
-        "status": tc.status.value,
-        "args": tc.args,
-        "result": tc.result,
-        "output": tc.output,
-        "description": tc.description,
-        "exit_code": tc.exit_code,
-        "started_ms": tc.started_at_ms
-        if tc.started_at_ms is not None
-        else (None if completed else rec.ts_ms),
-        "completed_ms": (tc.completed_at_ms or rec.ts_ms) if completed else None,
-        "duration_ms": tc.duration_ms,
-        "started_seq": None if completed else rec.seq,
-        "completed_seq": rec.seq if completed else None,
-    }
 
 
 class _Signal:
@@ -233,12 +186,6 @@ class _Signal:
         """Wait for the next :meth:`notify`."""
         self._event.clear()
         await self._event.wait()
-
-
-def _line(event: AgentEvent) -> str | bytes:
-    """The event's original line, as it came (bytes: no decoded copy of a long line)."""
-    line = event.line
-    return line if isinstance(line, (bytes, str)) else event.raw
 
 
 def _event_size(event: AgentEvent) -> int:
@@ -304,11 +251,14 @@ class RunManager:
                 found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
                 if found:
                     logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
+            fold = await load_run_fold(self.store, str(row["chat_id"]), str(row["id"]))
             await self._finish(
                 row,
                 RunStatus.INTERRUPTED,
                 error="the server stopped while this run was active",
                 error_type="ServerRestart",
+                closing=fold.close(),
+                fold=fold,
             )
             marked.append(str(row["id"]))
         return marked
@@ -348,6 +298,7 @@ class RunManager:
             chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id
         )
         active = ActiveRun(run=dict(run), chat=chat)
+        active.fold = RunFold(active.chat_id, active.run_id)
         self._active[active.run_id] = active
         active.task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
         return run_view(run)
@@ -429,10 +380,19 @@ class RunManager:
         delay = 0.05
         started = time.monotonic()
         warned = minimal = False
+        fold = active.fold
+        closing = fold.close() if fold is not None else ()  # once: a retry writes the same
         while True:
             try:
                 await self._finish(
-                    active.run, status, error=error, error_type=error_type, active=active, **extra
+                    active.run,
+                    status,
+                    error=error,
+                    error_type=error_type,
+                    active=active,
+                    closing=closing,
+                    fold=fold,
+                    **extra,
                 )
                 if warned:
                     logger.warning("recorded the end of run %s after the store came back", active.run_id)
@@ -665,12 +625,15 @@ class RunManager:
     async def _write_retrying(
         self, active: ActiveRun, batch: list[AgentEvent], state: dict[str, bool], changed: _Signal
     ) -> None:
-        """Commit ``batch``; while the store fails transiently, retry with backoff."""
+        """Fold ``batch`` (once) and commit it; while the store fails transiently, retry
+        the same folded batch with backoff."""
+        assert active.fold is not None
+        folded = active.fold.fold(batch)
         delay = 0.05
         since: float | None = None
         while True:
             try:
-                await self._write_batch(active, batch)
+                await self._write_batch(active, folded)
             except Exception as e:
                 if not is_transient(e):
                     raise
@@ -720,57 +683,13 @@ class RunManager:
         except Exception:
             logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
 
-    async def _write_batch(self, active: ActiveRun, batch: list[AgentEvent]) -> None:
-        run_id = active.run_id
-        new = [
-            NewRecord("agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, {"text": e.text})
-            for e in batch
-        ]
-        # What the transaction changes in ``active`` is applied once it is committed, so a
-        # retried batch starts again from the same state.
-        outcome: dict[str, Any] = {}
-
-        limit = self.settings.max_field_bytes
-
-        async def after(conn: Any, recs: list[EventRecord]) -> None:
-            open_calls = dict(active.open_calls)
-            new_session: str | None = None
-            for event, rec in zip(batch, recs, strict=True):
-                if event.session_id and active.session_id is None and new_session is None:
-                    new_session = event.session_id
-                etype = event.type
-                if etype is EventType.TOOL_CALL_STARTED or etype is EventType.TOOL_CALL_COMPLETED:
-                    tc = event.tool_call
-                    if tc is None:
-                        continue
-                    if etype is EventType.TOOL_CALL_STARTED:
-                        open_calls[tc.call_id] = tc.copy()
-                        row = _tool_row(active, tc, rec, completed=False, max_field_bytes=limit)
-                    else:
-                        prev = open_calls.pop(tc.call_id, None)
-                        if prev is not None:
-                            merged = prev.copy()
-                            merged.update(tc)
-                            tc = merged
-                        row = _tool_row(active, tc, rec, completed=True, max_field_bytes=limit)
-                    await self.store.upsert_tool_call(conn, row)
-            values: dict[str, Any] = {"last_seq": recs[-1].seq}
-            if active.first_seq is None:
-                values["first_seq"] = recs[0].seq
-            if new_session is not None:
-                values["session_id"] = new_session
-                await conn.execute(
-                    update(chats).where(chats.c.id == active.chat_id).values(session_id=new_session)
-                )
-            await self.store.set_run(conn, run_id, **values)
-            outcome.update(open_calls=open_calls, session=new_session, first_seq=values.get("first_seq"))
-
-        await self.log.append(active.chat_id, new, after=after)
-        active.open_calls = outcome["open_calls"]
-        if outcome["session"] is not None:
-            active.session_id = outcome["session"]
-        if outcome["first_seq"] is not None:
-            active.first_seq = outcome["first_seq"]
+    async def _write_batch(self, active: ActiveRun, folded: FoldedBatch) -> None:
+        """Commit a folded batch (:func:`.turns.append_folded`: the records and the turn state)."""
+        recs = await append_folded(self.log, folded)
+        if active.first_seq is None:
+            active.first_seq = recs[0].seq
+        if active.session_id is None and active.fold is not None:
+            active.session_id = active.fold.transcript.session_id
 
     async def _finish(
         self,
@@ -780,8 +699,12 @@ class RunManager:
         error: str | None = None,
         error_type: str | None = None,
         active: ActiveRun | None = None,
+        closing: Changes | None = None,
+        fold: RunFold | None = None,
         **extra: Any,
     ) -> None:
+        """Record the run's end (its final record, its fields) and close its turn's state
+        with ``closing`` (what :meth:`RunFold.close` changed), in one transaction."""
         ended = now_ms()
         values: dict[str, Any] = {
             "status": status.value,
@@ -792,15 +715,25 @@ class RunManager:
         }
         if active is not None and active.session_id and not run.get("session_id"):
             values["session_id"] = active.session_id
+        if fold is not None:
+            values["turn"] = fold.turn()
         final = {**run, **values}
         run_id = str(run["id"])
         store = self.store
 
+        limit = self.log.max_field_bytes
+
         async def before(conn: Any, recs: list[EventRecord]) -> None:
+            if closing and fold is not None:
+                batch = FoldedBatch(fold.chat_id, run_id, [], [closing], fold.errors, fold.turn())
+                await write_turn(store, conn, batch, recs, limit)
             await store.set_run(conn, run_id, last_seq=recs[-1].seq, **values)
-            await store.abandon_tool_calls(conn, run_id)
 
         await self.log.append(
-            str(run["chat_id"]), [run_record(status.value, final)], before=before, purpose="run_end"
+            str(run["chat_id"]),
+            [run_record(status.value, final)],
+            before=before,
+            purpose="run_end",
+            changes=[closing or ()],
         )
         run.update(values)

@@ -68,7 +68,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
-from .webui import TOOL_RECORD_TYPES, tool_call_view
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BIG_VALUE = 1024 * 1024
@@ -357,30 +356,44 @@ class NewRecord:
 
 
 def agent_payload(event: Any) -> dict[str, Any]:
-    """What the store keeps of an agent event: ``event.to_dict()`` **without** ``text``
-    (a function of ``data``, recomputed when the record is read) and with ``data`` last
-    (so that :meth:`Store.append` can see whether the line is exactly ``data``'s JSON).
+    """What the store keeps of an agent event: its normalized ``type`` and ``data``, the
+    object as the agent wrote it (``data`` last, so that :meth:`Store.append` can see whether
+    the line is exactly ``data``'s JSON). The rest of ``event.to_dict()`` (``text``,
+    ``raw_type``, ``subtype``, ``session_id``, ``timestamp_ms``) is a function of ``data``:
+    not stored, rebuilt when the record is read (:meth:`EventRecord.restored`), handed back
+    at once by :func:`agent_derived`.
 
     Example:
         >>> from cursor_agent_api.protocol import parse_event
         >>> p = agent_payload(parse_event('{"type":"assistant","message":{"content":[]}}'))
-        >>> list(p)[-1], "text" in p
-        ('data', False)
+        >>> list(p)
+        ['type', 'data']
+    """
+    return {"type": event.type.value, "data": event.data}
+
+
+def agent_derived(event: Any) -> dict[str, Any]:
+    """The fields of ``event.to_dict()`` that :func:`agent_payload` leaves out.
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> sorted(agent_derived(parse_event('{"type":"user","text":"hi","session_id":"s"}')))
+        ['raw_type', 'session_id', 'subtype', 'text', 'timestamp_ms']
     """
     return {
-        "type": event.type.value,
         "raw_type": event.raw_type,
         "subtype": event.subtype,
         "session_id": event.session_id,
         "timestamp_ms": event.timestamp_ms,
-        "data": event.data,
+        "text": event.text,
     }
 
 
 def _restore_text(payload: dict[str, Any]) -> dict[str, Any]:
     from ..protocol import AgentEvent
 
-    return {**payload, "text": AgentEvent.from_dict(payload).text}
+    event = AgentEvent.from_dict(payload)
+    return {**agent_derived(event), **payload, "text": event.text}
 
 
 @dataclass(slots=True)
@@ -439,9 +452,7 @@ class EventRecord:
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
         """The JSON form used by REST and WebSocket (``raw`` only when asked).
 
-        Tool-call records also carry ``tool_call``: the card fields the protocol
-        layer reads from the payload (:func:`.webui.tool_call_view`). A record whose
-        long fields were cut (:func:`cut_record`) carries ``truncated``: one
+        A record whose long fields were cut (:func:`cut_record`) carries ``truncated``: one
         ``{"field": <JSON pointer>, "bytes": <whole size>}`` per cut field.
         """
         if self.source == "agent" and ("text" not in self.payload or (include_raw and self.raw is None)):
@@ -458,9 +469,6 @@ class EventRecord:
             "subtype": self.subtype,
             "payload": self.payload,
         }
-        if self.type in TOOL_RECORD_TYPES:
-            # The card fields the web UI shows (see webui.tool_call_view); not stored.
-            d["tool_call"] = tool_call_view(self.payload)
         if include_raw:
             d["raw"] = self.raw
         if self.truncated:
@@ -797,11 +805,32 @@ class Store:
             raise
         self.health.succeeded()
 
-    def _clean_text(self, value: str | None) -> str | None:
-        # PostgreSQL text cannot hold NUL; keep everything else intact.
+    def clean_text(self, value: str | None) -> str | None:
+        r"""``value`` made storable: PostgreSQL text cannot hold NUL (U+FFFD instead).
+
+        Example:
+            >>> Store("postgresql+asyncpg://h/d").clean_text("a\x00")
+            'a\ufffd'
+        """
         if value is not None and not self.is_sqlite and "\x00" in value:
             return value.replace("\x00", "\ufffd")
         return value
+
+    _clean_text = clean_text
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[AsyncConnection]:
+        """A connection whose reads see one consistent state of the database: PostgreSQL's
+        ``REPEATABLE READ``; on SQLite, this process's writes wait meanwhile (they are
+        serialized here, and SQLite gives a bare SELECT no snapshot of its own)."""
+        if self.is_sqlite:
+            async with self._writing(), self.engine.connect() as conn:
+                yield conn
+            return
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                yield conn
 
     # ---- chats -------------------------------------------------------------------------
 
@@ -940,6 +969,11 @@ class Store:
         """Inside a transaction: change a run's fields (texts made storable)."""
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
         await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
+
+    async def set_chat(self, conn: AsyncConnection, chat_id: str, **values: Any) -> None:
+        """Inside a transaction: change a chat's fields (texts made storable)."""
+        clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        await conn.execute(update(chats).where(chats.c.id == chat_id).values(**clean))
 
     async def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's fields in a transaction of its own."""
@@ -1253,8 +1287,10 @@ class Store:
 
     # ---- tool calls --------------------------------------------------------------------
 
+    _FIRST_KEPT = ("started_seq", "started_ms", "completed_seq", "completed_ms")
+
     async def upsert_tool_call(self, conn: AsyncConnection, row: dict[str, Any]) -> None:
-        """Inside a transaction: insert a tool call or update it (key: run, call_id)."""
+        """Inside a transaction: insert a tool call or update it (key: run, index in the turn)."""
         from sqlalchemy.dialects import postgresql, sqlite
 
         dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
@@ -1269,22 +1305,11 @@ class Store:
         changes = {
             k: getattr(ex, k)
             for k in row
-            if k not in ("chat_id", "run_id", "call_id", "started_seq", "started_ms")
+            if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
         }
-        changes["started_seq"] = func.coalesce(tool_calls.c.started_seq, ex.started_seq)
-        changes["started_ms"] = func.coalesce(tool_calls.c.started_ms, ex.started_ms)
-        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "call_id"], set_=changes))
-
-    async def abandon_tool_calls(self, conn: AsyncConnection, run_id: str) -> None:
-        """Inside a transaction: calls of a finished run still ``running`` become ``abandoned``."""
-        await conn.execute(
-            update(tool_calls)
-            .where(and_(tool_calls.c.run_id == run_id, tool_calls.c.status == "running"))
-            .values(
-                status="abandoned",
-                output="abandoned: the turn ended before the tool call completed",
-            )
-        )
+        for key in self._FIRST_KEPT:
+            changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
+        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "idx"], set_=changes))
 
     async def list_tool_calls(self, chat_id: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls of a chat (or of one of its runs), in the order they started."""
@@ -1294,7 +1319,7 @@ class Store:
         q = (
             select(tool_calls)
             .where(cond)
-            .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.id)
+            .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.idx)
         )
         async with self.engine.connect() as conn:
             res = await conn.execute(q)

@@ -12,6 +12,10 @@ what it holds, then ``resync`` with its last seq, and closes (code 4000): the
 client reconnects with ``after_seq`` = that seq. The protocol (version 1) is
 documented in ``docs/websocket.md``.
 
+Each record goes out with what it changed in its run's folded turn (``changes``): live
+ones as the writer folded them, replayed ones folded again from the store
+(:class:`.turns.Refolder`), so a client applies changes and never folds.
+
 Example:
     >>> control("live", 7)
     '{"op":"live","seq":7}'
@@ -32,6 +36,7 @@ from .hub import Hub, Subscriber
 from .log import record_message
 from .settings import WS_PROTOCOL_VERSION
 from .store import Store
+from .turns import Refolder
 
 router = APIRouter()
 
@@ -62,6 +67,7 @@ class _Stream:
         self.last = after
         self.lock = asyncio.Lock()
         self.sub: Subscriber = hub.subscribe(chat_id)
+        self.refold = Refolder(store, chat_id, ws.app.state.settings.max_field_bytes)
 
     async def send(self, text: str) -> None:
         async with self.lock:
@@ -79,7 +85,7 @@ class _Stream:
                 max_field_bytes=settings.max_field_bytes,
             )
             for rec in recs:
-                await self.send(record_message(rec))
+                await self.send(record_message(rec, await self.refold.changes(rec)))
                 self.last = rec.seq
             del recs
             if more:

@@ -3,6 +3,8 @@
 * :class:`WebUIFiles` serves ``cursor_agent_api/web/`` (shipped in the package, no build
   step) with a strict Content-Security-Policy — no inline script or style, nothing from
   another origin — and ``no-cache`` so a new version is picked up at once.
+* :func:`text_item` and :func:`tool_call_item` turn the stored rows of a folded turn into the
+  items of ``GET /api/chats/{id}/turns`` (a tool call with its card fields).
 * :func:`tool_call_view` turns the stored payload of a ``tool-call-started`` or
   ``tool-call-completed`` record into the plain fields a card shows (command, exit code,
   path, diff, read range, matches, MCP server and tool, todos, ...). The protocol layer
@@ -24,7 +26,7 @@ from typing import Any
 
 from starlette.staticfiles import StaticFiles
 
-from ..protocol.tools import ToolCall, ToolKind, tool_call_from_event_data
+from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
 from .security import CONTENT_SECURITY_POLICY  # one CSP for pages and API, 'self' only
 
 TEXT_LIMIT = 200_000
@@ -169,11 +171,77 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     return view
 
 
+def _call_of(row: dict[str, Any]) -> ToolCall:
+    args = row.get("args")
+    result = row.get("result")
+    if isinstance(result, dict) and "_cut" in result:
+        result = {k: v for k, v in result.items() if k != "_cut"} or None
+    try:
+        kind = ToolKind(row["kind"])
+    except ValueError:
+        kind = ToolKind.UNKNOWN
+    try:
+        status = ToolStatus(row["status"])
+    except ValueError:
+        status = ToolStatus.FAILED
+    return ToolCall(
+        call_id=row["call_id"],
+        kind=kind,
+        name=row.get("name") or "",
+        args=args if isinstance(args, dict) else {},
+        status=status,
+        result=result if isinstance(result, dict) else None,
+        description=row.get("description"),
+        reported_duration_ms=row.get("duration_ms"),
+    )
+
+
+def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored tool call as the state's item: its index, seqs and card fields (``view``).
+
+    Example:
+        >>> item = tool_call_item({"idx": 0, "call_id": "c", "kind": "ls", "name": "lsToolCall",
+        ...                        "status": "running", "args": {"path": "."}, "result": None,
+        ...                        "started_seq": 3, "completed_seq": None})
+        >>> item["type"], item["view"]["kind"], item["seq"]
+        ('tool_call', 'ls', 3)
+    """
+    call = _call_of(row)
+    view = view_of(call)
+    result = row.get("result")
+    if isinstance(result, dict) and "_cut" in result:
+        view["truncated"] = True
+    seq = row.get("started_seq") or row.get("completed_seq") or 0
+    return {"type": "tool_call", "index": row["idx"], "seq": seq, "view": view}
+
+
+def text_item(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored text (segment, thinking block, error) as the state's item.
+
+    Example:
+        >>> text_item({"kind": "text", "idx": 0, "text": "Hi", "closed": True, "opened_seq": 4,
+        ...            "bytes": None, "whole_seq": None})
+        {'type': 'text', 'index': 0, 'seq': 4, 'text': 'Hi', 'closed': True}
+    """
+    item = {
+        "type": row["kind"],
+        "index": row["idx"],
+        "seq": row["opened_seq"],
+        "text": row["text"],
+        "closed": bool(row["closed"]),
+    }
+    if row.get("bytes"):
+        item["bytes"], item["whole_seq"] = row["bytes"], row["whole_seq"]
+    return item
+
+
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "TOOL_RECORD_TYPES",
     "WebUIFiles",
     "shown_read_range",
+    "text_item",
+    "tool_call_item",
     "tool_call_view",
     "view_of",
 ]

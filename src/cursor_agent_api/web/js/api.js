@@ -43,6 +43,7 @@ export const api = {
   login: (token) => call("POST", "/api/auth/login", { token }),
   listChats: () => call("GET", "/api/chats?limit=200"),
   getChat: (id) => call("GET", `/api/chats/${enc(id)}`),
+  turns: (id) => call("GET", `/api/chats/${enc(id)}/turns`),
   updateChat: (id, body) => call("PATCH", `/api/chats/${enc(id)}`, body),
   createChat: (body) => call("POST", "/api/chats", body),
   startRun: (chatId, prompt) => call("POST", `/api/chats/${enc(chatId)}/runs`, { prompt }),

@@ -257,8 +257,10 @@ async function openChat(id) {
   closeChat();
   state.opening = id;
   let chat;
+  let turns;
   try {
-    chat = await api.getChat(id);
+    // The chat's folded state, then the records after its last_seq (see docs/web.md).
+    [chat, turns] = await Promise.all([api.getChat(id), api.turns(id)]);
     if (state.opening !== id) return; // another chat was opened meanwhile
   } catch (err) {
     if (state.opening !== id) return;
@@ -269,11 +271,13 @@ async function openChat(id) {
   state.chat = chat;
   show("chat-view");
   showChatHeader();
-  state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange, workspace: chat.workspace });
+  state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange, workspace: chat.workspace, chatId: id });
+  state.timeline.load(turns);
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
-    onRecord: (rec) => state.timeline.apply(rec),
+    afterSeq: turns.last_seq,
+    onRecord: (rec, changes) => state.timeline.apply(rec, changes),
     onState: setConn,
     onTrouble: checkAuth,
   }).start();

@@ -1,6 +1,6 @@
-// Tool-call cards. A card is created when a call starts ("running") and redrawn
-// when it completes, from the server's `tool_call` view of the record (see
-// server/webui.py: the page never reads the agent's wire format itself).
+// Tool-call cards. A card is created when a call opens and redrawn when it changes, from
+// the card fields (`view`) the server sends with each tool-call change and in the chat's
+// state (see server/webui.py: the page never reads the agent's wire format itself).
 // Every value is shown as text.
 
 import { h, replace, formatDuration, lineCount, showControlsDeep } from "./dom.js";
@@ -16,20 +16,6 @@ const STATUS_TEXT = {
   running: "running…", succeeded: "done", failed: "failed", rejected: "rejected",
   denied: "denied", error: "error", timeout: "timed out", abandoned: "abandoned",
 };
-
-/** Merge a later view of the same call into the earlier one (completions may omit fields). */
-export function mergeView(before, later) {
-  if (!before) return { ...later };
-  const merged = { ...before };
-  for (const [key, value] of Object.entries(later)) {
-    if (value === null || value === undefined) continue;
-    if (key === "kind" && value === "unknown" && before.kind) continue;
-    if (key === "name" && !value) continue;
-    if (Array.isArray(value) && value.length === 0 && Array.isArray(before[key]) && before[key].length) continue;
-    merged[key] = value;
-  }
-  return merged;
-}
 
 /** A new, empty card element for a call. */
 export function createCard() {

@@ -1,6 +1,7 @@
-// Long values cut by the server (docs/server.md, "Size limits"): a record lists what it
-// cut in `truncated` ({field: JSON pointer, bytes: whole size}); "Show all" fetches the
-// whole value from GET /api/chats/{id}/events/{seq}/value?field=… and shows it as text.
+// Long values cut by the server (docs/server.md, "Size limits"): a text says its whole
+// size (`bytes`) and the record that holds it, a tool call's card is `truncated`; "Show
+// all" fetches the whole value (…/events/{seq}/value?field=…, …/tool-calls/{index}/output)
+// and shows it as text.
 
 import { h, replace } from "./dom.js";
 
@@ -10,22 +11,16 @@ function size(bytes) {
   return `${bytes} bytes`;
 }
 
-/** The cut of `rec` to offer in full: the one at `field`, else the longest (never /raw). */
-export function cutOf(rec, field = null) {
-  const cuts = (rec.truncated || []).filter((c) => c.field !== "/raw");
-  if (field) return cuts.find((c) => c.field === field) || null;
-  return cuts.reduce((a, c) => (!a || c.bytes > a.bytes ? c : a), null);
-}
-
-/** A note "Cut … Show all"; `show(text)` gets the whole value once fetched. */
-export function cutNote(rec, cut, show) {
-  const button = h("button", { type: "button", class: "show-all", text: `Show all (${size(cut.bytes)})` });
+/** A note "Cut … Show all"; `url` gives the whole value (text), `bytes` its size if known;
+ * `show(text)` gets it once fetched. */
+export function cutNote(url, bytes, show) {
+  const label = () => (bytes ? `Show all (${size(bytes)})` : "Show all");
+  const button = h("button", { type: "button", class: "show-all", text: label() });
   const note = h("p", { class: "card-note cut-note" },
     h("span", { text: "Long output: only its beginning is shown. " }), button);
   button.addEventListener("click", async () => {
     button.disabled = true;
     button.textContent = "Loading…";
-    const url = `/api/chats/${encodeURIComponent(rec.chat_id)}/events/${rec.seq}/value?field=${encodeURIComponent(cut.field)}`;
     try {
       const response = await fetch(url, { credentials: "same-origin" });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
@@ -33,7 +28,7 @@ export function cutNote(rec, cut, show) {
       note.remove();
     } catch (e) {
       button.disabled = false;
-      button.textContent = `Show all (${size(cut.bytes)})`;
+      button.textContent = label();
       replace(note, h("span", { text: `Could not load it (${e.message}). ` }), button);
     }
   });

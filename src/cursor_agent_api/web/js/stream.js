@@ -1,5 +1,6 @@
 // One chat's live stream over the server's WebSocket (protocol version 1, see
-// docs/websocket.md): replay of the stored records after our last seq, then live.
+// docs/websocket.md): the stored records after our last seq (the seq of the state the page
+// opened with, at first), then live; each with the changes it made to its run's turn.
 //
 // The page keeps the last seq it applied and reconnects by itself with
 // after_seq = that seq, so it catches up with no gap; records at or below it
@@ -12,17 +13,19 @@ const MAX_BACKOFF_MS = 5_000;
 
 export class ChatStream {
   /**
-   * chatId: the chat to follow.
-   * onRecord(record): called once per record, in seq order.
+   * chatId: the chat to follow; afterSeq: the seq the page's state is at (its records are
+   * not sent again).
+   * onRecord(record, changes): called once per record, in seq order, with what it changed in
+   * its run's folded turn (the page applies them).
    * onState(state, detail): "connecting" | "replaying" | "live" | "reconnecting" | "closed" | "error".
    * onTrouble(): called after repeated failed connections (the page checks auth then).
    */
-  constructor(chatId, { onRecord, onState, onTrouble }) {
+  constructor(chatId, { afterSeq, onRecord, onState, onTrouble }) {
     this.chatId = chatId;
     this.onRecord = onRecord;
     this.onState = onState;
     this.onTrouble = onTrouble || (() => {});
-    this.lastSeq = 0;
+    this.lastSeq = afterSeq || 0;
     this.ws = null;
     this.stopped = false;
     this.failures = 0;
@@ -144,7 +147,7 @@ export class ChatStream {
           return;
         }
         this.lastSeq = msg.seq;
-        this.onRecord(msg.event);
+        this.onRecord(msg.event, msg.changes || []);
         break;
       case "resync":
         this.drop(ws, "resync"); // we fell behind: catch up from the store

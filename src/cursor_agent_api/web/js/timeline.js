@@ -1,10 +1,11 @@
-// The conversation view: folds a chat's records (in seq order, each once) into
-// the page, following seed 002's display rules:
+// The conversation view. It never folds events: a chat opens from the server's folded
+// state (GET /api/chats/{id}/turns: each run's segments, thinking blocks, tool calls and
+// errors, by index), then applies the changes each live record carries (the one fold,
+// protocol/transcript.py, made them on the server), following seed 002's display rules:
 //
-// * the user's prompt comes from the server's `run/queued` record;
-// * assistant text streams in and is rendered as Markdown (markdown.js, safe);
-//   deltas grow the current segment, a whole message replaces the segment's
-//   deltas (or starts a new one), a tool call closes the segment;
+// * the user's prompt comes from the run (its `queued` record);
+// * assistant text streams in and is rendered as Markdown (markdown.js, safe): a segment
+//   grows by `text_appended`, is set by `segment_replaced`, ends by `segment_closed`;
 // * thinking is shown only while it is the latest thing happening, then folds
 //   away into a closed <details>;
 // * tool calls are cards that move from running to their outcome (cards.js);
@@ -13,9 +14,9 @@
 
 import { h, replace, formatDuration, lineCount } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
-import { createCard, drawCard, mergeView } from "./cards.js";
+import { createCard, drawCard } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
-import { cutNote, cutOf, wholeText } from "./cut.js";
+import { cutNote, wholeText } from "./cut.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
@@ -58,9 +59,10 @@ function promptBlock(prompt) {
 
 export class Timeline {
   /** container: the stream element; resultBar: where the latest result goes. */
-  constructor(container, resultBar, { onRunChange, workspace } = {}) {
+  constructor(container, resultBar, { onRunChange, workspace, chatId } = {}) {
     this.container = container;
     this.workspace = workspace || "";
+    this.chatId = chatId || "";
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
     this.reset();
@@ -70,9 +72,9 @@ export class Timeline {
     replace(this.container);
     replace(this.resultBar);
     this.resultBar.hidden = true;
-    this.segment = null; // {el, text, fromDeltas}
-    this.thinking = null; // {el, body, text, done}
-    this.cards = new Map(); // call_id -> {el, view}
+    this.texts = new Map(); // "run:kind:index" -> {el, text, done}: segments and thinking blocks
+    this.thinking = null; // the thinking block shown live: {el, body, text}
+    this.cards = new Map(); // "run:index" -> {el, view, runId, index}
     this.runs = new Map(); // run_id -> run view
     this.latestRun = null;
     this.lastError = null; // {el, message} of the last error block
@@ -86,43 +88,99 @@ export class Timeline {
     return this.latestRun && !FINAL.has(this.latestRun.status) ? this.latestRun : null;
   }
 
-  /** Apply one record (see docs/websocket.md for its fields). */
-  apply(rec) {
+  /** Show a chat from its folded state (GET /api/chats/{id}/turns): each run's prompt, its
+   * items in order (text, thinking, tool calls, errors), how it ended. */
+  load(state) {
+    for (const { run, items } of state.runs || []) {
+      const status = run.status;
+      this.runStatus(run, "queued");
+      for (const item of items) this.item(run.id, item);
+      if (FINAL.has(status)) this.runStatus(run, status);
+      else run.status = status;
+    }
+    if (this.latestRun) this.onRunChange(this.latestRun);
+    this.scrollToEnd();
+  }
+
+  item(runId, item) {
+    if (item.type === "text") {
+      const entry = this.text(runId, "text", item.index, item.text, item.closed);
+      if (!item.closed) {
+        entry.text = item.text; // still streaming
+        this.schedule(entry);
+      }
+      if (item.bytes) this.cutText(entry, item.whole_seq, item.bytes);
+    } else if (item.type === "thinking") {
+      this.think(runId, item.index, item.text);
+      if (item.closed) this.thinking.done = true;
+    } else if (item.type === "tool_call") this.card(runId, item.index, item.view);
+    else if (item.type === "error") this.failure(item.text, null);
+  }
+
+  /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
+  apply(rec, changes) {
     const stick = this.nearBottom();
+    for (const change of changes || []) this.change(rec, change);
     const type = rec.type;
     if (type === "run") this.runRecord(rec);
-    else if (type === "thinking:delta") this.think(rec.payload?.text || "");
-    else if (type === "thinking:completed") {
-      if (this.thinking) this.thinking.done = true;
-    } else if (type === "assistant:delta") this.assistant(rec.payload?.text || "", true);
-    else if (type === "assistant") {
-      const el = this.assistant(rec.payload?.text || "", false);
-      const cut = el && cutOf(rec, "/payload/text");
-      if (cut) el.after(cutNote(rec, cut, (text) => replace(el, wholeText(text))));
-    }
-    else if (type === "tool-call-started" || type === "tool-call-completed") this.tool(rec);
-    else if (type === "error") this.failure(rec.payload?.text || "the agent reported an error", null);
     else if (type === "connection" || type === "retry") {
       this.foldThinking();
       this.notice(type === "retry" ? "The agent is retrying a request…" : `Agent connection: ${rec.subtype || ""}`);
     }
-    // system:init, user (the prompt is shown from run/queued), result:* (the run
-    // record that follows carries its usage and duration), raw, interaction_query
-    // and unknown records are not displayed.
     if (stick) this.scrollToEnd();
+  }
+
+  /** One change (protocol/changes.py): the page applies it, it never folds events itself. */
+  change(rec, c) {
+    const runId = rec.run_id;
+    switch (c.kind) {
+      case "text_appended": {
+        const entry = this.text(runId, "text", c.segment, "", false);
+        entry.text += c.text;
+        this.schedule(entry);
+        break;
+      }
+      case "segment_replaced": {
+        const entry = this.text(runId, "text", c.segment, c.text, true);
+        if (c.bytes) this.cutText(entry, c.seq, c.bytes);
+        break;
+      }
+      case "segment_closed": {
+        const entry = this.texts.get(`${runId}:text:${c.segment}`);
+        if (entry) this.render(entry);
+        break;
+      }
+      case "thinking_appended":
+        this.think(runId, c.block, c.text);
+        break;
+      case "thinking_closed":
+        if (this.thinking) this.thinking.done = true;
+        break;
+      case "tool_call_opened":
+      case "tool_call_changed":
+        this.card(runId, c.index, c.view);
+        break;
+      case "error_reported":
+        this.failure(c.message, null);
+        break;
+      default:
+        break; // turn_info, usage_reported, result_received: the run record shows them
+    }
   }
 
   // ---- records -------------------------------------------------------------------------
 
   runRecord(rec) {
     const run = rec.payload?.run || {};
-    const status = rec.subtype || run.status;
+    this.runStatus(run, rec.subtype || run.status);
+  }
+
+  runStatus(run, status) {
     run.status = status;
-    this.runs.set(run.id || rec.run_id, run);
+    this.runs.set(run.id, run);
     this.latestRun = run;
     if (status === "queued") {
       this.resultBar.hidden = true; // the previous result is no longer the latest
-      this.closeSegment();
       this.foldThinking();
       for (const offer of this.container.querySelectorAll(".offer")) offer.remove();
       this.container.append(h("div", { class: "msg user", dataset: { runId: run.id || "" } },
@@ -130,8 +188,7 @@ export class Timeline {
         promptBlock(run.prompt || "")));
     } else if (FINAL.has(status)) {
       this.foldThinking();
-      this.closeSegment();
-      this.finishCards();
+      this.finishTexts(run.id);
       if (status === "failed" || status === "interrupted") {
         this.failure(run.error || `the run ${status}`, run.error_type);
       } else if (status === "cancelled") {
@@ -142,13 +199,48 @@ export class Timeline {
     this.onRunChange(run);
   }
 
-  think(text) {
-    if (!this.thinking) {
+  /** The text entry `kind` `index` of a run (created at the end of the stream if new); a
+   * whole `text` (done) is rendered at once. */
+  text(runId, kind, index, text, done) {
+    const key = `${runId}:${kind}:${index}`;
+    let entry = this.texts.get(key);
+    if (!entry) {
+      this.foldThinking();
+      // While text streams in, aria-busy keeps screen readers from reading every fragment.
+      const el = h("div", { class: "msg assistant", "aria-busy": done ? null : "true" });
+      this.container.append(el);
+      entry = { el, text: "", runId };
+      this.texts.set(key, entry);
+    }
+    if (done) {
+      entry.text = text;
+      this.render(entry);
+    }
+    return entry;
+  }
+
+  /** The server cut this text: a note whose Show all fetches the whole from record `seq`. */
+  cutText(entry, seq, bytes) {
+    const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload/text")}`;
+    entry.el.after(cutNote(url, bytes, (text) => replace(entry.el, wholeText(text))));
+  }
+
+  /** A run ended: its texts still streaming are complete as they are. */
+  finishTexts(runId) {
+    for (const entry of this.texts.values()) {
+      if (entry.runId === runId && entry.el.hasAttribute("aria-busy")) this.render(entry);
+    }
+  }
+
+  think(runId, block, text) {
+    const key = `${runId}:${block}`;
+    if (!this.thinking || this.thinking.key !== key) {
+      this.foldThinking();
       const body = h("p", { class: "thinking-text" });
       const el = h("div", { class: "thinking thinking-live", "aria-live": "off" },
         h("span", { class: "thinking-label", text: "Thinking…" }), body);
       this.container.append(el);
-      this.thinking = { el, body, text: "", done: false };
+      this.thinking = { el, body, text: "", done: false, key };
     }
     this.thinking.text += text;
     this.thinking.body.textContent = this.thinking.text;
@@ -164,58 +256,22 @@ export class Timeline {
     t.el.replaceWith(folded);
   }
 
-  assistant(text, isDelta) {
-    this.foldThinking();
-    if (isDelta) {
-      if (!this.segment || !this.segment.fromDeltas) this.openSegment(true);
-      this.segment.text += text;
-    } else if (this.segment && this.segment.fromDeltas) {
-      this.segment.text = text; // the whole segment replaces its deltas
-      this.render(this.segment);
-      const { el } = this.segment;
-      this.segment = null;
-      return el;
-    } else {
-      this.openSegment(false);
-      this.segment.text = text;
-      this.render(this.segment);
-      const { el } = this.segment;
-      this.segment = null;
-      return el;
-    }
-    this.schedule(this.segment);
-  }
-
-  openSegment(fromDeltas) {
-    // While text streams in, aria-busy keeps screen readers from reading every fragment.
-    const el = h("div", { class: "msg assistant", "aria-busy": fromDeltas ? "true" : null });
-    this.container.append(el);
-    this.segment = { el, text: "", fromDeltas };
-  }
-
-  closeSegment() {
-    if (this.segment) this.render(this.segment);
-    this.segment = null;
-  }
-
-  tool(rec) {
-    this.foldThinking();
-    this.closeSegment();
-    const view = rec.tool_call;
-    if (!view || !view.call_id) return;
-    let entry = this.cards.get(view.call_id);
+  /** Tool call `index` of a run, drawn from the server's card fields (`view`). */
+  card(runId, index, view) {
+    if (!view) return;
+    const key = `${runId}:${index}`;
+    let entry = this.cards.get(key);
     if (!entry) {
-      entry = { el: createCard(), view: null };
+      this.foldThinking();
+      entry = { el: createCard(), view: null, runId, index };
       entry.el.dataset.callId = view.call_id;
-      this.cards.set(view.call_id, entry);
+      this.cards.set(key, entry);
       this.container.append(entry.el);
     }
-    entry.view = mergeView(entry.view, view);
-    const cut = cutOf(rec);
-    if (cut) entry.cut = { rec, cut };
-    if (entry.view.status === "rejected" && rec.run_id) {
-      if (!this.rejected.has(rec.run_id)) this.rejected.set(rec.run_id, new Set());
-      this.rejected.get(rec.run_id).add(entry.view.kind);
+    entry.view = view;
+    if (view.status === "rejected" && runId) {
+      if (!this.rejected.has(runId)) this.rejected.set(runId, new Set());
+      this.rejected.get(runId).add(view.kind);
     }
     this.draw(entry);
   }
@@ -223,9 +279,10 @@ export class Timeline {
   draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
     addCardCopyButtons(entry.el);
-    if (entry.cut) {  // fields the server cut: a note with Show all
+    if (entry.view.truncated && entry.view.status !== "running") {  // cut by the server: Show all
       const card = entry.el;
-      card.append(cutNote(entry.cut.rec, entry.cut.cut, (text) => card.append(wholeText(text))));
+      const url = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
+      card.append(cutNote(url, null, (text) => card.append(wholeText(text))));
     }
   }
 
@@ -240,16 +297,6 @@ export class Timeline {
     el.classList.add("offer");
     this.container.append(el);
     if (stick) this.scrollToEnd();
-  }
-
-  /** The run is over: calls still "running" will never complete. */
-  finishCards() {
-    for (const entry of this.cards.values()) {
-      if (entry.view.status === "running") {
-        entry.view = { ...entry.view, status: "abandoned", error: "the run ended before this call completed" };
-        this.draw(entry);
-      }
-    }
   }
 
   failure(message, errorType) {
@@ -297,21 +344,21 @@ export class Timeline {
 
   // ---- rendering -----------------------------------------------------------------------
 
-  render(segment, done = true) {
-    this.dirty.delete(segment);
-    replace(segment.el, renderMarkdown(segment.text));
-    addCodeCopyButtons(segment.el);
-    if (done) segment.el.removeAttribute("aria-busy");
+  render(entry, done = true) {
+    this.dirty.delete(entry);
+    replace(entry.el, renderMarkdown(entry.text));
+    addCodeCopyButtons(entry.el);
+    if (done) entry.el.removeAttribute("aria-busy");
   }
 
   /** Re-render streaming text at most once per frame. */
-  schedule(segment) {
-    this.dirty.add(segment);
+  schedule(entry) {
+    this.dirty.add(entry);
     if (this.frame) return;
     const flush = () => {
       this.frame = 0;
       const stick = this.nearBottom();
-      for (const s of this.dirty) this.render(s, s !== this.segment);
+      for (const entry of this.dirty) this.render(entry, false);
       if (stick) this.scrollToEnd();
     };
     this.frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);

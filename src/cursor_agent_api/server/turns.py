@@ -1,0 +1,335 @@
+"""A run's fold: its agent events folded once by :class:`~cursor_agent_api.protocol.Transcript`,
+stored with the folded turn state **in the same transaction** as the events.
+
+One :class:`RunFold` per run. :meth:`RunFold.fold` folds a batch of events (once: a batch
+that must be written again keeps its changes) into a :class:`FoldedBatch`;
+:func:`append_folded` commits the batch's records and the turn state they change
+(:func:`.turn_store.write_turn`) in one transaction, then publishes the records with their
+changes. Nothing here pairs tool calls or applies the segment rule: the transcript does, and
+the store applies its changes.
+
+This is the whole write path of agent events: the server's runs (:mod:`.runs`) and any
+other process that writes a run's events into the same store (a worker) use it, and any
+process can rebuild a run's fold from its stored records (:meth:`RunFold.from_records`),
+so the state is a function of the log.
+
+Example:
+    >>> from cursor_agent_api.protocol import parse_event
+    >>> fold = RunFold("chat", "run")
+    >>> batch = fold.fold([parse_event('{"type":"assistant","text":"Hi","timestamp_ms":1}')])
+    >>> [c.kind for c in batch.changes[0]], batch.records[0].type
+    (['text_appended'], 'assistant:delta')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import AgentEvent, Transcript
+from ..protocol.changes import Change, ErrorReported, ResultReceived
+from .store import EventRecord, NewRecord, Store, agent_derived, agent_payload
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    from .log import EventLog
+
+Changes = tuple[Change, ...]
+
+FINAL_RUN_STATUSES = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+
+
+def _line(event: AgentEvent) -> str | bytes:
+    """The event's original line, as it came (bytes: no decoded copy of a long line)."""
+    line = event.line
+    return line if isinstance(line, (bytes, str)) else event.raw
+
+
+@dataclass(slots=True)
+class FoldedBatch:
+    """A batch of one run's agent events, folded: the records to store and each one's changes.
+
+    ``error_base`` is how many error messages the turn had before the batch (the index of
+    the batch's first :class:`ErrorReported`); ``turn`` the turn's fields after it.
+    """
+
+    chat_id: str
+    run_id: str
+    records: list[NewRecord]
+    changes: list[Changes]
+    error_base: int
+    turn: dict[str, Any]
+
+
+@dataclass(eq=False)
+class RunFold:
+    """The fold of one run (a :class:`Transcript` that keeps neither events nor content).
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> f = RunFold("c", "r")
+        >>> b = f.fold([parse_event('{"type":"tool_call","subtype":"started","call_id":"x",'
+        ...                         '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}')])
+        >>> [c.kind for c in f.close()]
+        ['tool_call_changed']
+    """
+
+    chat_id: str
+    run_id: str
+    transcript: Transcript = field(default_factory=lambda: Transcript(keep_events=False, keep_content=False))
+    errors: int = 0
+    result: dict[str, Any] | None = None
+    last_seq: int = 0
+    """The seq of the last record folded, when known (records read back from the store)."""
+
+    def _note(self, changes: Changes) -> None:
+        for c in changes:
+            cls = c.__class__
+            if cls is ErrorReported:
+                self.errors += 1
+            elif cls is ResultReceived:
+                self.result = c.to_dict()
+
+    def turn(self) -> dict[str, Any]:
+        """What is known of the turn (``runs.turn``): the session, model, cwd, request, the
+        result event's fields, how many errors.
+
+        Example:
+            >>> RunFold("c", "r").turn()["result"] is None
+            True
+        """
+        t = self.transcript
+        return {
+            "session_id": t.session_id,
+            "request_id": t.request_id,
+            "model": t.model,
+            "cwd": t.cwd,
+            "result": self.result,
+            "errors": self.errors,
+        }
+
+    def fold(self, events: Iterable[AgentEvent]) -> FoldedBatch:
+        """Fold ``events`` (once) into the records to store and their changes."""
+        add = self.transcript.add
+        records: list[NewRecord] = []
+        changes: list[Changes] = []
+        base = self.errors
+        run_id = self.run_id
+        for e in events:
+            c = add(e)
+            if c:
+                self._note(c)
+            changes.append(c)
+            records.append(
+                NewRecord(
+                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, agent_derived(e)
+                )
+            )
+        return FoldedBatch(self.chat_id, run_id, records, changes, base, self.turn())
+
+    def close(self) -> Changes:
+        """The run is over: what :meth:`Transcript.close` changes (calls abandoned)."""
+        return self.transcript.close()
+
+    def add_record(self, rec: EventRecord) -> Changes:
+        """Fold one stored record (an agent event of this run; anything else changes nothing)."""
+        self.last_seq = rec.seq
+        if rec.source != "agent":
+            return ()
+        event = AgentEvent.from_dict(rec.payload)
+        c = self.transcript.add(event)
+        if c:
+            self._note(c)
+        return c
+
+    @classmethod
+    def from_records(cls, chat_id: str, run_id: str, records: Iterable[EventRecord]) -> RunFold:
+        """The fold of a run rebuilt from its stored records, in seq order.
+
+        Example:
+            >>> rec = EventRecord(3, "c", "r", 0, "agent", "assistant", None,
+            ...                   {"type": "assistant", "data": {"type": "assistant", "text": "Hi"}}, None)
+            >>> RunFold.from_records("c", "r", [rec]).transcript.segments
+            ['']
+        """
+        fold = cls(chat_id, run_id)
+        for rec in records:
+            fold.add_record(rec)
+        return fold
+
+
+async def load_run_fold(store: Store, chat_id: str, run_id: str, before_seq: int | None = None) -> RunFold:
+    """The fold of a run rebuilt from its records in the store (those before ``before_seq``
+    when given), read a page at a time: what any process needs to write the run's next
+    events or to know what a later record changed."""
+    fold = RunFold(chat_id, run_id)
+    after = 0
+    while True:
+        recs = await store.events_after(chat_id, after, 1000, run_id=run_id)
+        for rec in recs:
+            if before_seq is not None and rec.seq >= before_seq:
+                return fold
+            fold.add_record(rec)
+        if len(recs) < 1000:
+            return fold
+        after = recs[-1].seq
+
+
+def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> list[dict[str, Any]]:
+    """The JSON form of a record's changes, as the WebSocket sends them: each change's
+    ``to_dict()``, a tool call's also with ``view`` (the card fields), strings over
+    ``max_field_bytes`` cut. A replaced segment cut that way says ``bytes`` (its whole
+    size) and ``seq`` (the record whose ``/payload/text`` is the whole text).
+
+    Example:
+        >>> from cursor_agent_api.protocol.changes import TextAppended
+        >>> rec = EventRecord(4, "c", "r", 0, "agent", "assistant", None, {}, None)
+        >>> changes_json((TextAppended(0, "hi"),), rec, 100)
+        [{'kind': 'text_appended', 'segment': 0, 'text': 'hi'}]
+    """
+    from .store import cut_value, utf8_size
+    from .webui import view_of
+
+    out: list[dict[str, Any]] = []
+    for c in changes:
+        d = c.to_dict()
+        kind = d["kind"]
+        if kind in ("tool_call_opened", "tool_call_changed"):
+            d["view"] = view_of(c.call)  # type: ignore[union-attr]
+            d["call"] = cut_value(d["call"], max_field_bytes, "/call", [])
+        elif "text" in d and len(d["text"]) * 4 > max_field_bytes:
+            size = utf8_size(d["text"])
+            if size > max_field_bytes:
+                d["text"] = cut_value(d["text"], max_field_bytes, "/text", [])
+                d["bytes"] = size
+                d["seq"] = rec.seq
+        elif kind == "error_reported":
+            d["message"] = cut_value(d["message"], max_field_bytes, "/message", [])
+        out.append(d)
+    return out
+
+
+ExtraWrites = Callable[["AsyncConnection", list[EventRecord]], Awaitable[None]]
+
+
+async def append_folded(
+    log: EventLog,
+    batch: FoldedBatch,
+    *,
+    after: ExtraWrites | None = None,
+) -> list[EventRecord]:
+    """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
+    in one transaction; then publish the records with their changes. Safe to call again
+    with the same batch when it failed (nothing of it was committed)."""
+    from .turn_store import write_turn
+
+    store = log.store
+    limit = log.max_field_bytes
+
+    async def writes(conn: AsyncConnection, recs: list[EventRecord]) -> None:
+        await write_turn(store, conn, batch, recs, limit)
+        if after is not None:
+            await after(conn, recs)
+
+    return await log.append(batch.chat_id, batch.records, after=writes, changes=batch.changes)
+
+
+async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> int:
+    """Fold the finished runs of a chat that have no stored turn state yet (runs written
+    before the state existed: ``runs.turn`` is NULL) from their records, and store it.
+    Returns how many runs it folded (0 once done: a later call reads one column)."""
+    from .turn_store import replace_turn
+
+    count = 0
+    for run in await store.list_runs(chat_id):
+        if run.get("turn") is not None or run.get("status") in ("queued", "running"):
+            continue
+        fold = RunFold(chat_id, str(run["id"]))
+        recs: list[EventRecord] = []
+        changes: list[Changes] = []
+        after = 0
+        while True:
+            page = await store.events_after(chat_id, after, 1000, run_id=fold.run_id)
+            for rec in page:
+                changes.append(fold.close() if is_final_run_record(rec) else fold.add_record(rec))
+                rec.payload = {}  # the state needs the seqs and times only, not the events
+                recs.append(rec)
+            if len(page) < 1000:
+                break
+            after = page[-1].seq
+        batch = FoldedBatch(chat_id, fold.run_id, [], changes, 0, fold.turn())
+        await replace_turn(store, batch, recs, max_field_bytes)
+        count += 1
+    return count
+
+
+class Refolder:
+    """What each record of a chat replayed from the store changed in its run's turn: the
+    fold of each run met, rebuilt from the store at the first record seen of it
+    (:func:`load_run_fold`), then advanced record by record (the WebSocket's replay).
+    """
+
+    def __init__(self, store: Store, chat_id: str, max_field_bytes: int) -> None:
+        self.store = store
+        self.chat_id = chat_id
+        self.limit = max_field_bytes
+        self.folds: dict[str, RunFold] = {}
+
+    async def changes(self, rec: EventRecord) -> list[dict[str, Any]] | None:
+        """The JSON changes of ``rec`` (records come in seq order); ``None`` when none."""
+        run_id = rec.run_id
+        final = is_final_run_record(rec)
+        if run_id is None or not (rec.source == "agent" or final):
+            return None
+        fold = self.folds.get(run_id)
+        if fold is None:
+            fold = await load_run_fold(self.store, self.chat_id, run_id, before_seq=rec.seq)
+            self.folds[run_id] = fold
+        if final:
+            changes = fold.close()
+            del self.folds[run_id]
+        else:
+            changes = fold.add_record(rec)
+        return changes_json(changes, rec, self.limit) if changes else None
+
+
+async def whole_tool_output(store: Store, row: dict[str, Any]) -> str | None:
+    """The whole output of a stored tool call (the table keeps it cut): its records read
+    whole and folded. ``None`` when they are gone."""
+    transcript = Transcript(keep_events=False)
+    found = False
+    for seq in (row.get("started_seq"), row.get("completed_seq")):
+        if seq is None:
+            continue
+        rec = await store.get_event(str(row["chat_id"]), int(seq))
+        if rec is None or rec.source != "agent":
+            continue
+        found = True
+        transcript.add(AgentEvent.from_dict(rec.payload))
+    if not found or not transcript.tool_calls:
+        return None
+    return transcript.tool_calls[-1].output
+
+
+def is_final_run_record(rec: EventRecord) -> bool:
+    """Whether ``rec`` records the end of a run (after it, the run's fold is closed).
+
+    Example:
+        >>> is_final_run_record(EventRecord(1, "c", "r", 0, "server", "run", "failed", {}, None))
+        True
+    """
+    return rec.source == "server" and rec.type == "run" and rec.subtype in FINAL_RUN_STATUSES
+
+
+__all__ = [
+    "FoldedBatch",
+    "Refolder",
+    "RunFold",
+    "append_folded",
+    "changes_json",
+    "is_final_run_record",
+    "load_run_fold",
+    "whole_tool_output",
+]
