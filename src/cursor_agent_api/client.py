@@ -77,6 +77,24 @@ def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentCon
     return config.with_overrides(**fields)
 
 
+def _open_turn(tools: Any, config: AgentConfig, prompt: str | bytes, **kwargs: Any) -> AgentRun:
+    """The one spot where a client's ``tools`` and ``config.mcp_servers`` join a turn: the
+    run then shows them to the agent in ``.cursor/`` and restores it (see docs/tools.md)."""
+    if tools is None and not config.mcp_servers:
+        return AgentRun(config, prompt, **kwargs)
+    from .tools.host import open_turn
+
+    return open_turn(tools, config, prompt, **kwargs)
+
+
+def _make_tools(tools: Any) -> Any:
+    if tools is None:
+        return None
+    from .tools.host import make_host
+
+    return make_host(tools)
+
+
 def _check_prompt(prompt: object) -> str | bytes:
     if not isinstance(prompt, (str, bytes)):
         raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
@@ -350,8 +368,9 @@ class CursorAgentClient:
         >>> print(r.result if r.success else r.error)                     # doctest: +SKIP
     """
 
-    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
+        self._tools = _make_tools(tools)  # @tool functions: served while the client is open
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
@@ -374,6 +393,8 @@ class CursorAgentClient:
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
+            if self._tools is not None:
+                self._portal.call(self._tools.aclose)
             self._portal.release()
 
     def __enter__(self) -> CursorAgentClient:
@@ -400,7 +421,7 @@ class CursorAgentClient:
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
-        run = AgentRun(config, prompt, sink=queue, pull=queue is not None)
+        run = _open_turn(self._tools, config, prompt, sink=queue, pull=queue is not None)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
 
         async def start() -> None:
@@ -671,14 +692,25 @@ class AsyncCursorAgentClient:
         ...         print(event.text or "", end="")
     """
 
-    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
+        self._tools = _make_tools(tools)  # @tool functions: served until aclose()
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        return None
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the server of the client's ``tools`` (if it has any). Idempotent.
+
+        Example:
+            >>> import asyncio
+            >>> asyncio.run(AsyncCursorAgentClient().aclose())
+        """
+        if self._tools is not None:
+            await self._tools.aclose()
 
     async def query(self, prompt: str, **overrides: Any) -> AgentResult:
         """Run one turn to its end; its result (see :meth:`CursorAgentClient.query`).
@@ -690,7 +722,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = AgentRun(config, _check_prompt(prompt))
+        run = _open_turn(self._tools, config, _check_prompt(prompt))
         await run.start()
         try:
             return await run.wait()
@@ -711,7 +743,8 @@ class AsyncCursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = AsyncEventQueue()
-        return AsyncStreamingResponse(AgentRun(config, _check_prompt(prompt), sink=queue), queue)
+        return AsyncStreamingResponse(_open_turn(self._tools, config, _check_prompt(prompt), sink=queue),
+                                      queue)
 
     async def status(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> AccountStatus:
         """``agent status``: logged in or not, and as whom.

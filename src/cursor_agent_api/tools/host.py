@@ -1,0 +1,186 @@
+"""A client's tools, and the turn wrapper that shows them (and ``mcp_servers``) to the agent.
+
+What lives here: :class:`ToolHost` — one per client: its ``@tool`` functions, the
+:class:`~.server.ToolServer` that serves them (created on first use, started by the first turn,
+stopped by the client's ``close``/``aclose``), the server's ``mcp.json`` key
+(``python-tools-<8 hex>``) and the name of the environment variable that carries its token;
+:class:`TurnScope` — what one turn adds (the agent's environment, ``--approve-mcps``, the
+entries in ``.cursor/``) and takes away; :func:`open_turn`, the client's one entry point: an
+:class:`~cursor_agent_api.runtime.AgentRun` that enters the scope before the agent starts and
+leaves it once the agent's process group is gone, whatever the outcome.
+
+The token never touches a file: ``mcp.json`` says ``"Authorization": "Bearer
+${env:CURSOR_AGENT_API_TOOLS_TOKEN_<8 HEX>}"`` and only the agent's environment holds the value.
+
+Example:
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> host = ToolHost([])
+    >>> config, scope = prepare_turn(host, AgentConfig(workspace="/tmp"))
+    >>> config.approve_mcps, host.env_var in config.env, scope.allow
+    (True, True, [])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..config import AgentConfig
+from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
+from ..runtime import AgentRun
+from .inject import WorkspaceInjection
+
+if TYPE_CHECKING:
+    from .server import ToolServer
+    from .tool import LocalInvocation, Tool
+
+__all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
+
+TOKEN_ENV_PREFIX = "CURSOR_AGENT_API_TOOLS_TOKEN_"
+
+
+class ToolHost:
+    """The tools of one client and their server (see the module's docstring).
+
+    Example:
+        >>> host = ToolHost([])
+        >>> host.name.startswith("python-tools-"), host.env_var.startswith(TOKEN_ENV_PREFIX)
+        (True, True)
+    """
+
+    def __init__(self, tools: Iterable[Any]) -> None:
+        from .server import ToolServer  # the mcp SDK: only when tools are given
+
+        suffix = os.urandom(4).hex()
+        self.name = OWN_TOOL_SERVER_PREFIX + suffix
+        self.env_var = TOKEN_ENV_PREFIX + suffix.upper()
+        self.server: ToolServer = ToolServer(tools, name=self.name)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._starting: asyncio.Lock | None = None
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools, in the order given."""
+        return list(self.server.tools.values())
+
+    def entry(self) -> dict[str, Any]:
+        """The server's ``mcp.json`` entry (the token as ``${env:…}``, never its value)."""
+        return {"url": self.server.url,
+                "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
+
+    def allow(self) -> list[str]:
+        """The allowlist tokens for exactly these tools: ``Mcp(<server>:<tool>)``."""
+        return [f"Mcp({self.name}:{t.name})" for t in self.tools]
+
+    async def start(self) -> None:
+        """Start the server on the running loop (once; again on a new loop after the old closed)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None and not self._loop.is_closed() and self.server.running:
+                raise RuntimeError("this client's tools are served on another event loop; "
+                                   "use one AsyncCursorAgentClient per event loop")
+            self._loop, self._starting = loop, asyncio.Lock()
+            self.server._task = None  # a server of a closed loop is gone with it
+        assert self._starting is not None
+        async with self._starting:
+            if not self.server.running:
+                await self.server.start()
+
+    async def aclose(self) -> None:
+        """Stop the server (on its loop). Idempotent."""
+        if self._loop is asyncio.get_running_loop():
+            await self.server.stop()
+
+    def link(self, call: ToolCall) -> LocalInvocation | None:
+        """The local call behind a completed ``mcpToolCall`` of this host's server, if any."""
+        if call.mcp_server != self.name:
+            return None
+        args = call.args.get("args")
+        return self.server.claim(call.mcp_tool, args if isinstance(args, dict) else {})
+
+
+class TurnScope:
+    """What one turn adds to the agent's world: :meth:`enter` before it starts, :meth:`exit` after.
+
+    Example:
+        >>> scope = TurnScope(None, "/tmp", {"docs": {"url": "http://127.0.0.1:9/mcp"}})
+        >>> scope.allow
+        []
+    """
+
+    def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]]) -> None:
+        self.host = host
+        self.workspace = workspace
+        self.servers = dict(servers)
+        self.allow = host.allow() if host is not None else []
+        self._injection: WorkspaceInjection | None = None
+
+    async def enter(self) -> None:
+        """Start the tool server if needed, then write the entries (under the workspace's lock)."""
+        servers = dict(self.servers)
+        if self.host is not None:
+            await self.host.start()
+            servers[self.host.name] = self.host.entry()
+        injection = WorkspaceInjection(self.workspace, servers, self.allow)
+        injection.enter()
+        self._injection = injection
+
+    def exit(self) -> None:
+        """Restore the workspace's files (idempotent)."""
+        injection, self._injection = self._injection, None
+        if injection is not None:
+            injection.exit()
+
+
+def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
+    """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
+    env = dict(config.env)
+    if host is not None:
+        env[host.env_var] = host.server.token
+    turn_config = config.with_overrides(env=env, approve_mcps=True)
+    workspace = config.workspace or os.getcwd()
+    return turn_config, TurnScope(host, workspace, config.mcp_servers)
+
+
+class _ScopedRun(AgentRun):
+    """An :class:`AgentRun` inside a :class:`TurnScope`: entered before the spawn, left when done."""
+
+    def __init__(self, config: AgentConfig, prompt: str | bytes | None, scope: TurnScope,
+                 **kwargs: Any) -> None:
+        super().__init__(config, prompt, **kwargs)
+        self.scope = scope
+        if scope.host is not None:
+            self.transcript.link_local = scope.host.link
+
+    async def start(self) -> None:
+        await self.scope.enter()
+        try:
+            await super().start()
+        except BaseException:
+            self.scope.exit()
+            raise
+        self.add_done_callback(lambda _: self.scope.exit())
+
+
+def open_turn(host: ToolHost | None, config: AgentConfig, prompt: str | bytes | None,
+              **kwargs: Any) -> AgentRun:
+    """The client's turn: a plain :class:`AgentRun`, or one in a :class:`TurnScope` when the
+    client has tools or the config declares ``mcp_servers``."""
+    if host is None and not config.mcp_servers:
+        return AgentRun(config, prompt, **kwargs)
+    turn_config, scope = prepare_turn(host, config)
+    return _ScopedRun(turn_config, prompt, scope, **kwargs)
+
+
+def make_host(tools: Iterable[Any] | None) -> ToolHost | None:
+    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none).
+
+    Example:
+        >>> make_host(None) is None, make_host([]) is None
+        (True, True)
+    """
+    tools = list(tools or ())
+    return ToolHost(tools) if tools else None
+
