@@ -32,8 +32,9 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from typing import Any
 from . import wire
 from . import workspace as tools
 from .ids import Clock, TurnIds
+from .mcp_client import McpSession, mcp_calls
 from .store import Turn
 
 HUGE_LINE_BYTES = 20 * 1024 * 1024
@@ -181,6 +183,7 @@ def plan_turn(
     has_file: Callable[[str], bool] = lambda name: False,
     history: list[Turn] | None = None,
     force: bool = False,
+    mcp_tools: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide what the agent does for ``prompt``. Pure: no I/O beyond ``has_file``.
 
@@ -291,6 +294,8 @@ def plan_turn(
         later.append([Action("shellToolCall", f"I'll run `{command}`.", command)])
     if re.search(r"\bask\s+me\b", low):
         later.append([Action("askQuestionToolCall", "", text=prompt)])
+    for server, name, arguments in mcp_calls(prompt, mcp_tools or {}):  # one model call each
+        later.append([Action("mcpToolCall", f"I'll call `{name}`.", name, json.dumps(arguments), server)])
 
     plan.groups.extend(first)
     if readonly:
@@ -348,6 +353,7 @@ def _goal(a: Action) -> str:
         "deleteToolCall": f"delete {a.target}",
         "askQuestionToolCall": "ask a question first",
         "updateTodosToolCall": "plan the work",
+        "mcpToolCall": f"call {a.target}",
     }.get(a.kind_key, a.kind_key)
 
 
@@ -407,6 +413,7 @@ class TurnContext:
     api_key_source: str = "login"
     huge_line: bool = False
     unicode: bool = False
+    mcp: McpSession | None = None
 
 
 def split_text(text: str) -> list[str]:
@@ -452,7 +459,8 @@ class Agent:
         started_ms = clock.now_ms()
         yield wire.system_init(sid, str(ctx.workspace), ctx.model, api_key_source=ctx.api_key_source)
         yield wire.user(sid, ctx.prompt)
-        plan = plan_turn(ctx.prompt, has_file=self._has_file, history=ctx.history, force=ctx.force)
+        plan = plan_turn(ctx.prompt, has_file=self._has_file, history=ctx.history, force=ctx.force,
+                         mcp_tools=ctx.mcp.tools if ctx.mcp is not None else None)
         if ctx.huge_line:
             huge = Action("readToolCall", "I'll read `huge-line.log`.", "huge-line.log", extra="huge")
             if plan.groups and all(a.kind_key in _READONLY for a in plan.groups[0]):
@@ -590,6 +598,8 @@ class Agent:
                 }
             ]
             return wire.ask_question_args("Before I start", questions), None
+        if kind == "mcpToolCall":
+            return wire.mcp_args(a.extra, a.target, json.loads(a.text), call_id), f"Call {a.target}"
         if kind == "updateTodosToolCall":
             now = self.ctx.clock.now_ms()
             todos = [
@@ -728,6 +738,8 @@ class Agent:
         if kind == "askQuestionToolCall":
             a.answer = "You didn't pick an option, so I'll continue with what I have."
             return wire.rejected(ASK_SKIPPED)
+        if kind == "mcpToolCall":
+            return self._call_mcp(a)
         if kind == "updateTodosToolCall":
             items = a.text.split("\n")
             now = ctx.clock.now_ms()
@@ -740,6 +752,22 @@ class Agent:
             a.answer = f"I wrote a plan of {_count(len(items), 'todo')}."
             return wire.todos_success(todos, was_merge=False)
         return wire.error_outcome(f"unknown tool {kind}")
+
+    def _call_mcp(self, a: Action) -> dict[str, Any]:
+        mcp = self.ctx.mcp
+        outcome = (mcp.call(a.extra, a.target, json.loads(a.text)) if mcp is not None
+                   else {"serverNotFound": {"name": a.extra}})
+        success = outcome.get("success")
+        if isinstance(success, dict):
+            text = "\n".join(c["text"]["text"] for c in success["content"])
+            verb = "failed" if success["isError"] else "returned"
+            a.answer = f"`{a.target}` {verb}: {text}"
+        elif "rejected" in outcome:
+            a.answer = (f"I could not call `{a.target}`: the call was rejected (it is not in the "
+                        "allowlist; run with --force to allow it).")
+        else:
+            a.answer = f"I could not call `{a.target}`: {next(iter(outcome.values()))}."
+        return outcome
 
     def _final_text(self, plan: Plan) -> str:
         if plan.exact is not None:

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .schema import ArgumentError, ArgumentSpec
-    from .tool import LocalInvocation, Tool, tool
+    from .functions import LocalInvocation, Tool, tool
 
 __all__ = ["ArgumentError", "ArgumentSpec", "LocalInvocation", "Tool", "tool"]
 
-_WHERE = {"ArgumentError": ".schema", "ArgumentSpec": ".schema", "LocalInvocation": ".tool",
-          "Tool": ".tool", "tool": ".tool"}
+_WHERE = {"ArgumentError": ".schema", "ArgumentSpec": ".schema", "LocalInvocation": ".functions",
+          "Tool": ".functions", "tool": ".functions"}
 
 
 def __getattr__(name: str) -> Any:

@@ -34,7 +34,7 @@ from .inject import WorkspaceInjection
 
 if TYPE_CHECKING:
     from .server import ToolServer
-    from .tool import LocalInvocation, Tool
+    from .functions import LocalInvocation, Tool
 
 __all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
 

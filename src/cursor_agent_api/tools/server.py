@@ -17,7 +17,7 @@ which turns use the server (:mod:`.host`).
 
 Example:
     >>> import asyncio, httpx
-    >>> from .tool import tool
+    >>> from .functions import tool
     >>> @tool
     ... def ping() -> str:
     ...     '''Answer pong.'''
@@ -54,7 +54,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .tool import LocalInvocation, Tool, to_texts
+from .functions import LocalInvocation, Tool, to_texts
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
 
