@@ -108,5 +108,6 @@ def test_the_project_file_wins_and_the_lines_have_the_real_shape(tmp_path: Path)
         timestamp_ms=real["timestamp_ms"], description=real["tool_call"]["mcpToolCall"]["description"]))
     assert rebuilt == next(x for x in FRAGMENT.read_bytes().splitlines(keepends=True) if b"mcpToolCall" in x)
     result = completed["tool_call"]["mcpToolCall"]["result"]
-    assert result == {"success": {"content": [{"text": {"text": '{"id": "Z7", "status": "shipped", "items": 3}'}}],
-                                  "isError": False, "systemReminders": []}}
+    text = '{"id": "Z7", "status": "shipped", "items": 3}'
+    assert result == {"success": {"content": [{"text": {"text": text}}], "isError": False,
+                                  "systemReminders": []}}

@@ -757,9 +757,9 @@ class Agent:
         mcp = self.ctx.mcp
         outcome = (mcp.call(a.extra, a.target, json.loads(a.text)) if mcp is not None
                    else {"serverNotFound": {"name": a.extra}})
-        success = outcome.get("success")
+        success: Any = outcome.get("success")
         if isinstance(success, dict):
-            text = "\n".join(c["text"]["text"] for c in success["content"])
+            text = "\n".join(str(c["text"]["text"]) for c in success["content"])
             verb = "failed" if success["isError"] else "returned"
             a.answer = f"`{a.target}` {verb}: {text}"
         elif "rejected" in outcome:

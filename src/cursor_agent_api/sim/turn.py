@@ -212,6 +212,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             writer.stderr(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT: {e}")
             return 1
     else:
+        mcp = McpSession(setup.workspace, store.config_dir, os.environ, approve_all=opts.approve_mcps,
+                         force=opts.force)
+        mcp.start()  # the CLI loads its MCP servers at the start of the turn
         ctx = TurnContext(
             session_id=chat.chat_id,
             workspace=setup.workspace,
@@ -225,10 +228,8 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             api_key_source=setup.source,
             huge_line=settings.has(Fault.HUGE_LINE),
             unicode=settings.has(Fault.SPLIT_WRITES),
-            mcp=McpSession(setup.workspace, store.config_dir, os.environ,
-                           approve_all=opts.approve_mcps, force=opts.force),
+            mcp=mcp,
         )
-        ctx.mcp.start()  # type: ignore[union-attr]  (the CLI loads its servers at start)
         agent = Agent(ctx)
         items = ((obj, None) for obj in agent.events())
     crash = settings.has(Fault.CRASH)

@@ -26,8 +26,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .schema import ArgumentError, ArgumentSpec
     from .functions import LocalInvocation, Tool, tool
+    from .schema import ArgumentError, ArgumentSpec
 
 __all__ = ["ArgumentError", "ArgumentSpec", "LocalInvocation", "Tool", "tool"]
 

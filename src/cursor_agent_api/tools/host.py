@@ -33,8 +33,8 @@ from ..runtime import AgentRun
 from .inject import WorkspaceInjection
 
 if TYPE_CHECKING:
-    from .server import ToolServer
     from .functions import LocalInvocation, Tool
+    from .server import ToolServer
 
 __all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
 
