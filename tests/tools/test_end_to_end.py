@@ -107,3 +107,22 @@ def test_mcp_servers_from_the_config(sim: Callable[..., Any], workspace: Path, f
     else:
         assert call.status is ToolStatus.REJECTED
     assert tree_hash(workspace / ".cursor") == before
+
+
+def test_the_relay_fallback(sim: Callable[..., Any], workspace: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> None:
+    """CURSOR_AGENT_API_TOOLS_TRANSPORT=relay: a stdio entry reaching the host over a private
+    Unix socket, for a CLI that does not expand ${env:...} in headers; no token anywhere."""
+    monkeypatch.setenv("CURSOR_AGENT_API_TOOLS_TRANSPORT", "relay")
+    before = tree_hash(workspace / ".cursor")
+    seen: list[str] = []
+    with CursorAgentClient(sim(), tools=TOOLS) as client:
+        stream = client.query_stream(PROMPT)
+        for _ in stream:
+            if not seen:
+                seen.append((workspace / ".cursor" / "mcp.json").read_text())
+        result = stream.wait()
+        assert not any(k.startswith("CURSOR_AGENT_API_TOOLS_TOKEN_") for k in stream._run.env)
+    _check_calls(result)
+    assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0] and "Bearer" not in seen[0]
+    assert tree_hash(workspace / ".cursor") == before

@@ -23,7 +23,10 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +41,14 @@ if TYPE_CHECKING:
 
 __all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
 
+log = logging.getLogger("cursor_agent_api.tools")
+
 TOKEN_ENV_PREFIX = "CURSOR_AGENT_API_TOOLS_TOKEN_"
+
+TRANSPORT_ENV = "CURSOR_AGENT_API_TOOLS_TRANSPORT"
+"""``http`` (the default: loopback HTTP, the token through ``${env:…}`` in the entry's headers)
+or ``relay`` (a stdio relay entry that reaches the host over a private Unix socket: for a CLI
+build that does not expand ``${env:…}`` in headers)."""
 
 
 class ToolHost:
@@ -50,8 +60,14 @@ class ToolHost:
         (True, True)
     """
 
-    def __init__(self, tools: Iterable[Any]) -> None:
+    def __init__(self, tools: Iterable[Any], *, transport: str | None = None) -> None:
         from .server import ToolServer  # the mcp SDK: only when tools are given
+
+        transport = transport or os.environ.get(TRANSPORT_ENV) or "http"
+        if transport not in ("http", "relay"):
+            raise ValueError(f"{TRANSPORT_ENV} must be 'http' or 'relay', got {transport!r}")
+        self.transport = transport
+        self._socket_dir: str | None = None
 
         suffix = os.urandom(4).hex()
         self.name = OWN_TOOL_SERVER_PREFIX + suffix
@@ -67,6 +83,10 @@ class ToolHost:
 
     def entry(self) -> dict[str, Any]:
         """The server's ``mcp.json`` entry (the token as ``${env:…}``, never its value)."""
+        if self._socket_dir is not None:
+            from .relay import relay_entry
+
+            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"))
         return {"url": self.server.url,
                 "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
 
@@ -86,12 +106,23 @@ class ToolHost:
         assert self._starting is not None
         async with self._starting:
             if not self.server.running:
-                await self.server.start()
+                if self.transport == "relay":
+                    self._close_socket_dir()
+                    self._socket_dir = tempfile.mkdtemp(prefix="cursor-agent-api-tools-")  # 0700
+                    await self.server.start(os.path.join(self._socket_dir, "mcp.sock"))
+                else:
+                    await self.server.start()
 
     async def aclose(self) -> None:
         """Stop the server (on its loop). Idempotent."""
         if self._loop is asyncio.get_running_loop():
             await self.server.stop()
+        self._close_socket_dir()
+
+    def _close_socket_dir(self) -> None:
+        directory, self._socket_dir = self._socket_dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def link(self, call: ToolCall) -> LocalInvocation | None:
         """The local call behind a completed ``mcpToolCall`` of this host's server, if any."""
@@ -116,6 +147,7 @@ class TurnScope:
         self.servers = dict(servers)
         self.allow = host.allow() if host is not None else []
         self._injection: WorkspaceInjection | None = None
+        self._counts = (0, 0)
 
     async def enter(self) -> None:
         """Start the tool server if needed, then write the entries (under the workspace's lock)."""
@@ -123,6 +155,7 @@ class TurnScope:
         if self.host is not None:
             await self.host.start()
             servers[self.host.name] = self.host.entry()
+            self._counts = (self.host.server.refused, self.host.server.admitted)
         injection = WorkspaceInjection(self.workspace, servers, self.allow)
         injection.enter()
         self._injection = injection
@@ -132,12 +165,23 @@ class TurnScope:
         injection, self._injection = self._injection, None
         if injection is not None:
             injection.exit()
+            self._check_contact()
+
+    def _check_contact(self) -> None:
+        """Warn when the agent reached the server only without the token (MCP.md §3's open question)."""
+        if self.host is None or self.host.transport != "http":
+            return
+        refused, admitted = self._counts
+        server = self.host.server
+        if server.refused > refused and server.admitted == admitted:
+            log.warning("the agent reached the tool server without its token: this CLI build seems "
+                        "not to expand ${env:...} in mcp.json headers; set %s=relay", TRANSPORT_ENV)
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
     """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
     env = dict(config.env)
-    if host is not None:
+    if host is not None and host.transport == "http":
         env[host.env_var] = host.server.token
     turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()

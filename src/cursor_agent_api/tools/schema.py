@@ -75,10 +75,12 @@ def _portable(annotation: Any) -> Any:
     required = getattr(annotation, "__required_keys__", frozenset(hints))
     fields = {}
     for key, hint in hints.items():
+        needed = key in required  # unless the hint says (under PEP 563 the class cannot see it)
         while typing.get_origin(hint) in (typing_extensions.Required, typing_extensions.NotRequired):
+            needed = typing.get_origin(hint) is typing_extensions.Required
             hint = typing.get_args(hint)[0]
         hint = _portable(hint)
-        wrap = typing_extensions.Required if key in required else typing_extensions.NotRequired
+        wrap = typing_extensions.Required if needed else typing_extensions.NotRequired
         fields[key] = wrap[hint]
     make: Any = typing_extensions.TypedDict
     rebuilt = make(annotation.__name__, fields)

@@ -42,6 +42,7 @@ import contextlib
 import hmac
 import json
 import logging
+import os
 import secrets
 import socket
 import threading
@@ -62,6 +63,9 @@ log = logging.getLogger("cursor_agent_api.tools")
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """The largest request the tool server reads (1 MiB: tool arguments, not uploads)."""
+
+RELAY_AUTHORITY = "tools.relay.invalid:1"
+"""The ``Host`` the stdio relay sends over the Unix socket (a name, not an address)."""
 
 _KEEP_INVOCATIONS = 1000
 """How many unclaimed calls the server remembers for linking (oldest dropped first)."""
@@ -90,9 +94,10 @@ class Guard:
         b'Bearer t'
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, token: str | None, hosts: Iterable[str], max_body_bytes: int) -> None:
         self.app = app
-        self.want = f"Bearer {token}".encode()
+        self.require_token = token is not None
+        self.want = f"Bearer {token}".encode() if token is not None else b""
         self.hosts = {h.encode() for h in hosts}
         self.max_body_bytes = max_body_bytes
         self.refused = 0
@@ -107,7 +112,7 @@ class Guard:
         if headers.get(b"host") not in self.hosts:
             await _refuse(send, 421, "misdirected request: wrong Host")
             return
-        if not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
+        if self.require_token and not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
             self.refused += 1
             await _refuse(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
@@ -223,15 +228,29 @@ class ToolServer:
 
     # ---- lifecycle ---------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind ``127.0.0.1:0`` and serve; returns once the server accepts connections."""
+    async def start(self, unix_path: str | None = None) -> None:
+        """Bind ``127.0.0.1:0`` and serve; returns once the server accepts connections.
+
+        With ``unix_path`` (the relay fallback, see :mod:`.relay`), serve on a Unix socket
+        there instead (mode 0600; put it in a private directory): no TCP port, and no token
+        (the socket's permissions admit the user's own processes only).
+        """
         if self._task is not None:
             return
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        port = self._port = sock.getsockname()[1]
-        hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
+        token: str | None = self.token
+        if unix_path is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(unix_path)
+            os.chmod(unix_path, 0o600)
+            hosts = [RELAY_AUTHORITY]
+            token = None
+            self._port = 0
+        else:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            port = self._port = sock.getsockname()[1]
+            hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
         lowlevel: Server[Any] = Server(self.name, version="1", on_list_tools=self._list_tools,
                                        on_call_tool=self._call_tool)
         app = lowlevel.streamable_http_app(
@@ -239,7 +258,7 @@ class ToolServer:
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
-        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
+        self._guard = Guard(app, token=token, hosts=hosts, max_body_bytes=self.max_body_bytes)
         config = uvicorn.Config(self._guard, log_level="warning", lifespan="on",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
