@@ -360,7 +360,9 @@ class CursorAgentClient:
     first use and stopped by :meth:`close` (or the ``with`` block) once no
     stream is running; so this client works in scripts, threads and inside a
     running event loop alike. Thread-safe: turns from several threads run
-    concurrently.
+    concurrently. ``tools``: ``@tool`` functions (:mod:`cursor_agent_api.tools`, the
+    ``[tools]`` extra) the agent may call; they are served while the client is open
+    (docs/tools.md).
 
     Example:
         >>> client = CursorAgentClient(workspace="/src/app", trust=True)  # doctest: +SKIP

@@ -19,6 +19,9 @@ What it understands (case-insensitive; see docs/simulator.md for examples):
 * ``delete a.txt`` -> ``deleteToolCall`` that really deletes the file;
 * ``ask me …`` -> ``askQuestionToolCall``, always skipped in print mode (recording 05);
 * ``todo`` / ``plan`` -> ``updateTodosToolCall``;
+* the name of a tool of a loaded MCP server, optionally followed by its arguments as a JSON
+  object (``lookup_order {"order_id": "A1"}``) -> ``mcpToolCall`` through ``tools/call``
+  (:mod:`.mcp_client`);
 * ``what did I ask before?`` -> answers from the chat's earlier turns;
 * ``what is 6 * 7`` -> ``42``; ``reply with exactly: X`` -> ``X``; ``… reply with DONE at the
   end`` -> the answer ends with ``DONE``; anything else gets a short, fixed reply.
