@@ -126,3 +126,12 @@ def test_the_relay_fallback(sim: Callable[..., Any], workspace: Path, monkeypatc
     _check_calls(result)
     assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0] and "Bearer" not in seen[0]
     assert tree_hash(workspace / ".cursor") == before
+
+
+def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], workspace: Path) -> None:
+    """close() while a stream runs: the tools keep being served until that turn has ended."""
+    client = CursorAgentClient(sim(), tools=TOOLS)
+    stream = client.query_stream(PROMPT)
+    client.close()
+    result = stream.wait()
+    _check_calls(result)

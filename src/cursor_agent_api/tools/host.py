@@ -75,6 +75,9 @@ class ToolHost:
         self.server: ToolServer = ToolServer(tools, name=self.name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._starting: asyncio.Lock | None = None
+        self.active = 0
+        """Turns in progress (entered, not yet left)."""
+        self._closing = False
 
     @property
     def tools(self) -> list[Tool]:
@@ -114,10 +117,24 @@ class ToolHost:
                     await self.server.start()
 
     async def aclose(self) -> None:
-        """Stop the server (on its loop). Idempotent."""
+        """Stop the server (on its loop) — once the turns in progress have ended. Idempotent."""
+        self._closing = True
+        if self.active:
+            return  # the last turn out stops it (see turn_ended)
         if self._loop is asyncio.get_running_loop():
             await self.server.stop()
         self._close_socket_dir()
+
+    def turn_started(self) -> None:
+        """A turn entered its scope (on the server's loop)."""
+        self.active += 1
+        self._closing = False
+
+    def turn_ended(self) -> None:
+        """A turn left its scope; after a close that waited for it, stop the server now."""
+        self.active -= 1
+        if not self.active and self._closing and self._loop is not None and not self._loop.is_closed():
+            self._loop.create_task(self.aclose())
 
     def _close_socket_dir(self) -> None:
         directory, self._socket_dir = self._socket_dir, None
@@ -159,13 +176,17 @@ class TurnScope:
         injection = WorkspaceInjection(self.workspace, servers, self.allow)
         injection.enter()
         self._injection = injection
+        if self.host is not None:
+            self.host.turn_started()
 
     def exit(self) -> None:
         """Restore the workspace's files (idempotent)."""
         injection, self._injection = self._injection, None
         if injection is not None:
             injection.exit()
-            self._check_contact()
+            if self.host is not None:
+                self._check_contact()
+                self.host.turn_ended()
 
     def _check_contact(self) -> None:
         """Warn when the agent reached the server only without the token (MCP.md §3's open question)."""
