@@ -41,15 +41,26 @@ def journal_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     return home
 
 
+def _user_files(workspace: Path) -> Path:
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "mcp.json").write_bytes(USER_MCP)
+    (workspace / ".cursor" / "cli.json").write_bytes(USER_CLI)
+    (workspace / ".cursor" / "cli.json").chmod(0o600)
+    return workspace
+
+
 @pytest.fixture(params=["no-cursor-dir", "user-files"])
 def workspace(request: pytest.FixtureRequest, cursor_sim_workspace: Path) -> Path:
     """The simulator's workspace: without ``.cursor``, or with the user's own mcp.json and cli.json."""
     if request.param == "user-files":
-        (cursor_sim_workspace / ".cursor").mkdir()
-        (cursor_sim_workspace / ".cursor" / "mcp.json").write_bytes(USER_MCP)
-        (cursor_sim_workspace / ".cursor" / "cli.json").write_bytes(USER_CLI)
-        (cursor_sim_workspace / ".cursor" / "cli.json").chmod(0o600)
+        _user_files(cursor_sim_workspace)
     return cursor_sim_workspace
+
+
+@pytest.fixture
+def user_workspace(cursor_sim_workspace: Path) -> Path:
+    """The simulator's workspace with the user's own mcp.json and cli.json (the merge case)."""
+    return _user_files(cursor_sim_workspace)
 
 
 @pytest.fixture

@@ -43,8 +43,8 @@ def test_sync_client_calls_the_tools(sim: Callable[..., Any], workspace: Path) -
     assert tree_hash(workspace / ".cursor") == before
 
 
-def test_async_client_and_stream(sim: Callable[..., Any], workspace: Path) -> None:
-    before = tree_hash(workspace / ".cursor")
+def test_async_client_and_stream(sim: Callable[..., Any], user_workspace: Path) -> None:
+    before = tree_hash(user_workspace / ".cursor")
 
     async def main() -> tuple[Any, list[Any]]:
         async with AsyncCursorAgentClient(sim(), tools=TOOLS) as client:
@@ -54,10 +54,10 @@ def test_async_client_and_stream(sim: Callable[..., Any], workspace: Path) -> No
     result, events = asyncio.run(main())
     _check_calls(result)
     assert sum(e.type is EventType.TOOL_CALL_COMPLETED for e in events) == 2
-    assert tree_hash(workspace / ".cursor") == before
+    assert tree_hash(user_workspace / ".cursor") == before
 
 
-def test_session_passes_tools(sim: Callable[..., Any], workspace: Path) -> None:
+def test_session_passes_tools(sim: Callable[..., Any], user_workspace: Path) -> None:
     with ConversationSession(sim(), tools=TOOLS) as session:
         _check_calls(session.send(PROMPT))
 
@@ -87,13 +87,13 @@ def test_without_tools_nothing_is_touched(sim: Callable[..., Any], workspace: Pa
 
 
 @pytest.mark.parametrize("force", [False, True])
-def test_mcp_servers_from_the_config(sim: Callable[..., Any], workspace: Path, force: bool) -> None:
+def test_mcp_servers_from_the_config(sim: Callable[..., Any], user_workspace: Path, force: bool) -> None:
     """A stdio server declared in AgentConfig(mcp_servers=...) reaches the agent; its tools are
     not allowlisted, so without --force the call is rejected (only our own tools are allowed)."""
     import sys
 
     server = Path(__file__).with_name("echo_server.py")
-    before = tree_hash(workspace / ".cursor")
+    before = tree_hash(user_workspace / ".cursor")
     config = sim(mcp_servers={"echo": {"command": sys.executable, "args": [str(server)]}},
                  force_approve=force)
     with CursorAgentClient(config) as client:
@@ -106,29 +106,29 @@ def test_mcp_servers_from_the_config(sim: Callable[..., Any], workspace: Path, f
         assert "`echo` returned: echo: hi there" in result.result
     else:
         assert call.status is ToolStatus.REJECTED
-    assert tree_hash(workspace / ".cursor") == before
+    assert tree_hash(user_workspace / ".cursor") == before
 
 
-def test_the_relay_fallback(sim: Callable[..., Any], workspace: Path, monkeypatch: pytest.MonkeyPatch
+def test_the_relay_fallback(sim: Callable[..., Any], user_workspace: Path, monkeypatch: pytest.MonkeyPatch
                             ) -> None:
     """CURSOR_AGENT_API_TOOLS_TRANSPORT=relay: a stdio entry reaching the host over a private
     Unix socket, for a CLI that does not expand ${env:...} in headers; no token anywhere."""
     monkeypatch.setenv("CURSOR_AGENT_API_TOOLS_TRANSPORT", "relay")
-    before = tree_hash(workspace / ".cursor")
+    before = tree_hash(user_workspace / ".cursor")
     seen: list[str] = []
     with CursorAgentClient(sim(), tools=TOOLS) as client:
         stream = client.query_stream(PROMPT)
         for _ in stream:
             if not seen:
-                seen.append((workspace / ".cursor" / "mcp.json").read_text())
+                seen.append((user_workspace / ".cursor" / "mcp.json").read_text())
         result = stream.wait()
         assert not any(k.startswith("CURSOR_AGENT_API_TOOLS_TOKEN_") for k in stream._run.env)
     _check_calls(result)
     assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0] and "Bearer" not in seen[0]
-    assert tree_hash(workspace / ".cursor") == before
+    assert tree_hash(user_workspace / ".cursor") == before
 
 
-def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], workspace: Path) -> None:
+def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], user_workspace: Path) -> None:
     """close() while a stream runs: the tools keep being served until that turn has ended."""
     client = CursorAgentClient(sim(), tools=TOOLS)
     stream = client.query_stream(PROMPT)
