@@ -21,7 +21,11 @@ def _check_calls(result: Any) -> None:
     assert result.success, result.error
     assert '`lookup_order` returned: {"id": "A1", "status": "shipped", "items": 3}' in result.result
     assert "`track_parcel` failed: LookupError: carrier unreachable for P-9" in result.result
-    ok, bad = result.tool_calls
+    ok, bad = (c for c in result.tool_calls if c.kind is ToolKind.MCP)
+    schemas = [c for c in result.tool_calls if c.kind is ToolKind.MCP_TOOLS]  # looked up first
+    assert [(c.mcp_server, c.args.get("toolName")) for c in schemas] == [
+        (ok.mcp_server, "lookup_order"), (ok.mcp_server, "track_parcel")]
+    assert '"description": "Look up an order by its id."' in (schemas[0].mcp_output or "")
     assert (ok.kind, ok.mcp_tool, ok.status) == (ToolKind.MCP, "lookup_order", ToolStatus.SUCCEEDED)
     assert ok.is_own_tool and ok.local is not None
     assert ok.local.arguments == {"order_id": "A1"}
@@ -53,7 +57,7 @@ def test_async_client_and_stream(sim: Callable[..., Any], user_workspace: Path) 
 
     result, events = asyncio.run(main())
     _check_calls(result)
-    assert sum(e.type is EventType.TOOL_CALL_COMPLETED for e in events) == 2
+    assert sum(e.type is EventType.TOOL_CALL_COMPLETED for e in events) == 4  # 2 schemas, 2 calls
     assert tree_hash(user_workspace / ".cursor") == before
 
 
@@ -99,7 +103,7 @@ def test_mcp_servers_from_the_config(sim: Callable[..., Any], user_workspace: Pa
     with CursorAgentClient(config) as client:
         result = client.query('Please echo {"text": "hi there"}')
     assert result.success, result.error
-    (call,) = result.tool_calls
+    (call,) = (c for c in result.tool_calls if c.kind is ToolKind.MCP)
     assert (call.mcp_server, call.mcp_tool, call.is_own_tool, call.local) == ("echo", "echo", False, None)
     if force:
         assert call.status is ToolStatus.SUCCEEDED and call.mcp_output == "echo: hi there"

@@ -64,7 +64,8 @@ def test_a_server_loads_only_when_approved(tmp_path: Path) -> None:
     unapproved, flagged, recorded, refused = _with_server(check)
     assert not unapproved.tool_calls and not refused.tool_calls
     for t in (flagged, recorded):
-        (call,) = t.tool_calls
+        schema, call = t.tool_calls
+        assert (schema.kind.value, schema.mcp_server) == ("mcp_tools", "app")
         assert (call.mcp_server, call.mcp_tool, call.args["args"]) == ("app", "lookup_order",
                                                                        {"order_id": "Z7"})
         assert call.mcp_output == '{"id": "Z7", "status": "shipped", "items": 3}'
@@ -88,8 +89,13 @@ def test_the_project_file_wins_and_the_lines_have_the_real_shape(tmp_path: Path)
     stdout = _with_server(check)
     lines = [orjson.loads(x) for x in stdout.splitlines()]
     calls = [x for x in lines if x.get("type") == "tool_call"]
-    started = next(x for x in calls if x["subtype"] == "started")
-    completed = next(x for x in calls if x["subtype"] == "completed")
+    started = next(x for x in calls if x["subtype"] == "started" and "mcpToolCall" in x["tool_call"])
+    completed = next(x for x in calls if x["subtype"] == "completed" and "mcpToolCall" in x["tool_call"])
+    lookup = next(x for x in calls if x["subtype"] == "started" and "getMcpToolsToolCall" in x["tool_call"])
+    real_lookup = next(orjson.loads(x) for x in FRAGMENT.read_bytes().splitlines()
+                       if b"getMcpToolsToolCall" in x)
+    assert list(lookup["tool_call"]["getMcpToolsToolCall"]["args"]) == \
+        list(real_lookup["tool_call"]["getMcpToolsToolCall"]["args"])
     real = next(orjson.loads(x) for x in FRAGMENT.read_bytes().splitlines() if b"mcpToolCall" in x)
 
     def shape(value: Any) -> Any:  # the keys, in order, all the way down

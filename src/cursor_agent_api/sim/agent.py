@@ -297,7 +297,11 @@ def plan_turn(
         later.append([Action("shellToolCall", f"I'll run `{command}`.", command)])
     if re.search(r"\bask\s+me\b", low):
         later.append([Action("askQuestionToolCall", "", text=prompt)])
-    for server, name, arguments in mcp_calls(prompt, mcp_tools or {}):  # one model call each
+    asked = mcp_calls(prompt, mcp_tools or {})
+    if asked:  # first the schemas (parallel, once per tool, as recorded), then one model call each
+        named = {name: server for server, name, _ in asked}
+        later.append([Action("getMcpToolsToolCall", "", n, extra=srv) for n, srv in named.items()])
+    for server, name, arguments in asked:
         later.append([Action("mcpToolCall", f"I'll call `{name}`.", name, json.dumps(arguments), server)])
 
     plan.groups.extend(first)
@@ -357,6 +361,7 @@ def _goal(a: Action) -> str:
         "askQuestionToolCall": "ask a question first",
         "updateTodosToolCall": "plan the work",
         "mcpToolCall": f"call {a.target}",
+        "getMcpToolsToolCall": f"look up the tool {a.target}",
     }.get(a.kind_key, a.kind_key)
 
 
@@ -603,6 +608,8 @@ class Agent:
             return wire.ask_question_args("Before I start", questions), None
         if kind == "mcpToolCall":
             return wire.mcp_args(a.extra, a.target, json.loads(a.text), call_id), f"Call {a.target}"
+        if kind == "getMcpToolsToolCall":
+            return wire.get_mcp_tools_args(a.extra, call_id, a.target), None
         if kind == "updateTodosToolCall":
             now = self.ctx.clock.now_ms()
             todos = [
@@ -743,6 +750,9 @@ class Agent:
             return wire.rejected(ASK_SKIPPED)
         if kind == "mcpToolCall":
             return self._call_mcp(a)
+        if kind == "getMcpToolsToolCall":
+            described = self.ctx.mcp.describe(a.target) if self.ctx.mcp is not None else {"tool": a.target}
+            return {"success": {"content": json.dumps(described, indent=2, ensure_ascii=False)}}
         if kind == "updateTodosToolCall":
             items = a.text.split("\n")
             now = ctx.clock.now_ms()

@@ -108,6 +108,7 @@ class McpSession:
         self.approve_all = approve_all
         self.force = force
         self.tools: dict[str, str] = {}
+        self._described: dict[str, dict[str, Any]] = {}
         self.loaded: list[str] = []
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.ExitStack()
@@ -138,7 +139,14 @@ class McpSession:
             self._clients[name] = client
             self.loaded.append(name)
             for t in listed.tools:
-                self.tools.setdefault(t.name, name)
+                if t.name not in self.tools:
+                    self.tools[t.name] = name
+                    self._described[t.name] = {"tool": t.name, "description": t.description or "",
+                                               "inputSchema": t.input_schema}
+
+    def describe(self, tool: str) -> dict[str, Any]:
+        """``{tool, description, inputSchema}``: what ``getMcpToolsToolCall`` returns (MCP.md §6)."""
+        return self._described.get(tool, {"tool": tool})
 
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """``tools/call``; the ``mcpToolCall`` outcome for the wire."""
