@@ -43,14 +43,17 @@ async def relay(socket_path: str) -> None:
 
     transport = httpx2.AsyncHTTPTransport(uds=socket_path)
     url = f"http://{RELAY_AUTHORITY}/mcp"
-    async with stdio_server() as (from_agent, to_agent), \
-            httpx2.AsyncClient(transport=transport, trust_env=False,
-                               timeout=httpx2.Timeout(30, read=None)) as http, \
-            streamable_http_client(url, http_client=http) as (from_host, to_host), \
-            anyio.create_task_group() as group:
-        group.start_soon(_pump, from_host, to_agent)
-        await _pump(from_agent, to_host)  # the agent closed stdin: done
-        group.cancel_scope.cancel()
+    async with stdio_server() as (from_agent, to_agent):
+        try:
+            async with httpx2.AsyncClient(transport=transport, trust_env=False,
+                                          timeout=httpx2.Timeout(30, read=None)) as http, \
+                    streamable_http_client(url, http_client=http) as (from_host, to_host), \
+                    anyio.create_task_group() as group:
+                group.start_soon(_pump, from_host, to_agent)
+                await _pump(from_agent, to_host)  # the agent closed stdin: done
+                group.cancel_scope.cancel()
+        finally:
+            await to_agent.aclose()  # else stdio_server waits for more to write, for ever
 
 
 def main(argv: list[str] | None = None) -> int:
