@@ -108,6 +108,27 @@ class _AcpHolder:
             await transport.aclose()
 
 
+def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | bytes,
+               sink: EventSink | None) -> Turn:
+    """The one spot where a client opens a turn: on the config's transport (the client's own
+    ``agent acp`` in ACP mode); when the client has ``tools`` or the config declares
+    ``mcp_servers``, inside their scope: the turn shows them to the agent in ``.cursor/`` and
+    restores it (see docs/tools.md)."""
+    if tools is None and not config.mcp_servers:
+        return acp.open(config, prompt, sink)
+    from .tools.host import open_turn
+
+    return open_turn(tools, config, lambda turn_config: acp.open(turn_config, prompt, sink))
+
+
+def _make_tools(tools: Any) -> Any:
+    if tools is None:
+        return None
+    from .tools.host import make_host
+
+    return make_host(tools)
+
+
 def _check_prompt(prompt: object) -> str | bytes:
     if not isinstance(prompt, (str, bytes)):
         raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
@@ -393,7 +414,9 @@ class CursorAgentClient:
     first use and stopped by :meth:`close` (or the ``with`` block) once no
     stream is running; so this client works in scripts, threads and inside a
     running event loop alike. Thread-safe: turns from several threads run
-    concurrently.
+    concurrently. ``tools``: ``@tool`` functions (:mod:`cursor_agent_api.tools`, the
+    ``[tools]`` extra) the agent may call; they are served while the client is open
+    (docs/tools.md).
 
     Example:
         >>> client = CursorAgentClient(workspace="/src/app", trust=True)  # doctest: +SKIP
@@ -401,8 +424,9 @@ class CursorAgentClient:
         >>> print(r.result if r.success else r.error)                     # doctest: +SKIP
     """
 
-    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
+        self._tools = _make_tools(tools)  # @tool functions: served while the client is open
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
@@ -429,6 +453,8 @@ class CursorAgentClient:
             if self._acp.transport is not None:
                 with contextlib.suppress(Exception):
                     self._portal.call(self._acp.aclose)
+            if self._tools is not None:
+                self._portal.call(self._tools.aclose)
             self._portal.release()
 
     def __enter__(self) -> CursorAgentClient:
@@ -456,7 +482,7 @@ class CursorAgentClient:
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
-        run = self._acp.open(config, prompt, queue)
+        run = _open_turn(self._acp, self._tools, config, prompt, queue)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
         if prepare is not None:
             prepare(run, finished)
@@ -737,9 +763,10 @@ class AsyncCursorAgentClient:
         ...         print(event.text or "", end="")
     """
 
-    def __init__(self, config: AgentConfig | None = None, **fields: Any) -> None:
+    def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
         self._acp = _AcpHolder()
+        self._tools = _make_tools(tools)  # @tool functions: served until aclose()
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
@@ -748,12 +775,15 @@ class AsyncCursorAgentClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the client's ``agent acp`` process, if it started one (ACP mode). Idempotent.
+        """Stop the client's ``agent acp`` process (ACP mode) and the server of its ``tools``, if
+        it started them. Idempotent.
 
         Example:
             >>> asyncio.run(AsyncCursorAgentClient().aclose())
         """
         await self._acp.aclose()
+        if self._tools is not None:
+            await self._tools.aclose()
 
     async def query(self, prompt: str, **overrides: Any) -> AgentResult:
         """Run one turn to its end; its result (see :meth:`CursorAgentClient.query`).
@@ -765,7 +795,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = self._acp.open(config, _check_prompt(prompt), None)
+        run = _open_turn(self._acp, self._tools, config, _check_prompt(prompt), None)
         await run.start()
         try:
             return await run.wait()
@@ -791,7 +821,7 @@ class AsyncCursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = AsyncEventQueue() if read_ahead is None else read_ahead
-        turn = self._acp.open(config, _check_prompt(prompt), queue)
+        turn = _open_turn(self._acp, self._tools, config, _check_prompt(prompt), queue)
         return AsyncStreamingResponse(turn, queue, config, prompt)
 
     def _deferred_stream(self, prompt: str, overrides: Callable[[], Awaitable[dict[str, Any]]]
@@ -801,7 +831,7 @@ class AsyncCursorAgentClient:
 
         async def opener() -> Turn:
             config = self.config.with_overrides(**await overrides())
-            return self._acp.open(config, prompt, stream._queue)
+            return _open_turn(self._acp, self._tools, config, prompt, stream._queue)
 
         stream._opener = opener
         return stream

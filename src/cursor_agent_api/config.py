@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import math
 import os
 import re
@@ -153,6 +154,29 @@ def _check_str_list(name: str, value: Any) -> list[str]:
     return out
 
 
+def _check_mcp_servers(value: Any) -> dict[str, dict[str, Any]]:
+    """``mcp_servers``: ``mcp.json``'s ``mcpServers`` shape (entries may hold credentials: never shown)."""
+    if not isinstance(value, Mapping):
+        raise _fail_secret("mcp_servers", "must be a mapping of server names to mcp.json entries",
+                           value, TypeError)
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in value.items():
+        if not isinstance(name, str) or not name.strip() or any(c in name for c in "\x00\n\r"):
+            raise _fail("mcp_servers", "keys must be non-empty server names", name)
+        if not isinstance(entry, Mapping):
+            raise _fail_secret("mcp_servers", f"[{name!r}] must be an entry like "
+                               '{"command": ..., "args": [...]} or {"url": ...}', entry, TypeError)
+        if not isinstance(entry.get("command"), str) and not isinstance(entry.get("url"), str):
+            raise _fail_secret("mcp_servers", f"[{name!r}] needs a \"command\" or a \"url\" string",
+                               entry)
+        try:
+            out[name] = json.loads(json.dumps(dict(entry)))
+        except (TypeError, ValueError):
+            raise _fail_secret("mcp_servers", f"[{name!r}] must hold only JSON values",
+                               entry, TypeError) from None
+    return out
+
+
 @dataclass(eq=True)
 class AgentConfig:
     """How to run the agent: seed 004's fields plus the process rules.
@@ -181,7 +205,10 @@ class AgentConfig:
     for a consumer that stores events itself; see docs/client.md),
     ``result_grace`` (seconds the agent may take to exit after its first
     ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
-    ``stderr_tail_bytes`` (how much stderr is kept).
+    ``stderr_tail_bytes`` (how much stderr is kept), ``mcp_servers`` (MCP servers for the
+    agent, in ``mcp.json``'s ``mcpServers`` shape: ``{name: {"command", "args", "env"} |
+    {"url", "headers"}}``; each turn shows them to the agent in the workspace's
+    ``.cursor/mcp.json``, restored afterwards, and passes ``--approve-mcps``; see docs/tools.md).
 
     ``transport`` says how a turn runs: ``"print"``, the default (``agent --print`` per turn, a
     child process), ``"acp"`` (one long-lived ``agent acp`` per client, steered: docs/acp.md), or
@@ -240,6 +267,7 @@ class AgentConfig:
     denied_tools: list[str] = field(default_factory=list)
     permission_timeout: float | None = None
     images: list[str] = field(default_factory=list)
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -302,6 +330,7 @@ class AgentConfig:
                 raise _fail_secret("env", f"[{key!r}] must not contain NUL characters", value)
             env[key] = value
         self.env = env
+        self.mcp_servers = _check_mcp_servers(self.mcp_servers)
         self.timeout = _check_seconds("timeout", self.timeout)
         self.idle_timeout = _check_seconds("idle_timeout", self.idle_timeout)
         grace = _check_seconds("result_grace", self.result_grace, allow_zero=True)

@@ -50,6 +50,11 @@ EXPECT: dict[str, list[str]] = {
     "docs/server.md#tests[1]": ["1 passed"],
     "docs/web.md#the-web-ui[1]": ["Open: http://127.0.0.1:"],
     "docs/web.md#tests[1]": ["1 passed"],
+    "docs/tools.md#your-own-tools-python-functions-the-agent-calls-over-mcp[1]": [
+        '`lookup_order` returned: {"id": "A1", "status": "shipped"}',
+        "`track_parcel` failed: ConnectionError: the carrier's tracking service is down",
+        "lookup_order succeeded {'order_id': 'A1'} None",
+        "track_parcel failed {'parcel': 'P-9'} ConnectionError: the carrier's tracking service is down"],
 }
 
 # Snippets that fail today only because of a bug another engineer is fixing: the

@@ -102,18 +102,33 @@ def _shorten(text: str, width: int = 70) -> str:
 def tool_line(call: ToolCall) -> Text:
     """One line for a tool call: mark, kind, short args, status, duration, exit code.
 
+    A call of one of the host's own ``@tool`` functions shows as ``your tool``, with its
+    arguments and, once done, its output or error message.
+
     Example:
         >>> from cursor_agent_api.protocol import ToolKind
         >>> tool_line(ToolCall("c", ToolKind.SHELL, "shellToolCall", {"command": "ls"})).plain
         '… shell ls  running'
+        >>> own = ToolCall("c", ToolKind.MCP, "mcpToolCall", {"providerIdentifier": "python-tools-0a1b2c3d",
+        ...                "toolName": "lookup_order", "args": {"order_id": "A1"}}, ToolStatus.FAILED,
+        ...                {"success": {"content": [{"text": {"text": "KeyError: 'A1'"}}], "isError": True}})
+        >>> tool_line(own).plain
+        "✗ your tool lookup_order(order_id='A1') → KeyError: 'A1'  failed"
     """
     mark, style = STATUS_MARKS[call.status]
     line = Text()
     line.append(f"{mark} ", style=f"bold {style}")
-    line.append(call.kind.value if call.kind.value != "unknown" else call.name or "tool", "bold")
-    summary = call.summary()
-    if summary:
-        line.append(" " + _shorten(summary))
+    if call.is_own_tool:  # one of the host's @tool functions: its arguments and its outcome
+        line.append("your tool", "bold")
+        line.append(" " + _shorten(f"{call.mcp_tool}({_own_tool_args(call)})"))
+        outcome = call.mcp_output if call.status is not ToolStatus.RUNNING else None
+        if outcome:
+            line.append(" → " + _shorten(outcome, 60), style=style)
+    else:
+        line.append(call.kind.value if call.kind.value != "unknown" else call.name or "tool", "bold")
+        summary = call.summary()
+        if summary:
+            line.append(" " + _shorten(summary))
     line.append(f"  {call.status.value}", style=style)
     extras = []
     if call.exit_code is not None:
@@ -123,6 +138,20 @@ def tool_line(call: ToolCall) -> Text:
     if extras:
         line.append(" (" + ", ".join(extras) + ")", style="dim")
     return line
+
+
+def _own_tool_args(call: ToolCall) -> str:
+    """``order_id='A1', items=True``: the arguments the agent passed to a ``@tool`` function.
+
+    Example:
+        >>> from cursor_agent_api.protocol import ToolKind
+        >>> _own_tool_args(ToolCall("c", ToolKind.MCP, "mcpToolCall", {"args": {"a": "x", "n": 2}}))
+        "a='x', n=2"
+    """
+    args = call.args.get("args")
+    if not isinstance(args, dict):
+        return ""
+    return ", ".join(f"{k}={v!r}" for k, v in args.items())
 
 
 def _duration(ms: int) -> str:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -186,6 +187,29 @@ def _int(value: Any) -> int | None:
     return None
 
 
+OWN_TOOL_SERVER_PREFIX = "python-tools-"
+"""The ``mcp.json`` key (the wire's ``providerIdentifier``) of a client's own tool server is
+this prefix and 8 hex digits, random per client (see :mod:`cursor_agent_api.tools`)."""
+
+_OWN_SERVER = re.compile(re.escape(OWN_TOOL_SERVER_PREFIX) + r"[0-9a-f]{8}")
+
+
+def is_own_tool_server(name: str) -> bool:
+    """True if ``name`` is the ``mcp.json`` key a client gives its own tool server.
+
+    Example:
+        >>> is_own_tool_server("python-tools-0a1b2c3d"), is_own_tool_server("github")
+        (True, False)
+    """
+    return _OWN_SERVER.fullmatch(name) is not None
+
+
+def _local_dict(local: Any) -> dict[str, Any] | None:
+    to_dict = getattr(local, "to_dict", None)
+    value = to_dict() if callable(to_dict) else None
+    return value if isinstance(value, dict) else None
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -221,6 +245,22 @@ class ToolCall:
     started_at_ms: int | None = None
     completed_at_ms: int | None = None
     reported_duration_ms: int | None = None
+    local: Any = field(default=None, compare=False, repr=False)
+    """What the host process did for this call when it was one of its own ``@tool`` functions
+    (a :class:`cursor_agent_api.tools.LocalInvocation`: arguments, value or exception,
+    duration), linked by the client; ``None`` otherwise."""
+
+    @property
+    def is_own_tool(self) -> bool:
+        """True for an MCP call served by a client's own tool server (``@tool`` functions).
+
+        Example:
+            >>> ToolCall("c", ToolKind.MCP, "mcpToolCall",
+            ...          args={"providerIdentifier": "python-tools-0a1b2c3d"}).is_own_tool
+            True
+        """
+        server = self.mcp_server if self.kind is ToolKind.MCP else None
+        return server is not None and is_own_tool_server(server)
 
     # ---- the outcome -------------------------------------------------------------------
 
@@ -535,6 +575,8 @@ class ToolCall:
         self.completed_at_ms = later.completed_at_ms or self.completed_at_ms
         if later.reported_duration_ms is not None:
             self.reported_duration_ms = later.reported_duration_ms
+        if later.local is not None:
+            self.local = later.local
 
     def copy(self) -> ToolCall:
         """A shallow copy (the args and result objects are shared)."""
@@ -550,6 +592,7 @@ class ToolCall:
             self.started_at_ms,
             self.completed_at_ms,
             self.reported_duration_ms,
+            self.local,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -573,6 +616,8 @@ class ToolCall:
             "duration_ms": self.duration_ms,
             "exit_code": self.exit_code,
             "output": self.output,
+            "own_tool": self.is_own_tool,
+            "local": _local_dict(self.local),
         }
 
 

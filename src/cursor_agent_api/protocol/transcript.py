@@ -136,6 +136,9 @@ class Transcript:
         self._index: dict[int, int] = {}  # id() of each call -> its index in _calls
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
         self._closed = False
+        self.link_local: Callable[[ToolCall], Any] | None = None
+        """Set by a client with its own tools: called once for each completed MCP call of its
+        tool server; what it returns becomes ``call.local`` (see :mod:`cursor_agent_api.tools`)."""
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -387,6 +390,8 @@ class Transcript:
                 same.append(tc)
             if self._queries and (not tc.args or tc.kind is _UNKNOWN_KIND):
                 self._recover(tc)
+            if self.link_local is not None:
+                self._link(tc)
             opened = _new(ToolCallOpened, (index, tc.copy()))
             if not self.keep_content:
                 tc.result = None
@@ -394,10 +399,17 @@ class Transcript:
         existing.update(tc)
         if self._queries and (not existing.args or existing.kind is _UNKNOWN_KIND):
             self._recover(existing)
+        if self.link_local is not None:
+            self._link(existing)
         snapshot = self._snapshot(existing)
         if not self.keep_content:
             existing.result = None
         return snapshot
+
+    def _link(self, call: ToolCall) -> None:
+        if call.local is None and call.status is not _RUNNING and call.is_own_tool \
+                and self.link_local is not None:
+            call.local = self.link_local(call)
 
     def _recover(self, call: ToolCall) -> None:
         query = self._queries.get(call.call_id)

@@ -164,6 +164,7 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     if kind in (ToolKind.MCP, ToolKind.MCP_TOOLS):
         view["mcp_server"] = tc.mcp_server
         view["mcp_tool"] = tc.mcp_tool
+        view["own_tool"] = tc.is_own_tool  # a client's own @tool function (docs/tools.md)
     if kind is ToolKind.TODOS:
         view["todos"] = [
             {"content": str(t.get("content", "")), "status": str(t.get("status", ""))} for t in tc.todos

@@ -58,7 +58,8 @@ class Agent:
         """The plan for this turn's prompt (with the ``huge-line`` read when asked)."""
         ctx = self.ctx
         plan = plan_turn(
-            ctx.prompt, has_file=self._has_file, history=ctx.history, mode=ctx.mode, subagents=ctx.subagents
+            ctx.prompt, has_file=self._has_file, history=ctx.history, mode=ctx.mode,
+            subagents=ctx.subagents, mcp_tools=ctx.mcp.tools if ctx.mcp is not None else None,
         )
         if ctx.huge_line:
             huge = Action("readToolCall", "I'll read `huge-line.log`.", "huge-line.log", extra="huge")

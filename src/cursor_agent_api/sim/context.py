@@ -9,12 +9,17 @@ Example:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .ids import Clock, TurnIds
 from .store import Turn
+
+if TYPE_CHECKING:
+    from .mcp_client import McpSession
 
 
 @dataclass(slots=True)
@@ -39,6 +44,7 @@ class TurnContext:
     unicode: bool = False
     mode: str = "agent"
     subagents: bool = False
+    mcp: McpSession | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -316,6 +317,41 @@ def _todos_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     return Done(wire.todos_success(todos, was_merge=False), {"success": True})
 
 
+def _mcp_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any], str | None]:
+    return wire.mcp_args(a.extra, a.target, json.loads(a.text), call_id), f"Call {a.target}"
+
+
+def _mcp_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
+    """``tools/call`` on the MCP server (:mod:`.mcp_client`); its allowlist applies in print mode."""
+    if not d.allowed:
+        return _refused(a, d, f"call `{a.target}`")
+    mcp = ctx.mcp
+    outcome = (mcp.call(a.extra, a.target, json.loads(a.text)) if mcp is not None
+               else {"serverNotFound": {"name": a.extra}})
+    success: Any = outcome.get("success")
+    if isinstance(success, dict):
+        text = "\n".join(str(c["text"]["text"]) for c in success["content"])
+        verb = "failed" if success["isError"] else "returned"
+        a.answer = f"`{a.target}` {verb}: {text}"
+        return Done(outcome, {"content": [c["text"] for c in success["content"]],
+                              "isError": bool(success["isError"])})
+    if "rejected" in outcome:
+        a.answer = (f"I could not call `{a.target}`: the call was rejected (it is not in the "
+                    "allowlist; run with --force to allow it).")
+        return Done(outcome, rejected=True)
+    a.answer = f"I could not call `{a.target}`: {next(iter(outcome.values()))}."
+    return Done(outcome)
+
+
+def _mcp_tools_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any], str | None]:
+    return wire.get_mcp_tools_args(a.extra, call_id, a.target), None
+
+
+def _mcp_tools_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
+    described = ctx.mcp.describe(a.target) if ctx.mcp is not None else {"tool": a.target}
+    return Done({"success": {"content": json.dumps(described, indent=2, ensure_ascii=False)}})
+
+
 def plan_file(ctx: TurnContext, a: Action) -> Path:
     """Where a plan goes when the client does not answer ``cursor/create_plan``
     (``.cursor/plans/<name>-<id>.plan.md`` in the workspace, as Cursor writes it).
@@ -384,5 +420,7 @@ EXECUTORS: dict[str, Executor] = {
     "updateTodosToolCall": Executor(_todos_args, _todos_run),
     "createPlanToolCall": Executor(_plan_args, _plan_run),
     "taskToolCall": Executor(_task_args, _task_run),
+    "mcpToolCall": Executor(_mcp_args, _mcp_run, gate="mcp"),
+    "getMcpToolsToolCall": Executor(_mcp_tools_args, _mcp_tools_run),
 }
 """Every kind of call the agent makes, by its print-mode wire key."""

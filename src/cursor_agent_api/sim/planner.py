@@ -17,6 +17,9 @@ order (case-insensitive; see docs/simulator.md for examples):
 * ``fetch https://…`` -> ``webFetchToolCall``;
 * ``read notes.txt``, or any existing file named in the prompt -> ``readToolCall``;
 * ``ask me …`` -> ``askQuestionToolCall``;
+* the name of a tool of a loaded MCP server, optionally followed by its arguments as a JSON
+  object (``lookup_order {"order_id": "A1"}``) -> ``getMcpToolsToolCall`` (its schema, once per
+  tool), then ``mcpToolCall`` (:mod:`.mcp_client`);
 * ``use a subagent to X`` -> ``taskToolCall`` (ACP only);
 * in plan mode (ACP ``session/set_mode``), edits and deletes become one ``createPlanToolCall``;
 * anything else: ``what is 6 * 7`` -> ``42``, else a short, fixed reply.
@@ -33,11 +36,13 @@ Example:
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .mcp_client import mcp_calls
 from .store import Turn
 
 _URL = re.compile(r"https?://[^\s'\"<>`)\]]+")
@@ -187,6 +192,8 @@ class Draft:
     history: list[Turn] = field(default_factory=list)
     mode: str = "agent"
     subagents: bool = False
+    mcp_tools: Mapping[str, str] = field(default_factory=dict)
+    """The tools of the loaded MCP servers: tool name -> server name."""
     plan: Plan = field(default_factory=Plan)
     command: str | None = None
     first: list[list[Action]] = field(default_factory=list)
@@ -383,6 +390,23 @@ def rule_ask(d: Draft) -> bool:
     return False
 
 
+def rule_mcp(d: Draft) -> bool:
+    """A loaded MCP server's tool named in the prompt: its schema first (parallel, once per
+    tool, as recorded), then one model call per ``tools/call``.
+
+    Example:
+        >>> plan_turn('lookup_order {"order_id": "A1"}', mcp_tools={"lookup_order": "shop"}).kinds()
+        [['getMcpToolsToolCall'], ['mcpToolCall']]
+    """
+    asked = mcp_calls(d.prompt, d.mcp_tools)
+    if asked:
+        named = {name: server for server, name, _ in asked}
+        d.later.append([Action("getMcpToolsToolCall", "", n, extra=srv) for n, srv in named.items()])
+    for server, name, arguments in asked:
+        d.later.append([Action("mcpToolCall", f"I'll call `{name}`.", name, json.dumps(arguments), server)])
+    return False
+
+
 def rule_plan_mode(d: Draft) -> bool:
     """Plan mode: no edits or deletes; they (or the todo items) become one plan to approve.
 
@@ -425,6 +449,7 @@ RULES: tuple[Rule, ...] = (
     rule_reads,
     rule_run,
     rule_ask,
+    rule_mcp,
     rule_plan_mode,
 )
 """The planner's rules, in the order they read the prompt."""
@@ -437,11 +462,13 @@ def plan_turn(
     history: list[Turn] | None = None,
     mode: str = "agent",
     subagents: bool = False,
+    mcp_tools: Mapping[str, str] | None = None,
 ) -> Plan:
     """Decide what the agent does for ``prompt`` by running :data:`RULES`. Pure.
 
     ``mode`` is the ACP session mode (``agent``, ``plan`` or ``ask``; print mode is ``agent``);
-    ``subagents`` lets the agent start Tasks (ACP).
+    ``subagents`` lets the agent start Tasks (ACP); ``mcp_tools`` maps the loaded MCP servers'
+    tools to their servers.
 
     Example:
         >>> plan_turn("What is 6 * 7?").direct
@@ -449,7 +476,7 @@ def plan_turn(
         >>> plan_turn("append probe13 to notes.txt").kinds()
         [['readToolCall'], ['editToolCall']]
     """
-    d = Draft(prompt, has_file, list(history or []), mode, subagents)
+    d = Draft(prompt, has_file, list(history or []), mode, subagents, dict(mcp_tools or {}))
     for rule in RULES:
         if rule(d):
             return d.plan
@@ -523,6 +550,8 @@ def goal(a: Action) -> str:
         "updateTodosToolCall": "plan the work",
         "createPlanToolCall": f"plan: {a.target}",
         "taskToolCall": f"hand “{a.target}” to a subagent",
+        "mcpToolCall": f"call {a.target}",
+        "getMcpToolsToolCall": f"look up the tool {a.target}",
     }.get(a.kind_key, a.kind_key)
 
 

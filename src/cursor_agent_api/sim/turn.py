@@ -32,6 +32,7 @@ from . import messages, signals, wire
 from .agent import Agent, TurnContext
 from .cli_args import Options
 from .ids import Clock, TurnIds, new_chat_id
+from .mcp_client import McpSession
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
 from .replay import replay
 from .settings import Fault, SimSettings
@@ -182,12 +183,13 @@ def run_turn(opts: Options, env: Mapping[str, str], store: ChatStore, settings: 
             signals.ignore_termination()
         if settings.has(Fault.SLOW_START):
             time.sleep(settings.delay_for(Fault.SLOW_START))
-        return _stream(opts, settings, setup, prompt)
+        return _stream(opts, settings, setup, prompt, store)
     finally:
         chat.release()
 
 
-def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str) -> int:
+def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
+            store: ChatStore) -> int:
     chat = setup.chat
     history = chat.turns()
     partial = opts.stream_partial_output and opts.output_format == "stream-json"
@@ -210,6 +212,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str)
             writer.stderr(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT: {e}")
             return 1
     else:
+        mcp = McpSession(setup.workspace, store.config_dir, os.environ, approve_all=opts.approve_mcps,
+                         force=opts.force)
+        mcp.start()  # the CLI loads its MCP servers at the start of the turn
         ctx = TurnContext(
             session_id=chat.chat_id,
             workspace=setup.workspace,
@@ -223,6 +228,7 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str)
             api_key_source=setup.source,
             huge_line=settings.has(Fault.HUGE_LINE),
             unicode=settings.has(Fault.SPLIT_WRITES),
+            mcp=mcp,
         )
         agent = Agent(ctx)
         items = ((obj, None) for obj in agent.events())
@@ -252,6 +258,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str)
     except wire.WireShapeError as e:  # a bug of the simulator: say so loudly
         writer.stderr(f"cursor-agent-sim internal error: {e}")
         return 70
+    finally:
+        if agent is not None and agent.ctx.mcp is not None:
+            agent.ctx.mcp.close()
     if result is None:
         return 0 if settings.script else 1
     if settings.has(Fault.HANG_AFTER_RESULT) or settings.has(Fault.IGNORE_SIGTERM):

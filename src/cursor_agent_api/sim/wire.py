@@ -1014,7 +1014,8 @@ def mcp_success(texts: Sequence[str], *, is_error: bool = False) -> dict[str, An
         >>> mcp_success(["hi"])["success"]["content"]
         [{'text': {'text': 'hi'}}]
     """
-    return {"success": {"content": [{"text": {"text": t}} for t in texts], "isError": is_error}}
+    return {"success": {"content": [{"text": {"text": t}} for t in texts], "isError": is_error,
+                        "systemReminders": []}}
 
 
 def get_mcp_tools_args(server: str, tool_call_id: str, tool_name: str | None = None) -> dict[str, Any]:

@@ -62,7 +62,8 @@ export function drawCard(card, view, workspace = "") {
   card.className = `card tool tool-${kind} status-${status}`;
   card.dataset.kind = kind;
   card.dataset.status = status;
-  const label = kind === "unknown" || kind === "function" ? view.name || LABELS[kind] : LABELS[kind];
+  const label = kind === "unknown" || kind === "function" ? view.name || LABELS[kind]
+    : kind === "mcp" && view.own_tool === true ? "Your tool" : LABELS[kind];
   const summary = headline(view);
   card.setAttribute("aria-label", `${label} ${summary} — ${STATUS_TEXT[status] || status}`);
   const statusText = status === "running" ? STATUS_TEXT.running

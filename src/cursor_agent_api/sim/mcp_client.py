@@ -1,0 +1,172 @@
+"""The simulator as an MCP client: it loads the configured servers like the CLI and calls their tools.
+
+What lives here: :class:`McpSession` — at the start of a print-mode turn it reads both
+``mcp.json`` files (:mod:`.mcp_config`), keeps the approved servers, resolves their
+interpolations, connects to each with the official ``mcp`` SDK's client (streamable HTTP for
+a ``url`` entry, stdio for a ``command`` entry; ``initialize`` handshake as Cursor,
+``clientInfo {name: "Cursor", version: "1.0.0"}``) and lists its tools; a server that cannot
+be reached is not loaded (nothing printed, as the CLI). :meth:`McpSession.call` performs
+``tools/call`` and returns the wire outcome of the ``mcpToolCall`` completion (the nested
+``content[].text.text``, ``isError``), or ``rejected`` when the call is neither allowlisted nor
+forced. :func:`mcp_calls` reads which tools a prompt asks for. The SDK is async and the
+simulator is not: the connections live on an anyio blocking portal (a private event-loop
+thread) for the turn. What does not: the events (:mod:`.agent`, through :mod:`.wire`).
+
+Example:
+    >>> mcp_calls('Use lookup_order {"order_id": "A1"}, then ping.', {"lookup_order": "s", "ping": "s"})
+    [('s', 'lookup_order', {'order_id': 'A1'}), ('s', 'ping', {})]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import wire
+from .mcp_config import configured_servers, interpolate, is_approved, tool_allowed
+
+__all__ = ["McpSession", "mcp_calls"]
+
+CONNECT_TIMEOUT = 20.0
+"""Seconds to connect to a server and list its tools before it counts as not loaded."""
+
+CALL_TIMEOUT = 300.0
+"""Seconds one ``tools/call`` may take before the call ends in an ``error`` outcome."""
+
+
+def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(server, tool, arguments)`` for each tool named in ``prompt``, in the order named.
+
+    A tool is asked for by its name as a word; its arguments are the JSON object that follows
+    the name (``lookup_order {"order_id": "A1"}`` or ``lookup_order({...})``), else ``{}``.
+
+    Example:
+        >>> mcp_calls("no tools here", {"ping": "s"})
+        []
+    """
+    found: list[tuple[int, str, str, dict[str, Any]]] = []
+    decoder = json.JSONDecoder()
+    for name, server in tools.items():
+        for m in re.finditer(rf"(?<![\w-]){re.escape(name)}(?![\w-])", prompt):
+            args: dict[str, Any] = {}
+            rest = re.match(r"\s*(?:with\s+|\(\s*)?", prompt[m.end():])
+            start = m.end() + (rest.end() if rest else 0)
+            if prompt[start:start + 1] == "{":
+                with contextlib.suppress(ValueError):
+                    value, _ = decoder.raw_decode(prompt, start)
+                    if isinstance(value, dict):
+                        args = value
+            found.append((m.start(), server, name, args))
+    return [(server, name, args) for _, server, name, args in sorted(found, key=lambda f: f[0])]
+
+
+@contextlib.asynccontextmanager
+async def _connect(entry: Mapping[str, Any]) -> AsyncIterator[Any]:
+    import httpx2
+    from mcp import Client, StdioServerParameters, types
+    from mcp.client.streamable_http import streamable_http_client
+
+    info = types.Implementation(name="Cursor", version="1.0.0")
+    if isinstance(entry.get("url"), str):
+        headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=CALL_TIMEOUT)
+        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=timeout) as http, \
+                Client(streamable_http_client(entry["url"], http_client=http), mode="legacy",
+                       client_info=info) as client:
+            yield client
+        return
+    env = {**os.environ, **{str(k): str(v) for k, v in (entry.get("env") or {}).items()}}
+    params = StdioServerParameters(command=str(entry["command"]),
+                                   args=[str(a) for a in entry.get("args") or []], env=env)
+    async with Client(params, mode="legacy", client_info=info) as client:
+        yield client
+
+
+class McpSession:
+    """The turn's MCP servers: connected and listed by :meth:`start`, closed by :meth:`close`.
+
+    ``tools`` maps each loaded tool's name to its server (the first server listing a name wins).
+
+    Example:
+        >>> import tempfile
+        >>> s = McpSession(Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()), {}, approve_all=False)
+        >>> s.start(); s.tools; s.close()
+        {}
+    """
+
+    def __init__(self, workspace: Path, config_dir: Path, env: Mapping[str, str], *,
+                 approve_all: bool, force: bool = False) -> None:
+        self.workspace = workspace
+        self.config_dir = config_dir
+        self.env = env
+        self.approve_all = approve_all
+        self.force = force
+        self.tools: dict[str, str] = {}
+        self._described: dict[str, dict[str, Any]] = {}
+        self.loaded: list[str] = []
+        self._clients: dict[str, Any] = {}
+        self._stack = contextlib.ExitStack()
+        self._portal: Any = None
+
+    def start(self) -> None:
+        """Connect to every approved server and list its tools (a failure: not loaded)."""
+        ws = str(self.workspace)
+        wanted = {name: interpolate(entry, self.env, ws)
+                  for name, entry in configured_servers(self.workspace, self.config_dir).items()
+                  if is_approved(name, entry, ws, self.config_dir, self.approve_all)}
+        if not wanted:
+            return
+        try:
+            import mcp  # noqa: F401
+            from anyio.from_thread import start_blocking_portal
+        except ImportError:
+            print("cursor-agent-sim: MCP servers are configured, but the mcp package is not "
+                  "installed (pip install 'cursor-agent-api[tools]'): not loaded", file=sys.stderr)
+            return
+        self._portal = self._stack.enter_context(start_blocking_portal(name="cursor-agent-sim-mcp"))
+        for name, entry in wanted.items():
+            try:
+                client = self._stack.enter_context(self._portal.wrap_async_context_manager(_connect(entry)))
+                listed = self._portal.call(client.list_tools)
+            except Exception:  # unreachable, refused (401), not MCP: not loaded, as the CLI
+                continue
+            self._clients[name] = client
+            self.loaded.append(name)
+            for t in listed.tools:
+                if t.name not in self.tools:
+                    self.tools[t.name] = name
+                    self._described[t.name] = {"tool": t.name, "description": t.description or "",
+                                               "inputSchema": t.input_schema}
+
+    def describe(self, tool: str) -> dict[str, Any]:
+        """``{tool, description, inputSchema}``: what ``getMcpToolsToolCall`` returns (MCP.md §6)."""
+        return self._described.get(tool, {"tool": tool})
+
+    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``tools/call``; the ``mcpToolCall`` outcome for the wire."""
+        client = self._clients.get(server)
+        if client is None:
+            return {"serverNotFound": {"name": server}}
+        if not tool_allowed(server, tool, self.workspace, self.config_dir, self.force):
+            return wire.rejected("User Rejected")
+        try:
+            result = self._portal.call(client.call_tool, tool, arguments)
+        except Exception as e:
+            return wire.error_outcome(f"MCP error: {e}")
+        texts = []
+        for block in result.content:
+            text = getattr(block, "text", None)
+            texts.append(text if isinstance(text, str) else block.model_dump_json(by_alias=True))
+        return wire.mcp_success(texts, is_error=bool(result.is_error))
+
+    def close(self) -> None:
+        """Disconnect (the portal's thread ends). Idempotent."""
+        self._clients.clear()
+        with contextlib.suppress(Exception):
+            self._stack.close()

@@ -1,0 +1,143 @@
+"""The simulator's view of MCP configuration, as the CLI has it (docs: ../shared/MCP.md §1-5).
+
+What lives here, pure functions over files and mappings: :func:`configured_servers` (the
+workspace's ``.cursor/mcp.json`` over the config dir's ``mcp.json``: the project wins on a
+name clash), :func:`interpolate` (``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` in
+``command``, ``args``, ``env``, ``url`` and ``headers``), :func:`approval_key` and
+:func:`is_approved` (``--approve-mcps``, else an entry in
+``<config dir>/projects/<slug>/mcp-approvals.json``; an unapproved server is not loaded, and
+nothing is printed, like the CLI), :func:`tool_allowed` (``Mcp(server:tool)`` in the project's
+``.cursor/cli.json`` or the config dir's ``cli-config.json``; deny beats allow; ``--force``
+allows what is not denied). What does not: connecting (:mod:`.mcp_client`).
+
+Example:
+    >>> interpolate({"url": "http://x/${env:P}", "headers": {"A": "Bearer ${env:T}"}},
+    ...             {"P": "mcp", "T": "t0k"}, "/ws")
+    {'url': 'http://x/mcp', 'headers': {'A': 'Bearer t0k'}}
+    >>> workspace_slug("/home/u/my repo")
+    'home-u-my-repo'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["approval_key", "configured_servers", "interpolate", "is_approved", "tool_allowed",
+           "workspace_slug"]
+
+_VAR = re.compile(r"\$\{(env:([A-Za-z_][A-Za-z0-9_]*)|workspaceFolder|userHome)\}")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def configured_servers(workspace: Path, config_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every server of both ``mcp.json`` files, the project's over the config dir's, as written.
+
+    Example:
+        >>> import tempfile
+        >>> configured_servers(Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()))
+        {}
+    """
+    servers: dict[str, dict[str, Any]] = {}
+    for path in (config_dir / "mcp.json", workspace / ".cursor" / "mcp.json"):
+        found = _read_json(path).get("mcpServers")
+        if isinstance(found, dict):
+            servers.update({k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, dict)})
+    return servers
+
+
+def _expand(text: str, env: Mapping[str, str], workspace: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(2) is not None:
+            return env.get(m.group(2), "")
+        if m.group(1) == "workspaceFolder":
+            return workspace
+        return env.get("HOME", os.path.expanduser("~"))
+
+    return _VAR.sub(one, text)
+
+
+def interpolate(entry: Mapping[str, Any], env: Mapping[str, str], workspace: str) -> dict[str, Any]:
+    """``entry`` with the three interpolations resolved where the CLI resolves them."""
+    out = dict(entry)
+    for key in ("command", "url"):
+        if isinstance(out.get(key), str):
+            out[key] = _expand(out[key], env, workspace)
+    if isinstance(out.get("args"), list):
+        out["args"] = [_expand(a, env, workspace) if isinstance(a, str) else a for a in out["args"]]
+    for key in ("env", "headers"):
+        if isinstance(out.get(key), dict):
+            out[key] = {k: _expand(v, env, workspace) if isinstance(v, str) else v
+                        for k, v in out[key].items()}
+    return out
+
+
+def workspace_slug(workspace: str) -> str:
+    """The approvals directory's name: runs of non-alphanumerics become ``-``, trimmed."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", workspace).strip("-")
+
+
+def approval_key(name: str, entry: Mapping[str, Any], workspace: str) -> str:
+    """``<name>-<16 hex>``: SHA-256 of ``JSON.stringify({path, server})`` (MCP.md §4).
+
+    Example:
+        >>> approval_key("app", {"url": "http://127.0.0.1:1/mcp"}, "/ws")[:4]
+        'app-'
+    """
+    text = json.dumps({"path": workspace, "server": dict(entry)}, separators=(",", ":"),
+                      ensure_ascii=False)
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def is_approved(name: str, entry: Mapping[str, Any], workspace: str, config_dir: Path,
+                approve_all: bool) -> bool:
+    """``--approve-mcps``, or the server's key recorded in the project's approvals file."""
+    if approve_all:
+        return True
+    path = config_dir / "projects" / workspace_slug(workspace) / "mcp-approvals.json"
+    try:
+        recorded = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, list) and approval_key(name, entry, workspace) in recorded
+
+
+def _permissions(path: Path) -> tuple[list[str], list[str]]:
+    perms = _read_json(path).get("permissions")
+    if not isinstance(perms, dict):
+        return [], []
+    allow, deny = perms.get("allow"), perms.get("deny")
+    return ([a for a in allow if isinstance(a, str)] if isinstance(allow, list) else [],
+            [d for d in deny if isinstance(d, str)] if isinstance(deny, list) else [])
+
+
+def tool_allowed(server: str, tool: str, workspace: Path, config_dir: Path, force: bool) -> bool:
+    """Whether a call of ``server``'s ``tool`` runs without asking (print mode cannot ask).
+
+    Example:
+        >>> import tempfile
+        >>> tool_allowed("s", "t", Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()), force=True)
+        True
+    """
+    token = f"Mcp({server}:{tool})"
+    allow: list[str] = []
+    deny: list[str] = []
+    for path in (workspace / ".cursor" / "cli.json", config_dir / "cli-config.json"):
+        a, d = _permissions(path)
+        allow += a
+        deny += d
+    if token in deny:
+        return False
+    return force or token in allow

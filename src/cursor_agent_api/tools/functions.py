@@ -1,0 +1,217 @@
+"""``@tool``: a Python function (sync or async) the agent can call, and what one call did.
+
+What lives here: :func:`tool` (the decorator), :class:`Tool` (name, description, input schema,
+the function) and :meth:`Tool.invoke`, which runs one call and never raises: bad arguments
+and exceptions come back as an error outcome with the message (the traceback goes to the
+``cursor_agent_api.tools`` logger only); :class:`LocalInvocation`, the record of that call
+(arguments, value or exception, duration) that the client links to the stream's
+:class:`~cursor_agent_api.protocol.ToolCall` as ``call.local``. What does not: MCP and HTTP
+(:mod:`.server`), the workspace's files (:mod:`.inject`).
+
+Example:
+    >>> import asyncio
+    >>> @tool
+    ... def lookup_order(order_id: str) -> dict:
+    ...     '''Look up an order by its id.'''
+    ...     if order_id != "A1":
+    ...         raise KeyError(f"no order {order_id}")
+    ...     return {"id": order_id, "status": "shipped"}
+    >>> lookup_order.name, lookup_order.description
+    ('lookup_order', 'Look up an order by its id.')
+    >>> ok = asyncio.run(lookup_order.invoke({"order_id": "A1"}))
+    >>> ok.is_error, ok.texts
+    (False, ['{"id": "A1", "status": "shipped"}'])
+    >>> bad = asyncio.run(lookup_order.invoke({"order_id": "Z9"}))
+    >>> bad.is_error, bad.error
+    (True, "KeyError: 'no order Z9'")
+    >>> asyncio.run(lookup_order.invoke({})).error
+    'invalid arguments: order_id: Field required'
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import anyio.to_thread
+import pydantic
+
+from .schema import ArgumentError, ArgumentSpec
+
+__all__ = ["LocalInvocation", "Tool", "tool"]
+
+log = logging.getLogger("cursor_agent_api.tools")
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass
+class LocalInvocation:
+    """One call of a ``@tool`` function by the agent, as the host process saw it.
+
+    ``arguments`` as the agent sent them; ``value`` what the function returned (``None`` on
+    error); ``exception`` what it raised (``None`` for bad arguments, which never reach it);
+    ``error`` the message the agent was given; ``texts`` the text blocks sent back;
+    ``started_at`` (epoch seconds) and ``duration_ms``.
+
+    Example:
+        >>> inv = LocalInvocation("t", {"x": 1}, value=2, texts=["2"], started_at=0.0, duration_ms=1.5)
+        >>> inv.ok, inv.to_dict()["value"]
+        (True, 2)
+    """
+
+    tool: str
+    arguments: dict[str, Any]
+    value: Any = None
+    exception: BaseException | None = field(default=None, repr=False)
+    error: str | None = None
+    texts: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+    duration_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when the function returned a value the agent received."""
+        return self.error is None
+
+    @property
+    def is_error(self) -> bool:
+        """True when the agent got an ``isError`` result (bad arguments, an exception)."""
+        return self.error is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the value as it was sent: JSON when it is JSON, else its text)."""
+        try:
+            value: Any = json.loads(json.dumps(self.value))
+        except (TypeError, ValueError):
+            value = "\n".join(self.texts)
+        return {"tool": self.tool, "arguments": self.arguments, "ok": self.ok, "value": value,
+                "error": self.error, "started_at": self.started_at, "duration_ms": self.duration_ms}
+
+
+def to_texts(value: Any) -> tuple[list[str], Any]:
+    """The MCP text blocks for a return value, and its structured form (a dict) if any.
+
+    ``str`` → itself; ``dict``/``list``/numbers/booleans → JSON; a pydantic model → its JSON;
+    ``None`` → no block. Anything else is a ``TypeError`` (the agent gets an error result).
+
+    Example:
+        >>> to_texts("hi"), to_texts({"a": 1}), to_texts([1, 2]), to_texts(None)
+        ((['hi'], None), (['{"a": 1}'], {'a': 1}), (['[1, 2]'], None), ([], None))
+    """
+    if value is None:
+        return [], None
+    if isinstance(value, str):
+        return [value], None
+    if isinstance(value, pydantic.BaseModel):
+        data = value.model_dump(mode="json")
+        return [json.dumps(data, ensure_ascii=False)], data
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        raise TypeError(f"the tool returned a {type(value).__name__}, which is not JSON "
+                        "(return a str, dict, list or pydantic model)") from None
+    return [text], value if isinstance(value, dict) else None
+
+
+class Tool:
+    """A function the agent can call over MCP. Made by :func:`tool`; still callable as before.
+
+    Example:
+        >>> @tool(name="add", description="Add two numbers.")
+        ... async def add_numbers(a: int, b: int) -> int:
+        ...     return a + b
+        >>> add_numbers.name, add_numbers.input_schema["required"]
+        ('add', ['a', 'b'])
+    """
+
+    def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
+                 description: str | None = None, input_schema: Any = None) -> None:
+        if not callable(fn):
+            raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
+        self.fn = fn
+        self.name = name if name is not None else getattr(fn, "__name__", "")
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
+            raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
+        doc = description if description is not None else inspect.getdoc(fn)
+        self.description = doc or ""
+        self.spec = (ArgumentSpec.from_function(fn) if input_schema is None
+                     else ArgumentSpec.from_schema(input_schema))
+        self.is_async = inspect.iscoroutinefunction(fn)
+
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's input, as ``tools/list`` shows it."""
+        return self.spec.schema
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}>"
+
+    async def invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
+        """Run one call as the agent asked for it; never raises (but for cancellation).
+
+        A sync function runs in a worker thread, so a slow one does not stall the event loop.
+        """
+        record = LocalInvocation(self.name, dict(arguments or {}), started_at=time.time())
+        began = time.perf_counter()
+        try:
+            args, kwargs = self.spec.bind(arguments)
+            if self.is_async:
+                value = await self.fn(*args, **kwargs)
+            else:
+                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs))
+            record.texts, _ = to_texts(value)
+            record.value = value
+        except ArgumentError as e:
+            record.error = str(e)
+        except Exception as e:
+            record.exception = e
+            message = str(e)
+            record.error = f"{type(e).__name__}: {message}" if message else type(e).__name__
+            log.warning("tool %s raised %s", self.name, record.error, exc_info=True)
+        record.duration_ms = (time.perf_counter() - began) * 1000
+        if record.error is not None:
+            record.texts = [record.error]
+        return record
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None,
+         input_schema: Any = None) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
+         description: str | None = None, input_schema: Any = None
+         ) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Make a function a tool the agent can call: ``@tool`` or ``@tool(name=…, description=…)``.
+
+    The name is the function's, the description its docstring, the input schema comes from
+    its type hints (see :mod:`.schema`), unless given. Pass the tools to a client:
+    ``CursorAgentClient(..., tools=[lookup_order])``.
+
+    Example:
+        >>> @tool
+        ... def greet(name: str) -> str:
+        ...     '''Say hello.'''
+        ...     return f"Hello, {name}!"
+        >>> greet("Ada"), greet.input_schema["properties"]["name"]["type"]
+        ('Hello, Ada!', 'string')
+    """
+    if fn is not None:
+        return Tool(fn, name=name, description=description, input_schema=input_schema)
+
+    def wrap(f: Callable[..., Any]) -> Tool:
+        return Tool(f, name=name, description=description, input_schema=input_schema)
+
+    return wrap

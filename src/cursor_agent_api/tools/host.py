@@ -1,0 +1,296 @@
+"""A client's tools, and the turn wrapper that shows them (and ``mcp_servers``) to the agent.
+
+What lives here: :class:`ToolHost` — one per client: its ``@tool`` functions, the
+:class:`~.server.ToolServer` that serves them (created on first use, started by the first turn,
+stopped by the client's ``close``/``aclose``), the server's ``mcp.json`` key
+(``python-tools-<8 hex>``) and the name of the environment variable that carries its token;
+:class:`TurnScope` — what one turn adds (the agent's environment, ``--approve-mcps``, the
+entries in ``.cursor/``) and takes away; :func:`open_turn`, the client's one entry point: an
+:class:`~cursor_agent_api.runtime.AgentRun` that enters the scope before the agent starts and
+leaves it once the agent's process group is gone, whatever the outcome.
+
+The token never touches a file: ``mcp.json`` says ``"Authorization": "Bearer
+${env:CURSOR_AGENT_API_TOOLS_TOKEN_<8 HEX>}"`` and only the agent's environment holds the value.
+
+Example:
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> host = ToolHost([])
+    >>> config, scope = prepare_turn(host, AgentConfig(workspace="/tmp"))
+    >>> config.approve_mcps, host.env_var in config.env, scope.allow
+    (True, True, [])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import tempfile
+import signal
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..config import AgentConfig
+from ..protocol import AgentEvent, AgentResult, Changes, Transcript
+from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
+from ..runtime.transport import Turn
+from .inject import WorkspaceInjection
+
+if TYPE_CHECKING:
+    from .functions import LocalInvocation, Tool
+    from .server import ToolServer
+
+__all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
+
+log = logging.getLogger("cursor_agent_api.tools")
+
+TOKEN_ENV_PREFIX = "CURSOR_AGENT_API_TOOLS_TOKEN_"
+
+TRANSPORT_ENV = "CURSOR_AGENT_API_TOOLS_TRANSPORT"
+"""``http`` (the default: loopback HTTP, the token through ``${env:…}`` in the entry's headers)
+or ``relay`` (a stdio relay entry that reaches the host over a private Unix socket: for a CLI
+build that does not expand ``${env:…}`` in headers)."""
+
+
+class ToolHost:
+    """The tools of one client and their server (see the module's docstring).
+
+    Example:
+        >>> host = ToolHost([])
+        >>> host.name.startswith("python-tools-"), host.env_var.startswith(TOKEN_ENV_PREFIX)
+        (True, True)
+    """
+
+    def __init__(self, tools: Iterable[Any], *, transport: str | None = None) -> None:
+        from .server import ToolServer  # the mcp SDK: only when tools are given
+
+        transport = transport or os.environ.get(TRANSPORT_ENV) or "http"
+        if transport not in ("http", "relay"):
+            raise ValueError(f"{TRANSPORT_ENV} must be 'http' or 'relay', got {transport!r}")
+        self.transport = transport
+        self._socket_dir: str | None = None
+
+        suffix = os.urandom(4).hex()
+        self.name = OWN_TOOL_SERVER_PREFIX + suffix
+        self.env_var = TOKEN_ENV_PREFIX + suffix.upper()
+        self.server: ToolServer = ToolServer(tools, name=self.name)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._starting: asyncio.Lock | None = None
+        self.active = 0
+        """Turns in progress (entered, not yet left)."""
+        self._closing = False
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools, in the order given."""
+        return list(self.server.tools.values())
+
+    def entry(self) -> dict[str, Any]:
+        """The server's ``mcp.json`` entry (the token as ``${env:…}``, never its value)."""
+        if self._socket_dir is not None:
+            from .relay import relay_entry
+
+            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"))
+        return {"url": self.server.url,
+                "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
+
+    def allow(self) -> list[str]:
+        """The allowlist tokens for exactly these tools: ``Mcp(<server>:<tool>)``."""
+        return [f"Mcp({self.name}:{t.name})" for t in self.tools]
+
+    async def start(self) -> None:
+        """Start the server on the running loop (once; again on a new loop after the old closed)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            if self._loop is not None and not self._loop.is_closed() and self.server.running:
+                raise RuntimeError("this client's tools are served on another event loop; "
+                                   "use one AsyncCursorAgentClient per event loop")
+            self._loop, self._starting = loop, asyncio.Lock()
+            self.server._task = None  # a server of a closed loop is gone with it
+        assert self._starting is not None
+        async with self._starting:
+            if not self.server.running:
+                if self.transport == "relay":
+                    self._close_socket_dir()
+                    self._socket_dir = tempfile.mkdtemp(prefix="cursor-agent-api-tools-")  # 0700
+                    await self.server.start(os.path.join(self._socket_dir, "mcp.sock"))
+                else:
+                    await self.server.start()
+
+    async def aclose(self) -> None:
+        """Stop the server (on its loop) — once the turns in progress have ended. Idempotent."""
+        self._closing = True
+        if self.active:
+            return  # the last turn out stops it (see turn_ended)
+        if self._loop is asyncio.get_running_loop():
+            await self.server.stop()
+        self._close_socket_dir()
+
+    def turn_started(self) -> None:
+        """A turn entered its scope (on the server's loop)."""
+        self.active += 1
+        self._closing = False
+
+    def turn_ended(self) -> None:
+        """A turn left its scope; after a close that waited for it, stop the server now."""
+        self.active -= 1
+        if not self.active and self._closing and self._loop is not None and not self._loop.is_closed():
+            self._loop.create_task(self.aclose())
+
+    def _close_socket_dir(self) -> None:
+        directory, self._socket_dir = self._socket_dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def link(self, call: ToolCall) -> LocalInvocation | None:
+        """The local call behind a completed ``mcpToolCall`` of this host's server, if any."""
+        if call.mcp_server != self.name:
+            return None
+        args = call.args.get("args")
+        return self.server.claim(call.mcp_tool, args if isinstance(args, dict) else {})
+
+
+class TurnScope:
+    """What one turn adds to the agent's world: :meth:`enter` before it starts, :meth:`exit` after.
+
+    Example:
+        >>> scope = TurnScope(None, "/tmp", {"docs": {"url": "http://127.0.0.1:9/mcp"}})
+        >>> scope.allow
+        []
+    """
+
+    def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]]) -> None:
+        self.host = host
+        self.workspace = workspace
+        self.servers = dict(servers)
+        self.allow = host.allow() if host is not None else []
+        self._injection: WorkspaceInjection | None = None
+        self._counts = (0, 0)
+
+    async def enter(self) -> None:
+        """Start the tool server if needed, then write the entries (under the workspace's lock)."""
+        servers = dict(self.servers)
+        if self.host is not None:
+            await self.host.start()
+            servers[self.host.name] = self.host.entry()
+            self._counts = (self.host.server.refused, self.host.server.admitted)
+        injection = WorkspaceInjection(self.workspace, servers, self.allow)
+        injection.enter()
+        self._injection = injection
+        if self.host is not None:
+            self.host.turn_started()
+
+    def exit(self) -> None:
+        """Restore the workspace's files (idempotent)."""
+        injection, self._injection = self._injection, None
+        if injection is not None:
+            injection.exit()
+            if self.host is not None:
+                self._check_contact()
+                self.host.turn_ended()
+
+    def _check_contact(self) -> None:
+        """Warn when the agent reached the server only without the token (MCP.md §3's open question)."""
+        if self.host is None or self.host.transport != "http":
+            return
+        refused, admitted = self._counts
+        server = self.host.server
+        if server.refused > refused and server.admitted == admitted:
+            log.warning("the agent reached the tool server without its token: this CLI build seems "
+                        "not to expand ${env:...} in mcp.json headers; set %s=relay", TRANSPORT_ENV)
+
+
+def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
+    """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
+    env = dict(config.env)
+    if host is not None and host.transport == "http":
+        env[host.env_var] = host.server.token
+    turn_config = config.with_overrides(env=env, approve_mcps=True)
+    workspace = config.workspace or os.getcwd()
+    return turn_config, TurnScope(host, workspace, config.mcp_servers)
+
+
+class ScopedTurn:
+    """A turn inside a :class:`TurnScope`: the scope is entered before the turn starts and left
+    when it is done, whatever carries the turn (a process, ACP, a script).
+
+    Every other attribute is the inner turn's (:class:`~cursor_agent_api.runtime.transport.Turn`).
+    """
+
+    def __init__(self, inner: Turn, scope: TurnScope) -> None:
+        self._inner = inner
+        self.scope = scope
+        if scope.host is not None:
+            inner.transcript.link_local = scope.host.link
+
+    @property
+    def on_fold(self) -> Callable[[AgentEvent, Changes], None] | None:
+        return self._inner.on_fold
+
+    @on_fold.setter
+    def on_fold(self, fn: Callable[[AgentEvent, Changes], None] | None) -> None:
+        self._inner.on_fold = fn
+
+    @property
+    def transcript(self) -> Transcript:
+        return self._inner.transcript
+
+    @property
+    def pid(self) -> int | None:
+        return self._inner.pid
+
+    @property
+    def done(self) -> bool:
+        return self._inner.done
+
+    @property
+    def result(self) -> AgentResult | None:
+        return self._inner.result
+
+    async def start(self) -> None:
+        await self.scope.enter()
+        try:
+            await self._inner.start()
+        except BaseException:
+            self.scope.exit()
+            raise
+        self._inner.add_done_callback(lambda _: self.scope.exit())
+
+    async def wait(self) -> AgentResult:
+        return await self._inner.wait()
+
+    def cancel(self, sig: int = signal.SIGTERM) -> None:
+        self._inner.cancel(sig)
+
+    def cancel_threadsafe(self, sig: int = signal.SIGTERM) -> None:
+        self._inner.cancel_threadsafe(sig)
+
+    def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
+        self._inner.add_done_callback(fn)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def open_turn(host: ToolHost | None, config: AgentConfig,
+              open_inner: Callable[[AgentConfig], Turn]) -> Turn:
+    """The client's turn: ``open_inner(config)`` as it is, or inside a :class:`TurnScope` (with
+    the token and ``--approve-mcps`` in its config) when the client has tools or the config
+    declares ``mcp_servers``."""
+    if host is None and not config.mcp_servers:
+        return open_inner(config)
+    turn_config, scope = prepare_turn(host, config)
+    return ScopedTurn(open_inner(turn_config), scope)
+
+
+def make_host(tools: Iterable[Any] | None) -> ToolHost | None:
+    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none).
+
+    Example:
+        >>> make_host(None) is None, make_host([]) is None
+        (True, True)
+    """
+    tools = list(tools or ())
+    return ToolHost(tools) if tools else None
+

@@ -1,0 +1,290 @@
+"""The tool server: ``@tool`` functions served over MCP (streamable HTTP) on 127.0.0.1.
+
+What lives here: :class:`ToolServer` — the official ``mcp`` SDK's low-level ``Server`` (v2
+API: handlers passed as ``on_list_tools=``/``on_call_tool=``; see docs/tools.md for why the
+low-level one) served by uvicorn on a free loopback port, behind :class:`Guard`, a small ASGI
+wrapper that refuses, before the SDK sees anything:
+
+* a ``Host`` other than ``127.0.0.1:<port>`` / ``localhost:<port>`` → 421 (DNS rebinding);
+* a request without ``Authorization: Bearer <the server's token>`` → 401;
+* a declared body over ``max_body_bytes`` → 413 (the SDK also bounds the body it reads).
+
+The token is random per server (``secrets.token_urlsafe(32)``); it reaches the agent only
+through its environment (see :mod:`.host`). The server also records each call
+(:class:`~.tool.LocalInvocation`) so the stream's tool calls can be linked to them
+(:meth:`ToolServer.claim`). What does not live here: the workspace's files (:mod:`.inject`),
+which turns use the server (:mod:`.host`).
+
+Example:
+    >>> import asyncio, httpx
+    >>> from .functions import tool
+    >>> @tool
+    ... def ping() -> str:
+    ...     '''Answer pong.'''
+    ...     return "pong"
+    >>> async def main():
+    ...     server = ToolServer([ping])
+    ...     await server.start()
+    ...     try:
+    ...         async with httpx.AsyncClient() as http:
+    ...             r = await http.post(server.url, json={})
+    ...         return r.status_code, server.url.startswith("http://127.0.0.1:")
+    ...     finally:
+    ...         await server.stop()
+    >>> asyncio.run(main())
+    (401, True)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import Any
+
+import uvicorn
+from mcp import types
+from mcp.server.lowlevel import Server
+from mcp.server.transport_security import TransportSecuritySettings
+
+from .functions import LocalInvocation, Tool, to_texts
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
+
+log = logging.getLogger("cursor_agent_api.tools")
+
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+"""The largest request the tool server reads (1 MiB: tool arguments, not uploads)."""
+
+RELAY_AUTHORITY = "tools.relay.invalid:1"
+"""The ``Host`` the stdio relay sends over the Unix socket (a name, not an address)."""
+
+_KEEP_INVOCATIONS = 1000
+"""How many unclaimed calls the server remembers for linking (oldest dropped first)."""
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+async def _refuse(send: Send, status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class Guard:
+    """ASGI wrapper: Host allowlist (421), bearer token (401), declared body size (413).
+
+    Example:
+        >>> g = Guard(None, token="t", hosts=["127.0.0.1:8"], max_body_bytes=10)  # type: ignore[arg-type]
+        >>> g.want
+        b'Bearer t'
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None, hosts: Iterable[str], max_body_bytes: int) -> None:
+        self.app = app
+        self.require_token = token is not None
+        self.want = f"Bearer {token}".encode() if token is not None else b""
+        self.hosts = {h.encode() for h in hosts}
+        self.max_body_bytes = max_body_bytes
+        self.refused = 0
+        """Requests refused for a missing or wrong token (a CLI that does not expand ``${env:…}``)."""
+        self.admitted = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # lifespan: the SDK's session manager
+            return
+        headers = dict(scope.get("headers") or ())
+        if headers.get(b"host") not in self.hosts:
+            await _refuse(send, 421, "misdirected request: wrong Host")
+            return
+        if self.require_token and not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
+            self.refused += 1
+            await _refuse(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
+            return
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
+            await _refuse(send, 413, "request too large")
+            return
+        self.admitted += 1
+        await self.app(scope, receive, send)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers: Ctrl-C belongs to the host program, not to us."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+class ToolServer:
+    """``tools`` served over MCP on ``127.0.0.1:<free port>/mcp``, with a bearer token.
+
+    :meth:`start` on an event loop (the port is chosen and bound at once), :meth:`stop` on the
+    same loop. :attr:`url`, :attr:`token`. Each call is recorded; :meth:`claim` hands the first
+    unclaimed record of a tool with the same arguments to the tool call that caused it.
+
+    Example:
+        >>> ToolServer([]).url
+        Traceback (most recent call last):
+        ...
+        RuntimeError: the tool server is not started
+    """
+
+    def __init__(self, tools: Iterable[Tool], *, name: str = "python-tools",
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+        self.tools: dict[str, Tool] = {}
+        for t in tools:
+            if not isinstance(t, Tool):
+                raise TypeError(f"tools must be @tool functions, got {t!r} (decorate it with @tool)")
+            if t.name in self.tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self.tools[t.name] = t
+        self.name = name
+        self.token = secrets.token_urlsafe(32)
+        self.max_body_bytes = max_body_bytes
+        self._port: int | None = None
+        self._server: _QuietServer | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._guard: Guard | None = None
+        self._lock = threading.Lock()
+        self._unclaimed: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
+        self.invocations: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
+        """The latest calls, in the order they finished."""
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>/mcp`` once started."""
+        if self._port is None:
+            raise RuntimeError("the tool server is not started")
+        return f"http://127.0.0.1:{self._port}/mcp"
+
+    @property
+    def running(self) -> bool:
+        """True between :meth:`start` and :meth:`stop` (and while its task lives)."""
+        return self._task is not None and not self._task.done()
+
+    @property
+    def refused(self) -> int:
+        """How many requests came without the right token."""
+        return self._guard.refused if self._guard is not None else 0
+
+    @property
+    def admitted(self) -> int:
+        """How many requests the server admitted (an agent that loaded it sends several)."""
+        return self._guard.admitted if self._guard is not None else 0
+
+    # ---- MCP ---------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
+            for t in self.tools.values()])
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        found = self.tools.get(params.name)
+        if found is None:
+            return types.CallToolResult(
+                content=[types.TextContent(text=f"unknown tool {params.name!r}")], is_error=True)
+        record = await found.invoke(params.arguments)
+        with self._lock:
+            self._unclaimed.append(record)
+            self.invocations.append(record)
+        structured = to_texts(record.value)[1] if record.ok else None
+        return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
+                                    structured_content=structured, is_error=record.is_error)
+
+    def claim(self, tool_name: str | None, arguments: Any) -> LocalInvocation | None:
+        """The first unclaimed call of ``tool_name`` with these arguments (then claimed), or None.
+
+        Example:
+            >>> s = ToolServer([])
+            >>> s._unclaimed.append(LocalInvocation("t", {"a": 1}))
+            >>> s.claim("t", {"a": 2}), s.claim("t", {"a": 1}).tool, s.claim("t", {"a": 1})
+            (None, 't', None)
+        """
+        want = _canonical(arguments if isinstance(arguments, dict) else {})
+        with self._lock:
+            for record in self._unclaimed:
+                if record.tool == tool_name and _canonical(record.arguments) == want:
+                    self._unclaimed.remove(record)
+                    return record
+        return None
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def start(self, unix_path: str | None = None) -> None:
+        """Bind ``127.0.0.1:0`` and serve; returns once the server accepts connections.
+
+        With ``unix_path`` (the relay fallback, see :mod:`.relay`), serve on a Unix socket
+        there instead (mode 0600; put it in a private directory): no TCP port, and no token
+        (the socket's permissions admit the user's own processes only).
+        """
+        if self._task is not None:
+            return
+        token: str | None = self.token
+        if unix_path is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(unix_path)
+            os.chmod(unix_path, 0o600)
+            hosts = [RELAY_AUTHORITY]
+            token = None
+            self._port = 0
+        else:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            port = self._port = sock.getsockname()[1]
+            hosts = [f"127.0.0.1:{port}", f"localhost:{port}"]
+        lowlevel: Server[Any] = Server(self.name, version="1", on_list_tools=self._list_tools,
+                                       on_call_tool=self._call_tool)
+        app = lowlevel.streamable_http_app(
+            max_request_body_size=self.max_body_bytes,
+            transport_security=TransportSecuritySettings(
+                enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                allowed_origins=[f"http://{h}" for h in hosts]))
+        self._guard = Guard(app, token=token, hosts=hosts, max_body_bytes=self.max_body_bytes)
+        config = uvicorn.Config(self._guard, log_level="warning", lifespan="on",
+                                access_log=False, timeout_graceful_shutdown=1)
+        server = self._server = _QuietServer(config)
+        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            if self._task.done():
+                self._task.result()  # raises what stopped it
+                raise RuntimeError("the tool server stopped while starting")
+            await asyncio.sleep(0.005)
+
+
+    async def stop(self) -> None:
+        """Stop serving (open streams are closed); idempotent."""
+        task, server = self._task, self._server
+        self._task = None
+        if task is None or server is None:
+            return
+        server.should_exit = True
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 5)
+        except asyncio.TimeoutError:
+            server.force_exit = True
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)

@@ -1,0 +1,90 @@
+"""Fixtures of the tools tests: a private journal home, a workspace with the user's own
+``.cursor`` files, a hash of that directory, and two ``@tool`` functions (one raises)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.tools import Tool, tool
+
+USER_MCP = b'{\n  "mcpServers": {"mine": {"command": "my-server", "args": ["--port", "1"]}}\n}'
+USER_CLI = b'{"permissions": {"allow": ["Read(**)"], "deny": ["Shell(rm)"]}}\n'
+
+
+def tree_hash(directory: Path) -> str:
+    """Every path under ``directory`` (directories too), with each file's bytes and mode."""
+    digest = hashlib.sha256()
+    if not directory.exists():
+        return "absent"
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in sorted(files) + [d + "/" for d in dirs]:
+            path = Path(root) / name.rstrip("/")
+            digest.update(str(path.relative_to(directory)).encode() + b"\0")
+            if not name.endswith("/"):
+                digest.update(path.read_bytes() + oct(path.stat().st_mode).encode())
+    return digest.hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def journal_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Injection journals in a private directory (inherited by child processes)."""
+    home = tmp_path_factory.mktemp("api-home")
+    monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(home))
+    return home
+
+
+def _user_files(workspace: Path) -> Path:
+    (workspace / ".cursor").mkdir()
+    (workspace / ".cursor" / "mcp.json").write_bytes(USER_MCP)
+    (workspace / ".cursor" / "cli.json").write_bytes(USER_CLI)
+    (workspace / ".cursor" / "cli.json").chmod(0o600)
+    return workspace
+
+
+@pytest.fixture(params=["no-cursor-dir", "user-files"])
+def workspace(request: pytest.FixtureRequest, cursor_sim_workspace: Path) -> Path:
+    """The simulator's workspace: without ``.cursor``, or with the user's own mcp.json and cli.json."""
+    if request.param == "user-files":
+        _user_files(cursor_sim_workspace)
+    return cursor_sim_workspace
+
+
+@pytest.fixture
+def user_workspace(cursor_sim_workspace: Path) -> Path:
+    """The simulator's workspace with the user's own mcp.json and cli.json (the merge case)."""
+    return _user_files(cursor_sim_workspace)
+
+
+@pytest.fixture
+def sim(make_cursor_sim_config: Callable[..., AgentConfig]) -> Callable[..., AgentConfig]:
+    def make(fault: str | None = None, **fields: Any) -> AgentConfig:
+        fields.setdefault("result_grace", 1.0)
+        fields.setdefault("kill_grace", 1.0)
+        fields.setdefault("timeout", 120.0)
+        return make_cursor_sim_config(fault=fault, **fields)
+
+    return make
+
+
+@tool
+def lookup_order(order_id: str) -> dict[str, Any]:
+    """Look up an order by its id."""
+    return {"id": order_id, "status": "shipped", "items": 3}
+
+
+@tool
+async def track_parcel(parcel: str) -> str:
+    """Where a parcel is."""
+    raise LookupError(f"carrier unreachable for {parcel}")
+
+
+TOOLS: list[Tool] = [lookup_order, track_parcel]
+PROMPT = 'Check lookup_order {"order_id": "A1"} and track_parcel {"parcel": "P-9"}'

@@ -1,0 +1,141 @@
+"""Issue 15, end to end on the simulator: ``@tool`` functions called over a real MCP
+connection, their results in the answer, the calls linked (``call.local``), the workspace's
+``.cursor/`` exactly as before after success, failure and cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_api import AsyncCursorAgentClient, ConversationSession, CursorAgentClient, EventType
+from cursor_agent_api.protocol import ToolKind, ToolStatus
+
+from .conftest import PROMPT, TOOLS, tree_hash
+
+
+def _check_calls(result: Any) -> None:
+    assert result.success, result.error
+    assert '`lookup_order` returned: {"id": "A1", "status": "shipped", "items": 3}' in result.result
+    assert "`track_parcel` failed: LookupError: carrier unreachable for P-9" in result.result
+    ok, bad = (c for c in result.tool_calls if c.kind is ToolKind.MCP)
+    schemas = [c for c in result.tool_calls if c.kind is ToolKind.MCP_TOOLS]  # looked up first
+    assert [(c.mcp_server, c.args.get("toolName")) for c in schemas] == [
+        (ok.mcp_server, "lookup_order"), (ok.mcp_server, "track_parcel")]
+    assert '"description": "Look up an order by its id."' in (schemas[0].mcp_output or "")
+    assert (ok.kind, ok.mcp_tool, ok.status) == (ToolKind.MCP, "lookup_order", ToolStatus.SUCCEEDED)
+    assert ok.is_own_tool and ok.local is not None
+    assert ok.local.arguments == {"order_id": "A1"}
+    assert ok.local.value == {"id": "A1", "status": "shipped", "items": 3}
+    assert ok.local.duration_ms >= 0 and ok.local.ok
+    assert (bad.mcp_tool, bad.status) == ("track_parcel", ToolStatus.FAILED)
+    assert "carrier unreachable for P-9" in (bad.mcp_output or "")
+    assert isinstance(bad.local.exception, LookupError)
+    assert bad.local.error == "LookupError: carrier unreachable for P-9"
+    assert bad.to_dict()["own_tool"] is True and bad.to_dict()["local"]["ok"] is False
+
+
+def test_sync_client_calls_the_tools(sim: Callable[..., Any], workspace: Path) -> None:
+    before = tree_hash(workspace / ".cursor")
+    with CursorAgentClient(sim(), tools=TOOLS) as client:
+        _check_calls(client.query(PROMPT))
+        assert tree_hash(workspace / ".cursor") == before
+        _check_calls(client.query(PROMPT))  # the same server serves the next turn
+    assert tree_hash(workspace / ".cursor") == before
+
+
+def test_async_client_and_stream(sim: Callable[..., Any], user_workspace: Path) -> None:
+    before = tree_hash(user_workspace / ".cursor")
+
+    async def main() -> tuple[Any, list[Any]]:
+        async with AsyncCursorAgentClient(sim(), tools=TOOLS) as client:
+            events = [e async for e in client.query_stream(PROMPT)]
+            return await client.query(PROMPT), events
+
+    result, events = asyncio.run(main())
+    _check_calls(result)
+    assert sum(e.type is EventType.TOOL_CALL_COMPLETED for e in events) == 4  # 2 schemas, 2 calls
+    assert tree_hash(user_workspace / ".cursor") == before
+
+
+def test_session_passes_tools(sim: Callable[..., Any], user_workspace: Path) -> None:
+    with ConversationSession(sim(), tools=TOOLS) as session:
+        _check_calls(session.send(PROMPT))
+
+
+def test_failure_and_cancel_restore_the_workspace(sim: Callable[..., Any], workspace: Path) -> None:
+    before = tree_hash(workspace / ".cursor")
+    with CursorAgentClient(sim("crash"), tools=TOOLS) as client:
+        failed = client.query(PROMPT)
+    assert not failed.success
+    assert tree_hash(workspace / ".cursor") == before
+    with CursorAgentClient(sim("silence"), tools=TOOLS) as client:
+        stream = client.query_stream(PROMPT)
+        first = next(iter(stream))
+        assert first.type is EventType.SYSTEM_INIT
+        assert tree_hash(workspace / ".cursor") != before  # the entries are there during the turn
+        stream.cancel()
+        assert stream.wait().cancelled
+    assert tree_hash(workspace / ".cursor") == before
+
+
+def test_without_tools_nothing_is_touched(sim: Callable[..., Any], workspace: Path) -> None:
+    before = tree_hash(workspace / ".cursor")
+    with CursorAgentClient(sim()) as client:
+        result = client.query(PROMPT)
+    assert result.success and not result.tool_calls
+    assert tree_hash(workspace / ".cursor") == before
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_mcp_servers_from_the_config(sim: Callable[..., Any], user_workspace: Path, force: bool) -> None:
+    """A stdio server declared in AgentConfig(mcp_servers=...) reaches the agent; its tools are
+    not allowlisted, so without --force the call is rejected (only our own tools are allowed)."""
+    import sys
+
+    server = Path(__file__).with_name("echo_server.py")
+    before = tree_hash(user_workspace / ".cursor")
+    config = sim(mcp_servers={"echo": {"command": sys.executable, "args": [str(server)]}},
+                 force_approve=force)
+    with CursorAgentClient(config) as client:
+        result = client.query('Please echo {"text": "hi there"}')
+    assert result.success, result.error
+    (call,) = (c for c in result.tool_calls if c.kind is ToolKind.MCP)
+    assert (call.mcp_server, call.mcp_tool, call.is_own_tool, call.local) == ("echo", "echo", False, None)
+    if force:
+        assert call.status is ToolStatus.SUCCEEDED and call.mcp_output == "echo: hi there"
+        assert "`echo` returned: echo: hi there" in result.result
+    else:
+        assert call.status is ToolStatus.REJECTED
+    assert tree_hash(user_workspace / ".cursor") == before
+
+
+def test_the_relay_fallback(sim: Callable[..., Any], user_workspace: Path, monkeypatch: pytest.MonkeyPatch
+                            ) -> None:
+    """CURSOR_AGENT_API_TOOLS_TRANSPORT=relay: a stdio entry reaching the host over a private
+    Unix socket, for a CLI that does not expand ${env:...} in headers; no token anywhere."""
+    monkeypatch.setenv("CURSOR_AGENT_API_TOOLS_TRANSPORT", "relay")
+    before = tree_hash(user_workspace / ".cursor")
+    seen: list[str] = []
+    with CursorAgentClient(sim(), tools=TOOLS) as client:
+        stream = client.query_stream(PROMPT)
+        for _ in stream:
+            if not seen:
+                seen.append((user_workspace / ".cursor" / "mcp.json").read_text())
+        result = stream.wait()
+        assert not any(k.startswith("CURSOR_AGENT_API_TOOLS_TOKEN_") for k in stream._run.env)
+    _check_calls(result)
+    assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0] and "Bearer" not in seen[0]
+    assert tree_hash(user_workspace / ".cursor") == before
+
+
+def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], user_workspace: Path) -> None:
+    """close() while a stream runs: the tools keep being served until that turn has ended."""
+    client = CursorAgentClient(sim(), tools=TOOLS)
+    stream = client.query_stream(PROMPT)
+    client.close()
+    result = stream.wait()
+    _check_calls(result)

@@ -1,0 +1,26 @@
+"""examples/order_desk.py runs on the simulator: two tools, one fails, both linked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from cursor_agent_api.testing import sim_binary
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "order_desk.py"
+
+
+def test_the_example_answers_with_one_tool_and_reports_the_other(cursor_sim_config_dir: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "CURSOR_CONFIG_DIR": str(cursor_sim_config_dir),
+           "CURSOR_AGENT_API_HOME": str(cursor_sim_config_dir / "api")}
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--agent", sim_binary()], capture_output=True,
+                         text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr
+    assert '`lookup_order` returned: {"id": "A1", "status": "shipped", "parcel": "P-9", "items": 3}' \
+        in out.stdout
+    assert "`track_parcel` failed: ConnectionError: the carrier's tracking service is down" in out.stdout
+    assert "- lookup_order({'order_id': 'A1'}) returned {'id': 'A1'" in out.stdout
+    assert "- track_parcel({'parcel': 'P-9'}) raised ConnectionError:" in out.stdout
+    assert "Traceback" in out.stderr  # the traceback is logged, never sent to the agent
+    assert "Traceback" not in out.stdout

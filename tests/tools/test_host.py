@@ -1,0 +1,53 @@
+"""The client's tool host: what a turn is given, and the warning for a CLI that sends no token."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.tools.host import ToolHost, prepare_turn
+
+from .conftest import TOOLS
+
+
+def test_a_turn_gets_the_token_in_its_environment_only(tmp_path: Path) -> None:
+    host = ToolHost(TOOLS)
+    config, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+    assert config.env[host.env_var] == host.server.token and config.approve_mcps
+    assert scope.allow == [f"Mcp({host.name}:lookup_order)", f"Mcp({host.name}:track_parcel)"]
+
+    async def main() -> str:
+        await scope.enter()
+        try:
+            return (tmp_path / ".cursor" / "mcp.json").read_text()
+        finally:
+            scope.exit()
+            await host.aclose()
+
+    written = asyncio.run(main())
+    assert host.server.token not in written
+    assert f'"Authorization": "Bearer ${{env:{host.env_var}}}"' in written
+    assert not (tmp_path / ".cursor").exists()
+
+
+def test_warns_when_the_agent_comes_without_the_token(tmp_path: Path, caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    host = ToolHost(TOOLS)
+    _, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+
+    async def main() -> None:
+        await scope.enter()
+        async with httpx.AsyncClient(trust_env=False) as http:
+            assert (await http.post(host.server.url, json={})).status_code == 401
+        scope.exit()
+        await host.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"):
+        asyncio.run(main())
+    assert "seems not to expand ${env:...} in mcp.json headers" in caplog.text
+    assert "CURSOR_AGENT_API_TOOLS_TRANSPORT=relay" in caplog.text

@@ -1,0 +1,82 @@
+"""Input schemas from type hints, TypedDicts, pydantic models and raw JSON Schema; bad input."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, TypedDict
+
+import pydantic
+import pytest
+from typing_extensions import NotRequired
+
+from cursor_agent_api.tools import ArgumentError, tool
+
+
+class Address(TypedDict):
+    city: str
+    zip: NotRequired[str]
+
+
+class Item(pydantic.BaseModel):
+    sku: str
+    qty: int = 1
+
+
+def test_hints_of_every_kind() -> None:
+    @tool
+    def ship(to: Address, items: list[Item], note: Annotated[str, "For the courier"] = "") -> str:
+        """Ship items."""
+        return f"{to['city']}:{sum(i.qty for i in items)}:{note}"
+
+    schema = ship.input_schema
+    assert schema["required"] == ["to", "items"]
+    assert schema["properties"]["note"]["description"] == "For the courier"
+    assert schema["$defs"]["Address"]["required"] == ["city"]
+    ok = asyncio.run(ship.invoke({"to": {"city": "Oslo"}, "items": [{"sku": "a", "qty": 2}]}))
+    assert ok.value == "Oslo:2:" and ok.texts == ["Oslo:2:"]
+    bad = asyncio.run(ship.invoke({"to": {}, "items": "x", "extra": 1}))
+    assert bad.is_error and bad.exception is None
+    assert bad.error is not None and "to.city: Field required" in bad.error and "extra" in bad.error
+
+
+@pytest.mark.parametrize("schema", [
+    Address,
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+])
+def test_whole_input_schemas(schema: Any) -> None:
+    @tool(name="where", input_schema=schema)
+    def where(value: dict[str, Any]) -> dict[str, Any]:
+        return {"got": value}
+
+    assert where.input_schema["required"] == ["city"]
+    assert asyncio.run(where.invoke({"city": "Rome"})).value == {"got": {"city": "Rome"}}
+    assert asyncio.run(where.invoke({})).error is not None
+
+
+def test_pydantic_model_input_and_return_values() -> None:
+    @tool(input_schema=Item)
+    async def restock(item: Item) -> Item:
+        """Restock."""
+        return Item(sku=item.sku, qty=item.qty + 10)
+
+    got = asyncio.run(restock.invoke({"sku": "b"}))
+    assert got.texts == ['{"sku": "b", "qty": 11}']
+
+    @tool
+    def odd() -> object:
+        return object()
+
+    assert asyncio.run(odd.invoke({})).error == ("TypeError: the tool returned a object, which is not "
+                                                 "JSON (return a str, dict, list or pydantic model)")
+
+
+def test_bad_declarations_fail_where_written() -> None:
+    def spread(*values: int) -> None: ...
+
+    with pytest.raises(TypeError, match=r"\*args and \*\*kwargs"):
+        tool(spread)
+    with pytest.raises(ValueError, match="tool name"):
+        tool(name="bad name")(spread)
+    with pytest.raises(TypeError, match="must describe an object"):
+        tool(input_schema={"type": "string"})(spread)
+    assert issubclass(ArgumentError, ValueError)
