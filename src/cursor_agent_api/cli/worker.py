@@ -135,6 +135,7 @@ def worker(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
         )
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
     server = ServerSettings(
         database_url=database_url,

@@ -64,6 +64,6 @@ def make_app(database_url: str, *, max_size: int = 4) -> Any:
     import procrastinate
 
     connector = procrastinate.PsycopgConnector(
-        conninfo=libpq_url(database_url), min_size=1, max_size=max_size, open=False
+        conninfo=libpq_url(database_url), min_size=1, max_size=max_size
     )
     return procrastinate.App(connector=connector)

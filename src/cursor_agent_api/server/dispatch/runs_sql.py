@@ -114,8 +114,8 @@ async def previous_worker_run(store: Store, chat_id: str, run_id: str) -> dict[s
     return dict(row._mapping) if row is not None else None
 
 
-_ALIVE = text(
-    "EXISTS (SELECT 1 FROM procrastinate_workers w WHERE w.id = runs.worker_id "
+_GONE = text(
+    "NOT EXISTS (SELECT 1 FROM procrastinate_workers w WHERE w.id = runs.worker_id "
     "AND w.last_heartbeat > now() - make_interval(secs => :within))"
 )
 
@@ -143,7 +143,7 @@ async def stranded_runs(store: Store, within: float) -> list[dict[str, Any]]:
                     runs.c.status == "queued",
                     runs.c.queue.like("worker.%"),
                     runs.c.job_id.is_not(None),
-                    ~_ALIVE.bindparams(within=within),
+                    _GONE.bindparams(within=within),
                 )
             )
             .order_by(runs.c.created_ms)
