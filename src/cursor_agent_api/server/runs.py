@@ -93,6 +93,7 @@ _RUN_FIELDS = (
     "created_ms",
     "started_ms",
     "ended_ms",
+    "worker",  # the worker that ran it (distributed mode), else None
 )
 
 

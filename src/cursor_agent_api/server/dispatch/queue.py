@@ -46,7 +46,7 @@ logger = logging.getLogger("cursor_agent_api.server")
 class QueueDispatcher:
     """Runs dispatched to workers through the job queue (see the module doc)."""
 
-    def __init__(self, settings: ServerSettings, store: Store, hub: Hub) -> None:
+    def __init__(self, settings: ServerSettings, store: Store, hub: Hub, *, app: Any = None) -> None:
         from ..notify import Relay
 
         self.settings = settings
@@ -54,7 +54,7 @@ class QueueDispatcher:
         self.relay = Relay(store, hub, settings)
         # Not published here (a hub without subscribers): the relay publishes every record.
         self.log = EventLog(store, Hub(), settings.max_field_bytes)
-        self.app = make_app(settings.database_url)
+        self.app = app if app is not None else make_app(settings.database_url)
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
         self._counts = {"running": 0, "queued": 0}
