@@ -1,0 +1,216 @@
+"""The distributed mode end to end: 2 API servers, 3 workers, one PostgreSQL (``cluster.py``).
+
+The tests share one cluster (module scope) and run in this order; a test that kills a
+worker starts a replacement, so that each finds three workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from typing import Any
+
+from cluster import Cluster, pg_execute
+from server_helpers import (
+    FINAL,
+    alive,
+    all_events,
+    event_seqs,
+    is_run_end,
+    new_chat,
+    poll,
+    wait_run,
+    ws_collect,
+)
+
+
+def _post(client: Any, chat_id: str, prompt: str) -> dict[str, Any]:
+    r = client.post(f"/api/chats/{chat_id}/runs", json={"prompt": prompt})
+    assert r.status_code == 202, r.text
+    return dict(r.json())
+
+
+def _running(client: Any, run_id: str) -> dict[str, Any] | None:
+    run = client.get(f"/api/runs/{run_id}").json()
+    return run if run["status"] == "running" and run["pid"] else None
+
+
+def test_twenty_runs_over_ten_chats_and_follow_ups_stay_on_their_worker(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    with a.client() as ca, b.client() as cb:
+        clients = [ca, cb]
+        chats = [new_chat(clients[i % 2]) for i in range(10)]
+        first = [_post(clients[i % 2], ch["id"], f"reply with exactly: first {i}") for i, ch in enumerate(chats)]
+        done1 = [wait_run(ca, r["id"]) for r in first]
+        # The follow-ups, through the other API server.
+        second = [_post(clients[(i + 1) % 2], ch["id"], "what did I ask before?") for i, ch in enumerate(chats)]
+        done2 = [wait_run(cb, r["id"]) for r in second]
+        assert [r["status"] for r in done1 + done2] == ["succeeded"] * 20, cluster.logs()
+        for i, ch in enumerate(chats):
+            events = all_events(ca, ch["id"])
+            seqs = [e["seq"] for e in events]
+            assert seqs == list(range(1, len(seqs) + 1)), "per-chat seqs are contiguous"
+            spans = [[e["seq"] for e in events if e["run_id"] == r["id"]] for r in (done1[i], done2[i])]
+            assert max(spans[0]) < min(spans[1]), "the chat's two runs do not overlap"
+            assert not any(e["type"] == "context" for e in events), "no context reset"
+        # A follow-up goes to the worker that holds the chat (its Cursor chat is on its disk):
+        # the simulator answers "what did I ask before?" from the resumed chat.
+        assert [r["worker"] for r in done2] == [r["worker"] for r in done1]
+        assert all(f"first {i}" in (r["result"] or "") for i, r in enumerate(done2)), [r["result"] for r in done2]
+        assert len({r["worker"] for r in done1}) >= 2, "the runs were spread over the workers"
+    assert cluster.invocations() == 20
+
+
+def test_live_events_from_a_worker_reach_websockets_on_both_servers(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    with a.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        seen: dict[str, list[tuple[int, float]]] = {}
+
+        async def watch(server: Any, key: str, run_box: dict[str, str]) -> list[dict[str, Any]]:
+            from websockets.asyncio.client import connect
+
+            import orjson
+
+            msgs: list[dict[str, Any]] = []
+            seen[key] = []
+            async with connect(server.ws_url(chat["id"])) as ws:
+                async for text in ws:
+                    now = time.time() * 1000
+                    msg = orjson.loads(text)
+                    msgs.append(msg)
+                    if msg.get("op") == "event":
+                        seen[key].append((msg["seq"], now - msg["event"]["ts_ms"]))
+                    if msg.get("op") == "live":
+                        run_box.setdefault(key, "live")
+                    if is_run_end(msg):
+                        return msgs
+            return msgs
+
+        async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            box: dict[str, str] = {}
+            ta = asyncio.create_task(watch(a, "a", box))
+            tb = asyncio.create_task(watch(b, "b", box))
+            while len(box) < 2:
+                await asyncio.sleep(0.02)
+            await asyncio.to_thread(_post, c, chat["id"], "write a long story about pipes")
+            return await asyncio.wait_for(asyncio.gather(ta, tb), 90)
+
+        ma, mb = asyncio.run(main())
+        stored = [e["seq"] for e in all_events(c, chat["id"])]
+    for msgs in (ma, mb):
+        seqs = event_seqs(msgs)
+        assert seqs == stored, "every record once, in order, live from the worker"
+    lat = sorted(ms for key in ("a", "b") for _, ms in seen[key])
+    p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+    print(f"worker-to-WebSocket latency over {len(lat)} records: p50 {statistics.median(lat):.1f} ms, p99 {p99:.1f} ms")
+
+
+def test_cancel_on_one_server_stops_a_run_on_a_worker(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    with a.client() as ca, b.client() as cb:
+        chat = new_chat(ca, force=True)
+        run = _post(ca, chat["id"], "run `sleep 60`")
+        pid = poll(lambda: _running(ca, run["id"]), 60)["pid"]
+        assert alive(pid)
+        r = cb.post(f"/api/runs/{run['id']}/cancel")
+        assert r.status_code == 200, r.text
+        done = wait_run(cb, run["id"], 30)
+        assert done["status"] == "cancelled", (done, cluster.logs())
+        poll(lambda: not alive(pid), 30)
+        # The chat takes the next prompt at once (its lock is free).
+        again = _post(cb, chat["id"], "reply with exactly: after cancel")
+        assert wait_run(cb, again["id"])["status"] == "succeeded"
+
+
+def test_a_killed_worker_interrupts_its_run_and_nothing_is_run_again(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    with a.client() as c:
+        chat = new_chat(c, force=True)
+        run = _post(c, chat["id"], "run `sleep 60`")
+        # Running, with the agent's first events stored (the chat has its Cursor chat id).
+        running = poll(lambda: (r := _running(c, run["id"])) and r["session_id"] and r["last_seq"] >= 5 and r, 60)
+        before = cluster.invocations()
+        name = running["worker"]
+        cluster.workers[name].kill()
+        poll(lambda: not alive(running["pid"]), 30)  # the owner guard stops the agent's group
+        done = wait_run(c, run["id"], 60)
+        assert done["status"] == "interrupted", (done, cluster.logs())
+        assert name in done["error"]
+        events = all_events(c, chat["id"])
+        lost = [e for e in events if e["type"] == "worker"]
+        assert len(lost) == 1 and lost[0]["subtype"] == "lost"
+        reached = max(e["seq"] for e in events if e["run_id"] == run["id"] and e["seq"] < lost[0]["seq"])
+        assert lost[0]["payload"]["worker"] == name
+        assert lost[0]["payload"]["seq"] == reached, "the seq the run had reached when its worker was lost"
+        # The chat works again: on another worker, which starts a new Cursor chat.
+        nxt = _post(c, chat["id"], "reply with exactly: still here")
+        finished = wait_run(c, nxt["id"])
+        assert finished["status"] == "succeeded" and finished["worker"] != name
+        events = all_events(c, chat["id"])
+        assert any(e["type"] == "context" and e["subtype"] == "reset" for e in events), [
+            (e["seq"], e["type"], e["subtype"], e["payload"].get("session_id")) for e in events
+        ]
+        assert cluster.invocations() == before + 1, "the interrupted run was not run again"
+        seqs = [e["seq"] for e in events]
+        assert seqs == list(range(1, len(seqs) + 1))
+    cluster.worker(name + "-again")
+
+
+def test_both_api_servers_restarted_mid_run_lose_nothing(cluster: Cluster) -> None:
+    a, b = cluster.servers
+    with a.client() as c:
+        chat = new_chat(c, force=True, stream_partial_output=True)
+        chat_id = chat["id"]
+    got: list[dict[str, Any]] = []
+    with a.client() as c:
+        run = _post(c, chat_id, "run `sleep 4`")
+        poll(lambda: _running(c, run["id"]), 60)
+    got += asyncio.run(ws_collect(b.ws_url(chat_id), lambda m: m.get("op") == "live"))
+    a.kill()
+    b.kill()
+    cluster.servers.remove(a)
+    cluster.servers.remove(b)
+    a2, b2 = cluster.server(), cluster.server()
+    last = event_seqs(got)[-1]
+    got += asyncio.run(ws_collect(a2.ws_url(chat_id, last), lambda m: is_run_end(m, run["id"])))
+    with b2.client() as c:
+        done = wait_run(c, run["id"])
+        stored = [e["seq"] for e in all_events(c, chat_id)]
+    assert done["status"] == "succeeded", cluster.logs()
+    assert event_seqs(got) == stored, "every record exactly once across the restart"
+
+
+def test_a_lost_listen_connection_is_reestablished(cluster: Cluster) -> None:
+    a = cluster.servers[0]
+    with a.client() as c:
+        chat = new_chat(c)
+
+        async def main() -> list[dict[str, Any]]:
+            from websockets.asyncio.client import connect
+
+            import orjson
+
+            msgs: list[dict[str, Any]] = []
+            async with connect(a.ws_url(chat["id"])) as ws:
+                async for text in ws:
+                    msg = orjson.loads(text)
+                    msgs.append(msg)
+                    if msg.get("op") == "live":
+                        killed = await asyncio.to_thread(
+                            pg_execute,
+                            cluster.db_url,
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE application_name = 'cursor-agent-api-listen' AND datname = current_database()",
+                        )
+                        assert len(killed) == len(cluster.servers)
+                        await asyncio.to_thread(_post, c, chat["id"], "reply with exactly: relayed")
+                    if is_run_end(msg):
+                        return msgs
+            return msgs
+
+        msgs = asyncio.run(asyncio.wait_for(main(), 90))
+        stored = [e["seq"] for e in all_events(c, chat["id"])]
+    assert event_seqs(msgs) == stored
+    assert msgs[-1]["event"]["subtype"] in FINAL
