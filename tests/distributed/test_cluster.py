@@ -214,3 +214,22 @@ def test_a_lost_listen_connection_is_reestablished(cluster: Cluster) -> None:
         stored = [e["seq"] for e in all_events(c, chat["id"])]
     assert event_seqs(msgs) == stored
     assert msgs[-1]["event"]["subtype"] in FINAL
+
+
+def test_sigterm_lets_short_runs_finish_and_interrupts_the_rest(cluster: Cluster) -> None:
+    # An API server and a worker of their own queue: the other workers take none of these runs.
+    server = cluster.server("--queue", "term")
+    worker = cluster.worker("wterm", "--queue", "term", "--shutdown-grace", "8")
+    with server.client() as c:
+        short_chat, long_chat = new_chat(c, force=True), new_chat(c, force=True)
+        short = _post(c, short_chat["id"], "run `sleep 2`")
+        long = _post(c, long_chat["id"], "run `sleep 60`")
+        runs = [poll(lambda r=r: _running(c, r["id"]), 60) for r in (short, long)]
+        assert {r["worker"] for r in runs} == {"wterm"}
+        assert worker.stop() == 0
+        assert wait_run(c, short["id"], 5)["status"] == "succeeded", cluster.logs()
+        stopped = wait_run(c, long["id"], 5)
+        assert stopped["status"] == "interrupted"
+        assert "worker shut down" in stopped["error"]
+        assert not alive(runs[1]["pid"])
+    del cluster.workers["wterm"]
