@@ -51,13 +51,21 @@ def test_a_starting_worker_stops_the_groups_of_dead_workers_and_marks_their_runs
         async def main() -> tuple[list[str], dict[str, object] | None]:
             await worker.store.start()
             try:
-                chat = await worker.store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
+                chat = await worker.store.create_chat(
+                    workspace=str(tmp_path), model=None, options={}, title="t"
+                )
                 run = await worker.log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
                 await claim_run(worker.store, run["id"], server_id=_dead_identity(), worker="w-dead")
                 await worker.store.update_run(
-                    run["id"], pgid=agent.pid, pid=agent.pid, proc_start=process_start_time(agent.pid), last_seq=1
+                    run["id"],
+                    pgid=agent.pid,
+                    pid=agent.pid,
+                    proc_start=process_start_time(agent.pid),
+                    last_seq=1,
                 )
-                other = await worker.store.create_chat(workspace=str(tmp_path), model=None, options={}, title="u")
+                other = await worker.store.create_chat(
+                    workspace=str(tmp_path), model=None, options={}, title="u"
+                )
                 live = await worker.log.create_run(other["id"], "hi", lambda r: run_record("queued", r))
                 # Owned by a live process of this host (this one): left alone.
                 await claim_run(worker.store, live["id"], server_id=worker.identity, worker="w9")
