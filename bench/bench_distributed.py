@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "distributed"))
 
 from cluster import PG_ENV, Cluster, pg_database  # noqa: E402
-from server_helpers import Server, all_events, new_chat, wait_run  # noqa: E402
+from server_helpers import FINAL, Server, all_events, new_chat, wait_run  # noqa: E402
 
 
 def _post(client: Any, chat_id: str, prompt: str) -> str:
@@ -83,7 +83,7 @@ async def _watch(url: str, stop_run: list[str], lat: list[float]) -> list[int]:
             ev = msg["event"]
             if stop_run[1:] and ev["run_id"] == stop_run[1]:
                 lat.append(now - ev["ts_ms"])
-            final = ev["type"] == "run" and ev["subtype"] in ("succeeded", "failed", "cancelled", "interrupted")
+            final = ev["type"] == "run" and ev["subtype"] in FINAL
             if final and stop_run[1:] and ev["run_id"] == stop_run[1]:
                 return seqs
     return seqs
@@ -194,7 +194,8 @@ def main() -> None:
     print(f"record-to-WebSocket latency ({args.latency_runs} streamed turns each):")
     for name, lat in (("single-process", lat_single), ("worker -> other API server", lat_dist)):
         print(
-            f"  {name:28s} n={len(lat):5d}  p50 {statistics.median(lat):6.1f} ms  p99 {pct(lat, 0.99):6.1f} ms"
+            f"  {name:28s} n={len(lat):5d}  p50 {statistics.median(lat):6.1f} ms  "
+            f"p99 {pct(lat, 0.99):6.1f} ms"
         )
     print(f"fan-out: {args.fan_out} runs over 3 workers, one WebSocket per chat on alternating API servers:")
     print(f"  {delivered} records delivered, {bad} chats with a duplicate, a gap or a reordering")
