@@ -85,3 +85,34 @@ def test_a_starting_worker_stops_the_groups_of_dead_workers_and_marks_their_runs
             if p.poll() is None:
                 os.kill(p.pid, signal.SIGKILL)
                 p.wait()
+
+
+def test_the_sweep_gives_up_a_run_whose_api_server_died_before_queueing_it(
+    db_url: str, tmp_path: Path
+) -> None:
+    from cursor_agent_api.server.dispatch.queue import UNQUEUED_AFTER, QueueDispatcher
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.store import Store
+
+    async def main() -> tuple[dict[str, object] | None, dict[str, object] | None]:
+        store = Store(db_url)
+        await store.start()
+        settings = ServerSettings(database_url=db_url, roots=(tmp_path,), dispatch="queue")
+        dispatcher = QueueDispatcher(settings, store, Hub())
+        try:
+            async with dispatcher.app.open_async():
+                chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
+                old = await dispatcher.log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+                await store.update_run(
+                    old["id"], created_ms=old["created_ms"] - int(UNQUEUED_AFTER * 1000) - 1
+                )
+                other = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="u")
+                fresh = await dispatcher.log.create_run(other["id"], "hi", lambda r: run_record("queued", r))
+                await dispatcher.sweep()
+                return await store.get_run(old["id"]), await store.get_run(fresh["id"])
+        finally:
+            await store.close()
+
+    old, fresh = asyncio.run(main())
+    assert old is not None and old["status"] == "interrupted" and old["error_type"] == "NotQueued"
+    assert fresh is not None and fresh["status"] == "queued", "a run just stored is being queued"

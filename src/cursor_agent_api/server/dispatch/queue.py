@@ -13,7 +13,8 @@
   has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
   the seq, and the job is finished so that the chat's lock is released — nothing is run
   again; a run waiting in the affinity queue of a gone worker is moved to the shared
-  queue (the worker that takes it starts a new Cursor chat: "context reset").
+  queue (the worker that takes it starts a new Cursor chat: "context reset"); a run no job
+  carries a minute after it was stored (its API server died in between) is ``interrupted``.
 
 Its own writes are not published by this process: the :class:`~..notify.Relay` publishes
 every committed record, in seq order, whoever wrote it.
@@ -36,11 +37,15 @@ from ..log import EventLog
 from ..models import RunStatus
 from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
 from ..settings import ServerSettings
-from ..store import Store, describe_error
+from ..store import Store, describe_error, now_ms
 from . import runs_sql
 from .jobs import TASK_NAME, make_app, worker_queue
 
 logger = logging.getLogger("cursor_agent_api.server")
+
+UNQUEUED_AFTER = 60.0
+"""Seconds after which a queued run that no job carries is given up (its API server died
+between storing it and deferring its job)."""
 
 
 class QueueDispatcher:
@@ -194,6 +199,15 @@ class QueueDispatcher:
                 await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
         for run in await runs_sql.stranded_runs(self.store, within):
             await self._move_to_shared_queue(run)
+        for run in await runs_sql.unqueued_runs(self.store, now_ms() - int(UNQUEUED_AFTER * 1000)):
+            await runs_sql.finish_if_active(
+                self.log,
+                run,
+                RunStatus.INTERRUPTED.value,
+                only=("queued",),
+                error="the API server that accepted this run stopped before it was queued",
+                error_type="NotQueued",
+            )
         self._counts = await runs_sql.run_counts(self.store)
 
     async def _move_to_shared_queue(self, run: dict[str, Any]) -> None:

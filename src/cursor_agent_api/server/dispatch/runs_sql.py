@@ -193,3 +193,20 @@ async def reset_context(log: EventLog, chat: dict[str, Any], run_id: str, previo
         await conn.execute(update(chats).where(chats.c.id == chat["id"]).values(session_id=None))
 
     await log.append(str(chat["id"]), [note], before=forget)
+
+
+async def unqueued_runs(store: Store, created_before_ms: int) -> list[dict[str, Any]]:
+    """Queued runs created before ``created_before_ms`` that no job carries: the API server
+    that stored them stopped before it deferred their job."""
+    async with store.engine.connect() as conn:
+        res = await conn.execute(
+            select(runs).where(
+                and_(
+                    runs.c.status == "queued",
+                    runs.c.job_id.is_(None),
+                    runs.c.created_ms < created_before_ms,
+                    text("NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)"),
+                )
+            )
+        )
+        return [dict(r._mapping) for r in res]
