@@ -202,6 +202,10 @@ class Cluster:
         return "\n".join(parts)
 
     def close(self) -> None:
+        procs = [w.proc for w in self.workers.values()] + [s.proc for s in self.servers]
+        for proc in procs:  # all at once, then wait for each
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
         for worker in self.workers.values():
             worker.stop()
         for server in self.servers:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     url, drop = pg_database(base)
     c = Cluster(tmp, url, root.resolve())
     try:
-        c.server()
-        c.server()
-        for name in ("w1", "w2", "w3"):
-            c.worker(name)
+        c.server()  # applies the migrations; then the others start side by side
+        with ThreadPoolExecutor(4) as pool:
+            started = [pool.submit(c.server), *(pool.submit(c.worker, n) for n in ("w1", "w2", "w3"))]
+            for future in started:
+                future.result()
         yield c
     finally:
         try:
