@@ -42,7 +42,7 @@ from .hub import Hub
 from .log import record_message
 from .models import chats
 from .settings import ServerSettings
-from .store import Store, describe_error
+from .store import Store, cut_record, describe_error
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -184,14 +184,13 @@ class Relay:
                 await self._publish_after(chat_id, after)
 
     async def _publish_after(self, chat_id: str, after: int) -> None:
-        s = self.settings
+        # One query per page (new records are few and fresh); cut as the local log cuts them.
+        limit = self.settings.max_field_bytes
         while True:
-            recs, more = await self.store.read_page(
-                chat_id, after, _PAGE, max_bytes=s.max_page_bytes, max_field_bytes=s.max_field_bytes
-            )
+            recs = await self.store.events_after(chat_id, after, _PAGE)
             if recs:
-                self.hub.publish(chat_id, [(r.seq, record_message(r)) for r in recs])
+                self.hub.publish(chat_id, [(r.seq, record_message(cut_record(r, limit))) for r in recs])
                 after = recs[-1].seq
                 self.published[chat_id] = max(self.published.get(chat_id, 0), after)
-            if not more:
+            if len(recs) < _PAGE:
                 return
