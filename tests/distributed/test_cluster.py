@@ -68,6 +68,16 @@ def test_twenty_runs_over_ten_chats_and_follow_ups_stay_on_their_worker(cluster:
     assert cluster.invocations() == 20
 
 
+def test_a_workspace_a_worker_does_not_have_fails_the_run_with_the_reason(cluster: Cluster) -> None:
+    (cluster.root / "gone").mkdir()
+    with cluster.servers[0].client() as c:
+        chat = new_chat(c, "gone")
+        (cluster.root / "gone").rmdir()  # the API server saw it; the workers do not
+        run = wait_run(c, _post(c, chat["id"], "hello")["id"])
+    assert run["status"] == "failed" and run["worker"] in cluster.workers
+    assert "does not exist" in run["error"] and f"worker {run['worker']}" in run["error"]
+
+
 def test_live_events_from_a_worker_reach_websockets_on_both_servers(cluster: Cluster) -> None:
     a, b = cluster.servers
     with a.client() as c:

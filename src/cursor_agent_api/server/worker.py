@@ -195,6 +195,25 @@ class Worker:
                 self._shutdown = asyncio.create_task(self.runs.shutdown())
 
     async def _execute(self, context: Any, run_id: str, stop: _Stop) -> str:
+        try:
+            return await self._claim_and_run(context, run_id, stop)
+        except Exception as e:
+            # No run stays queued or running forever because of a failure here (its job is
+            # over, so nothing would take it again): record it as failed, if it is not over.
+            logger.exception("run %s could not be run on this worker", run_id)
+            with contextlib.suppress(Exception):
+                run = await self.store.get_run(run_id)
+                if run is not None:
+                    await runs_sql.finish_if_active(
+                        self.log,
+                        run,
+                        RunStatus.FAILED.value,
+                        error=f"worker {self.settings.name} could not run it: {describe_error(e)}",
+                        error_type=type(e).__name__,
+                    )
+            raise
+
+    async def _claim_and_run(self, context: Any, run_id: str, stop: _Stop) -> str:
         job = context.job
         run = await runs_sql.claim_run(
             self.store,
