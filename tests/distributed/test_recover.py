@@ -116,3 +116,21 @@ def test_the_sweep_gives_up_a_run_whose_api_server_died_before_queueing_it(
     old, fresh = asyncio.run(main())
     assert old is not None and old["status"] == "interrupted" and old["error_type"] == "NotQueued"
     assert fresh is not None and fresh["status"] == "queued", "a run just stored is being queued"
+
+
+def test_processes_starting_at_once_on_a_fresh_database_all_migrate_it(db_url: str) -> None:
+    """A cluster started at once (API servers and workers) migrates the database once."""
+    import sys
+
+    code = (
+        "import asyncio, sys\n"
+        "from cursor_agent_api.server.store import Store\n"
+        "async def main():\n"
+        "    s = Store(sys.argv[1]); await s.start(); await s.close()\n"
+        "asyncio.run(main())\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, db_url], stderr=subprocess.PIPE) for _ in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1].decode()[-500:] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
