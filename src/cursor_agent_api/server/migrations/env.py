@@ -12,7 +12,6 @@ from sqlalchemy import text
 
 from cursor_agent_api.server.models import metadata
 
-
 MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
 
 
