@@ -253,3 +253,34 @@ def test_sigterm_lets_short_runs_finish_and_interrupts_the_rest(cluster: Cluster
         assert "worker shut down" in stopped["error"]
         assert not alive(runs[1]["pid"])
     del cluster.workers["wterm"]
+
+
+def test_the_slow_poll_delivers_what_no_notification_announced(cluster: Cluster) -> None:
+    # No NOTIFY at all for a while: records reach the socket through the poll (every 5 s).
+    pg_execute(cluster.db_url, "ALTER TABLE events DISABLE TRIGGER events_notify")
+    try:
+        server = cluster.servers[0]
+        with server.client() as c:
+            chat = new_chat(c)
+
+            async def main() -> list[dict[str, Any]]:
+                from websockets.asyncio.client import connect
+
+                import orjson
+
+                msgs: list[dict[str, Any]] = []
+                async with connect(server.ws_url(chat["id"])) as ws:
+                    async for text in ws:
+                        msg = orjson.loads(text)
+                        msgs.append(msg)
+                        if msg.get("op") == "live":
+                            await asyncio.to_thread(_post, c, chat["id"], "reply with exactly: polled")
+                        if is_run_end(msg):
+                            return msgs
+                return msgs
+
+            msgs = asyncio.run(asyncio.wait_for(main(), 90))
+            stored = [e["seq"] for e in all_events(c, chat["id"])]
+    finally:
+        pg_execute(cluster.db_url, "ALTER TABLE events ENABLE TRIGGER events_notify")
+    assert event_seqs(msgs) == stored
