@@ -264,9 +264,8 @@ def test_the_slow_poll_delivers_what_no_notification_announced(cluster: Cluster)
             chat = new_chat(c)
 
             async def main() -> list[dict[str, Any]]:
-                from websockets.asyncio.client import connect
-
                 import orjson
+                from websockets.asyncio.client import connect
 
                 msgs: list[dict[str, Any]] = []
                 async with connect(server.ws_url(chat["id"])) as ws:
