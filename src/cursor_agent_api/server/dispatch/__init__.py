@@ -7,7 +7,6 @@ server's PostgreSQL, run by ``cursor-agent-api worker``, :mod:`..worker`). Anoth
 would be a third class with the same face.
 
 Example:
-    >>> from cursor_agent_api.server.runs import RunManager
     >>> DISPATCH_MODES
     ('inprocess', 'queue')
 """

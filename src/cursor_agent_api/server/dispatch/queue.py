@@ -20,8 +20,9 @@ Its own writes are not published by this process: the :class:`~..notify.Relay` p
 every committed record, in seq order, whoever wrote it.
 
 Example:
-    >>> QueueDispatcher.buffered(None)  # type: ignore[arg-type]
-    {'events': 0, 'bytes': 0}
+    >>> from cursor_agent_api.server.settings import ServerSettings
+    >>> ServerSettings(token="t" * 16, dispatch="queue").queue   # the shared queue
+    'runs'
 """
 
 from __future__ import annotations
