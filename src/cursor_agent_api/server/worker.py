@@ -47,7 +47,7 @@ from .hub import Hub
 from .log import EventLog
 from .models import RunStatus
 from .procs import identity_alive, server_identity, stop_recorded_group
-from .runs import ActiveRun, RunManager
+from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
 from .store import Store, describe_error
@@ -187,7 +187,7 @@ class Worker:
 
         if context.abort_reason() is AbortReason.USER_REQUEST:
             stop.user = True
-            if self.runs.is_active(run_id):
+            with contextlib.suppress(RunNotActiveError):  # it may have just ended
                 await self.runs.cancel(run_id)
         else:
             stop.shutdown = True
