@@ -266,8 +266,4 @@ async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | 
     """Run a worker until it is stopped (SIGTERM or SIGINT)."""
     worker = Worker(settings)
     worker.on_ready = on_ready
-    try:
-        await worker.run()
-    except Exception as e:
-        logger.error("the worker stopped: %s", describe_error(e))
-        raise
+    await worker.run()
