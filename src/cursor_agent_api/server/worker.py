@@ -169,16 +169,15 @@ class Worker:
         stop = self._stops.setdefault(run_id, _Stop())
         body = asyncio.create_task(self._execute(context, run_id, stop), name=f"job-{run_id}")
         try:
-            while True:
-                try:
-                    return await asyncio.shield(body)
-                except asyncio.CancelledError:
-                    if body.done():
-                        raise
-                    await self._stop(context, run_id, stop)
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await asyncio.shield(body)
+            try:
+                return await asyncio.shield(body)
+            except asyncio.CancelledError:  # Procrastinate aborts the job: stop the run, record it
+                if body.done():
                     raise
+                await self._stop(context, run_id, stop)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(body)
+                raise  # the job ends "aborted"
         finally:
             self._stops.pop(run_id, None)
 
