@@ -283,3 +283,29 @@ def test_the_slow_poll_delivers_what_no_notification_announced(cluster: Cluster)
     finally:
         pg_execute(cluster.db_url, "ALTER TABLE events ENABLE TRIGGER events_notify")
     assert event_seqs(msgs) == stored
+
+
+def test_a_worker_with_worktrees_runs_each_chat_of_a_repository_in_its_own(cluster: Cluster) -> None:
+    import subprocess
+
+    repo = cluster.root / "repo"
+    repo.mkdir()
+    (repo / "notes.txt").write_text("hello\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "notes.txt"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "1"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    trees = cluster.tmp / "worktrees"
+    # A queue of their own: the cluster's other workers take none of these runs.
+    server = next((s for s in cluster.servers if "trees" in s.args), None) or cluster.server(
+        "--queue", "trees"
+    )
+    cluster.worker("wtrees", "--queue", "trees", "--worktrees", str(trees))
+    with server.client() as c:
+        chat = new_chat(c, "repo", force=True)
+        run = wait_run(c, _post(c, chat["id"], 'create hello.txt with "Hi"')["id"])
+    assert run["status"] == "succeeded" and run["worker"] == "wtrees", cluster.logs()
+    assert (trees / chat["id"] / "hello.txt").exists(), "the agent worked in the chat's worktree"
+    assert not (repo / "hello.txt").exists(), "the repository's own checkout is untouched"

@@ -93,6 +93,13 @@ from .serve import _parse_env
     help="On SIGTERM: seconds runs may take to finish before they are stopped (interrupted).",
 )
 @click.option(
+    "--worktrees",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Give each chat whose workspace is a git repository its own worktree and branch "
+    "(cursor-agent/CHAT) in this directory. Worktrees are never removed automatically.",
+)
+@click.option(
     "--log-level",
     default="info",
     show_default=True,
@@ -112,6 +119,7 @@ def worker(
     idle_timeout: float | None,
     heartbeat: float,
     shutdown_grace: float,
+    worktrees: str | None,
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
@@ -155,6 +163,7 @@ def worker(
         queues=queues or (DEFAULT_QUEUE,),
         heartbeat=heartbeat,
         shutdown_grace=shutdown_grace,
+        worktrees=Path(worktrees).resolve() if worktrees else None,
     )
     shown = ", ".join([*settings.queues, worker_queue(settings.name)])
     label = " (simulated agents)" if simulate else ""

@@ -9,6 +9,8 @@ run the stored run ``run_id``. For each job it
    no longer queued (cancelled meanwhile) is left alone;
 2. **derives the workspace** from the chat's, within this worker's ``--root`` directories
    (a path outside them fails the run with the reason);
+   (with ``--worktrees DIR``, a repository's chat gets its own git worktree there,
+   :mod:`.worktrees`);
 3. **resets the context** when the chat's previous turn ran on another worker (its Cursor
    chat lives on that worker's disk): the chat's Cursor chat id is forgotten and a
    ``context/reset`` record says so;
@@ -38,6 +40,7 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .dispatch import runs_sql
@@ -51,6 +54,7 @@ from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
 from .store import Store, describe_error
+from .worktrees import chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
 
@@ -73,6 +77,9 @@ class WorkerSettings:
     stalled_after: float = 30.0
     shutdown_grace: float = 10.0
     abort_poll: float = 2.0
+    worktrees: Path | None = None
+    """``--worktrees DIR``: each chat of a git repository works in its own worktree there
+    (:mod:`.worktrees`)."""
 
 
 class _WorkerRuns(RunManager):
@@ -239,6 +246,9 @@ class Worker:
                 error_type="WorkspaceError",
             )
             return "workspace refused"
+        if self.settings.worktrees is not None:
+            tree = await asyncio.to_thread(chat_worktree, workspace, str(chat["id"]), self.settings.worktrees)
+            workspace = tree or workspace
         chat = {**chat, "workspace": str(workspace)}
         previous = await runs_sql.previous_worker_run(self.store, str(chat["id"]), run_id)
         if chat.get("session_id") and previous is not None and previous.get("worker") != self.settings.name:
