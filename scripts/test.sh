@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Quick start, second command: set everything up, then run the linters and the whole test suite.
 # The suite runs once on SQLite; then the server tests run again on PostgreSQL (installed from
-# the OS packages and started on 127.0.0.1 by scripts/postgres.sh). SKIP_POSTGRES=1 skips that.
+# the OS packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's
+# tests (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -27,7 +28,7 @@ run_pytest "$@"
 if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   echo "== PostgreSQL =="
   url="$(scripts/postgres.sh)"
-  echo "== pytest tests/server (PostgreSQL) =="
-  CURSOR_AGENT_API_TEST_DATABASE_URL="$url" run_pytest tests/server
+  echo "== pytest tests/server tests/distributed (PostgreSQL) =="
+  CURSOR_AGENT_API_TEST_DATABASE_URL="$url" run_pytest tests/server tests/distributed
   scripts/postgres.sh stop >/dev/null 2>&1 || true
 fi

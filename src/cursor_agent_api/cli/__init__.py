@@ -27,12 +27,14 @@ def _register() -> None:
     from .run import run
     from .serve import serve
     from .sessions_cmd import sessions
+    from .worker import worker
 
     main.add_command(run)
     main.add_command(chat)
     main.add_command(replay)
     main.add_command(sessions)
     main.add_command(serve)
+    main.add_command(worker)
 
 
 _register()

@@ -165,6 +165,29 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     help="Seconds a turn may stay silent (real agents are silent 30 s+).",
 )
 @click.option(
+    "--dispatch",
+    type=click.Choice(["inprocess", "queue"]),
+    default="inprocess",
+    show_default=True,
+    help="Where runs execute: in this process, or on workers ('cursor-agent-api worker') "
+    "through a job queue in the database (PostgreSQL only; docs/distributed.md).",
+)
+@click.option(
+    "--queue",
+    "queue_name",
+    default="runs",
+    show_default=True,
+    help="With --dispatch queue: the shared queue new chats' runs go to.",
+)
+@click.option(
+    "--stalled-after",
+    type=click.FloatRange(1.0, 3600.0),
+    default=30.0,
+    show_default=True,
+    help="With --dispatch queue: seconds without a worker's heartbeat before its runs are "
+    "marked interrupted.",
+)
+@click.option(
     "--log-level",
     default="info",
     show_default=True,
@@ -194,6 +217,9 @@ def serve(
     ws_queue_size: int,
     run_timeout: float | None,
     idle_timeout: float | None,
+    dispatch: str,
+    queue_name: str,
+    stalled_after: float,
     log_level: str,
     access_log: bool,
 ) -> None:
@@ -225,6 +251,15 @@ def serve(
         database_url = default_database_url()
         if simulate:
             database_url = database_url.replace("server.sqlite3", "server-simulated.sqlite3")
+    if dispatch == "queue":
+        from ..server.dispatch.jobs import is_postgres
+        from .console import CliUsageError
+
+        if not is_postgres(database_url):
+            raise CliUsageError(
+                "--dispatch queue needs a PostgreSQL database (the job queue lives in it): "
+                "give --database-url postgresql+asyncpg://USER@HOST/DB"
+            )
     settings = ServerSettings(
         token=token or new_token(),
         host=host,
@@ -242,6 +277,10 @@ def serve(
         subscriber_queue_size=ws_queue_size,
         run_timeout=run_timeout,
         idle_timeout=idle_timeout,
+        dispatch=dispatch,
+        queue=queue_name,
+        stalled_after=stalled_after,
+        sweep_interval=min(5.0, stalled_after / 3),
     )
     if host not in ("127.0.0.1", "localhost", "::1"):
         click.echo(
@@ -282,6 +321,8 @@ def serve(
             await super().startup(sockets)
             if self.started:
                 label = " (simulated agents)" if simulate else ""
+                if dispatch == "queue":
+                    label += f" dispatching to workers (queue {queue_name!r})"
                 click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
                 # A one-time code, not the token: the link in the browser's history is dead.
                 click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")

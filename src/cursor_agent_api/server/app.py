@@ -30,9 +30,9 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from . import routes, websocket
 from .auth import Auth
+from .dispatch import open_dispatcher
 from .hub import Hub
 from .log import EventLog
-from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
 from .store import Store, StoreUnavailableError, describe_error, is_transient, tune_memory
@@ -95,7 +95,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         await store.start()
-        runs = RunManager(settings, log)
+        runs = await open_dispatcher(settings, log)  # RunManager, or the queue (--dispatch queue)
         app.state.runs = runs
         marked = await runs.recover()
         if marked:

@@ -96,6 +96,15 @@ class Hub:
             if not subs:
                 del self._subs[sub.chat_id]
 
+    def chats(self) -> list[str]:
+        """The chats that have subscribers now.
+
+        Example:
+            >>> hub = Hub(); _ = hub.subscribe("c"); hub.chats()
+            ['c']
+        """
+        return list(self._subs)
+
     def subscriber_count(self, chat_id: str) -> int:
         """How many subscribers the chat has now."""
         return len(self._subs.get(chat_id, ()))

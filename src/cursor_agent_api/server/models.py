@@ -108,6 +108,11 @@ runs = Table(
     Column("started_ms", BigInteger, nullable=True),
     Column("ended_ms", BigInteger, nullable=True),
     Column("turn", JSON, nullable=True),
+    # distributed mode (server/dispatch): the run's job and queue, the worker that ran it
+    Column("job_id", BigInteger, nullable=True),
+    Column("queue", String(200), nullable=True),
+    Column("worker", String(200), nullable=True),
+    Column("worker_id", BigInteger, nullable=True),
     Index(
         "uq_runs_one_active_per_chat",
         "chat_id",

@@ -24,8 +24,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
 from .auth import Auth
+from .dispatch import Dispatcher
 from .models import RunStatus
-from .runs import RunManager, RunNotActiveError, ServerClosingError, run_view
+from .runs import RunNotActiveError, ServerClosingError, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
@@ -141,8 +142,8 @@ def _store(request: Request) -> Store:
     return store
 
 
-def _runs(request: Request) -> RunManager:
-    runs: RunManager = request.app.state.runs
+def _runs(request: Request) -> Dispatcher:
+    runs: Dispatcher = request.app.state.runs  # RunManager, or QueueDispatcher (--dispatch queue)
     return runs
 
 

@@ -85,6 +85,7 @@ _RUN_FIELDS = (
     "created_ms",
     "started_ms",
     "ended_ms",
+    "worker",  # the worker that ran it (distributed mode), else None
 )
 
 
@@ -297,11 +298,20 @@ class RunManager:
         run = await self.log.create_run(
             chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id
         )
+        self.start(run, chat)
+        return run_view(run)
+
+    def start(self, run: dict[str, Any], chat: dict[str, Any]) -> asyncio.Task[None]:
+        """Execute and record a stored ``queued`` run of ``chat``: the agent's events
+        go to the log, the end is recorded. Returns the run's task (it never raises).
+        The one way a run is executed, here and on a worker (:mod:`..worker`).
+        """
         active = ActiveRun(run=dict(run), chat=chat)
         active.fold = RunFold(active.chat_id, active.run_id)
         self._active[active.run_id] = active
-        active.task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
-        return run_view(run)
+        task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
+        active.task = task
+        return task
 
     async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
         """Stop a queued or running run; waits up to ``wait`` s for it to be marked.

@@ -120,6 +120,13 @@ class ServerSettings:
     max_field_bytes: int = 256 * 1024
     max_page_bytes: int = 4 * 1024 * 1024
     subscriber_queue_bytes: int = 32 * 1024 * 1024
+    # Distributed mode (docs/distributed.md): "inprocess" runs agents here; "queue" defers
+    # them as jobs to workers (PostgreSQL only).
+    dispatch: str = "inprocess"
+    queue: str = "runs"
+    stalled_after: float = 30.0
+    sweep_interval: float = 5.0
+    notify_poll_interval: float = 5.0
 
     @property
     def base_url(self) -> str:

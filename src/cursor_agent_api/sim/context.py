@@ -9,11 +9,10 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .ids import Clock, TurnIds
 from .store import Turn

@@ -26,8 +26,8 @@ import asyncio
 import logging
 import os
 import shutil
-import tempfile
 import signal
+import tempfile
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 

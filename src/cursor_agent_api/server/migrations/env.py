@@ -8,8 +8,11 @@ opens a connection of its own. Imported outside Alembic, it does nothing.
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy import text
 
 from cursor_agent_api.server.models import metadata
+
+MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
 
 
 def run_migrations_online() -> None:
@@ -19,6 +22,10 @@ def run_migrations_online() -> None:
         raise RuntimeError("run these migrations through cursor_agent_api.server.store.run_migrations")
     context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Processes starting at once on one database (API servers, workers) migrate it
+            # one after the other: the others then find it up to date. Released at commit.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         context.run_migrations()
 
 

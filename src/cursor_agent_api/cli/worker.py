@@ -1,0 +1,181 @@
+"""``cursor-agent-api worker``: run the agents of ``serve --dispatch queue`` on this machine.
+
+The worker takes runs from the job queue in the server's PostgreSQL database, runs the
+agent for each (up to ``--concurrency`` at once) in a workspace under its ``--root``
+directories, and writes the events straight into the database (see
+``docs/distributed.md``). It needs the database URL and, for the real agent, Cursor's
+credentials (``CURSOR_API_KEY`` in its environment, passed on to the agent); it serves
+nothing and listens on no port. On stdout it prints one line once it takes jobs; logs go
+to stderr. SIGTERM or Ctrl-C: no new job is taken, runs that end within
+``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``.
+
+Example:
+    $ cursor-agent-api worker --database-url postgresql+asyncpg://u:pw@db/app --root /srv/ws
+    cursor-agent-api worker host-4242 taking runs from queues runs, worker.host-4242
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import click
+
+from .serve import _parse_env
+
+
+@click.command("worker")
+@click.option(
+    "--database-url",
+    envvar="CURSOR_AGENT_API_DATABASE_URL",
+    required=True,
+    help="The API servers' PostgreSQL database (postgresql+asyncpg://…). "
+    "[env: CURSOR_AGENT_API_DATABASE_URL]",
+)
+@click.option(
+    "--root",
+    "roots",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True),
+    help="A directory workspaces may live under (repeatable; default: the current directory).",
+)
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Runs at the same time on this worker.",
+)
+@click.option(
+    "--queue",
+    "queues",
+    multiple=True,
+    help="A shared queue to take runs from (repeatable; default: runs). The worker also "
+    "takes the follow-ups of its own chats from its affinity queue, worker.NAME.",
+)
+@click.option(
+    "--name",
+    default=None,
+    help="This worker's name, unique in the cluster (default: HOST-PID). A stable name "
+    "keeps a restarted worker's chats on it.",
+)
+@click.option("--simulate", is_flag=True, help="Run the bundled simulator instead of the real agent.")
+@click.option("--agent-binary", default=None, help="Path of the agent binary.")
+@click.option(
+    "--agent-env",
+    "agent_env",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Extra environment variable for the agent (repeatable).",
+)
+@click.option(
+    "--pass-env",
+    "pass_env",
+    multiple=True,
+    metavar="NAME",
+    help="Copy this variable of the worker's environment to the agent (repeatable).",
+)
+@click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
+@click.option("--idle-timeout", type=float, default=None, help="Seconds a turn may stay silent.")
+@click.option(
+    "--heartbeat",
+    type=click.FloatRange(0.1, 600.0),
+    default=10.0,
+    show_default=True,
+    help="Seconds between this worker's heartbeats (keep it well under the API servers' --stalled-after).",
+)
+@click.option(
+    "--shutdown-grace",
+    type=click.FloatRange(0.0, 86400.0),
+    default=10.0,
+    show_default=True,
+    help="On SIGTERM: seconds runs may take to finish before they are stopped (interrupted).",
+)
+@click.option(
+    "--worktrees",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Give each chat whose workspace is a git repository its own worktree and branch "
+    "(cursor-agent/CHAT) in this directory. Worktrees are never removed automatically.",
+)
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
+def worker(
+    database_url: str,
+    roots: tuple[str, ...],
+    concurrency: int,
+    queues: tuple[str, ...],
+    name: str | None,
+    simulate: bool,
+    agent_binary: str | None,
+    agent_env: tuple[str, ...],
+    pass_env: tuple[str, ...],
+    run_timeout: float | None,
+    idle_timeout: float | None,
+    heartbeat: float,
+    shutdown_grace: float,
+    worktrees: str | None,
+    log_level: str,
+) -> None:
+    """Run agents for API servers started with 'serve --dispatch queue'."""
+    from .console import CliUsageError
+    from .database_url import database_url_problem
+
+    problem = database_url_problem(database_url)
+    if problem is not None:
+        raise CliUsageError(f"--database-url {problem}")
+    try:
+        from ..server.dispatch.jobs import DEFAULT_QUEUE, is_postgres, worker_queue
+        from ..server.settings import ServerSettings
+        from ..server.worker import WorkerSettings, default_worker_name, serve_worker
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        raise click.ClickException(
+            f"the worker needs the 'server' and 'postgres' extras ({e.name} is missing): "
+            "pip install 'cursor-agent-api[server,postgres]'"
+        ) from None
+    if not is_postgres(database_url):
+        raise CliUsageError(
+            "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
+        )
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+    logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
+    server = ServerSettings(
+        database_url=database_url,
+        roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
+        agent_binary=agent_binary,
+        agent_env=_parse_env(agent_env, pass_env),
+        simulate=simulate,
+        max_concurrent_runs=concurrency,
+        run_timeout=run_timeout,
+        idle_timeout=idle_timeout,
+        shutdown_grace_seconds=shutdown_grace,
+    )
+    settings = WorkerSettings(
+        server=server,
+        name=name or default_worker_name(),
+        concurrency=concurrency,
+        queues=queues or (DEFAULT_QUEUE,),
+        heartbeat=heartbeat,
+        shutdown_grace=shutdown_grace,
+        worktrees=Path(worktrees).resolve() if worktrees else None,
+    )
+    shown = ", ".join([*settings.queues, worker_queue(settings.name)])
+    label = " (simulated agents)" if simulate else ""
+
+    def ready() -> None:
+        click.echo(f"cursor-agent-api worker {settings.name}{label} taking runs from queues {shown}", nl=True)
+
+    try:
+        asyncio.run(serve_worker(settings, on_ready=ready))
+    except KeyboardInterrupt:  # pragma: no cover - the worker handles the signal itself
+        pass
+    except Exception as e:
+        from ..server.store import describe_error
+
+        raise click.ClickException(f"the worker stopped: {describe_error(e)}") from None

@@ -1,0 +1,69 @@
+"""The job queue's names and the Procrastinate app, shared by API servers and workers.
+
+A run travels as one job of task :data:`TASK_NAME` with one argument, ``run_id``:
+everything else (prompt, chat, workspace) is in the database, and events never go
+through the queue. Each job has ``lock=<chat id>``: Procrastinate runs one job per
+chat at a time, in order. A chat's first run goes to the shared queue (``runs`` by
+default); its follow-ups go to the affinity queue of the worker that holds its Cursor
+chat (:func:`worker_queue`), while that worker lives.
+
+Example:
+    >>> worker_queue("build-1")
+    'worker.build-1'
+    >>> libpq_url("postgresql+asyncpg://u:p@127.0.0.1:5432/db")
+    'postgresql://u:p@127.0.0.1:5432/db'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TASK_NAME = "cursor_agent_api.run"
+"""The one task: run the stored run ``run_id``."""
+
+DEFAULT_QUEUE = "runs"
+"""The shared queue every worker listens to (``serve --queue`` / ``worker --queue``)."""
+
+AFFINITY_PREFIX = "worker."
+
+
+def worker_queue(name: str) -> str:
+    """The affinity queue of the worker called ``name`` (only that worker listens to it)."""
+    return AFFINITY_PREFIX + name
+
+
+def libpq_url(database_url: str) -> str:
+    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL.
+
+    The password stays in the URL given to the drivers; it is never printed.
+    """
+    from sqlalchemy.engine import make_url
+
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def is_postgres(database_url: str) -> bool:
+    """True when ``database_url`` names a PostgreSQL database (the queue needs one).
+
+    Example:
+        >>> is_postgres("sqlite+aiosqlite:///x.db"), is_postgres("postgresql+asyncpg://h/db")
+        (False, True)
+    """
+    from sqlalchemy.engine import make_url
+
+    return make_url(database_url).get_backend_name() in ("postgresql", "postgres")
+
+
+def make_app(database_url: str, *, max_size: int = 4) -> Any:
+    """A Procrastinate app on the server's database (open it with ``open_async``).
+
+    Example:
+        >>> type(make_app("postgresql+asyncpg://u@127.0.0.1/db")).__name__
+        'App'
+    """
+    import procrastinate
+
+    connector = procrastinate.PsycopgConnector(
+        conninfo=libpq_url(database_url), min_size=1, max_size=max_size
+    )
+    return procrastinate.App(connector=connector)

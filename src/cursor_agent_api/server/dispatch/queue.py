@@ -1,0 +1,248 @@
+"""``serve --dispatch queue``: runs are deferred as Procrastinate jobs; workers run them.
+
+:class:`QueueDispatcher` has the run manager's face (``submit``, ``cancel``, ``counts``,
+``recover``, ``shutdown``), so the REST API does not change. It
+
+* **submits**: stores the run (``queued``, with its record) and defers one job
+  (``lock=<chat>``) to the affinity queue of the worker that ran the chat's last run
+  while that worker's heartbeat is fresh, else to the shared queue;
+* **cancels**: a job nobody took yet is cancelled and the run marked ``cancelled`` here;
+  a running one is aborted (Procrastinate tells its worker, which stops the agent's
+  process group and records ``cancelled``);
+* **sweeps** every few seconds: a job whose worker stopped sending heartbeats (stalled)
+  has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
+  the seq, and the job is finished so that the chat's lock is released — nothing is run
+  again; a run waiting in the affinity queue of a gone worker is moved to the shared
+  queue (the worker that takes it starts a new Cursor chat: "context reset"); a run no job
+  carries a minute after it was stored (its API server died in between) is ``interrupted``.
+
+Its own writes are not published by this process: the :class:`~..notify.Relay` publishes
+every committed record, in seq order, whoever wrote it.
+
+Example:
+    >>> from cursor_agent_api.server.settings import ServerSettings
+    >>> ServerSettings(token="t" * 16, dispatch="queue").queue   # the shared queue
+    'runs'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from ..hub import Hub
+from ..log import EventLog
+from ..models import RunStatus
+from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
+from ..settings import ServerSettings
+from ..store import Store, describe_error, now_ms
+from . import runs_sql
+from .jobs import TASK_NAME, make_app, worker_queue
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+UNQUEUED_AFTER = 60.0
+"""Seconds after which a queued run that no job carries is given up (its API server died
+between storing it and deferring its job)."""
+
+
+class QueueDispatcher:
+    """Runs dispatched to workers through the job queue (see the module doc)."""
+
+    def __init__(self, settings: ServerSettings, store: Store, hub: Hub, *, app: Any = None) -> None:
+        from ..notify import Relay
+
+        self.settings = settings
+        self.store = store
+        self.relay = Relay(store, hub, settings)
+        # Not published here (a hub without subscribers): the relay publishes every record.
+        self.log = EventLog(store, Hub(), settings.max_field_bytes)
+        self.app = app if app is not None else make_app(settings.database_url)
+        self._closing = False
+        self._sweeper: asyncio.Task[None] | None = None
+        self._counts = {"running": 0, "queued": 0}
+
+    # ---- life ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Open the queue's connection pool, listen for records, start the sweeper."""
+        await self.app.open_async()
+        await self.relay.start()
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="queue-sweeper")
+
+    async def recover(self) -> list[str]:
+        """Nothing runs here, so nothing is left from a previous start: sweep once."""
+        await self.sweep()
+        return []
+
+    async def shutdown(self) -> None:
+        """Stop sweeping and close the pool; the runs go on, on their workers."""
+        self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await self.relay.close()
+        await self.app.close_async()
+
+    # ---- what the REST API asks ------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        """Queued and running runs of the whole cluster (as of the last sweep)."""
+        return dict(self._counts)
+
+    def buffered(self) -> dict[str, int]:
+        """Events held in memory: none here (workers write them)."""
+        return {"events": 0, "bytes": 0}
+
+    def is_active(self, run_id: str) -> bool:
+        """Runs are not handled in this process."""
+        return False
+
+    async def submit(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
+        """Store a queued run and defer its job; returns the run (``queued``).
+
+        Raises :class:`~..store.ActiveRunError` when the chat has an active run,
+        :class:`~..runs.ServerClosingError` during shutdown.
+        """
+        if self._closing:
+            raise ServerClosingError("the server is shutting down")
+        chat_id = str(chat["id"])
+        run = await self.log.create_run(chat_id, prompt, lambda r: run_record("queued", r))
+        run_id = str(run["id"])
+        queue, target = await self._route(chat_id, run_id)
+        try:
+            job_id = await self.app.configure_task(name=TASK_NAME, lock=chat_id, queue=queue).defer_async(
+                run_id=run_id
+            )
+        except Exception as e:
+            reason = describe_error(e)
+            logger.error("run %s could not be queued: %s", run_id, reason)
+            await runs_sql.finish_if_active(
+                self.log,
+                run,
+                RunStatus.FAILED.value,
+                error=f"the run could not be queued: {reason}",
+                error_type="QueueUnavailable",
+            )
+            fresh = await self.store.get_run(run_id)
+            return run_view(fresh or run)
+        placed: dict[str, Any] = {"job_id": job_id, "queue": queue}
+        if target is not None:
+            placed.update(worker=target["worker"], worker_id=target["worker_id"])
+        await self.store.update_run(run_id, **placed)
+        return run_view({**run, **placed})
+
+    async def _route(self, chat_id: str, run_id: str) -> tuple[str, dict[str, Any] | None]:
+        """The queue for a run of ``chat_id``: its worker's, while that worker lives."""
+        previous = await runs_sql.previous_worker_run(self.store, chat_id, run_id)
+        if previous is not None and previous.get("worker_id") is not None:
+            alive = await runs_sql.worker_alive(
+                self.store, int(previous["worker_id"]), self.settings.stalled_after
+            )
+            if alive:
+                return worker_queue(str(previous["worker"])), previous
+        return self.settings.queue, None
+
+    async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
+        """Cancel a queued run, or abort a running one on its worker; waits up to ``wait``
+        s for the run to be marked. :class:`~..runs.RunNotActiveError` if it is over."""
+        deadline = time.monotonic() + wait
+        run = await self.store.get_run(run_id)
+        while run is not None and run.get("job_id") is None and run["status"] == "queued":
+            if time.monotonic() > deadline:  # pragma: no cover - the submit is still under way
+                break
+            await asyncio.sleep(0.05)  # submit has not stored the job's id yet
+            run = await self.store.get_run(run_id)
+        if run is None or RunStatus(run["status"]).final:
+            raise RunNotActiveError(f"run {run_id} is not active")
+        jobs = self.app.job_manager
+        job_id = run.get("job_id")
+        if job_id is not None:
+            if await jobs.cancel_job_by_id_async(int(job_id), abort=False):
+                # No worker took it: it never will. Mark it here.
+                await runs_sql.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",))
+            else:
+                await jobs.cancel_job_by_id_async(int(job_id), abort=True)
+        while time.monotonic() < deadline:
+            fresh = await self.store.get_run(run_id)
+            if fresh is None or RunStatus(fresh["status"]).final:
+                return
+            await asyncio.sleep(0.1)
+
+    # ---- the sweeper -----------------------------------------------------------------
+
+    async def _sweep_forever(self) -> None:
+        interval = self.settings.sweep_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception as e:  # the database may be away for a while: try again later
+                logger.warning(
+                    "the queue sweep failed (%s); trying again in %.0f s", describe_error(e), interval
+                )
+
+    async def sweep(self) -> None:
+        """Interrupt the runs of stalled workers, move stranded runs, refresh the counts."""
+        within = self.settings.stalled_after
+        jobs = self.app.job_manager
+        for job in await jobs.get_stalled_jobs(seconds_since_heartbeat=within, task_name=TASK_NAME):
+            run_id = job.task_kwargs.get("run_id")
+            run = await self.store.get_run(str(run_id)) if run_id else None
+            if run is not None and not RunStatus(run["status"]).final:
+                await interrupt_lost_run(self.log, run)
+            with contextlib.suppress(Exception):  # another API server may have finished it
+                from procrastinate.jobs import Status
+
+                await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
+        for run in await runs_sql.stranded_runs(self.store, within):
+            await self._move_to_shared_queue(run)
+        for run in await runs_sql.unqueued_runs(self.store, now_ms() - int(UNQUEUED_AFTER * 1000)):
+            await runs_sql.finish_if_active(
+                self.log,
+                run,
+                RunStatus.INTERRUPTED.value,
+                only=("queued",),
+                error="the API server that accepted this run stopped before it was queued",
+                error_type="NotQueued",
+            )
+        self._counts = await runs_sql.run_counts(self.store)
+
+    async def _move_to_shared_queue(self, run: dict[str, Any]) -> None:
+        jobs = self.app.job_manager
+        if not await jobs.cancel_job_by_id_async(int(run["job_id"]), abort=False):
+            return  # its worker took it after all (or another API server moved it)
+        chat_id = str(run["chat_id"])
+        queue = self.settings.queue
+        job_id = await self.app.configure_task(name=TASK_NAME, lock=chat_id, queue=queue).defer_async(
+            run_id=str(run["id"])
+        )
+        await self.store.update_run(str(run["id"]), job_id=job_id, queue=queue, worker=None, worker_id=None)
+        logger.warning(
+            "run %s waited for worker %s, which is gone: moved to queue %s",
+            run["id"],
+            run.get("worker"),
+            queue,
+        )
+
+
+async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
+    """Mark a run whose worker is gone ``interrupted``, with a ``worker/lost`` record; True
+    if this call marked it (it is not re-run)."""
+    worker = run.get("worker") or run.get("server_id") or "unknown"
+    seq = run.get("last_seq")
+    message = f"worker {worker} was lost at seq {seq}; the run was not run again"
+    marked = await runs_sql.finish_if_active(
+        log,
+        run,
+        RunStatus.INTERRUPTED.value,
+        error=message,
+        error_type="WorkerLost",
+        notes=[runs_sql.lost_worker_note(run, message)],
+    )
+    if marked:
+        logger.warning("run %s: %s", run["id"], message)
+    return marked

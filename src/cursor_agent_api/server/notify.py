@@ -1,0 +1,210 @@
+"""The relay: records committed by any process reach this server's WebSockets.
+
+In distributed mode, workers write a chat's records straight into the shared database.
+Every commit of records makes PostgreSQL notify ``cursor_agent_api_events`` with
+``"<chat> <first seq> <last seq>"`` (a trigger, migration ``0004``; ids only). The relay
+LISTENs on a connection of its own; for each notification about a chat this server has
+subscribers for, it reads the chat's new records from the store and publishes them to
+the :class:`~.hub.Hub`, in seq order — so the WebSocket's replay/live merge
+(:mod:`.websocket`) delivers each record exactly once, as for local runs.
+
+* **What was published** is kept per chat (``published``): the next read starts after it.
+  It starts, at connection, at each chat's ``last_seq`` (nobody is subscribed yet), and
+  a chat created later starts at 0.
+* **A notification may name records a socket replayed already** (committed just before
+  it subscribed): the relay reads from ``min(published, first - 1)``, and the socket
+  drops what it sent (``seq <= last``).
+* **A lost LISTEN connection** is opened again (backoff up to 5 s); then every chat with
+  subscribers is caught up from what was published.
+* **A slow poll** (``notify_poll_interval``) compares the subscribed chats' ``last_seq``
+  with what was published and catches up: a missed notification costs a few seconds,
+  never a record. It also checks that the LISTEN connection still answers.
+
+Example:
+    >>> parse_payload("0b7c 4 9")
+    ('0b7c', 4, 9)
+    >>> parse_payload("nonsense") is None
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from sqlalchemy import select
+
+from .dispatch.jobs import libpq_url
+from .dispatch.schema import EVENTS_CHANNEL
+from .hub import Hub
+from .log import record_message
+from .models import chats
+from .settings import ServerSettings
+from .store import Store, cut_record, describe_error
+from .turns import Refolder
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+LISTEN_APPLICATION_NAME = "cursor-agent-api-listen"
+"""The LISTEN connection's ``application_name`` (shown in ``pg_stat_activity``)."""
+
+_PAGE = 500
+
+
+def parse_payload(payload: str) -> tuple[str, int, int] | None:
+    """``(chat id, first seq, last seq)`` of a notification, or ``None`` if malformed."""
+    parts = payload.split(" ")
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+class Relay:
+    """LISTEN, read, publish (see the module doc)."""
+
+    def __init__(self, store: Store, hub: Hub, settings: ServerSettings) -> None:
+        self.store = store
+        self.hub = hub
+        self.settings = settings
+        self.published: dict[str, int] = {}
+        self._refolded: dict[str, tuple[Refolder, int]] = {}
+        self.reconnects = 0
+        self._task: asyncio.Task[None] | None = None
+        self._wake: asyncio.Queue[str | None] = asyncio.Queue()
+        self._conn: Any = None
+
+    async def start(self) -> None:
+        """Connect and take the baseline (before any socket subscribes), then run."""
+        conn = await self._connect()
+        await self._baseline()
+        self._task = asyncio.create_task(self._run(conn), name="notify-relay")
+
+    async def close(self) -> None:
+        """Stop listening."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self._close_conn()
+
+    # ---- the connection --------------------------------------------------------------
+
+    async def _connect(self) -> Any:
+        import asyncpg  # type: ignore[import-untyped]
+
+        conn = await asyncpg.connect(
+            libpq_url(self.store.url), server_settings={"application_name": LISTEN_APPLICATION_NAME}
+        )
+        await conn.add_listener(EVENTS_CHANNEL, self._on_notify)
+        conn.add_termination_listener(lambda _c: self._wake.put_nowait(None))
+        self._conn = conn
+        return conn
+
+    async def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 5)
+
+    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._wake.put_nowait(payload)
+
+    async def _baseline(self) -> None:
+        async with self.store.engine.connect() as conn:
+            rows = (await conn.execute(select(chats.c.id, chats.c.last_seq))).all()
+        subscribed = set(self.hub.chats())
+        for chat_id, last_seq in rows:
+            if chat_id not in subscribed:  # subscribed ones keep theirs: they are caught up from it
+                self.published[chat_id] = max(self.published.get(chat_id, 0), int(last_seq))
+
+    async def _run(self, conn: Any) -> None:
+        delay = 0.1
+        while True:
+            try:
+                if conn is None:
+                    conn = await self._connect()
+                    self.reconnects += 1
+                    await self._catch_up(baseline=True)
+                    logger.warning("the LISTEN connection is back; subscribed chats caught up")
+                delay = 0.1
+                await self._listen(conn)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                logger.warning("the LISTEN connection failed (%s); reconnecting", describe_error(e))
+            conn = None
+            await self._close_conn()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    async def _listen(self, conn: Any) -> None:
+        """Process notifications until the connection is lost (returns) or fails (raises)."""
+        poll = self.settings.notify_poll_interval
+        while True:
+            try:
+                first = await asyncio.wait_for(self._wake.get(), poll)
+            except asyncio.TimeoutError:
+                await asyncio.wait_for(conn.fetchval("SELECT 1"), poll)  # still there?
+                await self._catch_up()
+                continue
+            batch = [first]
+            while not self._wake.empty():
+                batch.append(self._wake.get_nowait())
+            if None in batch or conn.is_closed():
+                return
+            wanted: dict[str, tuple[int, int]] = {}
+            for payload in batch:
+                parsed = parse_payload(payload or "")
+                if parsed is None:
+                    continue
+                chat_id, lo, hi = parsed
+                prev = wanted.get(chat_id)
+                wanted[chat_id] = (min(lo, prev[0]), max(hi, prev[1])) if prev else (lo, hi)
+            for chat_id, (lo, hi) in wanted.items():
+                if self.hub.subscriber_count(chat_id):
+                    await self._publish_after(chat_id, min(self.published.get(chat_id, 0), lo - 1))
+                else:
+                    self.published[chat_id] = max(self.published.get(chat_id, 0), hi)
+
+    # ---- reading and publishing ------------------------------------------------------
+
+    async def _catch_up(self, *, baseline: bool = False) -> None:
+        """Publish what each subscribed chat has beyond what was published."""
+        subscribed = self.hub.chats()
+        if baseline:
+            await self._baseline()
+        if not subscribed:
+            return
+        async with self.store.engine.connect() as conn:
+            rows = (
+                await conn.execute(select(chats.c.id, chats.c.last_seq).where(chats.c.id.in_(subscribed)))
+            ).all()
+        for chat_id, last_seq in rows:
+            after = self.published.get(chat_id, 0)
+            if int(last_seq) > after:
+                await self._publish_after(chat_id, after)
+
+    def _refolder(self, chat_id: str, first_seq: int) -> Refolder:
+        """The chat's fold of what was published, to attach each record's changes (the page
+        applies them): kept while records come in order, rebuilt from the store otherwise."""
+        kept = self._refolded.get(chat_id)
+        if kept is not None and first_seq > kept[1]:
+            return kept[0]
+        return Refolder(self.store, chat_id, self.settings.max_field_bytes)
+
+    async def _publish_after(self, chat_id: str, after: int) -> None:
+        # One query per page (new records are few and fresh); cut as the local log cuts them.
+        limit = self.settings.max_field_bytes
+        while True:
+            recs = await self.store.events_after(chat_id, after, _PAGE)
+            if recs:
+                refold = self._refolder(chat_id, recs[0].seq)
+                messages = [(r.seq, record_message(cut_record(r, limit), await refold.changes(r)))
+                            for r in recs]
+                self._refolded[chat_id] = (refold, recs[-1].seq)
+                self.hub.publish(chat_id, messages)
+                after = recs[-1].seq
+                self.published[chat_id] = max(self.published.get(chat_id, 0), after)
+            if len(recs) < _PAGE:
+                return

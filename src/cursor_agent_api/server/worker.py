@@ -1,0 +1,278 @@
+"""``cursor-agent-api worker``: take runs from the job queue and execute them here.
+
+A worker is a Procrastinate worker (heartbeats, ``lock=<chat>``, aborts) with one task:
+run the stored run ``run_id``. For each job it
+
+1. **claims** the run: ``queued`` → ``running`` in one statement, recording its owner
+   (``server_id`` = this process's ``host:pid:start-time``), its name (``worker``, also its
+   affinity queue ``worker.<name>``), Procrastinate's id of it and the job. A run that is
+   no longer queued (cancelled meanwhile) is left alone;
+2. **derives the workspace** from the chat's, within this worker's ``--root`` directories
+   (a path outside them fails the run with the reason);
+   (with ``--worktrees DIR``, a repository's chat gets its own git worktree there,
+   :mod:`.worktrees`);
+3. **resets the context** when the chat's previous turn ran on another worker (its Cursor
+   chat lives on that worker's disk): the chat's Cursor chat id is forgotten and a
+   ``context/reset`` record says so;
+4. **executes and records** the run with the server's own :class:`~.runs.RunManager`
+   (:meth:`~.runs.RunManager.start`): the same client, the same per-chat seqs and
+   records, written straight into the shared store (each commit notifies the API
+   servers). Events never travel through the queue.
+
+**Cancel**: an abort from any API server cancels the job's task; the worker stops the
+agent's process group through the client and records ``cancelled``. **SIGTERM**: no new
+job is taken; runs that end within ``--shutdown-grace`` seconds end normally, the rest
+are stopped and recorded ``interrupted``. **At start** the worker stops what is left of
+the agent groups recorded by dead workers of this host (checked by process start time,
+:func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``.
+
+Example:
+    >>> default_worker_name().count("-") >= 1
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .dispatch import runs_sql
+from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
+from .dispatch.queue import interrupt_lost_run
+from .hub import Hub
+from .log import EventLog
+from .models import RunStatus
+from .procs import identity_alive, server_identity, stop_recorded_group
+from .runs import ActiveRun, RunManager, RunNotActiveError
+from .security import WorkspaceError, resolve_workspace
+from .settings import ServerSettings
+from .store import Store, describe_error
+from .worktrees import chat_worktree
+
+logger = logging.getLogger("cursor_agent_api.worker")
+
+
+def default_worker_name() -> str:
+    """``<host>-<pid>``: unique on a machine; ``--name`` gives a stable one."""
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """What ``cursor-agent-api worker`` is told. ``server`` carries the agent's settings
+    (binary, environment, timeouts, roots, batching) as for ``serve``."""
+
+    server: ServerSettings
+    name: str = field(default_factory=default_worker_name)
+    concurrency: int = 4
+    queues: tuple[str, ...] = (DEFAULT_QUEUE,)
+    heartbeat: float = 10.0
+    stalled_after: float = 30.0
+    shutdown_grace: float = 10.0
+    abort_poll: float = 2.0
+    worktrees: Path | None = None
+    """``--worktrees DIR``: each chat of a git repository works in its own worktree there
+    (:mod:`.worktrees`)."""
+
+
+class _WorkerRuns(RunManager):
+    """The server's run manager, as a worker's: a stop at shutdown is the worker's."""
+
+    @staticmethod
+    def _stopped_error(active: ActiveRun) -> str | None:
+        if active.shutdown and not active.cancel_requested:
+            return "the run was stopped because its worker shut down"
+        return None
+
+
+@dataclass
+class _Stop:
+    """A stop asked for a run before its task exists (``user``: a cancel)."""
+
+    user: bool = False
+    shutdown: bool = False
+
+
+class Worker:
+    """One worker process (see the module doc)."""
+
+    def __init__(self, settings: WorkerSettings) -> None:
+        self.settings = settings
+        s = settings.server
+        self.store = Store(s.database_url, busy_timeout=s.store_busy_timeout)
+        # Nobody subscribes here: the API servers' relays publish what the worker commits.
+        self.log = EventLog(self.store, Hub(), s.max_field_bytes)
+        self.runs = _WorkerRuns(s, self.log)
+        self.identity = server_identity()
+        self.app = make_app(s.database_url, max_size=max(4, settings.concurrency + 2))
+        self.app.task(name=TASK_NAME, pass_context=True)(self._job)
+        self._stops: dict[str, _Stop] = {}
+        self._shutdown: asyncio.Task[None] | None = None
+        self.on_ready: Callable[[], None] | None = None
+
+    @property
+    def queues(self) -> list[str]:
+        """The shared queues and this worker's affinity queue."""
+        return [*self.settings.queues, worker_queue(self.settings.name)]
+
+    async def run(self) -> None:
+        """Open the store and the queue, clean up after dead workers, work until stopped."""
+        s = self.settings
+        await self.store.start()
+        try:
+            async with self.app.open_async():
+                await self.recover()
+                if self.on_ready is not None:
+                    self.on_ready()
+                await self.app.run_worker_async(
+                    queues=self.queues,
+                    name=s.name,
+                    concurrency=s.concurrency,
+                    update_heartbeat_interval=s.heartbeat,
+                    stalled_worker_timeout=s.stalled_after,
+                    shutdown_graceful_timeout=s.shutdown_grace,
+                    abort_job_polling_interval=s.abort_poll,
+                    delete_jobs="successful",
+                    install_signal_handlers=True,
+                )
+                if self._shutdown is not None:
+                    await asyncio.gather(self._shutdown, return_exceptions=True)
+        finally:
+            await self.store.close()
+
+    async def recover(self) -> list[str]:
+        """Stop the agent groups of dead workers of this host; mark their runs interrupted."""
+        marked: list[str] = []
+        for run in await runs_sql.local_runs(self.store, socket.gethostname()):
+            owner = run.get("server_id")
+            if not owner or identity_alive(str(owner)) is not False:
+                continue  # a live process of this host owns it
+            if run.get("pgid"):
+                found = await stop_recorded_group(int(run["pgid"]), run.get("proc_start"))
+                if found:
+                    logger.warning("stopped %d leftover process(es) of run %s", found, run["id"])
+            if await interrupt_lost_run(self.log, run):
+                marked.append(str(run["id"]))
+            if run.get("job_id") is not None:
+                with contextlib.suppress(Exception):  # the chat's lock is released
+                    from procrastinate.jobs import Status
+
+                    await self.app.job_manager.finish_job_by_id_async(
+                        job_id=int(run["job_id"]), status=Status.FAILED, delete_job=False
+                    )
+        return marked
+
+    # ---- one job ---------------------------------------------------------------------
+
+    async def _job(self, context: Any, run_id: str) -> str:
+        """The task: execute run ``run_id``; an abort (cancel or shutdown) stops it."""
+        stop = self._stops.setdefault(run_id, _Stop())
+        body = asyncio.create_task(self._execute(context, run_id, stop), name=f"job-{run_id}")
+        try:
+            try:
+                return await asyncio.shield(body)
+            except asyncio.CancelledError:  # Procrastinate aborts the job: stop the run, record it
+                if body.done():
+                    raise
+                await self._stop(context, run_id, stop)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(body)
+                raise  # the job ends "aborted"
+        finally:
+            self._stops.pop(run_id, None)
+
+    async def _stop(self, context: Any, run_id: str, stop: _Stop) -> None:
+        from procrastinate.job_context import AbortReason
+
+        if context.abort_reason() is AbortReason.USER_REQUEST:
+            stop.user = True
+            with contextlib.suppress(RunNotActiveError):  # it may have just ended
+                await self.runs.cancel(run_id)
+        else:
+            stop.shutdown = True
+            if self._shutdown is None:  # every run still going: stop them, mark them interrupted
+                self._shutdown = asyncio.create_task(self.runs.shutdown())
+
+    async def _execute(self, context: Any, run_id: str, stop: _Stop) -> str:
+        try:
+            return await self._claim_and_run(context, run_id, stop)
+        except Exception as e:
+            # No run stays queued or running forever because of a failure here (its job is
+            # over, so nothing would take it again): record it as failed, if it is not over.
+            logger.exception("run %s could not be run on this worker", run_id)
+            with contextlib.suppress(Exception):
+                run = await self.store.get_run(run_id)
+                if run is not None:
+                    await runs_sql.finish_if_active(
+                        self.log,
+                        run,
+                        RunStatus.FAILED.value,
+                        error=f"worker {self.settings.name} could not run it: {describe_error(e)}",
+                        error_type=type(e).__name__,
+                    )
+            raise
+
+    async def _claim_and_run(self, context: Any, run_id: str, stop: _Stop) -> str:
+        job = context.job
+        run = await runs_sql.claim_run(
+            self.store,
+            run_id,
+            server_id=self.identity,
+            worker=self.settings.name,
+            worker_id=job.worker_id,
+            job_id=job.id,
+            queue=job.queue,
+        )
+        if run is None:
+            return "not queued any more"
+        chat = await self.store.get_chat(str(run["chat_id"]))
+        assert chat is not None  # a run's chat is never deleted
+        try:
+            workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
+        except WorkspaceError as e:
+            roots = ", ".join(str(r) for r in self.settings.server.roots)
+            await runs_sql.finish_if_active(
+                self.log,
+                run,
+                RunStatus.FAILED.value,
+                error=f"{e} on worker {self.settings.name} (its roots: {roots})",
+                error_type="WorkspaceError",
+            )
+            return "workspace refused"
+        if self.settings.worktrees is not None:
+            tree = await asyncio.to_thread(chat_worktree, workspace, str(chat["id"]), self.settings.worktrees)
+            workspace = tree or workspace
+        chat = {**chat, "workspace": str(workspace)}
+        previous = await runs_sql.previous_worker_run(self.store, str(chat["id"]), run_id)
+        if chat.get("session_id") and previous is not None and previous.get("worker") != self.settings.name:
+            await runs_sql.reset_context(self.log, chat, run_id, previous)
+            chat = {**chat, "session_id": None}
+        if stop.user or stop.shutdown:
+            status = RunStatus.CANCELLED if stop.user else RunStatus.INTERRUPTED
+            await runs_sql.finish_if_active(
+                self.log,
+                run,
+                status.value,
+                error=None if stop.user else "the run was stopped because its worker shut down",
+            )
+            return status.value
+        task = self.runs.start(run, chat)
+        if self._shutdown is not None:  # pragma: no cover - a stop raced the start
+            await self.runs.shutdown()
+        await task
+        fresh = await self.store.get_run(run_id)
+        return str(fresh["status"]) if fresh else "gone"
+
+
+async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None) -> None:
+    """Run a worker until it is stopped (SIGTERM or SIGINT)."""
+    worker = Worker(settings)
+    worker.on_ready = on_ready
+    await worker.run()

@@ -1,0 +1,216 @@
+"""A cluster on this machine for the distributed-mode tests: API servers and workers.
+
+API servers are ``serve --dispatch queue`` subprocesses (``server_helpers.Server``);
+workers are ``cursor-agent-api worker`` subprocesses (:class:`WorkerProc`). All share a
+fresh PostgreSQL database. The agent is the simulator behind a wrapper that appends one
+line per invocation to a file (:meth:`Cluster.invocations`: nothing is re-run by
+itself), each worker with its own ``CURSOR_CONFIG_DIR`` (its Cursor chats live on "its
+disk", as on separate machines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SERVER_TESTS = Path(__file__).resolve().parent.parent / "server"
+sys.path.insert(0, str(SERVER_TESTS))
+
+from server_helpers import (  # noqa: E402
+    BIN,
+    MARKER_ENV,
+    PG_ENV,
+    SIM,
+    START_TIMEOUT,
+    Server,
+    marked_processes,
+)
+
+SKIP_REASON = (
+    f"the distributed mode needs PostgreSQL: set {PG_ENV} "
+    "(scripts/test.sh does, for its PostgreSQL pass; or: export "
+    f'{PG_ENV}="$(scripts/postgres.sh)")'
+)
+STALLED_AFTER = 3.0
+HEARTBEAT = 0.5
+
+
+def pg_database(base_url: str) -> tuple[str, Any]:
+    """A fresh database next to ``base_url``'s; returns its URL and a dropper."""
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base_url)
+    name = f"cat_dist_{uuid.uuid4().hex[:10]}"
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    return url.set(database=name).render_as_string(hide_password=False), drop
+
+
+def pg_execute(db_url: str, sql: str, *args: Any) -> list[Any]:
+    """Run one query on the cluster's database; returns its rows."""
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    dsn = make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def run() -> list[Any]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return list(await conn.fetch(sql, *args))
+        finally:
+            await conn.close()
+
+    return asyncio.run(run())
+
+
+class WorkerProc:
+    """One ``cursor-agent-api worker`` subprocess."""
+
+    def __init__(self, cluster: Cluster, name: str, *, args: list[str] | None = None) -> None:
+        self.cluster = cluster
+        self.name = name
+        self.args = args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = cluster.tmp / f"worker-{name}.log"
+
+    def start(self) -> WorkerProc:
+        c = self.cluster
+        config = c.tmp / f"cursor-config-{self.name}"
+        cmd = [
+            str(BIN / "cursor-agent-api"), "worker",
+            "--database-url", c.db_url,
+            "--root", str(c.root),
+            "--name", self.name,
+            "--concurrency", "2",
+            "--heartbeat", str(HEARTBEAT),
+            "--agent-binary", str(c.agent),
+            "--agent-env", f"{MARKER_ENV}={c.marker}",
+            "--agent-env", f"CURSOR_CONFIG_DIR={config}",
+            "--agent-env", f"DIST_TEST_INVOCATIONS={c.invocations_file}",
+            "--log-level", "warning",
+            *self.args,
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+        self.log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self.log, cwd=c.root, env=env, start_new_session=True
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        buf = b""
+        while b"taking runs" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.kill()
+                raise AssertionError(f"worker did not start: {buf!r}\n{self.log_text()}")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                buf += os.read(self.proc.stdout.fileno(), 4096)
+        return self
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout: float = 60.0) -> int | None:
+        """SIGTERM, then wait."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self._close()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+        self._close()
+
+    def _close(self) -> None:
+        if self.proc is not None and self.proc.stdout is not None and not self.proc.stdout.closed:
+            self.proc.stdout.close()
+        if not self.log.closed:
+            self.log.close()
+
+
+class Cluster:
+    """API servers and workers on one fresh database (stopped by :meth:`close`)."""
+
+    def __init__(self, tmp: Path, db_url: str, root: Path) -> None:
+        self.tmp = tmp
+        self.db_url = db_url
+        self.root = root
+        self.marker = uuid.uuid4().hex
+        self.invocations_file = tmp / "invocations.txt"
+        self.invocations_file.touch()
+        self.agent = tmp / "agent"
+        # The simulator, counted: one line per invocation.
+        self.agent.write_text(f'#!/bin/sh\necho "$$" >> "$DIST_TEST_INVOCATIONS"\nexec {SIM} "$@"\n')
+        self.agent.chmod(0o755)
+        self.servers: list[Server] = []
+        self.workers: dict[str, WorkerProc] = {}
+
+    def server(self, *args: str) -> Server:
+        server = Server(
+            self.tmp,
+            self.db_url,
+            self.root,
+            self.marker,
+            args=["--dispatch", "queue", "--stalled-after", str(STALLED_AFTER), *args],
+        ).start()
+        self.servers.append(server)
+        return server
+
+    def worker(self, name: str, *args: str) -> WorkerProc:
+        worker = WorkerProc(self, name, args=list(args)).start()
+        self.workers[name] = worker
+        return worker
+
+    def invocations(self) -> int:
+        return len(self.invocations_file.read_text().split())
+
+    def logs(self) -> str:
+        parts = [f"--- worker {n}\n{w.log_text()[-3000:]}" for n, w in self.workers.items()]
+        parts += [f"--- server {s.port}\n{s.log_text()[-3000:]}" for s in self.servers]
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        procs = [w.proc for w in self.workers.values()] + [s.proc for s in self.servers]
+        for proc in procs:  # all at once, then wait for each
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for worker in self.workers.values():
+            worker.stop()
+        for server in self.servers:
+            server.stop()
+        leftover = marked_processes(self.marker)
+        for pid in leftover:
+            os.kill(pid, signal.SIGKILL)
+        assert not leftover, f"agent processes outlived the test: {leftover}"

@@ -1,0 +1,41 @@
+"""Fixtures of the distributed-mode tests (``cluster.py``): skipped without PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from cluster import PG_ENV, SKIP_REASON, Cluster, pg_database
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Two API servers and three workers (w1, w2, w3) on a fresh database, for a module."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    tmp = tmp_path_factory.mktemp("cluster")
+    root = tmp / "root"
+    (root / "project").mkdir(parents=True)
+    (root / "project" / "notes.txt").write_text("hello\n")
+    url, drop = pg_database(base)
+    c = Cluster(tmp, url, root.resolve())
+    try:
+        c.server()  # applies the migrations; then the others start side by side
+        with ThreadPoolExecutor(4) as pool:
+            started = [pool.submit(c.server), *(pool.submit(c.worker, n) for n in ("w1", "w2", "w3"))]
+            for future in started:
+                future.result()
+        yield c
+    finally:
+        try:
+            c.close()
+        finally:
+            drop()
