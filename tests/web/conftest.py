@@ -3,10 +3,10 @@ simulator) and Debian's Chromium driven headless by Playwright through ``executa
 
 Chromium comes from the OS packages (``scripts/browser.sh`` installs it when it is missing);
 Playwright never downloads a browser. The tests skip, saying why, only when Chromium is
-absent *and* cannot be installed. One browser serves the session (each xdist worker's); every
+absent *and* cannot be installed. One browser serves a module's tests; every
 test gets a fresh context in it (cookies, storage and permissions of its own, as a fresh
 profile) and checks at the end that no server or agent process of its own is left; the
-session checks that no browser process is left.
+module checks that no browser process is left.
 """
 
 from __future__ import annotations
@@ -121,11 +121,15 @@ def _browser_processes(marker: str) -> list[int]:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium_browser(chromium: str) -> Iterator[Any]:
-    """One headless Chromium for the session (for each xdist worker): starting it is the
-    slow part of a browser test. Each test gets a fresh context of its own (``browser``).
-    At the end, no process of this browser (found by a marker in its environment) is left."""
+    """One headless Chromium for a module's tests: starting it is the slow part of a browser
+    test. Each test gets a fresh context of its own (``browser``). At the end, no process of
+    this browser (found by a marker in its environment) is left.
+
+    Not for the whole session: Playwright's sync API runs an event loop in this thread while
+    it is started, and ``asyncio.run`` fails under it, so no test of another module (which
+    pytest-xdist may run next in the same worker) may run while it is up."""
     from playwright.sync_api import sync_playwright
 
     marker = uuid.uuid4().hex
@@ -144,7 +148,7 @@ def chromium_browser(chromium: str) -> Iterator[Any]:
     leftover = _browser_processes(marker)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
-    assert not leftover, f"browser processes outlived the session: {leftover}"
+    assert not leftover, f"browser processes outlived the module: {leftover}"
 
 
 @pytest.fixture
