@@ -3,6 +3,8 @@
 # The suite runs once on SQLite; then the server tests run again on PostgreSQL (installed from
 # the OS packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's
 # tests (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
+# The tests run in parallel (pytest-xdist), one worker per CPU; PYTEST_WORKERS=N sets how many
+# (PYTEST_WORKERS=0: in this process, one at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -14,7 +16,7 @@ echo "== mypy --strict =="
 .venv/bin/mypy
 run_pytest() {
   set +e
-  .venv/bin/python -m pytest "$@"
+  .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist worksteal "$@"
   local status=$?
   set -e
   if [ "$status" -eq 5 ]; then

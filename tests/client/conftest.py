@@ -89,6 +89,20 @@ def spawned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
 
 
 @pytest.fixture
+def argvs(spawned: list[int], monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The argv of every agent spawned during the test, in order (on top of ``spawned``)."""
+    seen: list[list[str]] = []
+    original = process_module.AgentProcess.spawn  # ``spawned``'s recorder, already in place
+
+    async def spawn(cls: Any, argv: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(list(argv))
+        return await original(argv, *args, **kwargs)
+
+    monkeypatch.setattr(process_module.AgentProcess, "spawn", classmethod(spawn))
+    return seen
+
+
+@pytest.fixture
 def sim(make_cursor_sim_config: Callable[..., AgentConfig]) -> Callable[..., AgentConfig]:
     """``sim(fault=None, **fields)``: an AgentConfig running cursor-agent-sim in a fresh
     workspace and config dir, with short graces so the fault tests stay quick."""

@@ -8,23 +8,9 @@ import pytest
 from cursor_agent_api import AgentConfig, ConversationSession, EventType
 from cursor_agent_api.config import is_chat_id
 from cursor_agent_api.runtime import build_argv
-from cursor_agent_api.runtime import process as process_module
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 KEY = "sk-very-secret-key-0123456789"
-
-
-@pytest.fixture
-def argvs(monkeypatch):
-    seen: list[list[str]] = []
-    original = process_module.AgentProcess.spawn.__func__
-
-    async def spawn(cls, argv, *args, **kwargs):
-        seen.append(list(argv))
-        return await original(cls, argv, *args, **kwargs)
-
-    monkeypatch.setattr(process_module.AgentProcess, "spawn", classmethod(spawn))
-    return seen
 
 
 @pytest.mark.parametrize("fields", [

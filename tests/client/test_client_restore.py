@@ -13,23 +13,9 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_api import AsyncConversationSession, ConversationSession, SessionError
-from cursor_agent_api.runtime import process as process_module
 from cursor_agent_api.testing import sim_binary
 
 KEY = "sk-never-saved-0123456789"
-
-
-@pytest.fixture
-def argvs(monkeypatch):
-    seen: list[list[str]] = []
-    original = process_module.AgentProcess.spawn.__func__
-
-    async def spawn(cls, argv, *args, **kwargs):
-        seen.append(list(argv))
-        return await original(cls, argv, *args, **kwargs)
-
-    monkeypatch.setattr(process_module.AgentProcess, "spawn", classmethod(spawn))
-    return seen
 
 
 def test_load_alone_resumes_the_same_way(sim, tmp_path, argvs, monkeypatch):

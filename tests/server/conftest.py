@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,7 +41,16 @@ def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
     asyncio.run(run(f'CREATE DATABASE "{name}"'))
 
     def drop() -> None:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        # FORCE cannot end a backend of another role (an autovacuum worker that just started
+        # on the new database, on a server shared by parallel runs): it is gone in a moment.
+        for attempt in range(20):
+            try:
+                asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                return
+            except asyncpg.exceptions.InsufficientPrivilegeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.25)
 
     return url.set(database=name).render_as_string(hide_password=False), drop
 

@@ -148,23 +148,30 @@ def test_failed_sign_ins_are_throttled(server: Server) -> None:
 def test_short_or_odd_tokens_are_refused(tmp_path: Path) -> None:
     base = [*SERVE, "--port", "0", "--database-url", f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite3'}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
-    for args, extra in (
+    cases = (
         (["--token", "fifteen-chars15"], {}),
         ([], {"CURSOR_AGENT_API_TOKEN": "short"}),
         (["--token", "has a space in it!"], {}),
-    ):
-        proc = subprocess.run(
-            [*base, *args], env={**env, **extra}, capture_output=True, text=True, timeout=60
-        )
-        assert proc.returncode == 2, proc.stderr
-        assert "token" in proc.stderr and "Traceback" not in proc.stderr
-        assert proc.stdout == "", "nothing served"
-    assert (
-        "at least 16 characters"
-        in subprocess.run(
-            [*base, "--token", "x" * 15], env=env, capture_output=True, text=True, timeout=60
-        ).stderr
+        (["--token", "x" * 15], {}),
     )
+    # the four commands at once: each is mostly Python starting up
+    procs = [
+        subprocess.Popen([*base, *args], env={**env, **extra}, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for args, extra in cases
+    ]
+    try:
+        outputs = [proc.communicate(timeout=60) for proc in procs]
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for proc, (stdout, stderr) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 2, stderr
+        assert "token" in stderr and "Traceback" not in stderr
+        assert stdout == "", "nothing served"
+    assert "at least 16 characters" in outputs[-1][1]
 
 
 def test_validation_errors_never_echo_the_body(server: Server) -> None:

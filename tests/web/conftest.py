@@ -3,8 +3,10 @@ simulator) and Debian's Chromium driven headless by Playwright through ``executa
 
 Chromium comes from the OS packages (``scripts/browser.sh`` installs it when it is missing);
 Playwright never downloads a browser. The tests skip, saying why, only when Chromium is
-absent *and* cannot be installed. Every test starts its own browser with a fresh profile and
-checks at the end that no browser, server or agent process of its own is left.
+absent *and* cannot be installed. One browser serves a module's tests; every
+test gets a fresh context in it (cookies, storage and permissions of its own, as a fresh
+profile) and checks at the end that no server or agent process of its own is left; the
+module checks that no browser process is left.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from server_helpers import Server, stop_servers
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "web"
 CHROMIUM_ENV = "CURSOR_AGENT_API_CHROMIUM"
+BROWSER_MARKER_ENV = "CURSOR_AGENT_API_TEST_BROWSER"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -101,14 +104,15 @@ def make_server(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Serve
     stop_servers(servers, marker)
 
 
-def _browser_processes(profile: Path) -> list[int]:
-    needle = str(profile).encode()
+def _browser_processes(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (the browser and all its children)."""
+    needle = f"{BROWSER_MARKER_ENV}={marker}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if needle in (entry / "cmdline").read_bytes():
+            if needle in (entry / "environ").read_bytes():
                 stat = (entry / "stat").read_text()
                 if stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X"):
                     found.append(int(entry.name))
@@ -117,31 +121,51 @@ def _browser_processes(profile: Path) -> list[int]:
     return found
 
 
-@pytest.fixture
-def browser(chromium: str, tmp_path: Path) -> Iterator[Any]:
-    """A headless Chromium context with a fresh profile (closed, and checked gone, at the end)."""
-    from playwright.sync_api import expect, sync_playwright
+@pytest.fixture(scope="module")
+def chromium_browser(chromium: str) -> Iterator[Any]:
+    """One headless Chromium for a module's tests: starting it is the slow part of a browser
+    test. Each test gets a fresh context of its own (``browser``). At the end, no process of
+    this browser (found by a marker in its environment) is left.
 
-    expect.set_options(timeout=TIMEOUT_MS)
-    profile = tmp_path / "chromium-profile"
-    profile.mkdir()
+    Not for the whole session: Playwright's sync API runs an event loop in this thread while
+    it is started, and ``asyncio.run`` fails under it, so no test of another module (which
+    pytest-xdist may run next in the same worker) may run while it is up."""
+    from playwright.sync_api import sync_playwright
+
+    marker = uuid.uuid4().hex
     pw = sync_playwright().start()
-    context = None
+    browser = None
     try:
-        context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=chromium, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1100, "height": 800}, timeout=TIMEOUT_MS,
+        browser = pw.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=TIMEOUT_MS,
+            env={**os.environ, BROWSER_MARKER_ENV: marker},
         )
-        context.set_default_timeout(TIMEOUT_MS)
-        yield context
+        yield browser
     finally:
-        if context is not None:
-            context.close()
+        if browser is not None:
+            browser.close()
         pw.stop()
-    leftover = _browser_processes(profile)
+    leftover = _browser_processes(marker)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
-    assert not leftover, f"browser processes outlived the test: {leftover}"
+    assert not leftover, f"browser processes outlived the module: {leftover}"
+
+
+@pytest.fixture
+def browser(chromium_browser: Any) -> Iterator[Any]:
+    """A fresh browser context (its own cookies, storage, permissions and cache, as a new
+    profile has), closed at the end with every page in it; its pages are checked closed."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    context = chromium_browser.new_context(viewport={"width": 1100, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        yield context
+    finally:
+        context.close()
+    assert chromium_browser.is_connected(), "the browser died during the test"
+    assert context not in chromium_browser.contexts
 
 
 @pytest.fixture

@@ -26,10 +26,11 @@ from rich.text import Text
 
 from ..config import AgentConfig
 from ..errors import CursorAgentError
+from ..home import home_dir
 from .console import error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
 from .run import acp_steering, load_session
-from .saved_chats import SavedChats, home_dir
+from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
 from .views import make_view
 

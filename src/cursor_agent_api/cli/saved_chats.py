@@ -14,24 +14,15 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from ..errors import SessionError
+from ..home import home_dir
 from ..sessions import ConversationSession, read_session_file
 
-HOME_ENV = "CURSOR_AGENT_API_HOME"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
-
-
-def home_dir() -> Path:
-    """This tool's data directory (``$CURSOR_AGENT_API_HOME`` or the per-user default)."""
-    env = os.environ.get(HOME_ENV)
-    return Path(env) if env else Path(platformdirs.user_data_dir("cursor-agent-api"))
 
 
 @dataclass(frozen=True, slots=True)

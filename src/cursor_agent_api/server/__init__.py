@@ -1,7 +1,9 @@
 """The server: run agents over HTTP and WebSocket, with a durable, replayable event log.
 
 Modules: :mod:`.settings` (what the server is told), :mod:`.app` (the ASGI app
-factory), :mod:`.security` (token, cookie, Host, Origin, workspace roots),
+factory), :mod:`.security` (the request checks of :mod:`.checks`, composed:
+headers, Host, Origin, body size, token and cookie), :mod:`.workspaces` (workspace
+roots), :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a private file),
 :mod:`.models` / :mod:`.store` (SQLAlchemy schema and queries; migrations in
 ``migrations/``), :mod:`.hub` / :mod:`.log` (commit then broadcast),
 :mod:`.runs` (queue, run, cancel, recover), :mod:`.runner` (the one place that

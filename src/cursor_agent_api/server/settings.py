@@ -15,6 +15,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..home import home_dir
+
 WS_PROTOCOL_VERSION = 1
 """Version of the WebSocket protocol documented in ``docs/websocket.md``."""
 
@@ -57,16 +59,16 @@ def check_token(token: str) -> str | None:
 
 
 def default_database_url() -> str:
-    """The default SQLite file, in the per-user data directory.
+    """The default SQLite file: ``server.sqlite3`` in the tool's home, beside the saved chats.
+
+    The home is :func:`~cursor_agent_api.home.home_dir`: ``$CURSOR_AGENT_API_HOME``, else the
+    per-user data directory.
 
     Example:
         >>> default_database_url().startswith("sqlite+aiosqlite:///")
         True
     """
-    from platformdirs import user_data_dir
-
-    path = Path(user_data_dir("cursor-agent-api", appauthor=False)) / "server.sqlite3"
-    return f"sqlite+aiosqlite:///{path}"
+    return f"sqlite+aiosqlite:///{home_dir() / 'server.sqlite3'}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
+from .sqlite_file import prepare_sqlite_file
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 BIG_VALUE = 1024 * 1024
@@ -745,9 +746,7 @@ class Store:
             "json_deserializer": orjson.loads,
         }
         if self.is_sqlite:
-            db = url.database
-            if db and db != ":memory:":
-                Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            prepare_sqlite_file(url.database or "")  # 0600, in a new directory 0700
             # No statement cache: sqlite3 keeps a cached statement's bound values until the
             # statement is used again, so the INSERT of a 30 MB line kept that line's copy
             # alive (30 MB more RSS; no cost in bench_server's throughput, BENCHMARKS.md).

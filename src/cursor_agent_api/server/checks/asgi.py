@@ -1,0 +1,91 @@
+"""What every check shares: the ASGI types, the request's headers, and the refusal.
+
+A check is a plain ASGI middleware: it either passes the request on to the app it
+wraps or answers it itself with :func:`deny` (a JSON ``{"detail": ...}`` for HTTP,
+a refused upgrade for a WebSocket). Scopes other than ``http`` and ``websocket``
+(the lifespan) pass through every check untouched.
+
+Example:
+    >>> request_headers({"headers": [(b"Host", b"127.0.0.1:1")]})
+    {'host': '127.0.0.1:1'}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that change nothing: no Origin check, and no body read ahead."""
+
+
+def is_request(scope: Scope) -> bool:
+    """True for the scopes the checks look at (HTTP requests and WebSocket upgrades).
+
+    Example:
+        >>> is_request({"type": "websocket"}), is_request({"type": "lifespan"})
+        (True, False)
+    """
+    return scope["type"] in ("http", "websocket")
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers, names lower-cased (the last of a repeated name wins)."""
+    out: dict[str, str] = {}
+    for k, v in scope.get("headers", ()):
+        out[k.decode("latin-1").lower()] = v.decode("latin-1")
+    return out
+
+
+def request_method(scope: Scope) -> str:
+    """The HTTP method, or ``"WEBSOCKET"`` for an upgrade.
+
+    Example:
+        >>> request_method({"type": "http", "method": "POST"}), request_method({"type": "websocket"})
+        ('POST', 'WEBSOCKET')
+    """
+    return str(scope.get("method", "GET")) if scope["type"] == "http" else "WEBSOCKET"
+
+
+async def deny(
+    scope: Scope,
+    send: Send,
+    status: int,
+    message: str,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """Answer ``status`` with ``{"detail": message}`` (and the ``extra`` headers).
+
+    A WebSocket upgrade is refused with that HTTP answer when the server supports
+    it (the ``websocket.http.response`` extension), else closed with code 1008.
+    A 401 says ``WWW-Authenticate: token``.
+    """
+    body = orjson.dumps({"detail": message})
+    length = (b"content-length", str(len(body)).encode())
+    if scope["type"] == "websocket":
+        if "websocket.http.response" in (scope.get("extensions") or {}):
+            await send(
+                {
+                    "type": "websocket.http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"application/json"), length],
+                }
+            )
+            await send({"type": "websocket.http.response.body", "body": body})
+        else:
+            await send({"type": "websocket.close", "code": 1008, "reason": message[:120]})
+        return
+    headers = [(b"content-type", b"application/json"), length]
+    if status == 401:
+        headers.append((b"www-authenticate", b"token"))
+    headers += extra or []
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,103 @@
+"""The request-size check: no HTTP request body larger than ``max_body_bytes`` reaches the app.
+
+* A declared ``Content-Length`` over the limit is 413 at once, one that is not a
+  decimal number 400; a body that turns out longer than declared raises
+  :class:`BodyTooLargeError` while the app reads it (the app answers 413).
+* A state-changing request without a length (chunked) is read here first,
+  bounded, and 413 as soon as it passes the limit; the app then reads the
+  buffered body.
+
+WebSocket messages are bounded by the WebSocket server, not here.
+
+Example:
+    >>> str(BodyTooLargeError("request body larger than 10 bytes"))
+    'request body larger than 10 bytes'
+"""
+
+from __future__ import annotations
+
+from .asgi import SAFE_METHODS, ASGIApp, Message, Receive, Scope, Send, deny, request_headers
+
+
+class BodyTooLargeError(Exception):
+    """Raised while reading a request body past the limit (answered with 413)."""
+
+
+class BodySizeLimit:
+    """Keeps request bodies at or under ``limit`` bytes (413 otherwise)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    def too_large(self) -> str:
+        """The 413's message.
+
+        Example:
+            >>> BodySizeLimit(None, 10).too_large()  # type: ignore[arg-type]
+            'request body larger than 10 bytes'
+        """
+        return f"request body larger than {self.limit} bytes"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = request_headers(scope).get("content-length")
+        if length is not None:
+            if not length.isdigit():
+                await deny(scope, send, 400, "invalid Content-Length")
+                return
+            if int(length) > self.limit:
+                await deny(scope, send, 413, self.too_large())
+                return
+            receive = self._limited(receive)
+        elif scope.get("method", "GET") not in SAFE_METHODS:
+            buffered = await self._read_bounded(receive)
+            if buffered is None:
+                await deny(scope, send, 413, self.too_large())
+                return
+            receive = buffered
+        await self.app(scope, receive, send)
+
+    async def _read_bounded(self, receive: Receive) -> Receive | None:
+        """The whole body, read now, replayed to the app; ``None`` past the limit."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+    def _limited(self, receive: Receive) -> Receive:
+        """``receive``, raising :class:`BodyTooLargeError` once the body passes the limit."""
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise BodyTooLargeError(self.too_large())
+            return message
+
+        return limited

@@ -1,0 +1,88 @@
+"""Workspace roots: a run's workspace must be a real directory under one of the configured roots.
+
+Example:
+    >>> from pathlib import Path
+    >>> resolve_workspace("/", (Path("/tmp").resolve(),))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cursor_agent_api.server.workspaces.WorkspaceError: workspace '/' is outside the allowed roots ...
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class WorkspaceError(Exception):
+    """A workspace that is not allowed: ``status`` is the HTTP status to answer.
+
+    Example:
+        >>> WorkspaceError("nope", 403).status
+        403
+    """
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
+    """The real directory ``requested`` names, if it lies under one of ``roots``.
+
+    A relative path is taken from the first root. The path is resolved
+    (symlinks followed, ``..`` collapsed) *before* the check, so neither can
+    escape. Raises :class:`WorkspaceError` (403 outside the roots, 400 when
+    it does not exist or is not a directory).
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp()).resolve()
+        >>> resolve_workspace(".", (root,)) == root
+        True
+        >>> resolve_workspace("../..", (root,))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.server.workspaces.WorkspaceError: workspace '../..' is outside the allowed roots ...
+    """
+    if not requested or "\x00" in requested:
+        raise WorkspaceError("workspace must be a non-empty path", 400)
+    if not roots:
+        raise WorkspaceError("no workspace roots are configured", 403)
+    raw = Path(requested).expanduser()
+    candidate = raw if raw.is_absolute() else roots[0] / raw
+    try:
+        resolved = candidate.resolve(strict=True)
+    except (OSError, RuntimeError):
+        # Tell "outside" from "missing" without revealing what exists outside.
+        lexical = Path(*_normalize(candidate.parts)) if candidate.parts else candidate
+        if not any(_under(lexical, r) for r in roots):
+            raise WorkspaceError(_outside(requested, roots), 403) from None
+        raise WorkspaceError(f"workspace {requested!r} does not exist", 400) from None
+    if not any(_under(resolved, r) for r in roots):
+        raise WorkspaceError(_outside(requested, roots), 403)
+    if not resolved.is_dir():
+        raise WorkspaceError(f"workspace {requested!r} is not a directory", 400)
+    return resolved
+
+
+def _outside(requested: str, roots: tuple[Path, ...]) -> str:
+    listed = ", ".join(str(r) for r in roots)
+    return (
+        f"workspace {requested!r} is outside the allowed roots ({listed}); "
+        "start the server with --root to allow another directory"
+    )
+
+
+def _normalize(parts: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for part in parts:
+        if part == "..":
+            if len(out) > 1:
+                out.pop()
+        elif part != ".":
+            out.append(part)
+    return out
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
