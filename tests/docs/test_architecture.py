@@ -56,3 +56,31 @@ def test_the_check_catches_an_unnamed_module(tmp_path: Path) -> None:
     (tmp_path / "web" / "js" / "app.js").write_text("", encoding="utf-8")
     spans = named("| `server/store*.py` | the SQL |\n| `web/js/app.js` | the page |\n")
     assert unnamed(modules(tmp_path), spans) == ["server/hub.py"]
+
+
+# What "Where to add …" tells a newcomer to edit: (file inside the package, a name in it).
+WHERE_TO_ADD = [
+    ("protocol/tools.py", "ToolKind"), ("protocol/tools.py", "_KEY_KINDS"),
+    ("protocol/tools.py", "_NAME_KINDS"), ("protocol/tools.py", "_OUTCOMES"),
+    ("protocol/tools.py", "summary"), ("protocol/acp_mapper.py", "_KEYS"),
+    ("sim/executors.py", "EXECUTORS"), ("sim/executors.py", "Executor"),
+    ("sim/planner.py", "RULES"), ("server/webui.py", "view_of"),
+    ("web/js/cards.js", "LABELS"), ("web/js/cards.js", "body"),
+    ("runtime/transport.py", "open_turn"), ("runtime/transport.py", "_NAMED"),
+    ("runtime/transport.py", "transport_for"), ("config.py", "TRANSPORT_NAMES"),
+    ("runtime/outcome.py", "client_result_event"), ("runtime/run.py", "spawn"),
+    ("client.py", "_AcpHolder"), ("client.py", "_open_turn"),
+    ("cli/views.py", "TurnView"), ("cli/views.py", "make_view"),
+    ("protocol/changes.py", "ToolCallOpened"), ("protocol/changes.py", "ToolCallChanged"),
+]
+
+
+def test_where_to_add_names_what_exists() -> None:
+    """Every file and name the "Where to add" section cites is there, and the name is in the file."""
+    text = prose(DOC)
+    section = text[text.index("## Where to add"):text.index("## Modules")]
+    for path, name in WHERE_TO_ADD:
+        assert f"`{path}`" in section or f"`{path}`'s" in section, path
+        assert name in section, name
+        source = (PACKAGE / path).read_text(encoding="utf-8")
+        assert re.search(rf"\b{re.escape(name)}\b", source), f"{name} is not in {path}"
