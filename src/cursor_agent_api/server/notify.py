@@ -2,7 +2,7 @@
 
 In distributed mode, workers write a chat's records straight into the shared database.
 Every commit of records makes PostgreSQL notify ``cursor_agent_api_events`` with
-``"<chat> <first seq> <last seq>"`` (a trigger, migration ``0004``; ids only). The relay
+``"<chat> <first seq> <last seq>"`` (a trigger, migration ``0005``; ids only). The relay
 LISTENs on a connection of its own; for each notification about a chat this server has
 subscribers for, it reads the chat's new records from the store and publishes them to
 the :class:`~.hub.Hub`, in seq order — so the WebSocket's replay/live merge

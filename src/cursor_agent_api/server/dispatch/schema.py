@@ -1,7 +1,7 @@
 """The job queue's schema in the server's PostgreSQL database, applied by our migrations.
 
 Procrastinate ships its schema as one SQL script (:meth:`SchemaManager.get_schema`);
-migration ``0004`` runs it once (when the tables are not there yet), on the connection
+migration ``0005`` runs it once (when the tables are not there yet), on the connection
 Alembic migrates with, in the same transaction. The same migration adds the trigger
 that notifies the API servers of new records (:func:`notify_trigger_sql`).
 
