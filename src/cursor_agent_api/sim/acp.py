@@ -14,7 +14,9 @@ answers are handled at once; ``session/prompt`` and ``session/load`` wait for th
 prompt on the busy session cancels it first); other requests are answered at once. The
 turn's frames come from :class:`~.acp_output.AcpOutput`; sessions are stored by
 :mod:`.acp_store`. Faults (``CURSOR_AGENT_SIM_FAULT``): ``auth``, ``crash``, ``banner`` (noise
-on stdout), ``slow``, ``cancel-unsupported``, ``load-not-found``, ``reject-completed``.
+on stdout), ``slow``, ``cancel-unsupported``, ``load-not-found``, ``reject-failed`` (a rejected
+call ends ``failed``; the real builds' ``completed`` is the default), ``crash-once`` (``crash``,
+once per config dir), ``unknown-request`` (an unknown agent request mid-turn, awaited).
 
 Example::
 
@@ -147,6 +149,9 @@ class Server:
             api_key_source(self.opts, self.env, self.store, self.settings)
             self.authenticated = True
         except PreflightError:
+            if self.opts.auth_token or self.env.get("CURSOR_AUTH_TOKEN"):
+                self.authenticated = True  # an auth token counts as a login (ACP.md §2)
+                return
             key = self.opts.api_key or self.env.get("CURSOR_API_KEY") or ""
             self.invalid_key = key.lower().startswith("invalid") and not self.settings.has(Fault.AUTH)
 
@@ -253,7 +258,14 @@ class Server:
             raise TurnCancelled()
 
     def crash_point(self) -> None:
-        if self.settings.has(Fault.CRASH):
+        crash = self.settings.has(Fault.CRASH)
+        if not crash and self.settings.has(Fault.CRASH_ONCE):
+            marker = self.store.config_dir / "acp-sim-crashed"
+            if not marker.exists():
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_bytes(b"")
+                crash = True
+        if crash:
             write_all(2, (messages.crash() + "\n").encode())
             os._exit(1)
 
@@ -353,7 +365,7 @@ class Server:
             force=self.opts.force,
             ask_edits=self.settings.acp_ask_edits,
             enrich=self.settings.acp_enrich,
-            reject_completed=self.settings.has(Fault.REJECT_COMPLETED),
+            reject_completed=not self.settings.has(Fault.REJECT_FAILED),
         )
         live = LiveSession(files, cwd, self.opts.model or DEFAULT_MODEL, state, title)
         self.sessions[files.session_id] = live
@@ -493,6 +505,10 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
             live.title = " ".join(text.split()[:6]) or "New chat"
             files.write_meta(live.title)
             server.update(files.session_id, {"sessionUpdate": "session_info_update", "title": live.title})
+        if server.settings.has(Fault.UNKNOWN_REQUEST):
+            # a request no client knows, awaited as the builds await theirs (ACP.md §11)
+            server.ask("cursor/sim_unknown", {"sessionId": files.session_id})
+            server.check_cancel()
         for _ in Agent(ctx).run(out):
             pass
     except TurnCancelled:
