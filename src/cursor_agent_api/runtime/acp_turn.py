@@ -262,6 +262,7 @@ class AcpTurn:
             sid = await self.transport.open_session(self.config, self, notes)
             self.session_id = sid
             self.mapper.session_id = sid
+            self.steering.session_id = sid  # questions and plans carry no session id of their own
             setup = self.transport.session_setup.get(sid, {})
             model = None
             models = setup.get("models")

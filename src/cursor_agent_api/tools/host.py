@@ -202,11 +202,16 @@ class TurnScope:
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
-    """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
+    """The turn's config (the token in its environment, ``--approve-mcps``; in ACP mode the
+    tool server among its ``mcp_servers``, for ``session/new``) and its scope."""
     env = dict(config.env)
     if host is not None and host.transport == "http":
         env[host.env_var] = host.server.token
-    turn_config = config.with_overrides(env=env, approve_mcps=True)
+    fields: dict[str, Any] = {"env": env, "approve_mcps": True}
+    if config.transport == "acp" and host is not None:
+        # ACP: the servers also go in session/new (the token resolved from env on the way)
+        fields["mcp_servers"] = {**config.mcp_servers, host.name: host.entry()}
+    turn_config = config.with_overrides(**fields)
     workspace = config.workspace or os.getcwd()
     return turn_config, TurnScope(host, workspace, config.mcp_servers)
 
