@@ -228,3 +228,37 @@ def test_sync_and_async_sessions_in_acp_mode(sim: Sim) -> None:
     assert shell_calls(first) == [("ls", ToolStatus.SUCCEEDED)]
     assert "run `ls`" in later.result and later.session_id == first.session_id
     validate(sim.client_frames(), sim.agent_frames())
+
+
+def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: Sim) -> None:
+    """The client's tool server goes to the agent in ``session/new``'s ``mcpServers`` (the
+    token resolved there, never in a file); the simulator loads it and asks before the call."""
+    from cursor_agent_api.tools import tool
+
+    @tool
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        """Look up an order by its id."""
+        return {"id": order_id, "status": "shipped"}
+
+    asked: list[PermissionRequest] = []
+
+    def can_use_tool(request: PermissionRequest) -> Allow:
+        asked.append(request)
+        return Allow()
+
+    before = sorted(p.name for p in sim.workspace.rglob("*"))
+    with CursorAgentClient(sim.config(can_use_tool=can_use_tool), tools=[lookup_order]) as client:
+        result = client.query('lookup_order {"order_id": "A1"}')
+    (request,) = asked
+    assert request.mcp_server is not None and request.mcp_server.startswith("python-tools-")
+    assert request.mcp_tool == "lookup_order" and '{"order_id":"A1"}' in request.reason
+    assert result.success, result.error
+    assert '`lookup_order` returned: {"id": "A1", "status": "shipped"}' in result.result
+    assert sorted(p.name for p in sim.workspace.rglob("*")) == before  # .cursor/ restored
+    new = next(f for f in sim.client_frames() if f.get("method") == "session/new")
+    (server,) = new["params"]["mcpServers"]
+    assert server["type"] == "http" and server["name"].startswith("python-tools-")
+    (header,) = server["headers"]
+    assert header["name"] == "Authorization" and header["value"].startswith("Bearer ")
+    assert "${env:" not in header["value"]
+    validate(sim.client_frames(), sim.agent_frames())

@@ -46,6 +46,7 @@ from .cli_args import Options
 from .context import TurnContext
 from .ids import Clock, TurnIds, new_chat_id
 from .jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Message
+from .mcp_client import McpSession
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
 from .settings import Fault, SimSettings
 from .store import ChatStore, Turn
@@ -116,6 +117,8 @@ class LiveSession:
     model: str
     state: AcpSessionState
     title: str | None = None
+    mcp: McpSession | None = None
+    """The MCP servers loaded at ``session/new``/``session/load`` (the files' and the given)."""
 
 
 @dataclass(slots=True)
@@ -358,6 +361,24 @@ class Server:
             raise RpcError(INVALID_PARAMS, f'Session "{session_id}" not found')
         return live
 
+    def load_mcp(self, live: LiveSession, given: Any) -> None:
+        """Connect the session's MCP servers now (08.11 connected them during ``session/new``,
+        before any prompt): the workspace's and config dir's ``mcp.json`` (approved ones) and
+        the ``mcpServers`` given. Calls are gated by ``session/request_permission`` here, not
+        by the allowlist of print mode."""
+        if live.mcp is not None:
+            live.mcp.close()
+        live.mcp = McpSession(Path(live.cwd).resolve(), self.store.config_dir, os.environ,
+                              approve_all=self.opts.approve_mcps, force=True,
+                              given=mcp_entries(given))
+        live.mcp.start()
+
+    def close(self) -> None:
+        """Disconnect every session's MCP servers."""
+        for live in self.sessions.values():
+            if live.mcp is not None:
+                live.mcp.close()
+
     def new_live(self, files: AcpSessionFiles, cwd: str, title: str | None = None) -> LiveSession:
         """Hold a session in this process."""
         state = AcpSessionState(
@@ -425,6 +446,7 @@ def _session_new(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     session_id = new_chat_id(server.settings.seed, "acp", cwd, server.created)
     server.created += 1
     live = server.new_live(server.acp_store.create(session_id, cwd), cwd)
+    server.load_mcp(live, params["mcpServers"])
     return {"sessionId": session_id, **server.session_setup(live)}
 
 
@@ -448,6 +470,7 @@ def _session_load(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     if live is None:
         live = server.new_live(files, str(params["cwd"]), files.meta().get("title"))
     live.cwd = str(params["cwd"])  # not checked: the live session is rebound there (ACP.md §10)
+    server.load_mcp(live, params.get("mcpServers"))
     return server.session_setup(live)
 
 
@@ -496,6 +519,7 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         ids=TurnIds(files.session_id, len(history), text, call_style=call_style(live.model)),
         mode=live.state.mode,
         subagents=True,
+        mcp=live.mcp,
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = RunningTurn(files.session_id)
@@ -591,6 +615,37 @@ _AFTER: dict[str, Callable[[Server, Any], None]] = {"session/new": _after_new}
 def serve(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
     """Run ``cursor-agent-sim acp`` on stdin/stdout until stdin closes; the exit code."""
     server = Server(opts, env, store, settings, Connection())
-    with contextlib.suppress(KeyboardInterrupt):
-        return server.serve()
-    return 130
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return server.serve()
+        return 130
+    finally:
+        server.close()
+
+
+def mcp_entries(servers: Any) -> dict[str, dict[str, Any]]:
+    """ACP's ``mcpServers`` array as ``mcp.json`` entries (malformed items are skipped).
+
+    Example:
+        >>> entries = mcp_entries([{"name": "app", "type": "http", "url": "http://h/mcp",
+        ...                         "headers": [{"name": "A", "value": "b"}]},
+        ...                        {"name": "rg", "command": "rg-mcp", "args": [], "env": []}])
+        >>> entries["app"], entries["rg"]
+        ({'url': 'http://h/mcp', 'headers': {'A': 'b'}}, {'command': 'rg-mcp', 'args': [], 'env': {}})
+    """
+
+    def pairs(items: Any) -> dict[str, str]:
+        return {str(i["name"]): str(i.get("value", "")) for i in items or []
+                if isinstance(i, dict) and isinstance(i.get("name"), str)}
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in servers if isinstance(servers, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        if isinstance(item.get("command"), str):
+            out[item["name"]] = {"command": item["command"],
+                                 "args": [str(a) for a in item.get("args") or []],
+                                 "env": pairs(item.get("env"))}
+        elif isinstance(item.get("url"), str):
+            out[item["name"]] = {"url": item["url"], "headers": pairs(item.get("headers"))}
+    return out

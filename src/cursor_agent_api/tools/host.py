@@ -166,6 +166,8 @@ class TurnScope:
         self.servers = dict(servers)
         self.allow = host.allow() if host is not None else []
         self._injection: WorkspaceInjection | None = None
+        self.entries: dict[str, dict[str, Any]] = dict(servers)
+        """Every server the turn shows the agent (the tool server's entry once entered)."""
         self._counts = (0, 0)
 
     async def enter(self) -> None:
@@ -175,6 +177,7 @@ class TurnScope:
             await self.host.start()
             servers[self.host.name] = self.host.entry()
             self._counts = (self.host.server.refused, self.host.server.admitted)
+        self.entries = servers
         injection = WorkspaceInjection(self.workspace, servers, self.allow)
         injection.enter()
         self._injection = injection
@@ -202,16 +205,11 @@ class TurnScope:
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
-    """The turn's config (the token in its environment, ``--approve-mcps``; in ACP mode the
-    tool server among its ``mcp_servers``, for ``session/new``) and its scope."""
+    """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
     env = dict(config.env)
     if host is not None and host.transport == "http":
         env[host.env_var] = host.server.token
-    fields: dict[str, Any] = {"env": env, "approve_mcps": True}
-    if config.transport == "acp" and host is not None:
-        # ACP: the servers also go in session/new (the token resolved from env on the way)
-        fields["mcp_servers"] = {**config.mcp_servers, host.name: host.entry()}
-    turn_config = config.with_overrides(**fields)
+    turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()
     return turn_config, TurnScope(host, workspace, config.mcp_servers)
 
@@ -255,6 +253,11 @@ class ScopedTurn:
 
     async def start(self) -> None:
         await self.scope.enter()
+        inner_config = getattr(self._inner, "config", None)
+        if isinstance(inner_config, AgentConfig) and inner_config.transport == "acp":
+            # ACP: the servers also go in session/new's mcpServers (MCP.md §7), the tool
+            # server's token resolved there from the turn's environment
+            self._inner.config = inner_config.with_overrides(mcp_servers=self.scope.entries)  # type: ignore[attr-defined]
         try:
             await self._inner.start()
         except BaseException:
