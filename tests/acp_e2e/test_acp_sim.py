@@ -262,3 +262,14 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
     assert header["name"] == "Authorization" and header["value"].startswith("Bearer ")
     assert "${env:" not in header["value"]
     validate(sim.client_frames(), sim.agent_frames())
+
+
+def test_with_changes_on_a_sync_acp_stream_sees_every_fold(sim: Sim) -> None:
+    with CursorAgentClient(sim.config(permission_mode="allow")) as client:
+        stream = client.query_stream("run `ls`")
+        pairs = list(stream.with_changes())
+        result = stream.wait()
+    assert result.success
+    assert len(pairs) == stream.transcript.event_count == len(result.events)
+    assert [e for e, _ in pairs] == result.events
+    assert any(c.kind == "text_appended" for _, changes in pairs for c in changes)

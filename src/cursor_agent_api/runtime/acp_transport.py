@@ -226,7 +226,8 @@ class AcpTransport:
         """``mcpServers`` of ``session/new``/``session/load``: ``config.mcp_servers`` (with the
         client's tool server, which the turn adds there) in ACP's shape, ``${env:…}`` resolved
         from the turn's environment (the token goes on the agent's stdin, never in argv)."""
-        return acp_mcp_servers(config.mcp_servers, {**self.env, **config.env})
+        env = {**self.env, **{k: v for k, v in config.env.items() if v is not None}}
+        return acp_mcp_servers(config.mcp_servers, env)
 
     async def new_session(self, config: AgentConfig) -> str:
         """``session/new`` in ``config``'s workspace: a new session's id (not yet prompted)."""
@@ -394,9 +395,10 @@ class AcpTransport:
         raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
-                  sink: EventSink | None = None, pull: bool = False) -> AcpTurn:
+                  sink: EventSink | None = None) -> AcpTurn:
         """A turn of ``config`` (``config.resume``: the session) with ``prompt``; call
-        ``start()`` on it. ``pull``: a sync stream's turn (see :class:`~.acp_turn.AcpTurn`)."""
+        ``start()`` on it. Its events are folded once and go to ``sink`` (a consumer's
+        ``on_fold`` is set before ``start()``, so it sees every fold)."""
         from .acp_turn import AcpTurn
 
-        return AcpTurn(self, config, prompt, sink=sink, pull=pull)
+        return AcpTurn(self, config, prompt, sink=sink)
