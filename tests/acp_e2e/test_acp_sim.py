@@ -251,7 +251,7 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
         result = client.query('lookup_order {"order_id": "A1"}')
     (request,) = asked
     assert request.mcp_server is not None and request.mcp_server.startswith("python-tools-")
-    assert request.mcp_tool == "lookup_order" and '{"order_id":"A1"}' in request.reason
+    assert request.mcp_tool == "lookup_order" and '{"order_id":"A1"}' in (request.reason or "")
     assert result.success, result.error
     assert '`lookup_order` returned: {"id": "A1", "status": "shipped"}' in result.result
     assert sorted(p.name for p in sim.workspace.rglob("*")) == before  # .cursor/ restored
