@@ -55,7 +55,8 @@ def test_a_callback_denies_rm_rf_and_allows_ls_and_the_agent_sees_exactly_that(s
     assert "build" in (listed.tool_calls[0].output or "")
     # Cursor reports the rejected call "completed": the client remembers its own answer
     assert shell_calls(removed) == [("rm -rf build", ToolStatus.REJECTED)]
-    assert "could not run `rm -rf build`" in removed.result
+    assert "could not run `rm -rf build`: the command was rejected." in removed.result
+    assert "--force" not in removed.result  # ACP: the person said no; no print-mode dead end
     assert (sim.workspace / "build" / "out.o").exists()  # the agent did not run it
     counts = validate(sim.client_frames(), sim.agent_frames())
     assert counts["session/request_permission:selected"] == 2

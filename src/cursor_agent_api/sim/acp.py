@@ -520,6 +520,7 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         mode=live.state.mode,
         subagents=True,
         mcp=live.mcp,
+        acp=True,
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = RunningTurn(files.session_id)
