@@ -575,12 +575,17 @@ class CursorAgentClient:
 
     def create_chat(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
         """``agent create-chat``: a new chat id to pass as ``resume=`` (the process is stopped).
+        In ACP mode, a new ACP session (``session/new`` on the client's ``agent acp``): the
+        two modes keep separate stores, so each makes its own kind of id.
 
         Example:
             >>> chat = client.create_chat()                      # doctest: +SKIP
             >>> client.query("Remember 42", resume=chat).success  # doctest: +SKIP
             True
         """
+        if self.config.transport == "acp":
+            transport = self._acp.get(self.config)
+            return self._call(lambda: transport.new_session(self.config))
         return self._call(functools.partial(create_chat, self.config, timeout=timeout))
 
     # ACP sessions ----------------------------------------------------------------------
@@ -856,11 +861,14 @@ class AsyncCursorAgentClient:
         return await fetch_models(self.config, timeout=timeout)
 
     async def create_chat(self, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
-        """``agent create-chat``: a new chat id (the process is stopped after its first line).
+        """``agent create-chat``: a new chat id (the process is stopped after its first line);
+        in ACP mode a new ACP session (see :meth:`CursorAgentClient.create_chat`).
 
         Example:
             >>> chat = await client.create_chat()  # doctest: +SKIP
         """
+        if self.config.transport == "acp":
+            return await self._acp.get(self.config).new_session(self.config)
         return await create_chat(self.config, timeout=timeout)
 
     async def set_session_mode(self, session_id: str, mode_id: str) -> None:

@@ -33,6 +33,11 @@ EXPECT: dict[str, list[str]] = {
     "README.md#the-command-line[2]": ["You asked me to remember: the deploy target is eu-west-1"],
     "README.md#testing-your-own-code-with-the-simulator[1]": ["2 passed"],
     "README.md#testing-your-own-code-with-the-simulator[2]": ["False ", "Error"],
+    "docs/acp.md#from-python[1]": [
+        "asked: shell: rm -rf build", "[('shell', 'rm -rf build', 'rejected')]",
+        "[('shell', 'ls', 'succeeded')]", "True None"],
+    "docs/acp.md#cancel-keeps-the-chat[1]": ["cancelled: True", "the codeword: heron"],
+    "docs/acp.md#on-the-command-line[1]": ["✓ shell ls  succeeded (exit 0", "`ls` exited with code 0"],
     "docs/acp.md#without-a-callback-rules-and-modes[1]": [
         "Allow(remember=False)", "denied by the rule Shell(*)", "read-only mode: shell calls"],
     "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],

@@ -188,28 +188,28 @@ def test_shell_asks_permission_and_allow_once_runs_it(peer: Peer, ws: Path) -> N
     assert peer.validated == len(peer.frames)
 
 
-def test_a_reject_is_honoured_and_reported_failed(peer: Peer, ws: Path) -> None:
+def test_a_reject_is_honoured_and_reported_completed_as_the_builds_do(peer: Peer, ws: Path) -> None:
     peer.init()
     sid = peer.new_session(ws)
     peer.handlers["session/request_permission"] = reject_once
     assert peer.prompt(sid, "run `touch made.txt`")["result"]["stopReason"] == "end_turn"
     assert not (ws / "made.txt").exists()
     (frames,) = _tool_calls(peer.updates(sid)).values()
-    assert [f.get("status") for f in frames] == ["pending", "failed"]
-    assert "rawOutput" not in _final(frames)
+    assert [f.get("status") for f in frames] == ["pending", "completed"]
+    assert "rawOutput" not in _final(frames) and "content" not in _final(frames)
     assert "rejected" in text_of(peer.updates(sid))
 
 
-def test_reject_completed_fault(sim: Sim, ws: Path) -> None:
-    peer = Peer.start(sim, env={"CURSOR_AGENT_SIM_FAULT": "reject-completed"})
+def test_reject_failed_fault(sim: Sim, ws: Path) -> None:
+    peer = Peer.start(sim, env={"CURSOR_AGENT_SIM_FAULT": "reject-failed"})
     peer.init()
     sid = peer.new_session(ws)
     peer.handlers["session/request_permission"] = reject_once
     peer.prompt(sid, "run `touch made.txt`")
     assert not (ws / "made.txt").exists()
     (frames,) = _tool_calls(peer.updates(sid)).values()
-    assert [f.get("status") for f in frames] == ["pending", "completed"]
-    assert "rawOutput" not in _final(frames) and "content" not in _final(frames)
+    assert [f.get("status") for f in frames] == ["pending", "failed"]
+    assert "rawOutput" not in _final(frames)
 
 
 def test_allow_always_is_remembered(sim: Sim, peer: Peer, ws: Path) -> None:

@@ -42,6 +42,7 @@ from ..protocol.acp_codec import (
     RpcNotification,
     RpcRequest,
 )
+from ..protocol.acp_mcp import acp_mcp_servers
 from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
@@ -221,6 +222,29 @@ class AcpTransport:
                                               if k in result}
         return state
 
+    def mcp_servers(self, config: AgentConfig) -> list[dict[str, Any]]:
+        """``mcpServers`` of ``session/new``/``session/load``: ``config.mcp_servers`` (with the
+        client's tool server, which the turn adds there) in ACP's shape, ``${env:…}`` resolved
+        from the turn's environment (the token goes on the agent's stdin, never in argv)."""
+        env = {**self.env, **{k: v for k, v in config.env.items() if v is not None}}
+        return acp_mcp_servers(config.mcp_servers, env)
+
+    async def new_session(self, config: AgentConfig) -> str:
+        """``session/new`` in ``config``'s workspace: a new session's id (not yet prompted)."""
+        conn = await self.connect()
+        cwd = self._cwd(config)
+        try:
+            result = await conn.request("session/new", {"cwd": cwd,
+                                                        "mcpServers": self.mcp_servers(config)},
+                                        timeout=ACP_REQUEST_TIMEOUT)
+        except AcpRequestError as exc:
+            raise self.typed_error(exc) from None
+        new_id = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(new_id, str) or not new_id:
+            raise SessionError("the agent answered session/new without a sessionId")
+        self._remember(new_id, cwd, result)
+        return new_id
+
     async def open_session(self, config: AgentConfig, turn: AcpTurn,
                            notes: list[AgentEvent]) -> str:
         """The session for ``turn``: the live one for ``config.resume``, a loaded one, or a
@@ -234,8 +258,8 @@ class AcpTransport:
             try:
                 # replayed history arrives as updates before the answer: no turn is
                 # registered yet, so it is dropped (the caller has its own history)
-                result = await conn.request("session/load", {"sessionId": sid, "cwd": cwd,
-                                                             "mcpServers": []},
+                result = await conn.request("session/load", {
+                    "sessionId": sid, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
                                             timeout=ACP_REQUEST_TIMEOUT)
                 state = self._remember(sid, cwd, result)
             except AcpRequestError as exc:
@@ -248,16 +272,7 @@ class AcpTransport:
                 state = None
                 sid = None
         if sid is None or state is None:
-            cwd = self._cwd(config)
-            try:
-                result = await conn.request("session/new", {"cwd": cwd, "mcpServers": []},
-                                            timeout=ACP_REQUEST_TIMEOUT)
-            except AcpRequestError as exc:
-                raise self.typed_error(exc) from None
-            new_id = result.get("sessionId") if isinstance(result, dict) else None
-            if not isinstance(new_id, str) or not new_id:
-                raise SessionError("the agent answered session/new without a sessionId")
-            state = self._remember(new_id, cwd, result)
+            state = self._sessions[await self.new_session(config)]
         if state.turn is not None and not state.turn.done:
             raise SessionError(f"session {state.session_id} is running a turn already: one "
                                "prompt at a time per session")
@@ -284,7 +299,8 @@ class AcpTransport:
             state = self._sessions.get(sid)
             if state is None or state.generation != self._generation:
                 await conn.request("session/load", {"sessionId": sid, "cwd": state.cwd if state
-                                                    else self._cwd(self.config), "mcpServers": []},
+                                                    else self._cwd(self.config),
+                                                    "mcpServers": self.mcp_servers(self.config)},
                                    timeout=ACP_REQUEST_TIMEOUT)
                 self._remember(sid, state.cwd if state else self._cwd(self.config), None)
         try:
@@ -379,9 +395,10 @@ class AcpTransport:
         raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
-                  sink: EventSink | None = None, pull: bool = False) -> AcpTurn:
+                  sink: EventSink | None = None) -> AcpTurn:
         """A turn of ``config`` (``config.resume``: the session) with ``prompt``; call
-        ``start()`` on it. ``pull``: a sync stream's turn (see :class:`~.acp_turn.AcpTurn`)."""
+        ``start()`` on it. Its events are folded once and go to ``sink`` (a consumer's
+        ``on_fold`` is set before ``start()``, so it sees every fold)."""
         from .acp_turn import AcpTurn
 
-        return AcpTurn(self, config, prompt, sink=sink, pull=pull)
+        return AcpTurn(self, config, prompt, sink=sink)

@@ -54,8 +54,7 @@ class AcpTurn:
     """One turn of an ACP session. Loop-bound; ``start()``, then ``wait()``."""
 
     def __init__(self, transport: AcpTransport, config: AgentConfig,
-                 prompt: str | bytes | None, *, sink: EventSink | None = None,
-                 pull: bool = False) -> None:
+                 prompt: str | bytes | None, *, sink: EventSink | None = None) -> None:
         config.validate()
         self.transport = transport
         self.config = config
@@ -74,11 +73,6 @@ class AcpTurn:
         self.process: AgentProcess | None = None
         self.result: AgentResult | None = None
         self.stop_reason: str | None = None
-        self.pull = pull
-        self._deferred: tuple[str | None, CursorAgentError | None] | None = None
-        self._held: list[AgentEvent] | None = [] if pull else None
-        """pull (the sync stream): events wait here until its consumer first asks, so that
-        ``with_changes()`` sees every fold (the turn runs on the loop from the start)."""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future[AgentResult] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -176,30 +170,6 @@ class AcpTurn:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self.cancel, sig)
 
-    def pull_events(self) -> list[AgentEvent] | None:
-        """The sync stream's first read: the held events are folded and handed to the sink
-        (ACP events always come through the sink); ``None``."""
-        self._post_release()
-        return None
-
-    def stop_pull(self) -> None:
-        """The sync stream's consumer has gone: nothing is held any more."""
-        self._post_release()
-
-    def _post_release(self) -> None:
-        loop = self._loop
-        if loop is not None and self._held is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._release)
-
-    def _release(self) -> None:
-        held, self._held = self._held, None
-        if held:
-            self.deliver(held)
-        deferred, self._deferred = self._deferred, None
-        if deferred is not None:
-            self._finish(*deferred)
-
     # ---- internals ---------------------------------------------------------------------
 
     def escalate(self, why: str) -> None:
@@ -214,9 +184,6 @@ class AcpTurn:
     def deliver(self, events: list[AgentEvent]) -> None:
         """Fold events once, hand them on (view hook, then the sink)."""
         if not events or self.result is not None:
-            return
-        if self._held is not None:
-            self._held.extend(events)
             return
         add, observe = self._transcript.add, self.on_fold
         for event in events:
@@ -262,6 +229,7 @@ class AcpTurn:
             sid = await self.transport.open_session(self.config, self, notes)
             self.session_id = sid
             self.mapper.session_id = sid
+            self.steering.session_id = sid  # questions and plans carry no session id of their own
             setup = self.transport.session_setup.get(sid, {})
             model = None
             models = setup.get("models")
@@ -300,16 +268,13 @@ class AcpTurn:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
-        self._duration_ms = self._elapsed_ms()  # measured here: a sync consumer may come later
+        self._duration_ms = self._elapsed_ms()
         self._finish(stop, failure)
 
     def _finish(self, stop: str | None, failure: CursorAgentError | None) -> None:
         if self._escalation is not None:
             self._escalation.cancel()
         self.steering.cancel_pending()  # a late request of this turn is answered cancelled
-        if self._held is not None:  # the sync stream's consumer has not asked yet: it will
-            self._deferred = (stop, failure)
-            return
         events: list[AgentEvent] = []
         conn = self.transport.connection
         stderr = conn.stderr if conn is not None else ""

@@ -14,7 +14,9 @@ answers are handled at once; ``session/prompt`` and ``session/load`` wait for th
 prompt on the busy session cancels it first); other requests are answered at once. The
 turn's frames come from :class:`~.acp_output.AcpOutput`; sessions are stored by
 :mod:`.acp_store`. Faults (``CURSOR_AGENT_SIM_FAULT``): ``auth``, ``crash``, ``banner`` (noise
-on stdout), ``slow``, ``cancel-unsupported``, ``load-not-found``, ``reject-completed``.
+on stdout), ``slow``, ``cancel-unsupported``, ``load-not-found``, ``reject-failed`` (a rejected
+call ends ``failed``; the real builds' ``completed`` is the default), ``crash-once`` (``crash``,
+once per config dir), ``unknown-request`` (an unknown agent request mid-turn, awaited).
 
 Example::
 
@@ -44,6 +46,7 @@ from .cli_args import Options
 from .context import TurnContext
 from .ids import Clock, TurnIds, new_chat_id
 from .jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Message
+from .mcp_client import McpSession
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
 from .settings import Fault, SimSettings
 from .store import ChatStore, Turn
@@ -114,6 +117,8 @@ class LiveSession:
     model: str
     state: AcpSessionState
     title: str | None = None
+    mcp: McpSession | None = None
+    """The MCP servers loaded at ``session/new``/``session/load`` (the files' and the given)."""
 
 
 @dataclass(slots=True)
@@ -147,6 +152,9 @@ class Server:
             api_key_source(self.opts, self.env, self.store, self.settings)
             self.authenticated = True
         except PreflightError:
+            if self.opts.auth_token or self.env.get("CURSOR_AUTH_TOKEN"):
+                self.authenticated = True  # an auth token counts as a login (ACP.md §2)
+                return
             key = self.opts.api_key or self.env.get("CURSOR_API_KEY") or ""
             self.invalid_key = key.lower().startswith("invalid") and not self.settings.has(Fault.AUTH)
 
@@ -253,7 +261,14 @@ class Server:
             raise TurnCancelled()
 
     def crash_point(self) -> None:
-        if self.settings.has(Fault.CRASH):
+        crash = self.settings.has(Fault.CRASH)
+        if not crash and self.settings.has(Fault.CRASH_ONCE):
+            marker = self.store.config_dir / "acp-sim-crashed"
+            if not marker.exists():
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.write_bytes(b"")
+                crash = True
+        if crash:
             write_all(2, (messages.crash() + "\n").encode())
             os._exit(1)
 
@@ -346,6 +361,24 @@ class Server:
             raise RpcError(INVALID_PARAMS, f'Session "{session_id}" not found')
         return live
 
+    def load_mcp(self, live: LiveSession, given: Any) -> None:
+        """Connect the session's MCP servers now (08.11 connected them during ``session/new``,
+        before any prompt): the workspace's and config dir's ``mcp.json`` (approved ones) and
+        the ``mcpServers`` given. Calls are gated by ``session/request_permission`` here, not
+        by the allowlist of print mode."""
+        if live.mcp is not None:
+            live.mcp.close()
+        live.mcp = McpSession(Path(live.cwd).resolve(), self.store.config_dir, os.environ,
+                              approve_all=self.opts.approve_mcps, force=True,
+                              given=mcp_entries(given))
+        live.mcp.start()
+
+    def close(self) -> None:
+        """Disconnect every session's MCP servers."""
+        for live in self.sessions.values():
+            if live.mcp is not None:
+                live.mcp.close()
+
     def new_live(self, files: AcpSessionFiles, cwd: str, title: str | None = None) -> LiveSession:
         """Hold a session in this process."""
         state = AcpSessionState(
@@ -353,7 +386,7 @@ class Server:
             force=self.opts.force,
             ask_edits=self.settings.acp_ask_edits,
             enrich=self.settings.acp_enrich,
-            reject_completed=self.settings.has(Fault.REJECT_COMPLETED),
+            reject_completed=not self.settings.has(Fault.REJECT_FAILED),
         )
         live = LiveSession(files, cwd, self.opts.model or DEFAULT_MODEL, state, title)
         self.sessions[files.session_id] = live
@@ -413,6 +446,7 @@ def _session_new(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     session_id = new_chat_id(server.settings.seed, "acp", cwd, server.created)
     server.created += 1
     live = server.new_live(server.acp_store.create(session_id, cwd), cwd)
+    server.load_mcp(live, params["mcpServers"])
     return {"sessionId": session_id, **server.session_setup(live)}
 
 
@@ -436,6 +470,7 @@ def _session_load(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     if live is None:
         live = server.new_live(files, str(params["cwd"]), files.meta().get("title"))
     live.cwd = str(params["cwd"])  # not checked: the live session is rebound there (ACP.md §10)
+    server.load_mcp(live, params.get("mcpServers"))
     return server.session_setup(live)
 
 
@@ -484,6 +519,8 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         ids=TurnIds(files.session_id, len(history), text, call_style=call_style(live.model)),
         mode=live.state.mode,
         subagents=True,
+        mcp=live.mcp,
+        acp=True,
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = RunningTurn(files.session_id)
@@ -493,6 +530,10 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
             live.title = " ".join(text.split()[:6]) or "New chat"
             files.write_meta(live.title)
             server.update(files.session_id, {"sessionUpdate": "session_info_update", "title": live.title})
+        if server.settings.has(Fault.UNKNOWN_REQUEST):
+            # a request no client knows, awaited as the builds await theirs (ACP.md §11)
+            server.ask("cursor/sim_unknown", {"sessionId": files.session_id})
+            server.check_cancel()
         for _ in Agent(ctx).run(out):
             pass
     except TurnCancelled:
@@ -575,6 +616,37 @@ _AFTER: dict[str, Callable[[Server, Any], None]] = {"session/new": _after_new}
 def serve(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
     """Run ``cursor-agent-sim acp`` on stdin/stdout until stdin closes; the exit code."""
     server = Server(opts, env, store, settings, Connection())
-    with contextlib.suppress(KeyboardInterrupt):
-        return server.serve()
-    return 130
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return server.serve()
+        return 130
+    finally:
+        server.close()
+
+
+def mcp_entries(servers: Any) -> dict[str, dict[str, Any]]:
+    """ACP's ``mcpServers`` array as ``mcp.json`` entries (malformed items are skipped).
+
+    Example:
+        >>> entries = mcp_entries([{"name": "app", "type": "http", "url": "http://h/mcp",
+        ...                         "headers": [{"name": "A", "value": "b"}]},
+        ...                        {"name": "rg", "command": "rg-mcp", "args": [], "env": []}])
+        >>> entries["app"], entries["rg"]
+        ({'url': 'http://h/mcp', 'headers': {'A': 'b'}}, {'command': 'rg-mcp', 'args': [], 'env': {}})
+    """
+
+    def pairs(items: Any) -> dict[str, str]:
+        return {str(i["name"]): str(i.get("value", "")) for i in items or []
+                if isinstance(i, dict) and isinstance(i.get("name"), str)}
+
+    out: dict[str, dict[str, Any]] = {}
+    for item in servers if isinstance(servers, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        if isinstance(item.get("command"), str):
+            out[item["name"]] = {"command": item["command"],
+                                 "args": [str(a) for a in item.get("args") or []],
+                                 "env": pairs(item.get("env"))}
+        elif isinstance(item.get("url"), str):
+            out[item["name"]] = {"url": item["url"], "headers": pairs(item.get("headers"))}
+    return out

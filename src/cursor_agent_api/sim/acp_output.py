@@ -5,8 +5,8 @@ decisions asked of the client (ACP.md §5-§9).
 * a tool call -> ``tool_call`` (``pending``) with an ACP ``kind``, enriched after it starts
   (a ``tool_call_update``, or a second ``tool_call`` with the same id: the ``enrich`` style),
   ``in_progress`` when it runs, then ``completed`` with ``rawOutput`` (shell: ``exitCode``,
-  ``stdout``, ``stderr``) or a ``diff`` (edits); a rejected call ends ``failed`` (or
-  ``completed`` with no output, the ``reject-completed`` fault) and does not run;
+  ``stdout``, ``stderr``) or a ``diff`` (edits); a rejected call ends ``completed`` with no
+  output, as the real builds do (``failed`` under the ``reject-failed`` fault), and does not run;
 * shell, web and (with ``ask_edits``) edit calls ask ``session/request_permission`` unless the
   session is forced or the call is allow-listed (``<config>/cli-config.json``
   ``permissions.allow``: ``Shell(ls)``, ``WebFetch(example.com)``, ``WebSearch(term)``,
@@ -128,7 +128,7 @@ class AcpSessionState:
     force: bool = False
     ask_edits: bool = False
     enrich: str = "update"
-    reject_completed: bool = False
+    reject_completed: bool = True
     fetches: int = 0
     live: dict[str, dict[str, Any]] = field(default_factory=dict)
 

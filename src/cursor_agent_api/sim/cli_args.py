@@ -2,7 +2,8 @@
 
 Flags: ``-p/--print``, ``--output-format text|json|stream-json``,
 ``--stream-partial-output``, ``--resume ID``, ``--model SLUG``, ``--workspace DIR``,
-``-f/--force/--yolo``, ``--trust``, ``--approve-mcps``, ``--api-key KEY``,
+``-f/--force/--yolo``, ``--trust``, ``--approve-mcps``, ``--api-key KEY``, ``--auth-token T``,
+``-e/--endpoint URL`` and ``-k/--insecure`` (accepted, ignored but the token),
 ``-H/--header 'Name: Value'`` (repeatable), ``-v/--version``, ``--list-models``; the prompt
 as positional words. Subcommands: ``create-chat``, ``status``/``whoami``, ``models``,
 ``login``, ``logout`` (and ``ls``/``resume``, which need a terminal). An unknown option is
@@ -53,6 +54,7 @@ class Options:
     trust: bool = False
     approve_mcps: bool = False
     api_key: str | None = None
+    auth_token: str | None = None
     headers: list[str] = field(default_factory=list)
     version: bool = False
     list_models: bool = False
@@ -96,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true", help="trust the workspace (recorded in the config dir)")
     p.add_argument("--approve-mcps", action="store_true")
     p.add_argument("--api-key", metavar="KEY")
+    # the real CLI's other global flags: accepted (before ``acp`` too) and ignored
+    p.add_argument("--auth-token", metavar="TOKEN")
+    p.add_argument("-e", "--endpoint", metavar="URL")
+    p.add_argument("-k", "--insecure", action="store_true")
     p.add_argument("-H", "--header", dest="headers", action="append", default=[], metavar="'Name: Value'")
     p.add_argument("-v", "--version", action="store_true")
     p.add_argument("--list-models", action="store_true")
@@ -126,6 +132,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         trust=ns.trust,
         approve_mcps=ns.approve_mcps,
         api_key=ns.api_key,
+        auth_token=ns.auth_token,
         headers=list(ns.headers),
         version=ns.version,
         list_models=ns.list_models,

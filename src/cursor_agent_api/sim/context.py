@@ -26,7 +26,8 @@ class TurnContext:
     """Everything one turn needs (see :class:`~.agent.Agent` for an example).
 
     ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``); print mode is ``agent``.
-    ``subagents``: the agent may start Tasks (ACP only).
+    ``subagents``: the agent may start Tasks (ACP only). ``acp``: the turn runs behind
+    ``cursor-agent-sim acp`` (a refusal is the client's answer, not a missing ``--force``).
     """
 
     session_id: str
@@ -44,6 +45,7 @@ class TurnContext:
     mode: str = "agent"
     subagents: bool = False
     mcp: McpSession | None = None
+    acp: bool = False
 
 
 @dataclass(frozen=True, slots=True)

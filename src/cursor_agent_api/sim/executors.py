@@ -245,7 +245,8 @@ def _shell_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, An
 
 def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
-        a.answer = f"I could not run `{a.target}`: the command was rejected (run with --force to allow it)."
+        hint = "" if ctx.acp else " (run with --force to allow it)"
+        a.answer = f"I could not run `{a.target}`: the command was rejected{hint}."
         return Done(wire.shell_rejected(a.target, str(ctx.workspace)), rejected=True)
     outcome, code, out, err, ms = tools.run_shell(ctx.workspace, a.target)
     ctx.clock.advance(ms)
@@ -336,7 +337,8 @@ def _mcp_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
         return Done(outcome, {"content": [c["text"] for c in success["content"]],
                               "isError": bool(success["isError"])})
     if "rejected" in outcome:
-        a.answer = (f"I could not call `{a.target}`: the call was rejected (it is not in the "
+        a.answer = (f"I could not call `{a.target}`: the call was rejected." if ctx.acp else
+                    f"I could not call `{a.target}`: the call was rejected (it is not in the "
                     "allowlist; run with --force to allow it).")
         return Done(outcome, rejected=True)
     a.answer = f"I could not call `{a.target}`: {next(iter(outcome.values()))}."

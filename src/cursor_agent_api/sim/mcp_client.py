@@ -101,8 +101,13 @@ class McpSession:
     """
 
     def __init__(self, workspace: Path, config_dir: Path, env: Mapping[str, str], *,
-                 approve_all: bool, force: bool = False) -> None:
+                 approve_all: bool, force: bool = False,
+                 given: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.workspace = workspace
+        self.given = dict(given or {})
+        """Servers the client gave in ACP's ``session/new``/``session/load`` (``mcp.json``
+        shape): overlaid on the files' and loaded without an approval entry, as 08.11 did
+        (MCP.md §7)."""
         self.config_dir = config_dir
         self.env = env
         self.approve_all = approve_all
@@ -120,6 +125,7 @@ class McpSession:
         wanted = {name: interpolate(entry, self.env, ws)
                   for name, entry in configured_servers(self.workspace, self.config_dir).items()
                   if is_approved(name, entry, ws, self.config_dir, self.approve_all)}
+        wanted.update({name: interpolate(entry, self.env, ws) for name, entry in self.given.items()})
         if not wanted:
             return
         try:

@@ -103,8 +103,18 @@ class Fault(str, enum.Enum):
     """ACP: every ``session/load`` answers ``-32602`` ``Session "…" not found`` (builds of
     about 03.20)."""
     REJECT_COMPLETED = "reject-completed"
-    """ACP: a rejected tool call ends ``status: "completed"`` with no output (as on 08.11 and
-    10.01) instead of ``failed``."""
+    """ACP: a rejected tool call ends ``status: "completed"`` with no output, as on 08.11 and
+    10.01 — the default now; the name is kept so that older settings still parse."""
+    REJECT_FAILED = "reject-failed"
+    """ACP: a rejected tool call ends ``status: "failed"`` (what ACP's schema allows and no
+    published capture shows) instead of the real builds' ``completed``."""
+    CRASH_ONCE = "crash-once"
+    """Like ``crash``, once per config dir (a marker file there): the restarted agent works
+    (ACP: the process killed mid-turn, then the next prompt goes on)."""
+    UNKNOWN_REQUEST = "unknown-request"
+    """ACP: mid-turn, before the agent's first words, a request of a method no client knows
+    (``cursor/sim_unknown``), and the turn waits for its answer (a client that ignores it
+    stalls the turn forever, as on the real builds)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -166,6 +166,8 @@ class TurnScope:
         self.servers = dict(servers)
         self.allow = host.allow() if host is not None else []
         self._injection: WorkspaceInjection | None = None
+        self.entries: dict[str, dict[str, Any]] = dict(servers)
+        """Every server the turn shows the agent (the tool server's entry once entered)."""
         self._counts = (0, 0)
 
     async def enter(self) -> None:
@@ -175,6 +177,7 @@ class TurnScope:
             await self.host.start()
             servers[self.host.name] = self.host.entry()
             self._counts = (self.host.server.refused, self.host.server.admitted)
+        self.entries = servers
         injection = WorkspaceInjection(self.workspace, servers, self.allow)
         injection.enter()
         self._injection = injection
@@ -250,6 +253,11 @@ class ScopedTurn:
 
     async def start(self) -> None:
         await self.scope.enter()
+        inner_config = getattr(self._inner, "config", None)
+        if isinstance(inner_config, AgentConfig) and inner_config.transport == "acp":
+            # ACP: the servers also go in session/new's mcpServers (MCP.md §7), the tool
+            # server's token resolved there from the turn's environment
+            self._inner.config = inner_config.with_overrides(mcp_servers=self.scope.entries)  # type: ignore[attr-defined]
         try:
             await self._inner.start()
         except BaseException:

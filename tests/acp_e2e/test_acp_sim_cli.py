@@ -1,0 +1,68 @@
+"""From the terminal: ``run --acp --simulate`` and ``chat --acp --simulate`` on
+``cursor-agent-sim acp`` through a real pseudo-terminal — a person approves a command and sees
+it run; Ctrl-C cancels a turn and the chat goes on."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pexpect
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+def spawn(tmp_path: Path, args: list[str], **env: str) -> tuple[pexpect.spawn, Path]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    (workspace / "marker.txt").write_text("x")
+    full = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40",
+            "CURSOR_CONFIG_DIR": str(tmp_path / "cfg"), "CURSOR_AGENT_API_HOME": str(tmp_path / "home"),
+            **env}
+    full.pop("NO_COLOR", None)
+    child = pexpect.spawn(CLI[0], [*CLI[1:], *args, "--acp", "--simulate"], env=full,
+                          cwd=str(workspace), encoding="utf-8", timeout=60, dimensions=(40, 100))
+    return child, workspace
+
+
+def finish(child: pexpect.spawn) -> int:
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus is not None, child.signalstatus
+    return int(child.exitstatus)
+
+
+def test_run_asks_and_the_person_approves_and_sees_the_command_run(tmp_path: Path) -> None:
+    child, _ = spawn(tmp_path, ["run", "run `ls`"])
+    try:
+        child.expect("the agent asks to use shell")
+        child.expect(r"\$ ls")
+        child.expect("Not in allowlist: ls")
+        child.expect("allow once")
+        child.sendline("a")
+        child.expect("marker.txt")  # the command's output: it ran
+        child.expect("exited with code 0")
+        child.expect("--acp")  # the continue hint keeps the mode
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)
+
+
+def test_ctrl_c_cancels_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
+    child, _ = spawn(tmp_path, ["chat"], CURSOR_AGENT_SIM_FAULT="slow", CURSOR_AGENT_SIM_DELAY="0.3")
+    try:
+        child.expect("› ")
+        child.sendline("write a poem about the sea")
+        child.expect("River")  # the poem has begun: the turn runs
+        child.sendintr()
+        child.expect("turn cancelled — the chat goes on")
+        child.expect("› ")
+        child.sendline("what did I ask before?")
+        child.expect("write a poem about the sea")
+        child.expect("› ")
+        child.sendeof()
+        child.expect("continue later: cursor-agent-api chat --resume .* --acp --simulate")
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)
