@@ -176,3 +176,18 @@ def test_answer_needs_the_token_and_the_origin(server: Any) -> None:
         assert _pending(c, chat["id"]) is not None, "a refused answer changes nothing"
         assert _answer(c, run_id, rid, {"decision": "reject"}).status_code == 200
         wait_run(c, run_id)
+
+
+def test_simulate_runs_acp_chats_on_the_simulators_acp_front_end() -> None:
+    from cursor_agent_api.runtime.acp_transport import acp_argv
+    from cursor_agent_api.server.runner import AgentLaunch, agent_config, simulator_binary
+    from cursor_agent_api.server.settings import ServerSettings
+
+    settings = ServerSettings(token="t" * 16, simulate=True)
+    acp = agent_config(settings, AgentLaunch("hi", "/w", None, {"transport": "acp"}))
+    assert acp.transport == "acp" and acp.permission_mode == "deny"  # no person: nothing runs
+    argv = acp_argv(acp)
+    assert argv[0] == simulator_binary() and argv[0].endswith("cursor-agent-sim")
+    assert argv[-1] == "acp"
+    printed = agent_config(settings, AgentLaunch("hi", "/w", None, {}))
+    assert printed.transport == "print" and printed.can_use_tool is None

@@ -217,7 +217,7 @@ class RunRequests:
         if pending is None:
             raise UnknownRequestError(request_id)
         if pending.answer is not None:
-            raise AlreadyAnsweredError(request_id)
+            raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
         fields = parse_answer(pending.kind, pending.info, body)
         return await self.settle(pending, fields, by="user")
 

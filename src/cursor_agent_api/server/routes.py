@@ -433,8 +433,8 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
         await answered_or_unknown(_store(request), run_id, request_id)
     except UnknownRequestError:
         raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}") from None
-    except AlreadyAnsweredError:
-        raise HTTPException(409, f"request {request_id!r} already has its answer") from None
+    except AlreadyAnsweredError as e:
+        raise HTTPException(409, str(e)) from None
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
     raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}")  # pragma: no cover

@@ -795,5 +795,10 @@ async def answered_or_unknown(store: Any, run_id: str, request_id: str) -> None:
     ``UnknownRequestError`` (404)."""
     for pair in pair_requests(await request_records(store, [run_id])):
         if pair["request"].get("request_id") == request_id:
-            raise AlreadyAnsweredError(request_id)
+            if pair["answer"] is None:  # waits in another process (a worker): not answerable here
+                raise AlreadyAnsweredError(
+                    f"request {request_id!r} waits in the process that runs its run (a worker): "
+                    "it cannot be answered through this server"
+                )
+            raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
     raise UnknownRequestError(request_id)
