@@ -165,6 +165,14 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     help="Seconds a turn may stay silent (real agents are silent 30 s+).",
 )
 @click.option(
+    "--permission-timeout",
+    type=click.FloatRange(min=0.001),
+    default=900.0,
+    show_default=True,
+    help="Seconds an ACP chat's permission request, question or plan waits for an answer "
+    "in the page before it is rejected.",
+)
+@click.option(
     "--dispatch",
     type=click.Choice(["inprocess", "queue"]),
     default="inprocess",
@@ -217,6 +225,7 @@ def serve(
     ws_queue_size: int,
     run_timeout: float | None,
     idle_timeout: float | None,
+    permission_timeout: float,
     dispatch: str,
     queue_name: str,
     stalled_after: float,
@@ -277,6 +286,7 @@ def serve(
         subscriber_queue_size=ws_queue_size,
         run_timeout=run_timeout,
         idle_timeout=idle_timeout,
+        permission_timeout=permission_timeout,
         dispatch=dispatch,
         queue=queue_name,
         stalled_after=stalled_after,

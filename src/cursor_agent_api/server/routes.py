@@ -16,7 +16,7 @@ Example:
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
@@ -26,7 +26,8 @@ from .. import __version__
 from .auth import Auth
 from .dispatch import Dispatcher
 from .models import RunStatus
-from .runs import RunNotActiveError, ServerClosingError, run_view
+from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
+from .runs import RunNotActiveError, ServerClosingError, answered_or_unknown, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
@@ -54,6 +55,11 @@ class ChatOptions(BaseModel):
     trust: StrictBool = Field(default=False, description="trust the workspace (--trust)")
     stream_partial_output: StrictBool = Field(
         default=False, description="token-level assistant deltas (--stream-partial-output)"
+    )
+    transport: Literal["print", "acp"] = Field(
+        default="print",
+        description="'print' (agent --print, one process per turn) or 'acp' (agent acp: each "
+        "tool call the agent asks about, its questions and plans are answered in the page)",
     )
 
 
@@ -89,8 +95,9 @@ class ChatOptionsUpdate(BaseModel):
     stream_partial_output: StrictBool | None = Field(
         default=None, description="token-level assistant deltas (--stream-partial-output)"
     )
+    transport: Literal["print", "acp"] | None = Field(default=None, description="'print' or 'acp'")
 
-    def changes(self) -> dict[str, bool]:
+    def changes(self) -> dict[str, Any]:
         """The options given (an explicit ``null`` is refused by the route).
 
         Example:
@@ -328,7 +335,9 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
         raise HTTPException(422, "nothing to change: give a title, options, or both")
     changes = body.options.changes() if body.options is not None else {}
     if body.options is not None and (not changes or len(changes) != len(body.options.model_fields_set)):
-        raise HTTPException(422, "options must name at least one option, each true or false")
+        raise HTTPException(
+            422, "options must name at least one option, each true or false (transport: 'print' or 'acp')"
+        )
     chat = await _chat_or_404(request, chat_id)
     values: dict[str, Any] = {}
     if body.title is not None:
@@ -404,6 +413,31 @@ async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
     except RunNotActiveError:
         raise HTTPException(409, f"run {run_id} is not active on this server") from None
     return run_view(await _run_or_404(request, run_id))
+
+
+@router.post("/runs/{run_id}/requests/{request_id}", tags=["runs"])
+async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: Request) -> dict[str, Any]:
+    """Answer what an ACP run asks (a ``request`` record): a permission request
+    (``{"decision": "allow-once" | "allow-always" | "reject"}``), a question
+    (``{"answers": [{"question_id", "option_ids"}]}`` or ``{"skip": true}``) or a plan
+    (``{"accept": true | false}``). Answers the ``answered`` record's payload once it is
+    stored. 404: no such run or request; 409: already answered (by a person, the timeout,
+    a cancel or a restart); 422: the body does not fit the request.
+    """
+    await _run_or_404(request, run_id)
+    runs = _runs(request)
+    try:
+        answer = getattr(runs, "answer", None)
+        if answer is not None:
+            return dict(await answer(run_id, request_id, body))
+        await answered_or_unknown(_store(request), run_id, request_id)
+    except UnknownRequestError:
+        raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}") from None
+    except AlreadyAnsweredError as e:
+        raise HTTPException(409, str(e)) from None
+    except ValueError as e:
+        raise HTTPException(422, str(e)) from None
+    raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}")  # pragma: no cover
 
 
 # ---- events and tool calls -----------------------------------------------------------
@@ -513,7 +547,7 @@ async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
     return {"tool_calls": [_tool_view(r, limit) for r in rows]}
 
 
-_ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "error": 2}
+_ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "request": 2, "error": 3}
 
 
 @router.get("/chats/{chat_id}/turns", tags=["chats"])
@@ -534,6 +568,9 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
         items.setdefault(str(row["run_id"]), []).append(text_item(row))
     for row in call_rows:
         items.setdefault(str(row["run_id"]), []).append(tool_call_item(row))
+    asked = await request_records(_store(request), [str(r["id"]) for r in run_rows])
+    for n, pair in enumerate(pair_requests(asked)):  # ACP chats: permissions, questions, plans
+        items.setdefault(str(pair["run_id"]), []).append({"type": "request", "index": n, **pair})
     runs = []
     for r in run_rows:
         mine = items.get(str(r["id"]), [])

@@ -25,6 +25,7 @@ from typing import Any
 from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
 from ..config import AgentConfig
 from ..runtime.sinks import HeldEventQueue
+from .requests import RunSteering
 from .settings import ServerSettings
 
 AgentStream = AsyncStreamingResponse
@@ -48,6 +49,8 @@ class AgentLaunch:
     model: str | None
     options: dict[str, Any]
     resume: str | None = None
+    steering: RunSteering | None = None
+    """ACP chats: the run's callbacks, which ask a person (:mod:`.requests`)."""
 
 
 def simulator_binary() -> str:
@@ -106,6 +109,13 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
         binary = simulator_binary() if settings.simulate else "agent"
     opts = launch.options
     env = agent_env(settings)
+    acp: dict[str, Any] = {}
+    if opts.get("transport") == "acp":
+        acp["transport"] = "acp"
+        steering = launch.steering
+        if steering is not None:  # a person answers (the server's own timeout applies)
+            acp.update(can_use_tool=steering.can_use_tool, on_question=steering.on_question,
+                       on_plan=steering.on_plan, permission_mode="ask")
     return AgentConfig(
         workspace=launch.workspace,
         model=launch.model,
@@ -121,10 +131,12 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
         idle_timeout=settings.idle_timeout,
         keep_events=False,
         keep_content=False,  # the server stores the events; it reads neither text nor outputs
+        **acp,
     )
 
 
 _QUEUES: weakref.WeakKeyDictionary[AgentStream, HeldEventQueue] = weakref.WeakKeyDictionary()
+_CLIENTS: weakref.WeakKeyDictionary[AgentStream, AsyncCursorAgentClient] = weakref.WeakKeyDictionary()
 
 
 def release_events(stream: AgentStream, n: int) -> None:
@@ -151,6 +163,7 @@ async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStr
     client = AsyncCursorAgentClient(agent_config(settings, launch))
     stream = client.query_stream(launch.prompt, read_ahead=queue)
     _QUEUES[stream] = queue
+    _CLIENTS[stream] = client
     return await stream.start()
 
 
@@ -165,5 +178,11 @@ async def wait_stream(stream: AgentStream) -> None:
 
 
 async def close_stream(stream: AgentStream) -> None:
-    """Release the stream: the client stops the process group if it still runs."""
-    await stream.aclose()
+    """Release the stream: the client stops the process group if it still runs (in ACP
+    mode, the run's own ``agent acp`` process: the next run loads the session again)."""
+    try:
+        await stream.aclose()
+    finally:
+        client = _CLIENTS.pop(stream, None)
+        if client is not None:
+            await client.aclose()

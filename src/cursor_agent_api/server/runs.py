@@ -49,6 +49,16 @@ from ..protocol import AgentEvent
 from .log import EventLog
 from .models import RunStatus
 from .procs import identity_alive, process_start_time, server_identity, stop_recorded_group
+from .requests import (
+    AlreadyAnsweredError,
+    AnswerIn,
+    RunRequests,
+    RunSteering,
+    UnknownRequestError,
+    close_open_requests,
+    pair_requests,
+    request_records,
+)
 from .runner import (
     AgentLaunch,
     AgentStream,
@@ -149,6 +159,7 @@ class ActiveRun:
     pending_events: int = 0
     pending_bytes: int = 0
     overflow: str | None = None
+    requests: RunRequests | None = None  # ACP chats: what the agent asks a person
 
     @property
     def run_id(self) -> str:
@@ -252,6 +263,10 @@ class RunManager:
                 found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
                 if found:
                     logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
+            await close_open_requests(
+                self.log, str(row["chat_id"]), str(row["id"]), by="restart",
+                reason="the server stopped while this request waited for an answer",
+            )
             fold = await load_run_fold(self.store, str(row["chat_id"]), str(row["id"]))
             await self._finish(
                 row,
@@ -308,6 +323,10 @@ class RunManager:
         """
         active = ActiveRun(run=dict(run), chat=chat)
         active.fold = RunFold(active.chat_id, active.run_id)
+        if (chat.get("options") or {}).get("transport") == "acp":
+            active.requests = RunRequests(
+                self.log, active.chat_id, active.run_id, self.settings.permission_timeout
+            )
         self._active[active.run_id] = active
         task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
         active.task = task
@@ -323,6 +342,8 @@ class RunManager:
             raise RunNotActiveError(f"run {run_id} is not active")
         active.cancel_requested = True
         await self._request_cancel(active)
+        if active.requests is not None:
+            await active.requests.close(by="cancel", reason="the run was cancelled")
         if active.task is not None:
             await asyncio.wait([active.task], timeout=wait)
 
@@ -335,6 +356,19 @@ class RunManager:
             except Exception:  # the process may already be gone
                 logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
         # "starting": _drive checks the flags as soon as the stream exists.
+
+    async def answer(self, run_id: str, request_id: str, body: AnswerIn) -> dict[str, Any]:
+        """A person's answer to a request of an active run (the answer record's payload).
+
+        Raises :class:`~.requests.UnknownRequestError` (404),
+        :class:`~.requests.AlreadyAnsweredError` (409) or ``ValueError`` (422: the body does
+        not fit the request). A run that is over: its requests are looked up in the store.
+        """
+        active = self._active.get(run_id)
+        if active is not None and active.requests is not None:
+            return await active.requests.answer(request_id, body)
+        await answered_or_unknown(self.store, run_id, request_id)
+        raise UnknownRequestError(request_id)  # pragma: no cover - answered_or_unknown raises
 
     # ---- the life of a run -------------------------------------------------------------
 
@@ -362,6 +396,11 @@ class RunManager:
             status, error, error_type = RunStatus.FAILED, describe_error(e), type(e).__name__
         finally:
             active.phase = "finishing"
+            if active.requests is not None:  # nobody can answer them any more
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(
+                        active.requests.close(by="run-end", reason="the run ended before an answer")
+                    )
             try:
                 await asyncio.shield(
                     self._finish_until_recorded(active, status, error=error, error_type=error_type, **extra)
@@ -470,6 +509,7 @@ class RunManager:
             model=chat.get("model"),
             options=dict(chat.get("options") or {}),
             resume=(fresh or chat).get("session_id"),
+            steering=RunSteering(active.requests) if active.requests is not None else None,
         )
         stream = await open_stream(self.settings, launch)
         active.stream = stream
@@ -747,3 +787,18 @@ class RunManager:
             changes=[closing or ()],
         )
         run.update(values)
+
+
+async def answered_or_unknown(store: Any, run_id: str, request_id: str) -> None:
+    """For a request of a run not active here: ``AlreadyAnsweredError`` (409) when the
+    store has it (every request of a finished run has its answer), else
+    ``UnknownRequestError`` (404)."""
+    for pair in pair_requests(await request_records(store, [run_id])):
+        if pair["request"].get("request_id") == request_id:
+            if pair["answer"] is None:  # waits in another process (a worker): not answerable here
+                raise AlreadyAnsweredError(
+                    f"request {request_id!r} waits in the process that runs its run (a worker): "
+                    "it cannot be answered through this server"
+                )
+            raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
+    raise UnknownRequestError(request_id)

@@ -109,6 +109,9 @@ class ServerSettings:
     ws_ping_interval: float = 20.0
     run_timeout: float | None = None
     idle_timeout: float | None = None
+    permission_timeout: float = 900.0
+    """Seconds an ACP chat's permission request, question or plan waits for an answer in the
+    page; then it is rejected (skipped) and its record says so (docs/server.md)."""
     session_idle_seconds: float = SESSION_IDLE_SECONDS
     session_max_seconds: float = SESSION_MAX_SECONDS
     login_failure_burst: int = 10

@@ -48,4 +48,5 @@ export const api = {
   createChat: (body) => call("POST", "/api/chats", body),
   startRun: (chatId, prompt) => call("POST", `/api/chats/${enc(chatId)}/runs`, { prompt }),
   cancelRun: (runId) => call("POST", `/api/runs/${enc(runId)}/cancel`),
+  answerRequest: (runId, requestId, body) => call("POST", `/api/runs/${enc(runId)}/requests/${enc(requestId)}`, body),
 };

@@ -224,6 +224,7 @@ async function onCreateChat(ev) {
       force: $("opt-force").checked,
       approve_mcps: $("opt-mcps").checked,
       stream_partial_output: $("opt-partial").checked,
+      transport: $("opt-transport").value,
     },
   };
   const model = $("new-model").value.trim();
@@ -271,7 +272,9 @@ async function openChat(id) {
   state.chat = chat;
   show("chat-view");
   showChatHeader();
-  state.timeline = new Timeline($("timeline"), $("result-bar"), { onRunChange, workspace: chat.workspace, chatId: id });
+  state.timeline = new Timeline($("timeline"), $("result-bar"), {
+    onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
+  });
   state.timeline.load(turns);
   updateRunControls();
   markCurrentInList();
@@ -290,9 +293,11 @@ function showChatHeader() {
   const title = showControls(chat.title || "Untitled chat");
   $("chat-title").textContent = title;
   document.title = `${title} — cursor-agent-api`;
-  const opts = Object.entries(chat.options || {}).filter(([, on]) => on).map(([k]) => k).join(", ");
-  $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", opts]
+  const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
+  const mode = chat.options?.transport === "acp" ? "ACP: you approve each tool call" : "print mode";
+  $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", mode, opts]
     .filter(Boolean).join(" · ");
+  $("chat-view").dataset.transport = chat.options?.transport || "print";
 }
 
 function onRunChange(changed) {
@@ -308,7 +313,8 @@ function onRunChange(changed) {
       state.listTimer = setTimeout(refreshChats, 250);
     }
   }
-  if (changed === run && !ACTIVE.has(run.status)) {
+  // ACP chats ask before each tool call (the cards): no "run again with --force" dead end.
+  if (changed === run && !ACTIVE.has(run.status) && state.chat?.options?.transport !== "acp") {
     const kinds = state.timeline.rejectedKinds(run.id);
     const changes = {};
     if (kinds.size && !state.chat?.options?.force) changes.force = true;
@@ -345,6 +351,7 @@ function toggleOptions(open) {
   const next = open ?? form.hidden;
   if (next && state.chat) {
     for (const [key, id] of Object.entries(OPTION_BOXES)) $(id).checked = Boolean(state.chat.options?.[key]);
+    $("copt-transport").value = state.chat.options?.transport === "acp" ? "acp" : "print";
   }
   form.hidden = !next;
   $("options-button").setAttribute("aria-expanded", String(next));
@@ -363,6 +370,7 @@ async function saveOptions(ev) {
   ev.preventDefault();
   const changes = {};
   for (const [key, id] of Object.entries(OPTION_BOXES)) changes[key] = $(id).checked;
+  changes.transport = $("copt-transport").value;
   try {
     await setOptions(changes);
     toggleOptions(false);
@@ -449,6 +457,16 @@ async function startPrompt(prompt) {
   await api.startRun(state.chat.id, prompt);
   showAlert("");
   refreshChats();
+}
+
+/** Answer a request of an ACP run (a card's button); the answer record's payload. */
+async function answerRequest(runId, requestId, body) {
+  try {
+    return await api.answerRequest(runId, requestId, body);
+  } catch (err) {
+    if (err.status === 401) showLogin("You were signed out: sign in again.");
+    throw err;
+  }
 }
 
 async function stopRun() {

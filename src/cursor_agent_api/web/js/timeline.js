@@ -17,6 +17,7 @@ import { renderMarkdown } from "./markdown.js";
 import { createCard, drawCard } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
 import { cutNote, wholeText } from "./cut.js";
+import { createRequestCard, focusRequest, showAnswer } from "./requests.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
@@ -59,12 +60,13 @@ function promptBlock(prompt) {
 
 export class Timeline {
   /** container: the stream element; resultBar: where the latest result goes. */
-  constructor(container, resultBar, { onRunChange, workspace, chatId } = {}) {
+  constructor(container, resultBar, { onRunChange, onAnswer, workspace, chatId } = {}) {
     this.container = container;
     this.workspace = workspace || "";
     this.chatId = chatId || "";
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
+    this.onAnswer = onAnswer || (() => Promise.reject(new Error("cannot answer here")));
     this.reset();
   }
 
@@ -79,6 +81,7 @@ export class Timeline {
     this.latestRun = null;
     this.lastError = null; // {el, message} of the last error block
     this.rejected = new Map(); // run id -> Set of the kinds of its rejected tool calls
+    this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
     this.dirty = new Set();
     this.frame = 0;
   }
@@ -115,6 +118,7 @@ export class Timeline {
       if (item.closed) this.thinking.done = true;
     } else if (item.type === "tool_call") this.card(runId, item.index, item.view);
     else if (item.type === "error") this.failure(item.text, null);
+    else if (item.type === "request") this.request(runId, item.request, item.answer, false);
   }
 
   /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
@@ -126,6 +130,13 @@ export class Timeline {
     else if (type === "connection" || type === "retry") {
       this.foldThinking();
       this.notice(type === "retry" ? "The agent is retrying a request…" : `Agent connection: ${rec.subtype || ""}`);
+    } else if (type === "request") {
+      if (rec.subtype === "answered") this.answered(rec.payload);
+      else this.request(rec.run_id, rec.payload, null, true);
+    } else if (type === "worker" && rec.subtype === "lost") {
+      this.notice(`Worker lost: ${rec.payload?.message || "the worker running this chat stopped answering"}`, "worker-lost");
+    } else if (type === "context" && rec.subtype === "reset") {
+      this.notice(`Context reset: ${rec.payload?.message || "this turn starts without the earlier turns"}`, "context-reset");
     }
     if (stick) this.scrollToEnd();
   }
@@ -284,6 +295,30 @@ export class Timeline {
       const url = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
       card.append(cutNote(url, null, (text) => card.append(wholeText(text))));
     }
+  }
+
+  /** A request of an ACP run (a permission, a question, a plan) as a card with its buttons;
+   * `answer` (if any) shows its decision instead. `live`: it just arrived (focus it). */
+  request(runId, request, answer, live) {
+    if (!request || !request.request_id || this.requests.has(request.request_id)) return;
+    this.foldThinking();
+    const card = createRequestCard(request, (body) => this.onAnswer(runId, request.request_id, body));
+    card.dataset.runId = runId || "";
+    this.requests.set(request.request_id, card);
+    this.container.append(card);
+    if (answer) showAnswer(card, answer);
+    else if (live) {
+      const a = document.activeElement;
+      const idle = !a || a === document.body || a === this.container || a.id === "stop-button"
+        || (a.id === "prompt" && !a.value);
+      if (idle) focusRequest(card);
+    }
+  }
+
+  /** An `answered` record: its card shows the decision. */
+  answered(answer) {
+    const card = answer && this.requests.get(answer.request_id);
+    if (card) showAnswer(card, answer);
   }
 
   /** The kinds of run `runId`'s rejected tool calls (not allowed in this chat); empty if none. */

@@ -1,0 +1,398 @@
+"""What an ACP run asks of a person: permission requests, questions and plans.
+
+In an ACP chat (chat option ``transport: "acp"``) the agent asks before a tool call it may
+not run on its own (``session/request_permission``), asks questions
+(``cursor/ask_question``) and proposes plans (``cursor/create_plan``). The client hands
+each one to the run's callbacks (:class:`RunSteering`); the callback
+
+1. stores a **request record** (``source: "server"``, ``type: "request"``, ``subtype``
+   ``permission`` | ``question`` | ``plan``, payload: ``request_id`` and what to show),
+   which the WebSocket pushes like any record;
+2. waits for the answer: ``POST /api/runs/{run_id}/requests/{request_id}`` (see
+   :class:`AnswerIn`), the server-side ``permission_timeout`` (rejected / skipped), the run's
+   cancel or end (``cancelled``);
+3. stores the **answer record** (``type: "request"``, ``subtype: "answered"``: the
+   ``decision``, ``by`` whom: ``user``, ``timeout``, ``cancel``, ``run-end``, ``restart``)
+   before the agent hears the answer.
+
+A request left open by a server that stopped is closed ``cancelled`` (``by: "restart"``) by
+the next start (:func:`close_open_requests`).
+
+Example:
+    >>> parse_answer("permission", {}, AnswerIn(decision="allow-always"))
+    {'decision': 'allow-always'}
+    >>> parse_answer("plan", {}, AnswerIn(decision="reject"))
+    Traceback (most recent call last):
+    ...
+    ValueError: a plan is answered with {"accept": true} or {"accept": false}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from sqlalchemy import and_, select
+
+from ..permissions import (
+    Accept,
+    Allow,
+    Answer,
+    Cancel,
+    Deny,
+    PermissionDecision,
+    PermissionRequest,
+    Plan,
+    PlanDecision,
+    QuestionDecision,
+    QuestionRequest,
+    Reject,
+    Skip,
+)
+from .log import EventLog
+from .models import events
+from .store import EventRecord, NewRecord, Store, now_ms
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+REQUEST_KINDS = ("permission", "question", "plan")
+"""The subtypes of request records; the answer's is ``answered``."""
+
+ANSWERED = "answered"
+
+_TIMEOUT_DECISION = {"permission": "reject", "question": "skipped", "plan": "rejected"}
+
+
+class QuestionAnswerIn(BaseModel):
+    """One question's answer: the ids of the options chosen."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question_id: str = Field(min_length=1, max_length=200)
+    option_ids: list[str] = Field(min_length=1, max_length=50)
+
+
+class AnswerIn(BaseModel):
+    """Body of ``POST /api/runs/{run_id}/requests/{request_id}``: exactly one of
+
+    * ``{"decision": "allow-once" | "allow-always" | "reject"}`` — a permission request;
+    * ``{"answers": [{"question_id": "q1", "option_ids": ["small"]}]}`` or ``{"skip": true}``
+      — a question;
+    * ``{"accept": true | false}`` — a plan;
+
+    with an optional ``reason`` (a rejection's, skip's; the agent is told).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["allow-once", "allow-always", "reject"] | None = None
+    answers: list[QuestionAnswerIn] | None = Field(None, min_length=1, max_length=20)
+    skip: Literal[True] | None = None
+    accept: StrictBool | None = None
+    reason: str | None = Field(None, max_length=1000)
+
+
+def parse_answer(kind: str, info: dict[str, Any], body: AnswerIn) -> dict[str, Any]:
+    """The answer record's fields for ``body`` answering a ``kind`` request whose record
+    said ``info``; ``ValueError`` (a 422, which never repeats the body) when it does not fit.
+
+    Example:
+        >>> q = {"questions": [{"id": "q1", "options": [{"id": "a"}, {"id": "b"}]}]}
+        >>> parse_answer("question", q, AnswerIn(answers=[{"question_id": "q1", "option_ids": ["b"]}]))
+        {'decision': 'answered', 'answers': [{'question_id': 'q1', 'option_ids': ['b']}]}
+        >>> parse_answer("question", q, AnswerIn(skip=True))
+        {'decision': 'skipped'}
+    """
+    given = [k for k in ("decision", "answers", "skip", "accept") if getattr(body, k) is not None]
+    out: dict[str, Any]
+    if kind == "permission":
+        if given != ["decision"]:
+            raise ValueError('a permission request is answered with {"decision": "allow-once"}, '
+                             '"allow-always" or "reject"')
+        out = {"decision": body.decision}
+    elif kind == "question":
+        if given not in (["answers"], ["skip"]):
+            raise ValueError('a question is answered with {"answers": [{"question_id": …, '
+                             '"option_ids": […]}]} or {"skip": true}')
+        if body.skip:
+            out = {"decision": "skipped"}
+        else:
+            valid = {str(q.get("id")): ({str(o.get("id")) for o in q.get("options") or []},
+                                        bool(q.get("allow_multiple")))
+                     for q in info.get("questions") or []}
+            answers = []
+            for a in body.answers or []:
+                if a.question_id not in valid:
+                    raise ValueError("an answer names a question this request does not ask")
+                options, multiple = valid[a.question_id]
+                if any(o not in options for o in a.option_ids):
+                    raise ValueError("an answer names an option the question does not offer")
+                if len(a.option_ids) > 1 and not multiple:
+                    raise ValueError("a single-choice question takes one option")
+                answers.append({"question_id": a.question_id, "option_ids": list(a.option_ids)})
+            out = {"decision": "answered", "answers": answers}
+    elif kind == "plan":
+        if given != ["accept"]:
+            raise ValueError('a plan is answered with {"accept": true} or {"accept": false}')
+        out = {"decision": "accepted" if body.accept else "rejected"}
+    else:  # pragma: no cover - records are written by this module only
+        raise ValueError(f"unknown request kind {kind!r}")
+    if body.reason:
+        out["reason"] = body.reason
+    return out
+
+
+class UnknownRequestError(LookupError):
+    """No such request in this run (404)."""
+
+
+class AlreadyAnsweredError(Exception):
+    """The request has its answer already (409)."""
+
+
+@dataclass(eq=False)
+class PendingRequest:
+    """A request of an active run: what its record said, and its answer once given."""
+
+    id: str
+    kind: str
+    info: dict[str, Any]
+    future: asyncio.Future[dict[str, Any]]
+    answer: dict[str, Any] | None = None
+
+
+@dataclass(eq=False)
+class RunRequests:
+    """The requests of one active run, and how to store their records."""
+
+    log: EventLog
+    chat_id: str
+    run_id: str
+    timeout: float | None
+    requests: dict[str, PendingRequest] = field(default_factory=dict)
+
+    def _record(self, subtype: str, payload: dict[str, Any]) -> NewRecord:
+        return NewRecord("server", "request", subtype, payload, None, self.run_id)
+
+    async def ask(self, kind: str, info: dict[str, Any]) -> dict[str, Any]:
+        """Store the request record, wait for its answer (or the timeout); the answer's fields."""
+        rid = uuid.uuid4().hex
+        pending = PendingRequest(rid, kind, info, asyncio.get_running_loop().create_future())
+        payload = {"request_id": rid, "kind": kind, **info, "timeout_s": self.timeout}
+        self.requests[rid] = pending
+        await self.log.append(self.chat_id, [self._record(kind, payload)])
+        try:
+            return await asyncio.wait_for(asyncio.shield(pending.future), self.timeout)
+        except TimeoutError:
+            reason = f"no answer within {self.timeout:g} s (permission_timeout)"
+            return await self.settle(pending, {"decision": _TIMEOUT_DECISION[kind], "reason": reason},
+                                     by="timeout")
+
+    async def settle(self, pending: PendingRequest, fields: dict[str, Any], *, by: str) -> dict[str, Any]:
+        """Give ``pending`` its answer (once: a later one gets the first), store the answer
+        record, then let the waiting callback go on."""
+        if pending.answer is not None:
+            return await asyncio.shield(pending.future)
+        answer = {"request_id": pending.id, "kind": pending.kind, **fields, "by": by,
+                  "answered_ms": now_ms()}
+        pending.answer = answer
+        try:
+            await self.log.append(self.chat_id, [self._record(ANSWERED, answer)])
+        except Exception:
+            logger.exception("could not store the answer to request %s", pending.id)
+        finally:
+            if not pending.future.done():
+                pending.future.set_result(answer)
+        return answer
+
+    async def answer(self, request_id: str, body: AnswerIn) -> dict[str, Any]:
+        """A person's answer (the endpoint)."""
+        pending = self.requests.get(request_id)
+        if pending is None:
+            raise UnknownRequestError(request_id)
+        if pending.answer is not None:
+            raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
+        fields = parse_answer(pending.kind, pending.info, body)
+        return await self.settle(pending, fields, by="user")
+
+    async def close(self, *, by: str, reason: str) -> None:
+        """Answer every open request ``cancelled`` (the run is cancelled or over)."""
+        for pending in list(self.requests.values()):
+            if pending.answer is None:
+                await self.settle(pending, {"decision": "cancelled", "reason": reason}, by=by)
+
+    def open_count(self) -> int:
+        """How many requests wait for an answer."""
+        return sum(1 for p in self.requests.values() if p.answer is None)
+
+
+# ---- what a request shows ------------------------------------------------------------
+
+
+def permission_info(request: PermissionRequest) -> dict[str, Any]:
+    """What a permission request's record shows: the tool call (kind, command, path, diff,
+    MCP server and tool), why the agent asks, the options it offers.
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> info = permission_info(PermissionRequest("s", ToolCall("c", ToolKind.SHELL,
+        ...                        args={"command": "ls"})))
+        >>> info["tool"]["kind"], info["tool"]["command"]
+        ('shell', 'ls')
+    """
+    tool = request.tool_call
+    view = {
+        "call_id": tool.call_id,
+        "kind": tool.kind.value,
+        "title": request.title or None,
+        "summary": tool.summary() or None,
+        "command": request.command,
+        "path": request.path,
+        "diff": request.diff,
+        "mcp_server": request.mcp_server,
+        "mcp_tool": request.mcp_tool,
+    }
+    return {
+        "tool": {k: v for k, v in view.items() if v is not None},
+        "reason": request.reason,
+        "options": [{"id": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
+    }
+
+
+def question_info(request: QuestionRequest) -> dict[str, Any]:
+    """What a question's record shows: its title and questions with their options."""
+    return {
+        "title": request.title,
+        "questions": [
+            {"id": q.id, "prompt": q.prompt, "allow_multiple": q.allow_multiple,
+             "options": [{"id": o.id, "label": o.label} for o in q.options]}
+            for q in request.questions
+        ],
+    }
+
+
+def plan_info(plan: Plan) -> dict[str, Any]:
+    """What a plan's record shows: its name, overview, text and todos."""
+    return {"name": plan.name, "overview": plan.overview, "plan": plan.plan, "todos": plan.todos}
+
+
+@dataclass(eq=False)
+class RunSteering:
+    """The client's ``can_use_tool``, ``on_question`` and ``on_plan`` for one run: each asks
+    a person through :class:`RunRequests`."""
+
+    requests: RunRequests
+
+    async def can_use_tool(self, request: PermissionRequest) -> PermissionDecision:
+        """Allow once / always, reject, or cancel (the run was cancelled meanwhile)."""
+        answer = await self.requests.ask("permission", permission_info(request))
+        decision = answer.get("decision")
+        if decision == "allow-once":
+            return Allow()
+        if decision == "allow-always":
+            return Allow(remember=True)
+        if decision == "cancelled":
+            return Cancel()
+        return Deny(str(answer.get("reason") or "rejected in the page"))
+
+    async def on_question(self, request: QuestionRequest) -> QuestionDecision:
+        """The options chosen, or skipped."""
+        answer = await self.requests.ask("question", question_info(request))
+        if answer.get("decision") == "answered":
+            return Answer({a["question_id"]: a["option_ids"] for a in answer.get("answers") or []})
+        return Skip(str(answer.get("reason") or answer.get("decision") or "skipped"))
+
+    async def on_plan(self, plan: Plan) -> PlanDecision:
+        """Accepted or rejected."""
+        answer = await self.requests.ask("plan", plan_info(plan))
+        if answer.get("decision") == "accepted":
+            return Accept()
+        return Reject(str(answer.get("reason") or answer.get("decision") or "rejected"))
+
+
+# ---- stored requests -----------------------------------------------------------------
+
+
+async def request_records(store: Store, run_ids: Sequence[str]) -> list[EventRecord]:
+    """The request and answer records of these runs, in seq order (indexed by run)."""
+    if not run_ids:
+        return []
+    q = (
+        select(events.c.seq, events.c.chat_id, events.c.run_id, events.c.ts_ms, events.c.source,
+               events.c.type, events.c.subtype, events.c.payload, events.c.raw)
+        .where(and_(events.c.run_id.in_(list(run_ids)), events.c.type == "request",
+                    events.c.source == "server"))
+        .order_by(events.c.seq)
+    )
+    async with store.engine.connect() as conn:
+        rows = list(await conn.execute(q))
+    out = []
+    for row in rows:
+        rec = EventRecord.from_row(row)
+        if isinstance(rec.payload, (bytes, str)):
+            rec.payload = orjson.loads(rec.payload)
+        out.append(rec)
+    return out
+
+
+def pair_requests(records: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    """Each request with its answer (``None`` while open), in the order they were asked.
+
+    Example:
+        >>> ask = EventRecord(4, "c", "r", 0, "server", "request", "question", {"request_id": "x"}, None)
+        >>> done = EventRecord(6, "c", "r", 0, "server", "request", "answered",
+        ...                    {"request_id": "x", "decision": "skipped"}, None)
+        >>> pair_requests([ask, done])[0]["answer"]["decision"]
+        'skipped'
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for rec in records:
+        rid = str(rec.payload.get("request_id") or "")
+        if rec.subtype in REQUEST_KINDS:
+            found[rid] = {"seq": rec.seq, "run_id": rec.run_id, "request": rec.payload, "answer": None}
+        elif rec.subtype == ANSWERED and rid in found:
+            found[rid]["answer"] = rec.payload
+    return list(found.values())
+
+
+async def close_open_requests(log: EventLog, chat_id: str, run_id: str, *, by: str,
+                              reason: str) -> int:
+    """Answer ``cancelled`` every request of a run that a stopped server left open; how many."""
+    open_ = [p for p in pair_requests(await request_records(log.store, [run_id])) if p["answer"] is None]
+    if not open_:
+        return 0
+    stamp = now_ms()
+    await log.append(chat_id, [
+        NewRecord("server", "request", ANSWERED,
+                  {"request_id": p["request"].get("request_id"), "kind": p["request"].get("kind"),
+                   "decision": "cancelled", "reason": reason, "by": by, "answered_ms": stamp},
+                  None, run_id)
+        for p in open_
+    ])
+    return len(open_)
+
+
+__all__ = [
+    "ANSWERED",
+    "REQUEST_KINDS",
+    "AlreadyAnsweredError",
+    "AnswerIn",
+    "PendingRequest",
+    "QuestionAnswerIn",
+    "RunRequests",
+    "RunSteering",
+    "UnknownRequestError",
+    "close_open_requests",
+    "pair_requests",
+    "parse_answer",
+    "permission_info",
+    "plan_info",
+    "question_info",
+    "request_records",
+]

@@ -1,0 +1,108 @@
+"""ACP chats in the page (issue 14 point 5): a person approves a shell command on its card and
+sees its output, rejects another and sees it rejected, answers a question — by keyboard and
+mouse — and the decisions are still shown after a reload. No "run with --force" dead end."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.sync_api import Page, expect
+from server_helpers import Server
+
+
+def open_ui(context: Any, server: Server) -> Page:
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.errors = errors  # type: ignore[attr-defined]
+    page.goto(f"{server.url}/?token={server.token}")
+    expect(page.locator("#conn, #welcome-view, #chat-view").first).to_be_attached()
+    return page
+
+
+def send(page: Page, prompt: str) -> None:
+    expect(page.locator("#stop-button")).to_be_hidden()
+    box = page.get_by_label("Prompt")
+    box.fill(prompt)
+    box.press("Enter")
+
+
+def test_approve_reject_and_answer_on_the_cards(make_server: Any, browser: Any, shot: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    page.get_by_role("button", name="New chat").click()
+    page.get_by_label("Folder inside it (optional)").fill("project")
+    page.get_by_label("How the agent runs").select_option("acp")
+    page.get_by_role("button", name="Create chat").click()
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#chat-meta")).to_contain_text("ACP")
+
+    # 1. Approve, by keyboard: the card takes the focus; Enter presses "Allow once".
+    send(page, "run `echo approved-by-a-person`")
+    card = page.locator(".card.request-permission").first
+    expect(card.locator(".card-kind")).to_contain_text("Shell command")
+    expect(card.locator(".request-what")).to_have_text("echo approved-by-a-person")
+    allow = card.get_by_role("button", name="Allow once")
+    expect(allow).to_be_focused()
+    expect(card.get_by_role("button", name="Always allow")).to_be_visible()
+    shot(page, "permission")
+    page.keyboard.press("Enter")
+    expect(card).to_have_attribute("data-decision", "allow-once")
+    expect(card.locator(".request-decision")).to_have_text("Allowed once")
+    expect(card.get_by_role("button")).to_have_count(0)
+    shell = page.locator(".card.tool-shell").first
+    expect(shell).to_have_attribute("data-status", "succeeded")
+    expect(shell.locator("details.card-output").first).to_contain_text("approved-by-a-person")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+
+    # 2. Reject with the mouse: the call does not run; no "allow tools and run again" offer.
+    send(page, "run `echo must-not-run`")
+    card2 = page.locator(".card.request-permission").nth(1)
+    card2.get_by_role("button", name="Reject").click()
+    expect(card2).to_have_attribute("data-decision", "reject")
+    expect(card2.locator(".request-decision")).to_have_text("Rejected")
+    shell2 = page.locator(".card.tool-shell").nth(1)
+    expect(shell2).not_to_have_attribute("data-status", "running")
+    expect(shell2).not_to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#result-bar")).to_be_visible()
+    expect(page.locator(".offer")).to_have_count(0)
+    assert not any("must-not-run" in t for t in shell2.locator("pre").all_text_contents())
+
+    # 3. A question: pick the second option, Answer.
+    send(page, "ask me how to proceed")
+    q = page.locator(".card.request-question")
+    expect(q.locator("legend")).to_have_text("How should I proceed?")
+    q.get_by_label("Stop").check()
+    q.get_by_role("button", name="Answer").click()
+    expect(q).to_have_attribute("data-decision", "answered")
+    expect(q.locator(".request-decision")).to_have_text("Answered: Stop")
+    expect(page.locator("#stop-button")).to_be_hidden()
+    shot(page, "answered")
+
+    # 4. After a reload the chat opens with its cards and their decisions.
+    page.reload()
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator(".card.request")).to_have_count(3)
+    decisions = page.eval_on_selector_all(".card.request", "cs => cs.map(c => c.dataset.decision)")
+    assert decisions == ["allow-once", "reject", "answered"]
+    expect(page.locator(".card.request .request-actions")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_escape_rejects_and_the_header_names_the_mode(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = c.post("/api/chats", json={"workspace": "project",
+                                           "options": {"trust": True, "transport": "acp"}}).json()
+    page = open_ui(browser, server)
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#chat-meta")).to_contain_text(re.compile("ACP"))
+    send(page, "run `echo escape-me`")
+    card = page.locator(".card.request-permission")
+    expect(card.get_by_role("button", name="Allow once")).to_be_focused()
+    page.keyboard.press("Escape")  # answers the card; it does not stop the run
+    expect(card).to_have_attribute("data-decision", "reject")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    assert page.errors == []  # type: ignore[attr-defined]
