@@ -11,13 +11,17 @@ the writer's ``time.monotonic_ns()``, a clock shared by all processes on Linux):
 * **throughput**: events/s from the first event to the last of a ``--tput``-line stream
   written as fast as the pipe takes it.
 
-Within each repeat every side runs once, in a shuffled order: the bare loop, the sync
-``query_stream`` of this working tree, and of each ``--baseline`` revision (its ``src`` from
+Within each repeat every side runs once, in a shuffled order: the bare loop, the
+``query_stream`` of this working tree (``--flavour``: sync or async, ``keep_events`` True or
+False; the async face is the core without the thread hop, for context), and of each
+``--baseline`` revision (its ``src`` from
 ``git archive``, through ``PYTHONPATH``; default ``4d86a18``, the last "pull mode" sync
 stream with its second stdout reader in the consumer's thread). Each figure is divided by the
 bare loop's figure *of the same repeat*, and the table gives the median of those ratios over
 the repeats, with their interquartile range: the load moves the bare loop and the client
-together, so the ratio is steadier than either. Never run as a test.
+together, so the ratio is steadier than either. ``--switchinterval S`` adds this tree's first
+flavour with ``sys.setswitchinterval(S)`` set in its interpreter: a measure of what the GIL's
+hand-over costs, not a setting the client makes. Never run as a test.
 """
 
 from __future__ import annotations
@@ -39,9 +43,13 @@ CHILD = r"""
 import json, sys, tempfile
 sys.path.insert(0, {bench!r})
 import bench_client as b
-flavour, n_lat, n_tput = {flavour!r}, {n_lat}, {n_tput}
+flavour, n_lat, n_tput, interval = {flavour!r}, {n_lat}, {n_tput}, {interval!r}
+if interval is not None:
+    sys.setswitchinterval(interval)
+keep = flavour.endswith("keep_events=True")
 fn = b.bare if flavour == "bare" else (
-    lambda a, m, n: b.client_sync(a, m, n, flavour == "sync keep_events=True"))
+    (lambda a, m, n: b.client_async(a, m, n, keep)) if flavour.startswith("async") else
+    (lambda a, m, n: b.client_sync(a, m, n, keep)))
 with tempfile.TemporaryDirectory() as tmp:
     agent = b.make_stand_in(tmp)
     fn(agent, "throughput", 2000)  # warm: imports, first spawn
@@ -50,12 +58,15 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps([b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate]))
 """
 
-FLAVOURS = ("sync keep_events=True", "sync keep_events=False")
+FLAVOURS = ("sync keep_events=True", "sync keep_events=False", "async keep_events=True",
+            "async keep_events=False")
 
 
-def run_one(src: Path, flavour: str, n_lat: int, n_tput: int) -> list[float]:
+def run_one(src: Path, flavour: str, n_lat: int, n_tput: int,
+            interval: float | None = None) -> list[float]:
     """[p50 µs, p99 µs, events/s] of one side in a fresh interpreter."""
-    code = CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat, n_tput=n_tput)
+    code = CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat, n_tput=n_tput,
+                        interval=interval)
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout
@@ -79,12 +90,16 @@ def main() -> None:
     parser.add_argument("--tput", type=int, default=100_000, help="throughput lines")
     parser.add_argument("--flavour", choices=FLAVOURS, action="append", default=None)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--switchinterval", type=float, default=None,
+                        help="also run this tree's first flavour with sys.setswitchinterval(S) "
+                             "in its interpreter (a measure only: the client never sets it)")
     args = parser.parse_args()
     baselines = args.baseline or ["4d86a18"]
     flavours = args.flavour or [FLAVOURS[0]]
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        sides: dict[str, tuple[Path, str]] = {"bare": (ROOT / "src", "bare")}
+        sides: dict[str, tuple[Path, str, float | None]] = {
+            "bare": (ROOT / "src", "bare", None)}
         for rev in baselines:
             dest = Path(tmp) / rev
             dest.mkdir()
@@ -92,24 +107,27 @@ def main() -> None:
                                      check=True, capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
             for flavour in flavours:
-                sides[f"{rev} {flavour}"] = (dest / "src", flavour)
+                sides[f"{rev} {flavour}"] = (dest / "src", flavour, None)
         for flavour in flavours:
-            sides[f"this tree {flavour}"] = (ROOT / "src", flavour)
+            sides[f"this tree {flavour}"] = (ROOT / "src", flavour, None)
+        if args.switchinterval is not None:
+            sides[f"this tree {flavours[0]}, switch {args.switchinterval:g} s"] = (
+                ROOT / "src", flavours[0], args.switchinterval)
         runs: dict[str, list[list[float]]] = {k: [] for k in sides}
         loads: list[float] = []
         for i in range(args.repeats):
             order = list(sides)
             rng.shuffle(order)
             for label in order:
-                src, flavour = sides[label]
-                runs[label].append(run_one(src, flavour, args.lines, args.tput))
+                src, flavour, interval = sides[label]
+                runs[label].append(run_one(src, flavour, args.lines, args.tput, interval))
             loads.append(os.getloadavg()[0])
             print(f"repeat {i + 1}/{args.repeats} done, load {loads[-1]:.1f}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, repeats={args.repeats}, "
           f"load average {min(loads):.1f}-{max(loads):.1f}; {args.lines} latency lines 1 ms "
           f"apart, {args.tput:,} throughput lines; ratios to the bare loop of the same repeat, "
           "median [interquartile range]")
-    print(f"{'side':42s} {'p50 µs':>7s} {'p50 x bare':>18s} {'p99 µs':>8s} "
+    print(f"{'side':50s} {'p50 µs':>7s} {'p50 x bare':>18s} {'p99 µs':>8s} "
           f"{'p99 x bare (<=1.5)':>19s} {'events/s':>9s} {'x bare (>=0.25)':>18s}")
     bare = runs["bare"]
     for label, results in runs.items():
@@ -118,7 +136,7 @@ def main() -> None:
             absolute = statistics.median(r[k] for r in results)
             q1, med, q3 = quartiles([r[k] / b[k] for r, b in zip(results, bare, strict=True)])
             cols.append(f"{absolute:9,.1f} {med:5.2f} [{q1:4.2f}-{q3:4.2f}]")
-        print(f"{label:42s} " + "  ".join(cols))
+        print(f"{label:50s} " + "  ".join(cols))
 
 
 if __name__ == "__main__":
