@@ -1,14 +1,27 @@
-"""The sync stream before and after issue 13's one-stdout-path change, side by side in one run.
+"""The sync stream against a bare ``Popen`` + ``readline`` loop: old and new code interleaved.
 
-Run: ``.venv/bin/python bench/bench_sync_path.py [--baseline REV] [--repeats N]``
+Run: ``.venv/bin/python bench/bench_sync_path.py [--baseline REV ...] [--repeats N]``
 
-``bench_client.py`` measures the client against a bare ``Popen`` + ``readline`` loop; this
-driver runs its sync flavours (and the bare loop) from two copies of the package in turn,
-within each repeat: the working tree, and ``--baseline`` (a git revision, default
-``4d86a18``: the last commit with the sync stream's "pull mode", a second stdout reader in
-the consumer's thread). Each side runs in its own interpreter, with ``PYTHONPATH`` at its
-``src``; medians over the repeats, each ratio against the bare loop of the same interpreter.
-Never run as a test: figures depend on the machine; BENCHMARKS.md records them.
+Built for a small, noisy machine (2 cores shared with other work). Each measurement is one
+fresh interpreter running one side on the stand-in agent of ``bench_client.py`` (lines carry
+the writer's ``time.monotonic_ns()``, a clock shared by all processes on Linux):
+
+* **latency**: ``--lines`` lines written 1 ms apart; per line, the consumer's receive time
+  minus the writer's timestamp; the run's p50 and p99;
+* **throughput**: events/s from the first event to the last of a ``--tput``-line stream
+  written as fast as the pipe takes it.
+
+Within each repeat every side runs once, in a shuffled order: the bare loop, the
+``query_stream`` of this working tree (``--flavour``: sync or async, ``keep_events`` True or
+False; the async face is the core without the thread hop, for context), and of each
+``--baseline`` revision (its ``src`` from
+``git archive``, through ``PYTHONPATH``; default ``4d86a18``, the last "pull mode" sync
+stream with its second stdout reader in the consumer's thread). Each figure is divided by the
+bare loop's figure *of the same repeat*, and the table gives the median of those ratios over
+the repeats, with their interquartile range: the load moves the bare loop and the client
+together, so the ratio is steadier than either. ``--switchinterval S`` adds this tree's first
+flavour with ``sys.setswitchinterval(S)`` set in its interpreter: a measure of what the GIL's
+hand-over costs, not a setting the client makes. Never run as a test.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -29,58 +43,100 @@ CHILD = r"""
 import json, sys, tempfile
 sys.path.insert(0, {bench!r})
 import bench_client as b
-n_lat, n_tput = {n_lat}, {n_tput}
+flavour, n_lat, n_tput, interval = {flavour!r}, {n_lat}, {n_tput}, {interval!r}
+if interval is not None:
+    sys.setswitchinterval(interval)
+keep = flavour.endswith("keep_events=True")
+fn = b.bare if flavour == "bare" else (
+    (lambda a, m, n: b.client_async(a, m, n, keep)) if flavour.startswith("async") else
+    (lambda a, m, n: b.client_sync(a, m, n, keep)))
 with tempfile.TemporaryDirectory() as tmp:
     agent = b.make_stand_in(tmp)
-    out = {{}}
-    for name, fn in [("bare", b.bare),
-                     ("sync keep_events=True", lambda a, m, n: b.client_sync(a, m, n, True)),
-                     ("sync keep_events=False", lambda a, m, n: b.client_sync(a, m, n, False))]:
-        lat = fn(agent, "latency", n_lat)[0]
-        rate = fn(agent, "throughput", n_tput)[1]
-        out[name] = [b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate]
-print(json.dumps(out))
+    fn(agent, "throughput", 2000)  # warm: imports, first spawn
+    lat = fn(agent, "latency", n_lat)[0]
+    rate = fn(agent, "throughput", n_tput)[1]
+print(json.dumps([b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate]))
 """
 
+FLAVOURS = ("sync keep_events=True", "sync keep_events=False", "async keep_events=True",
+            "async keep_events=False")
 
-def run_side(src: Path, n_lat: int, n_tput: int) -> dict[str, list[float]]:
-    code = CHILD.format(bench=str(HERE), n_lat=n_lat, n_tput=n_tput)
+
+def run_one(src: Path, flavour: str, n_lat: int, n_tput: int,
+            interval: float | None = None) -> list[float]:
+    """[p50 µs, p99 µs, events/s] of one side in a fresh interpreter."""
+    code = CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat, n_tput=n_tput,
+                        interval=interval)
     env = {**os.environ, "PYTHONPATH": str(src)}
     out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile)."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="4d86a18")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline", action="append", default=None,
+                        help="a git revision to compare (repeatable; default 4d86a18)")
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--lines", type=int, default=1000, help="latency lines (1 ms apart)")
     parser.add_argument("--tput", type=int, default=100_000, help="throughput lines")
+    parser.add_argument("--flavour", choices=FLAVOURS, action="append", default=None)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--switchinterval", type=float, default=None,
+                        help="also run this tree's first flavour with sys.setswitchinterval(S) "
+                             "in its interpreter (a measure only: the client never sets it)")
     args = parser.parse_args()
+    baselines = args.baseline or ["4d86a18"]
+    flavours = args.flavour or [FLAVOURS[0]]
+    rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
-        base = Path(tmp)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline, "src"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
-        sides = {f"before ({args.baseline})": base / "src", "after (working tree)": ROOT / "src"}
-        runs: dict[str, list[dict[str, list[float]]]] = {k: [] for k in sides}
-        for _ in range(args.repeats):
-            for label, src in sides.items():
-                runs[label].append(run_side(src, args.lines, args.tput))
+        sides: dict[str, tuple[Path, str, float | None]] = {
+            "bare": (ROOT / "src", "bare", None)}
+        for rev in baselines:
+            dest = Path(tmp) / rev
+            dest.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"],
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+            for flavour in flavours:
+                sides[f"{rev} {flavour}"] = (dest / "src", flavour, None)
+        for flavour in flavours:
+            sides[f"this tree {flavour}"] = (ROOT / "src", flavour, None)
+        if args.switchinterval is not None:
+            sides[f"this tree {flavours[0]}, switch {args.switchinterval:g} s"] = (
+                ROOT / "src", flavours[0], args.switchinterval)
+        runs: dict[str, list[list[float]]] = {k: [] for k in sides}
+        loads: list[float] = []
+        for i in range(args.repeats):
+            order = list(sides)
+            rng.shuffle(order)
+            for label in order:
+                src, flavour, interval = sides[label]
+                runs[label].append(run_one(src, flavour, args.lines, args.tput, interval))
+            loads.append(os.getloadavg()[0])
+            print(f"repeat {i + 1}/{args.repeats} done, load {loads[-1]:.1f}", file=sys.stderr)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, repeats={args.repeats}, "
-          f"{args.lines} latency lines 1 ms apart, {args.tput} throughput lines")
-    print("side / flavour                               p50 µs (x bare)   p99 µs (x bare)   "
-          "events/s (x bare)")
+          f"load average {min(loads):.1f}-{max(loads):.1f}; {args.lines} latency lines 1 ms "
+          f"apart, {args.tput:,} throughput lines; ratios to the bare loop of the same repeat, "
+          "median [interquartile range]")
+    print(f"{'side':50s} {'p50 µs':>7s} {'p50 x bare':>18s} {'p99 µs':>8s} "
+          f"{'p99 x bare (<=1.5)':>19s} {'events/s':>9s} {'x bare (>=0.25)':>18s}")
+    bare = runs["bare"]
     for label, results in runs.items():
-        def med(name: str, i: int, results: list[dict[str, list[float]]] = results) -> float:
-            return statistics.median(r[name][i] for r in results)
-
-        b50, b99, brate = med("bare", 0), med("bare", 1), med("bare", 2)
-        for name in results[0]:
-            p50, p99, rate = med(name, 0), med(name, 1), med(name, 2)
-            print(f"{label:22s} {name:22s} {p50:7.1f} ({p50 / b50:4.2f}x)  "
-                  f"{p99:7.1f} ({p99 / b99:4.2f}x)  {rate:10,.0f} ({rate / brate:4.2f})")
+        cols = []
+        for k in range(3):
+            absolute = statistics.median(r[k] for r in results)
+            q1, med, q3 = quartiles([r[k] / b[k] for r, b in zip(results, bare, strict=True)])
+            cols.append(f"{absolute:9,.1f} {med:5.2f} [{q1:4.2f}-{q3:4.2f}]")
+        print(f"{label:50s} " + "  ".join(cols))
 
 
 if __name__ == "__main__":
