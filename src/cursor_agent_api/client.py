@@ -121,6 +121,19 @@ def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | b
     return open_turn(tools, config, lambda turn_config: acp.open(turn_config, prompt, sink))
 
 
+async def _stop_start(run: Turn, starting: concurrent.futures.Future[None]) -> None:
+    """After an interrupted start: let the cancelled start unwind, then stop the turn."""
+    with contextlib.suppress(BaseException):
+        await asyncio.wrap_future(starting)
+    if run.done:
+        return
+    if starting.cancelled() or starting.exception() is not None:
+        if run.pid is not None:  # unwound part-way, after the spawn
+            run.cancel(signal_module.SIGKILL)
+    else:  # started: cancel as a turn is cancelled (ACP keeps the session)
+        run.cancel(signal_module.SIGTERM)
+
+
 def _make_tools(tools: Any) -> Any:
     if tools is None:
         return None
@@ -501,12 +514,17 @@ class CursorAgentClient:
 
             run.add_done_callback(done)
 
+        starting = portal.submit(start)
         try:
-            portal.call(start)
+            starting.result()
         except BaseException:
-            if run.pid is not None:  # interrupted right after the spawn
-                portal.call_soon(run.cancel, signal_module.SIGKILL)
-            portal.release()
+            # interrupted (Ctrl-C) while the agent starts: stop the start where it is (an ACP
+            # turn must not go on to send its prompt) and the process if it was spawned
+            starting.cancel()
+            with contextlib.suppress(BaseException):
+                portal.call(_stop_start, run, starting)
+            if not starting.done() or starting.cancelled() or starting.exception() is not None:
+                portal.release()  # else the turn's done callback releases it when it ends
             raise
         return run, finished
 

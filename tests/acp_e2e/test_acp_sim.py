@@ -274,3 +274,22 @@ def test_with_changes_on_a_sync_acp_stream_sees_every_fold(sim: Sim) -> None:
     assert len(pairs) == stream.transcript.event_count == len(result.events)
     assert [e for e, _ in pairs] == result.events
     assert any(c.kind == "text_appended" for _, changes in pairs for c in changes)
+
+
+def test_ctrl_c_while_the_agent_starts_sends_no_prompt_and_the_next_turn_works(sim: Sim) -> None:
+    """A KeyboardInterrupt while ``agent acp`` initializes: the start stops where it is (the
+    prompt is never sent), and the client's next turn starts the agent again."""
+    import _thread
+    import threading
+
+    config = sim.config(fault="slow-start", env={"CURSOR_AGENT_SIM_DELAY": "2"})
+    with CursorAgentClient(config) as client:
+        timer = threading.Timer(0.7, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            client.query_stream("say hello")
+        timer.join()
+        after = client.query("what is 2+2?")
+    assert after.success and "4" in after.result
+    prompts = [f for f in sim.client_frames() if f.get("method") == "session/prompt"]
+    assert ["say hello" in json.dumps(f) for f in prompts] == [False]

@@ -66,3 +66,25 @@ def test_ctrl_c_cancels_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
         assert finish(child) == 0
     finally:
         child.terminate(force=True)
+
+
+def test_ctrl_c_while_the_agent_is_starting_cancels_the_turn_and_the_chat_goes_on(
+        tmp_path: Path) -> None:
+    """Ctrl-C before the first frame (``agent acp`` still starting): no "Aborted!", the chat
+    goes on, and the next prompt runs."""
+    child, _ = spawn(tmp_path, ["chat"], CURSOR_AGENT_SIM_FAULT="slow-start",
+                     CURSOR_AGENT_SIM_DELAY="3")
+    try:
+        child.expect("› ")
+        child.sendline("say hello")
+        child.expect("working")  # the turn's view: the agent is still starting
+        child.sendintr()
+        child.expect("turn cancelled — the chat goes on")
+        child.expect("› ")
+        child.sendline("what is 2+2?")
+        child.expect("4")
+        child.expect("› ")
+        child.sendeof()
+        assert finish(child) == 0
+    finally:
+        child.terminate(force=True)

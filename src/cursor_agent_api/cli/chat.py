@@ -102,12 +102,14 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
                 outcome = run_turn(session, prompt, view, recorder, saved=saved,
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
-                stop = getattr(view, "stop", None)
-                if stop is not None:
-                    stop()
+                _stop(view)
                 console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
                 status = 1
                 break
+            except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on
+                _stop(view)
+                console.print("⊘ turn cancelled — the chat goes on", style="yellow")
+                continue
             if outcome.interrupted:
                 console.print("⊘ turn cancelled — the chat goes on", style="yellow")
             elif not outcome.result.success and not outcome.result.cancelled:
@@ -124,6 +126,12 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
             style="dim",
         )
     sys.exit(status)
+
+
+def _stop(view: object) -> None:
+    stop = getattr(view, "stop", None)
+    if stop is not None:
+        stop()
 
 
 def _read_line() -> str:

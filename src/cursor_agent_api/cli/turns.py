@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from ..errors import CursorAgentError
 from ..protocol import AgentEvent, AgentResult
 from ..sessions import ConversationSession
 from .options import continue_command
@@ -67,6 +68,12 @@ class TurnOutcome:
         return 1
 
 
+def _not_started() -> AgentResult:
+    error = "interrupted while the agent was starting; the prompt was not sent"
+    return AgentResult(success=False, result="", session_id=None, error=error,
+                       exception=CursorAgentError(error), cancelled=True)
+
+
 def run_turn(
     session: ConversationSession,
     prompt: str,
@@ -85,7 +92,14 @@ def run_turn(
     if steering is not None:
         steering.view = view
         steering.reset()
-    stream = session.send_stream(prompt)
+    try:
+        stream = session.send_stream(prompt)
+    except KeyboardInterrupt:  # Ctrl-C while the agent starts: no turn ran, the chat goes on
+        if steering is not None:
+            steering.interrupt()
+            steering.settle()
+        view.finish(_not_started(), continue_hint="")
+        return TurnOutcome(_not_started(), interrupted=True)
     interrupted = False
     events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:

@@ -14,7 +14,8 @@ answers are handled at once; ``session/prompt`` and ``session/load`` wait for th
 prompt on the busy session cancels it first); other requests are answered at once. The
 turn's frames come from :class:`~.acp_output.AcpOutput`; sessions are stored by
 :mod:`.acp_store`. Faults (``CURSOR_AGENT_SIM_FAULT``): ``auth``, ``crash``, ``banner`` (noise
-on stdout), ``slow``, ``cancel-unsupported``, ``load-not-found``, ``reject-failed`` (a rejected
+on stdout), ``slow``, ``slow-start`` (``initialize`` answered late), ``cancel-unsupported``,
+``load-not-found``, ``reject-failed`` (a rejected
 call ends ``failed``; the real builds' ``completed`` is the default), ``crash-once`` (``crash``,
 once per config dir), ``unknown-request`` (an unknown agent request mid-turn, awaited).
 
@@ -400,6 +401,8 @@ def _initialize(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     caps = params.get("clientCapabilities")
     meta = caps.get("_meta") if isinstance(caps, dict) else None
     server.bare_model_ids = isinstance(meta, dict) and meta.get("parameterizedModelPicker") is True
+    if server.settings.has(Fault.SLOW_START):  # a build that takes its time to start
+        time.sleep(server.settings.delay_for(Fault.SLOW_START))
     return {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": CAPABILITIES,
