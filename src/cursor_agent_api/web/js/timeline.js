@@ -187,6 +187,9 @@ export class Timeline {
   }
 
   runStatus(run, status) {
+    // A run's end may be reported twice (its final record, then a record that repeats it):
+    // its notice is shown once.
+    const ended = run.id && FINAL.has(this.runs.get(run.id)?.status);
     run.status = status;
     this.runs.set(run.id, run);
     this.latestRun = run;
@@ -200,7 +203,9 @@ export class Timeline {
     } else if (FINAL.has(status)) {
       this.foldThinking();
       this.finishTexts(run.id);
-      if (status === "failed" || status === "interrupted") {
+      if (ended) {
+        // already told
+      } else if (status === "failed" || status === "interrupted") {
         this.failure(run.error || `the run ${status}`, run.error_type);
       } else if (status === "cancelled") {
         this.notice("Stopped: the run was cancelled.", "cancelled");
