@@ -255,6 +255,12 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
     assert request.mcp_tool == "lookup_order" and '{"order_id":"A1"}' in (request.reason or "")
     assert result.success, result.error
     assert '`lookup_order` returned: {"id": "A1", "status": "shipped"}' in result.result
+    # the permission request named the server and the arguments: the call is linked back
+    (call,) = [c for c in result.tool_calls if c.kind is ToolKind.MCP]
+    assert call.mcp_server == request.mcp_server and call.mcp_tool == "lookup_order"
+    assert call.is_own_tool and call.local is not None
+    assert call.local.arguments == {"order_id": "A1"} and call.local.value == {
+        "id": "A1", "status": "shipped"}
     assert sorted(p.name for p in sim.workspace.rglob("*")) == before  # .cursor/ restored
     new = next(f for f in sim.client_frames() if f.get("method") == "session/new")
     (server,) = new["params"]["mcpServers"]

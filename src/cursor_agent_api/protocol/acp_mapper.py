@@ -38,6 +38,8 @@ Example:
 from __future__ import annotations
 
 import difflib
+import json
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -131,6 +133,34 @@ def _mcp_names(title: str) -> tuple[str | None, str | None]:
     return None, tool
 
 
+def _mcp_identity(tool: dict[str, Any]) -> dict[str, Any]:
+    """An MCP permission request's ``toolCall``: its server, tool and arguments (titled
+    ``"<server>-<tool>: <tool>"``, the arguments as a fenced JSON block); ``{}`` otherwise.
+
+    Example:
+        >>> _mcp_identity({"title": "docs-find: find",
+        ...                "content": [{"type": "content", "content": {"type": "text",
+        ...                 "text": '```json\\n{"q": "x"}\\n```'}}]})
+        {'providerIdentifier': 'docs', 'toolName': 'find', 'args': {'q': 'x'}}
+    """
+    server, name = _mcp_names(str(tool.get("title") or ""))
+    if server is None:
+        return {}
+    found: dict[str, Any] = {"providerIdentifier": server, "toolName": name}
+    match = _FENCED.search(_text_of(tool.get("content")))
+    if match is not None:
+        try:
+            value = json.loads(match.group(1))
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            found["args"] = value
+    return found
+
+
+_FENCED = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+
+
 def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | None = None
                    ) -> dict[str, Any]:
     """The stream-json ``tool_call`` object for an ACP tool call's merged ``state``.
@@ -212,6 +242,8 @@ def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | No
             args.setdefault("toolName", tool)
         if server:
             args.setdefault("providerIdentifier", server)
+        for name, value in obj(state.get("_mcp")).items():  # what its permission request said
+            args.setdefault(name, value)
         if isinstance(raw_out, dict) and "error" in raw_out:
             inner = {"error": {"message": str(raw_out["error"])}}
             return {key: {"args": args, "result": inner, "description": title}} if completed \
@@ -415,6 +447,9 @@ class AcpMapper:
         call_id = str(tool.get("toolCallId") or "")
         events = self._close_thinking()
         merged = {k: v for k, v in tool.items() if k != "status"}  # says pending, always
+        mcp = _mcp_identity(tool)
+        if call_id and mcp:  # the only frame that names an MCP call's server and arguments
+            self._calls.setdefault(call_id, {"toolCallId": call_id})["_mcp"] = mcp
         if call_id and (call_id not in self._calls or not self._calls[call_id].get("rawInput")):
             events += self._tool_frame(call_id, merged)
         args = tool_call_wire({**self._calls.get(call_id, {}), **merged}, completed=False)
