@@ -123,3 +123,28 @@ def test_piped_chat_that_went_well_exits_0(cli: Run) -> None:
     proc = cli("chat", "--simulate", "--trust", stdin="what is 6 * 7?\nwhat is 2 + 2?\n")
     assert proc.returncode == 0, proc.stderr
     assert "42" in proc.stdout and "› what is 2 + 2?" in proc.stdout
+
+
+def test_the_saved_chats_directory_and_files_are_private(tmp_path: Path) -> None:
+    """The saved chats hold prompts and answers: a directory only the user can list, files only
+    the user can read (whatever the umask)."""
+    import os
+    import stat
+
+    from cursor_agent_api import ConversationSession, CursorAgentClient
+    from cursor_agent_api.cli.saved_chats import SavedChats
+    from cursor_agent_api.testing import sim_binary, sim_env
+
+    chats = SavedChats(tmp_path / "home" / "chats")
+    old = os.umask(0o022)
+    try:
+        client = CursorAgentClient(agent_binary=sim_binary(), env=sim_env(speed=0),
+                                   workspace=str(tmp_path), trust=True)
+        with ConversationSession(client) as session:
+            session.send("hello")
+            path = chats.save(session)
+    finally:
+        os.umask(old)
+    assert path is not None
+    assert stat.S_IMODE(chats.root.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600

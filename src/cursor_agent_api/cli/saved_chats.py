@@ -73,7 +73,8 @@ class SavedChats:
         """Save the session under its chat id (nothing before the chat has an id)."""
         if not session.session_id:
             return None
-        self.root.mkdir(parents=True, exist_ok=True)
+        if not self.root.is_dir():  # prompts and answers: for this user only (files are 0600)
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self.path(session.session_id)
         session.save(path)
         return path
