@@ -665,6 +665,7 @@ class AsyncStreamingResponse(_TurnStream):
                 if self._opener is not None:  # a session's next turn: opened once the last ended
                     on_fold, self._run = self._run.on_fold, await self._opener()
                     self._run.on_fold = on_fold
+                self._collect_changes()  # as the sync face: with_changes() may come later
                 await self._run.start()
             except BaseException:
                 self._stopped = True
