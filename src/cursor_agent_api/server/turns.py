@@ -119,24 +119,23 @@ class RunFold:
 
     def _note(self, changes: Changes) -> None:
         for c in changes:
-            cls = c.__class__
-            if cls is TextAppended:
+            if c.__class__ is TextAppended:  # the most frequent: nothing to note
                 continue
-            if cls is ThinkingAppended:
-                self._thinking = c[0]
-            elif cls is ThinkingClosed:
+            if isinstance(c, ThinkingAppended):
+                self._thinking = c.block
+            elif isinstance(c, ThinkingClosed):
                 self._thinking = None
-            elif cls is ToolCallOpened or cls is ToolCallChanged:
-                index, call = c  # type: ignore[misc]
-                if call.status is _RUNNING:
-                    self._running[index] = call
+            elif isinstance(c, (ToolCallOpened, ToolCallChanged)):
+                if c.call.status is _RUNNING:
+                    self._running[c.index] = c.call
                 else:
-                    self._running.pop(index, None)
-            elif cls is TurnInfo:
-                self.session_id, self.request_id, self.model, self.cwd = c[:4]  # type: ignore[assignment]
-            elif cls is ErrorReported:
+                    self._running.pop(c.index, None)
+            elif isinstance(c, TurnInfo):
+                self.session_id, self.request_id, self.model, self.cwd = (
+                    c.session_id, c.request_id, c.model, c.cwd)
+            elif isinstance(c, ErrorReported):
                 self.errors += 1
-            elif cls is ResultReceived:
+            elif isinstance(c, ResultReceived):
                 self.result = c.to_dict()
 
     def turn(self) -> dict[str, Any]:
