@@ -698,8 +698,14 @@ class AsyncStreamingResponse(_TurnStream):
             ...     print(event.type, [c.kind for c in changes])
         """
         self._start_changes()
-        async for event in self:
-            yield event, self._changes
+        while True:
+            try:
+                event = await self.__anext__()
+            except StopAsyncIteration:
+                return
+            changes = self._changes
+            yield event, changes
+            del event, changes  # not held while the next is awaited (a consumer's memory)
 
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.

@@ -124,21 +124,11 @@ def run_record(status: str, run: dict[str, Any]) -> NewRecord:
 
 
 class ServerClosingError(Exception):
-    """The server is shutting down and takes no new run.
-
-    Example:
-        >>> str(ServerClosingError("closing"))
-        'closing'
-    """
+    """The server is shutting down and takes no new run."""
 
 
 class RunNotActiveError(Exception):
-    """The run is already finished (it cannot be cancelled).
-
-    Example:
-        >>> isinstance(RunNotActiveError("done"), Exception)
-        True
-    """
+    """The run is already finished (it cannot be cancelled)."""
 
 
 @dataclass(eq=False)

@@ -207,12 +207,12 @@ class RunFold:
         """The fold of a run rebuilt from its stored records, in seq order.
 
         Example:
-            >>> rec = EventRecord(3, "c", "r", 0, "agent", "system", "init",
-            ...                   {"type": "system", "subtype": "init",
-            ...                    "data": {"type": "system", "subtype": "init", "session_id": "s",
-            ...                             "model": "m"}}, None)
-            >>> RunFold.from_records("c", "r", [rec]).turn()["model"]
-            'm'
+            >>> from cursor_agent_api.protocol import parse_event
+            >>> init = parse_event('{"type":"system","subtype":"init","session_id":"s","model":"m"}')
+            >>> rec = EventRecord(3, "c", "r", 0, "agent", "system", "init", agent_payload(init), None)
+            >>> fold = RunFold.from_records("c", "r", [rec])
+            >>> fold.turn()["model"], fold.last_seq
+            ('m', 3)
         """
         fold = cls(chat_id, run_id)
         for rec in records:
