@@ -683,6 +683,7 @@ class AsyncStreamingResponse(_TurnStream):
                 if self._opener is not None:  # a session's next turn: opened once the last ended
                     on_fold, self._run = self._run.on_fold, await self._opener()
                     self._run.on_fold = on_fold
+                self._collect_changes()  # as the sync face: with_changes() may come later
                 await self._run.start()
             except BaseException:
                 self._stopped = True
@@ -715,8 +716,14 @@ class AsyncStreamingResponse(_TurnStream):
             ...     print(event.type, [c.kind for c in changes])
         """
         self._start_changes()
-        async for event in self:
-            yield event, self._changes
+        while True:
+            try:
+                event = await self.__anext__()
+            except StopAsyncIteration:
+                return
+            changes = self._changes
+            yield event, changes
+            del event, changes  # not held while the next is awaited (a consumer's memory)
 
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.

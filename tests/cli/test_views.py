@@ -189,3 +189,36 @@ def test_the_stream_gives_its_own_fold_and_its_changes(make_cursor_sim_config: A
         with pytest.raises(RuntimeError, match="before the stream's first event"):
             next(late.with_changes())
         session.finalize_stream("again", late)
+
+
+@pytest.mark.parametrize("flags", [("--output", "text"), ("--output", "live"), ("--output", "json"),
+                                   ("--output", "ndjson"), ("--output-format", "text"),
+                                   ("--output-format", "json"), ("--output-format", "stream-json")],
+                         ids=lambda f: f"{f[0][2:]}={f[1]}")
+def test_the_run_command_folds_each_event_once(flags: tuple[str, str], cli_env: dict[str, str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``cursor-agent-api run``, whatever its output, in this process: one ``Transcript.add``
+    per line the agent wrote (issue 13: "``cli run`` folds every event twice")."""
+    from click.testing import CliRunner
+
+    from cursor_agent_api.cli import main
+
+    folds: Counter[bytes] = Counter()
+    real_add = Transcript.add
+
+    def counting_add(self: Transcript, event: AgentEvent) -> Changes:
+        line = event.line if event.line is not None else event.raw
+        folds[line if isinstance(line, bytes) else str(line).encode()] += 1
+        return real_add(self, event)
+
+    monkeypatch.setattr(Transcript, "add", counting_add)
+    recording = REAL / "02-hcn-0915-probe-43-partial-output-with-read-tool.ndjson"
+    monkeypatch.chdir(cli_env["TEST_WS"])
+    env = {k: v for k, v in cli_env.items() if k.startswith(("CURSOR_", "NO_COLOR"))}
+    env["CURSOR_AGENT_SIM_SCRIPT"] = str(recording)
+    result = CliRunner().invoke(main, ["run", "--simulate", "--trust", "--stream-partial-output",
+                                       *flags, "read notes.txt"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    lines = [line for line in recording.read_bytes().splitlines() if line.strip()]
+    assert sum(folds.values()) == len(lines), folds
+    assert set(folds.values()) == {1}

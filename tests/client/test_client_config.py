@@ -17,16 +17,11 @@ from cursor_agent_api import (
     WorkspaceTrustError,
 )
 from cursor_agent_api.protocol import strip_ansi
-from cursor_agent_api.runtime import (
-    StderrTail,
-    build_argv,
-    build_env,
-    classify_failure,
-    resolve_binary,
-)
+from cursor_agent_api.runtime.argv import build_argv, build_env, resolve_binary
 from cursor_agent_api.runtime.commands import parse_models, parse_status
 from cursor_agent_api.runtime.portal import LoopThread
 from cursor_agent_api.runtime.sinks import END, STOPPED, ThreadEventQueue
+from cursor_agent_api.runtime.stderr import StderrTail, classify_failure
 from cursor_agent_api.sim import messages
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from cursor_agent_api import AgentConfig, ConversationSession, EventType
 from cursor_agent_api.config import is_chat_id
-from cursor_agent_api.runtime import build_argv
+from cursor_agent_api.runtime.argv import build_argv
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 KEY = "sk-very-secret-key-0123456789"

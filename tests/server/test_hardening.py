@@ -56,6 +56,29 @@ def test_an_unexpected_error_answers_500_with_the_security_headers(tmp_path: Pat
     assert response.headers["referrer-policy"] == "no-referrer"
 
 
+def test_the_web_ui_files_carry_the_security_headers_once_and_no_cache(tmp_path: Path) -> None:
+    """The page's files get the headers every answer gets (one list, in ``checks.headers``),
+    each once, and ``no-cache`` so that a new version is picked up at once."""
+    from cursor_agent_api.server.checks.headers import SECURITY_HEADERS
+
+    app = create_app(ServerSettings(token="t" * 32, database_url=f"sqlite+aiosqlite:///{tmp_path}/db"))
+
+    async def get(path: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+            return await client.get(path)
+
+    for path in ("/", "/index.html"):
+        response = asyncio.run(get(path))
+        assert response.status_code == 200, path
+        names = [k.lower() for k, _ in response.headers.raw]
+        for name, value in SECURITY_HEADERS:
+            assert names.count(name) == 1, (path, name)
+            assert response.headers[name.decode()] == value.decode()
+        assert names.count(b"cache-control") == 1
+        assert response.headers["cache-control"] == "no-cache"
+
+
 def test_the_sqlite_file_and_its_new_directory_are_private(tmp_path: Path, umask_022: None) -> None:
     db = tmp_path / "data" / "cursor-agent-api" / "server.sqlite3"
     store = Store(f"sqlite+aiosqlite:///{db}")

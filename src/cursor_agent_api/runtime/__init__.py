@@ -18,21 +18,24 @@
 * :mod:`.portal` — the private event-loop thread the sync API drives it on;
 * :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``.
 
-This package exports what a user or a transport author needs; the rest is reached through
-its modules.
+The package exports what is public: the transport seam a transport author plugs into
+(:class:`Transport`, :class:`Turn`, :class:`SubprocessTransport`, :func:`transport_for`, and
+:class:`AgentRun` to reuse with a ``spawn`` function), the in-memory
+:class:`ScriptTransport` and its :class:`Script` (an agent for tests, passed as
+``AgentConfig(transport=...)``), and the answers of the account commands
+(:class:`AccountStatus`, :class:`ModelInfo`, also at the package's top level). The rest
+(argv, stderr, groups, the stop policy, sinks, the command runners) is internal and reached
+through its modules.
 
 Example:
     >>> from cursor_agent_api.config import AgentConfig
-    >>> build_argv(AgentConfig(), binary="agent")
-    ['agent', '--print', '--output-format', 'stream-json']
+    >>> isinstance(transport_for(AgentConfig()), SubprocessTransport)
+    True
 """
 
-from .argv import build_argv, build_env, resolve_binary
-from .commands import AccountStatus, ModelInfo, create_chat, fetch_models, fetch_status
+from .commands import AccountStatus, ModelInfo
 from .run import AgentRun
 from .script import Script, ScriptTransport
-from .stderr import StderrTail, classify_failure
-from .stop_policy import StopReason
 from .transport import SubprocessTransport, Transport, Turn, transport_for
 
 __all__ = [
@@ -41,17 +44,8 @@ __all__ = [
     "ModelInfo",
     "Script",
     "ScriptTransport",
-    "StderrTail",
-    "StopReason",
     "SubprocessTransport",
     "Transport",
     "Turn",
-    "build_argv",
-    "build_env",
-    "classify_failure",
-    "create_chat",
-    "fetch_models",
-    "fetch_status",
-    "resolve_binary",
     "transport_for",
 ]

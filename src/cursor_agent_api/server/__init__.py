@@ -1,14 +1,25 @@
 """The server: run agents over HTTP and WebSocket, with a durable, replayable event log.
 
-Modules: :mod:`.settings` (what the server is told), :mod:`.app` (the ASGI app
-factory), :mod:`.security` (the request checks of :mod:`.checks`, composed:
-headers, Host, Origin, body size, token and cookie), :mod:`.workspaces` (workspace
-roots), :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a private file),
-:mod:`.models` / :mod:`.store` (SQLAlchemy schema and queries; migrations in
-``migrations/``), :mod:`.hub` / :mod:`.log` (commit then broadcast),
-:mod:`.runs` (queue, run, cancel, recover), :mod:`.runner` (the one place that
-uses the client), :mod:`.procs` (leftover process groups), :mod:`.routes`
-(REST) and :mod:`.websocket`. Needs the ``server`` extra.
+Needs the ``server`` extra. Its modules, by what they own:
+
+* setting up: :mod:`.settings` (what the server is told), :mod:`.app` (the ASGI app
+  factory), :mod:`.workspaces` (workspace roots), :mod:`.worktrees` (a git worktree per
+  chat, on a worker);
+* each request's checks: :mod:`.security` composes those of :mod:`.checks` (headers, Host,
+  Origin, body size, token and session); :mod:`.auth` (browser sessions, one-time codes,
+  the login throttle), :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a
+  private database file);
+* the log: :mod:`.models` / :mod:`.store` (the schema and all SQL; migrations in
+  ``migrations/``), :mod:`.hub` / :mod:`.log` (commit, then broadcast), :mod:`.turns` (a
+  run's fold: the changes the client's stream made, stored with the events) and
+  :mod:`.turn_store` (the SQL of the folded turn state), :mod:`.notify` (records other
+  processes committed, to this server's WebSockets);
+* runs: :mod:`.runs` (queue, run, cancel, recover), :mod:`.runner` (the one place that
+  uses the client), :mod:`.requests` (what an ACP run asks a person), :mod:`.procs`
+  (leftover process groups), :mod:`.dispatch` (runs here or on workers through a job
+  queue) and :mod:`.worker` (``cursor-agent-api worker``);
+* what clients see: :mod:`.routes` (REST), :mod:`.websocket` and :mod:`.webui` (the web
+  UI's files and tool-call views).
 
 Example:
     >>> from cursor_agent_api.server import ServerSettings, create_app

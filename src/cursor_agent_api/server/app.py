@@ -163,7 +163,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.include_router(websocket.router)
 
     if (WEB_DIR / "index.html").is_file():
-        from .webui import WebUIFiles  # the UI's files, with its Content-Security-Policy
+        from .webui import WebUIFiles  # the UI's files (no-cache; the security headers are every answer's)
 
         app.mount("/", WebUIFiles(directory=WEB_DIR, html=True), name="web")
     else:

@@ -1,7 +1,8 @@
 """Browser sign-in: server-side sessions, one-time login codes, and a failed-login throttle.
 
 The token (``--token``) is the server's one long-lived secret: program clients send it in
-``Authorization: token T``. A browser gets a **session** instead: a random id in an HttpOnly,
+``Authorization: token T`` (or ``Bearer T``, or ``?token=T``: :mod:`.checks.authentication`
+checks requests). A browser gets a **session** instead: a random id in an HttpOnly,
 SameSite=Strict cookie whose name carries the server's port (:func:`cookie_name`), so two
 servers in one browser do not overwrite each other. The session lives in the database
 (table ``auth_sessions``), so it survives a restart, and can be revoked:
@@ -133,7 +134,8 @@ class LoginThrottle:
 class Auth:
     """Sessions in the store, one-time codes in memory, and the throttle, for one server.
 
-    Used by :class:`SecurityMiddleware` and the ``/api/auth`` routes; its behaviour is tested
+    Used by the token and session check (:class:`.checks.authentication.Authentication`, in
+    :class:`~.security.SecurityMiddleware`) and the ``/api/auth`` routes; its behaviour is tested
     end to end in ``tests/server/test_auth.py``.
     """
 

@@ -9,10 +9,11 @@ client does not stop it.
   database too.
 * **A limit on simultaneous runs** — a semaphore; runs over the limit wait,
   ``queued``, in arrival order.
-* **Events** are read from the client's stream by a producer task into a
-  buffer; the writer takes what is there (up to ``batch_max_events`` and
-  ``batch_max_bytes``), commits it with the tool-call and run updates in one
-  transaction, then broadcasts it. Idle runs write each event at once; busy
+* **Events** are read from the client's stream, each with what it changed
+  (the stream folds the turn, once: ``with_changes()``), by a producer task
+  into a buffer; the writer takes what is there (up to ``batch_max_events``
+  and ``batch_max_bytes``), commits it with the turn state those changes make
+  (:mod:`.turns`) in one transaction, then broadcasts it. Idle runs write each event at once; busy
   runs batch. While the store keeps up, the producer waits when the buffer
   holds ``batch_max_bytes`` (the agent's pipe fills: backpressure).
 * **A store that fails for a while** (a lock, a read-only disk, a dropped
@@ -123,21 +124,11 @@ def run_record(status: str, run: dict[str, Any]) -> NewRecord:
 
 
 class ServerClosingError(Exception):
-    """The server is shutting down and takes no new run.
-
-    Example:
-        >>> str(ServerClosingError("closing"))
-        'closing'
-    """
+    """The server is shutting down and takes no new run."""
 
 
 class RunNotActiveError(Exception):
-    """The run is already finished (it cannot be cancelled).
-
-    Example:
-        >>> isinstance(RunNotActiveError("done"), Exception)
-        True
-    """
+    """The run is already finished (it cannot be cancelled)."""
 
 
 @dataclass(eq=False)
@@ -207,12 +198,7 @@ def _event_size(event: AgentEvent) -> int:
 
 
 class RunManager:
-    """Every active run of this server process.
-
-    Example:
-        >>> RunManager.__name__
-        'RunManager'
-    """
+    """Every active run of this server process (see the module's documentation)."""
 
     def __init__(self, settings: ServerSettings, log: EventLog) -> None:
         self.settings = settings
@@ -594,7 +580,7 @@ class RunManager:
     async def _pump(self, active: ActiveRun, stream: AgentStream) -> None:
         """Read the stream into a buffer (producer) while a writer commits it (see the module doc)."""
         settings = self.settings
-        pending: deque[tuple[AgentEvent, int]] = deque()
+        pending: deque[tuple[AgentEvent, Changes, int]] = deque()
         changed = _Signal()  # the producer and the writer wake each other (one event loop)
         state = {"reading": True, "retrying": False}
 
@@ -612,7 +598,8 @@ class RunManager:
             )
 
         async def produce() -> None:
-            events = stream.__aiter__()
+            # each event with what it changed: the stream folded it, the server stores that
+            events = stream.with_changes()
             try:
                 while True:
                     # Wait *before* taking the next event: it stays in the client, which
@@ -620,24 +607,26 @@ class RunManager:
                     while behind() and not state["retrying"]:
                         await changed.wait()
                     try:
-                        event = await events.__anext__()
+                        event, changes = await events.__anext__()
                     except StopAsyncIteration:
                         return
                     size = _event_size(event)
                     if state["retrying"] and overflowing(size):
-                        del event
+                        del event, changes
                         await self._overflow(active, stream)
                         return
-                    pending.append((event, size))
+                    pending.append((event, changes, size))
                     active.pending_events += 1
                     active.pending_bytes += size
                     changed.notify()
-                    del event
+                    del event, changes
             except Exception as e:
                 active.stream_error = e
             finally:
                 state["reading"] = False
                 changed.notify()
+                with contextlib.suppress(Exception):
+                    await events.aclose()
 
         producer = asyncio.create_task(produce(), name=f"read-{active.run_id}")
         try:
@@ -646,15 +635,15 @@ class RunManager:
                     await changed.wait()
                 if not pending:
                     break
-                batch: list[AgentEvent] = []
+                batch: list[tuple[AgentEvent, Changes]] = []
                 size = 0
                 max_events, max_bytes = settings.batch_max_events, settings.batch_max_bytes
-                for event, n in pending:
+                for event, changes, n in pending:
                     if batch and (len(batch) >= max_events or size + n > max_bytes):
                         break
-                    batch.append(event)
+                    batch.append((event, changes))
                     size += n
-                del event  # the loop's last one: not kept alive while the client reads on
+                del event, changes  # the loop's last ones: not kept alive while the client reads on
                 await self._write_retrying(active, batch, state, changed)
                 count = len(batch)
                 del batch  # let the stored events go before the client reads on
@@ -673,12 +662,16 @@ class RunManager:
             active.pending_events = active.pending_bytes = 0
 
     async def _write_retrying(
-        self, active: ActiveRun, batch: list[AgentEvent], state: dict[str, bool], changed: _Signal
+        self,
+        active: ActiveRun,
+        batch: list[tuple[AgentEvent, Changes]],
+        state: dict[str, bool],
+        changed: _Signal,
     ) -> None:
-        """Fold ``batch`` (once) and commit it; while the store fails transiently, retry
-        the same folded batch with backoff."""
+        """Commit ``batch`` (its events with the changes the stream's fold returned: folded
+        once, by the client); while the store fails transiently, retry it with backoff."""
         assert active.fold is not None
-        folded = active.fold.fold(batch)
+        folded = active.fold.take(batch)
         delay = 0.05
         since: float | None = None
         while True:
@@ -739,7 +732,7 @@ class RunManager:
         if active.first_seq is None:
             active.first_seq = recs[0].seq
         if active.session_id is None and active.fold is not None:
-            active.session_id = active.fold.transcript.session_id
+            active.session_id = active.fold.session_id
 
     async def _finish(
         self,

@@ -159,12 +159,7 @@ class ActiveRunError(Exception):
 
 
 class NotFoundError(Exception):
-    """A chat or run id that the store does not know.
-
-    Example:
-        >>> isinstance(NotFoundError("chat x"), Exception)
-        True
-    """
+    """A chat or run id that the store does not know."""
 
 
 _KEY_COLUMNS = (
@@ -686,12 +681,7 @@ def _row_dict(row: Row[Any] | None) -> dict[str, Any] | None:
 
 
 def run_migrations(sync_connection: Any) -> None:
-    """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``).
-
-    Example:
-        >>> callable(run_migrations)
-        True
-    """
+    """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``)."""
     from alembic import command
     from alembic.config import Config
 

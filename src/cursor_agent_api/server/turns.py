@@ -1,22 +1,24 @@
 """A run's fold: its agent events folded once by :class:`~cursor_agent_api.protocol.Transcript`,
 stored with the folded turn state **in the same transaction** as the events.
 
-One :class:`RunFold` per run. :meth:`RunFold.fold` folds a batch of events (once: a batch
-that must be written again keeps its changes) into a :class:`FoldedBatch`;
-:func:`append_folded` commits the batch's records and the turn state they change
-(:func:`.turn_store.write_turn`) in one transaction, then publishes the records with their
-changes. Nothing here pairs tool calls or applies the segment rule: the transcript does, and
-the store applies its changes.
+One :class:`RunFold` per run. Live, the client's stream has folded each event already
+(``AsyncStreamingResponse.with_changes()``): :meth:`RunFold.take` turns a batch of events
+with those changes into a :class:`FoldedBatch` without folding anything again (a batch that
+must be written again keeps them); :func:`append_folded` commits the batch's records and the
+turn state they change (:func:`.turn_store.write_turn`) in one transaction, then publishes
+the records with their changes. Nothing here pairs tool calls or applies the segment rule:
+the transcript does, and the store applies its changes.
 
 This is the whole write path of agent events: the server's runs (:mod:`.runs`) and any
 other process that writes a run's events into the same store (a worker) use it, and any
-process can rebuild a run's fold from its stored records (:meth:`RunFold.from_records`),
-so the state is a function of the log.
+process can rebuild a run's fold from its stored records (:meth:`RunFold.from_records`,
+the one place the server folds events itself), so the state is a function of the log.
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
-    >>> fold = RunFold("chat", "run")
-    >>> batch = fold.fold([parse_event('{"type":"assistant","text":"Hi","timestamp_ms":1}')])
+    >>> t = Transcript()
+    >>> event = parse_event('{"type":"assistant","text":"Hi","timestamp_ms":1}')
+    >>> batch = RunFold("chat", "run").take([(event, t.add(event))])
     >>> [c.kind for c in batch.changes[0]], batch.records[0].type
     (['text_appended'], 'assistant:delta')
 """
@@ -28,7 +30,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import AgentEvent, Transcript
-from ..protocol.changes import Change, ErrorReported, ResultReceived
+from ..protocol.changes import (
+    Change,
+    ErrorReported,
+    ResultReceived,
+    TextAppended,
+    ThinkingAppended,
+    ThinkingClosed,
+    ToolCallChanged,
+    ToolCallOpened,
+    TurnInfo,
+)
+from ..protocol.tools import ToolCall, ToolStatus
 from .store import EventRecord, NewRecord, Store, agent_derived, agent_payload
 
 if TYPE_CHECKING:
@@ -39,6 +52,8 @@ if TYPE_CHECKING:
 Changes = tuple[Change, ...]
 
 FINAL_RUN_STATUSES = frozenset({"succeeded", "failed", "cancelled", "interrupted"})
+
+_RUNNING = ToolStatus.RUNNING
 
 
 def _line(event: AgentEvent) -> str | bytes:
@@ -65,31 +80,62 @@ class FoldedBatch:
 
 @dataclass(eq=False)
 class RunFold:
-    """The fold of one run (a :class:`Transcript` that keeps neither events nor content).
+    """The fold of one run, as the server keeps it: what the changes of its stored events say.
+
+    The changes come from the client's stream (:meth:`take`: each live event was folded
+    once, by the stream) or, for a run's stored records, from a :class:`Transcript` of the
+    fold's own (:meth:`add_record`, :meth:`from_records`). The fold applies them: the turn's
+    fields (:meth:`turn`), and what is still open (the calls running, the thinking block),
+    which :meth:`close` ends as :meth:`Transcript.close` does. It is a function of the
+    stored events only: the client may have folded events that were never stored (a
+    cancelled run's last ones).
 
     Example:
         >>> from cursor_agent_api.protocol import parse_event
         >>> f = RunFold("c", "r")
-        >>> b = f.fold([parse_event('{"type":"tool_call","subtype":"started","call_id":"x",'
-        ...                         '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}')])
-        >>> [c.kind for c in f.close()]
-        ['tool_call_changed']
+        >>> e = parse_event('{"type":"tool_call","subtype":"started","call_id":"x",'
+        ...                 '"tool_call":{"lsToolCall":{"args":{"path":"."}}}}')
+        >>> b = f.take([(e, Transcript().add(e))])
+        >>> [(c.kind, c.call.status.value) for c in f.close()]
+        [('tool_call_changed', 'abandoned')]
     """
 
     chat_id: str
     run_id: str
-    transcript: Transcript = field(default_factory=lambda: Transcript(keep_events=False, keep_content=False))
+    session_id: str | None = None
+    request_id: str | None = None
+    model: str | None = None
+    cwd: str | None = None
     errors: int = 0
     result: dict[str, Any] | None = None
     last_seq: int = 0
     """The seq of the last record folded, when known (records read back from the store)."""
+    _running: dict[int, ToolCall] = field(default_factory=dict, repr=False)
+    """The calls still running, by index: their latest snapshot."""
+    _thinking: int | None = None
+    """The thinking block still open, if any."""
+    _transcript: Transcript | None = field(default=None, repr=False)
+    """Only for stored records (:meth:`add_record`): what folds them."""
 
     def _note(self, changes: Changes) -> None:
         for c in changes:
-            cls = c.__class__
-            if cls is ErrorReported:
+            if c.__class__ is TextAppended:  # the most frequent: nothing to note
+                continue
+            if isinstance(c, ThinkingAppended):
+                self._thinking = c.block
+            elif isinstance(c, ThinkingClosed):
+                self._thinking = None
+            elif isinstance(c, (ToolCallOpened, ToolCallChanged)):
+                if c.call.status is _RUNNING:
+                    self._running[c.index] = c.call
+                else:
+                    self._running.pop(c.index, None)
+            elif isinstance(c, TurnInfo):
+                self.session_id, self.request_id, self.model, self.cwd = (
+                    c.session_id, c.request_id, c.model, c.cwd)
+            elif isinstance(c, ErrorReported):
                 self.errors += 1
-            elif cls is ResultReceived:
+            elif isinstance(c, ResultReceived):
                 self.result = c.to_dict()
 
     def turn(self) -> dict[str, Any]:
@@ -100,27 +146,26 @@ class RunFold:
             >>> RunFold("c", "r").turn()["result"] is None
             True
         """
-        t = self.transcript
         return {
-            "session_id": t.session_id,
-            "request_id": t.request_id,
-            "model": t.model,
-            "cwd": t.cwd,
+            "session_id": self.session_id,
+            "request_id": self.request_id,
+            "model": self.model,
+            "cwd": self.cwd,
             "result": self.result,
             "errors": self.errors,
         }
 
-    def fold(self, events: Iterable[AgentEvent]) -> FoldedBatch:
-        """Fold ``events`` (once) into the records to store and their changes."""
-        add = self.transcript.add
+    def take(self, folded: Iterable[tuple[AgentEvent, Changes]]) -> FoldedBatch:
+        """The records to store of a batch of events and the changes the stream's fold
+        returned with each (``with_changes()``): nothing is folded again."""
         records: list[NewRecord] = []
         changes: list[Changes] = []
         base = self.errors
         run_id = self.run_id
-        for e in events:
-            c = add(e)
+        note = self._note
+        for e, c in folded:
             if c:
-                self._note(c)
+                note(c)
             changes.append(c)
             records.append(
                 NewRecord(
@@ -130,16 +175,29 @@ class RunFold:
         return FoldedBatch(self.chat_id, run_id, records, changes, base, self.turn())
 
     def close(self) -> Changes:
-        """The run is over: what :meth:`Transcript.close` changes (calls abandoned)."""
-        return self.transcript.close()
+        """The run is over: the thinking block left open is closed and the calls still
+        running are abandoned (as :meth:`Transcript.close` does); what that changed. Once:
+        a second call changes nothing."""
+        out: list[Change] = []
+        if self._thinking is not None:
+            out.append(ThinkingClosed(self._thinking))
+            self._thinking = None
+        for index in sorted(self._running):
+            call = self._running[index].copy()
+            call.status = ToolStatus.ABANDONED
+            out.append(ToolCallChanged(index, call))
+        self._running.clear()
+        return tuple(out)
 
     def add_record(self, rec: EventRecord) -> Changes:
         """Fold one stored record (an agent event of this run; anything else changes nothing)."""
         self.last_seq = rec.seq
         if rec.source != "agent":
             return ()
-        event = AgentEvent.from_dict(rec.payload)
-        c = self.transcript.add(event)
+        t = self._transcript
+        if t is None:
+            t = self._transcript = Transcript(keep_events=False, keep_content=False)
+        c = t.add(AgentEvent.from_dict(rec.payload))
         if c:
             self._note(c)
         return c
@@ -149,10 +207,12 @@ class RunFold:
         """The fold of a run rebuilt from its stored records, in seq order.
 
         Example:
-            >>> rec = EventRecord(3, "c", "r", 0, "agent", "assistant", None,
-            ...                   {"type": "assistant", "data": {"type": "assistant", "text": "Hi"}}, None)
-            >>> RunFold.from_records("c", "r", [rec]).transcript.segments
-            ['']
+            >>> from cursor_agent_api.protocol import parse_event
+            >>> init = parse_event('{"type":"system","subtype":"init","session_id":"s","model":"m"}')
+            >>> rec = EventRecord(3, "c", "r", 0, "agent", "system", "init", agent_payload(init), None)
+            >>> fold = RunFold.from_records("c", "r", [rec])
+            >>> fold.turn()["model"], fold.last_seq
+            ('m', 3)
         """
         fold = cls(chat_id, run_id)
         for rec in records:

@@ -1,8 +1,9 @@
 """What the web UI needs from the server: its static files, served safely, and tool-call views.
 
 * :class:`WebUIFiles` serves ``cursor_agent_api/web/`` (shipped in the package, no build
-  step) with a strict Content-Security-Policy — no inline script or style, nothing from
-  another origin — and ``no-cache`` so a new version is picked up at once.
+  step) with ``no-cache`` so a new version is picked up at once; its strict
+  Content-Security-Policy — no inline script or style, nothing from another origin — and
+  the other security headers are those of every answer (:mod:`.checks.headers`).
 * :func:`text_item` and :func:`tool_call_item` turn the stored rows of a folded turn into the
   items of ``GET /api/chats/{id}/turns`` (a tool call with its card fields).
 * :func:`tool_call_view` turns the stored payload of a ``tool-call-started`` or
@@ -27,7 +28,6 @@ from typing import Any
 from starlette.staticfiles import StaticFiles
 
 from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
-from .security import CONTENT_SECURITY_POLICY  # one CSP for pages and API, 'self' only
 
 TEXT_LIMIT = 200_000
 """Characters of one text field a view carries; longer texts are cut (``truncated``)."""
@@ -35,29 +35,19 @@ TEXT_LIMIT = 200_000
 TOOL_RECORD_TYPES = frozenset({"tool-call-started", "tool-call-completed"})
 """Record types whose JSON form carries a ``tool_call`` view."""
 
-_SECURITY_HEADERS = (
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-cache"),
-)
+NO_CACHE = (b"cache-control", b"no-cache")
+"""What the UI's files add to the security headers every answer carries
+(:data:`.checks.headers.SECURITY_HEADERS`, added around the whole app)."""
 
 
 class WebUIFiles(StaticFiles):
-    """Static files with the UI's security headers on every answer.
-
-    Example:
-        >>> issubclass(WebUIFiles, StaticFiles)
-        True
-    """
+    """Static files, each answer ``no-cache`` (in place of any cache-control of its own)."""
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         async def sending(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                names = {h[0] for h in _SECURITY_HEADERS}
-                headers = [h for h in message.get("headers", []) if h[0] not in names]
-                message["headers"] = [*headers, *_SECURITY_HEADERS]
+                headers = [h for h in message.get("headers", []) if h[0].lower() != NO_CACHE[0]]
+                message["headers"] = [*headers, NO_CACHE]
             await send(message)
 
         await super().__call__(scope, receive, sending)
@@ -237,7 +227,6 @@ def text_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
-    "CONTENT_SECURITY_POLICY",
     "TOOL_RECORD_TYPES",
     "WebUIFiles",
     "shown_read_range",
