@@ -16,7 +16,7 @@ echo "== mypy --strict =="
 .venv/bin/mypy
 run_pytest() {
   set +e
-  .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist worksteal "$@"
+  .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist worksteal --durations=15 "$@"
   local status=$?
   set -e
   if [ "$status" -eq 5 ]; then
