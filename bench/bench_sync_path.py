@@ -24,9 +24,10 @@ bare loop's figure *of the same repeat*, and the table gives the median of those
 the repeats, with their interquartile range: the load moves the bare loop and the client
 together, so the ratio is steadier than either. ``--switchinterval S`` adds this tree's first
 flavour with ``sys.setswitchinterval(S)`` set in its interpreter: a measure of what the GIL's
-hand-over costs, not a setting the client makes. ``--patch FILE`` adds this tree with a
-diff applied (``patch -p1`` onto a copy of ``src``) for each flavour: a prototype is judged
-without being committed. Never run as a test.
+hand-over costs, not a setting the client makes. ``--stages`` instead times the stages of
+a line's path in this tree's loop (framing, parsing, folding, the hand-off). ``--patch FILE``
+adds this tree with a diff applied (``patch -p1`` onto a copy of ``src``) for each flavour: a
+prototype is judged without being committed. Never run as a test.
 """
 
 from __future__ import annotations
@@ -67,6 +68,69 @@ cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / n_
 print(json.dumps([b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate, cpu]))
 """
 
+STAGES_CHILD = r"""
+import collections, json, sys, tempfile, time
+sys.path.insert(0, {bench!r})
+import bench_client as b
+from cursor_agent_api.protocol import framing, reader, transcript
+from cursor_agent_api.runtime import run, sinks
+flavour, n_lat, stages = {flavour!r}, {n_lat}, {stages!r}
+keep = flavour.endswith("keep_events=True")
+spent = collections.Counter()
+clock = time.perf_counter_ns
+
+def wrap(owner, name, label):
+    inner = getattr(owner, name)
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] += clock() - start
+    setattr(owner, name, timed)
+
+modules = {{"framing": framing, "reader": reader, "transcript": transcript, "run": run,
+           "sinks": sinks}}
+for owner, name, label in stages:
+    module, cls = owner.split(".")
+    wrap(getattr(modules[module], cls), name, label)
+fn = ((lambda a, m, n: b.client_async(a, m, n, keep)) if flavour.startswith("async") else
+      (lambda a, m, n: b.client_sync(a, m, n, keep)))
+with tempfile.TemporaryDirectory() as tmp:
+    agent = b.make_stand_in(tmp)
+    fn(agent, "throughput", 2000)
+    spent.clear()
+    fn(agent, "latency", n_lat)
+print(json.dumps({{label: spent[label] / n_lat / 1e3 for _, _, label in stages}}))
+"""
+
+STAGES = [  # (owner, attribute, label): wall time inside, per line; nested stages include inner
+    ("run._StdoutProtocol", "data_received", "data_received: read to handed on (all below)"),
+    ("framing.LineFramer", "feed", "  framing (LineFramer.feed)"),
+    ("reader.EventReader", "feed", "  framing + parse (EventReader.feed)"),
+    ("transcript.Transcript", "add", "  fold (Transcript.add)"),
+    ("sinks.ThreadEventQueue", "put", "  hand-off put, sync (ThreadEventQueue.put)"),
+    ("sinks.AsyncEventQueue", "put", "  hand-off put, async (AsyncEventQueue.put)"),
+]
+
+
+def stages(flavours: list[str], n_lat: int, repeats: int) -> None:
+    """Median over ``repeats`` of the wall time per line inside each stage of the loop's path."""
+    seen: dict[str, list[dict[str, float]]] = {f: [] for f in flavours}
+    for _ in range(repeats):
+        for flavour in flavours:
+            code = STAGES_CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat,
+                                       stages=STAGES)
+            out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+            seen[flavour].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"µs per line (wall time inside, median of {repeats}), {n_lat} lines 1 ms apart")
+    print(f"{'stage':50s} " + " ".join(f"{f:>24s}" for f in flavours))
+    for _, _, label in STAGES:
+        print(f"{label:50s} " + " ".join(
+            f"{statistics.median(r[label] for r in seen[f]):24.1f}" for f in flavours))
+
+
 FLAVOURS = ("sync keep_events=True", "sync keep_events=False", "async keep_events=True",
             "async keep_events=False")
 
@@ -102,12 +166,18 @@ def main() -> None:
     parser.add_argument("--switchinterval", type=float, default=None,
                         help="also run this tree's first flavour with sys.setswitchinterval(S) "
                              "in its interpreter (a measure only: the client never sets it)")
+    parser.add_argument("--stages", action="store_true",
+                        help="instead: where the time of a line goes in this tree's loop "
+                             "(wall time inside each stage, per line)")
     parser.add_argument("--patch", type=Path, action="append", default=[],
                         help="also run this tree with this diff applied (repeatable)")
     args = parser.parse_args()
     baselines = args.baseline or ["4d86a18"]
     flavours = args.flavour or [FLAVOURS[0]]
     rng = random.Random(args.seed)
+    if args.stages:
+        stages(flavours, args.lines, args.repeats)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sides: dict[str, tuple[Path, str, float | None]] = {
             "bare": (ROOT / "src", "bare", None)}
