@@ -9,7 +9,10 @@ the writer's ``time.monotonic_ns()``, a clock shared by all processes on Linux):
 * **latency**: ``--lines`` lines written 1 ms apart; per line, the consumer's receive time
   minus the writer's timestamp; the run's p50 and p99;
 * **throughput**: events/s from the first event to the last of a ``--tput``-line stream
-  written as fast as the pipe takes it.
+  written as fast as the pipe takes it;
+* **CPU per line**: user + system CPU time of the consumer's process (all its threads, not
+  the agent's) over the latency run, per line: the instructions a line costs with cold
+  caches, which the machine's load moves much less than the wall-clock percentiles.
 
 Within each repeat every side runs once, in a shuffled order: the bare loop, the
 ``query_stream`` of this working tree (``--flavour``: sync or async, ``keep_events`` True or
@@ -21,7 +24,10 @@ bare loop's figure *of the same repeat*, and the table gives the median of those
 the repeats, with their interquartile range: the load moves the bare loop and the client
 together, so the ratio is steadier than either. ``--switchinterval S`` adds this tree's first
 flavour with ``sys.setswitchinterval(S)`` set in its interpreter: a measure of what the GIL's
-hand-over costs, not a setting the client makes. Never run as a test.
+hand-over costs, not a setting the client makes. ``--stages`` instead times the stages of
+a line's path in this tree's loop (framing, parsing, folding, the hand-off). ``--patch FILE``
+adds this tree with a diff applied (``patch -p1`` onto a copy of ``src``) for each flavour: a
+prototype is judged without being committed. Never run as a test.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -40,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 CHILD = r"""
-import json, sys, tempfile
+import json, resource, sys, tempfile
 sys.path.insert(0, {bench!r})
 import bench_client as b
 flavour, n_lat, n_tput, interval = {flavour!r}, {n_lat}, {n_tput}, {interval!r}
@@ -53,10 +60,76 @@ fn = b.bare if flavour == "bare" else (
 with tempfile.TemporaryDirectory() as tmp:
     agent = b.make_stand_in(tmp)
     fn(agent, "throughput", 2000)  # warm: imports, first spawn
+    before = resource.getrusage(resource.RUSAGE_SELF)
     lat = fn(agent, "latency", n_lat)[0]
+    after = resource.getrusage(resource.RUSAGE_SELF)
     rate = fn(agent, "throughput", n_tput)[1]
-print(json.dumps([b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate]))
+cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / n_lat * 1e6
+print(json.dumps([b.pct(lat, 50) / 1e3, b.pct(lat, 99) / 1e3, rate, cpu]))
 """
+
+STAGES_CHILD = r"""
+import collections, json, sys, tempfile, time
+sys.path.insert(0, {bench!r})
+import bench_client as b
+from cursor_agent_api.protocol import framing, reader, transcript
+from cursor_agent_api.runtime import run, sinks
+flavour, n_lat, stages = {flavour!r}, {n_lat}, {stages!r}
+keep = flavour.endswith("keep_events=True")
+spent = collections.Counter()
+clock = time.perf_counter_ns
+
+def wrap(owner, name, label):
+    inner = getattr(owner, name)
+    def timed(*args, **kwargs):
+        start = clock()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] += clock() - start
+    setattr(owner, name, timed)
+
+modules = {{"framing": framing, "reader": reader, "transcript": transcript, "run": run,
+           "sinks": sinks}}
+for owner, name, label in stages:
+    module, cls = owner.split(".")
+    wrap(getattr(modules[module], cls), name, label)
+fn = ((lambda a, m, n: b.client_async(a, m, n, keep)) if flavour.startswith("async") else
+      (lambda a, m, n: b.client_sync(a, m, n, keep)))
+with tempfile.TemporaryDirectory() as tmp:
+    agent = b.make_stand_in(tmp)
+    fn(agent, "throughput", 2000)
+    spent.clear()
+    fn(agent, "latency", n_lat)
+print(json.dumps({{label: spent[label] / n_lat / 1e3 for _, _, label in stages}}))
+"""
+
+STAGES = [  # (owner, attribute, label): wall time inside, per line; nested stages include inner
+    ("run._StdoutProtocol", "data_received", "data_received: read to handed on (all below)"),
+    ("framing.LineFramer", "feed", "  framing (LineFramer.feed)"),
+    ("reader.EventReader", "feed", "  framing + parse (EventReader.feed)"),
+    ("transcript.Transcript", "add", "  fold (Transcript.add)"),
+    ("sinks.ThreadEventQueue", "put", "  hand-off put, sync (ThreadEventQueue.put)"),
+    ("sinks.AsyncEventQueue", "put", "  hand-off put, async (AsyncEventQueue.put)"),
+]
+
+
+def stages(flavours: list[str], n_lat: int, repeats: int) -> None:
+    """Median over ``repeats`` of the wall time per line inside each stage of the loop's path."""
+    seen: dict[str, list[dict[str, float]]] = {f: [] for f in flavours}
+    for _ in range(repeats):
+        for flavour in flavours:
+            code = STAGES_CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat,
+                                       stages=STAGES)
+            out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                                 text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+            seen[flavour].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"µs per line (wall time inside, median of {repeats}), {n_lat} lines 1 ms apart")
+    print(f"{'stage':50s} " + " ".join(f"{f:>24s}" for f in flavours))
+    for _, _, label in STAGES:
+        print(f"{label:50s} " + " ".join(
+            f"{statistics.median(r[label] for r in seen[f]):24.1f}" for f in flavours))
+
 
 FLAVOURS = ("sync keep_events=True", "sync keep_events=False", "async keep_events=True",
             "async keep_events=False")
@@ -64,7 +137,7 @@ FLAVOURS = ("sync keep_events=True", "sync keep_events=False", "async keep_event
 
 def run_one(src: Path, flavour: str, n_lat: int, n_tput: int,
             interval: float | None = None) -> list[float]:
-    """[p50 µs, p99 µs, events/s] of one side in a fresh interpreter."""
+    """[p50 µs, p99 µs, events/s, CPU µs per line] of one side in a fresh interpreter."""
     code = CHILD.format(bench=str(HERE), flavour=flavour, n_lat=n_lat, n_tput=n_tput,
                         interval=interval)
     env = {**os.environ, "PYTHONPATH": str(src)}
@@ -93,10 +166,18 @@ def main() -> None:
     parser.add_argument("--switchinterval", type=float, default=None,
                         help="also run this tree's first flavour with sys.setswitchinterval(S) "
                              "in its interpreter (a measure only: the client never sets it)")
+    parser.add_argument("--stages", action="store_true",
+                        help="instead: where the time of a line goes in this tree's loop "
+                             "(wall time inside each stage, per line)")
+    parser.add_argument("--patch", type=Path, action="append", default=[],
+                        help="also run this tree with this diff applied (repeatable)")
     args = parser.parse_args()
     baselines = args.baseline or ["4d86a18"]
     flavours = args.flavour or [FLAVOURS[0]]
     rng = random.Random(args.seed)
+    if args.stages:
+        stages(flavours, args.lines, args.repeats)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sides: dict[str, tuple[Path, str, float | None]] = {
             "bare": (ROOT / "src", "bare", None)}
@@ -110,6 +191,14 @@ def main() -> None:
                 sides[f"{rev} {flavour}"] = (dest / "src", flavour, None)
         for flavour in flavours:
             sides[f"this tree {flavour}"] = (ROOT / "src", flavour, None)
+        for patch in args.patch:
+            dest = Path(tmp) / f"patch-{patch.stem}"
+            shutil.copytree(ROOT / "src", dest / "src",
+                            ignore=shutil.ignore_patterns("__pycache__"))
+            subprocess.run(["patch", "-s", "-p1", "-d", str(dest), "-i", str(patch.resolve())],
+                           check=True)
+            for flavour in flavours:
+                sides[f"+{patch.stem} {flavour}"] = (dest / "src", flavour, None)
         if args.switchinterval is not None:
             sides[f"this tree {flavours[0]}, switch {args.switchinterval:g} s"] = (
                 ROOT / "src", flavours[0], args.switchinterval)
@@ -128,11 +217,12 @@ def main() -> None:
           f"apart, {args.tput:,} throughput lines; ratios to the bare loop of the same repeat, "
           "median [interquartile range]")
     print(f"{'side':50s} {'p50 µs':>7s} {'p50 x bare':>18s} {'p99 µs':>8s} "
-          f"{'p99 x bare (<=1.5)':>19s} {'events/s':>9s} {'x bare (>=0.25)':>18s}")
+          f"{'p99 x bare (<=1.5)':>19s} {'events/s':>9s} {'x bare (>=0.25)':>18s} "
+          f"{'CPU µs/line':>11s} {'x bare':>18s}")
     bare = runs["bare"]
     for label, results in runs.items():
         cols = []
-        for k in range(3):
+        for k in range(4):
             absolute = statistics.median(r[k] for r in results)
             q1, med, q3 = quartiles([r[k] / b[k] for r, b in zip(results, bare, strict=True)])
             cols.append(f"{absolute:9,.1f} {med:5.2f} [{q1:4.2f}-{q3:4.2f}]")
