@@ -50,7 +50,7 @@ from .runtime.commands import (
     fetch_models,
     fetch_status,
 )
-from .runtime.portal import LoopThread
+from .runtime.portal import LoopThread, wait_for
 from .runtime.sinks import END, STOPPED, AsyncEventQueue, EventSink, ThreadEventQueue
 from .runtime.transport import Turn, transport_for
 
@@ -391,7 +391,7 @@ class StreamingResponse(_TurnStream):
         for _ in self:
             pass
         try:
-            return self._finished.result(timeout)
+            return wait_for(self._finished, timeout)
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"the turn did not end within {timeout} s") from None
 
@@ -403,7 +403,7 @@ class StreamingResponse(_TurnStream):
         """
         if self._run.result is None:
             self.cancel()
-        self._finished.result()
+        wait_for(self._finished)
 
     def __enter__(self) -> StreamingResponse:
         return self
@@ -516,7 +516,7 @@ class CursorAgentClient:
 
         starting = portal.submit(start)
         try:
-            starting.result()
+            wait_for(starting)
         except BaseException:
             # interrupted (Ctrl-C) while the agent starts: stop the start where it is (an ACP
             # turn must not go on to send its prompt) and the process if it was spawned
@@ -547,7 +547,7 @@ class CursorAgentClient:
         config = self.config.with_overrides(**overrides)
         run, finished = self._start(config, _check_prompt(prompt), None)
         try:
-            return finished.result()
+            return wait_for(finished)
         except BaseException:
             run.cancel_threadsafe(signal_module.SIGTERM)
             with contextlib.suppress(BaseException):

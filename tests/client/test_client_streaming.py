@@ -338,3 +338,42 @@ def test_an_outsider_holding_stdout_does_not_spin_the_loop(sim, spawned, tmp_pat
 
 
 
+
+
+def _interrupt_the_loop_thread_once_started(spawned: list[object]) -> threading.Thread:
+    """Ctrl-C as the kernel may deliver it: to another thread than the main one (here the
+    client's loop thread, which sits in epoll). Python runs the handler in the main thread,
+    but only once that thread runs bytecode again."""
+    def interrupt() -> None:
+        for _ in range(6000):
+            if spawned:
+                break
+            time.sleep(0.01)
+        time.sleep(0.2)  # the main thread is waiting by now
+        loop_thread = next(t for t in threading.enumerate() if t.name.startswith("cursor-agent"))
+        assert loop_thread.ident is not None
+        signal.pthread_kill(loop_thread.ident, signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt)
+    thread.start()
+    return thread
+
+
+def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_query(sim, spawned):
+    with CursorAgentClient(sim("silence")) as client:
+        t = _interrupt_the_loop_thread_once_started(spawned)
+        with pytest.raises(KeyboardInterrupt):
+            client.query("hi")  # the agent never answers: only the interrupt can end this
+        t.join()
+    assert len(spawned) == 1  # the autouse fixture checks the group is gone
+
+
+def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_a_blocked_next(sim, spawned):
+    with CursorAgentClient(sim("silence")) as client:
+        stream = client.query_stream("hi")
+        t = _interrupt_the_loop_thread_once_started(spawned)
+        with pytest.raises(KeyboardInterrupt):
+            next(iter(stream))
+        t.join()
+        stream.close()
+    assert len(spawned) == 1

@@ -20,12 +20,43 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "wait_for"]
 
 T = TypeVar("T")
+
+_STEP = 0.1
+"""How long the caller's thread blocks at most between two looks at its signals (the same
+step as :data:`.sinks.WAKE_STEP`)."""
+
+
+def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+    """``future.result(timeout)``, in steps, so that Ctrl-C always interrupts the wait.
+
+    The kernel may deliver SIGINT to any thread, and here it is often the loop thread, which
+    sits in ``epoll``. Python then runs the handler in the main thread, but only once that
+    thread runs bytecode again: an untimed ``result()`` would keep the ``KeyboardInterrupt``
+    waiting until the turn ends (forever, for an agent that says nothing).
+
+    Example:
+        >>> f: concurrent.futures.Future[str] = concurrent.futures.Future()
+        >>> f.set_result("done")
+        >>> wait_for(f)
+        'done'
+    """
+    if timeout is not None and timeout <= _STEP:
+        return future.result(timeout)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = _STEP if deadline is None else min(_STEP, max(deadline - time.monotonic(), 0.0))
+        try:
+            return future.result(step)
+        except concurrent.futures.TimeoutError:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise
 
 
 class LoopThread:
@@ -131,7 +162,7 @@ class LoopThread:
         """Run ``fn(*args)`` on the loop and wait for its value (or exception)."""
         if self.in_loop_thread():
             raise RuntimeError("LoopThread.call() from the loop's own thread would deadlock")
-        return self.submit(fn, *args).result()
+        return wait_for(self.submit(fn, *args))
 
     def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
         """Schedule ``fn(*args)`` on the loop's thread; returns at once."""

@@ -99,6 +99,10 @@ class EventSink:
         raise NotImplementedError
 
 
+WAKE_STEP: Final = 0.1
+"""How long a consumer thread blocks at most between two looks at its signals."""
+
+
 class ThreadEventQueue(EventSink):
     """Batches from the loop's thread to a consumer thread (the sync ``StreamingResponse``).
 
@@ -135,8 +139,19 @@ class ThreadEventQueue(EventSink):
         self._q.put(END)
 
     def get(self, timeout: float | None = None) -> Any:
-        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks. ``queue.Empty`` on timeout."""
-        item = self._q.get(timeout=timeout)
+        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks. ``queue.Empty`` on timeout.
+
+        Without a timeout it still wakes every :data:`WAKE_STEP` s, so that a Ctrl-C the
+        kernel gave to another thread is raised here (see :func:`.portal.wait_for`)."""
+        if timeout is None:
+            while True:
+                try:
+                    item = self._q.get(timeout=WAKE_STEP)
+                    break
+                except queue.Empty:
+                    continue
+        else:
+            item = self._q.get(timeout=timeout)
         if type(item) is list:
             cb = self._took(len(item))
             if cb is not None:
