@@ -286,6 +286,13 @@ class AcpTransport:
             return AuthenticationError(f"the agent needs a login: {exc.message}")
         return exc
 
+    def forget(self, session_id: str) -> None:
+        """The session went on in another process: the next turn here ``session/load``s it
+        again (its state here is old). A session with a running turn is kept."""
+        state = self._sessions.get(session_id)
+        if state is not None and (state.turn is None or state.turn.done):
+            del self._sessions[session_id]
+
     def release(self, session_id: str, turn: AcpTurn) -> None:
         """``turn`` is over: its session takes the next prompt."""
         state = self._sessions.get(session_id)
@@ -312,6 +319,17 @@ class AcpTransport:
         """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""
         await self._session_request("session/set_mode", {"sessionId": session_id,
                                                          "modeId": mode_id})
+        modes = self.session_setup.setdefault(session_id, {}).get("modes")
+        if isinstance(modes, dict):
+            modes["currentModeId"] = mode_id
+        else:
+            self.session_setup[session_id]["modes"] = {"currentModeId": mode_id}
+
+    def session_mode(self, session_id: str) -> str | None:
+        """The session's current mode, as the agent last said (or as last set)."""
+        modes = self.session_setup.get(session_id, {}).get("modes")
+        current = modes.get("currentModeId") if isinstance(modes, dict) else None
+        return current if isinstance(current, str) else None
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Any:
         """``session/set_config_option`` (``model`` or ``mode``); the refreshed options."""
@@ -328,9 +346,18 @@ class AcpTransport:
         sessions = result.get("sessions") if isinstance(result, dict) else None
         return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
+    def answer_between_turns(self, config: AgentConfig) -> None:
+        """Requests that belong to no running turn are answered by ``config``'s settings
+        (the client's own; by default the first turn's)."""
+        self._background = Steering(config)
+
     # ---- what the agent sends ----------------------------------------------------------
 
     def _turn_for(self, params: dict[str, Any]) -> AcpTurn | None:
+        """The running turn a message belongs to: by its session; without one (Cursor's
+        ``cursor/*`` requests), by its tool call id, or the only running turn. With several
+        running turns and no match, none: the request is answered between-turns, never by
+        another session's callbacks."""
         sid = params.get("sessionId")
         if isinstance(sid, str):
             state = self._sessions.get(sid)
@@ -342,7 +369,7 @@ class AcpTransport:
             for turn in running:
                 if turn.mapper.knows(call_id):
                     return turn
-        return running[-1] if running else None
+        return running[0] if len(running) == 1 else None
 
     def _on_noise(self, noise: RpcNoise) -> None:
         """A stdout line that is not JSON-RPC (a banner, a warning): a ``RAW`` event of each

@@ -145,6 +145,7 @@ class Worker:
                 if self._shutdown is not None:
                     await asyncio.gather(self._shutdown, return_exceptions=True)
         finally:
+            await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
             await self.store.close()
 
     async def recover(self) -> list[str]:

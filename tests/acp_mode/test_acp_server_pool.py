@@ -1,0 +1,161 @@
+"""The server's shared ``agent acp`` clients (``server/runner.py``'s :class:`AcpClients`) on a
+fake agent that runs turns of different sessions at once: with room for two turns per
+process, two runs share one process, each permission request reaches the run that asked,
+a cancel ends one run and not the other, and — on a build that refuses ``session/cancel`` —
+the fallback stops the process: the other run then fails typed and its next prompt works."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from acp_fake import FakeAgent
+
+from cursor_agent_api.permissions import Accept, Allow, Deny, PermissionRequest, Skip
+from cursor_agent_api.protocol import EventType
+from cursor_agent_api.server.runner import AcpClients, AgentLaunch, close_stream, open_stream
+from cursor_agent_api.server.settings import ServerSettings
+
+
+class Steer:
+    """A run's callbacks (the server's are :class:`RunSteering`): answers, remembers what it saw."""
+
+    def __init__(self, allow: bool, gate: asyncio.Event | None = None) -> None:
+        self.allow = allow
+        self.gate = gate
+        self.asked: list[str | None] = []
+
+    async def can_use_tool(self, request: PermissionRequest) -> Allow | Deny:
+        self.asked.append(request.command)
+        if self.gate is not None:
+            await self.gate.wait()
+        return Allow() if self.allow else Deny("not here")
+
+    async def on_question(self, request: Any) -> Skip:
+        return Skip("no")
+
+    async def on_plan(self, plan: Any) -> Accept:
+        return Accept()
+
+
+def _settings(fake: FakeAgent, **env: str) -> ServerSettings:
+    return ServerSettings(token="t" * 16, agent_binary=str(fake.binary), agent_env={
+        "FAKE_ACP_DIR": str(fake.state), "FAKE_ACP_LOG": str(fake.log), **env})
+
+
+def _launch(fake: FakeAgent, pool: AcpClients, prompt: str, steer: Steer | None = None,
+            resume: str | None = None) -> AgentLaunch:
+    return AgentLaunch(prompt, str(fake.workspace), None, {"transport": "acp", "trust": True},
+                       resume=resume, steering=cast(Any, steer), clients=pool)
+
+
+async def _run(settings: ServerSettings, launch: AgentLaunch, started: asyncio.Event | None = None,
+               pids: list[int | None] | None = None) -> Any:
+    stream = await open_stream(settings, launch)
+    try:
+        if pids is not None:
+            pids.append(stream.pid)
+        async for event in stream:
+            if started is not None and event.type is EventType.ASSISTANT_DELTA:
+                started.set()
+        return await stream.wait()
+    finally:
+        await close_stream(stream)
+
+
+def test_two_runs_share_a_process_and_their_answers(fake: FakeAgent) -> None:
+    async def main() -> tuple[Any, Any, Steer, Steer, list[int | None], int]:
+        pool = AcpClients(turns_per_process=2)
+        settings = _settings(fake)
+        yes, no = Steer(True), Steer(False)
+        pids: list[int | None] = []
+        try:
+            ran, refused = await asyncio.gather(
+                _run(settings, _launch(fake, pool, "run echo-left", yes), pids=pids),
+                _run(settings, _launch(fake, pool, "run echo-right", no), pids=pids))
+            return ran, refused, yes, no, pids, len(pool)
+        finally:
+            await pool.aclose()
+
+    ran, refused, yes, no, pids, size = asyncio.run(main())
+    assert yes.asked == ["echo-left"] and no.asked == ["echo-right"]
+    assert "I ran echo-left." in ran.result and "not allowed" in refused.result
+    assert ran.session_id != refused.session_id
+    assert len(set(pids)) == 1 and pids[0] is not None and size == 1
+
+
+def test_cancel_ends_one_run_and_not_the_other(fake: FakeAgent) -> None:
+    async def main() -> tuple[Any, Any, list[int | None]]:
+        pool = AcpClients(turns_per_process=2)
+        settings = _settings(fake)
+        gate = asyncio.Event()
+        pids: list[int | None] = []
+        try:
+            other = asyncio.create_task(
+                _run(settings, _launch(fake, pool, "run make", Steer(True, gate)), pids=pids))
+            stream = await open_stream(settings, _launch(fake, pool, "slow", Steer(True)))
+            pids.append(stream.pid)
+            async for event in stream:
+                if event.type is EventType.ASSISTANT_DELTA:
+                    stream.cancel()
+            cancelled = await stream.wait()
+            await close_stream(stream)
+            gate.set()  # only now may the other run go on
+            return cancelled, await other, pids
+        finally:
+            await pool.aclose()
+
+    cancelled, other, pids = asyncio.run(main())
+    assert cancelled.cancelled
+    assert other.success and "I ran make." in other.result
+    assert len(set(pids)) == 1
+
+
+def test_cancel_fallback_stops_the_shared_process_and_the_other_run_fails_typed(
+        fake: FakeAgent) -> None:
+    async def main() -> tuple[Any, Any, Any]:
+        pool = AcpClients(turns_per_process=2)
+        settings = _settings(fake, FAKE_ACP_NO_CANCEL="error")  # a build answering -32601
+        gate = asyncio.Event()
+        try:
+            other = asyncio.create_task(_run(settings, _launch(fake, pool, "run make",
+                                                               Steer(True, gate))))
+            stream = await open_stream(settings, _launch(fake, pool, "slow", Steer(True)))
+            async for event in stream:
+                if event.type is EventType.ASSISTANT_DELTA:
+                    stream.cancel()
+            cancelled = await stream.wait()
+            await close_stream(stream)
+            lost = await other
+            gate.set()
+            again = await _run(settings, _launch(fake, pool, "history", Steer(True),
+                                                 resume=lost.session_id))
+            return cancelled, lost, again
+        finally:
+            await pool.aclose()
+
+    cancelled, lost, again = asyncio.run(main())
+    assert cancelled.cancelled
+    assert not lost.success and type(lost.exception).__name__ == "AgentProcessError"
+    assert "next prompt" in str(lost.exception)
+    assert again.success and again.result == "earlier: "  # the lost turn is not in the session
+
+
+def test_a_request_after_the_run_is_not_put_to_that_runs_person(fake: FakeAgent) -> None:
+    async def main() -> tuple[Steer, Any]:
+        pool = AcpClients()
+        settings = _settings(fake)
+        steer = Steer(True)
+        try:
+            first = await _run(settings, _launch(fake, pool, "background", steer))
+            # the agent's background task asks after the run ended: the shared client's own
+            # settings answer it (reject), not the callbacks of the run that came first
+            after = await _run(settings, _launch(fake, pool, "history", Steer(True),
+                                                 resume=first.session_id))
+            return steer, after
+        finally:
+            await pool.aclose()
+
+    steer, after = asyncio.run(main())
+    assert steer.asked == []
+    assert "background got reject-once" in after.result
