@@ -148,6 +148,10 @@ def test_a_request_after_the_run_is_not_put_to_that_runs_person(fake: FakeAgent)
         steer = Steer(True)
         try:
             first = await _run(settings, _launch(fake, pool, "background", steer))
+            for _ in range(600):  # until the late request has had its answer (no turn runs)
+                if any('"outcome"' in line for line in fake.received()):
+                    break
+                await asyncio.sleep(0.05)
             # the agent's background task asks after the run ended: the shared client's own
             # settings answer it (reject), not the callbacks of the run that came first
             after = await _run(settings, _launch(fake, pool, "history", Steer(True),
