@@ -132,6 +132,7 @@ class AcpTransport:
         self._sessions: dict[str, _Session] = {}
         self._background = Steering(config)
         self.agent_capabilities: dict[str, Any] = {}
+        self._modes: dict[str, str] = {}  # the mode set_mode gave each session
         self.session_setup: dict[str, dict[str, Any]] = {}
         """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said."""
         self.closed = False
@@ -217,6 +218,7 @@ class AcpTransport:
     def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
         state = _Session(session_id, cwd, self._generation)
         self._sessions[session_id] = state
+        self._modes.pop(session_id, None)  # (re)loaded: the agent's answer says its mode
         if isinstance(result, dict):
             self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
                                               if k in result}
@@ -319,14 +321,12 @@ class AcpTransport:
         """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""
         await self._session_request("session/set_mode", {"sessionId": session_id,
                                                          "modeId": mode_id})
-        modes = self.session_setup.setdefault(session_id, {}).get("modes")
-        if isinstance(modes, dict):
-            modes["currentModeId"] = mode_id
-        else:
-            self.session_setup[session_id]["modes"] = {"currentModeId": mode_id}
+        self._modes[session_id] = mode_id
 
     def session_mode(self, session_id: str) -> str | None:
-        """The session's current mode, as the agent last said (or as last set)."""
+        """The session's mode: as last set here, else as the agent said at new/load."""
+        if session_id in self._modes:
+            return self._modes[session_id]
         modes = self.session_setup.get(session_id, {}).get("modes")
         current = modes.get("currentModeId") if isinstance(modes, dict) else None
         return current if isinstance(current, str) else None
