@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from .. import __version__
 from .auth import Auth
 from .dispatch import Dispatcher
+from .dispatch.answers import AnswerNotTakenError
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
 from .runs import RunNotActiveError, ServerClosingError, answered_or_unknown, run_view
@@ -459,6 +460,8 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
         raise HTTPException(409, str(e)) from None
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
+    except AnswerNotTakenError as e:  # queue mode: the run's worker did not take it in time
+        raise HTTPException(503, str(e), headers={"Retry-After": "2"}) from None
     raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}")  # pragma: no cover
 
 

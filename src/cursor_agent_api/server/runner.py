@@ -253,17 +253,18 @@ class AcpClients:
         key = process_key(config)
         group = self._held.setdefault(key, [])
         home = self._home.get(config.resume) if config.resume else None
-        if home is not None and home.key == key and home.users < self.turns_per_process:
+        room = [h for h in group if h.users < self.turns_per_process]
+        if home is not None and home in room:
             held = home
+        elif room:
+            held = room[0]
         else:
-            held = next((h for h in group if h.users < self.turns_per_process), None)
-            if held is None:
-                base = config.with_overrides(can_use_tool=None, on_question=None, on_plan=None,
-                                             permission_mode="deny", resume=None, workspace=None,
-                                             session_mode=None)
-                held = _Held(key, AsyncCursorAgentClient(base))
-                group.append(held)
-                self._by_client[id(held.client)] = held
+            base = config.with_overrides(can_use_tool=None, on_question=None, on_plan=None,
+                                         permission_mode="deny", resume=None, workspace=None,
+                                         session_mode=None)
+            held = _Held(key, AsyncCursorAgentClient(base))
+            group.append(held)
+            self._by_client[id(held.client)] = held
         if config.resume:
             self._move(config.resume, held)
         if held.idle is not None:
