@@ -163,3 +163,24 @@ def test_a_request_after_the_run_is_not_put_to_that_runs_person(fake: FakeAgent)
     steer, after = asyncio.run(main())
     assert steer.asked == []
     assert "background got reject-once" in after.result
+
+
+def test_an_agent_that_cannot_start_gives_its_client_back(fake: FakeAgent, tmp_path: Any) -> None:
+    from cursor_agent_api.errors import AgentNotFoundError
+
+    async def main() -> list[int]:
+        pool = AcpClients()
+        settings = ServerSettings(token="t" * 16, agent_binary=str(tmp_path / "no-such-agent"))
+        try:
+            for _ in range(2):
+                try:
+                    await open_stream(settings, _launch(fake, pool, "say hi", Steer(True)))
+                except AgentNotFoundError:
+                    pass
+                else:  # pragma: no cover - the test's premise
+                    raise AssertionError("the agent started")
+            return [h.users for group in pool._held.values() for h in group]
+        finally:
+            await pool.aclose()
+
+    assert asyncio.run(main()) == [0]  # one client, not busy: the next run may use it

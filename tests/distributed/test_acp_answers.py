@@ -90,3 +90,58 @@ def test_answers_reach_the_worker_that_runs_the_run(small_cluster: Cluster) -> N
         assert wait_run(c, run3)["status"] == "succeeded"
         assert "relayed-reject" not in _outputs(c, run3)
     assert small_cluster.invocations() - before == 1  # one `agent acp` for the three runs
+
+
+@pytest.fixture
+def db_url() -> Iterator[str]:
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    url, drop = pg_database(base)
+    yield url
+    drop()
+
+
+def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp_path: Path) -> None:
+    import asyncio
+
+    from cursor_agent_api.server.dispatch.answers import AnswerListener, AnswerNotTakenError, relay_answer
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.log import EventLog
+    from cursor_agent_api.server.requests import AnswerIn, RunRequests, request_records
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    async def main() -> tuple[int, dict[str, Any], dict[str, Any]]:
+        store = Store(db_url)
+        await store.start()
+        log = EventLog(store, Hub(), 1 << 20)
+        try:
+            chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            requests = RunRequests(log, chat["id"], run["id"], None)  # as on a worker
+            asking = asyncio.create_task(requests.ask("permission", {"tool": {"kind": "shell"}}))
+            while not await request_records(store, [run["id"]]):
+                await asyncio.sleep(0.05)
+            (rid,) = requests.requests
+            try:  # no worker listens: nothing takes it
+                await relay_answer(store, run["id"], rid, AnswerIn(decision="reject"), wait=0.3)
+            except AnswerNotTakenError:
+                pass
+            else:  # pragma: no cover - the test's premise
+                raise AssertionError("an answer nobody took was reported taken")
+            still_open = requests.open_count()
+            listener = AnswerListener(store, lambda _run, request_id, body: requests.answer(request_id, body))
+            await listener.start()
+            try:
+                relayed = await relay_answer(store, run["id"], rid, AnswerIn(decision="allow-once"))
+            finally:
+                await listener.close()
+            return still_open, relayed, await asking
+        finally:
+            await store.close()
+
+    still_open, relayed, heard = asyncio.run(main())
+    assert still_open == 1
+    assert relayed["decision"] == "allow-once" and relayed["by"] == "user"
+    assert heard["decision"] == "allow-once"

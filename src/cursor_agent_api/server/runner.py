@@ -365,7 +365,15 @@ async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStr
             raise
     _QUEUES[stream] = queue
     _CLIENTS[stream] = (client, pool)
-    return await stream.start()
+    try:
+        return await stream.start()
+    except BaseException:  # (the agent could not start): nobody will close this stream
+        _CLIENTS.pop(stream, None)
+        if pool is not None:
+            pool.release(client)
+        else:
+            await client.aclose()
+        raise
 
 
 def _turn_overrides(base: AgentConfig, config: AgentConfig) -> dict[str, Any]:
