@@ -184,3 +184,28 @@ def test_an_agent_that_cannot_start_gives_its_client_back(fake: FakeAgent, tmp_p
             await pool.aclose()
 
     assert asyncio.run(main()) == [0]  # one client, not busy: the next run may use it
+
+
+def test_an_idle_process_is_stopped_and_the_next_run_loads_its_session(fake: FakeAgent) -> None:
+    from cursor_agent_api.runtime import groups
+
+    async def main() -> tuple[list[int | None], bool, Any]:
+        pool = AcpClients(idle_seconds=0.1)
+        settings = _settings(fake)
+        pids: list[int | None] = []
+        try:
+            first = await _run(settings, _launch(fake, pool, "say one"), pids=pids)
+            for _ in range(600):  # the idle clock runs out: the client is closed
+                if len(pool) == 0 and not pool._closing:
+                    break
+                await asyncio.sleep(0.05)
+            gone = pids[0] is not None and not groups.group_alive(pids[0])
+            again = await _run(settings, _launch(fake, pool, "history", resume=first.session_id),
+                               pids=pids)
+            return pids, gone, again
+        finally:
+            await pool.aclose()
+
+    pids, gone, again = asyncio.run(main())
+    assert gone and pids[1] != pids[0]
+    assert again.success and again.result == "earlier: say one"
