@@ -35,6 +35,7 @@ class Steer:
         return Skip("no")
 
     async def on_plan(self, plan: Any) -> Accept:
+        self.asked.append(f"plan {plan.name}")
         return Accept()
 
 
@@ -209,3 +210,29 @@ def test_an_idle_process_is_stopped_and_the_next_run_loads_its_session(fake: Fak
     pids, gone, again = asyncio.run(main())
     assert gone and pids[1] != pids[0]
     assert again.success and again.result == "earlier: say one"
+
+
+def test_a_request_naming_no_session_is_never_put_to_another_sessions_person(fake: FakeAgent) -> None:
+    # the fake's cursor/create_plan names neither a session nor a tool call it announced
+    async def main() -> tuple[Steer, Steer, Steer]:
+        pool = AcpClients(turns_per_process=2)
+        settings = _settings(fake)
+        gate = asyncio.Event()
+        alone, left, right = Steer(True), Steer(True, gate), Steer(True)
+        try:
+            first = await _run(settings, _launch(fake, pool, "plan", alone))  # the only turn
+            waiting = asyncio.create_task(_run(settings, _launch(fake, pool, "run make", left)))
+            while not left.asked:  # left's turn runs (it waits for its permission)
+                await asyncio.sleep(0.02)
+            # right continues the older session: a guess by session age would pick left
+            await _run(settings, _launch(fake, pool, "plan", right, resume=first.session_id))
+            gate.set()
+            await waiting
+            return alone, left, right
+        finally:
+            await pool.aclose()
+
+    alone, left, right = asyncio.run(main())
+    assert alone.asked == ["plan Rename"]
+    assert left.asked == ["make"]
+    assert right.asked == []  # two turns could own it: the client's own settings answered
