@@ -80,10 +80,13 @@ def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentCon
 
 class _AcpHolder:
     """The client's one ``agent acp`` transport (``AgentConfig(transport="acp")``), made on
-    first use from that turn's config and kept for every later ACP turn of the client."""
+    first use from that turn's config and kept for every later ACP turn of the client.
+    Requests that arrive between turns are answered by the client's own ``config`` (not by
+    the callbacks of whichever turn came first)."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: AgentConfig | None = None) -> None:
         self.transport: AcpTransport | None = None
+        self.config = config
 
     def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None) -> Turn:
         """A turn of ``prompt``: on the client's ``agent acp`` in ACP mode, else on the
@@ -99,6 +102,8 @@ class _AcpHolder:
         if self.transport is None or self.transport.closed:
             made = transport_for(config)
             assert isinstance(made, AcpTransport)
+            if self.config is not None:
+                made.answer_between_turns(self.config)
             self.transport = made
         return self.transport
 
@@ -443,7 +448,7 @@ class CursorAgentClient:
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
-        self._acp = _AcpHolder()
+        self._acp = _AcpHolder(self.config)
 
     # plumbing --------------------------------------------------------------------------
 
@@ -795,7 +800,7 @@ class AsyncCursorAgentClient:
 
     def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
-        self._acp = _AcpHolder()
+        self._acp = _AcpHolder(self.config)
         self._tools = _make_tools(tools)  # @tool functions: served until aclose()
 
     async def __aenter__(self) -> AsyncCursorAgentClient:

@@ -220,7 +220,8 @@ class AgentConfig:
     ``"read-only"``, ``"ask"``), ``allowed_tools`` / ``denied_tools`` (rules such as
     ``Shell(ls)``, ``Write(src/**)``, ``Mcp(server:tool)``), ``permission_timeout`` (seconds
     until an unanswered request is rejected; none by default), ``images`` (image files sent
-    with the prompt).
+    with the prompt), ``session_mode`` (the session's mode, such as ``"plan"``: set with
+    ``session/set_mode`` before each prompt whose session is in another mode; ``None`` leaves it).
 
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
@@ -267,6 +268,7 @@ class AgentConfig:
     denied_tools: list[str] = field(default_factory=list)
     permission_timeout: float | None = None
     images: list[str] = field(default_factory=list)
+    session_mode: str | None = None
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -384,6 +386,10 @@ class AgentConfig:
         if self.images and self.transport != "acp":
             raise _fail("images", "need transport='acp' (print mode takes text prompts only)",
                         self.images)
+        self.session_mode = _check_optional_text("session_mode", self.session_mode)
+        if self.session_mode is not None and self.transport != "acp":
+            raise _fail("session_mode", "needs transport='acp' (a session mode is ACP's "
+                        "session/set_mode)", self.session_mode)
 
     def with_overrides(self, **overrides: Any) -> AgentConfig:
         """A validated copy with some fields replaced (the ``**overrides`` of ``query``).

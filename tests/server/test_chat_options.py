@@ -20,7 +20,8 @@ def test_options_change_only_what_is_given_and_apply_to_the_next_run(server: Ser
         r = c.patch(f"/api/chats/{chat['id']}", json={"options": {"force": True}})
         assert r.status_code == 200, r.text
         assert r.json()["options"] == {"force": True, "approve_mcps": False, "trust": True,
-                                       "stream_partial_output": True, "transport": "print"}
+                                       "stream_partial_output": True, "transport": "print",
+                                       "mode": "agent"}
         assert c.get(f"/api/chats/{chat['id']}").json()["options"]["force"] is True
 
         run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "run `echo hi`"}).json()

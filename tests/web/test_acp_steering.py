@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from playwright.sync_api import Page, expect
-from server_helpers import Server
+from server_helpers import Server, poll
 
 
 def open_ui(context: Any, server: Server) -> Page:
@@ -105,4 +105,56 @@ def test_escape_rejects_and_the_header_names_the_mode(make_server: Any, browser:
     page.keyboard.press("Escape")  # answers the card; it does not stop the run
     expect(card).to_have_attribute("data-decision", "reject")
     expect(page.locator("#result-bar")).to_contain_text("Done")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_plan_mode_accept_one_plan_and_reject_another(make_server: Any, browser: Any, shot: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    page.get_by_role("button", name="New chat").click()
+    page.get_by_label("Folder inside it (optional)").fill("project")
+    mode = page.get_by_label("Session mode (ACP)")
+    expect(mode).to_be_disabled()  # print mode has no session mode
+    page.get_by_label("How the agent runs").select_option("acp")
+    mode.select_option("plan")
+    page.get_by_role("button", name="Create chat").click()
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#chat-meta")).to_contain_text("plan mode")
+
+    # 1. A plan: its steps on the card; Accept.
+    send(page, "create alpha.txt with hello")
+    card = page.locator(".card.request-plan").first
+    expect(card.locator(".card-kind")).to_have_text("Plan")
+    expect(card.locator(".request-plan")).to_contain_text("alpha.txt")
+    accept = card.get_by_role("button", name="Accept")
+    expect(accept).to_be_focused()
+    shot(page, "plan")
+    accept.click()
+    expect(card).to_have_attribute("data-decision", "accepted")
+    expect(card.locator(".request-decision")).to_have_text("Accepted")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    expect(page.locator("#timeline")).to_contain_text("was accepted")
+
+    # 2. Another plan: Reject, by keyboard (Escape on the card).
+    send(page, "create beta.txt with bye")
+    card2 = page.locator(".card.request-plan").nth(1)
+    expect(card2.get_by_role("button", name="Accept")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(card2).to_have_attribute("data-decision", "rejected")
+    expect(card2.locator(".request-decision")).to_have_text("Rejected")
+    expect(page.locator("#stop-button")).to_be_hidden()
+    expect(page.locator(".offer")).to_have_count(0)
+
+    # plan mode wrote nothing; the options form shows the mode; back to agent mode
+    project = server.root / "project"
+    assert not (project / "alpha.txt").exists() and not (project / "beta.txt").exists()
+    page.get_by_role("button", name="Options", exact=True).click()
+    expect(page.locator("#copt-mode")).to_have_value("plan")
+    page.locator("#copt-mode").select_option("agent")
+    page.get_by_role("button", name="Save options").click()
+    expect(page.locator("#chat-meta")).not_to_contain_text("plan mode")
+    send(page, "create alpha.txt with hello")
+    poll(lambda: (project / "alpha.txt").exists())  # agent mode: the edit is made
+    expect(page.locator("#stop-button")).to_be_hidden()
+    expect(page.locator(".card.request-plan")).to_have_count(2)
     assert page.errors == []  # type: ignore[attr-defined]

@@ -264,7 +264,7 @@ def test_options_can_be_changed_and_a_rejected_command_offers_to_allow_tools(
     with server.client() as c:
         opts = c.get(f"/api/chats/{chat['id']}").json()["options"]
     assert opts == {"force": False, "stream_partial_output": False, "trust": True,
-                    "approve_mcps": False, "transport": "print"}
+                    "approve_mcps": False, "transport": "print", "mode": "agent"}
 
 
 def test_options_cannot_change_during_a_run(make_server: Any, browser: Any) -> None:

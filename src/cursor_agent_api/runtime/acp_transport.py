@@ -132,6 +132,7 @@ class AcpTransport:
         self._sessions: dict[str, _Session] = {}
         self._background = Steering(config)
         self.agent_capabilities: dict[str, Any] = {}
+        self._modes: dict[str, str] = {}  # the mode set_mode gave each session
         self.session_setup: dict[str, dict[str, Any]] = {}
         """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said."""
         self.closed = False
@@ -217,6 +218,7 @@ class AcpTransport:
     def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
         state = _Session(session_id, cwd, self._generation)
         self._sessions[session_id] = state
+        self._modes.pop(session_id, None)  # (re)loaded: the agent's answer says its mode
         if isinstance(result, dict):
             self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
                                               if k in result}
@@ -286,6 +288,13 @@ class AcpTransport:
             return AuthenticationError(f"the agent needs a login: {exc.message}")
         return exc
 
+    def forget(self, session_id: str) -> None:
+        """The session went on in another process: the next turn here ``session/load``s it
+        again (its state here is old). A session with a running turn is kept."""
+        state = self._sessions.get(session_id)
+        if state is not None and (state.turn is None or state.turn.done):
+            del self._sessions[session_id]
+
     def release(self, session_id: str, turn: AcpTurn) -> None:
         """``turn`` is over: its session takes the next prompt."""
         state = self._sessions.get(session_id)
@@ -312,6 +321,15 @@ class AcpTransport:
         """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""
         await self._session_request("session/set_mode", {"sessionId": session_id,
                                                          "modeId": mode_id})
+        self._modes[session_id] = mode_id
+
+    def session_mode(self, session_id: str) -> str | None:
+        """The session's mode: as last set here, else as the agent said at new/load."""
+        if session_id in self._modes:
+            return self._modes[session_id]
+        modes = self.session_setup.get(session_id, {}).get("modes")
+        current = modes.get("currentModeId") if isinstance(modes, dict) else None
+        return current if isinstance(current, str) else None
 
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> Any:
         """``session/set_config_option`` (``model`` or ``mode``); the refreshed options."""
@@ -328,9 +346,18 @@ class AcpTransport:
         sessions = result.get("sessions") if isinstance(result, dict) else None
         return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
+    def answer_between_turns(self, config: AgentConfig) -> None:
+        """Requests that belong to no running turn are answered by ``config``'s settings
+        (the client's own; by default the first turn's)."""
+        self._background = Steering(config)
+
     # ---- what the agent sends ----------------------------------------------------------
 
     def _turn_for(self, params: dict[str, Any]) -> AcpTurn | None:
+        """The running turn a message belongs to: by its session; without one (Cursor's
+        ``cursor/*`` requests), by its tool call id, or the only running turn. With several
+        running turns and no match, none: the request is answered between-turns, never by
+        another session's callbacks."""
         sid = params.get("sessionId")
         if isinstance(sid, str):
             state = self._sessions.get(sid)
@@ -342,7 +369,7 @@ class AcpTransport:
             for turn in running:
                 if turn.mapper.knows(call_id):
                     return turn
-        return running[-1] if running else None
+        return running[0] if len(running) == 1 else None
 
     def _on_noise(self, noise: RpcNoise) -> None:
         """A stdout line that is not JSON-RPC (a banner, a warning): a ``RAW`` event of each

@@ -15,6 +15,8 @@ when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
 * The process dying mid-turn ends the turn with
   :class:`~cursor_agent_api.errors.AgentProcessError` (exit code, stderr tail); the next
   turn restarts the agent.
+* ``config.session_mode`` (such as ``"plan"``) is set with ``session/set_mode`` before the
+  prompt when the session is in another mode.
 * ``timeout`` bounds the turn: it is cancelled, then fails with
   :class:`~cursor_agent_api.errors.AgentTimeoutError`.
 """
@@ -240,6 +242,9 @@ class AcpTurn:
             for note in notes:
                 note.data["session_id"] = sid
             self.deliver(notes)
+            mode = self.config.session_mode
+            if mode is not None and self.transport.session_mode(sid) != mode:
+                await self.transport.set_mode(sid, mode)  # e.g. "plan": before the prompt
             conn = await self.transport.connect()
             if self._cancel_signal is not None:  # cancelled before the prompt was sent
                 stop = "cancelled"

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from .. import __version__
 from .auth import Auth
 from .dispatch import Dispatcher
+from .dispatch.answers import AnswerNotTakenError
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
 from .runs import RunNotActiveError, ServerClosingError, answered_or_unknown, run_view
@@ -61,6 +62,12 @@ class ChatOptions(BaseModel):
         description="'print' (agent --print, one process per turn) or 'acp' (agent acp: each "
         "tool call the agent asks about, its questions and plans are answered in the page)",
     )
+    mode: Literal["agent", "plan", "ask"] = Field(
+        default="agent",
+        description="ACP chats: the session's mode (session/set_mode): 'agent' (full tool "
+        "access), 'plan' (read-only planning: edits become a plan to accept or reject in the "
+        "page) or 'ask' (questions only); print-mode chats take 'agent' only",
+    )
 
 
 class ChatCreate(BaseModel):
@@ -96,6 +103,9 @@ class ChatOptionsUpdate(BaseModel):
         default=None, description="token-level assistant deltas (--stream-partial-output)"
     )
     transport: Literal["print", "acp"] | None = Field(default=None, description="'print' or 'acp'")
+    mode: Literal["agent", "plan", "ask"] | None = Field(
+        default=None, description="ACP chats: 'agent', 'plan' or 'ask'"
+    )
 
     def changes(self) -> dict[str, Any]:
         """The options given (an explicit ``null`` is refused by the route).
@@ -290,6 +300,15 @@ async def logout(request: Request) -> Response:
 # ---- chats ---------------------------------------------------------------------------
 
 
+def _check_mode(options: dict[str, Any]) -> None:
+    """A session mode other than ``agent`` needs an ACP chat (422): print mode has none."""
+    if options.get("mode", "agent") != "agent" and options.get("transport") != "acp":
+        raise HTTPException(
+            422, f"mode {options.get('mode')!r} needs transport 'acp' (a session mode is ACP's); "
+            "print-mode chats run in mode 'agent'"
+        )
+
+
 @router.post("/chats", status_code=201, tags=["chats"])
 async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
     """Create a chat in a workspace under the allowed roots."""
@@ -299,6 +318,7 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
     except WorkspaceError as e:
         raise HTTPException(e.status, str(e)) from None
     title = body.title or f"{_DEFAULT_TITLE}{workspace.name or workspace}"
+    _check_mode(body.options.model_dump())
     chat = await _store(request).create_chat(
         workspace=str(workspace), model=body.model, options=body.options.model_dump(), title=title
     )
@@ -336,7 +356,9 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
     changes = body.options.changes() if body.options is not None else {}
     if body.options is not None and (not changes or len(changes) != len(body.options.model_fields_set)):
         raise HTTPException(
-            422, "options must name at least one option, each true or false (transport: 'print' or 'acp')"
+            422,
+            "options must name at least one option, each true or false (transport: 'print' or "
+            "'acp'; mode: 'agent', 'plan' or 'ask')",
         )
     chat = await _chat_or_404(request, chat_id)
     values: dict[str, Any] = {}
@@ -344,6 +366,7 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
         values["title"] = body.title
     if changes:
         values["options"] = {**ChatOptions().model_dump(), **(chat.get("options") or {}), **changes}
+        _check_mode(values["options"])
     try:
         row = await _store(request).update_chat(chat_id, idle_only=bool(changes), **values)
     except ActiveRunError:
@@ -437,6 +460,8 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
         raise HTTPException(409, str(e)) from None
     except ValueError as e:
         raise HTTPException(422, str(e)) from None
+    except AnswerNotTakenError as e:  # queue mode: the run's worker did not take it in time
+        raise HTTPException(503, str(e), headers={"Retry-After": "2"}) from None
     raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}")  # pragma: no cover
 
 

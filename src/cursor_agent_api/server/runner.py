@@ -6,6 +6,12 @@ is in this module: how a chat's options become an
 keep_content=False``: the server stores events itself), how a stream is opened, cancelled and closed.
 The rest of the server sees :class:`AgentStream`.
 
+ACP chats share long-lived ``agent acp`` processes (:class:`AcpClients`): one client per
+set of process-wide settings (binary, environment, API key, argv flags), each holding the
+sessions of every chat that uses it; later runs and other chats reuse it; it is closed after
+``idle_seconds`` without a run and at shutdown. Each run's turn has its own callbacks
+(:class:`~.requests.RunSteering`), workspace and session.
+
 Example:
     >>> from cursor_agent_api.server.settings import ServerSettings
     >>> cfg = agent_config(ServerSettings(token="t", agent_binary="/bin/sim"),
@@ -16,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import weakref
 from collections.abc import Mapping
@@ -51,6 +59,9 @@ class AgentLaunch:
     resume: str | None = None
     steering: RunSteering | None = None
     """ACP chats: the run's callbacks, which ask a person (:mod:`.requests`)."""
+    clients: AcpClients | None = None
+    """ACP chats: the server's shared ``agent acp`` clients (without: a client of its own,
+    closed with the run)."""
 
 
 def simulator_binary() -> str:
@@ -112,6 +123,9 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     acp: dict[str, Any] = {}
     if opts.get("transport") == "acp":
         acp["transport"] = "acp"
+        mode = opts.get("mode")
+        if isinstance(mode, str) and mode:
+            acp["session_mode"] = mode
         steering = launch.steering
         if steering is not None:  # a person answers (the server's own timeout applies)
             acp.update(can_use_tool=steering.can_use_tool, on_question=steering.on_question,
@@ -135,8 +149,184 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     )
 
 
+ACP_IDLE_SECONDS = 300.0
+"""How long a shared ``agent acp`` process is kept without a run (:class:`AcpClients`)."""
+
+_PER_TURN = frozenset({
+    "workspace", "resume", "timeout", "idle_timeout", "stream_partial_output", "keep_events",
+    "keep_content", "can_use_tool", "on_question", "on_plan", "permission_mode",
+    "allowed_tools", "denied_tools", "permission_timeout", "images", "session_mode",
+    "mcp_servers", "result_grace", "output_format",
+})
+"""The :class:`AgentConfig` fields each turn sets for itself; every other field shapes the
+``agent acp`` process (its argv, environment, bounds) and so keys :class:`AcpClients`."""
+
+
+def process_key(config: AgentConfig) -> tuple[Any, ...]:
+    """What makes two ACP configs need different ``agent acp`` processes: every field that is
+    not per turn (binary, environment, API key, ``--trust``/``--force``/``--model``, headers,
+    extra arguments, bounds).
+
+    Example:
+        >>> a = AgentConfig(transport="acp", workspace="/a", resume=None)
+        >>> process_key(a) == process_key(a.with_overrides(workspace="/b", session_mode="plan"))
+        True
+        >>> process_key(a) == process_key(a.with_overrides(model="gpt-5"))
+        False
+    """
+    key: list[Any] = []
+    for f in dataclasses.fields(AgentConfig):
+        if f.name in _PER_TURN:
+            continue
+        value = getattr(config, f.name)
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
+        elif isinstance(value, list):
+            value = tuple(value)
+        key.append((f.name, value))
+    return tuple(key)
+
+
+@dataclass(eq=False)
+class _Held:
+    key: tuple[Any, ...]
+    client: AsyncCursorAgentClient
+    users: int = 0
+    idle: asyncio.TimerHandle | None = None
+
+
+class AcpClients:
+    """The server's ``agent acp`` clients, kept across runs (issue 14: a long-lived process
+    holding many sessions).
+
+    :meth:`lease` gives a run the client of a process with the run's process-wide settings
+    (:func:`process_key`) and :meth:`release` gives it back. A session's runs go to the
+    process that ran it last (it holds the session live; no ``session/load``); other chats'
+    runs go to the first process with room, so sequential runs of every chat share one
+    process. A process runs at most ``turns_per_process`` turns at once (1: Cursor's builds
+    are not known to run turns of different sessions at once, and the simulator runs one at
+    a time; a run that finds no room gets another process, kept likewise; a session moved to
+    it is forgotten by its old one, which loads it again if it runs it later). A client no
+    run has used for ``idle_seconds`` is closed (its sessions stay in the agent's store);
+    a process that died is restarted by its client on the next turn, which loads its session;
+    :meth:`aclose` stops them all.
+
+    The client's own config answers only requests that arrive between turns (a background
+    task of the agent asking late): it has no callbacks and rejects (``permission_mode``
+    ``"deny"``); each turn brings its own callbacks.
+
+    Example:
+        >>> import asyncio
+        >>> async def demo():
+        ...     pool = AcpClients()
+        ...     cfg = AgentConfig(transport="acp", agent_binary="/bin/sim", workspace="/w")
+        ...     one = pool.lease(cfg)
+        ...     pool.release(one)
+        ...     two = pool.lease(cfg.with_overrides(workspace="/x"))  # another chat, later
+        ...     three = pool.lease(cfg)  # at the same time: another process
+        ...     pool.release(two); pool.release(three)
+        ...     sizes = len(pool)
+        ...     await pool.aclose()
+        ...     return one is two, two is three, sizes, len(pool)
+        >>> asyncio.run(demo())
+        (True, False, 2, 0)
+    """
+
+    def __init__(self, idle_seconds: float = ACP_IDLE_SECONDS, turns_per_process: int = 1) -> None:
+        self.idle_seconds = idle_seconds
+        self.turns_per_process = turns_per_process
+        self._held: dict[tuple[Any, ...], list[_Held]] = {}
+        self._by_client: dict[int, _Held] = {}
+        self._home: dict[str, _Held] = {}  # session id -> the process that ran it last
+        self._closing: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    def __len__(self) -> int:
+        """How many clients (processes, once started) are kept."""
+        return sum(len(group) for group in self._held.values())
+
+    def lease(self, config: AgentConfig) -> AsyncCursorAgentClient:
+        """The client for a run of ``config`` (``config.resume``: its session); give it back
+        with :meth:`release` after the run."""
+        if self.closed:
+            raise RuntimeError("the server's ACP clients are closed (the server is stopping)")
+        key = process_key(config)
+        group = self._held.setdefault(key, [])
+        home = self._home.get(config.resume) if config.resume else None
+        room = [h for h in group if h.users < self.turns_per_process]
+        if home is not None and home in room:
+            held = home
+        elif room:
+            held = room[0]
+        else:
+            base = config.with_overrides(can_use_tool=None, on_question=None, on_plan=None,
+                                         permission_mode="deny", resume=None, workspace=None,
+                                         session_mode=None)
+            held = _Held(key, AsyncCursorAgentClient(base))
+            group.append(held)
+            self._by_client[id(held.client)] = held
+        if config.resume:
+            self._move(config.resume, held)
+        if held.idle is not None:
+            held.idle.cancel()
+            held.idle = None
+        held.users += 1
+        return held.client
+
+    def _move(self, session_id: str, held: _Held) -> None:
+        old = self._home.get(session_id)
+        if old is not None and old is not held:
+            transport = old.client._acp.transport  # the client's one `agent acp`
+            if transport is not None:
+                transport.forget(session_id)
+        self._home[session_id] = held
+
+    def release(self, client: AsyncCursorAgentClient, session_id: str | None = None) -> None:
+        """A run is done with ``client`` (its session: ``session_id``); the last run starts
+        the client's idle clock."""
+        held = self._by_client.get(id(client))
+        if held is None or held.client is not client:
+            return
+        if session_id:
+            self._move(session_id, held)
+        held.users = max(0, held.users - 1)
+        if held.users == 0 and not self.closed:
+            held.idle = asyncio.get_running_loop().call_later(self.idle_seconds, self._expire, held)
+
+    def _expire(self, held: _Held) -> None:
+        if held.users or held not in self._held.get(held.key, []):
+            return
+        self._forget(held)
+        task = asyncio.get_running_loop().create_task(held.client.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def _forget(self, held: _Held) -> None:
+        if held.idle is not None:
+            held.idle.cancel()
+            held.idle = None
+        group = self._held.get(held.key, [])
+        if held in group:
+            group.remove(held)
+        if not group:
+            self._held.pop(held.key, None)
+        self._by_client.pop(id(held.client), None)
+        for sid in [s for s, h in self._home.items() if h is held]:
+            del self._home[sid]
+
+    async def aclose(self) -> None:
+        """Stop every process (at shutdown); later leases fail. Idempotent."""
+        self.closed = True
+        helds = [h for group in self._held.values() for h in group]
+        for held in helds:
+            self._forget(held)
+        await asyncio.gather(*(h.client.aclose() for h in helds), *list(self._closing),
+                             return_exceptions=True)
+
+
 _QUEUES: weakref.WeakKeyDictionary[AgentStream, HeldEventQueue] = weakref.WeakKeyDictionary()
-_CLIENTS: weakref.WeakKeyDictionary[AgentStream, AsyncCursorAgentClient] = weakref.WeakKeyDictionary()
+_CLIENTS: weakref.WeakKeyDictionary[
+    AgentStream, tuple[AsyncCursorAgentClient, AcpClients | None]] = weakref.WeakKeyDictionary()
 
 
 def release_events(stream: AgentStream, n: int) -> None:
@@ -160,11 +350,40 @@ def set_eager(stream: AgentStream, eager: bool) -> None:
 async def open_stream(settings: ServerSettings, launch: AgentLaunch) -> AgentStream:
     """Start the turn (once); the stream to iterate, its events held until stored."""
     queue = HeldEventQueue()
-    client = AsyncCursorAgentClient(agent_config(settings, launch))
-    stream = client.query_stream(launch.prompt, read_ahead=queue)
+    config = agent_config(settings, launch)
+    pool = launch.clients if config.transport == "acp" else None
+    if pool is None:
+        client = AsyncCursorAgentClient(config)
+        stream = client.query_stream(launch.prompt, read_ahead=queue)
+    else:
+        client = pool.lease(config)
+        try:
+            stream = client.query_stream(launch.prompt, read_ahead=queue,
+                                         **_turn_overrides(client.config, config))
+        except BaseException:
+            pool.release(client)
+            raise
     _QUEUES[stream] = queue
-    _CLIENTS[stream] = client
-    return await stream.start()
+    _CLIENTS[stream] = (client, pool)
+    try:
+        return await stream.start()
+    except BaseException:  # (the agent could not start): nobody will close this stream
+        _CLIENTS.pop(stream, None)
+        if pool is not None:
+            pool.release(client)
+        else:
+            await client.aclose()
+        raise
+
+
+def _turn_overrides(base: AgentConfig, config: AgentConfig) -> dict[str, Any]:
+    """The fields of ``config`` that differ from the shared client's ``base`` (the turn's own)."""
+    out = {}
+    for f in dataclasses.fields(AgentConfig):
+        mine, theirs = getattr(config, f.name), getattr(base, f.name)
+        if mine is not theirs and mine != theirs:
+            out[f.name] = mine
+    return out
 
 
 async def cancel_stream(stream: AgentStream) -> None:
@@ -178,11 +397,16 @@ async def wait_stream(stream: AgentStream) -> None:
 
 
 async def close_stream(stream: AgentStream) -> None:
-    """Release the stream: the client stops the process group if it still runs (in ACP
-    mode, the run's own ``agent acp`` process: the next run loads the session again)."""
+    """Release the stream: the client stops the process group if it still runs; a shared
+    ``agent acp`` client (:class:`AcpClients`) goes back to the pool, its process running."""
     try:
         await stream.aclose()
     finally:
-        client = _CLIENTS.pop(stream, None)
-        if client is not None:
-            await client.aclose()
+        held = _CLIENTS.pop(stream, None)
+        if held is not None:
+            client, pool = held
+            if pool is not None:
+                result = stream.result
+                pool.release(client, result.session_id if result is not None else None)
+            else:
+                await client.aclose()

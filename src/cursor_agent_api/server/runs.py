@@ -61,6 +61,7 @@ from .requests import (
     request_records,
 )
 from .runner import (
+    AcpClients,
     AgentLaunch,
     AgentStream,
     cancel_stream,
@@ -208,6 +209,7 @@ class RunManager:
         self._active: dict[str, ActiveRun] = {}
         self._closing = False
         self.server_id = server_identity()
+        self.acp_clients = AcpClients()  # ACP chats' shared `agent acp` processes
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -274,6 +276,7 @@ class RunManager:
             await self._request_cancel(active)
         tasks = [a.task for a in actives if a.task is not None]
         if not tasks:
+            await self.acp_clients.aclose()
             return
         grace = self.settings.shutdown_grace_seconds
         _done, pending = await asyncio.wait(tasks, timeout=grace)
@@ -281,6 +284,7 @@ class RunManager:
             task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=grace)
+        await self.acp_clients.aclose()
         for active in actives:  # whatever is left of a group, after a stuck client
             pid = active.run.get("pgid")
             if pid:
@@ -496,6 +500,7 @@ class RunManager:
             options=dict(chat.get("options") or {}),
             resume=(fresh or chat).get("session_id"),
             steering=RunSteering(active.requests) if active.requests is not None else None,
+            clients=self.acp_clients,
         )
         stream = await open_stream(self.settings, launch)
         active.stream = stream

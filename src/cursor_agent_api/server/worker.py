@@ -44,12 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from .dispatch import runs_sql
+from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
 from .dispatch.queue import interrupt_lost_run
 from .hub import Hub
 from .log import EventLog
 from .models import RunStatus
 from .procs import identity_alive, server_identity, stop_recorded_group
+from .requests import AnswerIn
 from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
@@ -126,7 +128,9 @@ class Worker:
         """Open the store and the queue, clean up after dead workers, work until stopped."""
         s = self.settings
         await self.store.start()
+        answers = AnswerListener(self.store, self._answer)  # ACP runs' answers, from API servers
         try:
+            await answers.start()
             async with self.app.open_async():
                 await self.recover()
                 if self.on_ready is not None:
@@ -145,7 +149,14 @@ class Worker:
                 if self._shutdown is not None:
                     await asyncio.gather(self._shutdown, return_exceptions=True)
         finally:
+            await answers.close()
+            await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
             await self.store.close()
+
+    async def _answer(self, run_id: str, request_id: str, body: AnswerIn) -> None:
+        """An answer an API server relayed: taken if this worker runs the run."""
+        if self.runs.is_active(run_id):
+            await self.runs.answer(run_id, request_id, body)
 
     async def recover(self) -> list[str]:
         """Stop the agent groups of dead workers of this host; mark their runs interrupted."""

@@ -6,6 +6,7 @@
 * **submits**: stores the run (``queued``, with its record) and defers one job
   (``lock=<chat>``) to the affinity queue of the worker that ran the chat's last run
   while that worker's heartbeat is fresh, else to the shared queue;
+* **relays answers** to what an ACP run asks (:mod:`.answers`: NOTIFY, the worker LISTENs);
 * **cancels**: a job nobody took yet is cancelled and the run marked ``cancelled`` here;
   a running one is aborted (Procrastinate tells its worker, which stops the agent's
   process group and records ``cancelled``);
@@ -134,6 +135,13 @@ class QueueDispatcher:
             placed.update(worker=target["worker"], worker_id=target["worker_id"])
         await self.store.update_run(run_id, **placed)
         return run_view({**run, **placed})
+
+    async def answer(self, run_id: str, request_id: str, body: Any) -> dict[str, Any]:
+        """A person's answer to a request of a run on a worker: relayed to it
+        (:func:`.answers.relay_answer`); the answer record's payload."""
+        from .answers import relay_answer
+
+        return await relay_answer(self.store, run_id, request_id, body)
 
     async def _route(self, chat_id: str, run_id: str) -> tuple[str, dict[str, Any] | None]:
         """The queue for a run of ``chat_id``: its worker's, while that worker lives."""

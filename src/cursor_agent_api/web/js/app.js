@@ -78,6 +78,10 @@ function bindStaticHandlers() {
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
+  // a session mode is ACP's: the mode choice follows the transport choice
+  for (const [transport, mode] of [["opt-transport", "opt-mode"], ["copt-transport", "copt-mode"]]) {
+    $(transport).addEventListener("change", () => syncMode(transport, mode));
+  }
   document.addEventListener("keydown", (ev) => {
     if (ev.key === "Escape" && state.timeline?.activeRun && !$("chat-view").hidden) {
       ev.preventDefault();
@@ -225,6 +229,7 @@ async function onCreateChat(ev) {
       approve_mcps: $("opt-mcps").checked,
       stream_partial_output: $("opt-partial").checked,
       transport: $("opt-transport").value,
+      mode: $("opt-transport").value === "acp" ? $("opt-mode").value : "agent",
     },
   };
   const model = $("new-model").value.trim();
@@ -294,7 +299,9 @@ function showChatHeader() {
   $("chat-title").textContent = title;
   document.title = `${title} — cursor-agent-api`;
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
-  const mode = chat.options?.transport === "acp" ? "ACP: you approve each tool call" : "print mode";
+  const acpMode = { plan: "plan mode: you accept or reject its plans", ask: "ask mode" }[chat.options?.mode];
+  const mode = chat.options?.transport === "acp"
+    ? ["ACP: you approve each tool call", acpMode].filter(Boolean).join(", ") : "print mode";
   $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", mode, opts]
     .filter(Boolean).join(" · ");
   $("chat-view").dataset.transport = chat.options?.transport || "print";
@@ -352,10 +359,19 @@ function toggleOptions(open) {
   if (next && state.chat) {
     for (const [key, id] of Object.entries(OPTION_BOXES)) $(id).checked = Boolean(state.chat.options?.[key]);
     $("copt-transport").value = state.chat.options?.transport === "acp" ? "acp" : "print";
+    $("copt-mode").value = ["plan", "ask"].includes(state.chat.options?.mode) ? state.chat.options.mode : "agent";
+    syncMode("copt-transport", "copt-mode");
   }
   form.hidden = !next;
   $("options-button").setAttribute("aria-expanded", String(next));
   if (next) $("copt-trust").focus();
+}
+
+/** The session-mode select is usable for ACP chats only (print mode runs as Agent). */
+function syncMode(transportId, modeId) {
+  const acp = $(transportId).value === "acp";
+  $(modeId).disabled = !acp;
+  if (!acp) $(modeId).value = "agent";
 }
 
 /** PATCH the open chat's options (409 while a run is active); the header shows the new ones. */
@@ -371,6 +387,7 @@ async function saveOptions(ev) {
   const changes = {};
   for (const [key, id] of Object.entries(OPTION_BOXES)) changes[key] = $(id).checked;
   changes.transport = $("copt-transport").value;
+  changes.mode = changes.transport === "acp" ? $("copt-mode").value : "agent";
   try {
     await setOptions(changes);
     toggleOptions(false);

@@ -1,0 +1,226 @@
+"""Answers to an ACP run's requests in queue mode: an API server relays them, the worker takes them.
+
+A run on a worker waits there for the answers to its requests
+(:class:`~..requests.RunRequests`). An API server that receives
+``POST /api/runs/{run_id}/requests/{request_id}`` for such a run (:func:`relay_answer`)
+
+1. checks the answer against the stored request record, as a local run would: 404 no such
+   request, 409 already answered, 422 a body that does not fit;
+2. NOTIFYs :data:`ANSWERS_CHANNEL` with ``{"run_id", "request_id", "body"}`` (ids and the
+   checked answer; at most :data:`MAX_PAYLOAD` bytes);
+3. waits for the answer record: the worker running the run LISTENs
+   (:class:`AnswerListener`), answers the request as the local endpoint does (which stores the
+   record before the agent hears it) and the API server returns that record — or 409 if the
+   request got another answer first (the timeout, a cancel), or :class:`AnswerNotTakenError`
+   (503) when no record came within ``wait`` seconds (the worker was reconnecting its LISTEN
+   connection, or is gone): nothing was answered, try again.
+
+Every worker hears every answer; only the one that runs the run acts on it.
+
+Example:
+    >>> encode_answer("r1", "q1", {"decision": "allow-once"})
+    '{"run_id":"r1","request_id":"q1","body":{"decision":"allow-once"}}'
+    >>> decode_answer('{"run_id":"r1","request_id":"q1","body":{"decision":"reject"}}')
+    ('r1', 'q1', {'decision': 'reject'})
+    >>> decode_answer("nonsense") is None
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from sqlalchemy import text
+
+from ..requests import (
+    AlreadyAnsweredError,
+    AnswerIn,
+    UnknownRequestError,
+    pair_requests,
+    parse_answer,
+    request_records,
+)
+from ..store import Store, describe_error
+from .jobs import libpq_url
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+ANSWERS_CHANNEL = "cursor_agent_api_answers"
+"""The channel API servers NOTIFY answers on and workers LISTEN to."""
+
+MAX_PAYLOAD = 7900
+"""PostgreSQL refuses a NOTIFY payload of 8000 bytes or more."""
+
+RELAY_WAIT = 10.0
+"""Seconds an API server waits for the worker to store a relayed answer."""
+
+
+class AnswerNotTakenError(Exception):
+    """No worker stored the relayed answer in time (503: nothing was answered; try again)."""
+
+
+def encode_answer(run_id: str, request_id: str, body: dict[str, Any]) -> str:
+    """The NOTIFY payload of an answer."""
+    return orjson.dumps({"run_id": run_id, "request_id": request_id, "body": body}).decode()
+
+
+def decode_answer(payload: str) -> tuple[str, str, dict[str, Any]] | None:
+    """``(run_id, request_id, body)`` of a payload, or ``None`` if it is not one."""
+    try:
+        obj = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    run_id, request_id, body = obj.get("run_id"), obj.get("request_id"), obj.get("body")
+    if not (isinstance(run_id, str) and isinstance(request_id, str) and isinstance(body, dict)):
+        return None
+    return run_id, request_id, body
+
+
+async def _answer_record(store: Store, run_id: str, request_id: str) -> tuple[dict[str, Any], Any]:
+    """The request record's payload and its answer (``None`` while open); 404 if none."""
+    for pair in pair_requests(await request_records(store, [run_id])):
+        if pair["request"].get("request_id") == request_id:
+            return pair["request"], pair["answer"]
+    raise UnknownRequestError(request_id)
+
+
+async def relay_answer(store: Store, run_id: str, request_id: str, body: AnswerIn, *,
+                       wait: float = RELAY_WAIT, poll: float = 0.1) -> dict[str, Any]:
+    """Answer a request of a run that waits on a worker (see the module doc); the answer
+    record's payload. Raises ``UnknownRequestError`` (404), ``AlreadyAnsweredError`` (409),
+    ``ValueError`` (422) or :class:`AnswerNotTakenError` (503)."""
+    request, answer = await _answer_record(store, run_id, request_id)
+    if answer is not None:
+        raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
+    fields = parse_answer(str(request.get("kind")), request, body)  # 422 here, before relaying
+    payload = encode_answer(run_id, request_id, body.model_dump(exclude_none=True))
+    if len(payload.encode()) > MAX_PAYLOAD:
+        raise ValueError("the answer is too large to relay to the worker that runs this run")
+    async with store.engine.begin() as conn:
+        await conn.execute(text("SELECT pg_notify(:channel, :payload)"),
+                           {"channel": ANSWERS_CHANNEL, "payload": payload})
+    deadline = time.monotonic() + wait
+    while True:
+        _request, answer = await _answer_record(store, run_id, request_id)
+        if answer is not None:
+            mine = answer.get("by") == "user" and all(answer.get(k) == v for k, v in fields.items())
+            if not mine:
+                raise AlreadyAnsweredError(
+                    f"request {request_id!r} got another answer first ({answer.get('decision')}, "
+                    f"by {answer.get('by')})")
+            return dict(answer)
+        if time.monotonic() >= deadline:
+            raise AnswerNotTakenError(
+                f"the worker that runs run {run_id!r} did not take the answer within {wait:g} s; "
+                "nothing was answered: try again")
+        await asyncio.sleep(poll)
+
+
+OnAnswer = Callable[[str, str, AnswerIn], Awaitable[object]]
+
+
+class AnswerListener:
+    """A worker's LISTEN on :data:`ANSWERS_CHANNEL`: each answer goes to ``on_answer(run_id,
+    request_id, body)`` (which ignores runs it does not run). A lost connection is opened
+    again (backoff up to 5 s); an answer sent meanwhile is lost, and its API server says so
+    (503)."""
+
+    def __init__(self, store: Store, on_answer: OnAnswer) -> None:
+        self.store = store
+        self.on_answer = on_answer
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+        self._conn: Any = None
+
+    async def start(self) -> None:
+        """Connect (so that no answer sent after this returns is missed), then listen."""
+        conn = await self._connect()
+        self._task = asyncio.create_task(self._run(conn), name="answer-listener")
+
+    async def close(self) -> None:
+        """Stop listening."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for task in list(self._handlers):
+            task.cancel()
+        await asyncio.gather(*self._handlers, return_exceptions=True)
+        await self._close_conn()
+
+    async def _connect(self) -> Any:
+        import asyncpg  # type: ignore[import-untyped]
+
+        conn = await asyncpg.connect(libpq_url(self.store.url))
+        await conn.add_listener(ANSWERS_CHANNEL, lambda _c, _p, _ch, payload: self._queue.put_nowait(payload))
+        conn.add_termination_listener(lambda _c: self._queue.put_nowait(None))
+        self._conn = conn
+        return conn
+
+    async def _close_conn(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conn.close(), 5)
+
+    async def _run(self, conn: Any) -> None:
+        delay = 0.1
+        while True:
+            try:
+                if conn is None:
+                    conn = await self._connect()
+                    logger.warning("the LISTEN connection for answers is back")
+                delay = 0.1
+                while True:
+                    payload = await self._queue.get()
+                    if payload is None or conn.is_closed():
+                        break
+                    self._dispatch(payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                logger.warning("the LISTEN connection for answers failed (%s); reconnecting",
+                               describe_error(e))
+            conn = None
+            await self._close_conn()
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def _dispatch(self, payload: str) -> None:
+        decoded = decode_answer(payload)
+        if decoded is None:
+            return
+        run_id, request_id, raw = decoded
+        try:
+            body = AnswerIn.model_validate(raw)
+        except ValueError:
+            return
+        task = asyncio.get_running_loop().create_task(self._answer(run_id, request_id, body))
+        self._handlers.add(task)
+        task.add_done_callback(self._handlers.discard)
+
+    async def _answer(self, run_id: str, request_id: str, body: AnswerIn) -> None:
+        try:
+            await self.on_answer(run_id, request_id, body)
+        except (UnknownRequestError, AlreadyAnsweredError, ValueError):
+            pass  # another answer came first, or the API server's check was passed by a stale read
+        except Exception:
+            logger.exception("answering request %s of run %s failed", request_id, run_id)
+
+
+__all__ = [
+    "ANSWERS_CHANNEL",
+    "AnswerListener",
+    "AnswerNotTakenError",
+    "decode_answer",
+    "encode_answer",
+    "relay_answer",
+]

@@ -1,0 +1,147 @@
+"""ACP chats in queue mode (``serve --dispatch queue``): a person's answer to a run that waits
+on a worker is relayed there (NOTIFY; the worker LISTENs) and taken — allow, reject, a plan,
+409 twice, 422 and 404 checked by the API server — and the worker keeps one ``agent acp``
+for its chats' runs (the simulator's invocations are counted)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from cluster import PG_ENV, SKIP_REASON, Cluster, pg_database
+from server_helpers import all_events, new_chat, poll, wait_run
+
+
+@pytest.fixture(scope="module")
+def small_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One API server and one worker on a fresh database."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    tmp = tmp_path_factory.mktemp("acp-cluster")
+    root = tmp / "root"
+    (root / "project").mkdir(parents=True)
+    url, drop = pg_database(base)
+    c = Cluster(tmp, url, Path(root).resolve())
+    try:
+        c.server()
+        c.worker("w1")
+        yield c
+    finally:
+        try:
+            c.close()
+        finally:
+            drop()
+
+
+def _pending(c: httpx.Client, chat_id: str, run_id: str, kind: str) -> dict[str, Any] | None:
+    recs = [e for e in all_events(c, chat_id) if e["type"] == "request"]
+    answered = {e["payload"]["request_id"] for e in recs if e["subtype"] == "answered"}
+    return next((e for e in recs if e["subtype"] == kind and e["run_id"] == run_id
+                 and e["payload"]["request_id"] not in answered), None)
+
+
+def _start(c: httpx.Client, chat_id: str, prompt: str) -> str:
+    r = c.post(f"/api/chats/{chat_id}/runs", json={"prompt": prompt})
+    assert r.status_code == 202, r.text
+    return str(r.json()["id"])
+
+
+def _outputs(c: httpx.Client, run_id: str) -> str:
+    calls = c.get(f"/api/runs/{run_id}/tool-calls").json()["tool_calls"]
+    return " ".join(t["output"] or "" for t in calls)
+
+
+def test_answers_reach_the_worker_that_runs_the_run(small_cluster: Cluster) -> None:
+    (server,) = small_cluster.servers
+    before = small_cluster.invocations()
+    with server.client() as c:
+        chat = new_chat(c, transport="acp")
+        run = _start(c, chat["id"], "run `echo relayed-allow`")
+        req = poll(lambda: _pending(c, chat["id"], run, "permission"))
+        rid = req["payload"]["request_id"]
+        url = f"/api/runs/{run}/requests/{rid}"
+        # checked here, before anything is relayed
+        assert c.post(f"/api/runs/{run}/requests/nope", json={"decision": "reject"}).status_code == 404
+        assert c.post(url, json={"accept": True}).status_code == 422
+        r = c.post(url, json={"decision": "allow-once"})
+        assert r.status_code == 200, (r.text, small_cluster.logs())
+        assert r.json()["decision"] == "allow-once" and r.json()["by"] == "user"
+        assert c.post(url, json={"decision": "reject"}).status_code == 409
+        done = wait_run(c, run)
+        assert done["status"] == "succeeded" and done["worker"] == "w1", done
+        assert "relayed-allow" in _outputs(c, run)
+
+        # a rejection, in another chat of the same worker: the same agent process
+        other = new_chat(c, transport="acp", mode="plan")
+        run2 = _start(c, other["id"], "create alpha.txt with hello")
+        plan = poll(lambda: _pending(c, other["id"], run2, "plan"))
+        r = c.post(f"/api/runs/{run2}/requests/{plan['payload']['request_id']}", json={"accept": False})
+        assert r.status_code == 200 and r.json()["decision"] == "rejected", r.text
+        assert wait_run(c, run2)["status"] == "succeeded"
+        run3 = _start(c, chat["id"], "run `echo relayed-reject`")
+        req3 = poll(lambda: _pending(c, chat["id"], run3, "permission"))
+        r = c.post(f"/api/runs/{run3}/requests/{req3['payload']['request_id']}", json={"decision": "reject"})
+        assert r.status_code == 200, r.text
+        assert wait_run(c, run3)["status"] == "succeeded"
+        assert "relayed-reject" not in _outputs(c, run3)
+    assert small_cluster.invocations() - before == 1  # one `agent acp` for the three runs
+
+
+@pytest.fixture
+def db_url() -> Iterator[str]:
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    url, drop = pg_database(base)
+    yield url
+    drop()
+
+
+def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp_path: Path) -> None:
+    import asyncio
+
+    from cursor_agent_api.server.dispatch.answers import AnswerListener, AnswerNotTakenError, relay_answer
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.log import EventLog
+    from cursor_agent_api.server.requests import AnswerIn, RunRequests, request_records
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    async def main() -> tuple[int, dict[str, Any], dict[str, Any]]:
+        store = Store(db_url)
+        await store.start()
+        log = EventLog(store, Hub(), 1 << 20)
+        try:
+            chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            requests = RunRequests(log, chat["id"], run["id"], None)  # as on a worker
+            asking = asyncio.create_task(requests.ask("permission", {"tool": {"kind": "shell"}}))
+            while not await request_records(store, [run["id"]]):
+                await asyncio.sleep(0.05)
+            (rid,) = requests.requests
+            try:  # no worker listens: nothing takes it
+                await relay_answer(store, run["id"], rid, AnswerIn(decision="reject"), wait=0.3)
+            except AnswerNotTakenError:
+                pass
+            else:  # pragma: no cover - the test's premise
+                raise AssertionError("an answer nobody took was reported taken")
+            still_open = requests.open_count()
+            listener = AnswerListener(store, lambda _run, request_id, body: requests.answer(request_id, body))
+            await listener.start()
+            try:
+                relayed = await relay_answer(store, run["id"], rid, AnswerIn(decision="allow-once"))
+            finally:
+                await listener.close()
+            return still_open, relayed, await asking
+        finally:
+            await store.close()
+
+    still_open, relayed, heard = asyncio.run(main())
+    assert still_open == 1
+    assert relayed["decision"] == "allow-once" and relayed["by"] == "user"
+    assert heard["decision"] == "allow-once"
