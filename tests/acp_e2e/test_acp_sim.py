@@ -299,3 +299,29 @@ def test_ctrl_c_while_the_agent_starts_sends_no_prompt_and_the_next_turn_works(s
     assert after.success and "4" in after.result
     prompts = [f for f in sim.client_frames() if f.get("method") == "session/prompt"]
     assert ["say hello" in json.dumps(f) for f in prompts] == [False]
+
+
+def test_a_per_turn_model_switches_the_acp_session_model(sim: Sim) -> None:
+    """``query(..., model=…)`` in ACP mode: the client's one ``agent acp`` was started with the
+    first turn's model; a later turn's model is set on its session (``set_config_option``)."""
+    with CursorAgentClient(sim.config(model="gpt-5")) as client:
+        first = client.query("hello")
+        second = client.query("hello again", resume=first.session_id, model="composer-2.5")
+        third = client.query("and again", resume=first.session_id, model="composer-2.5")
+    assert first.success and second.success and third.success
+    counts = validate(sim.client_frames(), sim.agent_frames())
+    sets = [f["params"] for f in sim.client_frames()
+            if f.get("method") == "session/set_config_option"]
+    assert [(p["configId"], p["value"].split("[")[0]) for p in sets] == [("model", "composer-2.5")]
+    assert counts["initialize"] == 1
+    assert second.model is not None and second.model.startswith("composer-2.5")
+
+
+def test_model_auto_is_the_agents_default_model_in_acp_mode(sim: Sim) -> None:
+    with CursorAgentClient(sim.config(model="gpt-5")) as client:
+        first = client.query("hello")
+        auto = client.query("hello again", resume=first.session_id, model="auto")
+    assert auto.success, auto.error
+    sets = [f["params"]["value"] for f in sim.client_frames()
+            if f.get("method") == "session/set_config_option"]
+    assert [v.split("[")[0] for v in sets] == ["default"]  # the picker's id for "Auto"

@@ -323,6 +323,41 @@ class AcpTransport:
                                                          "modeId": mode_id})
         self._modes[session_id] = mode_id
 
+    def model_of(self, session_id: str) -> str | None:
+        """The session's model id, as the agent last said (``models.currentModelId``)."""
+        models = self.session_setup.get(session_id, {}).get("models")
+        current = models.get("currentModelId") if isinstance(models, dict) else None
+        return current if isinstance(current, str) else None
+
+    def model_id_for(self, session_id: str, model: str) -> str:
+        """The id of ``model`` (a slug such as ``gpt-5``, or an id) among the session's
+        ``availableModels`` (ids carry parameters: ``gpt-5[effort=high]``); ``model`` itself
+        when none matches (the agent then says whether it knows it)."""
+        models = self.session_setup.get(session_id, {}).get("models")
+        available = models.get("availableModels") if isinstance(models, dict) else None
+        entries: list[tuple[str, str]] = [
+            (m["modelId"], str(m.get("name") or "")) for m in available or []
+            if isinstance(m, dict) and isinstance(m.get("modelId"), str)]
+        for i, _ in entries:
+            if i == model:
+                return i
+        for i, _ in entries:
+            if i.partition("[")[0] == model:
+                return i
+        for i, name in entries:
+            if name.lower() == model.lower():  # "auto" is the one named "Auto"
+                return i
+        return model
+
+    async def set_model(self, session_id: str, model: str) -> str:
+        """Switch the session to ``model`` (``session/set_config_option``); its id."""
+        model_id = self.model_id_for(session_id, model)
+        await self.set_config_option(session_id, "model", model_id)
+        models = self.session_setup.setdefault(session_id, {}).get("models")
+        if isinstance(models, dict):
+            models["currentModelId"] = model_id
+        return model_id
+
     def session_mode(self, session_id: str) -> str | None:
         """The session's mode: as last set here, else as the agent said at new/load."""
         if session_id in self._modes:

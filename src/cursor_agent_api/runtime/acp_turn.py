@@ -232,11 +232,12 @@ class AcpTurn:
             self.session_id = sid
             self.mapper.session_id = sid
             self.steering.session_id = sid  # questions and plans carry no session id of their own
-            setup = self.transport.session_setup.get(sid, {})
-            model = None
-            models = setup.get("models")
-            if isinstance(models, dict) and isinstance(models.get("currentModelId"), str):
-                model = models["currentModelId"]
+            model = self.transport.model_of(sid)
+            want = self.config.model
+            if want is not None and model is not None and want != model.partition("[")[0] \
+                    and self.transport.model_id_for(sid, want) != model:
+                # the process was started with another turn's --model: switch this session
+                model = await self.transport.set_model(sid, want)
             self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
                                            cwd=self.transport._sessions[sid].cwd))
             for note in notes:
