@@ -43,6 +43,7 @@ import orjson
 from sqlalchemy import (
     LargeBinary,
     Row,
+    String,
     Text,
     and_,
     case,
@@ -50,6 +51,7 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    literal,
     null,
     select,
     type_coerce,
@@ -167,16 +169,47 @@ class NotFoundError(Exception):
     """
 
 
-_KEY_COLUMNS = (
-    events.c.seq,
-    events.c.chat_id,
-    events.c.run_id,
-    events.c.ts_ms,
-    events.c.source,
-    events.c.type,
-    events.c.subtype,
-)
-"""A record's columns before ``payload`` and ``raw`` (which each read selects its own way)."""
+def _chat_key(chat_id: str) -> Any:
+    """The chat's ``num`` (its key in ``events``), as a scalar subquery."""
+    return select(chats.c.num).where(chats.c.id == chat_id).scalar_subquery()
+
+
+def _run_key(run_id: str) -> Any:
+    """The run's ``num`` (its key in ``events``), as a scalar subquery."""
+    return select(runs.c.num).where(runs.c.id == run_id).scalar_subquery()
+
+
+def _next_num(table: Any, is_sqlite: bool) -> Any:
+    """A new ``num`` for a row of ``chats`` or ``runs``: PostgreSQL's sequence (migration
+    0006); on SQLite, whose writes are serialized, one more than the largest."""
+    if is_sqlite:
+        return select(func.coalesce(func.max(table.c.num), 0) + 1).scalar_subquery()
+    return func.nextval(f"{table.name}_num_seq")
+
+
+_EVENTS_RUNS = events.outerjoin(runs, runs.c.num == events.c.run_key)
+"""``events`` with each record's run (its public id)."""
+
+
+def _key_columns(chat_id: str) -> tuple[Any, ...]:
+    """A record's columns before ``payload`` and ``raw`` (which each read selects its own
+    way), from :data:`_EVENTS_RUNS`: the ids are the public ones."""
+    return (
+        events.c.seq,
+        literal(chat_id, String).label("chat_id"),
+        runs.c.id.label("run_id"),
+        events.c.ts_ms,
+        events.c.source,
+        events.c.type,
+        events.c.subtype,
+    )
+
+
+def _events_where(chat_id: str, run_id: str | None) -> Any:
+    cond = events.c.chat_key == _chat_key(chat_id)
+    if run_id is not None:
+        cond = and_(cond, events.c.run_key == _run_key(run_id))
+    return cond
 
 class StoreUnavailableError(Exception):
     """The database cannot be written for now (an injected fault, or the store gave up).
@@ -850,7 +883,7 @@ class Store:
             "last_seq": 0,
         }
         async with self.transaction() as conn:
-            await conn.execute(insert(chats).values(**row))
+            await conn.execute(insert(chats).values(**row, num=_next_num(chats, self.is_sqlite)))
         return row
 
     async def get_chat(self, chat_id: str) -> dict[str, Any] | None:
@@ -930,7 +963,7 @@ class Store:
         }
 
         async def insert_run(conn: AsyncConnection, _recs: list[EventRecord]) -> None:
-            await conn.execute(insert(runs).values(**run))
+            await conn.execute(insert(runs).values(**run, num=_next_num(runs, self.is_sqlite)))
 
         new = record(run)
         new.run_id = run_id
@@ -1088,11 +1121,12 @@ class Store:
                 update(chats)
                 .where(chats.c.id == chat_id)
                 .values(last_seq=chats.c.last_seq + n, updated_ms=ts)
-                .returning(chats.c.last_seq)
+                .returning(chats.c.last_seq, chats.c.num)
             )
-            last = res.scalar_one_or_none()
-            if last is None:
+            keys = res.first()
+            if keys is None:
                 raise NotFoundError(f"no chat {chat_id}")
+            last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
             recs = [
                 EventRecord(
@@ -1112,10 +1146,11 @@ class Store:
             ]
             if before is not None:
                 await before(conn, recs)
+            run_keys = await self._run_keys(conn, {r.run_id for r in recs if r.run_id is not None})
             rows = [
                 {
-                    "chat_id": chat_id,
-                    "run_id": r.run_id,
+                    "chat_key": chat_key,
+                    "run_key": run_keys.get(r.run_id) if r.run_id is not None else None,
                     "seq": r.seq,
                     "ts_ms": ts,
                     "source": r.source,
@@ -1139,15 +1174,21 @@ class Store:
                 await after(conn, recs)
         return recs
 
+    async def _run_keys(self, conn: AsyncConnection, run_ids: set[str]) -> dict[str, int]:
+        """The ``num`` of each run (their key in ``events``)."""
+        if not run_ids:
+            return {}
+        res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(run_ids)))
+        return {str(i): int(n) for i, n in res}
+
     async def events_after(
         self, chat_id: str, after_seq: int, limit: int, *, run_id: str | None = None
     ) -> list[EventRecord]:
         """Up to ``limit`` records of the chat with ``seq > after_seq``, in order."""
-        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
-        if run_id is not None:
-            cond = and_(cond, events.c.run_id == run_id)
+        cond = and_(_events_where(chat_id, run_id), events.c.seq > after_seq)
         q = (
-            select(*_KEY_COLUMNS, events.c.payload, events.c.raw)
+            select(*_key_columns(chat_id), events.c.payload, events.c.raw)
+            .select_from(_EVENTS_RUNS)
             .where(cond)
             .order_by(events.c.seq)
             .limit(limit)
@@ -1175,9 +1216,7 @@ class Store:
         read cut by the database, and a payload over the field limit is read alone,
         cut, and let go before the next.
         """
-        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
-        if run_id is not None:
-            cond = and_(cond, events.c.run_id == run_id)
+        cond = and_(_events_where(chat_id, run_id), events.c.seq > after_seq)
         # Sizes in bytes. SQLite's text functions stop at a NUL character: measure and cut
         # the BLOB of the text there (PostgreSQL text holds no NUL).
         if self.is_sqlite:
@@ -1213,13 +1252,14 @@ class Store:
             case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
         )
         cols = [
-            *_KEY_COLUMNS,
+            *_key_columns(chat_id),
             payload_col.label("payload"),
             (raw_cut if include_raw else null()).label("raw"),
         ]
         first, last = chosen[0][0], chosen[-1][0]
         rows_q = (
             select(*cols)
+            .select_from(_EVENTS_RUNS)
             .where(and_(cond, events.c.seq >= first, events.c.seq <= last))
             .order_by(events.c.seq)
         )
@@ -1252,7 +1292,7 @@ class Store:
         """Load a payload over the field limit as JSON text; a line stored as its data is the
         tail of that text (``…,"data":<line>}``): cut from it without rebuilding it."""
         col = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
-        where = and_(events.c.chat_id == rec.chat_id, events.c.seq == rec.seq)
+        where = and_(events.c.chat_key == _chat_key(rec.chat_id), events.c.seq == rec.seq)
         res = await conn.execute(select(col).where(where))
         text: Any = res.scalar_one()
         del res
@@ -1269,8 +1309,10 @@ class Store:
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
         """One whole record (nothing cut), or ``None``."""
-        q = select(*_KEY_COLUMNS, events.c.payload, events.c.raw).where(
-            and_(events.c.chat_id == chat_id, events.c.seq == seq)
+        q = (
+            select(*_key_columns(chat_id), events.c.payload, events.c.raw)
+            .select_from(_EVENTS_RUNS)
+            .where(and_(events.c.chat_key == _chat_key(chat_id), events.c.seq == seq))
         )
         async with self.engine.connect() as conn:
             row = (await conn.execute(q)).first()
@@ -1280,7 +1322,7 @@ class Store:
         """How many records the chat's log holds."""
         async with self.engine.connect() as conn:
             res = await conn.execute(
-                select(func.count()).select_from(events).where(events.c.chat_id == chat_id)
+                select(func.count()).select_from(events).where(events.c.chat_key == _chat_key(chat_id))
             )
             return int(res.scalar_one())
 

@@ -108,6 +108,9 @@ def _tool_row(
     if cuts:
         result = row["result"]
         row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    # The output is a function of the result (``ToolCall.output``): not stored a second
+    # time, derived when read (``webui.stored_output``); a cut one is noted in "_cut".
+    row["output"] = ""
     return row
 
 

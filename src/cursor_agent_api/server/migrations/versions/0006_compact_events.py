@@ -1,0 +1,112 @@
+"""Compact events: the log names its chat and run by an integer key, and has one index.
+
+* ``chats.num`` / ``runs.num``: each row's integer key (unique; on PostgreSQL from the
+  sequences ``chats_num_seq`` / ``runs_num_seq``, on SQLite one more than the largest).
+* ``events`` is rebuilt as ``(chat_key, seq, run_key, ts_ms, source, type, subtype,
+  payload, raw)`` with the primary key ``(chat_key, seq)``: no row id, no ``(chat_id, seq)``
+  index of 36-character ids, no ``run_id`` index (every read of a run's records is also a
+  read of its chat's: the key serves it). On SQLite a ``WITHOUT ROWID`` table.
+* On PostgreSQL the NOTIFY trigger is made again on the new table (it joins ``chats`` for
+  the chat's public id).
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-23
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+_COLUMNS = "seq, ts_ms, source, type, subtype, payload, raw"
+
+
+def _add_num(table: str, postgresql: bool) -> None:
+    with op.batch_alter_table(table) as batch:
+        batch.add_column(sa.Column("num", sa.BigInteger(), nullable=True))
+    if postgresql:
+        op.execute(f"CREATE SEQUENCE {table}_num_seq OWNED BY {table}.num")
+        op.execute(f"UPDATE {table} SET num = nextval('{table}_num_seq')")
+    else:
+        op.execute(f"UPDATE {table} SET num = rowid")
+    op.create_index(f"uq_{table}_num", table, ["num"], unique=True)
+
+
+def upgrade() -> None:
+    """Give chats and runs their keys, then copy the log into its compact table."""
+    postgresql = op.get_bind().dialect.name == "postgresql"
+    _add_num("chats", postgresql)
+    _add_num("runs", postgresql)
+    op.create_table(
+        "events_compact",
+        sa.Column("chat_key", sa.BigInteger(), sa.ForeignKey("chats.num", name="fk_events_chat"), nullable=False),
+        sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("run_key", sa.BigInteger(), sa.ForeignKey("runs.num", name="fk_events_run"), nullable=True),
+        sa.Column("ts_ms", sa.BigInteger(), nullable=False),
+        sa.Column("source", sa.String(16), nullable=False),
+        sa.Column("type", sa.String(64), nullable=False),
+        sa.Column("subtype", sa.String(64), nullable=True),
+        sa.Column("payload", sa.JSON(), nullable=False),
+        sa.Column("raw", sa.Text(), nullable=True),
+        sa.PrimaryKeyConstraint("chat_key", "seq", name="pk_events"),
+        sqlite_with_rowid=False,
+    )
+    op.execute(
+        f"INSERT INTO events_compact (chat_key, run_key, {_COLUMNS}) "
+        f"SELECT c.num, r.num, {', '.join('e.' + c for c in _COLUMNS.split(', '))} FROM events e "
+        "JOIN chats c ON c.id = e.chat_id LEFT JOIN runs r ON r.id = e.run_id"
+    )
+    if postgresql:
+        op.execute("DROP TRIGGER IF EXISTS events_notify ON events")
+    op.drop_table("events")
+    op.rename_table("events_compact", "events")
+    if postgresql:
+        from cursor_agent_api.server.dispatch.schema import notify_trigger_sql
+
+        for statement in notify_trigger_sql(keyed=True):
+            op.execute(statement)
+
+
+def downgrade() -> None:
+    """Back to ``events`` keyed by a row id, naming chats and runs by their ids."""
+    postgresql = op.get_bind().dialect.name == "postgresql"
+    big_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    op.create_table(
+        "events_wide",
+        sa.Column("id", big_id, primary_key=True, autoincrement=True),
+        sa.Column("chat_id", sa.String(36), sa.ForeignKey("chats.id"), nullable=False),
+        sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id"), nullable=True),
+        sa.Column("seq", sa.BigInteger(), nullable=False),
+        sa.Column("ts_ms", sa.BigInteger(), nullable=False),
+        sa.Column("source", sa.String(16), nullable=False),
+        sa.Column("type", sa.String(64), nullable=False),
+        sa.Column("subtype", sa.String(64), nullable=True),
+        sa.Column("payload", sa.JSON(), nullable=False),
+        sa.Column("raw", sa.Text(), nullable=True),
+        sa.UniqueConstraint("chat_id", "seq", name="uq_events_chat_seq"),
+    )
+    op.execute(
+        f"INSERT INTO events_wide (chat_id, run_id, {_COLUMNS}) "
+        f"SELECT c.id, r.id, {', '.join('e.' + c for c in _COLUMNS.split(', '))} FROM events e "
+        "JOIN chats c ON c.num = e.chat_key LEFT JOIN runs r ON r.num = e.run_key ORDER BY c.id, e.seq"
+    )
+    if postgresql:
+        op.execute("DROP TRIGGER IF EXISTS events_notify ON events")
+    op.drop_table("events")
+    op.rename_table("events_wide", "events")
+    op.create_index("ix_events_run_id", "events", ["run_id"])
+    for table in ("runs", "chats"):
+        op.drop_index(f"uq_{table}_num", table)
+        with op.batch_alter_table(table) as batch:
+            batch.drop_column("num")
+    if postgresql:
+        from cursor_agent_api.server.dispatch.schema import notify_trigger_sql
+
+        for statement in notify_trigger_sql(keyed=False):
+            op.execute(statement)
