@@ -37,6 +37,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -142,14 +143,25 @@ events = Table(
     Column("source", String(16), nullable=False),
     Column("type", String(64), nullable=False),
     Column("subtype", String(64), nullable=True),
-    Column("payload", JSON, nullable=False),
-    Column("raw", Text, nullable=True),
+    Column("payload", JSON, nullable=True),
+    Column("raw", LargeBinary, nullable=True),
     PrimaryKeyConstraint("chat_key", "seq", name="pk_events"),
+    Index(
+        "ix_events_server_runs",
+        "chat_key",
+        "run_key",
+        sqlite_where=text("source = 'server'"),
+        postgresql_where=text("source = 'server'"),
+    ),
     sqlite_with_rowid=False,
 )
 """The per-chat log, keyed by ``(chat_key, seq)``: ``chats.num`` and ``runs.num``, not the
-36-character ids (which :mod:`.store` maps to and from), and no row id or other index: on
-SQLite a ``WITHOUT ROWID`` table, the rows themselves in key order (migration 0006)."""
+36-character ids (which :mod:`.store` maps to and from); on SQLite a ``WITHOUT ROWID``
+table, the rows themselves in key order (migration 0006). An agent event is stored as its
+line, as it came (``raw``, bytes), with ``payload`` NULL when the line is exactly its
+data's JSON (what the CLI writes); otherwise ``payload`` holds ``{"type", "data"}`` and
+``raw`` the line. A server record has its ``payload``. The one other index covers the
+server's records (a few per run: requests, answers, life-cycle) by run."""
 
 tool_calls = Table(
     "tool_calls",

@@ -54,6 +54,7 @@ from sqlalchemy import (
     literal,
     null,
     select,
+    text,
     type_coerce,
     update,
 )
@@ -186,6 +187,10 @@ def _next_num(table: Any, is_sqlite: bool) -> Any:
         return select(func.coalesce(func.max(table.c.num), 0) + 1).scalar_subquery()
     return func.nextval(f"{table.name}_num_seq")
 
+
+_SERVER_SOURCE = text("events.source = 'server'")
+"""The condition of the partial index ``ix_events_server_runs`` (a literal: SQLite uses a
+partial index only for the very term it was made with)."""
 
 _EVENTS_RUNS = events.outerjoin(runs, runs.c.num == events.c.run_key)
 """``events`` with each record's run (its public id)."""
@@ -513,8 +518,21 @@ class EventRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> EventRecord:
-        """Build from a row (``Row``) of the ``events`` table."""
+        """Build from a row (``Row``) of the ``events`` table: an agent event stored as its
+        line only (``payload`` NULL) gets its payload from the line, ``{"type", "data"}``.
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> row = {"seq": 1, "chat_id": "c", "run_id": None, "ts_ms": 0, "source": "agent",
+            ...        "type": "user", "subtype": None, "payload": None, "raw": b'{"type":"user"}'}
+            >>> r = EventRecord.from_row(SimpleNamespace(_mapping=row))
+            >>> r.payload, r.raw
+            ({'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
+        """
         m = row._mapping
+        payload, raw = m["payload"], m["raw"]
+        if payload is None:
+            payload = {"type": m["type"], "data": orjson.loads(raw)} if raw is not None else {}
         return cls(
             m["seq"],
             m["chat_id"],
@@ -523,8 +541,8 @@ class EventRecord:
             m["source"],
             m["type"],
             m["subtype"],
-            m["payload"],
-            m["raw"],
+            payload,
+            raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw,
         )
 
 
@@ -664,14 +682,18 @@ class _Encoded:
         self.text = text
 
 
-def _size_hint(encoded: _Encoded, derived: dict[str, Any] | None) -> int:
-    """At least the UTF-8 size of any string of a payload and its derived fields."""
-    n = len(encoded.text)
+def _size_hint(n: int, derived: dict[str, Any] | None) -> int:
+    """At least the UTF-8 size of any string of a payload (``n`` bytes of JSON) and its
+    derived fields."""
     if derived:
         for v in derived.values():
             if isinstance(v, str) and 4 * len(v) > n:
                 n = 4 * len(v)
     return n
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -755,6 +777,7 @@ class Store:
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
+        self._run_nums: dict[str, int] = {}
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
@@ -1074,40 +1097,39 @@ class Store:
                 prepared[i] = self._prepare(marker)
         raise StoreUnavailableError("the database refused every record of the batch")
 
-    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded]:
-        """The record (raw made storable) and its payload serialized once, here.
+    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded | None, bytes | None, int]:
+        """The record (raw made storable), its payload serialized once here (``None``: not
+        stored), its line as bytes and a size hint (:attr:`EventRecord.size_hint`).
 
         An agent record whose line is exactly its ``data`` in compact JSON (what the CLI
-        writes) is stored without ``raw``: the line is rebuilt from ``data`` when read
-        (:meth:`EventRecord.restored`), so the same bytes are not stored twice. On
-        SQLite the payload's JSON is bound as UTF-8 bytes (no decoded copy).
+        writes) is stored as that line only, as it came: ``payload`` NULL, rebuilt from the
+        line when read (:meth:`EventRecord.from_row`). Any other record keeps its payload
+        (on SQLite bound as UTF-8 bytes: no decoded copy) and its line, if any.
         """
+        raw = r.raw
+        payload = r.payload
+        if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
+            line = raw if raw.__class__ is bytes else _utf8(raw)
+            try:
+                same = orjson.dumps(payload["data"]) == line
+            except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
+                same = False
+            if same:
+                return r, None, line, _size_hint(len(line), r.derived)
         try:
-            data = orjson.dumps(r.payload)
+            data = orjson.dumps(payload)
         except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
             reason = f"{type(e).__name__}: {str(e)[:200]}"
             logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
             r = unstorable_record(r, f"the event cannot be serialized: {reason}")
             data = orjson.dumps(r.payload)
-        raw = r.raw
-        if raw is not None and r.source == "agent" and r.payload and next(reversed(r.payload)) == "data":
-            line = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-            n, m = len(line), len(data)
-            # data is b'{…,"data":<data>}': compare its tail with the line, without a copy.
-            if m > n + 1 and (
-                data[m - 1 - n : m - 1] == line if n < 65536 else memoryview(data)[m - 1 - n : m - 1] == line
-            ):
-                raw = None
-            del line
-        raw = self._clean_text(_text(raw))
-        if raw is not r.raw:
-            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id, r.derived)
-        return r, _Encoded(data if self.is_sqlite else data.decode())
+        line = None if r.raw is None else r.raw if r.raw.__class__ is bytes else _utf8(r.raw)
+        return r, _Encoded(data if self.is_sqlite else data.decode()), line, _size_hint(len(data), r.derived)
 
     async def _append(
         self,
         chat_id: str,
-        new: list[tuple[NewRecord, _Encoded]],
+        new: list[tuple[NewRecord, _Encoded | None, bytes | None, int]],
         before: ExtraWrites | None,
         after: ExtraWrites | None,
         purpose: str,
@@ -1140,46 +1162,73 @@ class Store:
                     {**r.payload, **r.derived} if r.derived else r.payload,
                     _text(r.raw),
                     None,
-                    _size_hint(encoded, r.derived),
+                    hint,
                 )
-                for i, (r, encoded) in enumerate(new)
+                for i, (r, _, _, hint) in enumerate(new)
             ]
             if before is not None:
                 await before(conn, recs)
-            run_keys = await self._run_keys(conn, {r.run_id for r in recs if r.run_id is not None})
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            run_keys, found = await self._run_keys(conn, run_ids)
             rows = [
-                {
-                    "chat_key": chat_key,
-                    "run_key": run_keys.get(r.run_id) if r.run_id is not None else None,
-                    "seq": r.seq,
-                    "ts_ms": ts,
-                    "source": r.source,
-                    "type": r.type,
-                    "subtype": r.subtype,
-                    "payload": encoded,
-                    "raw": r.raw,
-                }
-                for r, (_, encoded) in zip(recs, new, strict=True)
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else run_keys.get(r.run_id),
+                    ts,
+                    r.source,
+                    r.type,
+                    r.subtype,
+                    encoded,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
             ]
             if rows and not one_by_one:
-                await conn.execute(insert(events), rows)
+                await self._insert_events(conn, rows)
             for i, row in enumerate(rows if one_by_one else ()):
                 try:
-                    await conn.execute(insert(events), [row])
+                    await self._insert_events(conn, [row])
                 except DBAPIError as e:
                     if is_transient(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
             if after is not None:
                 await after(conn, recs)
+        if found:  # committed: the keys are the runs'
+            if len(self._run_nums) > 4096:
+                self._run_nums.clear()
+            self._run_nums.update(found)
         return recs
 
-    async def _run_keys(self, conn: AsyncConnection, run_ids: set[str]) -> dict[str, int]:
-        """The ``num`` of each run (their key in ``events``)."""
-        if not run_ids:
-            return {}
-        res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(run_ids)))
-        return {str(i): int(n) for i, n in res}
+    _EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
+
+    async def _insert_events(self, conn: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows of ``events`` (tuples in :attr:`_EVENT_COLUMNS`' order, the payload
+        already JSON). On SQLite, one ``executemany`` of the driver: no per-row work in
+        SQLAlchemy (it was most of the write path's time). On PostgreSQL, one multi-row
+        ``INSERT`` (one statement: the NOTIFY trigger fires once per batch)."""
+        if self.is_sqlite:
+            plain = [(*row[:7], None if row[7] is None else row[7].text, row[8]) for row in rows]
+            await conn.exec_driver_sql(self._INSERT_SQLITE, plain)
+        else:
+            names = self._EVENT_COLUMNS
+            await conn.execute(insert(events), [dict(zip(names, row, strict=True)) for row in rows])
+
+    _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
+
+    async def _run_keys(
+        self, conn: AsyncConnection, run_ids: set[str]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """The ``num`` of each run (their key in ``events``), and those read from the database
+        (cached by :meth:`_append` once committed: a run's key never changes)."""
+        known = self._run_nums
+        missing = [r for r in run_ids if r not in known]
+        found: dict[str, int] = {}
+        if missing:
+            res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(missing)))
+            found = {str(i): int(n) for i, n in res}
+        return {r: known.get(r) or found[r] for r in run_ids if r in known or r in found}, found
 
     async def events_after(
         self, chat_id: str, after_seq: int, limit: int, *, run_id: str | None = None
@@ -1235,13 +1284,13 @@ class Store:
         chosen: list[tuple[int, int, int]] = []
         total = 0
         for seq, p, r in sizes:
-            # A line stored as its data (raw NULL) is rebuilt about as long as the payload.
-            line = min(r or p, max_field_bytes) if include_raw else 0
-            cost = 200 + min(p, 4 * max_field_bytes) + line
+            # An agent line stored alone (payload NULL) is its payload's data: about as long.
+            whole = p or r
+            cost = 200 + min(whole, 4 * max_field_bytes) + (min(r, max_field_bytes) if include_raw else 0)
             if chosen and total + cost > max_bytes:
                 has_more = True
                 break
-            chosen.append((seq, p, r))
+            chosen.append((seq, whole, r))
             total += cost
         if not chosen:
             return [], has_more
@@ -1251,11 +1300,10 @@ class Store:
         payload_col = type_coerce(
             case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
         )
-        cols = [
-            *_key_columns(chat_id),
-            payload_col.label("payload"),
-            (raw_cut if include_raw else null()).label("raw"),
-        ]
+        # the line when asked for, and always for a line stored alone (it is the payload:
+        # whole unless over the field limit, then read alone by _read_big)
+        raw_sel = raw_cut if include_raw else case((events.c.payload.is_(None), raw_cut), else_=null())
+        cols = [*_key_columns(chat_id), payload_col.label("payload"), raw_sel.label("raw")]
         first, last = chosen[0][0], chosen[-1][0]
         rows_q = (
             select(*cols)
@@ -1269,42 +1317,56 @@ class Store:
         out: list[EventRecord] = []
         async with self.engine.connect() as conn:
             for row in (await conn.execute(rows_q)).all():
-                rec = EventRecord.from_row(row)
-                rec.size_hint = payload_sizes.get(rec.seq)
-                if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
-                    rec.raw = rec.raw.decode("utf-8", "ignore")
-                raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
-                if rec.seq in big:
+                seq = row._mapping["seq"]
+                if seq in big:
                     async with self._big_values:
-                        rec, raw_size = await self._read_big(
-                            conn, rec, include_raw, max_field_bytes, raw_size
-                        )
+                        rec, raw_size = await self._read_big(conn, row, include_raw, max_field_bytes)
                         rec = cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw)
                         release_memory()
                     out.append(rec)
                     continue
+                rec = EventRecord.from_row(row)
+                rec.size_hint = payload_sizes.get(seq)
+                if not include_raw:
+                    rec.raw = None
+                raw_size = raw_sizes.get(seq) if rec.raw is not None else None
                 out.append(cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw))
         return out, has_more
 
     async def _read_big(
-        self, conn: AsyncConnection, rec: EventRecord, include_raw: bool, limit: int, raw_size: int | None
+        self, conn: AsyncConnection, row: Any, include_raw: bool, limit: int
     ) -> tuple[EventRecord, int | None]:
-        """Load a payload over the field limit as JSON text; a line stored as its data is the
-        tail of that text (``…,"data":<line>}``): cut from it without rebuilding it."""
-        col = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
+        """The record of ``row`` (its payload over the field limit, not read) read alone: its
+        payload whole, its line cut to about ``limit`` bytes when asked for. Returns it and
+        the whole line's size. A line stored alone is the payload's data: parsed from the
+        line read whole; a payload stored as ``{…,"data":<line>}`` with the line not stored
+        gives the line from its tail, cut without rebuilding it."""
+        m = row._mapping
+        rec = EventRecord(
+            m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"], m["type"], m["subtype"], {}, None
+        )
+        pcol = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
+        rcol = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
         where = and_(events.c.chat_key == _chat_key(rec.chat_id), events.c.seq == rec.seq)
-        res = await conn.execute(select(col).where(where))
-        text: Any = res.scalar_one()
+        res = await conn.execute(select(pcol, rcol).where(where))
+        text, line = res.one()
         del res
-        if isinstance(text, str):
-            text = text.encode()
-        rec.payload = orjson.loads(text)
-        if include_raw and rec.raw is None and rec.source == "agent" and list(rec.payload)[-1:] == ["data"]:
+        raw_size: int | None = None
+        if text is None:  # the line stored alone
+            rec.payload = {"type": rec.type, "data": orjson.loads(line)} if line is not None else {}
+        else:
+            if isinstance(text, str):
+                text = text.encode()
+            rec.payload = orjson.loads(text)
+        if include_raw and line is not None:
+            raw_size = len(line)
+            rec.raw = bytes(memoryview(line)[: limit + 4]).decode("utf-8", "ignore")
+        elif include_raw and text is not None and rec.source == "agent" and [*rec.payload][-1:] == ["data"]:
             head = orjson.dumps({k: v for k, v in rec.payload.items() if k != "data"})
             start = len(head) - 1 + len(b',"data":') if len(head) > 2 else len(b'{"data":')
             raw_size = len(text) - 1 - start
             rec.raw = bytes(memoryview(text)[start : start + limit + 4]).decode("utf-8", "ignore")
-        del text
+        del text, line
         return rec, raw_size
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
@@ -1317,6 +1379,34 @@ class Store:
         async with self.engine.connect() as conn:
             row = (await conn.execute(q)).first()
         return EventRecord.from_row(row) if row is not None else None
+
+    async def server_records(self, run_ids: Sequence[str], type_: str) -> list[EventRecord]:
+        """The server's records of type ``type_`` of these runs (e.g. requests and their
+        answers), in seq order; read through the index of the server's records by run."""
+        if not run_ids:
+            return []
+        q = (
+            select(
+                events.c.seq,
+                chats.c.id.label("chat_id"),
+                runs.c.id.label("run_id"),
+                events.c.ts_ms,
+                events.c.source,
+                events.c.type,
+                events.c.subtype,
+                events.c.payload,
+                events.c.raw,
+            )
+            .select_from(
+                runs.join(chats, chats.c.id == runs.c.chat_id).join(
+                    events, and_(events.c.chat_key == chats.c.num, events.c.run_key == runs.c.num)
+                )
+            )
+            .where(runs.c.id.in_(list(run_ids)), _SERVER_SOURCE, events.c.type == type_)
+            .order_by(events.c.chat_key, events.c.seq)
+        )
+        async with self.engine.connect() as conn:
+            return [EventRecord.from_row(r) for r in await conn.execute(q)]
 
     async def count_events(self, chat_id: str) -> int:
         """How many records the chat's log holds."""
