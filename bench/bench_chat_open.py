@@ -185,7 +185,12 @@ def _events_schema(db: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]
         )
     ]
     cols = [r[1] for r in src.execute("PRAGMA table_info(events)") if r[1] != "id"]
-    rows = src.execute(f"SELECT {', '.join(cols)} FROM events WHERE source = 'agent' ORDER BY seq").fetchall()
+    key = "chat_key" if "chat_key" in cols else "chat_id"
+    order = "chat_key DESC" if key == "chat_key" else "id DESC"  # the last chat written
+    (last,) = src.execute(f"SELECT {key} FROM events ORDER BY {order} LIMIT 1").fetchone()
+    rows = src.execute(
+        f"SELECT {', '.join(cols)} FROM events WHERE source = 'agent' AND {key} = ? ORDER BY seq", (last,)
+    ).fetchall()
     src.close()
     return schema, cols, rows
 
@@ -233,19 +238,28 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
     from cursor_agent_api.server.store import Store
     from cursor_agent_api.server.turns import RunFold, append_folded
 
-    parser = EventReader(max_line_bytes=64 * 1024 * 1024)
-    events = parser.feed(script.read_bytes()) + parser.close()
+    def parse() -> list[Any]:
+        parser = EventReader(max_line_bytes=64 * 1024 * 1024)
+        return parser.feed(script.read_bytes()) + parser.close()
+
     store = Store(f"sqlite+aiosqlite:///{db}")
     await store.start()
     try:
         log = EventLog(store, Hub())
-        chat = await store.create_chat(workspace=str(db.parent), model=None, options={}, title="t")
-        run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
-        fold = RunFold(chat["id"], run["id"])
-        t0 = time.perf_counter()
-        for start in range(0, len(events), batch):
-            await append_folded(log, fold.fold(events[start : start + batch]))
-        elapsed = time.perf_counter() - t0
+
+        async def write(events: list[Any]) -> float:
+            chat = await store.create_chat(workspace=str(db.parent), model=None, options={}, title="t")
+            run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
+            fold = RunFold(chat["id"], run["id"])
+            t0 = time.perf_counter()
+            for start in range(0, len(events), batch):
+                await append_folded(log, fold.fold(events[start : start + batch]))
+            return time.perf_counter() - t0
+
+        # a server has run before: its statements are compiled, its modules imported
+        await write(parse()[: 4 * batch])
+        events = parse()
+        elapsed = await write(events)
     finally:
         await store.close()
     return len(events), elapsed

@@ -143,7 +143,7 @@ events = Table(
     Column("source", String(16), nullable=False),
     Column("type", String(64), nullable=False),
     Column("subtype", String(64), nullable=True),
-    Column("payload", JSON, nullable=True),
+    Column("payload", JSON(none_as_null=True), nullable=True),
     Column("raw", LargeBinary, nullable=True),
     PrimaryKeyConstraint("chat_key", "seq", name="pk_events"),
     Index(

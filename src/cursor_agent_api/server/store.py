@@ -486,6 +486,7 @@ class EventRecord:
             _restore_text(payload) if missing_text else payload,
             orjson.dumps(payload["data"]).decode() if missing_raw else self.raw,
             self.truncated,
+            self.size_hint,
         )
 
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
@@ -547,6 +548,9 @@ class EventRecord:
 
 
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
+PlannedWrites = Callable[[list[EventRecord]], Sequence[tuple[Any, Sequence[dict[str, Any]]]]]
+"""From a batch's records, more writes of its transaction: ``(statement, rows)`` pairs
+(:meth:`Store.execute_writes`)."""
 
 
 def utf8_size(text: str) -> int:
@@ -672,6 +676,10 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
     return node
 
 
+_Prepared = tuple[NewRecord, "_Encoded | None", "bytes | None", int]
+"""A record ready to insert (:meth:`Store._prepare`)."""
+
+
 class _Encoded:
     """A JSON value serialized ahead of the insert (see :meth:`Store.append`): the engine's
     serializer passes its text through instead of serializing the value again."""
@@ -692,8 +700,8 @@ def _size_hint(n: int, derived: dict[str, Any] | None) -> int:
     return n
 
 
-def _utf8(text: str) -> bytes:
-    return text.encode("utf-8", "surrogatepass")
+def _line_bytes(line: str | bytes) -> bytes:
+    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -778,6 +786,10 @@ class Store:
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
         self._run_nums: dict[str, int] = {}
+        self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
+        self._writer: Any = None  # SQLite: the write path's aiosqlite connection
+        self._tool_upserts: dict[tuple[str, ...], Any] = {}
+        self._compiled_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
@@ -827,9 +839,21 @@ class Store:
         self._engine = engine
         async with self._writing(), engine.begin() as conn:
             await conn.run_sync(run_migrations)
+        if self.is_sqlite:
+            import aiosqlite
+
+            # the write path's own connection (see _append_fast): transactions by hand
+            path = url.database or ""
+            writer = await aiosqlite.connect(path, timeout=self.busy_timeout, isolation_level=None)
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={int(busy_ms)}"):
+                await writer.execute(f"PRAGMA {pragma}")
+            self._writer = writer
 
     async def close(self) -> None:
         """Dispose of the engine's connections."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
@@ -1045,13 +1069,18 @@ class Store:
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
         purpose: str = "events",
+        writes: PlannedWrites | None = None,
     ) -> list[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
         ``before`` runs after the seqs are allocated and before the insert
         (e.g. to insert the run the records point to); ``after`` runs after the
-        insert. All in one transaction. Raises :class:`NotFoundError` for an
-        unknown chat.
+        insert; ``writes`` gives, from the records, more statements and their rows
+        (:meth:`execute_writes`), run after the insert. All in one transaction. Raises
+        :class:`NotFoundError` for an unknown chat.
+
+        On SQLite, a batch with ``writes`` only (the write path of agent events) is
+        committed in one call into the driver's thread (:meth:`_append_fast`).
 
         **One odd record never rolls back the others**: a payload that cannot be
         serialized is stored as :func:`unstorable_record` (its line kept), and when
@@ -1060,12 +1089,13 @@ class Store:
         ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
         """
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
+        hooks = (before, after, writes)
         if not big:
-            return await self._append_all(chat_id, new, before, after, purpose)
+            return await self._append_all(chat_id, new, hooks, purpose)
         async with self._big_values:
             release_memory()
             try:
-                return await self._append_all(chat_id, new, before, after, purpose)
+                return await self._append_all(chat_id, new, hooks, purpose)
             finally:
                 release_memory()
 
@@ -1073,13 +1103,16 @@ class Store:
         self,
         chat_id: str,
         new: Sequence[NewRecord],
-        before: ExtraWrites | None,
-        after: ExtraWrites | None,
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
     ) -> list[EventRecord]:
         prepared = [self._prepare(r) for r in new]
         try:
-            return await self._append(chat_id, prepared, before, after, purpose, one_by_one=False)
+            if self._writer is not None and hooks[0] is None and hooks[1] is None:
+                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose)
+                if recs is not None:
+                    return recs
+            return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
         except DBAPIError as e:
             if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
                 raise
@@ -1090,14 +1123,14 @@ class Store:
             )
         for _ in range(len(prepared)):
             try:
-                return await self._append(chat_id, prepared, before, after, purpose, one_by_one=True)
+                return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
                 prepared[i] = self._prepare(marker)
         raise StoreUnavailableError("the database refused every record of the batch")
 
-    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded | None, bytes | None, int]:
+    def _prepare(self, r: NewRecord) -> _Prepared:
         """The record (raw made storable), its payload serialized once here (``None``: not
         stored), its line as bytes and a size hint (:attr:`EventRecord.size_hint`).
 
@@ -1109,7 +1142,7 @@ class Store:
         raw = r.raw
         payload = r.payload
         if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
-            line = raw if raw.__class__ is bytes else _utf8(raw)
+            line = _line_bytes(raw)
             try:
                 same = orjson.dumps(payload["data"]) == line
             except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
@@ -1123,29 +1156,34 @@ class Store:
             logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
             r = unstorable_record(r, f"the event cannot be serialized: {reason}")
             data = orjson.dumps(r.payload)
-        line = None if r.raw is None else r.raw if r.raw.__class__ is bytes else _utf8(r.raw)
-        return r, _Encoded(data if self.is_sqlite else data.decode()), line, _size_hint(len(data), r.derived)
+        stored = None if r.raw is None else _line_bytes(r.raw)
+        encoded = _Encoded(data if self.is_sqlite else data.decode())
+        return r, encoded, stored, _size_hint(len(data), r.derived)
 
     async def _append(
         self,
         chat_id: str,
-        new: list[tuple[NewRecord, _Encoded | None, bytes | None, int]],
-        before: ExtraWrites | None,
-        after: ExtraWrites | None,
+        new: list[_Prepared],
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
         *,
         one_by_one: bool,
     ) -> list[EventRecord]:
+        before, after, writes = hooks
         n = len(new)
         ts = now_ms()
         async with self.transaction(purpose) as conn:
-            res = await conn.execute(
+            bump = (
                 update(chats)
                 .where(chats.c.id == chat_id)
                 .values(last_seq=chats.c.last_seq + n, updated_ms=ts)
                 .returning(chats.c.last_seq, chats.c.num)
             )
-            keys = res.first()
+            if self.is_sqlite:  # one hop (see execute_writes)
+                got = await self._in_driver(conn, [(self._BUMP_SQLITE, [(n, ts, chat_id)])])
+                keys = got[0][0] if got[0] else None
+            else:
+                keys = (await conn.execute(bump)).first()
             if keys is None:
                 raise NotFoundError(f"no chat {chat_id}")
             last, chat_key = int(keys[0]), keys[1]
@@ -1193,13 +1231,215 @@ class Store:
                     if is_transient(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
+            if writes is not None:
+                await self.execute_writes(conn, writes(recs))
             if after is not None:
                 await after(conn, recs)
-        if found:  # committed: the keys are the runs'
-            if len(self._run_nums) > 4096:
-                self._run_nums.clear()
-            self._run_nums.update(found)
+        # committed: what the fast path needs (the chat's keys never change)
+        self._known(self._run_nums, found)
+        self._known(self._chats, {chat_id: (chat_key, last)})
         return recs
+
+    @staticmethod
+    def _known(cache: dict[str, Any], values: dict[str, Any]) -> None:
+        if values:
+            if len(cache) > 4096:
+                cache.clear()
+            cache.update(values)
+
+    async def _append_fast(
+        self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
+    ) -> list[EventRecord] | None:
+        """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
+        chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
+        IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
+        from the chat's ``last_seq`` as this process last committed it, and the bump checks
+        it (``WHERE last_seq = ?``): if another process wrote to the chat meanwhile, nothing
+        is written and ``None`` is returned (the caller takes the path of :meth:`_append`,
+        which also fills what this one needs: the chat's and runs' keys).
+
+        Hand-written because through SQLAlchemy each statement costs aiosqlite 3–4 thread
+        hops and each transaction two more (~1 ms each on a loaded machine): they were most
+        of the write path's time (BENCHMARKS.md, 2026-11-23).
+        """
+        known = self._chats.get(chat_id)
+        run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+        if known is None or any(r not in self._run_nums for r in run_ids):
+            return None
+        chat_key, last = known
+        n = len(new)
+        ts = now_ms()
+        first = last + 1
+        recs = [
+            EventRecord(
+                first + i,
+                chat_id,
+                r.run_id,
+                ts,
+                r.source,
+                r.type,
+                r.subtype,
+                {**r.payload, **r.derived} if r.derived else r.payload,
+                _text(r.raw),
+                None,
+                hint,
+            )
+            for i, (r, _, _, hint) in enumerate(new)
+        ]
+        keys = self._run_nums
+        rows = [
+            (
+                chat_key,
+                first + i,
+                None if r.run_id is None else keys[r.run_id],
+                ts,
+                r.source,
+                r.type,
+                r.subtype,
+                None if encoded is None else encoded.text,
+                line,
+            )
+            for i, (r, encoded, line, _) in enumerate(new)
+        ]
+        planned = self._plan_writes(writes(recs) if writes is not None else [])
+        writer = self._writer
+        assert writer is not None
+        bump = (n, ts, chat_id, last)
+
+        def run() -> bool:
+            import sqlite3
+
+            db = writer._conn
+            sql = "BEGIN IMMEDIATE"
+            try:
+                db.execute(sql)
+                try:
+                    sql = self._BUMP_CHECKED
+                    if db.execute(sql, bump).fetchone() is None:
+                        db.rollback()
+                        return False
+                    sql = self._INSERT_SQLITE
+                    db.executemany(sql, rows)
+                    for sql, params in planned:
+                        db.executemany(sql, params)
+                    db.commit()
+                except BaseException:
+                    db.rollback()
+                    raise
+            except sqlite3.Error as e:
+                raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+            return True
+
+        async with self._writing():
+            try:
+                self.faults.check(purpose)
+                done: bool = await writer._execute(run)
+            except Exception as e:
+                if is_transient(e):
+                    self.health.failed(describe_error(e))
+                raise
+            self.health.succeeded()
+            if not done:
+                del self._chats[chat_id]
+                return None
+            self._chats[chat_id] = (chat_key, last + n)
+        return recs
+
+    _BUMP_CHECKED = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? AND last_seq = ? RETURNING num"
+    )
+
+    async def execute_writes(
+        self, conn: AsyncConnection, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> None:
+        """Inside a transaction: run each ``(statement, rows)`` in order (an ``executemany``
+        of the rows; a statement's own bound values fill what the rows do not name).
+
+        On SQLite all of them run in **one** call into the driver's thread: through
+        SQLAlchemy each statement costs aiosqlite 3–4 thread hops (make a cursor, execute,
+        fetch, close: ~0.5 ms on a loaded machine), which were most of the write path's
+        time. Each statement is compiled once (by SQLAlchemy, for this dialect) and its
+        rows bound as SQLAlchemy would (its bind processors: JSON, booleans). Hand-written
+        because neither SQLAlchemy nor aiosqlite runs several statements in one hop.
+        """
+        writes = [(stmt, rows) for stmt, rows in writes if rows]
+        if not self.is_sqlite:
+            for stmt, rows in writes:
+                await conn.execute(stmt, list(rows))
+            return
+        await self._in_driver(conn, self._plan_writes(writes))
+
+    def _plan_writes(
+        self, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """SQLite: each ``(statement, rows)`` as its SQL and its rows' parameters."""
+        planned = []
+        for stmt, rows in writes:
+            if not rows:
+                continue
+            sql, names, fixed, procs = self._compiled(stmt, tuple(rows[0]))
+            params = [
+                tuple(
+                    (procs[n](row[n]) if n in procs else row[n]) if n in row else fixed[n] for n in names
+                )
+                for row in rows
+            ]
+            planned.append((sql, params))
+        return planned
+
+    @staticmethod
+    async def _in_driver(
+        conn: AsyncConnection, planned: list[tuple[str, list[tuple[Any, ...]]]]
+    ) -> list[list[Any]]:
+        """Run SQLite statements (SQL, rows) in the transaction of ``conn``, in one call into
+        aiosqlite's thread; returns each one's rows (``RETURNING``). The driver's errors
+        become SQLAlchemy's, as for any statement."""
+        import sqlite3
+
+        raw = await conn.get_raw_connection()
+        driver: Any = raw.driver_connection  # aiosqlite.Connection
+
+        def run() -> list[list[Any]]:
+            db = driver._conn
+            out = []
+            for sql, params in planned:
+                try:
+                    if len(params) == 1:
+                        out.append(db.execute(sql, params[0]).fetchall())
+                    else:
+                        db.executemany(sql, params)
+                        out.append([])
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+            return out
+
+        result: list[list[Any]] = await driver._execute(run)
+        return result
+
+    def _compiled(
+        self, stmt: Any, keys: tuple[str, ...]
+    ) -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
+        """``stmt`` compiled for ``keys``: its SQL, its parameters' names in order, the
+        values bound in it, the bind processors (cached)."""
+        cache_key = (id(stmt), keys)
+        hit = self._compiled_cache.get(cache_key)
+        if hit is not None and hit[0] is stmt:
+            found: tuple[str, list[str], dict[str, Any], dict[str, Any]] = hit[1]
+            return found
+        compiled: Any = stmt.compile(dialect=self.engine.dialect, column_keys=list(keys))
+        names = list(compiled.positiontup or ())
+        fixed = {}
+        procs = dict(getattr(compiled, "_bind_processors", {}) or {})
+        for n in names:
+            if n not in keys:
+                bind = compiled.binds[n]
+                value = bind.effective_value
+                fixed[n] = procs[n](value) if n in procs else value
+        plan = (str(compiled), names, fixed, {n: f for n, f in procs.items() if n in keys})
+        if len(self._compiled_cache) > 256:
+            self._compiled_cache.clear()
+        self._compiled_cache[cache_key] = (stmt, plan)
+        return plan
 
     _EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
 
@@ -1210,11 +1450,14 @@ class Store:
         ``INSERT`` (one statement: the NOTIFY trigger fires once per batch)."""
         if self.is_sqlite:
             plain = [(*row[:7], None if row[7] is None else row[7].text, row[8]) for row in rows]
-            await conn.exec_driver_sql(self._INSERT_SQLITE, plain)
+            await self._in_driver(conn, [(self._INSERT_SQLITE, plain)])
         else:
             names = self._EVENT_COLUMNS
             await conn.execute(insert(events), [dict(zip(names, row, strict=True)) for row in rows])
 
+    _BUMP_SQLITE = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? RETURNING last_seq, num"
+    )
     _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
 
     async def _run_keys(
@@ -1420,27 +1663,40 @@ class Store:
 
     _FIRST_KEPT = ("started_seq", "started_ms", "completed_seq", "completed_ms")
 
-    async def upsert_tool_call(self, conn: AsyncConnection, row: dict[str, Any]) -> None:
-        """Inside a transaction: insert a tool call or update it (key: run, index in the turn)."""
-        from sqlalchemy.dialects import postgresql, sqlite
+    def upsert_tool_calls(self, rows: Sequence[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+        """The write (for :meth:`execute_writes`) that inserts tool calls or updates them
+        (key: run, index in the turn): one statement, built once, and its rows."""
+        if not rows:
+            return None, []
+        clean = []
+        for row in rows:
+            row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
+            row["output"] = row["output"] or ""
+            for key in ("args", "result"):  # one odd value does not roll back the batch
+                if row.get(key) is not None:
+                    encoded = _encode(row[key])
+                    row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
+            clean.append(row)
+        columns = tuple(clean[0])
+        stmt = self._tool_upserts.get(columns)
+        if stmt is None:
+            from sqlalchemy.dialects import postgresql, sqlite
 
-        dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
-        row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
-        row["output"] = row["output"] or ""
-        for key in ("args", "result"):  # one odd value does not roll back the batch
-            if row.get(key) is not None:
-                encoded = _encode(row[key])
-                row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
-        stmt = dialect_insert(tool_calls).values(**row)
-        ex = stmt.excluded
-        changes = {
-            k: getattr(ex, k)
-            for k in row
-            if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
-        }
-        for key in self._FIRST_KEPT:
-            changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
-        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "idx"], set_=changes))
+            dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
+            ins = dialect_insert(tool_calls)
+            ex = ins.excluded
+            changes = {
+                k: getattr(ex, k) for k in columns if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
+            }
+            for key in self._FIRST_KEPT:
+                changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
+            stmt = self._tool_upserts[columns] = ins.on_conflict_do_update(
+                index_elements=["run_id", "idx"], set_=changes
+            )
+        for row in clean[1:]:
+            if tuple(row) != columns:
+                raise ValueError("tool call rows of one write have the same fields")
+        return stmt, clean
 
     async def list_tool_calls(self, chat_id: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls of a chat (or of one of its runs), in the order they started."""
