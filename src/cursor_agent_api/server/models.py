@@ -141,7 +141,7 @@ events = Table(
     Column("run_key", BigInteger, ForeignKey("runs.num"), nullable=True),
     Column("ts_ms", BigInteger, nullable=False),
     Column("source", String(16), nullable=False),
-    Column("type", String(64), nullable=False),
+    Column("type", String(64), nullable=True),
     Column("subtype", String(64), nullable=True),
     Column("payload", JSON(none_as_null=True), nullable=True),
     Column("raw", LargeBinary, nullable=True),
@@ -159,8 +159,9 @@ events = Table(
 36-character ids (which :mod:`.store` maps to and from); on SQLite a ``WITHOUT ROWID``
 table, the rows themselves in key order (migration 0006). An agent event is stored as its
 line, as it came (``raw``, bytes), with ``payload`` NULL when the line is exactly its
-data's JSON (what the CLI writes); otherwise ``payload`` holds ``{"type", "data"}`` and
-``raw`` the line. A server record has its ``payload``. The one other index covers the
+data's JSON (what the CLI writes; its ``type`` and ``subtype`` are then NULL too: the
+protocol classifies the line again when it is read); otherwise ``payload`` holds
+``{"type", "data"}`` and ``raw`` the line. A server record has its ``payload``. The one other index covers the
 server's records (a few per run: requests, answers, life-cycle) by run."""
 
 tool_calls = Table(

@@ -70,10 +70,13 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from ..protocol.events import AgentEvent, classify
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .sqlite_file import prepare_sqlite_file
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SQLITE_PAGE_SIZE = 16384
+"""The page size of a new SQLite database (``PRAGMA page_size``)."""
 BIG_VALUE = 1024 * 1024
 """A record over this many bytes is written, or read whole, one at a time (memory)."""
 logger = logging.getLogger("cursor_agent_api.server")
@@ -525,26 +528,40 @@ class EventRecord:
         Example:
             >>> from types import SimpleNamespace
             >>> row = {"seq": 1, "chat_id": "c", "run_id": None, "ts_ms": 0, "source": "agent",
-            ...        "type": "user", "subtype": None, "payload": None, "raw": b'{"type":"user"}'}
+            ...        "type": None, "subtype": None, "payload": None, "raw": b'{"type":"user"}'}
             >>> r = EventRecord.from_row(SimpleNamespace(_mapping=row))
-            >>> r.payload, r.raw
-            ({'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
+            >>> r.type, r.payload, r.raw
+            ('user', {'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
         """
         m = row._mapping
-        payload, raw = m["payload"], m["raw"]
+        payload, raw, type_, subtype = m["payload"], m["raw"], m["type"], m["subtype"]
         if payload is None:
-            payload = {"type": m["type"], "data": orjson.loads(raw)} if raw is not None else {}
+            payload, type_, subtype = _from_line(raw, type_, subtype)
         return cls(
             m["seq"],
             m["chat_id"],
             m["run_id"],
             m["ts_ms"],
             m["source"],
-            m["type"],
-            m["subtype"],
+            type_,
+            subtype,
             payload,
             raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw,
         )
+
+
+def _from_line(
+    raw: bytes | str | None, type_: str | None, subtype: str | None
+) -> tuple[dict[str, Any], str, str | None]:
+    """An agent event stored as its line alone: its payload ``{"type", "data"}``, its type
+    and subtype (NULL in the row: the data's, as the protocol classifies it)."""
+    if raw is None:
+        return {}, type_ or "raw", subtype
+    data = orjson.loads(raw)
+    if type_ is None:
+        event = AgentEvent(classify(data), data)
+        type_, subtype = event.type.value, event.subtype
+    return {"type": type_, "data": data}, type_, subtype
 
 
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
@@ -830,6 +847,10 @@ class Store:
             @event.listens_for(engine.sync_engine, "connect")
             def _pragmas(dbapi_connection: Any, _record: Any) -> None:
                 cur = dbapi_connection.cursor()
+                # A new file's pages are 16 KiB (an existing file keeps its own): the log's
+                # rows (WITHOUT ROWID) keep lines up to ~4 KB in their page, not on
+                # overflow pages of 4 KiB mostly empty.
+                cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
@@ -1147,7 +1168,7 @@ class Store:
                 same = orjson.dumps(payload["data"]) == line
             except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
                 same = False
-            if same:
+            if same and classify(payload["data"]).value == r.type:
                 return r, None, line, _size_hint(len(line), r.derived)
         try:
             data = orjson.dumps(payload)
@@ -1215,8 +1236,8 @@ class Store:
                     None if r.run_id is None else run_keys.get(r.run_id),
                     ts,
                     r.source,
-                    r.type,
-                    r.subtype,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
                     encoded,
                     line,
                 )
@@ -1262,75 +1283,75 @@ class Store:
         hops and each transaction two more (~1 ms each on a loaded machine): they were most
         of the write path's time (BENCHMARKS.md, 2026-11-23).
         """
-        known = self._chats.get(chat_id)
-        run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
-        if known is None or any(r not in self._run_nums for r in run_ids):
-            return None
-        chat_key, last = known
-        n = len(new)
-        ts = now_ms()
-        first = last + 1
-        recs = [
-            EventRecord(
-                first + i,
-                chat_id,
-                r.run_id,
-                ts,
-                r.source,
-                r.type,
-                r.subtype,
-                {**r.payload, **r.derived} if r.derived else r.payload,
-                _text(r.raw),
-                None,
-                hint,
-            )
-            for i, (r, _, _, hint) in enumerate(new)
-        ]
-        keys = self._run_nums
-        rows = [
-            (
-                chat_key,
-                first + i,
-                None if r.run_id is None else keys[r.run_id],
-                ts,
-                r.source,
-                r.type,
-                r.subtype,
-                None if encoded is None else encoded.text,
-                line,
-            )
-            for i, (r, encoded, line, _) in enumerate(new)
-        ]
-        planned = self._plan_writes(writes(recs) if writes is not None else [])
-        writer = self._writer
-        assert writer is not None
-        bump = (n, ts, chat_id, last)
-
-        def run() -> bool:
-            import sqlite3
-
-            db = writer._conn
-            sql = "BEGIN IMMEDIATE"
-            try:
-                db.execute(sql)
-                try:
-                    sql = self._BUMP_CHECKED
-                    if db.execute(sql, bump).fetchone() is None:
-                        db.rollback()
-                        return False
-                    sql = self._INSERT_SQLITE
-                    db.executemany(sql, rows)
-                    for sql, params in planned:
-                        db.executemany(sql, params)
-                    db.commit()
-                except BaseException:
-                    db.rollback()
-                    raise
-            except sqlite3.Error as e:
-                raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
-            return True
-
         async with self._writing():
+            known = self._chats.get(chat_id)
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            if known is None or any(r not in self._run_nums for r in run_ids):
+                return None
+            chat_key, last = known
+            n = len(new)
+            ts = now_ms()
+            first = last + 1
+            recs = [
+                EventRecord(
+                    first + i,
+                    chat_id,
+                    r.run_id,
+                    ts,
+                    r.source,
+                    r.type,
+                    r.subtype,
+                    {**r.payload, **r.derived} if r.derived else r.payload,
+                    _text(r.raw),
+                    None,
+                    hint,
+                )
+                for i, (r, _, _, hint) in enumerate(new)
+            ]
+            keys = self._run_nums
+            rows = [
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else keys[r.run_id],
+                    ts,
+                    r.source,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
+                    None if encoded is None else encoded.text,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
+            ]
+            planned = self._plan_writes(writes(recs) if writes is not None else [])
+            writer = self._writer
+            assert writer is not None
+            bump = (n, ts, chat_id, last)
+
+            def run() -> bool:
+                import sqlite3
+
+                db = writer._conn
+                sql = "BEGIN IMMEDIATE"
+                try:
+                    db.execute(sql)
+                    try:
+                        sql = self._BUMP_CHECKED
+                        if db.execute(sql, bump).fetchone() is None:
+                            db.rollback()
+                            return False
+                        sql = self._INSERT_SQLITE
+                        db.executemany(sql, rows)
+                        for sql, params in planned:
+                            db.executemany(sql, params)
+                        db.commit()
+                    except BaseException:
+                        db.rollback()
+                        raise
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+                return True
+
             try:
                 self.faults.check(purpose)
                 done: bool = await writer._execute(run)
@@ -1340,7 +1361,7 @@ class Store:
                 raise
             self.health.succeeded()
             if not done:
-                del self._chats[chat_id]
+                self._chats.pop(chat_id, None)
                 return None
             self._chats[chat_id] = (chat_key, last + n)
         return recs
@@ -1585,9 +1606,8 @@ class Store:
         line read whole; a payload stored as ``{…,"data":<line>}`` with the line not stored
         gives the line from its tail, cut without rebuilding it."""
         m = row._mapping
-        rec = EventRecord(
-            m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"], m["type"], m["subtype"], {}, None
-        )
+        seq, chat_id, run_id, ts, source = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"]
+        rec = EventRecord(seq, chat_id, run_id, ts, source, m["type"] or "", m["subtype"], {}, None)
         pcol = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
         rcol = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
         where = and_(events.c.chat_key == _chat_key(rec.chat_id), events.c.seq == rec.seq)
@@ -1596,7 +1616,7 @@ class Store:
         del res
         raw_size: int | None = None
         if text is None:  # the line stored alone
-            rec.payload = {"type": rec.type, "data": orjson.loads(line)} if line is not None else {}
+            rec.payload, rec.type, rec.subtype = _from_line(line, m["type"], m["subtype"])
         else:
             if isinstance(text, str):
                 text = text.encode()
