@@ -188,8 +188,9 @@ def _events_schema(db: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]
     key = "chat_key" if "chat_key" in cols else "chat_id"
     order = "chat_key DESC" if key == "chat_key" else "id DESC"  # the last chat written
     (last,) = src.execute(f"SELECT {key} FROM events ORDER BY {order} LIMIT 1").fetchone()
+    agent = "source IS NOT 'server'"  # a line stored alone has no source (it is the agent's)
     rows = src.execute(
-        f"SELECT {', '.join(cols)} FROM events WHERE source = 'agent' AND {key} = ? ORDER BY seq", (last,)
+        f"SELECT {', '.join(cols)} FROM events WHERE {agent} AND {key} = ? ORDER BY seq", (last,)
     ).fetchall()
     src.close()
     return schema, cols, rows

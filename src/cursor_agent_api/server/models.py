@@ -140,7 +140,7 @@ events = Table(
     Column("seq", BigInteger, nullable=False),
     Column("run_key", BigInteger, ForeignKey("runs.num"), nullable=True),
     Column("ts_ms", BigInteger, nullable=False),
-    Column("source", String(16), nullable=False),
+    Column("source", String(16), nullable=True),
     Column("type", String(64), nullable=True),
     Column("subtype", String(64), nullable=True),
     Column("payload", JSON(none_as_null=True), nullable=True),
@@ -159,10 +159,11 @@ events = Table(
 36-character ids (which :mod:`.store` maps to and from); on SQLite a ``WITHOUT ROWID``
 table, the rows themselves in key order (migration 0006). An agent event is stored as its
 line, as it came (``raw``, bytes), with ``payload`` NULL when the line is exactly its
-data's JSON (what the CLI writes; its ``type`` and ``subtype`` are then NULL too: the
-protocol classifies the line again when it is read); otherwise ``payload`` holds
-``{"type", "data"}`` and ``raw`` the line. A server record has its ``payload``. The one other index covers the
-server's records (a few per run: requests, answers, life-cycle) by run."""
+data's JSON (what the CLI writes); its ``source``, ``type`` and ``subtype`` are then NULL
+too, as no query needs them (the protocol classifies the line again when it is read).
+Otherwise ``payload`` holds ``{"type", "data"}`` and ``raw`` the line. A server record has
+its ``payload``. The one other index covers the server's records (a few per run:
+requests, answers, life-cycle) by run."""
 
 tool_calls = Table(
     "tool_calls",

@@ -527,11 +527,11 @@ class EventRecord:
 
         Example:
             >>> from types import SimpleNamespace
-            >>> row = {"seq": 1, "chat_id": "c", "run_id": None, "ts_ms": 0, "source": "agent",
+            >>> row = {"seq": 1, "chat_id": "c", "run_id": None, "ts_ms": 0, "source": None,
             ...        "type": None, "subtype": None, "payload": None, "raw": b'{"type":"user"}'}
             >>> r = EventRecord.from_row(SimpleNamespace(_mapping=row))
-            >>> r.type, r.payload, r.raw
-            ('user', {'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
+            >>> r.source, r.type, r.payload, r.raw
+            ('agent', 'user', {'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
         """
         m = row._mapping
         payload, raw, type_, subtype = m["payload"], m["raw"], m["type"], m["subtype"]
@@ -542,7 +542,7 @@ class EventRecord:
             m["chat_id"],
             m["run_id"],
             m["ts_ms"],
-            m["source"],
+            m["source"] or "agent",
             type_,
             subtype,
             payload,
@@ -1235,7 +1235,7 @@ class Store:
                     first + i,
                     None if r.run_id is None else run_keys.get(r.run_id),
                     ts,
-                    r.source,
+                    None if encoded is None else r.source,
                     None if encoded is None else r.type,
                     None if encoded is None else r.subtype,
                     encoded,
@@ -1315,7 +1315,7 @@ class Store:
                     first + i,
                     None if r.run_id is None else keys[r.run_id],
                     ts,
-                    r.source,
+                    None if encoded is None else r.source,
                     None if encoded is None else r.type,
                     None if encoded is None else r.subtype,
                     None if encoded is None else encoded.text,
@@ -1606,7 +1606,7 @@ class Store:
         line read whole; a payload stored as ``{…,"data":<line>}`` with the line not stored
         gives the line from its tail, cut without rebuilding it."""
         m = row._mapping
-        seq, chat_id, run_id, ts, source = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"]
+        seq, chat_id, run_id, ts, source = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"] or "agent"
         rec = EventRecord(seq, chat_id, run_id, ts, source, m["type"] or "", m["subtype"], {}, None)
         pcol = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
         rcol = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw

@@ -54,7 +54,7 @@ def upgrade() -> None:
         sa.Column("seq", sa.BigInteger(), nullable=False),
         sa.Column("run_key", sa.BigInteger(), sa.ForeignKey("runs.num", name="fk_events_run"), nullable=True),
         sa.Column("ts_ms", sa.BigInteger(), nullable=False),
-        sa.Column("source", sa.String(16), nullable=False),
+        sa.Column("source", sa.String(16), nullable=True),
         sa.Column("type", sa.String(64), nullable=True),
         sa.Column("subtype", sa.String(64), nullable=True),
         sa.Column("payload", sa.JSON(), nullable=True),
@@ -103,12 +103,14 @@ def downgrade() -> None:
         sa.Column("raw", sa.Text(), nullable=True),
         sa.UniqueConstraint("chat_id", "seq", name="uq_events_chat_seq"),
     )
-    # a line stored alone gets its type and subtype (classified as when it was read)
+    # a line stored alone gets its source, type and subtype (classified as when it was read)
     from cursor_agent_api.server.store import EventRecord
 
     bind = op.get_bind()
     alone = sa.text("SELECT seq, chat_key, raw FROM events WHERE payload IS NULL AND raw IS NOT NULL")
-    fill = sa.text("UPDATE events SET type = :t, subtype = :st WHERE chat_key = :c AND seq = :s")
+    fill = sa.text(
+        "UPDATE events SET source = 'agent', type = :t, subtype = :st WHERE chat_key = :c AND seq = :s"
+    )
     for seq, chat_key, raw in bind.execute(alone).all():
         row = {"seq": seq, "chat_id": "", "run_id": None, "ts_ms": 0, "source": "agent", "type": None,
                "subtype": None, "payload": None, "raw": raw}
