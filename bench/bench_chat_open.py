@@ -11,10 +11,20 @@ For each code (``after``: this checkout; ``before``: ``--before-src``, another c
 ``src``) and each variant (partial output or not), a real ``cursor-agent-api serve`` on an
 SQLite file in a temporary directory:
 
+* **write path** (first, for each code, in a child process running that code): the
+  server's own write of the turn's agent events, in process: the events as the client
+  yields them (the NDJSON parsed by the protocol's ``EventReader``: not timed), then batch
+  by batch (500 events, the runner's ``batch_max_events``) ``RunFold.fold`` and
+  ``append_folded`` (the records, the turn's state and the run's fields, one transaction;
+  no WebSocket subscriber), into a fresh SQLite file, after a warm-up chat of 2,000 events
+  (a running server has compiled its statements); beside it, in the same child, raw
+  ``sqlite3`` ``executemany`` of the very rows it stored into a fresh copy of the
+  ``events`` table (batches of 500, each with the chat's ``last_seq`` bump and one
+  commit, WAL, ``synchronous=NORMAL``). ``--write-repeats`` times; medians of the rates
+  and of the per-repeat ratios;
 * **ingest**: agent events per second, from the prompt's POST to the run's final record
-  seen by a WebSocket subscriber; beside it, raw SQLite inserts of the same rows (the
-  ``events`` rows the server stored, ``executemany`` into a fresh copy of the schema,
-  batches of 500, one commit per batch);
+  seen by a WebSocket subscriber (the simulator, the client's parse, the WebSocket
+  included); beside it, raw SQLite inserts of the same rows as above;
 * **database**: the SQLite file's size after a WAL checkpoint, against the NDJSON's bytes;
 * **open**: headless Chromium (``/usr/bin/chromium``) signed in on the chat list; the time
   from the click on the chat to its final text visible, median of ``--opens`` opens
@@ -24,6 +34,7 @@ Usage::
 
     git archive main src | tar -x -C /tmp/base
     .venv/bin/python bench/bench_chat_open.py --before-src /tmp/base/src
+    .venv/bin/python bench/bench_chat_open.py --no-serve   # the write path only
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -239,31 +251,40 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
     from cursor_agent_api.server.store import Store
     from cursor_agent_api.server.turns import RunFold, append_folded
 
-    def parse() -> list[Any]:
-        parser = EventReader(max_line_bytes=64 * 1024 * 1024)
-        return parser.feed(script.read_bytes()) + parser.close()
+    # The events reach the store a batch at a time, as the runner hands them over: each batch
+    # is parsed just before it is written (not timed), so that only a batch's events are
+    # alive at once, as in the server (all 51,504 at once would make the garbage collector's
+    # passes, which walk every live object, cost what the server does not pay).
+    lines = script.read_bytes().splitlines(keepends=True)
+
+    def batches(count: int) -> Iterator[list[Any]]:
+        for start in range(0, count, batch):
+            parser = EventReader(max_line_bytes=64 * 1024 * 1024)
+            yield parser.feed(b"".join(lines[start : start + batch])) + parser.close()
 
     store = Store(f"sqlite+aiosqlite:///{db}")
     await store.start()
     try:
         log = EventLog(store, Hub())
 
-        async def write(events: list[Any]) -> float:
+        async def write(count: int) -> float:
             chat = await store.create_chat(workspace=str(db.parent), model=None, options={}, title="t")
             run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
             fold = RunFold(chat["id"], run["id"])
-            t0 = time.perf_counter()
-            for start in range(0, len(events), batch):
-                await append_folded(log, fold.fold(events[start : start + batch]))
-            return time.perf_counter() - t0
+            elapsed = 0.0
+            for events in batches(count):
+                t0 = time.perf_counter()
+                await append_folded(log, fold.fold(events))
+                elapsed += time.perf_counter() - t0
+                del events
+            return elapsed
 
         # a server has run before: its statements are compiled, its modules imported
-        await write(parse()[: 4 * batch])
-        events = parse()
-        elapsed = await write(events)
+        await write(4 * batch)
+        elapsed = await write(len(lines))
     finally:
         await store.close()
-    return len(events), elapsed
+    return len(lines), elapsed
 
 
 def write_path(script: Path, src: str | None, repeats: int) -> dict[str, Any]:

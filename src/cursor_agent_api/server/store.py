@@ -37,7 +37,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import (
@@ -565,9 +565,21 @@ def _from_line(
 
 
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
-PlannedWrites = Callable[[list[EventRecord]], Sequence[tuple[Any, Sequence[dict[str, Any]]]]]
-"""From a batch's records, more writes of its transaction: ``(statement, rows)`` pairs
-(:meth:`Store.execute_writes`)."""
+class Stamp(NamedTuple):
+    """What a planned write may read of a record: its seq and time (:data:`PlannedWrites`).
+
+    Example:
+        >>> Stamp(3, 1000).seq
+        3
+    """
+
+    seq: int
+    ts_ms: int
+
+
+PlannedWrites = Callable[[Sequence[Any]], Sequence[tuple[Any, Sequence[dict[str, Any]]]]]
+"""From a batch's records (or only their :class:`Stamp`: seq and time), more writes of its
+transaction: ``(statement, rows)`` pairs (:meth:`Store.execute_writes`)."""
 
 
 def utf8_size(text: str) -> int:
@@ -1292,22 +1304,6 @@ class Store:
             n = len(new)
             ts = now_ms()
             first = last + 1
-            recs = [
-                EventRecord(
-                    first + i,
-                    chat_id,
-                    r.run_id,
-                    ts,
-                    r.source,
-                    r.type,
-                    r.subtype,
-                    {**r.payload, **r.derived} if r.derived else r.payload,
-                    _text(r.raw),
-                    None,
-                    hint,
-                )
-                for i, (r, _, _, hint) in enumerate(new)
-            ]
             keys = self._run_nums
             rows = [
                 (
@@ -1323,7 +1319,10 @@ class Store:
                 )
                 for i, (r, encoded, line, _) in enumerate(new)
             ]
-            planned = self._plan_writes(writes(recs) if writes is not None else [])
+            # the extra writes need each record's seq and time only: the records themselves
+            # are made while the driver's thread writes (below)
+            stamps = [Stamp(first + i, ts) for i in range(n)]
+            planned = self._plan_writes(writes(stamps) if writes is not None else [])
             writer = self._writer
             assert writer is not None
             bump = (n, ts, chat_id, last)
@@ -1354,7 +1353,25 @@ class Store:
 
             try:
                 self.faults.check(purpose)
-                done: bool = await writer._execute(run)
+                job = asyncio.ensure_future(writer._execute(run))
+                await asyncio.sleep(0)  # the job is queued: the thread writes while this makes records
+                recs = [
+                    EventRecord(
+                        first + i,
+                        chat_id,
+                        r.run_id,
+                        ts,
+                        r.source,
+                        r.type,
+                        r.subtype,
+                        {**r.payload, **r.derived} if r.derived else r.payload,
+                        _text(r.raw),
+                        None,
+                        hint,
+                    )
+                    for i, (r, _, _, hint) in enumerate(new)
+                ]
+                done: bool = await job
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
@@ -1606,7 +1623,8 @@ class Store:
         line read whole; a payload stored as ``{…,"data":<line>}`` with the line not stored
         gives the line from its tail, cut without rebuilding it."""
         m = row._mapping
-        seq, chat_id, run_id, ts, source = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"], m["source"] or "agent"
+        seq, chat_id, run_id, ts = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"]
+        source = m["source"] or "agent"
         rec = EventRecord(seq, chat_id, run_id, ts, source, m["type"] or "", m["subtype"], {}, None)
         pcol = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
         rcol = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
