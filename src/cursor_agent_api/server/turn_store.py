@@ -210,7 +210,7 @@ def turn_writes(
     if usage is not None:
         values["usage"] = usage
     if result is not None:
-        values["result"] = result
+        values["result"] = clean(result)
     if session is not None:
         values["session_id"] = store.clean_text(session)
         writes.append((_chat_session, [{"chat": chat_id, "v_session": values["session_id"]}]))
