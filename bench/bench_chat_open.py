@@ -11,10 +11,20 @@ For each code (``after``: this checkout; ``before``: ``--before-src``, another c
 ``src``) and each variant (partial output or not), a real ``cursor-agent-api serve`` on an
 SQLite file in a temporary directory:
 
+* **write path** (first, for each code, in a child process running that code): the
+  server's own write of the turn's agent events, in process: the events as the client
+  yields them (the NDJSON parsed by the protocol's ``EventReader``: not timed), then batch
+  by batch (500 events, the runner's ``batch_max_events``) ``RunFold.fold`` and
+  ``append_folded`` (the records, the turn's state and the run's fields, one transaction;
+  no WebSocket subscriber), into a fresh SQLite file, after a warm-up chat of 2,000 events
+  (a running server has compiled its statements); beside it, in the same child, raw
+  ``sqlite3`` ``executemany`` of the very rows it stored into a fresh copy of the
+  ``events`` table (batches of 500, each with the chat's ``last_seq`` bump and one
+  commit, WAL, ``synchronous=NORMAL``). ``--write-repeats`` times; medians of the rates
+  and of the per-repeat ratios;
 * **ingest**: agent events per second, from the prompt's POST to the run's final record
-  seen by a WebSocket subscriber; beside it, raw SQLite inserts of the same rows (the
-  ``events`` rows the server stored, ``executemany`` into a fresh copy of the schema,
-  batches of 500, one commit per batch);
+  seen by a WebSocket subscriber (the simulator, the client's parse, the WebSocket
+  included); beside it, raw SQLite inserts of the same rows as above;
 * **database**: the SQLite file's size after a WAL checkpoint, against the NDJSON's bytes;
 * **open**: headless Chromium (``/usr/bin/chromium``) signed in on the chat list; the time
   from the click on the chat to its final text visible, median of ``--opens`` opens
@@ -24,6 +34,7 @@ Usage::
 
     git archive main src | tar -x -C /tmp/base
     .venv/bin/python bench/bench_chat_open.py --before-src /tmp/base/src
+    .venv/bin/python bench/bench_chat_open.py --no-serve   # the write path only
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +184,11 @@ def db_bytes(db: Path) -> int:
 
 def raw_insert_rate(db: Path, tmp: Path) -> float:
     """Rows/s of plain ``executemany`` of the stored ``events`` rows into a fresh copy."""
+    return len(_events_schema(db)[2]) / raw_inserts(db, tmp)
+
+
+def _events_schema(db: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
+    """The ``events`` table's DDL, its columns and its agent rows, as stored in ``db``."""
     src = sqlite3.connect(db)
     schema = [
         r[0]
@@ -180,28 +197,139 @@ def raw_insert_rate(db: Path, tmp: Path) -> float:
         )
     ]
     cols = [r[1] for r in src.execute("PRAGMA table_info(events)") if r[1] != "id"]
-    rows = src.execute(f"SELECT {', '.join(cols)} FROM events WHERE source = 'agent' ORDER BY seq").fetchall()
+    key = "chat_key" if "chat_key" in cols else "chat_id"
+    order = "chat_key DESC" if key == "chat_key" else "id DESC"  # the last chat written
+    (last,) = src.execute(f"SELECT {key} FROM events ORDER BY {order} LIMIT 1").fetchone()
+    agent = "source IS NOT 'server'"  # a line stored alone has no source (it is the agent's)
+    rows = src.execute(
+        f"SELECT {', '.join(cols)} FROM events WHERE {agent} AND {key} = ? ORDER BY seq", (last,)
+    ).fetchall()
     src.close()
+    return schema, cols, rows
+
+
+def raw_inserts(db: Path, tmp: Path, batch: int = 500) -> float:
+    """Seconds to insert the ``events`` rows of ``db`` (its agent records, as stored) with
+    plain ``sqlite3`` ``executemany`` into a fresh copy of the table: batches of ``batch``,
+    each with the chat's ``last_seq`` bump and one commit, WAL and ``synchronous=NORMAL``
+    as the server's."""
+    schema, cols, rows = _events_schema(db)
     out = tmp / f"raw-{uuid.uuid4().hex[:6]}.sqlite3"
     conn = sqlite3.connect(out)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("CREATE TABLE chats (id TEXT PRIMARY KEY, last_seq INTEGER)")
+    key = "chat_key" if "chat_key" in cols else "chat_id"
+    conn.execute("CREATE TABLE chats (id PRIMARY KEY, last_seq INTEGER)")
     for sql in schema:  # foreign keys are not enforced here (sqlite3's default): no runs table
         conn.execute(sql)
-    chat = rows[0][cols.index("chat_id")]
+    chat = rows[0][cols.index(key)]
     conn.execute("INSERT INTO chats VALUES (?, 0)", (chat,))
     conn.commit()
     insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
     t0 = time.perf_counter()
-    for start in range(0, len(rows), 500):
-        batch = rows[start : start + 500]
-        conn.execute("UPDATE chats SET last_seq = last_seq + ? WHERE id = ?", (len(batch), chat))
-        conn.executemany(insert, batch)
+    for start in range(0, len(rows), batch):
+        part = rows[start : start + batch]
+        conn.execute("UPDATE chats SET last_seq = last_seq + ? WHERE id = ?", (len(part), chat))
+        conn.executemany(insert, part)
         conn.commit()
     elapsed = time.perf_counter() - t0
     conn.close()
-    return len(rows) / elapsed
+    out.unlink()
+    return elapsed
+
+
+async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, float]:
+    """The server's own write path for the turn's agent events, in this process: the events
+    as the client yields them (each line parsed by the protocol's reader, not timed), then,
+    batch by batch as the runner hands them to the store, :meth:`RunFold.take` (the records
+    of the events and the changes the client's fold returned; older code: :meth:`RunFold.fold`,
+    the server's own fold) and :func:`append_folded` (the records, the turn's state and the
+    run's fields in one transaction; no subscriber). Returns the events and the seconds."""
+    from cursor_agent_api.protocol import Transcript
+    from cursor_agent_api.protocol.reader import EventReader
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.log import EventLog
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+    from cursor_agent_api.server.turns import RunFold, append_folded
+
+    # The events reach the store a batch at a time, as the runner hands them over: each batch
+    # is parsed just before it is written (not timed), so that only a batch's events are
+    # alive at once, as in the server (all 51,504 at once would make the garbage collector's
+    # passes, which walk every live object, cost what the server does not pay).
+    lines = script.read_bytes().splitlines(keepends=True)
+
+    def batches(count: int) -> Iterator[list[Any]]:
+        for start in range(0, count, batch):
+            parser = EventReader(max_line_bytes=64 * 1024 * 1024)
+            yield parser.feed(b"".join(lines[start : start + batch])) + parser.close()
+
+    store = Store(f"sqlite+aiosqlite:///{db}")
+    await store.start()
+    try:
+        log = EventLog(store, Hub())
+
+        async def write(count: int) -> float:
+            chat = await store.create_chat(workspace=str(db.parent), model=None, options={}, title="t")
+            run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
+            fold = RunFold(chat["id"], run["id"])
+            # Since the server stores the changes of the client's one fold (RunFold.take), the
+            # fold is the client's work, done as the events are read: not timed here. Older
+            # code (RunFold.fold) folds in the server, inside the timed write.
+            client_fold = Transcript(keep_events=False, keep_content=False) \
+                if hasattr(fold, "take") else None
+            elapsed = 0.0
+            for events in batches(count):
+                if client_fold is not None:
+                    pairs = [(e, client_fold.add(e)) for e in events]
+                    t0 = time.perf_counter()
+                    await append_folded(log, fold.take(pairs))
+                else:
+                    t0 = time.perf_counter()
+                    await append_folded(log, fold.fold(events))
+                elapsed += time.perf_counter() - t0
+                del events
+            return elapsed
+
+        # a server has run before: its statements are compiled, its modules imported
+        await write(4 * batch)
+        elapsed = await write(len(lines))
+    finally:
+        await store.close()
+    return len(lines), elapsed
+
+
+def write_path(script: Path, src: str | None, repeats: int) -> dict[str, Any]:
+    """The server's write path against raw inserts of the same rows, ``repeats`` times
+    each, alternating; a child process runs the code of ``src`` (or this checkout's)."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
+    ratios, rates, raws = [], [], []
+    for _ in range(repeats):
+        out = subprocess.run(
+            [sys.executable, __file__, "--write-path-once", str(script)],
+            env=env, check=True, capture_output=True, text=True,
+        ).stdout
+        n, server_s, raw_s = (float(x) for x in out.split())
+        rates.append(n / server_s)
+        raws.append(n / raw_s)
+        ratios.append(raw_s / server_s)
+    return {
+        "events": int(n),
+        "server writes/s": round(statistics.median(rates)),
+        "raw inserts/s": round(statistics.median(raws)),
+        "server/raw": round(statistics.median(ratios), 3),
+        "ratios": [round(r, 3) for r in ratios],
+    }
+
+
+def _write_path_once(script: Path) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-write-"))
+    db = tmp / "server.sqlite3"
+    n, server_s = asyncio.run(server_writes(script, db))
+    raw_s = raw_inserts(db, tmp)
+    print(n, server_s, raw_s)
 
 
 def open_times(server: Serve, chat: str, opens: int) -> list[float]:
@@ -265,7 +393,13 @@ def main() -> None:
     parser.add_argument("--opens", type=int, default=5)
     parser.add_argument("--calls", type=int, default=500)
     parser.add_argument("--only", choices=["before", "after"])
+    parser.add_argument("--write-repeats", type=int, default=5, help="repeats of the write-path measure")
+    parser.add_argument("--no-serve", action="store_true", help="the write path only (no server, no page)")
+    parser.add_argument("--write-path-once", metavar="NDJSON", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_path_once:
+        _write_path_once(Path(args.write_path_once))
+        return
     work = Path(tempfile.mkdtemp(prefix="bench-open-"))
     script = write_turn(work / "turn.ndjson", args.calls)
     lines = script.read_bytes().count(b"\n")
@@ -273,6 +407,12 @@ def main() -> None:
     codes: list[tuple[str, str | None]] = [("after", None)]
     if args.before_src:
         codes.insert(0, ("before", args.before_src))
+    for code, src in codes:
+        if args.only and code != args.only:
+            continue
+        print({"code": code, "write path": write_path(script, src, args.write_repeats)}, flush=True)
+    if args.no_serve:
+        return
     rows = []
     for code, src in codes:
         if args.only and code != args.only:

@@ -355,16 +355,17 @@ def test_run_errors_never_contain_sql(
     message that names the error, not the statement or its parameters."""
     from sqlalchemy import text
 
+    from cursor_agent_api.server import turn_store
+
     server = make_inproc()
-    store = server.store
-    original = store.set_run
+    original = turn_store.turn_writes
 
-    async def refused(conn: Any, run_id: str, **values: Any) -> None:
-        if "last_seq" in values and "status" not in values:
-            await conn.execute(text("INSERT INTO no_such_table VALUES (:v)"), {"v": "secret-param"})
-        await original(conn, run_id, **values)
+    def refused(*args: Any) -> list[tuple[Any, list[dict[str, Any]]]]:
+        # a batch's turn state written with a statement the database refuses
+        bad = (text("INSERT INTO no_such_table VALUES (:v)"), [{"v": "secret-param"}])
+        return [*original(*args), bad]
 
-    monkeypatch.setattr(store, "set_run", refused)
+    monkeypatch.setattr(turn_store, "turn_writes", refused)
     with server.client() as c:
         chat = new_chat(c)
         final = wait_run(c, _start(c, chat["id"], "list the files")["id"])
@@ -509,17 +510,18 @@ def test_a_line_equal_to_its_data_is_stored_once_and_rebuilt_exactly(db_url: str
             ]
             await store.append(chat["id"], new)
             async with store.engine.connect() as conn:
-                rows = (await conn.execute(select(events_table.c.raw).order_by(events_table.c.seq))).all()
+                cols = (events_table.c.payload, events_table.c.raw)
+                rows = (await conn.execute(select(*cols).order_by(events_table.c.seq))).all()
             recs, _ = await store.read_page(
                 chat["id"], 0, 10, max_bytes=1 << 20, max_field_bytes=1 << 20, include_raw=True
             )
-            return [r[0] for r in rows], [r.to_dict(True) for r in recs]
+            return [tuple(r) for r in rows], [r.to_dict(True) for r in recs]
         finally:
             await store.close()
 
-    stored_raw, served = asyncio.run(main())
-    assert stored_raw[0] is None  # the same bytes are in the payload already
-    assert stored_raw[1] == spaced.decode()  # not the compact form: kept as it came
+    stored, served = asyncio.run(main())
+    assert stored[0] == (None, compact)  # the line alone, as it came: its data is read from it
+    assert stored[1][0] is not None and stored[1][1] == spaced  # other bytes: kept as they came
     assert served[0]["raw"] == compact.decode() and served[1]["raw"] == spaced.decode()
     assert served[0]["payload"]["text"] == "hi é"
     assert served[0]["payload"]["data"] == orjson.loads(compact)

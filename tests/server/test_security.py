@@ -191,7 +191,9 @@ def _database_dump(db_url: str) -> bytes:
         try:
             out = b""
             for table in ("chats", "runs", "events", "tool_calls"):
-                text = await conn.fetchval(f"SELECT coalesce(string_agg(t::text, ''), '') FROM {table} t")
+                # the agent's lines are bytes (bytea): their text, not their hex
+                row = "t::text || coalesce(encode(t.raw, 'escape'), '')" if table == "events" else "t::text"
+                text = await conn.fetchval(f"SELECT coalesce(string_agg({row}, ''), '') FROM {table} t")
                 out += text.encode()
             return out
         finally:

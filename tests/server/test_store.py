@@ -152,3 +152,99 @@ def test_an_older_database_is_upgraded_at_start(db_url: str) -> None:
 
     run = asyncio.run(main())
     assert run is not None and run["prompt"] == "hi" and run["server_id"] is None
+
+
+def test_a_database_at_0005_is_upgraded_without_losing_an_event(db_url: str) -> None:
+    """Migration 0006 rebuilds ``events`` (integer keys, lines as bytes): every record
+    written before it reads back equal, and the chat takes new runs and records after."""
+    import orjson
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from cursor_agent_api.server.store import MIGRATIONS_DIR
+
+    def to_0005(sync_conn: Any) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.attributes["connection"] = sync_conn
+        command.upgrade(cfg, "0005")
+
+    line = '{"type":"assistant","message":{"content":[{"type":"text","text":"hi é"}]}}'
+    spaced = '{"type": "user", "text": "a\\u00e9"}'
+    old = [  # chat, run, seq, source, type, subtype, payload, raw: as the code before 0006 wrote them
+        ("c1", "r1", 1, "server", "run", "queued", {"run": {"id": "r1"}}, None),
+        ("c1", "r1", 2, "agent", "assistant", None, {"type": "assistant", "data": orjson.loads(line)}, None),
+        ("c1", "r1", 3, "agent", "user", None, {"type": "user", "data": orjson.loads(spaced)}, spaced),
+        ("c1", "r1", 4, "server", "run", "succeeded", {"run": {"id": "r1", "x": "naïve"}}, None),
+        ("c2", None, 1, "server", "note", None, {"n": 1}, None),
+        ("c1", "r2", 5, "agent", "raw", None, {"type": "raw", "data": {"type": "raw", "data": "x"}}, "x"),
+    ]
+
+    async def main() -> tuple[list[Any], list[Any], list[int]]:
+        engine = create_async_engine(db_url)
+        async with engine.begin() as conn:
+            await conn.run_sync(to_0005)
+            for chat, last in (("c1", 5), ("c2", 1)):
+                await conn.execute(
+                    text(
+                        "INSERT INTO chats (id, workspace, options, title, created_ms, updated_ms, "
+                        "last_seq) VALUES (:id, '/w', '{}', 'old', 0, 0, :last)"
+                    ),
+                    {"id": chat, "last": last},
+                )
+            for run in ("r1", "r2"):
+                await conn.execute(
+                    text(
+                        "INSERT INTO runs (id, chat_id, prompt, status, created_ms) "
+                        "VALUES (:id, 'c1', 'hi', 'succeeded', 0)"
+                    ),
+                    {"id": run},
+                )
+            for chat, run, seq, source, type_, subtype, payload, raw in old:
+                await conn.execute(
+                    text(
+                        "INSERT INTO events (chat_id, run_id, seq, ts_ms, source, type, subtype, payload, "
+                        "raw) "
+                        "VALUES (:c, :r, :s, :t, :so, :ty, :st, :p, :raw)"
+                    ),
+                    {
+                        "c": chat, "r": run, "s": seq, "t": 1000 + seq, "so": source, "ty": type_,
+                        "st": subtype, "p": orjson.dumps(payload).decode(), "raw": raw,
+                    },
+                )
+        await engine.dispose()
+        store = Store(db_url)
+        await store.start()
+        try:
+            back = [r.to_dict(True) for c in ("c1", "c2") for r in await store.events_after(c, 0, 100)]
+            page, _ = await store.read_page("c1", 0, 100, max_bytes=1 << 20, max_field_bytes=1 << 20,
+                                            include_raw=True)
+            requests = await store.server_records(["r1"], "run")
+            queued = NewRecord("server", "run", "queued", {})
+            run, _rec = await store.create_run("c1", "again", lambda r: queued)
+            recs = await store.append("c1", [NewRecord("server", "note", None, {"i": 1}, None, run["id"])])
+            mine = await store.events_after("c1", 5, 100, run_id=run["id"])
+            return back, [r.to_dict(True) for r in page], [r.seq for r in requests] + [recs[0].seq] + [
+                r.seq for r in mine
+            ]
+        finally:
+            await store.close()
+
+    back, page, seqs = asyncio.run(main())
+    expected = []
+    for chat, run, seq, source, type_, subtype, payload, raw in sorted(old, key=lambda o: (o[0], o[2])):
+        expected.append((chat, run, seq, 1000 + seq, source, type_, subtype, payload, raw))
+    got = [
+        (d["chat_id"], d["run_id"], d["seq"], d["ts_ms"], d["source"], d["type"], d["subtype"],
+         {k: v for k, v in d["payload"].items() if k == "data" or d["source"] == "server" or k == "type"},
+         d["raw"] if d["raw"] is None or d["source"] == "server" or d["seq"] in (3, 5) else None)
+        for d in back
+    ]
+    assert got == expected
+    # the agent records' derived fields and lines come back as before
+    assert back[1]["payload"]["text"] == "hi é" and back[1]["raw"] == line
+    assert back[2]["raw"] == spaced and back[2]["payload"]["text"] == "aé"
+    assert page == back[:5]
+    assert seqs == [1, 4, 7, 6, 7]

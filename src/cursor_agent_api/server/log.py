@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from .hub import Hub
-from .store import EventRecord, ExtraWrites, NewRecord, Store, cut_record
+from .store import EventRecord, ExtraWrites, NewRecord, PlannedWrites, Store, cut_record
 from .turns import Changes, changes_json
 
 
@@ -76,12 +76,15 @@ class EventLog:
         after: ExtraWrites | None = None,
         purpose: str = "events",
         changes: Sequence[Changes] | None = None,
+        writes: PlannedWrites | None = None,
     ) -> list[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it; ``changes`` are
         what each record changed in its run's turn (see :mod:`.turns`), sent with it."""
         lock = self._lock(chat_id)
         async with lock:
-            recs = await self.store.append(chat_id, new, before=before, after=after, purpose=purpose)
+            recs = await self.store.append(
+                chat_id, new, before=before, after=after, purpose=purpose, writes=writes
+            )
             self._publish(chat_id, recs, changes)
         return recs
 

@@ -7,7 +7,9 @@ these tables are what the code reads and writes through.
 
 * ``chats.last_seq`` is the per-chat event counter. :mod:`.store` bumps it and
   inserts the events in one transaction, so ``events.seq`` is strictly
-  increasing with no gaps; ``UNIQUE(chat_id, seq)`` guards it.
+  increasing with no gaps; the key ``(chat_key, seq)`` guards it. ``events`` names its
+  chat and run by their integer ``num`` (the public ids are 36-character strings: twice per
+  row and in each index they were most of the log's size).
 * ``auth_sessions`` holds the browser sessions (:mod:`.auth`): ``sha256(id)``, the scrypt
   fingerprint of the token they were made with, and the times of the sliding expiry.
 * A run's **folded turn** (:mod:`.turns`) is written with its events, in the same
@@ -35,7 +37,9 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -83,6 +87,9 @@ chats = Table(
     Column("created_ms", BigInteger, nullable=False),
     Column("updated_ms", BigInteger, nullable=False),
     Column("last_seq", BigInteger, nullable=False, server_default=text("0")),
+    # the chat's integer key in ``events`` (its id is a 36-character string; see ``events``)
+    Column("num", BigInteger, nullable=True),
+    Index("uq_chats_num", "num", unique=True),
 )
 
 runs = Table(
@@ -113,6 +120,9 @@ runs = Table(
     Column("queue", String(200), nullable=True),
     Column("worker", String(200), nullable=True),
     Column("worker_id", BigInteger, nullable=True),
+    # the run's integer key in ``events``
+    Column("num", BigInteger, nullable=True),
+    Index("uq_runs_num", "num", unique=True),
     Index(
         "uq_runs_one_active_per_chat",
         "chat_id",
@@ -126,18 +136,34 @@ runs = Table(
 events = Table(
     "events",
     metadata,
-    Column("id", _BigId, primary_key=True, autoincrement=True),
-    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
-    Column("run_id", String(36), ForeignKey("runs.id"), nullable=True, index=True),
+    Column("chat_key", BigInteger, ForeignKey("chats.num"), nullable=False),
     Column("seq", BigInteger, nullable=False),
+    Column("run_key", BigInteger, ForeignKey("runs.num"), nullable=True),
     Column("ts_ms", BigInteger, nullable=False),
-    Column("source", String(16), nullable=False),
-    Column("type", String(64), nullable=False),
+    Column("source", String(16), nullable=True),
+    Column("type", String(64), nullable=True),
     Column("subtype", String(64), nullable=True),
-    Column("payload", JSON, nullable=False),
-    Column("raw", Text, nullable=True),
-    UniqueConstraint("chat_id", "seq", name="uq_events_chat_seq"),
+    Column("payload", JSON(none_as_null=True), nullable=True),
+    Column("raw", LargeBinary, nullable=True),
+    PrimaryKeyConstraint("chat_key", "seq", name="pk_events"),
+    Index(
+        "ix_events_server_runs",
+        "chat_key",
+        "run_key",
+        sqlite_where=text("source = 'server'"),
+        postgresql_where=text("source = 'server'"),
+    ),
+    sqlite_with_rowid=False,
 )
+"""The per-chat log, keyed by ``(chat_key, seq)``: ``chats.num`` and ``runs.num``, not the
+36-character ids (which :mod:`.store` maps to and from); on SQLite a ``WITHOUT ROWID``
+table, the rows themselves in key order (migration 0006). An agent event is stored as its
+line, as it came (``raw``, bytes), with ``payload`` NULL when the line is exactly its
+data's JSON (what the CLI writes); its ``source``, ``type`` and ``subtype`` are then NULL
+too, as no query needs them (the protocol classifies the line again when it is read).
+Otherwise ``payload`` holds ``{"type", "data"}`` and ``raw`` the line. A server record has
+its ``payload``. The one other index covers the server's records (a few per run:
+requests, answers, life-cycle) by run."""
 
 tool_calls = Table(
     "tool_calls",

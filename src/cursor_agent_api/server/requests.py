@@ -38,7 +38,6 @@ from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
-from sqlalchemy import and_, select
 
 from ..permissions import (
     Accept,
@@ -56,7 +55,6 @@ from ..permissions import (
     Skip,
 )
 from .log import EventLog
-from .models import events
 from .store import EventRecord, NewRecord, Store, now_ms
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -321,23 +319,10 @@ class RunSteering:
 
 async def request_records(store: Store, run_ids: Sequence[str]) -> list[EventRecord]:
     """The request and answer records of these runs, in seq order (indexed by run)."""
-    if not run_ids:
-        return []
-    q = (
-        select(events.c.seq, events.c.chat_id, events.c.run_id, events.c.ts_ms, events.c.source,
-               events.c.type, events.c.subtype, events.c.payload, events.c.raw)
-        .where(and_(events.c.run_id.in_(list(run_ids)), events.c.type == "request",
-                    events.c.source == "server"))
-        .order_by(events.c.seq)
-    )
-    async with store.engine.connect() as conn:
-        rows = list(await conn.execute(q))
-    out = []
-    for row in rows:
-        rec = EventRecord.from_row(row)
+    out = await store.server_records(run_ids, "request")
+    for rec in out:
         if isinstance(rec.payload, (bytes, str)):
             rec.payload = orjson.loads(rec.payload)
-        out.append(rec)
     return out
 
 

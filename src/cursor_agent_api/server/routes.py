@@ -34,7 +34,7 @@ from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
 from .turn_store import get_tool_call, read_chat_turns
 from .turns import backfill_turns, whole_tool_output
-from .webui import text_item, tool_call_item
+from .webui import stored_output, text_item, tool_call_item
 
 router = APIRouter(prefix="/api")
 
@@ -540,6 +540,7 @@ async def event_value(
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     view = {k: v for k, v in row.items() if k not in ("id", "idx")}
     view["index"] = row["idx"]
+    view["output"] = stored_output(row)
     cuts: list[dict[str, Any]] = []
     result = view.get("result")
     if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)

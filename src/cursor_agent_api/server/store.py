@@ -37,12 +37,13 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from sqlalchemy import (
     LargeBinary,
     Row,
+    String,
     Text,
     and_,
     case,
@@ -50,8 +51,10 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    literal,
     null,
     select,
+    text,
     type_coerce,
     update,
 )
@@ -67,10 +70,13 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from ..protocol.events import AgentEvent, classify
 from .models import ACTIVE_STATUSES, chats, events, runs, tool_calls
 from .sqlite_file import prepare_sqlite_file
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+SQLITE_PAGE_SIZE = 16384
+"""The page size of a new SQLite database (``PRAGMA page_size``)."""
 BIG_VALUE = 1024 * 1024
 """A record over this many bytes is written, or read whole, one at a time (memory)."""
 logger = logging.getLogger("cursor_agent_api.server")
@@ -162,16 +168,51 @@ class NotFoundError(Exception):
     """A chat or run id that the store does not know."""
 
 
-_KEY_COLUMNS = (
-    events.c.seq,
-    events.c.chat_id,
-    events.c.run_id,
-    events.c.ts_ms,
-    events.c.source,
-    events.c.type,
-    events.c.subtype,
-)
-"""A record's columns before ``payload`` and ``raw`` (which each read selects its own way)."""
+def _chat_key(chat_id: str) -> Any:
+    """The chat's ``num`` (its key in ``events``), as a scalar subquery."""
+    return select(chats.c.num).where(chats.c.id == chat_id).scalar_subquery()
+
+
+def _run_key(run_id: str) -> Any:
+    """The run's ``num`` (its key in ``events``), as a scalar subquery."""
+    return select(runs.c.num).where(runs.c.id == run_id).scalar_subquery()
+
+
+def _next_num(table: Any, is_sqlite: bool) -> Any:
+    """A new ``num`` for a row of ``chats`` or ``runs``: PostgreSQL's sequence (migration
+    0006); on SQLite, whose writes are serialized, one more than the largest."""
+    if is_sqlite:
+        return select(func.coalesce(func.max(table.c.num), 0) + 1).scalar_subquery()
+    return func.nextval(f"{table.name}_num_seq")
+
+
+_SERVER_SOURCE = text("events.source = 'server'")
+"""The condition of the partial index ``ix_events_server_runs`` (a literal: SQLite uses a
+partial index only for the very term it was made with)."""
+
+_EVENTS_RUNS = events.outerjoin(runs, runs.c.num == events.c.run_key)
+"""``events`` with each record's run (its public id)."""
+
+
+def _key_columns(chat_id: str) -> tuple[Any, ...]:
+    """A record's columns before ``payload`` and ``raw`` (which each read selects its own
+    way), from :data:`_EVENTS_RUNS`: the ids are the public ones."""
+    return (
+        events.c.seq,
+        literal(chat_id, String).label("chat_id"),
+        runs.c.id.label("run_id"),
+        events.c.ts_ms,
+        events.c.source,
+        events.c.type,
+        events.c.subtype,
+    )
+
+
+def _events_where(chat_id: str, run_id: str | None) -> Any:
+    cond = events.c.chat_key == _chat_key(chat_id)
+    if run_id is not None:
+        cond = and_(cond, events.c.run_key == _run_key(run_id))
+    return cond
 
 class StoreUnavailableError(Exception):
     """The database cannot be written for now (an injected fault, or the store gave up).
@@ -443,6 +484,7 @@ class EventRecord:
             _restore_text(payload) if missing_text else payload,
             orjson.dumps(payload["data"]).decode() if missing_raw else self.raw,
             self.truncated,
+            self.size_hint,
         )
 
     def to_dict(self, include_raw: bool = False) -> dict[str, Any]:
@@ -475,22 +517,64 @@ class EventRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> EventRecord:
-        """Build from a row (``Row``) of the ``events`` table."""
+        """Build from a row (``Row``) of the ``events`` table: an agent event stored as its
+        line only (``payload`` NULL) gets its payload from the line, ``{"type", "data"}``.
+
+        Example:
+            >>> from types import SimpleNamespace
+            >>> row = {"seq": 1, "chat_id": "c", "run_id": None, "ts_ms": 0, "source": None,
+            ...        "type": None, "subtype": None, "payload": None, "raw": b'{"type":"user"}'}
+            >>> r = EventRecord.from_row(SimpleNamespace(_mapping=row))
+            >>> r.source, r.type, r.payload, r.raw
+            ('agent', 'user', {'type': 'user', 'data': {'type': 'user'}}, '{"type":"user"}')
+        """
         m = row._mapping
+        payload, raw, type_, subtype = m["payload"], m["raw"], m["type"], m["subtype"]
+        if payload is None:
+            payload, type_, subtype = _from_line(raw, type_, subtype)
         return cls(
             m["seq"],
             m["chat_id"],
             m["run_id"],
             m["ts_ms"],
-            m["source"],
-            m["type"],
-            m["subtype"],
-            m["payload"],
-            m["raw"],
+            m["source"] or "agent",
+            type_,
+            subtype,
+            payload,
+            raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw,
         )
 
 
+def _from_line(
+    raw: bytes | str | None, type_: str | None, subtype: str | None
+) -> tuple[dict[str, Any], str, str | None]:
+    """An agent event stored as its line alone: its payload ``{"type", "data"}``, its type
+    and subtype (NULL in the row: the data's, as the protocol classifies it)."""
+    if raw is None:
+        return {}, type_ or "raw", subtype
+    data = orjson.loads(raw)
+    if type_ is None:
+        event = AgentEvent(classify(data), data)
+        type_, subtype = event.type.value, event.subtype
+    return {"type": type_, "data": data}, type_, subtype
+
+
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
+class Stamp(NamedTuple):
+    """What a planned write may read of a record: its seq and time (:data:`PlannedWrites`).
+
+    Example:
+        >>> Stamp(3, 1000).seq
+        3
+    """
+
+    seq: int
+    ts_ms: int
+
+
+PlannedWrites = Callable[[Sequence[Any]], Sequence[tuple[Any, Sequence[dict[str, Any]]]]]
+"""From a batch's records (or only their :class:`Stamp`: seq and time), more writes of its
+transaction: ``(statement, rows)`` pairs (:meth:`Store.execute_writes`)."""
 
 
 def utf8_size(text: str) -> int:
@@ -616,6 +700,10 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
     return node
 
 
+_Prepared = tuple[NewRecord, "_Encoded | None", "bytes | None", int]
+"""A record ready to insert (:meth:`Store._prepare`)."""
+
+
 class _Encoded:
     """A JSON value serialized ahead of the insert (see :meth:`Store.append`): the engine's
     serializer passes its text through instead of serializing the value again."""
@@ -626,14 +714,18 @@ class _Encoded:
         self.text = text
 
 
-def _size_hint(encoded: _Encoded, derived: dict[str, Any] | None) -> int:
-    """At least the UTF-8 size of any string of a payload and its derived fields."""
-    n = len(encoded.text)
+def _size_hint(n: int, derived: dict[str, Any] | None) -> int:
+    """At least the UTF-8 size of any string of a payload (``n`` bytes of JSON) and its
+    derived fields."""
     if derived:
         for v in derived.values():
             if isinstance(v, str) and 4 * len(v) > n:
                 n = 4 * len(v)
     return n
+
+
+def _line_bytes(line: str | bytes) -> bytes:
+    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -712,6 +804,11 @@ class Store:
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
+        self._run_nums: dict[str, int] = {}
+        self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
+        self._writer: Any = None  # SQLite: the write path's aiosqlite connection
+        self._tool_upserts: dict[tuple[str, ...], Any] = {}
+        self._compiled_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
         # SQLite has one writer at a time: serialize our writes in-process instead
         # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
@@ -752,6 +849,10 @@ class Store:
             @event.listens_for(engine.sync_engine, "connect")
             def _pragmas(dbapi_connection: Any, _record: Any) -> None:
                 cur = dbapi_connection.cursor()
+                # A new file's pages are 16 KiB (an existing file keeps its own): the log's
+                # rows (WITHOUT ROWID) keep lines up to ~4 KB in their page, not on
+                # overflow pages of 4 KiB mostly empty.
+                cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
                 cur.execute("PRAGMA journal_mode=WAL")
                 cur.execute("PRAGMA synchronous=NORMAL")
                 cur.execute("PRAGMA foreign_keys=ON")
@@ -761,9 +862,21 @@ class Store:
         self._engine = engine
         async with self._writing(), engine.begin() as conn:
             await conn.run_sync(run_migrations)
+        if self.is_sqlite:
+            import aiosqlite
+
+            # the write path's own connection (see _append_fast): transactions by hand
+            path = url.database or ""
+            writer = await aiosqlite.connect(path, timeout=self.busy_timeout, isolation_level=None)
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={int(busy_ms)}"):
+                await writer.execute(f"PRAGMA {pragma}")
+            self._writer = writer
 
     async def close(self) -> None:
         """Dispose of the engine's connections."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
@@ -840,7 +953,7 @@ class Store:
             "last_seq": 0,
         }
         async with self.transaction() as conn:
-            await conn.execute(insert(chats).values(**row))
+            await conn.execute(insert(chats).values(**row, num=_next_num(chats, self.is_sqlite)))
         return row
 
     async def get_chat(self, chat_id: str) -> dict[str, Any] | None:
@@ -920,7 +1033,7 @@ class Store:
         }
 
         async def insert_run(conn: AsyncConnection, _recs: list[EventRecord]) -> None:
-            await conn.execute(insert(runs).values(**run))
+            await conn.execute(insert(runs).values(**run, num=_next_num(runs, self.is_sqlite)))
 
         new = record(run)
         new.run_id = run_id
@@ -979,13 +1092,18 @@ class Store:
         before: ExtraWrites | None = None,
         after: ExtraWrites | None = None,
         purpose: str = "events",
+        writes: PlannedWrites | None = None,
     ) -> list[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
         ``before`` runs after the seqs are allocated and before the insert
         (e.g. to insert the run the records point to); ``after`` runs after the
-        insert. All in one transaction. Raises :class:`NotFoundError` for an
-        unknown chat.
+        insert; ``writes`` gives, from the records, more statements and their rows
+        (:meth:`execute_writes`), run after the insert. All in one transaction. Raises
+        :class:`NotFoundError` for an unknown chat.
+
+        On SQLite, a batch with ``writes`` only (the write path of agent events) is
+        committed in one call into the driver's thread (:meth:`_append_fast`).
 
         **One odd record never rolls back the others**: a payload that cannot be
         serialized is stored as :func:`unstorable_record` (its line kept), and when
@@ -994,12 +1112,13 @@ class Store:
         ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
         """
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
+        hooks = (before, after, writes)
         if not big:
-            return await self._append_all(chat_id, new, before, after, purpose)
+            return await self._append_all(chat_id, new, hooks, purpose)
         async with self._big_values:
             release_memory()
             try:
-                return await self._append_all(chat_id, new, before, after, purpose)
+                return await self._append_all(chat_id, new, hooks, purpose)
             finally:
                 release_memory()
 
@@ -1007,13 +1126,16 @@ class Store:
         self,
         chat_id: str,
         new: Sequence[NewRecord],
-        before: ExtraWrites | None,
-        after: ExtraWrites | None,
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
     ) -> list[EventRecord]:
         prepared = [self._prepare(r) for r in new]
         try:
-            return await self._append(chat_id, prepared, before, after, purpose, one_by_one=False)
+            if self._writer is not None and hooks[0] is None and hooks[1] is None:
+                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose)
+                if recs is not None:
+                    return recs
+            return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
         except DBAPIError as e:
             if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
                 raise
@@ -1024,65 +1146,70 @@ class Store:
             )
         for _ in range(len(prepared)):
             try:
-                return await self._append(chat_id, prepared, before, after, purpose, one_by_one=True)
+                return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
                 prepared[i] = self._prepare(marker)
         raise StoreUnavailableError("the database refused every record of the batch")
 
-    def _prepare(self, r: NewRecord) -> tuple[NewRecord, _Encoded]:
-        """The record (raw made storable) and its payload serialized once, here.
+    def _prepare(self, r: NewRecord) -> _Prepared:
+        """The record (raw made storable), its payload serialized once here (``None``: not
+        stored), its line as bytes and a size hint (:attr:`EventRecord.size_hint`).
 
         An agent record whose line is exactly its ``data`` in compact JSON (what the CLI
-        writes) is stored without ``raw``: the line is rebuilt from ``data`` when read
-        (:meth:`EventRecord.restored`), so the same bytes are not stored twice. On
-        SQLite the payload's JSON is bound as UTF-8 bytes (no decoded copy).
+        writes) is stored as that line only, as it came: ``payload`` NULL, rebuilt from the
+        line when read (:meth:`EventRecord.from_row`). Any other record keeps its payload
+        (on SQLite bound as UTF-8 bytes: no decoded copy) and its line, if any.
         """
+        raw = r.raw
+        payload = r.payload
+        if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
+            line = _line_bytes(raw)
+            try:
+                same = orjson.dumps(payload["data"]) == line
+            except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
+                same = False
+            if same and classify(payload["data"]).value == r.type:
+                return r, None, line, _size_hint(len(line), r.derived)
         try:
-            data = orjson.dumps(r.payload)
+            data = orjson.dumps(payload)
         except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
             reason = f"{type(e).__name__}: {str(e)[:200]}"
             logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
             r = unstorable_record(r, f"the event cannot be serialized: {reason}")
             data = orjson.dumps(r.payload)
-        raw = r.raw
-        if raw is not None and r.source == "agent" and r.payload and next(reversed(r.payload)) == "data":
-            line = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-            n, m = len(line), len(data)
-            # data is b'{…,"data":<data>}': compare its tail with the line, without a copy.
-            if m > n + 1 and (
-                data[m - 1 - n : m - 1] == line if n < 65536 else memoryview(data)[m - 1 - n : m - 1] == line
-            ):
-                raw = None
-            del line
-        raw = self._clean_text(_text(raw))
-        if raw is not r.raw:
-            r = NewRecord(r.source, r.type, r.subtype, r.payload, raw, r.run_id, r.derived)
-        return r, _Encoded(data if self.is_sqlite else data.decode())
+        stored = None if r.raw is None else _line_bytes(r.raw)
+        encoded = _Encoded(data if self.is_sqlite else data.decode())
+        return r, encoded, stored, _size_hint(len(data), r.derived)
 
     async def _append(
         self,
         chat_id: str,
-        new: list[tuple[NewRecord, _Encoded]],
-        before: ExtraWrites | None,
-        after: ExtraWrites | None,
+        new: list[_Prepared],
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
         *,
         one_by_one: bool,
     ) -> list[EventRecord]:
+        before, after, writes = hooks
         n = len(new)
         ts = now_ms()
         async with self.transaction(purpose) as conn:
-            res = await conn.execute(
+            bump = (
                 update(chats)
                 .where(chats.c.id == chat_id)
                 .values(last_seq=chats.c.last_seq + n, updated_ms=ts)
-                .returning(chats.c.last_seq)
+                .returning(chats.c.last_seq, chats.c.num)
             )
-            last = res.scalar_one_or_none()
-            if last is None:
+            if self.is_sqlite:  # one hop (see execute_writes)
+                got = await self._in_driver(conn, [(self._BUMP_SQLITE, [(n, ts, chat_id)])])
+                keys = got[0][0] if got[0] else None
+            else:
+                keys = (await conn.execute(bump)).first()
+            if keys is None:
                 raise NotFoundError(f"no chat {chat_id}")
+            last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
             recs = [
                 EventRecord(
@@ -1096,48 +1223,292 @@ class Store:
                     {**r.payload, **r.derived} if r.derived else r.payload,
                     _text(r.raw),
                     None,
-                    _size_hint(encoded, r.derived),
+                    hint,
                 )
-                for i, (r, encoded) in enumerate(new)
+                for i, (r, _, _, hint) in enumerate(new)
             ]
             if before is not None:
                 await before(conn, recs)
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            run_keys, found = await self._run_keys(conn, run_ids)
             rows = [
-                {
-                    "chat_id": chat_id,
-                    "run_id": r.run_id,
-                    "seq": r.seq,
-                    "ts_ms": ts,
-                    "source": r.source,
-                    "type": r.type,
-                    "subtype": r.subtype,
-                    "payload": encoded,
-                    "raw": r.raw,
-                }
-                for r, (_, encoded) in zip(recs, new, strict=True)
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else run_keys.get(r.run_id),
+                    ts,
+                    None if encoded is None else r.source,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
+                    encoded,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
             ]
             if rows and not one_by_one:
-                await conn.execute(insert(events), rows)
+                await self._insert_events(conn, rows)
             for i, row in enumerate(rows if one_by_one else ()):
                 try:
-                    await conn.execute(insert(events), [row])
+                    await self._insert_events(conn, [row])
                 except DBAPIError as e:
                     if is_transient(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
+            if writes is not None:
+                await self.execute_writes(conn, writes(recs))
             if after is not None:
                 await after(conn, recs)
+        # committed: what the fast path needs (the chat's keys never change)
+        self._known(self._run_nums, found)
+        self._known(self._chats, {chat_id: (chat_key, last)})
         return recs
+
+    @staticmethod
+    def _known(cache: dict[str, Any], values: dict[str, Any]) -> None:
+        if values:
+            if len(cache) > 4096:
+                cache.clear()
+            cache.update(values)
+
+    async def _append_fast(
+        self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
+    ) -> list[EventRecord] | None:
+        """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
+        chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
+        IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
+        from the chat's ``last_seq`` as this process last committed it, and the bump checks
+        it (``WHERE last_seq = ?``): if another process wrote to the chat meanwhile, nothing
+        is written and ``None`` is returned (the caller takes the path of :meth:`_append`,
+        which also fills what this one needs: the chat's and runs' keys).
+
+        Hand-written because through SQLAlchemy each statement costs aiosqlite 3–4 thread
+        hops and each transaction two more (~1 ms each on a loaded machine): they were most
+        of the write path's time (BENCHMARKS.md, 2026-11-23).
+        """
+        async with self._writing():
+            known = self._chats.get(chat_id)
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            if known is None or any(r not in self._run_nums for r in run_ids):
+                return None
+            chat_key, last = known
+            n = len(new)
+            ts = now_ms()
+            first = last + 1
+            keys = self._run_nums
+            rows = [
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else keys[r.run_id],
+                    ts,
+                    None if encoded is None else r.source,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
+                    None if encoded is None else encoded.text,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
+            ]
+            # the extra writes need each record's seq and time only: the records themselves
+            # are made while the driver's thread writes (below)
+            stamps = [Stamp(first + i, ts) for i in range(n)]
+            planned = self._plan_writes(writes(stamps) if writes is not None else [])
+            writer = self._writer
+            assert writer is not None
+            bump = (n, ts, chat_id, last)
+
+            def run() -> bool:
+                import sqlite3
+
+                db = writer._conn
+                sql = "BEGIN IMMEDIATE"
+                try:
+                    db.execute(sql)
+                    try:
+                        sql = self._BUMP_CHECKED
+                        if db.execute(sql, bump).fetchone() is None:
+                            db.rollback()
+                            return False
+                        sql = self._INSERT_SQLITE
+                        db.executemany(sql, rows)
+                        for sql, params in planned:
+                            db.executemany(sql, params)
+                        db.commit()
+                    except BaseException:
+                        db.rollback()
+                        raise
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+                return True
+
+            try:
+                self.faults.check(purpose)
+                job = asyncio.ensure_future(writer._execute(run))
+                await asyncio.sleep(0)  # the job is queued: the thread writes while this makes records
+                recs = [
+                    EventRecord(
+                        first + i,
+                        chat_id,
+                        r.run_id,
+                        ts,
+                        r.source,
+                        r.type,
+                        r.subtype,
+                        {**r.payload, **r.derived} if r.derived else r.payload,
+                        _text(r.raw),
+                        None,
+                        hint,
+                    )
+                    for i, (r, _, _, hint) in enumerate(new)
+                ]
+                done: bool = await job
+            except Exception as e:
+                if is_transient(e):
+                    self.health.failed(describe_error(e))
+                raise
+            self.health.succeeded()
+            if not done:
+                self._chats.pop(chat_id, None)
+                return None
+            self._chats[chat_id] = (chat_key, last + n)
+        return recs
+
+    _BUMP_CHECKED = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? AND last_seq = ? RETURNING num"
+    )
+
+    async def execute_writes(
+        self, conn: AsyncConnection, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> None:
+        """Inside a transaction: run each ``(statement, rows)`` in order (an ``executemany``
+        of the rows; a statement's own bound values fill what the rows do not name).
+
+        On SQLite all of them run in **one** call into the driver's thread: through
+        SQLAlchemy each statement costs aiosqlite 3–4 thread hops (make a cursor, execute,
+        fetch, close: ~0.5 ms on a loaded machine), which were most of the write path's
+        time. Each statement is compiled once (by SQLAlchemy, for this dialect) and its
+        rows bound as SQLAlchemy would (its bind processors: JSON, booleans). Hand-written
+        because neither SQLAlchemy nor aiosqlite runs several statements in one hop.
+        """
+        writes = [(stmt, rows) for stmt, rows in writes if rows]
+        if not self.is_sqlite:
+            for stmt, rows in writes:
+                await conn.execute(stmt, list(rows))
+            return
+        await self._in_driver(conn, self._plan_writes(writes))
+
+    def _plan_writes(
+        self, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """SQLite: each ``(statement, rows)`` as its SQL and its rows' parameters."""
+        planned = []
+        for stmt, rows in writes:
+            if not rows:
+                continue
+            sql, names, fixed, procs = self._compiled(stmt, tuple(rows[0]))
+            params = [
+                tuple(
+                    (procs[n](row[n]) if n in procs else row[n]) if n in row else fixed[n] for n in names
+                )
+                for row in rows
+            ]
+            planned.append((sql, params))
+        return planned
+
+    @staticmethod
+    async def _in_driver(
+        conn: AsyncConnection, planned: list[tuple[str, list[tuple[Any, ...]]]]
+    ) -> list[list[Any]]:
+        """Run SQLite statements (SQL, rows) in the transaction of ``conn``, in one call into
+        aiosqlite's thread; returns each one's rows (``RETURNING``). The driver's errors
+        become SQLAlchemy's, as for any statement."""
+        import sqlite3
+
+        raw = await conn.get_raw_connection()
+        driver: Any = raw.driver_connection  # aiosqlite.Connection
+
+        def run() -> list[list[Any]]:
+            db = driver._conn
+            out = []
+            for sql, params in planned:
+                try:
+                    if len(params) == 1:
+                        out.append(db.execute(sql, params[0]).fetchall())
+                    else:
+                        db.executemany(sql, params)
+                        out.append([])
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+            return out
+
+        result: list[list[Any]] = await driver._execute(run)
+        return result
+
+    def _compiled(
+        self, stmt: Any, keys: tuple[str, ...]
+    ) -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
+        """``stmt`` compiled for ``keys``: its SQL, its parameters' names in order, the
+        values bound in it, the bind processors (cached)."""
+        cache_key = (id(stmt), keys)
+        hit = self._compiled_cache.get(cache_key)
+        if hit is not None and hit[0] is stmt:
+            found: tuple[str, list[str], dict[str, Any], dict[str, Any]] = hit[1]
+            return found
+        compiled: Any = stmt.compile(dialect=self.engine.dialect, column_keys=list(keys))
+        names = list(compiled.positiontup or ())
+        fixed = {}
+        procs = dict(getattr(compiled, "_bind_processors", {}) or {})
+        for n in names:
+            if n not in keys:
+                bind = compiled.binds[n]
+                value = bind.effective_value
+                fixed[n] = procs[n](value) if n in procs else value
+        plan = (str(compiled), names, fixed, {n: f for n, f in procs.items() if n in keys})
+        if len(self._compiled_cache) > 256:
+            self._compiled_cache.clear()
+        self._compiled_cache[cache_key] = (stmt, plan)
+        return plan
+
+    _EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
+
+    async def _insert_events(self, conn: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows of ``events`` (tuples in :attr:`_EVENT_COLUMNS`' order, the payload
+        already JSON). On SQLite, one ``executemany`` of the driver: no per-row work in
+        SQLAlchemy (it was most of the write path's time). On PostgreSQL, one multi-row
+        ``INSERT`` (one statement: the NOTIFY trigger fires once per batch)."""
+        if self.is_sqlite:
+            plain = [(*row[:7], None if row[7] is None else row[7].text, row[8]) for row in rows]
+            await self._in_driver(conn, [(self._INSERT_SQLITE, plain)])
+        else:
+            names = self._EVENT_COLUMNS
+            await conn.execute(insert(events), [dict(zip(names, row, strict=True)) for row in rows])
+
+    _BUMP_SQLITE = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? RETURNING last_seq, num"
+    )
+    _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
+
+    async def _run_keys(
+        self, conn: AsyncConnection, run_ids: set[str]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """The ``num`` of each run (their key in ``events``), and those read from the database
+        (cached by :meth:`_append` once committed: a run's key never changes)."""
+        known = self._run_nums
+        missing = [r for r in run_ids if r not in known]
+        found: dict[str, int] = {}
+        if missing:
+            res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(missing)))
+            found = {str(i): int(n) for i, n in res}
+        return {r: known.get(r) or found[r] for r in run_ids if r in known or r in found}, found
 
     async def events_after(
         self, chat_id: str, after_seq: int, limit: int, *, run_id: str | None = None
     ) -> list[EventRecord]:
         """Up to ``limit`` records of the chat with ``seq > after_seq``, in order."""
-        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
-        if run_id is not None:
-            cond = and_(cond, events.c.run_id == run_id)
+        cond = and_(_events_where(chat_id, run_id), events.c.seq > after_seq)
         q = (
-            select(*_KEY_COLUMNS, events.c.payload, events.c.raw)
+            select(*_key_columns(chat_id), events.c.payload, events.c.raw)
+            .select_from(_EVENTS_RUNS)
             .where(cond)
             .order_by(events.c.seq)
             .limit(limit)
@@ -1165,9 +1536,7 @@ class Store:
         read cut by the database, and a payload over the field limit is read alone,
         cut, and let go before the next.
         """
-        cond = and_(events.c.chat_id == chat_id, events.c.seq > after_seq)
-        if run_id is not None:
-            cond = and_(cond, events.c.run_id == run_id)
+        cond = and_(_events_where(chat_id, run_id), events.c.seq > after_seq)
         # Sizes in bytes. SQLite's text functions stop at a NUL character: measure and cut
         # the BLOB of the text there (PostgreSQL text holds no NUL).
         if self.is_sqlite:
@@ -1186,13 +1555,13 @@ class Store:
         chosen: list[tuple[int, int, int]] = []
         total = 0
         for seq, p, r in sizes:
-            # A line stored as its data (raw NULL) is rebuilt about as long as the payload.
-            line = min(r or p, max_field_bytes) if include_raw else 0
-            cost = 200 + min(p, 4 * max_field_bytes) + line
+            # An agent line stored alone (payload NULL) is its payload's data: about as long.
+            whole = p or r
+            cost = 200 + min(whole, 4 * max_field_bytes) + (min(r, max_field_bytes) if include_raw else 0)
             if chosen and total + cost > max_bytes:
                 has_more = True
                 break
-            chosen.append((seq, p, r))
+            chosen.append((seq, whole, r))
             total += cost
         if not chosen:
             return [], has_more
@@ -1202,14 +1571,14 @@ class Store:
         payload_col = type_coerce(
             case((plen > max_field_bytes, None), else_=events.c.payload), events.c.payload.type
         )
-        cols = [
-            *_KEY_COLUMNS,
-            payload_col.label("payload"),
-            (raw_cut if include_raw else null()).label("raw"),
-        ]
+        # the line when asked for, and always for a line stored alone (it is the payload:
+        # whole unless over the field limit, then read alone by _read_big)
+        raw_sel = raw_cut if include_raw else case((events.c.payload.is_(None), raw_cut), else_=null())
+        cols = [*_key_columns(chat_id), payload_col.label("payload"), raw_sel.label("raw")]
         first, last = chosen[0][0], chosen[-1][0]
         rows_q = (
             select(*cols)
+            .select_from(_EVENTS_RUNS)
             .where(and_(cond, events.c.seq >= first, events.c.seq <= last))
             .order_by(events.c.seq)
         )
@@ -1219,58 +1588,102 @@ class Store:
         out: list[EventRecord] = []
         async with self.engine.connect() as conn:
             for row in (await conn.execute(rows_q)).all():
-                rec = EventRecord.from_row(row)
-                rec.size_hint = payload_sizes.get(rec.seq)
-                if isinstance(rec.raw, bytes):  # SQLite's BLOB cut; a split last character is dropped
-                    rec.raw = rec.raw.decode("utf-8", "ignore")
-                raw_size = raw_sizes.get(rec.seq) if rec.raw is not None else None
-                if rec.seq in big:
+                seq = row._mapping["seq"]
+                if seq in big:
                     async with self._big_values:
-                        rec, raw_size = await self._read_big(
-                            conn, rec, include_raw, max_field_bytes, raw_size
-                        )
+                        rec, raw_size = await self._read_big(conn, row, include_raw, max_field_bytes)
                         rec = cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw)
                         release_memory()
                     out.append(rec)
                     continue
+                rec = EventRecord.from_row(row)
+                rec.size_hint = payload_sizes.get(seq)
+                if not include_raw:
+                    rec.raw = None
+                raw_size = raw_sizes.get(seq) if rec.raw is not None else None
                 out.append(cut_record(rec, max_field_bytes, raw_size=raw_size, include_raw=include_raw))
         return out, has_more
 
     async def _read_big(
-        self, conn: AsyncConnection, rec: EventRecord, include_raw: bool, limit: int, raw_size: int | None
+        self, conn: AsyncConnection, row: Any, include_raw: bool, limit: int
     ) -> tuple[EventRecord, int | None]:
-        """Load a payload over the field limit as JSON text; a line stored as its data is the
-        tail of that text (``…,"data":<line>}``): cut from it without rebuilding it."""
-        col = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
-        where = and_(events.c.chat_id == rec.chat_id, events.c.seq == rec.seq)
-        res = await conn.execute(select(col).where(where))
-        text: Any = res.scalar_one()
+        """The record of ``row`` (its payload over the field limit, not read) read alone: its
+        payload whole, its line cut to about ``limit`` bytes when asked for. Returns it and
+        the whole line's size. A line stored alone is the payload's data: parsed from the
+        line read whole; a payload stored as ``{…,"data":<line>}`` with the line not stored
+        gives the line from its tail, cut without rebuilding it."""
+        m = row._mapping
+        seq, chat_id, run_id, ts = m["seq"], m["chat_id"], m["run_id"], m["ts_ms"]
+        source = m["source"] or "agent"
+        rec = EventRecord(seq, chat_id, run_id, ts, source, m["type"] or "", m["subtype"], {}, None)
+        pcol = cast(events.c.payload, LargeBinary if self.is_sqlite else Text)
+        rcol = cast(events.c.raw, LargeBinary) if self.is_sqlite else events.c.raw
+        where = and_(events.c.chat_key == _chat_key(rec.chat_id), events.c.seq == rec.seq)
+        res = await conn.execute(select(pcol, rcol).where(where))
+        text, line = res.one()
         del res
-        if isinstance(text, str):
-            text = text.encode()
-        rec.payload = orjson.loads(text)
-        if include_raw and rec.raw is None and rec.source == "agent" and list(rec.payload)[-1:] == ["data"]:
+        raw_size: int | None = None
+        if text is None:  # the line stored alone
+            rec.payload, rec.type, rec.subtype = _from_line(line, m["type"], m["subtype"])
+        else:
+            if isinstance(text, str):
+                text = text.encode()
+            rec.payload = orjson.loads(text)
+        if include_raw and line is not None:
+            raw_size = len(line)
+            rec.raw = bytes(memoryview(line)[: limit + 4]).decode("utf-8", "ignore")
+        elif include_raw and text is not None and rec.source == "agent" and [*rec.payload][-1:] == ["data"]:
             head = orjson.dumps({k: v for k, v in rec.payload.items() if k != "data"})
             start = len(head) - 1 + len(b',"data":') if len(head) > 2 else len(b'{"data":')
             raw_size = len(text) - 1 - start
             rec.raw = bytes(memoryview(text)[start : start + limit + 4]).decode("utf-8", "ignore")
-        del text
+        del text, line
         return rec, raw_size
 
     async def get_event(self, chat_id: str, seq: int) -> EventRecord | None:
         """One whole record (nothing cut), or ``None``."""
-        q = select(*_KEY_COLUMNS, events.c.payload, events.c.raw).where(
-            and_(events.c.chat_id == chat_id, events.c.seq == seq)
+        q = (
+            select(*_key_columns(chat_id), events.c.payload, events.c.raw)
+            .select_from(_EVENTS_RUNS)
+            .where(and_(events.c.chat_key == _chat_key(chat_id), events.c.seq == seq))
         )
         async with self.engine.connect() as conn:
             row = (await conn.execute(q)).first()
         return EventRecord.from_row(row) if row is not None else None
 
+    async def server_records(self, run_ids: Sequence[str], type_: str) -> list[EventRecord]:
+        """The server's records of type ``type_`` of these runs (e.g. requests and their
+        answers), in seq order; read through the index of the server's records by run."""
+        if not run_ids:
+            return []
+        q = (
+            select(
+                events.c.seq,
+                chats.c.id.label("chat_id"),
+                runs.c.id.label("run_id"),
+                events.c.ts_ms,
+                events.c.source,
+                events.c.type,
+                events.c.subtype,
+                events.c.payload,
+                events.c.raw,
+            )
+            .select_from(
+                runs.join(chats, chats.c.id == runs.c.chat_id).join(
+                    events, and_(events.c.chat_key == chats.c.num, events.c.run_key == runs.c.num)
+                )
+            )
+            .where(runs.c.id.in_(list(run_ids)), _SERVER_SOURCE, events.c.type == type_)
+            .order_by(events.c.chat_key, events.c.seq)
+        )
+        async with self.engine.connect() as conn:
+            return [EventRecord.from_row(r) for r in await conn.execute(q)]
+
     async def count_events(self, chat_id: str) -> int:
         """How many records the chat's log holds."""
         async with self.engine.connect() as conn:
             res = await conn.execute(
-                select(func.count()).select_from(events).where(events.c.chat_id == chat_id)
+                select(func.count()).select_from(events).where(events.c.chat_key == _chat_key(chat_id))
             )
             return int(res.scalar_one())
 
@@ -1278,27 +1691,40 @@ class Store:
 
     _FIRST_KEPT = ("started_seq", "started_ms", "completed_seq", "completed_ms")
 
-    async def upsert_tool_call(self, conn: AsyncConnection, row: dict[str, Any]) -> None:
-        """Inside a transaction: insert a tool call or update it (key: run, index in the turn)."""
-        from sqlalchemy.dialects import postgresql, sqlite
+    def upsert_tool_calls(self, rows: Sequence[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+        """The write (for :meth:`execute_writes`) that inserts tool calls or updates them
+        (key: run, index in the turn): one statement, built once, and its rows."""
+        if not rows:
+            return None, []
+        clean = []
+        for row in rows:
+            row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
+            row["output"] = row["output"] or ""
+            for key in ("args", "result"):  # one odd value does not roll back the batch
+                if row.get(key) is not None:
+                    encoded = _encode(row[key])
+                    row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
+            clean.append(row)
+        columns = tuple(clean[0])
+        stmt = self._tool_upserts.get(columns)
+        if stmt is None:
+            from sqlalchemy.dialects import postgresql, sqlite
 
-        dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
-        row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
-        row["output"] = row["output"] or ""
-        for key in ("args", "result"):  # one odd value does not roll back the batch
-            if row.get(key) is not None:
-                encoded = _encode(row[key])
-                row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
-        stmt = dialect_insert(tool_calls).values(**row)
-        ex = stmt.excluded
-        changes = {
-            k: getattr(ex, k)
-            for k in row
-            if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
-        }
-        for key in self._FIRST_KEPT:
-            changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
-        await conn.execute(stmt.on_conflict_do_update(index_elements=["run_id", "idx"], set_=changes))
+            dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
+            ins = dialect_insert(tool_calls)
+            ex = ins.excluded
+            changes = {
+                k: getattr(ex, k) for k in columns if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
+            }
+            for key in self._FIRST_KEPT:
+                changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
+            stmt = self._tool_upserts[columns] = ins.on_conflict_do_update(
+                index_elements=["run_id", "idx"], set_=changes
+            )
+        for row in clean[1:]:
+            if tuple(row) != columns:
+                raise ValueError("tool call rows of one write have the same fields")
+        return stmt, clean
 
     async def list_tool_calls(self, chat_id: str, run_id: str | None = None) -> list[dict[str, Any]]:
         """Tool calls of a chat (or of one of its runs), in the order they started."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..protocol.changes import (
@@ -108,6 +108,9 @@ def _tool_row(
     if cuts:
         result = row["result"]
         row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    # The output is a function of the result (``ToolCall.output``): not stored a second
+    # time, derived when read (``webui.stored_output``); a cut one is noted in "_cut".
+    row["output"] = ""
     return row
 
 
@@ -119,6 +122,14 @@ async def write_turn(
     limit: int,
 ) -> None:
     """Inside the batch's transaction: apply its changes to the run's stored turn state."""
+    await store.execute_writes(conn, turn_writes(store, batch, recs, limit))
+
+
+def turn_writes(
+    store: Store, batch: FoldedBatch, recs: Sequence[EventRecord], limit: int
+) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """The writes (statements and rows, :meth:`.Store.execute_writes`) that apply a batch's
+    changes to the run's stored turn state; nothing is executed here."""
     from .store import utf8_prefix, utf8_size
 
     texts: dict[tuple[str, int], dict[str, Any]] = {}
@@ -170,8 +181,8 @@ async def write_turn(
                 usage = c.usage.to_dict()
             elif isinstance(c, ResultReceived):
                 result = c.result
-    insert = _dialect_insert(store)
     clean = store.clean_text
+    writes: list[tuple[Any, list[dict[str, Any]]]] = []
     if texts:
         appended: list[dict[str, Any]] = []
         replaced: list[dict[str, Any]] = []
@@ -188,50 +199,72 @@ async def write_turn(
                 "whole_seq": e["whole_seq"],
             }
             (replaced if e["set"] else appended).append(row)
-        keys = ["run_id", "kind", "idx"]
-        if appended:
-            stmt = insert(turn_texts)
-            ex = stmt.excluded
-            await conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=keys,
-                    set_={
-                        "text": turn_texts.c.text.concat(ex.text),
-                        "closed": or_(turn_texts.c.closed, ex.closed),
-                    },
-                ),
-                appended,
-            )
-        if replaced:
-            stmt = insert(turn_texts)
-            ex = stmt.excluded
-            await conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=keys,
-                    set_={
-                        "text": ex.text,
-                        "closed": or_(turn_texts.c.closed, ex.closed),
-                        "bytes": ex.bytes,
-                        "whole_seq": ex.whole_seq,
-                    },
-                ),
-                replaced,
-            )
-    for row in calls.values():
-        await store.upsert_tool_call(conn, row)
+        appending, replacing = _text_upserts(store)
+        writes += [(appending, appended), (replacing, replaced)]
+    writes.append(store.upsert_tool_calls(list(calls.values())))
     values: dict[str, Any] = {
         "last_seq": recs[-1].seq,
-        "first_seq": func.coalesce(runs.c.first_seq, recs[0].seq),
+        "first_seq": recs[0].seq,
         "turn": batch.turn,
     }
     if usage is not None:
         values["usage"] = usage
     if result is not None:
-        values["result"] = result
+        values["result"] = clean(result)
     if session is not None:
-        values["session_id"] = session
-        await store.set_chat(conn, chat_id, session_id=session)
-    await store.set_run(conn, run_id, **values)
+        values["session_id"] = store.clean_text(session)
+        writes.append((_chat_session, [{"chat": chat_id, "v_session": values["session_id"]}]))
+    row = {f"v_{k}": v for k, v in values.items()}
+    writes.append((_run_update(tuple(values)), [{**row, "run": run_id}]))
+    return writes
+
+
+_TEXT_UPSERTS: dict[str, tuple[Any, Any]] = {}
+
+
+def _text_upserts(store: Store) -> tuple[Any, Any]:
+    """The two upserts of ``turn_texts`` (text appended: concatenated by the database; text
+    replaced: set), built once per dialect."""
+    hit = _TEXT_UPSERTS.get(store.dialect)
+    if hit is None:
+        insert = _dialect_insert(store)
+        keys = ["run_id", "kind", "idx"]
+        stmt = insert(turn_texts)
+        ex = stmt.excluded
+        appending = stmt.on_conflict_do_update(
+            index_elements=keys,
+            set_={"text": turn_texts.c.text.concat(ex.text), "closed": or_(turn_texts.c.closed, ex.closed)},
+        )
+        stmt = insert(turn_texts)
+        ex = stmt.excluded
+        replacing = stmt.on_conflict_do_update(
+            index_elements=keys,
+            set_={
+                "text": ex.text,
+                "closed": or_(turn_texts.c.closed, ex.closed),
+                "bytes": ex.bytes,
+                "whole_seq": ex.whole_seq,
+            },
+        )
+        hit = _TEXT_UPSERTS[store.dialect] = (appending, replacing)
+    return hit
+
+
+_chat_session = update(chats).where(chats.c.id == bindparam("chat")).values(session_id=bindparam("v_session"))
+
+_RUN_UPDATES: dict[tuple[str, ...], Any] = {}
+
+
+def _run_update(keys: tuple[str, ...]) -> Any:
+    """``UPDATE runs`` of these fields (rows: ``v_<field>`` and ``run``); ``first_seq`` is
+    kept once set. Built once per set of fields."""
+    stmt = _RUN_UPDATES.get(keys)
+    if stmt is None:
+        values: dict[str, Any] = {k: bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+        if "first_seq" in values:
+            values["first_seq"] = func.coalesce(runs.c.first_seq, values["first_seq"])
+        stmt = _RUN_UPDATES[keys] = update(runs).where(runs.c.id == bindparam("run")).values(values)
+    return stmt
 
 
 async def close_turn(

@@ -42,7 +42,7 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
-from .store import EventRecord, NewRecord, Store, agent_derived, agent_payload
+from .store import EventRecord, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -169,7 +169,7 @@ class RunFold:
             changes.append(c)
             records.append(
                 NewRecord(
-                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id, agent_derived(e)
+                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id
                 )
             )
         return FoldedBatch(self.chat_id, run_id, records, changes, base, self.turn())
@@ -283,17 +283,17 @@ async def append_folded(
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
     with the same batch when it failed (nothing of it was committed)."""
-    from .turn_store import write_turn
+    from .turn_store import turn_writes
 
     store = log.store
     limit = log.max_field_bytes
-
-    async def writes(conn: AsyncConnection, recs: list[EventRecord]) -> None:
-        await write_turn(store, conn, batch, recs, limit)
-        if after is not None:
-            await after(conn, recs)
-
-    return await log.append(batch.chat_id, batch.records, after=writes, changes=batch.changes)
+    return await log.append(
+        batch.chat_id,
+        batch.records,
+        after=after,
+        writes=lambda recs: turn_writes(store, batch, recs, limit),
+        changes=batch.changes,
+    )
 
 
 async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> int:

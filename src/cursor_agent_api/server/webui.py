@@ -187,6 +187,19 @@ def _call_of(row: dict[str, Any]) -> ToolCall:
     )
 
 
+def stored_output(row: dict[str, Any]) -> str:
+    """A stored tool call's output: the ``output`` column of rows written before migration
+    0006, else (the column is empty) derived from its stored result as ``ToolCall.output``.
+
+    Example:
+        >>> row = {"call_id": "c", "kind": "read", "status": "succeeded", "output": "",
+        ...        "args": {"path": "a"}, "result": {"success": {"content": "hi"}}}
+        >>> stored_output(row)
+        'hi'
+    """
+    return str(row.get("output") or "") or _call_of(row).output
+
+
 def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
     """A stored tool call as the state's item: its index, seqs and card fields (``view``).
 
@@ -230,6 +243,7 @@ __all__ = [
     "TOOL_RECORD_TYPES",
     "WebUIFiles",
     "shown_read_range",
+    "stored_output",
     "text_item",
     "tool_call_item",
     "tool_call_view",

@@ -20,20 +20,27 @@ EVENTS_CHANNEL = "cursor_agent_api_events"
 """The channel every commit of records notifies: payload ``"<chat id> <first seq> <last seq>"``."""
 
 
-def notify_trigger_sql() -> list[str]:
+def notify_trigger_sql(*, keyed: bool = True) -> list[str]:
     """The statements that make every insert of records notify :data:`EVENTS_CHANNEL`.
 
     A statement-level trigger with a transition table: one notification per chat per
     insert statement, with the seqs it wrote, sent by PostgreSQL when the transaction
-    commits (never for a rolled-back one).
+    commits (never for a rolled-back one). ``keyed``: ``events`` names its chat by
+    ``chats.num`` (migration 0006; before it, by the chat's id, ``keyed=False``); the
+    notification always carries the chat's public id.
     """
+    if keyed:
+        rows = "new_rows n JOIN chats c ON c.num = n.chat_key GROUP BY c.id"
+        chat = "c.id"
+    else:
+        rows, chat = "new_rows GROUP BY chat_id", "chat_id"
     return [
         f"""
         CREATE OR REPLACE FUNCTION cursor_agent_api_notify_events() RETURNS trigger
         LANGUAGE plpgsql AS $$
         BEGIN
-            PERFORM pg_notify('{EVENTS_CHANNEL}', chat_id || ' ' || min(seq) || ' ' || max(seq))
-               FROM new_rows GROUP BY chat_id;
+            PERFORM pg_notify('{EVENTS_CHANNEL}', {chat} || ' ' || min(seq) || ' ' || max(seq))
+               FROM {rows};
             RETURN NULL;
         END;
         $$

@@ -37,7 +37,7 @@ def upgrade() -> None:
     from cursor_agent_api.server.dispatch.schema import apply_queue_schema, notify_trigger_sql
 
     apply_queue_schema(bind)
-    for statement in notify_trigger_sql():
+    for statement in notify_trigger_sql(keyed=False):
         op.execute(statement)
 
 
