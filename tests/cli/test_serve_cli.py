@@ -38,6 +38,17 @@ def test_bad_database_url_is_one_line_and_exit_2(cli_env: dict[str, str], url: s
     assert proc.stdout == ""  # no server was announced
 
 
+def test_a_database_that_cannot_be_opened_is_one_line_and_exit_1(cli_env: dict[str, str]) -> None:
+    """Nothing listens on port 1: the server says so in one line (no start-up traceback, no
+    password) and exits 1 without announcing itself."""
+    proc = serve(["--database-url", "postgresql+asyncpg://me:hunter2@127.0.0.1:1/app"], cli_env)
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: cannot open the database postgresql+asyncpg://me:***@127.0.0.1:1/app")
+    assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
 def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
                                                   tmp_path: Path) -> None:
     fake = tmp_path / "no-asyncpg" / "asyncpg"

@@ -248,3 +248,34 @@ def test_a_database_at_0005_is_upgraded_without_losing_an_event(db_url: str) -> 
     assert back[2]["raw"] == spaced and back[2]["payload"]["text"] == "aé"
     assert page == back[:5]
     assert seqs == [1, 4, 7, 6, 7]
+
+
+def test_a_database_upgraded_by_a_newer_version_is_refused_with_a_clear_error(db_url: str) -> None:
+    """A schema past this version's last migration: a clear error that says what to do, and the
+    database left as it was."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from cursor_agent_api.server.store import SchemaTooNewError
+
+    async def main() -> str:
+        store = Store(db_url)
+        await store.start()
+        await store.close()
+        engine = create_async_engine(db_url)
+        async with engine.begin() as conn:
+            await conn.execute(text("UPDATE alembic_version SET version_num = '0999'"))
+        again = Store(db_url)
+        try:
+            with pytest.raises(SchemaTooNewError) as caught:
+                await again.start()
+        finally:
+            await again.close()
+        async with engine.begin() as conn:
+            version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        await engine.dispose()
+        assert version == "0999"
+        return str(caught.value)
+
+    message = asyncio.run(main())
+    assert "newer cursor-agent-api" in message and "upgrade cursor-agent-api" in message

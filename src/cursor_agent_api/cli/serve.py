@@ -298,6 +298,9 @@ def serve(
             "the agent (shell commands included) on this machine",
             err=True,
         )
+    problem = asyncio.run(_database_problem(settings))
+    if problem is not None:  # said here in one line, not as the app's start-up traceback
+        raise click.ClickException(problem)
     try:
         sock = listen_socket(host, port)
     except OSError as e:
@@ -349,3 +352,20 @@ def serve(
         sock.close()
     if not server.started:
         raise click.ClickException("the server did not start; see the messages above")
+
+
+async def _database_problem(settings: Any) -> str | None:
+    """Open the database once (its migrations run) and close it: what is wrong, or None."""
+    from sqlalchemy.engine import make_url
+
+    from ..server.store import Store, describe_error
+
+    store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
+    try:
+        await store.start()
+    except Exception as e:  # any failure is reported the same way
+        shown = make_url(settings.database_url).render_as_string(hide_password=True)
+        return f"cannot open the database {shown}: {describe_error(e)}"
+    finally:
+        await store.close()
+    return None

@@ -776,11 +776,30 @@ def run_migrations(sync_connection: Any) -> None:
     """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``)."""
     from alembic import command
     from alembic.config import Config
+    from alembic.util.exc import CommandError
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = sync_connection
-    command.upgrade(cfg, "head")
+    try:
+        command.upgrade(cfg, "head")
+    except CommandError as exc:
+        if "Can't locate revision" not in str(exc):
+            raise
+        raise SchemaTooNewError(
+            "the database was upgraded by a newer cursor-agent-api (its schema is past this "
+            f"version's last migration, {_last_migration()}): upgrade cursor-agent-api, or "
+            "use another database (--database-url)") from None
+
+
+class SchemaTooNewError(Exception):
+    """The database's schema is newer than this version's migrations (a newer
+    cursor-agent-api upgraded it); nothing was changed."""
+
+
+def _last_migration() -> str:
+    names = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    return names[-1] if names else "none"
 
 
 class Store:
