@@ -29,8 +29,11 @@ echo "== pytest (SQLite) =="
 run_pytest "$@"
 if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   echo "== PostgreSQL =="
+  # a cluster already listening (the developer's own) is used, and left running afterwards
+  already_up=0
+  if (exec 3<>"/dev/tcp/127.0.0.1/${PGPORT:-54329}") 2>/dev/null; then already_up=1; fi
   url="$(scripts/postgres.sh)"
   echo "== pytest tests/server tests/distributed (PostgreSQL) =="
   CURSOR_AGENT_API_TEST_DATABASE_URL="$url" run_pytest tests/server tests/distributed
-  scripts/postgres.sh stop >/dev/null 2>&1 || true
+  if [ "$already_up" = 0 ]; then scripts/postgres.sh stop >/dev/null 2>&1 || true; fi
 fi
