@@ -365,8 +365,14 @@ class StreamingResponse(_TurnStream):
             ...             print(change.text, end="")
         """
         self._start_changes()
-        for event in self:
-            yield event, self._changes
+        while True:
+            try:
+                event = next(self)
+            except StopIteration:
+                return
+            changes = self._changes
+            yield event, changes
+            del event, changes  # not held while the next is read (a consumer's memory)
 
     # control ---------------------------------------------------------------------------
 

@@ -377,3 +377,37 @@ def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_a_blocked_next(sim
         t.join()
         stream.close()
     assert len(spawned) == 1
+
+
+def test_sync_with_changes_holds_no_event_while_it_waits_for_the_next(sim, monkeypatch):
+    """A consumer that drops each event before asking for the next: nothing of the stream
+    keeps it alive while the next is read (a long turn's big lines are not held twice)."""
+    import gc
+
+    from cursor_agent_api.client import StreamingResponse
+    from cursor_agent_api.protocol import AgentEvent
+
+    handed: set[int] = set()  # the ids of the lines handed out (the lines stay alive, not events)
+    lines: list[object] = []
+    seen: list[int] = []
+    original = StreamingResponse.__next__
+
+    def counting_next(self: StreamingResponse) -> AgentEvent:
+        if self._index >= len(self._batch):  # it waits for the loop thread
+            seen.append(sum(1 for o in gc.get_objects()
+                            if type(o) is AgentEvent and id(o.line) in handed
+                            and not o.type.value.startswith("result")))
+        event = original(self)
+        lines.append(event.line)
+        handed.add(id(event.line))
+        return event
+
+    monkeypatch.setattr(StreamingResponse, "__next__", counting_next)
+    config = sim("slow", delay=0.02, keep_events=False)  # one event per read
+    with CursorAgentClient(config) as client:
+        stream = client.query_stream("list the files and read notes.txt")
+        pairs = stream.with_changes()
+        while (pair := next(pairs, None)) is not None:
+            del pair
+        assert stream.wait().success
+    assert len(seen) > 3 and max(seen) == 0, seen
