@@ -298,9 +298,6 @@ def serve(
             "the agent (shell commands included) on this machine",
             err=True,
         )
-    problem = asyncio.run(_database_problem(settings))
-    if problem is not None:  # said here in one line, not as the app's start-up traceback
-        raise click.ClickException(problem)
     try:
         sock = listen_socket(host, port)
     except OSError as e:
@@ -344,28 +341,39 @@ def serve(
                 sys.stdout.flush()
 
     server: Any = _Server(config)
+
+    async def main() -> str | None:
+        # The store is opened here, on the server's loop, before the app's start-up (which
+        # then finds it open): a database that cannot be opened is said in one line, not as
+        # the start-up's traceback.
+        problem = await _open_store(app.state.store, settings.database_url)
+        if problem is None:
+            await server.serve(sockets=[sock])
+        return problem
+
+    problem = None
     try:
-        asyncio.run(server.serve(sockets=[sock]))
+        problem = asyncio.run(main())
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles the signal itself
         pass
     finally:
         sock.close()
+    if problem is not None:
+        raise click.ClickException(problem)
     if not server.started:
         raise click.ClickException("the server did not start; see the messages above")
 
 
-async def _database_problem(settings: Any) -> str | None:
-    """Open the database once (its migrations run) and close it: what is wrong, or None."""
+async def _open_store(store: Any, url: str) -> str | None:
+    """Open the server's store (its migrations run): what is wrong, or None."""
     from sqlalchemy.engine import make_url
 
-    from ..server.store import Store, describe_error
+    from ..server.store import describe_error
 
-    store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
     try:
         await store.start()
     except Exception as e:  # any failure is reported the same way
-        shown = make_url(settings.database_url).render_as_string(hide_password=True)
-        return f"cannot open the database {shown}: {describe_error(e)}"
-    finally:
         await store.close()
+        shown = make_url(url).render_as_string(hide_password=True)
+        return f"cannot open the database {shown}: {describe_error(e)}"
     return None

@@ -22,15 +22,15 @@ import concurrent.futures
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 __all__ = ["LoopThread", "wait_for"]
 
 T = TypeVar("T")
 
-_STEP = 0.1
-"""How long the caller's thread blocks at most between two looks at its signals (the same
-step as :data:`.sinks.WAKE_STEP`)."""
+WAKE_STEP: Final = 0.1
+"""How long a waiting thread blocks at most between two looks at its signals (here, and in
+:meth:`.sinks.ThreadEventQueue.get`)."""
 
 
 def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
@@ -47,11 +47,11 @@ def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None)
         >>> wait_for(f)
         'done'
     """
-    if timeout is not None and timeout <= _STEP:
+    if timeout is not None and timeout <= WAKE_STEP:
         return future.result(timeout)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        step = _STEP if deadline is None else min(_STEP, max(deadline - time.monotonic(), 0.0))
+        step = WAKE_STEP if deadline is None else min(WAKE_STEP, max(deadline - time.monotonic(), 0.0))
         try:
             return future.result(step)
         except concurrent.futures.TimeoutError:

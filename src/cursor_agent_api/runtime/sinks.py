@@ -24,6 +24,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from .portal import WAKE_STEP
+
 __all__ = ["END", "STOPPED", "AsyncEventQueue", "EventSink", "HeldEventQueue", "ThreadEventQueue"]
 
 END: Final = object()
@@ -97,10 +99,6 @@ class EventSink:
     def close(self) -> None:  # pragma: no cover - abstract
         """The run has ended: no more batches."""
         raise NotImplementedError
-
-
-WAKE_STEP: Final = 0.1
-"""How long a consumer thread blocks at most between two looks at its signals."""
 
 
 class ThreadEventQueue(EventSink):

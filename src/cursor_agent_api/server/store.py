@@ -728,6 +728,16 @@ def _line_bytes(line: str | bytes) -> bytes:
     return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
 
 
+def _appended_records(chat_id: str, first: int, ts: int, new: list[_Prepared]) -> list[EventRecord]:
+    """The records of an append, as read back: seqs from ``first``, each payload whole again
+    (the derived fields that are not stored given back)."""
+    return [
+        EventRecord(first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype,
+                    {**r.payload, **r.derived} if r.derived else r.payload, _text(r.raw), None, hint)
+        for i, (r, _, _, hint) in enumerate(new)
+    ]
+
+
 def _text(raw: str | bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
@@ -845,7 +855,9 @@ class Store:
         return self._engine
 
     async def start(self) -> None:
-        """Open the engine and bring the schema up to date."""
+        """Open the engine and bring the schema up to date (once: a started store stays)."""
+        if self._engine is not None:
+            return
         url = make_url(self.url)
         kwargs: dict[str, Any] = {
             "json_serializer": _json_dumps,
@@ -1230,22 +1242,7 @@ class Store:
                 raise NotFoundError(f"no chat {chat_id}")
             last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
-            recs = [
-                EventRecord(
-                    first + i,
-                    chat_id,
-                    r.run_id,
-                    ts,
-                    r.source,
-                    r.type,
-                    r.subtype,
-                    {**r.payload, **r.derived} if r.derived else r.payload,
-                    _text(r.raw),
-                    None,
-                    hint,
-                )
-                for i, (r, _, _, hint) in enumerate(new)
-            ]
+            recs = _appended_records(chat_id, first, ts, new)
             if before is not None:
                 await before(conn, recs)
             run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
@@ -1364,22 +1361,7 @@ class Store:
                 self.faults.check(purpose)
                 job = asyncio.ensure_future(writer._execute(run))
                 await asyncio.sleep(0)  # the job is queued: the thread writes while this makes records
-                recs = [
-                    EventRecord(
-                        first + i,
-                        chat_id,
-                        r.run_id,
-                        ts,
-                        r.source,
-                        r.type,
-                        r.subtype,
-                        {**r.payload, **r.derived} if r.derived else r.payload,
-                        _text(r.raw),
-                        None,
-                        hint,
-                    )
-                    for i, (r, _, _, hint) in enumerate(new)
-                ]
+                recs = _appended_records(chat_id, first, ts, new)
                 done: bool = await job
             except Exception as e:
                 if is_transient(e):
