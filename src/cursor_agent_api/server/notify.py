@@ -30,19 +30,18 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import Any
 
 from sqlalchemy import select
 
-from .dispatch.jobs import libpq_url
 from .dispatch.schema import EVENTS_CHANNEL
 from .hub import Hub
 from .log import record_message
 from .models import chats
+from .pg_listen import PgListener
 from .settings import ServerSettings
-from .store import Store, cut_record, describe_error
+from .store import Store, cut_record
 from .turns import Refolder
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -61,54 +60,28 @@ def parse_payload(payload: str) -> tuple[str, int, int] | None:
     return parts[0], int(parts[1]), int(parts[2])
 
 
-class Relay:
+class Relay(PgListener):
     """LISTEN, read, publish (see the module doc)."""
 
     def __init__(self, store: Store, hub: Hub, settings: ServerSettings) -> None:
-        self.store = store
+        super().__init__(store, EVENTS_CHANNEL, label="the LISTEN connection",
+                         application_name=LISTEN_APPLICATION_NAME)
         self.hub = hub
         self.settings = settings
         self.published: dict[str, int] = {}
         self._refolded: dict[str, tuple[Refolder, int]] = {}
         self.reconnects = 0
-        self._task: asyncio.Task[None] | None = None
-        self._wake: asyncio.Queue[str | None] = asyncio.Queue()
-        self._conn: Any = None
 
     async def start(self) -> None:
         """Connect and take the baseline (before any socket subscribes), then run."""
-        conn = await self._connect()
+        await self.open("notify-relay")
+
+    async def opened(self) -> None:
         await self._baseline()
-        self._task = asyncio.create_task(self._run(conn), name="notify-relay")
 
-    async def close(self) -> None:
-        """Stop listening."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        await self._close_conn()
-
-    # ---- the connection --------------------------------------------------------------
-
-    async def _connect(self) -> Any:
-        import asyncpg  # type: ignore[import-untyped]
-
-        conn = await asyncpg.connect(
-            libpq_url(self.store.url), server_settings={"application_name": LISTEN_APPLICATION_NAME}
-        )
-        await conn.add_listener(EVENTS_CHANNEL, self._on_notify)
-        conn.add_termination_listener(lambda _c: self._wake.put_nowait(None))
-        self._conn = conn
-        return conn
-
-    async def _close_conn(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 5)
-
-    def _on_notify(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._wake.put_nowait(payload)
+    async def reconnected(self) -> None:
+        self.reconnects += 1
+        await self._catch_up(baseline=True)  # what came while the connection was lost
 
     async def _baseline(self) -> None:
         async with self.store.engine.connect() as conn:
@@ -118,39 +91,19 @@ class Relay:
             if chat_id not in subscribed:  # subscribed ones keep theirs: they are caught up from it
                 self.published[chat_id] = max(self.published.get(chat_id, 0), int(last_seq))
 
-    async def _run(self, conn: Any) -> None:
-        delay = 0.1
-        while True:
-            try:
-                if conn is None:
-                    conn = await self._connect()
-                    self.reconnects += 1
-                    await self._catch_up(baseline=True)
-                    logger.warning("the LISTEN connection is back; subscribed chats caught up")
-                delay = 0.1
-                await self._listen(conn)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                logger.warning("the LISTEN connection failed (%s); reconnecting", describe_error(e))
-            conn = None
-            await self._close_conn()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
-    async def _listen(self, conn: Any) -> None:
+    async def listen(self, conn: Any) -> None:
         """Process notifications until the connection is lost (returns) or fails (raises)."""
         poll = self.settings.notify_poll_interval
         while True:
             try:
-                first = await asyncio.wait_for(self._wake.get(), poll)
+                first = await asyncio.wait_for(self.wake.get(), poll)
             except asyncio.TimeoutError:
                 await asyncio.wait_for(conn.fetchval("SELECT 1"), poll)  # still there?
                 await self._catch_up()
                 continue
             batch = [first]
-            while not self._wake.empty():
-                batch.append(self._wake.get_nowait())
+            while not self.wake.empty():
+                batch.append(self.wake.get_nowait())
             if None in batch or conn.is_closed():
                 return
             wanted: dict[str, tuple[int, int]] = {}

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -38,6 +37,7 @@ from typing import Any
 import orjson
 from sqlalchemy import text
 
+from ..pg_listen import PgListener
 from ..requests import (
     AlreadyAnsweredError,
     AnswerIn,
@@ -46,8 +46,7 @@ from ..requests import (
     parse_answer,
     request_records,
 )
-from ..store import Store, describe_error
-from .jobs import libpq_url
+from ..store import Store
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -127,72 +126,34 @@ async def relay_answer(store: Store, run_id: str, request_id: str, body: AnswerI
 OnAnswer = Callable[[str, str, AnswerIn], Awaitable[object]]
 
 
-class AnswerListener:
+class AnswerListener(PgListener):
     """A worker's LISTEN on :data:`ANSWERS_CHANNEL`: each answer goes to ``on_answer(run_id,
     request_id, body)`` (which ignores runs it does not run). A lost connection is opened
     again (backoff up to 5 s); an answer sent meanwhile is lost, and its API server says so
     (503)."""
 
     def __init__(self, store: Store, on_answer: OnAnswer) -> None:
-        self.store = store
+        super().__init__(store, ANSWERS_CHANNEL, label="the LISTEN connection for answers")
         self.on_answer = on_answer
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._task: asyncio.Task[None] | None = None
         self._handlers: set[asyncio.Task[None]] = set()
-        self._conn: Any = None
 
     async def start(self) -> None:
         """Connect (so that no answer sent after this returns is missed), then listen."""
-        conn = await self._connect()
-        self._task = asyncio.create_task(self._run(conn), name="answer-listener")
+        await self.open("answer-listener")
 
     async def close(self) -> None:
-        """Stop listening."""
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        """Stop listening, and the answers being given."""
+        await super().close()
         for task in list(self._handlers):
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
-        await self._close_conn()
 
-    async def _connect(self) -> Any:
-        import asyncpg  # type: ignore[import-untyped]
-
-        conn = await asyncpg.connect(libpq_url(self.store.url))
-        await conn.add_listener(ANSWERS_CHANNEL, lambda _c, _p, _ch, payload: self._queue.put_nowait(payload))
-        conn.add_termination_listener(lambda _c: self._queue.put_nowait(None))
-        self._conn = conn
-        return conn
-
-    async def _close_conn(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 5)
-
-    async def _run(self, conn: Any) -> None:
-        delay = 0.1
+    async def listen(self, conn: Any) -> None:
         while True:
-            try:
-                if conn is None:
-                    conn = await self._connect()
-                    logger.warning("the LISTEN connection for answers is back")
-                delay = 0.1
-                while True:
-                    payload = await self._queue.get()
-                    if payload is None or conn.is_closed():
-                        break
-                    self._dispatch(payload)
-            except asyncio.CancelledError:
-                raise
-            except Exception as e:
-                logger.warning("the LISTEN connection for answers failed (%s); reconnecting",
-                               describe_error(e))
-            conn = None
-            await self._close_conn()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            payload = await self.wake.get()
+            if payload is None or conn.is_closed():
+                return
+            self._dispatch(payload)
 
     def _dispatch(self, payload: str) -> None:
         decoded = decode_answer(payload)
