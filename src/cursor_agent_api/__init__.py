@@ -1,7 +1,9 @@
 """cursor-agent-api: drive Cursor's coding agent CLI from Python.
 
 The public names live here; the modules behind them are documented in
-``docs/architecture.md``.
+``docs/architecture.md``. They are imported on first use (PEP 562), so that a program that
+needs one part (the simulator, which reads only ``protocol``; the command line's ``--help``)
+does not pay for the others at start-up.
 
 Example:
     >>> from cursor_agent_api import Transcript, parse_event, EventType
@@ -9,55 +11,59 @@ Example:
     <EventType.SYSTEM_INIT: 'system:init'>
 """
 
-from .client import (
-    AsyncCursorAgentClient,
-    AsyncStreamingResponse,
-    CursorAgentClient,
-    StreamingResponse,
-    query,
-    query_stream,
-)
-from .config import AgentConfig, OutputFormat
-from .errors import (
-    AcpRequestError,
-    AgentNotFoundError,
-    AgentProcessError,
-    AgentTimeoutError,
-    AuthenticationError,
-    CursorAgentError,
-    InvalidModelError,
-    ProtocolError,
-    SessionError,
-    UsageLimitError,
-    WorkspaceTrustError,
-)
-from .permissions import (
-    Accept,
-    Allow,
-    Answer,
-    Cancel,
-    Deny,
-    PermissionRequest,
-    Plan,
-    QuestionRequest,
-    Reject,
-    Skip,
-)
-from .protocol import (
-    AgentEvent,
-    AgentResult,
-    EventReader,
-    EventType,
-    LineFramer,
-    ToolCall,
-    ToolKind,
-    ToolStatus,
-    Transcript,
-    Usage,
-    parse_event,
-)
-from .runtime import AccountStatus, ModelInfo
-from .sessions import AsyncConversationSession, ConversationSession, SessionTurn, create_chat
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .client import (
+        AsyncCursorAgentClient,
+        AsyncStreamingResponse,
+        CursorAgentClient,
+        StreamingResponse,
+        query,
+        query_stream,
+    )
+    from .config import AgentConfig, OutputFormat
+    from .errors import (
+        AcpRequestError,
+        AgentNotFoundError,
+        AgentProcessError,
+        AgentTimeoutError,
+        AuthenticationError,
+        CursorAgentError,
+        InvalidModelError,
+        ProtocolError,
+        SessionError,
+        UsageLimitError,
+        WorkspaceTrustError,
+    )
+    from .permissions import (
+        Accept,
+        Allow,
+        Answer,
+        Cancel,
+        Deny,
+        PermissionRequest,
+        Plan,
+        QuestionRequest,
+        Reject,
+        Skip,
+    )
+    from .protocol import (
+        AgentEvent,
+        AgentResult,
+        EventReader,
+        EventType,
+        LineFramer,
+        ToolCall,
+        ToolKind,
+        ToolStatus,
+        Transcript,
+        Usage,
+        parse_event,
+    )
+    from .runtime import AccountStatus, ModelInfo
+    from .sessions import AsyncConversationSession, ConversationSession, SessionTurn, create_chat
 
 __version__ = "0.1.0"
 
@@ -110,3 +116,68 @@ __all__ = [
     "query",
     "query_stream",
 ]
+
+
+# name -> the module that defines it, for ``__getattr__`` below
+_HOMES = {
+    "AsyncCursorAgentClient": ".client",
+    "AsyncStreamingResponse": ".client",
+    "CursorAgentClient": ".client",
+    "StreamingResponse": ".client",
+    "query": ".client",
+    "query_stream": ".client",
+    "AgentConfig": ".config",
+    "OutputFormat": ".config",
+    "AcpRequestError": ".errors",
+    "AgentNotFoundError": ".errors",
+    "AgentProcessError": ".errors",
+    "AgentTimeoutError": ".errors",
+    "AuthenticationError": ".errors",
+    "CursorAgentError": ".errors",
+    "InvalidModelError": ".errors",
+    "ProtocolError": ".errors",
+    "SessionError": ".errors",
+    "UsageLimitError": ".errors",
+    "WorkspaceTrustError": ".errors",
+    "Accept": ".permissions",
+    "Allow": ".permissions",
+    "Answer": ".permissions",
+    "Cancel": ".permissions",
+    "Deny": ".permissions",
+    "PermissionRequest": ".permissions",
+    "Plan": ".permissions",
+    "QuestionRequest": ".permissions",
+    "Reject": ".permissions",
+    "Skip": ".permissions",
+    "AgentEvent": ".protocol",
+    "AgentResult": ".protocol",
+    "EventReader": ".protocol",
+    "EventType": ".protocol",
+    "LineFramer": ".protocol",
+    "ToolCall": ".protocol",
+    "ToolKind": ".protocol",
+    "ToolStatus": ".protocol",
+    "Transcript": ".protocol",
+    "Usage": ".protocol",
+    "parse_event": ".protocol",
+    "AccountStatus": ".runtime",
+    "ModelInfo": ".runtime",
+    "AsyncConversationSession": ".sessions",
+    "ConversationSession": ".sessions",
+    "SessionTurn": ".sessions",
+    "create_chat": ".sessions",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import a public name's module the first time the name is used (PEP 562)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(home, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
