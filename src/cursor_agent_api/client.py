@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from .config import AgentConfig
 from .protocol import AgentEvent, AgentResult, Changes, Transcript
-from .runtime.acp_transport import AcpTransport
+from .runtime.acp_transport import AcpTransport, process_key
 from .runtime.commands import (
     DEFAULT_COMMAND_TIMEOUT,
     AccountStatus,
@@ -79,13 +79,15 @@ def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentCon
 
 
 class _AcpHolder:
-    """The client's one ``agent acp`` transport (``AgentConfig(transport="acp")``), made on
-    first use from that turn's config and kept for every later ACP turn of the client.
-    Requests that arrive between turns are answered by the client's own ``config`` (not by
-    the callbacks of whichever turn came first)."""
+    """The client's ``agent acp`` transports (``AgentConfig(transport="acp")``): one per set
+    of process-wide settings (:func:`~cursor_agent_api.runtime.acp_transport.process_key`:
+    binary, environment, API key, flags), made on first use and kept for every later ACP turn
+    with those settings; a turn with another model switches its session instead. Requests
+    that arrive between turns are answered by the client's own ``config`` (not by the
+    callbacks of whichever turn came first)."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
-        self.transport: AcpTransport | None = None
+        self.transports: dict[tuple[Any, ...], AcpTransport] = {}
         self.config = config
 
     def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None) -> Turn:
@@ -99,17 +101,38 @@ class _AcpHolder:
         if config.transport != "acp":
             raise ValueError("session modes and options exist in ACP mode only: "
                              "AgentConfig(transport='acp')")
-        if self.transport is None or self.transport.closed:
+        key = process_key(config)
+        transport = self.transports.get(key)
+        if transport is None or transport.closed:
             made = transport_for(config)
             assert isinstance(made, AcpTransport)
             if self.config is not None:
                 made.answer_between_turns(self.config)
-            self.transport = made
-        return self.transport
+            transport = self.transports[key] = made
+        return transport
+
+    def of_session(self, session_id: str, config: AgentConfig) -> AcpTransport:
+        """The transport whose process holds ``session_id`` (else the one of ``config``)."""
+        for transport in self.transports.values():
+            if session_id in transport.session_setup and not transport.closed:
+                return transport
+        return self.get(config)
+
+    def forget(self, session_id: str) -> None:
+        """The session moved to another process: none of these holds it any more."""
+        for transport in self.transports.values():
+            transport.forget(session_id)
+
+    def session_setup(self, session_id: str) -> dict[str, Any]:
+        """A session's ``modes``, ``models`` and ``configOptions``, from the process that ran it."""
+        for transport in self.transports.values():
+            if session_id in transport.session_setup:
+                return dict(transport.session_setup[session_id])
+        return {}
 
     async def aclose(self) -> None:
-        transport, self.transport = self.transport, None
-        if transport is not None:
+        transports, self.transports = list(self.transports.values()), {}
+        for transport in transports:
             await transport.aclose()
 
 
@@ -474,7 +497,7 @@ class CursorAgentClient:
         with self._lock:
             holding, self._holding = self._holding, False
         if holding:
-            if self._acp.transport is not None:
+            if self._acp.transports:
                 with contextlib.suppress(Exception):
                     self._portal.call(self._acp.aclose)
             if self._tools is not None:
@@ -625,7 +648,7 @@ class CursorAgentClient:
         Example:
             >>> client.set_session_mode(result.session_id, "plan")  # doctest: +SKIP
         """
-        transport = self._acp.get(self.config)
+        transport = self._acp.of_session(session_id, self.config)
         self._call(lambda: transport.set_mode(session_id, mode_id))
 
     def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
@@ -635,7 +658,7 @@ class CursorAgentClient:
         Example:
             >>> client.set_session_option(sid, "model", "claude-opus-5")  # doctest: +SKIP
         """
-        transport = self._acp.get(self.config)
+        transport = self._acp.of_session(session_id, self.config)
         return self._call(lambda: transport.set_config_option(session_id, config_id, value))
 
     def session_setup(self, session_id: str) -> dict[str, Any]:
@@ -645,8 +668,7 @@ class CursorAgentClient:
             >>> client.session_setup(sid)["modes"]["currentModeId"]  # doctest: +SKIP
             'agent'
         """
-        transport = self._acp.transport
-        return dict(transport.session_setup.get(session_id, {})) if transport else {}
+        return self._acp.session_setup(session_id)
 
 
 # ---- async -----------------------------------------------------------------------------
@@ -913,7 +935,7 @@ class AsyncCursorAgentClient:
         Example:
             >>> await client.set_session_mode(sid, "ask")  # doctest: +SKIP
         """
-        await self._acp.get(self.config).set_mode(session_id, mode_id)
+        await self._acp.of_session(session_id, self.config).set_mode(session_id, mode_id)
 
     async def set_session_option(self, session_id: str, config_id: str, value: str) -> Any:
         """ACP mode: ``session/set_config_option`` (see :meth:`CursorAgentClient.set_session_option`).
@@ -921,7 +943,8 @@ class AsyncCursorAgentClient:
         Example:
             >>> await client.set_session_option(sid, "mode", "plan")  # doctest: +SKIP
         """
-        return await self._acp.get(self.config).set_config_option(session_id, config_id, value)
+        transport = self._acp.of_session(session_id, self.config)
+        return await transport.set_config_option(session_id, config_id, value)
 
     def session_setup(self, session_id: str) -> dict[str, Any]:
         """ACP mode: a session's ``modes``, ``models`` and ``configOptions`` as last reported.
@@ -929,8 +952,7 @@ class AsyncCursorAgentClient:
         Example:
             >>> client.session_setup(sid)  # doctest: +SKIP
         """
-        transport = self._acp.transport
-        return dict(transport.session_setup.get(session_id, {})) if transport else {}
+        return self._acp.session_setup(session_id)
 
 
 # ---- module level (seed 004) -----------------------------------------------------------

@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,11 @@ from cursor_agent_api.permissions import (
 from cursor_agent_api.protocol import ToolKind, ToolStatus
 from cursor_agent_api.runtime.acp_turn import AcpTurn
 from cursor_agent_api.sessions import AsyncConversationSession, ConversationSession
+
+
+def _pids(client: Any) -> list[int | None]:
+    """The pids of the client's live ``agent acp`` processes."""
+    return [t.pid for t in client._acp.transports.values() if not t.closed]
 
 
 def _decisions(result: Any) -> list[tuple[str | None, str | None]]:
@@ -78,7 +84,7 @@ def test_async_client_async_callback_and_one_process(fake: FakeAgent) -> None:
                 pids.add(stream.pid)
             first = await stream.wait()
             second = await client.query("say two words", resume=first.session_id)
-            pids.add(client._acp.transport.pid if client._acp.transport else None)
+            pids.update(_pids(client))
             return first, second, pids
 
     first, second, pids = asyncio.run(main())
@@ -211,7 +217,7 @@ def test_cancel_keeps_the_session(fake: FakeAgent) -> None:
                 stream.cancel()
         cancelled = stream.wait()
         after = client.query("history", resume=first.session_id)
-        assert client._acp.transport is not None and client._acp.transport.pid == pid
+        assert _pids(client) == [pid]
     assert cancelled.cancelled and not cancelled.success
     assert after.success and after.result == "earlier: say hello | slow"
 
@@ -220,14 +226,14 @@ def test_cancel_without_support_stops_the_group_and_loads_the_session(fake: Fake
     config = fake.config(env={"FAKE_ACP_NO_CANCEL": "1"}, kill_grace=0.3)
     with CursorAgentClient(config) as client:
         first = client.query("say hello")
-        pid = client._acp.transport.pid if client._acp.transport else None
+        (pid,) = _pids(client)
         stream = client.query_stream("slow", resume=first.session_id)
         for event in stream:
             if event.type is EventType.ASSISTANT_DELTA:
                 stream.cancel()
         cancelled = stream.wait()
         after = client.query("history", resume=first.session_id)
-        new_pid = client._acp.transport.pid if client._acp.transport else None
+        (new_pid,) = _pids(client)
     assert cancelled.cancelled
     assert pid is not None and new_pid is not None and new_pid != pid
     assert after.result == "earlier: say hello"  # the killed turn is lost, the session is not
@@ -366,10 +372,28 @@ def test_concurrent_sessions_share_one_process_and_async_cancel_keeps_the_chat(
                     stream.cancel()
             cancelled = await stream.wait()
             after = await client.query("history", resume=both[0].session_id)
-            transport = client._acp.transport
-            return list(both), cancelled, after, {transport.pid if transport else None}
+            return list(both), cancelled, after, set(_pids(client))
 
     both, cancelled, after, pids = asyncio.run(main())
     assert [r.result for r in both] == ["left ", "right "]
     assert both[0].session_id != both[1].session_id and len(pids) == 1
     assert cancelled.cancelled and after.result == "earlier: say left | slow"
+
+
+def test_a_turn_with_other_process_settings_gets_its_own_agent_and_a_model_change_does_not(
+        fake: FakeAgent) -> None:
+    """The client's ``agent acp`` was made from the first turn's config: a later turn with
+    another API key (or binary, flags) ran on it with the first turn's key. Each set of
+    process-wide settings now has its own process; a turn with another model switches its
+    session on the same process."""
+    with CursorAgentClient(fake.config()) as client:
+        first = client.query("say one", api_key="key-one")
+        other_model = client.query("say two", api_key="key-one", model="other-model")
+        assert len(_pids(client)) == 1
+        other_key = client.query("say three", api_key="key-two")
+        pids = _pids(client)
+        envs = [Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") for pid in pids]
+    assert first.success and other_model.success and other_key.success
+    assert len(pids) == 2
+    assert sorted(k for env in envs for k in env if k.startswith(b"CURSOR_API_KEY=")) == [
+        b"CURSOR_API_KEY=key-one", b"CURSOR_API_KEY=key-two"]

@@ -29,7 +29,7 @@ import atexit
 import os
 import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
@@ -88,6 +88,46 @@ def acp_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
     argv += config.extra_args
     argv.append("acp")
     return argv
+
+
+_PER_TURN = frozenset({
+    "workspace", "resume", "timeout", "idle_timeout", "stream_partial_output", "keep_events",
+    "keep_content", "can_use_tool", "on_question", "on_plan", "permission_mode",
+    "allowed_tools", "denied_tools", "permission_timeout", "images", "session_mode",
+    "mcp_servers", "result_grace", "output_format", "model",
+})
+"""The :class:`AgentConfig` fields each turn sets for itself; every other field shapes the
+``agent acp`` process (its argv, environment, bounds). ``model`` is the process's
+``--model`` and also per turn: a turn whose model differs switches its session
+(``session/set_config_option``), so :func:`process_key` leaves it out."""
+
+
+def process_key(config: AgentConfig) -> tuple[Any, ...]:
+    """What makes two ACP configs need different ``agent acp`` processes: every field that is
+    not per turn (binary, environment, API key, ``--trust``/``--force``, headers, extra
+    arguments, bounds). The library's client keeps one ``agent acp`` per key; the server's
+    pool adds the model to it (each chat's process starts on its model).
+
+    Example:
+        >>> a = AgentConfig(transport="acp", workspace="/a", resume=None)
+        >>> process_key(a) == process_key(a.with_overrides(workspace="/b", session_mode="plan"))
+        True
+        >>> process_key(a) == process_key(a.with_overrides(model="gpt-5"))
+        True
+        >>> process_key(a) == process_key(a.with_overrides(api_key="other"))
+        False
+    """
+    key: list[Any] = []
+    for f in fields(AgentConfig):
+        if f.name in _PER_TURN:
+            continue
+        value = getattr(config, f.name)
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
+        elif isinstance(value, list):
+            value = tuple(value)
+        key.append((f.name, value))
+    return tuple(key)
 
 
 _LIVE: weakref.WeakSet[AcpTransport] = weakref.WeakSet()

@@ -32,6 +32,7 @@ from typing import Any
 
 from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
 from ..config import AgentConfig
+from ..runtime.acp_transport import process_key
 from ..runtime.sinks import HeldEventQueue
 from .requests import RunSteering
 from .settings import ServerSettings
@@ -152,44 +153,9 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
 ACP_IDLE_SECONDS = 300.0
 """How long a shared ``agent acp`` process is kept without a run (:class:`AcpClients`)."""
 
-_PER_TURN = frozenset({
-    "workspace", "resume", "timeout", "idle_timeout", "stream_partial_output", "keep_events",
-    "keep_content", "can_use_tool", "on_question", "on_plan", "permission_mode",
-    "allowed_tools", "denied_tools", "permission_timeout", "images", "session_mode",
-    "mcp_servers", "result_grace", "output_format",
-})
-"""The :class:`AgentConfig` fields each turn sets for itself; every other field shapes the
-``agent acp`` process (its argv, environment, bounds) and so keys :class:`AcpClients`."""
-
-
-def process_key(config: AgentConfig) -> tuple[Any, ...]:
-    """What makes two ACP configs need different ``agent acp`` processes: every field that is
-    not per turn (binary, environment, API key, ``--trust``/``--force``/``--model``, headers,
-    extra arguments, bounds).
-
-    Example:
-        >>> a = AgentConfig(transport="acp", workspace="/a", resume=None)
-        >>> process_key(a) == process_key(a.with_overrides(workspace="/b", session_mode="plan"))
-        True
-        >>> process_key(a) == process_key(a.with_overrides(model="gpt-5"))
-        False
-    """
-    key: list[Any] = []
-    for f in dataclasses.fields(AgentConfig):
-        if f.name in _PER_TURN:
-            continue
-        value = getattr(config, f.name)
-        if isinstance(value, dict):
-            value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
-        elif isinstance(value, list):
-            value = tuple(value)
-        key.append((f.name, value))
-    return tuple(key)
-
-
 @dataclass(eq=False)
 class _Held:
-    key: tuple[Any, ...]
+    key: tuple[tuple[Any, ...], str | None]
     client: AsyncCursorAgentClient
     users: int = 0
     idle: asyncio.TimerHandle | None = None
@@ -200,7 +166,8 @@ class AcpClients:
     holding many sessions).
 
     :meth:`lease` gives a run the client of a process with the run's process-wide settings
-    (:func:`process_key`) and :meth:`release` gives it back. A session's runs go to the
+    (:func:`~cursor_agent_api.runtime.acp_transport.process_key` and the model: each
+    chat's process starts on its model) and :meth:`release` gives it back. A session's runs go to the
     process that ran it last (it holds the session live; no ``session/load``); other chats'
     runs go to the first process with room, so sequential runs of every chat share one
     process. A process runs at most ``turns_per_process`` turns at once (1: Cursor's builds
@@ -250,7 +217,7 @@ class AcpClients:
         with :meth:`release` after the run."""
         if self.closed:
             raise RuntimeError("the server's ACP clients are closed (the server is stopping)")
-        key = process_key(config)
+        key = (process_key(config), config.model)
         group = self._held.setdefault(key, [])
         home = self._home.get(config.resume) if config.resume else None
         room = [h for h in group if h.users < self.turns_per_process]
@@ -276,9 +243,7 @@ class AcpClients:
     def _move(self, session_id: str, held: _Held) -> None:
         old = self._home.get(session_id)
         if old is not None and old is not held:
-            transport = old.client._acp.transport  # the client's one `agent acp`
-            if transport is not None:
-                transport.forget(session_id)
+            old.client._acp.forget(session_id)  # the session now lives in another process
         self._home[session_id] = held
 
     def release(self, client: AsyncCursorAgentClient, session_id: str | None = None) -> None:
