@@ -21,8 +21,7 @@ from sqlalchemy import and_, desc, func, select, text, update
 from ..log import EventLog
 from ..models import ACTIVE_STATUSES, chats, runs
 from ..runs import run_record
-from ..store import NewRecord, Store, now_ms
-from ..turn_store import write_turn
+from ..store import NewRecord, Store, now_ms, write_turn
 from ..turns import Changes, FoldedBatch, load_run_fold
 
 
