@@ -6,7 +6,7 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.engine`: the engine, its life, the migrations, transactions and snapshots;
 * :mod:`.writes`: the write path (records and the folded turn state, one transaction);
 * :mod:`.log_reads`: reading a chat's log; :mod:`.turn_state`: reading the folded state;
-* :mod:`.chats`, :mod:`.runs`: their rows;
+* :mod:`.chats`, :mod:`.runs`: their rows; :mod:`.claims`: the distributed queue's;
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values
   the store takes and gives; :mod:`.errors`, :mod:`.health`, :mod:`.memory`: what can go
   wrong, whether writes succeed, big values' memory.
@@ -33,6 +33,7 @@ Example:
 from __future__ import annotations
 
 from .chats import ChatRows
+from .claims import QueueRows
 from .cuts import cut_record, cut_value, resolve_pointer, utf8_prefix, utf8_size
 from .engine import MIGRATIONS_DIR, SQLITE_PAGE_SIZE, StoreEngine, run_migrations
 from .errors import (
@@ -61,14 +62,14 @@ from .turn_state import TurnReads
 from .writes import ExtraWrites, LogWrites, PlannedWrites, TurnBatch, replace_turn, turn_writes, write_turn
 
 
-class Store(ChatRows, RunRows, LogReads, TurnReads):
+class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows):
     """Async access to the server's database (an SQLite file or PostgreSQL).
 
     Call :meth:`start` once (creates the SQLite directory, sets WAL, runs the
     migrations) and :meth:`close` at the end. Each part lives in its module (see the
     package's text): :class:`~.engine.StoreEngine`, :class:`~.writes.LogWrites`,
     :class:`~.log_reads.LogReads`, :class:`~.turn_state.TurnReads`,
-    :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`.
+    :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`, :class:`~.claims.QueueRows`.
 
     Example:
         >>> Store("sqlite+aiosqlite:////tmp/x.sqlite3").dialect
