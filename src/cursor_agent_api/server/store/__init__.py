@@ -7,6 +7,7 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.writes`: the write path (records and the folded turn state, one transaction);
 * :mod:`.log_reads`: reading a chat's log; :mod:`.turn_state`: reading the folded state;
 * :mod:`.chats`, :mod:`.runs`: their rows; :mod:`.claims`: the distributed queue's;
+  :mod:`.auth_sessions`: the browser sessions';
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values
   the store takes and gives; :mod:`.errors`, :mod:`.health`, :mod:`.memory`: what can go
   wrong, whether writes succeed, big values' memory.
@@ -32,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+from .auth_sessions import AuthSessions
 from .chats import ChatRows
 from .claims import QueueRows
 from .cuts import cut_record, cut_value, resolve_pointer, utf8_prefix, utf8_size
@@ -62,14 +64,15 @@ from .turn_state import TurnReads
 from .writes import ExtraWrites, LogWrites, PlannedWrites, TurnBatch, replace_turn, turn_writes, write_turn
 
 
-class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows):
+class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions):
     """Async access to the server's database (an SQLite file or PostgreSQL).
 
     Call :meth:`start` once (creates the SQLite directory, sets WAL, runs the
     migrations) and :meth:`close` at the end. Each part lives in its module (see the
     package's text): :class:`~.engine.StoreEngine`, :class:`~.writes.LogWrites`,
     :class:`~.log_reads.LogReads`, :class:`~.turn_state.TurnReads`,
-    :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`, :class:`~.claims.QueueRows`.
+    :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`, :class:`~.claims.QueueRows`,
+    :class:`~.auth_sessions.AuthSessions`.
 
     Example:
         >>> Store("sqlite+aiosqlite:////tmp/x.sqlite3").dialect
