@@ -7,7 +7,8 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.writes`: the write path (records and the folded turn state, one transaction);
 * :mod:`.log_reads`: reading a chat's log; :mod:`.turn_state`: reading the folded state;
 * :mod:`.chats`, :mod:`.runs`: their rows; :mod:`.claims`: the distributed queue's;
-  :mod:`.auth_sessions`: the browser sessions';
+  :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN;
+  :mod:`.urls`: database URLs;
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values
   the store takes and gives; :mod:`.errors`, :mod:`.health`, :mod:`.memory`: what can go
   wrong, whether writes succeed, big values' memory.
@@ -51,6 +52,7 @@ from .health import StoreFaults, StoreHealth
 from .ids import new_id, now_ms
 from .log_reads import LogReads
 from .memory import BIG_VALUE, release_memory, tune_memory
+from .notifications import Notifications
 from .records import (
     EventRecord,
     NewRecord,
@@ -64,7 +66,7 @@ from .turn_state import TurnReads
 from .writes import ExtraWrites, LogWrites, PlannedWrites, TurnBatch, replace_turn, turn_writes, write_turn
 
 
-class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions):
+class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions, Notifications):
     """Async access to the server's database (an SQLite file or PostgreSQL).
 
     Call :meth:`start` once (creates the SQLite directory, sets WAL, runs the
@@ -72,7 +74,7 @@ class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions):
     package's text): :class:`~.engine.StoreEngine`, :class:`~.writes.LogWrites`,
     :class:`~.log_reads.LogReads`, :class:`~.turn_state.TurnReads`,
     :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`, :class:`~.claims.QueueRows`,
-    :class:`~.auth_sessions.AuthSessions`.
+    :class:`~.auth_sessions.AuthSessions`, :class:`~.notifications.Notifications`.
 
     Example:
         >>> Store("sqlite+aiosqlite:////tmp/x.sqlite3").dialect

@@ -7,6 +7,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -101,3 +102,11 @@ class ChatRows(StoreEngine):
         """Inside a transaction: change a chat's fields (texts made storable)."""
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
         await conn.execute(update(chats).where(chats.c.id == chat_id).values(**clean))
+
+    async def chat_last_seqs(self, chat_ids: Collection[str] | None = None) -> list[tuple[str, int]]:
+        """Each chat's id and ``last_seq`` (of ``chat_ids`` only, when given)."""
+        q = select(chats.c.id, chats.c.last_seq)
+        if chat_ids is not None:
+            q = q.where(chats.c.id.in_(list(chat_ids)))
+        async with self.engine.connect() as conn:
+            return [(str(i), int(s)) for i, s in await conn.execute(q)]
