@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +42,9 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
-from .store import EventRecord, NewRecord, Store, agent_payload
+from .store import EventRecord, ExtraWrites, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection
-
     from .log import EventLog
 
 Changes = tuple[Change, ...]
@@ -269,9 +267,6 @@ def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> li
             d["message"] = cut_value(d["message"], max_field_bytes, "/message", [])
         out.append(d)
     return out
-
-
-ExtraWrites = Callable[["AsyncConnection", list[EventRecord]], Awaitable[None]]
 
 
 async def append_folded(
