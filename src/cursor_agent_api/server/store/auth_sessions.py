@@ -2,8 +2,20 @@
 hash of its id, read, its last use written, deleted; expired ones deleted as a new one comes.
 
 Example:
-    >>> AuthSessions.auth_session.__doc__
-    'The session stored under ``key`` (the hash of its id), or ``None``.'
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import Store
+    >>> async def demo() -> tuple[int, int, bool]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     await store.add_auth_session("k", "fp", 1000, used_before_ms=0, created_before_ms=0)
+    ...     await store.touch_auth_session("k", 2000)
+    ...     row = await store.auth_session("k")
+    ...     await store.delete_auth_session("k")
+    ...     gone = await store.auth_session("k") is None
+    ...     await store.close()
+    ...     return row["created_ms"], row["last_used_ms"], gone
+    >>> asyncio.run(demo())
+    (1000, 2000, True)
 """
 
 from __future__ import annotations

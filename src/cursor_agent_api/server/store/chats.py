@@ -1,8 +1,18 @@
 """The chats' rows: create, read, list, change.
 
 Example:
-    >>> ChatRows.get_chat.__doc__
-    'The chat, or ``None``.'
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import Store
+    >>> async def demo() -> tuple[str, list[tuple[str, int]]]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     changed = await store.update_chat(chat["id"], title="renamed")
+    ...     seqs = await store.chat_last_seqs([chat["id"]])
+    ...     await store.close()
+    ...     return changed["title"], [(i == chat["id"], n) for i, n in seqs]
+    >>> asyncio.run(demo())
+    ('renamed', [(True, 0)])
 """
 
 from __future__ import annotations

@@ -5,8 +5,21 @@ workers (Procrastinate's ``procrastinate_workers`` table holds each worker's hea
 ``procrastinate_jobs`` the jobs).
 
 Example:
-    >>> QueueRows.run_counts.__doc__
-    '``{"running": n, "queued": m}`` over the whole cluster.'
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import NewRecord, Store
+    >>> async def demo() -> tuple[dict[str, int], str, bool]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     queued = lambda r: NewRecord("server", "run", "queued", {})
+    ...     run, _ = await store.create_run(chat["id"], "hi", queued)
+    ...     counts = await store.run_counts()
+    ...     claimed = await store.claim_run(run["id"], worker="w1")
+    ...     again = await store.claim_run(run["id"], worker="w2")  # not queued any more
+    ...     await store.close()
+    ...     return counts, claimed["worker"], again is None
+    >>> asyncio.run(demo())
+    ({'running': 0, 'queued': 1}, 'w1', True)
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ with its liveness check. What a notification means is the listener's business
 (:mod:`..pg_listen`, :mod:`..notify`, :mod:`..dispatch.answers`).
 
 Example:
-    >>> Notifications.notify.__doc__.split(":")[0]
-    'Send ``payload`` on ``channel`` (``pg_notify``'
+    >>> str(_NOTIFY)
+    'SELECT pg_notify(:channel, :payload)'
 """
 
 from __future__ import annotations

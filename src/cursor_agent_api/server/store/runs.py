@@ -1,8 +1,20 @@
 """The runs' rows: create (with the run's first record), read, list, change.
 
 Example:
-    >>> RunRows.get_run.__doc__
-    'The run, or ``None``.'
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import NewRecord, Store
+    >>> async def demo() -> tuple[str, int, list[str]]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     run, rec = await store.create_run(
+    ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {"run_id": r["id"]}))
+    ...     await store.update_run(run["id"], status="succeeded")
+    ...     runs = await store.list_runs(chat["id"])
+    ...     await store.close()
+    ...     return run["status"], rec.seq, [r["status"] for r in runs]
+    >>> asyncio.run(demo())
+    ('queued', 1, ['succeeded'])
 """
 
 from __future__ import annotations

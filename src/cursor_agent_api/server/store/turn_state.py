@@ -2,8 +2,17 @@
 run's tool calls, one call. (It is written with the records: :mod:`.writes`.)
 
 Example:
-    >>> TurnReads.get_tool_call.__doc__
-    'One stored tool call of a run, by its index, or ``None``.'
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import Store
+    >>> async def demo() -> tuple[object, ...]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     found = await store.read_chat_turns(chat["id"]), await store.read_chat_turns("nope")
+    ...     await store.close()
+    ...     return found
+    >>> asyncio.run(demo())
+    ((0, [], [], []), (-1, [], [], []))
 """
 
 from __future__ import annotations
