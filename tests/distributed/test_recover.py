@@ -13,7 +13,6 @@ import pytest
 from cluster import PG_ENV, SKIP_REASON, pg_database
 from server_helpers import alive
 
-from cursor_agent_api.server.dispatch.runs_sql import claim_run
 from cursor_agent_api.server.models import RunStatus
 from cursor_agent_api.server.procs import process_start_time
 from cursor_agent_api.server.runs import run_record
@@ -55,7 +54,7 @@ def test_a_starting_worker_stops_the_groups_of_dead_workers_and_marks_their_runs
                     workspace=str(tmp_path), model=None, options={}, title="t"
                 )
                 run = await worker.log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
-                await claim_run(worker.store, run["id"], server_id=_dead_identity(), worker="w-dead")
+                await worker.store.claim_run(run["id"], server_id=_dead_identity(), worker="w-dead")
                 await worker.store.update_run(
                     run["id"],
                     pgid=agent.pid,
@@ -68,7 +67,7 @@ def test_a_starting_worker_stops_the_groups_of_dead_workers_and_marks_their_runs
                 )
                 live = await worker.log.create_run(other["id"], "hi", lambda r: run_record("queued", r))
                 # Owned by a live process of this host (this one): left alone.
-                await claim_run(worker.store, live["id"], server_id=worker.identity, worker="w9")
+                await worker.store.claim_run(live["id"], server_id=worker.identity, worker="w9")
                 marked = await worker.recover()
                 return marked, await worker.store.get_run(run["id"])
             finally:

@@ -355,7 +355,7 @@ def test_run_errors_never_contain_sql(
     message that names the error, not the statement or its parameters."""
     from sqlalchemy import text
 
-    from cursor_agent_api.server import turn_store
+    from cursor_agent_api.server import store as turn_store
 
     server = make_inproc()
     original = turn_store.turn_writes

@@ -250,8 +250,8 @@ def serve(
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
     if database_url is not None:
+        from ..server.store.urls import database_url_problem
         from .console import CliUsageError
-        from .database_url import database_url_problem
 
         problem = database_url_problem(database_url)
         if problem is not None:
@@ -261,7 +261,7 @@ def serve(
         if simulate:
             database_url = database_url.replace("server.sqlite3", "server-simulated.sqlite3")
     if dispatch == "queue":
-        from ..server.dispatch.jobs import is_postgres
+        from ..server.store.urls import is_postgres
         from .console import CliUsageError
 
         if not is_postgres(database_url):
@@ -366,14 +366,13 @@ def serve(
 
 async def _open_store(store: Any, url: str) -> str | None:
     """Open the server's store (its migrations run): what is wrong, or None."""
-    from sqlalchemy.engine import make_url
-
     from ..server.store import describe_error
+    from ..server.store.urls import shown_url
 
     try:
         await store.start()
     except Exception as e:  # any failure is reported the same way
         await store.close()
-        shown = make_url(url).render_as_string(hide_password=True)
+        shown = shown_url(url)
         return f"cannot open the database {shown}: {describe_error(e)}"
     return None

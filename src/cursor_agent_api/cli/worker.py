@@ -124,20 +124,20 @@ def worker(
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
     from .console import CliUsageError
-    from .database_url import database_url_problem
 
-    problem = database_url_problem(database_url)
-    if problem is not None:
-        raise CliUsageError(f"--database-url {problem}")
     try:
-        from ..server.dispatch.jobs import DEFAULT_QUEUE, is_postgres, worker_queue
+        from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.settings import ServerSettings
+        from ..server.store.urls import database_url_problem, is_postgres
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
             f"the worker needs the 'server' and 'postgres' extras ({e.name} is missing): "
             "pip install 'cursor-agent-api[server,postgres]'"
         ) from None
+    problem = database_url_problem(database_url)
+    if problem is not None:
+        raise CliUsageError(f"--database-url {problem}")
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"

@@ -9,11 +9,11 @@ Needs the ``server`` extra. Its modules, by what they own:
   Origin, body size, token and session); :mod:`.auth` (browser sessions, one-time codes,
   the login throttle), :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a
   private database file);
-* the log: :mod:`.models` / :mod:`.store` (the schema and all SQL; migrations in
-  ``migrations/``), :mod:`.hub` / :mod:`.log` (commit, then broadcast), :mod:`.turns` (a
-  run's fold: the changes the client's stream made, stored with the events) and
-  :mod:`.turn_store` (the SQL of the folded turn state), :mod:`.notify` (records other
-  processes committed, to this server's WebSockets);
+* the log: :mod:`.models` (the schema; migrations in ``migrations/``), :mod:`.store` (a
+  package: every SQL statement, the folded turn state's included), :mod:`.hub` /
+  :mod:`.log` (commit, then broadcast), :mod:`.turns` (a run's fold: the changes the
+  client's stream made, stored with the events), :mod:`.notify` (records other processes
+  committed, to this server's WebSockets);
 * runs: :mod:`.runs` (queue, run, cancel, recover), :mod:`.runner` (the one place that
   uses the client), :mod:`.requests` (what an ACP run asks a person), :mod:`.procs`
   (leftover process groups), :mod:`.dispatch` (runs here or on workers through a job

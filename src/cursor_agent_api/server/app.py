@@ -24,7 +24,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -35,7 +34,7 @@ from .hub import Hub
 from .log import EventLog
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
-from .store import Store, StoreUnavailableError, describe_error, is_transient, tune_memory
+from .store import DatabaseError, Store, StoreUnavailableError, describe_error, is_transient, tune_memory
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -140,7 +139,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             {"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
         )
 
-    @app.exception_handler(SQLAlchemyError)
+    @app.exception_handler(DatabaseError)
     @app.exception_handler(StoreUnavailableError)
     async def _store_error(_request: Request, exc: Exception) -> JSONResponse:
         # Never SQLAlchemy's message: it holds the SQL statement and its parameters.

@@ -39,11 +39,8 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, insert, or_, select, update
-
-from .models import auth_sessions
 from .settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -199,18 +196,9 @@ class Auth:
         key = _digest(sid)
         fp = await asyncio.to_thread(token_fingerprint, self.settings.token, key)
         now = self._now_ms()
-        async with self.store.transaction() as conn:
-            await conn.execute(
-                delete(auth_sessions).where(
-                    or_(
-                        auth_sessions.c.last_used_ms < now - self._idle_ms,
-                        auth_sessions.c.created_ms < now - self._max_ms,
-                    )
-                )
-            )
-            await conn.execute(
-                insert(auth_sessions).values(id_hash=key, token_fp=fp, created_ms=now, last_used_ms=now)
-            )
+        await self.store.add_auth_session(
+            key, fp, now, used_before_ms=now - self._idle_ms, created_before_ms=now - self._max_ms
+        )
         self._remember(key, True)
         return sid
 
@@ -232,12 +220,10 @@ class Auth:
         if not sid or len(sid) > 200:
             return False
         key = _digest(sid)
-        async with self.store.engine.connect() as conn:
-            row = (await conn.execute(select(auth_sessions).where(auth_sessions.c.id_hash == key))).first()
-        if row is None:
+        m = await self.store.auth_session(key)
+        if m is None:
             self._verified.pop(key, None)
             return False
-        m: Any = row._mapping
         now = self._now_ms()
         if now - m["last_used_ms"] >= self._idle_ms or now - m["created_ms"] >= self._max_ms:
             return False
@@ -247,18 +233,14 @@ class Auth:
             ok = hmac.compare_digest(fp, m["token_fp"])
             self._remember(key, ok)
         if ok and now - m["last_used_ms"] >= TOUCH_INTERVAL_MS:
-            async with self.store.transaction() as conn:
-                await conn.execute(
-                    update(auth_sessions).where(auth_sessions.c.id_hash == key).values(last_used_ms=now)
-                )
+            await self.store.touch_auth_session(key, now)
         return ok
 
     async def revoke_session(self, sid: str) -> None:
         """Delete the session ``sid`` (logout); unknown ids are ignored."""
         key = _digest(sid)
         self._verified.pop(key, None)
-        async with self.store.transaction() as conn:
-            await conn.execute(delete(auth_sessions).where(auth_sessions.c.id_hash == key))
+        await self.store.delete_auth_session(key)
 
     def set_cookie(self, sid: str) -> tuple[bytes, bytes]:
         """The ``Set-Cookie`` header that carries session ``sid``.

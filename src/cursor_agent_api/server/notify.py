@@ -33,15 +33,12 @@ import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import select
-
-from .dispatch.schema import EVENTS_CHANNEL
 from .hub import Hub
 from .log import record_message
-from .models import chats
 from .pg_listen import PgListener
 from .settings import ServerSettings
 from .store import Store, cut_record
+from .store.queue_schema import EVENTS_CHANNEL
 from .turns import Refolder
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -84,8 +81,7 @@ class Relay(PgListener):
         await self._catch_up(baseline=True)  # what came while the connection was lost
 
     async def _baseline(self) -> None:
-        async with self.store.engine.connect() as conn:
-            rows = (await conn.execute(select(chats.c.id, chats.c.last_seq))).all()
+        rows = await self.store.chat_last_seqs()
         subscribed = set(self.hub.chats())
         for chat_id, last_seq in rows:
             if chat_id not in subscribed:  # subscribed ones keep theirs: they are caught up from it
@@ -98,7 +94,7 @@ class Relay(PgListener):
             try:
                 first = await asyncio.wait_for(self.wake.get(), poll)
             except asyncio.TimeoutError:
-                await asyncio.wait_for(conn.fetchval("SELECT 1"), poll)  # still there?
+                await asyncio.wait_for(self.store.ping(conn), poll)  # still there?
                 await self._catch_up()
                 continue
             batch = [first]
@@ -129,10 +125,7 @@ class Relay(PgListener):
             await self._baseline()
         if not subscribed:
             return
-        async with self.store.engine.connect() as conn:
-            rows = (
-                await conn.execute(select(chats.c.id, chats.c.last_seq).where(chats.c.id.in_(subscribed)))
-            ).all()
+        rows = await self.store.chat_last_seqs(subscribed)
         for chat_id, last_seq in rows:
             after = self.published.get(chat_id, 0)
             if int(last_seq) > after:

@@ -16,7 +16,6 @@ import contextlib
 import logging
 from typing import Any
 
-from .dispatch.jobs import libpq_url
 from .store import Store, describe_error
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -70,12 +69,9 @@ class PgListener:
     # ---- the connection -----------------------------------------------------------------
 
     async def _connect(self) -> Any:
-        import asyncpg  # type: ignore[import-untyped]
-
-        settings = {"application_name": self.application_name} if self.application_name else None
-        conn = await asyncpg.connect(libpq_url(self.store.url), server_settings=settings)
-        await conn.add_listener(self.channel, lambda _c, _p, _ch, payload: self.wake.put_nowait(payload))
-        conn.add_termination_listener(lambda _c: self.wake.put_nowait(None))
+        wake = self.wake
+        conn = await self.store.listen(self.channel, wake.put_nowait, lambda: wake.put_nowait(None),
+                                       application_name=self.application_name)
         self._conn = conn
         return conn
 

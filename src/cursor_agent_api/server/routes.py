@@ -32,7 +32,6 @@ from .runs import RunNotActiveError, ServerClosingError, answered_or_unknown, ru
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import ActiveRunError, Store, cut_value, resolve_pointer
-from .turn_store import get_tool_call, read_chat_turns
 from .turns import backfill_turns, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
 
@@ -586,7 +585,7 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     (``tool_call``, with the card fields in ``view``) and error messages (``error``).
     """
     await backfill_turns(_store(request), chat_id, _settings(request).max_field_bytes)
-    last, run_rows, text_rows, call_rows = await read_chat_turns(_store(request), chat_id)
+    last, run_rows, text_rows, call_rows = await _store(request).read_chat_turns(chat_id)
     if last < 0:
         raise HTTPException(404, f"no chat with id {chat_id!r}")
     items: dict[str, list[dict[str, Any]]] = {str(r["id"]): [] for r in run_rows}
@@ -615,7 +614,7 @@ async def tool_call_output(
     run_id: str, index: Annotated[int, Path(ge=0, le=2**31)], request: Request
 ) -> Response:
     """The whole output of the run's ``index``-th tool call (the turn's state shows it cut)."""
-    row = await get_tool_call(_store(request), run_id, index)
+    row = await _store(request).get_tool_call(run_id, index)
     if row is None:
         raise HTTPException(404, f"run {run_id!r} has no tool call {index}")
     output = await whole_tool_output(_store(request), row)

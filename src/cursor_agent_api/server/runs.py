@@ -72,8 +72,7 @@ from .runner import (
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import EventRecord, NewRecord, describe_error, is_transient, now_ms
-from .turn_store import write_turn
+from .store import EventRecord, NewRecord, describe_error, is_transient, now_ms, write_turn
 from .turns import Changes, FoldedBatch, RunFold, append_folded, load_run_fold
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ One :class:`RunFold` per run. Live, the client's stream has folded each event al
 (``AsyncStreamingResponse.with_changes()``): :meth:`RunFold.take` turns a batch of events
 with those changes into a :class:`FoldedBatch` without folding anything again (a batch that
 must be written again keeps them); :func:`append_folded` commits the batch's records and the
-turn state they change (:func:`.turn_store.write_turn`) in one transaction, then publishes
+turn state they change (:func:`.store.write_turn`) in one transaction, then publishes
 the records with their changes. Nothing here pairs tool calls or applies the segment rule:
 the transcript does, and the store applies its changes.
 
@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +42,9 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
-from .store import EventRecord, NewRecord, Store, agent_payload
+from .store import EventRecord, ExtraWrites, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection
-
     from .log import EventLog
 
 Changes = tuple[Change, ...]
@@ -271,9 +269,6 @@ def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> li
     return out
 
 
-ExtraWrites = Callable[["AsyncConnection", list[EventRecord]], Awaitable[None]]
-
-
 async def append_folded(
     log: EventLog,
     batch: FoldedBatch,
@@ -283,7 +278,7 @@ async def append_folded(
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
     with the same batch when it failed (nothing of it was committed)."""
-    from .turn_store import turn_writes
+    from .store import turn_writes
 
     store = log.store
     limit = log.max_field_bytes
@@ -300,7 +295,7 @@ async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> in
     """Fold the finished runs of a chat that have no stored turn state yet (runs written
     before the state existed: ``runs.turn`` is NULL) from their records, and store it.
     Returns how many runs it folded (0 once done: a later call reads one column)."""
-    from .turn_store import replace_turn
+    from .store import replace_turn
 
     count = 0
     for run in await store.list_runs(chat_id):

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dispatch import runs_sql
+from .dispatch import run_ends
 from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
 from .dispatch.queue import interrupt_lost_run
@@ -161,7 +161,7 @@ class Worker:
     async def recover(self) -> list[str]:
         """Stop the agent groups of dead workers of this host; mark their runs interrupted."""
         marked: list[str] = []
-        for run in await runs_sql.local_runs(self.store, socket.gethostname()):
+        for run in await self.store.local_runs(socket.gethostname()):
             owner = run.get("server_id")
             if not owner or identity_alive(str(owner)) is not False:
                 continue  # a live process of this host owns it
@@ -221,7 +221,7 @@ class Worker:
             with contextlib.suppress(Exception):
                 run = await self.store.get_run(run_id)
                 if run is not None:
-                    await runs_sql.finish_if_active(
+                    await run_ends.finish_if_active(
                         self.log,
                         run,
                         RunStatus.FAILED.value,
@@ -232,8 +232,7 @@ class Worker:
 
     async def _claim_and_run(self, context: Any, run_id: str, stop: _Stop) -> str:
         job = context.job
-        run = await runs_sql.claim_run(
-            self.store,
+        run = await self.store.claim_run(
             run_id,
             server_id=self.identity,
             worker=self.settings.name,
@@ -249,7 +248,7 @@ class Worker:
             workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
         except WorkspaceError as e:
             roots = ", ".join(str(r) for r in self.settings.server.roots)
-            await runs_sql.finish_if_active(
+            await run_ends.finish_if_active(
                 self.log,
                 run,
                 RunStatus.FAILED.value,
@@ -261,13 +260,13 @@ class Worker:
             tree = await asyncio.to_thread(chat_worktree, workspace, str(chat["id"]), self.settings.worktrees)
             workspace = tree or workspace
         chat = {**chat, "workspace": str(workspace)}
-        previous = await runs_sql.previous_worker_run(self.store, str(chat["id"]), run_id)
+        previous = await self.store.previous_worker_run(str(chat["id"]), run_id)
         if chat.get("session_id") and previous is not None and previous.get("worker") != self.settings.name:
-            await runs_sql.reset_context(self.log, chat, run_id, previous)
+            await run_ends.reset_context(self.log, chat, run_id, previous)
             chat = {**chat, "session_id": None}
         if stop.user or stop.shutdown:
             status = RunStatus.CANCELLED if stop.user else RunStatus.INTERRUPTED
-            await runs_sql.finish_if_active(
+            await run_ends.finish_if_active(
                 self.log,
                 run,
                 status.value,

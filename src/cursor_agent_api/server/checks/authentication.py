@@ -24,8 +24,7 @@ import math
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode
 
-from sqlalchemy.exc import SQLAlchemyError
-
+from ..store.errors import DatabaseError
 from .asgi import ASGIApp, Receive, Scope, Send, deny, is_request, request_headers, request_method
 
 if TYPE_CHECKING:
@@ -139,7 +138,7 @@ class Authentication:
                     return
                 if not await self._token_ok(scope, send, presented):
                     return
-        except SQLAlchemyError:
+        except DatabaseError:
             await deny(scope, send, 503, "the server's database is unavailable; retry shortly")
             return
         await self.app(scope, receive, send)

@@ -35,7 +35,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from sqlalchemy import text
 
 from ..pg_listen import PgListener
 from ..requests import (
@@ -103,9 +102,7 @@ async def relay_answer(store: Store, run_id: str, request_id: str, body: AnswerI
     payload = encode_answer(run_id, request_id, body.model_dump(exclude_none=True))
     if len(payload.encode()) > MAX_PAYLOAD:
         raise ValueError("the answer is too large to relay to the worker that runs this run")
-    async with store.engine.begin() as conn:
-        await conn.execute(text("SELECT pg_notify(:channel, :payload)"),
-                           {"channel": ANSWERS_CHANNEL, "payload": payload})
+    await store.notify(ANSWERS_CHANNEL, payload)
     deadline = time.monotonic() + wait
     while True:
         _request, answer = await _answer_record(store, run_id, request_id)

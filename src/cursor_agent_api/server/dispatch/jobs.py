@@ -10,13 +10,13 @@ chat (:func:`worker_queue`), while that worker lives.
 Example:
     >>> worker_queue("build-1")
     'worker.build-1'
-    >>> libpq_url("postgresql+asyncpg://u:p@127.0.0.1:5432/db")
-    'postgresql://u:p@127.0.0.1:5432/db'
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ..store.urls import libpq_url
 
 TASK_NAME = "cursor_agent_api.run"
 """The one task: run the stored run ``run_id``."""
@@ -30,28 +30,6 @@ AFFINITY_PREFIX = "worker."
 def worker_queue(name: str) -> str:
     """The affinity queue of the worker called ``name`` (only that worker listens to it)."""
     return AFFINITY_PREFIX + name
-
-
-def libpq_url(database_url: str) -> str:
-    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL.
-
-    The password stays in the URL given to the drivers; it is never printed.
-    """
-    from sqlalchemy.engine import make_url
-
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def is_postgres(database_url: str) -> bool:
-    """True when ``database_url`` names a PostgreSQL database (the queue needs one).
-
-    Example:
-        >>> is_postgres("sqlite+aiosqlite:///x.db"), is_postgres("postgresql+asyncpg://h/db")
-        (False, True)
-    """
-    from sqlalchemy.engine import make_url
-
-    return make_url(database_url).get_backend_name() in ("postgresql", "postgres")
 
 
 def make_app(database_url: str, *, max_size: int = 4) -> Any:

@@ -40,7 +40,7 @@ from ..models import RunStatus
 from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
 from ..settings import ServerSettings
 from ..store import Store, describe_error, now_ms
-from . import runs_sql
+from . import run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -121,7 +121,7 @@ class QueueDispatcher:
         except Exception as e:
             reason = describe_error(e)
             logger.error("run %s could not be queued: %s", run_id, reason)
-            await runs_sql.finish_if_active(
+            await run_ends.finish_if_active(
                 self.log,
                 run,
                 RunStatus.FAILED.value,
@@ -145,10 +145,10 @@ class QueueDispatcher:
 
     async def _route(self, chat_id: str, run_id: str) -> tuple[str, dict[str, Any] | None]:
         """The queue for a run of ``chat_id``: its worker's, while that worker lives."""
-        previous = await runs_sql.previous_worker_run(self.store, chat_id, run_id)
+        previous = await self.store.previous_worker_run(chat_id, run_id)
         if previous is not None and previous.get("worker_id") is not None:
-            alive = await runs_sql.worker_alive(
-                self.store, int(previous["worker_id"]), self.settings.stalled_after
+            alive = await self.store.worker_alive(
+                int(previous["worker_id"]), self.settings.stalled_after
             )
             if alive:
                 return worker_queue(str(previous["worker"])), previous
@@ -171,7 +171,7 @@ class QueueDispatcher:
         if job_id is not None:
             if await jobs.cancel_job_by_id_async(int(job_id), abort=False):
                 # No worker took it: it never will. Mark it here.
-                await runs_sql.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",))
+                await run_ends.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",))
             else:
                 await jobs.cancel_job_by_id_async(int(job_id), abort=True)
         while time.monotonic() < deadline:
@@ -206,10 +206,10 @@ class QueueDispatcher:
                 from procrastinate.jobs import Status
 
                 await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
-        for run in await runs_sql.stranded_runs(self.store, within):
+        for run in await self.store.stranded_runs(within):
             await self._move_to_shared_queue(run)
-        for run in await runs_sql.unqueued_runs(self.store, now_ms() - int(UNQUEUED_AFTER * 1000)):
-            await runs_sql.finish_if_active(
+        for run in await self.store.unqueued_runs(now_ms() - int(UNQUEUED_AFTER * 1000)):
+            await run_ends.finish_if_active(
                 self.log,
                 run,
                 RunStatus.INTERRUPTED.value,
@@ -217,7 +217,7 @@ class QueueDispatcher:
                 error="the API server that accepted this run stopped before it was queued",
                 error_type="NotQueued",
             )
-        self._counts = await runs_sql.run_counts(self.store)
+        self._counts = await self.store.run_counts()
 
     async def _move_to_shared_queue(self, run: dict[str, Any]) -> None:
         jobs = self.app.job_manager
@@ -243,13 +243,13 @@ async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     worker = run.get("worker") or run.get("server_id") or "unknown"
     seq = run.get("last_seq")
     message = f"worker {worker} was lost at seq {seq}; the run was not run again"
-    marked = await runs_sql.finish_if_active(
+    marked = await run_ends.finish_if_active(
         log,
         run,
         RunStatus.INTERRUPTED.value,
         error=message,
         error_type="WorkerLost",
-        notes=[runs_sql.lost_worker_note(run, message)],
+        notes=[run_ends.lost_worker_note(run, message)],
     )
     if marked:
         logger.warning("run %s: %s", run["id"], message)

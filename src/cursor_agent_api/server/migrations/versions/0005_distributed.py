@@ -34,7 +34,7 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":
         return
-    from cursor_agent_api.server.dispatch.schema import apply_queue_schema, notify_trigger_sql
+    from cursor_agent_api.server.store.queue_schema import apply_queue_schema, notify_trigger_sql
 
     apply_queue_schema(bind)
     for statement in notify_trigger_sql(keyed=False):

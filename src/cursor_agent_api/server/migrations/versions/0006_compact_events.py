@@ -79,7 +79,7 @@ def upgrade() -> None:
         "ix_events_server_runs", "events", ["chat_key", "run_key"], sqlite_where=where, postgresql_where=where
     )
     if postgresql:
-        from cursor_agent_api.server.dispatch.schema import notify_trigger_sql
+        from cursor_agent_api.server.store.queue_schema import notify_trigger_sql
 
         for statement in notify_trigger_sql(keyed=True):
             op.execute(statement)
@@ -141,7 +141,7 @@ def downgrade() -> None:
         with op.batch_alter_table(table) as batch:
             batch.drop_column("num")
     if postgresql:
-        from cursor_agent_api.server.dispatch.schema import notify_trigger_sql
+        from cursor_agent_api.server.store.queue_schema import notify_trigger_sql
 
         for statement in notify_trigger_sql(keyed=False):
             op.execute(statement)

@@ -1,6 +1,7 @@
-"""``serve --database-url``: checked before the server starts, one line naming the fix.
+"""Database URLs: checked before a server or worker starts (one line naming the fix), shown
+without their password, and given to the drivers that are not SQLAlchemy's (libpq's form).
 
-The server's store runs on SQLAlchemy's asyncio engine, so a URL needs an async driver:
+The store runs on SQLAlchemy's asyncio engine, so a URL needs an async driver:
 ``sqlite+aiosqlite:///PATH`` or ``postgresql+asyncpg://USER@HOST/DB`` (the ``postgres``
 extra). Other URLs would fail deep inside SQLAlchemy with a long traceback;
 :func:`database_url_problem` says what is wrong and what to write instead. Passwords in
@@ -11,12 +12,17 @@ Example:
     'sqlite:///x.db has no async driver: use sqlite+aiosqlite:///x.db'
     >>> database_url_problem("sqlite+aiosqlite:///x.db") is None
     True
+    >>> libpq_url("postgresql+asyncpg://u:p@127.0.0.1:5432/db")
+    'postgresql://u:p@127.0.0.1:5432/db'
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 SQLITE_DRIVER = "sqlite+aiosqlite"
 POSTGRES_DRIVER = "postgresql+asyncpg"
@@ -34,9 +40,6 @@ def database_url_problem(url: str) -> str | None:
         >>> database_url_problem("/var/lib/app.db")
         'not a URL: for an SQLite file use sqlite+aiosqlite:////var/lib/app.db'
     """
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
         return f"not a URL: for an SQLite file use {SQLITE_DRIVER}:///{path}"
@@ -62,3 +65,31 @@ def database_url_problem(url: str) -> str | None:
             return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
         return None
     return f"{shown}: unsupported database; use {_FORMS}"
+
+
+def shown_url(url: str) -> str:
+    """``url`` as it may be shown: its password hidden.
+
+    Example:
+        >>> shown_url("postgresql+asyncpg://me:secret@db/app")
+        'postgresql+asyncpg://me:***@db/app'
+    """
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def libpq_url(database_url: str) -> str:
+    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL.
+
+    The password stays in the URL given to the drivers; it is never printed.
+    """
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def is_postgres(database_url: str) -> bool:
+    """True when ``database_url`` names a PostgreSQL database (the queue needs one).
+
+    Example:
+        >>> is_postgres("sqlite+aiosqlite:///x.db"), is_postgres("postgresql+asyncpg://h/db")
+        (False, True)
+    """
+    return make_url(database_url).get_backend_name() in ("postgresql", "postgres")

@@ -1,0 +1,122 @@
+"""The chats' rows: create, read, list, change.
+
+Example:
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import Store
+    >>> async def demo() -> tuple[str, list[tuple[str, int]]]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     changed = await store.update_chat(chat["id"], title="renamed")
+    ...     seqs = await store.chat_last_seqs([chat["id"]])
+    ...     await store.close()
+    ...     return changed["title"], [(i == chat["id"], n) for i, n in seqs]
+    >>> asyncio.run(demo())
+    ('renamed', [(True, 0)])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..models import chats, runs
+from .engine import StoreEngine
+from .errors import ActiveRunError, NotFoundError
+from .ids import new_id, now_ms
+from .keys import _next_num, _row_dict
+
+
+class ChatRows(StoreEngine):
+    """The chats of :class:`~cursor_agent_api.server.store.Store`."""
+
+    # ---- chats -------------------------------------------------------------------------
+
+    async def create_chat(
+        self, *, workspace: str, model: str | None, options: dict[str, Any], title: str
+    ) -> dict[str, Any]:
+        """Insert a chat; returns it as a dict."""
+        ts = now_ms()
+        row = {
+            "id": new_id(),
+            "session_id": None,
+            "workspace": workspace,
+            "model": model,
+            "options": options,
+            "title": title,
+            "created_ms": ts,
+            "updated_ms": ts,
+            "last_seq": 0,
+        }
+        async with self.transaction() as conn:
+            await conn.execute(insert(chats).values(**row, num=_next_num(chats, self.is_sqlite)))
+        return row
+
+    async def get_chat(self, chat_id: str) -> dict[str, Any] | None:
+        """The chat, or ``None``."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(select(chats).where(chats.c.id == chat_id))
+            return _row_dict(res.first())
+
+    async def update_chat(self, chat_id: str, *, idle_only: bool = False, **values: Any) -> dict[str, Any]:
+        """Change a chat's fields (``title``, ``session_id``, ``options``); returns the chat.
+
+        With ``idle_only``, raises :class:`ActiveRunError` (changing nothing) when the chat
+        has a queued or running run; the check and the change are one transaction.
+        """
+        async with self.transaction() as conn:
+            if idle_only:
+                active = await conn.execute(
+                    select(runs.c.id)
+                    .where(runs.c.chat_id == chat_id, runs.c.status.in_(("queued", "running")))
+                    .limit(1)
+                )
+                if active.first() is not None:
+                    raise ActiveRunError(f"chat {chat_id} has an active run")
+            res = await conn.execute(
+                update(chats)
+                .where(chats.c.id == chat_id)
+                .values(**values, updated_ms=now_ms())
+                .returning(*chats.c)
+            )
+            row = res.first()
+        if row is None:
+            raise NotFoundError(f"no chat {chat_id}")
+        return dict(row._mapping)
+
+    async def list_chats(self, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Chats, most recently active first, each with its latest run's status."""
+        latest = (
+            select(runs.c.status)
+            .where(runs.c.chat_id == chats.c.id)
+            .order_by(runs.c.created_ms.desc(), runs.c.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        q = (
+            select(chats, latest.label("status"))
+            .order_by(chats.c.updated_ms.desc(), chats.c.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        async with self.engine.connect() as conn:
+            res = await conn.execute(q)
+            return [dict(r._mapping) for r in res]
+
+    # ---- runs --------------------------------------------------------------------------
+
+    async def set_chat(self, conn: AsyncConnection, chat_id: str, **values: Any) -> None:
+        """Inside a transaction: change a chat's fields (texts made storable)."""
+        clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        await conn.execute(update(chats).where(chats.c.id == chat_id).values(**clean))
+
+    async def chat_last_seqs(self, chat_ids: Collection[str] | None = None) -> list[tuple[str, int]]:
+        """Each chat's id and ``last_seq`` (of ``chat_ids`` only, when given)."""
+        q = select(chats.c.id, chats.c.last_seq)
+        if chat_ids is not None:
+            q = q.where(chats.c.id.in_(list(chat_ids)))
+        async with self.engine.connect() as conn:
+            return [(str(i), int(s)) for i, s in await conn.execute(q)]

@@ -1,0 +1,147 @@
+"""The distributed queue's SQL: a worker's claim of a queued run, ending a run only while it
+is still active (API servers and workers may race to finish the same run: the first one
+wins, the others change nothing), and the questions the dispatcher asks about runs and
+workers (Procrastinate's ``procrastinate_workers`` table holds each worker's heartbeat,
+``procrastinate_jobs`` the jobs).
+
+Example:
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import NewRecord, Store
+    >>> async def demo() -> tuple[dict[str, int], str, bool]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     queued = lambda r: NewRecord("server", "run", "queued", {})
+    ...     run, _ = await store.create_run(chat["id"], "hi", queued)
+    ...     counts = await store.run_counts()
+    ...     claimed = await store.claim_run(run["id"], worker="w1")
+    ...     again = await store.claim_run(run["id"], worker="w2")  # not queued any more
+    ...     await store.close()
+    ...     return counts, claimed["worker"], again is None
+    >>> asyncio.run(demo())
+    ({'running': 0, 'queued': 1}, 'w1', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import and_, desc, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..models import ACTIVE_STATUSES, runs
+from .engine import StoreEngine
+from .keys import _row_dict
+
+_GONE = text(
+    "NOT EXISTS (SELECT 1 FROM procrastinate_workers w WHERE w.id = runs.worker_id "
+    "AND w.last_heartbeat > now() - make_interval(secs => :within))"
+)
+
+_NO_JOB = text("NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)")
+
+
+class QueueRows(StoreEngine):
+    """The distributed queue's reads and writes of :class:`~cursor_agent_api.server.store.Store`."""
+
+    async def claim_run(self, run_id: str, **owner: Any) -> dict[str, Any] | None:
+        """Move the run from ``queued`` to ``running`` for a worker (``owner``: ``server_id``,
+        ``worker``, ``worker_id``, ``job_id``, ``queue``), atomically; ``None`` if it was not
+        queued any more (cancelled meanwhile)."""
+        async with self.transaction() as conn:
+            res = await conn.execute(
+                update(runs)
+                .where(and_(runs.c.id == run_id, runs.c.status == "queued"))
+                .values(status="running", **owner)
+                .returning(*runs.c)
+            )
+            row = res.first()
+        return _row_dict(row)
+
+    async def end_run_if(
+        self, conn: AsyncConnection, run_id: str, only: Sequence[str], **values: Any
+    ) -> bool:
+        """Inside a transaction: change the run's fields (its end) if its status is still one
+        of ``only``; False (nothing changed) otherwise."""
+        res = await conn.execute(
+            update(runs).where(and_(runs.c.id == run_id, runs.c.status.in_(tuple(only)))).values(**values)
+        )
+        return bool(res.rowcount)
+
+    async def previous_worker_run(self, chat_id: str, run_id: str) -> dict[str, Any] | None:
+        """The chat's latest run, other than ``run_id``, that a worker took."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs)
+                .where(and_(runs.c.chat_id == chat_id, runs.c.id != run_id, runs.c.worker.is_not(None)))
+                .order_by(desc(runs.c.created_ms), desc(runs.c.id))
+                .limit(1)
+            )
+            return _row_dict(res.first())
+
+    async def worker_alive(self, worker_id: int, within: float) -> bool:
+        """Has Procrastinate's worker ``worker_id`` sent a heartbeat in the last ``within`` s?"""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                text(
+                    "SELECT 1 FROM procrastinate_workers WHERE id = :id "
+                    "AND last_heartbeat > now() - make_interval(secs => :within)"
+                ),
+                {"id": worker_id, "within": within},
+            )
+            return res.first() is not None
+
+    async def stranded_runs(self, within: float) -> list[dict[str, Any]]:
+        """Queued runs waiting in the affinity queue of a worker that is gone."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs)
+                .where(
+                    and_(
+                        runs.c.status == "queued",
+                        runs.c.queue.like("worker.%"),
+                        runs.c.job_id.is_not(None),
+                        _GONE.bindparams(within=within),
+                    )
+                )
+                .order_by(runs.c.created_ms)
+            )
+            return [dict(r._mapping) for r in res]
+
+    async def local_runs(self, host: str) -> list[dict[str, Any]]:
+        """Active runs owned by a process of this host (``server_id`` ``host:pid:start``)."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs).where(
+                    and_(runs.c.status.in_(ACTIVE_STATUSES), runs.c.server_id.like(f"{host}:%"))
+                )
+            )
+            return [dict(r._mapping) for r in res]
+
+    async def run_counts(self) -> dict[str, int]:
+        """``{"running": n, "queued": m}`` over the whole cluster."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs.c.status, func.count())
+                .where(runs.c.status.in_(ACTIVE_STATUSES))
+                .group_by(runs.c.status)
+            )
+            counts = {str(k): int(v) for k, v in res}
+        return {"running": counts.get("running", 0), "queued": counts.get("queued", 0)}
+
+    async def unqueued_runs(self, created_before_ms: int) -> list[dict[str, Any]]:
+        """Queued runs created before ``created_before_ms`` that no job carries: the API server
+        that stored them stopped before it deferred their job."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs).where(
+                    and_(
+                        runs.c.status == "queued",
+                        runs.c.job_id.is_(None),
+                        runs.c.created_ms < created_before_ms,
+                        _NO_JOB,
+                    )
+                )
+            )
+            return [dict(r._mapping) for r in res]

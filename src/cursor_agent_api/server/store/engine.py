@@ -1,0 +1,210 @@
+"""The database engine and its life: opening it (SQLite's file and pragmas, the pool),
+the migrations (Alembic, ``server/migrations/``), write transactions (serialized on
+SQLite, counted in :class:`~.health.StoreHealth`), read snapshots, closing.
+
+Example:
+    >>> StoreEngine("sqlite+aiosqlite:////tmp/x.sqlite3").is_sqlite
+    True
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from ..sqlite_file import prepare_sqlite_file
+from .encoding import json_dumps
+from .errors import SchemaTooNewError, describe_error, is_transient
+from .health import StoreFaults, StoreHealth
+
+MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
+SQLITE_PAGE_SIZE = 16384
+"""The page size of a new SQLite database (``PRAGMA page_size``)."""
+
+
+def run_migrations(sync_connection: Any) -> None:
+    """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``)."""
+    from alembic import command
+    from alembic.config import Config
+    from alembic.util.exc import CommandError
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = sync_connection
+    try:
+        command.upgrade(cfg, "head")
+    except CommandError as exc:
+        if "Can't locate revision" not in str(exc):
+            raise
+        raise SchemaTooNewError(
+            "the database was upgraded by a newer cursor-agent-api (its schema is past this "
+            f"version's last migration, {_last_migration()}): upgrade cursor-agent-api, or "
+            "use another database (--database-url)") from None
+
+
+
+def _last_migration() -> str:
+    names = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    return names[-1] if names else "none"
+
+
+class StoreEngine:
+    """The engine of the server's database (an SQLite file or PostgreSQL) and its life:
+    :meth:`start` once (creates the SQLite directory, sets WAL, runs the migrations),
+    :meth:`close` at the end; write transactions and read snapshots. The other parts of
+    :class:`~cursor_agent_api.server.store.Store` build on it.
+
+    Example:
+        >>> StoreEngine("sqlite+aiosqlite:////tmp/x.sqlite3").dialect
+        'sqlite'
+    """
+
+    def __init__(self, url: str, *, busy_timeout: float = 30.0) -> None:
+        self.url = url
+        self.dialect = make_url(url).get_backend_name()
+        self.busy_timeout = busy_timeout
+        self.faults = StoreFaults()
+        self.health = StoreHealth()
+        # Values over BIG_VALUE bytes are handled one at a time in this process (a write of
+        # one, or a read of one): each costs a few copies of itself, not of all of them.
+        self._big_values = asyncio.Lock()
+        self._engine: AsyncEngine | None = None
+        self._run_nums: dict[str, int] = {}
+        self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
+        self._writer: Any = None  # SQLite: the write path's aiosqlite connection
+        self._tool_upserts: dict[tuple[str, ...], Any] = {}
+        self._compiled_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
+        # SQLite has one writer at a time: serialize our writes in-process instead
+        # of letting connections fight over the lock (no SQLITE_BUSY, FIFO order).
+        self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the database is an SQLite file."""
+        return self.dialect == "sqlite"
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine (after :meth:`start`)."""
+        if self._engine is None:
+            raise RuntimeError("Store.start() was not called")
+        return self._engine
+
+    async def start(self) -> None:
+        """Open the engine and bring the schema up to date (once: a started store stays)."""
+        if self._engine is not None:
+            return
+        url = make_url(self.url)
+        kwargs: dict[str, Any] = {
+            "json_serializer": json_dumps,
+            "json_deserializer": orjson.loads,
+        }
+        if self.is_sqlite:
+            prepare_sqlite_file(url.database or "")  # 0600, in a new directory 0700
+            # No statement cache: sqlite3 keeps a cached statement's bound values until the
+            # statement is used again, so the INSERT of a 30 MB line kept that line's copy
+            # alive (30 MB more RSS; no cost in bench_server's throughput, BENCHMARKS.md).
+            kwargs["connect_args"] = {"timeout": self.busy_timeout, "cached_statements": 0}
+        else:
+            kwargs["pool_size"] = 10
+            kwargs["max_overflow"] = 20
+            kwargs["pool_pre_ping"] = True
+        engine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            busy_ms = self.busy_timeout * 1000
+
+            @event.listens_for(engine.sync_engine, "connect")
+            def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+                cur = dbapi_connection.cursor()
+                # A new file's pages are 16 KiB (an existing file keeps its own): the log's
+                # rows (WITHOUT ROWID) keep lines up to ~4 KB in their page, not on
+                # overflow pages of 4 KiB mostly empty.
+                cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
+                cur.execute("PRAGMA journal_mode=WAL")
+                cur.execute("PRAGMA synchronous=NORMAL")
+                cur.execute("PRAGMA foreign_keys=ON")
+                cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+                cur.close()
+
+        self._engine = engine
+        async with self._writing(), engine.begin() as conn:
+            await conn.run_sync(run_migrations)
+        if self.is_sqlite:
+            import aiosqlite
+
+            # the write path's own connection (see _append_fast): transactions by hand
+            path = url.database or ""
+            writer = await aiosqlite.connect(path, timeout=self.busy_timeout, isolation_level=None)
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={int(busy_ms)}"):
+                await writer.execute(f"PRAGMA {pragma}")
+            self._writer = writer
+
+    async def close(self) -> None:
+        """Dispose of the engine's connections."""
+        if self._writer is not None:
+            await self._writer.close()
+            self._writer = None
+        if self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        if self._write_lock is None:
+            yield
+            return
+        async with self._write_lock:
+            yield
+
+    @contextlib.asynccontextmanager
+    async def transaction(self, purpose: str = "write") -> AsyncIterator[AsyncConnection]:
+        """A write transaction (serialized with the others on SQLite).
+
+        A transient failure (:func:`is_transient`) marks the store degraded
+        (:attr:`health`) until a write succeeds. ``purpose`` names the write for
+        :attr:`faults` (``"events"``, ``"run_end"``, ``"write"``).
+        """
+        try:
+            async with self._writing(), self.engine.begin() as conn:
+                self.faults.check(purpose)
+                yield conn
+        except Exception as e:
+            if is_transient(e):
+                self.health.failed(describe_error(e))
+            raise
+        self.health.succeeded()
+
+    def clean_text(self, value: str | None) -> str | None:
+        r"""``value`` made storable: PostgreSQL text cannot hold NUL (U+FFFD instead).
+
+        Example:
+            >>> StoreEngine("postgresql+asyncpg://h/d").clean_text("a\x00")
+            'a\ufffd'
+        """
+        if value is not None and not self.is_sqlite and "\x00" in value:
+            return value.replace("\x00", "\ufffd")
+        return value
+
+    _clean_text = clean_text
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[AsyncConnection]:
+        """A connection whose reads see one consistent state of the database: PostgreSQL's
+        ``REPEATABLE READ``; on SQLite, this process's writes wait meanwhile (they are
+        serialized here, and SQLite gives a bare SELECT no snapshot of its own)."""
+        if self.is_sqlite:
+            async with self._writing(), self.engine.connect() as conn:
+                yield conn
+            return
+        async with self.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="REPEATABLE READ")
+            async with conn.begin():
+                yield conn

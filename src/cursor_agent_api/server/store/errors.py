@@ -1,0 +1,105 @@
+"""What can go wrong with the database, and how the store says so.
+
+The store's own errors (:class:`ActiveRunError`, :class:`NotFoundError`,
+:class:`StoreUnavailableError`, :class:`SchemaTooNewError`), :data:`DatabaseError` (any
+failure of the database layer, for the modules that must catch one without knowing the
+library under it), :func:`is_transient` (retry or not) and :func:`describe_error` (one line,
+never the SQL statement or its parameters).
+
+Example:
+    >>> describe_error(StoreUnavailableError("injected"))
+    'injected (StoreUnavailableError)'
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import (
+    DBAPIError,
+    InterfaceError,
+    OperationalError,
+    PendingRollbackError,
+    SQLAlchemyError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+DatabaseError = SQLAlchemyError
+"""Any failure of the database layer (a lost connection, a refused statement)."""
+
+
+class ActiveRunError(Exception):
+    """The chat already has a queued or running run (one run at a time per chat).
+
+    Example:
+        >>> str(ActiveRunError("r1"))
+        'r1'
+    """
+
+
+class NotFoundError(Exception):
+    """A chat or run id that the store does not know."""
+
+
+class StoreUnavailableError(Exception):
+    """The database cannot be written for now (an injected fault, or the store gave up).
+
+    Example:
+        >>> is_transient(StoreUnavailableError("injected"))
+        True
+    """
+
+
+_SQLITE_TRANSIENT = ("locked", "busy", "readonly", "read-only", "disk i/o", "unable to open", "full")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True for a failure that may go away by itself: a lock, a read-only or full disk,
+    a dropped connection. Data errors and constraint violations are not transient.
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError, IntegrityError
+        >>> is_transient(OperationalError("x", {}, Exception("database is locked")))
+        True
+        >>> is_transient(IntegrityError("x", {}, Exception("unique")))
+        False
+    """
+    if isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("sqlite3"):
+        # sqlite3 calls everything an OperationalError, "no such table" included.
+        message = str(exc.orig).lower()
+        return any(m in message for m in _SQLITE_TRANSIENT)
+    if isinstance(exc, (StoreUnavailableError, OperationalError, InterfaceError, PoolTimeoutError)):
+        return True
+    if isinstance(exc, PendingRollbackError):
+        return True
+    if isinstance(exc, DBAPIError):
+        return bool(exc.connection_invalidated) or type(exc) is DBAPIError
+    return isinstance(exc, (OSError, ConnectionError, TimeoutError))
+
+
+def describe_error(exc: BaseException) -> str:
+    """What went wrong, in one line, **without the SQL statement or its parameters**
+    (SQLAlchemy's own message has both: it may hold agent output or a secret).
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError
+        >>> describe_error(OperationalError("INSERT INTO t VALUES (?)", ("secret",),
+        ...                                 Exception("database is locked")))
+        'database is locked (OperationalError)'
+    """
+    if isinstance(exc, DBAPIError):
+        orig = exc.orig
+        first = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
+        if first.startswith("<class "):  # asyncpg through SQLAlchemy's adapter: "<class 'x'>: msg"
+            first = first.split(">: ", 1)[-1]
+        if not is_transient(exc):
+            # A data error's message may quote the value it refused: name it only.
+            return f"the database refused the write ({type(exc).__name__}: {type(orig).__name__})"
+        return f"{first[:200]} ({type(exc).__name__})" if first else type(exc).__name__
+    if isinstance(exc, SQLAlchemyError):
+        return f"database error ({type(exc).__name__})"
+    text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+    return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
+
+
+class SchemaTooNewError(Exception):
+    """The database's schema is newer than this version's migrations (a newer
+    cursor-agent-api upgraded it); nothing was changed."""

@@ -1,0 +1,108 @@
+"""Whether the store's writes succeed (``GET /api/health``), and the faults tests inject.
+
+Example:
+    >>> StoreHealth().view()["status"]
+    'ok'
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import StoreUnavailableError
+from .ids import now_ms
+
+
+class StoreFaults:
+    """Fault injection for tests: make the store's writes fail as a flaky disk or network would.
+
+    Each injected failure raises :class:`StoreUnavailableError` inside the write's
+    transaction (so it is rolled back), counts as a transient failure and marks the
+    store degraded, exactly like a real one.
+
+    Example:
+        >>> f = StoreFaults(); f.fail_writes(1)
+        >>> f.check("events")
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.server.store.errors.StoreUnavailableError: injected fault: write failed
+        >>> f.check("events")
+    """
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.until = 0.0
+        self.run_ends = 0
+
+    def fail_writes(self, n: int) -> None:
+        """The next ``n`` write transactions fail."""
+        self.writes = n
+
+    def fail_for(self, seconds: float) -> None:
+        """Every write fails for the next ``seconds`` seconds."""
+        self.until = time.monotonic() + seconds
+
+    def fail_run_end(self, n: int = 1) -> None:
+        """The next ``n`` attempts to record the end of a run fail."""
+        self.run_ends = n
+
+    def clear(self) -> None:
+        """No more injected failures."""
+        self.writes = self.run_ends = 0
+        self.until = 0.0
+
+    def check(self, purpose: str) -> None:
+        """Raise :class:`StoreUnavailableError` if a failure is due for a write of ``purpose``."""
+        if purpose == "run_end" and self.run_ends > 0:
+            self.run_ends -= 1
+            raise StoreUnavailableError("injected fault: the run's end could not be written")
+        if self.until and time.monotonic() < self.until:
+            raise StoreUnavailableError("injected fault: the database is unavailable")
+        if self.writes > 0:
+            self.writes -= 1
+            raise StoreUnavailableError("injected fault: write failed")
+
+
+@dataclass(slots=True)
+class StoreHealth:
+    """Whether the last write succeeded; since when and why not (``GET /api/health``).
+
+    Example:
+        >>> h = StoreHealth(); h.failed("database is locked"); h.view()["status"]
+        'degraded'
+        >>> h.succeeded(); h.view()["status"], h.view()["reason"]
+        ('ok', None)
+    """
+
+    degraded_since_ms: int | None = None
+    reason: str | None = None
+    failures: int = 0
+
+    @property
+    def degraded(self) -> bool:
+        """True from a transient failure until the next write that succeeds."""
+        return self.degraded_since_ms is not None
+
+    def failed(self, reason: str) -> None:
+        """Note a transient failure."""
+        if self.degraded_since_ms is None:
+            self.degraded_since_ms = now_ms()
+        self.reason = reason
+        self.failures += 1
+
+    def succeeded(self) -> None:
+        """Note a write that went through."""
+        self.degraded_since_ms = None
+        self.reason = None
+        self.failures = 0
+
+    def view(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "status": "degraded" if self.degraded else "ok",
+            "degraded_since_ms": self.degraded_since_ms,
+            "reason": self.reason,
+            "failed_writes": self.failures,
+        }

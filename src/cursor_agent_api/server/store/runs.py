@@ -1,0 +1,108 @@
+"""The runs' rows: create (with the run's first record), read, list, change.
+
+Example:
+    >>> import asyncio, tempfile
+    >>> from cursor_agent_api.server.store import NewRecord, Store
+    >>> async def demo() -> tuple[str, int, list[str]]:
+    ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+    ...     await store.start()
+    ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    ...     run, rec = await store.create_run(
+    ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {"run_id": r["id"]}))
+    ...     await store.update_run(run["id"], status="succeeded")
+    ...     runs = await store.list_runs(chat["id"])
+    ...     await store.close()
+    ...     return run["status"], rec.seq, [r["status"] for r in runs]
+    >>> asyncio.run(demo())
+    ('queued', 1, ['succeeded'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..models import ACTIVE_STATUSES, runs
+from .errors import ActiveRunError
+from .ids import new_id, now_ms
+from .keys import _next_num, _row_dict
+from .records import EventRecord, NewRecord
+from .writes import LogWrites
+
+
+class RunRows(LogWrites):
+    """The runs of :class:`~cursor_agent_api.server.store.Store` (a new run's record is
+    appended with it: :meth:`~.writes.LogWrites.append`)."""
+
+    async def create_run(
+        self,
+        chat_id: str,
+        prompt: str,
+        record: Callable[[dict[str, Any]], NewRecord],
+        *,
+        server_id: str | None = None,
+    ) -> tuple[dict[str, Any], EventRecord]:
+        """Insert a queued run and its ``run/queued`` record in one transaction.
+
+        ``server_id`` names the server process that owns the run. Raises
+        :class:`ActiveRunError` when the chat already has an active run.
+        """
+        run_id = new_id()
+        run: dict[str, Any] = {
+            "id": run_id,
+            "chat_id": chat_id,
+            "prompt": prompt,
+            "status": "queued",
+            "server_id": server_id,
+            "created_ms": now_ms(),
+        }
+
+        async def insert_run(conn: AsyncConnection, _recs: list[EventRecord]) -> None:
+            await conn.execute(insert(runs).values(**run, num=_next_num(runs, self.is_sqlite)))
+
+        new = record(run)
+        new.run_id = run_id
+        try:
+            recs = await self.append(chat_id, [new], before=insert_run)
+        except IntegrityError as e:
+            raise ActiveRunError(f"chat {chat_id} already has an active run") from e
+        full = await self.get_run(run_id)
+        assert full is not None
+        return full, recs[0]
+
+    async def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """The run, or ``None``."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(select(runs).where(runs.c.id == run_id))
+            return _row_dict(res.first())
+
+    async def list_runs(self, chat_id: str) -> list[dict[str, Any]]:
+        """The chat's runs, oldest first."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs).where(runs.c.chat_id == chat_id).order_by(runs.c.created_ms, runs.c.id)
+            )
+            return [dict(r._mapping) for r in res]
+
+    async def active_runs(self) -> list[dict[str, Any]]:
+        """Runs still marked queued or running."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs).where(runs.c.status.in_(ACTIVE_STATUSES)).order_by(runs.c.created_ms)
+            )
+            return [dict(r._mapping) for r in res]
+
+    async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
+        """Inside a transaction: change a run's fields (texts made storable)."""
+        clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
+
+
+    async def update_run(self, run_id: str, **values: Any) -> None:
+        """Change a run's fields in a transaction of its own."""
+        async with self.transaction() as conn:
+            await self.set_run(conn, run_id, **values)

@@ -1,0 +1,793 @@
+"""The write path: a batch of records appended to a chat's log with the writes of its
+transaction (the folded turn state, run fields), in **one** transaction.
+
+Its central promise is :meth:`LogWrites.append`: in one transaction it bumps
+``chats.last_seq`` by the number of new records (an ``UPDATE … RETURNING``, which locks the
+chat's row on PostgreSQL and takes SQLite's write lock), inserts the records with the seqs
+that follow, and runs the caller's extra writes (tool calls, run fields). Either all of it
+is committed or none of it is; seqs are per chat, strictly increasing and without gaps.
+:func:`turn_writes` makes the writes that apply a folded batch's changes to the run's stored
+turn state (``turn_texts``, ``tool_calls``, ``runs``); the batch comes in as plain data
+(:class:`TurnBatch`): nothing here folds.
+
+Example:
+    >>> _texts_key("text", 2)
+    ('text', 2)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ...protocol.changes import (
+    Change,
+    ErrorReported,
+    ResultReceived,
+    SegmentClosed,
+    SegmentReplaced,
+    TextAppended,
+    ThinkingAppended,
+    ThinkingClosed,
+    ToolCallChanged,
+    ToolCallOpened,
+    TurnInfo,
+    UsageReported,
+)
+from ...protocol.events import classify
+from ...protocol.tools import ToolCall, ToolStatus
+from ..models import chats, events, runs, tool_calls, turn_texts
+from .encoding import _encode, _Encoded
+from .engine import StoreEngine
+from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
+from .ids import now_ms
+from .memory import BIG_VALUE, release_memory
+from .records import EventRecord, NewRecord, Stamp, unstorable_record
+
+if TYPE_CHECKING:
+    from . import Store
+
+logger = logging.getLogger("cursor_agent_api.server")
+
+
+class _RecordRefusedError(Exception):
+    """Record ``index`` of a batch written one by one was refused for its data."""
+
+    def __init__(self, index: int, error: DBAPIError) -> None:
+        super().__init__(index)
+        self.index = index
+        self.error = error
+
+
+
+ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
+
+PlannedWrites = Callable[[Sequence[Any]], Sequence[tuple[Any, Sequence[dict[str, Any]]]]]
+"""From a batch's records (or only their :class:`Stamp`: seq and time), more writes of its
+transaction: ``(statement, rows)`` pairs (:meth:`Store.execute_writes`)."""
+
+
+
+_Prepared = tuple[NewRecord, "_Encoded | None", "bytes | None", int]
+"""A record ready to insert (:meth:`Store._prepare`)."""
+
+
+
+def _size_hint(n: int, derived: dict[str, Any] | None) -> int:
+    """At least the UTF-8 size of any string of a payload (``n`` bytes of JSON) and its
+    derived fields."""
+    if derived:
+        for v in derived.values():
+            if isinstance(v, str) and 4 * len(v) > n:
+                n = 4 * len(v)
+    return n
+
+
+def _line_bytes(line: str | bytes) -> bytes:
+    return line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+
+
+def _appended_records(chat_id: str, first: int, ts: int, new: list[_Prepared]) -> list[EventRecord]:
+    """The records of an append, as read back: seqs from ``first``, each payload whole again
+    (the derived fields that are not stored given back)."""
+    return [
+        EventRecord(first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype,
+                    {**r.payload, **r.derived} if r.derived else r.payload, _text(r.raw), None, hint)
+        for i, (r, _, _, hint) in enumerate(new)
+    ]
+
+
+def _text(raw: str | bytes | None) -> str | None:
+    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+
+
+
+class LogWrites(StoreEngine):
+    """The write path of :class:`~cursor_agent_api.server.store.Store` (see the module's text)."""
+
+    # ---- the event log -----------------------------------------------------------------
+
+    async def append(
+        self,
+        chat_id: str,
+        new: Sequence[NewRecord],
+        *,
+        before: ExtraWrites | None = None,
+        after: ExtraWrites | None = None,
+        purpose: str = "events",
+        writes: PlannedWrites | None = None,
+    ) -> list[EventRecord]:
+        """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
+
+        ``before`` runs after the seqs are allocated and before the insert
+        (e.g. to insert the run the records point to); ``after`` runs after the
+        insert; ``writes`` gives, from the records, more statements and their rows
+        (:meth:`execute_writes`), run after the insert. All in one transaction. Raises
+        :class:`NotFoundError` for an unknown chat.
+
+        On SQLite, a batch with ``writes`` only (the write path of agent events) is
+        committed in one call into the driver's thread (:meth:`_append_fast`).
+
+        **One odd record never rolls back the others**: a payload that cannot be
+        serialized is stored as :func:`unstorable_record` (its line kept), and when
+        the database refuses the batch for its data (not for its availability), the
+        batch is written again record by record and the refused record becomes an
+        ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
+        """
+        big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
+        hooks = (before, after, writes)
+        if not big:
+            return await self._append_all(chat_id, new, hooks, purpose)
+        async with self._big_values:
+            release_memory()
+            try:
+                return await self._append_all(chat_id, new, hooks, purpose)
+            finally:
+                release_memory()
+
+    async def _append_all(
+        self,
+        chat_id: str,
+        new: Sequence[NewRecord],
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
+        purpose: str,
+    ) -> list[EventRecord]:
+        prepared = [self._prepare(r) for r in new]
+        try:
+            if self._writer is not None and hooks[0] is None and hooks[1] is None:
+                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose)
+                if recs is not None:
+                    return recs
+            return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
+        except DBAPIError as e:
+            if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
+                raise
+            logger.warning(
+                "a batch of %d record(s) was refused (%s); writing it one by one",
+                len(prepared),
+                describe_error(e),
+            )
+        for _ in range(len(prepared)):
+            try:
+                return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
+            except _RecordRefusedError as refused:
+                i = refused.index
+                marker = unstorable_record(prepared[i][0], describe_error(refused.error))
+                prepared[i] = self._prepare(marker)
+        raise StoreUnavailableError("the database refused every record of the batch")
+
+    def _prepare(self, r: NewRecord) -> _Prepared:
+        """The record (raw made storable), its payload serialized once here (``None``: not
+        stored), its line as bytes and a size hint (:attr:`EventRecord.size_hint`).
+
+        An agent record whose line is exactly its ``data`` in compact JSON (what the CLI
+        writes) is stored as that line only, as it came: ``payload`` NULL, rebuilt from the
+        line when read (:meth:`EventRecord.from_row`). Any other record keeps its payload
+        (on SQLite bound as UTF-8 bytes: no decoded copy) and its line, if any.
+        """
+        raw = r.raw
+        payload = r.payload
+        if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
+            line = _line_bytes(raw)
+            try:
+                same = orjson.dumps(payload["data"]) == line
+            except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
+                same = False
+            if same and classify(payload["data"]).value == r.type:
+                return r, None, line, _size_hint(len(line), r.derived)
+        try:
+            data = orjson.dumps(payload)
+        except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
+            reason = f"{type(e).__name__}: {str(e)[:200]}"
+            logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
+            r = unstorable_record(r, f"the event cannot be serialized: {reason}")
+            data = orjson.dumps(r.payload)
+        stored = None if r.raw is None else _line_bytes(r.raw)
+        encoded = _Encoded(data if self.is_sqlite else data.decode())
+        return r, encoded, stored, _size_hint(len(data), r.derived)
+
+    async def _append(
+        self,
+        chat_id: str,
+        new: list[_Prepared],
+        hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
+        purpose: str,
+        *,
+        one_by_one: bool,
+    ) -> list[EventRecord]:
+        before, after, writes = hooks
+        n = len(new)
+        ts = now_ms()
+        async with self.transaction(purpose) as conn:
+            bump = (
+                update(chats)
+                .where(chats.c.id == chat_id)
+                .values(last_seq=chats.c.last_seq + n, updated_ms=ts)
+                .returning(chats.c.last_seq, chats.c.num)
+            )
+            if self.is_sqlite:  # one hop (see execute_writes)
+                got = await self._in_driver(conn, [(self._BUMP_SQLITE, [(n, ts, chat_id)])])
+                keys = got[0][0] if got[0] else None
+            else:
+                keys = (await conn.execute(bump)).first()
+            if keys is None:
+                raise NotFoundError(f"no chat {chat_id}")
+            last, chat_key = int(keys[0]), keys[1]
+            first = last - n + 1
+            recs = _appended_records(chat_id, first, ts, new)
+            if before is not None:
+                await before(conn, recs)
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            run_keys, found = await self._run_keys(conn, run_ids)
+            rows = [
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else run_keys.get(r.run_id),
+                    ts,
+                    None if encoded is None else r.source,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
+                    encoded,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
+            ]
+            if rows and not one_by_one:
+                await self._insert_events(conn, rows)
+            for i, row in enumerate(rows if one_by_one else ()):
+                try:
+                    await self._insert_events(conn, [row])
+                except DBAPIError as e:
+                    if is_transient(e):
+                        raise
+                    raise _RecordRefusedError(i, e) from None
+            if writes is not None:
+                await self.execute_writes(conn, writes(recs))
+            if after is not None:
+                await after(conn, recs)
+        # committed: what the fast path needs (the chat's keys never change)
+        self._known(self._run_nums, found)
+        self._known(self._chats, {chat_id: (chat_key, last)})
+        return recs
+
+    @staticmethod
+    def _known(cache: dict[str, Any], values: dict[str, Any]) -> None:
+        if values:
+            if len(cache) > 4096:
+                cache.clear()
+            cache.update(values)
+
+    async def _append_fast(
+        self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
+    ) -> list[EventRecord] | None:
+        """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
+        chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
+        IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
+        from the chat's ``last_seq`` as this process last committed it, and the bump checks
+        it (``WHERE last_seq = ?``): if another process wrote to the chat meanwhile, nothing
+        is written and ``None`` is returned (the caller takes the path of :meth:`_append`,
+        which also fills what this one needs: the chat's and runs' keys).
+
+        Hand-written because through SQLAlchemy each statement costs aiosqlite 3–4 thread
+        hops and each transaction two more (~1 ms each on a loaded machine): they were most
+        of the write path's time (BENCHMARKS.md, 2026-11-23).
+        """
+        async with self._writing():
+            known = self._chats.get(chat_id)
+            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            if known is None or any(r not in self._run_nums for r in run_ids):
+                return None
+            chat_key, last = known
+            n = len(new)
+            ts = now_ms()
+            first = last + 1
+            keys = self._run_nums
+            rows = [
+                (
+                    chat_key,
+                    first + i,
+                    None if r.run_id is None else keys[r.run_id],
+                    ts,
+                    None if encoded is None else r.source,
+                    None if encoded is None else r.type,
+                    None if encoded is None else r.subtype,
+                    None if encoded is None else encoded.text,
+                    line,
+                )
+                for i, (r, encoded, line, _) in enumerate(new)
+            ]
+            # the extra writes need each record's seq and time only: the records themselves
+            # are made while the driver's thread writes (below)
+            stamps = [Stamp(first + i, ts) for i in range(n)]
+            planned = self._plan_writes(writes(stamps) if writes is not None else [])
+            writer = self._writer
+            assert writer is not None
+            bump = (n, ts, chat_id, last)
+
+            def run() -> bool:
+                import sqlite3
+
+                db = writer._conn
+                sql = "BEGIN IMMEDIATE"
+                try:
+                    db.execute(sql)
+                    try:
+                        sql = self._BUMP_CHECKED
+                        if db.execute(sql, bump).fetchone() is None:
+                            db.rollback()
+                            return False
+                        sql = self._INSERT_SQLITE
+                        db.executemany(sql, rows)
+                        for sql, params in planned:
+                            db.executemany(sql, params)
+                        db.commit()
+                    except BaseException:
+                        db.rollback()
+                        raise
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+                return True
+
+            try:
+                self.faults.check(purpose)
+                job = asyncio.ensure_future(writer._execute(run))
+                await asyncio.sleep(0)  # the job is queued: the thread writes while this makes records
+                recs = _appended_records(chat_id, first, ts, new)
+                done: bool = await job
+            except Exception as e:
+                if is_transient(e):
+                    self.health.failed(describe_error(e))
+                raise
+            self.health.succeeded()
+            if not done:
+                self._chats.pop(chat_id, None)
+                return None
+            self._chats[chat_id] = (chat_key, last + n)
+        return recs
+
+    _BUMP_CHECKED = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? AND last_seq = ? RETURNING num"
+    )
+
+    async def execute_writes(
+        self, conn: AsyncConnection, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> None:
+        """Inside a transaction: run each ``(statement, rows)`` in order (an ``executemany``
+        of the rows; a statement's own bound values fill what the rows do not name).
+
+        On SQLite all of them run in **one** call into the driver's thread: through
+        SQLAlchemy each statement costs aiosqlite 3–4 thread hops (make a cursor, execute,
+        fetch, close: ~0.5 ms on a loaded machine), which were most of the write path's
+        time. Each statement is compiled once (by SQLAlchemy, for this dialect) and its
+        rows bound as SQLAlchemy would (its bind processors: JSON, booleans). Hand-written
+        because neither SQLAlchemy nor aiosqlite runs several statements in one hop.
+        """
+        writes = [(stmt, rows) for stmt, rows in writes if rows]
+        if not self.is_sqlite:
+            for stmt, rows in writes:
+                await conn.execute(stmt, list(rows))
+            return
+        await self._in_driver(conn, self._plan_writes(writes))
+
+    def _plan_writes(
+        self, writes: Sequence[tuple[Any, Sequence[dict[str, Any]]]]
+    ) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        """SQLite: each ``(statement, rows)`` as its SQL and its rows' parameters."""
+        planned = []
+        for stmt, rows in writes:
+            if not rows:
+                continue
+            sql, names, fixed, procs = self._compiled(stmt, tuple(rows[0]))
+            params = [
+                tuple(
+                    (procs[n](row[n]) if n in procs else row[n]) if n in row else fixed[n] for n in names
+                )
+                for row in rows
+            ]
+            planned.append((sql, params))
+        return planned
+
+    @staticmethod
+    async def _in_driver(
+        conn: AsyncConnection, planned: list[tuple[str, list[tuple[Any, ...]]]]
+    ) -> list[list[Any]]:
+        """Run SQLite statements (SQL, rows) in the transaction of ``conn``, in one call into
+        aiosqlite's thread; returns each one's rows (``RETURNING``). The driver's errors
+        become SQLAlchemy's, as for any statement."""
+        import sqlite3
+
+        raw = await conn.get_raw_connection()
+        driver: Any = raw.driver_connection  # aiosqlite.Connection
+
+        def run() -> list[list[Any]]:
+            db = driver._conn
+            out = []
+            for sql, params in planned:
+                try:
+                    if len(params) == 1:
+                        out.append(db.execute(sql, params[0]).fetchall())
+                    else:
+                        db.executemany(sql, params)
+                        out.append([])
+                except sqlite3.Error as e:
+                    raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
+            return out
+
+        result: list[list[Any]] = await driver._execute(run)
+        return result
+
+    def _compiled(
+        self, stmt: Any, keys: tuple[str, ...]
+    ) -> tuple[str, list[str], dict[str, Any], dict[str, Any]]:
+        """``stmt`` compiled for ``keys``: its SQL, its parameters' names in order, the
+        values bound in it, the bind processors (cached)."""
+        cache_key = (id(stmt), keys)
+        hit = self._compiled_cache.get(cache_key)
+        if hit is not None and hit[0] is stmt:
+            found: tuple[str, list[str], dict[str, Any], dict[str, Any]] = hit[1]
+            return found
+        compiled: Any = stmt.compile(dialect=self.engine.dialect, column_keys=list(keys))
+        names = list(compiled.positiontup or ())
+        fixed = {}
+        procs = dict(getattr(compiled, "_bind_processors", {}) or {})
+        for n in names:
+            if n not in keys:
+                bind = compiled.binds[n]
+                value = bind.effective_value
+                fixed[n] = procs[n](value) if n in procs else value
+        plan = (str(compiled), names, fixed, {n: f for n, f in procs.items() if n in keys})
+        if len(self._compiled_cache) > 256:
+            self._compiled_cache.clear()
+        self._compiled_cache[cache_key] = (stmt, plan)
+        return plan
+
+    _EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
+
+    async def _insert_events(self, conn: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
+        """Insert rows of ``events`` (tuples in :attr:`_EVENT_COLUMNS`' order, the payload
+        already JSON). On SQLite, one ``executemany`` of the driver: no per-row work in
+        SQLAlchemy (it was most of the write path's time). On PostgreSQL, one multi-row
+        ``INSERT`` (one statement: the NOTIFY trigger fires once per batch)."""
+        if self.is_sqlite:
+            plain = [(*row[:7], None if row[7] is None else row[7].text, row[8]) for row in rows]
+            await self._in_driver(conn, [(self._INSERT_SQLITE, plain)])
+        else:
+            names = self._EVENT_COLUMNS
+            await conn.execute(insert(events), [dict(zip(names, row, strict=True)) for row in rows])
+
+    _BUMP_SQLITE = (
+        "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? RETURNING last_seq, num"
+    )
+    _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
+
+    async def _run_keys(
+        self, conn: AsyncConnection, run_ids: set[str]
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        """The ``num`` of each run (their key in ``events``), and those read from the database
+        (cached by :meth:`_append` once committed: a run's key never changes)."""
+        known = self._run_nums
+        missing = [r for r in run_ids if r not in known]
+        found: dict[str, int] = {}
+        if missing:
+            res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(missing)))
+            found = {str(i): int(n) for i, n in res}
+        return {r: known.get(r) or found[r] for r in run_ids if r in known or r in found}, found
+
+    _FIRST_KEPT = ("started_seq", "started_ms", "completed_seq", "completed_ms")
+
+    def upsert_tool_calls(self, rows: Sequence[dict[str, Any]]) -> tuple[Any, list[dict[str, Any]]]:
+        """The write (for :meth:`execute_writes`) that inserts tool calls or updates them
+        (key: run, index in the turn): one statement, built once, and its rows."""
+        if not rows:
+            return None, []
+        clean = []
+        for row in rows:
+            row = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in row.items()}
+            row["output"] = row["output"] or ""
+            for key in ("args", "result"):  # one odd value does not roll back the batch
+                if row.get(key) is not None:
+                    encoded = _encode(row[key])
+                    row[key] = encoded if isinstance(encoded, _Encoded) else {"unstorable": encoded}
+            clean.append(row)
+        columns = tuple(clean[0])
+        stmt = self._tool_upserts.get(columns)
+        if stmt is None:
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            dialect_insert: Any = sqlite.insert if self.is_sqlite else postgresql.insert
+            ins = dialect_insert(tool_calls)
+            ex = ins.excluded
+            changes = {
+                k: getattr(ex, k) for k in columns if k not in ("chat_id", "run_id", "idx", *self._FIRST_KEPT)
+            }
+            for key in self._FIRST_KEPT:
+                changes[key] = func.coalesce(getattr(tool_calls.c, key), getattr(ex, key))
+            stmt = self._tool_upserts[columns] = ins.on_conflict_do_update(
+                index_elements=["run_id", "idx"], set_=changes
+            )
+        for row in clean[1:]:
+            if tuple(row) != columns:
+                raise ValueError("tool call rows of one write have the same fields")
+        return stmt, clean
+
+
+# ---- the folded turn state (turn_texts, tool_calls, runs) ----------------------------------
+
+
+class TurnBatch(Protocol):
+    """A batch of one run's records, folded, as :func:`turn_writes` reads it (plain data:
+    :class:`~cursor_agent_api.server.turns.FoldedBatch` is one). ``changes`` are each
+    record's changes (:mod:`cursor_agent_api.protocol.changes`), ``error_base`` how many
+    error messages the turn had before the batch, ``turn`` the turn's fields after it."""
+
+    @property
+    def chat_id(self) -> str: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def changes(self) -> Sequence[tuple[Change, ...]]: ...
+
+    @property
+    def error_base(self) -> int: ...
+
+    @property
+    def turn(self) -> dict[str, Any]: ...
+
+
+_RUNNING = ToolStatus.RUNNING
+
+
+def _texts_key(kind: str, idx: int) -> tuple[str, int]:
+    return (kind, idx)
+
+
+def _dialect_insert(store: Store) -> Any:
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return sqlite.insert if store.is_sqlite else postgresql.insert
+
+
+def _text_entry(
+    texts: dict[tuple[str, int], dict[str, Any]], kind: str, idx: int, seq: int
+) -> dict[str, Any]:
+    key = (kind, idx)
+    entry = texts.get(key)
+    if entry is None:
+        entry = {"set": False, "parts": [], "closed": False, "seq": seq, "bytes": None, "whole_seq": None}
+        texts[key] = entry
+    return entry
+
+
+def _tool_row(
+    chat_id: str, run_id: str, index: int, call: ToolCall, rec: EventRecord, opened: bool, limit: int
+) -> dict[str, Any]:
+    from .cuts import cut_value
+
+    running = call.status is _RUNNING
+    row: dict[str, Any] = {
+        "chat_id": chat_id,
+        "run_id": run_id,
+        "idx": index,
+        "call_id": call.call_id,
+        "kind": call.kind.value,
+        "name": call.name,
+        "status": call.status.value,
+        "args": call.args,
+        "result": call.result,
+        "output": call.output,
+        "description": call.description,
+        "exit_code": call.exit_code,
+        "started_ms": call.started_at_ms
+        if call.started_at_ms is not None
+        else (rec.ts_ms if opened and running else None),
+        "completed_ms": None if running else (call.completed_at_ms or rec.ts_ms),
+        "duration_ms": call.duration_ms,
+        "started_seq": rec.seq if opened and running else None,
+        "completed_seq": None if running else rec.seq,
+    }
+    # The whole values are in the call's records: the table keeps them cut (not twice), and
+    # what was cut under the result's "_cut" key (GET …/tool-calls shows it as ``truncated``).
+    cuts: list[dict[str, Any]] = []
+    for key in ("args", "result", "output"):
+        row[key] = cut_value(row[key], limit, f"/{key}", cuts)
+    if cuts:
+        result = row["result"]
+        row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    # The output is a function of the result (``ToolCall.output``): not stored a second
+    # time, derived when read (``webui.stored_output``); a cut one is noted in "_cut".
+    row["output"] = ""
+    return row
+
+
+async def write_turn(
+    store: Store,
+    conn: AsyncConnection,
+    batch: TurnBatch,
+    recs: Sequence[EventRecord],
+    limit: int,
+) -> None:
+    """Inside the batch's transaction: apply its changes to the run's stored turn state."""
+    await store.execute_writes(conn, turn_writes(store, batch, recs, limit))
+
+
+def turn_writes(
+    store: Store, batch: TurnBatch, recs: Sequence[EventRecord], limit: int
+) -> list[tuple[Any, list[dict[str, Any]]]]:
+    """The writes (statements and rows, :meth:`.Store.execute_writes`) that apply a batch's
+    changes to the run's stored turn state; nothing is executed here."""
+    from .cuts import utf8_prefix, utf8_size
+
+    texts: dict[tuple[str, int], dict[str, Any]] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    errors = batch.error_base
+    session: str | None = None
+    usage: dict[str, Any] | None = None
+    result: str | None = None
+    chat_id, run_id = batch.chat_id, batch.run_id
+    for rec, changes in zip(recs, batch.changes, strict=True):
+        for c in changes:
+            if isinstance(c, (TextAppended, ThinkingAppended)):
+                kind = "text" if isinstance(c, TextAppended) else "thinking"
+                _text_entry(texts, kind, c[0], rec.seq)["parts"].append(c.text)
+            elif isinstance(c, (SegmentReplaced, ErrorReported)):
+                if isinstance(c, SegmentReplaced):
+                    entry = _text_entry(texts, "text", c.segment, rec.seq)
+                    text = c.text
+                else:
+                    entry = _text_entry(texts, "error", errors, rec.seq)
+                    text = c.message
+                    errors += 1
+                    entry["closed"] = True
+                entry["set"] = True
+                size = utf8_size(text) if len(text) * 4 > limit else len(text)
+                if size > limit:
+                    entry["parts"] = [utf8_prefix(text, limit)]
+                    entry["bytes"], entry["whole_seq"] = size, rec.seq
+                else:
+                    entry["parts"] = [text]
+                    entry["bytes"] = entry["whole_seq"] = None
+            elif isinstance(c, (SegmentClosed, ThinkingClosed)):
+                kind = "text" if isinstance(c, SegmentClosed) else "thinking"
+                _text_entry(texts, kind, c[0], rec.seq)["closed"] = True
+            elif isinstance(c, (ToolCallOpened, ToolCallChanged)):
+                index: int = c[0]
+                opened = isinstance(c, ToolCallOpened)
+                row = _tool_row(chat_id, run_id, index, c.call, rec, opened, limit)
+                before = calls.get(index)
+                if before is not None:
+                    for key in ("started_seq", "started_ms", "completed_seq", "completed_ms"):
+                        if before[key] is not None:
+                            row[key] = before[key]
+                calls[index] = row
+            elif isinstance(c, TurnInfo):
+                if c.session_id:
+                    session = c.session_id
+            elif isinstance(c, UsageReported):
+                usage = c.usage.to_dict()
+            elif isinstance(c, ResultReceived):
+                result = c.result
+    clean = store.clean_text
+    writes: list[tuple[Any, list[dict[str, Any]]]] = []
+    if texts:
+        appended: list[dict[str, Any]] = []
+        replaced: list[dict[str, Any]] = []
+        for (kind, idx), e in texts.items():
+            row = {
+                "chat_id": chat_id,
+                "run_id": run_id,
+                "kind": kind,
+                "idx": idx,
+                "text": clean("".join(e["parts"])),
+                "closed": e["closed"],
+                "opened_seq": e["seq"],
+                "bytes": e["bytes"],
+                "whole_seq": e["whole_seq"],
+            }
+            (replaced if e["set"] else appended).append(row)
+        appending, replacing = _text_upserts(store)
+        writes += [(appending, appended), (replacing, replaced)]
+    writes.append(store.upsert_tool_calls(list(calls.values())))
+    values: dict[str, Any] = {
+        "last_seq": recs[-1].seq,
+        "first_seq": recs[0].seq,
+        "turn": batch.turn,
+    }
+    if usage is not None:
+        values["usage"] = usage
+    if result is not None:
+        values["result"] = clean(result)
+    if session is not None:
+        values["session_id"] = store.clean_text(session)
+        writes.append((_chat_session, [{"chat": chat_id, "v_session": values["session_id"]}]))
+    row = {f"v_{k}": v for k, v in values.items()}
+    writes.append((_run_update(tuple(values)), [{**row, "run": run_id}]))
+    return writes
+
+
+_TEXT_UPSERTS: dict[str, tuple[Any, Any]] = {}
+
+
+def _text_upserts(store: Store) -> tuple[Any, Any]:
+    """The two upserts of ``turn_texts`` (text appended: concatenated by the database; text
+    replaced: set), built once per dialect."""
+    hit = _TEXT_UPSERTS.get(store.dialect)
+    if hit is None:
+        insert = _dialect_insert(store)
+        keys = ["run_id", "kind", "idx"]
+        stmt = insert(turn_texts)
+        ex = stmt.excluded
+        appending = stmt.on_conflict_do_update(
+            index_elements=keys,
+            set_={"text": turn_texts.c.text.concat(ex.text), "closed": or_(turn_texts.c.closed, ex.closed)},
+        )
+        stmt = insert(turn_texts)
+        ex = stmt.excluded
+        replacing = stmt.on_conflict_do_update(
+            index_elements=keys,
+            set_={
+                "text": ex.text,
+                "closed": or_(turn_texts.c.closed, ex.closed),
+                "bytes": ex.bytes,
+                "whole_seq": ex.whole_seq,
+            },
+        )
+        hit = _TEXT_UPSERTS[store.dialect] = (appending, replacing)
+    return hit
+
+
+_chat_session = update(chats).where(chats.c.id == bindparam("chat")).values(session_id=bindparam("v_session"))
+
+_RUN_UPDATES: dict[tuple[str, ...], Any] = {}
+
+
+def _run_update(keys: tuple[str, ...]) -> Any:
+    """``UPDATE runs`` of these fields (rows: ``v_<field>`` and ``run``); ``first_seq`` is
+    kept once set. Built once per set of fields."""
+    stmt = _RUN_UPDATES.get(keys)
+    if stmt is None:
+        values: dict[str, Any] = {k: bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+        if "first_seq" in values:
+            values["first_seq"] = func.coalesce(runs.c.first_seq, values["first_seq"])
+        stmt = _RUN_UPDATES[keys] = update(runs).where(runs.c.id == bindparam("run")).values(values)
+    return stmt
+
+
+async def replace_turn(store: Store, batch: TurnBatch, recs: Sequence[EventRecord], limit: int) -> None:
+    """In a transaction of its own: a run's whole turn state, from the changes of all its
+    records (``batch``), in place of what was stored (a run written before the state existed)."""
+    async with store.transaction() as conn:
+        for table in (tool_calls, turn_texts):
+            await conn.execute(table.delete().where(table.c.run_id == batch.run_id))
+        if recs:
+            await write_turn(store, conn, batch, recs, limit)
+        await store.set_run(conn, batch.run_id, turn=batch.turn)
