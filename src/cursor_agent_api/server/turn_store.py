@@ -139,8 +139,23 @@ def turn_writes(
     usage: dict[str, Any] | None = None
     result: str | None = None
     chat_id, run_id = batch.chat_id, batch.run_id
-    for rec, changes in zip(recs, batch.changes, strict=True):
+    if len(recs) != len(batch.changes):
+        raise ValueError(f"{len(recs)} records for {len(batch.changes)} changes")
+    # Most changes are text appended to the segment the previous one appended to: their
+    # text goes straight to that entry's parts (``segment``), without a lookup. ``recs`` is
+    # read only where a change needs its record (it may make each one when read: Stamps).
+    segment = -1
+    parts: list[str] = []
+    for i, changes in enumerate(batch.changes):
         for c in changes:
+            if c.__class__ is TextAppended:
+                if c[0] != segment:
+                    segment = c[0]
+                    parts = _text_entry(texts, "text", segment, recs[i].seq)["parts"]
+                parts.append(c[1])
+                continue
+            segment = -1  # another change may replace the entry's parts
+            rec = recs[i]
             if isinstance(c, (TextAppended, ThinkingAppended)):
                 kind = "text" if isinstance(c, TextAppended) else "thinking"
                 _text_entry(texts, kind, c[0], rec.seq)["parts"].append(c.text)
