@@ -14,8 +14,9 @@ SQLite file in a temporary directory:
 * **write path** (first, for each code, in a child process running that code): the
   server's own write of the turn's agent events, in process: the events as the client
   yields them (the NDJSON parsed by the protocol's ``EventReader``: not timed), then batch
-  by batch (500 events, the runner's ``batch_max_events``) ``RunFold.fold`` and
-  ``append_folded`` (the records, the turn's state and the run's fields, one transaction;
+  by batch (500 events, the runner's ``batch_max_events``) ``RunFold.take`` of the
+  changes the client's fold returned (older code: ``RunFold.fold``, the server's own fold)
+  and ``append_folded`` (the records, the turn's state and the run's fields, one transaction;
   no WebSocket subscriber), into a fresh SQLite file, after a warm-up chat of 2,000 events
   (a running server has compiled its statements); beside it, in the same child, raw
   ``sqlite3`` ``executemany`` of the very rows it stored into a fresh copy of the

@@ -54,12 +54,6 @@ FINAL_RUN_STATUSES = frozenset({"succeeded", "failed", "cancelled", "interrupted
 _RUNNING = ToolStatus.RUNNING
 
 
-def _line(event: AgentEvent) -> str | bytes:
-    """The event's original line, as it came (bytes: no decoded copy of a long line)."""
-    line = event.line
-    return line if isinstance(line, (bytes, str)) else event.raw
-
-
 @dataclass(slots=True)
 class FoldedBatch:
     """A batch of one run's agent events, folded: the records to store and each one's changes.
@@ -161,14 +155,18 @@ class RunFold:
         base = self.errors
         run_id = self.run_id
         note = self._note
+        record = records.append
+        change = changes.append
         for e, c in folded:
-            if c:
+            # once per agent event: most are a delta's one TextAppended, which notes nothing
+            if c and (len(c) > 1 or c[0].__class__ is not TextAppended):
                 note(c)
-            changes.append(c)
-            records.append(
-                NewRecord(
-                    "agent", e.type.value, e.subtype, agent_payload(e), _line(e), run_id
-                )
+            change(c)
+            payload = agent_payload(e)
+            line = e.line
+            record(
+                NewRecord("agent", payload["type"], e.subtype, payload,
+                          line if line is not None else e.raw, run_id)
             )
         return FoldedBatch(self.chat_id, run_id, records, changes, base, self.turn())
 

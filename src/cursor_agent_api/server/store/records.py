@@ -9,8 +9,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import orjson
 
@@ -218,6 +219,36 @@ class Stamp(NamedTuple):
 
     seq: int
     ts_ms: int
+
+
+class Stamps(Sequence[Stamp]):
+    """The stamps of a batch of ``n`` records: seqs from ``first``, all at ``ts_ms``; each
+    made when read (a planned write reads a few of a batch's, not one per record).
+
+    Example:
+        >>> s = Stamps(5, 1000, 3)
+        >>> len(s), s[0], s[-1].seq, [x.seq for x in s[1:]]
+        (3, Stamp(seq=5, ts_ms=1000), 7, [6, 7])
+    """
+
+    __slots__ = ("first", "n", "ts_ms")
+
+    def __init__(self, first: int, ts_ms: int, n: int) -> None:
+        self.first, self.ts_ms, self.n = first, ts_ms, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, i: int) -> Stamp: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Stamp]: ...
+
+    def __getitem__(self, i: int | slice) -> Stamp | list[Stamp]:
+        if isinstance(i, slice):
+            return [Stamp(self.first + k, self.ts_ms) for k in range(self.n)[i]]
+        return Stamp(self.first + range(self.n)[i], self.ts_ms)
 
 
 

@@ -49,7 +49,7 @@ from .engine import StoreEngine
 from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
 from .ids import now_ms
 from .memory import BIG_VALUE, release_memory
-from .records import EventRecord, NewRecord, Stamp, unstorable_record
+from .records import EventRecord, NewRecord, Stamps, unstorable_record
 
 if TYPE_CHECKING:
     from . import Store
@@ -195,13 +195,16 @@ class LogWrites(StoreEngine):
         raw = r.raw
         payload = r.payload
         if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
-            line = _line_bytes(raw)
+            # once per agent event: no helper calls on the common path (BENCHMARKS.md, ingest)
+            line = raw if raw.__class__ is bytes else _line_bytes(raw)
+            data = payload["data"]
             try:
-                same = orjson.dumps(payload["data"]) == line
+                same = orjson.dumps(data) == line
             except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
                 same = False
-            if same and classify(payload["data"]).value == r.type:
-                return r, None, line, _size_hint(len(line), r.derived)
+            if same and classify(data) == r.type:  # a str enum: equal to its value
+                derived = r.derived
+                return r, None, line, len(line) if derived is None else _size_hint(len(line), derived)
         try:
             data = orjson.dumps(payload)
         except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
@@ -310,27 +313,25 @@ class LogWrites(StoreEngine):
             ts = now_ms()
             first = last + 1
             keys = self._run_nums
-            rows = [
-                (
-                    chat_key,
-                    first + i,
-                    None if r.run_id is None else keys[r.run_id],
-                    ts,
-                    None if encoded is None else r.source,
-                    None if encoded is None else r.type,
-                    None if encoded is None else r.subtype,
-                    None if encoded is None else encoded.text,
-                    line,
-                )
-                for i, (r, encoded, line, _) in enumerate(new)
-            ]
+            # the rows' values in one flat list (no tuple kept per row), in _EVENT_COLUMNS'
+            # order, inserted by multi-row statements (_insert_rows)
+            values: list[Any] = []
+            put = values.extend
+            seq = first
+            for r, encoded, line, _ in new:
+                run_key = None if r.run_id is None else keys[r.run_id]
+                if encoded is None:  # an agent line stored alone
+                    put((chat_key, seq, run_key, ts, None, None, None, None, line))
+                else:
+                    put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
+                seq += 1
             # the extra writes need each record's seq and time only: the records themselves
             # are made while the driver's thread writes (below)
-            stamps = [Stamp(first + i, ts) for i in range(n)]
-            planned = self._plan_writes(writes(stamps) if writes is not None else [])
+            planned = self._plan_writes(writes(Stamps(first, ts, n)) if writes is not None else [])
             writer = self._writer
             assert writer is not None
             bump = (n, ts, chat_id, last)
+            insert_rows = self._insert_rows
 
             def run() -> bool:
                 import sqlite3
@@ -345,7 +346,7 @@ class LogWrites(StoreEngine):
                             db.rollback()
                             return False
                         sql = self._INSERT_SQLITE
-                        db.executemany(sql, rows)
+                        insert_rows(db, values)
                         for sql, params in planned:
                             db.executemany(sql, params)
                         db.commit()
@@ -487,6 +488,45 @@ class LogWrites(StoreEngine):
         "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? RETURNING last_seq, num"
     )
     _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
+    _INSERTS_SQLITE = tuple(
+        (k, head + ", ".join([row] * k))
+        for k, head, row in zip(
+            (64, 32, 16, 8, 4, 2, 1),
+            [f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES "] * 7,
+            [f"({', '.join('?' * 9)})"] * 7,
+            strict=True,
+        )
+    )
+    """A multi-row ``INSERT`` of each size :meth:`_insert_rows` uses (64 rows: 576 values,
+    under the 999 of SQLite's older builds)."""
+
+    @classmethod
+    def _insert_rows(cls, db: Any, values: list[Any]) -> None:
+        """In the driver's thread: insert rows of ``events`` given as one flat list of values
+        (9 per row, in :attr:`_EVENT_COLUMNS`' order) with multi-row ``INSERT`` statements
+        of 64 rows, the rest by halves (32, 16, …, 1: seven statements, all cached).
+
+        Against one ``executemany``: a third less of SQLite's and the driver's time (one
+        statement step and one bind call per 64 rows, not per row) and the GIL released
+        for a whole statement, not taken back after each row (BENCHMARKS.md, ingest).
+
+        Example:
+            >>> import sqlite3
+            >>> db = sqlite3.connect(":memory:")
+            >>> _ = db.execute(f"CREATE TABLE events ({', '.join(LogWrites._EVENT_COLUMNS)})")
+            >>> LogWrites._insert_rows(db, [k for seq in range(1, 101) for k in (1, seq, None, 0,
+            ...                    None, None, None, None, b"{}")])
+            >>> db.execute("SELECT count(*), min(seq), max(seq) FROM events").fetchone()
+            (100, 1, 100)
+        """
+        at, end = 0, len(values)
+        for k, sql in cls._INSERTS_SQLITE:
+            step = 9 * k
+            while end - at >= step:
+                db.execute(sql, values[at : at + step])
+                at += step
+        if at != end:
+            raise ValueError(f"{end} values are not rows of {len(cls._EVENT_COLUMNS)}")
 
     async def _run_keys(
         self, conn: AsyncConnection, run_ids: set[str]
@@ -654,8 +694,23 @@ def turn_writes(
     usage: dict[str, Any] | None = None
     result: str | None = None
     chat_id, run_id = batch.chat_id, batch.run_id
-    for rec, changes in zip(recs, batch.changes, strict=True):
+    if len(recs) != len(batch.changes):
+        raise ValueError(f"{len(recs)} records for {len(batch.changes)} changes")
+    # Most changes are text appended to the segment the previous one appended to: their
+    # text goes straight to that entry's parts (``segment``), without a lookup. ``recs`` is
+    # read only where a change needs its record (it may make each one when read: Stamps).
+    segment = -1
+    parts: list[str] = []
+    for i, changes in enumerate(batch.changes):
         for c in changes:
+            if c.__class__ is TextAppended:
+                if c[0] != segment:
+                    segment = c[0]
+                    parts = _text_entry(texts, "text", segment, recs[i].seq)["parts"]
+                parts.append(c[1])
+                continue
+            segment = -1  # another change may replace the entry's parts
+            rec = recs[i]
             if isinstance(c, (TextAppended, ThinkingAppended)):
                 kind = "text" if isinstance(c, TextAppended) else "thinking"
                 _text_entry(texts, kind, c[0], rec.seq)["parts"].append(c.text)

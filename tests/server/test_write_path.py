@@ -1,0 +1,93 @@
+"""The write path of agent events (``Store.append`` and the turn state's planned writes):
+what its shortcuts must keep (rows inserted by multi-row statements, the turn's text
+aggregated per batch, the records' stamps made when read)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from cursor_agent_api.protocol import parse_event
+from cursor_agent_api.protocol.changes import AssistantRole, SegmentReplaced, TextAppended
+from cursor_agent_api.server.store import NewRecord, Stamp, Stamps, Store, agent_payload, turn_writes
+from cursor_agent_api.server.turns import FoldedBatch
+from cursor_agent_api.sim import wire
+
+SID = "8ef40118-8378-436d-8ba8-2436b19cc877"
+
+
+def _agent(i: int) -> NewRecord:
+    """An agent event as the runner hands it over: its line, as it came."""
+    line = wire.encode(wire.assistant_delta(SID, f"word {i} ", 1000 + i), checked=False)
+    e = parse_event(line.rstrip(b"\n"))
+    return NewRecord("agent", e.type.value, e.subtype, agent_payload(e), e.line, None)
+
+
+def test_batches_of_every_size_are_stored_whole_and_in_order(db_url: str) -> None:
+    """Batches around the multi-row statements' sizes (64 rows, then 32, 16, … 1), agent
+    lines and server records mixed: every record is stored once, at its seq, as it came."""
+    sizes = [1, 2, 63, 64, 65, 127, 128, 200, 7]
+
+    async def main() -> tuple[list[Any], list[NewRecord]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            sent: list[NewRecord] = []
+            i = 0
+            for size in sizes:
+                batch = []
+                for _ in range(size):
+                    rec = _agent(i) if i % 5 else NewRecord("server", "note", None, {"i": i})
+                    batch.append(rec)
+                    i += 1
+                recs = await store.append(chat["id"], batch)
+                assert [r.seq for r in recs] == list(range(len(sent) + 1, len(sent) + size + 1))
+                sent += batch
+            return await store.events_after(chat["id"], 0, 10_000), sent
+        finally:
+            await store.close()
+
+    stored, sent = asyncio.run(main())
+    assert [r.seq for r in stored] == list(range(1, sum(sizes) + 1))
+    for rec, new in zip(stored, sent, strict=True):
+        assert (rec.source, rec.type, rec.subtype) == (new.source, new.type, new.subtype)
+        if new.source == "agent":
+            assert isinstance(new.raw, bytes)
+            assert rec.raw == new.raw.decode()
+            assert rec.payload["data"] == new.payload["data"]
+        else:
+            assert rec.payload == new.payload
+
+
+def _text_rows(writes: list[tuple[Any, list[dict[str, Any]]]]) -> dict[str, list[tuple[int, str]]]:
+    """The ``turn_texts`` rows of planned writes: appended and replaced, as (idx, text)."""
+    appended, replaced = writes[0][1], writes[1][1]
+    return {
+        "appended": [(r["idx"], r["text"]) for r in appended],
+        "replaced": [(r["idx"], r["text"]) for r in replaced],
+    }
+
+
+def test_text_appended_after_a_replace_in_one_batch_is_kept(db_url: str) -> None:
+    """A segment's text appended, replaced, then appended again, all in one batch: the
+    stored text is the replacement and what followed it (not the replacement alone)."""
+    role = AssistantRole.RECAP
+    changes = [
+        (TextAppended(0, "a"),),
+        (TextAppended(0, "b"),),
+        (SegmentReplaced(0, "AB", role),),
+        (TextAppended(0, "c"),),
+        (TextAppended(1, "x"),),
+        (TextAppended(1, "y"),),
+    ]
+    batch = FoldedBatch("c", "r", [], list(changes), 0, {})
+    store = Store(db_url)  # only what the planned writes read (the dialect), not started
+    lazy = turn_writes(store, batch, Stamps(10, 1000, len(changes)), 1 << 20)
+    listed = turn_writes(store, batch, [Stamp(10 + i, 1000) for i in range(len(changes))], 1 << 20)
+    assert _text_rows(lazy) == _text_rows(listed) == {
+        "appended": [(1, "xy")],
+        "replaced": [(0, "ABc")],
+    }
+    opened = {r["idx"]: r["opened_seq"] for w in lazy[:2] for r in w[1]}
+    assert opened == {0: 10, 1: 14}
