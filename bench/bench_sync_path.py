@@ -122,7 +122,27 @@ class Clock:  # the run reads only loop.time() on this path
     def time(self):
         return 0.0
 
+full = [0, 0.0]  # full collections during a run: count, seconds
+def on_gc(phase, info, began=[0.0]):
+    if info["generation"] == 2:
+        if phase == "start":
+            began[0] = time.process_time()
+        else:
+            full[0] += 1
+            full[1] += time.process_time() - began[0]
+gc.callbacks.append(on_gc)
+
 def once():
+    if stage.startswith("bare"):
+        kept, loads, keep = [], __import__("orjson").loads, stage.endswith("object")
+        start = time.process_time()
+        for chunk in chunks:
+            for one in chunk.split(b"\n")[:-1]:
+                obj = loads(one)
+                obj.get("t")
+                if keep:
+                    kept.append(obj)
+        return time.process_time() - start
     if stage in ("parse", "parse+fold"):
         reader, fold = EventReader(), Transcript(keep_events=False)
         start = time.process_time()
@@ -149,28 +169,34 @@ def once():
 best = []
 for _ in range(runs):
     gc.collect()
-    best.append(once())
-print(min(best) / (per * (n // per)) * 1e6)
+    full[:] = [0, 0.0]
+    best.append((once(), *full))
+lines = per * (n // per)
+cpu, count, spent = min(best)
+print(cpu / lines * 1e6, count, spent / lines * 1e6)
 """
 
-PATH_STAGES = ("parse", "parse+fold", "stream keep_events=False", "stream keep_events=True")
+PATH_STAGES = ("bare split+orjson.loads", "bare, keeping every object", "parse", "parse+fold",
+               "stream keep_events=False", "stream keep_events=True")
 
 
 def path_costs(sides: dict[str, Path], repeats: int, callgrind: bool) -> None:
     """The client's per-line path in one thread, without a process, a pipe or a loop: the
     reader, the fold, the hand-off and the consumer (``StreamingResponse.__next__``), on
     ``bench_client.py``'s delta lines in 64 KiB chunks. CPU µs per line (min of
-    ``repeats`` runs of 100,000 lines), and with ``callgrind`` the instructions per line
-    (valgrind: 30,000 lines minus 10,000, so the start-up cancels; deterministic)."""
-    print(f"{'side':24s} {'stage':26s} {'CPU µs/line':>11s}" + (
-        f" {'instructions/line':>18s}" if callgrind else ""))
+    ``repeats`` runs of 100,000 lines) and, of that run, the full (generation 2) garbage
+    collections and their CPU per line; with ``callgrind`` the instructions per line
+    (valgrind: 30,000 lines minus 10,000, so the start-up cancels; deterministic). The two
+    ``bare`` stages are the floor: ``orjson.loads`` of each line, dropped or kept."""
+    print(f"{'side':12s} {'stage':28s} {'CPU µs/line':>11s} {'full GCs':>8s} "
+          f"{'their µs/line':>13s}" + (f" {'instructions/line':>18s}" if callgrind else ""))
     for label, src in sides.items():
         env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
         for stage in PATH_STAGES:
-            cpu = float(subprocess.run(
+            cpu, count, spent = (float(x) for x in subprocess.run(
                 [sys.executable, "-c", PATH_CHILD, stage, "100000", str(repeats)], env=env,
-                check=True, capture_output=True, text=True).stdout.strip())
-            row = f"{label:24s} {stage:26s} {cpu:11.2f}"
+                check=True, capture_output=True, text=True).stdout.split())
+            row = f"{label:12s} {stage:28s} {cpu:11.2f} {count:8.0f} {spent:13.2f}"
             if callgrind:
                 counts = []
                 for n in (10_000, 30_000):
