@@ -104,6 +104,111 @@ with tempfile.TemporaryDirectory() as tmp:
 print(json.dumps({{label: spent[label] / n_lat / 1e3 for _, _, label in stages}}))
 """
 
+PATH_CHILD = r"""
+import concurrent.futures, gc, sys, time
+from cursor_agent_api import AgentConfig
+from cursor_agent_api.client import StreamingResponse
+from cursor_agent_api.protocol import EventReader, Transcript
+from cursor_agent_api.runtime.run import AgentRun
+from cursor_agent_api.runtime.sinks import ThreadEventQueue
+stage, n, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+line = (b'{"type":"assistant","message":{"role":"assistant","content":'
+        b'[{"type":"text","text":"token "}]},"session_id":"bench","timestamp_ms":1,'
+        b'"t":12345678901234}\n')
+per = 65536 // len(line)
+chunks = [line * per] * (n // per)
+
+class Clock:  # the run reads only loop.time() on this path
+    def time(self):
+        return 0.0
+
+full = [0, 0.0]  # full collections during a run: count, seconds
+def on_gc(phase, info, began=[0.0]):
+    if info["generation"] == 2:
+        if phase == "start":
+            began[0] = time.process_time()
+        else:
+            full[0] += 1
+            full[1] += time.process_time() - began[0]
+gc.callbacks.append(on_gc)
+
+def once():
+    if stage.startswith("bare"):
+        kept, loads, keep = [], __import__("orjson").loads, stage.endswith("object")
+        start = time.process_time()
+        for chunk in chunks:
+            for one in chunk.split(b"\n")[:-1]:
+                obj = loads(one)
+                obj.get("t")
+                if keep:
+                    kept.append(obj)
+        return time.process_time() - start
+    if stage in ("parse", "parse+fold"):
+        reader, fold = EventReader(), Transcript(keep_events=False)
+        start = time.process_time()
+        for chunk in chunks:
+            events = reader.feed(chunk)
+            if stage == "parse+fold":
+                for event in events:
+                    fold.add(event)
+        return time.process_time() - start
+    config = AgentConfig(keep_events=stage.endswith("True"))
+    queue = ThreadEventQueue()
+    run = AgentRun(config, "p", sink=queue, argv=["x"])
+    run._loop = Clock()
+    stream = StreamingResponse(run, queue, config, "p", concurrent.futures.Future())
+    take, transcript = stream.__next__, run.transcript
+    start = time.process_time()
+    for chunk in chunks:
+        before = transcript.event_count
+        run.stdout_data(chunk)  # what the loop does with one read
+        for _ in range(transcript.event_count - before):
+            take().data.get("t")  # what the consumer does with each event
+    return time.process_time() - start
+
+best = []
+for _ in range(runs):
+    gc.collect()
+    full[:] = [0, 0.0]
+    best.append((once(), *full))
+lines = per * (n // per)
+cpu, count, spent = min(best)
+print(cpu / lines * 1e6, count, spent / lines * 1e6)
+"""
+
+PATH_STAGES = ("bare split+orjson.loads", "bare, keeping every object", "parse", "parse+fold",
+               "stream keep_events=False", "stream keep_events=True")
+
+
+def path_costs(sides: dict[str, Path], repeats: int, callgrind: bool) -> None:
+    """The client's per-line path in one thread, without a process, a pipe or a loop: the
+    reader, the fold, the hand-off and the consumer (``StreamingResponse.__next__``), on
+    ``bench_client.py``'s delta lines in 64 KiB chunks. CPU µs per line (min of
+    ``repeats`` runs of 100,000 lines) and, of that run, the full (generation 2) garbage
+    collections and their CPU per line; with ``callgrind`` the instructions per line
+    (valgrind: 30,000 lines minus 10,000, so the start-up cancels; deterministic). The two
+    ``bare`` stages are the floor: ``orjson.loads`` of each line, dropped or kept."""
+    print(f"{'side':12s} {'stage':28s} {'CPU µs/line':>11s} {'full GCs':>8s} "
+          f"{'their µs/line':>13s}" + (f" {'instructions/line':>18s}" if callgrind else ""))
+    for label, src in sides.items():
+        env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+        for stage in PATH_STAGES:
+            cpu, count, spent = (float(x) for x in subprocess.run(
+                [sys.executable, "-c", PATH_CHILD, stage, "100000", str(repeats)], env=env,
+                check=True, capture_output=True, text=True).stdout.split())
+            row = f"{label:12s} {stage:28s} {cpu:11.2f} {count:8.0f} {spent:13.2f}"
+            if callgrind:
+                counts = []
+                for n in (10_000, 30_000):
+                    err = subprocess.run(
+                        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                         sys.executable, "-c", PATH_CHILD, stage, str(n), "1"],
+                        env=env, check=True, capture_output=True, text=True).stderr
+                    counts.append(int(err.split("Collected :")[1].split()[0]))
+                row += f" {(counts[1] - counts[0]) / 20_000:18,.0f}"
+            print(row, flush=True)
+
+
 STAGES = [  # (owner, attribute, label): wall time inside, per line; nested stages include inner
     ("run._StdoutProtocol", "data_received", "data_received: read to handed on (all below)"),
     ("framing.LineFramer", "feed", "  framing (LineFramer.feed)"),
@@ -146,6 +251,16 @@ def run_one(src: Path, flavour: str, n_lat: int, n_tput: int,
     return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def archive(rev: str, tmp: Path) -> Path:
+    """``rev``'s ``src`` (``git archive``) under ``tmp``; its path."""
+    dest = tmp / rev
+    dest.mkdir()
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"],
+                          check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=data, check=True)
+    return dest / "src"
+
+
 def quartiles(values: list[float]) -> tuple[float, float, float]:
     """(first quartile, median, third quartile)."""
     if len(values) < 2:
@@ -171,6 +286,12 @@ def main() -> None:
                              "(wall time inside each stage, per line)")
     parser.add_argument("--patch", type=Path, action="append", default=[],
                         help="also run this tree with this diff applied (repeatable)")
+    parser.add_argument("--path", action="store_true",
+                        help="instead: the per-line path in one thread (reader, fold, hand-off, "
+                             "consumer; no process) of this tree and each --baseline: CPU µs "
+                             "per line, min of --repeats runs")
+    parser.add_argument("--callgrind", action="store_true",
+                        help="with --path: also the instructions per line, under valgrind")
     args = parser.parse_args()
     baselines = args.baseline or ["4d86a18"]
     flavours = args.flavour or [FLAVOURS[0]]
@@ -178,17 +299,19 @@ def main() -> None:
     if args.stages:
         stages(flavours, args.lines, args.repeats)
         return
+    if args.path:
+        with tempfile.TemporaryDirectory() as tmp:
+            srcs = {rev: archive(rev, Path(tmp)) for rev in baselines}
+            srcs["this tree"] = ROOT / "src"
+            path_costs(srcs, args.repeats, args.callgrind)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sides: dict[str, tuple[Path, str, float | None]] = {
             "bare": (ROOT / "src", "bare", None)}
         for rev in baselines:
-            dest = Path(tmp) / rev
-            dest.mkdir()
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src"],
-                                     check=True, capture_output=True).stdout
-            subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+            src = archive(rev, Path(tmp))
             for flavour in flavours:
-                sides[f"{rev} {flavour}"] = (dest / "src", flavour, None)
+                sides[f"{rev} {flavour}"] = (src, flavour, None)
         for flavour in flavours:
             sides[f"this tree {flavour}"] = (ROOT / "src", flavour, None)
         for patch in args.patch:

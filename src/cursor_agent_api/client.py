@@ -217,33 +217,19 @@ class _TurnStream:
         # the turn folds every event before handing it on, in order: the folds are in step
         run.on_fold = lambda event, changes: folds.append((event, changes))  # deque: thread-safe
 
-    def _buffered(self) -> AgentEvent | None:
+    def _next_in_batch(self) -> AgentEvent | None:
+        """Hand out the next event of the batch taken (with its changes), or ``None``.
+
+        One call per event on the consumer's side: the batch's index and the changes, together.
+        """
         batch = self._batch
         i = self._index
-        if i < len(batch):
-            self._index = i + 1
-            if i + 1 == len(batch):
-                self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
-            return batch[i]
-        return None
-
-    def _take(self, item: Any) -> AgentEvent | None:
-        """The first event of a queue item, or ``None`` (an end marker, or cancelled)."""
-        if type(item) is list:
-            if not item or self._stopped:  # cancelled while this was on its way
-                return None
-            if self._keep:
-                self._events.extend(item)
-            self._batch = item if len(item) > 1 else _EMPTY
-            self._index = 1
-            return item[0]  # type: ignore[no-any-return]
-        if item is END:
-            self._ended = True
-        elif item is STOPPED:
-            self._stopped = True
-        return None
-
-    def _hand(self, event: AgentEvent) -> AgentEvent:
+        if i >= len(batch):
+            return None
+        event = batch[i]
+        self._index = i + 1
+        if i + 1 == len(batch):
+            self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
         self._handed = True
         folds = self._folds
         if folds is not None:
@@ -251,6 +237,20 @@ class _TurnStream:
                 raise RuntimeError("the stream handed on an event it did not fold")
             self._changes = folds.popleft()[1]
         return event
+
+    def _take(self, item: Any) -> None:
+        """Take a queue item: a batch to hand out, an end marker, or nothing (cancelled)."""
+        if type(item) is list:
+            if not item or self._stopped:  # cancelled while this was on its way
+                return
+            if self._keep:
+                self._events.extend(item)
+            self._batch = item
+            self._index = 0
+        elif item is END:
+            self._ended = True
+        elif item is STOPPED:
+            self._stopped = True
 
     def _start_changes(self) -> None:
         if self._handed:
@@ -367,12 +367,13 @@ class StreamingResponse(_TurnStream):
         return self
 
     def __next__(self) -> AgentEvent:
-        event = self._buffered()
+        event = self._next_in_batch()
         while event is None:
             if self._ended or self._stopped:
                 raise StopIteration
-            event = self._take(self._queue.get())
-        return self._hand(event)
+            self._take(self._queue.get())
+            event = self._next_in_batch()
+        return event
 
     def with_changes(self) -> Generator[tuple[AgentEvent, Changes], None, None]:
         """Iterate the events, each with what it changed in :attr:`transcript`.
@@ -731,14 +732,15 @@ class AsyncStreamingResponse(_TurnStream):
         return self
 
     async def __anext__(self) -> AgentEvent:
-        event = self._buffered()
+        event = self._next_in_batch()
         if event is None and not self._started:
             await self.start()
         while event is None:
             if self._ended or self._stopped:
                 raise StopAsyncIteration
-            event = self._take(await self._queue.get())
-        return self._hand(event)
+            self._take(await self._queue.get())
+            event = self._next_in_batch()
+        return event
 
     async def with_changes(self) -> AsyncGenerator[tuple[AgentEvent, Changes], None]:
         """Iterate the events, each with what it changed in :attr:`transcript` (see
