@@ -169,12 +169,26 @@ _HOMES = {
 }
 
 
+# the modules that were attributes of the package when it imported them all at once
+_MODULES = frozenset({"client", "config", "errors", "permissions", "protocol", "runtime", "sessions"})
+
+
 def __getattr__(name: str) -> object:
-    """Import a public name's module the first time the name is used (PEP 562)."""
+    """Import a public name's module the first time the name is used (PEP 562); the
+    modules in ``_MODULES`` are attributes too (``cursor_agent_api.protocol``), as they were.
+
+    Example:
+        >>> import cursor_agent_api
+        >>> cursor_agent_api.Transcript is cursor_agent_api.protocol.Transcript
+        True
+    """
     home = _HOMES.get(name)
-    if home is None:
+    if home is not None:
+        value = getattr(import_module(home, __name__), name)
+    elif name in _MODULES:
+        value = import_module(f".{name}", __name__)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(home, __name__), name)
     globals()[name] = value
     return value
 
