@@ -111,12 +111,16 @@ class _AcpHolder:
             transport = self.transports[key] = made
         return transport
 
+    def _holding(self, session_id: str, *, live: bool = True) -> AcpTransport | None:
+        """The transport whose process holds ``session_id`` (``live``: not closed), if any."""
+        for transport in self.transports.values():
+            if session_id in transport.session_setup and not (live and transport.closed):
+                return transport
+        return None
+
     def of_session(self, session_id: str, config: AgentConfig) -> AcpTransport:
         """The transport whose process holds ``session_id`` (else the one of ``config``)."""
-        for transport in self.transports.values():
-            if session_id in transport.session_setup and not transport.closed:
-                return transport
-        return self.get(config)
+        return self._holding(session_id) or self.get(config)
 
     def forget(self, session_id: str) -> None:
         """The session moved to another process: none of these holds it any more."""
@@ -125,10 +129,8 @@ class _AcpHolder:
 
     def session_setup(self, session_id: str) -> dict[str, Any]:
         """A session's ``modes``, ``models`` and ``configOptions``, from the process that ran it."""
-        for transport in self.transports.values():
-            if session_id in transport.session_setup:
-                return dict(transport.session_setup[session_id])
-        return {}
+        transport = self._holding(session_id, live=False)  # as last reported, even if closed
+        return dict(transport.session_setup[session_id]) if transport is not None else {}
 
     async def aclose(self) -> None:
         transports, self.transports = list(self.transports.values()), {}

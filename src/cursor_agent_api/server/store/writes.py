@@ -109,6 +109,21 @@ def _text(raw: str | bytes | None) -> str | None:
 
 
 
+_EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
+"""The ``events`` columns a write fills, in the order of its rows' values."""
+
+
+def _events_insert(rows: int) -> str:
+    """SQLite's ``INSERT INTO events`` of ``rows`` rows of placeholders.
+
+    Example:
+        >>> _events_insert(2).endswith("VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        True
+    """
+    row = f"({', '.join('?' * len(_EVENT_COLUMNS))})"
+    return f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES " + ", ".join([row] * rows)
+
+
 class LogWrites(StoreEngine):
     """The write path of :class:`~cursor_agent_api.server.store.Store` (see the module's text)."""
 
@@ -470,7 +485,7 @@ class LogWrites(StoreEngine):
         self._compiled_cache[cache_key] = (stmt, plan)
         return plan
 
-    _EVENT_COLUMNS = ("chat_key", "seq", "run_key", "ts_ms", "source", "type", "subtype", "payload", "raw")
+    _EVENT_COLUMNS = _EVENT_COLUMNS
 
     async def _insert_events(self, conn: AsyncConnection, rows: list[tuple[Any, ...]]) -> None:
         """Insert rows of ``events`` (tuples in :attr:`_EVENT_COLUMNS`' order, the payload
@@ -487,16 +502,8 @@ class LogWrites(StoreEngine):
     _BUMP_SQLITE = (
         "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? RETURNING last_seq, num"
     )
-    _INSERT_SQLITE = f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES ({', '.join('?' * 9)})"
-    _INSERTS_SQLITE = tuple(
-        (k, head + ", ".join([row] * k))
-        for k, head, row in zip(
-            (64, 32, 16, 8, 4, 2, 1),
-            [f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES "] * 7,
-            [f"({', '.join('?' * 9)})"] * 7,
-            strict=True,
-        )
-    )
+    _INSERT_SQLITE = _events_insert(1)
+    _INSERTS_SQLITE = tuple((k, _events_insert(k)) for k in (64, 32, 16, 8, 4, 2, 1))
     """A multi-row ``INSERT`` of each size :meth:`_insert_rows` uses (64 rows: 576 values,
     under the 999 of SQLite's older builds)."""
 
@@ -520,13 +527,14 @@ class LogWrites(StoreEngine):
             (100, 1, 100)
         """
         at, end = 0, len(values)
+        width = len(cls._EVENT_COLUMNS)
         for k, sql in cls._INSERTS_SQLITE:
-            step = 9 * k
+            step = width * k
             while end - at >= step:
                 db.execute(sql, values[at : at + step])
                 at += step
         if at != end:
-            raise ValueError(f"{end} values are not rows of {len(cls._EVENT_COLUMNS)}")
+            raise ValueError(f"{end} values are not rows of {width}")
 
     async def _run_keys(
         self, conn: AsyncConnection, run_ids: set[str]
