@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 
@@ -96,3 +97,43 @@ def test_access_log_is_off_by_default(cli_env: dict[str, str], tmp_path: Path) -
 def test_access_log_on_request(cli_env: dict[str, str], tmp_path: Path) -> None:
     log = _serve_one_request(cli_env, tmp_path, ["--access-log"])
     assert "GET /api/health" in log
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize(("option", "value"),
+                         [("--run-timeout", "-5"), ("--run-timeout", "0"), ("--run-timeout", "nan"),
+                          ("--idle-timeout", "-1"), ("--idle-timeout", "nan"),
+                          ("--idle-timeout", "soon")])
+def test_a_bad_timeout_is_refused_at_start(command: str, option: str, value: str) -> None:
+    """A timeout that is not a positive number of seconds is a usage error before anything
+    starts (it used to start the server, and every run then failed or timed out at once)."""
+    from click.testing import CliRunner
+
+    from cursor_agent_api.cli import main
+
+    args = [command, option, value, "--simulate"]
+    if command == "worker":
+        args += ["--database-url", "postgresql+asyncpg://u@127.0.0.1:1/db"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_serve_and_worker_share_their_agent_options() -> None:
+    """The options that set up the agent's process mean the same on both commands, in the
+    same words (one definition)."""
+    from cursor_agent_api.cli.serve import serve as serve_command
+    from cursor_agent_api.cli.worker import worker as worker_command
+
+    def options(command: click.Command) -> dict[str, tuple[object, ...]]:
+        params = command.params
+        return {p.opts[0]: (p.help, p.multiple, getattr(p, "is_flag", False), p.type.name,
+                            p.metavar, p.callback)
+                for p in params}
+
+    serve_options, worker_options = options(serve_command), options(worker_command)
+    shared = ["--root", "--simulate", "--agent-binary", "--agent-env", "--pass-env",
+              "--run-timeout", "--idle-timeout", "--log-level"]
+    for name in shared:
+        assert serve_options[name] == worker_options[name], name

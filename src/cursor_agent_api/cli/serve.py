@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import os
 import socket
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from .runner_options import parse_agent_env, runner_options
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -57,19 +57,6 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for name in names:
-        if name in os.environ:
-            env[name] = os.environ[name]
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
-        env[key] = value
-    return env
-
-
 @click.command("serve")
 @click.option(
     "--host",
@@ -97,33 +84,6 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     default=None,
     help="SQLAlchemy URL: sqlite+aiosqlite:///PATH (default: a file in the user "
     "data directory) or postgresql+asyncpg://… [env: CURSOR_AGENT_API_DATABASE_URL]",
-)
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True),
-    help="A directory workspaces may live under (repeatable; default: the current directory).",
-)
-@click.option(
-    "--simulate",
-    is_flag=True,
-    help="Run the bundled simulator instead of the real agent (labelled in the UI).",
-)
-@click.option("--agent-binary", default=None, help="Path of the agent binary.")
-@click.option(
-    "--agent-env",
-    "agent_env",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Extra environment variable for the agent (repeatable).",
-)
-@click.option(
-    "--pass-env",
-    "pass_env",
-    multiple=True,
-    metavar="NAME",
-    help="Copy this variable of the server's environment to the agent (repeatable).",
 )
 @click.option(
     "--max-runs",
@@ -157,13 +117,6 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     type=click.IntRange(1, 10**6),
     help="Records queued per WebSocket before a slow client is told to resync.",
 )
-@click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
-@click.option(
-    "--idle-timeout",
-    type=float,
-    default=None,
-    help="Seconds a turn may stay silent (real agents are silent 30 s+).",
-)
 @click.option(
     "--permission-timeout",
     type=click.FloatRange(min=0.001),
@@ -196,17 +149,12 @@ def _parse_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]
     "marked interrupted.",
 )
 @click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-)
-@click.option(
     "--access-log/--no-access-log",
     default=False,
     show_default=True,
     help="Log every HTTP request on stderr (tokens redacted).",
 )
+@runner_options
 def serve(
     host: str,
     port: int,
@@ -276,7 +224,7 @@ def serve(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
         agent_binary=agent_binary,
-        agent_env=_parse_env(agent_env, pass_env),
+        agent_env=parse_agent_env(agent_env, pass_env),
         simulate=simulate,
         max_concurrent_runs=max_runs,
         max_prompt_bytes=max_prompt_bytes,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from .serve import _parse_env
+from .runner_options import parse_agent_env, runner_options
 
 
 @click.command("worker")
@@ -32,13 +32,6 @@ from .serve import _parse_env
     required=True,
     help="The API servers' PostgreSQL database (postgresql+asyncpg://…). "
     "[env: CURSOR_AGENT_API_DATABASE_URL]",
-)
-@click.option(
-    "--root",
-    "roots",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True),
-    help="A directory workspaces may live under (repeatable; default: the current directory).",
 )
 @click.option(
     "--concurrency",
@@ -60,24 +53,6 @@ from .serve import _parse_env
     help="This worker's name, unique in the cluster (default: HOST-PID). A stable name "
     "keeps a restarted worker's chats on it.",
 )
-@click.option("--simulate", is_flag=True, help="Run the bundled simulator instead of the real agent.")
-@click.option("--agent-binary", default=None, help="Path of the agent binary.")
-@click.option(
-    "--agent-env",
-    "agent_env",
-    multiple=True,
-    metavar="NAME=VALUE",
-    help="Extra environment variable for the agent (repeatable).",
-)
-@click.option(
-    "--pass-env",
-    "pass_env",
-    multiple=True,
-    metavar="NAME",
-    help="Copy this variable of the worker's environment to the agent (repeatable).",
-)
-@click.option("--run-timeout", type=float, default=None, help="Seconds a turn may last.")
-@click.option("--idle-timeout", type=float, default=None, help="Seconds a turn may stay silent.")
 @click.option(
     "--heartbeat",
     type=click.FloatRange(0.1, 600.0),
@@ -99,12 +74,7 @@ from .serve import _parse_env
     help="Give each chat whose workspace is a git repository its own worktree and branch "
     "(cursor-agent/CHAT) in this directory. Worktrees are never removed automatically.",
 )
-@click.option(
-    "--log-level",
-    default="info",
-    show_default=True,
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
-)
+@runner_options
 def worker(
     database_url: str,
     roots: tuple[str, ...],
@@ -149,7 +119,7 @@ def worker(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
         agent_binary=agent_binary,
-        agent_env=_parse_env(agent_env, pass_env),
+        agent_env=parse_agent_env(agent_env, pass_env),
         simulate=simulate,
         max_concurrent_runs=concurrency,
         run_timeout=run_timeout,

@@ -1,0 +1,96 @@
+"""The options ``serve`` and ``worker`` share: how the agents they run are started.
+
+Both commands run agents on this machine (``serve`` in its own process, ``worker`` for
+``serve --dispatch queue``), so the options that set up an agent's process are defined
+once, here, with the same names, help and checks: the workspace roots, the simulator, the
+binary, the agent's environment, the turn's time limits and the log level.
+
+Example:
+    >>> import click
+    >>> @click.command()
+    ... @runner_options
+    ... def cmd(**options: object) -> None:
+    ...     click.echo(sorted(options))
+    >>> from click.testing import CliRunner
+    >>> print(CliRunner().invoke(cmd, ["--run-timeout", "30"]).output.strip())
+    ['agent_binary', 'agent_env', 'idle_timeout', 'log_level', 'pass_env', 'roots', 'run_timeout', 'simulate']
+    >>> print(CliRunner().invoke(cmd, ["--run-timeout", "nan"]).output.splitlines()[-1])
+    Error: Invalid value for '--run-timeout': nan is not a positive number of seconds
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["check_seconds", "parse_agent_env", "runner_options"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def check_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """An option's callback: ``None``, or a positive, finite number of seconds.
+
+    ``nan``, ``inf``, ``0`` and negative numbers are a usage error (click's ``FloatRange``
+    lets ``nan`` through).
+    """
+    if value is not None and (not math.isfinite(value) or value <= 0):
+        raise click.BadParameter(f"{value} is not a positive number of seconds", ctx, param)
+    return value
+
+
+def parse_agent_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:
+    """The agent's extra environment: ``--pass-env NAME`` copied from ours, then ``--agent-env``.
+
+    Example:
+        >>> parse_agent_env(("MODE=fast",), ())
+        {'MODE': 'fast'}
+        >>> parse_agent_env(("oops",), ())
+        Traceback (most recent call last):
+        ...
+        click.exceptions.BadParameter: 'oops' is not NAME=VALUE
+    """
+    env: dict[str, str] = {}
+    for name in names:
+        if name in os.environ:
+            env[name] = os.environ[name]
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not NAME=VALUE", param_hint="--agent-env")
+        env[key] = value
+    return env
+
+
+def runner_options(func: F) -> F:
+    """Decorate a click command with the options that set up the agents it runs."""
+    options = [
+        click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, exists=True),
+                     help="A directory workspaces may live under (repeatable; default: the "
+                          "current directory)."),
+        click.option("--simulate", is_flag=True,
+                     help="Run the bundled simulator instead of the real agent (labelled in "
+                          "the UI)."),
+        click.option("--agent-binary", default=None, help="Path of the agent binary."),
+        click.option("--agent-env", "agent_env", multiple=True, metavar="NAME=VALUE",
+                     help="Extra environment variable for the agent (repeatable)."),
+        click.option("--pass-env", "pass_env", multiple=True, metavar="NAME",
+                     help="Copy this variable of this command's environment to the agent "
+                          "(repeatable)."),
+        click.option("--run-timeout", type=float, default=None, metavar="SECONDS",
+                     callback=check_seconds,
+                     help="Seconds a turn may last (default: no limit)."),
+        click.option("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                     callback=check_seconds,
+                     help="Seconds a turn may stay silent (default: no limit; real agents "
+                          "are silent 30 s+)."),
+        click.option("--log-level", default="info", show_default=True,
+                     type=click.Choice(["critical", "error", "warning", "info", "debug"])),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
