@@ -185,7 +185,7 @@ def db_bytes(db: Path) -> int:
 
 def raw_insert_rate(db: Path, tmp: Path) -> float:
     """Rows/s of plain ``executemany`` of the stored ``events`` rows into a fresh copy."""
-    return len(_events_schema(db)[2]) / raw_inserts(db, tmp)
+    return len(_events_schema(db)[2]) / raw_inserts(db, tmp)[0]
 
 
 def _events_schema(db: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]]]:
@@ -209,11 +209,11 @@ def _events_schema(db: Path) -> tuple[list[str], list[str], list[tuple[Any, ...]
     return schema, cols, rows
 
 
-def raw_inserts(db: Path, tmp: Path, batch: int = 500) -> float:
-    """Seconds to insert the ``events`` rows of ``db`` (its agent records, as stored) with
-    plain ``sqlite3`` ``executemany`` into a fresh copy of the table: batches of ``batch``,
-    each with the chat's ``last_seq`` bump and one commit, WAL and ``synchronous=NORMAL``
-    as the server's."""
+def raw_inserts(db: Path, tmp: Path, batch: int = 500) -> tuple[float, float]:
+    """Seconds (and CPU seconds of this process) to insert the ``events`` rows of ``db``
+    (its agent records, as stored) with plain ``sqlite3`` ``executemany`` into a fresh copy
+    of the table: batches of ``batch``, each with the chat's ``last_seq`` bump and one
+    commit, WAL and ``synchronous=NORMAL`` as the server's."""
     schema, cols, rows = _events_schema(db)
     out = tmp / f"raw-{uuid.uuid4().hex[:6]}.sqlite3"
     conn = sqlite3.connect(out)
@@ -227,25 +227,26 @@ def raw_inserts(db: Path, tmp: Path, batch: int = 500) -> float:
     conn.execute("INSERT INTO chats VALUES (?, 0)", (chat,))
     conn.commit()
     insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for start in range(0, len(rows), batch):
         part = rows[start : start + batch]
         conn.execute("UPDATE chats SET last_seq = last_seq + ? WHERE id = ?", (len(part), chat))
         conn.executemany(insert, part)
         conn.commit()
-    elapsed = time.perf_counter() - t0
+    elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     conn.close()
     out.unlink()
-    return elapsed
+    return elapsed, cpu
 
 
-async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, float]:
+async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, float, float]:
     """The server's own write path for the turn's agent events, in this process: the events
     as the client yields them (each line parsed by the protocol's reader, not timed), then,
     batch by batch as the runner hands them to the store, :meth:`RunFold.take` (the records
     of the events and the changes the client's fold returned; older code: :meth:`RunFold.fold`,
     the server's own fold) and :func:`append_folded` (the records, the turn's state and the
-    run's fields in one transaction; no subscriber). Returns the events and the seconds."""
+    run's fields in one transaction; no subscriber). Returns the events, the seconds and
+    the CPU seconds of the process meanwhile (the event loop's thread and the writer's)."""
     from cursor_agent_api.protocol import Transcript
     from cursor_agent_api.protocol.reader import EventReader
     from cursor_agent_api.server.hub import Hub
@@ -270,7 +271,7 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
     try:
         log = EventLog(store, Hub())
 
-        async def write(count: int) -> float:
+        async def write(count: int) -> tuple[float, float]:
             chat = await store.create_chat(workspace=str(db.parent), model=None, options={}, title="t")
             run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
             fold = RunFold(chat["id"], run["id"])
@@ -279,25 +280,26 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
             # code (RunFold.fold) folds in the server, inside the timed write.
             client_fold = Transcript(keep_events=False, keep_content=False) \
                 if hasattr(fold, "take") else None
-            elapsed = 0.0
+            elapsed = cpu = 0.0
             for events in batches(count):
                 if client_fold is not None:
                     pairs = [(e, client_fold.add(e)) for e in events]
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     await append_folded(log, fold.take(pairs))
                 else:
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     await append_folded(log, fold.fold(events))
                 elapsed += time.perf_counter() - t0
+                cpu += time.process_time() - c0
                 del events
-            return elapsed
+            return elapsed, cpu
 
         # a server has run before: its statements are compiled, its modules imported
         await write(4 * batch)
-        elapsed = await write(len(lines))
+        elapsed, cpu = await write(len(lines))
     finally:
         await store.close()
-    return len(lines), elapsed
+    return len(lines), elapsed, cpu
 
 
 def write_path(script: Path, src: str | None, repeats: int) -> dict[str, Any]:
@@ -306,31 +308,38 @@ def write_path(script: Path, src: str | None, repeats: int) -> dict[str, Any]:
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = src
-    ratios, rates, raws = [], [], []
+    ratios, rates, raws, cpu_ratios, cpus = [], [], [], [], []
     for _ in range(repeats):
         out = subprocess.run(
             [sys.executable, __file__, "--write-path-once", str(script)],
             env=env, check=True, capture_output=True, text=True,
         ).stdout
-        n, server_s, raw_s = (float(x) for x in out.split())
+        n, server_s, raw_s, server_cpu, raw_cpu = (float(x) for x in out.split())
         rates.append(n / server_s)
         raws.append(n / raw_s)
         ratios.append(raw_s / server_s)
+        cpus.append(server_cpu)
+        cpu_ratios.append(raw_cpu / server_cpu)
     return {
         "events": int(n),
         "server writes/s": round(statistics.median(rates)),
         "raw inserts/s": round(statistics.median(raws)),
         "server/raw": round(statistics.median(ratios), 3),
         "ratios": [round(r, 3) for r in ratios],
+        # CPU seconds of the process (all its threads) in the timed sections: steadier than
+        # wall time on a shared machine; raw's CPU over the server's
+        "server CPU s": round(statistics.median(cpus), 3),
+        "raw CPU / server CPU": round(statistics.median(cpu_ratios), 3),
+        "CPU ratios": [round(r, 3) for r in cpu_ratios],
     }
 
 
 def _write_path_once(script: Path) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-write-"))
     db = tmp / "server.sqlite3"
-    n, server_s = asyncio.run(server_writes(script, db))
-    raw_s = raw_inserts(db, tmp)
-    print(n, server_s, raw_s)
+    n, server_s, server_cpu = asyncio.run(server_writes(script, db))
+    raw_s, raw_cpu = raw_inserts(db, tmp)
+    print(n, server_s, raw_s, server_cpu, raw_cpu)
 
 
 def open_times(server: Serve, chat: str, opens: int) -> list[float]:

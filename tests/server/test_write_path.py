@@ -91,3 +91,84 @@ def test_text_appended_after_a_replace_in_one_batch_is_kept(db_url: str) -> None
     }
     opened = {r["idx"]: r["opened_seq"] for w in lazy[:2] for r in w[1]}
     assert opened == {0: 10, 1: 14}
+
+
+def test_the_records_an_append_returns_are_the_records_stored(db_url: str) -> None:
+    """What ``append`` hands back (made when read on SQLite's write path) is what a read of
+    the log gives: every index, negative ones, slices and iteration, read twice."""
+    from collections.abc import Sequence
+
+    from cursor_agent_api.server.store import EventRecord
+
+    async def main() -> tuple[Sequence[EventRecord], list[EventRecord]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            await store.append(chat["id"], [NewRecord("server", "note", None, {"first": True})])
+            batch = [_agent(i) if i % 3 else NewRecord("server", "note", None, {"i": i}) for i in range(70)]
+            recs = await store.append(chat["id"], batch)
+            return recs, await store.events_after(chat["id"], 1, 1000)
+        finally:
+            await store.close()
+
+    recs, stored = asyncio.run(main())
+
+    def fields(r: EventRecord) -> tuple[Any, ...]:
+        return (r.seq, r.chat_id, r.run_id, r.source, r.type, r.subtype, r.payload.get("data"), r.raw)
+
+    expected = [fields(r) for r in stored]
+    assert [r.seq for r in stored] == list(range(2, 72))
+    for _ in range(2):
+        assert [fields(r) for r in recs] == expected
+    assert len(recs) == 70
+    assert [fields(recs[i]) for i in (0, 1, 69, -1, -70)] == [expected[i] for i in (0, 1, 69, -1, -70)]
+    assert [fields(r) for r in recs[3:9:2]] == expected[3:9:2]
+    for bad in (70, -71):
+        try:
+            recs[bad]
+        except IndexError:
+            pass
+        else:
+            raise AssertionError(f"recs[{bad}] did not raise IndexError")
+
+
+def test_agent_lines_that_are_not_their_data_json_keep_their_payload(db_url: str) -> None:
+    """Only a line that is exactly its data's compact JSON is stored alone (as bytes or as
+    text, with derived fields or not: those are rebuilt when read); a spaced line, an extra
+    payload field, a type that is not the data's keep their payload; every one reads back
+    as it was sent."""
+    base = parse_event(b'{"type":"user","text":"hi","session_id":"s"}')
+    spaced = b'{"type": "user", "text": "hi", "session_id": "s"}'
+    batch = [
+        NewRecord("agent", "user", None, agent_payload(base), base.line, None),  # stored alone
+        NewRecord("agent", "user", None, agent_payload(base), spaced, None),
+        NewRecord("agent", "user", None, agent_payload(base), base.raw, None),  # as text
+        NewRecord("agent", "user", None, agent_payload(base), base.line, None, {"text": "hi"}),
+        NewRecord("agent", "user", None, {**agent_payload(base), "x": 1}, base.line, None),
+        NewRecord("agent", "assistant", None, agent_payload(base), base.line, None),  # not its type
+    ]
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            await store.append(chat["id"], batch)
+            stored = await store.events_after(chat["id"], 0, 100)
+            async with store.snapshot() as conn:
+                from sqlalchemy import text
+
+                query = text("SELECT seq, payload IS NULL FROM events ORDER BY seq")
+                rows = (await conn.execute(query)).all()
+            return stored, [bool(r[1]) for r in rows]
+        finally:
+            await store.close()
+
+    stored, line_only = asyncio.run(main())
+    assert line_only == [True, False, True, True, False, False]
+    for rec, new in zip(stored, batch, strict=True):
+        assert rec.type == new.type
+        assert rec.payload["data"] == base.data
+        assert rec.raw == (new.raw.decode() if isinstance(new.raw, bytes) else new.raw)
+    assert stored[4].payload["x"] == 1

@@ -77,7 +77,7 @@ class EventLog:
         purpose: str = "events",
         changes: Sequence[Changes] | None = None,
         writes: PlannedWrites | None = None,
-    ) -> list[EventRecord]:
+    ) -> Sequence[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it; ``changes`` are
         what each record changed in its run's turn (see :mod:`.turns`), sent with it."""
         lock = self._lock(chat_id)

@@ -25,7 +25,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -272,7 +272,7 @@ async def append_folded(
     batch: FoldedBatch,
     *,
     after: ExtraWrites | None = None,
-) -> list[EventRecord]:
+) -> Sequence[EventRecord]:
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
     with the same batch when it failed (nothing of it was committed)."""

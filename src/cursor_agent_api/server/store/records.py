@@ -56,7 +56,7 @@ def agent_payload(event: Any) -> dict[str, Any]:
         >>> list(p)
         ['type', 'data']
     """
-    return {"type": event.type.value, "data": event.data}
+    return {"type": event.type._value_, "data": event.data}  # not .value: ~0.3 µs an event
 
 
 def agent_derived(event: Any) -> dict[str, Any]:

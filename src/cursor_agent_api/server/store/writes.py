@@ -17,10 +17,9 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
 from sqlalchemy import bindparam, func, insert, or_, select, update
@@ -97,11 +96,54 @@ def _line_bytes(line: str | bytes) -> bytes:
 def _appended_records(chat_id: str, first: int, ts: int, new: list[_Prepared]) -> list[EventRecord]:
     """The records of an append, as read back: seqs from ``first``, each payload whole again
     (the derived fields that are not stored given back)."""
-    return [
-        EventRecord(first + i, chat_id, r.run_id, ts, r.source, r.type, r.subtype,
-                    {**r.payload, **r.derived} if r.derived else r.payload, _text(r.raw), None, hint)
-        for i, (r, _, _, hint) in enumerate(new)
-    ]
+    return [_appended(chat_id, first + i, ts, p) for i, p in enumerate(new)]
+
+
+def _appended(chat_id: str, seq: int, ts: int, prepared: _Prepared) -> EventRecord:
+    r, _, _, hint = prepared
+    payload = {**r.payload, **r.derived} if r.derived else r.payload
+    raw = _text(r.raw)
+    return EventRecord(seq, chat_id, r.run_id, ts, r.source, r.type, r.subtype, payload, raw, None, hint)
+
+
+class AppendedRecords(Sequence[EventRecord]):
+    """The records of a committed append (:func:`_appended_records`), each made when read:
+    a batch that nobody watches (no WebSocket subscriber) needs its first seq only, not
+    one :class:`EventRecord` per event (and its line decoded) made in the event loop
+    (BENCHMARKS.md, ingest, wave 5). Read twice, a record is made twice (equal).
+
+    Example:
+        >>> recs = AppendedRecords("c", 7, 1000, [(NewRecord("server", "note", None, {}), None, None, 0)] * 3)
+        >>> len(recs), recs[0].seq, recs[-1].seq, [r.seq for r in recs[1:]], [r.seq for r in recs]
+        (3, 7, 9, [8, 9], [7, 8, 9])
+    """
+
+    __slots__ = ("_chat_id", "_first", "_new", "_ts")
+
+    def __init__(self, chat_id: str, first: int, ts: int, new: list[_Prepared]) -> None:
+        self._chat_id, self._first, self._ts, self._new = chat_id, first, ts, new
+
+    def __len__(self) -> int:
+        return len(self._new)
+
+    @overload
+    def __getitem__(self, i: int) -> EventRecord: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[EventRecord]: ...
+
+    def __getitem__(self, i: int | slice) -> EventRecord | list[EventRecord]:
+        new = self._new
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(new))[i]]
+        k = range(len(new))[i]  # an IndexError as a list's, negative indices from the end
+        return _appended(self._chat_id, self._first + k, self._ts, new[k])
+
+    def __iter__(self) -> Iterator[EventRecord]:
+        chat_id, ts, seq = self._chat_id, self._ts, self._first
+        for p in self._new:
+            yield _appended(chat_id, seq, ts, p)
+            seq += 1
 
 
 def _text(raw: str | bytes | None) -> str | None:
@@ -138,7 +180,7 @@ class LogWrites(StoreEngine):
         after: ExtraWrites | None = None,
         purpose: str = "events",
         writes: PlannedWrites | None = None,
-    ) -> list[EventRecord]:
+    ) -> Sequence[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
         ``before`` runs after the seqs are allocated and before the insert
@@ -173,8 +215,8 @@ class LogWrites(StoreEngine):
         new: Sequence[NewRecord],
         hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
-    ) -> list[EventRecord]:
-        prepared = [self._prepare(r) for r in new]
+    ) -> Sequence[EventRecord]:
+        prepared = self._prepare_all(new)
         try:
             if self._writer is not None and hooks[0] is None and hooks[1] is None:
                 recs = await self._append_fast(chat_id, prepared, hooks[2], purpose)
@@ -197,6 +239,30 @@ class LogWrites(StoreEngine):
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
                 prepared[i] = self._prepare(marker)
         raise StoreUnavailableError("the database refused every record of the batch")
+
+    def _prepare_all(self, new: Sequence[NewRecord]) -> list[_Prepared]:
+        """Each record :meth:`_prepare` d. An agent event's line that is exactly its data's
+        JSON (the common case: the runner's records, :meth:`.RunFold.take`) is recognized
+        here, inline: no call per record (BENCHMARKS.md, ingest)."""
+        out: list[_Prepared] = []
+        add = out.append
+        dumps = orjson.dumps
+        prepare = self._prepare
+        for r in new:
+            line = r.raw
+            payload = r.payload
+            if (line.__class__ is bytes and r.derived is None and len(payload) == 2
+                    and "data" in payload and r.source == "agent"):
+                data = payload["data"]
+                try:
+                    same = dumps(data) == line
+                except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
+                    same = False
+                if same and classify(data) == r.type:  # a str enum: equal to its value
+                    add((r, None, line, len(line)))
+                    continue
+            add(prepare(r))
+        return out
 
     def _prepare(self, r: NewRecord) -> _Prepared:
         """The record (raw made storable), its payload serialized once here (``None``: not
@@ -305,7 +371,7 @@ class LogWrites(StoreEngine):
 
     async def _append_fast(
         self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
-    ) -> list[EventRecord] | None:
+    ) -> Sequence[EventRecord] | None:
         """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
         chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
         IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
@@ -341,7 +407,7 @@ class LogWrites(StoreEngine):
                     put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
                 seq += 1
             # the extra writes need each record's seq and time only: the records themselves
-            # are made while the driver's thread writes (below)
+            # are made when read (AppendedRecords)
             planned = self._plan_writes(writes(Stamps(first, ts, n)) if writes is not None else [])
             writer = self._writer
             assert writer is not None
@@ -374,10 +440,7 @@ class LogWrites(StoreEngine):
 
             try:
                 self.faults.check(purpose)
-                job = asyncio.ensure_future(writer._execute(run))
-                await asyncio.sleep(0)  # the job is queued: the thread writes while this makes records
-                recs = _appended_records(chat_id, first, ts, new)
-                done: bool = await job
+                done: bool = await writer._execute(run)
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
@@ -387,7 +450,8 @@ class LogWrites(StoreEngine):
                 self._chats.pop(chat_id, None)
                 return None
             self._chats[chat_id] = (chat_key, last + n)
-        return recs
+        # made when read: most batches are read for their first seq only (no subscriber)
+        return AppendedRecords(chat_id, first, ts, new)
 
     _BUMP_CHECKED = (
         "UPDATE chats SET last_seq = last_seq + ?, updated_ms = ? WHERE id = ? AND last_seq = ? RETURNING num"
