@@ -18,7 +18,9 @@ SQLite file in a temporary directory:
   changes the client's fold returned (older code: ``RunFold.fold``, the server's own fold)
   and ``append_folded`` (the records, the turn's state and the run's fields, one transaction;
   no WebSocket subscriber), into a fresh SQLite file, after a warm-up chat of 2,000 events
-  (a running server has compiled its statements); beside it, in the same child, raw
+  (a running server has compiled its statements), then, as ``serve`` does once started,
+  the start-up objects frozen out of the garbage collector's walks (where the code has
+  ``cli.serve.freeze_start_up_objects``); beside it, in the same child, raw
   ``sqlite3`` ``executemany`` of the very rows it stored into a fresh copy of the
   ``events`` table (batches of 500, each with the chat's ``last_seq`` bump and one
   commit, WAL, ``synchronous=NORMAL``). ``--write-repeats`` times; medians of the rates
@@ -296,6 +298,12 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
 
         # a server has run before: its statements are compiled, its modules imported
         await write(4 * batch)
+        try:  # and, since `serve` does it once started, its start-up objects are frozen
+            from cursor_agent_api.cli.serve import freeze_start_up_objects
+        except ImportError:  # older code: its server did not
+            pass
+        else:
+            freeze_start_up_objects()
         elapsed, cpu = await write(len(lines))
     finally:
         await store.close()

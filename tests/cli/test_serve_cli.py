@@ -137,3 +137,12 @@ def test_serve_and_worker_share_their_agent_options() -> None:
               "--run-timeout", "--idle-timeout", "--log-level"]
     for name in shared:
         assert serve_options[name] == worker_options[name], name
+
+
+def test_serve_freezes_its_start_up_objects(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """Once started, the server moves what start-up made (modules, the app, compiled
+    statements) out of the garbage collector's reach: full collections during a run then
+    walk only what the run made (BENCHMARKS.md, the write path)."""
+    log = _serve_one_request(cli_env, tmp_path, ["--log-level", "debug"])
+    (line,) = [x for x in log.splitlines() if "start-up objects frozen" in x]
+    assert int(line.rsplit(": ", 1)[1].split()[0]) > 10_000

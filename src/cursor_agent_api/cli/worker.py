@@ -23,6 +23,7 @@ from pathlib import Path
 import click
 
 from .runner_options import parse_agent_env, runner_options
+from .serve import freeze_start_up_objects
 
 
 @click.command("worker")
@@ -139,6 +140,9 @@ def worker(
     label = " (simulated agents)" if simulate else ""
 
     def ready() -> None:
+        frozen = freeze_start_up_objects()
+        logging.getLogger("cursor_agent_api.worker").debug(
+            "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
         click.echo(f"cursor-agent-api worker {settings.name}{label} taking runs from queues {shown}", nl=True)
 
     try:
