@@ -211,7 +211,6 @@ class AgentProcess:
         self.pgid: int = self.pid
         # asyncio's transport has the Popen; uvloop's has none (then popen is None)
         self.popen: subprocess.Popen[bytes] | None = transport.get_extra_info("subprocess")
-        self.signals_sent: list[int] = []
         self._exited = asyncio.get_running_loop().create_future()
 
     @classmethod
@@ -291,11 +290,6 @@ class AgentProcess:
     # ---- state -------------------------------------------------------------------------
 
     @property
-    def returncode(self) -> int | None:
-        """The raw return code (negative for a signal), ``None`` while running."""
-        return self.transport.get_returncode()
-
-    @property
     def exit_code(self) -> int | None:
         """The exit code, signals as ``128 + N`` (see :func:`normalize_exit_code`)."""
         return normalize_exit_code(self.transport.get_returncode())
@@ -346,7 +340,6 @@ class AgentProcess:
 
     def signal(self, sig: int) -> bool:
         """Send ``sig`` to the whole group; False when nothing was left to signal."""
-        self.signals_sent.append(sig)
         return signal_group(self.pgid, sig)
 
     async def wait(self) -> int | None:
@@ -361,7 +354,6 @@ class AgentProcess:
         Safe to call more than once and when the agent has already exited.
         """
         if self.alive():
-            self.signals_sent.append(sig)
             await asyncio.to_thread(stop_groups, [self.pgid], sig=sig, grace=kill_grace)
         await self.wait_gone(None)
 
