@@ -75,8 +75,6 @@ from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, Sto
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
-_POLL = POLL
-
 
 class StdoutReader(Protocol):
     """What the run does with the reader of the agent's stdout (an asyncio read transport)."""
@@ -376,7 +374,7 @@ class AgentRun:
         policy = self._policy = StopPolicy(
             started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
             result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
-            poll=_POLL)
+            poll=POLL)
         if self._cancel_signal is not None:
             policy.cancel(self._cancel_signal)
         try:
