@@ -136,7 +136,8 @@ class AgentRun:
     if the binary cannot be started); events go to ``sink`` as they are read;
     ``wait()`` returns the :class:`~cursor_agent_api.protocol.AgentResult` once the
     agent is reaped and its group is gone. ``argv``/``env`` default to what
-    ``config`` builds; tests and benchmarks may pass their own.
+    ``config`` builds; tests, benchmarks and the short commands (:mod:`.commands`) pass
+    their own, and ``cwd``.
 
     Example:
         >>> import asyncio, sys
@@ -158,9 +159,11 @@ class AgentRun:
         argv: Sequence[str] | None = None,
         env: dict[str, str] | None = None,
         spawn: Spawner | None = None,
+        cwd: str | None = None,
     ) -> None:
         config.validate()
         self.config = config
+        self.cwd = cwd
         self._spawn = spawn
         self.env: dict[str, str] = {}
         if spawn is None:
@@ -237,7 +240,7 @@ class AgentRun:
         # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
         read_fd, write_fd = os.pipe()
         try:
-            process = await AgentProcess.spawn(self.argv, self, env=self.env,
+            process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
                                                stdout_fd=write_fd,
                                                kill_grace=self.config.kill_grace)
         except BaseException:
