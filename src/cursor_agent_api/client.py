@@ -52,7 +52,7 @@ from .runtime.commands import (
 )
 from .runtime.portal import LoopThread, wait_for
 from .runtime.sinks import END, STOPPED, AsyncEventQueue, EventSink, ThreadEventQueue
-from .runtime.transport import Turn, transport_for
+from .runtime.transport import Turn, run_to_end, transport_for
 
 __all__ = [
     "AsyncCursorAgentClient",
@@ -850,15 +850,8 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = _open_turn(self._acp, self._tools, config, _check_prompt(prompt), None)
-        await run.start()
-        try:
-            return await run.wait()
-        except BaseException:
-            run.cancel(signal_module.SIGTERM)
-            with contextlib.suppress(BaseException):
-                await run.wait()
-            raise
+        return await run_to_end(_open_turn(self._acp, self._tools, config, _check_prompt(prompt),
+                                           None))
 
     def query_stream(self, prompt: str, *, read_ahead: AsyncEventQueue | None = None,
                      **overrides: Any) -> AsyncStreamingResponse:

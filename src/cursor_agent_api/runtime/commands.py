@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from ..protocol import strip_ansi
 from .argv import build_env, resolve_binary
 from .run import AgentRun, StopReason
 from .stderr import classify_failure
+from .transport import run_to_end
 
 __all__ = [
     "AccountStatus",
@@ -150,14 +150,7 @@ async def run_command(
     run = AgentRun(config, None, argv=argv, env=env, cwd=cwd)
     if first_line:  # each complete line of text output is an event: stop at the first
         run.on_fold = lambda event, changes: run.cancel()
-    await run.start()
-    try:
-        result = await run.wait()
-    except BaseException:  # the caller was cancelled: the group still goes
-        run.cancel()
-        with contextlib.suppress(BaseException):
-            await run.wait()
-        raise
+    result = await run_to_end(run)  # a cancelled caller: the group still goes
     if run.stop_reason == StopReason.TIMEOUT:
         raise AgentTimeoutError(
             f"`{' '.join(args)}` did not finish within {timeout:g} s; its process group was stopped",

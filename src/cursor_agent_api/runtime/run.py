@@ -3,20 +3,14 @@
 :class:`AgentRun` starts the agent (its own process group), writes the prompt
 on stdin and closes it, reads stdout and stderr concurrently as they arrive
 (stdout through the protocol's :class:`~cursor_agent_api.protocol.EventReader`,
-stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
-(:mod:`.stop_policy`, a pure state machine) asks. The policy:
+stderr into a bounded, ANSI-stripped tail), folds each event once, and performs what the
+stop policy asks (:mod:`.stop_policy`, a pure state machine: when the group is signalled
+— after the result's ``result_grace``, on ``timeout``, ``idle_timeout``, :meth:`AgentRun.cancel`
+or processes left behind — SIGKILL after ``kill_grace``, and when the turn is over: the
+agent reaped and its group empty). How a turn ends:
 
-* the first ``result`` event ends the turn: the agent gets ``result_grace``
-  seconds to exit by itself, then its group is stopped; a valid result followed
-  by a non-zero exit is still a success;
-* ``timeout`` bounds the turn until its result; ``idle_timeout`` bounds a
-  silence (no byte on stdout or stderr) — both stop the group and fail the turn
-  with :class:`~cursor_agent_api.errors.AgentTimeoutError`;
-* :meth:`AgentRun.cancel` sends the requested signal to the group;
-* "stop the group" is always: the signal, ``kill_grace`` seconds, then SIGKILL
-  if anything of the group is still alive; processes left in the group after
-  the agent exited (its shell commands, a lingering worker) are stopped the same
-  way; the run ends only once the agent is reaped and its group is empty;
+* a valid result is a success, even when a non-zero exit follows;
+* ``timeout`` / ``idle_timeout``: :class:`~cursor_agent_api.errors.AgentTimeoutError`;
 * exit without a result: failure with the exit code, the stderr tail mapped to a
   typed error, and the partial transcript; 130/143 count as cancelled. Such
   failures also arrive as an ``ERROR`` event before the stream ends;
