@@ -70,7 +70,7 @@ def test_a_command_past_its_timeout_stops_its_group(tmp_path):
     from cursor_agent_api.runtime.groups import group_alive
 
     config = AgentConfig(agent_binary=_agent_script(tmp_path, "sleep 30 &\nwait"))
-    with pytest.raises(AgentTimeoutError, match="`status` did not finish within 0.5 s"):
+    with pytest.raises(AgentTimeoutError, match=r"`status` did not finish within 0\.5 s"):
         asyncio.run(fetch_status(config, timeout=0.5))
     assert not group_alive(int((tmp_path / "pid").read_text()))
 
