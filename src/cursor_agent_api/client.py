@@ -52,7 +52,7 @@ from .runtime.commands import (
 )
 from .runtime.portal import LoopThread, wait_for
 from .runtime.sinks import END, STOPPED, AsyncEventQueue, EventSink, ThreadEventQueue
-from .runtime.transport import Turn, transport_for
+from .runtime.transport import Turn, run_to_end, transport_for
 
 __all__ = [
     "AsyncCursorAgentClient",
@@ -204,19 +204,12 @@ class _TurnStream:
         self._stopped = False
         self._cancelled = False
         self._handed = False
-        self._folds: collections.deque[tuple[AgentEvent, Changes]] | None = None
         self._changes: Changes = ()
-
-    def _collect_changes(self) -> None:
-        """Keep each event's changes from now on (before the turn folds its first event)."""
-        if self._folds is not None:
-            return
-        run = self._run
-        if run.transcript.event_count or run.on_fold is not None:
-            raise RuntimeError("with_changes() must come before the stream's first event")
+        # each event's changes, kept from before the turn starts (with_changes() may come
+        # later): the turn folds every event before handing it on, in order, so the folds
+        # are in step with the events
         folds: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
         self._folds = folds
-        # the turn folds every event before handing it on, in order: the folds are in step
         run.on_fold = lambda event, changes: folds.append((event, changes))  # deque: thread-safe
 
     def _next_in_batch(self) -> AgentEvent | None:
@@ -234,10 +227,9 @@ class _TurnStream:
             self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
         self._handed = True
         folds = self._folds
-        if folds is not None:
-            if not folds or folds[0][0] is not event:
-                raise RuntimeError("the stream handed on an event it did not fold")
-            self._changes = folds.popleft()[1]
+        if not folds or folds[0][0] is not event:
+            raise RuntimeError("the stream handed on an event it did not fold")
+        self._changes = folds.popleft()[1]
         return event
 
     def _take(self, item: Any) -> None:
@@ -257,7 +249,6 @@ class _TurnStream:
     def _start_changes(self) -> None:
         if self._handed:
             raise RuntimeError("with_changes() must come before the stream's first event")
-        self._collect_changes()
 
     def _stop(self, sig: int, cancel_turn: Callable[[int], None], started: bool) -> None:
         # the consumer goes first: nothing the turn adds as it stops is handed out
@@ -363,7 +354,6 @@ class StreamingResponse(_TurnStream):
         self._queue: ThreadEventQueue = queue
         self._finished = finished
         self._lock = threading.Lock()
-        self._collect_changes()  # the turn runs already: with_changes() may come later
 
     def __iter__(self) -> Iterator[AgentEvent]:
         return self
@@ -526,16 +516,16 @@ class CursorAgentClient:
             portal.release()
 
     def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None,
-               prepare: Callable[[Turn, concurrent.futures.Future[AgentResult]], None]
-               | None = None) -> tuple[Turn, concurrent.futures.Future[AgentResult]]:
+               make: Callable[[Turn, concurrent.futures.Future[AgentResult]], T]) -> T:
+        """Open a turn, ``make(turn, finished)`` (before anything of the turn runs), start the
+        turn on the loop thread; what ``make`` made. ``finished``: the turn's result."""
         portal = self._loop()
         loop = portal.acquire()  # held by the run until it ends
         if queue is not None:
             queue.bind(loop)
         run = _open_turn(self._acp, self._tools, config, prompt, queue)
         finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
-        if prepare is not None:
-            prepare(run, finished)
+        made = make(run, finished)
 
         async def start() -> None:
             await run.start()
@@ -563,7 +553,7 @@ class CursorAgentClient:
             if not starting.done() or starting.cancelled() or starting.exception() is not None:
                 portal.release()  # else the turn's done callback releases it when it ends
             raise
-        return run, finished
+        return made
 
     # turns -----------------------------------------------------------------------------
 
@@ -582,7 +572,8 @@ class CursorAgentClient:
             'The answer is 4.'
         """
         config = self.config.with_overrides(**overrides)
-        run, finished = self._start(config, _check_prompt(prompt), None)
+        run, finished = self._start(config, _check_prompt(prompt), None,
+                                    lambda run, finished: (run, finished))
         try:
             return wait_for(finished)
         except BaseException:
@@ -603,10 +594,8 @@ class CursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = ThreadEventQueue()
-        made: list[StreamingResponse] = []
-        self._start(config, _check_prompt(prompt), queue, lambda run, finished: made.append(
-            StreamingResponse(run, queue, config, prompt, finished)))
-        return made[0]
+        return self._start(config, _check_prompt(prompt), queue, lambda run, finished:
+                           StreamingResponse(run, queue, config, prompt, finished))
 
     # account ---------------------------------------------------------------------------
 
@@ -719,7 +708,6 @@ class AsyncStreamingResponse(_TurnStream):
                 if self._opener is not None:  # a session's next turn: opened once the last ended
                     on_fold, self._run = self._run.on_fold, await self._opener()
                     self._run.on_fold = on_fold
-                self._collect_changes()  # as the sync face: with_changes() may come later
                 await self._run.start()
             except BaseException:
                 self._stopped = True
@@ -862,15 +850,8 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        run = _open_turn(self._acp, self._tools, config, _check_prompt(prompt), None)
-        await run.start()
-        try:
-            return await run.wait()
-        except BaseException:
-            run.cancel(signal_module.SIGTERM)
-            with contextlib.suppress(BaseException):
-                await run.wait()
-            raise
+        return await run_to_end(_open_turn(self._acp, self._tools, config, _check_prompt(prompt),
+                                           None))
 
     def query_stream(self, prompt: str, *, read_ahead: AsyncEventQueue | None = None,
                      **overrides: Any) -> AsyncStreamingResponse:

@@ -32,7 +32,7 @@ import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -221,16 +221,41 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-class _SessionState:
-    """What both session flavours share: chat id, history, the turn config, the bookkeeping
-    of streamed turns, save. Semantics, the same for both: a streamed turn is recorded once,
-    by :meth:`finalize_stream` or, at the latest, before the next turn starts."""
+_C = TypeVar("_C", CursorAgentClient, AsyncCursorAgentClient)
+_S = TypeVar("_S", bound="_SessionState[Any]")
 
+
+class _SessionState(Generic[_C]):
+    """What both session flavours share: the client, chat id, history, the turn config, the
+    bookkeeping of streamed turns, save and load. Semantics, the same for both: a streamed
+    turn is recorded once, by :meth:`finalize_stream` or, at the latest, before the next
+    turn starts. The flavours add only the calls, blocking or awaited."""
+
+    _client_type: type[_C]
+    client: _C
+    """The client the turns run on (shared, or made by the session and closed with it)."""
     _pending: Any  # the streamed turn not yet recorded
 
-    def __init__(self, config: AgentConfig, session_id: str | None,
-                 history: list[SessionTurn] | None) -> None:
-        self._config = config
+    def __init__(
+        self,
+        client: _C | AgentConfig | None = None,
+        *,
+        session_id: str | None = None,
+        history: list[SessionTurn] | None = None,
+        **fields: Any,
+    ) -> None:
+        kind = self._client_type
+        if isinstance(client, kind):
+            if fields:
+                raise TypeError("pass AgentConfig fields to the client, not to a session "
+                                "that shares it")
+            self.client, self._owns = client, False
+        elif client is None or isinstance(client, AgentConfig):
+            self.client, self._owns = kind(client, **fields), True
+        else:
+            raise TypeError(f"{type(self).__name__} takes a {kind.__name__} or an AgentConfig, "
+                            f"got {type(client).__name__}")
+        config = self._config = self.client.config
         if session_id is not None and not is_chat_id(session_id):
             raise SessionError(f"cannot continue chat {session_id!r:.80}: a chat id must be a "
                                "UUID (such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)")
@@ -282,6 +307,31 @@ class _SessionState:
         if len(args) != 1:
             raise TypeError("finalize_stream(stream) takes the stream")
         return args[0]
+
+    @classmethod
+    def load(cls: type[_S], path: str | os.PathLike[str],
+             client: _C | AgentConfig | None = None, **overrides: Any) -> _S:
+        """Restore a session written by :meth:`save`; the next turn resumes the saved chat.
+
+        ``load(path)`` alone runs the agent as the saved session did: the same agent
+        binary, workspace, model, trust, force, approve_mcps, headers, ... The values of
+        its ``env`` variables are not in the file: each must be set in this process's
+        environment or passed as ``load(path, env={...})`` (``SessionError`` naming the
+        missing ones otherwise). The API key comes from ``CURSOR_API_KEY`` or
+        ``api_key=``. With a client or config, its settings are used and only the file's
+        workspace and model override them. ``**overrides`` (AgentConfig fields) apply
+        last. ``SessionError`` if the file is not a session.
+
+        Example:
+            >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
+            >>> session = ConversationSession.load("chat.json", timeout=600)  # doctest: +SKIP
+        """
+        shared = client if isinstance(client, cls._client_type) else None
+        base = client.config if isinstance(client, (CursorAgentClient, AsyncCursorAgentClient)) \
+            else client
+        config, data = cls._restored(path, base, overrides)
+        turns = {"session_id": data.get("chat_id"), "history": data["history"]}
+        return cls(shared if shared and config == shared.config else config, **turns)
 
     @staticmethod
     def _restored(path: str | os.PathLike[str], base: AgentConfig | None,
@@ -366,7 +416,7 @@ class _SessionState:
         _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
 
 
-class ConversationSession(_SessionState):
+class ConversationSession(_SessionState[CursorAgentClient]):
     """A chat over several turns, synchronous (seed 004).
 
     ``ConversationSession(client_or_config=None, *, session_id=None, history=None,
@@ -392,26 +442,8 @@ class ConversationSession(_SessionState):
         True
     """
 
-    def __init__(
-        self,
-        client: CursorAgentClient | AgentConfig | None = None,
-        *,
-        session_id: str | None = None,
-        history: list[SessionTurn] | None = None,
-        **fields: Any,
-    ) -> None:
-        if isinstance(client, CursorAgentClient):
-            if fields:
-                raise TypeError("pass AgentConfig fields to the client, not to a session "
-                                "that shares it")
-            self.client, self._owns = client, False
-        elif client is None or isinstance(client, AgentConfig):
-            self.client, self._owns = CursorAgentClient(client, **fields), True
-        else:
-            raise TypeError("ConversationSession takes a CursorAgentClient or an AgentConfig, "
-                            f"got {type(client).__name__}")
-        super().__init__(self.client.config, session_id, history)
-        self._pending: StreamingResponse | None = None
+    _client_type = CursorAgentClient
+    _pending: StreamingResponse | None
 
     def _settle(self) -> None:
         if self._pending is not None:
@@ -465,34 +497,6 @@ class ConversationSession(_SessionState):
         s: StreamingResponse = self._stream_of(stream)
         return self._finish(s, s.wait())
 
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        client: CursorAgentClient | AgentConfig | None = None,
-        **overrides: Any,
-    ) -> ConversationSession:
-        """Restore a session written by :meth:`save`; the next turn resumes the saved chat.
-
-        ``load(path)`` alone runs the agent as the saved session did: the same agent
-        binary, workspace, model, trust, force, approve_mcps, headers, ... The values of
-        its ``env`` variables are not in the file: each must be set in this process's
-        environment or passed as ``load(path, env={...})`` (``SessionError`` naming the
-        missing ones otherwise). The API key comes from ``CURSOR_API_KEY`` or
-        ``api_key=``. With a client or config, its settings are used and only the file's
-        workspace and model override them. ``**overrides`` (AgentConfig fields) apply
-        last. ``SessionError`` if the file is not a session.
-
-        Example:
-            >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
-            >>> session = ConversationSession.load("chat.json", timeout=600)  # doctest: +SKIP
-        """
-        base = client.config if isinstance(client, CursorAgentClient) else client
-        config, data = cls._restored(path, base, overrides)
-        if isinstance(client, CursorAgentClient) and config == client.config:
-            return cls(client, session_id=data.get("chat_id"), history=data["history"])
-        return cls(config, session_id=data.get("chat_id"), history=data["history"])
-
     def close(self) -> None:
         """Stop a pending stream and close the client if the session made it.
 
@@ -513,7 +517,7 @@ class ConversationSession(_SessionState):
         self.close()
 
 
-class AsyncConversationSession(_SessionState):
+class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
     """A chat over several turns, for asyncio: the same as :class:`ConversationSession`.
 
     Example:
@@ -525,26 +529,8 @@ class AsyncConversationSession(_SessionState):
         >>> (await session.finalize_stream("What did I ask?", stream)).result  # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        client: AsyncCursorAgentClient | AgentConfig | None = None,
-        *,
-        session_id: str | None = None,
-        history: list[SessionTurn] | None = None,
-        **fields: Any,
-    ) -> None:
-        if isinstance(client, AsyncCursorAgentClient):
-            if fields:
-                raise TypeError("pass AgentConfig fields to the client, not to a session "
-                                "that shares it")
-            self.client, self._owns = client, False
-        elif client is None or isinstance(client, AgentConfig):
-            self.client, self._owns = AsyncCursorAgentClient(client, **fields), True
-        else:
-            raise TypeError("AsyncConversationSession takes an AsyncCursorAgentClient or an "
-                            f"AgentConfig, got {type(client).__name__}")
-        super().__init__(self.client.config, session_id, history)
-        self._pending: AsyncStreamingResponse | None = None
+    _client_type = AsyncCursorAgentClient
+    _pending: AsyncStreamingResponse | None
 
     async def _settle(self) -> None:
         if self._pending is not None:
@@ -605,20 +591,6 @@ class AsyncConversationSession(_SessionState):
         """
         s: AsyncStreamingResponse = self._stream_of(stream)
         return self._finish(s, await s.wait())
-
-    @classmethod
-    def load(
-        cls,
-        path: str | os.PathLike[str],
-        client: AsyncCursorAgentClient | AgentConfig | None = None,
-        **overrides: Any,
-    ) -> AsyncConversationSession:
-        """Restore a session written by ``save`` (see :meth:`ConversationSession.load`)."""
-        base = client.config if isinstance(client, AsyncCursorAgentClient) else client
-        config, data = cls._restored(path, base, overrides)
-        if isinstance(client, AsyncCursorAgentClient) and config == client.config:
-            return cls(client, session_id=data.get("chat_id"), history=data["history"])
-        return cls(config, session_id=data.get("chat_id"), history=data["history"])
 
     async def aclose(self) -> None:
         """Stop a pending stream if it is still running.

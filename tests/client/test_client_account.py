@@ -53,3 +53,54 @@ def test_list_models_needs_auth(sim, flavour):
 def test_status_binary_missing(sim, flavour, tmp_path):
     with pytest.raises(AgentNotFoundError):
         call(flavour, sim(agent_binary=str(tmp_path / "nope")), "status")
+
+
+def _agent_script(tmp_path, body: str) -> str:
+    path = tmp_path / "agent"
+    path.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'pid'}\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_command_past_its_timeout_stops_its_group(tmp_path):
+    """The short commands run as a turn: a timeout stops the whole group (here a child the
+    agent left in it) and fails with the command's own message."""
+    from cursor_agent_api import AgentConfig, AgentTimeoutError
+    from cursor_agent_api.runtime.commands import fetch_status
+    from cursor_agent_api.runtime.groups import group_alive
+
+    config = AgentConfig(agent_binary=_agent_script(tmp_path, "sleep 30 &\nwait"))
+    with pytest.raises(AgentTimeoutError, match=r"`status` did not finish within 0\.5 s"):
+        asyncio.run(fetch_status(config, timeout=0.5))
+    assert not group_alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_cancelled_command_stops_its_group_before_the_cancel_propagates(tmp_path):
+    from cursor_agent_api import AgentConfig
+    from cursor_agent_api.runtime.commands import fetch_models
+    from cursor_agent_api.runtime.groups import group_alive
+
+    config = AgentConfig(agent_binary=_agent_script(tmp_path, "sleep 30 &\nwait"))
+
+    async def main() -> None:
+        task = asyncio.ensure_future(fetch_models(config, timeout=None))
+        while not (tmp_path / "pid").exists() or not (tmp_path / "pid").read_text():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert not group_alive(int((tmp_path / "pid").read_text()))
+
+
+def test_create_chat_reads_the_first_line_and_stops_an_agent_that_never_exits(tmp_path):
+    from cursor_agent_api import AgentConfig
+    from cursor_agent_api.runtime.commands import create_chat
+    from cursor_agent_api.runtime.groups import group_alive
+
+    chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+    config = AgentConfig(agent_binary=_agent_script(tmp_path, f"echo {chat}\nsleep 30 &\nwait"),
+                         workspace=str(tmp_path))
+    assert asyncio.run(create_chat(config)) == chat
+    assert not group_alive(int((tmp_path / "pid").read_text()))

@@ -2,11 +2,10 @@
 
 What lives here: :func:`fetch_status` -> :class:`AccountStatus`,
 :func:`fetch_models` -> a list of :class:`ModelInfo`, :func:`create_chat` -> a
-chat id, all async and all with the same process rules as a turn (own process
-group, stderr mapped to typed errors, the group stopped at the end, a
-timeout). ``create-chat`` prints a UUID and, in 2026 builds, never exits: the
-first line is read, then its group is stopped. What does not: turns
-(:mod:`.run`).
+chat id, all async, each run as a turn with another argv (:class:`~.run.AgentRun`, text
+output: own process group, stderr mapped to typed errors, the group stopped at the end,
+a timeout). ``create-chat`` prints a UUID and, in 2026 builds, never exits: the first
+line is read, then its group is stopped.
 
 Example:
     >>> models = parse_models("Available models\\n\\nauto - Auto\\ngpt-5 - GPT-5 (current)\\n")
@@ -18,18 +17,17 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import re
 from dataclasses import dataclass
 
-from ..config import AgentConfig
+from ..config import AgentConfig, OutputFormat
 from ..errors import AgentProcessError, AgentTimeoutError, SessionError
 from ..protocol import strip_ansi
 from .argv import build_env, resolve_binary
-from .process import AgentProcess
-from .stderr import StderrTail, classify_failure
+from .run import AgentRun, StopReason
+from .stderr import classify_failure
+from .transport import run_to_end
 
 __all__ = [
     "AccountStatus",
@@ -126,43 +124,6 @@ def parse_status(text: str) -> AccountStatus:
     return AccountStatus(logged_in, account, clean)
 
 
-class _Collect:
-    """A ProcessListener that keeps stdout (bounded) and a stderr tail."""
-
-    def __init__(self, first_line: bool = False, limit: int = 8 * 1024 * 1024) -> None:
-        self.stdout = bytearray()
-        self.stderr = StderrTail()
-        self.limit = limit
-        self.first_line = first_line
-        self.event = asyncio.Event()
-        self.out_eof = self.err_eof = self.has_exited = False
-
-    def stdout_data(self, data: bytes) -> None:
-        if len(self.stdout) < self.limit:
-            self.stdout += data[: self.limit - len(self.stdout)]
-        if self.first_line and b"\n" in data:
-            self.event.set()
-
-    def stdout_eof(self) -> None:
-        self.out_eof = True
-        self.event.set()
-
-    def stderr_data(self, data: bytes) -> None:
-        self.stderr.feed(data)
-
-    def stderr_eof(self) -> None:
-        self.err_eof = True
-        self.event.set()
-
-    def exited(self) -> None:
-        self.has_exited = True
-        self.event.set()
-
-    @property
-    def finished(self) -> bool:
-        return self.out_eof and self.err_eof and self.has_exited
-
-
 async def run_command(
     config: AgentConfig,
     args: list[str],
@@ -173,9 +134,9 @@ async def run_command(
 ) -> tuple[int | None, str, str]:
     """Run ``agent <args>``: ``(exit_code, stdout, stderr)``; its group is always stopped.
 
-    With ``first_line=True`` it returns as soon as stdout has a complete line
-    (the process is then stopped). Raises ``AgentNotFoundError`` when the binary
-    cannot start, ``AgentTimeoutError`` past ``timeout``.
+    A turn (:class:`~.run.AgentRun`, text output) with another argv: the same process rules.
+    With ``first_line=True`` the process is stopped once stdout has a complete line. Raises
+    ``AgentNotFoundError`` when the binary cannot start, ``AgentTimeoutError`` past ``timeout``.
 
     Example:
         >>> import asyncio
@@ -184,45 +145,17 @@ async def run_command(
     """
     env = build_env(config)
     argv = [resolve_binary(config, env), *args]
-    collect = _Collect(first_line)
-    proc = await AgentProcess.spawn(argv, collect, env=env, cwd=cwd,
-                                    kill_grace=config.kill_grace)
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    timed_out = False
-    try:
-        proc.write_stdin(b"", close=True)
-        while not collect.finished:
-            if first_line and b"\n" in collect.stdout:
-                break
-            if collect.has_exited and not proc.alive():
-                # the group is gone; give the pipes a moment to report EOF
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(_until(collect), 2.0)
-                break
-            remaining = None if deadline is None else deadline - loop.time()
-            if remaining is not None and remaining <= 0:
-                timed_out = True
-                break
-            collect.event.clear()
-            wait = 0.05 if collect.has_exited else remaining
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(collect.event.wait(), wait)
-    finally:
-        await proc.stop(kill_grace=config.kill_grace)
-        proc.close()
-    stderr = collect.stderr.text()
-    if timed_out:
+    config = config.with_overrides(output_format=OutputFormat.TEXT, stream_partial_output=False,
+                                   timeout=timeout, idle_timeout=None, keep_events=False)
+    run = AgentRun(config, None, argv=argv, env=env, cwd=cwd)
+    if first_line:  # each complete line of text output is an event: stop at the first
+        run.on_fold = lambda event, changes: run.cancel()
+    result = await run_to_end(run)  # a cancelled caller: the group still goes
+    if run.stop_reason == StopReason.TIMEOUT:
         raise AgentTimeoutError(
             f"`{' '.join(args)}` did not finish within {timeout:g} s; its process group was stopped",
-            exit_code=proc.exit_code, stderr=stderr)
-    return proc.exit_code, collect.stdout.decode("utf-8", "replace"), stderr
-
-
-async def _until(collect: _Collect) -> None:
-    while not (collect.out_eof and collect.err_eof):
-        collect.event.clear()
-        await collect.event.wait()
+            exit_code=result.exit_code, stderr=result.stderr)
+    return result.exit_code, result.text, result.stderr or ""
 
 
 async def fetch_status(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT

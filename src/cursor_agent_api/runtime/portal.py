@@ -10,9 +10,10 @@ that is :mod:`.run`'s, and there is no second copy of it.
 Example:
     >>> import asyncio
     >>> portal = LoopThread()
-    >>> with portal:
-    ...     portal.call(asyncio.sleep, 0, "done")
+    >>> loop = portal.acquire()
+    >>> portal.call(asyncio.sleep, 0, "done")
     'done'
+    >>> portal.release()
 """
 
 from __future__ import annotations
@@ -65,15 +66,13 @@ class LoopThread:
     ``acquire()`` starts it if needed and returns the loop; ``release()`` stops
     it with the last reference (from any thread, the loop's own included).
     ``call(fn, *args)`` runs ``fn(*args)`` (a coroutine function) on the loop
-    and waits for its value; ``call_soon(fn, *args)`` schedules a plain call.
+    and waits for its value.
 
     Example:
         >>> portal = LoopThread()
         >>> loop = portal.acquire()
-        >>> seen = []
-        >>> portal.call_soon(seen.append, "scheduled")
-        >>> portal.call(asyncio.sleep, 0, "awaited"), seen
-        ('awaited', ['scheduled'])
+        >>> portal.call(asyncio.sleep, 0, "awaited"), loop.is_running()
+        ('awaited', True)
         >>> portal.release()
     """
 
@@ -91,10 +90,6 @@ class LoopThread:
         if loop is None:
             raise RuntimeError("LoopThread is not running: call acquire() first")
         return loop
-
-    def in_loop_thread(self) -> bool:
-        """True when called on the loop's own thread."""
-        return self._thread is not None and threading.current_thread() is self._thread
 
     def acquire(self) -> asyncio.AbstractEventLoop:
         """Take a reference; start the loop thread if it is not running."""
@@ -126,13 +121,6 @@ class LoopThread:
         if threading.current_thread() is not thread:
             thread.join()
 
-    def __enter__(self) -> LoopThread:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
     @staticmethod
     def _main(loop: asyncio.AbstractEventLoop, started: threading.Event) -> None:
         asyncio.set_event_loop(loop)
@@ -160,10 +148,6 @@ class LoopThread:
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(*args)`` on the loop and wait for its value (or exception)."""
-        if self.in_loop_thread():
+        if threading.current_thread() is self._thread:
             raise RuntimeError("LoopThread.call() from the loop's own thread would deadlock")
         return wait_for(self.submit(fn, *args))
-
-    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Schedule ``fn(*args)`` on the loop's thread; returns at once."""
-        self.loop.call_soon_threadsafe(fn, *args)

@@ -155,10 +155,12 @@ class RunProcess(Protocol):
 
 
 class _Protocol(asyncio.SubprocessProtocol):
-    """Forwards the transport's callbacks straight to the listener: no buffering, no task hop."""
+    """Forwards the transport's callbacks straight to the listener: no buffering, no task hop.
+    ``exited`` is set when the agent exits (it may, before the spawn returns)."""
 
-    def __init__(self, listener: ProcessListener) -> None:
+    def __init__(self, listener: ProcessListener, exited: asyncio.Future[None]) -> None:
         self.listener = listener
+        self.exited = exited
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         assert isinstance(data, bytes)
@@ -174,6 +176,8 @@ class _Protocol(asyncio.SubprocessProtocol):
             self.listener.stderr_eof()
 
     def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
         self.listener.exited()
 
 
@@ -204,15 +208,15 @@ class AgentProcess:
         (143, False)
     """
 
-    def __init__(self, transport: asyncio.SubprocessTransport, argv: Sequence[str]) -> None:
+    def __init__(self, transport: asyncio.SubprocessTransport, argv: Sequence[str],
+                 exited: asyncio.Future[None]) -> None:
         self.transport = transport
         self.argv = list(argv)
         self.pid: int = transport.get_pid()
         self.pgid: int = self.pid
         # asyncio's transport has the Popen; uvloop's has none (then popen is None)
         self.popen: subprocess.Popen[bytes] | None = transport.get_extra_info("subprocess")
-        self.signals_sent: list[int] = []
-        self._exited = asyncio.get_running_loop().create_future()
+        self._exited = exited
 
     @classmethod
     async def spawn(
@@ -237,33 +241,13 @@ class AgentProcess:
         executable cannot be started at all.
         """
         loop = asyncio.get_running_loop()
-        holder: list[AgentProcess] = []
-
-        class _Forward:
-            # the transport may report before spawn() returns: forward once we exist
-            def stdout_data(self, data: bytes) -> None:
-                listener.stdout_data(data)
-
-            def stdout_eof(self) -> None:
-                listener.stdout_eof()
-
-            def stderr_data(self, data: bytes) -> None:
-                listener.stderr_data(data)
-
-            def stderr_eof(self) -> None:
-                listener.stderr_eof()
-
-            def exited(self) -> None:
-                if holder and not holder[0]._exited.done():
-                    holder[0]._exited.set_result(None)
-                listener.exited()
-
+        exited: asyncio.Future[None] = loop.create_future()
         guard = _guard_prefix(kill_grace) if argv else None
         try:
             if guard is not None:
                 _check_executable(argv[0], env, cwd)
             transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(_Forward()),
+                lambda: _Protocol(listener, exited),
                 *(guard or []), *argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
@@ -282,18 +266,9 @@ class AgentProcess:
             ) from exc
         except OSError as exc:
             raise AgentNotFoundError(f"cannot start the agent {argv[0]!r}: {exc}") from exc
-        proc = cls(transport, argv)
-        holder.append(proc)
-        if transport.get_returncode() is not None and not proc._exited.done():
-            proc._exited.set_result(None)
-        return proc
+        return cls(transport, argv, exited)
 
     # ---- state -------------------------------------------------------------------------
-
-    @property
-    def returncode(self) -> int | None:
-        """The raw return code (negative for a signal), ``None`` while running."""
-        return self.transport.get_returncode()
 
     @property
     def exit_code(self) -> int | None:
@@ -346,7 +321,6 @@ class AgentProcess:
 
     def signal(self, sig: int) -> bool:
         """Send ``sig`` to the whole group; False when nothing was left to signal."""
-        self.signals_sent.append(sig)
         return signal_group(self.pgid, sig)
 
     async def wait(self) -> int | None:
@@ -361,7 +335,6 @@ class AgentProcess:
         Safe to call more than once and when the agent has already exited.
         """
         if self.alive():
-            self.signals_sent.append(sig)
             await asyncio.to_thread(stop_groups, [self.pgid], sig=sig, grace=kill_grace)
         await self.wait_gone(None)
 

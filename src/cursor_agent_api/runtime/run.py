@@ -3,20 +3,14 @@
 :class:`AgentRun` starts the agent (its own process group), writes the prompt
 on stdin and closes it, reads stdout and stderr concurrently as they arrive
 (stdout through the protocol's :class:`~cursor_agent_api.protocol.EventReader`,
-stderr into a bounded, ANSI-stripped tail) and performs what the stop policy
-(:mod:`.stop_policy`, a pure state machine) asks. The policy:
+stderr into a bounded, ANSI-stripped tail), folds each event once, and performs what the
+stop policy asks (:mod:`.stop_policy`, a pure state machine: when the group is signalled
+— after the result's ``result_grace``, on ``timeout``, ``idle_timeout``, :meth:`AgentRun.cancel`
+or processes left behind — SIGKILL after ``kill_grace``, and when the turn is over: the
+agent reaped and its group empty). How a turn ends:
 
-* the first ``result`` event ends the turn: the agent gets ``result_grace``
-  seconds to exit by itself, then its group is stopped; a valid result followed
-  by a non-zero exit is still a success;
-* ``timeout`` bounds the turn until its result; ``idle_timeout`` bounds a
-  silence (no byte on stdout or stderr) — both stop the group and fail the turn
-  with :class:`~cursor_agent_api.errors.AgentTimeoutError`;
-* :meth:`AgentRun.cancel` sends the requested signal to the group;
-* "stop the group" is always: the signal, ``kill_grace`` seconds, then SIGKILL
-  if anything of the group is still alive; processes left in the group after
-  the agent exited (its shell commands, a lingering worker) are stopped the same
-  way; the run ends only once the agent is reaped and its group is empty;
+* a valid result is a success, even when a non-zero exit follows;
+* ``timeout`` / ``idle_timeout``: :class:`~cursor_agent_api.errors.AgentTimeoutError`;
 * exit without a result: failure with the exit code, the stderr tail mapped to a
   typed error, and the partial transcript; 130/143 count as cancelled. Such
   failures also arrive as an ``ERROR`` event before the stream ends;
@@ -74,8 +68,6 @@ from .stderr import StderrTail, classify_failure, stderr_summary
 from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
-
-_POLL = POLL
 
 
 class StdoutReader(Protocol):
@@ -138,7 +130,8 @@ class AgentRun:
     if the binary cannot be started); events go to ``sink`` as they are read;
     ``wait()`` returns the :class:`~cursor_agent_api.protocol.AgentResult` once the
     agent is reaped and its group is gone. ``argv``/``env`` default to what
-    ``config`` builds; tests and benchmarks may pass their own.
+    ``config`` builds; tests, benchmarks and the short commands (:mod:`.commands`) pass
+    their own, and ``cwd``.
 
     Example:
         >>> import asyncio, sys
@@ -160,9 +153,11 @@ class AgentRun:
         argv: Sequence[str] | None = None,
         env: dict[str, str] | None = None,
         spawn: Spawner | None = None,
+        cwd: str | None = None,
     ) -> None:
         config.validate()
         self.config = config
+        self.cwd = cwd
         self._spawn = spawn
         self.env: dict[str, str] = {}
         if spawn is None:
@@ -239,7 +234,7 @@ class AgentRun:
         # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
         read_fd, write_fd = os.pipe()
         try:
-            process = await AgentProcess.spawn(self.argv, self, env=self.env,
+            process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
                                                stdout_fd=write_fd,
                                                kill_grace=self.config.kill_grace)
         except BaseException:
@@ -376,7 +371,7 @@ class AgentRun:
         policy = self._policy = StopPolicy(
             started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
             result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
-            poll=_POLL)
+            poll=POLL)
         if self._cancel_signal is not None:
             policy.cancel(self._cancel_signal)
         try:

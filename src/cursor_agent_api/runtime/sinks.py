@@ -111,13 +111,10 @@ class ThreadEventQueue(EventSink):
     """
 
     def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop | None = None,
-        high_water: int = DEFAULT_HIGH_WATER,
-        low_water: int = DEFAULT_LOW_WATER,
+        self, high_water: int = DEFAULT_HIGH_WATER, low_water: int = DEFAULT_LOW_WATER
     ) -> None:
         super().__init__(high_water, low_water)
-        self._loop = loop
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -136,20 +133,17 @@ class ThreadEventQueue(EventSink):
         """No more batches: ``get`` returns :data:`END` after the last one."""
         self._q.put(END)
 
-    def get(self, timeout: float | None = None) -> Any:
-        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks. ``queue.Empty`` on timeout.
+    def get(self) -> Any:
+        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks.
 
-        Without a timeout it still wakes every :data:`WAKE_STEP` s, so that a Ctrl-C the
-        kernel gave to another thread is raised here (see :func:`.portal.wait_for`)."""
-        if timeout is None:
-            while True:
-                try:
-                    item = self._q.get(timeout=WAKE_STEP)
-                    break
-                except queue.Empty:
-                    continue
-        else:
-            item = self._q.get(timeout=timeout)
+        It wakes every :data:`WAKE_STEP` s, so that a Ctrl-C the kernel gave to another
+        thread is raised here (see :func:`.portal.wait_for`)."""
+        while True:
+            try:
+                item = self._q.get(timeout=WAKE_STEP)
+                break
+            except queue.Empty:
+                continue
         if type(item) is list:
             cb = self._took(len(item))
             if cb is not None:

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal as signal_module
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
@@ -37,7 +38,7 @@ from ..config import AgentConfig
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript
 from .sinks import EventSink
 
-__all__ = ["SubprocessTransport", "Transport", "Turn", "transport_for"]
+__all__ = ["SubprocessTransport", "Transport", "Turn", "run_to_end", "transport_for"]
 
 
 @runtime_checkable
@@ -86,6 +87,26 @@ class Transport(Protocol):
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
                   sink: EventSink | None = None) -> Turn:
         """A turn of ``prompt`` with ``config``, not started; its events go to ``sink``."""
+
+
+async def run_to_end(turn: Turn) -> AgentResult:
+    """Start ``turn`` and wait for its result; a cancelled waiter stops the turn (SIGTERM, its
+    grace, SIGKILL) and waits for its end before the cancellation propagates.
+
+    Example:
+        >>> from cursor_agent_api.runtime.script import ScriptTransport
+        >>> turn = ScriptTransport(['{"type":"result","result":"hi"}']).open_turn(AgentConfig(), "q")
+        >>> asyncio.run(run_to_end(turn)).result
+        'hi'
+    """
+    await turn.start()
+    try:
+        return await turn.wait()
+    except BaseException:
+        turn.cancel(signal_module.SIGTERM)
+        with contextlib.suppress(BaseException):
+            await turn.wait()
+        raise
 
 
 class SubprocessTransport:
