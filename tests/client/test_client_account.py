@@ -104,3 +104,17 @@ def test_create_chat_reads_the_first_line_and_stops_an_agent_that_never_exits(tm
                          workspace=str(tmp_path))
     assert asyncio.run(create_chat(config)) == chat
     assert not group_alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_command_that_floods_stdout_is_stopped_at_the_output_limit(tmp_path):
+    """`agent status` that prints without end (a broken or hostile binary) does not fill
+    memory until the timeout: past the output limit its group is stopped and the error
+    says so."""
+    from cursor_agent_api import AgentConfig, AgentProcessError
+    from cursor_agent_api.runtime.commands import run_command
+    from cursor_agent_api.runtime.groups import group_alive
+
+    config = AgentConfig(agent_binary=_agent_script(tmp_path, "exec yes"))
+    with pytest.raises(AgentProcessError, match=r"`status` printed more than 64 KiB"):
+        asyncio.run(run_command(config, ["status"], timeout=60, limit=64 * 1024))
+    assert not group_alive(int((tmp_path / "pid").read_text()))

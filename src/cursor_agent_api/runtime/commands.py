@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ..config import AgentConfig, OutputFormat
 from ..errors import AgentProcessError, AgentTimeoutError, SessionError
-from ..protocol import strip_ansi
+from ..protocol import AgentEvent, Changes, strip_ansi
 from .argv import build_env, resolve_binary
 from .run import AgentRun, StopReason
 from .stderr import classify_failure
@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 DEFAULT_COMMAND_TIMEOUT = 60.0
+COMMAND_OUTPUT_LIMIT = 8 * 1024 * 1024
+"""Bytes of stdout a short command may print; past them its group is stopped (an error)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,12 +133,15 @@ async def run_command(
     timeout: float | None = DEFAULT_COMMAND_TIMEOUT,
     first_line: bool = False,
     cwd: str | None = None,
+    limit: int = COMMAND_OUTPUT_LIMIT,
 ) -> tuple[int | None, str, str]:
     """Run ``agent <args>``: ``(exit_code, stdout, stderr)``; its group is always stopped.
 
     A turn (:class:`~.run.AgentRun`, text output) with another argv: the same process rules.
     With ``first_line=True`` the process is stopped once stdout has a complete line. Raises
-    ``AgentNotFoundError`` when the binary cannot start, ``AgentTimeoutError`` past ``timeout``.
+    ``AgentNotFoundError`` when the binary cannot start, ``AgentTimeoutError`` past ``timeout``,
+    ``AgentProcessError`` once stdout passes ``limit`` bytes (the group is stopped then: a
+    broken binary does not fill memory until the timeout).
 
     Example:
         >>> import asyncio
@@ -146,16 +151,37 @@ async def run_command(
     env = build_env(config)
     argv = [resolve_binary(config, env), *args]
     config = config.with_overrides(output_format=OutputFormat.TEXT, stream_partial_output=False,
-                                   timeout=timeout, idle_timeout=None, keep_events=False)
+                                   timeout=timeout, idle_timeout=None, keep_events=False,
+                                   max_line_bytes=min(limit, config.max_line_bytes))
     run = AgentRun(config, None, argv=argv, env=env, cwd=cwd)
-    if first_line:  # each complete line of text output is an event: stop at the first
-        run.on_fold = lambda event, changes: run.cancel()
+    printed = 0
+
+    def on_fold(event: AgentEvent, changes: Changes) -> None:
+        # each complete line of text output is an event
+        nonlocal printed
+        printed += len(event.line or b"") + 1
+        if first_line or printed > limit:
+            run.cancel()
+
+    run.on_fold = on_fold
     result = await run_to_end(run)  # a cancelled caller: the group still goes
+    if printed > limit:
+        raise AgentProcessError(
+            f"`{' '.join(args)}` printed more than {_size(limit)}; its process group was stopped",
+            exit_code=result.exit_code, stderr=result.stderr)
     if run.stop_reason == StopReason.TIMEOUT:
         raise AgentTimeoutError(
             f"`{' '.join(args)}` did not finish within {timeout:g} s; its process group was stopped",
             exit_code=result.exit_code, stderr=result.stderr)
     return result.exit_code, result.text, result.stderr or ""
+
+
+def _size(n: int) -> str:
+    """``8 MiB``, ``64 KiB``, ``100 bytes``."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} bytes"
 
 
 async def fetch_status(config: AgentConfig, *, timeout: float | None = DEFAULT_COMMAND_TIMEOUT
