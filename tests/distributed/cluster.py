@@ -24,6 +24,7 @@ from typing import Any
 SERVER_TESTS = Path(__file__).resolve().parent.parent / "server"
 sys.path.insert(0, str(SERVER_TESTS))
 
+import launcher  # noqa: E402
 from server_helpers import (  # noqa: E402
     BIN,
     MARKER_ENV,
@@ -91,7 +92,7 @@ class WorkerProc:
         self.cluster = cluster
         self.name = name
         self.args = args or []
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Any = None  # a subprocess.Popen, or a launcher.Launched
         self.log_path = cluster.tmp / f"worker-{name}.log"
 
     def start(self) -> WorkerProc:
@@ -113,9 +114,7 @@ class WorkerProc:
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
         self.log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=self.log, cwd=c.root, env=env, start_new_session=True
-        )
+        self.proc = launcher.popen(cmd, cwd=c.root, env=env, stderr=self.log)  # as Server does
         assert self.proc.stdout is not None
         deadline = time.monotonic() + START_TIMEOUT
         buf = b""

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import launcher
 
 BIN = Path(sys.executable).parent
 SERVE = [str(BIN / "cursor-agent-api"), "serve"]
@@ -109,7 +110,7 @@ class Server:
         self.token = token or uuid.uuid4().hex
         self.sim_env = {"CURSOR_CONFIG_DIR": str(tmp / "cursor-config"), **(sim_env or {})}
         self.args = args or []
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: Any = None  # a subprocess.Popen, or a launcher.Launched
         self.url = ""
         self.login_code = ""
         self.port = 0
@@ -140,14 +141,9 @@ class Server:
         env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
         env.update(self.server_env)
         self.log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            cwd=self.root,
-            env=env,
-            start_new_session=True,
-        )
+        # a new session, stdout a pipe: forked by launcher.py from a process that imported
+        # the server already, or exec'd (CURSOR_AGENT_API_TEST_EXEC=1)
+        self.proc = launcher.popen(cmd, cwd=self.root, env=env, stderr=self.log)
         assert self.proc.stdout is not None
         deadline = time.monotonic() + START_TIMEOUT
         buf = b""
