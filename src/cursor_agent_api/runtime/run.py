@@ -358,9 +358,15 @@ class AgentRun:
         if wake.is_set():
             wake.clear()
             return
-        timeout = None if until is None else max(0.0, until - self._loop.time())
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(wake.wait(), timeout)
+        # a timer that pokes, not asyncio.wait_for: before Python 3.12, wait_for loses a
+        # cancel that lands as the wait ends (bpo-42130), and this loop would then outlive
+        # asyncio.run's one cancel at shutdown (tests/client/test_cancel_races.py)
+        timer = None if until is None else self._loop.call_at(until, wake.set)
+        try:
+            await wake.wait()
+        finally:
+            if timer is not None:
+                timer.cancel()
         wake.clear()
 
     async def _supervise(self) -> AgentResult:

@@ -1,0 +1,67 @@
+"""A cancellation that lands as a wait ends is never lost.
+
+On Python < 3.12 ``asyncio.wait_for`` returns the inner result when the outer task is
+cancelled in the same loop iteration in which the inner wait completed (bpo-42130): the
+cancellation is swallowed. A supervisor loop (``AgentRun._supervise``) or a notifier loop
+that swallows the one cancel ``asyncio.run`` sends at shutdown never ends, and the
+program hangs at exit. These tests put the cancel exactly there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.runtime.run import AgentRun
+
+
+async def _cancels_kept(make_waiter, wake) -> list[bool]:
+    """For each point just after ``wake()`` completes the wait (0, 1, 2 loop iterations
+    later): start ``make_waiter()``, wake it, cancel it there. Whenever the cancel is
+    accepted (the task had not ended yet), whether the task then ended cancelled."""
+    kept = []
+    for hops in range(3):
+        task = asyncio.ensure_future(make_waiter())
+        for _ in range(3):
+            await asyncio.sleep(0)  # the task now waits
+        wake()
+        for _ in range(hops):
+            await asyncio.sleep(0)
+        if not task.cancel():
+            continue  # it had ended: nothing to lose
+        try:
+            await task
+        except asyncio.CancelledError:
+            kept.append(True)
+        else:
+            kept.append(False)
+    return kept
+
+
+def test_a_run_supervisor_sleep_keeps_a_cancel_that_lands_as_it_wakes() -> None:
+    async def main() -> list[bool]:
+        run = AgentRun(AgentConfig(), "hi")
+        loop = asyncio.get_running_loop()
+        run._loop, run._wake = loop, asyncio.Event()
+        wake = run._wake
+        return await _cancels_kept(lambda: run._sleep(loop.time() + 60), wake.set)
+
+    kept = asyncio.run(main())
+    assert kept and all(kept), kept
+
+
+def test_the_sleep_still_wakes_at_its_deadline_and_on_a_poke() -> None:
+    async def main() -> tuple[float, float]:
+        run = AgentRun(AgentConfig(), "hi")
+        loop = asyncio.get_running_loop()
+        run._loop, run._wake = loop, asyncio.Event()
+        t0 = loop.time()
+        await run._sleep(t0 + 0.05)
+        slept = loop.time() - t0
+        loop.call_later(0.01, run._wake.set)
+        t1 = loop.time()
+        await run._sleep(t1 + 60)
+        return slept, loop.time() - t1
+
+    slept, poked = asyncio.run(main())
+    assert 0.04 <= slept < 30 and poked < 30
