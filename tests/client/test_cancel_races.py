@@ -65,3 +65,23 @@ def test_the_sleep_still_wakes_at_its_deadline_and_on_a_poke() -> None:
 
     slept, poked = asyncio.run(main())
     assert 0.04 <= slept < 30 and poked < 30
+
+
+def test_an_acp_request_with_a_timeout_keeps_a_cancel_that_lands_as_the_answer_comes() -> None:
+    from cursor_agent_api.runtime.acp_connection import AcpConnection
+
+    async def main() -> list[bool]:
+        conn = AcpConnection(["sleep", "60"], env=None, cwd=None)
+        await conn.start()
+        try:
+            def answer() -> None:
+                for _, future in list(conn._pending.values()):
+                    if not future.done():
+                        future.set_result({"ok": True})
+
+            return await _cancels_kept(lambda: conn.request("m", {}, timeout=60), answer)
+        finally:
+            await conn.close()
+
+    kept = asyncio.run(main())
+    assert kept and all(kept), kept

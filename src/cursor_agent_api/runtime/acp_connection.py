@@ -38,6 +38,8 @@ import signal as signal_module
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import anyio
+
 from ..errors import AcpRequestError, AgentProcessError, AgentTimeoutError
 from ..protocol.acp_codec import (
     INTERNAL_ERROR,
@@ -184,8 +186,11 @@ class AcpConnection:
             if timeout is None:
                 return await asyncio.shield(future)
             try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout)
-            except asyncio.TimeoutError:
+                # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for loses a
+                # cancel that lands as the answer comes (tests/client/test_cancel_races.py)
+                with anyio.fail_after(timeout):
+                    return await asyncio.shield(future)
+            except TimeoutError:
                 raise AgentTimeoutError(
                     f"the agent did not answer {method} within {timeout:g} s") from None
         finally:
@@ -214,8 +219,8 @@ class AcpConnection:
             task.add_done_callback(self._handlers_keep.discard)
 
     async def _die_after_exit(self, proc: AgentProcess) -> None:
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(proc.wait(), _EXIT_FLUSH)
+        with anyio.move_on_after(_EXIT_FLUSH):
+            await proc.wait()
         self._die()
 
     def stderr_data(self, data: bytes) -> None:

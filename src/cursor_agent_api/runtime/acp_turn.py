@@ -31,6 +31,8 @@ import signal as signal_module
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from ..config import AgentConfig
 from ..errors import (
     AcpRequestError,
@@ -252,10 +254,11 @@ class AcpTurn:
             else:
                 request = conn.request("session/prompt", {"sessionId": sid,
                                                           "prompt": self._prompt_blocks()})
-                answer = await asyncio.wait_for(request, self.config.timeout)
+                with anyio.fail_after(self.config.timeout):  # not wait_for: it can lose a cancel
+                    answer = await request
                 value = answer.get("stopReason") if isinstance(answer, dict) else None
                 stop = value if isinstance(value, str) else "end_turn"
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.stop_reason = "timeout"
             failure = AgentTimeoutError(
                 f"the turn ran past timeout={self.config.timeout:g} s; it was cancelled")

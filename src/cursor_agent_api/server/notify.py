@@ -29,9 +29,10 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
+
+import anyio
 
 from .hub import Hub
 from .log import record_message
@@ -91,10 +92,13 @@ class Relay(PgListener):
         """Process notifications until the connection is lost (returns) or fails (raises)."""
         poll = self.settings.notify_poll_interval
         while True:
-            try:
-                first = await asyncio.wait_for(self.wake.get(), poll)
-            except asyncio.TimeoutError:
-                await asyncio.wait_for(self.store.ping(conn), poll)  # still there?
+            # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose the
+            # cancel that stops this loop (tests/client/test_cancel_races.py)
+            with anyio.move_on_after(poll) as waited:
+                first = await self.wake.get()
+            if waited.cancelled_caught:
+                with anyio.fail_after(poll):
+                    await self.store.ping(conn)  # still there?
                 await self._catch_up()
                 continue
             batch = [first]

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import anyio
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -186,7 +187,8 @@ class RunRequests:
         self.requests[rid] = pending
         await self.log.append(self.chat_id, [self._record(kind, payload)])
         try:
-            return await asyncio.wait_for(asyncio.shield(pending.future), self.timeout)
+            with anyio.fail_after(self.timeout):  # not wait_for: it can lose a cancel
+                return await asyncio.shield(pending.future)
         except TimeoutError:
             reason = f"no answer within {self.timeout:g} s (permission_timeout)"
             return await self.settle(pending, {"decision": _TIMEOUT_DECISION[kind], "reason": reason},
