@@ -1,1 +1,42 @@
-"""Shared test configuration."""
+"""Shared test configuration: every test leaves the process's signal handling as it found it.
+
+The Ctrl-C tests (here and in the processes the tests start, which inherit an ignored or
+blocked signal) need SIGINT to raise ``KeyboardInterrupt``. A test that changes its
+disposition or blocks it fails itself, instead of hanging whichever test runs next in the
+same worker.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+_WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+
+# A suite started in the background of a non-interactive shell (`cmd &`, nohup) inherits
+# SIGINT ignored, and so would every process the tests start: the Ctrl-C tests would then
+# wait for an interrupt that never comes. They test Ctrl-C, so the suite restores it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _signal_state() -> tuple[object, ...]:
+    handlers = tuple(signal.getsignal(s) for s in _WATCHED)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, []) if \
+        threading.current_thread() is threading.main_thread() else frozenset()
+    return handlers, frozenset(blocked)
+
+
+@pytest.fixture(autouse=True)
+def _signals_restored() -> Iterator[None]:
+    before = _signal_state()
+    yield
+    after = _signal_state()
+    if after != before:
+        for sig, handler in zip(_WATCHED, before[0], strict=True):
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+        signal.pthread_sigmask(signal.SIG_SETMASK, before[1])  # type: ignore[arg-type]
+        pytest.fail(f"the test left the process's signal handling changed: {before} -> {after}")
