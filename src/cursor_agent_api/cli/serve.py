@@ -62,8 +62,8 @@ def freeze_start_up_objects() -> int:
     """Collect, then move every object alive now out of the garbage collector's reach
     (:func:`gc.freeze`); returns how many. For a long-running process, once started.
 
-    What start-up made (modules, the app, the database's compiled statements: hundreds of
-    thousands of objects) lives as long as the process. Left in the collector's oldest
+    What start-up made (modules, the app, the database's compiled statements: about
+    100,000 objects) lives as long as the process. Left in the collector's oldest
     generation, each full collection during a run walks all of it again (~0.1 s, in the
     event loop). Frozen, a collection walks what the runs made. The price: a frozen object
     that later becomes cyclic garbage is never collected (``serve`` and ``worker`` make
