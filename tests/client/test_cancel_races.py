@@ -85,3 +85,59 @@ def test_an_acp_request_with_a_timeout_keeps_a_cancel_that_lands_as_the_answer_c
 
     kept = asyncio.run(main())
     assert kept and all(kept), kept
+
+
+def test_a_start_cancelled_right_after_the_spawn_leaves_no_process(tmp_path) -> None:
+    """Ctrl-C can land while the turn connects the agent's stdout, after the spawn: the start
+    is cancelled before the run knows its process, and nothing would ever stop it. The
+    spawn is undone there (the group killed)."""
+    from cursor_agent_api.runtime import process as process_module
+    from cursor_agent_api.runtime.groups import group_alive
+
+    agent = tmp_path / "agent"
+    agent.write_text("#!/bin/sh\nexec sleep 30\n")
+    agent.chmod(0o755)
+    pgids: list[int] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        original = process_module.AgentProcess.spawn.__func__  # type: ignore[attr-defined]
+
+        connect = loop.connect_read_pipe
+
+        async def connect_read_pipe(*args, **kwargs):  # type: ignore[no-untyped-def]
+            loop.connect_read_pipe = connect  # type: ignore[method-assign]
+            raise asyncio.CancelledError  # the cancel lands here
+
+        async def spawn(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+            proc = await original(cls, *args, **kwargs)
+            pgids.append(proc.pgid)
+            # the next connection is the turn's own stdout (the spawn's pipes are made)
+            loop.connect_read_pipe = connect_read_pipe  # type: ignore[method-assign]
+            return proc
+
+        process_module.AgentProcess.spawn = classmethod(spawn)  # type: ignore[method-assign]
+        try:
+            run = AgentRun(AgentConfig(agent_binary=str(agent)), "hi")
+            try:
+                await run.start()
+            except asyncio.CancelledError:
+                pass
+            else:  # pragma: no cover - the test's premise
+                raise AssertionError("the start was not cancelled")
+            for _ in range(200):
+                if not group_alive(pgids[0]):
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            process_module.AgentProcess.spawn = classmethod(original)  # type: ignore[method-assign]
+
+    asyncio.run(main())
+    assert len(pgids) == 1
+    try:
+        assert not group_alive(pgids[0]), "the agent outlived its cancelled start"
+    finally:
+        import os
+        import signal
+        if group_alive(pgids[0]):
+            os.killpg(pgids[0], signal.SIGKILL)

@@ -242,8 +242,16 @@ class AgentRun:
             raise
         finally:
             os.close(write_fd)
-        transport, _ = await loop.connect_read_pipe(
-            lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
+        try:
+            transport, _ = await loop.connect_read_pipe(
+                lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
+        except BaseException:
+            # cancelled (Ctrl-C) or failed here, the run never learns of its process: undo
+            # the spawn, or nothing would ever stop it (tests/client/test_cancel_races.py)
+            process.kill_now()
+            with contextlib.suppress(Exception):
+                process.release()
+            raise
         return process, transport
 
     async def wait(self) -> AgentResult:
