@@ -175,8 +175,11 @@ class Launched:
         return self.returncode
 
     def send_signal(self, sig: int) -> None:
-        if self.poll() is None:  # not reaped yet: the pid is still this process's
-            os.kill(self.pid, sig)
+        if self.poll() is None:  # its exit not heard yet
+            # as Popen's: a process that has just exited is not an error (the launcher may
+            # have reaped it before its message arrives)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
