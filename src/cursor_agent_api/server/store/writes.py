@@ -106,6 +106,23 @@ def _appended(chat_id: str, seq: int, ts: int, prepared: _Prepared) -> EventReco
     return EventRecord(seq, chat_id, r.run_id, ts, r.source, r.type, r.subtype, payload, raw, None, hint)
 
 
+def _line_is_data(line: bytes, data: Any, type_: str) -> bool:
+    """Whether an agent event's line is exactly its ``data`` in compact JSON (what the CLI
+    writes), of the type its data says: then it is stored as that line only.
+
+    Example:
+        >>> _line_is_data(b'{"type":"result"}', {"type": "result"}, "result:success")
+        True
+        >>> _line_is_data(b'{"type": "result"}', {"type": "result"}, "result:success")
+        False
+    """
+    try:
+        same = orjson.dumps(data) == line
+    except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
+        return False
+    return same and classify(data) == type_  # a str enum: equal to its value
+
+
 class AppendedRecords(Sequence[EventRecord]):
     """The records of a committed append (:func:`_appended_records`), each made when read:
     a batch that nobody watches (no WebSocket subscriber) needs its first seq only, not
@@ -246,21 +263,15 @@ class LogWrites(StoreEngine):
         here, inline: no call per record (BENCHMARKS.md, ingest)."""
         out: list[_Prepared] = []
         add = out.append
-        dumps = orjson.dumps
         prepare = self._prepare
         for r in new:
             line = r.raw
             payload = r.payload
             if (line.__class__ is bytes and r.derived is None and len(payload) == 2
-                    and "data" in payload and r.source == "agent"):
-                data = payload["data"]
-                try:
-                    same = dumps(data) == line
-                except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
-                    same = False
-                if same and classify(data) == r.type:  # a str enum: equal to its value
-                    add((r, None, line, len(line)))
-                    continue
+                    and "data" in payload and r.source == "agent"
+                    and _line_is_data(line, payload["data"], r.type)):
+                add((r, None, line, len(line)))
+                continue
             add(prepare(r))
         return out
 
@@ -278,12 +289,7 @@ class LogWrites(StoreEngine):
         if raw is not None and r.source == "agent" and len(payload) == 2 and "data" in payload:
             # once per agent event: no helper calls on the common path (BENCHMARKS.md, ingest)
             line = raw if raw.__class__ is bytes else _line_bytes(raw)
-            data = payload["data"]
-            try:
-                same = orjson.dumps(data) == line
-            except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError):
-                same = False
-            if same and classify(data) == r.type:  # a str enum: equal to its value
+            if _line_is_data(line, payload["data"], r.type):
                 derived = r.derived
                 return r, None, line, len(line) if derived is None else _size_hint(len(line), derived)
         try:
