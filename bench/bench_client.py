@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import orjson
@@ -75,10 +75,15 @@ def bench_env(mode: str, n: int) -> dict[str, str]:
     return {**os.environ, "BENCH_MODE": mode, "BENCH_N": str(n)}
 
 
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
+def config_env(mode: str, n: int) -> dict[str, str | None]:
+    """``bench_env`` typed as ``AgentConfig.env`` takes it."""
+    return {**bench_env(mode, n)}
+
+
+def pct(values: Sequence[float], p: float) -> float:
+    ordered = sorted(values)
     k = max(0, min(len(values) - 1, round(p / 100 * (len(values) - 1))))
-    return values[k]
+    return ordered[k]
 
 
 # ---- the bare baseline -----------------------------------------------------------------
@@ -185,7 +190,7 @@ def raw_asyncio(agent: str, mode: str, n: int) -> tuple[list[int], float, float]
 
 
 def client_sync(agent: str, mode: str, n: int, keep: bool) -> tuple[list[int], float, float]:
-    config = AgentConfig(agent_binary=agent, env=bench_env(mode, n), keep_events=keep)
+    config = AgentConfig(agent_binary=agent, env=config_env(mode, n), keep_events=keep)
     lat: list[int] = []
     count = 0
     first = last = 0.0
@@ -209,7 +214,7 @@ def client_sync(agent: str, mode: str, n: int, keep: bool) -> tuple[list[int], f
 
 
 def client_async(agent: str, mode: str, n: int, keep: bool) -> tuple[list[int], float, float]:
-    config = AgentConfig(agent_binary=agent, env=bench_env(mode, n), keep_events=keep)
+    config = AgentConfig(agent_binary=agent, env=config_env(mode, n), keep_events=keep)
 
     async def main() -> tuple[list[int], float, float]:
         lat: list[int] = []

@@ -38,8 +38,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "distributed"))
 
-from cluster import PG_ENV, Cluster, pg_database  # noqa: E402
-from server_helpers import FINAL, Server, all_events, new_chat, wait_run  # noqa: E402
+from cluster import PG_ENV, Cluster, pg_database  # type: ignore[import-not-found]  # noqa: E402
+from server_helpers import FINAL, Server, all_events, new_chat, wait_run  # type: ignore[import-not-found]  # noqa: E402
 
 
 def _post(client: Any, chat_id: str, prompt: str) -> str:

@@ -81,11 +81,12 @@ def write_script(path: Path, lines: int, mb: int, kind: str) -> Path:
             else:
                 call, path_ = f"call_{i}", f"/ws/big{i}.log"
                 args = wire.read_args(path_)
-                times = {"model_call_id": mcid, "started_at_ms": 1, "timestamp_ms": 1}
-                f.write(wire.encode(wire.tool_call_started(sid, call, "readToolCall", args, **times)))
+                f.write(wire.encode(wire.tool_call_started(
+                    sid, call, "readToolCall", args, model_call_id=mcid, started_at_ms=1,
+                    timestamp_ms=1)))
                 done = wire.tool_call_completed(
                     sid, call, "readToolCall", wire.read_success(path_, text), args=args,
-                    completed_at_ms=2, **times,
+                    completed_at_ms=2, model_call_id=mcid, started_at_ms=1, timestamp_ms=1,
                 )
                 f.write(wire.encode(done, checked=False))
         f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))

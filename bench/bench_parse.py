@@ -196,14 +196,14 @@ def main() -> None:
     ratios: dict[str, list[float]] = {name: [] for name in pairs}
     best: dict[str, list[float]] = {name: [float("inf"), float("inf")] for name in pairs}
     for r in range(args.rounds * 3):
-        for name, (_, fn) in pairs.items():
+        for name, (_, run) in pairs.items():
             order = [(0, Transcript), (1, old_transcript)]
             if r % 2:
                 order.reverse()
             took = [0.0, 0.0]
             for slot, cls in order:
                 start = time.process_time()
-                fn(cls)
+                run(cls)
                 took[slot] = time.process_time() - start
                 best[name][slot] = min(best[name][slot], took[slot])
             ratios[name].append(took[0] / took[1])

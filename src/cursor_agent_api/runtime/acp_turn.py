@@ -80,7 +80,6 @@ class AcpTurn:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Future[AgentResult] | None = None
         self._task: asyncio.Task[None] | None = None
-        self._prompt_future: asyncio.Future[Any] | None = None
         self._cancel_signal: int | None = None
         self._escalation: asyncio.TimerHandle | None = None
         self._killed = False
