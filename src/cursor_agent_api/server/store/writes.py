@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
@@ -181,6 +182,21 @@ def _events_insert(rows: int) -> str:
     """
     row = f"({', '.join('?' * len(_EVENT_COLUMNS))})"
     return f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES " + ", ".join([row] * rows)
+
+
+def _lines_insert(rows: int) -> str:
+    """SQLite's ``INSERT INTO events`` of ``rows`` agent lines stored alone, of one chat and
+    one run, at one time: ``?1`` the chat's key, ``?2`` the first row's seq (the next rows'
+    follow it), ``?3`` the run's key, ``?4`` the time; then one value per row, its line.
+
+    Example:
+        >>> print(_lines_insert(2).replace("VALUES ", "VALUES\\n"))
+        INSERT INTO events (chat_key, seq, run_key, ts_ms, raw) VALUES
+        (?1, ?2 + 0, ?3, ?4, ?5), (?1, ?2 + 1, ?3, ?4, ?6)
+    """
+    return "INSERT INTO events (chat_key, seq, run_key, ts_ms, raw) VALUES " + ", ".join(
+        f"(?1, ?2 + {k}, ?3, ?4, ?{k + 5})" for k in range(rows)
+    )
 
 
 class LogWrites(StoreEngine):
@@ -392,7 +408,8 @@ class LogWrites(StoreEngine):
         """
         async with self._writing():
             known = self._chats.get(chat_id)
-            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            owners = {r.run_id for r, _, _, _ in new}
+            run_ids = owners - {None}
             if known is None or any(r not in self._run_nums for r in run_ids):
                 return None
             chat_key, last = known
@@ -400,25 +417,35 @@ class LogWrites(StoreEngine):
             ts = now_ms()
             first = last + 1
             keys = self._run_nums
-            # the rows' values in one flat list (no tuple kept per row), in _EVENT_COLUMNS'
-            # order, inserted by multi-row statements (_insert_rows)
-            values: list[Any] = []
-            put = values.extend
-            seq = first
-            for r, encoded, line, _ in new:
-                run_key = None if r.run_id is None else keys[r.run_id]
-                if encoded is None:  # an agent line stored alone
-                    put((chat_key, seq, run_key, ts, None, None, None, None, line))
-                else:
-                    put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
-                seq += 1
+            lines = [line for _, encoded, line, _ in new if encoded is None]
+            insert: Callable[[Any], None]
+            if len(lines) == n and len(owners) == 1:
+                # the common batch: agent lines stored alone, of one run (the runner's):
+                # one value per row, the chat, the seqs, the run and the time bound once
+                # per statement (_insert_lines)
+                (owner,) = owners
+                head = (chat_key, first, None if owner is None else keys[owner], ts)
+                insert = functools.partial(self._insert_lines, head=head, lines=lines)
+            else:
+                # the rows' values in one flat list (no tuple kept per row), in
+                # _EVENT_COLUMNS' order, inserted by multi-row statements (_insert_rows)
+                values: list[Any] = []
+                put = values.extend
+                seq = first
+                for r, encoded, line, _ in new:
+                    run_key = None if r.run_id is None else keys[r.run_id]
+                    if encoded is None:  # an agent line stored alone
+                        put((chat_key, seq, run_key, ts, None, None, None, None, line))
+                    else:
+                        put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
+                    seq += 1
+                insert = functools.partial(self._insert_rows, values=values)
             # the extra writes need each record's seq and time only: the records themselves
             # are made when read (AppendedRecords)
             planned = self._plan_writes(writes(Stamps(first, ts, n)) if writes is not None else [])
             writer = self._writer
             assert writer is not None
             bump = (n, ts, chat_id, last)
-            insert_rows = self._insert_rows
 
             def run() -> bool:
                 import sqlite3
@@ -433,7 +460,7 @@ class LogWrites(StoreEngine):
                             db.rollback()
                             return False
                         sql = self._INSERT_SQLITE
-                        insert_rows(db, values)
+                        insert(db)
                         for sql, params in planned:
                             db.executemany(sql, params)
                         db.commit()
@@ -576,6 +603,37 @@ class LogWrites(StoreEngine):
     _INSERTS_SQLITE = tuple((k, _events_insert(k)) for k in (64, 32, 16, 8, 4, 2, 1))
     """A multi-row ``INSERT`` of each size :meth:`_insert_rows` uses (64 rows: 576 values,
     under the 999 of SQLite's older builds)."""
+
+    _LINE_INSERTS_SQLITE = tuple((k, _lines_insert(k)) for k in (256, 128, 64, 32, 16, 8, 4, 2, 1))
+    """A multi-row ``INSERT`` of agent lines stored alone of each size :meth:`_insert_lines`
+    uses (256 rows: 260 values)."""
+
+    @classmethod
+    def _insert_lines(cls, db: Any, *, head: tuple[Any, int, Any, int], lines: list[bytes | None]) -> None:
+        """In the driver's thread: insert agent lines stored alone (``payload``, ``source``,
+        ``type`` and ``subtype`` NULL) as the rows of ``events`` that follow ``head``'s seq,
+        all of one chat and run, written at one time: ``head`` is ``(chat_key, first seq,
+        run_key, ts_ms)``. Statements of 256 rows, the rest by halves (nine statements, all
+        cached), each binding the head once and one value per row, the line: the rows are
+        those :meth:`_insert_rows` would insert, with a ninth of the values bound and none
+        made in Python (BENCHMARKS.md, ingest, wave 6).
+
+        Example:
+            >>> import sqlite3
+            >>> db = sqlite3.connect(":memory:")
+            >>> _ = db.execute(f"CREATE TABLE events ({', '.join(LogWrites._EVENT_COLUMNS)})")
+            >>> LogWrites._insert_lines(db, head=(1, 5, 2, 99), lines=[b"%d" % i for i in range(300)])
+            >>> db.execute("SELECT count(*), min(seq), max(seq), count(DISTINCT seq) FROM events").fetchone()
+            (300, 5, 304, 300)
+            >>> db.execute("SELECT * FROM events WHERE seq = 304").fetchone()
+            (1, 304, 2, 99, None, None, None, None, b'299')
+        """
+        chat_key, first, run_key, ts = head
+        at, end = 0, len(lines)
+        for k, sql in cls._LINE_INSERTS_SQLITE:
+            while end - at >= k:
+                db.execute(sql, [chat_key, first + at, run_key, ts, *lines[at : at + k]])
+                at += k
 
     @classmethod
     def _insert_rows(cls, db: Any, values: list[Any]) -> None:
