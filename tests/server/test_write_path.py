@@ -232,3 +232,59 @@ def test_batches_of_agent_lines_alone_are_stored_as_the_general_path_stores_them
         assert (rec.source, rec.type, rec.subtype) == (new.source, new.type, new.subtype)
         assert rec.payload["data"] == new.payload["data"]
         assert rec.raw == new.raw.decode()
+
+
+def test_a_batch_waits_for_another_process_holding_sqlites_lock(db_url: str) -> None:
+    """SQLite's write path runs a batch's transaction in the event loop's thread on a
+    connection that never waits for the file's lock; while another process holds it, the
+    batch is written by the driver's connection, which waits for it (the busy timeout)
+    without holding up the event loop: the append succeeds once the lock is released,
+    nothing is lost, and the loop ran meanwhile."""
+    import sqlite3
+    import threading
+
+    import pytest
+
+    if not db_url.startswith("sqlite"):
+        pytest.skip("an SQLite file lock")
+    path = db_url.split("///", 1)[1]
+
+    async def main() -> tuple[list[Any], int]:
+        store = Store(db_url, busy_timeout=60)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            await store.append(chat["id"], [_agent(0)])  # the chat's keys known: the fast path
+            locked, release = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                conn = sqlite3.connect(path, timeout=30)
+                conn.execute("BEGIN IMMEDIATE")  # the write lock, as another process holds it
+                locked.set()
+                release.wait(60)
+                conn.rollback()
+                conn.close()
+
+            holder = threading.Thread(target=hold)
+            holder.start()
+            try:
+                assert await asyncio.to_thread(locked.wait, 30)
+                append = asyncio.ensure_future(store.append(chat["id"], [_agent(i) for i in range(1, 4)]))
+                ticks = 0
+                while ticks < 20:  # the loop runs while the batch waits for the lock
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                assert not append.done()
+            finally:
+                release.set()
+                await asyncio.to_thread(holder.join, 30)
+            recs = await append
+            assert [r.seq for r in recs] == [2, 3, 4]
+            return await store.events_after(chat["id"], 0, 100), ticks
+        finally:
+            await store.close()
+
+    stored, ticks = asyncio.run(main())
+    assert [r.seq for r in stored] == [1, 2, 3, 4]
+    assert [r.payload["data"] for r in stored] == [_agent(i).payload["data"] for i in range(4)]
+    assert ticks == 20

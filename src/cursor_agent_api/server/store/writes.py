@@ -164,6 +164,20 @@ class AppendedRecords(Sequence[EventRecord]):
             seq += 1
 
 
+def _is_busy(error: Exception) -> bool:
+    """Whether an ``sqlite3`` error is ``SQLITE_BUSY`` (another connection holds the lock).
+
+    Example:
+        >>> import sqlite3
+        >>> _is_busy(sqlite3.OperationalError("database is locked")), _is_busy(ValueError("x"))
+        (True, False)
+    """
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if isinstance(code, int):
+        return code & 0xFF == 5  # SQLITE_BUSY, and its extended codes
+    return "database is locked" in str(error)
+
+
 def _text(raw: str | bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
@@ -447,13 +461,17 @@ class LogWrites(StoreEngine):
             assert writer is not None
             bump = (n, ts, chat_id, last)
 
-            def run() -> bool:
+            def run(db: Any, wait: bool) -> bool | None:
                 import sqlite3
 
-                db = writer._conn
                 sql = "BEGIN IMMEDIATE"
                 try:
-                    db.execute(sql)
+                    try:
+                        db.execute(sql)
+                    except sqlite3.OperationalError as e:
+                        if not wait and _is_busy(e):
+                            return None  # another process writes: wait in the driver's thread
+                        raise
                     try:
                         sql = self._BUMP_CHECKED
                         if db.execute(sql, bump).fetchone() is None:
@@ -473,7 +491,13 @@ class LogWrites(StoreEngine):
 
             try:
                 self.faults.check(purpose)
-                done: bool = await writer._execute(run)
+                # In this thread first (no thread hand-off: BENCHMARKS.md, ingest, wave 6);
+                # if another process holds SQLite's write lock, in the driver's thread,
+                # which waits for it (busy_timeout) without holding up the event loop.
+                inline = self._inline_writer
+                done = None if inline is None else run(inline, False)
+                if done is None:
+                    done = await writer._execute(lambda: run(writer._conn, True))
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
