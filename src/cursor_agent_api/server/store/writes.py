@@ -237,7 +237,7 @@ class LogWrites(StoreEngine):
         :class:`NotFoundError` for an unknown chat.
 
         On SQLite, a batch with ``writes`` only (the write path of agent events) is
-        committed in one call into the driver's thread (:meth:`_append_fast`).
+        committed in one call, in the event loop's thread (:meth:`_append_fast`).
 
         **One odd record never rolls back the others**: a payload that cannot be
         serialized is stored as :func:`unstorable_record` (its line kept), and when
@@ -408,7 +408,7 @@ class LogWrites(StoreEngine):
     async def _append_fast(
         self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
     ) -> Sequence[EventRecord] | None:
-        """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
+        """:meth:`_append` on SQLite in **one** call on a writer connection: the
         chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
         IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
         from the chat's ``last_seq`` as this process last committed it, and the bump checks
@@ -419,6 +419,15 @@ class LogWrites(StoreEngine):
         Hand-written because through SQLAlchemy each statement costs aiosqlite 3–4 thread
         hops and each transaction two more (~1 ms each on a loaded machine): they were most
         of the write path's time (BENCHMARKS.md, 2026-11-23).
+
+        The transaction runs in the event loop's thread, on a connection that never waits
+        for SQLite's lock (``busy_timeout`` 0): a batch of 500 agent lines is ~1–2 ms of
+        SQLite, less than the two thread hand-offs into aiosqlite's thread and back cost on
+        a loaded machine (BENCHMARKS.md, ingest, wave 6). While another process holds the
+        lock, ``BEGIN IMMEDIATE`` is busy at once and the same transaction runs in the
+        driver's thread, which waits for the lock (the store's busy timeout) without holding
+        up the loop. A commit that crosses SQLite's automatic checkpoint (1,000 pages of WAL)
+        runs that checkpoint in the same thread, as any connection's commit does.
         """
         async with self._writing():
             known = self._chats.get(chat_id)
@@ -634,7 +643,7 @@ class LogWrites(StoreEngine):
 
     @classmethod
     def _insert_lines(cls, db: Any, *, head: tuple[Any, int, Any, int], lines: list[bytes | None]) -> None:
-        """In the driver's thread: insert agent lines stored alone (``payload``, ``source``,
+        """In the writer's transaction: insert agent lines stored alone (``payload``, ``source``,
         ``type`` and ``subtype`` NULL) as the rows of ``events`` that follow ``head``'s seq,
         all of one chat and run, written at one time: ``head`` is ``(chat_key, first seq,
         run_key, ts_ms)``. Statements of 256 rows, the rest by halves (nine statements, all
@@ -661,7 +670,7 @@ class LogWrites(StoreEngine):
 
     @classmethod
     def _insert_rows(cls, db: Any, values: list[Any]) -> None:
-        """In the driver's thread: insert rows of ``events`` given as one flat list of values
+        """In the writer's transaction: insert rows of ``events`` given as one flat list of values
         (9 per row, in :attr:`_EVENT_COLUMNS`' order) with multi-row ``INSERT`` statements
         of 64 rows, the rest by halves (32, 16, …, 1: seven statements, all cached).
 
