@@ -172,3 +172,119 @@ def test_agent_lines_that_are_not_their_data_json_keep_their_payload(db_url: str
         assert rec.payload["data"] == base.data
         assert rec.raw == (new.raw.decode() if isinstance(new.raw, bytes) else new.raw)
     assert stored[4].payload["x"] == 1
+
+
+def test_batches_of_agent_lines_alone_are_stored_as_the_general_path_stores_them(db_url: str) -> None:
+    """A batch of agent lines stored alone, of one run (the runner's batch), takes SQLite's
+    shortest insert (the chat, the first seq, the run and the time bound once per
+    statement, one value per row): at sizes around its statements' (256 rows, then halves)
+    and with or without a run, every row is the one the general path writes (``chat_key``,
+    its seq, ``run_key``, ``ts_ms``, the line; ``source``, ``type``, ``subtype`` and
+    ``payload`` NULL), in order, and reads back as it was sent."""
+    from sqlalchemy import text
+
+    from cursor_agent_api.server.runs import run_record
+
+    sizes = [1, 255, 256, 257, 511, 3]
+
+    async def main() -> tuple[list[Any], list[Any], list[tuple[NewRecord, bool]], int, int, int]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            run, _ = await store.create_run(chat["id"], "go", lambda r: run_record("queued", r))
+            base = len(await store.events_after(chat["id"], 0, 100))  # the run's own record
+            sent: list[tuple[NewRecord, bool]] = []
+            i = 0
+            for k, size in enumerate(sizes):
+                owned = k % 2 == 0  # every other batch of the run, the others of no run
+                batch = []
+                for _ in range(size):
+                    rec = _agent(i)
+                    batch.append(NewRecord(rec.source, rec.type, rec.subtype, rec.payload, rec.raw,
+                                           run["id"] if owned else None))
+                    i += 1
+                recs = await store.append(chat["id"], batch)
+                assert [r.seq for r in recs] == list(range(base + len(sent) + 1, base + len(sent) + size + 1))
+                sent += [(r, owned) for r in batch]
+            stored = await store.events_after(chat["id"], base, 10_000)
+            async with store.snapshot() as conn:
+                query = text(
+                    "SELECT seq, ts_ms, source, type, subtype, payload, raw, run_key, chat_key"
+                    f" FROM events WHERE seq > {base} ORDER BY seq"
+                )
+                rows = [tuple(r) for r in (await conn.execute(query)).all()]
+                keys = text(
+                    "SELECT (SELECT num FROM chats WHERE id = :c), (SELECT num FROM runs WHERE id = :r)"
+                )
+                chat_key, run_key = (await conn.execute(keys, {"c": chat["id"], "r": run["id"]})).one()
+            return stored, rows, sent, chat_key, run_key, base
+        finally:
+            await store.close()
+
+    stored, rows, sent, chat_key, run_key, base = asyncio.run(main())
+    assert [row[0] for row in rows] == list(range(base + 1, base + sum(sizes) + 1))
+    for row, rec, (new, owned) in zip(rows, stored, sent, strict=True):
+        assert isinstance(new.raw, bytes)
+        assert row[2:] == (None, None, None, None, new.raw, run_key if owned else None, chat_key)
+        assert row[1] == rec.ts_ms > 0
+        assert rec.run_id == (new.run_id if owned else None)
+        assert (rec.source, rec.type, rec.subtype) == (new.source, new.type, new.subtype)
+        assert rec.payload["data"] == new.payload["data"]
+        assert rec.raw == new.raw.decode()
+
+
+def test_a_batch_waits_for_another_process_holding_sqlites_lock(db_url: str) -> None:
+    """SQLite's write path runs a batch's transaction in the event loop's thread on a
+    connection that never waits for the file's lock; while another process holds it, the
+    batch is written by the driver's connection, which waits for it (the busy timeout)
+    without holding up the event loop: the append succeeds once the lock is released,
+    nothing is lost, and the loop ran meanwhile."""
+    import sqlite3
+    import threading
+
+    import pytest
+
+    if not db_url.startswith("sqlite"):
+        pytest.skip("an SQLite file lock")
+    path = db_url.split("///", 1)[1]
+
+    async def main() -> tuple[list[Any], int]:
+        store = Store(db_url, busy_timeout=60)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            await store.append(chat["id"], [_agent(0)])  # the chat's keys known: the fast path
+            locked, release = threading.Event(), threading.Event()
+
+            def hold() -> None:
+                conn = sqlite3.connect(path, timeout=30)
+                conn.execute("BEGIN IMMEDIATE")  # the write lock, as another process holds it
+                locked.set()
+                release.wait(60)
+                conn.rollback()
+                conn.close()
+
+            holder = threading.Thread(target=hold)
+            holder.start()
+            try:
+                assert await asyncio.to_thread(locked.wait, 30)
+                append = asyncio.ensure_future(store.append(chat["id"], [_agent(i) for i in range(1, 4)]))
+                ticks = 0
+                while ticks < 20:  # the loop runs while the batch waits for the lock
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+                assert not append.done()
+            finally:
+                release.set()
+                await asyncio.to_thread(holder.join, 30)
+            recs = await append
+            assert [r.seq for r in recs] == [2, 3, 4]
+            return await store.events_after(chat["id"], 0, 100), ticks
+        finally:
+            await store.close()
+
+    stored, ticks = asyncio.run(main())
+    assert [r.seq for r in stored] == [1, 2, 3, 4]
+    assert [r.payload["data"] for r in stored] == [_agent(i).payload["data"] for i in range(4)]
+    assert ticks == 20

@@ -80,6 +80,9 @@ class StoreEngine:
         self._run_nums: dict[str, int] = {}
         self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
         self._writer: Any = None  # SQLite: the write path's aiosqlite connection
+        # SQLite: the write path's connection used in the event loop's thread, that never
+        # waits for SQLite's lock (busy_timeout 0: see LogWrites._append_fast)
+        self._inline_writer: Any = None
         self._tool_upserts: dict[tuple[str, ...], Any] = {}
         self._compiled_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
         # SQLite has one writer at a time: serialize our writes in-process instead
@@ -146,9 +149,21 @@ class StoreEngine:
             for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={int(busy_ms)}"):
                 await writer.execute(f"PRAGMA {pragma}")
             self._writer = writer
+            # The same, used in the event loop's thread (a batch's transaction is ~2 ms of
+            # SQLite; two thread hand-offs per batch cost more on a loaded machine): it never
+            # waits for the lock (another process writing), the driver's connection does.
+            import sqlite3
+
+            inline = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0"):
+                inline.execute(f"PRAGMA {pragma}")
+            self._inline_writer = inline
 
     async def close(self) -> None:
         """Dispose of the engine's connections."""
+        if self._inline_writer is not None:
+            self._inline_writer.close()
+            self._inline_writer = None
         if self._writer is not None:
             await self._writer.close()
             self._writer = None

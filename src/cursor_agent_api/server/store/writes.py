@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
@@ -163,6 +164,20 @@ class AppendedRecords(Sequence[EventRecord]):
             seq += 1
 
 
+def _is_busy(error: Exception) -> bool:
+    """Whether an ``sqlite3`` error is ``SQLITE_BUSY`` (another connection holds the lock).
+
+    Example:
+        >>> import sqlite3
+        >>> _is_busy(sqlite3.OperationalError("database is locked")), _is_busy(ValueError("x"))
+        (True, False)
+    """
+    code = getattr(error, "sqlite_errorcode", None)  # Python 3.11+
+    if isinstance(code, int):
+        return code & 0xFF == 5  # SQLITE_BUSY, and its extended codes
+    return "database is locked" in str(error)
+
+
 def _text(raw: str | bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
@@ -181,6 +196,21 @@ def _events_insert(rows: int) -> str:
     """
     row = f"({', '.join('?' * len(_EVENT_COLUMNS))})"
     return f"INSERT INTO events ({', '.join(_EVENT_COLUMNS)}) VALUES " + ", ".join([row] * rows)
+
+
+def _lines_insert(rows: int) -> str:
+    """SQLite's ``INSERT INTO events`` of ``rows`` agent lines stored alone, of one chat and
+    one run, at one time: ``?1`` the chat's key, ``?2`` the first row's seq (the next rows'
+    follow it), ``?3`` the run's key, ``?4`` the time; then one value per row, its line.
+
+    Example:
+        >>> print(_lines_insert(2).replace("VALUES ", "VALUES\\n"))
+        INSERT INTO events (chat_key, seq, run_key, ts_ms, raw) VALUES
+        (?1, ?2 + 0, ?3, ?4, ?5), (?1, ?2 + 1, ?3, ?4, ?6)
+    """
+    return "INSERT INTO events (chat_key, seq, run_key, ts_ms, raw) VALUES " + ", ".join(
+        f"(?1, ?2 + {k}, ?3, ?4, ?{k + 5})" for k in range(rows)
+    )
 
 
 class LogWrites(StoreEngine):
@@ -207,7 +237,7 @@ class LogWrites(StoreEngine):
         :class:`NotFoundError` for an unknown chat.
 
         On SQLite, a batch with ``writes`` only (the write path of agent events) is
-        committed in one call into the driver's thread (:meth:`_append_fast`).
+        committed in one call, in the event loop's thread (:meth:`_append_fast`).
 
         **One odd record never rolls back the others**: a payload that cannot be
         serialized is stored as :func:`unstorable_record` (its line kept), and when
@@ -378,7 +408,7 @@ class LogWrites(StoreEngine):
     async def _append_fast(
         self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
     ) -> Sequence[EventRecord] | None:
-        """:meth:`_append` on SQLite in **one** call into a writer connection's thread: the
+        """:meth:`_append` on SQLite in **one** call on a writer connection: the
         chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
         IMMEDIATE`` … ``COMMIT``; a rollback on any failure). The seqs are allocated here
         from the chat's ``last_seq`` as this process last committed it, and the bump checks
@@ -389,10 +419,20 @@ class LogWrites(StoreEngine):
         Hand-written because through SQLAlchemy each statement costs aiosqlite 3–4 thread
         hops and each transaction two more (~1 ms each on a loaded machine): they were most
         of the write path's time (BENCHMARKS.md, 2026-11-23).
+
+        The transaction runs in the event loop's thread, on a connection that never waits
+        for SQLite's lock (``busy_timeout`` 0): a batch of 500 agent lines is ~1–2 ms of
+        SQLite, less than the two thread hand-offs into aiosqlite's thread and back cost on
+        a loaded machine (BENCHMARKS.md, ingest, wave 6). While another process holds the
+        lock, ``BEGIN IMMEDIATE`` is busy at once and the same transaction runs in the
+        driver's thread, which waits for the lock (the store's busy timeout) without holding
+        up the loop. A commit that crosses SQLite's automatic checkpoint (1,000 pages of WAL)
+        runs that checkpoint in the same thread, as any connection's commit does.
         """
         async with self._writing():
             known = self._chats.get(chat_id)
-            run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
+            owners = {r.run_id for r, _, _, _ in new}
+            run_ids = owners - {None}
             if known is None or any(r not in self._run_nums for r in run_ids):
                 return None
             chat_key, last = known
@@ -400,40 +440,54 @@ class LogWrites(StoreEngine):
             ts = now_ms()
             first = last + 1
             keys = self._run_nums
-            # the rows' values in one flat list (no tuple kept per row), in _EVENT_COLUMNS'
-            # order, inserted by multi-row statements (_insert_rows)
-            values: list[Any] = []
-            put = values.extend
-            seq = first
-            for r, encoded, line, _ in new:
-                run_key = None if r.run_id is None else keys[r.run_id]
-                if encoded is None:  # an agent line stored alone
-                    put((chat_key, seq, run_key, ts, None, None, None, None, line))
-                else:
-                    put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
-                seq += 1
+            lines = [line for _, encoded, line, _ in new if encoded is None]
+            insert: Callable[[Any], None]
+            if len(lines) == n and len(owners) == 1:
+                # the common batch: agent lines stored alone, of one run (the runner's):
+                # one value per row, the chat, the seqs, the run and the time bound once
+                # per statement (_insert_lines)
+                (owner,) = owners
+                head = (chat_key, first, None if owner is None else keys[owner], ts)
+                insert = functools.partial(self._insert_lines, head=head, lines=lines)
+            else:
+                # the rows' values in one flat list (no tuple kept per row), in
+                # _EVENT_COLUMNS' order, inserted by multi-row statements (_insert_rows)
+                values: list[Any] = []
+                put = values.extend
+                seq = first
+                for r, encoded, line, _ in new:
+                    run_key = None if r.run_id is None else keys[r.run_id]
+                    if encoded is None:  # an agent line stored alone
+                        put((chat_key, seq, run_key, ts, None, None, None, None, line))
+                    else:
+                        put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
+                    seq += 1
+                insert = functools.partial(self._insert_rows, values=values)
             # the extra writes need each record's seq and time only: the records themselves
             # are made when read (AppendedRecords)
             planned = self._plan_writes(writes(Stamps(first, ts, n)) if writes is not None else [])
             writer = self._writer
             assert writer is not None
             bump = (n, ts, chat_id, last)
-            insert_rows = self._insert_rows
 
-            def run() -> bool:
+            def run(db: Any, wait: bool) -> bool | None:
                 import sqlite3
 
-                db = writer._conn
                 sql = "BEGIN IMMEDIATE"
                 try:
-                    db.execute(sql)
+                    try:
+                        db.execute(sql)
+                    except sqlite3.OperationalError as e:
+                        if not wait and _is_busy(e):
+                            return None  # another process writes: wait in the driver's thread
+                        raise
                     try:
                         sql = self._BUMP_CHECKED
                         if db.execute(sql, bump).fetchone() is None:
                             db.rollback()
                             return False
                         sql = self._INSERT_SQLITE
-                        insert_rows(db, values)
+                        insert(db)
                         for sql, params in planned:
                             db.executemany(sql, params)
                         db.commit()
@@ -446,7 +500,13 @@ class LogWrites(StoreEngine):
 
             try:
                 self.faults.check(purpose)
-                done: bool = await writer._execute(run)
+                # In this thread first (no thread hand-off: BENCHMARKS.md, ingest, wave 6);
+                # if another process holds SQLite's write lock, in the driver's thread,
+                # which waits for it (busy_timeout) without holding up the event loop.
+                inline = self._inline_writer
+                done = None if inline is None else run(inline, False)
+                if done is None:
+                    done = await writer._execute(lambda: run(writer._conn, True))
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
@@ -577,9 +637,40 @@ class LogWrites(StoreEngine):
     """A multi-row ``INSERT`` of each size :meth:`_insert_rows` uses (64 rows: 576 values,
     under the 999 of SQLite's older builds)."""
 
+    _LINE_INSERTS_SQLITE = tuple((k, _lines_insert(k)) for k in (256, 128, 64, 32, 16, 8, 4, 2, 1))
+    """A multi-row ``INSERT`` of agent lines stored alone of each size :meth:`_insert_lines`
+    uses (256 rows: 260 values)."""
+
+    @classmethod
+    def _insert_lines(cls, db: Any, *, head: tuple[Any, int, Any, int], lines: list[bytes | None]) -> None:
+        """In the writer's transaction: insert agent lines stored alone (``payload``, ``source``,
+        ``type`` and ``subtype`` NULL) as the rows of ``events`` that follow ``head``'s seq,
+        all of one chat and run, written at one time: ``head`` is ``(chat_key, first seq,
+        run_key, ts_ms)``. Statements of 256 rows, the rest by halves (nine statements, all
+        cached), each binding the head once and one value per row, the line: the rows are
+        those :meth:`_insert_rows` would insert, with a ninth of the values bound and none
+        made in Python (BENCHMARKS.md, ingest, wave 6).
+
+        Example:
+            >>> import sqlite3
+            >>> db = sqlite3.connect(":memory:")
+            >>> _ = db.execute(f"CREATE TABLE events ({', '.join(LogWrites._EVENT_COLUMNS)})")
+            >>> LogWrites._insert_lines(db, head=(1, 5, 2, 99), lines=[b"%d" % i for i in range(300)])
+            >>> db.execute("SELECT count(*), min(seq), max(seq), count(DISTINCT seq) FROM events").fetchone()
+            (300, 5, 304, 300)
+            >>> db.execute("SELECT * FROM events WHERE seq = 304").fetchone()
+            (1, 304, 2, 99, None, None, None, None, b'299')
+        """
+        chat_key, first, run_key, ts = head
+        at, end = 0, len(lines)
+        for k, sql in cls._LINE_INSERTS_SQLITE:
+            while end - at >= k:
+                db.execute(sql, [chat_key, first + at, run_key, ts, *lines[at : at + k]])
+                at += k
+
     @classmethod
     def _insert_rows(cls, db: Any, values: list[Any]) -> None:
-        """In the driver's thread: insert rows of ``events`` given as one flat list of values
+        """In the writer's transaction: insert rows of ``events`` given as one flat list of values
         (9 per row, in :attr:`_EVENT_COLUMNS`' order) with multi-row ``INSERT`` statements
         of 64 rows, the rest by halves (32, 16, …, 1: seven statements, all cached).
 
