@@ -288,3 +288,56 @@ def test_a_batch_waits_for_another_process_holding_sqlites_lock(db_url: str) -> 
     assert [r.seq for r in stored] == [1, 2, 3, 4]
     assert [r.payload["data"] for r in stored] == [_agent(i).payload["data"] for i in range(4)]
     assert ticks == 20
+
+
+def test_the_wal_is_checkpointed_in_the_drivers_thread_never_in_the_event_loops(
+    db_url: str, monkeypatch: Any
+) -> None:
+    """A batch's transaction runs in the event loop's thread, but a checkpoint (the WAL copied
+    into the file and synced: ~20 ms for SQLite's default 1,000 pages) must not hold up the
+    loop: the inline connection never checkpoints, and once it has committed about a
+    checkpoint's worth, the driver's connection runs one in its own thread. The WAL stays
+    bounded (here: a 64 KiB threshold, ~2 MB written)."""
+    import os
+    import threading
+
+    import pytest
+
+    from cursor_agent_api.server.store.writes import LogWrites
+
+    if not db_url.startswith("sqlite"):
+        pytest.skip("SQLite's WAL")
+    path = db_url.split("///", 1)[1]
+    threads: list[str] = []
+    checkpoint = LogWrites._checkpoint
+
+    async def recording(self: LogWrites, writer: Any) -> None:
+        def where() -> None:
+            threads.append(threading.current_thread().name)
+
+        await writer._execute(where)
+        await checkpoint(self, writer)
+
+    monkeypatch.setattr(LogWrites, "_checkpoint", recording)
+
+    async def main() -> tuple[int, int, str, int]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            engine: Any = store
+            assert engine._inline_writer.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+            engine._checkpoint_bytes = 64 * 1024
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            biggest = 0
+            for b in range(40):
+                await store.append(chat["id"], [_agent(b * 100 + i) for i in range(100)])
+                biggest = max(biggest, os.path.getsize(path + "-wal"))
+            stored = await store.events_after(chat["id"], 0, 5000)
+            return biggest, stored[-1].seq, threading.current_thread().name, len(stored)
+        finally:
+            await store.close()
+
+    biggest, last_seq, loop_thread, stored = asyncio.run(main())
+    assert stored == 4_000 and last_seq == 4_000
+    assert biggest < 1024 * 1024, biggest  # ~2 MB of WAL without checkpoints
+    assert threads and loop_thread not in threads

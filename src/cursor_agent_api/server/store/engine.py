@@ -83,6 +83,12 @@ class StoreEngine:
         # SQLite: the write path's connection used in the event loop's thread, that never
         # waits for SQLite's lock (busy_timeout 0: see LogWrites._append_fast)
         self._inline_writer: Any = None
+        # the WAL the inline connection wrote since the last checkpoint (an estimate, in bytes:
+        # LogWrites._append_fast), the page size, and the WAL that makes a checkpoint
+        # (SQLite's own automatic checkpoint: 1,000 pages)
+        self._unchecked_bytes = 0
+        self._page_size = SQLITE_PAGE_SIZE
+        self._checkpoint_bytes = 1000 * SQLITE_PAGE_SIZE
         self._tool_upserts: dict[tuple[str, ...], Any] = {}
         self._compiled_cache: dict[tuple[int, tuple[str, ...]], tuple[Any, Any]] = {}
         # SQLite has one writer at a time: serialize our writes in-process instead
@@ -154,9 +160,15 @@ class StoreEngine:
             # waits for the lock (another process writing), the driver's connection does.
             import sqlite3
 
+            # It never checkpoints either (wal_autocheckpoint=0): a checkpoint copies the WAL
+            # into the file and syncs it (~20 ms for SQLite's default 1,000 pages, here), which
+            # would hold up the loop; the driver's connection runs it (LogWrites._append_fast).
             inline = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
-            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0"):
+            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0", "wal_autocheckpoint=0"):
                 inline.execute(f"PRAGMA {pragma}")
+            (page_size,) = inline.execute("PRAGMA page_size").fetchone()  # an old file's own
+            self._page_size = int(page_size)
+            self._checkpoint_bytes = 1000 * self._page_size
             self._inline_writer = inline
 
     async def close(self) -> None:
