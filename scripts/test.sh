@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
 # Python caches compiled modules here (in __pycache__, ignored by git) even where the environment
-# says not to: the suite starts a thousand Python processes (the simulator, the CLI, servers),
+# says not to: the suite starts hundreds of Python processes (the simulator, the CLI, servers),
 # each of which would otherwise compile the package's sources again (BENCHMARKS.md: the CLI and
 # simulator tests took a quarter less CPU with the cache).
 unset PYTHONDONTWRITEBYTECODE
