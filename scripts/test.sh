@@ -3,11 +3,12 @@
 # The suite runs once on SQLite; the server tests run again on PostgreSQL (installed from the OS
 # packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's tests
 # (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
-# The tests run in parallel (pytest-xdist), one worker per CPU; PYTEST_WORKERS=N sets how many
-# (PYTEST_WORKERS=0: in this process, one at a time). The PostgreSQL pass runs alongside the
-# linters and the SQLite pass, in one more process (PYTEST_PG_WORKERS=N: with N workers): most of
-# the suite's time is spent waiting on servers, agents and browsers, not computing. Its output is
-# kept and shown after the SQLite pass's; the command fails if either pass fails.
+# The tests run in parallel (pytest-xdist), one worker per CPU and one more; PYTEST_WORKERS=N sets
+# how many (PYTEST_WORKERS=0: in this process, one at a time). The PostgreSQL pass runs alongside
+# the linters and the SQLite pass, in one more process (PYTEST_PG_WORKERS=N: with N workers): much
+# of the suite's time is spent waiting on servers, agents and browsers, not computing
+# (BENCHMARKS.md). Its output is kept and shown after the SQLite pass's; the command fails if
+# either pass fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -16,9 +17,11 @@ scripts/setup.sh test
 # each of which would otherwise compile the package's sources again (BENCHMARKS.md: the CLI and
 # simulator tests took a quarter less CPU with the cache).
 unset PYTHONDONTWRITEBYTECODE
+cpus='import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)'
+workers="${PYTEST_WORKERS:-$(( $(.venv/bin/python -c "$cpus") + 1 ))}"
 run_pytest() {
   set +e
-  .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist worksteal --durations=15 "$@"
+  .venv/bin/python -m pytest -n "$workers" --dist worksteal --durations=15 "$@"
   local status=$?
   set -e
   if [ "$status" -eq 5 ]; then
