@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Quick start, second command: set everything up, then run the linters and the whole test suite.
-# The suite runs once on SQLite; then the server tests run again on PostgreSQL (installed from
-# the OS packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's
-# tests (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
-# The tests run in parallel (pytest-xdist), one worker per CPU; PYTEST_WORKERS=N sets how many
-# (PYTEST_WORKERS=0: in this process, one at a time).
+# The suite runs once on SQLite; the server tests run again on PostgreSQL (installed from the OS
+# packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's tests
+# (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
+# The tests run in parallel (pytest-xdist), one worker per CPU and one more; PYTEST_WORKERS=N sets
+# how many (PYTEST_WORKERS=0: in this process, one at a time). The PostgreSQL pass runs alongside
+# the linters and the SQLite pass, in one more process (PYTEST_PG_WORKERS=N: with N workers): much
+# of the suite's time is spent waiting on servers, agents and browsers, not computing
+# (BENCHMARKS.md). Its output is kept and shown after the SQLite pass's; the command fails if
+# either pass fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
-echo "== browser for the web UI tests (Debian's chromium) =="
-scripts/browser.sh
-echo "== ruff =="
-.venv/bin/ruff check src tests bench
-echo "== mypy --strict =="
-.venv/bin/mypy
+# Python caches compiled modules here (in __pycache__, ignored by git) even where the environment
+# says not to: the suite starts hundreds of Python processes (the simulator, the CLI, servers),
+# each of which would otherwise compile the package's sources again (BENCHMARKS.md: the CLI and
+# simulator tests took a quarter less CPU with the cache).
+unset PYTHONDONTWRITEBYTECODE
+cpus='import os; print(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)'
+workers="${PYTEST_WORKERS:-$(( $(.venv/bin/python -c "$cpus") + 1 ))}"
 run_pytest() {
   set +e
-  .venv/bin/python -m pytest -n "${PYTEST_WORKERS:-auto}" --dist worksteal --durations=15 "$@"
+  .venv/bin/python -m pytest -n "$workers" --dist worksteal --durations=15 "$@"
   local status=$?
   set -e
   if [ "$status" -eq 5 ]; then
@@ -25,15 +30,47 @@ run_pytest() {
   fi
   return "$status"
 }
-echo "== pytest (SQLite) =="
-run_pytest "$@"
+pg_pid=""
+with_sigint='import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler)
+import pytest; sys.exit(pytest.main())'
 if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   echo "== PostgreSQL =="
   # a cluster already listening (the developer's own) is used, and left running afterwards
   already_up=0
   if (exec 3<>"/dev/tcp/127.0.0.1/${PGPORT:-54329}") 2>/dev/null; then already_up=1; fi
   url="$(scripts/postgres.sh)"
-  echo "== pytest tests/server tests/distributed (PostgreSQL) =="
-  CURSOR_AGENT_API_TEST_DATABASE_URL="$url" run_pytest tests/server tests/distributed
-  if [ "$already_up" = 0 ]; then scripts/postgres.sh stop >/dev/null 2>&1 || true; fi
+  pg_log="$(mktemp -t cursor-agent-api-pg-pass.XXXXXX)"
+  echo "(its pytest pass starts now, alongside the rest; its output follows the SQLite pass's)"
+  # (a command started with & ignores SIGINT: this one takes it back, so that the trap below
+  # can interrupt it at any moment)
+  CURSOR_AGENT_API_TEST_DATABASE_URL="$url" .venv/bin/python -c "$with_sigint" \
+    -n "${PYTEST_PG_WORKERS:-0}" --dist worksteal --durations=15 -p no:cacheprovider \
+    tests/server tests/distributed >"$pg_log" 2>&1 &
+  pg_pid=$!
+  # An early failure (ruff, mypy) or Ctrl-C ends the PostgreSQL pass too: SIGINT is pytest's
+  # KeyboardInterrupt, whose teardown stops the servers its tests started.
+  trap 'if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null; wait "$pg_pid" || true; fi
+        rm -f "$pg_log"
+        if [ "$already_up" = 0 ]; then scripts/postgres.sh stop >/dev/null 2>&1 || true; fi' EXIT
 fi
+echo "== browser for the web UI tests (Debian's chromium) =="
+scripts/browser.sh
+echo "== ruff =="
+.venv/bin/ruff check src tests bench
+echo "== mypy --strict =="
+.venv/bin/mypy
+echo "== pytest (SQLite) =="
+sqlite_status=0
+run_pytest "$@" || sqlite_status=$?
+if [ -n "$pg_pid" ]; then
+  pg_status=0
+  wait "$pg_pid" || pg_status=$?
+  pg_pid=""
+  echo "== pytest tests/server tests/distributed (PostgreSQL) =="
+  cat "$pg_log"
+  if [ "$pg_status" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure here" >&2
+  fi
+  if [ "$sqlite_status" -eq 0 ]; then sqlite_status=$pg_status; fi
+fi
+exit "$sqlite_status"

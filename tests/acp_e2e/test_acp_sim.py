@@ -159,7 +159,9 @@ def _cancel_on_first_delta(client: CursorAgentClient, prompt: str, sid: str) -> 
 
 
 def test_cancel_keeps_the_chat(sim: Sim) -> None:
-    config = sim.config(fault="slow", env={"CURSOR_AGENT_SIM_DELAY": "0.2"})
+    # 0.1 s per update: the poem goes on for about 3 s after its first delta, where the
+    # cancel is sent, so it lands mid-turn.
+    config = sim.config(fault="slow", env={"CURSOR_AGENT_SIM_DELAY": "0.1"})
     with CursorAgentClient(config) as client:
         sid = client.create_chat()
         cancelled = _cancel_on_first_delta(client, "write a poem about the sea", sid)
@@ -173,7 +175,7 @@ def test_cancel_keeps_the_chat(sim: Sim) -> None:
 
 
 def test_cancel_on_a_build_without_session_cancel_falls_back_and_loads(sim: Sim) -> None:
-    config = sim.config(fault="slow,cancel-unsupported", env={"CURSOR_AGENT_SIM_DELAY": "0.2"})
+    config = sim.config(fault="slow,cancel-unsupported", env={"CURSOR_AGENT_SIM_DELAY": "0.1"})
     with CursorAgentClient(config) as client:
         sid = client.create_chat()
         client.query("remember the code word is BLUE", resume=sid)

@@ -50,7 +50,9 @@ def test_run_asks_and_the_person_approves_and_sees_the_command_run(tmp_path: Pat
 
 
 def test_ctrl_c_cancels_the_turn_and_the_chat_goes_on(tmp_path: Path) -> None:
-    child, _ = spawn(tmp_path, ["chat"], CURSOR_AGENT_SIM_FAULT="slow", CURSOR_AGENT_SIM_DELAY="0.3")
+    # 0.1 s per update: the poem goes on for about 3 s after "River" (34 more updates), so
+    # Ctrl-C lands mid-turn.
+    child, _ = spawn(tmp_path, ["chat"], CURSOR_AGENT_SIM_FAULT="slow", CURSOR_AGENT_SIM_DELAY="0.1")
     try:
         child.expect("› ")
         child.sendline("write a poem about the sea")

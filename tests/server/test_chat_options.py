@@ -62,7 +62,9 @@ def test_options_cannot_change_while_a_run_is_active(make_server: Callable[..., 
         assert "run" in r.json()["detail"]
         # Renaming is harmless during a run.
         assert c.patch(f"/api/chats/{chat['id']}", json={"title": "x"}).status_code == 200
-        wait_run(c, run["id"])
+        # Ended (cancelled, not waited out: the slow run takes seconds), options change again.
+        assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+        assert wait_run(c, run["id"])["status"] == "cancelled"
         assert c.get(f"/api/chats/{chat['id']}").json()["options"]["force"] is False
         r = c.patch(f"/api/chats/{chat['id']}", json={"options": {"force": True}})
         assert r.status_code == 200
