@@ -108,6 +108,37 @@ def test_escape_rejects_and_the_header_names_the_mode(make_server: Any, browser:
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
+    make_server: Any, browser: Any
+) -> None:
+    """The server's answer to the prompt's POST can come after the run's first request has
+    arrived over the WebSocket (seen under load). The box must already be empty then (the
+    prompt went), so the new card takes the focus; a box holding the prompt it just sent is
+    not something the person is typing. Here the POST's answer is held until the card shows."""
+    server = make_server()
+    page = open_ui(browser, server)
+    page.get_by_role("button", name="New chat").click()
+    page.get_by_label("How the agent runs").select_option("acp")
+    page.get_by_label("Session mode (ACP)").select_option("plan")
+    page.get_by_role("button", name="Create chat").click()
+    expect(page.locator("#conn")).to_have_text("Live")
+
+    card = page.locator(".card.request-plan").first
+
+    def hold_the_answer(route: Any) -> None:
+        answer = route.fetch()  # the run starts on the server
+        card.wait_for(state="visible", timeout=20_000)
+        route.fulfill(response=answer)
+
+    page.route(re.compile(r".*/api/chats/[^/]+/runs$"), hold_the_answer)
+    send(page, "create alpha.txt with hello")
+    expect(card.get_by_role("button", name="Accept")).to_be_focused()
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    page.keyboard.press("Escape")
+    expect(card).to_have_attribute("data-decision", "rejected")
+    assert not page.errors  # type: ignore[attr-defined]
+
+
 def test_plan_mode_accept_one_plan_and_reject_another(make_server: Any, browser: Any, shot: Any) -> None:
     server = make_server()
     page = open_ui(browser, server)

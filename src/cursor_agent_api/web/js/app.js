@@ -459,8 +459,16 @@ async function sendPrompt() {
       // Stop means stop: what was typed during the run is not sent on its own afterwards.
       return showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
     }
-    await startPrompt(prompt);
-    if (input.value === prompt) input.value = ""; // not what was typed meanwhile
+    // The box empties as the prompt goes (not when the server has answered: a request
+    // the run sends meanwhile takes the focus only from an empty box); it comes back if
+    // the prompt was not sent and nothing was typed meanwhile.
+    if (input.value === prompt) input.value = "";
+    try {
+      await startPrompt(prompt);
+    } catch (err) {
+      if (!input.value) input.value = prompt;
+      throw err;
+    }
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     showAlert(`The prompt was not sent: ${err.message}`);
