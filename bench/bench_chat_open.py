@@ -89,11 +89,12 @@ def write_turn(path: Path, calls: int = 500, deltas: int = 100) -> Path:
             ts += 1
             f.write(wire.encode(wire.assistant_segment(SID, "".join(text), mc, ts), checked=False))
             args = wire.read_args(f"/ws/file{k}.txt")
-            times = {"model_call_id": mc, "started_at_ms": ts, "timestamp_ms": ts}
-            f.write(wire.encode(wire.tool_call_started(SID, f"call_{k}", "readToolCall", args, **times)))
+            f.write(wire.encode(wire.tool_call_started(
+                SID, f"call_{k}", "readToolCall", args, model_call_id=mc, started_at_ms=ts,
+                timestamp_ms=ts)))
             done = wire.tool_call_completed(
                 SID, f"call_{k}", "readToolCall", wire.read_success(f"/ws/file{k}.txt", content),
-                args=args, completed_at_ms=ts + 1, **times,
+                args=args, completed_at_ms=ts + 1, model_call_id=mc, started_at_ms=ts, timestamp_ms=ts,
             )
             f.write(wire.encode(done))
         final = f"Read all {calls} files. {MARKER}"
@@ -290,7 +291,8 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
                     await append_folded(log, fold.take(pairs))
                 else:
                     t0, c0 = time.perf_counter(), time.process_time()
-                    await append_folded(log, fold.fold(events))
+                    # (the code before 7297efa folded the batch again: RunFold.fold)
+                    await append_folded(log, fold.fold(events))  # type: ignore[attr-defined]
                 elapsed += time.perf_counter() - t0
                 cpu += time.process_time() - c0
                 del events
