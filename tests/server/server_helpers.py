@@ -12,14 +12,17 @@ asserts that no process with that marker is alive.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import signal
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,32 @@ SIM = str(BIN / "cursor-agent-sim")
 PG_ENV = "CURSOR_AGENT_API_TEST_DATABASE_URL"
 MARKER_ENV = "CURSOR_AGENT_API_TEST_MARKER"
 START_TIMEOUT = 60.0
+
+
+@contextlib.contextmanager
+def sqlite_write_lock(path: str) -> Iterator[None]:
+    """Hold the SQLite file's write lock (``BEGIN IMMEDIATE``) from another connection, as
+    another process would, until the block ends; the lock is held when the block starts."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        conn = sqlite3.connect(path, timeout=30)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            locked.set()
+            release.wait(60)
+            conn.rollback()
+        finally:
+            conn.close()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert locked.wait(30), "the SQLite write lock was not taken in 30 s"
+        yield
+    finally:
+        release.set()
+        holder.join(30)
 
 
 def poll(predicate: Callable[[], Any], timeout: float = 60.0, interval: float = 0.05) -> Any:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +25,7 @@ from server_helpers import (
     marked_processes,
     new_chat,
     poll,
+    sqlite_write_lock,
     wait_run,
     write_script,
 )
@@ -192,28 +191,12 @@ def test_an_sqlite_lock_held_past_the_busy_timeout_is_survived(
         chat = new_chat(c, stream_partial_output=True)
         run = _start(c, chat["id"])
         poll(lambda: _stored(c, chat["id"]) >= 5)
-        locked, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            conn = sqlite3.connect(path, timeout=30)
-            conn.execute("BEGIN IMMEDIATE")  # the write lock, as another process would hold it
-            locked.set()
-            release.wait(60)
-            conn.rollback()
-            conn.close()
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        try:
-            assert locked.wait(30)
+        with sqlite_write_lock(path):  # as another process would hold it
             health = poll(lambda: (h := c.get("/api/health").json())["status"] == "degraded" and h)
             assert "locked" in health["store"]["reason"]
             # Held for ten busy timeouts: every write attempt in between failed.
             time.sleep(3.0)
             assert server.runs.is_active(run["id"])
-        finally:
-            release.set()
-            holder.join(30)
         final = wait_run(c, run["id"])
         assert final["status"] == "succeeded", final
         events = all_events(c, chat["id"])

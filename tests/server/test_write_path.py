@@ -240,10 +240,8 @@ def test_a_batch_waits_for_another_process_holding_sqlites_lock(db_url: str) -> 
     batch is written by the driver's connection, which waits for it (the busy timeout)
     without holding up the event loop: the append succeeds once the lock is released,
     nothing is lost, and the loop ran meanwhile."""
-    import sqlite3
-    import threading
-
     import pytest
+    from server_helpers import sqlite_write_lock
 
     if not db_url.startswith("sqlite"):
         pytest.skip("an SQLite file lock")
@@ -255,29 +253,13 @@ def test_a_batch_waits_for_another_process_holding_sqlites_lock(db_url: str) -> 
         try:
             chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
             await store.append(chat["id"], [_agent(0)])  # the chat's keys known: the fast path
-            locked, release = threading.Event(), threading.Event()
-
-            def hold() -> None:
-                conn = sqlite3.connect(path, timeout=30)
-                conn.execute("BEGIN IMMEDIATE")  # the write lock, as another process holds it
-                locked.set()
-                release.wait(60)
-                conn.rollback()
-                conn.close()
-
-            holder = threading.Thread(target=hold)
-            holder.start()
-            try:
-                assert await asyncio.to_thread(locked.wait, 30)
+            with sqlite_write_lock(path):  # as another process would hold it
                 append = asyncio.ensure_future(store.append(chat["id"], [_agent(i) for i in range(1, 4)]))
                 ticks = 0
                 while ticks < 20:  # the loop runs while the batch waits for the lock
                     await asyncio.sleep(0.01)
                     ticks += 1
                 assert not append.done()
-            finally:
-                release.set()
-                await asyncio.to_thread(holder.join, 30)
             recs = await append
             assert [r.seq for r in recs] == [2, 3, 4]
             return await store.events_after(chat["id"], 0, 100), ticks

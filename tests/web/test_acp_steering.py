@@ -116,12 +116,13 @@ def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
     prompt went), so the new card takes the focus; a box holding the prompt it just sent is
     not something the person is typing. Here the POST's answer is held until the card shows."""
     server = make_server()
+    with server.client() as c:
+        chat = c.post("/api/chats", json={"workspace": "project", "options": {
+            "trust": True, "transport": "acp", "mode": "plan"}}).json()
     page = open_ui(browser, server)
-    page.get_by_role("button", name="New chat").click()
-    page.get_by_label("How the agent runs").select_option("acp")
-    page.get_by_label("Session mode (ACP)").select_option("plan")
-    page.get_by_role("button", name="Create chat").click()
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
     expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#chat-meta")).to_contain_text("plan mode")
 
     card = page.locator(".card.request-plan").first
 
