@@ -125,16 +125,23 @@ def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
     expect(page.locator("#chat-meta")).to_contain_text("plan mode")
 
     card = page.locator(".card.request-plan").first
+    held: list[tuple[Any, Any]] = []
 
     def hold_the_answer(route: Any) -> None:
-        answer = route.fetch()  # the run starts on the server
-        card.wait_for(state="visible", timeout=20_000)
-        route.fulfill(response=answer)
+        # the run starts on the server; its answer reaches the page only when the test says
+        held.append((route, route.fetch()))
 
     page.route(re.compile(r".*/api/chats/[^/]+/runs$"), hold_the_answer)
     send(page, "create alpha.txt with hello")
     expect(card.get_by_role("button", name="Accept")).to_be_focused()
     expect(page.get_by_label("Prompt")).to_have_value("")
+    for _ in range(600):  # the server's answer may reach the test after the card did
+        if held:
+            break
+        page.wait_for_timeout(50)
+    ((route, answer),) = held
+    route.fulfill(response=answer)
+    page.unroute_all(behavior="ignoreErrors")
     page.keyboard.press("Escape")
     expect(card).to_have_attribute("data-decision", "rejected")
     assert not page.errors  # type: ignore[attr-defined]
