@@ -28,6 +28,8 @@ from .health import StoreFaults, StoreHealth
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SQLITE_PAGE_SIZE = 16384
 """The page size of a new SQLite database (``PRAGMA page_size``)."""
+_SQLITE_PRAGMAS = ("synchronous=NORMAL", "foreign_keys=ON")
+"""Every SQLite connection's settings, besides its busy timeout."""
 
 
 def run_migrations(sync_connection: Any) -> None:
@@ -138,9 +140,8 @@ class StoreEngine:
                 # overflow pages of 4 KiB mostly empty.
                 cur.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
                 cur.execute("PRAGMA journal_mode=WAL")
-                cur.execute("PRAGMA synchronous=NORMAL")
-                cur.execute("PRAGMA foreign_keys=ON")
-                cur.execute(f"PRAGMA busy_timeout={int(busy_ms)}")
+                for pragma in (*_SQLITE_PRAGMAS, f"busy_timeout={int(busy_ms)}"):
+                    cur.execute(f"PRAGMA {pragma}")
                 cur.close()
 
         self._engine = engine
@@ -152,7 +153,7 @@ class StoreEngine:
             # the write path's own connection (see _append_fast): transactions by hand
             path = url.database or ""
             writer = await aiosqlite.connect(path, timeout=self.busy_timeout, isolation_level=None)
-            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", f"busy_timeout={int(busy_ms)}"):
+            for pragma in (*_SQLITE_PRAGMAS, f"busy_timeout={int(busy_ms)}"):
                 await writer.execute(f"PRAGMA {pragma}")
             self._writer = writer
             # The same, used in the event loop's thread (a batch's transaction is ~2 ms of
@@ -164,7 +165,7 @@ class StoreEngine:
             # into the file and syncs it (~20 ms for SQLite's default 1,000 pages, here), which
             # would hold up the loop; the driver's connection runs it (LogWrites._append_fast).
             inline = sqlite3.connect(path, timeout=0, isolation_level=None, check_same_thread=False)
-            for pragma in ("synchronous=NORMAL", "foreign_keys=ON", "busy_timeout=0", "wal_autocheckpoint=0"):
+            for pragma in (*_SQLITE_PRAGMAS, "busy_timeout=0", "wal_autocheckpoint=0"):
                 inline.execute(f"PRAGMA {pragma}")
             (page_size,) = inline.execute("PRAGMA page_size").fetchone()  # an old file's own
             self._page_size = int(page_size)

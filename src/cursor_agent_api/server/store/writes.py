@@ -178,17 +178,6 @@ def _is_busy(error: Exception) -> bool:
     return "database is locked" in str(error)
 
 
-def _bytes_in(values: Sequence[Any]) -> int:
-    """The bytes of the text and binary values among ``values`` (what a batch adds to the WAL,
-    roughly).
-
-    Example:
-        >>> _bytes_in([b"abc", None, 7, "de"])
-        5
-    """
-    return sum(len(v) for v in values if isinstance(v, (bytes, str)))
-
-
 def _text(raw: str | bytes | None) -> str | None:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
 
@@ -439,8 +428,8 @@ class LogWrites(StoreEngine):
         driver's thread, which waits for the lock (the store's busy timeout) without holding
         up the loop. That connection never checkpoints (a checkpoint copies the WAL into the
         file and syncs it: ~20 ms for 1,000 pages): once it has written about as much WAL as
-        SQLite's automatic checkpoint waits for (1,000 pages, estimated from the values and
-        the commits), :meth:`_checkpoint` runs one in the driver's thread.
+        SQLite's automatic checkpoint waits for (1,000 pages, estimated from the records'
+        size hints and the commits), :meth:`_checkpoint` runs one in the driver's thread.
         """
         async with self._writing():
             known = self._chats.get(chat_id)
@@ -462,7 +451,6 @@ class LogWrites(StoreEngine):
                 (owner,) = owners
                 head = (chat_key, first, None if owner is None else keys[owner], ts)
                 insert = functools.partial(self._insert_lines, head=head, lines=lines)
-                size = _bytes_in(lines)
             else:
                 # the rows' values in one flat list (no tuple kept per row), in
                 # _EVENT_COLUMNS' order, inserted by multi-row statements (_insert_rows)
@@ -477,7 +465,6 @@ class LogWrites(StoreEngine):
                         put((chat_key, seq, run_key, ts, r.source, r.type, r.subtype, encoded.text, line))
                     seq += 1
                 insert = functools.partial(self._insert_rows, values=values)
-                size = _bytes_in(values)
             # the extra writes need each record's seq and time only: the records themselves
             # are made when read (AppendedRecords)
             planned = self._plan_writes(writes(Stamps(first, ts, n)) if writes is not None else [])
@@ -523,10 +510,10 @@ class LogWrites(StoreEngine):
                 if done is None:
                     done = await writer._execute(lambda: run(writer._conn, True))
                 elif done:
-                    # the WAL it wrote, about: its values, and ~2 pages each commit writes
-                    # whatever its size (the chat's row, the turn's state, a leaf of the
-                    # log's index; 1.6 measured for one-line batches)
-                    self._unchecked_bytes += size + 2 * self._page_size
+                    # the WAL it wrote, about: the records' size hints (their stored bytes),
+                    # and ~2 pages each commit writes whatever its size (the chat's row, the
+                    # turn's state, a leaf of the log's index; 1.6 measured for one-line batches)
+                    self._unchecked_bytes += sum(p[3] for p in new) + 2 * self._page_size
                     if self._unchecked_bytes >= self._checkpoint_bytes:
                         self._unchecked_bytes = 0
                         await self._checkpoint(writer)
