@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 
 from .config import AgentConfig
 from .protocol import AgentEvent, AgentResult, Changes, Transcript
+from .protocol.event_log import EventLog
 from .runtime.acp_transport import AcpTransport, process_key
 from .runtime.commands import (
     DEFAULT_COMMAND_TIMEOUT,
@@ -66,6 +67,7 @@ __all__ = [
 _EMPTY: list[AgentEvent] = []
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _make_config(config: AgentConfig | None, fields: dict[str, Any]) -> AgentConfig:
@@ -152,7 +154,8 @@ def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | b
 
 
 async def _stop_start(run: Turn, starting: concurrent.futures.Future[None]) -> None:
-    """After an interrupted start: let the cancelled start unwind, then stop the turn."""
+    """After an interrupted start: let the cancelled start unwind, then stop the turn (a started
+    one: cancelled, and its end awaited: SIGTERM, its grace, SIGKILL)."""
     with contextlib.suppress(BaseException):
         await asyncio.wrap_future(starting)
     if run.done:
@@ -160,8 +163,10 @@ async def _stop_start(run: Turn, starting: concurrent.futures.Future[None]) -> N
     if starting.cancelled() or starting.exception() is not None:
         if run.pid is not None:  # unwound part-way, after the spawn
             run.cancel(signal_module.SIGKILL)
-    else:  # started: cancel as a turn is cancelled (ACP keeps the session)
+    else:  # started: cancel as a turn is cancelled (ACP keeps the session), wait for its end
         run.cancel(signal_module.SIGTERM)
+        with contextlib.suppress(BaseException):
+            await run.wait()
 
 
 def _make_tools(tools: Any) -> Any:
@@ -170,6 +175,10 @@ def _make_tools(tools: Any) -> Any:
     from .tools.host import make_host
 
     return make_host(tools)
+
+
+def _same(value: T) -> T:
+    return value
 
 
 def _check_prompt(prompt: object) -> str | bytes:
@@ -197,7 +206,7 @@ class _TurnStream:
         self._keep = config.keep_events
         self.prompt = prompt
         """The prompt of the turn (what a session records with its result)."""
-        self._events: list[AgentEvent] = []
+        self._events = EventLog()
         self._batch: list[AgentEvent] = _EMPTY
         self._index = 0
         self._ended = False
@@ -259,8 +268,9 @@ class _TurnStream:
             cancel_turn(int(sig))
 
     @property
-    def events(self) -> list[AgentEvent]:
-        """Events received so far (empty with ``keep_events=False``)."""
+    def events(self) -> EventLog:
+        """Events received so far (empty with ``keep_events=False``): equal to the events
+        yielded, kept as compact as they came (see :mod:`~cursor_agent_api.protocol.event_log`)."""
         return self._events
 
     @property
@@ -516,44 +526,56 @@ class CursorAgentClient:
             portal.release()
 
     def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None,
-               make: Callable[[Turn, concurrent.futures.Future[AgentResult]], T]) -> T:
+               make: Callable[[Turn, concurrent.futures.Future[AgentResult]], T],
+               then: Callable[[T], R]) -> R:
         """Open a turn, ``make(turn, finished)`` (before anything of the turn runs), start the
-        turn on the loop thread; what ``make`` made. ``finished``: the turn's result."""
+        turn on the loop thread; ``then(made)``.
+        ``finished``: the turn's result.
+
+        An exception (Ctrl-C) anywhere in here, ``then`` included, stops the turn and waits
+        until its group is gone before it propagates: the interrupt may land as the start
+        completes, a moment after the kernel gave SIGINT to the loop thread.
+        """
         portal = self._loop()
-        loop = portal.acquire()  # held by the run until it ends
-        if queue is not None:
-            queue.bind(loop)
-        run = _open_turn(self._acp, self._tools, config, prompt, queue)
-        finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
-        made = make(run, finished)
-
-        async def start() -> None:
-            await run.start()
-
-            def done(fut: asyncio.Future[AgentResult]) -> None:
-                if fut.cancelled():
-                    finished.cancel()
-                elif fut.exception() is not None:
-                    finished.set_exception(fut.exception())
-                else:
-                    finished.set_result(fut.result())
-                portal.release()
-
-            run.add_done_callback(done)
-
-        starting = portal.submit(start)
+        portal.acquire()  # held by the run until it ends
+        starting: concurrent.futures.Future[None] | None = None
         try:
+            if queue is not None:
+                queue.bind(portal.loop)
+            run = _open_turn(self._acp, self._tools, config, prompt, queue)
+            finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
+            made = make(run, finished)
+
+            async def start() -> None:
+                await run.start()
+
+                def done(fut: asyncio.Future[AgentResult]) -> None:
+                    if fut.cancelled():
+                        finished.cancel()
+                    elif fut.exception() is not None:
+                        finished.set_exception(fut.exception())
+                    else:
+                        finished.set_result(fut.result())
+                    portal.release()
+
+                run.add_done_callback(done)
+
+            starting = portal.submit(start)
             wait_for(starting)
+            return then(made)
         except BaseException:
-            # interrupted (Ctrl-C) while the agent starts: stop the start where it is (an ACP
-            # turn must not go on to send its prompt) and the process if it was spawned
+            if starting is None:
+                portal.release()
+                raise
+            # interrupted while the agent starts: stop the start where it is (an ACP turn must
+            # not go on to send its prompt) and the process if it was spawned; once started,
+            # the turn is cancelled and its end awaited
             starting.cancel()
             with contextlib.suppress(BaseException):
                 portal.call(_stop_start, run, starting)
             if not starting.done() or starting.cancelled() or starting.exception() is not None:
                 portal.release()  # else the turn's done callback releases it when it ends
             raise
-        return made
 
     # turns -----------------------------------------------------------------------------
 
@@ -572,15 +594,8 @@ class CursorAgentClient:
             'The answer is 4.'
         """
         config = self.config.with_overrides(**overrides)
-        run, finished = self._start(config, _check_prompt(prompt), None,
-                                    lambda run, finished: (run, finished))
-        try:
-            return wait_for(finished)
-        except BaseException:
-            run.cancel_threadsafe(signal_module.SIGTERM)
-            with contextlib.suppress(BaseException):
-                finished.result(config.kill_grace + 10)
-            raise
+        return self._start(config, _check_prompt(prompt), None,
+                           lambda run, finished: finished, wait_for)
 
     def query_stream(self, prompt: str, **overrides: Any) -> StreamingResponse:
         """Start one turn; a :class:`StreamingResponse` that yields its events as they come.
@@ -595,7 +610,7 @@ class CursorAgentClient:
         config = self.config.with_overrides(**overrides)
         queue = ThreadEventQueue()
         return self._start(config, _check_prompt(prompt), queue, lambda run, finished:
-                           StreamingResponse(run, queue, config, prompt, finished))
+                           StreamingResponse(run, queue, config, prompt, finished), _same)
 
     # account ---------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from cursor_agent_api import (
     CursorAgentClient,
     EventType,
 )
+from cursor_agent_api.runtime.groups import group_alive
 from cursor_agent_api.runtime.run import AgentRun
 
 
@@ -275,6 +276,41 @@ def test_keyboard_interrupt_in_query_stops_the_agent(sim, spawned):
             client.query("hi")
         t.join()
     assert len(spawned) == 1  # the autouse fixture checks the group is gone
+
+
+@pytest.mark.parametrize("call", ["query", "query_stream"])
+def test_keyboard_interrupt_as_the_start_completes_waits_for_the_group(sim, spawned, monkeypatch,
+                                                                        call):
+    # Ctrl-C lands at the first bytecode after the start's wait returned (seen under load: the
+    # kernel gave SIGINT to the loop thread, the main thread raised it a moment later). The
+    # start was complete, so the turn is cancelled; the interrupt must not propagate before the
+    # group is gone (an agent that ignores SIGTERM: only the SIGKILL after kill_grace ends it)
+    import cursor_agent_api.client as client_module
+
+    real = client_module.wait_for
+    calls = []
+
+    def ignores_sigterm(pid: int) -> bool:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(line for line in f if line.startswith("SigIgn:")).split()[1]
+        return bool(int(mask, 16) & (1 << (signal.SIGTERM - 1)))
+
+    def interrupted_after_the_start(future, timeout=None):
+        calls.append(future)
+        value = real(future, timeout)
+        if len(calls) == 1:
+            deadline = time.monotonic() + 30
+            while not ignores_sigterm(spawned[0]) and time.monotonic() < deadline:
+                time.sleep(0.01)  # the simulated agent is up: SIGTERM alone no longer ends it
+            raise KeyboardInterrupt
+        return value
+
+    monkeypatch.setattr(client_module, "wait_for", interrupted_after_the_start)
+    with CursorAgentClient(sim("ignore-sigterm", kill_grace=0.5)) as client:
+        with pytest.raises(KeyboardInterrupt):
+            getattr(client, call)("hi")
+        assert len(spawned) == 1
+        assert not group_alive(spawned[0]), "the interrupt propagated before the group was gone"
 
 
 def test_interpreter_exit_with_an_open_sync_stream_stops_the_agent(sim, spawned, tmp_path):

@@ -33,6 +33,7 @@ from .changes import (
     assistant_role,
     change_from_dict,
 )
+from .event_log import EventLog
 from .events import (
     AgentEvent,
     EventType,
@@ -58,6 +59,7 @@ __all__ = [
     "Change",
     "Changes",
     "ErrorReported",
+    "EventLog",
     "EventReader",
     "EventType",
     "LineFramer",

@@ -561,6 +561,23 @@ def classify(data: dict[str, Any]) -> EventType:
     return reader(data, data.get("subtype"))
 
 
+class LineEvent(AgentEvent):
+    """An event whose ``data`` is its ``line`` decoded as is: what the reader builds for
+    nearly every line (not a line joined to the next, nor one too deep).
+
+    Nothing else differs from :class:`AgentEvent`: it is one so that a turn that keeps its
+    events may keep such an event as its line alone and build it again when it is read (see
+    :mod:`.event_log`), which only holds when ``data`` came from the line unchanged.
+
+    Example:
+        >>> e = parse_event(b'{"type":"user"}')
+        >>> type(e).__name__, e == AgentEvent(EventType.USER, {"type": "user"})
+        ('LineEvent', True)
+    """
+
+    __slots__ = ()
+
+
 def event_from_object(data: dict[str, Any], line: bytes | str | None = None) -> AgentEvent:
     """Build the event for an already-decoded JSON object.
 
@@ -635,4 +652,4 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
         return raw_event(line)
     if len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
         return too_deep_event(line)
-    return AgentEvent(classify(data), data, line)
+    return LineEvent(classify(data), data, line)

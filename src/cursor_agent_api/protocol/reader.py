@@ -17,7 +17,15 @@ from __future__ import annotations
 
 import orjson
 
-from .events import AgentEvent, classify, error_event, event_from_object, raw_event, too_deep_event
+from .events import (
+    AgentEvent,
+    LineEvent,
+    classify,
+    error_event,
+    event_from_object,
+    raw_event,
+    too_deep_event,
+)
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 
@@ -91,7 +99,7 @@ class EventReader:
                     if len(frame) >= SHORTEST_TOO_DEEP and exceeds_depth(obj, frame):
                         append(too_deep_event(frame))
                     else:
-                        append(AgentEvent(classify(obj), obj, frame))
+                        append(LineEvent(classify(obj), obj, frame))
                     continue
             out.extend(self._frame(frame))
         self.object_lines += objects

@@ -11,10 +11,12 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CursorAgentError
+from .event_log import EventLog
 from .events import AgentEvent, Usage
 from .tools import ToolCall
 
@@ -45,7 +47,7 @@ class AgentResult:
     duration_ms: int | None = None
     duration_api_ms: int | None = None
     error: str | None = None
-    events: list[AgentEvent] = field(default_factory=list)
+    events: Sequence[AgentEvent] = field(default_factory=EventLog)
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None

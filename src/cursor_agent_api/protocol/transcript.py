@@ -54,6 +54,7 @@ from .changes import (
     UsageReported,
     assistant_role,
 )
+from .event_log import EventLog
 from .events import AgentEvent, EventType, Usage, parse_event
 from .framing import DEFAULT_MAX_LINE_BYTES
 from .reader import EventReader
@@ -82,7 +83,9 @@ _STARTED = EventType.TOOL_CALL_STARTED
 class Transcript:
     """Fold the events of one turn. Feed with :meth:`add`; read the fields at any time.
 
-    ``keep_events`` keeps every event in :attr:`events` (the default).
+    ``keep_events`` keeps every event in :attr:`events` (the default), an
+    :class:`~.event_log.EventLog`: each event the reader decoded from its line is kept as
+    that line and built again when read.
     ``keep_content=False`` keeps no content: the assistant text, the thinking blocks and the
     tool calls' results are not kept (:attr:`text` and :attr:`thinking` stay empty, each
     call's ``result`` is ``None``), while the changes :meth:`add` returns still carry them
@@ -111,7 +114,7 @@ class Transcript:
     def __init__(self, *, keep_events: bool = True, keep_content: bool = True) -> None:
         self.keep_events = keep_events
         self.keep_content = keep_content
-        self.events: list[AgentEvent] = []
+        self.events = EventLog()
         self.session_id: str | None = None
         self.request_id: str | None = None
         self.model: str | None = None
@@ -601,7 +604,7 @@ class Transcript:
             duration_ms=self.duration_ms,
             duration_api_ms=self.duration_api_ms,
             error=error,
-            events=list(self.events),
+            events=self.events.copy(),
             text=text,
             tool_calls=[tc.copy() for tc in self._calls],
             usage=self.usage,

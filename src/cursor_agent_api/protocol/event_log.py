@@ -1,0 +1,123 @@
+"""The events a turn keeps (``keep_events=True``): as compact as they came, equal when read.
+
+:class:`EventLog` is the sequence behind :attr:`Transcript.events
+<cursor_agent_api.protocol.transcript.Transcript.events>`, ``StreamingResponse.events`` and
+:attr:`AgentResult.events <cursor_agent_api.protocol.result.AgentResult.events>`. An event the
+reader decoded from its line as is (a :class:`~.events.LineEvent`: nearly all of them) is kept
+as that line alone; the event is built again from it the first time it is read, and that
+object is then kept in its place: reading ``log[i]`` twice gives the same object, and changes
+made to it stay. Any other event (a line joined to the next, one too deep, one the library
+made) is kept as the object itself.
+
+Why: a kept event's parsed JSON is three or four objects the garbage collector scans again at
+every full collection, which made keeping the events cost as much as the whole rest of the
+stream (BENCHMARKS.md, "The sync stream's per-line cost"). A line is one ``bytes`` object,
+which the collector does not track, and a third to a fifth of the memory. The cost moves to
+reading: decoding a kept line again takes about as long as decoding it the first time, once.
+
+What users see is the same events, equal (``==``) and in order; what differs: the events a
+stream yields and its ``events`` are equal but not the same objects, so a change made to a
+yielded event's ``data`` is not seen in ``events``.
+
+Example:
+    >>> from .events import parse_event
+    >>> log = EventLog([parse_event(b'{"type":"result","subtype":"success","result":"4"}')])
+    >>> len(log), log[0].text, log[0] is log[0], log == [parse_event('{"type":"result",'
+    ...     '"subtype":"success","result":"4"}')]
+    (1, '4', True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import overload
+
+import orjson
+
+from .events import AgentEvent, LineEvent, classify
+
+__all__ = ["EventLog"]
+
+
+class EventLog(Sequence[AgentEvent]):
+    """A turn's kept events: each :class:`~.events.LineEvent` as its line until it is read.
+
+    ``append``/``extend`` add events; indexing, slicing, ``len``, iteration and ``==`` (with
+    any sequence of events) read them as a list would. ``copy()`` is a new log of the same
+    events, read apart from this one.
+
+    Example:
+        >>> from .events import parse_event
+        >>> log = EventLog()
+        >>> log.extend([parse_event('{"type":"user"}'), parse_event("banner")])
+        >>> [e.raw_type for e in log], log[1:] == [parse_event("banner")]
+        (['user', 'raw'], True)
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, events: Iterable[AgentEvent] = ()) -> None:
+        self._items: list[bytes | str | AgentEvent] = []
+        self.extend(events)
+
+    def append(self, event: AgentEvent) -> None:
+        """Keep one more event (a line event as its line)."""
+        self._items.append(event.line if event.__class__ is LineEvent  # type: ignore[arg-type]
+                           else event)
+
+    def extend(self, events: Iterable[AgentEvent]) -> None:
+        """Keep these events, in order."""
+        self._items.extend([e.line if e.__class__ is LineEvent else e  # type: ignore[misc]
+                            for e in events])
+
+    def copy(self) -> EventLog:
+        """A new log of the same events (what a result keeps of its turn)."""
+        log = EventLog()
+        log._items = self._items.copy()
+        return log
+
+    def _event(self, i: int) -> AgentEvent:
+        item = self._items[i]
+        if isinstance(item, AgentEvent):
+            return item
+        data = orjson.loads(item)
+        event = LineEvent(classify(data), data, item)
+        self._items[i] = event  # read once: this object from now on
+        return event
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> AgentEvent: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AgentEvent]: ...
+
+    def __getitem__(self, index: int | slice) -> AgentEvent | list[AgentEvent]:
+        if isinstance(index, slice):
+            return [self._event(i) for i in range(*index.indices(len(self._items)))]
+        return self._event(index)
+
+    def __iter__(self) -> Iterator[AgentEvent]:
+        i = 0
+        while i < len(self._items):
+            yield self._event(i)
+            i += 1
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (EventLog, list, tuple)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=False))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"EventLog(<{len(self._items)} events>)"
+
+    def __getstate__(self) -> tuple[list[bytes | str | AgentEvent]]:
+        return (self._items,)  # never empty: pickle skips __setstate__ for a false state
+
+    def __setstate__(self, state: tuple[list[bytes | str | AgentEvent]]) -> None:
+        (self._items,) = state
+

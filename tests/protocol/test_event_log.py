@@ -1,0 +1,102 @@
+"""The kept events of a turn (``keep_events=True``): compact as they came, equal when read.
+
+A turn that keeps its events keeps each event decoded from its line as that line (bytes: no
+object the garbage collector scans) and builds the event again, once, when it is read. These
+tests check what a user sees (the same events, in order, equal, stable once read) and that the
+kept log no longer holds the parsed JSON of every event.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+
+import orjson
+import pytest
+
+from cursor_agent_api.protocol import AgentEvent, EventReader, EventType, Transcript, parse_event
+from cursor_agent_api.protocol.event_log import EventLog
+
+
+def delta(i: int) -> bytes:
+    return orjson.dumps({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": f"t{i} "}]}, "session_id": "s", "timestamp_ms": i}) + b"\n"
+
+
+INIT = b'{"type":"system","subtype":"init","session_id":"s","model":"m"}\n'
+RESULT = b'{"type":"result","subtype":"success","result":"done","session_id":"s"}\n'
+
+
+def tracked_containers_kept(n: int) -> int:
+    """Tracked objects a Transcript keeping ``n`` delta events holds, beyond one that keeps none."""
+    data = INIT + b"".join(delta(i) for i in range(n)) + RESULT
+    counts = []
+    for keep in (False, True):
+        gc.collect()
+        before = len(gc.get_objects())
+        t = Transcript.from_bytes(data, keep_events=keep)
+        gc.collect()
+        counts.append(len(gc.get_objects()) - before)
+        assert t.event_count == n + 2
+        del t
+    return counts[1] - counts[0]
+
+
+def test_kept_events_add_no_tracked_object_per_event() -> None:
+    # before: each kept delta held its AgentEvent and orjson's dict, message dict and content
+    # list (~4 tracked objects each, scanned again at every full collection)
+    assert tracked_containers_kept(2000) < 50
+
+
+def test_the_kept_events_equal_the_events_read_in_order() -> None:
+    lines = [INIT, *(delta(i) for i in range(5)), b"not json\n", RESULT]
+    t = Transcript.from_lines([line.rstrip(b"\n") for line in lines])
+    expected = [parse_event(line.rstrip(b"\n")) for line in lines]
+    assert len(t.events) == len(expected) == 8
+    assert t.events == expected
+    assert list(t.events) == expected
+    assert [e.type for e in t.events][-2:] == [EventType.RAW, EventType.RESULT_SUCCESS]
+    assert t.events[1].text == "t0 " and t.events[-1].text == "done"
+    assert t.events[1].line == delta(0).rstrip(b"\n")
+    assert t.events[1:3] == expected[1:3]
+    result = t.to_result()
+    assert result.events == expected and len(result.events) == 8
+
+
+def test_an_event_once_read_is_the_same_object_and_keeps_its_changes() -> None:
+    t = Transcript.from_lines([INIT, delta(0), RESULT])
+    first = t.events[1]
+    assert t.events[1] is first and t.events[-2] is first
+    first.data["note"] = "mine"
+    assert t.events[1].data["note"] == "mine"
+    assert next(iter(t.events[1:2])) is first
+
+
+def test_events_not_decoded_from_their_line_as_is_are_kept_as_objects() -> None:
+    reader = EventReader()
+    # a JSON object whose string broke across two lines (joined by the reader), a line too
+    # deep, and an event the library made: their data is not their line's JSON
+    chunk = (b'{"type":"assistant","message":{"content":[{"type":"text","text":"a\n'
+             b'b"}]}}\n' + b'{"a":' + b"[" * 300 + b"]" * 300 + b"}\n")
+    events = reader.feed(chunk) + reader.close()
+    log = EventLog()
+    for event in events:
+        log.append(event)
+    made = AgentEvent(EventType.ERROR, {"type": "error", "message": "m"}, b"{}")
+    log.append(made)
+    assert [e.type for e in log] == [EventType.ASSISTANT, EventType.RAW, EventType.ERROR]
+    assert list(log) == [*events, made]
+    assert log[0] is events[0] and log[2] is made
+    assert log[1].data["code"] == "too_deep"
+
+
+def test_a_log_pickles_compares_and_copies() -> None:
+    log = EventLog(parse_event(line) for line in (INIT, delta(1)))
+    again = pickle.loads(pickle.dumps(log))
+    assert again == log and again == list(log) and log != list(log)[:1]
+    copy = log.copy()
+    copy.append(parse_event(RESULT))
+    assert len(log) == 2 and len(copy) == 3
+    assert repr(log) == "EventLog(<2 events>)"
+    with pytest.raises(IndexError):
+        log[2]
