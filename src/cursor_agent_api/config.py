@@ -198,7 +198,9 @@ class AgentConfig:
     as given), ``max_line_bytes`` (longest stdout line kept; a longer line fails
     the turn with :class:`~cursor_agent_api.errors.ProtocolError`),
     ``keep_events`` (keep every event in ``StreamingResponse.events`` and
-    ``AgentResult.events``; ``False`` keeps memory flat on endless streams),
+    ``AgentResult.events``, each as its line until it is read: see
+    :mod:`~cursor_agent_api.protocol.event_log`; ``False`` keeps memory flat on endless
+    streams),
     ``keep_content`` (keep the assistant text, thinking and tool calls' results for
     ``AgentResult.text``, ``.tool_calls`` and the ``result`` of a turn without a result
     event; ``False``: the events still carry them, but the client keeps no second copy,
