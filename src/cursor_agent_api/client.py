@@ -528,9 +528,8 @@ class CursorAgentClient:
     def _start(self, config: AgentConfig, prompt: str | bytes, queue: ThreadEventQueue | None,
                make: Callable[[Turn, concurrent.futures.Future[AgentResult]], T],
                then: Callable[[T], R]) -> R:
-        """Open a turn, ``make(turn, finished)`` (before anything of the turn runs), start the
-        turn on the loop thread; ``then(made)``.
-        ``finished``: the turn's result.
+        """Open a turn, ``made = make(turn, finished)`` (before anything of the turn runs;
+        ``finished``: the turn's result), start the turn on the loop thread; ``then(made)``.
 
         An exception (Ctrl-C) anywhere in here, ``then`` included, stops the turn and waits
         until its group is gone before it propagates: the interrupt may land as the start
