@@ -100,3 +100,20 @@ def test_a_log_pickles_compares_and_copies() -> None:
     assert repr(log) == "EventLog(<2 events>)"
     with pytest.raises(IndexError):
         log[2]
+
+
+def test_reading_from_the_end_while_events_are_appended_keeps_each_in_its_place() -> None:
+    # the turn appends on the loop's thread while the user reads events[-1] on theirs: the
+    # event read is put back where it was, not where the end is a moment later
+    log = EventLog([parse_event(delta(0))])
+
+    class Racing(list):  # appends one more event between the read and the write back
+        def __getitem__(self, i):
+            item = super().__getitem__(i)
+            if len(self) == 1:
+                self.append(delta(1).rstrip(b"\n"))
+            return item
+
+    log._items = Racing(log._items)
+    assert log[-1].text == "t0 "
+    assert [e.text for e in log] == ["t0 ", "t1 "]

@@ -78,12 +78,17 @@ class EventLog(Sequence[AgentEvent]):
         return log
 
     def _event(self, i: int) -> AgentEvent:
-        item = self._items[i]
+        items = self._items
+        if i < 0:  # from the end as it is now: another thread may append meanwhile
+            i += len(items)
+            if i < 0:
+                raise IndexError("EventLog index out of range")
+        item = items[i]
         if isinstance(item, AgentEvent):
             return item
         data = orjson.loads(item)
         event = LineEvent(classify(data), data, item)
-        self._items[i] = event  # read once: this object from now on
+        items[i] = event  # read once: this object from now on
         return event
 
     def __len__(self) -> int:
