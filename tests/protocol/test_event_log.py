@@ -117,3 +117,73 @@ def test_reading_from_the_end_while_events_are_appended_keeps_each_in_its_place(
     log._items = Racing(log._items)
     assert log[-1].text == "t0 "
     assert [e.text for e in log] == ["t0 ", "t1 "]
+
+
+def test_copies_of_a_log_are_apart_and_a_source_log_stays_unread() -> None:
+    import copy
+
+    log = EventLog(parse_event(line) for line in (INIT, delta(1)))
+    shallow = copy.copy(log)
+    shallow.append(parse_event(RESULT))
+    assert len(log) == 2 and len(shallow) == 3
+    built = EventLog(log)
+    assert all(type(item) is bytes for item in log._items)  # nothing was decoded to copy it
+    assert built == log and copy.deepcopy(log) == log
+
+
+def test_only_events_read_from_bytes_are_kept_as_lines() -> None:
+    # a reused buffer or a missing line would make the kept line wrong or unreadable
+    buf = bytearray(b'{"type":"user","message":"AAAA"}')
+    from_buffer = parse_event(buf)
+    no_line = type(from_buffer).from_dict(from_buffer.to_dict())
+    log = EventLog([from_buffer, no_line])
+    buf[buf.find(b"AAAA"):buf.find(b"AAAA") + 4] = b"BBBB"
+    assert log[0] is from_buffer and log[0].data["message"] == "AAAA"
+    assert log[1] is no_line and log[1].raw_type == "user"
+    with pytest.raises(TypeError):
+        log["a"]  # type: ignore[call-overload]
+
+
+def test_two_readers_of_one_line_get_the_same_object(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from cursor_agent_api.protocol import event_log
+
+    log = EventLog([parse_event(delta(0))])
+    real = orjson.loads
+
+    def slow_loads(data: bytes) -> object:
+        time.sleep(0.05)  # both threads decode at once
+        return real(data)
+
+    monkeypatch.setattr(event_log.orjson, "loads", slow_loads)
+    got: list[AgentEvent] = []
+    readers = [threading.Thread(target=lambda: got.append(log[0])) for _ in range(2)]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    assert got[0] is got[1] is log[0]
+
+
+def test_a_result_without_kept_events_serializes_as_before() -> None:
+    import dataclasses
+    import json
+
+    result = Transcript.from_lines([INIT, RESULT], keep_events=False).to_result()
+    assert result.events == []
+    assert json.loads(orjson.dumps(result))["events"] == []
+    assert json.dumps(dataclasses.asdict(result))
+
+
+def test_a_copied_or_pickled_event_reads_its_text() -> None:
+    import copy
+
+    for event in (parse_event(delta(3)), parse_event(b'{"type":"user"}')):
+        for again in (copy.copy(event), copy.deepcopy(event),
+                      pickle.loads(pickle.dumps(event))):
+            assert again.text == event.text and again == event
+            assert type(again) is type(event)
+    told = AgentEvent(EventType.ASSISTANT, {"type": "assistant"}, text="given")
+    assert pickle.loads(pickle.dumps(told)).text == "given"

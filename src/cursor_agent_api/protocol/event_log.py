@@ -3,11 +3,11 @@
 :class:`EventLog` is the sequence behind :attr:`Transcript.events
 <cursor_agent_api.protocol.transcript.Transcript.events>`, ``StreamingResponse.events`` and
 :attr:`AgentResult.events <cursor_agent_api.protocol.result.AgentResult.events>`. An event the
-reader decoded from its line as is (a :class:`~.events.LineEvent`: nearly all of them) is kept
-as that line alone; the event is built again from it the first time it is read, and that
-object is then kept in its place: reading ``log[i]`` twice gives the same object, and changes
-made to it stay. Any other event (a line joined to the next, one too deep, one the library
-made) is kept as the object itself.
+reader decoded from its line as is (a :class:`~.events.LineEvent` read from ``bytes``: nearly
+all of them) is kept as that line alone; the event is built again from it the first time it
+is read, and that object is then kept in its place: reading ``log[i]`` twice gives the same
+object, and changes made to it stay. Any other event (a line joined to the next, one too
+deep, one the library made) is kept as the object itself.
 
 Why: a kept event's parsed JSON is three or four objects the garbage collector scans again at
 every full collection, which made keeping the events cost as much as the whole rest of the
@@ -17,8 +17,9 @@ against 1,214). The cost moves to reading: the first read of a kept event decode
 again and keeps the object, which the collector then scans as before.
 
 What users see is the same events, equal (``==``) and in order; what differs: the events a
-stream yields and its ``events`` are equal but not the same objects, so a change made to a
-yielded event's ``data`` is not seen in ``events``.
+stream yields, its ``events``, the transcript's and the result's are equal but not the same
+objects (each log builds its own when read), so a change made to one event's ``data`` is not
+seen in the others.
 
 Example:
     >>> from .events import parse_event
@@ -30,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import overload
 
@@ -58,24 +60,28 @@ class EventLog(Sequence[AgentEvent]):
     __slots__ = ("_items",)
 
     def __init__(self, events: Iterable[AgentEvent] = ()) -> None:
-        self._items: list[bytes | str | AgentEvent] = []
+        self._items: list[bytes | AgentEvent] = []
         self.extend(events)
 
     def append(self, event: AgentEvent) -> None:
         """Keep one more event (a line event as its line)."""
-        self._items.append(event.line if event.__class__ is LineEvent  # type: ignore[arg-type]
+        line = event.line
+        self._items.append(line if event.__class__ is LineEvent and line.__class__ is bytes
                            else event)
 
     def extend(self, events: Iterable[AgentEvent]) -> None:
-        """Keep these events, in order."""
-        self._items.extend([e.line if e.__class__ is LineEvent else e  # type: ignore[misc]
-                            for e in events])
+        """Keep these events, in order (another log's as they are kept there, unread)."""
+        if isinstance(events, EventLog):
+            self._items.extend(events._items)
+            return
+        self._items.extend([e.line if e.__class__ is LineEvent and e.line.__class__ is bytes
+                            else e for e in events])
 
     def copy(self) -> EventLog:
         """A new log of the same events (what a result keeps of its turn)."""
-        log = EventLog()
-        log._items = self._items.copy()
-        return log
+        return EventLog(self)
+
+    __copy__ = copy
 
     def _event(self, i: int) -> AgentEvent:
         items = self._items
@@ -88,8 +94,12 @@ class EventLog(Sequence[AgentEvent]):
             return item
         data = orjson.loads(item)
         event = LineEvent(classify(data), data, item)
-        items[i] = event  # read once: this object from now on
-        return event
+        # read once: this object from now on. Two threads reading the same line at once keep
+        # the first object put back (no thread switch between the test and the store: no call
+        # and no backward jump between them in CPython's bytecode)
+        if items[i] is item:
+            items[i] = event
+        return items[i]  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return len(self._items)
@@ -103,7 +113,7 @@ class EventLog(Sequence[AgentEvent]):
     def __getitem__(self, index: int | slice) -> AgentEvent | list[AgentEvent]:
         if isinstance(index, slice):
             return [self._event(i) for i in range(*index.indices(len(self._items)))]
-        return self._event(index)
+        return self._event(operator.index(index))
 
     def __iter__(self) -> Iterator[AgentEvent]:
         i = 0
@@ -121,9 +131,9 @@ class EventLog(Sequence[AgentEvent]):
     def __repr__(self) -> str:
         return f"EventLog(<{len(self._items)} events>)"
 
-    def __getstate__(self) -> tuple[list[bytes | str | AgentEvent]]:
+    def __getstate__(self) -> tuple[list[bytes | AgentEvent]]:
         return (self._items,)  # never empty: pickle skips __setstate__ for a false state
 
-    def __setstate__(self, state: tuple[list[bytes | str | AgentEvent]]) -> None:
+    def __setstate__(self, state: tuple[list[bytes | AgentEvent]]) -> None:
         (self._items,) = state
 

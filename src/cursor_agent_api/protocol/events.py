@@ -247,6 +247,14 @@ class AgentEvent:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickle, copy, deepcopy) a text not yet read is rebuilt unread: the "unread" marker
+        # is this module's object, which a copy of it would not be
+        text = self._text
+        if text is _UNSET:
+            return (self.__class__, (self.type, self.data, self.line))
+        return (_with_text, (self.__class__, self.type, self.data, self.line, text))
+
     def __repr__(self) -> str:
         return (
             f"AgentEvent(type={self.type!s}, raw_type={self.raw_type!r}, "
@@ -275,6 +283,12 @@ class AgentEvent:
         data = d.get("data")
         text = d.get("text", _UNSET)
         return cls(etype, data if isinstance(data, dict) else {}, text=text)
+
+
+def _with_text(cls: type[AgentEvent], type: EventType, data: dict[str, Any],
+               line: bytes | str | None, text: str | None) -> AgentEvent:
+    """An event with its text given (how :meth:`AgentEvent.__reduce__` rebuilds one)."""
+    return cls(type, data, line, text=text)
 
 
 @dataclass(slots=True, frozen=True)

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CursorAgentError
-from .event_log import EventLog
 from .events import AgentEvent, Usage
 from .tools import ToolCall
 
@@ -47,7 +46,7 @@ class AgentResult:
     duration_ms: int | None = None
     duration_api_ms: int | None = None
     error: str | None = None
-    events: Sequence[AgentEvent] = field(default_factory=EventLog)
+    events: Sequence[AgentEvent] = field(default_factory=list)
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage | None = None

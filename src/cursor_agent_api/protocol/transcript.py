@@ -604,7 +604,7 @@ class Transcript:
             duration_ms=self.duration_ms,
             duration_api_ms=self.duration_api_ms,
             error=error,
-            events=self.events.copy(),
+            events=self.events.copy() if self.keep_events else [],
             text=text,
             tool_calls=[tc.copy() for tc in self._calls],
             usage=self.usage,
