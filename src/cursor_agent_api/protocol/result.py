@@ -27,7 +27,9 @@ class AgentResult:
     ``result`` is ``result.result`` when a result event arrived, else the
     reassembled text; ``text`` is always the reassembled text. On failure,
     ``success`` is ``False``, ``error`` says why and ``exception`` holds the
-    typed error (see :mod:`cursor_agent_api.errors`).
+    typed error (see :mod:`cursor_agent_api.errors`). ``events``: the turn's events, an
+    :class:`~.event_log.EventLog` (read-only, each event kept as its line until read) when
+    they were kept, else ``[]``.
 
     Example:
         >>> r = AgentResult(success=False, result="", session_id=None, error="boom",
