@@ -47,7 +47,7 @@ class EventLog(Sequence[AgentEvent]):
 
     ``append``/``extend`` add events; indexing, slicing, ``len``, iteration and ``==`` (with
     any sequence of events) read them as a list would. ``copy()`` is a new log of the same
-    events, read apart from this one.
+    events: those already read are shared, the others are built apart when read.
 
     Example:
         >>> from .events import parse_event
@@ -136,4 +136,3 @@ class EventLog(Sequence[AgentEvent]):
 
     def __setstate__(self, state: tuple[list[bytes | AgentEvent]]) -> None:
         (self._items,) = state
-
