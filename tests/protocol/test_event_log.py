@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import pickle
+from pathlib import Path
 
 import orjson
 import pytest
@@ -187,3 +188,27 @@ def test_a_copied_or_pickled_event_reads_its_text() -> None:
             assert type(again) is type(event)
     told = AgentEvent(EventType.ASSISTANT, {"type": "assistant"}, text="given")
     assert pickle.loads(pickle.dumps(told)).text == "given"
+
+
+def _recordings() -> list[Path]:
+    data = Path(__file__).parent.parent / "data" / "cursor-real"
+    return sorted(data.glob("*.ndjson")) + sorted((data / "fragments").glob("*.ndjson"))
+
+
+@pytest.mark.parametrize("path", _recordings(), ids=lambda p: p.name)
+def test_every_real_recording_keeps_the_events_it_read(path: Path) -> None:
+    # read in 4 KiB chunks as a pipe delivers them: what the turn kept, read back later,
+    # equals what the reader handed on, event by event (type, data, text, line)
+    data = path.read_bytes()
+    reader, transcript, seen = EventReader(), Transcript(), []
+    for i in range(0, len(data), 4096):
+        for event in reader.feed(data[i:i + 4096]):
+            seen.append(event)
+            transcript.add(event)
+    for event in reader.close():
+        seen.append(event)
+        transcript.add(event)
+    kept = pickle.loads(pickle.dumps(transcript.to_result())).events
+    assert len(seen) > 0 and len(kept) == len(seen)
+    for read, again in zip(seen, kept, strict=True):
+        assert again == read and again.line == read.line and again.type is read.type
