@@ -153,20 +153,29 @@ def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | b
     return open_turn(tools, config, lambda turn_config: acp.open(turn_config, prompt, sink))
 
 
-async def _stop_start(run: Turn, starting: concurrent.futures.Future[None]) -> None:
-    """After an interrupted start: let the cancelled start unwind, then stop the turn (a started
-    one: cancelled, and its end awaited: SIGTERM, its grace, SIGKILL)."""
-    with contextlib.suppress(BaseException):
-        await asyncio.wrap_future(starting)
+async def _stop_start(run: Turn, began: list[asyncio.Task[None]]) -> bool:
+    """After an interrupted start: stop the start where it is and let it unwind, then stop the
+    turn (a started one: cancelled, and its end awaited: SIGTERM, its grace, SIGKILL).
+
+    ``began`` holds the start's task once it has begun; this runs on the loop after it (both
+    are handed to the loop in that order), so an empty list means the start never was. True
+    when the start had completed: the turn's done callback then releases the loop.
+    """
+    if not began:
+        return False
+    task = began[0]
+    task.cancel()  # (a no-op once it has completed)
+    await asyncio.wait([task])
+    completed = not task.cancelled() and task.exception() is None
     if run.done:
-        return
-    if starting.cancelled() or starting.exception() is not None:
-        if run.pid is not None:  # unwound part-way, after the spawn
-            run.cancel(signal_module.SIGKILL)
-    else:  # started: cancel as a turn is cancelled (ACP keeps the session), wait for its end
+        return completed
+    if completed:  # cancel as a turn is cancelled (ACP keeps the session), wait for its end
         run.cancel(signal_module.SIGTERM)
         with contextlib.suppress(BaseException):
             await run.wait()
+    elif run.pid is not None:  # unwound part-way, after the spawn
+        run.cancel(signal_module.SIGKILL)
+    return completed
 
 
 def _make_tools(tools: Any) -> Any:
@@ -537,16 +546,19 @@ class CursorAgentClient:
         """
         portal = self._loop()
         portal.acquire()  # held by the run until it ends
-        starting: concurrent.futures.Future[None] | None = None
+        began: list[asyncio.Task[None]] = []
+        run: Turn | None = None
         try:
             if queue is not None:
                 queue.bind(portal.loop)
             run = _open_turn(self._acp, self._tools, config, prompt, queue)
             finished: concurrent.futures.Future[AgentResult] = concurrent.futures.Future()
             made = make(run, finished)
+            turn = run
 
             async def start() -> None:
-                await run.start()
+                began.append(asyncio.current_task())  # type: ignore[arg-type]
+                await turn.start()
 
                 def done(fut: asyncio.Future[AgentResult]) -> None:
                     if fut.cancelled():
@@ -557,23 +569,24 @@ class CursorAgentClient:
                         finished.set_result(fut.result())
                     portal.release()
 
-                run.add_done_callback(done)
+                turn.add_done_callback(done)
 
-            starting = portal.submit(start)
-            wait_for(starting)
+            wait_for(portal.submit(start))
             return then(made)
         except BaseException:
-            if starting is None:
-                portal.release()
-                raise
-            # interrupted while the agent starts: stop the start where it is (an ACP turn must
-            # not go on to send its prompt) and the process if it was spawned; once started,
-            # the turn is cancelled and its end awaited
-            starting.cancel()
-            with contextlib.suppress(BaseException):
-                portal.call(_stop_start, run, starting)
-            if not starting.done() or starting.cancelled() or starting.exception() is not None:
-                portal.release()  # else the turn's done callback releases it when it ends
+            # interrupted while the agent starts (or the start handed to the loop, or the
+            # caller's wait): stop the start where it is (an ACP turn must not go on to send
+            # its prompt) and the process if it was spawned; a started turn is cancelled and
+            # its end awaited
+            completed: bool | None = False
+            if run is not None:
+                completed = None
+                with contextlib.suppress(BaseException):
+                    completed = portal.call(_stop_start, run, began)
+            if completed is False:
+                portal.release()  # else the turn's done callback releases it when it ends (or,
+                # interrupted again meanwhile, the reference is kept: a loop thread left
+                # running, never a loop stopped under another stream)
             raise
 
     # turns -----------------------------------------------------------------------------

@@ -313,6 +313,34 @@ def test_keyboard_interrupt_as_the_start_completes_waits_for_the_group(sim, spaw
         assert not group_alive(spawned[0]), "the interrupt propagated before the group was gone"
 
 
+def test_keyboard_interrupt_as_the_start_is_handed_to_the_loop_leaves_nothing_running(
+        sim, spawned, monkeypatch):
+    # Ctrl-C lands inside LoopThread.submit, after the start was scheduled on the loop but
+    # before the caller holds its future: the start must not go on unobserved, and the
+    # client's loop must stay usable (no reference released twice)
+    from cursor_agent_api.runtime.portal import LoopThread
+
+    real = LoopThread.submit
+    interrupted = []
+
+    def submit_then_interrupt(self, fn, *args):
+        future = real(self, fn, *args)
+        if not interrupted:
+            interrupted.append(future)
+            raise KeyboardInterrupt
+        return future
+
+    monkeypatch.setattr(LoopThread, "submit", submit_then_interrupt)
+    with CursorAgentClient(sim("silence", kill_grace=0.5)) as client:
+        with pytest.raises(KeyboardInterrupt):
+            client.query("hi")
+        assert interrupted
+        time.sleep(1.0)  # a start that went on would have spawned by now
+        assert not [pgid for pgid in spawned if group_alive(pgid)], "the start went on"
+        env = {**client.config.env, "CURSOR_AGENT_SIM_FAULT": None}  # the agent answers now
+        assert client.query("What is 2 + 2?", env=env).success  # the loop still runs
+
+
 def test_interpreter_exit_with_an_open_sync_stream_stops_the_agent(sim, spawned, tmp_path):
     # a script that leaves a stream running and exits: the atexit safety net stops the group
     import json
