@@ -583,10 +583,11 @@ class CursorAgentClient:
                 completed = None
                 with contextlib.suppress(BaseException):
                     completed = portal.call(_stop_start, run, began)
+            # a completed start: the turn's done callback releases the loop when it ends;
+            # interrupted again meanwhile (None): the reference is kept, a loop thread left
+            # running rather than a loop stopped under another stream
             if completed is False:
-                portal.release()  # else the turn's done callback releases it when it ends (or,
-                # interrupted again meanwhile, the reference is kept: a loop thread left
-                # running, never a loop stopped under another stream)
+                portal.release()
             raise
 
     # turns -----------------------------------------------------------------------------
