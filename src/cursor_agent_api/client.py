@@ -557,7 +557,9 @@ class CursorAgentClient:
             turn = run
 
             async def start() -> None:
-                began.append(asyncio.current_task())  # type: ignore[arg-type]
+                task = asyncio.current_task()
+                assert task is not None
+                began.append(task)
                 await turn.start()
 
                 def done(fut: asyncio.Future[AgentResult]) -> None:
