@@ -153,29 +153,35 @@ def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | b
     return open_turn(tools, config, lambda turn_config: acp.open(turn_config, prompt, sink))
 
 
-async def _stop_start(run: Turn, began: list[asyncio.Task[None]]) -> bool:
+async def _stop_start(run: Turn, began: list[asyncio.Task[None]],
+                      release: Callable[[], None]) -> None:
     """After an interrupted start: stop the start where it is and let it unwind, then stop the
     turn (a started one: cancelled, and its end awaited: SIGTERM, its grace, SIGKILL).
 
     ``began`` holds the start's task once it has begun; this runs on the loop after it (both
-    are handed to the loop in that order), so an empty list means the start never was. True
-    when the start had completed: the turn's done callback then releases the loop.
+    are handed to the loop in that order), so an empty list means the start never was. The
+    loop's reference is let go once: by the turn's done callback when the start had completed,
+    by ``release`` here otherwise, even when the caller was interrupted again meanwhile.
     """
-    if not began:
-        return False
-    task = began[0]
-    task.cancel()  # (a no-op once it has completed)
-    await asyncio.wait([task])
-    completed = not task.cancelled() and task.exception() is None
-    if run.done:
-        return completed
-    if completed:  # cancel as a turn is cancelled (ACP keeps the session), wait for its end
-        run.cancel(signal_module.SIGTERM)
-        with contextlib.suppress(BaseException):
-            await run.wait()
-    elif run.pid is not None:  # unwound part-way, after the spawn
-        run.cancel(signal_module.SIGKILL)
-    return completed
+    completed = False
+    try:
+        if not began:
+            return
+        task = began[0]
+        task.cancel()  # (a no-op once it has completed)
+        await asyncio.wait([task])
+        completed = not task.cancelled() and task.exception() is None
+        if run.done:
+            return
+        if completed:  # cancel as a turn is cancelled (ACP keeps the session), wait for its end
+            run.cancel(signal_module.SIGTERM)
+            with contextlib.suppress(BaseException):
+                await run.wait()
+        elif run.pid is not None:  # unwound part-way, after the spawn
+            run.cancel(signal_module.SIGKILL)
+    finally:
+        if not completed:
+            release()
 
 
 def _make_tools(tools: Any) -> Any:
@@ -580,16 +586,11 @@ class CursorAgentClient:
             # caller's wait): stop the start where it is (an ACP turn must not go on to send
             # its prompt) and the process if it was spawned; a started turn is cancelled and
             # its end awaited
-            completed: bool | None = False
-            if run is not None:
-                completed = None
-                with contextlib.suppress(BaseException):
-                    completed = portal.call(_stop_start, run, began)
-            # a completed start: the turn's done callback releases the loop when it ends;
-            # interrupted again meanwhile (None): the reference is kept, a loop thread left
-            # running rather than a loop stopped under another stream
-            if completed is False:
+            if run is None:
                 portal.release()
+            else:  # the stop lets the loop's reference go; it goes on if interrupted again
+                with contextlib.suppress(BaseException):
+                    portal.call(_stop_start, run, began, portal.release)
             raise
 
     # turns -----------------------------------------------------------------------------

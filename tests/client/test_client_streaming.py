@@ -341,6 +341,45 @@ def test_keyboard_interrupt_as_the_start_is_handed_to_the_loop_leaves_nothing_ru
         assert client.query("What is 2 + 2?", env=env).success  # the loop still runs
 
 
+def test_a_second_keyboard_interrupt_while_the_turn_is_stopped_still_lets_the_loop_go(
+        sim, spawned, monkeypatch):
+    # Ctrl-C while the agent starts, then Ctrl-C again as the interrupt path waits for the
+    # start to be stopped. The second one propagates at once; the stop goes on on the loop,
+    # and once it is over the loop's reference is released: close() then stops the client's
+    # loop thread, as after any turn
+    import cursor_agent_api.client as client_module
+    from cursor_agent_api.runtime.portal import LoopThread
+
+    real_wait, real_call = client_module.wait_for, LoopThread.call
+    waits = []
+
+    def interrupted_during_the_start(future, timeout=None):
+        waits.append(future)
+        if len(waits) == 1:
+            raise KeyboardInterrupt  # the start is under way
+        return real_wait(future, timeout)
+
+    def interrupted_again(self, fn, *args):
+        if fn is client_module._stop_start:
+            self.submit(fn, *args)
+            raise KeyboardInterrupt  # the second Ctrl-C, as the wait for the stop begins
+        return real_call(self, fn, *args)
+
+    monkeypatch.setattr(client_module, "wait_for", interrupted_during_the_start)
+    monkeypatch.setattr(LoopThread, "call", interrupted_again)
+    client = CursorAgentClient(sim("ignore-sigterm", kill_grace=0.5))
+    portal = client._portal
+    with pytest.raises(KeyboardInterrupt):
+        client.query("hi")
+    time.sleep(1.0)  # the stop, on the loop, has ended (a start that went on has spawned)
+    assert not [pgid for pgid in spawned if group_alive(pgid)], "the start went on"
+    thread = portal._thread
+    assert thread is not None
+    client.close()
+    thread.join(10)
+    assert not thread.is_alive(), "the interrupted turn kept a reference to the loop"
+
+
 def test_interpreter_exit_with_an_open_sync_stream_stops_the_agent(sim, spawned, tmp_path):
     # a script that leaves a stream running and exits: the atexit safety net stops the group
     import json
