@@ -195,3 +195,18 @@ def test_parse_event_accepts_dicts_and_str() -> None:
 
 def test_strip_ansi_osc_and_csi() -> None:
     assert strip_ansi("\x1b]0;title\x07a\x1b[2Kb\x1b(Bc") == "abc"
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("\x1b7rm -rf ~/work\x1b8ls -la", "rm -rf ~/workls -la"),  # save/restore the cursor
+    ("rm -rf ~ \x1bc", "rm -rf ~ "),  # full reset (clears the screen)
+    ("a\x1b=b\x1b>c", "abc"),  # keypad modes
+    ("a\x1b#8b", "ab"),  # fill the screen with E
+    ("a\x1bPq#0;1;1;1\x1b\\b", "ab"),  # a device control string, payload included
+    ("a\x1b_hidden\x1b\\b", "ab"),  # an application program command
+    ("a\x9d0;title\x9cb\x9b31mc", "abc"),  # 8-bit OSC and CSI
+    ("a\x85b\x8ec", "abc"),  # other 8-bit controls
+    ("trailing\x1b", "trailing"),  # a lone escape
+])
+def test_strip_ansi_leaves_no_escape_the_terminal_would_obey(text: str, shown: str) -> None:
+    assert strip_ansi(text) == shown

@@ -47,13 +47,13 @@ from ..permissions import (
     Reject,
     Skip,
 )
-from ..protocol.ansi import strip_ansi
+from .render import printable
 
 __all__ = ["TerminalSteering"]
 
 
 def _safe(text: str | None) -> str:
-    return strip_ansi(text or "").replace("\r", "")
+    return printable(text or "")  # escapes shown (\x1b…), so the person sees what would run
 
 
 class TerminalSteering:

@@ -10,17 +10,27 @@ from __future__ import annotations
 import re
 
 _ANSI = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: titles, hyperlinks
-    r"|\x1b[()*+][0-9A-Za-z]"  # character set selection
-    r"|\x1b[@-Z\\-_]"  # two-byte escapes
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI, 7- and 8-bit: colours, cursor moves
+    # strings, payload included: OSC (titles, hyperlinks), DCS, SOS, PM, APC
+    r"|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+    r"|\x1b[ -/]*[0-~]"  # any other escape: intermediates, then its final byte (ESC 7, ESC c…)
+    r"|[\x1b\x80-\x9f]"  # what is left: a lone ESC, the other 8-bit controls
 )
+_ESCAPES = re.compile(r"[\x1b\x80-\x9f]")
 
 
 def strip_ansi(text: str) -> str:
-    """Return ``text`` without ANSI/VT escape sequences."""
-    if "\x1b" not in text and "\x9b" not in text:
+    """Return ``text`` without ANSI/VT escape sequences and 8-bit control characters.
+
+    Every escape a terminal would obey goes, not only colours: ``ESC 7`` / ``ESC 8`` (save and
+    restore the cursor, to draw one text over another), ``ESC c`` (reset), device control
+    strings with their payload.
+
+    Example:
+        >>> strip_ansi("\\x1b7rm -rf ~\\x1b8ls\\x1bc")
+        'rm -rf ~ls'
+    """
+    if _ESCAPES.search(text) is None:
         return text
     return _ANSI.sub("", text)
 
