@@ -139,3 +139,34 @@ def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], user_workspac
     client.close()
     result = stream.wait()
     _check_calls(result)
+
+
+def test_a_tool_that_calls_sys_exit_fails_as_a_call_not_the_client(sim: Callable[..., Any],
+                                                                     workspace: Path) -> None:
+    # argparse and click call sys.exit() on bad input, and the agent's arguments are untrusted:
+    # SystemExit from a tool is that call's failure, not the end of the client's loop thread
+    import sys
+
+    from cursor_agent_api.tools import tool
+
+    @tool
+    def parse_flags(flags: str) -> str:
+        """Parse command-line flags."""
+        sys.exit(2)
+
+    @tool
+    async def quit_now(code: int) -> str:
+        """Quit."""
+        raise SystemExit(code)
+
+    before = tree_hash(workspace / ".cursor")
+    with CursorAgentClient(sim(), tools=[parse_flags, quit_now]) as client:
+        result = client.query('Check parse_flags {"flags": "--bad"} and quit_now {"code": 3}')
+        assert result.success, result.error
+        assert "`parse_flags` failed: SystemExit: 2" in result.result
+        assert "`quit_now` failed: SystemExit: 3" in result.result
+        calls = [c for c in result.tool_calls if c.kind is ToolKind.MCP]
+        assert [(c.mcp_tool, c.status) for c in calls] == [
+            ("parse_flags", ToolStatus.FAILED), ("quit_now", ToolStatus.FAILED)]
+        assert client.query(PROMPT).success  # the client goes on
+    assert tree_hash(workspace / ".cursor") == before

@@ -157,7 +157,7 @@ class Tool:
         return f"<Tool {self.name}>"
 
     async def invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
-        """Run one call as the agent asked for it; never raises (but for cancellation).
+        """Run one call as the agent asked for it; never raises (but for cancellation and Ctrl-C).
 
         A sync function runs in a worker thread, so a slow one does not stall the event loop.
         """
@@ -173,7 +173,7 @@ class Tool:
             record.value = value
         except ArgumentError as e:
             record.error = str(e)
-        except Exception as e:
+        except (Exception, SystemExit) as e:  # sys.exit(): argparse and click on bad input
             record.exception = e
             message = str(e)
             record.error = f"{type(e).__name__}: {message}" if message else type(e).__name__
