@@ -210,3 +210,12 @@ def test_strip_ansi_osc_and_csi() -> None:
 ])
 def test_strip_ansi_leaves_no_escape_the_terminal_would_obey(text: str, shown: str) -> None:
     assert strip_ansi(text) == shown
+
+
+@pytest.mark.parametrize("stamp", ['"\\u00b2"', '"٣"', '"' + "9" * 5000 + '"', "true", '"-1"'])
+def test_a_timestamp_the_agent_wrote_oddly_is_none_never_an_error(stamp: str) -> None:
+    # hostile or broken agent output is data: reading a derived field never raises
+    e = parse_event('{"type":"assistant","timestamp_ms":' + stamp
+                    + ',"message":{"content":[{"type":"text","text":"x"}]}}')
+    assert e.timestamp_ms is None and e.text == "x"
+    assert e.to_dict()["timestamp_ms"] is None

@@ -357,6 +357,24 @@ def test_a_sign_in_link_becomes_a_session_cookie_and_leaves_the_url(auth: Auth) 
     assert b"set-cookie" not in again.headers
 
 
+@pytest.mark.parametrize("path, location", [
+    ("//evil.example/login", b"/evil.example/login"),  # (the decoded path of /%2F%2Fevil...)
+    ("/\\evil.example", b"/evil.example"),
+    ("///evil.example", b"/evil.example"),
+    ("/\u20ac/x y", b"/%E2%82%AC/x%20y"),  # not latin-1: it was a 500 after the code was spent
+])
+def test_the_sign_in_redirect_stays_on_this_server(auth: Auth, path: str, location: bytes) -> None:
+    # a link to http://127.0.0.1:8765//evil.example/?code=... must not send the browser to
+    # evil.example (a look-alike sign-in page), with a good code or a bad one
+    send = authenticated(auth)
+    refused = send(path, query="code=junk")
+    assert refused.status == 303
+    assert refused.headers[b"location"] == location + b"?signin=refused"
+    signed_in = send(path, query=f"code={auth.issue_code()}")
+    assert signed_in.status == 303 and signed_in.headers[b"location"] == location
+    assert b"set-cookie" in signed_in.headers
+
+
 def test_a_websocket_needs_the_token_too(auth: Auth) -> None:
     send = authenticated(auth)
     assert send("/api/chats/x/stream", websocket=True).status == 1008
@@ -389,3 +407,4 @@ def test_a_refusal_by_an_inner_check_carries_the_headers(tmp_path: Path) -> None
     ):
         assert answer.status in (403, 413)
         assert answer.headers[b"content-security-policy"] == CONTENT_SECURITY_POLICY.encode()
+

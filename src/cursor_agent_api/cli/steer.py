@@ -161,7 +161,7 @@ class TerminalSteering:
             if answer is None:
                 return Skip("interrupted")
             picked = [question.options[int(w) - 1].id for w in answer.replace(",", " ").split()
-                      if w.isdigit() and 0 < int(w) <= len(question.options)]
+                      if w.isascii() and w.isdigit() and 0 < int(w) <= len(question.options)]
             if picked:
                 choices[question.id] = picked if question.allow_multiple else picked[:1]
         return Answer(choices) if choices else Skip("skipped at the terminal")

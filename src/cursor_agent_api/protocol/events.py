@@ -20,6 +20,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -399,11 +400,17 @@ def _message_text(data: dict[str, Any]) -> str | None:
 
 
 def _int_or_none(value: Any) -> int | None:
+    """An int the agent wrote as a number or as ASCII digits (at most 19); ``None`` otherwise.
+
+    Example:
+        >>> _int_or_none(17), _int_or_none("17"), _int_or_none("\u00b2"), _int_or_none(1e400)
+        (17, 17, None, None)
+    """
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str) and value.isdigit():
+        return int(value) if math.isfinite(value) else None
+    if isinstance(value, str) and len(value) <= 19 and value.isascii() and value.isdigit():
         return int(value)
     return None
 

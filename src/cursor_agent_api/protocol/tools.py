@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,9 +182,7 @@ def _int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        return int(value)
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+        return int(value) if math.isfinite(value) else None
     return None
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from ..store.errors import DatabaseError
 from .asgi import ASGIApp, Receive, Scope, Send, deny, is_request, request_headers, request_method
@@ -205,6 +205,17 @@ class Authentication:
         await _redirect_without_secret(scope, send, cookie)
 
 
+def _local_path(path: str) -> str:
+    r"""``path`` as a redirect that stays on this server: one leading slash (``//host`` and
+    ``/\host`` are other sites to a browser), percent-encoded (ASCII, as a header must be).
+
+    Example:
+        >>> _local_path("//evil.example/login"), _local_path("/\\x"), _local_path("/€ 1")
+        ('/evil.example/login', '/x', '/%E2%82%AC%201')
+    """
+    return "/" + quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=~")
+
+
 async def _redirect_without_secret(
     scope: Scope, send: Send, cookie: tuple[bytes, bytes] | None, refused: bool = False
 ) -> None:
@@ -215,9 +226,9 @@ async def _redirect_without_secret(
     ]
     if refused:
         query.append(("signin", "refused"))
-    location = scope.get("path", "/") + (("?" + urlencode(query)) if query else "")
+    location = _local_path(scope.get("path", "/")) + (("?" + urlencode(query)) if query else "")
     headers = [
-        (b"location", location.encode("latin-1")),
+        (b"location", location.encode("ascii")),
         (b"cache-control", b"no-store"),
         (b"content-length", b"0"),
     ]

@@ -119,6 +119,15 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
     Example:
         >>> resolve_pointer({"payload": {"a/b": [0, "x"]}}, "/payload/a~1b/1")
         'x'
+        >>> resolve_pointer(["x"], "/\u00b2")  # a digit to str.isdigit, not an array index
+        Traceback (most recent call last):
+        ...
+        KeyError: '/²'
+        >>> try:
+        ...     resolve_pointer(["x"], "/" + "9" * 5000)  # more digits than int() takes
+        ... except KeyError:
+        ...     print("no such index")
+        no such index
     """
     if pointer == "":
         return document
@@ -129,7 +138,8 @@ def resolve_pointer(document: Any, pointer: str) -> Any:
         key = token.replace("~1", "/").replace("~0", "~")
         if isinstance(node, dict) and key in node:
             node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        elif (isinstance(node, list) and len(key) < 20 and key.isascii() and key.isdigit()
+              and int(key) < len(node)):
             node = node[int(key)]
         else:
             raise KeyError(pointer)
