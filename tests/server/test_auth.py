@@ -145,6 +145,21 @@ def test_failed_sign_ins_are_throttled(server: Server) -> None:
         assert c.get("/api/chats", headers={"Cookie": f"{name}={value}"}).status_code == 200
 
 
+def test_a_session_cookie_does_not_lift_the_throttle_on_tokens(server: Server) -> None:
+    # POST /api/auth/codes needs the token itself even from a signed-in browser: the wrong
+    # tokens it is sent count against the throttle like any other (a replayed cookie must not
+    # be a way to guess the token at full speed)
+    name, value = _sign_in(server)
+    with server.anon() as c:
+        c.cookies.set(name, value)
+        codes = [c.post("/api/auth/codes", headers={"Authorization": f"token wrong-{i:012d}"}
+                        ).status_code for i in range(12)]
+        assert codes[:10] == [403] * 10 and codes[10:] == [429, 429], codes
+        throttled = c.post("/api/auth/codes", headers={"Authorization": f"token {server.token}"})
+        assert throttled.status_code == 429 and int(throttled.headers["retry-after"]) >= 1
+        assert c.get("/api/chats").status_code == 200  # the session itself goes on working
+
+
 def test_short_or_odd_tokens_are_refused(tmp_path: Path) -> None:
     base = [*SERVE, "--port", "0", "--database-url", f"sqlite+aiosqlite:///{tmp_path / 'db.sqlite3'}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -128,6 +129,19 @@ class LoginThrottle:
         self._units = max(0.0, self._units - 1)
 
 
+class Throttled(Exception):
+    """Too many wrong tokens or codes: no check until ``seconds`` have passed (a 429).
+
+    Example:
+        >>> str(Throttled(2.2)), Throttled(2.2).seconds
+        ('too many failed sign-ins; retry in 3 s', 3)
+    """
+
+    def __init__(self, retry_after: float) -> None:
+        self.seconds = max(1, math.ceil(retry_after))
+        super().__init__(f"too many failed sign-ins; retry in {self.seconds} s")
+
+
 class Auth:
     """Sessions in the store, one-time codes in memory, and the throttle, for one server.
 
@@ -150,6 +164,33 @@ class Auth:
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    def check_secret(self, *, token: str | None = None, code: str | None = None) -> bool:
+        """Whether the presented ``token`` (or one-time login ``code``) is good, under the
+        throttle: a wrong try takes a unit; :class:`Throttled` while the throttle holds (the
+        right token waits too: a guess made then learns nothing). Every check of a presented
+        secret goes through here: the sign-in check, ``/api/auth/login`` and ``/api/auth/codes``.
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> auth = Auth(ServerSettings(token="a" * 16, login_failure_burst=1),
+            ...             Store("sqlite+aiosqlite://"))
+            >>> auth.check_secret(token="a" * 16), auth.check_secret(token="b" * 16)
+            (True, False)
+            >>> auth.check_secret(token="a" * 16)
+            Traceback (most recent call last):
+            ...
+            cursor_agent_api.server.auth.Throttled: too many failed sign-ins; retry in 5 s
+        """
+        wait = self.throttle.retry_after()
+        if wait:
+            raise Throttled(wait)
+        if (code is not None and self.redeem_code(code)) or (
+                token is not None and self.token_matches(token)):
+            return True
+        self.throttle.failed()
+        return False
 
     def token_matches(self, presented: str) -> bool:
         """Constant-time comparison with the server's token.
@@ -264,4 +305,4 @@ class Auth:
         return (b"set-cookie", value.encode())
 
 
-__all__ = ["Auth", "LoginThrottle", "cookie_name", "token_fingerprint"]
+__all__ = ["Auth", "LoginThrottle", "Throttled", "cookie_name", "token_fingerprint"]

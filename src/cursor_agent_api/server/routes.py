@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -23,7 +22,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
-from .auth import Auth
+from .auth import Auth, Throttled
 from .dispatch import Dispatcher
 from .dispatch.answers import AnswerNotTakenError
 from .models import RunStatus
@@ -250,6 +249,14 @@ def _auth(request: Request) -> Auth:
     return auth
 
 
+def _check_secret(auth: Auth, token: str) -> bool:
+    """:meth:`.Auth.check_secret`, a 429 with ``Retry-After`` while the throttle holds."""
+    try:
+        return auth.check_secret(token=token)
+    except Throttled as throttled:
+        raise HTTPException(429, str(throttled), headers={"Retry-After": str(throttled.seconds)}) from None
+
+
 @router.post("/auth/login", status_code=204, tags=["auth"])
 async def login(body: LoginIn, request: Request) -> Response:
     """Exchange the token for a new session cookie (HttpOnly, SameSite=Strict, per port).
@@ -257,14 +264,7 @@ async def login(body: LoginIn, request: Request) -> Response:
     429 with ``Retry-After`` while too many wrong tokens were sent (see docs/server.md).
     """
     auth = _auth(request)
-    wait = auth.throttle.retry_after()
-    if wait:
-        seconds = max(1, math.ceil(wait))
-        raise HTTPException(
-            429, f"too many failed sign-ins; retry in {seconds} s", headers={"Retry-After": str(seconds)}
-        )
-    if not auth.token_matches(body.token):
-        auth.throttle.failed()
+    if not _check_secret(auth, body.token):
         raise HTTPException(401, "invalid token")
     name, value = auth.set_cookie(await auth.create_session())
     return Response(status_code=204, headers={name.decode(): value.decode()})
@@ -279,7 +279,7 @@ async def new_login_code(request: Request) -> dict[str, Any]:
     cookie cannot mint new sessions (a replayed cookie must not outlive its logout).
     """
     presented = token_from_request({k.lower(): v for k, v in request.headers.items()}, request.url.query)
-    if presented is None or not _auth(request).token_matches(presented):
+    if presented is None or not _check_secret(_auth(request), presented):
         raise HTTPException(403, "a login link can only be made with the token ('Authorization: token …')")
     code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
     return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}

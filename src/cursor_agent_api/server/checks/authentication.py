@@ -20,10 +20,10 @@ Example:
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, urlencode
 
+from ..auth import Throttled
 from ..store.errors import DatabaseError
 from .asgi import ASGIApp, Receive, Scope, Send, deny, is_request, request_headers, request_method
 
@@ -145,25 +145,14 @@ class Authentication:
 
     async def _token_ok(self, scope: Scope, send: Send, presented: str) -> bool:
         """Check a presented token under the throttle; answers 429 or 401 itself when not."""
-        wait = self.auth.throttle.retry_after()
-        if wait:
-            await self._throttled(scope, send, wait)
+        try:
+            if self.auth.check_secret(token=presented):
+                return True
+        except Throttled as throttled:
+            await _throttled(scope, send, throttled)
             return False
-        if self.auth.token_matches(presented):
-            return True
-        self.auth.throttle.failed()
         await self._unauthorized(scope, send, "invalid token")
         return False
-
-    async def _throttled(self, scope: Scope, send: Send, wait: float) -> None:
-        seconds = max(1, math.ceil(wait))
-        await deny(
-            scope,
-            send,
-            429,
-            f"too many failed sign-ins; retry in {seconds} s",
-            [(b"retry-after", str(seconds).encode())],
-        )
 
     async def _unauthorized(self, scope: Scope, send: Send, why: str) -> None:
         await deny(
@@ -185,17 +174,14 @@ class Authentication:
     ) -> None:
         cookie: tuple[bytes, bytes] | None = None
         if not session_ok:
-            wait = self.auth.throttle.retry_after()
-            if wait:
-                await self._throttled(scope, send, wait)
+            try:
+                ok = self.auth.check_secret(token=token, code=code)
+            except Throttled as throttled:
+                await _throttled(scope, send, throttled)
                 return
-            ok = (code is not None and self.auth.redeem_code(code)) or (
-                token is not None and self.auth.token_matches(token)
-            )
             if ok:
                 cookie = self.auth.set_cookie(await self.auth.create_session())
             else:
-                self.auth.throttle.failed()
                 if protected:
                     await self._unauthorized(scope, send, "invalid token or login code")
                     return
@@ -203,6 +189,10 @@ class Authentication:
                 await _redirect_without_secret(scope, send, None, refused=True)
                 return
         await _redirect_without_secret(scope, send, cookie)
+
+
+async def _throttled(scope: Scope, send: Send, throttled: Throttled) -> None:
+    await deny(scope, send, 429, str(throttled), [(b"retry-after", str(throttled.seconds).encode())])
 
 
 def _local_path(path: str) -> str:
