@@ -240,6 +240,17 @@ def test_access_log_redacts_the_token(make_server: Any) -> None:
     assert server.login_code not in log
 
 
+@pytest.mark.parametrize("value", ["ab'cdef0123456789XYZ", 'ab"cdef0123456789XYZ',
+                                   "ab;cdef0123456789XYZ"])
+def test_a_secret_with_a_quote_is_redacted_whole(value: str) -> None:
+    # a token may hold quotes (printable ASCII); a raw one in a request line reaches the log
+    from cursor_agent_api.server.redaction import redact
+
+    for line in (f"GET /api/config?token={value} HTTP/1.1", f"/?a=1&code={value}#x"):
+        shown = redact(line)
+        assert "cdef0123456789XYZ" not in shown and "[redacted]" in shown, shown
+
+
 def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
     with server.anon(follow_redirects=False) as browser:
         r = browser.get("/", params={"token": server.token})

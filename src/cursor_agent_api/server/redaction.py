@@ -11,8 +11,11 @@ import logging
 import re
 from urllib.parse import unquote_plus
 
-_TOKEN_RE = re.compile(r"(token=)[^&\s\"']+", re.IGNORECASE)
-_PARAM_RE = re.compile(r"([?&;])([^=&;\s\"'?#]*)=([^&;\s\"'#]*)")
+# A secret's value runs to the next "&", "#" or whitespace, quotes and ";" included: a token
+# may hold any printable ASCII, and stopping early would log the rest of it.
+_TOKEN_RE = re.compile(r"(token=)[^&\s#]+", re.IGNORECASE)
+_NAME_RE = re.compile(r"[?&;]([^=&;\s\"'?#]*)=")
+_VALUE_RE = re.compile(r"[^&\s#]*")
 _SECRET_PARAMS = frozenset({"token", "code"})
 
 
@@ -30,13 +33,18 @@ def redact(text: str) -> str:
 
     Parameter names are URL-decoded first: ``?tok%65n=T`` is ``?token=T`` to the server.
     """
-
-    def hide(m: re.Match[str]) -> str:
-        if _decoded_name(m.group(2)) in _SECRET_PARAMS:
-            return f"{m.group(1)}{m.group(2)}=[redacted]"
-        return m.group(0)
-
-    return _TOKEN_RE.sub(r"\1[redacted]", _PARAM_RE.sub(hide, text))
+    pieces: list[str] = []
+    pos = 0
+    while (name := _NAME_RE.search(text, pos)) is not None:
+        pieces.append(text[pos:name.end()])
+        pos = name.end()
+        if _decoded_name(name.group(1)) in _SECRET_PARAMS:
+            value = _VALUE_RE.match(text, pos)
+            assert value is not None  # (it matches the empty string)
+            pieces.append("[redacted]")
+            pos = value.end()
+    pieces.append(text[pos:])
+    return _TOKEN_RE.sub(r"\1[redacted]", "".join(pieces))
 
 
 class RedactTokens(logging.Filter):
