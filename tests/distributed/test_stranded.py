@@ -33,7 +33,9 @@ def db_url() -> Iterator[str]:
 
 
 def _settings(db_url: str, tmp_path: Path) -> ServerSettings:
-    return ServerSettings(token="t" * 16, database_url=db_url, roots=(tmp_path,), dispatch="queue", simulate=True)
+    return ServerSettings(
+        token="t" * 16, database_url=db_url, roots=(tmp_path,), dispatch="queue", simulate=True
+    )
 
 
 def _run(db_url: str, tmp_path: Path, body: Body) -> Any:
@@ -43,7 +45,9 @@ def _run(db_url: str, tmp_path: Path, body: Body) -> Any:
         dispatcher = QueueDispatcher(_settings(db_url, tmp_path), store, Hub())
         try:
             async with dispatcher.app.open_async():
-                chat = await store.create_chat(workspace=str(tmp_path), model=None, options={"trust": True}, title="t")
+                chat = await store.create_chat(
+                    workspace=str(tmp_path), model=None, options={"trust": True}, title="t"
+                )
                 return await body(dispatcher, store, chat)
         finally:
             await store.close()
@@ -57,10 +61,11 @@ async def _jobs(dispatcher: QueueDispatcher) -> list[tuple[int, str, str]]:
     return sorted((int(j.id), str(j.queue), str(j.status)) for j in listed)
 
 
-async def _job_id(store: Store, run_id: str) -> int:
+async def _end_job(dispatcher: QueueDispatcher, store: Store, run_id: str, *, abort: bool) -> None:
+    """End the run's job without a worker taking the run (``abort``: as a cancel does)."""
     run = await store.get_run(run_id)
     assert run is not None and run["job_id"] is not None
-    return int(run["job_id"])
+    assert await dispatcher.app.job_manager.cancel_job_by_id_async(int(run["job_id"]), abort=abort)
 
 
 async def _next_prompt(dispatcher: QueueDispatcher, chat: dict[str, Any]) -> str:
@@ -102,7 +107,7 @@ def test_a_move_off_a_dead_worker_that_fails_halfway_is_completed_by_the_next_sw
             await dispatcher.sweep()
         return run, halfway, await store.get_run(run["id"]), await _jobs(dispatcher)
 
-    run, (halfway, jobs_halfway), after, jobs = _run(db_url, tmp_path, body)
+    _, (halfway, jobs_halfway), after, jobs = _run(db_url, tmp_path, body)
     assert halfway["status"] == "queued" and [j[2] for j in jobs_halfway] == ["cancelled"]
     assert after["status"] == "queued"
     first, second = jobs  # one new job, not one per sweep
@@ -126,7 +131,8 @@ def test_a_run_a_worker_claims_while_the_sweep_moves_it_keeps_its_worker(db_url:
             async def defer_and_claim(**kw: Any) -> int:
                 job_id = int(await defer(**kw))
                 # A worker takes the new job at once, before the sweep records it in the run.
-                claimed.update(await store.claim_run(run["id"], worker="w2", worker_id=7, job_id=job_id) or {})
+                taken = await store.claim_run(run["id"], worker="w2", worker_id=7, job_id=job_id)
+                claimed.update(taken or {})
                 return job_id
 
             deferrer.defer_async = defer_and_claim
@@ -142,11 +148,30 @@ def test_a_run_a_worker_claims_while_the_sweep_moves_it_keeps_its_worker(db_url:
     assert after["job_id"] == claimed["job_id"]
 
 
+def test_a_run_whose_job_id_was_never_recorded_and_whose_job_is_over_gets_a_new_job(
+    db_url: str, tmp_path: Path
+) -> None:
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        stored = await store.get_run(run["id"])
+        assert stored is not None
+        # The API server's write of the job's id failed after the job was deferred; then a
+        # worker's claim failed, too: the job is over.
+        await store.update_run(run["id"], job_id=None)
+        assert await dispatcher.app.job_manager.cancel_job_by_id_async(int(stored["job_id"]), abort=False)
+        await dispatcher.sweep()
+        return await store.get_run(run["id"]), await _jobs(dispatcher)
+
+    after, jobs = _run(db_url, tmp_path, body)
+    assert [j[2] for j in jobs] == ["cancelled", "todo"]
+    assert after["status"] == "queued" and after["job_id"] == jobs[1][0]
+
+
 def test_cancel_marks_a_queued_run_whose_job_is_over_cancelled(db_url: str, tmp_path: Path) -> None:
     async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
         run = await dispatcher.submit(chat, "hello")
         # Its job ended without a worker taking the run (a half-done move, a failed claim).
-        assert await dispatcher.app.job_manager.cancel_job_by_id_async(await _job_id(store, run["id"]), abort=False)
+        await _end_job(dispatcher, store, run["id"], abort=False)
         await dispatcher.cancel(run["id"], wait=5)
         after = await store.get_run(run["id"])
         records = await store.events_after(chat["id"], 0, 10)
@@ -158,10 +183,10 @@ def test_cancel_marks_a_queued_run_whose_job_is_over_cancelled(db_url: str, tmp_
     assert next_prompt == "accepted"
 
 
-def test_cancel_follows_a_run_the_sweep_gave_a_new_job(db_url: str, tmp_path: Path) -> None:
+def test_cancel_of_a_run_the_sweep_gave_a_new_job_cancels_that_job(db_url: str, tmp_path: Path) -> None:
     async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
         run = await dispatcher.submit(chat, "hello")
-        assert await dispatcher.app.job_manager.cancel_job_by_id_async(await _job_id(store, run["id"]), abort=False)
+        await _end_job(dispatcher, store, run["id"], abort=False)
         await dispatcher.sweep()  # a new job
         await dispatcher.cancel(run["id"], wait=5)
         return await store.get_run(run["id"]), await _jobs(dispatcher), await _next_prompt(dispatcher, chat)
@@ -172,6 +197,34 @@ def test_cancel_follows_a_run_the_sweep_gave_a_new_job(db_url: str, tmp_path: Pa
     assert next_prompt == "accepted"
 
 
+def test_cancel_follows_the_run_to_the_job_a_sweep_gave_it_meanwhile(db_url: str, tmp_path: Path) -> None:
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        await _end_job(dispatcher, store, run["id"], abort=False)
+        jobs = dispatcher.app.job_manager
+        real_cancel = jobs.cancel_job_by_id_async
+        raced = {"done": False}
+
+        async def cancel_then_race(job_id: int, **kwargs: Any) -> bool:
+            cancelled = bool(await real_cancel(job_id, **kwargs))
+            if not raced["done"]:
+                raced["done"] = True
+                # Meanwhile another API server's sweep gives the run a new job, which a worker takes.
+                await dispatcher.sweep()
+                fresh = await store.get_run(run["id"])
+                assert fresh is not None
+                await store.claim_run(run["id"], worker="w2", worker_id=7, job_id=fresh["job_id"])
+            return cancelled
+
+        jobs.cancel_job_by_id_async = cancel_then_race  # type: ignore[method-assign]
+        await dispatcher.cancel(run["id"], wait=0.5)
+        return await _jobs(dispatcher), await store.get_run(run["id"])
+
+    jobs, after = _run(db_url, tmp_path, body)
+    assert after["status"] == "running", "its worker records the end"
+    assert [j[2] for j in jobs] == ["cancelled", "cancelled"], "the cancel reached the new job"
+
+
 def test_a_queued_run_whose_job_a_cancel_reached_is_ended_cancelled_not_run_again(
     db_url: str, tmp_path: Path
 ) -> None:
@@ -179,7 +232,7 @@ def test_a_queued_run_whose_job_a_cancel_reached_is_ended_cancelled_not_run_agai
         run = await dispatcher.submit(chat, "hello")
         # A cancel reached the job (abort requested), but the run was never marked (the API
         # server stopped right then): the person's cancel wins over a new job.
-        assert await dispatcher.app.job_manager.cancel_job_by_id_async(await _job_id(store, run["id"]), abort=True)
+        await _end_job(dispatcher, store, run["id"], abort=True)
         await dispatcher.sweep()
         return await store.get_run(run["id"]), await _jobs(dispatcher)
 
@@ -197,7 +250,7 @@ def test_a_run_whose_jobs_keep_ending_without_it_fails_after_max_jobs(db_url: st
             if fresh["status"] != "queued":
                 break
             # every job ends without the run being taken (say, a worker whose claim always fails)
-            await dispatcher.app.job_manager.cancel_job_by_id_async(int(fresh["job_id"]), abort=False)
+            await _end_job(dispatcher, store, run["id"], abort=False)
             await dispatcher.sweep()
         return await store.get_run(run["id"]), await _jobs(dispatcher), await _next_prompt(dispatcher, chat)
 

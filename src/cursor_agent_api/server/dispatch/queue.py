@@ -240,11 +240,13 @@ class QueueDispatcher:
             return  # its worker took it after all, or its job is over (then it is an orphan)
         # Should the next step fail, the run is queued behind a cancelled job: an orphan,
         # which the next sweep gives a new job.
-        if await self._requeue(run):
+        queue = await self._requeue(run)
+        if queue is not None:
             logger.warning(
-                "run %s waited for worker %s, which is gone: moved to another queue",
+                "run %s waited for worker %s, which is gone: moved to queue %s",
                 run["id"],
                 run.get("worker"),
+                queue,
             )
 
     async def _recover_orphan(self, orphan: OrphanedRun) -> None:
@@ -265,17 +267,22 @@ class QueueDispatcher:
             )
             if marked:
                 logger.error("run %s failed: its %d jobs ended without running it", run["id"], orphan.jobs)
-        elif await self._requeue(run):
-            logger.warning(
-                "run %s was queued behind job %s, which ended without running it: given a new job",
-                run["id"],
-                run["job_id"],
-            )
+        else:
+            queue = await self._requeue(run)
+            if queue is not None:
+                logger.warning(
+                    "run %s was queued behind job %s, which ended without running it: "
+                    "given a new job on queue %s",
+                    run["id"],
+                    run["job_id"],
+                    queue,
+                )
 
-    async def _requeue(self, run: dict[str, Any]) -> bool:
+    async def _requeue(self, run: dict[str, Any]) -> str | None:
         """Defer a new job for a queued run whose job will not run it (routed as
-        :meth:`submit` routes), and point the run at it; False if a worker took the run
-        meanwhile, or another API server gave it a job first (the new one is cancelled)."""
+        :meth:`submit` routes), and point the run at it; its queue, or None if a worker took
+        the run meanwhile, or another API server gave it a job first (the new one is
+        cancelled)."""
         run_id, chat_id = str(run["id"]), str(run["chat_id"])
         queue, target = await self._route(chat_id, run_id)
         job_id = await self.app.configure_task(name=TASK_NAME, lock=chat_id, queue=queue).defer_async(
@@ -286,11 +293,13 @@ class QueueDispatcher:
             placed.update(worker=target["worker"], worker_id=target["worker_id"])
         # The run's own state is the arbiter: only a run still queued behind its old job moves
         # (a worker's claim, atomic too, may have taken it through either job).
-        if await self.store.requeue_run(run_id, int(run["job_id"]), **placed):
-            return True
+        behind = None if run.get("job_id") is None else int(run["job_id"])
+        if await self.store.requeue_run(run_id, behind, **placed):
+            return queue
         with contextlib.suppress(Exception):  # not needed; were it left, it would find the run taken
             await self.app.job_manager.cancel_job_by_id_async(job_id, abort=False)
-        return False
+        return None
+
 
 async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     """Mark a run whose worker is gone ``interrupted``, with a ``worker/lost`` record; True

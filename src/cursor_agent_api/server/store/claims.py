@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, desc, func, literal_column, select, text, update
+from sqlalchemy import and_, desc, func, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import Label
 
 from ..models import ACTIVE_STATUSES, runs
 from .engine import StoreEngine
@@ -46,14 +47,22 @@ _JOB_OVER = text(
 """The run's job is over (succeeded, failed, cancelled, aborted) or gone: no worker will take
 the run through it."""
 
-_CANCEL_REACHED = literal_column(
+_JOBS_OVER = text(
+    "EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id) "
+    "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id "
+    "AND j.status IN ('todo', 'doing', 'aborting'))"
+)
+"""For a run whose job id was never recorded (the API server's write failed after the job was
+deferred): it had jobs, and every one is over."""
+
+_CANCEL_REACHED: Label[bool] = literal_column(
     "EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = runs.job_id "
     "AND e.type = 'abort_requested')"
 ).label("cancel_requested")
 """A cancel reached the run's job (``cancel_job_by_id(abort=True)``; Procrastinate keeps the
 event: the job's own flag is reset when it ends)."""
 
-_JOB_COUNT = literal_column(
+_JOB_COUNT: Label[int] = literal_column(
     "(SELECT count(*) FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)"
 ).label("job_count")
 
@@ -140,11 +149,19 @@ class QueueRows(StoreEngine):
     async def orphaned_runs(self) -> list[OrphanedRun]:
         """Queued runs whose job is over or gone, although no worker took the run (a move off a
         dead worker's queue or a worker's claim failed halfway): no worker will take them
-        through that job."""
+        through that job. Also a run with no job id recorded whose jobs are all over."""
         async with self.engine.connect() as conn:
             res = await conn.execute(
                 select(runs, _CANCEL_REACHED, _JOB_COUNT)
-                .where(and_(runs.c.status == "queued", runs.c.job_id.is_not(None), _JOB_OVER))
+                .where(
+                    and_(
+                        runs.c.status == "queued",
+                        or_(
+                            and_(runs.c.job_id.is_not(None), _JOB_OVER),
+                            and_(runs.c.job_id.is_(None), _JOBS_OVER),
+                        ),
+                    )
+                )
                 .order_by(runs.c.created_ms)
             )
             found = []
@@ -155,16 +172,15 @@ class QueueRows(StoreEngine):
                 found.append(OrphanedRun(fields, cancel_requested, jobs))
             return found
 
-    async def requeue_run(self, run_id: str, behind_job: int, **placed: Any) -> bool:
+    async def requeue_run(self, run_id: str, behind_job: int | None, **placed: Any) -> bool:
         """Give a run its new job (``placed``: ``job_id``, ``queue``, ``worker``,
-        ``worker_id``) if it is still queued behind job ``behind_job``; False (nothing
-        changed) if a worker took it meanwhile, it ended, or it has another job already."""
+        ``worker_id``) if it is still queued behind job ``behind_job`` (``None``: no job
+        recorded); False (nothing changed) if a worker took it meanwhile, it ended, or it
+        has another job already."""
+        behind = runs.c.job_id.is_(None) if behind_job is None else runs.c.job_id == behind_job
+        where = and_(runs.c.id == run_id, runs.c.status == "queued", behind)
         async with self.transaction() as conn:
-            res = await conn.execute(
-                update(runs)
-                .where(and_(runs.c.id == run_id, runs.c.status == "queued", runs.c.job_id == behind_job))
-                .values(**placed)
-            )
+            res = await conn.execute(update(runs).where(where).values(**placed))
             return bool(res.rowcount)
 
     async def local_runs(self, host: str) -> list[dict[str, Any]]:
