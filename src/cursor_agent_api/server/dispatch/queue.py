@@ -7,15 +7,18 @@
   (``lock=<chat>``) to the affinity queue of the worker that ran the chat's last run
   while that worker's heartbeat is fresh, else to the shared queue;
 * **relays answers** to what an ACP run asks (:mod:`.answers`: NOTIFY, the worker LISTENs);
-* **cancels**: a job nobody took yet is cancelled and the run marked ``cancelled`` here;
-  a running one is aborted (Procrastinate tells its worker, which stops the agent's
-  process group and records ``cancelled``);
+* **cancels**: a queued run's job is cancelled (or aborted, if just taken) and the run
+  marked ``cancelled`` here; a running one is aborted (Procrastinate tells its worker,
+  which stops the agent's process group and records ``cancelled``);
 * **sweeps** every few seconds: a job whose worker stopped sending heartbeats (stalled)
   has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
   the seq, and the job is finished so that the chat's lock is released — nothing is run
   again; a run waiting in the affinity queue of a gone worker is moved to the shared
-  queue (the worker that takes it starts a new Cursor chat: "context reset"); a run no job
-  carries a minute after it was stored (its API server died in between) is ``interrupted``.
+  queue (the worker that takes it starts a new Cursor chat: "context reset"); a queued run
+  whose job is over without a worker having taken it (a move or a claim failed halfway) is
+  given a new job (``cancelled`` instead if a cancel reached that job, ``failed`` after
+  :data:`MAX_JOBS` jobs); a run no job carries a minute after it was stored (its API server
+  died in between) is ``interrupted``.
 
 Its own writes are not published by this process: the :class:`~..notify.Relay` publishes
 every committed record, in seq order, whoever wrote it.
