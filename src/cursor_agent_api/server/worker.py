@@ -6,7 +6,9 @@ run the stored run ``run_id``. For each job it
 1. **claims** the run: ``queued`` → ``running`` in one statement, recording its owner
    (``server_id`` = this process's ``host:pid:start-time``), its name (``worker``, also its
    affinity queue ``worker.<name>``), Procrastinate's id of it and the job. A run that is
-   no longer queued (cancelled meanwhile) is left alone;
+   no longer queued (cancelled meanwhile) is left alone; a claim that fails (the database
+   is away) fails the job and leaves the run queued, for the API servers' sweep to give it
+   a new job;
 2. **derives the workspace** from the chat's, within this worker's ``--root`` directories
    (a path outside them fails the run with the reason);
    (with ``--worktrees DIR``, a repository's chat gets its own git worktree there,
@@ -215,8 +217,10 @@ class Worker:
         try:
             return await self._claim_and_run(context, run_id, stop)
         except Exception as e:
-            # No run stays queued or running forever because of a failure here (its job is
-            # over, so nothing would take it again): record it as failed, if it is not over.
+            # No run stays running forever because of a failure here (its job is over, so
+            # nothing would take it again): record it as failed, if it is not over. A run
+            # still queued (the claim itself failed: nothing of it ran) is left queued: the
+            # API servers' sweep gives it a new job (docs/distributed.md, "When things fail").
             logger.exception("run %s could not be run on this worker", run_id)
             with contextlib.suppress(Exception):
                 run = await self.store.get_run(run_id)
@@ -225,6 +229,7 @@ class Worker:
                         self.log,
                         run,
                         RunStatus.FAILED.value,
+                        only=(RunStatus.RUNNING.value,),
                         error=f"worker {self.settings.name} could not run it: {describe_error(e)}",
                         error_type=type(e).__name__,
                     )

@@ -7,15 +7,18 @@
   (``lock=<chat>``) to the affinity queue of the worker that ran the chat's last run
   while that worker's heartbeat is fresh, else to the shared queue;
 * **relays answers** to what an ACP run asks (:mod:`.answers`: NOTIFY, the worker LISTENs);
-* **cancels**: a job nobody took yet is cancelled and the run marked ``cancelled`` here;
-  a running one is aborted (Procrastinate tells its worker, which stops the agent's
-  process group and records ``cancelled``);
+* **cancels**: a queued run's job is cancelled (or aborted, if just taken) and the run
+  marked ``cancelled`` here; a running one is aborted (Procrastinate tells its worker,
+  which stops the agent's process group and records ``cancelled``);
 * **sweeps** every few seconds: a job whose worker stopped sending heartbeats (stalled)
   has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
   the seq, and the job is finished so that the chat's lock is released — nothing is run
   again; a run waiting in the affinity queue of a gone worker is moved to the shared
-  queue (the worker that takes it starts a new Cursor chat: "context reset"); a run no job
-  carries a minute after it was stored (its API server died in between) is ``interrupted``.
+  queue (the worker that takes it starts a new Cursor chat: "context reset"); a queued run
+  whose job is over without a worker having taken it (a move or a claim failed halfway) is
+  given a new job (``cancelled`` instead if a cancel reached that job, ``failed`` after
+  :data:`MAX_JOBS` jobs); a run no job carries a minute after it was stored (its API server
+  died in between) is ``interrupted``.
 
 Its own writes are not published by this process: the :class:`~..notify.Relay` publishes
 every committed record, in seq order, whoever wrote it.
@@ -40,6 +43,7 @@ from ..models import RunStatus
 from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
 from ..settings import ServerSettings
 from ..store import Store, describe_error, now_ms
+from ..store.claims import OrphanedRun
 from . import run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
 
@@ -48,6 +52,10 @@ logger = logging.getLogger("cursor_agent_api.server")
 UNQUEUED_AFTER = 60.0
 """Seconds after which a queued run that no job carries is given up (its API server died
 between storing it and deferring its job)."""
+
+MAX_JOBS = 5
+"""Jobs a run is given in all: when that many ended without a worker taking the run, the
+sweep fails it (``NotRun``) rather than giving it another."""
 
 
 class QueueDispatcher:
@@ -167,13 +175,21 @@ class QueueDispatcher:
         if run is None or RunStatus(run["status"]).final:
             raise RunNotActiveError(f"run {run_id} is not active")
         jobs = self.app.job_manager
-        job_id = run.get("job_id")
-        if job_id is not None:
-            if await jobs.cancel_job_by_id_async(int(job_id), abort=False):
-                # No worker took it: it never will. Mark it here.
-                await run_ends.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",))
-            else:
+        for _ in range(MAX_JOBS):  # a sweep may give the run a new job meanwhile: follow it
+            job_id = run.get("job_id")
+            if job_id is not None:
+                # A job nobody took is cancelled, a taken one aborted (its worker stops the run
+                # and records it), one that is over stays so; either way Procrastinate keeps
+                # the request, so that no sweep gives the run a new job.
                 await jobs.cancel_job_by_id_async(int(job_id), abort=True)
+            # A queued run was never started (a worker's claim makes it running, atomically):
+            # mark it here, whether its job was waiting, just taken, or over.
+            if await run_ends.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",)):
+                break
+            fresh = await self.store.get_run(run_id)
+            if fresh is None or RunStatus(fresh["status"]).final or fresh.get("job_id") == job_id:
+                break  # over, or running on the job just aborted
+            run = fresh
         while time.monotonic() < deadline:
             fresh = await self.store.get_run(run_id)
             if fresh is None or RunStatus(fresh["status"]).final:
@@ -208,6 +224,8 @@ class QueueDispatcher:
                 await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
         for run in await self.store.stranded_runs(within):
             await self._move_to_shared_queue(run)
+        for orphan in await self.store.orphaned_runs():
+            await self._recover_orphan(orphan)
         for run in await self.store.unqueued_runs(now_ms() - int(UNQUEUED_AFTER * 1000)):
             await run_ends.finish_if_active(
                 self.log,
@@ -222,19 +240,68 @@ class QueueDispatcher:
     async def _move_to_shared_queue(self, run: dict[str, Any]) -> None:
         jobs = self.app.job_manager
         if not await jobs.cancel_job_by_id_async(int(run["job_id"]), abort=False):
-            return  # its worker took it after all (or another API server moved it)
-        chat_id = str(run["chat_id"])
-        queue = self.settings.queue
+            return  # its worker took it after all, or its job is over (then it is an orphan)
+        # Should the next step fail, the run is queued behind a cancelled job: an orphan,
+        # which the next sweep gives a new job.
+        queue = await self._requeue(run)
+        if queue is not None:
+            logger.warning(
+                "run %s waited for worker %s, which is gone: moved to queue %s",
+                run["id"],
+                run.get("worker"),
+                queue,
+            )
+
+    async def _recover_orphan(self, orphan: OrphanedRun) -> None:
+        """A queued run whose job is over without a worker having taken it: cancelled if a
+        cancel reached that job, failed after :data:`MAX_JOBS` jobs, else given a new job
+        (nothing of it ran: the run is still queued)."""
+        run = orphan.run
+        if orphan.cancel_requested:
+            await run_ends.finish_if_active(self.log, run, RunStatus.CANCELLED.value, only=("queued",))
+        elif orphan.jobs >= MAX_JOBS:
+            marked = await run_ends.finish_if_active(
+                self.log,
+                run,
+                RunStatus.FAILED.value,
+                only=("queued",),
+                error=f"no worker took the run: its {orphan.jobs} jobs ended without running it",
+                error_type="NotRun",
+            )
+            if marked:
+                logger.error("run %s failed: its %d jobs ended without running it", run["id"], orphan.jobs)
+        else:
+            queue = await self._requeue(run)
+            if queue is not None:
+                logger.warning(
+                    "run %s was queued behind job %s, which ended without running it: "
+                    "given a new job on queue %s",
+                    run["id"],
+                    run["job_id"],
+                    queue,
+                )
+
+    async def _requeue(self, run: dict[str, Any]) -> str | None:
+        """Defer a new job for a queued run whose job will not run it (routed as
+        :meth:`submit` routes), and point the run at it; its queue, or None if a worker took
+        the run meanwhile, or another API server gave it a job first (the new one is
+        cancelled)."""
+        run_id, chat_id = str(run["id"]), str(run["chat_id"])
+        queue, target = await self._route(chat_id, run_id)
         job_id = await self.app.configure_task(name=TASK_NAME, lock=chat_id, queue=queue).defer_async(
-            run_id=str(run["id"])
+            run_id=run_id
         )
-        await self.store.update_run(str(run["id"]), job_id=job_id, queue=queue, worker=None, worker_id=None)
-        logger.warning(
-            "run %s waited for worker %s, which is gone: moved to queue %s",
-            run["id"],
-            run.get("worker"),
-            queue,
-        )
+        placed: dict[str, Any] = {"job_id": job_id, "queue": queue, "worker": None, "worker_id": None}
+        if target is not None:
+            placed.update(worker=target["worker"], worker_id=target["worker_id"])
+        # The run's own state is the arbiter: only a run still queued behind its old job moves
+        # (a worker's claim, atomic too, may have taken it through either job).
+        behind = None if run.get("job_id") is None else int(run["job_id"])
+        if await self.store.requeue_run(run_id, behind, **placed):
+            return queue
+        with contextlib.suppress(Exception):  # not needed; were it left, it would find the run taken
+            await self.app.job_manager.cancel_job_by_id_async(job_id, abort=False)
+        return None
 
 
 async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:

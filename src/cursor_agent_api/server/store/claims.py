@@ -25,10 +25,11 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import and_, desc, func, select, text, update
+from sqlalchemy import and_, desc, func, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import Label
 
 from ..models import ACTIVE_STATUSES, runs
 from .engine import StoreEngine
@@ -39,7 +40,43 @@ _GONE = text(
     "AND w.last_heartbeat > now() - make_interval(secs => :within))"
 )
 
+_JOB_OVER = text(
+    "NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = runs.job_id "
+    "AND j.status IN ('todo', 'doing', 'aborting'))"
+)
+"""The run's job is over (succeeded, failed, cancelled, aborted) or gone: no worker will take
+the run through it."""
+
+_JOBS_OVER = text(
+    "EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id) "
+    "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id "
+    "AND j.status IN ('todo', 'doing', 'aborting'))"
+)
+"""For a run whose job id was never recorded (the API server's write failed after the job was
+deferred): it had jobs, and every one is over."""
+
+_CANCEL_REACHED: Label[bool] = literal_column(
+    "EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = runs.job_id "
+    "AND e.type = 'abort_requested')"
+).label("cancel_requested")
+"""A cancel reached the run's job (``cancel_job_by_id(abort=True)``; Procrastinate keeps the
+event: the job's own flag is reset when it ends)."""
+
+_JOB_COUNT: Label[int] = literal_column(
+    "(SELECT count(*) FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)"
+).label("job_count")
+
 _NO_JOB = text("NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)")
+
+
+class OrphanedRun(NamedTuple):
+    """A queued run whose job is over (:meth:`QueueRows.orphaned_runs`)."""
+
+    run: dict[str, Any]
+    cancel_requested: bool
+    """A cancel reached its job."""
+    jobs: int
+    """The jobs that carried it so far."""
 
 
 class QueueRows(StoreEngine):
@@ -108,6 +145,43 @@ class QueueRows(StoreEngine):
                 .order_by(runs.c.created_ms)
             )
             return [dict(r._mapping) for r in res]
+
+    async def orphaned_runs(self) -> list[OrphanedRun]:
+        """Queued runs whose job is over or gone, although no worker took the run (a move off a
+        dead worker's queue or a worker's claim failed halfway): no worker will take them
+        through that job. Also a run with no job id recorded whose jobs are all over."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs, _CANCEL_REACHED, _JOB_COUNT)
+                .where(
+                    and_(
+                        runs.c.status == "queued",
+                        or_(
+                            and_(runs.c.job_id.is_not(None), _JOB_OVER),
+                            and_(runs.c.job_id.is_(None), _JOBS_OVER),
+                        ),
+                    )
+                )
+                .order_by(runs.c.created_ms)
+            )
+            found = []
+            for row in res:
+                fields = dict(row._mapping)
+                cancel_requested = bool(fields.pop("cancel_requested"))
+                jobs = int(fields.pop("job_count"))
+                found.append(OrphanedRun(fields, cancel_requested, jobs))
+            return found
+
+    async def requeue_run(self, run_id: str, behind_job: int | None, **placed: Any) -> bool:
+        """Give a run its new job (``placed``: ``job_id``, ``queue``, ``worker``,
+        ``worker_id``) if it is still queued behind job ``behind_job`` (``None``: no job
+        recorded); False (nothing changed) if a worker took it meanwhile, it ended, or it
+        has another job already."""
+        behind = runs.c.job_id.is_(None) if behind_job is None else runs.c.job_id == behind_job
+        where = and_(runs.c.id == run_id, runs.c.status == "queued", behind)
+        async with self.transaction() as conn:
+            res = await conn.execute(update(runs).where(where).values(**placed))
+            return bool(res.rowcount)
 
     async def local_runs(self, host: str) -> list[dict[str, Any]]:
         """Active runs owned by a process of this host (``server_id`` ``host:pid:start``)."""
