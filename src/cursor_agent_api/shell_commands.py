@@ -3,8 +3,9 @@
 ``split_commands("ls -la && rm -rf x")`` is ``ls -la`` and ``rm -rf x``: the line is split at
 ``;``, ``&``, ``&&``, ``||``, ``|``, ``|&``, newlines, parentheses and braces; each simple
 command keeps apart its leading ``VAR=value`` words, its redirections and its words. A line
-with a command or process substitution (``$(…)``, backticks, ``<(…)``, ``>(…)``) or that does
-not tokenise (an open quote) gives ``None``: the rules cannot judge it.
+with a command or process substitution (``$(…)``, backticks, ``<(…)``, ``>(…)``,
+``${ …; }``), with ``$'…'`` quoting or a comment, or that does not tokenise (an open quote)
+gives ``None``: the rules cannot judge it.
 
 The standard library's :mod:`shlex` does the quoting (bashlex, a full parser, is GPL). It
 cannot tell a quoted ``';'`` from an operator, so it splits where the shell would not: every
@@ -25,7 +26,8 @@ _PUNCTUATION = "();<>|&\n"
 _OPERATORS = sorted(["&&", "||", "|&", ";;&", ";;", ";&", ">>", ">&", "<&", "&>>", "&>", "<<<",
                      "<<", "<>", ">|", *_PUNCTUATION], key=len, reverse=True)
 _SEPARATORS = frozenset({";", "&", "&&", "||", "|", "|&", "\n", "(", ")", ";;", ";&", ";;&"})
-_SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(")
+# $(…), `…`, <(…), >(…), and bash 5.3's ${ …; } and ${|…;}
+_SUBSTITUTION = re.compile(r"\$\(|`|[<>]\(|\$\{[\s|]")
 # words the shell reads before a command's name: `! ls`, `if ls`, `then ls`, `time ls`…
 _RESERVED = frozenset({"!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until",
                        "time", "coproc"})
@@ -80,7 +82,7 @@ class SimpleCommand:
 
 def split_commands(command: str) -> list[SimpleCommand] | None:
     """The simple commands of ``command``, or ``None`` when it cannot be judged
-    (substitutions, open quotes, a redirection with no target).
+    (substitutions, ``$'…'``, a comment, open quotes, a redirection with no target).
 
     Example:
         >>> [c.argv for c in split_commands("ls -la && rm -rf 'my dir'\\n(cd x; make)") or []]
@@ -90,15 +92,12 @@ def split_commands(command: str) -> list[SimpleCommand] | None:
         >>> split_commands("ls $(rm -rf x)") is None, split_commands("ls 'open") is None
         (True, True)
     """
-    if _SUBSTITUTION.search(command):
+    if _SUBSTITUTION.search(command) or "$'" in command:  # shlex does not read $'…' quoting
         return None
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace = " \t"  # a newline separates commands; "\r" is part of a word, as in bash
-    lexer.whitespace_split = True
-    lexer.commenters = ""  # a comment's words stay: stricter, and a quoted "#" cannot hide a command
-    try:
-        tokens = list(lexer)
-    except ValueError:
+    tokens = _tokens(command, commenters="")
+    # shlex takes a "#" inside a word for a comment, the shell does not: a line where a
+    # comment changes anything (it may hide an open quote from the shell) is not judged
+    if tokens is None or tokens != _tokens(command, commenters="#"):
         return None
     commands: list[SimpleCommand] = []
     words: list[str] = []
@@ -139,6 +138,17 @@ def split_commands(command: str) -> list[SimpleCommand] | None:
         return None
     close()
     return commands
+
+
+def _tokens(command: str, *, commenters: str) -> list[str] | None:
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace = " \t"  # a newline separates commands; "\r" is part of a word, as in bash
+    lexer.whitespace_split = True
+    lexer.commenters = commenters
+    try:
+        return list(lexer)
+    except ValueError:  # an open quote, a backslash at the end
+        return None
 
 
 def possible_command_words(command: str) -> list[str]:

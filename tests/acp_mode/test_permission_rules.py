@@ -57,6 +57,8 @@ def _deny_rules(request: PermissionRequest, *denied: str, mode: str = "allow") -
     # substitutions, process substitutions
     "ls `rm -rf important`", "ls \"$(rm -rf important)\"", "ls <(rm -rf important)",
     "ls >(rm -rf important)", "ls ${x:-$(rm -rf important)}",
+    "ls ${ rm -rf important; }", "ls ${|rm -rf important;}",  # bash 5.3's own substitutions
+    "ls *(e:'rm -rf important':)", "ls =(rm -rf important)", "ls (rm -rf important)",  # zsh, fish
     # redirections to files
     "ls > important", "ls >> important", "ls < important", "ls 2> important",
     "ls &> important", "ls >& important", "ls >| important", "ls <<< x", "ls; > important",
@@ -64,6 +66,10 @@ def _deny_rules(request: PermissionRequest, *denied: str, mode: str = "allow") -
     # environment and command words the rule cannot name
     "PATH=/tmp/x ls", "LD_PRELOAD=/tmp/evil.so ls -la", "PATH=/tmp/x; ls", "/tmp/evil/ls",
     "l? -la", "$X", "{ls,-la}",
+    # quoting shlex reads otherwise than the shell: a comment hides an open quote from bash
+    # (which then runs the next line), $'…' escapes a quote
+    "ls # '\nrm -rf important\n'", "ls;# '\nrm -rf important\n'",
+    "ls $'a\\'b' ; rm -rf important ; ls \\'",
     # cannot be parsed
     "ls 'unterminated", "ls \\",
 ])
@@ -76,16 +82,17 @@ def test_allow_ls_approves_only_ls(cmd: str) -> None:
 @pytest.mark.parametrize("cmd", [
     "ls", "ls -la", "ls 'a b'", "ls && ls -la", "ls; ls", "(ls)", "ls\n", "ls;", "! ls",
     "if ls; then ls; fi", "ls 2>&1", "ls 2>/dev/null", "ls >/dev/null 2>&1", "ls &>/dev/null",
-    "ls </dev/null", "ls $HOME", "ls '$(not run)' \"x\"",
+    "ls </dev/null", "ls $HOME", "ls \"x\" 'a b'", "ls 'a #b'", "ls \\#b",
 ])
 def test_allow_ls_approves_ls_commands(cmd: str) -> None:
-    # single quotes make "$(" literal, but a "$(" anywhere is not judged: that one case
-    # falls to the mode (asserted below), everything else here is approved
-    decision = _allow_rules(_shell(cmd), "Shell(ls)")
-    if "$(" in cmd:
-        assert isinstance(decision, Deny)
-    else:
-        assert decision == Allow(), (cmd, decision)
+    assert _allow_rules(_shell(cmd), "Shell(ls)") == Allow(), cmd
+
+
+@pytest.mark.parametrize("cmd", ["ls '$(not run)'", "ls '`not run`'", "ls # a comment", "ls a#b",
+                                 "ls 'costs 5$'"])
+def test_what_the_rules_do_not_read_is_not_approved_even_when_harmless(cmd: str) -> None:
+    # a "$(" or backtick even in quotes, a "#" that may start a comment, "$'": not judged
+    assert _allow_rules(_shell(cmd), "Shell(ls)", mode="ask") is None, cmd
 
 
 @pytest.mark.parametrize(("cmd", "allowed", "approved"), [
@@ -127,6 +134,8 @@ def test_a_command_the_rules_cannot_approve_falls_to_the_mode(cmd: str) -> None:
     # substitutions: the command cannot be split, a deny rule matches any word
     "echo $(rm -rf important)", "echo `rm -rf important`", "cat <(rm -rf important)",
     "echo \"$(rm -rf important)\"", "true 'unterminated && rm -rf important",
+    "echo ${ rm -rf important; }", "echo ${\trm -rf important; }",
+    "true # '\nrm -rf important\n'", "echo $'a\\'b' ; rm -rf important ; echo \\'",
     # a command word the rules cannot know
     "$X -rf important", "X=rm; $X -rf important", "{rm,-rf,important}", "r? -rf important",
 ])
