@@ -318,17 +318,49 @@ def _shell_covers(patterns: Sequence[str], command: str) -> bool:
 def _shell_touches(pattern: str, command: str) -> bool:
     """Whether a deny rule's pattern matches any part of ``command``: the whole line, a
     simple command (its name, its name's last path part, its text), any simple command whose
-    name is not known (``$X``, a glob), any word of a line that cannot be split."""
+    name is not known (``$X``, a glob), what a wrapper or shell runs (``sudo rm``,
+    ``sh -c 'rm x'``: each later word, read as a command line, and the rest of the words),
+    any word of a line that cannot be split."""
     if _glob(pattern, command):
         return True
     commands = split_commands(command)
     if commands is None:
-        words = possible_command_words(command)
-        return any(_glob(pattern, w) for w in words) or any(
-            _glob(pattern, " ".join(words[i:])) for i in range(len(words)))
-    return any(c.argv and (not c.name_known or _glob(pattern, c.argv[0])
-                           or _glob(pattern, posixpath.basename(c.argv[0]))
-                           or _glob(pattern, " ".join(c.argv))) for c in commands)
+        return _glob_from_some_word(pattern, possible_command_words(command))
+    for c in commands:
+        if not c.argv:
+            continue
+        if not c.name_known:
+            return True
+        for name in {c.argv[0], posixpath.basename(c.argv[0])}:
+            if _glob(pattern, name) or _glob(pattern, " ".join((name, *c.argv[1:]))):
+                return True
+        if c.runs_others and (_glob_from_some_word(pattern, c.argv[1:]) or any(
+                _shell_touches(pattern, word) for word in c.argv[1:] if _SCRIPT.search(word))):
+            return True
+    return False
+
+
+_SCRIPT = re.compile(r"[\s;&|()<>`]|\$\(")  # a word that may be a command line: `sh -c 'rm x'`
+
+
+_MAX_STARTS = 64
+
+
+def _glob_from_some_word(pattern: str, words: Sequence[str]) -> bool:
+    """Whether ``pattern`` globs the words from one of them on (``rm -rf *`` in ``sudo rm
+    -rf x``). Only a word the pattern's first word globs starts a try, and at most 64 do:
+    with more, the answer is yes (a deny rule errs on matching; no line makes this slow).
+
+    Example:
+        >>> _glob_from_some_word("rm -rf *", ["-u", "root", "/bin/rm", "-rf", "x"])
+        True
+    """
+    head = pattern.split(" ", 1)[0]
+    starts = [i for i, w in enumerate(words) if _glob(head, w) or _glob(head, posixpath.basename(w))]
+    if len(starts) > _MAX_STARTS:
+        return True
+    return any(_glob(pattern, name) or _glob(pattern, " ".join((name, *words[i + 1:])))
+               for i in starts for name in (words[i], posixpath.basename(words[i])))
 
 
 def _path_matches(pattern: str, path: str | None, *, deny: bool) -> bool:

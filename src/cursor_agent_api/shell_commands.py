@@ -15,6 +15,7 @@ more command), never looser.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import shlex
@@ -33,6 +34,10 @@ _RESERVED = frozenset({"!", "if", "then", "else", "elif", "fi", "do", "done", "w
                        "time", "coproc"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _NOT_LITERAL = re.compile(r"[$`*?\[{\\]")  # expansions and globs: the name is not known
+# commands that run another command given in their arguments, as words or as a script
+_RUNNERS = frozenset({"exec", "command", "builtin", "eval", "sudo", "doas", "env", "nohup", "nice",
+                      "ionice", "timeout", "xargs", "stdbuf", "setsid", "watch", "strace",
+                      "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
 _FD_DUP = frozenset({">&", "<&"})
 _HERE = frozenset({"<<", "<<<"})
 _CRUDE = re.compile(r"[\s;&|()<>`$\"'\\{}=,]+")
@@ -60,12 +65,23 @@ class SimpleCommand:
                                     or _NOT_LITERAL.search(self.argv[0]) is None)
 
     @property
+    def runs_others(self) -> bool:
+        """Whether it runs a command found in its arguments (``sudo rm``, ``xargs rm``,
+        ``sh -c 'rm x'``, ``eval``): a wrapper or a shell; known by name, far from all.
+
+        Example:
+            >>> [c.runs_others for c in split_commands("sudo rm x; /bin/sh -c x; ls") or ()]
+            [True, True, False]
+        """
+        return bool(self.argv) and posixpath.basename(self.argv[0]) in _RUNNERS
+
+    @property
     def harmless(self) -> bool:
         """No ``VAR=value`` before it, a known name, and no redirection but ``2>&1``-style
         descriptor copies (``>&-`` closes) and ``/dev/null`` (in or out).
 
         Example:
-            >>> [c.harmless for c in split_commands("ls 2>&1 >/dev/null; ls >f; X=1 ls") or []]
+            >>> [c.harmless for c in split_commands("ls 2>&1 >/dev/null; ls >f; X=1 ls") or ()]
             [True, False, False]
         """
         if self.assignments or (self.argv and not self.name_known):
@@ -80,15 +96,16 @@ class SimpleCommand:
         return True
 
 
-def split_commands(command: str) -> list[SimpleCommand] | None:
+@functools.lru_cache(maxsize=256)  # each rule reads the same line again
+def split_commands(command: str) -> tuple[SimpleCommand, ...] | None:
     """The simple commands of ``command``, or ``None`` when it cannot be judged
     (substitutions, ``$'…'``, a comment, open quotes, a redirection with no target).
 
     Example:
-        >>> [c.argv for c in split_commands("ls -la && rm -rf 'my dir'\\n(cd x; make)") or []]
+        >>> [c.argv for c in split_commands("ls -la && rm -rf 'my dir'\\n(cd x; make)") or ()]
         [('ls', '-la'), ('rm', '-rf', 'my dir'), ('cd', 'x'), ('make',)]
         >>> split_commands("PATH=/tmp/x ls 2>/dev/null")
-        [SimpleCommand(argv=('ls',), assignments=('PATH=/tmp/x',), redirects=(('2>', '/dev/null'),))]
+        (SimpleCommand(argv=('ls',), assignments=('PATH=/tmp/x',), redirects=(('2>', '/dev/null'),)),)
         >>> split_commands("ls $(rm -rf x)") is None, split_commands("ls 'open") is None
         (True, True)
     """
@@ -137,7 +154,7 @@ def split_commands(command: str) -> list[SimpleCommand] | None:
     if pending is not None:
         return None
     close()
-    return commands
+    return tuple(commands)
 
 
 def _tokens(command: str, *, commenters: str) -> list[str] | None:

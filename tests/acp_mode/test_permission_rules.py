@@ -145,8 +145,25 @@ def test_deny_rm_wins_in_a_compound_command(cmd: str) -> None:
     assert match_rule("Shell(rm)", _shell(cmd), deny=True)
 
 
+@pytest.mark.parametrize("cmd", [
+    "exec rm x", "command rm x", "builtin rm x", "sudo rm -rf x", "sudo -u root /bin/rm x",
+    "env X=1 rm x", "nohup rm x &", "xargs rm < list", "timeout 5 rm x", "nice -n 5 rm x",
+    "sh -c 'rm -rf x'", "bash -lc \"cd x && rm -rf y\"", "eval 'rm x'", "eval rm x",
+    "find . -name '*.o' | xargs sh -c 'rm \"$@\"' _", "sudo sh -c 'ls; rm x'",
+])
+def test_a_deny_rule_looks_through_wrappers_and_shells(cmd: str) -> None:
+    assert isinstance(_deny_rules(_shell(cmd), "Shell(rm)"), Deny), cmd
+    assert not isinstance(_allow_rules(_shell(cmd), "Shell(rm)", "Shell(ls)"), Allow), cmd
+
+
+def test_a_deny_rule_with_a_glob_looks_through_wrappers() -> None:
+    assert isinstance(_deny_rules(_shell("sudo rm -rf /"), "Shell(rm -rf *)"), Deny)
+    assert isinstance(_deny_rules(_shell("sh -c 'rm -rf /'"), "Shell(rm -rf *)"), Deny)
+
+
 @pytest.mark.parametrize("cmd", ["ls -la", "grep rm notes.txt", "echo rm", "ls && echo done",
-                                 "git rm --cached x", "[ -f x ] && echo yes"])
+                                 "git rm --cached x", "[ -f x ] && echo yes", "sudo ls",
+                                 "sh -c 'ls -la'", "env", "xargs echo < list"])
 def test_deny_rm_does_not_match_other_commands(cmd: str) -> None:
     assert _deny_rules(_shell(cmd), "Shell(rm)") == Allow(), cmd
 
@@ -158,7 +175,8 @@ def test_deny_wins_over_allow_in_a_compound_command() -> None:
 
 
 def test_a_deny_rule_with_a_glob_over_the_command_still_matches() -> None:
-    for cmd in ["git push --force", "git status && git push --force", "cd x; git push -f"]:
+    for cmd in ["git push --force", "git status && git push --force", "cd x; git push -f",
+                "/usr/bin/git push", "X=1 git push"]:
         assert isinstance(_deny_rules(_shell(cmd), "Shell(git push*)"), Deny), cmd
     assert _deny_rules(_shell("git status"), "Shell(git push*)") == Allow()
 
