@@ -4,9 +4,10 @@ In ACP mode (``AgentConfig(transport="acp")``) the agent asks before a tool call
 run on its own. The answer comes, in this order, from:
 
 1. ``denied_tools`` then ``allowed_tools``: rules in Cursor's own syntax, ``Shell(cmd)``
-   (the command's first word or the whole command, ``*`` globs), ``Write(path)`` (edits,
-   deletes), ``Read(path)``, ``Mcp(server:tool)``, ``WebFetch(domain)``; ``Shell(*)`` is any
-   command;
+   (a simple command's name or its whole text, ``*`` globs; an allow rule must cover every
+   simple command of a compound one, a deny rule matches any), ``Write(path)`` (edits,
+   deletes), ``Read(path)`` (paths normalised first), ``Mcp(server:tool)``,
+   ``WebFetch(domain)``; ``Shell(*)`` is any command;
 2. ``can_use_tool(request)``, sync or async: :class:`Allow` (``remember=True`` picks Cursor's
    "allow always", which Cursor writes to its global allowlist), :class:`Deny` or
    :class:`Cancel` (cancels the whole turn);
@@ -37,14 +38,15 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import posixpath
 import re
-import shlex
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
 from .protocol.tools import ToolCall, ToolKind
+from .shell_commands import possible_command_words, split_commands
 
 __all__ = [
     "Accept",
@@ -300,8 +302,84 @@ def _glob(pattern: str, value: str | None) -> bool:
     return value is not None and fnmatch.fnmatchcase(value, pattern)
 
 
-def match_rule(rule: str, request: PermissionRequest) -> bool:
-    """Whether ``rule`` covers ``request``.
+def _shell_covers(patterns: Sequence[str], command: str) -> bool:
+    """Whether allow rules (their ``Shell(…)`` arguments) cover every simple command of
+    ``command``: each a harmless one (no ``VAR=value``, no redirection to a file) whose name,
+    or whole text, one pattern globs; no substitution anywhere."""
+    if "*" in patterns:
+        return True
+    commands = split_commands(command)
+    if commands is None or not any(c.argv for c in commands):
+        return False
+    return all(c.harmless and (not c.argv or any(
+        _glob(p, c.argv[0]) or _glob(p, " ".join(c.argv)) for p in patterns)) for c in commands)
+
+
+def _shell_touches(pattern: str, command: str) -> bool:
+    """Whether a deny rule's pattern matches any part of ``command``: the whole line, a
+    simple command (its name, its name's last path part, its text), any simple command whose
+    name is not known (``$X``, a glob), what a wrapper or shell runs (``sudo rm``,
+    ``sh -c 'rm x'``: each later word, read as a command line, and the rest of the words),
+    any word of a line that cannot be split."""
+    if _glob(pattern, command):
+        return True
+    commands = split_commands(command)
+    if commands is None:
+        return _glob_from_some_word(pattern, possible_command_words(command))
+    for c in commands:
+        if not c.argv:
+            continue
+        if not c.name_known:
+            return True
+        for name in {c.argv[0], posixpath.basename(c.argv[0])}:
+            if _glob(pattern, name) or _glob(pattern, " ".join((name, *c.argv[1:]))):
+                return True
+        if c.runs_others and (_glob_from_some_word(pattern, c.argv[1:]) or any(
+                _shell_touches(pattern, word) for word in c.argv[1:] if _SCRIPT.search(word))):
+            return True
+    return False
+
+
+_SCRIPT = re.compile(r"[\s;&|()<>`]|\$\(")  # a word that may be a command line: `sh -c 'rm x'`
+
+
+_MAX_STARTS = 64
+
+
+def _glob_from_some_word(pattern: str, words: Sequence[str]) -> bool:
+    """Whether ``pattern`` globs the words from one of them on (``rm -rf *`` in ``sudo rm
+    -rf x``). Only a word the pattern's first word globs starts a try, and at most 64 do:
+    with more, the answer is yes (a deny rule errs on matching; no line makes this slow).
+
+    Example:
+        >>> _glob_from_some_word("rm -rf *", ["-u", "root", "/bin/rm", "-rf", "x"])
+        True
+    """
+    head = pattern.split(" ", 1)[0]
+    starts = [i for i, w in enumerate(words) if _glob(head, w) or _glob(head, posixpath.basename(w))]
+    if len(starts) > _MAX_STARTS:
+        return True
+    return any(_glob(pattern, name) or _glob(pattern, " ".join((name, *words[i + 1:])))
+               for i in starts for name in (words[i], posixpath.basename(words[i])))
+
+
+def _path_matches(pattern: str, path: str | None, *, deny: bool) -> bool:
+    if pattern in ("*", "**"):
+        return True
+    if path is None:
+        return False
+    return _glob(pattern, posixpath.normpath(path)) or (deny and _glob(pattern, path))
+
+
+def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> bool:
+    """Whether ``rule`` covers ``request`` (as an allow rule: all of it) or, with
+    ``deny=True``, touches it (as a deny rule: any part of it, and when in doubt, yes).
+
+    A shell command is judged simple command by simple command (:mod:`.shell_commands`):
+    ``Shell(ls)`` covers ``ls -la && ls src`` but not ``ls && rm x``, ``ls $(rm x)``,
+    ``ls > f`` or ``PATH=/tmp ls``; as a deny rule ``Shell(rm)`` touches ``true && rm x``.
+    Paths are judged after ``posixpath.normpath``: ``Write(src/**)`` does not cover
+    ``src/../x``.
 
     Example:
         >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
@@ -309,6 +387,9 @@ def match_rule(rule: str, request: PermissionRequest) -> bool:
         ...     args={"providerIdentifier": "github", "toolName": "create_issue"}))
         >>> match_rule("Mcp(github:*)", mcp), match_rule("Mcp(slack:*)", mcp)
         (True, False)
+        >>> sh = PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": "ls && rm x"}))
+        >>> match_rule("Shell(ls)", sh), match_rule("Shell(rm)", sh, deny=True)
+        (False, True)
     """
     m = _RULE.match(rule.strip())
     if m is None:
@@ -319,13 +400,9 @@ def match_rule(rule: str, request: PermissionRequest) -> bool:
     tc = request.tool_call
     if head == "Shell":
         command = tc.command or ""
-        try:
-            argv0 = shlex.split(command)[0] if command.strip() else ""
-        except ValueError:
-            argv0 = command.split()[0] if command.split() else ""
-        return _glob(arg, argv0) or _glob(arg, command) or _glob(arg, argv0.rsplit("/", 1)[-1])
+        return _shell_touches(arg, command) if deny else _shell_covers([arg], command)
     if head in ("Write", "Read"):
-        return arg in ("*", "**") or _glob(arg, tc.path)
+        return _path_matches(arg, tc.path, deny=deny)
     if head == "Mcp":
         server, _, tool = arg.partition(":")
         return _glob(server or "*", tc.mcp_server or "") and _glob(tool or "*", tc.mcp_tool or "")
@@ -351,11 +428,16 @@ def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[
         True
     """
     for rule in denied:
-        if match_rule(rule, request):
+        if match_rule(rule, request, deny=True):
             return Deny(f"denied by the rule {rule}")
-    for rule in allowed:
-        if match_rule(rule, request):
+    if request.kind is ToolKind.SHELL:
+        # every simple command by some rule: `Shell(ls)` and `Shell(wc)` cover `ls | wc -l`
+        shell = [m.group(2).strip() for r in allowed
+                 if (m := _RULE.match(r.strip())) and m.group(1) == "Shell"]
+        if shell and _shell_covers(shell, request.command or ""):
             return Allow()
+    elif any(match_rule(rule, request) for rule in allowed):
+        return Allow()
     pm = PermissionMode(mode)
     if pm is PermissionMode.ASK:
         return None

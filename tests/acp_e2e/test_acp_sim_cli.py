@@ -90,3 +90,29 @@ def test_ctrl_c_while_the_agent_is_starting_cancels_the_turn_and_the_chat_goes_o
         assert finish(child) == 0
     finally:
         child.terminate(force=True)
+
+
+def test_an_allow_rule_for_ls_does_not_approve_ls_and_then_rm(tmp_path: Path) -> None:
+    """The review's repro (2026-11-24): without a terminal, ``--allow 'Shell(ls)'`` approved
+    ``ls && rm important.txt`` and the file was gone. Now the compound command is rejected
+    (no rule covers its ``rm``; the mode, deny, decides) and ``ls`` alone still runs."""
+    import subprocess
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "important.txt").write_text("keep me")
+    env = {**os.environ, "CURSOR_CONFIG_DIR": str(tmp_path / "cfg"),
+           "CURSOR_AGENT_API_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    base = [*CLI, "run", "--acp", "--simulate", "--trust", "--allow", "Shell(ls)", "--output", "text"]
+
+    def run(prompt: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, prompt], env=env, cwd=workspace, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=60)
+
+    compound = run("run `ls && rm important.txt`")
+    assert compound.returncode == 0, compound.stderr
+    assert "ls && rm important.txt  rejected" in compound.stdout
+    assert (workspace / "important.txt").read_text() == "keep me"
+    alone = run("run `ls`")
+    assert alone.returncode == 0, alone.stderr
+    assert "✓ shell ls" in alone.stdout and "important.txt" in alone.stdout

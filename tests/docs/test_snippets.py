@@ -42,6 +42,10 @@ EXPECT: dict[str, list[str]] = {
     "docs/acp.md#on-the-command-line[1]": ["✓ shell ls  succeeded (exit 0", "`ls` exited with code 0"],
     "docs/acp.md#without-a-callback-rules-and-modes[1]": [
         "Allow(remember=False)", "denied by the rule Shell(*)", "read-only mode: shell calls"],
+    "docs/acp.md#without-a-callback-rules-and-modes[2]": [
+        "ls -la | wc -l       Allow(", "ls 2>/dev/null       Allow(", "ls && rm -rf build   Deny(",
+        "ls $(rm -rf build)   Deny(", "ls > listing.txt     Deny(", "PATH=/tmp/x ls       Deny(",
+        "denied by the rule Shell(rm)"],
     "docs/client.md#one-turn[1]": ["What does main.py do?", "Usage("],
     "docs/client.md#streaming-and-cancelling[1]": ["agent pid (and process group):", "River"],
     "docs/client.md#coming-from-seed-004-tool-calls-are-typed[1]": [

