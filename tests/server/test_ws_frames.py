@@ -55,3 +55,24 @@ def test_answer_to_each_kind_of_client_message() -> None:
     ]:
         err = json.loads(answer(text, 5))
         assert err["op"] == "error" and err["seq"] == 5 and words in err["detail"], (text, err)
+
+
+def test_unknown_chat_with_a_long_non_ascii_id_is_refused_without_traceback(server: Server) -> None:
+    """The close frame's reason (at most 123 bytes) was the detail cut at 120 characters: 60
+    euro signs in the id made it 180 bytes, and the refusal a ProtocolError."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    async def go() -> tuple[list[str], int | None]:
+        got: list[str] = []
+        async with connect(server.ws_url("%E2%82%AC" * 60)) as ws:
+            try:
+                while True:
+                    got.append(str(await asyncio.wait_for(ws.recv(), 30)))
+            except ConnectionClosed:
+                return got, ws.close_code
+
+    got, code = asyncio.run(go())
+    assert code == 4404, (code, got)
+    assert json.loads(got[0])["op"] == "error", got
+    assert "Traceback" not in server.log_text(), server.log_text()[-2000:]

@@ -252,10 +252,24 @@ def parse_after_seq(raw: str) -> int | None:
     return value if value <= MAX_SEQ else None
 
 
+MAX_CLOSE_REASON = 123
+"""Bytes a close frame's reason may hold (RFC 6455: 125 with the code)."""
+
+
+def close_reason(detail: str) -> str:
+    """``detail`` cut to fit a close frame (123 bytes of UTF-8, whole characters).
+
+    Example:
+        >>> len(close_reason("x" * 200)), len(close_reason("\u20ac" * 60).encode())
+        (123, 123)
+    """
+    return detail.encode()[:MAX_CLOSE_REASON].decode(errors="ignore")
+
+
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     await ws.accept()
     await ws.send_text(control("error", 0, detail=detail))
-    await ws.close(code, detail[:120])
+    await ws.close(code, close_reason(detail))
 
 
 @router.websocket("/api/chats/{chat_id}/stream")
