@@ -16,6 +16,13 @@ Each record goes out with what it changed in its run's folded turn (``changes``)
 ones as the writer folded them, replayed ones folded again from the store
 (:class:`.turns.Refolder`), so a client applies changes and never folds.
 
+A socket opened with a browser's session (not the token) holds a
+:class:`~.session_watch.SessionWatch`: when the session ends (a logout, an expiry found by
+the check every ``session_check_interval`` s) it sends nothing more but an ``error`` and
+closes with 4401. What the client sends is answered by :func:`answer`; a frame it has no use
+for (binary, not JSON, an unknown op, a nonce too deep to echo) gets an ``error``, and the
+socket stays open.
+
 Example:
     >>> control("live", 7)
     '{"op":"live","seq":7}'
@@ -176,10 +183,7 @@ class _Stream:
                 await self.send(answer(text, self.last))
 
 
-SIGNED_OUT = (
-    "the session this socket was opened with has ended (signed out, expired, or the server's "
-    "token changed): sign in again"
-)
+SIGNED_OUT = "the session this socket was opened with has ended (signed out or expired): sign in again"
 BINARY_FRAME = 'binary frames are not part of the protocol: send {"op": "ping", "nonce": ...} as text'
 UNKNOWN_MESSAGE = 'unknown message; the client may only send {"op": "ping", "nonce": ...}'
 DEEP_NONCE = "the nonce is nested too deeply to be echoed: send a number or a string"
@@ -290,6 +294,7 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
 
 
 async def _serve(ws: WebSocket, chat_id: str, watch: SessionWatch | None) -> None:
+    """Check the request, then hello, replay, live; and close when ``watch`` ends."""
     store: Store = ws.app.state.store
     hub: Hub = ws.app.state.hub
     after = parse_after_seq(ws.query_params.get("after_seq", "0"))
