@@ -22,6 +22,8 @@ the check every ``session_check_interval`` s) it sends nothing more but an ``err
 closes with 4401. What the client sends is answered by :func:`answer`; a frame it has no use
 for (binary, not JSON, an unknown op, a nonce too deep to echo) gets an ``error``, and the
 socket stays open.
+A read that fails (the database is unavailable) ends the socket with an ``error`` and close
+code 1013: the client reconnects later from its last seq.
 
 Example:
     >>> control("live", 7)
@@ -47,7 +49,7 @@ from .hub import Hub, Subscriber
 from .log import record_message
 from .session_watch import SessionWatch
 from .settings import WS_PROTOCOL_VERSION
-from .store import DatabaseError, Store, StoreUnavailableError
+from .store import DatabaseError, Store, StoreUnavailableError, describe_error
 from .turns import Refolder
 
 router = APIRouter()
@@ -58,6 +60,8 @@ CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
 CLOSE_SIGNED_OUT = 4401
 """The session the socket was opened with ended (:mod:`.session_watch`)."""
+CLOSE_TRY_AGAIN = 1013
+"""RFC 6455's 'Try Again Later': the database failed a read; reconnect with ``after_seq``."""
 
 
 def control(op: str, seq: int, **fields: Any) -> str:
@@ -127,6 +131,15 @@ class _Stream:
                 ended.set()
         async with self.lock:
             await self._sign_out()
+
+    async def unavailable(self, exc: BaseException) -> None:
+        """A read failed (the database is unavailable): ``error``, then close with 1013; the
+        client reconnects later with ``after_seq`` = the last seq it got."""
+        detail = (f"the database is unavailable ({describe_error(exc)}): reconnect with "
+                  f"after_seq={self.last}")
+        async with self.lock:
+            await self.ws.send_text(control("error", self.last, detail=detail))
+            await self.ws.close(CLOSE_TRY_AGAIN, "the database is unavailable")
 
     async def replay(self) -> None:
         settings = self.ws.app.state.settings
@@ -344,7 +357,9 @@ async def _serve(ws: WebSocket, chat_id: str, watch: SessionWatch | None) -> Non
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             exc = task.exception()
-            if exc is not None and not isinstance(exc, _ENDINGS):
+            if isinstance(exc, (DatabaseError, StoreUnavailableError)):
+                await stream.unavailable(exc)
+            elif exc is not None and not isinstance(exc, _ENDINGS):
                 raise exc
     except _ENDINGS:
         pass
