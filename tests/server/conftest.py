@@ -19,7 +19,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # the tests import server_helpers
 
-from server_helpers import PG_ENV, Server, stop_servers
+from inproc import InProcServer
+from server_helpers import PG_ENV, Server, marked_processes, stop_servers
 
 
 def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
@@ -97,3 +98,22 @@ def make_server(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callab
 def server(make_server: Callable[..., Server]) -> Server:
     """A server with the default simulator settings."""
     return make_server()
+
+
+@pytest.fixture
+def make_inproc(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callable[..., InProcServer]]:
+    """Start servers in this process (``inproc.py``), all stopped at the end."""
+    marker = uuid.uuid4().hex
+    servers: list[InProcServer] = []
+
+    def make(**settings: Any) -> InProcServer:
+        server = InProcServer(tmp_path, db_url, workspace, marker, **settings).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.store.faults.clear()
+        server.stop()
+    leftover = marked_processes(marker)
+    assert not leftover, f"agent processes outlived the test: {leftover}"

@@ -24,7 +24,7 @@ class InProcServer:
 
     def __init__(self, tmp: Path, db_url: str, root: Path, marker: str, **settings: Any) -> None:
         sim_env = {"CURSOR_CONFIG_DIR": str(tmp / "cursor-config"), **settings.pop("sim_env", {})}
-        self.token = uuid.uuid4().hex
+        self.token = settings.pop("token", None) or uuid.uuid4().hex
         self.settings = ServerSettings(
             token=self.token,
             port=0,

@@ -12,7 +12,7 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from inproc import InProcServer
 from server_helpers import (
     PG_ENV,
     all_events,
-    marked_processes,
     new_chat,
     poll,
     sqlite_write_lock,
@@ -35,24 +34,6 @@ from cursor_agent_api.server.store import NewRecord, Store, StoreUnavailableErro
 from cursor_agent_api.sim import wire
 
 SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.04"}
-
-
-@pytest.fixture
-def make_inproc(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callable[..., InProcServer]]:
-    marker = uuid.uuid4().hex
-    servers: list[InProcServer] = []
-
-    def make(**settings: Any) -> InProcServer:
-        server = InProcServer(tmp_path, db_url, workspace, marker, **settings).start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.store.faults.clear()
-        server.stop()
-    leftover = marked_processes(marker)
-    assert not leftover, f"agent processes outlived the test: {leftover}"
 
 
 def _script(tmp_path: Path, deltas: int = 40) -> dict[str, str]:

@@ -7,8 +7,8 @@ Needs the ``server`` extra. Its modules, by what they own:
   chat, on a worker);
 * each request's checks: :mod:`.security` composes those of :mod:`.checks` (headers, Host,
   Origin, body size, token and session); :mod:`.auth` (browser sessions, one-time codes,
-  the login throttle), :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a
-  private database file);
+  the login throttle), :mod:`.session_watch` (a session's end closes its WebSockets),
+  :mod:`.redaction` (no secret in the logs), :mod:`.sqlite_file` (a private database file);
 * the log: :mod:`.models` (the schema; migrations in ``migrations/``), :mod:`.store` (a
   package: every SQL statement, the folded turn state's included), :mod:`.hub` /
   :mod:`.log` (commit, then broadcast), :mod:`.turns` (a run's fold: the changes the

@@ -61,8 +61,10 @@ API (`Authorization: token T`, `?token=T`, or the session cookie); a browser's `
 this server's. The server sends `{"op": "hello"}`, every stored record after `after_seq` as
 `{"op": "event", "seq", "event"}`, then `{"op": "live"}` and the new records as they come. The
 client may send `{"op": "ping", "nonce"}` (answered by `pong`). Close codes: 4000 resync
-(reconnect with `after_seq` = the last seq), 4400 bad request (such as an `after_seq` that is not
-a decimal integer from 0 to 2^63-1), 4404 no such chat."""
+(reconnect with `after_seq` = the last seq), 4401 the session the socket was opened with ended
+(signed out or expired: sign in again), 4400 bad request (such as an `after_seq` that is not
+a decimal integer from 0 to 2^63-1), 4404 no such chat, 1013 the database failed a read (reconnect
+later with `after_seq` = the last seq)."""
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -94,6 +96,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         await store.start()
+        await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
         runs = await open_dispatcher(settings, log)  # RunManager, or the queue (--dispatch queue)
         app.state.runs = runs
         marked = await runs.recover()
@@ -103,6 +106,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
             yield
         finally:
             await runs.shutdown()
+            await auth.close()
             await store.close()
 
     app = FastAPI(

@@ -13,7 +13,10 @@ servers in one browser do not overwrite each other. The session lives in the dat
   server starts with another token, every older session stops working (nothing to delete);
 * the expiry slides: a session unused for ``session_idle_seconds`` (default 7 days) ends, and
   none lasts more than ``session_max_seconds`` (default 30 days) after sign-in;
-* logout deletes the row.
+* logout deletes the row, and closes the WebSockets opened with the session (code 4401;
+  on another server that shares the database: at once on PostgreSQL, which notifies it,
+  else at the socket's next check; see :mod:`.session_watch`). An open WebSocket is not a
+  use: it does not slide the expiry, and closes when the session expires.
 
 ``serve`` prints a link with a **one-time code** (:meth:`Auth.issue_code`), not the token: the
 code becomes a session at the first visit and is dead afterwards, so the browser's history
@@ -35,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 import math
 import secrets
 import time
@@ -42,10 +46,15 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .session_watch import SESSIONS_CHANNEL, SessionListener, SessionWatch, SessionWatches
 from .settings import ServerSettings
+from .store import describe_error
+from .store.urls import is_postgres
 
 if TYPE_CHECKING:
     from .store import Store
+
+logger = logging.getLogger("cursor_agent_api.server")
 
 TOUCH_INTERVAL_MS = 60_000
 """A session's ``last_used_ms`` is written at most once a minute (sliding expiry)."""
@@ -161,6 +170,31 @@ class Auth:
         self._codes: OrderedDict[str, float | None] = OrderedDict()
         # sha256(id) -> True when its fingerprint is this token's (rows never change).
         self._verified: OrderedDict[str, bool] = OrderedDict()
+        self.watches = SessionWatches()
+        """The WebSockets' holds on their sessions (:mod:`.session_watch`)."""
+        self._listener: SessionListener | None = None
+
+    async def start(self) -> None:
+        """On PostgreSQL, listen for logouts on the other servers that share the database.
+
+        Without that connection (it failed), sockets learn of those at their next check."""
+        if not is_postgres(self.settings.database_url):
+            return
+        listener = SessionListener(self)
+        try:
+            await listener.open("session-listener")
+        except Exception as e:
+            logger.warning(
+                "cannot listen for sign-outs on other servers (%s): their sockets close at "
+                "the next check", describe_error(e))
+            return
+        self._listener = listener
+
+    async def close(self) -> None:
+        """Stop listening (:meth:`start`)."""
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -260,7 +294,28 @@ class Auth:
         """True if ``sid`` is a live session made with the current token (slides its expiry)."""
         if not sid or len(sid) > 200:
             return False
-        key = _digest(sid)
+        return await self._live(_digest(sid), touch=True)
+
+    async def session_alive(self, key: str) -> bool:
+        """True while the session stored as ``key`` is live; unlike :meth:`check_session` it is
+        not a use (the expiry does not slide)."""
+        return await self._live(key, touch=False)
+
+    def watch(self, sid: str) -> SessionWatch:
+        """A hold on the session ``sid`` for a WebSocket, ended when the session ends (give it
+        back with ``auth.watches.remove``).
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> auth = Auth(ServerSettings(token="a" * 16), Store("sqlite+aiosqlite://"))
+            >>> w = auth.watch("sid")
+            >>> auth.watches.end(w.key), w.ended.is_set()
+            (1, True)
+        """
+        return self.watches.add(_digest(sid))
+
+    async def _live(self, key: str, *, touch: bool) -> bool:
         m = await self.store.auth_session(key)
         if m is None:
             self._verified.pop(key, None)
@@ -273,15 +328,25 @@ class Auth:
             fp = await asyncio.to_thread(token_fingerprint, self.settings.token, key)
             ok = hmac.compare_digest(fp, m["token_fp"])
             self._remember(key, ok)
-        if ok and now - m["last_used_ms"] >= TOUCH_INTERVAL_MS:
+        if ok and touch and now - m["last_used_ms"] >= TOUCH_INTERVAL_MS:
             await self.store.touch_auth_session(key, now)
         return ok
 
     async def revoke_session(self, sid: str) -> None:
-        """Delete the session ``sid`` (logout); unknown ids are ignored."""
+        """Delete the session ``sid`` (logout) and close its WebSockets; unknown ids are ignored.
+
+        The sockets of this server close at once; on PostgreSQL the other servers are notified
+        (best effort: if that fails, theirs close at their next check)."""
         key = _digest(sid)
         self._verified.pop(key, None)
         await self.store.delete_auth_session(key)
+        self.watches.end(key)
+        if is_postgres(self.settings.database_url):
+            try:
+                await self.store.notify(SESSIONS_CHANNEL, key)
+            except Exception as e:
+                logger.warning("cannot tell the other servers of a sign-out (%s): their sockets "
+                               "close at the next check", describe_error(e))
 
     def set_cookie(self, sid: str) -> tuple[bytes, bytes]:
         """The ``Set-Cookie`` header that carries session ``sid``.

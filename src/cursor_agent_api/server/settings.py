@@ -114,6 +114,9 @@ class ServerSettings:
     page; then it is rejected (skipped) and its record says so (docs/server.md)."""
     session_idle_seconds: float = SESSION_IDLE_SECONDS
     session_max_seconds: float = SESSION_MAX_SECONDS
+    session_check_interval: float = 30.0
+    """Seconds between two checks that a WebSocket's session is still live (it expired, or
+    another server sharing the database signed it out); a logout here closes it at once."""
     login_failure_burst: int = 10
     login_failure_refill_seconds: float = 5.0
     # The store (docs/server.md, "When the database is unavailable" and "Size limits").

@@ -16,6 +16,15 @@ Each record goes out with what it changed in its run's folded turn (``changes``)
 ones as the writer folded them, replayed ones folded again from the store
 (:class:`.turns.Refolder`), so a client applies changes and never folds.
 
+A socket opened with a browser's session (not the token) holds a
+:class:`~.session_watch.SessionWatch`: when the session ends (a logout, an expiry found by
+the check every ``session_check_interval`` s) it sends nothing more but an ``error`` and
+closes with 4401. What the client sends is answered by :func:`answer`; a frame it has no use
+for (binary, not JSON, an unknown op, a nonce too deep to echo) gets an ``error``, and the
+socket stays open.
+A read that fails (the database is unavailable) ends the socket with an ``error`` and close
+code 1013: the client reconnects later from its last seq.
+
 Example:
     >>> control("live", 7)
     '{"op":"live","seq":7}'
@@ -28,14 +37,19 @@ import contextlib
 import re
 from typing import Any
 
+import anyio
 import orjson
 from fastapi import APIRouter, WebSocket
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from .auth import Auth
+from .checks.asgi import request_headers
+from .checks.authentication import token_from_request
 from .hub import Hub, Subscriber
 from .log import record_message
+from .session_watch import SessionWatch
 from .settings import WS_PROTOCOL_VERSION
-from .store import Store
+from .store import DatabaseError, Store, StoreUnavailableError, describe_error
 from .turns import Refolder
 
 router = APIRouter()
@@ -44,6 +58,10 @@ REPLAY_PAGE = 500
 CLOSE_RESYNC = 4000
 CLOSE_BAD_REQUEST = 4400
 CLOSE_NOT_FOUND = 4404
+CLOSE_SIGNED_OUT = 4401
+"""The session the socket was opened with ended (:mod:`.session_watch`)."""
+CLOSE_TRY_AGAIN = 1013
+"""RFC 6455's 'Try Again Later': the database failed a read; reconnect with ``after_seq``."""
 
 
 def control(op: str, seq: int, **fields: Any) -> str:
@@ -56,10 +74,23 @@ def control(op: str, seq: int, **fields: Any) -> str:
     return orjson.dumps({"op": op, "seq": seq, **fields}).decode()
 
 
-class _Stream:
-    """One subscriber socket: its last sent seq and a lock that orders its sends."""
+class SessionEndedError(Exception):
+    """The session the socket was opened with has ended (it is closed with 4401)."""
 
-    def __init__(self, ws: WebSocket, store: Store, hub: Hub, chat_id: str, after: int) -> None:
+
+class _Stream:
+    """One subscriber socket: its last sent seq, a lock that orders its sends, and the hold
+    on the session it was opened with (``None``: the token opened it)."""
+
+    def __init__(
+        self,
+        ws: WebSocket,
+        store: Store,
+        hub: Hub,
+        chat_id: str,
+        after: int,
+        watch: SessionWatch | None = None,
+    ) -> None:
         self.ws = ws
         self.store = store
         self.hub = hub
@@ -68,10 +99,47 @@ class _Stream:
         self.lock = asyncio.Lock()
         self.sub: Subscriber = hub.subscribe(chat_id)
         self.refold = Refolder(store, chat_id, ws.app.state.settings.max_field_bytes)
+        self.watch = watch
+        self.signed_out = False
 
     async def send(self, text: str) -> None:
+        """Send ``text``; once the session has ended, close instead (SessionEndedError)."""
         async with self.lock:
+            if self.watch is not None and self.watch.ended.is_set():
+                await self._sign_out()
             await self.ws.send_text(text)
+
+    async def _sign_out(self) -> None:
+        """The ``error`` and the close (4401), once; then SessionEndedError. Holds the lock."""
+        if not self.signed_out:
+            self.signed_out = True
+            await self.ws.send_text(control("error", self.last, detail=SIGNED_OUT))
+            await self.ws.close(CLOSE_SIGNED_OUT, "signed out")
+        raise SessionEndedError
+
+    async def guard(self, auth: Auth, interval: float) -> None:
+        """Close the socket when its session ends: at once when ended here (a logout, a
+        notification), else when a check (every ``interval`` s) finds it gone or expired."""
+        assert self.watch is not None
+        ended = self.watch.ended
+        while not ended.is_set():
+            # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose the
+            # cancel that stops this task (as in .notify)
+            with anyio.move_on_after(interval):
+                await ended.wait()
+            if not ended.is_set() and not await _alive(auth, self.watch.key):
+                ended.set()
+        async with self.lock:
+            await self._sign_out()
+
+    async def unavailable(self, exc: BaseException) -> None:
+        """A read failed (the database is unavailable): ``error``, then close with 1013; the
+        client reconnects later with ``after_seq`` = the last seq it got."""
+        detail = (f"the database is unavailable ({describe_error(exc)}): reconnect with "
+                  f"after_seq={self.last}")
+        async with self.lock:
+            await self.ws.send_text(control("error", self.last, detail=detail))
+            await self.ws.close(CLOSE_TRY_AGAIN, "the database is unavailable")
 
     async def replay(self) -> None:
         settings = self.ws.app.state.settings
@@ -118,23 +186,67 @@ class _Stream:
 
     async def receive(self) -> None:
         while True:
-            text = await self.ws.receive_text()
-            try:
-                msg = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                await self.send(control("error", self.last, detail="message is not valid JSON"))
-                continue
-            if isinstance(msg, dict) and msg.get("op") == "ping":
-                await self.send(control("pong", self.last, nonce=msg.get("nonce")))
+            message = await self.ws.receive()
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
+            text = message.get("text")
+            if text is None:  # a binary frame
+                await self.send(control("error", self.last, detail=BINARY_FRAME))
             else:
-                await self.send(
-                    control(
-                        "error",
-                        self.last,
-                        detail='unknown message; the client may only send {"op": "ping", "nonce": ...}',
-                    )
-                )
+                await self.send(answer(text, self.last))
 
+
+SIGNED_OUT = "the session this socket was opened with has ended (signed out or expired): sign in again"
+BINARY_FRAME = 'binary frames are not part of the protocol: send {"op": "ping", "nonce": ...} as text'
+UNKNOWN_MESSAGE = 'unknown message; the client may only send {"op": "ping", "nonce": ...}'
+DEEP_NONCE = "the nonce is nested too deeply to be echoed: send a number or a string"
+
+
+def answer(text: str, seq: int) -> str:
+    """The answer to the client's message ``text``: a ``pong``, or an ``error`` (the socket
+    stays open). ``seq`` is the last seq sent.
+
+    Example:
+        >>> answer('{"op": "ping", "nonce": [1]}', 4)
+        '{"op":"pong","seq":4,"nonce":[1]}'
+        >>> answer("{", 4)
+        '{"op":"error","seq":4,"detail":"message is not valid JSON"}'
+        >>> "nested too deeply" in answer('{"op": "ping", "nonce": ' + "[" * 300 + "]" * 300 + "}", 4)
+        True
+    """
+    try:
+        msg = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return control("error", seq, detail="message is not valid JSON")
+    if isinstance(msg, dict) and msg.get("op") == "ping":
+        try:
+            return control("pong", seq, nonce=msg.get("nonce"))
+        except orjson.JSONEncodeError:  # deeper than orjson writes (it reads 1024 levels)
+            return control("error", seq, detail=DEEP_NONCE)
+    return control("error", seq, detail=UNKNOWN_MESSAGE)
+
+
+async def _alive(auth: Auth, key: str) -> bool:
+    """Whether the session ``key`` is live; yes while the database cannot say (nobody can sign
+    out then), and the next check asks again."""
+    try:
+        return await auth.session_alive(key)
+    except (DatabaseError, StoreUnavailableError):
+        return True
+
+
+def _session_of(ws: WebSocket, auth: Auth) -> str | None:
+    """The session id the socket was let in with, or ``None`` when the token let it in (the
+    authentication check let it in with one or the other)."""
+    query = ws.scope.get("query_string", b"").decode("latin-1")
+    token = token_from_request(request_headers(ws.scope), query)
+    if token is not None and auth.token_matches(token):
+        return None
+    return ws.cookies.get(auth.cookie_name) or None
+
+
+_ENDINGS = (WebSocketDisconnect, RuntimeError, SessionEndedError)
+"""How a socket's tasks end without an error: the client left, or its session ended."""
 
 MAX_SEQ = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,19}")
@@ -157,15 +269,45 @@ def parse_after_seq(raw: str) -> int | None:
     return value if value <= MAX_SEQ else None
 
 
+MAX_CLOSE_REASON = 123
+"""Bytes a close frame's reason may hold (RFC 6455: 125 with the code)."""
+
+
+def close_reason(detail: str) -> str:
+    """``detail`` cut to fit a close frame (123 bytes of UTF-8, whole characters).
+
+    Example:
+        >>> len(close_reason("x" * 200)), len(close_reason("\u20ac" * 60).encode())
+        (123, 123)
+    """
+    return detail.encode()[:MAX_CLOSE_REASON].decode(errors="ignore")
+
+
 async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
     await ws.accept()
     await ws.send_text(control("error", 0, detail=detail))
-    await ws.close(code, detail[:120])
+    await ws.close(code, close_reason(detail))
 
 
 @router.websocket("/api/chats/{chat_id}/stream")
 async def chat_stream(ws: WebSocket, chat_id: str) -> None:
     """Stream a chat's records after ``after_seq`` (replay, then live)."""
+    auth: Auth = ws.app.state.auth
+    sid = _session_of(ws, auth)
+    watch = auth.watch(sid) if sid is not None else None
+    try:
+        # the session may have ended between the authentication check and the watch
+        if watch is not None and not await _alive(auth, watch.key):
+            await _refuse(ws, CLOSE_SIGNED_OUT, SIGNED_OUT)
+            return
+        await _serve(ws, chat_id, watch)
+    finally:
+        if watch is not None:
+            auth.watches.remove(watch)
+
+
+async def _serve(ws: WebSocket, chat_id: str, watch: SessionWatch | None) -> None:
+    """Check the request, then hello, replay, live; and close when ``watch`` ends."""
     store: Store = ws.app.state.store
     hub: Hub = ws.app.state.hub
     after = parse_after_seq(ws.query_params.get("after_seq", "0"))
@@ -187,7 +329,7 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
         )
         return
     await ws.accept()
-    stream = _Stream(ws, store, hub, chat_id, after)
+    stream = _Stream(ws, store, hub, chat_id, after, watch)
     tasks: list[asyncio.Task[None]] = []
     try:
         await stream.send(
@@ -209,12 +351,17 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
 
         sender = asyncio.create_task(replay_then_forward())
         tasks.append(sender)
+        if watch is not None:
+            interval = ws.app.state.settings.session_check_interval
+            tasks.append(asyncio.create_task(stream.guard(ws.app.state.auth, interval)))
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             exc = task.exception()
-            if exc is not None and not isinstance(exc, (WebSocketDisconnect, RuntimeError)):
+            if isinstance(exc, (DatabaseError, StoreUnavailableError)):
+                await stream.unavailable(exc)
+            elif exc is not None and not isinstance(exc, _ENDINGS):
                 raise exc
-    except (WebSocketDisconnect, RuntimeError):
+    except _ENDINGS:
         pass
     finally:
         for task in tasks:

@@ -288,6 +288,7 @@ async function openChat(id) {
     onRecord: (rec, changes) => state.timeline.apply(rec, changes),
     onState: setConn,
     onTrouble: checkAuth,
+    onSignedOut: () => showLogin("You were signed out: sign in again."),
   }).start();
   $("prompt").focus();
 }

@@ -19,12 +19,15 @@ export class ChatStream {
    * its run's folded turn (the page applies them).
    * onState(state, detail): "connecting" | "replaying" | "live" | "reconnecting" | "closed" | "error".
    * onTrouble(): called after repeated failed connections (the page checks auth then).
+   * onSignedOut(): the session the page signed in with has ended (close code 4401); the
+   * stream does not reconnect.
    */
-  constructor(chatId, { afterSeq, onRecord, onState, onTrouble }) {
+  constructor(chatId, { afterSeq, onRecord, onState, onTrouble, onSignedOut }) {
     this.chatId = chatId;
     this.onRecord = onRecord;
     this.onState = onState;
     this.onTrouble = onTrouble || (() => {});
+    this.onSignedOut = onSignedOut || this.onTrouble;
     this.lastSeq = afterSeq || 0;
     this.ws = null;
     this.stopped = false;
@@ -96,6 +99,11 @@ export class ChatStream {
       clearInterval(this.pinger);
       if (this.ws === ws) this.ws = null;
       if (this.stopped) return;
+      if (ev.code === 4401) {
+        this.onState("error", "signed out");
+        this.onSignedOut();
+        return;
+      }
       if (ev.code === 4404 || ev.code === 4400) {
         this.onState("error", this.lastError || "this chat does not exist on the server");
         return;
