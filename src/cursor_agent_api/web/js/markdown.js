@@ -18,7 +18,58 @@ const MAX_QUOTE_DEPTH = 16;
 /** Render `text` as Markdown; returns a DocumentFragment. */
 export function renderMarkdown(text, depth = 0) {
   const frag = document.createDocumentFragment();
-  const lines = String(text ?? "").replace(/\r\n?/g, "\n").split("\n");
+  blocks(normalize(text).split("\n"), depth, (node) => frag.append(node));
+  return frag;
+}
+
+/**
+ * Markdown shown in an element for a text that grows (an answer streaming in): `show(text)`
+ * renders again only from the first block that may still change. Rendering the whole text
+ * again for every frame made a long answer quadratic over its stream (a 100,000-character
+ * answer: ~120 ms per frame by its end). A block is kept once the lines it read are not the
+ * text's last line (the only one that can still grow) and `text` extends the text shown
+ * before; anything else (a replaced text, the element emptied by someone else) renders it
+ * all again. What it shows is always what renderMarkdown(text) gives.
+ */
+export class GrowingMarkdown {
+  constructor(el) {
+    this.el = el;
+    this.source = null; // the text shown, as normalize() gives it
+    this.kept = []; // blocks that cannot change: {node, offset: where the lines after it start}
+  }
+
+  /** Show `text`; `decorate(fragment)` is called on the new nodes before they are added. */
+  show(text, decorate = () => {}) {
+    const source = normalize(text);
+    let last = this.kept[this.kept.length - 1];
+    if (this.source === null || !source.startsWith(this.source) || (last && last.node.parentNode !== this.el)) {
+      this.kept = [];
+      last = undefined;
+    }
+    while (this.el.lastChild && this.el.lastChild !== last?.node) this.el.removeChild(this.el.lastChild);
+    const offset = last ? last.offset : 0;
+    const lines = source.slice(offset).split("\n");
+    const starts = [offset]; // where each line starts in `source`
+    for (const line of lines) starts.push(starts[starts.length - 1] + line.length + 1);
+    const frag = document.createDocumentFragment();
+    let settled = true;
+    blocks(lines, 0, (node, end) => {
+      frag.append(node);
+      settled &&= end + 2 < lines.length; // the lines it read (up to end + 1) are not the last
+      if (settled) this.kept.push({ node, offset: starts[end] });
+    });
+    decorate(frag);
+    this.el.append(frag);
+    this.source = source;
+  }
+}
+
+const normalize = (text) => String(text ?? "").replace(/\r\n?/g, "\n");
+
+/** The blocks of `lines`, in order: emit(node, end) for each, `end` being the index of the
+ * line after it. A block reads its own lines and at most the line after `end` (a list looks
+ * past a blank line for its next item), never a line before it. */
+function blocks(lines, depth, emit) {
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
@@ -28,7 +79,7 @@ export function renderMarkdown(text, depth = 0) {
       i++;
       while (i < lines.length && !lines[i].trimStart().startsWith(fence[1])) body.push(lines[i++]);
       i++; // the closing fence (or the end of an unfinished, still streaming block)
-      frag.append(codeBlock(body.join("\n"), fence[2]));
+      emit(codeBlock(body.join("\n"), fence[2]), i);
       continue;
     }
     if (/^\s*$/.test(line)) { i++; continue; }
@@ -36,15 +87,15 @@ export function renderMarkdown(text, depth = 0) {
     if (heading) {
       // Agent headings sit below the page's own h1/h2: shift them down.
       const level = Math.min(6, heading.level + 2);
-      frag.append(h(`h${level}`, {}, inline(heading.text)));
       i++;
+      emit(h(`h${level}`, {}, inline(heading.text)), i);
       continue;
     }
-    if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) { frag.append(h("hr")); i++; continue; }
+    if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) { i++; emit(h("hr"), i); continue; }
     if (depth < MAX_QUOTE_DEPTH && /^\s{0,3}>/.test(line)) {
       const body = [];
       while (i < lines.length && /^\s{0,3}>/.test(lines[i])) body.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
-      frag.append(h("blockquote", {}, renderMarkdown(body.join("\n"), depth + 1)));
+      emit(h("blockquote", {}, renderMarkdown(body.join("\n"), depth + 1)), i);
       continue;
     }
     const item = listItem(line);
@@ -63,7 +114,7 @@ export function renderMarkdown(text, depth = 0) {
           i++;
         } else break;
       }
-      frag.append(list);
+      emit(list, i);
       continue;
     }
     if (/^( {4}|\t)/.test(line)) {
@@ -72,7 +123,7 @@ export function renderMarkdown(text, depth = 0) {
         body.push(lines[i++].replace(/^( {4}|\t)/, ""));
       }
       while (body.length && body[body.length - 1] === "") body.pop(); // not /\n+$/: quadratic
-      frag.append(codeBlock(body.join("\n"), ""));
+      emit(codeBlock(body.join("\n"), ""), i);
       continue;
     }
     const para = [];
@@ -83,9 +134,8 @@ export function renderMarkdown(text, depth = 0) {
       if (n > 0) p.append(h("br"));
       p.append(inline(text.trim()));
     });
-    frag.append(p);
+    emit(p, i);
   }
-  return frag;
 }
 
 function startsBlock(line, depth) {
