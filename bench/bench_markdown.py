@@ -10,9 +10,11 @@ origin; nothing reaches the network, no server runs).
   time, which is the point, is the same), stopped after ``--cap`` seconds (reported as
   "> cap"); the median of ``--repeats`` renders, for each size;
 * **stream**: an ordinary answer (headings, paragraphs with inline markup, lists, code
-  blocks, quotes) rendered on the page into a live element (the real DOM, as
-  ``timeline.js`` does once per frame while a segment streams), at a few lengths: the time
-  of one render, the median of ``--repeats``.
+  blocks, quotes) rendered on the page into a live element (the real DOM, then layout), at a
+  few lengths: one render of the whole; and the answer streamed in ``--steps`` equal parts,
+  one render per part as ``timeline.js`` does once per frame (before: the whole text again;
+  after: ``GrowingMarkdown``), the sum over the stream and the last part's. Medians of
+  ``--repeats``.
 
 Usage::
 
@@ -113,22 +115,40 @@ def parse_{n}(text: str) -> list[str]:
 
 """
 
-RENDER_ON_PAGE = """async ([base, size, repeats]) => {
-  const { renderMarkdown } = await import(base + '/js/markdown.js');
+RENDER_ON_PAGE = """async ([base, size, repeats, steps]) => {
+  const md = await import(base + '/js/markdown.js');
   const { replace } = await import(base + '/js/dom.js');
   let text = '', n = 0;
-  while (text.length < size) text += SECTION.replaceAll('{n}', String(n++));
+  while (text.length < size) text += window.SECTION.replaceAll('{n}', String(n++));
   text = text.slice(0, size);
   const el = document.getElementById('out');
-  const times = [];
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const once = [];
   for (let r = 0; r < repeats; r++) {
     const t0 = performance.now();
-    replace(el, renderMarkdown(text));
+    replace(el, md.renderMarkdown(text));
     el.offsetHeight;  // layout, as the page's scroll-to-end does
-    times.push(performance.now() - t0);
+    once.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
+  // The stream: the text in `steps` equal parts, one render per part, as timeline.js does
+  // once per frame (the code before: everything again; after: GrowingMarkdown).
+  const streams = [], lasts = [];
+  for (let r = 0; r < repeats; r++) {
+    replace(el);
+    const grow = md.GrowingMarkdown ? new md.GrowingMarkdown(el) : null;
+    let total = 0, last = 0;
+    for (let k = 1; k <= steps; k++) {
+      const part = text.slice(0, Math.round(text.length * k / steps));
+      const t0 = performance.now();
+      if (grow) grow.show(part); else replace(el, md.renderMarkdown(part));
+      el.offsetHeight;
+      last = performance.now() - t0;
+      total += last;
+    }
+    streams.push(total);
+    lasts.push(last);
+  }
+  return { once: median(once), stream: median(streams), last: median(lasts) };
 }"""
 
 
@@ -192,7 +212,7 @@ def hostile_row(page: Any, name: str, size: int, cap: float, repeats: int) -> No
     b, a = row["before"], row["after"]
     ratio = ""
     if a:
-        ratio = f"{b / a:,.0f}×" if b is not None else f"> {cap * 1000 / a:,.0f}×"
+        ratio = f"{b / a:,.{1 if b < 10 * a else 0}f}×" if b is not None else f"> {cap * 1000 / a:,.0f}×"
     print(f"| {name} | {size:,} | {fmt(b, cap)} | {fmt(a, cap)} | {ratio} |", flush=True)
 
 
@@ -204,6 +224,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="hostile inputs to run (comma-separated names)")
     ap.add_argument("--cap", type=float, default=30.0, help="seconds before a render is stopped")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=100, help="parts a streamed answer arrives in")
+    ap.add_argument("--no-hostile", action="store_true", help="the ordinary answer only")
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     args = ap.parse_args()
 
@@ -223,19 +245,26 @@ def main() -> None:
                   f"(before: {args.baseline}; cap {args.cap:g} s)")
             print("| input | characters | before | after | before / after |")
             print("|---|---:|---:|---:|---:|")
-            for name in names:
+            for name in ([] if args.no_hostile else names):
                 for size in sizes:
                     hostile_row(page, name, size, args.cap, args.repeats)
             print()
-            print(f"an ordinary answer rendered on the page (real DOM and layout), median of {args.repeats}")
-            print("| characters | before | after |")
-            print("|---:|---:|---:|")
+            print(f"an ordinary answer on the page (real DOM and layout), median of {args.repeats}: one "
+                  f"render of the whole; the answer streamed in {args.steps} parts, one render each "
+                  "(the sum, and the last part's)")
+            print("| characters | whole, before | whole, after | stream, before | stream, after "
+                  "| last part, before | last part, after |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
             page.evaluate("(s) => { window.SECTION = s; }", SECTION)
+            for side in ("before", "after"):  # warm-up: modules loaded, functions compiled
+                page.evaluate(RENDER_ON_PAGE, [f"{ORIGIN}/{side}", 20_000, 3, 20])
             for size in [int(s) for s in args.stream_sizes.split(",")]:
-                cells = [fmt(page.evaluate(RENDER_ON_PAGE.replace("SECTION", "window.SECTION"),
-                                           [f"{ORIGIN}/{side}", size, args.repeats]), args.cap)
+                got = {side: page.evaluate(RENDER_ON_PAGE,
+                                           [f"{ORIGIN}/{side}", size, args.repeats, args.steps])
+                       for side in ("before", "after")}
+                cells = [fmt(got[side][key], args.cap) for key in ("once", "stream", "last")
                          for side in ("before", "after")]
-                print(f"| {size:,} | {cells[0]} | {cells[1]} |", flush=True)
+                print(f"| {size:,} | " + " | ".join(cells) + " |", flush=True)
         finally:
             browser.close()
 
