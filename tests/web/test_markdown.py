@@ -166,3 +166,39 @@ def test_deep_block_quotes_nest_16_deep_then_are_text(page: Any) -> None:
       return depth;
     }""", 100_000)
     assert depth == 16
+
+
+# Every block kind, a list that goes on past blank lines, a fence left open then closed, CRLF
+# line ends split between two parts, indented code with blank lines, nested quotes.
+GROWING_TEXT = (
+    "# Title\r\n\r\nSome *text* and `code`\nmore text\n\n- a\n- b\n\n- c\n  continued\n\n"
+    "1. one\n\n2. two\n\n```py\nprint(1)\n\nprint(2)\n```\n\n    indented\n\n    more\n\n"
+    "> quote\n> > inner\n\n---\n\n## Two ##\n\nend **bold**"
+)
+
+GROW = """async (text) => {
+  const { renderMarkdown, GrowingMarkdown } = await import('/js/markdown.js');
+  const el = document.createElement('div');
+  const grow = new GrowingMarkdown(el);
+  const whole = document.createElement('div');
+  const wrong = [];
+  for (let k = 0; k <= text.length; k++) {  // one character per frame
+    grow.show(text.slice(0, k));
+    whole.replaceChildren(renderMarkdown(text.slice(0, k)));
+    if (el.innerHTML !== whole.innerHTML) wrong.push(k);
+  }
+  const kept = grow.kept.length;
+  grow.show('# Another answer');  // not an extension: rendered anew
+  whole.replaceChildren(renderMarkdown('# Another answer'));
+  return { wrong, kept, replaced: el.innerHTML === whole.innerHTML };
+}"""
+
+
+def test_a_growing_text_shows_what_a_whole_render_gives(page: Any) -> None:
+    """GrowingMarkdown (a streaming answer: only its last blocks rendered again) shows, at
+    every length of a text that grows one character at a time, what rendering the whole text
+    gives; it keeps the blocks before; a text that does not extend the last is rendered anew."""
+    out = page.evaluate(GROW, GROWING_TEXT)
+    assert out["wrong"] == [], out
+    assert out["kept"] == 8, out  # of 10 blocks: the heading and paragraph near the end may change
+    assert out["replaced"], out

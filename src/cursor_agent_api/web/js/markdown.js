@@ -25,8 +25,8 @@ export function renderMarkdown(text, depth = 0) {
 /**
  * Markdown shown in an element for a text that grows (an answer streaming in): `show(text)`
  * renders again only from the first block that may still change. Rendering the whole text
- * again for every frame made a long answer quadratic over its stream (a 100,000-character
- * answer: ~120 ms per frame by its end). A block is kept once the lines it read are not the
+ * again for every frame made a long answer quadratic over its stream (~200 ms a frame by the
+ * end of a 250,000-character answer; BENCHMARKS.md, 2026-11-24). A block is kept once the lines it read are not the
  * text's last line (the only one that can still grow) and `text` extends the text shown
  * before; anything else (a replaced text, the element emptied by someone else) renders it
  * all again. What it shows is always what renderMarkdown(text) gives.
