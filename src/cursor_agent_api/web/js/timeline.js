@@ -13,7 +13,7 @@
 //   result bar; failures are shown plainly in the stream with their remedy.
 
 import { h, replace, formatDuration, lineCount } from "./dom.js";
-import { renderMarkdown } from "./markdown.js";
+import { GrowingMarkdown } from "./markdown.js";
 import { createCard, drawCard } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
 import { cutNote, wholeText } from "./cut.js";
@@ -386,8 +386,9 @@ export class Timeline {
 
   render(entry, done = true) {
     this.dirty.delete(entry);
-    replace(entry.el, renderMarkdown(entry.text));
-    addCodeCopyButtons(entry.el);
+    // Only the blocks that may have changed are rendered again (a long answer streaming in).
+    entry.markdown ??= new GrowingMarkdown(entry.el);
+    entry.markdown.show(entry.text, addCodeCopyButtons);
     if (done) entry.el.removeAttribute("aria-busy");
   }
 
