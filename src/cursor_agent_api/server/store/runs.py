@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import ACTIVE_STATUSES, runs
+from .bounds import session_or_none
 from .errors import ActiveRunError
 from .ids import new_id, now_ms
 from .keys import _next_num, _row_dict
@@ -99,6 +100,8 @@ class RunRows(LogWrites):
     async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
         """Inside a transaction: change a run's fields (texts made storable)."""
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        if "session_id" in clean:  # the agent's: bounded to its column (bounds.py)
+            clean["session_id"] = session_or_none(clean["session_id"])
         await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
 
 

@@ -44,6 +44,7 @@ from ...protocol.changes import (
 from ...protocol.events import classify
 from ...protocol.tools import ToolCall, ToolStatus
 from ..models import chats, events, runs, tool_calls, turn_texts
+from .bounds import cut_to, int_in, session_or_none
 from .encoding import _encode, _Encoded
 from .engine import StoreEngine
 from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
@@ -824,24 +825,26 @@ def _tool_row(
     from .cuts import cut_value
 
     running = call.status is _RUNNING
+    # The agent's numbers and names bounded to their columns (the events keep them whole).
+    columns = tool_calls.c
+    started = int_in(columns.started_ms, call.started_at_ms)
+    completed = int_in(columns.completed_ms, call.completed_at_ms)
     row: dict[str, Any] = {
         "chat_id": chat_id,
         "run_id": run_id,
         "idx": index,
         "call_id": call.call_id,
         "kind": call.kind.value,
-        "name": call.name,
+        "name": cut_to(columns.name, call.name),
         "status": call.status.value,
         "args": call.args,
         "result": call.result,
         "output": call.output,
         "description": call.description,
-        "exit_code": call.exit_code,
-        "started_ms": call.started_at_ms
-        if call.started_at_ms is not None
-        else (rec.ts_ms if opened and running else None),
-        "completed_ms": None if running else (call.completed_at_ms or rec.ts_ms),
-        "duration_ms": call.duration_ms,
+        "exit_code": int_in(columns.exit_code, call.exit_code),
+        "started_ms": started if started is not None else (rec.ts_ms if opened and running else None),
+        "completed_ms": None if running else (completed or rec.ts_ms),
+        "duration_ms": int_in(columns.duration_ms, call.duration_ms),
         "started_seq": rec.seq if opened and running else None,
         "completed_seq": None if running else rec.seq,
     }
@@ -971,6 +974,7 @@ def turn_writes(
         values["usage"] = usage
     if result is not None:
         values["result"] = clean(result)
+    session = session_or_none(session)
     if session is not None:
         values["session_id"] = store.clean_text(session)
         writes.append((_chat_session, [{"chat": chat_id, "v_session": values["session_id"]}]))
