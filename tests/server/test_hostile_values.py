@@ -13,13 +13,15 @@ PostgreSQL (text cannot hold NUL) and marked the server degraded.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from server_helpers import Server, all_events, new_chat, wait_run
+from server_helpers import Server, all_events, is_run_end, new_chat, wait_run
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
+from websockets.asyncio.client import connect
 
 from cursor_agent_api.server.store import describe_error, is_transient
 from cursor_agent_api.sim import wire
@@ -62,12 +64,29 @@ def _named_script(path: Path, *, name: str, session_id: str) -> Path:
     return path
 
 
+async def _watched_run(server: Server, c: Any, chat_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Start a run while a WebSocket subscriber is live on the chat: the run, the messages
+    the subscriber got until its end."""
+    msgs: list[dict[str, Any]] = []
+    async with connect(server.ws_url(chat_id), max_size=None) as ws:
+        while orjson.loads(await ws.recv()).get("op") != "live":
+            pass
+        run = await asyncio.to_thread(lambda: c.post(f"/api/chats/{chat_id}/runs", json={"prompt": "go"}).json())
+        async with asyncio.timeout(60):
+            while not (msgs and is_run_end(msgs[-1], run["id"])):
+                msgs.append(orjson.loads(await ws.recv()))
+    return run, msgs
+
+
 def _run(server: Server) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """One run of the server's script: the run once final, its events, its tool calls, the chat."""
+    """One run of the server's script (watched live): the run once final, its events, its
+    tool calls, the chat."""
     with server.client() as c:
         chat = new_chat(c)
-        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+        run, live = asyncio.run(_watched_run(server, c, chat["id"]))
         final = wait_run(c, run["id"], timeout=60)
+        live_types = [m["event"]["type"] for m in live if m["op"] == "event"]
+        assert "result:success" in live_types and "tool-call-completed" in live_types, live_types
         events = all_events(c, chat["id"])
         calls = c.get(f"/api/runs/{run['id']}/tool-calls").json()["tool_calls"]
         health = c.get("/api/health").json()
@@ -77,6 +96,7 @@ def _run(server: Server) -> tuple[dict[str, Any], list[dict[str, Any]], list[dic
         assert again.status_code == 202, again.text  # the chat takes the next prompt
         wait_run(c, again.json()["id"], timeout=60)
     assert "Traceback" not in server.log_text()
+    assert [e for e in events if e["subtype"] == "unstorable"] == []  # every record stored as such
     return final, events, calls, chat
 
 

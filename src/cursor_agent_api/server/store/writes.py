@@ -45,7 +45,7 @@ from ...protocol.events import classify
 from ...protocol.tools import ToolCall, ToolStatus
 from ..models import chats, events, runs, tool_calls, turn_texts
 from .bounds import cut_to, int_in, session_or_none
-from .encoding import _encode, _Encoded
+from .encoding import _encode, _Encoded, json_bytes
 from .engine import StoreEngine
 from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
 from .ids import now_ms
@@ -324,7 +324,7 @@ class LogWrites(StoreEngine):
                 derived = r.derived
                 return r, None, line, len(line) if derived is None else _size_hint(len(line), derived)
         try:
-            data = orjson.dumps(payload)
+            data = json_bytes(payload)
         except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
             reason = f"{type(e).__name__}: {str(e)[:200]}"
             logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
