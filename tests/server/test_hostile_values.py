@@ -71,7 +71,8 @@ async def _watched_run(server: Server, c: Any, chat_id: str) -> tuple[dict[str, 
     async with connect(server.ws_url(chat_id), max_size=None) as ws:
         while orjson.loads(await ws.recv()).get("op") != "live":
             pass
-        run = await asyncio.to_thread(lambda: c.post(f"/api/chats/{chat_id}/runs", json={"prompt": "go"}).json())
+        started = await asyncio.to_thread(c.post, f"/api/chats/{chat_id}/runs", json={"prompt": "go"})
+        run = started.json()
         async with asyncio.timeout(60):
             while not (msgs and is_run_end(msgs[-1], run["id"])):
                 msgs.append(orjson.loads(await ws.recv()))
