@@ -73,9 +73,8 @@ async def _watched_run(server: Server, c: Any, chat_id: str) -> tuple[dict[str, 
             pass
         started = await asyncio.to_thread(c.post, f"/api/chats/{chat_id}/runs", json={"prompt": "go"})
         run = started.json()
-        async with asyncio.timeout(60):
-            while not (msgs and is_run_end(msgs[-1], run["id"])):
-                msgs.append(orjson.loads(await ws.recv()))
+        while not (msgs and is_run_end(msgs[-1], run["id"])):
+            msgs.append(orjson.loads(await asyncio.wait_for(ws.recv(), 60)))
     return run, msgs
 
 
@@ -237,6 +236,13 @@ def test_postgresql_errors_are_transient_for_their_sqlstate_only(sqlstate: str, 
 
 def test_a_plain_database_error_without_a_sqlstate_is_not_transient() -> None:
     assert not is_transient(DBAPIError("x", {}, Exception("something refused")))
+
+
+def test_any_error_while_connecting_is_transient() -> None:
+    """Refused while connecting (SQLAlchemy names no statement): "database ... is not
+    currently accepting connections" is SQLSTATE 55000, which a statement may also get."""
+    assert is_transient(DBAPIError(None, None, _PgError("55000")))
+    assert not is_transient(DBAPIError("SELECT 1", {}, _PgError("55000")))
 
 
 def test_a_value_asyncpg_cannot_send_is_not_transient() -> None:

@@ -80,7 +80,8 @@ def is_transient(exc: BaseException) -> bool:
 
     PostgreSQL's errors (a plain :class:`DBAPIError` through asyncpg) by their SQLSTATE: a
     lost connection or a timeout is transient, a value the database refuses is not (it would
-    be refused again: retried, the run would never end).
+    be refused again: retried, the run would never end). Any error while connecting (no
+    statement yet: the database not accepting connections, …) is transient.
     """
     if isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("sqlite3"):
         # sqlite3 calls everything an OperationalError, "no such table" included.
@@ -93,8 +94,8 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, PendingRollbackError):
         return True
     if isinstance(exc, DBAPIError):
-        if exc.connection_invalidated:
-            return True
+        if exc.connection_invalidated or exc.statement is None:
+            return True  # lost, or refused while connecting (no statement): unavailable
         code = _sqlstate(exc)
         return code is not None and code.startswith(_PG_TRANSIENT)
     return isinstance(exc, (OSError, ConnectionError, TimeoutError))
