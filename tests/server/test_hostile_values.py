@@ -14,6 +14,7 @@ PostgreSQL (text cannot hold NUL) and marked the server degraded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import pytest
 from server_helpers import Server, all_events, is_run_end, new_chat, wait_run
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosedError
 
 from cursor_agent_api.server.store import describe_error, is_transient
 from cursor_agent_api.sim import wire
@@ -193,6 +195,18 @@ def test_nul_in_a_title_is_refused_and_in_an_id_is_unknown(server: Server) -> No
             r = c.request(method, path, params=params, json=None if method == "GET" else body)
             assert r.status_code == 404, (method, path, params, r.status_code, r.text)
             assert "a\\x00b" in r.json()["detail"], r.text
+
+    async def ws() -> tuple[list[dict[str, Any]], int | None]:
+        msgs = []
+        async with connect(server.ws_url("a%00b")) as sock:
+            with contextlib.suppress(ConnectionClosedError):
+                async for text in sock:
+                    msgs.append(orjson.loads(text))
+        return msgs, sock.close_code
+
+    msgs, code = asyncio.run(ws())
+    assert code == 4404 and msgs[0]["op"] == "error" and "a\\x00b" in msgs[0]["detail"], (code, msgs)
+    with server.client() as c:
         health = c.get("/api/health").json()
         assert health["status"] == "ok", health
     assert "Traceback" not in server.log_text()

@@ -57,7 +57,10 @@ class ChatRows(StoreEngine):
         return row
 
     async def get_chat(self, chat_id: str) -> dict[str, Any] | None:
-        """The chat, or ``None``."""
+        """The chat, or ``None`` (for an id holding a NUL too: none has one, and PostgreSQL
+        text cannot hold it)."""
+        if "\x00" in chat_id:
+            return None
         async with self.engine.connect() as conn:
             res = await conn.execute(select(chats).where(chats.c.id == chat_id))
             return _row_dict(res.first())

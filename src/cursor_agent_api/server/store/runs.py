@@ -76,7 +76,10 @@ class RunRows(LogWrites):
         return full, recs[0]
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
-        """The run, or ``None``."""
+        """The run, or ``None`` (for an id holding a NUL too: none has one, and PostgreSQL
+        text cannot hold it)."""
+        if "\x00" in run_id:
+            return None
         async with self.engine.connect() as conn:
             res = await conn.execute(select(runs).where(runs.c.id == run_id))
             return _row_dict(res.first())
