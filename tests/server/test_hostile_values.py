@@ -270,3 +270,39 @@ def test_a_value_asyncpg_cannot_send_is_not_transient() -> None:
     lost = Exception("connection is closed")
     lost.__cause__ = asyncpg.exceptions.ConnectionDoesNotExistError("connection is closed")
     assert is_transient(InterfaceError("x", {}, lost))
+
+
+@pytest.mark.parametrize("size", [1, 3])
+def test_derived_writes_refused_for_their_data_keep_the_batch(
+    db_url: str, size: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The writes a batch derives from its records (the turn state) refused for their data
+    (an integer past the column: SQLite's OverflowError, PostgreSQL's data error): the
+    records are stored all the same, without those writes, and the refusal is logged."""
+    from sqlalchemy import bindparam, update
+
+    from cursor_agent_api.server.models import chats
+    from cursor_agent_api.server.store import NewRecord, Store
+
+    refused = update(chats).where(chats.c.id == bindparam("chat")).values(updated_ms=bindparam("v"))
+
+    async def main() -> tuple[list[Any], int]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            batch = [NewRecord("agent", "assistant", None, {"n": i}, None) for i in range(size)]
+            rows = [{"chat": chat["id"], "v": 2**63}]
+            recs = await store.append(chat["id"], batch, writes=lambda _: [(refused, rows)])
+            stored = await store.events_after(chat["id"], 0, 100)
+            assert [r.seq for r in recs] == [r.seq for r in stored] == list(range(1, size + 1))
+            after = await store.get_chat(chat["id"])
+            assert after is not None
+            return [r.payload for r in stored], int(after["updated_ms"])
+        finally:
+            await store.close()
+
+    payloads, updated = asyncio.run(main())
+    assert payloads == [{"n": i} for i in range(size)]
+    assert updated < 2**63
+    assert "its records are stored without them" in caplog.text

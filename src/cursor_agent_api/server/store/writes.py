@@ -61,10 +61,35 @@ logger = logging.getLogger("cursor_agent_api.server")
 class _RecordRefusedError(Exception):
     """Record ``index`` of a batch written one by one was refused for its data."""
 
-    def __init__(self, index: int, error: DBAPIError) -> None:
+    def __init__(self, index: int, error: Exception) -> None:
         super().__init__(index)
         self.index = index
         self.error = error
+
+
+class _WritesRefusedError(Exception):
+    """The writes a batch derives from its records (``writes``) were refused for their data."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _refused_for_data(error: Exception) -> bool:
+    """Whether the database refused what was sent (it would refuse it again), not for its
+    availability: a data error, or sqlite3's ``OverflowError`` (an integer past 64 bits).
+    A constraint violation is not one (a conflict of seqs: the caller's to handle).
+
+    Example:
+        >>> _refused_for_data(OverflowError("Python int too large to convert to SQLite INTEGER"))
+        True
+        >>> from sqlalchemy.exc import OperationalError
+        >>> _refused_for_data(OperationalError("x", {}, Exception("database is locked")))
+        False
+    """
+    if isinstance(error, OverflowError):
+        return True
+    return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError) and not is_transient(error)
 
 
 
@@ -244,7 +269,11 @@ class LogWrites(StoreEngine):
         serialized is stored as :func:`unstorable_record` (its line kept), and when
         the database refuses the batch for its data (not for its availability), the
         batch is written again record by record and the refused record becomes an
-        ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
+        ``unstorable`` one; if the writes derived from the records (``writes``: the turn
+        state) are what was refused, the records are stored without them (logged). A
+        refusal for its data is a non-transient database error or sqlite3's
+        ``OverflowError`` (:func:`_refused_for_data`). ``purpose`` names the write for
+        :attr:`faults`.
         """
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
         hooks = (before, after, writes)
@@ -271,21 +300,32 @@ class LogWrites(StoreEngine):
                 if recs is not None:
                     return recs
             return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
-        except DBAPIError as e:
-            if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
+        except (DBAPIError, OverflowError) as e:
+            if not _refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
             logger.warning(
                 "a batch of %d record(s) was refused (%s); writing it one by one",
                 len(prepared),
                 describe_error(e),
             )
-        for _ in range(len(prepared)):
+        for _ in range(len(prepared) + 1):
             try:
                 return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
                 prepared[i] = self._prepare(marker)
+            except _WritesRefusedError as refused:
+                # What the records change (the turn state) is derived from them: the records
+                # are the log, kept; the next batches' writes bring the state on.
+                logger.error(
+                    "the writes derived from a batch of %d record(s) of chat %s were refused (%s): "
+                    "its records are stored without them",
+                    len(prepared),
+                    chat_id,
+                    describe_error(refused.error),
+                )
+                hooks = (hooks[0], hooks[1], None)
         raise StoreUnavailableError("the database refused every record of the batch")
 
     def _prepare_all(self, new: Sequence[NewRecord]) -> list[_Prepared]:
@@ -386,12 +426,17 @@ class LogWrites(StoreEngine):
             for i, row in enumerate(rows if one_by_one else ()):
                 try:
                     await self._insert_events(conn, [row])
-                except DBAPIError as e:
-                    if is_transient(e):
+                except (DBAPIError, OverflowError) as e:
+                    if not _refused_for_data(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
             if writes is not None:
-                await self.execute_writes(conn, writes(recs))
+                try:
+                    await self.execute_writes(conn, writes(recs))
+                except (DBAPIError, OverflowError) as e:
+                    if not one_by_one or not _refused_for_data(e):
+                        raise
+                    raise _WritesRefusedError(e) from None
             if after is not None:
                 await after(conn, recs)
         # committed: what the fast path needs (the chat's keys never change)
