@@ -26,6 +26,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
 from cursor_agent_api.server.store import describe_error, is_transient
+from cursor_agent_api.server.store.errors import is_data_error
 from cursor_agent_api.sim import wire
 
 SID = "8ef40118-8378-436d-8ba8-2436b19cc877"
@@ -242,6 +243,7 @@ def test_postgresql_errors_are_transient_for_their_sqlstate_only(sqlstate: str, 
     exc = DBAPIError("INSERT INTO t VALUES ($1)", ("secret",), _PgError(sqlstate))
     assert type(exc) is DBAPIError  # what the asyncpg adapter raises for every PostgresError
     assert is_transient(exc) is transient
+    assert is_data_error(exc) is sqlstate.startswith("22")
     assert "secret" not in describe_error(exc) and "INSERT" not in describe_error(exc)
     if not transient:
         assert describe_error(exc).startswith("the database refused the write")

@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from sqlalchemy.exc import (
+    DataError,
     DBAPIError,
     InterfaceError,
     OperationalError,
@@ -99,6 +100,26 @@ def is_transient(exc: BaseException) -> bool:
         code = _sqlstate(exc)
         return code is not None and code.startswith(_PG_TRANSIENT)
     return isinstance(exc, (OSError, ConnectionError, TimeoutError))
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True for a value the database refuses to hold (a data error: out of range, too long,
+    a NUL on PostgreSQL, SQLSTATE class 22; sqlite3's ``OverflowError`` for an integer past
+    64 bits), not for a statement it cannot run or a constraint.
+
+    Example:
+        >>> is_data_error(OverflowError("Python int too large to convert to SQLite INTEGER"))
+        True
+        >>> from sqlalchemy.exc import OperationalError
+        >>> is_data_error(OperationalError("x", {}, Exception("no such table: t")))
+        False
+    """
+    if isinstance(exc, (OverflowError, DataError)):
+        return True
+    if isinstance(exc, DBAPIError):
+        code = _sqlstate(exc)
+        return code is not None and code.startswith("22")
+    return False
 
 
 def describe_error(exc: BaseException) -> str:

@@ -47,7 +47,7 @@ from ..models import chats, events, runs, tool_calls, turn_texts
 from .bounds import cut_to, int_in, session_or_none
 from .encoding import _encode, _Encoded, json_bytes
 from .engine import StoreEngine
-from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
+from .errors import NotFoundError, StoreUnavailableError, describe_error, is_data_error, is_transient
 from .ids import now_ms
 from .memory import BIG_VALUE, release_memory
 from .records import EventRecord, NewRecord, Stamps, unstorable_record
@@ -269,11 +269,10 @@ class LogWrites(StoreEngine):
         serialized is stored as :func:`unstorable_record` (its line kept), and when
         the database refuses the batch for its data (not for its availability), the
         batch is written again record by record and the refused record becomes an
-        ``unstorable`` one; if the writes derived from the records (``writes``: the turn
-        state) are what was refused, the records are stored without them (logged). A
-        refusal for its data is a non-transient database error or sqlite3's
-        ``OverflowError`` (:func:`_refused_for_data`). ``purpose`` names the write for
-        :attr:`faults`.
+        ``unstorable`` one (:func:`_refused_for_data`); if the writes derived from the
+        records (``writes``: the turn state) are refused for a value
+        (:func:`.is_data_error`), the records are stored without them (logged).
+        ``purpose`` names the write for :attr:`faults`.
         """
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
         hooks = (before, after, writes)
@@ -434,7 +433,7 @@ class LogWrites(StoreEngine):
                 try:
                     await self.execute_writes(conn, writes(recs))
                 except (DBAPIError, OverflowError) as e:
-                    if not one_by_one or not _refused_for_data(e):
+                    if not one_by_one or not is_data_error(e):
                         raise
                     raise _WritesRefusedError(e) from None
             if after is not None:
