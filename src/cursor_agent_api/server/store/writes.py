@@ -426,7 +426,7 @@ class LogWrites(StoreEngine):
                 try:
                     await self._insert_events(conn, [row])
                 except (DBAPIError, OverflowError) as e:
-                    if not _refused_for_data(e):
+                    if isinstance(e, DBAPIError) and is_transient(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
             if writes is not None:
