@@ -18,10 +18,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import orjson
-
 from .hub import Hub
-from .store import EventRecord, ExtraWrites, NewRecord, PlannedWrites, Store, cut_record
+from .store import EventRecord, ExtraWrites, NewRecord, PlannedWrites, Store, cut_record, json_bytes
 from .turns import Changes, changes_json
 
 
@@ -31,7 +29,7 @@ def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None
     msg: dict[str, Any] = {"op": "event", "seq": rec.seq, "event": rec.to_dict()}
     if changes:
         msg["changes"] = changes
-    return orjson.dumps(msg).decode()
+    return json_bytes(msg).decode()  # the agent's integers may be past orjson's 64 bits
 
 
 class EventLog:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
 from .auth import Auth, Throttled
@@ -34,7 +34,20 @@ from .store import ActiveRunError, Store, cut_value, resolve_pointer
 from .turns import backfill_turns, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
 
-router = APIRouter(prefix="/api")
+
+async def _ids_without_nul(request: Request) -> None:
+    """Every route's ids (its path parameters, a ``run_id`` query): one holding a NUL names
+    nothing (no id has one; PostgreSQL text cannot hold it): 404, as an unknown id, before
+    any query."""
+    query = request.query_params.get("run_id")
+    named = {**request.path_params, **({"run_id": query} if query is not None else {})}
+    for name, value in named.items():
+        if isinstance(value, str) and "\x00" in value:
+            what = name.removesuffix("_id")
+            raise HTTPException(404, f"no {what} with id {value!r}")
+
+
+router = APIRouter(prefix="/api", dependencies=[Depends(_ids_without_nul)])
 
 _DEFAULT_TITLE = "New chat in "
 _MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
@@ -42,6 +55,20 @@ LOGIN_CODE_TTL_SECONDS = 300
 """How long a code from ``POST /api/auth/codes`` stays valid (the one ``serve`` prints: until used)."""
 MAX_SEQ = 2**63 - 1
 """The largest seq or offset a query may name (a signed 64-bit integer, as stored)."""
+
+
+def _no_nul(value: str | None) -> str | None:
+    r"""A title holds no NUL (as a prompt: PostgreSQL text cannot hold it).
+
+    Example:
+        >>> _no_nul("a\x00b")
+        Traceback (most recent call last):
+        ...
+        ValueError: must not contain NUL characters
+    """
+    if value is not None and "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
 
 
 class ChatOptions(BaseModel):
@@ -85,7 +112,7 @@ class ChatCreate(BaseModel):
         pattern=_MODEL_PATTERN,
         description="a model id such as 'gpt-5' (letters, digits and . _ : / + -; no spaces)",
     )
-    title: str | None = Field(None, max_length=500)
+    title: Annotated[str | None, AfterValidator(_no_nul)] = Field(None, max_length=500)
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
 
 
@@ -125,7 +152,7 @@ class ChatUpdate(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    title: str | None = Field(None, min_length=1, max_length=500)
+    title: Annotated[str | None, AfterValidator(_no_nul)] = Field(None, min_length=1, max_length=500)
     options: ChatOptionsUpdate | None = Field(
         None, description="options to change; 409 while the chat has a queued or running run"
     )

@@ -38,6 +38,7 @@ from .auth_sessions import AuthSessions
 from .chats import ChatRows
 from .claims import QueueRows
 from .cuts import cut_record, cut_value, resolve_pointer, utf8_prefix, utf8_size
+from .encoding import json_bytes
 from .engine import MIGRATIONS_DIR, SQLITE_PAGE_SIZE, StoreEngine, run_migrations
 from .errors import (
     ActiveRunError,
@@ -110,6 +111,7 @@ __all__ = [
     "cut_value",
     "describe_error",
     "is_transient",
+    "json_bytes",
     "new_id",
     "now_ms",
     "release_memory",

@@ -24,6 +24,7 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import chats, runs
+from .bounds import session_or_none
 from .engine import StoreEngine
 from .errors import ActiveRunError, NotFoundError
 from .ids import new_id, now_ms
@@ -56,7 +57,10 @@ class ChatRows(StoreEngine):
         return row
 
     async def get_chat(self, chat_id: str) -> dict[str, Any] | None:
-        """The chat, or ``None``."""
+        """The chat, or ``None`` (for an id holding a NUL too: none has one, and PostgreSQL
+        text cannot hold it)."""
+        if "\x00" in chat_id:
+            return None
         async with self.engine.connect() as conn:
             res = await conn.execute(select(chats).where(chats.c.id == chat_id))
             return _row_dict(res.first())
@@ -111,6 +115,8 @@ class ChatRows(StoreEngine):
     async def set_chat(self, conn: AsyncConnection, chat_id: str, **values: Any) -> None:
         """Inside a transaction: change a chat's fields (texts made storable)."""
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        if "session_id" in clean:  # the agent's: bounded to its column (bounds.py)
+            clean["session_id"] = session_or_none(clean["session_id"])
         await conn.execute(update(chats).where(chats.c.id == chat_id).values(**clean))
 
     async def chat_last_seqs(self, chat_ids: Collection[str] | None = None) -> list[tuple[str, int]]:

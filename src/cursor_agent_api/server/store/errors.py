@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 from sqlalchemy.exc import (
+    DataError,
     DBAPIError,
     InterfaceError,
     OperationalError,
@@ -50,6 +51,22 @@ class StoreUnavailableError(Exception):
 
 _SQLITE_TRANSIENT = ("locked", "busy", "readonly", "read-only", "disk i/o", "unable to open", "full")
 
+_PG_TRANSIENT = ("08", "40", "53", "57", "58", "55P03", "25006")
+"""The SQLSTATEs (classes, or codes) of a PostgreSQL failure that may go away by itself: a
+connection lost or refused (class 08), a serialization failure or deadlock (40), a full
+disk, no memory or too many connections (53), a timeout, cancel or shutdown (57), an I/O
+error (58), a lock not available (55P03), a read-only standby (25006). Any other one (data
+errors: class 22, a value out of range or too long, a NUL; 23, 42, …) is refused for what
+was sent and would be refused again."""
+
+
+def _sqlstate(exc: DBAPIError) -> str | None:
+    """The SQLSTATE of a database error, when its driver gives one (asyncpg through
+    SQLAlchemy's adapter: ``orig.pgcode``; the adapter wraps every ``PostgresError`` it
+    does not map in a plain :class:`DBAPIError`)."""
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return code if isinstance(code, str) and code else None
+
 
 def is_transient(exc: BaseException) -> bool:
     """True for a failure that may go away by itself: a lock, a read-only or full disk,
@@ -61,18 +78,48 @@ def is_transient(exc: BaseException) -> bool:
         True
         >>> is_transient(IntegrityError("x", {}, Exception("unique")))
         False
+
+    PostgreSQL's errors (a plain :class:`DBAPIError` through asyncpg) by their SQLSTATE: a
+    lost connection or a timeout is transient, a value the database refuses is not (it would
+    be refused again: retried, the run would never end). Any error while connecting (no
+    statement yet: the database not accepting connections, …) is transient.
     """
     if isinstance(exc, OperationalError) and type(exc.orig).__module__.startswith("sqlite3"):
         # sqlite3 calls everything an OperationalError, "no such table" included.
         message = str(exc.orig).lower()
         return any(m in message for m in _SQLITE_TRANSIENT)
+    if isinstance(exc, InterfaceError) and isinstance(getattr(exc.orig, "__cause__", None), ValueError):
+        return False  # asyncpg refused to send a value (its client-side DataError is one)
     if isinstance(exc, (StoreUnavailableError, OperationalError, InterfaceError, PoolTimeoutError)):
         return True
     if isinstance(exc, PendingRollbackError):
         return True
     if isinstance(exc, DBAPIError):
-        return bool(exc.connection_invalidated) or type(exc) is DBAPIError
+        if exc.connection_invalidated or exc.statement is None:
+            return True  # lost, or refused while connecting (no statement): unavailable
+        code = _sqlstate(exc)
+        return code is not None and code.startswith(_PG_TRANSIENT)
     return isinstance(exc, (OSError, ConnectionError, TimeoutError))
+
+
+def is_data_error(exc: BaseException) -> bool:
+    """True for a value the database refuses to hold (a data error: out of range, too long,
+    a NUL on PostgreSQL, SQLSTATE class 22; sqlite3's ``OverflowError`` for an integer past
+    64 bits), not for a statement it cannot run or a constraint.
+
+    Example:
+        >>> is_data_error(OverflowError("Python int too large to convert to SQLite INTEGER"))
+        True
+        >>> from sqlalchemy.exc import OperationalError
+        >>> is_data_error(OperationalError("x", {}, Exception("no such table: t")))
+        False
+    """
+    if isinstance(exc, (OverflowError, DataError)):
+        return True
+    if isinstance(exc, DBAPIError):
+        code = _sqlstate(exc)
+        return code is not None and code.startswith("22")
+    return False
 
 
 def describe_error(exc: BaseException) -> str:

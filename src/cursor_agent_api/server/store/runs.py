@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import ACTIVE_STATUSES, runs
+from .bounds import session_or_none
 from .errors import ActiveRunError
 from .ids import new_id, now_ms
 from .keys import _next_num, _row_dict
@@ -75,7 +76,10 @@ class RunRows(LogWrites):
         return full, recs[0]
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:
-        """The run, or ``None``."""
+        """The run, or ``None`` (for an id holding a NUL too: none has one, and PostgreSQL
+        text cannot hold it)."""
+        if "\x00" in run_id:
+            return None
         async with self.engine.connect() as conn:
             res = await conn.execute(select(runs).where(runs.c.id == run_id))
             return _row_dict(res.first())
@@ -99,6 +103,8 @@ class RunRows(LogWrites):
     async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
         """Inside a transaction: change a run's fields (texts made storable)."""
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
+        if "session_id" in clean:  # the agent's: bounded to its column (bounds.py)
+            clean["session_id"] = session_or_none(clean["session_id"])
         await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
 
 

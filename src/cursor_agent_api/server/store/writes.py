@@ -44,9 +44,10 @@ from ...protocol.changes import (
 from ...protocol.events import classify
 from ...protocol.tools import ToolCall, ToolStatus
 from ..models import chats, events, runs, tool_calls, turn_texts
-from .encoding import _encode, _Encoded
+from .bounds import cut_to, int_in, session_or_none
+from .encoding import _encode, _Encoded, json_bytes
 from .engine import StoreEngine
-from .errors import NotFoundError, StoreUnavailableError, describe_error, is_transient
+from .errors import NotFoundError, StoreUnavailableError, describe_error, is_data_error, is_transient
 from .ids import now_ms
 from .memory import BIG_VALUE, release_memory
 from .records import EventRecord, NewRecord, Stamps, unstorable_record
@@ -60,10 +61,35 @@ logger = logging.getLogger("cursor_agent_api.server")
 class _RecordRefusedError(Exception):
     """Record ``index`` of a batch written one by one was refused for its data."""
 
-    def __init__(self, index: int, error: DBAPIError) -> None:
+    def __init__(self, index: int, error: Exception) -> None:
         super().__init__(index)
         self.index = index
         self.error = error
+
+
+class _WritesRefusedError(Exception):
+    """The writes a batch derives from its records (``writes``) were refused for their data."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _refused_for_data(error: Exception) -> bool:
+    """Whether the database refused what was sent (it would refuse it again), not for its
+    availability: a data error, or sqlite3's ``OverflowError`` (an integer past 64 bits).
+    A constraint violation is not one (a conflict of seqs: the caller's to handle).
+
+    Example:
+        >>> _refused_for_data(OverflowError("Python int too large to convert to SQLite INTEGER"))
+        True
+        >>> from sqlalchemy.exc import OperationalError
+        >>> _refused_for_data(OperationalError("x", {}, Exception("database is locked")))
+        False
+    """
+    if isinstance(error, OverflowError):
+        return True
+    return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError) and not is_transient(error)
 
 
 
@@ -243,7 +269,10 @@ class LogWrites(StoreEngine):
         serialized is stored as :func:`unstorable_record` (its line kept), and when
         the database refuses the batch for its data (not for its availability), the
         batch is written again record by record and the refused record becomes an
-        ``unstorable`` one. ``purpose`` names the write for :attr:`faults`.
+        ``unstorable`` one (:func:`_refused_for_data`); if the writes derived from the
+        records (``writes``: the turn state) are refused for a value
+        (:func:`.is_data_error`), the records are stored without them (logged).
+        ``purpose`` names the write for :attr:`faults`.
         """
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
         hooks = (before, after, writes)
@@ -270,21 +299,32 @@ class LogWrites(StoreEngine):
                 if recs is not None:
                     return recs
             return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
-        except DBAPIError as e:
-            if is_transient(e) or isinstance(e, IntegrityError) or len(prepared) < 2:
+        except (DBAPIError, OverflowError) as e:
+            if not _refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
             logger.warning(
                 "a batch of %d record(s) was refused (%s); writing it one by one",
                 len(prepared),
                 describe_error(e),
             )
-        for _ in range(len(prepared)):
+        for _ in range(len(prepared) + 1):
             try:
                 return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
                 prepared[i] = self._prepare(marker)
+            except _WritesRefusedError as refused:
+                # What the records change (the turn state) is derived from them: the records
+                # are the log, kept; the next batches' writes bring the state on.
+                logger.error(
+                    "the writes derived from a batch of %d record(s) of chat %s were refused (%s): "
+                    "its records are stored without them",
+                    len(prepared),
+                    chat_id,
+                    describe_error(refused.error),
+                )
+                hooks = (hooks[0], hooks[1], None)
         raise StoreUnavailableError("the database refused every record of the batch")
 
     def _prepare_all(self, new: Sequence[NewRecord]) -> list[_Prepared]:
@@ -323,7 +363,7 @@ class LogWrites(StoreEngine):
                 derived = r.derived
                 return r, None, line, len(line) if derived is None else _size_hint(len(line), derived)
         try:
-            data = orjson.dumps(payload)
+            data = json_bytes(payload)
         except (orjson.JSONEncodeError, TypeError, ValueError, RecursionError) as e:
             reason = f"{type(e).__name__}: {str(e)[:200]}"
             logger.warning("a %s record cannot be stored as JSON (%s): kept as its raw line", r.type, reason)
@@ -385,12 +425,17 @@ class LogWrites(StoreEngine):
             for i, row in enumerate(rows if one_by_one else ()):
                 try:
                     await self._insert_events(conn, [row])
-                except DBAPIError as e:
-                    if is_transient(e):
+                except (DBAPIError, OverflowError) as e:
+                    if isinstance(e, DBAPIError) and is_transient(e):
                         raise
                     raise _RecordRefusedError(i, e) from None
             if writes is not None:
-                await self.execute_writes(conn, writes(recs))
+                try:
+                    await self.execute_writes(conn, writes(recs))
+                except (DBAPIError, OverflowError) as e:
+                    if not one_by_one or not is_data_error(e):
+                        raise
+                    raise _WritesRefusedError(e) from None
             if after is not None:
                 await after(conn, recs)
         # committed: what the fast path needs (the chat's keys never change)
@@ -824,24 +869,26 @@ def _tool_row(
     from .cuts import cut_value
 
     running = call.status is _RUNNING
+    # The agent's numbers and names bounded to their columns (the events keep them whole).
+    columns = tool_calls.c
+    started = int_in(columns.started_ms, call.started_at_ms)
+    completed = int_in(columns.completed_ms, call.completed_at_ms)
     row: dict[str, Any] = {
         "chat_id": chat_id,
         "run_id": run_id,
         "idx": index,
         "call_id": call.call_id,
         "kind": call.kind.value,
-        "name": call.name,
+        "name": cut_to(columns.name, call.name),
         "status": call.status.value,
         "args": call.args,
         "result": call.result,
         "output": call.output,
         "description": call.description,
-        "exit_code": call.exit_code,
-        "started_ms": call.started_at_ms
-        if call.started_at_ms is not None
-        else (rec.ts_ms if opened and running else None),
-        "completed_ms": None if running else (call.completed_at_ms or rec.ts_ms),
-        "duration_ms": call.duration_ms,
+        "exit_code": int_in(columns.exit_code, call.exit_code),
+        "started_ms": started if started is not None else (rec.ts_ms if opened and running else None),
+        "completed_ms": None if running else (completed or rec.ts_ms),
+        "duration_ms": int_in(columns.duration_ms, call.duration_ms),
         "started_seq": rec.seq if opened and running else None,
         "completed_seq": None if running else rec.seq,
     }
@@ -971,6 +1018,7 @@ def turn_writes(
         values["usage"] = usage
     if result is not None:
         values["result"] = clean(result)
+    session = session_or_none(session)
     if session is not None:
         values["session_id"] = store.clean_text(session)
         writes.append((_chat_session, [{"chat": chat_id, "v_session": values["session_id"]}]))
