@@ -39,3 +39,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             c.close()
         finally:
             drop()
+
+
+@pytest.fixture
+def db_url() -> Iterator[str]:
+    """A fresh PostgreSQL database of its own for a test, dropped afterwards."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    url, drop = pg_database(base)
+    yield url
+    drop()

@@ -92,15 +92,6 @@ def test_answers_reach_the_worker_that_runs_the_run(small_cluster: Cluster) -> N
     assert small_cluster.invocations() - before == 1  # one `agent acp` for the three runs
 
 
-@pytest.fixture
-def db_url() -> Iterator[str]:
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    url, drop = pg_database(base)
-    yield url
-    drop()
-
 
 def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp_path: Path) -> None:
     import asyncio

@@ -9,8 +9,6 @@ import socket
 import subprocess
 from pathlib import Path
 
-import pytest
-from cluster import PG_ENV, SKIP_REASON, pg_database
 from server_helpers import alive
 
 from cursor_agent_api.server.models import RunStatus
@@ -18,16 +16,6 @@ from cursor_agent_api.server.procs import process_start_time
 from cursor_agent_api.server.runs import run_record
 from cursor_agent_api.server.settings import ServerSettings
 from cursor_agent_api.server.worker import Worker, WorkerSettings
-
-
-@pytest.fixture
-def db_url() -> object:
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    url, drop = pg_database(base)
-    yield url
-    drop()
 
 
 def _dead_identity() -> str:

@@ -6,13 +6,11 @@ on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster import PG_ENV, SKIP_REASON, pg_database
 
 from cursor_agent_api.server.dispatch.queue import MAX_JOBS, QueueDispatcher
 from cursor_agent_api.server.hub import Hub
@@ -21,15 +19,6 @@ from cursor_agent_api.server.store import Store
 
 Body = Callable[[QueueDispatcher, Store, dict[str, Any]], Awaitable[Any]]
 
-
-@pytest.fixture
-def db_url() -> Iterator[str]:
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    url, drop = pg_database(base)
-    yield url
-    drop()
 
 
 def _settings(db_url: str, tmp_path: Path) -> ServerSettings:

@@ -9,36 +9,18 @@ fold closes and describes the turn as the live one does.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inproc import InProcServer
-from server_helpers import all_events, marked_processes, new_chat, wait_run
+from server_helpers import all_events, new_chat, wait_run
 
 from cursor_agent_api.protocol import AgentEvent, Transcript, parse_event
 from cursor_agent_api.server.turns import RunFold
 
 RECORDINGS = sorted((Path(__file__).parents[1] / "data" / "cursor-real").glob("*.ndjson"))
 
-
-@pytest.fixture
-def make_inproc(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callable[..., InProcServer]]:
-    marker = uuid.uuid4().hex
-    servers: list[InProcServer] = []
-
-    def make(**settings: Any) -> InProcServer:
-        server = InProcServer(tmp_path, db_url, workspace, marker, **settings).start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
-    assert not marked_processes(marker)
 
 
 @pytest.fixture

@@ -7,15 +7,13 @@ the references. The server runs in this process so that its objects can be inspe
 from __future__ import annotations
 
 import gc
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
 from inproc import InProcServer
-from server_helpers import all_events, marked_processes, new_chat, wait_run
+from server_helpers import all_events, new_chat, wait_run
 
 from cursor_agent_api.client import AsyncStreamingResponse
 from cursor_agent_api.protocol import AgentEvent
@@ -26,21 +24,6 @@ from cursor_agent_api.sim import wire
 
 BIG = 300_000
 
-
-@pytest.fixture
-def make_inproc(tmp_path: Path, db_url: str, workspace: Path) -> Iterator[Callable[..., InProcServer]]:
-    marker = uuid.uuid4().hex
-    servers: list[InProcServer] = []
-
-    def make(**settings: Any) -> InProcServer:
-        server = InProcServer(tmp_path, db_url, workspace, marker, **settings).start()
-        servers.append(server)
-        return server
-
-    yield make
-    for server in servers:
-        server.stop()
-    assert not marked_processes(marker)
 
 
 def _big_script(path: Path, lines: int) -> Path:
