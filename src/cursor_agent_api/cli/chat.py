@@ -80,11 +80,11 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         config = config.with_overrides(**steering.fields())
     session = load_session(config, saved)
     where = config.workspace or "."
-    console.print(
+    console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
         "Ctrl-D leaves",
         style="dim",
-    )
+    ))
     status = 0
     try:
         while True:
@@ -120,11 +120,11 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         recorder.close()
         session.close()
     if session.session_id:
-        console.print(
+        console.print(Text(
             "continue later: " + continue_command(session.session_id, simulate, config.workspace,
                                                   acp=config.transport == "acp"),
             style="dim",
-        )
+        ))
     sys.exit(status)
 
 

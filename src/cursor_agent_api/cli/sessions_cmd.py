@@ -63,8 +63,9 @@ def list_(as_json: bool) -> None:
     table.add_column("turns", justify="right")
     table.add_column("last used", no_wrap=True)
     for c in chats:
-        table.add_row(c.chat_id, c.workspace or "", _one_line(c.first_prompt), str(c.turns),
-                      _when(c.last_used))
+        # saved text is data, never markup: a prompt "what does [/tmp] mean" is shown as is
+        table.add_row(Text(c.chat_id), Text(c.workspace or ""), Text(_one_line(c.first_prompt)),
+                      str(c.turns), _when(c.last_used))
     console.print(table)
 
 
@@ -81,8 +82,9 @@ def show(chat_id: str) -> None:
         raise CliError(error_text(exc)) from None
     console = make_console()
     console.print(Text(f"chat {summary.chat_id}", style="bold"))
-    console.print(f"workspace: {summary.workspace or '—'}   model: {summary.model or 'default'}"
-                  f"   turns: {summary.turns}   last used: {_when(summary.last_used)}")
+    console.print(Text(f"workspace: {summary.workspace or '—'}   "
+                       f"model: {summary.model or 'default'}   turns: {summary.turns}   "
+                       f"last used: {_when(summary.last_used)}"))
     for turn in data["history"]:
         console.print()
         console.print(Text("› " + turn.prompt, style="bold cyan"))

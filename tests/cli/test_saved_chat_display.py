@@ -1,0 +1,89 @@
+"""What the saved chats' views print: the saved text is data, shown as it is.
+
+Prompts, folders, models, answers and errors come from users and from the agent. They are
+never rich markup (``[/tmp]`` must not crash a listing, ``[bold]`` must not vanish), never
+raw escape sequences (``sessions show`` shows them inert, as ``run`` does), and one bad
+timestamp in one file does not break the listing.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+def saved_files(env: dict[str, str]) -> list[str]:
+    return glob.glob(os.path.join(env["CURSOR_AGENT_API_HOME"], "chats", "*.json"))
+
+
+def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr[-600:]
+
+
+# ---- 1. rich markup ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("prompt", ["what does [/tmp] mean", "make it [bold]louder[/bold]"])
+def test_list_and_show_print_a_bracketed_prompt_as_it_is(cli: Run, cli_env: dict[str, str],
+                                                         prompt: str) -> None:
+    assert cli("run", "--simulate", "--trust", prompt).returncode == 0
+    listed = cli("sessions", "list")
+    no_traceback(listed)
+    assert listed.returncode == 0 and prompt in listed.stdout, listed.stdout
+    (path,) = saved_files(cli_env)
+    shown = cli("sessions", "show", Path(path).stem)
+    no_traceback(shown)
+    assert shown.returncode == 0 and f"› {prompt}" in shown.stdout, shown.stdout
+
+
+def test_a_bracketed_workspace_and_model_in_list_and_show(cli: Run, cli_env: dict[str, str],
+                                                          tmp_path: Path) -> None:
+    ws = tmp_path / "proj[" / "old]"  # the folder …/proj[/old]
+    ws.mkdir(parents=True)
+    assert cli("run", "--simulate", "--trust", "-w", str(ws), "hi").returncode == 0
+    (path,) = saved_files(cli_env)
+    data = json.loads(Path(path).read_text())
+    data["model"] = "[red]m[/red]"
+    Path(path).write_text(json.dumps(data))
+    listed = cli("sessions", "list")
+    no_traceback(listed)
+    assert str(ws) in listed.stdout, listed.stdout
+    shown = cli("sessions", "show", Path(path).stem)
+    no_traceback(shown)
+    assert f"workspace: {ws}" in shown.stdout and "model: [red]m[/red]" in shown.stdout
+
+
+def test_chat_in_a_folder_with_brackets(cli_env: dict[str, str], tmp_path: Path) -> None:
+    ws = tmp_path / "proj[" / "old]"
+    ws.mkdir(parents=True)
+    proc = subprocess.run([*CLI, "chat", "--simulate", "--trust"], input="list the files\n",
+                          capture_output=True, text=True, timeout=90, cwd=ws, env=cli_env,
+                          check=False)
+    no_traceback(proc)
+    assert proc.returncode == 0
+    assert f"in {ws} —" in proc.stdout  # the header names the folder whole
+    (path,) = saved_files(cli_env)
+    # the continue hint is printed where the chat ran: no --workspace, but whole and plain
+    assert f"continue later: cursor-agent-api chat --resume {Path(path).stem}" in proc.stdout
+
+
+def test_chat_continue_hint_with_a_bracketed_workspace(cli: Run, cli_env: dict[str, str],
+                                                       tmp_path: Path) -> None:
+    ws = tmp_path / "a[b]"
+    ws.mkdir()
+    proc = cli("chat", "--simulate", "--trust", "-w", str(ws), stdin="list the files\n")
+    no_traceback(proc)
+    assert proc.returncode == 0
+    (hint,) = [line for line in proc.stdout.splitlines() if line.startswith("continue later:")]
+    assert hint.endswith(f"--workspace '{ws}' --simulate"), hint
+    assert f"in {ws} —" in proc.stdout
