@@ -87,3 +87,45 @@ def test_chat_continue_hint_with_a_bracketed_workspace(cli: Run, cli_env: dict[s
     (hint,) = [line for line in proc.stdout.splitlines() if line.startswith("continue later:")]
     assert hint.endswith(f"--workspace '{ws}' --simulate"), hint
     assert f"in {ws} —" in proc.stdout
+
+
+# ---- 2. escape sequences -------------------------------------------------------------------
+
+EVIL = "hello \u001b]0;PWNED\u0007\u001b[2J world"
+
+
+def test_show_and_list_do_not_write_the_agents_escapes(cli: Run, cli_env: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    sid = "11111111-2222-4333-8444-555555555555"
+    rec = tmp_path / "esc.ndjson"
+    rec.write_text("\n".join(json.dumps(o) for o in [
+        {"type": "system", "subtype": "init", "session_id": sid, "cwd": "/x", "model": "Auto"},
+        {"type": "assistant", "message": {"role": "assistant",
+                                          "content": [{"type": "text", "text": EVIL}]},
+         "session_id": sid},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5,
+         "result": EVIL, "session_id": sid},
+    ]) + "\n")
+    run = cli("run", "--simulate", "--trust", "hi", extra_env={"CURSOR_AGENT_SIM_SCRIPT": str(rec)})
+    assert run.returncode == 0 and "\x1b" not in run.stdout  # run itself shows it inert
+    (path,) = saved_files(cli_env)
+    shown = cli("sessions", "show", Path(path).stem)
+    assert shown.returncode == 0
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, repr(shown.stdout[-80:])
+    assert "hello \\x1b]0;PWNED\\x07\\x1b[2J world" in shown.stdout  # shown, inert
+
+
+def test_saved_prompt_error_workspace_and_model_are_shown_inert(cli: Run,
+                                                                cli_env: dict[str, str]) -> None:
+    assert cli("run", "--simulate", "--trust", "hi").returncode == 0
+    (path,) = saved_files(cli_env)
+    data = json.loads(Path(path).read_text())
+    data["workspace"] = "/w\x1b]0;T\x07"
+    data["model"] = "m\x1b[2J"
+    data["history"][0].update(prompt=EVIL, success=False, error="bad\x1b[31m")
+    Path(path).write_text(json.dumps(data))
+    for args in (("sessions", "list"), ("sessions", "show", Path(path).stem)):
+        proc = cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout, repr(proc.stdout)
+    assert "bad\\x1b[31m" in proc.stdout and "model: m\\x1b[2J" in proc.stdout

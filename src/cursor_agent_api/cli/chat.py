@@ -29,6 +29,7 @@ from ..errors import CursorAgentError
 from ..home import home_dir
 from .console import error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
+from .render import printable
 from .run import acp_steering, load_session
 from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
@@ -79,7 +80,7 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     if steering is not None:
         config = config.with_overrides(**steering.fields())
     session = load_session(config, saved)
-    where = config.workspace or "."
+    where = printable(config.workspace or ".")
     console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
         "Ctrl-D leaves",
@@ -121,8 +122,8 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         session.close()
     if session.session_id:
         console.print(Text(
-            "continue later: " + continue_command(session.session_id, simulate, config.workspace,
-                                                  acp=config.transport == "acp"),
+            "continue later: " + printable(continue_command(
+                session.session_id, simulate, config.workspace, acp=config.transport == "acp")),
             style="dim",
         ))
     sys.exit(status)

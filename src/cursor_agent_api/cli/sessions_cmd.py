@@ -19,6 +19,7 @@ from rich.text import Text
 from ..errors import SessionError
 from ..sessions import read_session_file
 from .console import CliError, error_text, make_console
+from .render import printable
 from .saved_chats import SavedChats
 
 
@@ -63,9 +64,11 @@ def list_(as_json: bool) -> None:
     table.add_column("turns", justify="right")
     table.add_column("last used", no_wrap=True)
     for c in chats:
-        # saved text is data, never markup: a prompt "what does [/tmp] mean" is shown as is
-        table.add_row(Text(c.chat_id), Text(c.workspace or ""), Text(_one_line(c.first_prompt)),
-                      str(c.turns), _when(c.last_used))
+        # saved text is data: never markup ("what does [/tmp] mean" is shown as is), never
+        # a raw escape sequence (shown inert, \x1b…, as every other view shows the agent's text)
+        table.add_row(Text(printable(c.chat_id)), Text(printable(c.workspace or "")),
+                      Text(_one_line(printable(c.first_prompt))), str(c.turns),
+                      _when(c.last_used))
     console.print(table)
 
 
@@ -81,19 +84,19 @@ def show(chat_id: str) -> None:
     except SessionError as exc:
         raise CliError(error_text(exc)) from None
     console = make_console()
-    console.print(Text(f"chat {summary.chat_id}", style="bold"))
-    console.print(Text(f"workspace: {summary.workspace or '—'}   "
-                       f"model: {summary.model or 'default'}   turns: {summary.turns}   "
-                       f"last used: {_when(summary.last_used)}"))
+    console.print(Text(f"chat {printable(summary.chat_id)}", style="bold"))
+    console.print(Text(f"workspace: {printable(summary.workspace or '—')}   "
+                       f"model: {printable(summary.model or 'default')}   "
+                       f"turns: {summary.turns}   last used: {_when(summary.last_used)}"))
     for turn in data["history"]:
         console.print()
-        console.print(Text("› " + turn.prompt, style="bold cyan"))
+        console.print(Text("› " + printable(turn.prompt), style="bold cyan"))
         if turn.cancelled:
             console.print(Text("⊘ cancelled", style="yellow"))
         elif not turn.success:
-            console.print(Text(f"✗ {turn.error or 'failed'}", style="red"))
+            console.print(Text(f"✗ {printable(turn.error or 'failed')}", style="red"))
         if turn.result:
-            console.print(Text(turn.result))
+            console.print(Text(printable(turn.result)))
 
 
 @sessions.command()
