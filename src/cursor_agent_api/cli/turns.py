@@ -17,10 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import CursorAgentError
+from rich.text import Text
+
+from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult
 from ..sessions import ConversationSession
+from .console import make_console
 from .options import continue_command
+from .render import printable
 from .saved_chats import SavedChats
 from .views import TurnView
 
@@ -125,10 +129,27 @@ def run_turn(
         result = session.finalize_stream(prompt, stream)
     if steering is not None:
         steering.settle()
-    saved.save(session)
+    unsaved = _save(saved, session)
     hint = ""
     if result.session_id:
         hint = continue_command(result.session_id, simulated, session.config.workspace,
                                 acp=session.config.transport == "acp")
-    view.finish(result, continue_hint=hint)
+    view.finish(result, continue_hint=hint)  # the answer first, whatever became of the save
+    if unsaved:
+        make_console(stderr=True).print(Text(unsaved, style="yellow"))
     return TurnOutcome(result, interrupted)
+
+
+def _save(saved: SavedChats, session: ConversationSession) -> str:
+    """Save the chat; on failure (a full disk, a file where the folder should be), the
+    one-line warning to show once the turn is shown, else ``""``. The turn is not lost with
+    the file: the agent keeps the chat, ``--resume ID`` continues it."""
+    try:
+        saved.save(session)
+    except (OSError, SessionError) as exc:
+        reason = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+        return printable(f"⚠ this turn was not saved in {saved.root} ({reason}); the agent "
+                         f"keeps the chat: --resume {session.session_id} continues it")
+    return ""
