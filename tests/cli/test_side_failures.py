@@ -53,3 +53,44 @@ def test_chat_goes_on_when_the_chat_cannot_be_saved(cli: Run, cli_env: dict[str,
     assert proc.returncode == 0, proc.stderr
     assert "notes.txt" in proc.stdout and proc.stdout.count("✓ done") == 2
     assert proc.stderr.count("not saved") == 2  # said for each turn it concerns
+
+
+# ---- 4. resuming a damaged or unreadable saved chat ----------------------------------------
+
+CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+
+
+def chats_dir(cli_env: dict[str, str]) -> Path:
+    chats = Path(cli_env["CURSOR_AGENT_API_HOME"]) / "chats"
+    chats.mkdir(parents=True)
+    return chats
+
+
+def test_resume_of_a_damaged_saved_chat_is_one_line(cli: Run, cli_env: dict[str, str]) -> None:
+    (chats_dir(cli_env) / f"{CHAT}.json").write_text('{"version": 2, "history": "x"}')
+    for args, stdin in ((("run", "hi"), None), (("chat",), "hi\n")):
+        proc = cli(*args, "--simulate", "--trust", "--resume", CHAT, stdin=stdin)
+        no_traceback(proc)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "history must be a list" in proc.stdout + proc.stderr
+        assert "›" not in proc.stdout  # the chat stops before asking for a prompt
+
+
+def test_resume_of_an_unreadable_saved_chat_is_one_line(cli: Run,
+                                                        cli_env: dict[str, str]) -> None:
+    # a saved chat that cannot be read (EIO; a mode-0 file would do for a user other than root)
+    (chats_dir(cli_env) / f"{CHAT}.json").symlink_to("/proc/self/mem")
+    for args, stdin in ((("run", "hi"), None), (("chat",), "hi\n")):
+        proc = cli(*args, "--simulate", "--trust", "--resume", CHAT, stdin=stdin)
+        no_traceback(proc)
+        assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
+        assert "cannot read the saved chat" in proc.stdout + proc.stderr
+
+
+def test_show_of_an_unreadable_saved_chat_is_one_line(cli: Run, cli_env: dict[str, str]) -> None:
+    (chats_dir(cli_env) / f"{CHAT}.json").symlink_to("/proc/self/mem")
+    proc = cli("sessions", "show", CHAT)
+    no_traceback(proc)
+    assert proc.returncode == 1
+    (line,) = proc.stderr.splitlines()
+    assert "cannot read the saved chat" in line

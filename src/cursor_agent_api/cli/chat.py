@@ -79,7 +79,12 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     steering = acp_steering(config, console)
     if steering is not None:
         config = config.with_overrides(**steering.fields())
-    session = load_session(config, saved)
+    try:
+        session = load_session(config, saved)
+    except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run
+        recorder.close()
+        console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+        sys.exit(1)
     where = printable(config.workspace or ".")
     console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "

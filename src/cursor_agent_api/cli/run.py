@@ -52,9 +52,13 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
 
 
 def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
-    """A session for ``config``: the saved chat when resuming one we know, else a new one."""
+    """A session for ``config``: the saved chat when resuming one we know, else a new one.
+
+    :class:`~.saved_chats.DamagedChatError` (a ``CursorAgentError``) if that chat's file
+    cannot be read or is not a session.
+    """
     if config.resume and saved.exists(config.resume):
-        session = ConversationSession.load(saved.path(config.resume), config)
+        session = saved.load(config.resume, config)
         if session.session_id != config.resume:  # the file was renamed by hand
             return ConversationSession(config, session_id=config.resume)
         return session

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import AgentConfig
 from ..errors import SessionError
 from ..home import home_dir
 from ..sessions import ConversationSession, read_session_file
@@ -57,6 +58,18 @@ class AmbiguousChatError(ChatLookupError):
     """A prefix that several saved chats share."""
 
 
+class DamagedChatError(SessionError):
+    """A saved chat's file that cannot be read or is not a session; the message says which
+    file, why, and what to do.
+
+    Example:
+        >>> DamagedChatError("cannot read the saved chat x").cli_message()
+        'cannot read the saved chat x'
+    """
+
+    remedy = ""
+
+
 class SavedChats:
     """The saved chats: paths, listing, removal."""
 
@@ -78,6 +91,22 @@ class SavedChats:
         path = self.path(session.session_id)
         session.save(path)
         return path
+
+    def load(self, chat_id: str, config: AgentConfig) -> ConversationSession:
+        """The saved chat as a session run with ``config`` (the file's workspace and model).
+
+        :class:`DamagedChatError` if the file cannot be read or is not a session.
+        """
+        path = self.path(chat_id)
+        remedy = (f"repair or remove it (cursor-agent-api sessions rm {chat_id}), or start a "
+                  "new chat without --resume")
+        try:
+            return ConversationSession.load(path, config)
+        except OSError as exc:
+            raise DamagedChatError(f"cannot read the saved chat {path}: "
+                                   f"{exc.strerror or exc} — {remedy}") from None
+        except SessionError as exc:
+            raise DamagedChatError(f"{exc.message} — {remedy}") from None
 
     def exists(self, chat_id: str) -> bool:
         """True if this chat was saved."""

@@ -83,6 +83,9 @@ def show(chat_id: str) -> None:
         data = read_session_file(store.path(chat_id))
     except SessionError as exc:
         raise CliError(error_text(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot read the saved chat {store.path(chat_id)}: "
+                       f"{exc.strerror or exc}") from None
     console = make_console()
     console.print(Text(f"chat {printable(summary.chat_id)}", style="bold"))
     console.print(Text(f"workspace: {printable(summary.workspace or '—')}   "
