@@ -144,7 +144,12 @@ class SessionTurn:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SessionTurn:
-        """Rebuild from :meth:`to_dict` (``ValueError`` on a malformed entry)."""
+        """Rebuild from :meth:`to_dict` (``ValueError`` on a malformed entry).
+
+        A ``timestamp`` that is not a time a clock can show (not a number, not finite,
+        before 1970 or after the year 9999) is read as ``0.0``, unknown, as in files of
+        version 1: it is cosmetic, and the turn itself is kept.
+        """
         if not isinstance(d, dict) or not isinstance(d.get("prompt"), str) \
                 or not isinstance(d.get("result"), str):
             raise ValueError(f"not a history entry: {d!r:.200}")
@@ -158,8 +163,25 @@ class SessionTurn:
             err if isinstance(err, str) else None,
             bool(d.get("cancelled")),
             duration if isinstance(duration, int) else None,
-            float(stamp) if isinstance(stamp, (int, float)) else 0.0,
+            _stamp(stamp),
         )
+
+
+_LAST_STAMP = 253_402_300_799.0
+"""The last second of the year 9999: the latest time ``datetime`` can show."""
+
+
+def _stamp(value: object) -> float:
+    """A saved turn's timestamp, or ``0.0`` (unknown) for one no clock can show.
+
+    Example:
+        >>> _stamp(1_700_000_000), _stamp(1e300), _stamp(float("nan")), _stamp("x")
+        (1700000000.0, 0.0, 0.0, 0.0)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    stamp = float(value)
+    return stamp if 0.0 <= stamp <= _LAST_STAMP else 0.0  # NaN fails both comparisons
 
 
 def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:

@@ -129,3 +129,35 @@ def test_saved_prompt_error_workspace_and_model_are_shown_inert(cli: Run,
         assert proc.returncode == 0, proc.stderr
         assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout, repr(proc.stdout)
     assert "bad\\x1b[31m" in proc.stdout and "model: m\\x1b[2J" in proc.stdout
+
+
+# ---- 5. timestamps out of range ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stamp", [1e300, -1e300, 1e18])
+def test_list_and_show_with_an_out_of_range_timestamp(cli: Run, cli_env: dict[str, str],
+                                                      stamp: float) -> None:
+    assert cli("run", "--simulate", "--trust", "-o", "json", "list the files").returncode == 0
+    assert cli("run", "--simulate", "--trust", "-o", "json", "read notes.txt").returncode == 0
+    paths = saved_files(cli_env)
+    data = json.loads(Path(paths[0]).read_text())
+    data["history"][0]["timestamp"] = stamp
+    Path(paths[0]).write_text(json.dumps(data))
+    listed = cli("sessions", "list")
+    no_traceback(listed)
+    assert listed.returncode == 0
+    assert all(Path(p).stem in listed.stdout for p in paths)  # both chats listed
+    shown = cli("sessions", "show", Path(paths[0]).stem)
+    no_traceback(shown)
+    assert shown.returncode == 0 and "last used: " in shown.stdout
+    as_json = cli("sessions", "list", "--json")
+    assert as_json.returncode == 0 and len(as_json.stdout.splitlines()) == 2
+
+
+def test_when_shows_a_dash_for_a_time_it_cannot_show() -> None:
+    from cursor_agent_api.cli.sessions_cmd import _when
+
+    assert _when(0.0) == "—"
+    for stamp in (1e300, -1e300, float("inf"), float("nan")):
+        assert _when(stamp) == "—"
+    assert _when(1_700_000_000.0).startswith("2023-11-1")

@@ -24,7 +24,13 @@ from .saved_chats import SavedChats
 
 
 def _when(stamp: float) -> str:
-    return dt.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M") if stamp else "—"
+    """The local time of ``stamp``, or ``—`` when unknown or not a time a clock can show."""
+    if not stamp:
+        return "—"
+    try:
+        return dt.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):  # 1e300, inf, nan; Windows before 1970
+        return "—"
 
 
 def _one_line(text: str, width: int = 60) -> str:
