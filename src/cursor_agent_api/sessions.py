@@ -162,7 +162,7 @@ class SessionTurn:
             sid if isinstance(sid, str) else None,
             err if isinstance(err, str) else None,
             bool(d.get("cancelled")),
-            duration if isinstance(duration, int) else None,
+            duration if isinstance(duration, int) and not isinstance(duration, bool) else None,
             _stamp(stamp),
         )
 
@@ -222,12 +222,19 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not an object")
     version = data.get("version", 1)
-    if version not in _READABLE_VERSIONS:
+    if isinstance(version, bool) or version not in _READABLE_VERSIONS:
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: file version "
                            f"{version!r}, this library reads versions 1 and 2")
-    if not isinstance(data.get("config", {}), dict):
+    config = data.get("config", {})
+    if not isinstance(config, dict):
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
                            "config must be an object")
+    for key in ("env_set", "env_unset"):  # names only (the values are never saved)
+        names = config.get(key)
+        if names is not None and (not isinstance(names, list)
+                                  or not all(isinstance(n, str) for n in names)):
+            raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
+                               f"config.{key} must be a list of strings (variable names)")
     for key in ("chat_id", "workspace", "model"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
@@ -374,11 +381,10 @@ class _SessionState(Generic[_C]):
                     fields[name] = saved[name]
             env: dict[str, str | None] = {}
             given = overrides.get("env") or {}
-            for name in saved.get("env_unset") or []:
-                env[str(name)] = None
+            for name in saved.get("env_unset") or []:  # lists of str: read_session_file checked
+                env[name] = None
             missing = []
             for name in saved.get("env_set") or []:
-                name = str(name)
                 if name in given:
                     continue
                 if name in os.environ:
