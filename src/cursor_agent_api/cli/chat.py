@@ -27,10 +27,10 @@ from rich.text import Text
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir
-from .console import error_text, make_console
+from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
 from .render import printable
-from .run import acp_steering, load_session
+from .run import acp_steering, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -52,7 +52,7 @@ def _setup_readline() -> None:
     import atexit
 
     def save() -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # a line that was not UTF-8
             readline.write_history_file(history)
 
     atexit.register(save)
@@ -96,10 +96,20 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         while True:
             try:
                 prompt = input(PROMPT) if interactive else _read_line()
+                if prompt.strip():
+                    utf8_prompt(prompt, "this line")
             except EOFError:
                 break
             except KeyboardInterrupt:
                 console.print()
+                continue
+            except (CliUsageError, UnicodeDecodeError) as exc:  # not sent: nothing ran
+                reason = str(exc) if isinstance(exc, CliUsageError) else \
+                    "this line is not UTF-8 text (type it again in UTF-8)"
+                console.print(Text(f"✗ {reason} — not sent", style="bold red"))
+                if not interactive:
+                    status = 2  # a script's next prompts assumed this one was sent
+                    break
                 continue
             if not prompt.strip():
                 continue
@@ -141,8 +151,9 @@ def _stop(view: object) -> None:
 
 
 def _read_line() -> str:
-    line = sys.stdin.readline()
+    line = read_stdin(line=True)
     if not line:
         raise EOFError
-    sys.stdout.write(PROMPT + line)
+    shown = printable(line.rstrip("\n")).encode("utf-8", "backslashreplace").decode("utf-8")
+    sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
     return line.rstrip("\n")

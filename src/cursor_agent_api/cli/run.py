@@ -22,6 +22,7 @@ from typing import Any
 import click
 from rich.text import Text
 
+from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..sessions import ConversationSession
@@ -34,21 +35,48 @@ from .views import AgentFormatView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
-    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none."""
+    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none,
+    :class:`CliUsageError` (one line) when it is not UTF-8 text."""
     if words and prompt_file is not None:
         raise click.UsageError("give the prompt as arguments or with --prompt-file, not both")
     if prompt_file is not None:
         try:
             if str(prompt_file) == "-":
-                return sys.stdin.read()
+                return utf8_prompt(read_stdin(), "the prompt on stdin")
             return prompt_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc}") from None
-    if words:
-        return " ".join(words)
+    if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
+        return utf8_prompt(" ".join(words), "the prompt")
     if not sys.stdin.isatty():
-        return sys.stdin.read()
+        return utf8_prompt(read_stdin(), "the prompt on stdin")
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
+
+
+def read_stdin(*, line: bool = False) -> str:
+    """Standard input (one line with ``line``) decoded as UTF-8 whatever the locale, a byte
+    that is not UTF-8 kept as a lone surrogate for :func:`utf8_prompt` to name (``""``: EOF)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stdin (an embedding's): it decoded already
+        return sys.stdin.readline() if line else sys.stdin.read()
+    data = raw.readline() if line else raw.read()
+    return str(data.decode("utf-8", "surrogateescape"))
+
+
+def utf8_prompt(text: str, what: str) -> str:
+    r"""``text`` if it can be sent as UTF-8, else :class:`CliUsageError` naming where.
+
+    Example:
+        >>> utf8_prompt("caf\udce9", "the prompt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: the prompt is not UTF-8 text: character 3 ...
+    """
+    try:
+        check_prompt(text)
+    except ValueError as exc:
+        raise CliUsageError(str(exc).replace("the prompt", what, 1)) from None
+    return text
 
 
 def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
