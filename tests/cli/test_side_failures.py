@@ -94,3 +94,27 @@ def test_show_of_an_unreadable_saved_chat_is_one_line(cli: Run, cli_env: dict[st
     assert proc.returncode == 1
     (line,) = proc.stderr.splitlines()
     assert "cannot read the saved chat" in line
+
+
+# ---- 8. --record on a full disk ------------------------------------------------------------
+
+
+def test_record_on_a_full_disk_warns_once_and_the_turn_finishes(cli: Run,
+                                                               cli_env: dict[str, str]) -> None:
+    proc = cli("run", "--simulate", "--trust", "--record", "/dev/full", "-o", "json",
+               "list the files")
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert orjson.loads(proc.stdout)["success"] is True  # the whole turn, to its result
+    (warning,) = [line for line in proc.stderr.splitlines() if "/dev/full" in line]
+    assert "recording stopped" in warning and "No space left" in warning
+    assert list((Path(cli_env["CURSOR_AGENT_API_HOME"]) / "chats").glob("*.json"))  # saved
+
+
+def test_chat_record_on_a_full_disk_warns_once(cli: Run) -> None:
+    proc = cli("chat", "--simulate", "--trust", "--record", "/dev/full",
+               stdin="list the files\nread notes.txt\n")
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("✓ done") == 2
+    assert proc.stderr.count("recording stopped") == 1
