@@ -3,7 +3,8 @@
 Line editing and history (GNU readline); Enter sends; Ctrl-C cancels the running
 turn and keeps the chat (at the prompt it clears the line); Ctrl-D leaves. Every
 turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
-``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once.
+``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once. A saved
+chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
 first failed turn (the next prompts assumed it worked).
@@ -61,7 +62,8 @@ def _setup_readline() -> None:
 @click.command()
 @agent_options
 @with_config
-def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) -> None:
+def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Path | None,
+         output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
     console = make_console()  # a pipe or a log: long lines stay whole
     if output in ("json", "ndjson"):
@@ -80,12 +82,12 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     if steering is not None:
         config = config.with_overrides(**steering.fields())
     try:
-        session = load_session(config, saved)
+        session = load_session(config, saved, given)
     except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run
         recorder.close()
         console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
         sys.exit(1)
-    where = printable(config.workspace or ".")
+    where = printable(session.config.workspace or ".")  # a resumed chat's, unless -w was given
     console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
         "Ctrl-D leaves",
@@ -138,7 +140,8 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     if session.session_id:
         console.print(Text(
             "continue later: " + printable(continue_command(
-                session.session_id, simulate, config.workspace, acp=config.transport == "acp")),
+                session.session_id, simulate, session.config.workspace,
+                acp=config.transport == "acp")),
             style="dim",
         ))
     sys.exit(status)

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -79,14 +80,18 @@ def utf8_prompt(text: str, what: str) -> str:
     return text
 
 
-def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
+def load_session(config: AgentConfig, saved: SavedChats,
+                 given: Collection[str] = ()) -> ConversationSession:
     """A session for ``config``: the saved chat when resuming one we know, else a new one.
+
+    A saved chat runs in its saved workspace with its saved model, unless ``given`` names
+    them (``--workspace``, ``--model`` given on the command line: they win).
 
     :class:`~.saved_chats.DamagedChatError` (a ``CursorAgentError``) if that chat's file
     cannot be read or is not a session.
     """
     if config.resume and saved.exists(config.resume):
-        session = saved.load(config.resume, config)
+        session = saved.load(config.resume, config, keep=given)
         if session.session_id != config.resume:  # the file was renamed by hand
             return ConversationSession(config, session_id=config.resume)
         return session
@@ -107,9 +112,9 @@ def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
 @click.option("--api-key", "api_key", default=None, hidden=True, expose_value=True)
 @agent_options
 @with_config
-def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, simulate: bool,
-        record: Path | None, output: str, output_format: str | None, print_mode: bool,
-        api_key: str | None) -> None:
+def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
+        prompt_file: Path | None, simulate: bool, record: Path | None, output: str,
+        output_format: str | None, print_mode: bool, api_key: str | None) -> None:
     """Run one turn of the agent on PROMPT and show it as it happens.
 
     A drop-in for `agent -p`: the same flags (--output-format, --force/--yolo, --trust,
@@ -139,7 +144,7 @@ def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, s
     if steering is not None:
         config = config.with_overrides(**steering.fields())
     try:
-        with load_session(config, saved) as session:
+        with load_session(config, saved, given) as session:
             outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate,
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,8 +93,10 @@ class SavedChats:
         session.save(path)
         return path
 
-    def load(self, chat_id: str, config: AgentConfig) -> ConversationSession:
-        """The saved chat as a session run with ``config`` (the file's workspace and model).
+    def load(self, chat_id: str, config: AgentConfig,
+             keep: Collection[str] = ()) -> ConversationSession:
+        """The saved chat as a session run with ``config`` and the file's workspace and model,
+        except those named in ``keep`` (given on the command line: they win).
 
         :class:`DamagedChatError` if the file cannot be read or is not a session.
         """
@@ -101,7 +104,8 @@ class SavedChats:
         remedy = (f"repair or remove it (cursor-agent-api sessions rm {chat_id}), or start a "
                   "new chat without --resume")
         try:
-            return ConversationSession.load(path, config)
+            return ConversationSession.load(path, config,
+                                            **{name: getattr(config, name) for name in keep})
         except OSError as exc:
             raise DamagedChatError(f"cannot read the saved chat {path}: "
                                    f"{exc.strerror or exc} — {remedy}") from None
