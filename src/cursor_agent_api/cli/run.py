@@ -93,6 +93,7 @@ def load_session(config: AgentConfig, saved: SavedChats,
     if config.resume and saved.exists(config.resume):
         session = saved.load(config.resume, config, keep=given)
         if session.session_id != config.resume:  # the file was renamed by hand
+            session.close()
             return ConversationSession(config, session_id=config.resume)
         return session
     return ConversationSession(config, session_id=config.resume)
