@@ -85,7 +85,7 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
         session = load_session(config, saved, given)
     except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run
         recorder.close()
-        console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+        console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
         sys.exit(1)
     where = printable(session.config.workspace or ".")  # a resumed chat's, unless -w was given
     console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
@@ -121,7 +121,7 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 _stop(view)
-                console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+                console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
                 status = 1
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on

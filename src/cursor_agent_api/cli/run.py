@@ -29,6 +29,7 @@ from ..errors import CursorAgentError
 from ..sessions import ConversationSession
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
+from .render import printable
 from .saved_chats import SavedChats
 from .steer import TerminalSteering
 from .turns import Recorder, run_turn
@@ -150,7 +151,7 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+        err.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)
