@@ -7,7 +7,9 @@ turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
 chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
-first failed turn (the next prompts assumed it worked).
+first failed turn (the next prompts assumed it worked), and at a line that is not UTF-8
+text (exit status 2: it was not sent); at a terminal, such a line is refused and the chat
+goes on.
 
 Example:
     $ cursor-agent-api chat --simulate --trust
