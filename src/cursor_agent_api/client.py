@@ -196,9 +196,33 @@ def _same(value: T) -> T:
     return value
 
 
-def _check_prompt(prompt: object) -> str | bytes:
+def check_prompt(prompt: object) -> str | bytes:
+    r"""``prompt``, checked where every prompt enters (the clients, sync and async, and so the
+    sessions): ``TypeError`` if it is neither str nor bytes; ``ValueError`` naming the
+    position if a str cannot be sent as UTF-8 — a lone surrogate, such as the ``\udce9`` that
+    a byte which is not UTF-8 becomes when read with ``surrogateescape`` (a Latin-1 file on
+    a pipe, ``sys.argv``). Bytes are sent as given.
+
+    Example:
+        >>> check_prompt("café")
+        'café'
+        >>> check_prompt("summarize: caf\udce9")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: the prompt is not UTF-8 text: character 14 is the byte 0xE9, which is not ...
+    """
     if not isinstance(prompt, (str, bytes)):
         raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
+    if isinstance(prompt, str) and not prompt.isascii():
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            code = ord(prompt[exc.start])
+            what = (f"the byte 0x{code - 0xDC00:02X}, which is not UTF-8 (decode the input with "
+                    "its real encoding)" if 0xDC80 <= code <= 0xDCFF
+                    else f"a lone surrogate U+{code:04X}, which UTF-8 cannot encode")
+            raise ValueError(f"the prompt is not UTF-8 text: character {exc.start} is {what}"
+                             ) from None
     return prompt
 
 
@@ -610,7 +634,7 @@ class CursorAgentClient:
             'The answer is 4.'
         """
         config = self.config.with_overrides(**overrides)
-        return self._start(config, _check_prompt(prompt), None,
+        return self._start(config, check_prompt(prompt), None,
                            lambda run, finished: finished, wait_for)
 
     def query_stream(self, prompt: str, **overrides: Any) -> StreamingResponse:
@@ -625,7 +649,7 @@ class CursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = ThreadEventQueue()
-        return self._start(config, _check_prompt(prompt), queue, lambda run, finished:
+        return self._start(config, check_prompt(prompt), queue, lambda run, finished:
                            StreamingResponse(run, queue, config, prompt, finished), _same)
 
     # account ---------------------------------------------------------------------------
@@ -881,7 +905,7 @@ class AsyncCursorAgentClient:
             >>> r = await client.query("What is 2+2?")  # doctest: +SKIP
         """
         config = self.config.with_overrides(**overrides)
-        return await run_to_end(_open_turn(self._acp, self._tools, config, _check_prompt(prompt),
+        return await run_to_end(_open_turn(self._acp, self._tools, config, check_prompt(prompt),
                                            None))
 
     def query_stream(self, prompt: str, *, read_ahead: AsyncEventQueue | None = None,
@@ -900,7 +924,7 @@ class AsyncCursorAgentClient:
         """
         config = self.config.with_overrides(**overrides)
         queue = AsyncEventQueue() if read_ahead is None else read_ahead
-        turn = _open_turn(self._acp, self._tools, config, _check_prompt(prompt), queue)
+        turn = _open_turn(self._acp, self._tools, config, check_prompt(prompt), queue)
         return AsyncStreamingResponse(turn, queue, config, prompt)
 
     def _deferred_stream(self, prompt: str, overrides: Callable[[], Awaitable[dict[str, Any]]]

@@ -144,7 +144,12 @@ class SessionTurn:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> SessionTurn:
-        """Rebuild from :meth:`to_dict` (``ValueError`` on a malformed entry)."""
+        """Rebuild from :meth:`to_dict` (``ValueError`` on a malformed entry).
+
+        A ``timestamp`` that is not a time a clock can show (not a number, not finite,
+        before 1970 or after the year 9999) is read as ``0.0``, unknown, as in files of
+        version 1: it is cosmetic, and the turn itself is kept.
+        """
         if not isinstance(d, dict) or not isinstance(d.get("prompt"), str) \
                 or not isinstance(d.get("result"), str):
             raise ValueError(f"not a history entry: {d!r:.200}")
@@ -157,9 +162,26 @@ class SessionTurn:
             sid if isinstance(sid, str) else None,
             err if isinstance(err, str) else None,
             bool(d.get("cancelled")),
-            duration if isinstance(duration, int) else None,
-            float(stamp) if isinstance(stamp, (int, float)) else 0.0,
+            duration if isinstance(duration, int) and not isinstance(duration, bool) else None,
+            _stamp(stamp),
         )
+
+
+_LAST_STAMP = 253_402_300_799.0
+"""The last second of the year 9999: the latest time ``datetime`` can show."""
+
+
+def _stamp(value: object) -> float:
+    """A saved turn's timestamp, or ``0.0`` (unknown) for one no clock can show.
+
+    Example:
+        >>> _stamp(1_700_000_000), _stamp(1e300), _stamp(float("nan")), _stamp("x")
+        (1700000000.0, 0.0, 0.0, 0.0)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    stamp = float(value)
+    return stamp if 0.0 <= stamp <= _LAST_STAMP else 0.0  # NaN fails both comparisons
 
 
 def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -200,12 +222,19 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not an object")
     version = data.get("version", 1)
-    if version not in _READABLE_VERSIONS:
+    if isinstance(version, bool) or version not in _READABLE_VERSIONS:
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: file version "
                            f"{version!r}, this library reads versions 1 and 2")
-    if not isinstance(data.get("config", {}), dict):
+    config = data.get("config", {})
+    if not isinstance(config, dict):
         raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
                            "config must be an object")
+    for key in ("env_set", "env_unset"):  # names only (the values are never saved)
+        names = config.get(key)
+        if names is not None and (not isinstance(names, list)
+                                  or not all(isinstance(n, str) for n in names)):
+            raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
+                               f"config.{key} must be a list of strings (variable names)")
     for key in ("chat_id", "workspace", "model"):
         if data.get(key) is not None and not isinstance(data[key], str):
             raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
@@ -352,11 +381,10 @@ class _SessionState(Generic[_C]):
                     fields[name] = saved[name]
             env: dict[str, str | None] = {}
             given = overrides.get("env") or {}
-            for name in saved.get("env_unset") or []:
-                env[str(name)] = None
+            for name in saved.get("env_unset") or []:  # lists of str: read_session_file checked
+                env[name] = None
             missing = []
             for name in saved.get("env_set") or []:
-                name = str(name)
                 if name in given:
                     continue
                 if name in os.environ:

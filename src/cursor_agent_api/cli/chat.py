@@ -3,10 +3,13 @@
 Line editing and history (GNU readline); Enter sends; Ctrl-C cancels the running
 turn and keeps the chat (at the prompt it clears the line); Ctrl-D leaves. Every
 turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
-``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once.
+``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once. A saved
+chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
-first failed turn (the next prompts assumed it worked).
+first failed turn (the next prompts assumed it worked), and at a line that is not UTF-8
+text (exit status 2: it was not sent); at a terminal, such a line is refused and the chat
+goes on.
 
 Example:
     $ cursor-agent-api chat --simulate --trust
@@ -27,9 +30,10 @@ from rich.text import Text
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir
-from .console import error_text, make_console
+from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
-from .run import acp_steering, load_session
+from .render import printable
+from .run import acp_steering, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -51,7 +55,7 @@ def _setup_readline() -> None:
     import atexit
 
     def save() -> None:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError):  # a line that was not UTF-8
             readline.write_history_file(history)
 
     atexit.register(save)
@@ -60,7 +64,8 @@ def _setup_readline() -> None:
 @click.command()
 @agent_options
 @with_config
-def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) -> None:
+def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Path | None,
+         output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
     console = make_console()  # a pipe or a log: long lines stay whole
     if output in ("json", "ndjson"):
@@ -78,22 +83,37 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
     steering = acp_steering(config, console)
     if steering is not None:
         config = config.with_overrides(**steering.fields())
-    session = load_session(config, saved)
-    where = config.workspace or "."
-    console.print(
+    try:
+        session = load_session(config, saved, given)
+    except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run
+        recorder.close()
+        console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
+        sys.exit(1)
+    where = printable(session.config.workspace or ".")  # a resumed chat's, unless -w was given
+    console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
         "Ctrl-D leaves",
         style="dim",
-    )
+    ))
     status = 0
     try:
         while True:
             try:
                 prompt = input(PROMPT) if interactive else _read_line()
+                if prompt.strip():
+                    utf8_prompt(prompt, "this line")
             except EOFError:
                 break
             except KeyboardInterrupt:
                 console.print()
+                continue
+            except (CliUsageError, UnicodeDecodeError) as exc:  # not sent: nothing ran
+                reason = str(exc) if isinstance(exc, CliUsageError) else \
+                    "this line is not UTF-8 text (type it again in UTF-8)"
+                console.print(Text(f"✗ {reason} — not sent", style="bold red"))
+                if not interactive:
+                    status = 2  # a script's next prompts assumed this one was sent
+                    break
                 continue
             if not prompt.strip():
                 continue
@@ -103,7 +123,7 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 _stop(view)
-                console.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+                console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
                 status = 1
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on
@@ -120,11 +140,12 @@ def chat(config: AgentConfig, simulate: bool, record: Path | None, output: str) 
         recorder.close()
         session.close()
     if session.session_id:
-        console.print(
-            "continue later: " + continue_command(session.session_id, simulate, config.workspace,
-                                                  acp=config.transport == "acp"),
+        console.print(Text(
+            "continue later: " + printable(continue_command(
+                session.session_id, simulate, session.config.workspace,
+                acp=config.transport == "acp")),
             style="dim",
-        )
+        ))
     sys.exit(status)
 
 
@@ -135,8 +156,9 @@ def _stop(view: object) -> None:
 
 
 def _read_line() -> str:
-    line = sys.stdin.readline()
+    line = read_stdin(line=True)
     if not line:
         raise EOFError
-    sys.stdout.write(PROMPT + line)
+    shown = printable(line.rstrip("\n")).encode("utf-8", "backslashreplace").decode("utf-8")
+    sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
     return line.rstrip("\n")

@@ -174,8 +174,13 @@ def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str |
         return resume  # a chat of the agent's own, not saved here
 
 
+RESUME_OVERRIDABLE = ("workspace", "model")
+"""The settings a saved chat keeps that ``--resume`` takes unless given on the command line."""
+
+
 def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the agent options of a command into one ``config`` argument."""
+    """Turn the agent options of a command into one ``config`` argument, and ``given``: which
+    of :data:`RESUME_OVERRIDABLE` were given on the command line."""
 
     @functools.wraps(func)
     def wrapper(**kwargs: Any) -> Any:
@@ -189,8 +194,11 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
         config_args["partial"] = agent_name or (partial if partial is not None else not drop_in)
         # a bad id fails now, before any prompt is read, in the command line's words
         config_args["resume"] = resolve_resume(config_args["resume"])
+        # --resume of a saved chat: an option given here wins over the saved value, one not
+        # given takes it (build_config fills the workspace with the current folder regardless)
+        given = frozenset(k for k in RESUME_OVERRIDABLE if config_args[k] is not None)
         config = build_config(**config_args, simulate=kwargs["simulate"])
-        return func(config=config, **kwargs)
+        return func(config=config, given=given, **kwargs)
 
     return wrapper
 

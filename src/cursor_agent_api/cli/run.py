@@ -16,17 +16,20 @@ Example:
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.text import Text
 
+from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..sessions import ConversationSession
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
+from .render import printable
 from .saved_chats import SavedChats
 from .steer import TerminalSteering
 from .turns import Recorder, run_turn
@@ -34,28 +37,64 @@ from .views import AgentFormatView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
-    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none."""
+    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none,
+    :class:`CliUsageError` (one line) when it is not UTF-8 text."""
     if words and prompt_file is not None:
         raise click.UsageError("give the prompt as arguments or with --prompt-file, not both")
     if prompt_file is not None:
         try:
             if str(prompt_file) == "-":
-                return sys.stdin.read()
+                return utf8_prompt(read_stdin(), "the prompt on stdin")
             return prompt_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc}") from None
-    if words:
-        return " ".join(words)
+    if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
+        return utf8_prompt(" ".join(words), "the prompt")
     if not sys.stdin.isatty():
-        return sys.stdin.read()
+        return utf8_prompt(read_stdin(), "the prompt on stdin")
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
 
 
-def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
-    """A session for ``config``: the saved chat when resuming one we know, else a new one."""
+def read_stdin(*, line: bool = False) -> str:
+    """Standard input (one line with ``line``) decoded as UTF-8 whatever the locale, a byte
+    that is not UTF-8 kept as a lone surrogate for :func:`utf8_prompt` to name (``""``: EOF)."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stdin (an embedding's): it decoded already
+        return sys.stdin.readline() if line else sys.stdin.read()
+    data = raw.readline() if line else raw.read()
+    return str(data.decode("utf-8", "surrogateescape"))
+
+
+def utf8_prompt(text: str, what: str) -> str:
+    r"""``text`` if it can be sent as UTF-8, else :class:`CliUsageError` naming where.
+
+    Example:
+        >>> utf8_prompt("caf\udce9", "the prompt")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: the prompt is not UTF-8 text: character 3 ...
+    """
+    try:
+        check_prompt(text)
+    except ValueError as exc:
+        raise CliUsageError(str(exc).replace("the prompt", what, 1)) from None
+    return text
+
+
+def load_session(config: AgentConfig, saved: SavedChats,
+                 given: Collection[str] = ()) -> ConversationSession:
+    """A session for ``config``: the saved chat when resuming one we know, else a new one.
+
+    A saved chat runs in its saved workspace with its saved model, unless ``given`` names
+    them (``--workspace``, ``--model`` given on the command line: they win).
+
+    :class:`~.saved_chats.DamagedChatError` (a ``CursorAgentError``) if that chat's file
+    cannot be read or is not a session.
+    """
     if config.resume and saved.exists(config.resume):
-        session = ConversationSession.load(saved.path(config.resume), config)
+        session = saved.load(config.resume, config, keep=given)
         if session.session_id != config.resume:  # the file was renamed by hand
+            session.close()
             return ConversationSession(config, session_id=config.resume)
         return session
     return ConversationSession(config, session_id=config.resume)
@@ -75,9 +114,9 @@ def load_session(config: AgentConfig, saved: SavedChats) -> ConversationSession:
 @click.option("--api-key", "api_key", default=None, hidden=True, expose_value=True)
 @agent_options
 @with_config
-def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, simulate: bool,
-        record: Path | None, output: str, output_format: str | None, print_mode: bool,
-        api_key: str | None) -> None:
+def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
+        prompt_file: Path | None, simulate: bool, record: Path | None, output: str,
+        output_format: str | None, print_mode: bool, api_key: str | None) -> None:
     """Run one turn of the agent on PROMPT and show it as it happens.
 
     A drop-in for `agent -p`: the same flags (--output-format, --force/--yolo, --trust,
@@ -107,12 +146,12 @@ def run(config: AgentConfig, words: tuple[str, ...], prompt_file: Path | None, s
     if steering is not None:
         config = config.with_overrides(**steering.fields())
     try:
-        with load_session(config, saved) as session:
+        with load_session(config, saved, given) as session:
             outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate,
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(Text(f"✗ {error_text(exc)}", style="bold red"))
+        err.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)

@@ -14,15 +14,26 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
+from collections import Counter
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config import AgentConfig
 from ..errors import SessionError
 from ..home import home_dir
-from ..sessions import ConversationSession, read_session_file
+from ..sessions import ConversationSession, SessionTurn, read_session_file
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def _turn_key(turn: SessionTurn) -> tuple[object, ...]:
+    """What tells one saved turn from another (its stamp, to the microsecond, and its text)."""
+    return tuple(turn.to_dict().values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +68,18 @@ class AmbiguousChatError(ChatLookupError):
     """A prefix that several saved chats share."""
 
 
+class DamagedChatError(SessionError):
+    """A saved chat's file that cannot be read or is not a session; the message says which
+    file, why, and what to do.
+
+    Example:
+        >>> DamagedChatError("cannot read the saved chat x").cli_message()
+        'cannot read the saved chat x'
+    """
+
+    remedy = ""
+
+
 class SavedChats:
     """The saved chats: paths, listing, removal."""
 
@@ -70,14 +93,74 @@ class SavedChats:
         return self.root / f"{chat_id}.json"
 
     def save(self, session: ConversationSession) -> Path | None:
-        """Save the session under its chat id (nothing before the chat has an id)."""
+        """Save the session under its chat id (nothing before the chat has an id).
+
+        Several commands may have the same chat open (a ``chat`` left open, a ``run
+        --resume`` meanwhile): under an exclusive lock, the file is read again and the
+        session's turns that it lacks are added after its own, so no command erases the
+        turns another saved. ``session.history`` becomes what the file then holds. A file
+        that cannot be read raises (``SessionError``, ``OSError``) and is left as it is.
+
+        Example:
+            >>> import tempfile
+            >>> from cursor_agent_api.sessions import SessionTurn
+            >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> one, two = ConversationSession(session_id=chat), ConversationSession(session_id=chat)
+            >>> one.history.append(SessionTurn("from one", "ok", True, chat, timestamp=1.0))
+            >>> two.history.append(SessionTurn("from two", "ok", True, chat, timestamp=2.0))
+            >>> path = chats.save(one); path = chats.save(two)
+            >>> [turn.prompt for turn in read_session_file(path)["history"]]
+            ['from one', 'from two']
+        """
         if not session.session_id:
             return None
         if not self.root.is_dir():  # prompts and answers: for this user only (files are 0600)
             self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = self.path(session.session_id)
-        session.save(path)
+        with self._lock():
+            if path.is_file():
+                on_disk = read_session_file(path)["history"]
+                saved = Counter(_turn_key(t) for t in on_disk)
+                mine = []
+                for turn in session.history:  # a turn the file has already is not added again
+                    key = _turn_key(turn)
+                    if saved[key]:
+                        saved[key] -= 1
+                    else:
+                        mine.append(turn)
+                session.history[:] = [*on_disk, *mine]
+            session.save(path)
         return path
+
+    @contextlib.contextmanager
+    def _lock(self) -> Iterator[None]:
+        """Exclusive, across processes, while a chat's file is read and written again (one
+        lock file for the folder: a save takes milliseconds)."""
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def load(self, chat_id: str, config: AgentConfig,
+             keep: Collection[str] = ()) -> ConversationSession:
+        """The saved chat as a session run with ``config`` and the file's workspace and model,
+        except those named in ``keep`` (given on the command line: they win).
+
+        :class:`DamagedChatError` if the file cannot be read or is not a session.
+        """
+        path = self.path(chat_id)
+        remedy = (f"repair or remove it (cursor-agent-api sessions rm {chat_id}), or start a "
+                  "new chat without --resume")
+        try:
+            return ConversationSession.load(path, config,
+                                            **{name: getattr(config, name) for name in keep})
+        except OSError as exc:
+            raise DamagedChatError(f"cannot read the saved chat {path}: "
+                                   f"{exc.strerror or exc} — {remedy}") from None
+        except SessionError as exc:
+            raise DamagedChatError(f"{exc.message} — {remedy}") from None
 
     def exists(self, chat_id: str) -> bool:
         """True if this chat was saved."""

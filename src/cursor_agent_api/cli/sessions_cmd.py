@@ -19,11 +19,18 @@ from rich.text import Text
 from ..errors import SessionError
 from ..sessions import read_session_file
 from .console import CliError, error_text, make_console
+from .render import printable
 from .saved_chats import SavedChats
 
 
 def _when(stamp: float) -> str:
-    return dt.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M") if stamp else "—"
+    """The local time of ``stamp``, or ``—`` when unknown or not a time a clock can show."""
+    if not stamp:
+        return "—"
+    try:
+        return dt.datetime.fromtimestamp(stamp).strftime("%Y-%m-%d %H:%M")
+    except (OverflowError, OSError, ValueError):  # 1e300, inf, nan; Windows before 1970
+        return "—"
 
 
 def _one_line(text: str, width: int = 60) -> str:
@@ -63,7 +70,10 @@ def list_(as_json: bool) -> None:
     table.add_column("turns", justify="right")
     table.add_column("last used", no_wrap=True)
     for c in chats:
-        table.add_row(c.chat_id, c.workspace or "", _one_line(c.first_prompt), str(c.turns),
+        # saved text is data: never markup ("what does [/tmp] mean" is shown as is), never
+        # a raw escape sequence (shown inert, \x1b…, as every other view shows the agent's text)
+        table.add_row(Text(printable(c.chat_id)), Text(printable(c.workspace or "")),
+                      Text(_one_line(printable(c.first_prompt))), str(c.turns),
                       _when(c.last_used))
     console.print(table)
 
@@ -79,19 +89,23 @@ def show(chat_id: str) -> None:
         data = read_session_file(store.path(chat_id))
     except SessionError as exc:
         raise CliError(error_text(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot read the saved chat {store.path(chat_id)}: "
+                       f"{exc.strerror or exc}") from None
     console = make_console()
-    console.print(Text(f"chat {summary.chat_id}", style="bold"))
-    console.print(f"workspace: {summary.workspace or '—'}   model: {summary.model or 'default'}"
-                  f"   turns: {summary.turns}   last used: {_when(summary.last_used)}")
+    console.print(Text(f"chat {printable(summary.chat_id)}", style="bold"))
+    console.print(Text(f"workspace: {printable(summary.workspace or '—')}   "
+                       f"model: {printable(summary.model or 'default')}   "
+                       f"turns: {summary.turns}   last used: {_when(summary.last_used)}"))
     for turn in data["history"]:
         console.print()
-        console.print(Text("› " + turn.prompt, style="bold cyan"))
+        console.print(Text("› " + printable(turn.prompt), style="bold cyan"))
         if turn.cancelled:
             console.print(Text("⊘ cancelled", style="yellow"))
         elif not turn.success:
-            console.print(Text(f"✗ {turn.error or 'failed'}", style="red"))
+            console.print(Text(f"✗ {printable(turn.error or 'failed')}", style="red"))
         if turn.result:
-            console.print(Text(turn.result))
+            console.print(Text(printable(turn.result)))
 
 
 @sessions.command()

@@ -12,15 +12,21 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from ..errors import CursorAgentError
+from rich.text import Text
+
+from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult
 from ..sessions import ConversationSession
+from .console import make_console
 from .options import continue_command
+from .render import printable
 from .saved_chats import SavedChats
 from .views import TurnView
 
@@ -31,24 +37,67 @@ __all__ = ["Recorder", "TurnOutcome", "run_turn"]
 
 
 class Recorder:
-    """``--record FILE``: the raw output lines, as received, one per line."""
+    """``--record FILE``: the raw output lines, as received, one per line.
 
-    def __init__(self, path: Path | None) -> None:
+    A file that cannot be written (a full disk, an I/O error) stops the recording, never the
+    turn: the failure is said once, on stderr, by :meth:`report` (after the turn is shown)
+    or :meth:`close`.
+
+    Example:
+        >>> from cursor_agent_api.protocol import parse_event
+        >>> said = []
+        >>> recorder = Recorder(Path("/dev/full"), warn=said.append)
+        >>> recorder.write(parse_event('{"type":"user"}'))
+        >>> recorder.close()
+        >>> said  # doctest: +ELLIPSIS
+        ['⚠ --record /dev/full: recording stopped (No space left on device); ...']
+    """
+
+    def __init__(self, path: Path | None, *, warn: Callable[[str], None] | None = None) -> None:
+        self._path = path
         self._file: BinaryIO | None = open(path, "wb") if path else None  # noqa: SIM115
+        self._warn = warn or _warn_on_stderr
+        self._failure = ""
 
     def write(self, event: AgentEvent) -> None:
         """Append the event's original line (events the library made itself have none)."""
         if self._file is None or event.line is None:
             return
         line = event.line if isinstance(event.line, bytes) else event.line.encode()
-        self._file.write(line + b"\n")
-        self._file.flush()
+        try:
+            self._file.write(line + b"\n")
+            self._file.flush()
+        except OSError as exc:
+            self._fail(exc)
+
+    def _fail(self, exc: OSError) -> None:
+        self._failure = printable(
+            f"⚠ --record {self._path}: recording stopped ({exc.strerror or exc}); the turn "
+            "goes on, the file holds the lines written before")
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):  # its buffer cannot be written either
+                file.close()
+
+    def report(self) -> None:
+        """Say a failure of the recording, once."""
+        if self._failure:
+            self._warn(self._failure)
+            self._failure = ""
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (and say a failure not yet said)."""
         if self._file is not None:
-            self._file.close()
-            self._file = None
+            file, self._file = self._file, None
+            try:
+                file.close()
+            except OSError as exc:  # its last lines could not be written
+                self._fail(exc)
+        self.report()
+
+
+def _warn_on_stderr(message: str) -> None:
+    make_console(stderr=True).print(Text(message, style="yellow"))
 
 
 @dataclass(slots=True)
@@ -125,10 +174,28 @@ def run_turn(
         result = session.finalize_stream(prompt, stream)
     if steering is not None:
         steering.settle()
-    saved.save(session)
+    unsaved = _save(saved, session)
     hint = ""
     if result.session_id:
         hint = continue_command(result.session_id, simulated, session.config.workspace,
                                 acp=session.config.transport == "acp")
-    view.finish(result, continue_hint=hint)
+    view.finish(result, continue_hint=hint)  # the answer first, whatever became of the save
+    recorder.report()
+    if unsaved:
+        _warn_on_stderr(unsaved)
     return TurnOutcome(result, interrupted)
+
+
+def _save(saved: SavedChats, session: ConversationSession) -> str:
+    """Save the chat; on failure (a full disk, a file where the folder should be), the
+    one-line warning to show once the turn is shown, else ``""``. The turn is not lost with
+    the file: the agent keeps the chat, ``--resume ID`` continues it."""
+    try:
+        saved.save(session)
+    except (OSError, SessionError) as exc:
+        reason = str(exc)
+        if isinstance(exc, OSError) and exc.strerror:
+            reason = exc.strerror + (f": {exc.filename}" if exc.filename else "")
+        return printable(f"⚠ this turn was not saved in {saved.root} ({reason}); the agent "
+                         f"keeps the chat: --resume {session.session_id} continues it")
+    return ""

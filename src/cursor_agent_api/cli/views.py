@@ -97,9 +97,9 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
         lines.append(Text("⊘ cancelled" + (f" · {stats}" if stats else ""), style="yellow"))
     else:
         message = error_text(result.exception) if result.exception else (result.error or "failed")
-        lines.append(Text(f"✗ {message}", style="bold red"))
+        lines.append(Text(f"✗ {printable(message)}", style="bold red"))  # the agent's words
         if result.stderr and not result.exception:
-            lines.append(Text(result.stderr.strip()[-2000:], style="dim"))
+            lines.append(Text(printable(result.stderr.strip()[-2000:]), style="dim"))
     if result.session_id:
         hint = f" · continue: {continue_hint}" if continue_hint else ""
         lines.append(Text(f"chat {result.session_id}{hint}", style="dim"))
@@ -212,7 +212,7 @@ class AgentFormatView:
         elif not result.success:
             message = error_text(result.exception) if result.exception else (
                 result.error or "the turn failed")
-            self.err.print(Text(f"✗ {message}", style="bold red"))
+            self.err.print(Text(f"✗ {printable(message)}", style="bold red"))
 
 
 RESULT_FIELDS = ("type", "subtype", "duration_ms", "duration_api_ms", "is_error", "result",

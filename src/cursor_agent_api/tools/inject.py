@@ -5,7 +5,8 @@ into ``<workspace>/.cursor/mcp.json`` (the CLI reads it at start) and allowlist 
 ``Mcp(server:tool)`` into ``<workspace>/.cursor/cli.json`` (``permissions.allow``), creating
 what does not exist; at the end of the turn it puts back every byte: a file that existed gets
 its original bytes, a file (or the ``.cursor`` directory) that did not is removed. The user
-level ``~/.cursor`` is never read or written.
+level ``~/.cursor`` is never read or written, nor anything else through a symbolic link: a
+``.cursor`` (or one of the two files) that is a link is refused (:class:`InjectionError`).
 
 How it survives the unexpected:
 
@@ -124,10 +125,23 @@ def _read(path: Path) -> bytes | None:
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
-    """Write over the file itself (its inode and mode stay the user's)."""
-    with open(path, "r+b" if path.exists() else "wb") as f:
+    """Write over the file itself (its inode and mode stay the user's); never through a
+    symbolic link (``O_NOFOLLOW``: a link planted meanwhile fails with ``ELOOP``)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(fd, "r+b") as f:
         f.write(data)
         f.truncate()
+
+
+def _no_links(workspace: Path) -> None:
+    """:class:`InjectionError` if ``.cursor`` or one of our files in it is a symbolic link: a
+    repository could point it at the user's own ``~/.cursor`` (their global MCP servers) or
+    anywhere else, and the injection would write there."""
+    cursor = workspace / ".cursor"
+    for path in (cursor, cursor / MCP_FILE, cursor / CLI_FILE):
+        if path.is_symlink():
+            raise InjectionError(f"{path} is a symbolic link (to {os.readlink(path)}): the "
+                                 "tools are not injected through it; nothing was changed")
 
 
 def _parse(name: str, data: bytes | None) -> dict[str, Any]:
@@ -345,6 +359,7 @@ class WorkspaceInjection:
             return
         if not self.workspace.is_dir():
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
+        _no_links(self.workspace)
         sweep(self.root)
         with _locked(self.journal.directory):
             state = self.journal.load()
