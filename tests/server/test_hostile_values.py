@@ -308,3 +308,23 @@ def test_derived_writes_refused_for_their_data_keep_the_batch(
     assert payloads == [{"n": i} for i in range(size)]
     assert updated < 2**63
     assert "its records are stored without them" in caplog.text
+
+
+@pytest.mark.parametrize("field", ["prompt", "title"])
+def test_a_lone_surrogate_in_a_prompt_or_title_is_a_client_error(server: Server, field: str) -> None:
+    # JSON may escape half of a UTF-16 pair ("\udce9"): no UTF-8 text holds it, and neither
+    # the agent's stdin nor the database takes it; the request says so, nothing is stored
+    # (the request's validation refuses it: this guards that, as the client now refuses it too)
+    raw = b'{"%s": "caf\\udce9"}' % field.encode()
+    with server.client() as c:
+        chat = new_chat(c)
+        if field == "prompt":
+            r = c.post(f"/api/chats/{chat['id']}/runs", content=raw,
+                       headers={"content-type": "application/json"})
+        else:
+            r = c.patch(f"/api/chats/{chat['id']}", content=raw,
+                        headers={"content-type": "application/json"})
+        assert r.status_code == 422 and f"{field}: Input should be a valid string" in r.text, r.text
+        assert c.get(f"/api/chats/{chat['id']}/runs").json()["runs"] == []
+        assert c.get(f"/api/chats/{chat['id']}").json()["title"] == chat["title"]
+    assert "Traceback" not in server.log_text()
