@@ -344,7 +344,8 @@ def test_timeout_cancels_and_fails_typed(fake: FakeAgent) -> None:
 
     with CursorAgentClient(fake.config(timeout=0.5)) as client:
         result = client.query("slow")
-        after = client.query("say fine", resume=result.session_id)
+        # (the next turn with a timeout of its own: 0.5 s is short for a loaded machine)
+        after = client.query("say fine", resume=result.session_id, timeout=60)
     assert isinstance(result.exception, AgentTimeoutError)
     assert after.success
 
