@@ -219,3 +219,13 @@ def test_a_timestamp_the_agent_wrote_oddly_is_none_never_an_error(stamp: str) ->
                     + ',"message":{"content":[{"type":"text","text":"x"}]}}')
     assert e.timestamp_ms is None and e.text == "x"
     assert e.to_dict()["timestamp_ms"] is None
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("introducer", ["\x90", "\x9d", "\x1b]", "\x1bP"])
+def test_strip_ansi_is_linear_on_strings_that_never_end(introducer: str) -> None:
+    # the agent's stderr goes through it on the event loop: an unterminated string introducer
+    # repeated (1 MB here) takes well under a second; a rescan to the end from each one took
+    # hours (6.5 s for 60 KB)
+    text = (introducer + "a") * (1_000_000 // (len(introducer) + 1))
+    assert strip_ansi(text).count("a") == len(text) // (len(introducer) + 1)

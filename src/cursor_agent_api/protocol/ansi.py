@@ -11,8 +11,9 @@ import re
 
 _ANSI = re.compile(
     r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]"  # CSI, 7- and 8-bit: colours, cursor moves
-    # strings, payload included: OSC (titles, hyperlinks), DCS, SOS, PM, APC
-    r"|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
+    # strings, payload included: OSC (titles, hyperlinks), DCS, SOS, PM, APC (a payload stops
+    # at any escape or introducer: an unterminated string is not rescanned to the end)
+    r"|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x90\x98\x9c-\x9f]*(?:\x07|\x1b\\|\x9c)"
     r"|\x1b[ -/]*[0-~]"  # any other escape: intermediates, then its final byte (ESC 7, ESC c…)
     r"|[\x1b\x80-\x9f]"  # what is left: a lone ESC, the other 8-bit controls
 )
