@@ -318,7 +318,8 @@ def _shell_covers(patterns: Sequence[str], command: str) -> bool:
 def _shell_touches(pattern: str, command: str) -> bool:
     """Whether a deny rule's pattern matches any part of ``command``: the whole line, a
     simple command (its name, its name's last path part, its text), any simple command whose
-    name is not known (``$X``, a glob), what a wrapper or shell runs (``sudo rm``,
+    name is not known (``$X``, a glob) or that is a shell without ``-c`` (it runs what it
+    reads), what a wrapper or shell runs (``sudo rm``,
     ``sh -c 'rm x'``: each later word, read as a command line, and the rest of the words),
     any word of a line that cannot be split."""
     if _glob(pattern, command):
@@ -329,7 +330,7 @@ def _shell_touches(pattern: str, command: str) -> bool:
     for c in commands:
         if not c.argv:
             continue
-        if not c.name_known:
+        if not c.name_known or c.runs_unseen:
             return True
         for name in {c.argv[0], posixpath.basename(c.argv[0])}:
             if _glob(pattern, name) or _glob(pattern, " ".join((name, *c.argv[1:]))):

@@ -1,6 +1,7 @@
 """The simple commands of a shell command line, as the ``Shell(…)`` permission rules see them.
 
-``split_commands("ls -la && rm -rf x")`` is ``ls -la`` and ``rm -rf x``: the line is split at
+``split_commands("ls -la && rm -rf x")`` is ``ls -la`` and ``rm -rf x``: the line, its line
+continuations joined as bash joins them, is split at
 ``;``, ``&``, ``&&``, ``||``, ``|``, ``|&``, newlines, parentheses and braces; each simple
 command keeps apart its leading ``VAR=value`` words, its redirections and its words. A line
 with a command or process substitution (``$(…)``, backticks, ``<(…)``, ``>(…)``,
@@ -35,9 +36,10 @@ _RESERVED = frozenset({"!", "if", "then", "else", "elif", "fi", "do", "done", "w
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=")
 _NOT_LITERAL = re.compile(r"[$`*?\[{\\]")  # expansions and globs: the name is not known
 # commands that run another command given in their arguments, as words or as a script
-_RUNNERS = frozenset({"exec", "command", "builtin", "eval", "sudo", "doas", "env", "nohup", "nice",
+_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"})
+_RUNNERS = _SHELLS | {"exec", "command", "builtin", "eval", "sudo", "doas", "env", "nohup", "nice",
                       "ionice", "timeout", "xargs", "stdbuf", "setsid", "watch", "strace",
-                      "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox"})
+                      "busybox"}
 _FD_DUP = frozenset({">&", "<&"})
 _HERE = frozenset({"<<", "<<<"})
 _CRUDE = re.compile(r"[\s;&|()<>`$\"'\\{}=,]+")
@@ -76,6 +78,19 @@ class SimpleCommand:
         return bool(self.argv) and posixpath.basename(self.argv[0]) in _RUNNERS
 
     @property
+    def runs_unseen(self) -> bool:
+        """Whether it is a shell given no ``-c`` script: it runs commands from its input or a
+        file (``… | bash``, ``bash <<< 'rm x'``, ``sh cleanup.sh``), which no rule can read.
+
+        Example:
+            >>> [c.runs_unseen for c in split_commands("echo x | bash; sh -ec 'ls'; ls") or ()]
+            [False, True, False, False]
+        """
+        return (bool(self.argv) and posixpath.basename(self.argv[0]) in _SHELLS
+                and not any(w.startswith("-") and not w.startswith("--") and "c" in w
+                            for w in self.argv[1:]))
+
+    @property
     def harmless(self) -> bool:
         """No ``VAR=value`` before it, a known name, and no redirection but ``2>&1``-style
         descriptor copies (``>&-`` closes) and ``/dev/null`` (in or out).
@@ -109,6 +124,10 @@ def split_commands(command: str) -> tuple[SimpleCommand, ...] | None:
         >>> split_commands("ls $(rm -rf x)") is None, split_commands("ls 'open") is None
         (True, True)
     """
+    # bash removes a line continuation (backslash, newline) before it reads the line, so it
+    # may complete a "$(" or a "$'" (in single quotes bash keeps it: judging the line joined
+    # there only makes a word shorter, never a quote or a separator)
+    command = command.replace("\\\n", "")
     if _SUBSTITUTION.search(command) or "$'" in command:  # shlex does not read $'…' quoting
         return None
     tokens = _tokens(command, commenters="")
@@ -125,6 +144,9 @@ def split_commands(command: str) -> tuple[SimpleCommand, ...] | None:
         at = 0
         while at < len(words) and words[at] in _RESERVED:
             at += 1
+            if words[at - 1] == "time":  # its own options: `time -p -- rm x`
+                while at < len(words) and words[at] in ("-p", "--"):
+                    at += 1
         first = at
         while at < len(words) and _ASSIGNMENT.match(words[at]):
             at += 1
@@ -177,7 +199,7 @@ def possible_command_words(command: str) -> list[str]:
         ['echo', 'X', '/bin/rm', 'rm', 'X', '-rf', 'a']
     """
     words: list[str] = []
-    for word in _CRUDE.split(command):
+    for word in _CRUDE.split(command.replace("\\\n", "")):  # joined as bash joins it
         if word:
             words.append(word)
             base = posixpath.basename(word)

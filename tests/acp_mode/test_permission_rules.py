@@ -72,6 +72,10 @@ def _deny_rules(request: PermissionRequest, *denied: str, mode: str = "allow") -
     "ls $'a\\'b' ; rm -rf important ; ls \\'",
     # cannot be parsed
     "ls 'unterminated", "ls \\",
+    # a line continuation (backslash, newline): bash removes it before it reads the line, so
+    # it can complete "$(" or "$'" where a reader of the line sees neither (the review's)
+    'ls "$\\\n(rm -rf important)"', "ls $\\\n'\\'' ; rm -rf important #'",
+    "ls \\\n&& rm -rf important",
 ])
 def test_allow_ls_approves_only_ls(cmd: str) -> None:
     decision = _allow_rules(_shell(cmd), "Shell(ls)")
@@ -138,6 +142,12 @@ def test_a_command_the_rules_cannot_approve_falls_to_the_mode(cmd: str) -> None:
     "true # '\nrm -rf important\n'", "echo $'a\\'b' ; rm -rf important ; echo \\'",
     # a command word the rules cannot know
     "$X -rf important", "X=rm; $X -rf important", "{rm,-rf,important}", "r? -rf important",
+    # what bash runs after joining a line continuation; time's own options (the review's)
+    "r\\\nm -rf important", "rm\\\n -rf important", "true; r\\\nm x",
+    "time -p rm -rf important", "time -p -- rm x",
+    # a shell that reads its commands from its input or a file: the rules cannot see them
+    "echo 'rm -rf x' | bash", "printf 'rm -rf x' | sh", "bash <<< 'rm -rf x'", "sh < cleanup.sh",
+    "bash cleanup.sh",
 ])
 def test_deny_rm_wins_in_a_compound_command(cmd: str) -> None:
     decision = _deny_rules(_shell(cmd), "Shell(rm)")
