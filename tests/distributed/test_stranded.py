@@ -296,3 +296,50 @@ def test_a_worker_whose_claim_fails_in_an_outage_leaves_a_run_the_sweep_runs_aga
     assert left["status"] == "queued" and [j[2] for j in jobs] == ["failed"]
     assert (after["status"], after["worker"]) == ("succeeded", "w1"), after["error"]
     assert next_prompt == "accepted"
+
+
+async def _take_and_end_job(dispatcher: QueueDispatcher, store: Store, run_id: str,
+                            ended_ago: float) -> dict[str, Any]:
+    """A worker takes the run's job and claims the run; the job then fails without the run's
+    end being recorded (the worker gave up writing it), ``ended_ago`` seconds ago."""
+    from procrastinate.jobs import Status
+    from sqlalchemy import text
+
+    jobs = dispatcher.app.job_manager
+    worker_id = await jobs.register_worker()
+    job = await jobs.fetch_job(queues=None, worker_id=worker_id)
+    assert job is not None and job.id is not None
+    claimed = await store.claim_run(run_id, server_id="gone:1:1", worker="w9", worker_id=worker_id,
+                                    job_id=job.id, queue=job.queue)
+    assert claimed is not None and claimed["status"] == "running"
+    await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
+    async with store.engine.begin() as conn:
+        await conn.execute(text("UPDATE procrastinate_events SET at = at - make_interval(secs => :s) "
+                                "WHERE job_id = :id"), {"s": ended_ago, "id": job.id})
+    return claimed
+
+
+def test_a_running_run_whose_job_ended_without_its_end_is_interrupted(db_url: str, tmp_path: Path) -> None:
+    # the worker gave up recording the run's end (the database refused it twice) and its job
+    # is over: nothing would ever end the run, and the chat would refuse every prompt
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        await _take_and_end_job(dispatcher, store, run["id"], ended_ago=3600)
+        await dispatcher.sweep()
+        return await store.get_run(run["id"]), await _next_prompt(dispatcher, chat)
+
+    after, prompt = _run(db_url, tmp_path, body)
+    assert after["status"] == "interrupted" and after["error_type"] == "WorkerLost"
+    assert "w9" in after["error"]
+    assert prompt == "accepted"
+
+
+def test_a_run_whose_job_has_just_ended_is_left_to_its_worker(db_url: str, tmp_path: Path) -> None:
+    # within the grace the worker may still be writing the run's end: the sweep leaves it
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        await _take_and_end_job(dispatcher, store, run["id"], ended_ago=0)
+        await dispatcher.sweep()
+        return await store.get_run(run["id"])
+
+    assert _run(db_url, tmp_path, body)["status"] == "running"

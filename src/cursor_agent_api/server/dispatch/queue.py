@@ -13,7 +13,8 @@
 * **sweeps** every few seconds: a job whose worker stopped sending heartbeats (stalled)
   has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
   the seq, and the job is finished so that the chat's lock is released — nothing is run
-  again; a run waiting in the affinity queue of a gone worker is moved to the shared
+  again; so is a running run whose job ended a minute ago without its end recorded (its
+  worker gave up writing it); a run waiting in the affinity queue of a gone worker is moved to the shared
   queue (the worker that takes it starts a new Cursor chat: "context reset"); a queued run
   whose job is over without a worker having taken it (a move or a claim failed halfway) is
   given a new job (``cancelled`` instead if a cancel reached that job, ``failed`` after
@@ -52,6 +53,10 @@ logger = logging.getLogger("cursor_agent_api.server")
 UNQUEUED_AFTER = 60.0
 """Seconds after which a queued run that no job carries is given up (its API server died
 between storing it and deferring its job)."""
+
+ABANDONED_AFTER = 60.0
+"""Seconds after its job ended when a run still ``running`` is given up (its worker did not
+record the end: the database refused it, or the worker was stopped first)."""
 
 MAX_JOBS = 5
 """Jobs a run is given in all: when that many ended without a worker taking the run, the
@@ -210,7 +215,8 @@ class QueueDispatcher:
                 )
 
     async def sweep(self) -> None:
-        """Interrupt the runs of stalled workers, move stranded runs, refresh the counts."""
+        """Interrupt the runs of stalled workers and those their worker gave up, move stranded
+        runs, refresh the counts."""
         within = self.settings.stalled_after
         jobs = self.app.job_manager
         for job in await jobs.get_stalled_jobs(seconds_since_heartbeat=within, task_name=TASK_NAME):
@@ -222,6 +228,8 @@ class QueueDispatcher:
                 from procrastinate.jobs import Status
 
                 await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
+        for run in await self.store.abandoned_runs(ABANDONED_AFTER):
+            await interrupt_lost_run(self.log, run)
         for run in await self.store.stranded_runs(within):
             await self._move_to_shared_queue(run)
         for orphan in await self.store.orphaned_runs():

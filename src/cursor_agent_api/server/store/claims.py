@@ -66,6 +66,14 @@ _JOB_COUNT: Label[int] = literal_column(
     "(SELECT count(*) FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)"
 ).label("job_count")
 
+_JOB_ENDED_BEFORE = text(
+    "NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = runs.job_id "
+    "AND j.status IN ('todo', 'doing', 'aborting')) "
+    "AND NOT EXISTS (SELECT 1 FROM procrastinate_events e WHERE e.job_id = runs.job_id "
+    "AND e.at > now() - make_interval(secs => :grace))"
+)
+"""The run's job is over (or gone), and nothing happened to it for ``grace`` seconds."""
+
 _NO_JOB = text("NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.args->>'run_id' = runs.id)")
 
 
@@ -171,6 +179,24 @@ class QueueRows(StoreEngine):
                 jobs = int(fields.pop("job_count"))
                 found.append(OrphanedRun(fields, cancel_requested, jobs))
             return found
+
+    async def abandoned_runs(self, grace: float) -> list[dict[str, Any]]:
+        """Running runs whose job ended (or is gone) over ``grace`` seconds ago: their worker
+        gave up recording the end (the database refused it, or it was stopped first), and
+        no worker will take the run again."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(
+                select(runs)
+                .where(
+                    and_(
+                        runs.c.status == "running",
+                        runs.c.job_id.is_not(None),
+                        _JOB_ENDED_BEFORE.bindparams(grace=grace),
+                    )
+                )
+                .order_by(runs.c.created_ms)
+            )
+            return [dict(r._mapping) for r in res]
 
     async def requeue_run(self, run_id: str, behind_job: int | None, **placed: Any) -> bool:
         """Give a run its new job (``placed``: ``job_id``, ``queue``, ``worker``,
