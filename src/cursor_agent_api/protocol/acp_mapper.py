@@ -38,13 +38,15 @@ Example:
 from __future__ import annotations
 
 import difflib
-import json
 import re
 import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from .events import AgentEvent, EventType, event_from_object
+from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 from .tools import ToolCall, tool_call_from_event_data
 
 __all__ = ["TRANSPORT", "AcpMapper", "acp_tool_call", "clean_diff", "obj", "tool_call_wire"]
@@ -149,11 +151,13 @@ def _mcp_identity(tool: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {"providerIdentifier": server, "toolName": name}
     match = _FENCED.search(_text_of(tool.get("content")))
     if match is not None:
-        try:
-            value = json.loads(match.group(1))
-        except ValueError:
+        block = match.group(1)
+        try:  # as the codec reads a line: orjson, within the depth limit (what it reads, it writes)
+            value = orjson.loads(block)
+        except orjson.JSONDecodeError:
             value = None
-        if isinstance(value, dict):
+        if isinstance(value, dict) and not (len(block) >= SHORTEST_TOO_DEEP
+                                            and exceeds_depth(value, block)):
             found["args"] = value
     return found
 

@@ -114,8 +114,6 @@ class AcpConnection:
         self._dead = False
         self._stdout_done = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.noise: list[RpcNoise] = []
-        """The last lines of stdout that were not JSON-RPC messages (at most 20)."""
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -285,11 +283,8 @@ class AcpConnection:
         elif isinstance(message, RpcNotification):
             if self.on_notification is not None:
                 self.on_notification(message)
-        else:
-            self.noise.append(message)
-            del self.noise[:-20]
-            if self.on_noise is not None:
-                self.on_noise(message)
+        elif self.on_noise is not None:  # handed on (a RAW event of the turn), never kept here
+            self.on_noise(message)
 
     async def _answer(self, request: RpcRequest) -> None:
         handler = self.on_request

@@ -67,9 +67,14 @@ class _TimedOut(Exception):
     pass
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` if it is a list, else ``[]``: the agent's JSON is data, of any type."""
+    return value if isinstance(value, list) else []
+
+
 def _options(params: dict[str, Any]) -> list[PermissionOption]:
     out = []
-    for item in params.get("options") or []:
+    for item in _list(params.get("options")):
         if isinstance(item, dict) and isinstance(item.get("optionId"), str):
             out.append(PermissionOption(item["optionId"], str(item.get("name") or item["optionId"]),
                                         str(item.get("kind") or "")))
@@ -243,11 +248,11 @@ class Steering:
         """The answer to a ``cursor/ask_question``."""
         self._emit(self.mapper.question_request(rid, params))
         questions: list[Question] = []
-        for q in params.get("questions") or []:
+        for q in _list(params.get("questions")):
             if not isinstance(q, dict):
                 continue
             opts = tuple(QuestionOption(str(o.get("id")), str(o.get("label") or o.get("id")))
-                         for o in q.get("options") or [] if isinstance(o, dict))
+                         for o in _list(q.get("options")) if isinstance(o, dict))
             questions.append(Question(str(q.get("id") or ""), str(q.get("prompt") or ""), opts,
                                       bool(q.get("allowMultiple"))))
         tool_call_id = params.get("toolCallId")
