@@ -6,7 +6,8 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
   second process can ``session/load`` them;
 * ``FAKE_ACP_LOG``: every line received is appended there (the tests validate the frames);
 * ``FAKE_ACP_NO_CANCEL=1``: ``session/cancel`` is ignored (a build without cancel);
-* ``FAKE_ACP_NO_IMAGE=1``: no ``promptCapabilities.image``.
+* ``FAKE_ACP_NO_IMAGE=1``: no ``promptCapabilities.image``;
+* ``FAKE_ACP_HANG=METHOD`` (``initialize``, ``session/new``…): that request is never answered.
 
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
@@ -251,6 +252,8 @@ def handle(msg: dict[str, object]) -> None:
         WAITING[rid] = msg
         EVENTS.pop(rid).set()
         return
+    if method is not None and method == os.environ.get("FAKE_ACP_HANG"):
+        return  # a stuck agent: this request is never answered
     if method == "initialize" and os.environ.get("FAKE_ACP_INIT_ERROR"):
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
                                                     "data": {"details": "no can do"}}})

@@ -168,6 +168,7 @@ class AcpTransport:
         self._argv = list(argv) if argv is not None else None
         self._conn: AcpConnection | None = None
         self._lock: asyncio.Lock | None = None
+        self._spawn_done: asyncio.Future[None] | None = None  # resolved once the process runs
         self._generation = 0
         self._sessions: dict[str, _Session] = {}
         self._background = Steering(config)
@@ -194,15 +195,33 @@ class AcpTransport:
             return list(self._argv)
         return acp_argv(self.config, binary=resolve_binary(self.config, self.env))
 
-    async def connect(self) -> AcpConnection:
-        """The live connection: started (and initialized) on first use or after a death."""
+    async def connect(self, spawned: asyncio.Future[None] | None = None) -> AcpConnection:
+        """The live connection: started (and initialized) on first use or after a death.
+
+        ``spawned`` (if given) is resolved once no :class:`~cursor_agent_api.errors.AgentNotFoundError` can
+        come any more: the process runs (``initialize`` may still be unanswered) or another
+        turn is starting it. Cancelled while ``initialize`` is unanswered, the process group
+        is stopped (an agent that does not answer ``initialize`` is broken); the next turn
+        starts a new one."""
         if self.closed:
             raise RuntimeError("the ACP transport was closed")
         if self._lock is None:
             self._lock = asyncio.Lock()
+        if spawned is not None and self._lock.locked():  # another turn is starting the process
+            started = self._spawn_done
+            if started is None or started.done():
+                spawned.set_result(None)
+            else:
+                def resolve(_: object) -> None:
+                    if not spawned.done():
+                        spawned.set_result(None)
+
+                started.add_done_callback(resolve)
         async with self._lock:
             conn = self._conn
             if conn is not None and conn.alive:
+                if spawned is not None and not spawned.done():
+                    spawned.set_result(None)
                 return conn
             if conn is not None:
                 await conn.close()
@@ -213,9 +232,15 @@ class AcpTransport:
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
-            await conn.start()
-            self._generation += 1
-            self._conn = conn
+            started = self._spawn_done = asyncio.get_running_loop().create_future()
+            try:
+                await conn.start()
+                self._generation += 1
+                self._conn = conn
+            finally:
+                started.set_result(None)
+            if spawned is not None and not spawned.done():
+                spawned.set_result(None)
             _LIVE.add(self)
             try:
                 init = await conn.request("initialize", {
@@ -297,6 +322,7 @@ class AcpTransport:
         state = self._sessions.get(sid) if sid is not None else None
         if sid is not None and (state is None or state.generation != self._generation):
             cwd = state.cwd if state is not None else self._cwd(config)
+            turn.waiting_for = "session/load"
             try:
                 # replayed history arrives as updates before the answer: no turn is
                 # registered yet, so it is dropped (the caller has its own history)
@@ -314,6 +340,7 @@ class AcpTransport:
                 state = None
                 sid = None
         if sid is None or state is None:
+            turn.waiting_for = "session/new"
             state = self._sessions[await self.new_session(config)]
         if state.turn is not None and not state.turn.done:
             raise SessionError(f"session {state.session_id} is running a turn already: one "
