@@ -86,3 +86,77 @@ def test_cancel_during_initialize_stops_the_broken_process(fake: FakeAgent,
         # the next turn starts a new process (which is just as stuck: its timeout ends it)
         again = client.query("say hi", timeout=1.0)
     assert len(spawned) == 2 and "answer to initialize" in str(again.error)
+
+
+def test_agent_requests_pending_at_once_are_capped(fake: FakeAgent,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A flood of permission requests while the callback is slow: at most
+    MAX_PENDING_AGENT_REQUESTS wait for it, the others are answered ``cancelled`` at once."""
+    import threading
+
+    from cursor_agent_api.permissions import Allow, PermissionRequest
+    from cursor_agent_api.runtime.acp_connection import MAX_PENDING_AGENT_REQUESTS
+
+    over = 40
+    asked: list[str] = []
+    gate = threading.Event()
+
+    def can_use_tool(request: PermissionRequest) -> Allow:
+        asked.append(request.session_id)
+        gate.wait(60)
+        return Allow()
+
+    def release_when_the_excess_is_answered() -> None:
+        for _ in range(3000):
+            answers = [line for line in fake.received() if '"outcome"' in line]
+            if len(answers) >= over:
+                break
+            time.sleep(0.01)
+        gate.set()
+
+    releaser = threading.Thread(target=release_when_the_excess_is_answered)
+    releaser.start()
+    with CursorAgentClient(fake.config(can_use_tool=can_use_tool)) as client:
+        result = client.query(f"flood {MAX_PENDING_AGENT_REQUESTS + over}")
+    releaser.join()
+    assert result.success, result.error
+    assert f"{over} cancelled, {MAX_PENDING_AGENT_REQUESTS} allowed" in result.result
+    assert len(asked) == MAX_PENDING_AGENT_REQUESTS
+    warnings = [r for r in caplog.records if "requests awaiting an answer" in r.getMessage()]
+    assert len(warnings) == 1  # once per flood, not once per refused request
+
+
+def test_other_requests_over_the_cap_are_refused() -> None:
+    """Beyond the cap, a request other than a permission is answered ``-32603`` at once."""
+    import sys
+
+    from cursor_agent_api.runtime.acp_connection import AcpConnection
+
+    peer = ('import sys, json\n'
+            'for i in range(3):\n'
+            '    print(json.dumps({"jsonrpc": "2.0", "id": i, "method": "cursor/ask_question",'
+            ' "params": {}}), flush=True)\n'
+            'sys.stderr.write(sys.stdin.readline())\n')  # the first answer, then exit
+
+    async def main() -> tuple[str, int]:
+        forever = asyncio.Event()
+
+        async def handler(request: object) -> object:
+            await forever.wait()  # a callback that never returns
+            return {}
+
+        conn = AcpConnection([sys.executable, "-c", peer], env=None, on_request=handler,
+                             max_pending=2)
+        await conn.start()
+        try:
+            for _ in range(3000):
+                if not conn.alive:
+                    break
+                await asyncio.sleep(0.01)
+        finally:
+            await conn.close()
+        return conn.stderr, conn.refused
+
+    stderr, refused = asyncio.run(main())
+    assert refused == 1
+    assert '"id":2' in stderr.replace(" ", "") and "too many pending requests" in stderr

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import AgentConfig
 from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
 from ..protocol.acp_codec import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RpcError,
@@ -229,6 +230,7 @@ class AcpTransport:
             conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
                                  on_request=self._on_request, on_notification=self._on_notification,
                                  on_stray_error=self._on_stray_error, on_noise=self._on_noise,
+                                 on_overflow=self._on_overflow,
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
@@ -501,6 +503,14 @@ class AcpTransport:
         turn = self._turn_for(note.params)
         if turn is not None and isinstance(update, dict):
             turn.on_update(update)
+
+    @staticmethod
+    def _on_overflow(request: RpcRequest) -> Any:
+        """A request beyond the connection's pending cap: a permission request is answered
+        ``cancelled`` (the agent goes on without the call), anything else refused."""
+        if request.method == "session/request_permission":
+            return {"outcome": {"outcome": "cancelled"}}
+        raise RpcFailure(INTERNAL_ERROR, "too many pending requests")
 
     async def _on_request(self, request: RpcRequest) -> Any:
         method, params = request.method, request.params
