@@ -38,6 +38,19 @@ def test_the_turn_timeout_bounds_an_unanswered_setup_request(fake: FakeAgent, me
     assert f"timeout=1 s waiting for the agent's answer to {method}" in str(result.error)
 
 
+def test_a_turn_timeout_replaces_the_request_timeout(fake: FakeAgent,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn with a ``timeout`` is bounded by it, not by ACP_REQUEST_TIMEOUT (its setup may
+    take longer than that when the user allows it)."""
+    cfg = fake.config(timeout=60, env={"FAKE_ACP_HANG": "session/set_mode"})
+    with CursorAgentClient(cfg) as client:
+        assert client.query("say warm up").success  # the process runs (no set_mode yet)
+        monkeypatch.setattr(acp_transport, "ACP_REQUEST_TIMEOUT", 0.2)
+        result = client.query("say hi", session_mode="plan", timeout=1.5)
+    assert isinstance(result.exception, AgentTimeoutError), result.error
+    assert "timeout=1.5 s waiting for the agent's answer to session/set_mode" in str(result.error)
+
+
 def test_the_turn_timeout_bounds_an_unanswered_session_load(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config()) as client:
         first = client.query("say hi")

@@ -314,7 +314,7 @@ class AcpTurn:
                 and self.transport.model_id_for(sid, want) != model:
             # the process was started with another turn's --model: switch this session
             self.waiting_for = "session/set_config_option"
-            model = await self.transport.set_model(sid, want)
+            model = await self.transport.set_model(sid, want, bounded=self.config.timeout is None)
         self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
                                        cwd=self.transport._sessions[sid].cwd))
         for note in notes:
@@ -323,7 +323,8 @@ class AcpTurn:
         mode = self.config.session_mode
         if mode is not None and self.transport.session_mode(sid) != mode:
             self.waiting_for = "session/set_mode"
-            await self.transport.set_mode(sid, mode)  # e.g. "plan": before the prompt
+            # e.g. "plan": before the prompt
+            await self.transport.set_mode(sid, mode, bounded=self.config.timeout is None)
 
     def _finish(self, stop: str | None, failure: CursorAgentError | None) -> None:
         if self._escalation is not None:
@@ -358,7 +359,8 @@ class AcpTurn:
         elif cancelled:
             result.success = False
             result.exception = CursorAgentError(
-                "the turn was cancelled (session/cancel); the session goes on")
+                "the turn was cancelled (session/cancel); the session goes on" if self._prompt_sent
+                else "the turn was cancelled before its prompt was sent")
             result.error = str(result.exception)
         else:
             result.exception = None if result.success else CursorAgentError(
