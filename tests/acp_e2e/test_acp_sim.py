@@ -285,8 +285,10 @@ def test_with_changes_on_a_sync_acp_stream_sees_every_fold(sim: Sim) -> None:
 
 
 def test_ctrl_c_while_the_agent_starts_sends_no_prompt_and_the_next_turn_works(sim: Sim) -> None:
-    """A KeyboardInterrupt while ``agent acp`` initializes: the start stops where it is (the
-    prompt is never sent), and the client's next turn starts the agent again."""
+    """A KeyboardInterrupt while ``agent acp`` initializes: the turn stops where it is (the
+    prompt is never sent), and the client's next turn starts the agent again. (``query_stream``
+    returns once the process runs: ``initialize`` is the turn's to wait for, under its
+    ``timeout``; the interrupt lands in ``query``'s wait.)"""
     import _thread
     import threading
 
@@ -295,7 +297,7 @@ def test_ctrl_c_while_the_agent_starts_sends_no_prompt_and_the_next_turn_works(s
         timer = threading.Timer(0.7, _thread.interrupt_main)
         timer.start()
         with pytest.raises(KeyboardInterrupt):
-            client.query_stream("say hello")
+            client.query("say hello")
         timer.join()
         after = client.query("what is 2+2?")
     assert after.success and "4" in after.result

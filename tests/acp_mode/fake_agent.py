@@ -6,12 +6,14 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
   second process can ``session/load`` them;
 * ``FAKE_ACP_LOG``: every line received is appended there (the tests validate the frames);
 * ``FAKE_ACP_NO_CANCEL=1``: ``session/cancel`` is ignored (a build without cancel);
-* ``FAKE_ACP_NO_IMAGE=1``: no ``promptCapabilities.image``.
+* ``FAKE_ACP_NO_IMAGE=1``: no ``promptCapabilities.image``;
+* ``FAKE_ACP_HANG=METHOD`` (``initialize``, ``session/new``…): that request is never answered.
 
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
-``plan``, ``todos``, ``unknown`` (an agent request no client knows), ``slow`` (waits for a
-cancel), ``crash`` (exits mid-turn), ``history`` (the earlier prompts of the session).
+``plan``, ``todos``, ``flood N`` (N permission requests at once), ``unknown`` (an agent
+request no client knows), ``slow`` (waits for a cancel), ``crash`` (exits mid-turn),
+``history`` (the earlier prompts of the session).
 """
 
 from __future__ import annotations
@@ -122,6 +124,19 @@ def turn(rid: int, sid: str, text: str) -> None:
         BACKGROUND.append(thread)
         thread.start()
         chunk(sid, "started in the background")
+    elif word == "flood":  # many permission requests at once, each awaited in its thread
+        choices: list[str] = []
+
+        def one(i: int) -> None:
+            choices.append(permission(sid, {"toolCallId": f"flood-{i}", "title": "`ls`",
+                                            "kind": "execute", "status": "pending"}))
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(int(rest))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        chunk(sid, f"{choices.count('cancelled')} cancelled, {choices.count('allow-once')} allowed")
     elif word == "run":
         cid = f"call-{uuid.uuid4()}-0\nfc_{uuid.uuid4().hex}_0"
         update(sid, {"sessionUpdate": "tool_call", "toolCallId": cid, "title": "Terminal",
@@ -251,6 +266,8 @@ def handle(msg: dict[str, object]) -> None:
         WAITING[rid] = msg
         EVENTS.pop(rid).set()
         return
+    if method is not None and method == os.environ.get("FAKE_ACP_HANG"):
+        return  # a stuck agent: this request is never answered
     if method == "initialize" and os.environ.get("FAKE_ACP_INIT_ERROR"):
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
                                                     "data": {"details": "no can do"}}})

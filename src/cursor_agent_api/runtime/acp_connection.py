@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal as signal_module
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -56,7 +57,14 @@ from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from .process import AgentProcess
 from .stderr import StderrTail, stderr_summary
 
-__all__ = ["AcpConnection", "RpcFailure"]
+__all__ = ["MAX_PENDING_AGENT_REQUESTS", "AcpConnection", "RpcFailure"]
+
+MAX_PENDING_AGENT_REQUESTS = 256
+"""Agent requests a connection lets wait for their answer at once (each holds a task, and a
+thread for a sync callback). Beyond it a request is answered at once by ``on_overflow``
+(``-32603 too many pending requests`` by default): a flood cannot grow the client."""
+
+_log = logging.getLogger(__name__)
 
 _EXIT_FLUSH = 0.5
 """Seconds after the agent exited to wait for its stdout's end (a child may hold the pipe)."""
@@ -91,6 +99,8 @@ class AcpConnection:
         on_noise: Callable[[RpcNoise], None] | None = None,
         on_dead: Callable[[AcpConnection], None] | None = None,
         on_stray_error: Callable[[RpcError], None] | None = None,
+        on_overflow: Callable[[RpcRequest], Any] | None = None,
+        max_pending: int = MAX_PENDING_AGENT_REQUESTS,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         stderr_tail_bytes: int = 64 * 1024,
         kill_grace: float = 2.0,
@@ -103,6 +113,13 @@ class AcpConnection:
         self.on_noise = on_noise
         self.on_dead = on_dead
         self.on_stray_error = on_stray_error
+        self.on_overflow = on_overflow
+        """The answer to a request over ``max_pending`` (raise :class:`RpcFailure` for an
+        error answer); ``None``: ``-32603 too many pending requests``."""
+        self.max_pending = max_pending
+        self.refused = 0
+        """Agent requests answered at once because ``max_pending`` were waiting."""
+        self._flooded = False  # warned about the current flood (reset once under the cap)
         self.kill_grace = kill_grace
         self.process: AgentProcess | None = None
         self._decoder = AcpDecoder(max_line_bytes)
@@ -277,6 +294,11 @@ class AcpConnection:
                 future.set_result(message.result)
         elif isinstance(message, RpcRequest):
             assert self._loop is not None
+            if len(self._handlers) >= self.max_pending:
+                self._refuse(message)
+                return
+            if len(self._handlers) < self.max_pending // 2:
+                self._flooded = False  # the flood has drained: warn about the next one
             task = self._loop.create_task(self._answer(message))
             self._handlers.add(task)
             task.add_done_callback(self._handlers.discard)
@@ -285,6 +307,22 @@ class AcpConnection:
                 self.on_notification(message)
         elif self.on_noise is not None:  # handed on (a RAW event of the turn), never kept here
             self.on_noise(message)
+
+    def _refuse(self, request: RpcRequest) -> None:
+        """Answer a request over the cap at once; a warning once per flood."""
+        self.refused += 1
+        if not self._flooded:
+            self._flooded = True
+            _log.warning("the ACP agent sent more than %d requests awaiting an answer at once; "
+                         "the excess is answered at once (cancelled or refused)", self.max_pending)
+        try:
+            if self.on_overflow is None:
+                raise RpcFailure(INTERNAL_ERROR, "too many pending requests")
+            result = self.on_overflow(request)
+        except RpcFailure as exc:
+            self._write(self._encoder.error(request.id, exc.code, exc.message))
+        else:
+            self._write(self._encoder.result(request.id, result))
 
     async def _answer(self, request: RpcRequest) -> None:
         handler = self.on_request

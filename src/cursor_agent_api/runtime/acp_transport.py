@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from ..config import AgentConfig
 from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
 from ..protocol.acp_codec import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RpcError,
@@ -58,7 +59,15 @@ __all__ = ["ACP_REQUEST_TIMEOUT", "AcpTransport", "acp_argv"]
 
 ACP_REQUEST_TIMEOUT = 120.0
 """Seconds for a setup request (``initialize``, ``session/new``, ``session/load``…): a lost
-message is noticed only by a timeout (ACP.md §1: malformed lines get no answer)."""
+message is noticed only by a timeout (ACP.md §1: malformed lines get no answer). A turn with
+a ``timeout`` bounds its own setup requests with it instead (``initialize`` excepted: an agent
+that does not answer it in this time is broken)."""
+
+
+def _request_timeout(bounded: bool) -> float | None:
+    """A setup request's own bound: ``ACP_REQUEST_TIMEOUT``, or none when its caller (a turn
+    with a ``timeout``) bounds it."""
+    return ACP_REQUEST_TIMEOUT if bounded else None
 
 PROTOCOL_VERSION = 1
 CLIENT_INFO = {"name": "cursor-agent-api", "version": "0.1.0"}
@@ -168,6 +177,7 @@ class AcpTransport:
         self._argv = list(argv) if argv is not None else None
         self._conn: AcpConnection | None = None
         self._lock: asyncio.Lock | None = None
+        self._spawn_done: asyncio.Future[None] | None = None  # resolved once the process runs
         self._generation = 0
         self._sessions: dict[str, _Session] = {}
         self._background = Steering(config)
@@ -194,15 +204,33 @@ class AcpTransport:
             return list(self._argv)
         return acp_argv(self.config, binary=resolve_binary(self.config, self.env))
 
-    async def connect(self) -> AcpConnection:
-        """The live connection: started (and initialized) on first use or after a death."""
+    async def connect(self, spawned: asyncio.Future[None] | None = None) -> AcpConnection:
+        """The live connection: started (and initialized) on first use or after a death.
+
+        ``spawned`` (if given) is resolved once no :class:`~cursor_agent_api.errors.AgentNotFoundError` can
+        come any more: the process runs (``initialize`` may still be unanswered) or another
+        turn is starting it. Cancelled while ``initialize`` is unanswered, the process group
+        is stopped (an agent that does not answer ``initialize`` is broken); the next turn
+        starts a new one."""
         if self.closed:
             raise RuntimeError("the ACP transport was closed")
         if self._lock is None:
             self._lock = asyncio.Lock()
+        if spawned is not None and self._lock.locked():  # another turn is starting the process
+            started = self._spawn_done
+            if started is None or started.done():
+                spawned.set_result(None)
+            else:
+                def resolve(_: object) -> None:
+                    if not spawned.done():
+                        spawned.set_result(None)
+
+                started.add_done_callback(resolve)
         async with self._lock:
             conn = self._conn
             if conn is not None and conn.alive:
+                if spawned is not None and not spawned.done():
+                    spawned.set_result(None)
                 return conn
             if conn is not None:
                 await conn.close()
@@ -210,12 +238,19 @@ class AcpTransport:
             conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
                                  on_request=self._on_request, on_notification=self._on_notification,
                                  on_stray_error=self._on_stray_error, on_noise=self._on_noise,
+                                 on_overflow=self._on_overflow,
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
-            await conn.start()
-            self._generation += 1
-            self._conn = conn
+            started = self._spawn_done = asyncio.get_running_loop().create_future()
+            try:
+                await conn.start()
+                self._generation += 1
+                self._conn = conn
+            finally:
+                started.set_result(None)
+            if spawned is not None and not spawned.done():
+                spawned.set_result(None)
             _LIVE.add(self)
             try:
                 init = await conn.request("initialize", {
@@ -271,14 +306,15 @@ class AcpTransport:
         env = {**self.env, **{k: v for k, v in config.env.items() if v is not None}}
         return acp_mcp_servers(config.mcp_servers, env)
 
-    async def new_session(self, config: AgentConfig) -> str:
-        """``session/new`` in ``config``'s workspace: a new session's id (not yet prompted)."""
+    async def new_session(self, config: AgentConfig, *, bounded: bool = True) -> str:
+        """``session/new`` in ``config``'s workspace: a new session's id (not yet prompted).
+        ``bounded=False``: no ``ACP_REQUEST_TIMEOUT`` (the caller has a deadline of its own)."""
         conn = await self.connect()
         cwd = self._cwd(config)
         try:
             result = await conn.request("session/new", {"cwd": cwd,
                                                         "mcpServers": self.mcp_servers(config)},
-                                        timeout=ACP_REQUEST_TIMEOUT)
+                                        timeout=_request_timeout(bounded))
         except AcpRequestError as exc:
             raise self.typed_error(exc) from None
         new_id = result.get("sessionId") if isinstance(result, dict) else None
@@ -291,18 +327,21 @@ class AcpTransport:
                            notes: list[AgentEvent]) -> str:
         """The session for ``turn``: the live one for ``config.resume``, a loaded one, or a
         new one; registers ``turn`` as its running turn. ``notes`` gets what to tell the user
-        (``acp:context_reset``)."""
+        (``acp:context_reset``). With a ``config.timeout`` (the turn's deadline), the requests
+        have no ``ACP_REQUEST_TIMEOUT`` of their own."""
+        bounded = config.timeout is None
         conn = await self.connect()
         sid = config.resume
         state = self._sessions.get(sid) if sid is not None else None
         if sid is not None and (state is None or state.generation != self._generation):
             cwd = state.cwd if state is not None else self._cwd(config)
+            turn.waiting_for = "session/load"
             try:
                 # replayed history arrives as updates before the answer: no turn is
                 # registered yet, so it is dropped (the caller has its own history)
                 result = await conn.request("session/load", {
                     "sessionId": sid, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
-                                            timeout=ACP_REQUEST_TIMEOUT)
+                                            timeout=_request_timeout(bounded))
                 state = self._remember(sid, cwd, result)
             except AcpRequestError as exc:
                 if exc.code not in (INVALID_PARAMS, METHOD_NOT_FOUND):
@@ -314,7 +353,8 @@ class AcpTransport:
                 state = None
                 sid = None
         if sid is None or state is None:
-            state = self._sessions[await self.new_session(config)]
+            turn.waiting_for = "session/new"
+            state = self._sessions[await self.new_session(config, bounded=bounded)]
         if state.turn is not None and not state.turn.done:
             raise SessionError(f"session {state.session_id} is running a turn already: one "
                                "prompt at a time per session")
@@ -341,7 +381,8 @@ class AcpTransport:
         if state is not None and state.turn is turn:
             state.turn = None
 
-    async def _session_request(self, method: str, params: dict[str, Any]) -> Any:
+    async def _session_request(self, method: str, params: dict[str, Any], *,
+                               bounded: bool = True) -> Any:
         conn = await self.connect()
         sid = params.get("sessionId")
         if isinstance(sid, str):
@@ -350,17 +391,18 @@ class AcpTransport:
                 await conn.request("session/load", {"sessionId": sid, "cwd": state.cwd if state
                                                     else self._cwd(self.config),
                                                     "mcpServers": self.mcp_servers(self.config)},
-                                   timeout=ACP_REQUEST_TIMEOUT)
+                                   timeout=_request_timeout(bounded))
                 self._remember(sid, state.cwd if state else self._cwd(self.config), None)
         try:
-            return await conn.request(method, params, timeout=ACP_REQUEST_TIMEOUT)
+            return await conn.request(method, params, timeout=_request_timeout(bounded))
         except AcpRequestError as exc:
             raise self.typed_error(exc) from None
 
-    async def set_mode(self, session_id: str, mode_id: str) -> None:
-        """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``."""
+    async def set_mode(self, session_id: str, mode_id: str, *, bounded: bool = True) -> None:
+        """``session/set_mode``: ``agent``, ``plan`` (read-only planning) or ``ask``
+        (``bounded=False``: no ``ACP_REQUEST_TIMEOUT``, the caller has a deadline)."""
         await self._session_request("session/set_mode", {"sessionId": session_id,
-                                                         "modeId": mode_id})
+                                                         "modeId": mode_id}, bounded=bounded)
         self._modes[session_id] = mode_id
 
     def model_of(self, session_id: str) -> str | None:
@@ -389,10 +431,10 @@ class AcpTransport:
                 return i
         return model
 
-    async def set_model(self, session_id: str, model: str) -> str:
+    async def set_model(self, session_id: str, model: str, *, bounded: bool = True) -> str:
         """Switch the session to ``model`` (``session/set_config_option``); its id."""
         model_id = self.model_id_for(session_id, model)
-        await self.set_config_option(session_id, "model", model_id)
+        await self.set_config_option(session_id, "model", model_id, bounded=bounded)
         models = self.session_setup.setdefault(session_id, {}).get("models")
         if isinstance(models, dict):
             models["currentModelId"] = model_id
@@ -406,10 +448,11 @@ class AcpTransport:
         current = modes.get("currentModeId") if isinstance(modes, dict) else None
         return current if isinstance(current, str) else None
 
-    async def set_config_option(self, session_id: str, config_id: str, value: str) -> Any:
+    async def set_config_option(self, session_id: str, config_id: str, value: str, *,
+                                bounded: bool = True) -> Any:
         """``session/set_config_option`` (``model`` or ``mode``); the refreshed options."""
         result = await self._session_request("session/set_config_option", {
-            "sessionId": session_id, "configId": config_id, "value": value})
+            "sessionId": session_id, "configId": config_id, "value": value}, bounded=bounded)
         options = result.get("configOptions") if isinstance(result, dict) else None
         if options is not None:
             self.session_setup.setdefault(session_id, {})["configOptions"] = options
@@ -474,6 +517,14 @@ class AcpTransport:
         turn = self._turn_for(note.params)
         if turn is not None and isinstance(update, dict):
             turn.on_update(update)
+
+    @staticmethod
+    def _on_overflow(request: RpcRequest) -> Any:
+        """A request beyond the connection's pending cap: a permission request is answered
+        ``cancelled`` (the agent goes on without the call), anything else refused."""
+        if request.method == "session/request_permission":
+            return {"outcome": {"outcome": "cancelled"}}
+        raise RpcFailure(INTERNAL_ERROR, "too many pending requests")
 
     async def _on_request(self, request: RpcRequest) -> Any:
         method, params = request.method, request.params

@@ -17,8 +17,15 @@ when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
   turn restarts the agent.
 * ``config.session_mode`` (such as ``"plan"``) is set with ``session/set_mode`` before the
   prompt when the session is in another mode.
-* ``timeout`` bounds the turn: it is cancelled, then fails with
-  :class:`~cursor_agent_api.errors.AgentTimeoutError`.
+* ``timeout`` bounds the whole turn, setup included (``initialize``, ``session/new`` or
+  ``/load``, the model and mode switches, then ``session/prompt``): it is cancelled, then
+  fails with :class:`~cursor_agent_api.errors.AgentTimeoutError` naming the request the agent
+  had not answered. Without a ``timeout``, each setup request is bounded by
+  :data:`~.acp_transport.ACP_REQUEST_TIMEOUT`.
+* Cancelled (or timed out) before its session is open, the turn stops waiting at once and
+  ends cancelled; if ``initialize`` was unanswered, the agent's process group is stopped (a
+  process that does not answer ``initialize`` is broken) and the next turn starts a new one.
+  A process that answered ``initialize`` is kept (other sessions may be running on it).
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from .acp_steering import Steering
 from .outcome import client_result_event
 
 if TYPE_CHECKING:
+    from .acp_connection import AcpConnection
     from .acp_transport import AcpTransport
     from .process import AgentProcess
     from .sinks import EventSink
@@ -89,7 +97,11 @@ class AcpTurn:
         ``"sigkill"``."""
         self._started_at = 0.0
         self._duration_ms: int | None = None
-        self._start_failure: CursorAgentError | None = None
+        self._connecting: asyncio.Task[AcpConnection] | None = None
+        self._setup_scope: anyio.CancelScope | None = None
+        self._prompt_sent = False
+        self.waiting_for = "initialize"
+        """The request whose answer the turn waits for (named when the turn times out)."""
 
     # ---- the public surface of AgentRun ------------------------------------------------
 
@@ -116,15 +128,21 @@ class AcpTurn:
         loop = self._loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         self._started_at = loop.time()
+        # wait only until the process runs: an unanswered initialize is the turn's to bound
+        spawned: asyncio.Future[None] = loop.create_future()
+        connecting = self._connecting = loop.create_task(self.transport.connect(spawned))
         try:
-            conn = await self.transport.connect()
-            self.process = conn.process
-        except AgentNotFoundError:
+            waits: set[asyncio.Future[Any]] = {connecting, spawned}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # interrupted: the start stops here (a half-started process too)
+            connecting.cancel()
             raise
-        except CursorAgentError as exc:  # it started but failed to initialize: the result says
-            self._start_failure = exc
-            conn_now = self.transport.connection
-            self.process = conn_now.process if conn_now is not None else None
+        if connecting.done() and not connecting.cancelled():
+            exc = connecting.exception()
+            if isinstance(exc, AgentNotFoundError):
+                raise exc
+        conn_now = self.transport.connection
+        self.process = conn_now.process if conn_now is not None else None
         self._task = loop.create_task(self._run())
 
     async def wait(self) -> AgentResult:
@@ -151,11 +169,14 @@ class AcpTurn:
         if self.stop_reason is None:
             self.stop_reason = "cancel"
         self.steering.cancel_pending()
+        if self._setup_scope is not None:  # before the prompt: stop waiting for the setup
+            self._setup_scope.cancel()
+            return
         if sig == signal_module.SIGKILL:
             self.escalate("sigkill")
             return
         conn = self.transport.connection
-        if first and self.session_id is not None and conn is not None:
+        if first and self.session_id is not None and self._prompt_sent and conn is not None:
             # (before the session is open, the turn ends cancelled without a prompt)
             conn.notify("session/cancel", {"sessionId": self.session_id})
             self._escalation = self._loop.call_later(self.config.kill_grace, self.escalate,
@@ -227,41 +248,14 @@ class AcpTurn:
         stop: str | None = None
         notes: list[AgentEvent] = []
         try:
-            if self._start_failure is not None:
-                raise self._start_failure
-            sid = await self.transport.open_session(self.config, self, notes)
-            self.session_id = sid
-            self.mapper.session_id = sid
-            self.steering.session_id = sid  # questions and plans carry no session id of their own
-            model = self.transport.model_of(sid)
-            want = self.config.model
-            if want is not None and model is not None and want != model.partition("[")[0] \
-                    and self.transport.model_id_for(sid, want) != model:
-                # the process was started with another turn's --model: switch this session
-                model = await self.transport.set_model(sid, want)
-            self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
-                                           cwd=self.transport._sessions[sid].cwd))
-            for note in notes:
-                note.data["session_id"] = sid
-            self.deliver(notes)
-            mode = self.config.session_mode
-            if mode is not None and self.transport.session_mode(sid) != mode:
-                await self.transport.set_mode(sid, mode)  # e.g. "plan": before the prompt
-            conn = await self.transport.connect()
-            if self._cancel_signal is not None:  # cancelled before the prompt was sent
-                stop = "cancelled"
-            else:
-                request = conn.request("session/prompt", {"sessionId": sid,
-                                                          "prompt": self._prompt_blocks()})
-                with anyio.fail_after(self.config.timeout):  # not wait_for: it can lose a cancel
-                    answer = await request
-                value = answer.get("stopReason") if isinstance(answer, dict) else None
-                stop = value if isinstance(value, str) else "end_turn"
+            with anyio.fail_after(self.config.timeout):  # not wait_for: it can lose a cancel
+                stop = await self._setup_and_prompt(notes)
         except TimeoutError:
             self.stop_reason = "timeout"
             failure = AgentTimeoutError(
-                f"the turn ran past timeout={self.config.timeout:g} s; it was cancelled")
-            if self.session_id is not None:
+                f"the turn ran past timeout={self.config.timeout:g} s waiting for the agent's "
+                f"answer to {self.waiting_for}; it was cancelled")
+            if self._prompt_sent:
                 self.cancel()  # the agent stops working on it; the session goes on
         except AgentProcessError as exc:
             if self._cancel_signal is not None:
@@ -276,8 +270,61 @@ class AcpTurn:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
+        connecting = self._connecting
+        if connecting is not None:
+            if not connecting.done():
+                connecting.cancel()  # initialize unanswered: the process is broken: stop it
+            with contextlib.suppress(BaseException):
+                await connecting  # (and its exception is retrieved)
         self._duration_ms = self._elapsed_ms()
         self._finish(stop, failure)
+
+    async def _setup_and_prompt(self, notes: list[AgentEvent]) -> str:
+        """Open the session (``cancel()`` stops this at once), then prompt: the stop reason."""
+        with anyio.CancelScope() as scope:
+            self._setup_scope = scope
+            try:
+                if self._cancel_signal is None:
+                    await self._setup(notes)
+            finally:
+                self._setup_scope = None
+        if self._cancel_signal is not None or self.session_id is None:
+            return "cancelled"  # cancelled before the prompt was sent
+        self.waiting_for = "session/prompt"
+        conn = await self.transport.connect()
+        self._prompt_sent = True
+        answer = await conn.request("session/prompt", {"sessionId": self.session_id,
+                                                       "prompt": self._prompt_blocks()})
+        value = answer.get("stopReason") if isinstance(answer, dict) else None
+        return value if isinstance(value, str) else "end_turn"
+
+    async def _setup(self, notes: list[AgentEvent]) -> None:
+        """``initialize`` (if the process is new), the session, its model and mode."""
+        assert self._connecting is not None
+        await asyncio.shield(self._connecting)  # a cancelled turn cancels it in _run
+        self._connecting = None
+        self.waiting_for = "session/new"
+        sid = await self.transport.open_session(self.config, self, notes)
+        self.session_id = sid
+        self.mapper.session_id = sid
+        self.steering.session_id = sid  # questions and plans carry no session id of their own
+        model = self.transport.model_of(sid)
+        want = self.config.model
+        if want is not None and model is not None and want != model.partition("[")[0] \
+                and self.transport.model_id_for(sid, want) != model:
+            # the process was started with another turn's --model: switch this session
+            self.waiting_for = "session/set_config_option"
+            model = await self.transport.set_model(sid, want, bounded=self.config.timeout is None)
+        self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
+                                       cwd=self.transport._sessions[sid].cwd))
+        for note in notes:
+            note.data["session_id"] = sid
+        self.deliver(notes)
+        mode = self.config.session_mode
+        if mode is not None and self.transport.session_mode(sid) != mode:
+            self.waiting_for = "session/set_mode"
+            # e.g. "plan": before the prompt
+            await self.transport.set_mode(sid, mode, bounded=self.config.timeout is None)
 
     def _finish(self, stop: str | None, failure: CursorAgentError | None) -> None:
         if self._escalation is not None:
@@ -312,7 +359,8 @@ class AcpTurn:
         elif cancelled:
             result.success = False
             result.exception = CursorAgentError(
-                "the turn was cancelled (session/cancel); the session goes on")
+                "the turn was cancelled (session/cancel); the session goes on" if self._prompt_sent
+                else "the turn was cancelled before its prompt was sent")
             result.error = str(result.exception)
         else:
             result.exception = None if result.success else CursorAgentError(
