@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import and_, desc, func, literal_column, or_, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.elements import Label
+from sqlalchemy.sql.elements import ColumnElement, Label, TextClause
 
 from ..models import ACTIVE_STATUSES, runs
 from .engine import StoreEngine
@@ -137,22 +137,16 @@ class QueueRows(StoreEngine):
             )
             return res.first() is not None
 
+    async def _runs_where(self, *conditions: ColumnElement[bool] | TextClause) -> list[dict[str, Any]]:
+        """The runs that meet every condition, oldest first."""
+        async with self.engine.connect() as conn:
+            res = await conn.execute(select(runs).where(and_(*conditions)).order_by(runs.c.created_ms))
+            return [dict(r._mapping) for r in res]
+
     async def stranded_runs(self, within: float) -> list[dict[str, Any]]:
         """Queued runs waiting in the affinity queue of a worker that is gone."""
-        async with self.engine.connect() as conn:
-            res = await conn.execute(
-                select(runs)
-                .where(
-                    and_(
-                        runs.c.status == "queued",
-                        runs.c.queue.like("worker.%"),
-                        runs.c.job_id.is_not(None),
-                        _GONE.bindparams(within=within),
-                    )
-                )
-                .order_by(runs.c.created_ms)
-            )
-            return [dict(r._mapping) for r in res]
+        return await self._runs_where(runs.c.status == "queued", runs.c.queue.like("worker.%"),
+                                      runs.c.job_id.is_not(None), _GONE.bindparams(within=within))
 
     async def orphaned_runs(self) -> list[OrphanedRun]:
         """Queued runs whose job is over or gone, although no worker took the run (a move off a
@@ -184,19 +178,8 @@ class QueueRows(StoreEngine):
         """Running runs whose job ended (or is gone) over ``grace`` seconds ago: their worker
         gave up recording the end (the database refused it, or it was stopped first), and
         no worker will take the run again."""
-        async with self.engine.connect() as conn:
-            res = await conn.execute(
-                select(runs)
-                .where(
-                    and_(
-                        runs.c.status == "running",
-                        runs.c.job_id.is_not(None),
-                        _JOB_ENDED_BEFORE.bindparams(grace=grace),
-                    )
-                )
-                .order_by(runs.c.created_ms)
-            )
-            return [dict(r._mapping) for r in res]
+        return await self._runs_where(runs.c.status == "running", runs.c.job_id.is_not(None),
+                                      _JOB_ENDED_BEFORE.bindparams(grace=grace))
 
     async def requeue_run(self, run_id: str, behind_job: int | None, **placed: Any) -> bool:
         """Give a run its new job (``placed``: ``job_id``, ``queue``, ``worker``,
@@ -233,15 +216,5 @@ class QueueRows(StoreEngine):
     async def unqueued_runs(self, created_before_ms: int) -> list[dict[str, Any]]:
         """Queued runs created before ``created_before_ms`` that no job carries: the API server
         that stored them stopped before it deferred their job."""
-        async with self.engine.connect() as conn:
-            res = await conn.execute(
-                select(runs).where(
-                    and_(
-                        runs.c.status == "queued",
-                        runs.c.job_id.is_(None),
-                        runs.c.created_ms < created_before_ms,
-                        _NO_JOB,
-                    )
-                )
-            )
-            return [dict(r._mapping) for r in res]
+        return await self._runs_where(runs.c.status == "queued", runs.c.job_id.is_(None),
+                                      runs.c.created_ms < created_before_ms, _NO_JOB)
