@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
+    IntegrityError,
     InterfaceError,
     OperationalError,
     PendingRollbackError,
@@ -120,6 +121,23 @@ def is_data_error(exc: BaseException) -> bool:
         code = _sqlstate(exc)
         return code is not None and code.startswith("22")
     return False
+
+
+def refused_for_data(error: Exception) -> bool:
+    """Whether the database refused what was sent (it would refuse it again), not for its
+    availability: a data error, or sqlite3's ``OverflowError`` (an integer past 64 bits).
+    A constraint violation is not one (a conflict of seqs: the caller's to handle).
+
+    Example:
+        >>> refused_for_data(OverflowError("Python int too large to convert to SQLite INTEGER"))
+        True
+        >>> from sqlalchemy.exc import OperationalError
+        >>> refused_for_data(OperationalError("x", {}, Exception("database is locked")))
+        False
+    """
+    if isinstance(error, OverflowError):
+        return True
+    return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError) and not is_transient(error)
 
 
 def describe_error(exc: BaseException) -> str:

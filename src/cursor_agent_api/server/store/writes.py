@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
 from sqlalchemy import bindparam, func, insert, or_, select, update
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ...protocol.changes import (
@@ -47,7 +47,14 @@ from ..models import chats, events, runs, tool_calls, turn_texts
 from .bounds import cut_to, int_in, session_or_none
 from .encoding import _encode, _Encoded, json_bytes
 from .engine import StoreEngine
-from .errors import NotFoundError, StoreUnavailableError, describe_error, is_data_error, is_transient
+from .errors import (
+    NotFoundError,
+    StoreUnavailableError,
+    describe_error,
+    is_data_error,
+    is_transient,
+    refused_for_data,
+)
 from .ids import now_ms
 from .memory import BIG_VALUE, release_memory
 from .records import EventRecord, NewRecord, Stamps, unstorable_record
@@ -73,24 +80,6 @@ class _WritesRefusedError(Exception):
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _refused_for_data(error: Exception) -> bool:
-    """Whether the database refused what was sent (it would refuse it again), not for its
-    availability: a data error, or sqlite3's ``OverflowError`` (an integer past 64 bits).
-    A constraint violation is not one (a conflict of seqs: the caller's to handle).
-
-    Example:
-        >>> _refused_for_data(OverflowError("Python int too large to convert to SQLite INTEGER"))
-        True
-        >>> from sqlalchemy.exc import OperationalError
-        >>> _refused_for_data(OperationalError("x", {}, Exception("database is locked")))
-        False
-    """
-    if isinstance(error, OverflowError):
-        return True
-    return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError) and not is_transient(error)
-
 
 
 ExtraWrites = Callable[[AsyncConnection, list[EventRecord]], Awaitable[None]]
@@ -269,7 +258,7 @@ class LogWrites(StoreEngine):
         serialized is stored as :func:`unstorable_record` (its line kept), and when
         the database refuses the batch for its data (not for its availability), the
         batch is written again record by record and the refused record becomes an
-        ``unstorable`` one (:func:`_refused_for_data`); if the writes derived from the
+        ``unstorable`` one (:func:`.refused_for_data`); if the writes derived from the
         records (``writes``: the turn state) are refused for a value
         (:func:`.is_data_error`), the records are stored without them (logged).
         ``purpose`` names the write for :attr:`faults`.
@@ -300,7 +289,7 @@ class LogWrites(StoreEngine):
                     return recs
             return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
         except (DBAPIError, OverflowError) as e:
-            if not _refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
+            if not refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
             logger.warning(
                 "a batch of %d record(s) was refused (%s); writing it one by one",
