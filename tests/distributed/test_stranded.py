@@ -343,3 +343,64 @@ def test_a_run_whose_job_has_just_ended_is_left_to_its_worker(db_url: str, tmp_p
         return await store.get_run(run["id"])
 
     assert _run(db_url, tmp_path, body)["status"] == "running"
+
+
+def test_one_run_the_sweep_cannot_recover_does_not_stop_it_for_the_others(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failure particular to one run (here, making its new job) is logged with the run's id;
+    the sweep goes on with the other runs instead of failing on that run at every interval."""
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        other_chat = await store.create_chat(
+            workspace=str(tmp_path), model=None, options={"trust": True}, title="u"
+        )
+        poisoned = await dispatcher.submit(chat, "hello")
+        healthy = await dispatcher.submit(other_chat, "hello")
+        for run in (poisoned, healthy):
+            await _end_job(dispatcher, store, run["id"], abort=False)
+        requeue = dispatcher._requeue
+
+        async def failing_for_one(run: dict[str, Any]) -> str | None:
+            if run["id"] == poisoned["id"]:
+                raise ValueError("a value this run holds")
+            return await requeue(run)
+
+        monkeypatch.setattr(dispatcher, "_requeue", failing_for_one)
+        await dispatcher.sweep()
+        return poisoned["id"], await store.get_run(poisoned["id"]), await store.get_run(healthy["id"])
+
+    poisoned_id, poisoned, healthy = _run(db_url, tmp_path, body)
+    assert healthy["status"] == "queued" and healthy["job_id"] is not None
+    jobs_of_healthy = healthy["job_id"]
+    assert poisoned["status"] == "queued"  # left for the next sweep, untouched
+    assert jobs_of_healthy != poisoned["job_id"]
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(poisoned_id in m and "a value this run holds" in m for m in logged)
+
+
+def test_a_transient_failure_ends_the_sweep_at_once(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database away fails every run alike: the sweep stops at the first (its loop logs
+    one warning and tries again later) instead of logging one error per run."""
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        other_chat = await store.create_chat(
+            workspace=str(tmp_path), model=None, options={"trust": True}, title="u"
+        )
+        tried: list[str] = []
+        for c in (chat, other_chat):
+            run = await dispatcher.submit(c, "hello")
+            await _end_job(dispatcher, store, run["id"], abort=False)
+
+        async def away(run: dict[str, Any]) -> str | None:
+            tried.append(run["id"])
+            raise ConnectionResetError("the database went away")
+
+        monkeypatch.setattr(dispatcher, "_requeue", away)
+        with pytest.raises(ConnectionResetError):
+            await dispatcher.sweep()
+        return tried
+
+    assert len(_run(db_url, tmp_path, body)) == 1

@@ -35,7 +35,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..hub import Hub
@@ -43,7 +45,7 @@ from ..log import EventLog
 from ..models import RunStatus
 from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
 from ..settings import ServerSettings
-from ..store import Store, describe_error, now_ms
+from ..store import Store, describe_error, is_transient, now_ms
 from ..store.claims import OrphanedRun
 from . import run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
@@ -216,34 +218,63 @@ class QueueDispatcher:
 
     async def sweep(self) -> None:
         """Interrupt the runs of stalled workers and those their worker gave up, move stranded
-        runs, refresh the counts."""
+        runs, refresh the counts. A failure particular to one run is logged with its id and
+        the sweep goes on with the others (that run is tried again at the next sweep); a
+        transient one (the database away) ends this sweep."""
         within = self.settings.stalled_after
         jobs = self.app.job_manager
-        for job in await jobs.get_stalled_jobs(seconds_since_heartbeat=within, task_name=TASK_NAME):
-            run_id = job.task_kwargs.get("run_id")
-            run = await self.store.get_run(str(run_id)) if run_id else None
-            if run is not None and not RunStatus(run["status"]).final:
-                await interrupt_lost_run(self.log, run)
-            with contextlib.suppress(Exception):  # another API server may have finished it
-                from procrastinate.jobs import Status
-
-                await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
-        for run in await self.store.abandoned_runs(ABANDONED_AFTER):
-            await interrupt_lost_run(self.log, run)
-        for run in await self.store.stranded_runs(within):
-            await self._move_to_shared_queue(run)
-        for orphan in await self.store.orphaned_runs():
-            await self._recover_orphan(orphan)
-        for run in await self.store.unqueued_runs(now_ms() - int(UNQUEUED_AFTER * 1000)):
-            await run_ends.finish_if_active(
-                self.log,
-                run,
-                RunStatus.INTERRUPTED.value,
-                only=("queued",),
-                error="the API server that accepted this run stopped before it was queued",
-                error_type="NotQueued",
-            )
+        stalled = await jobs.get_stalled_jobs(seconds_since_heartbeat=within, task_name=TASK_NAME)
+        await self._each(stalled, self._release_stalled, lambda job: job.task_kwargs.get("run_id"))
+        abandoned = await self.store.abandoned_runs(ABANDONED_AFTER)
+        await self._each(abandoned, lambda run: interrupt_lost_run(self.log, run))
+        await self._each(await self.store.stranded_runs(within), self._move_to_shared_queue)
+        orphans = await self.store.orphaned_runs()
+        await self._each(orphans, self._recover_orphan, lambda orphan: orphan.run["id"])
+        unqueued = await self.store.unqueued_runs(now_ms() - int(UNQUEUED_AFTER * 1000))
+        await self._each(unqueued, self._interrupt_unqueued)
         self._counts = await self.store.run_counts()
+
+    @staticmethod
+    async def _each(
+        items: Iterable[Any],
+        step: Callable[[Any], Awaitable[Any]],
+        run_id: Callable[[Any], Any] = operator.itemgetter("id"),
+    ) -> None:
+        """``step(item)`` for each item; a non-transient failure is logged and skipped."""
+        for item in items:
+            try:
+                await step(item)
+            except Exception as e:
+                if is_transient(e):
+                    raise
+                logger.error(
+                    "the queue sweep failed on run %s (%s); it is tried again at the next sweep",
+                    run_id(item),
+                    describe_error(e),
+                )
+
+    async def _release_stalled(self, job: Any) -> None:
+        """Interrupt the run of a job whose worker stopped sending heartbeats, and finish the
+        job so that the chat's lock is released."""
+        jobs = self.app.job_manager
+        run_id = job.task_kwargs.get("run_id")
+        run = await self.store.get_run(str(run_id)) if run_id else None
+        if run is not None and not RunStatus(run["status"]).final:
+            await interrupt_lost_run(self.log, run)
+        with contextlib.suppress(Exception):  # another API server may have finished it
+            from procrastinate.jobs import Status
+
+            await jobs.finish_job_by_id_async(job_id=job.id, status=Status.FAILED, delete_job=False)
+
+    async def _interrupt_unqueued(self, run: dict[str, Any]) -> None:
+        await run_ends.finish_if_active(
+            self.log,
+            run,
+            RunStatus.INTERRUPTED.value,
+            only=("queued",),
+            error="the API server that accepted this run stopped before it was queued",
+            error_type="NotQueued",
+        )
 
     async def _move_to_shared_queue(self, run: dict[str, Any]) -> None:
         jobs = self.app.job_manager
