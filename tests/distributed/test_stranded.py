@@ -6,6 +6,7 @@ on PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -404,3 +405,30 @@ def test_a_transient_failure_ends_the_sweep_at_once(
         return tried
 
     assert len(_run(db_url, tmp_path, body)) == 1
+
+
+def test_a_run_whose_worker_died_after_taking_its_job_but_before_claiming_it_runs_again(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A worker that dies between taking the job and claiming the run ran nothing of it:
+    the run is given a new job (it was ``interrupted``, so the user's prompt was lost)."""
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        manager = dispatcher.app.job_manager
+        worker_id = await manager.register_worker()
+        taken = await manager.fetch_job(queues=None, worker_id=worker_id)
+        assert taken is not None and taken.task_kwargs["run_id"] == run["id"]
+        # ... and the worker dies there: its heartbeats stop.
+        dispatcher.settings = dataclasses.replace(dispatcher.settings, stalled_after=0.05)
+        await asyncio.sleep(0.3)
+        await dispatcher.sweep()
+        after = await store.get_run(run["id"])
+        records = await store.events_after(chat["id"], 0, 10)
+        return taken.id, after, [(e.type, e.subtype) for e in records], await _jobs(dispatcher)
+
+    old_job, after, records, jobs = _run(db_url, tmp_path, body)
+    assert after["status"] == "queued", after
+    assert after["job_id"] != old_job
+    assert records == [("run", "queued")]
+    assert [j[2] for j in jobs] == ["failed", "todo"]

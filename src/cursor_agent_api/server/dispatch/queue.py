@@ -13,13 +13,14 @@
 * **sweeps** every few seconds: a job whose worker stopped sending heartbeats (stalled)
   has its run marked ``interrupted`` with a ``worker/lost`` record naming the worker and
   the seq, and the job is finished so that the chat's lock is released — nothing is run
-  again; so is a running run whose job ended a minute ago without its end recorded (its
-  worker gave up writing it); a run waiting in the affinity queue of a gone worker is moved to the shared
-  queue (the worker that takes it starts a new Cursor chat: "context reset"); a queued run
-  whose job is over without a worker having taken it (a move or a claim failed halfway) is
-  given a new job (``cancelled`` instead if a cancel reached that job, ``failed`` after
-  :data:`MAX_JOBS` jobs); a run no job carries a minute after it was stored (its API server
-  died in between) is ``interrupted``.
+  again (a run the worker had not yet claimed ran nothing: it gets a new job, as below);
+  so is a running run whose job ended a minute ago without its end recorded (its worker
+  gave up writing it); a run waiting in the affinity queue of a gone worker is moved to
+  the shared queue (the worker that takes it starts a new Cursor chat: "context reset"); a
+  queued run whose job is over without a worker having taken it (a move or a claim failed
+  halfway) is given a new job (``cancelled`` instead if a cancel reached that job,
+  ``failed`` after :data:`MAX_JOBS` jobs); a run no job carries a minute after it was
+  stored (its API server died in between) is ``interrupted``.
 
 Its own writes are not published by this process: the :class:`~..notify.Relay` publishes
 every committed record, in seq order, whoever wrote it.
@@ -254,12 +255,13 @@ class QueueDispatcher:
                 )
 
     async def _release_stalled(self, job: Any) -> None:
-        """Interrupt the run of a job whose worker stopped sending heartbeats, and finish the
-        job so that the chat's lock is released."""
+        """Finish a job whose worker stopped sending heartbeats, so that the chat's lock is
+        released, and interrupt its run if the worker had claimed it (a run still ``queued``
+        ran nothing: its job over, the orphans' step gives it a new one)."""
         jobs = self.app.job_manager
         run_id = job.task_kwargs.get("run_id")
         run = await self.store.get_run(str(run_id)) if run_id else None
-        if run is not None and not RunStatus(run["status"]).final:
+        if run is not None and run["status"] != "queued" and not RunStatus(run["status"]).final:
             await interrupt_lost_run(self.log, run)
         with contextlib.suppress(Exception):  # another API server may have finished it
             from procrastinate.jobs import Status
