@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,3 +39,32 @@ def test_a_failed_run_writes_no_escape_of_the_agents(cli: Run, tmp_path: Path) -
         assert proc.returncode == 1
         assert "\x1b" not in proc.stdout + proc.stderr, repr(proc.stdout[-200:])
         assert "PWNED" in proc.stdout + proc.stderr  # shown, inert
+
+
+def test_a_session_id_that_is_not_a_chat_id_is_shown_inert_and_never_in_a_command(
+    cli: Run, tmp_path: Path
+) -> None:
+    """The chat id is the agent's word: one that is not a UUID is shown with its escapes
+    visible, and no "continue" command is built from it (``x; touch …`` would be a shell
+    command the reader copies)."""
+    for sid in ("x; touch PWNED #", "s1\u001b[2J\u001b]0;PWNED\u0007"):
+        agent = tmp_path / "agent.py"  # the simulator gives its own ids: a fake agent
+        lines = [json.dumps(o) for o in [
+            {"type": "system", "subtype": "init", "session_id": sid, "cwd": "/x", "model": "Auto"},
+            {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5,
+             "result": "ok", "session_id": sid},
+        ]]
+        body = f"import sys\nsys.stdin.read()\nprint({chr(10).join(lines)!r})\n"
+        agent.write_text(f"#!{sys.executable}\n{body}")
+        agent.chmod(0o755)
+        proc = cli("run", "--agent-binary", str(agent), "--trust", "hi")
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout + proc.stderr, repr(proc.stdout[-300:])
+        assert "PWNED" in proc.stdout  # shown, inert
+        assert "--resume" not in proc.stdout, proc.stdout[-300:]
+
+
+def test_the_continue_command_quotes_what_it_is_given() -> None:
+    from cursor_agent_api.cli.options import continue_command
+
+    assert continue_command("a b;c", False, None) == "cursor-agent-api chat --resume 'a b;c'"

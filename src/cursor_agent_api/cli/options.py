@@ -211,7 +211,7 @@ def continue_command(chat_id: str, simulated: bool, workspace: str | None, *,
         >>> continue_command("abc", True, None)
         'cursor-agent-api chat --resume abc --simulate'
     """
-    parts = ["cursor-agent-api", "chat", "--resume", chat_id]
+    parts = ["cursor-agent-api", "chat", "--resume", _quote(chat_id)]
     if workspace and os.path.realpath(workspace) != os.path.realpath(os.getcwd()):
         parts += ["--workspace", _quote(workspace)]
     if acp:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from rich.text import Text
 
+from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult
 from ..sessions import ConversationSession
@@ -176,7 +177,7 @@ def run_turn(
         steering.settle()
     unsaved = _save(saved, session)
     hint = ""
-    if result.session_id:
+    if result.session_id and is_chat_id(result.session_id):  # the agent's word: a UUID only
         hint = continue_command(result.session_id, simulated, session.config.workspace,
                                 acp=session.config.transport == "acp")
     view.finish(result, continue_hint=hint)  # the answer first, whatever became of the save

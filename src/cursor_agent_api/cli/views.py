@@ -102,7 +102,7 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
             lines.append(Text(printable(result.stderr.strip()[-2000:]), style="dim"))
     if result.session_id:
         hint = f" · continue: {continue_hint}" if continue_hint else ""
-        lines.append(Text(f"chat {result.session_id}{hint}", style="dim"))
+        lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
 
