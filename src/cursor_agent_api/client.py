@@ -35,6 +35,7 @@ import functools
 import signal as signal_module
 import subprocess
 import threading
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -459,17 +460,30 @@ class StreamingResponse(_TurnStream):
     def wait(self, timeout: float | None = None) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
 
-        ``TimeoutError`` if ``timeout`` seconds pass first (the turn goes on).
+        ``TimeoutError`` if ``timeout`` seconds pass first, counted over the whole wait
+        (consuming and the end alike); the turn goes on, and the stream can still be
+        iterated, waited for again, cancelled or closed.
 
         Example:
             >>> result = client.query_stream("hi").wait()  # doctest: +SKIP
         """
-        for _ in self:
-            pass
+        if timeout is None:
+            for _ in self:
+                pass
+            return wait_for(self._finished)
+        deadline = time.monotonic() + timeout
         try:
-            return wait_for(self._finished, timeout)
-        except concurrent.futures.TimeoutError:
-            raise TimeoutError(f"the turn did not end within {timeout} s") from None
+            while not (self._ended or self._stopped):
+                while self._next_in_batch() is not None:  # hand out the batch taken
+                    pass
+                if self._ended or self._stopped:
+                    break
+                self._take(self._queue.get(max(deadline - time.monotonic(), 0.0)))
+            while self._next_in_batch() is not None:
+                pass
+            return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            raise TimeoutError(f"the turn did not end within {timeout:g} s") from None
 
     def close(self) -> None:
         """Stop the turn if it is still running and wait until its process group is gone.

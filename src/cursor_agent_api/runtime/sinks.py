@@ -21,6 +21,7 @@ import collections
 import contextlib
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -133,17 +134,29 @@ class ThreadEventQueue(EventSink):
         """No more batches: ``get`` returns :data:`END` after the last one."""
         self._q.put(END)
 
-    def get(self) -> Any:
-        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks.
+    def get(self, timeout: float | None = None) -> Any:
+        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks, at most ``timeout``
+        seconds if given (``TimeoutError`` then, and nothing is taken).
 
         It wakes every :data:`WAKE_STEP` s, so that a Ctrl-C the kernel gave to another
-        thread is raised here (see :func:`.portal.wait_for`)."""
+        thread is raised here (see :func:`.portal.wait_for`).
+
+        Example:
+            >>> ThreadEventQueue().get(timeout=0)
+            Traceback (most recent call last):
+            ...
+            TimeoutError: no batch within 0 s
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
+            step = WAKE_STEP if deadline is None \
+                else min(WAKE_STEP, max(deadline - time.monotonic(), 0.0))
             try:
-                item = self._q.get(timeout=WAKE_STEP)
+                item = self._q.get(timeout=step) if step > 0 else self._q.get_nowait()
                 break
             except queue.Empty:
-                continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(f"no batch within {timeout:g} s") from None
         if type(item) is list:
             cb = self._took(len(item))
             if cb is not None:
