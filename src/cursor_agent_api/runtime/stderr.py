@@ -29,7 +29,7 @@ from ..errors import (
 from ..protocol import strip_ansi
 from ..protocol.reason import failure_reason
 
-__all__ = ["StderrTail", "classify_failure", "stderr_summary"]
+__all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "stderr_summary"]
 
 
 class StderrTail:
@@ -78,13 +78,23 @@ class StderrTail:
         return strip_ansi(data.decode("utf-8", "replace"))
 
 
+CLASSIFIED_CHARS = 16 * 1024
+"""How much of the end of a stderr text :func:`classify_failure` reads (from its first whole
+line): the CLI says why it failed in its last lines, and a tail of any size (``stderr_tail_bytes``)
+is then classified in the same small time, on the event loop."""
+
+# Every pattern matches within one line and a bounded span (no ``.*``): each try from a
+# position costs at most a few hundred steps, so a search is linear in the text (a line of
+# ``model model …`` made ``model .* not available`` quadratic: 2 s for 64 KiB, on the loop).
+# tests/client/test_stderr_classifier.py checks that no repeat is unbounded.
 _RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
     (re.compile(r"authentication required|not logged in|agent login|cursor-agent login"
                 r"|api key is invalid|invalid api key|unauthori[sz]ed", re.I),
      AuthenticationError, "the agent is not authenticated"),
     (re.compile(r"workspace trust required|trust this workspace|pass --trust", re.I),
      WorkspaceTrustError, "the workspace is not trusted"),
-    (re.compile(r"cannot use this model|unknown model|invalid model|model .* not available",
+    (re.compile(r"cannot use this model|unknown model|invalid model"
+                r"|model\b[^\n]{0,100}?\bnot available",
                 re.I),
      InvalidModelError, "the model cannot be used"),
     (re.compile(r"failed to claim persistent session|chat id must be a uuid"
@@ -99,13 +109,33 @@ _RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
 def stderr_summary(stderr: str, limit: int = 300) -> str:
     """The agent's own reason in a stderr text (:func:`~cursor_agent_api.protocol.reason.
     failure_reason`: the last error report, else the first line naming a failure, else the
-    last line); ``""`` when stderr is empty.
+    last line), read in its last :data:`CLASSIFIED_CHARS`; ``""`` when stderr is empty.
 
     Example:
         >>> stderr_summary("╭──╮\\n│ ⚠ Workspace Trust Required │\\n╰──╯\\n")
         '⚠ Workspace Trust Required'
     """
-    return failure_reason(stderr.splitlines(), limit=limit) or ""
+    return failure_reason(_last_part(stderr).splitlines(), limit=limit) or ""
+
+
+def _last_part(text: str, limit: int = CLASSIFIED_CHARS) -> str:
+    r"""The last ``limit`` characters of ``text``, from the first whole line among them.
+
+    Example:
+        >>> _last_part("first line\nsecond\nlast\n", limit=10)
+        'last\n'
+        >>> _last_part("first line\nsecond\nlast\n", limit=12)
+        'second\nlast\n'
+        >>> _last_part("short\n")
+        'short\n'
+    """
+    if len(text) <= limit:
+        return text
+    part = text[-limit:]
+    if text[-limit - 1] == "\n":  # the cut falls between two lines
+        return part
+    nl = part.find("\n")
+    return part[nl + 1:] if 0 <= nl < len(part) - 1 else part
 
 
 def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
@@ -113,7 +143,7 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
 
     ``AuthenticationError``, ``WorkspaceTrustError``, ``InvalidModelError``,
     ``SessionError`` (malformed resume id, chat busy), ``UsageLimitError``;
-    ANSI escapes are stripped first;
+    ANSI escapes are stripped first; only the last :data:`CLASSIFIED_CHARS` are read;
     anything else is an ``AgentProcessError``. The error carries ``exit_code``
     and ``stderr``; its message quotes the agent's own line.
 
@@ -125,9 +155,10 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
         True
     """
     stderr = strip_ansi(stderr)
-    summary = stderr_summary(stderr)
+    last = _last_part(stderr)
+    summary = stderr_summary(last)
     for pattern, cls, what in _RULES:
-        if pattern.search(stderr):
+        if pattern.search(last):
             detail = f": {summary}" if summary else ""
             return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code,
                        stderr=stderr)
