@@ -19,7 +19,7 @@ from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient, EventTyp
 def test_sync_wait_with_a_timeout_raises_while_the_agent_is_silent(sim):
     with CursorAgentClient(sim("silence")) as client:
         stream = client.query_stream("hi")
-        with pytest.raises(TimeoutError, match="did not end within 0.5 s"):
+        with pytest.raises(TimeoutError, match=r"did not end within 0\.5 s"):
             stream.wait(timeout=0.5)
         assert not stream.done and not stream.cancelled
         # the events the wait consumed are kept, and the stream still ends as usual
