@@ -227,6 +227,31 @@ def check_prompt(prompt: object) -> str | bytes:
     return prompt
 
 
+def prompt_text(prompt: object) -> str:
+    r"""``prompt`` as the text a session records: checked by :func:`check_prompt`, bytes
+    decoded as UTF-8 — ``ValueError`` naming the first byte that is not, before any turn
+    starts (a session keeps its prompts as text, to save them as JSON).
+
+    Example:
+        >>> prompt_text("café".encode())
+        'café'
+        >>> prompt_text(b"caf\xe9 au lait")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: the prompt is not UTF-8 text: byte 3 is 0xE9, which is not UTF-8 here ...
+    """
+    checked = check_prompt(prompt)
+    if isinstance(checked, str):
+        return checked
+    try:
+        return checked.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"the prompt is not UTF-8 text: byte {exc.start} is 0x{checked[exc.start]:02X}, "
+            "which is not UTF-8 here (decode the input with its real encoding, or pass "
+            "the prompt as str)") from None
+
+
 # ---- sync ------------------------------------------------------------------------------
 
 

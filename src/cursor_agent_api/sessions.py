@@ -41,6 +41,7 @@ from .client import (
     AsyncStreamingResponse,
     CursorAgentClient,
     StreamingResponse,
+    prompt_text,
 )
 from .config import AgentConfig, is_chat_id
 from .errors import SessionError
@@ -325,8 +326,10 @@ class _SessionState(Generic[_C]):
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
-        prompt = stream.prompt
-        return self._record(prompt if isinstance(prompt, str) else prompt.decode(), result)
+        prompt = stream.prompt  # a session's streams carry text (prompt_text); another
+        # stream's bytes that are not UTF-8 are recorded with their escapes: the turn has run
+        return self._record(prompt if isinstance(prompt, str)
+                            else prompt.decode("utf-8", "backslashreplace"), result)
 
     @staticmethod
     def _stream_of(args: tuple[Any, ...]) -> Any:
@@ -489,27 +492,30 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         self._session_id = self.client.create_chat()
         return self._session_id
 
-    def send(self, prompt: str, **overrides: Any) -> AgentResult:
+    def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
         """Run one turn of the chat (resuming it after the first); its result.
 
         Failures come back in the result (``exception``); a resume the agent
-        refuses has a :class:`~cursor_agent_api.errors.SessionError`.
+        refuses has a :class:`~cursor_agent_api.errors.SessionError`. A bytes prompt
+        is UTF-8 text (recorded as text; ``ValueError`` before the turn otherwise).
 
         Example:
             >>> session.send("And now in French?").result  # doctest: +SKIP
         """
+        text = prompt_text(prompt)
         self._settle()
-        result = self.client.query(prompt, **self._turn_overrides(overrides))
-        return self._record(prompt, result)
+        result = self.client.query(text, **self._turn_overrides(overrides))
+        return self._record(text, result)
 
-    def send_stream(self, prompt: str, **overrides: Any) -> StreamingResponse:
+    def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
         """Start one turn as a stream; pass it to :meth:`finalize_stream` once consumed.
 
         Example:
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
         """
+        text = prompt_text(prompt)
         self._settle()
-        stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
+        stream = self.client.query_stream(text, **self._turn_overrides(overrides))
         self._pending = stream
         return stream
 
@@ -575,17 +581,18 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         self._session_id = await self.client.create_chat()
         return self._session_id
 
-    async def send(self, prompt: str, **overrides: Any) -> AgentResult:
+    async def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
         """Run one turn of the chat (resuming it after the first); its result.
 
         Example:
             >>> (await session.send("And in French?")).result  # doctest: +SKIP
         """
+        text = prompt_text(prompt)
         await self._settle()
-        result = await self.client.query(prompt, **self._turn_overrides(overrides))
-        return self._record(prompt, result)
+        result = await self.client.query(text, **self._turn_overrides(overrides))
+        return self._record(text, result)
 
-    def send_stream(self, prompt: str, **overrides: Any) -> AsyncStreamingResponse:
+    def send_stream(self, prompt: str | bytes, **overrides: Any) -> AsyncStreamingResponse:
         """One turn as a stream (``async for``); then :meth:`finalize_stream`.
 
         As in :class:`ConversationSession`, a previous stream not yet finalized is
@@ -596,9 +603,10 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
             >>> async for event in stream: ...              # doctest: +SKIP
         """
-        self._turn_overrides(overrides)  # a bad override fails here, not at the start
+        text = prompt_text(prompt)  # a bad prompt or override fails here, not at the start
+        self._turn_overrides(overrides)
         if self._pending is None:
-            stream = self.client.query_stream(prompt, **self._turn_overrides(overrides))
+            stream = self.client.query_stream(text, **self._turn_overrides(overrides))
         else:
             previous = self._pending
 
@@ -606,7 +614,7 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
                 await self.finalize_stream(previous)
                 return self._turn_overrides(overrides)
 
-            stream = self.client._deferred_stream(prompt, settled)
+            stream = self.client._deferred_stream(text, settled)
         self._pending = stream
         return stream
 
