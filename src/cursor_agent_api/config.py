@@ -61,7 +61,9 @@ class OutputFormat(str, enum.Enum):
     The client reads ``STREAM_JSON`` (the default) event by event; ``JSON`` gives
     one ``result`` event at the end; ``TEXT`` gives each non-blank line as a ``RAW``
     event, the turn succeeds when the agent exits 0, and ``AgentResult.result`` (and
-    ``text``) is stdout exactly, blank lines and final newline included.
+    ``text``) is stdout exactly, blank lines and final newline included — up to
+    ``max_line_bytes`` (past it the turn fails with ``ProtocolError``); none with
+    ``keep_content=False``.
 
     Example:
         >>> OutputFormat("stream-json") is OutputFormat.STREAM_JSON

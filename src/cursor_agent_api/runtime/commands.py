@@ -152,6 +152,7 @@ async def run_command(
     argv = [resolve_binary(config, env), *args]
     config = config.with_overrides(output_format=OutputFormat.TEXT, stream_partial_output=False,
                                    timeout=timeout, idle_timeout=None, keep_events=False,
+                                   keep_content=True,
                                    max_line_bytes=min(limit, config.max_line_bytes))
     run = AgentRun(config, None, argv=argv, env=env, cwd=cwd)
     printed = 0

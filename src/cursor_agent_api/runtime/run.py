@@ -16,7 +16,9 @@ agent reaped and its group empty). How a turn ends:
   failures also arrive as an ``ERROR`` event before the stream ends;
 * a stdout line over ``max_line_bytes`` arrives as the protocol's ``ERROR``
   event; the stream goes on (stopping an agent mid-edit is worse than letting
-  it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`.
+  it finish) and the turn fails with :class:`~cursor_agent_api.errors.ProtocolError`;
+* text mode: stdout is the result, kept up to ``max_line_bytes`` (none with
+  ``keep_content=False``); past it, the same: the stream goes on, ``ProtocolError``.
 
 It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
 process for another (the script transport's in-memory agent, :mod:`.script`) and keeps every
@@ -176,7 +178,11 @@ class AgentRun:
         """Called with each event and what it changed in :attr:`transcript`, in the order of
         the events, on the thread that folded it (a view's hook: the turn is folded once)."""
         self._text_mode = config.output_format is OutputFormat.TEXT
-        self._stdout_bytes = bytearray()  # text mode: stdout exactly as written
+        # text mode: stdout exactly as written, the turn's result; kept (keep_content) up to
+        # max_line_bytes, the bound of a result's text in the other formats
+        self._stdout_bytes = bytearray()
+        self._stdout_room = config.max_line_bytes if config.keep_content else 0
+        self._stdout_overflow = False
         self._stderr = StderrTail(config.stderr_tail_bytes)
         self.process: RunProcess | None = None
         self.stop_reason: str | None = None
@@ -295,10 +301,19 @@ class AgentRun:
         assert self._loop is not None
         self._last_activity = self._loop.time()
         if self._text_mode:
-            self._stdout_bytes += data
+            self._keep_stdout(data)
         events = self._reader.feed(data)
         if events:
             self._deliver(events)
+
+    def _keep_stdout(self, data: bytes) -> None:
+        """Text mode: keep ``data`` as part of the result, within its bound."""
+        room = self._stdout_room - len(self._stdout_bytes)
+        if len(data) <= room:
+            self._stdout_bytes += data
+        else:
+            self._stdout_bytes += data[:max(room, 0)]
+            self._stdout_overflow = self._stdout_room > 0
 
     def stdout_eof(self) -> None:
         """stdout closed: flush the reader's unfinished tail."""
@@ -451,6 +466,11 @@ class AgentRun:
                 f"{self._reader.oversize_lines} line(s) of the agent's output exceeded "
                 f"max_line_bytes={cfg.max_line_bytes} and were dropped; the turn is incomplete",
                 exit_code=exit_code, stderr=stderr), "line_too_long"
+        if self._stdout_overflow:
+            return ProtocolError(
+                f"the agent's text output passed max_line_bytes={cfg.max_line_bytes}: the "
+                f"result holds its first {cfg.max_line_bytes} bytes (every line arrived as its "
+                "RAW event)", exit_code=exit_code, stderr=stderr), "output_too_long"
         if self._text_mode:
             if exit_code == 0 and reason is None:
                 return None
