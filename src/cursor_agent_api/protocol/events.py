@@ -29,6 +29,7 @@ import orjson
 
 from .ansi import json_text, strip_ansi
 from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth
+from .surrogates import loads_replacing_lone_surrogates
 from .tools import ToolCall, tool_call_from_event_data
 
 
@@ -668,7 +669,12 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
     try:
         data = orjson.loads(line)
     except (orjson.JSONDecodeError, TypeError, ValueError):
-        return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
+        if not isinstance(line, (bytes, str)):
+            return raw_event(repr(line))
+        data = loads_replacing_lone_surrogates(line)  # Node's "\\ud83d" (see .surrogates)
+        if data.__class__ is not dict:
+            return raw_event(line)
+        return event_from_object(data, line)  # not a LineEvent: data is not the line as is
     if data.__class__ is not dict:
         return raw_event(line)
     if len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):
