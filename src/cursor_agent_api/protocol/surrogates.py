@@ -67,6 +67,7 @@ def loads_replacing_lone_surrogates(line: bytes | str) -> object | None:
     elif "\\ud" not in line and "\\uD" not in line:
         return None
     try:
-        return orjson.loads(replace_lone_surrogates(line))
+        obj: object = orjson.loads(replace_lone_surrogates(line))
     except ValueError:  # orjson.JSONDecodeError among them
         return None
+    return obj

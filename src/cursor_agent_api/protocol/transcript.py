@@ -57,6 +57,7 @@ from .changes import (
 from .event_log import EventLog
 from .events import AgentEvent, EventType, Usage, parse_event
 from .framing import DEFAULT_MAX_LINE_BYTES
+from .limits import wire_int
 from .reader import EventReader
 from .result import AgentResult
 from .tools import QUERY_KINDS, ToolCall, ToolKind, ToolStatus
@@ -463,12 +464,8 @@ class Transcript:
         data = event.data
         request_id = self.request_id
         self.request_id = event.request_id or self.request_id
-        duration = data.get("duration_ms")
-        if isinstance(duration, int):
-            self.duration_ms = duration
-        api = data.get("duration_api_ms")
-        if isinstance(api, int):
-            self.duration_api_ms = api
+        self.duration_ms = wire_int(data.get("duration_ms"))  # not a bool, nor 1e23
+        self.duration_api_ms = wire_int(data.get("duration_api_ms"))
         self.usage = event.usage
         error: str | None = None
         if event.type is EventType.RESULT_ERROR:
