@@ -17,6 +17,9 @@ event naming another tool than the running call of that id, opens a new call.
 
 This is the one fold of a turn: :meth:`Transcript.add` returns what the event changed (see
 :mod:`.changes`), so a view applies those changes and never the rule or the pairing again.
+The first result event is the turn's outcome and ends the fold: an event after it (an agent
+that wrote past its result, a second result) is kept in :attr:`Transcript.events` and changes
+nothing.
 
 Example:
     >>> t = Transcript()
@@ -140,6 +143,7 @@ class Transcript:
         self._index: dict[int, int] = {}  # id() of each call -> its index in _calls
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
         self._closed = False
+        self._folding = False  # a session id is known and no result came yet
         self.link_local: Callable[[ToolCall], Any] | None = None
         """Set by a client with its own tools: called once for each completed MCP call of its
         tool server; what it returns becomes ``call.local`` (see :mod:`cursor_agent_api.tools`)."""
@@ -239,26 +243,30 @@ class Transcript:
         if self.keep_events:
             self.events.append(event)
         etype = event.type
-        if etype is _DELTA and self.session_id is not None:  # the most frequent event, kept fast
-            text = event.text
-            if not text:
-                return _NONE
-            deltas = self._deltas
-            deltas.append(text if self.keep_content else "")
-            if len(deltas) >= self._delta_limit:
-                self._compact_deltas()
-            return (_new(TextAppended, (len(self._segments), text)),)
-        if etype is _THINKING and self.session_id is not None:  # as frequent, with thinking on
-            text = event.text
-            if not text:
-                return _NONE
-            self._thinking.append(text if self.keep_content else "")
-            return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
+        if self._folding:  # a session id is known and no result came yet: the hot paths
+            if etype is _DELTA:  # the most frequent event, kept fast
+                text = event.text
+                if not text:
+                    return _NONE
+                deltas = self._deltas
+                deltas.append(text if self.keep_content else "")
+                if len(deltas) >= self._delta_limit:
+                    self._compact_deltas()
+                return (_new(TextAppended, (len(self._segments), text)),)
+            if etype is _THINKING:  # as frequent, with thinking on
+                text = event.text
+                if not text:
+                    return _NONE
+                self._thinking.append(text if self.keep_content else "")
+                return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
+        elif self.result_event is not None:
+            return _NONE  # past the turn's (first) result: kept in events, not folded
         handler = _HANDLERS.get(etype)
         if self.session_id is None:
             session_id = event.session_id
             if session_id is not None:
                 self.session_id = session_id
+                self._folding = True  # until a result (which may be this event)
                 changes = _NONE if handler is None else handler(self, event)
                 if changes and changes[0].__class__ is TurnInfo:
                     return changes  # system/init or user: the TurnInfo has the session id
@@ -458,9 +466,8 @@ class Transcript:
         return _NONE
 
     def _add_result(self, event: AgentEvent) -> Changes:
-        if self.result_event is not None:
-            return _NONE  # the first result is authoritative
-        self.result_event = event
+        self.result_event = event  # the turn's outcome: add() folds nothing after it
+        self._folding = False
         data = event.data
         request_id = self.request_id
         self.request_id = event.request_id or self.request_id
