@@ -115,6 +115,11 @@ class Transcript:
         ('big', '', [''])
     """
 
+    MAX_ATTRIBUTES = 29
+    """An instance has at most this many attributes: past it CPython (3.11) stops sharing the
+    keys of its ``__dict__`` and every attribute read on the hot path gets slower (7% of the
+    fold, measured with a 30th). tests/protocol/test_transcript.py checks it."""
+
     def __init__(self, *, keep_events: bool = True, keep_content: bool = True) -> None:
         self.keep_events = keep_events
         self.keep_content = keep_content
@@ -140,9 +145,9 @@ class Transcript:
         self._thinking_blocks: list[str] = []
         self._calls: list[ToolCall] = []
         self._by_id: dict[str, list[ToolCall]] = {}  # every call of an id, in order
+        self._running: dict[str, list[ToolCall]] = {}  # the running calls of an id, in order
         self._index: dict[int, int] = {}  # id() of each call -> its index in _calls
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
-        self._closed = False
         self._folding = False  # a session id is known and no result came yet
         self.link_local: Callable[[ToolCall], Any] | None = None
         """Set by a client with its own tools: called once for each completed MCP call of its
@@ -388,8 +393,10 @@ class Transcript:
         tc = event.tool_call
         if tc is None:
             return None
-        same = self._by_id.get(tc.call_id)
-        existing = None if same is None else _pair(same, tc, event.type is _STARTED)
+        call_id = tc.call_id
+        same = self._by_id.get(call_id)
+        running = self._running.get(call_id)
+        existing = None if same is None else _pair(same[-1], running, tc, event.type is _STARTED)
         if existing is None:
             if not self.keep_content:
                 tc = tc.copy()  # the event's own call keeps its result
@@ -397,9 +404,14 @@ class Transcript:
             self._index[id(tc)] = index
             self._calls.append(tc)
             if same is None:
-                self._by_id[tc.call_id] = [tc]
+                self._by_id[call_id] = [tc]
             else:
                 same.append(tc)
+            if tc.status is _RUNNING:
+                if running is None:
+                    self._running[call_id] = [tc]
+                else:
+                    running.append(tc)
             if self._queries and (not tc.args or tc.kind is _UNKNOWN_KIND):
                 self._recover(tc)
             if self.link_local is not None:
@@ -409,6 +421,11 @@ class Transcript:
                 tc.result = None
             return opened
         existing.update(tc)
+        if running and existing.status is not _RUNNING:
+            for i, call in enumerate(running):  # a call never runs again once it has ended
+                if call is existing:
+                    del running[i]
+                    break
         if self._queries and (not existing.args or existing.kind is _UNKNOWN_KIND):
             self._recover(existing)
         if self.link_local is not None:
@@ -498,6 +515,7 @@ class Transcript:
         return tuple(changes)
 
     def _abandon_open_calls(self) -> list[ToolCallChanged]:
+        self._running.clear()
         abandoned = []
         for call in self._calls:
             if call.status is _RUNNING:
@@ -512,7 +530,6 @@ class Transcript:
         segment of deltas stays open, as :attr:`text` does not depend on it.
         :meth:`to_result` closes too, but drops these changes: call this first to see them.
         """
-        self._closed = True
         thinking = self._end_thinking()
         abandoned = self._abandon_open_calls()
         if thinking is None:
@@ -626,14 +643,17 @@ def _same_tool(call: ToolCall, later: ToolCall) -> bool:
     return call.kind is not _FUNCTION_KIND or not call.name or not later.name or call.name == later.name
 
 
-def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
-    """The call among ``same`` (the calls of ``tc``'s id, in order) that ``tc`` continues, or
-    ``None`` when ``tc`` opens a new call.
+def _pair(latest: ToolCall, running: list[ToolCall] | None, tc: ToolCall,
+          started: bool) -> ToolCall | None:
+    """The call that ``tc`` continues, or ``None`` when ``tc`` opens a new call. ``latest``
+    is the newest call of ``tc``'s id; ``running`` the calls of that id still running, in order.
 
     A ``started`` continues only a running call of the same tool: once a call has completed,
     a ``started`` with its id is another call. A completion goes to the first running call of
     the same tool; with none running it repeats the latest call's completion when it is the
-    same tool, and is a call of its own (completed without ``started``) otherwise.
+    same tool, and is a call of its own (completed without ``started``) otherwise. Only the
+    running calls are looked at, so that an id every call shares (``<redacted>``) costs no
+    more than distinct ids.
 
     Example:
         >>> from .tools import tool_call_from_event_data as read
@@ -641,18 +661,18 @@ def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
         ...     return read({"type": "tool_call", "subtype": sub, "call_id": "x",
         ...                  "tool_call": {key: {"result": {"success": {}}} if sub == "completed" else {}}})
         >>> shell = ev("started", "shellToolCall")
-        >>> _pair([shell], ev("completed", "shellToolCall"), False) is shell
+        >>> _pair(shell, [shell], ev("completed", "shellToolCall"), False) is shell
         True
         >>> shell.status = ToolStatus.SUCCEEDED
-        >>> _pair([shell], ev("started", "readToolCall"), True) is None
+        >>> _pair(shell, None, ev("started", "readToolCall"), True) is None
         True
     """
-    latest = same[-1]
     if started:
         return latest if latest.status is _RUNNING and _same_tool(latest, tc) else None
-    for call in same:
-        if call.status is _RUNNING and _same_tool(call, tc):
-            return call
+    if running:
+        for call in running:
+            if call.status is _RUNNING and _same_tool(call, tc):
+                return call
     return latest if _same_tool(latest, tc) else None
 
 
