@@ -7,7 +7,8 @@ reproduces ``result.result`` exactly on every real recording:
 * a tool call closes the segment (its deltas are kept);
 * a whole-segment message (a recap with ``model_call_id``, or a final message
   with neither marker) *replaces* the current segment's deltas when there were
-  any, and is appended as new text otherwise;
+  any, and is appended as new text otherwise; one with no text (no text block, or
+  an empty one) replaces nothing: it closes the segment, its deltas kept;
 * thinking does not close a segment; segments are joined with no separator.
 
 So partial output never doubles the text, and 2025 builds' plain fragments are
@@ -317,17 +318,16 @@ class Transcript:
 
     def _on_assistant(self, event: AgentEvent) -> Changes:
         text = event.text
+        if not text:
+            # No text to replace the deltas with (no text block, or an empty one): the deltas
+            # are the segment's only copy, and result.result has them. It ends the segment.
+            closed = self._close_segment()
+            return _NONE if closed is None else (closed,)
         segment = len(self._segments)
-        if self._deltas:
-            self._clear_deltas()  # the recap replaces the segment's deltas
-            # kept even when empty: the index was announced
-            self._segments.append((text or "") if self.keep_content else "")
-        elif text:
-            self._segments.append(text if self.keep_content else "")
-        else:
-            return _NONE
+        self._clear_deltas()  # the recap replaces the segment's deltas, if any
+        self._segments.append(text if self.keep_content else "")
         role = assistant_role(event) or AssistantRole.FINAL
-        return (_new(SegmentReplaced, (segment, text or "", role)), _new(SegmentClosed, (segment,)))
+        return (_new(SegmentReplaced, (segment, text, role)), _new(SegmentClosed, (segment,)))
 
     def _on_thinking(self, event: AgentEvent) -> Changes:
         text = event.text
@@ -549,7 +549,7 @@ class Transcript:
     def segments(self) -> list[str]:
         """The text's segments, in order (the open one last); :attr:`text` is them joined.
 
-        A segment whose deltas a recap with no text replaced is kept, empty.
+        A recap with no text does not replace its segment's deltas: it closes the segment.
 
         Example:
             >>> t = Transcript.from_lines(['{"type":"assistant","text":"a"}',
