@@ -395,8 +395,13 @@ class Transcript:
             return None
         call_id = tc.call_id
         same = self._by_id.get(call_id)
-        running = self._running.get(call_id)
-        existing = None if same is None else _pair(same[-1], running, tc, event.type is _STARTED)
+        running: list[ToolCall] | None = None
+        if same is None:
+            existing = None
+        else:
+            # an id's running calls are tracked apart once it has two calls (a reused id)
+            running = same if len(same) == 1 else self._running.get(call_id)
+            existing = _pair(same[-1], running, tc, event.type is _STARTED)
         if existing is None:
             if not self.keep_content:
                 tc = tc.copy()  # the event's own call keeps its result
@@ -405,13 +410,16 @@ class Transcript:
             self._calls.append(tc)
             if same is None:
                 self._by_id[call_id] = [tc]
+            elif running is same:  # the id's second call: its running calls from now on
+                same.append(tc)
+                self._running[call_id] = [c for c in same if c.status is _RUNNING]
             else:
                 same.append(tc)
-            if tc.status is _RUNNING:
-                if running is None:
-                    self._running[call_id] = [tc]
-                else:
-                    running.append(tc)
+                if tc.status is _RUNNING:
+                    if running is None:
+                        self._running[call_id] = [tc]
+                    else:
+                        running.append(tc)
             if self._queries and (not tc.args or tc.kind is _UNKNOWN_KIND):
                 self._recover(tc)
             if self.link_local is not None:
@@ -421,7 +429,7 @@ class Transcript:
                 tc.result = None
             return opened
         existing.update(tc)
-        if running and existing.status is not _RUNNING:
+        if running and running is not same and existing.status is not _RUNNING:
             for i, call in enumerate(running):  # a call never runs again once it has ended
                 if call is existing:
                     del running[i]
@@ -515,7 +523,8 @@ class Transcript:
         return tuple(changes)
 
     def _abandon_open_calls(self) -> list[ToolCallChanged]:
-        self._running.clear()
+        for running in self._running.values():
+            running.clear()
         abandoned = []
         for call in self._calls:
             if call.status is _RUNNING:
