@@ -73,3 +73,17 @@ def test_only_unpaired_surrogate_escapes_are_replaced(escaped: str, expected: st
 def test_not_json_stays_raw() -> None:
     assert parse_event(b'{"type":"user","text":"\\ud83d').type is EventType.RAW
     assert replace_lone_surrogates(b"no escapes") == b"no escapes"
+
+
+def test_an_acp_message_with_a_lone_surrogate_is_a_message_not_noise() -> None:
+    # the response to session/prompt lost as noise would leave the turn waiting for it
+    from cursor_agent_api.protocol.acp_codec import RpcNotification, RpcResponse, decode_message
+
+    message = decode_message(b'{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn",'
+                             b'"note":"cut \\ud83d"}}')
+    assert isinstance(message, RpcResponse)
+    assert message.result == {"stopReason": "end_turn", "note": "cut \ufffd"}
+    update = decode_message('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",'
+                            '"update":{"content":{"type":"text","text":"\\ude00"}}}}')
+    assert isinstance(update, RpcNotification)
+    assert update.params["update"]["content"]["text"] == "\ufffd"
