@@ -254,16 +254,24 @@ def test_segment_changes_of_partial_output_recap_and_tool_call() -> None:
     assert t.segments == ["Hello.", "Fin", "Done"]
 
 
-def test_a_recap_with_no_text_empties_its_segment_and_keeps_the_index() -> None:
+@pytest.mark.parametrize("textless", [
+    '{"type":"assistant","message":{"content":[]},"model_call_id":"m"}',  # a recap, no block
+    '{"type":"assistant","message":{"content":[{"type":"text","text":""}]}}',  # a final, empty
+    '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t"}]}}',
+])
+def test_a_recap_with_no_text_closes_its_segment_and_keeps_the_deltas(textless: str) -> None:
+    # the deltas are the segment's only copy (result.result has them): nothing replaces them
     t = Transcript()
     t.add(parse_event('{"type":"assistant","text":"draft","timestamp_ms":1}'))
-    changes = t.add(parse_event('{"type":"assistant","message":{"content":[]},"model_call_id":"m"}'))
-    assert [c.to_dict() for c in changes] == [
-        {"kind": "segment_replaced", "segment": 0, "text": "", "role": "recap"},
-        {"kind": "segment_closed", "segment": 0}]
-    assert t.text == "" and t.segments == [""]
+    changes = t.add(parse_event(textless))
+    assert [c.to_dict() for c in changes] == [{"kind": "segment_closed", "segment": 0}]
+    assert t.text == "draft" and t.segments == ["draft"]
     assert [c.to_dict() for c in t.add(parse_event('{"type":"assistant","text":"x","timestamp_ms":2}'))] == [
         {"kind": "text_appended", "segment": 1, "text": "x"}]
+    t.add(parse_event('{"type":"result","subtype":"success","result":"draftx"}'))
+    result = t.to_result()
+    assert result.text == result.result == "draftx"
+    assert Transcript().add(parse_event(textless)) == ()  # no deltas: nothing to close
 
 
 def test_result_changes_close_what_is_open_then_report() -> None:

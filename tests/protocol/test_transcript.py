@@ -275,3 +275,11 @@ def test_keep_content_false_deltas_and_thinking() -> None:
     assert lean.text == "" and lean.segments == [""] and lean.thinking == [""]
     call = lean.tool_call("c1")
     assert call is not None and call.status is ToolStatus.SUCCEEDED and call.result is None
+
+
+def test_a_transcript_keeps_few_enough_attributes_for_cpythons_shared_keys() -> None:
+    t = Transcript.from_lines(['{"type":"system","subtype":"init","session_id":"s"}',
+                               '{"type":"result","subtype":"success","result":"x"}'])
+    t.link_local = lambda call: None
+    t.to_result()
+    assert len(vars(t)) <= Transcript.MAX_ATTRIBUTES

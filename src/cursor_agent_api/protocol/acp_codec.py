@@ -31,6 +31,7 @@ import orjson
 
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
+from .surrogates import loads_replacing_lone_surrogates
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -146,7 +147,9 @@ def decode_message(line: bytes | str) -> RpcMessage:
     try:
         data = orjson.loads(raw)
     except (orjson.JSONDecodeError, ValueError):
-        return RpcNoise(raw, "not JSON")
+        data = loads_replacing_lone_surrogates(raw)  # Node's "\ud83d" (see .surrogates)
+        if data is None:
+            return RpcNoise(raw, "not JSON")
     if not isinstance(data, dict):
         return RpcNoise(raw, "not a JSON-RPC message")
     if len(raw) >= SHORTEST_TOO_DEEP and exceeds_depth(data, raw):

@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,8 @@ from typing import Any
 import orjson
 
 from .ansi import json_text, strip_ansi
-from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth
+from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth, wire_int
+from .surrogates import loads_replacing_lone_surrogates
 from .tools import ToolCall, tool_call_from_event_data
 
 
@@ -169,7 +169,7 @@ class AgentEvent:
     @property
     def timestamp_ms(self) -> int | None:
         """The event's timestamp in milliseconds, when it carries one."""
-        return _int_or_none(self.data.get("timestamp_ms"))
+        return wire_int(self.data.get("timestamp_ms"))
 
     # ---- typed access ------------------------------------------------------------------
 
@@ -312,13 +312,11 @@ class Usage:
         if not isinstance(value, dict):
             return None
 
-        def num(*keys: str) -> int:
+        def num(*keys: str) -> int:  # the first key with a count (see limits.wire_int)
             for key in keys:
-                v = value.get(key)
-                if isinstance(v, int) and not isinstance(v, bool):
+                v = wire_int(value.get(key))
+                if v is not None:
                     return v
-                if isinstance(v, float):
-                    return int(v)
             return 0
 
         return cls(
@@ -396,22 +394,6 @@ def _message_text(data: dict[str, Any]) -> str | None:
                 return value
             if isinstance(value, list):
                 return _content_text(value)
-    return None
-
-
-def _int_or_none(value: Any) -> int | None:
-    """An int the agent wrote as a number or as ASCII digits (at most 19); ``None`` otherwise.
-
-    Example:
-        >>> _int_or_none(17), _int_or_none("17"), _int_or_none("\u00b2"), _int_or_none(1e400)
-        (17, 17, None, None)
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) else None
-    if isinstance(value, str) and len(value) <= 19 and value.isascii() and value.isdigit():
-        return int(value)
     return None
 
 
@@ -668,7 +650,12 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
     try:
         data = orjson.loads(line)
     except (orjson.JSONDecodeError, TypeError, ValueError):
-        return raw_event(line if isinstance(line, (bytes, str)) else repr(line))
+        if not isinstance(line, (bytes, str)):
+            return raw_event(repr(line))
+        data = loads_replacing_lone_surrogates(line)  # Node's "\\ud83d" (see .surrogates)
+        if data.__class__ is not dict:
+            return raw_event(line)
+        return event_from_object(data, line)  # not a LineEvent: data is not the line as is
     if data.__class__ is not dict:
         return raw_event(line)
     if len(line) >= SHORTEST_TOO_DEEP and exceeds_depth(data, line):

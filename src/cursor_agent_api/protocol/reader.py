@@ -28,6 +28,7 @@ from .events import (
 )
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
+from .surrogates import loads_replacing_lone_surrogates
 
 _FAILED: object = object()
 
@@ -39,7 +40,8 @@ def _loads(line: bytes) -> object:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        return _FAILED
+        obj = loads_replacing_lone_surrogates(line)  # Node's "\\ud83d" (see .surrogates)
+        return _FAILED if obj is None else obj
 
 
 class EventReader:

@@ -23,7 +23,6 @@ Example:
 from __future__ import annotations
 
 import enum
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import orjson
 
 from .ansi import json_text
+from .limits import wire_int
 
 
 class ToolKind(str, enum.Enum):
@@ -171,21 +171,6 @@ def _function_kind(name: str) -> ToolKind:
     return ToolKind.FUNCTION if kind is _UNKNOWN_KIND else kind
 
 
-def _int(value: Any) -> int | None:
-    if value.__class__ is str:  # the wire's "startedAtMs": "1789644703170"
-        try:
-            return int(value)
-        except ValueError:
-            return None
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) else None
-    return None
-
-
 OWN_TOOL_SERVER_PREFIX = "python-tools-"
 """The ``mcp.json`` key (the wire's ``providerIdentifier``) of a client's own tool server is
 this prefix and 8 hex digits, random per client (see :mod:`cursor_agent_api.tools`)."""
@@ -316,10 +301,10 @@ class ToolCall:
     def duration_ms(self) -> int | None:
         """Milliseconds from start to completion, when the wire tells."""
         if self.started_at_ms is not None and self.completed_at_ms is not None:
-            return max(0, self.completed_at_ms - self.started_at_ms)
+            return wire_int(max(0, self.completed_at_ms - self.started_at_ms))
         if self.reported_duration_ms is not None:
             return self.reported_duration_ms
-        return _int(self.outcome_value.get("executionTime"))
+        return wire_int(self.outcome_value.get("executionTime"))
 
     # ---- conveniences per kind ---------------------------------------------------------
 
@@ -344,7 +329,7 @@ class ToolCall:
         value = self.outcome_value
         for key in ("exitCode", "exit_code"):
             if key in value:
-                return _int(value[key])
+                return wire_int(value[key])
         return None
 
     @property
@@ -391,7 +376,7 @@ class ToolCall:
     def read_range(self) -> tuple[int, int] | None:
         """Read: the ``(start_line, end_line)`` that was read."""
         rr = _dict(self.outcome_value.get("readRange"))
-        start, end = _int(rr.get("startLine")), _int(rr.get("endLine"))
+        start, end = wire_int(rr.get("startLine")), wire_int(rr.get("endLine"))
         if start is None or end is None:
             return None
         return (start, end)
@@ -471,7 +456,7 @@ class ToolCall:
                     m = _dict(m)
                     if m.get("isContextLine"):
                         continue
-                    out.append((name, _int(m.get("lineNumber")), str(m.get("content", ""))))
+                    out.append((name, wire_int(m.get("lineNumber")), str(m.get("content", ""))))
         return out
 
     @property
@@ -496,7 +481,7 @@ class ToolCall:
         if kind is ToolKind.EDIT:
             return self.diff or _str(value.get("message")) or ""
         if kind is ToolKind.WRITE:
-            lines = _int(value.get("linesCreated"))
+            lines = wire_int(value.get("linesCreated"))
             path = _str(value.get("path")) or self.path or ""
             return f"{path}: {lines} lines written" if lines is not None else path
         if kind is ToolKind.DELETE:
@@ -740,15 +725,15 @@ def _current_tool_call(data: dict[str, Any], tc: dict[str, Any], completed: bool
     if model_call_id.__class__ is not str:
         model_call_id = None
     started = tc.get("startedAtMs")
-    if started is not None and started.__class__ is not int:
-        started = _int(started)
+    if started is not None:
+        started = wire_int(started)
     done = tc.get("completedAtMs")
-    if done is not None and done.__class__ is not int:
-        done = _int(done)
+    if done is not None:
+        done = wire_int(done)
     if started is None or (done is None and completed):
         # no tool clock on the call (an lsToolCall): the event timestamps stand in
-        stamp = data.get("timestamp_ms")
-        if stamp.__class__ is int:
+        stamp = wire_int(data.get("timestamp_ms"))
+        if stamp is not None:
             if completed:
                 done = stamp if done is None else done
             elif started is None:
@@ -817,7 +802,7 @@ def _flat_tool_call(data: dict[str, Any], completed: bool) -> ToolCall:
     call.name = name
     call.kind = kind_for_key(name) if name else ToolKind.UNKNOWN
     call.args = _parse_arguments(data.get("parameters"))
-    call.reported_duration_ms = _int(data.get("duration_ms"))
+    call.reported_duration_ms = wire_int(data.get("duration_ms"))
     if completed:
         result = data.get("result")
         call.result = result if isinstance(result, dict) else {"output": result}

@@ -7,7 +7,8 @@ reproduces ``result.result`` exactly on every real recording:
 * a tool call closes the segment (its deltas are kept);
 * a whole-segment message (a recap with ``model_call_id``, or a final message
   with neither marker) *replaces* the current segment's deltas when there were
-  any, and is appended as new text otherwise;
+  any, and is appended as new text otherwise; one with no text (no text block, or
+  an empty one) replaces nothing: it closes the segment, its deltas kept;
 * thinking does not close a segment; segments are joined with no separator.
 
 So partial output never doubles the text, and 2025 builds' plain fragments are
@@ -17,6 +18,9 @@ event naming another tool than the running call of that id, opens a new call.
 
 This is the one fold of a turn: :meth:`Transcript.add` returns what the event changed (see
 :mod:`.changes`), so a view applies those changes and never the rule or the pairing again.
+The first result event is the turn's outcome and ends the fold: an event after it (an agent
+that wrote past its result, a second result) is kept in :attr:`Transcript.events` and changes
+nothing.
 
 Example:
     >>> t = Transcript()
@@ -57,6 +61,7 @@ from .changes import (
 from .event_log import EventLog
 from .events import AgentEvent, EventType, Usage, parse_event
 from .framing import DEFAULT_MAX_LINE_BYTES
+from .limits import wire_int
 from .reader import EventReader
 from .result import AgentResult
 from .tools import QUERY_KINDS, ToolCall, ToolKind, ToolStatus
@@ -111,6 +116,11 @@ class Transcript:
         ('big', '', [''])
     """
 
+    MAX_ATTRIBUTES = 29
+    """An instance has at most this many attributes: past it CPython (3.11) stops sharing the
+    keys of its ``__dict__`` and every attribute read on the hot path gets slower (7% of the
+    fold, measured with a 30th). tests/protocol/test_transcript.py checks it."""
+
     def __init__(self, *, keep_events: bool = True, keep_content: bool = True) -> None:
         self.keep_events = keep_events
         self.keep_content = keep_content
@@ -136,9 +146,10 @@ class Transcript:
         self._thinking_blocks: list[str] = []
         self._calls: list[ToolCall] = []
         self._by_id: dict[str, list[ToolCall]] = {}  # every call of an id, in order
+        self._running: dict[str, list[ToolCall]] = {}  # the running calls of an id, in order
         self._index: dict[int, int] = {}  # id() of each call -> its index in _calls
         self._queries: dict[str, tuple[ToolKind, dict[str, Any]]] = {}
-        self._closed = False
+        self._folding = False  # a session id is known and no result came yet
         self.link_local: Callable[[ToolCall], Any] | None = None
         """Set by a client with its own tools: called once for each completed MCP call of its
         tool server; what it returns becomes ``call.local`` (see :mod:`cursor_agent_api.tools`)."""
@@ -238,26 +249,30 @@ class Transcript:
         if self.keep_events:
             self.events.append(event)
         etype = event.type
-        if etype is _DELTA and self.session_id is not None:  # the most frequent event, kept fast
-            text = event.text
-            if not text:
-                return _NONE
-            deltas = self._deltas
-            deltas.append(text if self.keep_content else "")
-            if len(deltas) >= self._delta_limit:
-                self._compact_deltas()
-            return (_new(TextAppended, (len(self._segments), text)),)
-        if etype is _THINKING and self.session_id is not None:  # as frequent, with thinking on
-            text = event.text
-            if not text:
-                return _NONE
-            self._thinking.append(text if self.keep_content else "")
-            return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
+        if self._folding:  # a session id is known and no result came yet: the hot paths
+            if etype is _DELTA:  # the most frequent event, kept fast
+                text = event.text
+                if not text:
+                    return _NONE
+                deltas = self._deltas
+                deltas.append(text if self.keep_content else "")
+                if len(deltas) >= self._delta_limit:
+                    self._compact_deltas()
+                return (_new(TextAppended, (len(self._segments), text)),)
+            if etype is _THINKING:  # as frequent, with thinking on
+                text = event.text
+                if not text:
+                    return _NONE
+                self._thinking.append(text if self.keep_content else "")
+                return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
+        elif self.result_event is not None:
+            return _NONE  # past the turn's (first) result: kept in events, not folded
         handler = _HANDLERS.get(etype)
         if self.session_id is None:
             session_id = event.session_id
             if session_id is not None:
                 self.session_id = session_id
+                self._folding = True  # until a result (which may be this event)
                 changes = _NONE if handler is None else handler(self, event)
                 if changes and changes[0].__class__ is TurnInfo:
                     return changes  # system/init or user: the TurnInfo has the session id
@@ -303,17 +318,16 @@ class Transcript:
 
     def _on_assistant(self, event: AgentEvent) -> Changes:
         text = event.text
+        if not text:
+            # No text to replace the deltas with (no text block, or an empty one): the deltas
+            # are the segment's only copy, and result.result has them. It ends the segment.
+            closed = self._close_segment()
+            return _NONE if closed is None else (closed,)
         segment = len(self._segments)
-        if self._deltas:
-            self._clear_deltas()  # the recap replaces the segment's deltas
-            # kept even when empty: the index was announced
-            self._segments.append((text or "") if self.keep_content else "")
-        elif text:
-            self._segments.append(text if self.keep_content else "")
-        else:
-            return _NONE
+        self._clear_deltas()  # the recap replaces the segment's deltas, if any
+        self._segments.append(text if self.keep_content else "")
         role = assistant_role(event) or AssistantRole.FINAL
-        return (_new(SegmentReplaced, (segment, text or "", role)), _new(SegmentClosed, (segment,)))
+        return (_new(SegmentReplaced, (segment, text, role)), _new(SegmentClosed, (segment,)))
 
     def _on_thinking(self, event: AgentEvent) -> Changes:
         text = event.text
@@ -379,8 +393,15 @@ class Transcript:
         tc = event.tool_call
         if tc is None:
             return None
-        same = self._by_id.get(tc.call_id)
-        existing = None if same is None else _pair(same, tc, event.type is _STARTED)
+        call_id = tc.call_id
+        same = self._by_id.get(call_id)
+        running: list[ToolCall] | None = None
+        if same is None:
+            existing = None
+        else:
+            # an id's running calls are tracked apart once it has two calls (a reused id)
+            running = same if len(same) == 1 else self._running.get(call_id)
+            existing = _pair(same[-1], running, tc, event.type is _STARTED)
         if existing is None:
             if not self.keep_content:
                 tc = tc.copy()  # the event's own call keeps its result
@@ -388,9 +409,17 @@ class Transcript:
             self._index[id(tc)] = index
             self._calls.append(tc)
             if same is None:
-                self._by_id[tc.call_id] = [tc]
+                self._by_id[call_id] = [tc]
+            elif running is same:  # the id's second call: its running calls from now on
+                same.append(tc)
+                self._running[call_id] = [c for c in same if c.status is _RUNNING]
             else:
                 same.append(tc)
+                if tc.status is _RUNNING:
+                    if running is None:
+                        self._running[call_id] = [tc]
+                    else:
+                        running.append(tc)
             if self._queries and (not tc.args or tc.kind is _UNKNOWN_KIND):
                 self._recover(tc)
             if self.link_local is not None:
@@ -400,6 +429,11 @@ class Transcript:
                 tc.result = None
             return opened
         existing.update(tc)
+        if running and running is not same and existing.status is not _RUNNING:
+            for i, call in enumerate(running):  # a call never runs again once it has ended
+                if call is existing:
+                    del running[i]
+                    break
         if self._queries and (not existing.args or existing.kind is _UNKNOWN_KIND):
             self._recover(existing)
         if self.link_local is not None:
@@ -457,18 +491,13 @@ class Transcript:
         return _NONE
 
     def _add_result(self, event: AgentEvent) -> Changes:
-        if self.result_event is not None:
-            return _NONE  # the first result is authoritative
-        self.result_event = event
+        self.result_event = event  # the turn's outcome: add() folds nothing after it
+        self._folding = False
         data = event.data
         request_id = self.request_id
         self.request_id = event.request_id or self.request_id
-        duration = data.get("duration_ms")
-        if isinstance(duration, int):
-            self.duration_ms = duration
-        api = data.get("duration_api_ms")
-        if isinstance(api, int):
-            self.duration_api_ms = api
+        self.duration_ms = wire_int(data.get("duration_ms"))  # not a bool, nor 1e23
+        self.duration_api_ms = wire_int(data.get("duration_api_ms"))
         self.usage = event.usage
         error: str | None = None
         if event.type is EventType.RESULT_ERROR:
@@ -494,6 +523,8 @@ class Transcript:
         return tuple(changes)
 
     def _abandon_open_calls(self) -> list[ToolCallChanged]:
+        for running in self._running.values():
+            running.clear()
         abandoned = []
         for call in self._calls:
             if call.status is _RUNNING:
@@ -508,7 +539,6 @@ class Transcript:
         segment of deltas stays open, as :attr:`text` does not depend on it.
         :meth:`to_result` closes too, but drops these changes: call this first to see them.
         """
-        self._closed = True
         thinking = self._end_thinking()
         abandoned = self._abandon_open_calls()
         if thinking is None:
@@ -528,7 +558,7 @@ class Transcript:
     def segments(self) -> list[str]:
         """The text's segments, in order (the open one last); :attr:`text` is them joined.
 
-        A segment whose deltas a recap with no text replaced is kept, empty.
+        A recap with no text does not replace its segment's deltas: it closes the segment.
 
         Example:
             >>> t = Transcript.from_lines(['{"type":"assistant","text":"a"}',
@@ -622,14 +652,17 @@ def _same_tool(call: ToolCall, later: ToolCall) -> bool:
     return call.kind is not _FUNCTION_KIND or not call.name or not later.name or call.name == later.name
 
 
-def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
-    """The call among ``same`` (the calls of ``tc``'s id, in order) that ``tc`` continues, or
-    ``None`` when ``tc`` opens a new call.
+def _pair(latest: ToolCall, running: list[ToolCall] | None, tc: ToolCall,
+          started: bool) -> ToolCall | None:
+    """The call that ``tc`` continues, or ``None`` when ``tc`` opens a new call. ``latest``
+    is the newest call of ``tc``'s id; ``running`` the calls of that id still running, in order.
 
     A ``started`` continues only a running call of the same tool: once a call has completed,
     a ``started`` with its id is another call. A completion goes to the first running call of
     the same tool; with none running it repeats the latest call's completion when it is the
-    same tool, and is a call of its own (completed without ``started``) otherwise.
+    same tool, and is a call of its own (completed without ``started``) otherwise. Only the
+    running calls are looked at, so that an id every call shares (``<redacted>``) costs no
+    more than distinct ids.
 
     Example:
         >>> from .tools import tool_call_from_event_data as read
@@ -637,18 +670,18 @@ def _pair(same: list[ToolCall], tc: ToolCall, started: bool) -> ToolCall | None:
         ...     return read({"type": "tool_call", "subtype": sub, "call_id": "x",
         ...                  "tool_call": {key: {"result": {"success": {}}} if sub == "completed" else {}}})
         >>> shell = ev("started", "shellToolCall")
-        >>> _pair([shell], ev("completed", "shellToolCall"), False) is shell
+        >>> _pair(shell, [shell], ev("completed", "shellToolCall"), False) is shell
         True
         >>> shell.status = ToolStatus.SUCCEEDED
-        >>> _pair([shell], ev("started", "readToolCall"), True) is None
+        >>> _pair(shell, None, ev("started", "readToolCall"), True) is None
         True
     """
-    latest = same[-1]
     if started:
         return latest if latest.status is _RUNNING and _same_tool(latest, tc) else None
-    for call in same:
-        if call.status is _RUNNING and _same_tool(call, tc):
-            return call
+    if running:
+        for call in running:
+            if call.status is _RUNNING and _same_tool(call, tc):
+                return call
     return latest if _same_tool(latest, tc) else None
 
 
