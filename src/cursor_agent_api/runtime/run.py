@@ -532,7 +532,7 @@ class AgentRun:
                 added.append(error_event(str(exc), **fields))
         t = self._transcript
         if t.result_event is None:
-            # every turn's stream ends with exactly one result event: the agent's, or ours
+            # every turn's stream has a result event: the agent's, or ours
             added.append(client_result_event(
                 failure[0] if failure is not None else None, result=stdout_text,
                 session_id=t.session_id, exit_code=exit_code))
