@@ -7,7 +7,8 @@ name clash), :func:`interpolate` (``${env:NAME}``, ``${workspaceFolder}``, ``${u
 :func:`is_approved` (``--approve-mcps``, else an entry in
 ``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR`` or
 the config dir; an unapproved server is not loaded, and nothing is printed, like the CLI),
-:func:`given_approval_keys` (the keys that approve a server given over ACP), :func:`tool_allowed` (``Mcp(server:tool)`` in the project's
+:func:`given_approval_keys` (the keys that approve a server given over ACP),
+:func:`tool_allowed` (``Mcp(server:tool)`` in the project's
 ``.cursor/cli.json`` or the config dir's ``cli-config.json``; deny beats allow; ``--force``
 allows what is not denied). What does not: connecting (:mod:`.mcp_client`).
 
