@@ -288,12 +288,11 @@ def _release_held_at_exit() -> None:
 
 
 def _missing_dirs(path: Path) -> list[str]:
-    """The directories above ``path`` that do not exist yet, deepest first (up to ``projects``)."""
+    """The directories above ``path`` that do not exist yet, deepest first (a data dir that
+    did not exist either counts: all are removed, if empty, when the last turn leaves)."""
     out: list[str] = []
     directory = path.parent
-    for _ in range(2):  # projects/<slug>
-        if directory.exists():
-            break
+    while not directory.exists() and directory != directory.parent:
         out.append(str(directory))
         directory = directory.parent
     return out
