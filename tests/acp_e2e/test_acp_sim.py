@@ -4,7 +4,9 @@ client's frames validated against the ``agent-client-protocol`` schema models.""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import re
 from typing import Any
 
 import pytest
@@ -233,9 +235,19 @@ def test_sync_and_async_sessions_in_acp_mode(sim: Sim) -> None:
     validate(sim.client_frames(), sim.agent_frames())
 
 
+def _approval_key(name: str, definition: dict[str, Any], workspace: str) -> str:
+    """MCP.md §4, written here apart from the code under test: SHA-256 of JS's
+    ``JSON.stringify({path, server})``, its first 16 hex digits after the name."""
+    text = json.dumps({"path": workspace, "server": definition}, separators=(",", ":"))
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
 def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: Sim) -> None:
     """The client's tool server goes to the agent in ``session/new``'s ``mcpServers`` (the
-    token resolved there, never in a file); the simulator loads it and asks before the call."""
+    token resolved there, never in a file) and gets an approval entry in the CLI's
+    ``mcp-approvals.json`` for the turn (``--approve-mcps`` is not wired to ACP, and the
+    simulator, as the 09.10 bundle, loads a given server only with one); the simulator loads
+    it and asks before the call."""
     from cursor_agent_api.tools import tool
 
     @tool
@@ -244,9 +256,13 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
         return {"id": order_id, "status": "shipped"}
 
     asked: list[PermissionRequest] = []
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", str(sim.workspace.resolve())).strip("-")
+    approvals = sim.config_dir / "projects" / slug / "mcp-approvals.json"
+    during: list[list[str]] = []
 
     def can_use_tool(request: PermissionRequest) -> Allow:
         asked.append(request)
+        during.append(json.loads(approvals.read_bytes()))
         return Allow()
 
     before = sorted(p.name for p in sim.workspace.rglob("*"))
@@ -270,6 +286,12 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
     (header,) = server["headers"]
     assert header["name"] == "Authorization" and header["value"].startswith("Bearer ")
     assert "${env:" not in header["value"]
+    # the approval entry the simulator needed ({url} alone, as the forum hashed an ACP server)
+    # was there during the turn, and nothing of it is left afterwards
+    (keys,) = during
+    assert _approval_key(server["name"], {"url": server["url"]}, str(sim.workspace.resolve())) in keys
+    assert not any(header["value"][len("Bearer "):] in k for k in keys)
+    assert not (sim.config_dir / "projects").exists()
     validate(sim.client_frames(), sim.agent_frames())
 
 

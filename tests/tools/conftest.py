@@ -35,9 +35,11 @@ def tree_hash(directory: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def journal_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Injection journals in a private directory (inherited by child processes)."""
+    """Injection journals in a private directory, and the agent's data dir (where MCP approval
+    entries go) in another, never the user's ``~/.cursor`` (inherited by child processes)."""
     home = tmp_path_factory.mktemp("api-home")
     monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(home))
+    monkeypatch.setenv("CURSOR_DATA_DIR", str(tmp_path_factory.mktemp("cursor-data")))
     return home
 
 

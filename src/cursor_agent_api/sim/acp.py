@@ -47,7 +47,8 @@ from .cli_args import Options
 from .context import TurnContext
 from .ids import Clock, TurnIds, new_chat_id
 from .jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Connection, Message
-from .mcp_client import McpSession
+from .mcp_client import ACP_GIVEN_ENV, McpSession
+from .mcp_config import configured_servers
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
 from .settings import Fault, SimSettings
 from .store import ChatStore, Turn
@@ -146,6 +147,8 @@ class Server:
     deferred: collections.deque[Message] = field(default_factory=collections.deque)
     turn: RunningTurn | None = None
     created: int = 0
+    mcp_files: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Each workspace's ``mcp.json`` servers, as first read (:meth:`configured_servers`)."""
 
     def __post_init__(self) -> None:
         self.acp_store = AcpStore(self.store)
@@ -188,8 +191,16 @@ class Server:
             self.conn.error(None, METHOD_NOT_FOUND, "Method not found: session/cancel")
             return
         params = message.params if isinstance(message.params, dict) else {}
-        if self.turn is not None and params.get("sessionId") == self.turn.session_id:
+        session_id = params.get("sessionId")
+        if self.turn is not None and session_id == self.turn.session_id:
             self.turn.cancelled = True
+        # a prompt of the session still queued behind a turn (another session's, or the one
+        # just cancelled) is pending too: it answers cancelled at once and never runs (ACP.md §8)
+        queued = [m for m in self.deferred if m.kind == "request" and m.method == "session/prompt"
+                  and isinstance(m.params, dict) and m.params.get("sessionId") == session_id]
+        for m in queued:
+            self.deferred.remove(m)
+            self.conn.result(m.id, {"stopReason": "cancelled"})
 
     def _request(self, message: Message) -> None:
         handler = _METHODS.get(message.method)
@@ -364,15 +375,28 @@ class Server:
 
     def load_mcp(self, live: LiveSession, given: Any) -> None:
         """Connect the session's MCP servers now (08.11 connected them during ``session/new``,
-        before any prompt): the workspace's and config dir's ``mcp.json`` (approved ones) and
-        the ``mcpServers`` given. Calls are gated by ``session/request_permission`` here, not
-        by the allowlist of print mode."""
+        before any prompt): those of the ``mcp.json`` files (as this process first read them)
+        and the ``mcpServers`` given, each only with a matching approval entry —
+        ``--approve-mcps`` is not wired to ACP (MCP.md §4); ``CURSOR_AGENT_SIM_ACP_MCP=connect``
+        loads the given ones without one, as 08.11 did (§7). Calls are gated by
+        ``session/request_permission`` here, not by the allowlist of print mode."""
         if live.mcp is not None:
             live.mcp.close()
-        live.mcp = McpSession(Path(live.cwd).resolve(), self.store.config_dir, os.environ,
-                              approve_all=self.opts.approve_mcps, force=True,
-                              given=mcp_entries(given))
+        workspace = Path(live.cwd).resolve()
+        live.mcp = McpSession(workspace, self.store.config_dir, self.env, approve_all=False, force=True,
+                              given=mcp_entries(given),
+                              given_need_approval=self.env.get(ACP_GIVEN_ENV, "approvals") != "connect",
+                              configured=self.configured_servers(workspace))
         live.mcp.start()
+
+    def configured_servers(self, workspace: Path) -> dict[str, dict[str, Any]]:
+        """The ``mcp.json`` servers of ``workspace``, read once per process (MCP.md §1: files
+        are read at process start; a change needs a new ``agent acp``): the first session in
+        a workspace reads them, later ones reuse that."""
+        key = str(workspace)
+        if key not in self.mcp_files:
+            self.mcp_files[key] = configured_servers(workspace, self.store.config_dir)
+        return self.mcp_files[key]
 
     def close(self) -> None:
         """Disconnect every session's MCP servers."""

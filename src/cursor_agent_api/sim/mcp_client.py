@@ -5,7 +5,9 @@ What lives here: :class:`McpSession` — at the start of a print-mode turn it re
 interpolations, connects to each with the official ``mcp`` SDK's client (streamable HTTP for
 a ``url`` entry, stdio for a ``command`` entry; ``initialize`` handshake as Cursor,
 ``clientInfo {name: "Cursor", version: "1.0.0"}``) and lists its tools; a server that cannot
-be reached is not loaded (nothing printed, as the CLI). :meth:`McpSession.call` performs
+be reached, or does not answer ``initialize`` and ``tools/list`` within
+:func:`connect_timeout` (20 s; ``CURSOR_AGENT_SIM_MCP_TIMEOUT``), is not loaded (nothing
+printed, as the CLI; a stdio server's process is stopped). :meth:`McpSession.call` performs
 ``tools/call`` and returns the wire outcome of the ``mcpToolCall`` completion (the nested
 ``content[].text.text``, ``isError``), or ``rejected`` when the call is neither allowlisted nor
 forced. :func:`mcp_calls` reads which tools a prompt asks for. The SDK is async and the
@@ -19,8 +21,10 @@ Example:
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -29,15 +33,50 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
-from .mcp_config import configured_servers, interpolate, is_approved, tool_allowed
+from .mcp_config import (
+    approval_root,
+    configured_servers,
+    given_approval_keys,
+    interpolate,
+    is_approved,
+    recorded_approvals,
+    tool_allowed,
+)
 
-__all__ = ["McpSession", "mcp_calls"]
+__all__ = ["ACP_GIVEN_ENV", "McpSession", "connect_timeout", "mcp_calls"]
 
 CONNECT_TIMEOUT = 20.0
-"""Seconds to connect to a server and list its tools before it counts as not loaded."""
+"""Seconds to connect to a server (HTTP or stdio: ``initialize``) and list its tools before it
+counts as not loaded (a stdio server's process is then stopped)."""
+
+ACP_GIVEN_ENV = "CURSOR_AGENT_SIM_ACP_MCP"
+"""``approvals`` (the default: a server given in ``session/new``/``session/load`` loads only
+with an approval entry, as the 09.10 bundle and build ~03) or ``connect`` (loaded without one,
+as 08.11 connected them; MCP.md §7)."""
+
+TIMEOUT_ENV = "CURSOR_AGENT_SIM_MCP_TIMEOUT"
+"""Overrides :data:`CONNECT_TIMEOUT` (seconds, > 0)."""
+
+_REAP_TIMEOUT = 10.0
+"""Seconds to wait for a closed connection's end (the SDK's own shutdown of a stdio server is
+bounded: stdin closed, 2 s, SIGTERM, then SIGKILL)."""
 
 CALL_TIMEOUT = 300.0
 """Seconds one ``tools/call`` may take before the call ends in an ``error`` outcome."""
+
+
+def connect_timeout(env: Mapping[str, str]) -> float:
+    """:data:`CONNECT_TIMEOUT`, or ``CURSOR_AGENT_SIM_MCP_TIMEOUT`` when it is a positive number.
+
+    Example:
+        >>> connect_timeout({}), connect_timeout({TIMEOUT_ENV: "0.5"}), connect_timeout({TIMEOUT_ENV: "x"})
+        (20.0, 0.5, 20.0)
+    """
+    try:
+        value = float(env.get(TIMEOUT_ENV, ""))
+    except ValueError:
+        return CONNECT_TIMEOUT
+    return value if 0 < value < float("inf") else CONNECT_TIMEOUT
 
 
 def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -67,7 +106,7 @@ def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dic
 
 
 @contextlib.asynccontextmanager
-async def _connect(entry: Mapping[str, Any]) -> AsyncIterator[Any]:
+async def _connect(entry: Mapping[str, Any], timeout: float) -> AsyncIterator[Any]:
     import httpx2
     from mcp import Client, StdioServerParameters, types
     from mcp.client.streamable_http import streamable_http_client
@@ -75,8 +114,8 @@ async def _connect(entry: Mapping[str, Any]) -> AsyncIterator[Any]:
     info = types.Implementation(name="Cursor", version="1.0.0")
     if isinstance(entry.get("url"), str):
         headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
-        timeout = httpx2.Timeout(CONNECT_TIMEOUT, read=CALL_TIMEOUT)
-        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=timeout) as http, \
+        bounds = httpx2.Timeout(timeout, read=CALL_TIMEOUT)
+        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=bounds) as http, \
                 Client(streamable_http_client(entry["url"], http_client=http), mode="legacy",
                        client_info=info) as client:
             yield client
@@ -86,6 +125,29 @@ async def _connect(entry: Mapping[str, Any]) -> AsyncIterator[Any]:
                                    args=[str(a) for a in entry.get("args") or []], env=env)
     async with Client(params, mode="legacy", client_info=info) as client:
         yield client
+
+
+async def _hold(entry: Mapping[str, Any], timeout: float, ready: concurrent.futures.Future[Any],
+                stop: Any) -> None:
+    """Connect and list within ``timeout`` (``ready`` gets ``(client, listed)``), then keep the
+    connection until ``stop`` is set. Past the deadline the connection is closed, which stops a
+    stdio server's process (the SDK closes its stdin, then terminates, then kills it), and only
+    then does ``ready`` get its error: nothing is left running."""
+    import anyio
+
+    try:
+        with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
+            async with _connect(entry, timeout) as client:
+                listed = await client.list_tools()
+                scope.deadline = math.inf
+                ready.set_result((client, listed))
+                await stop.wait()
+    except Exception as e:
+        if not ready.done():
+            ready.set_exception(e)
+    finally:
+        if not ready.done():
+            ready.set_exception(TimeoutError(f"no answer to initialize/tools/list in {timeout} s"))
 
 
 class McpSession:
@@ -102,12 +164,19 @@ class McpSession:
 
     def __init__(self, workspace: Path, config_dir: Path, env: Mapping[str, str], *,
                  approve_all: bool, force: bool = False,
-                 given: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                 given: Mapping[str, Mapping[str, Any]] | None = None,
+                 given_need_approval: bool = True,
+                 configured: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.workspace = workspace
         self.given = dict(given or {})
         """Servers the client gave in ACP's ``session/new``/``session/load`` (``mcp.json``
-        shape): overlaid on the files' and loaded without an approval entry, as 08.11 did
-        (MCP.md §7)."""
+        shape): overlaid on the files' (a given one replaces a file's of the same name)."""
+        self.given_need_approval = given_need_approval
+        """A given server loads only with an approval entry (:func:`given_approval_keys`), as
+        the 09.10 bundle and build ~03 (MCP.md §7); ``False``: loaded anyway, as 08.11 did."""
+        self.configured = None if configured is None else dict(configured)
+        """The ``mcp.json`` servers as read earlier (ACP reads the files once per process);
+        ``None``: read both files now."""
         self.config_dir = config_dir
         self.env = env
         self.approve_all = approve_all
@@ -118,17 +187,26 @@ class McpSession:
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.ExitStack()
         self._portal: Any = None
+        self._stop: Any = None
+        self._tasks: list[concurrent.futures.Future[Any]] = []
 
     def start(self) -> None:
         """Connect to every approved server and list its tools (a failure: not loaded)."""
         ws = str(self.workspace)
-        wanted = {name: interpolate(entry, self.env, ws)
-                  for name, entry in configured_servers(self.workspace, self.config_dir).items()
-                  if is_approved(name, entry, ws, self.config_dir, self.approve_all)}
-        wanted.update({name: interpolate(entry, self.env, ws) for name, entry in self.given.items()})
+        root = approval_root(self.config_dir, self.env)
+        configured = (self.configured if self.configured is not None
+                      else configured_servers(self.workspace, self.config_dir))
+        wanted = {name: interpolate(entry, self.env, ws) for name, entry in configured.items()
+                  if is_approved(name, entry, ws, root, self.approve_all)}
+        recorded = recorded_approvals(root, ws) if self.given else set()
+        for name, entry in self.given.items():
+            wanted.pop(name, None)
+            if not self.given_need_approval or recorded.intersection(given_approval_keys(name, entry, ws)):
+                wanted[name] = interpolate(entry, self.env, ws)
         if not wanted:
             return
         try:
+            import anyio
             import mcp  # noqa: F401
             from anyio.from_thread import start_blocking_portal
         except ImportError:
@@ -136,12 +214,22 @@ class McpSession:
                   "installed (pip install 'cursor-agent-api[tools]'): not loaded", file=sys.stderr)
             return
         self._portal = self._stack.enter_context(start_blocking_portal(name="cursor-agent-sim-mcp"))
+        self._stop = self._portal.call(anyio.Event)
+        self._stack.callback(self._stop_all)
+        timeout = connect_timeout(self.env)
         for name, entry in wanted.items():
+            ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            task = self._portal.start_task_soon(_hold, entry, timeout, ready, self._stop)
             try:
-                client = self._stack.enter_context(self._portal.wrap_async_context_manager(_connect(entry)))
-                listed = self._portal.call(client.list_tools)
-            except Exception:  # unreachable, refused (401), not MCP: not loaded, as the CLI
+                # the HTTP client has its own bounds; this one also covers a stdio server that
+                # never answers ``initialize`` or ``tools/list`` (MCP.md §8: not loaded)
+                client, listed = ready.result(timeout=timeout + _REAP_TIMEOUT)
+            except BaseException:  # unreachable, refused (401), not MCP, silent: not loaded
+                if not ready.done():
+                    task.cancel()  # its shutdown did not end: the portal's own exit waits for it
+                self._reap(task)
                 continue
+            self._tasks.append(task)
             self._clients[name] = client
             self.loaded.append(name)
             for t in listed.tools:
@@ -149,6 +237,19 @@ class McpSession:
                     self.tools[t.name] = name
                     self._described[t.name] = {"tool": t.name, "description": t.description or "",
                                                "inputSchema": t.input_schema}
+
+    @staticmethod
+    def _reap(task: concurrent.futures.Future[Any]) -> None:
+        """Wait (bounded) until a cancelled or stopped connection has closed: its process is gone."""
+        with contextlib.suppress(BaseException):
+            task.result(timeout=_REAP_TIMEOUT)
+
+    def _stop_all(self) -> None:
+        with contextlib.suppress(BaseException):
+            self._portal.call(self._stop.set)
+        for task in self._tasks:
+            self._reap(task)
+        self._tasks.clear()
 
     def describe(self, tool: str) -> dict[str, Any]:
         """``{tool, description, inputSchema}``: what ``getMcpToolsToolCall`` returns (MCP.md §6)."""

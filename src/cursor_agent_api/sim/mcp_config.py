@@ -5,8 +5,10 @@ workspace's ``.cursor/mcp.json`` over the config dir's ``mcp.json``: the project
 name clash), :func:`interpolate` (``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` in
 ``command``, ``args``, ``env``, ``url`` and ``headers``), :func:`approval_key` and
 :func:`is_approved` (``--approve-mcps``, else an entry in
-``<config dir>/projects/<slug>/mcp-approvals.json``; an unapproved server is not loaded, and
-nothing is printed, like the CLI), :func:`tool_allowed` (``Mcp(server:tool)`` in the project's
+``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR`` or
+the config dir; an unapproved server is not loaded, and nothing is printed, like the CLI),
+:func:`given_approval_keys` (the keys that approve a server given over ACP),
+:func:`tool_allowed` (``Mcp(server:tool)`` in the project's
 ``.cursor/cli.json`` or the config dir's ``cli-config.json``; deny beats allow; ``--force``
 allows what is not denied). What does not: connecting (:mod:`.mcp_client`).
 
@@ -28,8 +30,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["approval_key", "configured_servers", "interpolate", "is_approved", "tool_allowed",
-           "workspace_slug"]
+__all__ = ["approval_key", "approval_root", "configured_servers", "given_approval_keys", "interpolate",
+           "is_approved", "recorded_approvals", "tool_allowed", "workspace_slug"]
 
 _VAR = re.compile(r"\$\{(env:([A-Za-z_][A-Za-z0-9_]*)|workspaceFolder|userHome)\}")
 
@@ -101,17 +103,50 @@ def approval_key(name: str, entry: Mapping[str, Any], workspace: str) -> str:
     return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def is_approved(name: str, entry: Mapping[str, Any], workspace: str, config_dir: Path,
-                approve_all: bool) -> bool:
-    """``--approve-mcps``, or the server's key recorded in the project's approvals file."""
-    if approve_all:
-        return True
-    path = config_dir / "projects" / workspace_slug(workspace) / "mcp-approvals.json"
+def approval_root(config_dir: Path, env: Mapping[str, str]) -> Path:
+    """Where ``projects/<slug>/mcp-approvals.json`` lives: ``CURSOR_DATA_DIR`` (the bundle
+    resolves ``projects/`` through it, MCP.md §4), else the config dir (the sim's ``~/.cursor``).
+
+    Example:
+        >>> str(approval_root(Path("/c"), {})), str(approval_root(Path("/c"), {"CURSOR_DATA_DIR": "/d"}))
+        ('/c', '/d')
+    """
+    data = env.get("CURSOR_DATA_DIR")
+    return Path(data) if data else config_dir
+
+
+def recorded_approvals(root: Path, workspace: str) -> set[str]:
+    """The keys in ``<root>/projects/<slug>/mcp-approvals.json`` (none when absent or unreadable)."""
+    path = root / "projects" / workspace_slug(workspace) / "mcp-approvals.json"
     try:
         recorded = json.loads(path.read_bytes())
     except (OSError, ValueError):
-        return False
-    return isinstance(recorded, list) and approval_key(name, entry, workspace) in recorded
+        return set()
+    return {k for k in recorded if isinstance(k, str)} if isinstance(recorded, list) else set()
+
+
+def is_approved(name: str, entry: Mapping[str, Any], workspace: str, root: Path,
+                approve_all: bool) -> bool:
+    """``--approve-mcps``, or the server's key recorded in the project's approvals file
+    (``root``: :func:`approval_root`)."""
+    if approve_all:
+        return True
+    return approval_key(name, entry, workspace) in recorded_approvals(root, workspace)
+
+
+def given_approval_keys(name: str, entry: Mapping[str, Any], workspace: str) -> list[str]:
+    """The keys that approve a server given in ACP's ``session/new`` (``entry`` in
+    ``mcp.json``'s shape): the definition itself and, for an HTTP server, ``{url}`` alone, as
+    the forum repro hashed it (MCP.md §4: which one a build hashes is unknown, either counts).
+
+    Example:
+        >>> len(given_approval_keys("app", {"url": "http://h/mcp", "headers": {}}, "/ws"))
+        2
+    """
+    keys = [approval_key(name, entry, workspace)]
+    if isinstance(entry.get("url"), str):
+        keys.append(approval_key(name, {"url": entry["url"]}, workspace))
+    return keys
 
 
 def _permissions(path: Path) -> tuple[list[str], list[str]]:

@@ -28,13 +28,15 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript
 from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
+from ..runtime.argv import build_env
 from ..runtime.transport import Turn
+from .approvals import ApprovalInjection, approvals_file, turn_approval_keys
 from .inject import WorkspaceInjection
 
 if TYPE_CHECKING:
@@ -160,48 +162,77 @@ class TurnScope:
         []
     """
 
-    def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]],
+                 env: Mapping[str, str] | None = None, *, acp: bool = False) -> None:
         self.host = host
         self.workspace = workspace
         self.servers = dict(servers)
+        self.env = dict(os.environ if env is None else env)
+        """The agent's environment: where its data dir is (:func:`~.approvals.approvals_file`)."""
+        self.acp = acp
         self.allow = host.allow() if host is not None else []
         self._injection: WorkspaceInjection | None = None
+        self.approvals: ApprovalInjection | None = None
+        """The turn's approval entries (the CLI's ``mcp-approvals.json``), once entered."""
         self.entries: dict[str, dict[str, Any]] = dict(servers)
         """Every server the turn shows the agent (the tool server's entry once entered)."""
-        self._counts = (0, 0)
+        self._counts = (0, 0, 0)
 
     async def enter(self) -> None:
-        """Start the tool server if needed, then write the entries (under the workspace's lock)."""
+        """Start the tool server if needed, then write the entries (under the workspace's lock)
+        and their approval entries (MCP.md §4: ``--approve-mcps`` does not reach ACP)."""
         servers = dict(self.servers)
         if self.host is not None:
             await self.host.start()
             servers[self.host.name] = self.host.entry()
-            self._counts = (self.host.server.refused, self.host.server.admitted)
+            self._counts = (self.host.server.refused, self.host.server.admitted, self.host.server.listed)
         self.entries = servers
         injection = WorkspaceInjection(self.workspace, servers, self.allow)
         injection.enter()
-        self._injection = injection
+        approvals = ApprovalInjection(approvals_file(self.env, self.workspace),
+                                      turn_approval_keys(self.workspace, servers, self.env))
+        try:
+            approvals.enter()
+        except BaseException:
+            injection.exit()
+            raise
+        self._injection, self.approvals = injection, approvals
         if self.host is not None:
             self.host.turn_started()
 
-    def exit(self) -> None:
-        """Restore the workspace's files (idempotent)."""
+    def exit(self, succeeded: bool = False) -> None:
+        """Restore the workspace's files and the approvals file (idempotent). ``succeeded``: the
+        turn ended with a result (then a tool server the agent never listed is worth a warning)."""
         injection, self._injection = self._injection, None
         if injection is not None:
             injection.exit()
+            if self.approvals is not None:
+                self.approvals.exit()
             if self.host is not None:
-                self._check_contact()
+                self._check_contact(succeeded)
                 self.host.turn_ended()
 
-    def _check_contact(self) -> None:
-        """Warn when the agent reached the server only without the token (MCP.md §3's open question)."""
-        if self.host is None or self.host.transport != "http":
+    def _check_contact(self, succeeded: bool = False) -> None:
+        """Warn when the agent reached the server only without the token (MCP.md §3's open
+        question), or, after a turn that ended well, never listed its tools (§4: the approval
+        entries are an undocumented format; a server the agent did not load is silent)."""
+        if self.host is None:
             return
-        refused, admitted = self._counts
+        refused, admitted, listed = self._counts
         server = self.host.server
-        if server.refused > refused and server.admitted == admitted:
+        if self.host.transport == "http" and server.refused > refused and server.admitted == admitted:
             log.warning("the agent reached the tool server without its token: this CLI build seems "
                         "not to expand ${env:...} in mcp.json headers; set %s=relay", TRANSPORT_ENV)
+            return
+        # an ACP session lists once, when it is opened: a later turn of it lists nothing
+        unlisted = server.listed == 0 if self.acp else server.listed == listed
+        if succeeded and unlisted:
+            where = self.approvals.path if self.approvals is not None else "the approvals file"
+            log.warning("the agent never listed the tools of %s during the turn: it did not load the "
+                        "server. Likely cause: this CLI build did not accept the approval entry "
+                        "written to %s (an undocumented format)%s", self.host.name, where,
+                        " or ignores the mcpServers of session/new" if self.acp else
+                        " or did not honour --approve-mcps")
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
@@ -211,7 +242,8 @@ def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfi
         env[host.env_var] = host.server.token
     turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()
-    return turn_config, TurnScope(host, workspace, config.mcp_servers)
+    return turn_config, TurnScope(host, workspace, config.mcp_servers, build_env(turn_config),
+                                  acp=config.transport == "acp")
 
 
 class ScopedTurn:
@@ -263,7 +295,7 @@ class ScopedTurn:
         except BaseException:
             self.scope.exit()
             raise
-        self._inner.add_done_callback(lambda _: self.scope.exit())
+        self._inner.add_done_callback(lambda f: self.scope.exit(_succeeded(f)))
 
     async def wait(self) -> AgentResult:
         return await self._inner.wait()
@@ -279,6 +311,12 @@ class ScopedTurn:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+
+def _succeeded(future: asyncio.Future[AgentResult]) -> bool:
+    if future.cancelled() or future.exception() is not None:
+        return False
+    return bool(future.result().success)
 
 
 def open_turn(host: ToolHost | None, config: AgentConfig,

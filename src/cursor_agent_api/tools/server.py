@@ -166,6 +166,8 @@ class ToolServer:
         self._unclaimed: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
         self.invocations: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
         """The latest calls, in the order they finished."""
+        self.listed = 0
+        """How many ``tools/list`` requests the server answered (an agent that loaded it lists)."""
 
     @property
     def url(self) -> str:
@@ -192,6 +194,7 @@ class ToolServer:
     # ---- MCP ---------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
+        self.listed += 1
         return types.ListToolsResult(tools=[
             types.Tool(name=t.name, description=t.description, input_schema=t.input_schema)
             for t in self.tools.values()])

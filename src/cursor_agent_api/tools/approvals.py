@@ -1,0 +1,388 @@
+"""The CLI's MCP approval entries for one turn's servers, written and taken back like ``mcp.json``.
+
+What lives here: :func:`approval_key` (``"<name>-<16 hex>"``: SHA-256 of
+``JSON.stringify({path, server})``, MCP.md §4), :func:`turn_approval_keys` (the keys of one
+turn's servers, in every form a build may hash), :func:`approvals_file` (where the CLI looks:
+``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR``,
+else ``CURSOR_CONFIG_DIR``, else ``~/.cursor``, from the agent's environment) and
+:class:`ApprovalInjection` — for one turn, it merges the keys into that file and, when the
+turn ends, takes out exactly the keys it added (a key the user had, or another live turn
+needs, stays). ``--approve-mcps`` is not wired to ACP (MCP.md §4), and the 09.10 bundle's ACP
+loader uses the approvals file (§7): this is what makes the turn's servers load there.
+
+How it is careful, as :mod:`.inject` is with ``.cursor/mcp.json``: a journal
+(``$CURSOR_AGENT_API_HOME/approvals/<hash>/``, mode 0700, under an exclusive ``flock``) holds
+the keys each live turn added, written before the file is touched; the file is replaced
+atomically (a temporary file in its directory, then ``rename``) and never through a symbolic
+link (``O_NOFOLLOW``; a linked file or ``projects/<slug>`` directory is refused); a turn whose
+process died is cleaned up by the next injection; a file that is not a JSON array is left
+alone (the turn goes on without the entries, with a warning).
+
+What does not live here: the workspace's ``.cursor`` files (:mod:`.inject`).
+
+Example:
+    >>> import os, tempfile
+    >>> os.environ["CURSOR_AGENT_API_HOME"] = tempfile.mkdtemp()
+    >>> data, ws = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> keys = turn_approval_keys(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, {})
+    >>> with ApprovalInjection(approvals_file({"CURSOR_DATA_DIR": data}, ws), keys) as inj:
+    ...     len(json.loads(inj.path.read_bytes()))
+    1
+    >>> inj.path.exists()
+    False
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..runtime.groups import start_time
+from .inject import InjectionError, _alive, _locked, injection_root
+
+__all__ = ["ApprovalInjection", "approval_key", "approvals_file", "turn_approval_keys"]
+
+log = logging.getLogger("cursor_agent_api.tools")
+
+APPROVALS_FILE = "mcp-approvals.json"
+
+_ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def workspace_slug(workspace: str) -> str:
+    """The approvals directory's name: every run of non-alphanumerics becomes ``-``, trimmed.
+
+    Example:
+        >>> workspace_slug("/home/u/my repo")
+        'home-u-my-repo'
+    """
+    return re.sub(r"[^A-Za-z0-9]+", "-", workspace).strip("-")
+
+
+def approval_key(name: str, definition: Mapping[str, Any], workspace: str) -> str:
+    """``<name>-<first 16 hex of SHA-256>`` over ``JSON.stringify({path, server})`` (the
+    definition's own key order, no spaces, UTF-8: what JavaScript writes).
+
+    Example:
+        >>> approval_key("app", {"url": "http://127.0.0.1:1/mcp"}, "/ws")
+        'app-b814e234210ef99f'
+    """
+    text = json.dumps({"path": workspace, "server": dict(definition)}, separators=(",", ":"),
+                      ensure_ascii=False)
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _resolve(value: Any, env: Mapping[str, str]) -> str:
+    return _ENV.sub(lambda m: env.get(m.group(1), ""), str(value))
+
+
+def turn_approval_keys(workspace: str, servers: Mapping[str, Mapping[str, Any]],
+                       env: Mapping[str, str]) -> list[str]:
+    """Every key that may approve ``servers`` (``mcp.json`` shape) in ``workspace`` (its real
+    path): the definition as written in ``mcp.json`` (vibe-kanban's input); for an HTTP server
+    also ``{url}`` alone (the forum's ACP ``session/new`` repro); for a stdio server also the
+    definition as ACP gives it (``{command, args, env}``, ``${env:…}`` resolved from ``env``).
+    Which one a build hashes is not known (MCP.md §4, §11), so all are written.
+
+    Example:
+        >>> keys = turn_approval_keys("/ws", {"app": {"url": "http://h/mcp", "headers": {}}}, {})
+        >>> len(keys), keys[1] == approval_key("app", {"url": "http://h/mcp"}, "/ws")
+        (2, True)
+    """
+    ws = os.path.realpath(workspace)
+    keys: list[str] = []
+    for name, entry in servers.items():
+        forms: list[Mapping[str, Any]] = [entry]
+        if isinstance(entry.get("url"), str):
+            forms.append({"url": _resolve(entry["url"], env)})
+        elif isinstance(entry.get("command"), str):
+            raw_env = entry.get("env")
+            given_env: Mapping[str, Any] = raw_env if isinstance(raw_env, Mapping) else {}
+            forms.append({"command": _resolve(entry["command"], env),
+                          "args": [_resolve(a, env) for a in entry.get("args") or []],
+                          "env": {str(k): _resolve(v, env) for k, v in given_env.items()}})
+        for form in forms:
+            key = approval_key(name, form, ws)
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def approvals_file(env: Mapping[str, str], workspace: str) -> Path:
+    """Where the agent looks for ``workspace``'s approvals, with ``env`` its environment:
+    ``CURSOR_DATA_DIR`` (the bundle resolves ``projects/`` through it), else
+    ``CURSOR_CONFIG_DIR``, else ``$HOME/.cursor`` (whether the config dir moves the file is
+    not known, MCP.md §11; the simulator looks in the same order).
+
+    Example:
+        >>> str(approvals_file({"CURSOR_DATA_DIR": "/d", "CURSOR_CONFIG_DIR": "/c"}, "/w s"))
+        '/d/projects/w-s/mcp-approvals.json'
+        >>> str(approvals_file({"HOME": "/h"}, "/ws"))
+        '/h/.cursor/projects/ws/mcp-approvals.json'
+    """
+    root = env.get("CURSOR_DATA_DIR") or env.get("CURSOR_CONFIG_DIR")
+    if not root:
+        home = env.get("HOME") or os.path.expanduser("~")
+        root = os.path.join(home, ".cursor")
+    return Path(root) / "projects" / workspace_slug(os.path.realpath(workspace)) / APPROVALS_FILE
+
+
+def approvals_root() -> Path:
+    """Where the approval journals live (beside the injection journals).
+
+    Example:
+        >>> import os
+        >>> os.environ["CURSOR_AGENT_API_HOME"] = "/tmp/h"
+        >>> str(approvals_root())
+        '/tmp/h/approvals'
+    """
+    return injection_root().with_name("approvals")
+
+
+def _no_links(path: Path) -> None:
+    for p in (path.parent, path):
+        if p.is_symlink():
+            raise InjectionError(f"{p} is a symbolic link (to {os.readlink(p)}): no MCP approval "
+                                 "entry is written through it; nothing was changed")
+
+
+def _read_keys(path: Path) -> list[Any] | None:
+    """The file's array (``[]`` when absent); ``None`` when it is not a JSON array."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return []
+    with os.fdopen(fd, "rb") as f:
+        data = f.read()
+    try:
+        value = json.loads(data) if data.strip() else []
+    except ValueError:
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _write_keys(path: Path, keys: Sequence[Any]) -> None:
+    """Replace the file at once (a reader sees the old array or the new one), keeping its mode."""
+    try:
+        mode = os.stat(path, follow_symlinks=False).st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o600
+    tmp = path.with_name(f".{APPROVALS_FILE}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(json.dumps(list(keys)).encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _journal_state(directory: Path) -> dict[str, Any] | None:
+    try:
+        state = json.loads((directory / "state.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def _save_state(directory: Path, state: dict[str, Any]) -> None:
+    path = directory / "state.json"
+    if not state["holders"]:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        return
+    tmp = directory / "state.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(json.dumps(state).encode())
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
+    """Under the lock: remove from the file the keys ``leaving`` added that no live holder
+    still needs; the file (and the directories the turns created) go when nothing is left."""
+    path = Path(state["path"])
+    needed = {k for h in state["holders"].values() for k in h["keys"]}
+    drop = {k for k in leaving["added"] if k not in needed}
+    for holder in state["holders"].values():  # a key still needed now counts as that holder's
+        holder["added"] = sorted(set(holder["added"]) | (set(leaving["added"]) & set(holder["keys"])))
+    if drop:
+        _no_links(path)
+        current = _read_keys(path)
+        if current is None:
+            log.warning("%s is no longer a JSON array: the turn's approval entries stay in it", path)
+        else:
+            kept = [k for k in current if k not in drop]
+            if kept or state["existed"]:
+                if kept != current:
+                    _write_keys(path, kept)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+    if not state["holders"]:
+        for directory in state.get("created", []):  # deepest first; only if empty
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
+def _release_dead(directory: Path) -> None:
+    state = _journal_state(directory)
+    if state is None:
+        return
+    dead = [k for k, h in state["holders"].items() if not _alive(h)]
+    for key in dead:
+        _take_out(state, state["holders"].pop(key))
+    if dead:
+        log.warning("took out the MCP approval entries of %d turn(s) of a process that died", len(dead))
+        _save_state(directory, state)
+
+
+def sweep(root: Path | None = None) -> None:
+    """Take out what crashed processes left in any approvals file.
+
+    Example:
+        >>> import tempfile
+        >>> sweep(Path(tempfile.mkdtemp()))
+    """
+    root = root if root is not None else approvals_root()
+    try:
+        entries = list(root.iterdir())
+    except FileNotFoundError:
+        return
+    for directory in entries:
+        if directory.is_dir():
+            try:
+                with _locked(directory):
+                    _release_dead(directory)
+            except (OSError, InjectionError) as e:
+                log.warning("could not clean the approval journal %s: %s", directory, e)
+
+
+_HELD: dict[int, ApprovalInjection] = {}
+_HELD_LOCK = threading.Lock()
+
+
+@atexit.register
+def _release_held_at_exit() -> None:
+    with _HELD_LOCK:
+        held = list(_HELD.values())
+    for injection in held:
+        with contextlib.suppress(Exception):
+            injection.exit()
+
+
+def _missing_dirs(path: Path) -> list[str]:
+    """The directories above ``path`` that do not exist yet, deepest first (a data dir that
+    did not exist either counts: all are removed, if empty, when the last turn leaves)."""
+    out: list[str] = []
+    directory = path.parent
+    while not directory.exists() and directory != directory.parent:
+        out.append(str(directory))
+        directory = directory.parent
+    return out
+
+
+class ApprovalInjection:
+    """One turn's keys in an approvals file: :meth:`enter` before the agent starts, :meth:`exit`
+    after (also a context manager). A failure to write (a read-only data dir, a file that is not
+    a JSON array) is a warning, not an error: print mode still has ``--approve-mcps``; a
+    symbolic link raises :class:`~.inject.InjectionError` with nothing changed.
+
+    Example:
+        >>> ApprovalInjection(Path("/tmp/x/projects/w/mcp-approvals.json"), []).keys
+        []
+    """
+
+    def __init__(self, path: Path, keys: Sequence[str], *, root: Path | None = None) -> None:
+        self.path = path
+        self.keys = list(dict.fromkeys(keys))
+        self.root = root if root is not None else approvals_root()
+        self.journal = self.root / hashlib.sha256(str(path).encode()).hexdigest()[:24]
+        self.key = f"turn-{os.getpid()}-{id(self):x}-{os.urandom(4).hex()}"
+        self.written = False
+        """Whether the keys are in the file (for the turn's warnings)."""
+        self._entered = False
+
+    def enter(self) -> None:
+        if self._entered or not self.keys:
+            return
+        _no_links(self.path)
+        sweep(self.root)
+        try:
+            with _locked(self.journal):
+                if not self._enter_locked():
+                    return
+        except OSError as e:
+            log.warning("could not write the MCP approval entries to %s (%s): an agent that needs "
+                        "them (ACP) will not load the turn's servers", self.path, e)
+            return
+        self._entered = True
+        with _HELD_LOCK:
+            _HELD[id(self)] = self
+
+    def _enter_locked(self) -> bool:
+        state = _journal_state(self.journal) or {"path": str(self.path), "holders": {}}
+        created = _missing_dirs(self.path)
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _no_links(self.path)
+        current = _read_keys(self.path)
+        if current is None:
+            log.warning("%s is not a JSON array: it is left alone, and the turn's MCP servers "
+                        "may not load where the CLI needs an approval entry (ACP)", self.path)
+            for directory in created:
+                with contextlib.suppress(OSError):
+                    os.rmdir(directory)
+            return False
+        if not state["holders"]:
+            state["existed"] = self.path.exists()
+            state["created"] = created
+        added = [k for k in self.keys if k not in current]
+        state["holders"][self.key] = {"pid": os.getpid(), "start": start_time(os.getpid()),
+                                      "keys": self.keys, "added": added}
+        _save_state(self.journal, state)  # first the journal, then the file
+        if added:
+            _write_keys(self.path, current + added)
+        self.written = True
+        return True
+
+    def exit(self) -> None:
+        """Take out the keys this turn added that no other live turn needs. Idempotent."""
+        if not self._entered:
+            return
+        self._entered = False
+        with _HELD_LOCK:
+            _HELD.pop(id(self), None)
+        try:
+            with _locked(self.journal):
+                state = _journal_state(self.journal)
+                if state is None or self.key not in state["holders"]:
+                    return
+                _take_out(state, state["holders"].pop(self.key))
+                _save_state(self.journal, state)
+        except (OSError, InjectionError) as e:
+            log.warning("could not take the turn's MCP approval entries out of %s: %s", self.path, e)
+
+    def __enter__(self) -> ApprovalInjection:
+        self.enter()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.exit()
+

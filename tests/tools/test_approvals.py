@@ -1,0 +1,177 @@
+"""The CLI's MCP approval entries for a turn's servers (MCP.md §4, §7): written where the agent
+looks, merged with the user's own, taken back exactly, never through a symbolic link; and the
+warning when the agent never listed the tool server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_api import CursorAgentClient
+from cursor_agent_api.protocol import ToolKind
+from cursor_agent_api.tools import tool
+from cursor_agent_api.tools.approvals import ApprovalInjection, approvals_file, turn_approval_keys
+from cursor_agent_api.tools.inject import InjectionError
+
+from .conftest import tree_hash
+
+SERVERS = {"app": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${env:T}"}},
+           "rg": {"command": "rg-mcp", "args": ["--root", "${env:ROOT}"]}}
+
+
+def js_key(name: str, definition: dict[str, Any], workspace: str) -> str:
+    """MCP.md §4, written apart from the code under test."""
+    text = json.dumps({"path": workspace, "server": definition}, separators=(",", ":"))
+    return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def test_the_keys_cover_every_form_a_build_may_hash(tmp_path: Path) -> None:
+    ws = str(tmp_path.resolve())
+    keys = turn_approval_keys(ws, SERVERS, {"T": "secret", "ROOT": "/r"})
+    assert keys == [
+        js_key("app", SERVERS["app"], ws),                     # as written in mcp.json
+        js_key("app", {"url": "http://127.0.0.1:9/mcp"}, ws),  # ACP http: {url} alone
+        js_key("rg", SERVERS["rg"], ws),
+        js_key("rg", {"command": "rg-mcp", "args": ["--root", "/r"], "env": {}}, ws),  # ACP stdio
+    ]
+
+
+def test_the_file_is_where_the_agent_looks() -> None:
+    assert approvals_file({"CURSOR_DATA_DIR": "/d", "CURSOR_CONFIG_DIR": "/c", "HOME": "/h"}, "/w/a b") == \
+        Path("/d/projects/w-a-b/mcp-approvals.json")
+    assert approvals_file({"CURSOR_CONFIG_DIR": "/c", "HOME": "/h"}, "/w") == \
+        Path("/c/projects/w/mcp-approvals.json")
+    assert approvals_file({"HOME": "/h"}, "/w") == Path("/h/.cursor/projects/w/mcp-approvals.json")
+
+
+def test_merged_with_the_users_entries_and_taken_back_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('["mine-0123456789abcdef", "app-shared"]')
+    path.chmod(0o640)
+    before = path.read_bytes()
+    first = ApprovalInjection(path, ["app-shared", "app-1", "app-2"], root=tmp_path / "j")
+    second = ApprovalInjection(path, ["app-2", "app-3"], root=tmp_path / "j")
+    first.enter()
+    second.enter()
+    assert json.loads(path.read_bytes()) == ["mine-0123456789abcdef", "app-shared", "app-1", "app-2", "app-3"]
+    assert path.stat().st_mode & 0o777 == 0o640
+    first.exit()  # app-2 is still needed by the second turn; the user's app-shared stays
+    assert json.loads(path.read_bytes()) == ["mine-0123456789abcdef", "app-shared", "app-2", "app-3"]
+    path.write_text(json.dumps([*json.loads(path.read_bytes()), "user-added-meanwhile"]))
+    second.exit()
+    assert json.loads(path.read_bytes()) == ["mine-0123456789abcdef", "app-shared", "user-added-meanwhile"]
+    path.write_bytes(before)
+
+
+def test_a_file_and_directories_it_created_are_removed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    path = data / "projects" / "ws" / "mcp-approvals.json"
+    with ApprovalInjection(path, ["app-1"], root=tmp_path / "j"):
+        assert json.loads(path.read_bytes()) == ["app-1"]
+        assert path.stat().st_mode & 0o777 == 0o600
+    assert list(data.iterdir()) == []
+
+
+@pytest.mark.parametrize("linked", ["file", "dir"])
+def test_never_written_through_a_symbolic_link(tmp_path: Path, linked: str) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mcp-approvals.json").write_text('["x-1"]')
+    slug = tmp_path / "data" / "projects" / "ws"
+    if linked == "dir":
+        slug.parent.mkdir(parents=True)
+        slug.symlink_to(elsewhere)
+    else:
+        slug.mkdir(parents=True)
+        (slug / "mcp-approvals.json").symlink_to(elsewhere / "mcp-approvals.json")
+    before = tree_hash(elsewhere)
+    with pytest.raises(InjectionError, match="symbolic link"):
+        ApprovalInjection(slug / "mcp-approvals.json", ["app-1"], root=tmp_path / "j").enter()
+    assert tree_hash(elsewhere) == before
+
+
+def test_a_file_that_is_not_an_array_is_left_alone(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"not": "a list"}')
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"), \
+            ApprovalInjection(path, ["app-1"], root=tmp_path / "j") as inj:
+        assert not inj.written
+    assert path.read_text() == '{"not": "a list"}'
+    assert "not a JSON array" in caplog.text
+
+
+def test_the_entries_of_a_killed_process_are_taken_out_by_the_next_turn(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('["mine-1"]')
+    code = ("import os, signal, sys; from pathlib import Path\n"
+            "from cursor_agent_api.tools.approvals import ApprovalInjection\n"
+            "ApprovalInjection(Path(sys.argv[1]), ['dead-1'], root=Path(sys.argv[2])).enter()\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "j")], timeout=60)
+    assert proc.returncode == -9
+    assert json.loads(path.read_bytes()) == ["mine-1", "dead-1"]
+    with ApprovalInjection(path, ["app-1"], root=tmp_path / "j"):
+        assert json.loads(path.read_bytes()) == ["mine-1", "app-1"]
+    assert json.loads(path.read_bytes()) == ["mine-1"]
+
+
+def test_a_print_mode_turn_writes_the_entries_and_takes_them_back(
+        make_cursor_sim_config: Callable[..., Any], cursor_sim_workspace: Path, tmp_path: Path) -> None:
+    data = tmp_path / "agent-data"
+    seen: list[Any] = []
+    mcp_json = cursor_sim_workspace / ".cursor" / "mcp.json"
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        seen.extend(json.loads(p.read_bytes()) for p in data.rglob("mcp-approvals.json"))
+        seen.append(json.loads(mcp_json.read_bytes())["mcpServers"])
+        return order_id
+
+    config = make_cursor_sim_config(env={"CURSOR_DATA_DIR": str(data)}, timeout=120.0)
+    with CursorAgentClient(config, tools=[lookup_order]) as client:
+        result = client.query('lookup_order {"order_id": "A1"}')
+    assert result.success, result.error
+    (call,) = [c for c in result.tool_calls if c.kind is ToolKind.MCP]
+    keys, servers = seen
+    entry = servers[call.mcp_server]
+    ws = str(cursor_sim_workspace.resolve())
+    assert keys == [js_key(call.mcp_server, entry, ws), js_key(call.mcp_server, {"url": entry["url"]}, ws)]
+    assert not data.exists()  # taken back: the file and the directories it made
+
+
+def test_an_acp_turn_warns_when_the_agent_never_listed_the_tools(
+        make_cursor_sim_config: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The entries go somewhere the agent does not look (a build with another format behaves
+    the same): the server is not loaded, the turn ends, and one warning says why."""
+    import cursor_agent_api.tools.host as host_module
+
+    monkeypatch.setattr(host_module, "approvals_file",
+                        lambda env, ws: tmp_path / "nowhere" / "projects" / "x" / "mcp-approvals.json")
+
+    @tool
+    def lookup_order(order_id: str) -> str:
+        """Look up an order."""
+        return order_id
+
+    config = make_cursor_sim_config(transport="acp", timeout=120.0, kill_grace=5.0)
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"), \
+            CursorAgentClient(config, tools=[lookup_order]) as client:
+        result = client.query('lookup_order {"order_id": "A1"}')
+    assert result.success, result.error
+    assert not [c for c in result.tool_calls if c.mcp_tool == "lookup_order"]
+    (warning,) = [r for r in caplog.records if "never listed" in r.getMessage()]
+    assert "approval entry" in warning.getMessage() and "nowhere" in warning.getMessage()
