@@ -2,9 +2,10 @@
 
 Every turn's stream has a result event, and the first one is the turn's outcome. When the
 agent wrote one, that is it (an agent that writes on after it has those events passed on as
-data; the fold ignores them). When it wrote none — a crash, an auth failure, a usage limit, an untrusted workspace, a
-timeout, a cancel — the runtime adds a ``RESULT_ERROR`` shaped like seed 004's error result
-(``{"type": "result", "subtype": "error", "is_error": true, "error": …}``) plus
+data; the fold ignores them). When it wrote none — a crash, an auth failure, a usage limit,
+an untrusted workspace, a timeout, a cancel — the runtime adds a ``RESULT_ERROR`` shaped
+like seed 004's error result (``{"type": "result", "subtype": "error", "is_error": true,
+"error": …}``) plus
 ``error_type``, ``exit_code`` and ``"added_by_client": true``; the typed error is its
 :attr:`~ClientResultEvent.exception`. Process-level ``ERROR`` events may come before it. In
 text mode a successful turn ends with a ``RESULT_SUCCESS`` whose ``result`` is stdout,
