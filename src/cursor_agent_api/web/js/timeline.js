@@ -12,7 +12,7 @@
 // * only the latest run's result (status, usage, duration) is shown, in the
 //   result bar; failures are shown plainly in the stream with their remedy.
 
-import { h, replace, formatDuration, lineCount } from "./dom.js";
+import { h, replace, announce, formatDuration, lineCount } from "./dom.js";
 import { GrowingMarkdown } from "./markdown.js";
 import { createCard, drawCard } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
@@ -303,7 +303,7 @@ export class Timeline {
   }
 
   /** A request of an ACP run (a permission, a question, a plan) as a card with its buttons;
-   * `answer` (if any) shows its decision instead. `live`: it just arrived (focus it). */
+   * `answer` (if any) shows its decision instead. `live`: it just arrived (announce it). */
   request(runId, request, answer, live) {
     if (!request || !request.request_id || this.requests.has(request.request_id)) return;
     this.foldThinking();
@@ -313,10 +313,12 @@ export class Timeline {
     this.container.append(card);
     if (answer) showAnswer(card, answer);
     else if (live) {
+      // Never move the focus onto a button that answers: a person typing in the prompt box,
+      // or about to press Stop, would press it with their next Space or Enter. The card is
+      // announced; it takes the focus itself (no button) only when the focus is nowhere.
+      announce(`${card.getAttribute("aria-label") || "The agent asks you something"}. Its card is at the end of the conversation.`);
       const a = document.activeElement;
-      const idle = !a || a === document.body || a === this.container || a.id === "stop-button"
-        || (a.id === "prompt" && !a.value);
-      if (idle) focusRequest(card);
+      if (!a || a === document.body) focusRequest(card);
     }
   }
 
