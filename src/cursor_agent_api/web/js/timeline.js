@@ -67,6 +67,11 @@ export class Timeline {
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
     this.onAnswer = onAnswer || (() => Promise.reject(new Error("cannot answer here")));
+    // Stick to the bottom: decided by the reader's scrolling (a scroll event reads the layout
+    // once), never per record — reading scrollHeight after each change forces a layout of the
+    // whole conversation, and a long stream (thousands of thinking deltas or tool cards) froze.
+    this.stick = true;
+    container.addEventListener("scroll", () => { this.stick = this.nearBottom(); }, { passive: true });
     this.reset();
   }
 
@@ -84,6 +89,7 @@ export class Timeline {
     this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
     this.dirty = new Set();
     this.frame = 0;
+    this.stick = true;
   }
 
   /** The run that is queued or running, if any. */
@@ -123,7 +129,6 @@ export class Timeline {
 
   /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
   apply(rec, changes) {
-    const stick = this.nearBottom();
     for (const change of changes || []) this.change(rec, change);
     const type = rec.type;
     if (type === "run") this.runRecord(rec);
@@ -138,7 +143,7 @@ export class Timeline {
     } else if (type === "context" && rec.subtype === "reset") {
       this.notice(`Context reset: ${rec.payload?.message || "this turn starts without the earlier turns"}`, "context-reset");
     }
-    if (stick) this.scrollToEnd();
+    this.schedule(); // what changed is drawn, and the view follows it, once per frame
   }
 
   /** One change (protocol/changes.py): the page applies it, it never folds events itself. */
@@ -259,7 +264,7 @@ export class Timeline {
       this.thinking = { el, body, text: "", done: false, key };
     }
     this.thinking.text += text;
-    this.thinking.body.textContent = this.thinking.text;
+    this.schedule(); // its text is shown once per frame (not per delta)
   }
 
   /** Thinking is no longer the latest thing: fold it into a closed <details>. */
@@ -335,10 +340,9 @@ export class Timeline {
 
   /** Show an offer (an element) at the end of the stream; the next prompt removes it. */
   addOffer(el) {
-    const stick = this.nearBottom();
     el.classList.add("offer");
     this.container.append(el);
-    if (stick) this.scrollToEnd();
+    this.schedule();
   }
 
   failure(message, errorType) {
@@ -394,15 +398,20 @@ export class Timeline {
     if (done) entry.el.removeAttribute("aria-busy");
   }
 
-  /** Re-render streaming text at most once per frame. */
+  /** Once per frame: render the streaming texts that changed (`entry`, if any, is one), show
+   * the live thinking's text, and scroll to the end if the reader was there. */
   schedule(entry) {
-    this.dirty.add(entry);
+    if (entry) this.dirty.add(entry);
     if (this.frame) return;
     const flush = () => {
       this.frame = 0;
-      const stick = this.nearBottom();
       for (const entry of this.dirty) this.render(entry, false);
-      if (stick) this.scrollToEnd();
+      const t = this.thinking;
+      if (t && t.shown !== t.text.length) {
+        t.body.textContent = t.text;
+        t.shown = t.text.length;
+      }
+      if (this.stick) this.scrollToEnd();
     };
     this.frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);
   }
@@ -414,5 +423,6 @@ export class Timeline {
 
   scrollToEnd() {
     this.container.scrollTop = this.container.scrollHeight;
+    this.stick = true;
   }
 }
