@@ -75,6 +75,8 @@ function bindStaticHandlers() {
     }
   });
   $("stop-button").addEventListener("click", stopRun);
+  // a fetch outside api.js (a cut value's "Show all", cut.js) answered 401: sign in again
+  window.addEventListener("signed-out", () => showLogin("You were signed out: sign in again."));
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));

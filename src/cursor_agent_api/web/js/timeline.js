@@ -34,6 +34,9 @@ const REMEDIES = {
   ServerRestart: "The server stopped during this run: send the prompt again to continue.",
 };
 
+// A tool call's cut fields (webui.WHOLE_FIELDS), as its card's "Show all" names them.
+const FIELD_NAMES = { output: "output", stdout: "stdout", stderr: "stderr", diff: "diff", new_content: "content" };
+
 // A prompt longer than this is shown folded, with a button to show it all.
 const PROMPT_FOLD_CHARS = 1500;
 const PROMPT_FOLD_LINES = 12;
@@ -300,10 +303,23 @@ export class Timeline {
   draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
     addCardCopyButtons(entry.el);
-    if (entry.view.truncated && entry.view.status !== "running") {  // cut by the server: Show all
-      const card = entry.el;
-      const url = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
-      card.append(cutNote(url, null, (text) => card.append(wholeText(text))));
+    if (!entry.view.truncated || entry.view.status === "running") return;
+    // Cut by the server: "Show all" for each cut field fetches it whole; what it loaded is
+    // kept (entry.whole) and shown again when the card is redrawn.
+    entry.whole ??= new Map();
+    const card = entry.el;
+    const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
+    const fields = entry.view.cut?.length ? entry.view.cut : ["output"];
+    for (const field of fields) {
+      const what = FIELD_NAMES[field] || field;
+      const show = (text) => card.append(h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text));
+      if (entry.whole.has(field)) show(entry.whole.get(field));
+      else {
+        card.append(cutNote(`${base}?field=${encodeURIComponent(field)}`, null, (text) => {
+          entry.whole.set(field, text);
+          show(text);
+        }, what));
+      }
     }
   }
 
