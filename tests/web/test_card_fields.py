@@ -76,10 +76,12 @@ REDRAW = """async () => {
   document.getElementById('chat-view').hidden = false;
   const tl = new Timeline(div, document.getElementById('result-bar'), { onRunChange: () => {} });
   window.tl = tl;
-  tl.apply({ type: 'run', subtype: 'queued', seq: 1, payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
+  tl.apply({ type: 'run', subtype: 'queued', seq: 1,
+            payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
   window.view = { call_id: 'c', kind: 'write', status: 'succeeded', path: '/ws/a', new_content: 'cut...',
                   truncated: true, cut: ['new_content'] };
-  tl.apply({ type: 'event', run_id: 'r1', seq: 2 }, [{ kind: 'tool_call_opened', index: 0, view: window.view }]);
+  tl.apply({ type: 'event', run_id: 'r1', seq: 2 },
+           [{ kind: 'tool_call_opened', index: 0, view: window.view }]);
 }"""
 
 
@@ -126,7 +128,8 @@ MULTILINE = """async () => {
   document.getElementById('chat-view').hidden = false;
   const tl = document.getElementById('timeline');
   const cmd = 'echo cleaning up the build output\\nrm -rf ~';
-  const req = createRequestCard({ request_id: 'x', kind: 'permission', tool: { kind: 'shell', command: cmd } },
+  const req = createRequestCard(
+    { request_id: 'x', kind: 'permission', tool: { kind: 'shell', command: cmd } },
                                 async () => ({}));
   const card = createCard();
   drawCard(card, { kind: 'shell', status: 'running', command: cmd });

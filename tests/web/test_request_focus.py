@@ -72,7 +72,8 @@ def test_a_card_arriving_while_the_focus_is_nowhere_takes_it_itself(
     card = page.locator(".card.request-permission").first
     expect(card).to_be_visible()
     # whether the card came before or after the blur, the focus is never on an answer button
-    focused = page.evaluate("document.activeElement.tagName + ':' + (document.activeElement.textContent || '')")
+    focused = page.evaluate(
+        "document.activeElement.tagName + ':' + (document.activeElement.textContent || '')")
     assert not focused.startswith("BUTTON"), focused
     page.keyboard.press("Space")
     page.keyboard.press("Enter")

@@ -32,14 +32,16 @@ SETUP = """async () => {
     Object.defineProperty(div, name, { get() { window.reads += 1; return get.get.call(this); } });
   }
   const tl = new Timeline(div, document.getElementById('result-bar'), { onRunChange: () => {} });
-  tl.apply({ type: 'run', subtype: 'queued', seq: 1, payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
+  tl.apply({ type: 'run', subtype: 'queued', seq: 1,
+            payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
   window.tl = tl;
   window.seq = 2;
   window.frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r)));
   window.feed = async (kind, n) => {
     for (let i = 0; i < n; i++) {
       const s = window.seq++;
-      const c = kind === 'thinking' ? { kind: 'thinking_appended', block: 0, text: `step ${s} considering.. ` }
+      const c = kind === 'thinking'
+        ? { kind: 'thinking_appended', block: 0, text: `step ${s} considering.. ` }
         : { kind: 'tool_call_opened', index: s, view: { call_id: 'c' + s, kind: 'shell', status: 'succeeded',
             command: 'ls ' + s, stdout: 'a\\nb', exit_code: 0 } };
       tl.apply({ type: 'event', run_id: 'r1', seq: s }, [c]);
@@ -73,11 +75,13 @@ def test_it_sticks_to_the_bottom_unless_the_reader_scrolled_up(page: Any) -> Non
     page.evaluate("window.feed('thinking', 200)")
     assert page.evaluate("window.atBottom()")  # a growing thinking block is followed too
     # The reader scrolls up: new records leave the view where it is.
-    page.evaluate("async () => { document.getElementById('timeline').scrollTop = 100; await window.frame(); }")
+    page.evaluate("async () => { document.getElementById('timeline').scrollTop = 100; "
+                  "await window.frame(); }")
     page.evaluate("window.feed('cards', 30)")
     assert page.evaluate("document.getElementById('timeline').scrollTop") == 100
     assert not page.evaluate("window.atBottom()")
     # Back at the bottom: it follows again.
-    page.evaluate("async () => { const d = document.getElementById('timeline'); d.scrollTop = d.scrollHeight; await window.frame(); }")
+    page.evaluate("async () => { const d = document.getElementById('timeline'); "
+                  "d.scrollTop = d.scrollHeight; await window.frame(); }")
     page.evaluate("window.feed('cards', 30)")
     assert page.evaluate("window.atBottom()")
