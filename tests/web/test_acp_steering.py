@@ -38,12 +38,17 @@ def test_approve_reject_and_answer_on_the_cards(make_server: Any, browser: Any, 
     expect(page.locator("#conn")).to_have_text("Live")
     expect(page.locator("#chat-meta")).to_contain_text("ACP")
 
-    # 1. Approve, by keyboard: the card takes the focus; Enter presses "Allow once".
+    # 1. Approve, by keyboard: the card is announced (the focus stays in the prompt box);
+    #    Shift+Tab from the box reaches the card's buttons; Enter presses "Allow once".
     send(page, "run `echo approved-by-a-person`")
     card = page.locator(".card.request-permission").first
     expect(card.locator(".card-kind")).to_contain_text("Shell command")
     expect(card.locator(".request-what")).to_have_text("echo approved-by-a-person")
     allow = card.get_by_role("button", name="Allow once")
+    expect(page.get_by_label("Prompt")).to_be_focused()
+    expect(page.locator("#announce")).to_contain_text("echo approved-by-a-person")
+    for _ in range(3):  # Reject, Always allow, Allow once
+        page.keyboard.press("Shift+Tab")
     expect(allow).to_be_focused()
     expect(card.get_by_role("button", name="Always allow")).to_be_visible()
     shot(page, "permission")
@@ -101,20 +106,21 @@ def test_escape_rejects_and_the_header_names_the_mode(make_server: Any, browser:
     expect(page.locator("#chat-meta")).to_contain_text(re.compile("ACP"))
     send(page, "run `echo escape-me`")
     card = page.locator(".card.request-permission")
-    expect(card.get_by_role("button", name="Allow once")).to_be_focused()
+    expect(card).to_be_visible()
+    card.focus()
     page.keyboard.press("Escape")  # answers the card; it does not stop the run
     expect(card).to_have_attribute("data-decision", "reject")
     expect(page.locator("#result-bar")).to_contain_text("Done")
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
+def test_a_request_arriving_before_the_prompt_is_answered_is_announced(
     make_server: Any, browser: Any
 ) -> None:
     """The server's answer to the prompt's POST can come after the run's first request has
     arrived over the WebSocket (seen under load). The box must already be empty then (the
-    prompt went), so the new card takes the focus; a box holding the prompt it just sent is
-    not something the person is typing. Here the POST's answer is held until the card shows."""
+    prompt went); the new card is announced and the focus stays in the box (a card never takes
+    it from there). Here the POST's answer is held until the card shows."""
     server = make_server()
     with server.client() as c:
         chat = c.post("/api/chats", json={"workspace": "project", "options": {
@@ -133,7 +139,9 @@ def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
 
     page.route(re.compile(r".*/api/chats/[^/]+/runs$"), hold_the_answer)
     send(page, "create alpha.txt with hello")
-    expect(card.get_by_role("button", name="Accept")).to_be_focused()
+    expect(card).to_be_visible()
+    expect(page.locator("#announce")).to_contain_text("The agent proposes a plan")
+    expect(page.get_by_label("Prompt")).to_be_focused()
     expect(page.get_by_label("Prompt")).to_have_value("")
     for _ in range(600):  # the server's answer may reach the test after the card did
         if held:
@@ -142,6 +150,7 @@ def test_a_request_arriving_before_the_prompt_is_answered_still_takes_the_focus(
     ((route, answer),) = held
     route.fulfill(response=answer)
     page.unroute_all(behavior="ignoreErrors")
+    card.focus()
     page.keyboard.press("Escape")
     expect(card).to_have_attribute("data-decision", "rejected")
     assert not page.errors  # type: ignore[attr-defined]
@@ -166,7 +175,8 @@ def test_plan_mode_accept_one_plan_and_reject_another(make_server: Any, browser:
     expect(card.locator(".card-kind")).to_have_text("Plan")
     expect(card.locator(".request-plan")).to_contain_text("alpha.txt")
     accept = card.get_by_role("button", name="Accept")
-    expect(accept).to_be_focused()
+    expect(accept).to_be_visible()
+    expect(accept).not_to_be_focused()
     shot(page, "plan")
     accept.click()
     expect(card).to_have_attribute("data-decision", "accepted")
@@ -177,7 +187,8 @@ def test_plan_mode_accept_one_plan_and_reject_another(make_server: Any, browser:
     # 2. Another plan: Reject, by keyboard (Escape on the card).
     send(page, "create beta.txt with bye")
     card2 = page.locator(".card.request-plan").nth(1)
-    expect(card2.get_by_role("button", name="Accept")).to_be_focused()
+    expect(card2.get_by_role("button", name="Accept")).to_be_visible()
+    card2.focus()
     page.keyboard.press("Escape")
     expect(card2).to_have_attribute("data-decision", "rejected")
     expect(card2.locator(".request-decision")).to_have_text("Rejected")

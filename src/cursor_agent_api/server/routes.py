@@ -638,13 +638,18 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     responses={200: {"content": {"text/plain": {}}}},
 )
 async def tool_call_output(
-    run_id: str, index: Annotated[int, Path(ge=0, le=2**31)], request: Request
+    run_id: str,
+    index: Annotated[int, Path(ge=0, le=2**31)],
+    request: Request,
+    field: Literal["output", "stdout", "stderr", "diff", "new_content"] = "output",
 ) -> Response:
-    """The whole output of the run's ``index``-th tool call (the turn's state shows it cut)."""
+    """The whole ``field`` of the run's ``index``-th tool call (the turn's state shows it cut;
+    its card's ``cut`` lists which): ``output`` (default), ``stdout``, ``stderr``, ``diff`` or
+    ``new_content`` (a write's content)."""
     row = await _store(request).get_tool_call(run_id, index)
     if row is None:
         raise HTTPException(404, f"run {run_id!r} has no tool call {index}")
-    output = await whole_tool_output(_store(request), row)
+    output = await whole_tool_output(_store(request), row, field)
     if output is None:
         raise HTTPException(404, "the records of this tool call are not in the log")
     return Response(output.encode("utf-8", "replace"), media_type="text/plain; charset=utf-8")

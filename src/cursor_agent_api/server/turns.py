@@ -348,9 +348,11 @@ class Refolder:
         return changes_json(changes, rec, self.limit) if changes else None
 
 
-async def whole_tool_output(store: Store, row: dict[str, Any]) -> str | None:
-    """The whole output of a stored tool call (the table keeps it cut): its records read
-    whole and folded. ``None`` when they are gone."""
+async def whole_tool_output(store: Store, row: dict[str, Any], which: str = "output") -> str | None:
+    """The whole field ``which`` of a stored tool call (the table keeps it cut): its records read
+    whole and folded. ``which`` is one of :data:`.webui.WHOLE_FIELDS` (``output``, ``stdout``,
+    ``stderr``, ``diff``, ``new_content``; one the call has not is ``""``). ``None`` when its
+    records are gone."""
     transcript = Transcript(keep_events=False)
     found = False
     for seq in (row.get("started_seq"), row.get("completed_seq")):
@@ -363,7 +365,8 @@ async def whole_tool_output(store: Store, row: dict[str, Any]) -> str | None:
         transcript.add(AgentEvent.from_dict(rec.payload))
     if not found or not transcript.tool_calls:
         return None
-    return transcript.tool_calls[-1].output
+    value = getattr(transcript.tool_calls[-1], which)
+    return value if isinstance(value, str) else ""
 
 
 def is_final_run_record(rec: EventRecord) -> bool:

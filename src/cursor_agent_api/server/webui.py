@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -53,9 +54,21 @@ class WebUIFiles(StaticFiles):
         await super().__call__(scope, receive, sending)
 
 
-def _cut(text: str | None, view: dict[str, Any]) -> str | None:
+WHOLE_FIELDS = ("output", "stdout", "stderr", "diff", "new_content")
+"""The text fields of a view that may be cut; a view lists those it cut in ``cut``, and
+``GET /api/runs/{id}/tool-calls/{index}/output?field=<name>`` gives each one whole."""
+
+LIST_LIMIT = 2000
+"""Items of a glob's files or a grep's matches a view carries; ``files_total`` /
+``matches_total`` say how many there were."""
+
+_MARK = "\ufdd0"  # a noncharacter: marks the strings the store cut, to find the fields made of them
+
+
+def _cut(text: str | None, view: dict[str, Any], field: str) -> str | None:
     if text is not None and len(text) > TEXT_LIMIT:
         view["truncated"] = True
+        view["cut"].append(field)
         return text[:TEXT_LIMIT]
     return text
 
@@ -124,27 +137,32 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
         "duration_ms": tc.duration_ms,
         "error": tc.error_message,
         "truncated": False,
+        "cut": [],
     }
-    view["output"] = _cut(tc.output, view)
+    view["output"] = _cut(tc.output, view, "output")
     kind = tc.kind
     if kind is ToolKind.SHELL:
         view["command"] = tc.command
         view["exit_code"] = tc.exit_code
-        view["stdout"] = _cut(tc.stdout, view)
-        view["stderr"] = _cut(tc.stderr, view)
+        view["stdout"] = _cut(tc.stdout, view, "stdout")
+        view["stderr"] = _cut(tc.stderr, view, "stderr")
     if kind in (ToolKind.READ, ToolKind.WRITE, ToolKind.EDIT, ToolKind.DELETE, ToolKind.LS):
         view["path"] = tc.path
     if kind is ToolKind.READ:
         view["read_range"] = shown_read_range(tc.read_range, tc.content)
     if kind in (ToolKind.EDIT, ToolKind.WRITE):
-        view["diff"] = _cut(tc.diff, view)
-        view["new_content"] = _cut(tc.new_content, view)
+        view["diff"] = _cut(tc.diff, view, "diff")
+        view["new_content"] = _cut(tc.new_content, view, "new_content")
     if kind in (ToolKind.GREP, ToolKind.GLOB, ToolKind.SEM_SEARCH, ToolKind.WEB_SEARCH):
         view["pattern"] = tc.pattern
     if kind is ToolKind.GREP:
-        view["matches"] = [{"file": f, "line": n, "text": line} for f, n, line in tc.grep_matches[:2000]]
+        view["matches"] = [
+            {"file": f, "line": n, "text": line} for f, n, line in tc.grep_matches[:LIST_LIMIT]
+        ]
+        view["matches_total"] = len(tc.grep_matches)
     if kind is ToolKind.GLOB:
-        view["files"] = tc.files[:2000]
+        view["files"] = tc.files[:LIST_LIMIT]
+        view["files_total"] = len(tc.files)
     if kind is ToolKind.WEB_FETCH:
         view["url"] = tc.url
     if kind is ToolKind.WEB_SEARCH:
@@ -187,6 +205,24 @@ def _call_of(row: dict[str, Any]) -> ToolCall:
     )
 
 
+def _marked(row: dict[str, Any], cuts: list[Any]) -> dict[str, Any]:
+    """``row`` with a mark after each string the store cut (``cuts``: its JSON pointers)."""
+    doc = {"args": copy.deepcopy(row.get("args")), "result": copy.deepcopy(row.get("result"))}
+    for cut in cuts:
+        tokens = str(cut.get("field", "") if isinstance(cut, dict) else "").split("/")[1:]
+        node: Any = doc
+        for n, token in enumerate(tokens):
+            key: Any = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, list) and key.isascii() and key.isdigit() and int(key) < len(node):
+                key = int(key)
+            elif not (isinstance(node, dict) and key in node):
+                break
+            if n == len(tokens) - 1 and isinstance(node[key], str):
+                node[key] = node[key] + _MARK
+            node = node[key]
+    return {**row, **doc}
+
+
 def stored_output(row: dict[str, Any]) -> str:
     """A stored tool call's output: the ``output`` column of rows written before migration
     0006, else (the column is empty) derived from its stored result as ``ToolCall.output``.
@@ -210,11 +246,18 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
         >>> item["type"], item["view"]["kind"], item["seq"]
         ('tool_call', 'ls', 3)
     """
-    call = _call_of(row)
-    view = view_of(call)
     result = row.get("result")
-    if isinstance(result, dict) and "_cut" in result:
+    cuts = result.get("_cut") if isinstance(result, dict) else None
+    view = view_of(_call_of(_marked(row, cuts) if isinstance(cuts, list) else row))
+    if cuts:
         view["truncated"] = True
+        for key, value in view.items():  # the fields made of a cut string are cut
+            if isinstance(value, str) and _MARK in value:
+                view[key] = value.replace(_MARK, "")
+                if key in WHOLE_FIELDS and key not in view["cut"]:
+                    view["cut"].append(key)
+        if not view["cut"]:
+            view["cut"] = [k for k in WHOLE_FIELDS if view.get(k)] or ["output"]
     seq = row.get("started_seq") or row.get("completed_seq") or 0
     return {"type": "tool_call", "index": row["idx"], "seq": seq, "view": view}
 
@@ -240,7 +283,9 @@ def text_item(row: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = [
+    "LIST_LIMIT",
     "TOOL_RECORD_TYPES",
+    "WHOLE_FIELDS",
     "WebUIFiles",
     "shown_read_range",
     "stored_output",

@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
 const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
 const ACTIVE = new Set(["queued", "running"]);
+const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
@@ -22,6 +23,8 @@ const state = {
   opening: null, // the id of the chat being opened (a later click wins)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   listTimer: 0,
+  listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
+  moreChats: false, // the server may have older chats than those listed
 };
 
 // ---- start -------------------------------------------------------------------------------
@@ -75,6 +78,13 @@ function bindStaticHandlers() {
     }
   });
   $("stop-button").addEventListener("click", stopRun);
+  $("sign-out-button").addEventListener("click", signOut);
+  $("more-chats-button").addEventListener("click", () => {
+    state.listLimit += LIST_PAGE;
+    refreshChats();
+  });
+  // a fetch outside api.js (a cut value's "Show all", cut.js) answered 401: sign in again
+  window.addEventListener("signed-out", () => showLogin("You were signed out: sign in again."));
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
@@ -129,6 +139,16 @@ function showLogin(reason = "") {
   $("login-token").focus();
 }
 
+/** Sign out: the server deletes the session (its sockets close with 4401); the sign-in form. */
+async function signOut() {
+  try {
+    await api.logout();
+  } catch (err) {
+    if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
+  }
+  showLogin("You signed out.");
+}
+
 async function onLogin(ev) {
   ev.preventDefault();
   try {
@@ -144,8 +164,21 @@ function route() {
   showAlert("");
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
-  if (m) return openChat(decodeURIComponent(m[1]));
+  if (m) {
+    let id;
+    try {
+      id = decodeURIComponent(m[1]);
+    } catch {
+      id = null; // a malformed %-escape: no chat has that id
+    }
+    if (id !== null) return openChat(id);
+  }
   closeChat();
+  if (m) {
+    show("welcome-view");
+    markCurrentInList();
+    return showAlert("That chat does not exist on this server.");
+  }
   if (hash === "#/new") {
     show("new-view");
     $("new-subdir").focus();
@@ -160,8 +193,23 @@ function route() {
 async function refreshChats() {
   clearTimeout(state.listTimer);
   try {
-    const data = await api.listChats();
-    state.chats = data.chats;
+    // page by page (the server gives at most 500 at once), a chat seen twice (the order
+    // changed between pages) listed once
+    const seen = new Set();
+    const chats = [];
+    let full = false;
+    for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
+      const page = (await api.listChats(LIST_PAGE, offset)).chats;
+      for (const chat of page) {
+        if (seen.has(chat.id)) continue;
+        seen.add(chat.id);
+        chats.push(chat);
+      }
+      full = page.length === LIST_PAGE;
+      if (!full) break;
+    }
+    state.chats = chats;
+    state.moreChats = full;
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     scheduleRefresh(); // the stream shows the connection state; the list retries later
@@ -181,6 +229,8 @@ function scheduleRefresh() {
 
 function renderChats() {
   const list = $("chat-list");
+  // The list is drawn again; a keyboard user's focus on one of its chats stays on it.
+  const focused = document.activeElement?.closest?.("#chat-list .chat-item")?.dataset.chatId;
   replace(list, state.chats.map((chat) => {
     const open = chat.id === state.chat?.id;
     const status = open && state.timeline?.latestRun ? state.timeline.latestRun.status : chat.status;
@@ -199,7 +249,12 @@ function renderChats() {
           h("time", { datetime: new Date(chat.updated_ms).toISOString(), text: formatAgo(chat.updated_ms) }))));
   }));
   $("chat-list-empty").hidden = state.chats.length > 0;
+  $("more-chats-button").hidden = !state.moreChats;
   markCurrentInList();
+  if (focused) {
+    const item = [...list.children].find((li) => li.dataset.chatId === focused);
+    item?.querySelector("a").focus();
+  }
 }
 
 function markCurrentInList() {
@@ -249,6 +304,7 @@ async function onCreateChat(ev) {
 // ---- one chat ----------------------------------------------------------------------------
 
 function closeChat() {
+  state.opening = null; // a chat still loading is not shown once the page went elsewhere
   toggleOptions(false);
   document.title = "cursor-agent-api";
   if (state.stream) state.stream.stop();

@@ -80,7 +80,9 @@ export function drawCard(card, view, workspace = "") {
     body(kind, view, status),
     view.error && status !== "succeeded" && kind !== "shell"
       ? h("p", { class: "card-error", text: view.error }) : null,
-    view.truncated ? h("p", { class: "card-note", text: "Output cut: the full text is in the event log." }) : null,
+    // once the call has ended, its timeline adds "Show all" for each cut field (timeline.js)
+    view.truncated && status === "running"
+      ? h("p", { class: "card-note", text: "Output cut: Show all comes when the call has ended." }) : null,
   );
 }
 
@@ -119,10 +121,10 @@ function body(kind, v, status) {
     case "grep":
       return h("div", { class: "card-body" },
         running ? null : matchList((v.matches || []).map((m) => `${m.file}${m.line ? `:${m.line}` : ""}: ${m.text}`),
-          "matches"),
+          "matches", v.matches_total),
       );
     case "glob":
-      return h("div", { class: "card-body" }, running ? null : matchList(v.files || [], "files"));
+      return h("div", { class: "card-body" }, running ? null : matchList(v.files || [], "files", v.files_total));
     case "web_fetch":
       return h("div", { class: "card-body" },
         v.url ? h("p", { class: "card-path", text: v.url }) : null,
@@ -181,10 +183,15 @@ function diffView(diff) {
   return pre;
 }
 
-function matchList(items, noun) {
+/** A list of `items`; `total` (if more) is how many there were: the server sends the first
+ * 2,000 (the summary says "2,000 of 5,000 files"). */
+function matchList(items, noun, total) {
   if (!items.length) return h("p", { class: "card-note", text: `no ${noun}` });
+  const count = total > items.length
+    ? `${items.length.toLocaleString()} of ${total.toLocaleString()} ${noun} (the first ones only)`
+    : `${items.length} ${noun}`;
   return h("details", { class: "card-output", open: items.length <= 12 },
-    h("summary", { text: `${items.length} ${noun}` }),
+    h("summary", { text: count }),
     h("ul", { class: "card-list" }, items.map((item) => h("li", {}, h("code", { text: item })))),
   );
 }

@@ -2,7 +2,7 @@
 // from the element at click time, as text). Buttons are ordinary <button>s: Tab reaches them,
 // Enter and Space press them. The result is announced in the page's status region.
 
-import { h } from "./dom.js";
+import { h, announce } from "./dom.js";
 
 const FEEDBACK_MS = 1500;
 
@@ -43,11 +43,6 @@ function fallbackCopy(text) {
   area.remove();
   focused?.focus?.();
   return ok;
-}
-
-function announce(message) {
-  const region = document.getElementById("announce");
-  if (region) region.textContent = message;
 }
 
 /** Copy buttons in a tool card: its command, each output block and its diff. */

@@ -11,18 +11,23 @@ function size(bytes) {
   return `${bytes} bytes`;
 }
 
-/** A note "Cut … Show all"; `url` gives the whole value (text), `bytes` its size if known;
- * `show(text)` gets it once fetched. */
-export function cutNote(url, bytes, show) {
-  const label = () => (bytes ? `Show all (${size(bytes)})` : "Show all");
+/** A note "Cut … Show all"; `url` gives the whole value (text), `bytes` its size if known,
+ * `what` names it ("output", "content", ...); `show(text)` gets it once fetched. A 401 (the
+ * session ended) sends the page to its sign-in form (the `signed-out` event, app.js). */
+export function cutNote(url, bytes, show, what = "") {
+  const label = () => {
+    const named = what ? `Show all ${what}` : "Show all";
+    return bytes ? `${named} (${size(bytes)})` : named;
+  };
   const button = h("button", { type: "button", class: "show-all", text: label() });
   const note = h("p", { class: "card-note cut-note" },
-    h("span", { text: "Long output: only its beginning is shown. " }), button);
+    h("span", { text: `Long ${what || "output"}: only its beginning is shown. ` }), button);
   button.addEventListener("click", async () => {
     button.disabled = true;
     button.textContent = "Loading…";
     try {
       const response = await fetch(url, { credentials: "same-origin" });
+      if (response.status === 401) window.dispatchEvent(new CustomEvent("signed-out"));
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       show(await response.text());
       note.remove();

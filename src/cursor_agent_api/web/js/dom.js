@@ -29,6 +29,13 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+/** Say `message` in the page's status region (#announce, polite): screen readers read it
+ * without the focus moving. */
+export function announce(message) {
+  const region = document.getElementById("announce");
+  if (region) region.textContent = message;
+}
+
 /** Append children (nodes, strings, nested arrays; null/false skipped) to el. */
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {

@@ -57,10 +57,10 @@ export function createRequestCard(request, answer) {
   return card;
 }
 
-/** Focus the card's first button (a request that just arrived). */
+/** Focus the card itself (a request that just arrived while the focus was nowhere): never
+ * one of its buttons, which a stray Space or Enter would press. Tab then reaches them. */
 export function focusRequest(card) {
-  const first = card.querySelector(".request-actions button:not([disabled]), .request-body input");
-  if (first) first.focus();
+  card.focus();
 }
 
 function actions(...buttons) {

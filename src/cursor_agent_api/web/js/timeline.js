@@ -12,7 +12,7 @@
 // * only the latest run's result (status, usage, duration) is shown, in the
 //   result bar; failures are shown plainly in the stream with their remedy.
 
-import { h, replace, formatDuration, lineCount } from "./dom.js";
+import { h, replace, announce, formatDuration, lineCount } from "./dom.js";
 import { GrowingMarkdown } from "./markdown.js";
 import { createCard, drawCard } from "./cards.js";
 import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
@@ -33,6 +33,9 @@ const REMEDIES = {
   AgentProcessError: "The agent process failed: the message above is what it said; send the prompt again once it is fixed.",
   ServerRestart: "The server stopped during this run: send the prompt again to continue.",
 };
+
+// A tool call's cut fields (webui.WHOLE_FIELDS), as its card's "Show all" names them.
+const FIELD_NAMES = { output: "output", stdout: "stdout", stderr: "stderr", diff: "diff", new_content: "content" };
 
 // A prompt longer than this is shown folded, with a button to show it all.
 const PROMPT_FOLD_CHARS = 1500;
@@ -67,6 +70,11 @@ export class Timeline {
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
     this.onAnswer = onAnswer || (() => Promise.reject(new Error("cannot answer here")));
+    // Stick to the bottom: decided by the reader's scrolling (a scroll event reads the layout
+    // once), never per record — reading scrollHeight after each change forces a layout of the
+    // whole conversation, and a long stream (thousands of thinking deltas or tool cards) froze.
+    this.stick = true;
+    container.addEventListener("scroll", () => { this.stick = this.nearBottom(); }, { passive: true });
     this.reset();
   }
 
@@ -84,6 +92,7 @@ export class Timeline {
     this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
     this.dirty = new Set();
     this.frame = 0;
+    this.stick = true;
   }
 
   /** The run that is queued or running, if any. */
@@ -123,7 +132,6 @@ export class Timeline {
 
   /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
   apply(rec, changes) {
-    const stick = this.nearBottom();
     for (const change of changes || []) this.change(rec, change);
     const type = rec.type;
     if (type === "run") this.runRecord(rec);
@@ -138,7 +146,7 @@ export class Timeline {
     } else if (type === "context" && rec.subtype === "reset") {
       this.notice(`Context reset: ${rec.payload?.message || "this turn starts without the earlier turns"}`, "context-reset");
     }
-    if (stick) this.scrollToEnd();
+    this.schedule(); // what changed is drawn, and the view follows it, once per frame
   }
 
   /** One change (protocol/changes.py): the page applies it, it never folds events itself. */
@@ -259,7 +267,7 @@ export class Timeline {
       this.thinking = { el, body, text: "", done: false, key };
     }
     this.thinking.text += text;
-    this.thinking.body.textContent = this.thinking.text;
+    this.schedule(); // its text is shown once per frame (not per delta)
   }
 
   /** Thinking is no longer the latest thing: fold it into a closed <details>. */
@@ -295,15 +303,28 @@ export class Timeline {
   draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
     addCardCopyButtons(entry.el);
-    if (entry.view.truncated && entry.view.status !== "running") {  // cut by the server: Show all
-      const card = entry.el;
-      const url = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
-      card.append(cutNote(url, null, (text) => card.append(wholeText(text))));
+    if (!entry.view.truncated || entry.view.status === "running") return;
+    // Cut by the server: "Show all" for each cut field fetches it whole; what it loaded is
+    // kept (entry.whole) and shown again when the card is redrawn.
+    entry.whole ??= new Map();
+    const card = entry.el;
+    const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
+    const fields = entry.view.cut?.length ? entry.view.cut : ["output"];
+    for (const field of fields) {
+      const what = FIELD_NAMES[field] || field;
+      const show = (text) => card.append(h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text));
+      if (entry.whole.has(field)) show(entry.whole.get(field));
+      else {
+        card.append(cutNote(`${base}?field=${encodeURIComponent(field)}`, null, (text) => {
+          entry.whole.set(field, text);
+          show(text);
+        }, what));
+      }
     }
   }
 
   /** A request of an ACP run (a permission, a question, a plan) as a card with its buttons;
-   * `answer` (if any) shows its decision instead. `live`: it just arrived (focus it). */
+   * `answer` (if any) shows its decision instead. `live`: it just arrived (announce it). */
   request(runId, request, answer, live) {
     if (!request || !request.request_id || this.requests.has(request.request_id)) return;
     this.foldThinking();
@@ -313,10 +334,12 @@ export class Timeline {
     this.container.append(card);
     if (answer) showAnswer(card, answer);
     else if (live) {
+      // Never move the focus onto a button that answers: a person typing in the prompt box,
+      // or about to press Stop, would press it with their next Space or Enter. The card is
+      // announced; it takes the focus itself (no button) only when the focus is nowhere.
+      announce(`${card.getAttribute("aria-label") || "The agent asks you something"}. Its card is at the end of the conversation.`);
       const a = document.activeElement;
-      const idle = !a || a === document.body || a === this.container || a.id === "stop-button"
-        || (a.id === "prompt" && !a.value);
-      if (idle) focusRequest(card);
+      if (!a || a === document.body) focusRequest(card);
     }
   }
 
@@ -333,10 +356,9 @@ export class Timeline {
 
   /** Show an offer (an element) at the end of the stream; the next prompt removes it. */
   addOffer(el) {
-    const stick = this.nearBottom();
     el.classList.add("offer");
     this.container.append(el);
-    if (stick) this.scrollToEnd();
+    this.schedule();
   }
 
   failure(message, errorType) {
@@ -392,15 +414,20 @@ export class Timeline {
     if (done) entry.el.removeAttribute("aria-busy");
   }
 
-  /** Re-render streaming text at most once per frame. */
+  /** Once per frame: render the streaming texts that changed (`entry`, if any, is one), show
+   * the live thinking's text, and scroll to the end if the reader was there. */
   schedule(entry) {
-    this.dirty.add(entry);
+    if (entry) this.dirty.add(entry);
     if (this.frame) return;
     const flush = () => {
       this.frame = 0;
-      const stick = this.nearBottom();
       for (const entry of this.dirty) this.render(entry, false);
-      if (stick) this.scrollToEnd();
+      const t = this.thinking;
+      if (t && t.shown !== t.text.length) {
+        t.body.textContent = t.text;
+        t.shown = t.text.length;
+      }
+      if (this.stick) this.scrollToEnd();
     };
     this.frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);
   }
@@ -412,5 +439,6 @@ export class Timeline {
 
   scrollToEnd() {
     this.container.scrollTop = this.container.scrollHeight;
+    this.stick = true;
   }
 }

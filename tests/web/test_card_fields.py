@@ -1,0 +1,184 @@
+"""Tool cards show what the agent did as it is (review of 2026-11-24): "Show all" on a cut
+write card fetches the content it cut (not the one-line "N lines written"), one per cut field,
+and keeps what it loaded when the card is redrawn; a command's newlines show; a glob or grep
+cut at 2,000 says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+from server_helpers import new_chat
+from test_ui import open_chat, open_ui, send
+
+from cursor_agent_api.server.webui import tool_call_item, tool_call_view
+from cursor_agent_api.sim import wire
+
+SID = "8ef40118-8378-436d-8ba8-2436b19cc877"
+END = "END-OF-THE-WRITTEN-FILE"
+END_OUT = "END-OF-STDOUT"
+
+
+def _script(path: Path) -> Path:
+    content = "".join(f"line {i}\n" for i in range(30_000)) + END + "\n"
+    stdout = "out\n" * 60_000 + END_OUT
+    times = {"model_call_id": "mc", "started_at_ms": 1, "timestamp_ms": 1}
+    wargs = wire.write_args("/ws/big.txt", content, "call_1")
+    sargs = wire.shell_args("seq 60000", "call_2", conversation_id=SID, request_id="r",
+                            description="Count")
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(SID, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(SID, "big")))
+        f.write(wire.encode(wire.tool_call_started(SID, "call_1", "writeToolCall", wargs, **times)))
+        f.write(wire.encode(wire.tool_call_completed(
+            SID, "call_1", "writeToolCall", wire.write_success("/ws/big.txt", content), args=wargs,
+            completed_at_ms=2, **times)))
+        f.write(wire.encode(wire.tool_call_started(SID, "call_2", "shellToolCall", sargs, **times)))
+        f.write(wire.encode(wire.tool_call_completed(
+            SID, "call_2", "shellToolCall", wire.shell_outcome("seq 60000", "/ws", 0, stdout, "", 5),
+            args=sargs, completed_at_ms=3, **times)))
+        f.write(wire.encode(wire.result_success(SID, "r", "done", 1, wire.usage(1, 2))))
+    return path
+
+
+@pytest.mark.parametrize("reload", [False, True], ids=["live", "opened-later"])
+def test_show_all_on_a_cut_write_and_shell_card_shows_the_cut_field(
+    make_server: Any, browser: Any, tmp_path: Path, reload: bool
+) -> None:
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(_script(tmp_path / "big.ndjson"))})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "big")
+    expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    if reload:  # the chat's folded state (the store's cut rows), not the live records
+        page.reload()
+        expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    write = page.locator(".card.tool-write")
+    expect(write).not_to_contain_text(END)
+    expect(write.locator(".card-note")).to_have_count(1)  # one note: "Long content … Show all"
+    write.get_by_role("button", name="Show all content").click()
+    expect(write.locator("pre.whole-value")).to_contain_text(END)
+    assert "lines written" not in write.locator("pre.whole-value").inner_text()
+    shell = page.locator(".card.tool-shell")
+    shell.get_by_role("button", name="Show all stdout").click()
+    expect(shell.locator("pre.whole-value")).to_contain_text(END_OUT)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+REDRAW = """async () => {
+  const { Timeline } = await import('/js/timeline.js');
+  const div = document.getElementById('timeline');
+  document.getElementById('welcome-view').hidden = true;
+  document.getElementById('chat-view').hidden = false;
+  const tl = new Timeline(div, document.getElementById('result-bar'), { onRunChange: () => {} });
+  window.tl = tl;
+  tl.apply({ type: 'run', subtype: 'queued', seq: 1,
+            payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
+  window.view = { call_id: 'c', kind: 'write', status: 'succeeded', path: '/ws/a', new_content: 'cut...',
+                  truncated: true, cut: ['new_content'] };
+  tl.apply({ type: 'event', run_id: 'r1', seq: 2 },
+           [{ kind: 'tool_call_opened', index: 0, view: window.view }]);
+}"""
+
+
+def test_a_redraw_keeps_what_show_all_loaded(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    asked: list[str] = []
+
+    def whole(route: Any) -> None:
+        asked.append(route.request.url)
+        route.fulfill(status=200, content_type="text/plain", body="the whole content")
+
+    page.route("**/api/runs/r1/tool-calls/0/output*", whole)
+    page.evaluate(REDRAW)
+    card = page.locator(".card.tool-write")
+    card.get_by_role("button", name="Show all content").click()
+    expect(card.locator("pre.whole-value")).to_have_text("the whole content")
+    assert asked and asked[0].endswith("/output?field=new_content")
+    page.evaluate("""() => window.tl.apply({ type: 'event', run_id: 'r1', seq: 3 },
+        [{ kind: 'tool_call_changed', index: 0, view: { ...window.view, duration_ms: 5 } }])""")
+    expect(card.locator(".card-duration")).to_be_visible()  # redrawn
+    expect(card.locator("pre.whole-value")).to_have_text("the whole content")
+    expect(card.locator(".cut-note")).to_have_count(0)
+
+
+def test_a_401_from_show_all_shows_the_sign_in_form(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.route("**/api/runs/r1/tool-calls/0/output*",
+               lambda route: route.fulfill(status=401, content_type="application/json",
+                                           body='{"detail": "not signed in"}'))
+    page.evaluate(REDRAW)
+    page.locator(".card.tool-write").get_by_role("button", name="Show all content").click()
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_contain_text("sign in again")
+
+
+MULTILINE = """async () => {
+  const { createRequestCard } = await import('/js/requests.js');
+  const { createCard, drawCard } = await import('/js/cards.js');
+  document.getElementById('welcome-view').hidden = true;
+  document.getElementById('chat-view').hidden = false;
+  const tl = document.getElementById('timeline');
+  const cmd = 'echo cleaning up the build output\\nrm -rf ~';
+  const req = createRequestCard(
+    { request_id: 'x', kind: 'permission', tool: { kind: 'shell', command: cmd } },
+                                async () => ({}));
+  const card = createCard();
+  drawCard(card, { kind: 'shell', status: 'running', command: cmd });
+  tl.append(req, card);
+  return [req.querySelector('.request-what').innerText, card.querySelector('.card-summary').innerText];
+}"""
+
+
+def test_a_multi_line_command_shows_its_lines(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    asked, shown = page.evaluate(MULTILINE)
+    assert asked == "echo cleaning up the build output\nrm -rf ~"
+    assert shown == "echo cleaning up the build output\nrm -rf ~"
+
+
+GLOB = """async (view) => {
+  const { createCard, drawCard } = await import('/js/cards.js');
+  const card = createCard();
+  drawCard(card, view);
+  return card.querySelector('summary').textContent;
+}"""
+
+
+def test_a_glob_cut_at_2000_says_of_how_many(make_server: Any, browser: Any) -> None:
+    files = [f"src/f{i}.py" for i in range(5000)]
+    view = tool_call_view({"data": {"type": "tool_call", "subtype": "completed", "call_id": "g",
+                                    "tool_call": {"globToolCall": {"args": {"globPattern": "**/*.py"},
+                                                  "result": {"success": {"files": files}}}}}})
+    assert view is not None and len(view["files"]) == 2000 and view["files_total"] == 5000
+    server = make_server()
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    assert page.evaluate(GLOB, view) == "2,000 of 5,000 files (the first ones only)"
+    small = {**view, "files": files[:3], "files_total": 3}
+    assert page.evaluate(GLOB, small) == "3 files"
+
+
+def test_a_stored_cut_row_names_the_fields_it_cut() -> None:
+    """The chat's state is made from the store's rows, cut when stored (``_cut`` pointers into
+    args/result): the card lists the view fields made of a cut string."""
+    row = {"idx": 0, "call_id": "c", "kind": "write", "name": "writeToolCall", "status": "succeeded",
+           "args": {"path": "/ws/a", "fileText": "line\nline"},
+           "result": {"success": {"path": "/ws/a", "linesCreated": 2},
+                      "_cut": [{"field": "/args/fileText", "bytes": 900_000}]},
+           "started_seq": 3, "completed_seq": 4}
+    view = tool_call_item(row)["view"]
+    assert view["truncated"] is True
+    assert "new_content" in view["cut"]
+    assert view["new_content"] == "line\nline"  # the mark that found it is gone
+    assert "output" not in view["cut"]
