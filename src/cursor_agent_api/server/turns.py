@@ -42,7 +42,7 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
-from .store import EventRecord, ExtraWrites, NewRecord, Store, agent_payload
+from .store import AppendOnce, EventRecord, ExtraWrites, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
     from .log import EventLog
@@ -272,10 +272,12 @@ async def append_folded(
     batch: FoldedBatch,
     *,
     after: ExtraWrites | None = None,
+    once: AppendOnce | None = None,
 ) -> Sequence[EventRecord]:
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
-    with the same batch when it failed (nothing of it was committed)."""
+    with the same batch when it failed, with the same ``once`` (:class:`.store.AppendOnce`:
+    a batch whose commit went through although it failed is not written twice)."""
     from .store import turn_writes
 
     store = log.store
@@ -286,6 +288,7 @@ async def append_folded(
         after=after,
         writes=lambda recs: turn_writes(store, batch, recs, limit),
         changes=batch.changes,
+        once=once,
     )
 
 
