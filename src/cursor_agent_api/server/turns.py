@@ -216,21 +216,35 @@ class RunFold:
         return fold
 
 
+FOLD_PAGE_BYTES = 1024 * 1024
+"""About how many bytes of a run's records :func:`load_run_fold` holds at a time."""
+
+_WHOLE = 2**31 - 2
+"""A field limit no stored value reaches (PostgreSQL's fields stop at 1 GB): read whole."""
+
+
 async def load_run_fold(store: Store, chat_id: str, run_id: str, before_seq: int | None = None) -> RunFold:
     """The fold of a run rebuilt from its records in the store (those before ``before_seq``
-    when given), read a page at a time: what any process needs to write the run's next
-    events or to know what a later record changed."""
+    when given), read whole in pages of about :data:`FOLD_PAGE_BYTES` (at least one record),
+    each record let go once folded: the memory it takes is a page's, whatever the run's size
+    (a WebSocket that resumes at the end of a big run rebuilds it). What any process needs
+    to write the run's next events or to know what a later record changed."""
     fold = RunFold(chat_id, run_id)
     after = 0
     while True:
-        recs = await store.events_after(chat_id, after, 1000, run_id=run_id)
-        for rec in recs:
+        recs, more = await store.read_page(
+            chat_id, after, 1000, max_bytes=FOLD_PAGE_BYTES, max_field_bytes=_WHOLE, run_id=run_id
+        )
+        recs.reverse()
+        while recs:
+            rec = recs.pop()  # not kept once folded
             if before_seq is not None and rec.seq >= before_seq:
                 return fold
             fold.add_record(rec)
-        if len(recs) < 1000:
+            after = rec.seq
+            del rec
+        if not more:
             return fold
-        after = recs[-1].seq
 
 
 def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> list[dict[str, Any]]:
@@ -346,6 +360,11 @@ class Refolder:
         if final:
             changes = fold.close()
             del self.folds[run_id]
+        elif rec.truncated:
+            # read cut for the page: folded whole, as live (only the changes are cut)
+            whole = await self.store.get_event(self.chat_id, rec.seq)
+            changes = fold.add_record(whole if whole is not None else rec)
+            del whole
         else:
             changes = fold.add_record(rec)
         return changes_json(changes, rec, self.limit) if changes else None
