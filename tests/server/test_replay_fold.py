@@ -89,4 +89,5 @@ def test_resuming_at_the_end_of_a_big_run_holds_a_page_not_the_run(
         changes = _changes(msgs)
         assert any(ch["kind"] == "result_received" for _, cs in changes for ch in cs)
         run_bytes = LINES * BLOB  # 24 MB of records before the resume point
-        assert peak < run_bytes / 3, f"resuming held {peak / 1e6:.1f} MB for a run of {run_bytes / 1e6:.0f} MB"
+        held = f"resuming held {peak / 1e6:.1f} MB for a run of {run_bytes / 1e6:.0f} MB"
+        assert peak < run_bytes / 3, held
