@@ -19,7 +19,16 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .hub import Hub
-from .store import EventRecord, ExtraWrites, NewRecord, PlannedWrites, Store, cut_record, json_bytes
+from .store import (
+    AppendOnce,
+    EventRecord,
+    ExtraWrites,
+    NewRecord,
+    PlannedWrites,
+    Store,
+    cut_record,
+    json_bytes,
+)
 from .turns import Changes, changes_json
 
 
@@ -75,13 +84,15 @@ class EventLog:
         purpose: str = "events",
         changes: Sequence[Changes] | None = None,
         writes: PlannedWrites | None = None,
+        once: AppendOnce | None = None,
     ) -> Sequence[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it; ``changes`` are
-        what each record changed in its run's turn (see :mod:`.turns`), sent with it."""
+        what each record changed in its run's turn (see :mod:`.turns`), sent with it.
+        ``once``: the same object for each try of one append (:class:`.store.AppendOnce`)."""
         lock = self._lock(chat_id)
         async with lock:
             recs = await self.store.append(
-                chat_id, new, before=before, after=after, purpose=purpose, writes=writes
+                chat_id, new, before=before, after=after, purpose=purpose, writes=writes, once=once
             )
             self._publish(chat_id, recs, changes)
         return recs
@@ -93,10 +104,14 @@ class EventLog:
         record: Callable[[dict[str, Any]], NewRecord],
         *,
         server_id: str | None = None,
+        run_id: str | None = None,
+        once: AppendOnce | None = None,
     ) -> dict[str, Any]:
         """Insert a queued run with its ``run/queued`` record, then broadcast the record."""
         lock = self._lock(chat_id)
         async with lock:
-            run, rec = await self.store.create_run(chat_id, prompt, record, server_id=server_id)
+            run, rec = await self.store.create_run(
+                chat_id, prompt, record, server_id=server_id, run_id=run_id, once=once
+            )
             self._publish(chat_id, [rec])
         return run

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
 import orjson
@@ -27,12 +28,14 @@ from .dispatch import Dispatcher
 from .dispatch.answers import AnswerNotTakenError
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
-from .runs import RunNotActiveError, ServerClosingError, answered_or_unknown, run_view
+from .runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, answered_or_unknown, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
-from .store import ActiveRunError, Store, cut_value, resolve_pointer
+from .store import ActiveRunError, Store, cut_value, describe_error, resolve_pointer
 from .turns import backfill_turns, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
+
+logger = logging.getLogger("cursor_agent_api.server")
 
 
 async def _ids_without_nul(request: Request) -> None:
@@ -429,12 +432,19 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         ) from None
     except ServerClosingError:
         raise HTTPException(503, "the server is shutting down") from None
+    except SubmitUncertainError as e:  # not "nothing was changed": it may have been stored
+        raise HTTPException(503, str(e), headers={"Retry-After": "5"}) from None
     if chat.get("last_seq") == 0 and str(chat["title"]).startswith(_DEFAULT_TITLE):
         # A chat created without a title is named after its first prompt.
         first_line = body.prompt.strip().splitlines()[0] if body.prompt.strip() else ""
         if first_line:
             title = first_line if len(first_line) <= 80 else first_line[:79] + "…"
-            await _store(request).update_chat(chat_id, title=title)
+            try:
+                await _store(request).update_chat(chat_id, title=title)
+            except Exception as e:  # the run started: the answer says so; the title can wait
+                logger.warning(
+                    "could not name chat %s after its first prompt: %s", chat_id, describe_error(e)
+                )
     return run
 
 

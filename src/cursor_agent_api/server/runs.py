@@ -72,7 +72,16 @@ from .runner import (
     wait_stream,
 )
 from .settings import ServerSettings
-from .store import EventRecord, NewRecord, describe_error, is_transient, now_ms, write_turn
+from .store import (
+    AppendOnce,
+    EventRecord,
+    NewRecord,
+    describe_error,
+    is_transient,
+    new_id,
+    now_ms,
+    write_turn,
+)
 from .turns import Changes, FoldedBatch, RunFold, append_folded, load_run_fold
 
 T = TypeVar("T")
@@ -129,6 +138,32 @@ class ServerClosingError(Exception):
 
 class RunNotActiveError(Exception):
     """The run is already finished (it cannot be cancelled)."""
+
+
+class SubmitUncertainError(Exception):
+    """The database failed while a new run's commit was under way: it may be stored.
+
+    If it was, it is not run: :class:`RunManager` marks it ``failed`` (with its record)
+    once the database answers, so the chat takes the prompt again.
+
+    Example:
+        >>> str(SubmitUncertainError("r1", "connection lost")).startswith("the database failed")
+        True
+    """
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        super().__init__(
+            f"the database failed while the prompt was being stored ({reason}): it may have been "
+            f"stored as run {run_id}; if so, that run is not run and is marked failed once the "
+            "database answers again: then post the prompt again"
+        )
+        self.run_id = run_id
+
+
+_UNCERTAIN_ERROR = (
+    "the database failed while this prompt was being stored, and the server answered that it "
+    "was not taken: it was not run (post it again)"
+)
 
 
 @dataclass(eq=False)
@@ -209,6 +244,8 @@ class RunManager:
         self._closing = False
         self.server_id = server_identity()
         self.acp_clients = AcpClients()  # ACP chats' shared `agent acp` processes
+        self._settling: set[asyncio.Task[None]] = set()  # runs whose creation is uncertain
+        self._orphans = asyncio.Lock()  # one ending at a time of runs no task drives
 
     # ---- queries -----------------------------------------------------------------------
 
@@ -269,6 +306,8 @@ class RunManager:
     async def shutdown(self) -> None:
         """Stop every run (through the client), mark it interrupted, wait for the writes."""
         self._closing = True
+        for settle in list(self._settling):  # the next start marks such a run interrupted
+            settle.cancel()
         actives = list(self._active.values())
         for active in actives:
             active.shutdown = True
@@ -299,11 +338,53 @@ class RunManager:
         """
         if self._closing:
             raise ServerClosingError("the server is shutting down")
-        run = await self.log.create_run(
-            chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id
-        )
-        self.start(run, chat)
+        run_id = new_id()
+        once = AppendOnce()
+        try:
+            run = await self.log.create_run(
+                chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id,
+                run_id=run_id, once=once,
+            )
+        except Exception as e:
+            if not (once.uncertain and is_transient(e)):
+                raise  # nothing was stored
+            # The commit was sent and the answer lost: if it went through, the run must not
+            # stay queued in no one's hands (the chat would refuse every prompt): ended.
+            task = asyncio.create_task(self._settle_uncertain(run_id), name=f"settle-{run_id}")
+            self._settling.add(task)
+            task.add_done_callback(self._settling.discard)
+            raise SubmitUncertainError(run_id, describe_error(e)) from e
+        self.start(run, chat)  # nothing after the commit can fail: the run is driven
         return run_view(run)
+
+    async def _settle_uncertain(self, run_id: str) -> None:
+        """A run whose creation failed after its commit was sent: once the database answers,
+        if it was stored, mark it failed (its client was told it was not taken)."""
+        try:
+            await self._retry(
+                f"ending run {run_id}, whose creation failed",
+                lambda: self._end_orphan(run_id, RunStatus.FAILED, _UNCERTAIN_ERROR, "StoreUnavailable"),
+            )
+        except Exception:
+            logger.exception("could not end run %s, whose creation failed", run_id)
+
+    async def _end_orphan(
+        self, run_id: str, status: RunStatus, error: str | None, error_type: str | None
+    ) -> bool:
+        """End a run still ``queued`` that this server owns but no task of it drives (its
+        creation failed after the commit was sent); ``False`` if there is no such run."""
+        async with self._orphans:
+            row = await self.store.get_run(run_id)
+            if (
+                row is None
+                or run_id in self._active
+                or row.get("status") != RunStatus.QUEUED.value
+                or row.get("server_id") != self.server_id
+            ):
+                return False
+            # a failure is the caller's to retry: the run's row says whether it went through
+            await self._finish(row, status, error=error, error_type=error_type)
+            return True
 
     def start(self, run: dict[str, Any], chat: dict[str, Any]) -> asyncio.Task[None]:
         """Execute and record a stored ``queued`` run of ``chat``: the agent's events
@@ -328,6 +409,8 @@ class RunManager:
         """
         active = self._active.get(run_id)
         if active is None:
+            if await self._end_orphan(run_id, RunStatus.CANCELLED, None, None):
+                return  # a queued run of this server that nothing drove
             raise RunNotActiveError(f"run {run_id} is not active")
         active.cancel_requested = True
         await self._request_cancel(active)
@@ -420,6 +503,7 @@ class RunManager:
         warned = minimal = False
         fold = active.fold
         closing = fold.close() if fold is not None else ()  # once: a retry writes the same
+        once = AppendOnce()  # an end whose commit went through is not recorded twice
         while True:
             try:
                 await self._finish(
@@ -430,6 +514,7 @@ class RunManager:
                     active=active,
                     closing=closing,
                     fold=fold,
+                    once=once,
                     **extra,
                 )
                 if warned:
@@ -485,9 +570,16 @@ class RunManager:
         async def mark_running(conn: Any, _recs: list[EventRecord]) -> None:
             await self.store.set_run(conn, active.run_id, status="running", started_ms=started)
 
+        once = AppendOnce()  # a commit that failed but went through is not written twice
         await self._retry(
             f"recording the start of run {active.run_id}",
-            lambda: self.log.append(active.chat_id, [run_record("running", active.run)], before=mark_running),
+            lambda: self.log.append(
+                active.chat_id,
+                [run_record("running", active.run)],
+                before=mark_running,
+                purpose="run_start",
+                once=once,
+            ),
         )
         if active.cancel_requested or active.shutdown:
             return self._stopped_status(active), self._stopped_error(active), None, {}
@@ -541,10 +633,12 @@ class RunManager:
         }
         if result.session_id and not active.session_id:
             active.session_id = result.session_id
+        if result.success and not result.cancelled:
+            # The agent's result is stored: the run is what it says, whatever stopped the
+            # process after it (a cancel, a shutdown: they only ended the process).
+            return RunStatus.SUCCEEDED, None, None, extra
         if active.cancel_requested or active.shutdown or result.cancelled:
             return self._stopped_status(active), self._stopped_error(active), None, extra
-        if result.success:
-            return RunStatus.SUCCEEDED, None, None, extra
         etype = type(result.exception).__name__ if result.exception is not None else None
         return RunStatus.FAILED, result.error or "the turn failed", etype, extra
 
@@ -676,11 +770,12 @@ class RunManager:
         once, by the client); while the store fails transiently, retry it with backoff."""
         assert active.fold is not None
         folded = active.fold.take(batch)
+        once = AppendOnce()  # a try whose commit went through is not written again
         delay = 0.05
         since: float | None = None
         while True:
             try:
-                await self._write_batch(active, folded)
+                await self._write_batch(active, folded, once)
             except Exception as e:
                 if not is_transient(e):
                     raise
@@ -730,9 +825,9 @@ class RunManager:
         except Exception:
             logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
 
-    async def _write_batch(self, active: ActiveRun, folded: FoldedBatch) -> None:
+    async def _write_batch(self, active: ActiveRun, folded: FoldedBatch, once: AppendOnce) -> None:
         """Commit a folded batch (:func:`.turns.append_folded`: the records and the turn state)."""
-        recs = await append_folded(self.log, folded)
+        recs = await append_folded(self.log, folded, once=once)
         if active.first_seq is None:
             active.first_seq = recs[0].seq
         if active.session_id is None and active.fold is not None:
@@ -748,6 +843,7 @@ class RunManager:
         active: ActiveRun | None = None,
         closing: Changes | None = None,
         fold: RunFold | None = None,
+        once: AppendOnce | None = None,
         **extra: Any,
     ) -> None:
         """Record the run's end (its final record, its fields) and close its turn's state
@@ -782,6 +878,7 @@ class RunManager:
             before=before,
             purpose="run_end",
             changes=[closing or ()],
+            once=once,
         )
         run.update(values)
 

@@ -42,7 +42,7 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
-from .store import EventRecord, ExtraWrites, NewRecord, Store, agent_payload
+from .store import AppendOnce, EventRecord, ExtraWrites, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
     from .log import EventLog
@@ -216,21 +216,35 @@ class RunFold:
         return fold
 
 
+FOLD_PAGE_BYTES = 1024 * 1024
+"""About how many bytes of a run's records :func:`load_run_fold` holds at a time."""
+
+_WHOLE = 2**31 - 2
+"""A field limit no stored value reaches (PostgreSQL's fields stop at 1 GB): read whole."""
+
+
 async def load_run_fold(store: Store, chat_id: str, run_id: str, before_seq: int | None = None) -> RunFold:
     """The fold of a run rebuilt from its records in the store (those before ``before_seq``
-    when given), read a page at a time: what any process needs to write the run's next
-    events or to know what a later record changed."""
+    when given), read whole in pages of about :data:`FOLD_PAGE_BYTES` (at least one record),
+    each record let go once folded: the memory it takes is a page's, whatever the run's size
+    (a WebSocket that resumes at the end of a big run rebuilds it). What any process needs
+    to write the run's next events or to know what a later record changed."""
     fold = RunFold(chat_id, run_id)
     after = 0
     while True:
-        recs = await store.events_after(chat_id, after, 1000, run_id=run_id)
-        for rec in recs:
+        recs, more = await store.read_page(
+            chat_id, after, 1000, max_bytes=FOLD_PAGE_BYTES, max_field_bytes=_WHOLE, run_id=run_id
+        )
+        recs.reverse()
+        while recs:
+            rec = recs.pop()  # not kept once folded
             if before_seq is not None and rec.seq >= before_seq:
                 return fold
             fold.add_record(rec)
-        if len(recs) < 1000:
+            after = rec.seq
+            del rec
+        if not more:
             return fold
-        after = recs[-1].seq
 
 
 def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> list[dict[str, Any]]:
@@ -272,10 +286,12 @@ async def append_folded(
     batch: FoldedBatch,
     *,
     after: ExtraWrites | None = None,
+    once: AppendOnce | None = None,
 ) -> Sequence[EventRecord]:
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
-    with the same batch when it failed (nothing of it was committed)."""
+    with the same batch when it failed, with the same ``once`` (:class:`.store.AppendOnce`:
+    a batch whose commit went through although it failed is not written twice)."""
     from .store import turn_writes
 
     store = log.store
@@ -286,6 +302,7 @@ async def append_folded(
         after=after,
         writes=lambda recs: turn_writes(store, batch, recs, limit),
         changes=batch.changes,
+        once=once,
     )
 
 
@@ -343,6 +360,11 @@ class Refolder:
         if final:
             changes = fold.close()
             del self.folds[run_id]
+        elif rec.truncated:
+            # read cut for the page: folded whole, as live (only the changes are cut)
+            whole = await self.store.get_event(self.chat_id, rec.seq)
+            changes = fold.add_record(whole if whole is not None else rec)
+            del whole
         else:
             changes = fold.add_record(rec)
         return changes_json(changes, rec, self.limit) if changes else None

@@ -65,7 +65,16 @@ from .records import (
 )
 from .runs import RunRows
 from .turn_state import TurnReads
-from .writes import ExtraWrites, LogWrites, PlannedWrites, TurnBatch, replace_turn, turn_writes, write_turn
+from .writes import (
+    AppendOnce,
+    ExtraWrites,
+    LogWrites,
+    PlannedWrites,
+    TurnBatch,
+    replace_turn,
+    turn_writes,
+    write_turn,
+)
 
 
 class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions, Notifications):
@@ -89,6 +98,7 @@ __all__ = [
     "MIGRATIONS_DIR",
     "SQLITE_PAGE_SIZE",
     "ActiveRunError",
+    "AppendOnce",
     "DatabaseError",
     "EventRecord",
     "ExtraWrites",

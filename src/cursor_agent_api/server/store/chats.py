@@ -28,7 +28,7 @@ from .bounds import session_or_none
 from .engine import StoreEngine
 from .errors import ActiveRunError, NotFoundError
 from .ids import new_id, now_ms
-from .keys import _next_num, _row_dict
+from .keys import _next_num, _row_dict, id_batches
 
 
 class ChatRows(StoreEngine):
@@ -122,7 +122,9 @@ class ChatRows(StoreEngine):
     async def chat_last_seqs(self, chat_ids: Collection[str] | None = None) -> list[tuple[str, int]]:
         """Each chat's id and ``last_seq`` (of ``chat_ids`` only, when given)."""
         q = select(chats.c.id, chats.c.last_seq)
-        if chat_ids is not None:
-            q = q.where(chats.c.id.in_(list(chat_ids)))
+        queries = [q] if chat_ids is None else [q.where(chats.c.id.in_(b)) for b in id_batches(chat_ids)]
+        out: list[tuple[str, int]] = []
         async with self.engine.connect() as conn:
-            return [(str(i), int(s)) for i, s in await conn.execute(q)]
+            for query in queries:
+                out += [(str(i), int(s)) for i, s in await conn.execute(query)]
+        return out

@@ -198,12 +198,13 @@ class StoreEngine:
 
         A transient failure (:func:`is_transient`) marks the store degraded
         (:attr:`health`) until a write succeeds. ``purpose`` names the write for
-        :attr:`faults` (``"events"``, ``"run_end"``, ``"write"``).
+        :attr:`faults` (``"events"``, ``"run_create"``, ``"run_start"``, ``"run_end"``, ``"write"``).
         """
         try:
             async with self._writing(), self.engine.begin() as conn:
                 self.faults.check(purpose)
                 yield conn
+            self.faults.check_committed(purpose)
         except Exception as e:
             if is_transient(e):
                 self.health.failed(describe_error(e))

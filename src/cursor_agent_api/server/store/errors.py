@@ -60,6 +60,9 @@ error (58), a lock not available (55P03), a read-only standby (25006). Any other
 errors: class 22, a value out of range or too long, a NUL; 23, 42, …) is refused for what
 was sent and would be refused again."""
 
+_TOO_MANY_ARGUMENTS = "number of query arguments cannot exceed"
+"""asyncpg's client-side refusal of a statement with more than 32,767 bound values."""
+
 
 def _sqlstate(exc: DBAPIError) -> str | None:
     """The SQLSTATE of a database error, when its driver gives one (asyncpg through
@@ -91,6 +94,8 @@ def is_transient(exc: BaseException) -> bool:
         return any(m in message for m in _SQLITE_TRANSIENT)
     if isinstance(exc, InterfaceError) and isinstance(getattr(exc.orig, "__cause__", None), ValueError):
         return False  # asyncpg refused to send a value (its client-side DataError is one)
+    if isinstance(exc, InterfaceError) and _TOO_MANY_ARGUMENTS in str(getattr(exc.orig, "__cause__", "")):
+        return False  # a statement with too many bound values: it would be refused again
     if isinstance(exc, (StoreUnavailableError, OperationalError, InterfaceError, PoolTimeoutError)):
         return True
     if isinstance(exc, PendingRollbackError):

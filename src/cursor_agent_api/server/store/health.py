@@ -35,6 +35,7 @@ class StoreFaults:
         self.writes = 0
         self.until = 0.0
         self.run_ends = 0
+        self.after_commit: dict[str, int] = {}
 
     def fail_writes(self, n: int) -> None:
         """The next ``n`` write transactions fail."""
@@ -48,10 +49,33 @@ class StoreFaults:
         """The next ``n`` attempts to record the end of a run fail."""
         self.run_ends = n
 
+    def fail_after_commit(self, purpose: str, n: int = 1) -> None:
+        """The next ``n`` writes of ``purpose`` commit, then fail as if the connection had
+        dropped during ``COMMIT`` (the writer cannot know whether they were stored)."""
+        self.after_commit[purpose] = n
+
     def clear(self) -> None:
         """No more injected failures."""
         self.writes = self.run_ends = 0
         self.until = 0.0
+        self.after_commit.clear()
+
+    def check_committed(self, purpose: str) -> None:
+        """After a commit: raise :class:`StoreUnavailableError` if :meth:`fail_after_commit`
+        asked for it.
+
+        Example:
+            >>> f = StoreFaults(); f.fail_after_commit("events")
+            >>> f.check_committed("run_end"); f.check_committed("events")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            cursor_agent_api.server.store.errors.StoreUnavailableError: injected fault: ...
+            >>> f.check_committed("events")
+        """
+        left = self.after_commit.get(purpose, 0)
+        if left > 0:
+            self.after_commit[purpose] = left - 1
+            raise StoreUnavailableError("injected fault: the connection dropped during COMMIT")
 
     def check(self, purpose: str) -> None:
         """Raise :class:`StoreUnavailableError` if a failure is due for a write of ``purpose``."""

@@ -8,6 +8,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from sqlalchemy import Row, func, select
@@ -32,6 +33,30 @@ def _next_num(table: Any, is_sqlite: bool) -> Any:
         return select(func.coalesce(func.max(table.c.num), 0) + 1).scalar_subquery()
     return func.nextval(f"{table.name}_num_seq")
 
+
+
+ID_BATCH = 10_000
+"""The most ids one ``IN (…)`` list takes: each is a bound value, and asyncpg sends at most
+32,767 of them in a statement."""
+
+
+def id_batches(ids: Iterable[str], size: int = ID_BATCH) -> Iterator[list[str]]:
+    """``ids`` in lists of at most ``size`` (for ``IN (…)`` lists of any length).
+
+    Example:
+        >>> [len(b) for b in id_batches(map(str, range(25_000)))]
+        [10000, 10000, 5000]
+        >>> list(id_batches([]))
+        []
+    """
+    batch: list[str] = []
+    for i in ids:
+        batch.append(i)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _row_dict(row: Row[Any] | None) -> dict[str, Any] | None:

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from ..models import chats, events, runs
 from .cuts import cut_record
 from .engine import StoreEngine
-from .keys import _chat_key, _run_key
+from .keys import _chat_key, _run_key, id_batches
 from .memory import release_memory
 from .records import EventRecord, _from_line
 
@@ -220,9 +220,16 @@ class LogReads(StoreEngine):
 
     async def server_records(self, run_ids: Sequence[str], type_: str) -> list[EventRecord]:
         """The server's records of type ``type_`` of these runs (e.g. requests and their
-        answers), in seq order; read through the index of the server's records by run."""
-        if not run_ids:
-            return []
+        answers), in seq order (each chat's); read through the index of the server's records
+        by run, the runs named in batches (any number of them: a chat may have more runs
+        than a statement takes bound values)."""
+        out: list[EventRecord] = []
+        for batch in id_batches(run_ids):
+            out += await self._server_records(batch, type_)
+        out.sort(key=lambda r: (r.chat_id, r.seq))
+        return out
+
+    async def _server_records(self, run_ids: list[str], type_: str) -> list[EventRecord]:
         q = (
             select(
                 events.c.seq,
@@ -240,7 +247,7 @@ class LogReads(StoreEngine):
                     events, and_(events.c.chat_key == chats.c.num, events.c.run_key == runs.c.num)
                 )
             )
-            .where(runs.c.id.in_(list(run_ids)), _SERVER_SOURCE, events.c.type == type_)
+            .where(runs.c.id.in_(run_ids), _SERVER_SOURCE, events.c.type == type_)
             .order_by(events.c.chat_key, events.c.seq)
         )
         async with self.engine.connect() as conn:

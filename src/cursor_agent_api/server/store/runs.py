@@ -32,7 +32,7 @@ from .errors import ActiveRunError
 from .ids import new_id, now_ms
 from .keys import _next_num, _row_dict
 from .records import EventRecord, NewRecord
-from .writes import LogWrites
+from .writes import AppendOnce, LogWrites
 
 
 class RunRows(LogWrites):
@@ -46,13 +46,18 @@ class RunRows(LogWrites):
         record: Callable[[dict[str, Any]], NewRecord],
         *,
         server_id: str | None = None,
+        run_id: str | None = None,
+        once: AppendOnce | None = None,
     ) -> tuple[dict[str, Any], EventRecord]:
         """Insert a queued run and its ``run/queued`` record in one transaction.
 
         ``server_id`` names the server process that owns the run. Raises
-        :class:`ActiveRunError` when the chat already has an active run.
+        :class:`ActiveRunError` when the chat already has an active run. Returns the row
+        as inserted (not read again: once committed, nothing more can fail here) and the
+        record. ``run_id``: the new run's id (else a new one); ``once``: see
+        :class:`~.writes.AppendOnce`.
         """
-        run_id = new_id()
+        run_id = run_id or new_id()
         run: dict[str, Any] = {
             "id": run_id,
             "chat_id": chat_id,
@@ -68,11 +73,11 @@ class RunRows(LogWrites):
         new = record(run)
         new.run_id = run_id
         try:
-            recs = await self.append(chat_id, [new], before=insert_run)
+            recs = await self.append(chat_id, [new], before=insert_run, purpose="run_create", once=once)
         except IntegrityError as e:
             raise ActiveRunError(f"chat {chat_id} already has an active run") from e
-        full = await self.get_run(run_id)
-        assert full is not None
+        full = {c.name: None for c in runs.columns if c.name != "num"}
+        full.update(run)
         return full, recs[0]
 
     async def get_run(self, run_id: str) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
@@ -179,6 +180,42 @@ class AppendedRecords(Sequence[EventRecord]):
             seq += 1
 
 
+@dataclass(slots=True)
+class _Attempt:
+    """An append whose commit was sent: the chat's key, the seqs it took from ``first``,
+    its time and its records (what :meth:`LogWrites.append` gives back if it went through)."""
+
+    chat_id: str
+    chat_key: Any
+    first: int
+    ts: int
+    new: list[_Prepared]
+
+
+class AppendOnce:
+    """One append, tried again after a failure, stored **once**: a connection that drops
+    during ``COMMIT`` leaves the writer not knowing whether the batch was stored. Pass the
+    same object to each try (``append(…, once=…)``): the store notes each attempt whose
+    commit it sent, and before writing again looks it up (its seqs, its time: the rows an
+    attempt wrote are all of one time); if it was stored, its records are given back
+    without writing them again (no record twice in the log).
+
+    Example:
+        >>> once = AppendOnce(); once.uncertain
+        False
+    """
+
+    __slots__ = ("attempt",)
+
+    def __init__(self) -> None:
+        self.attempt: _Attempt | None = None
+
+    @property
+    def uncertain(self) -> bool:
+        """True while an attempt failed after its commit was sent (it may be stored)."""
+        return self.attempt is not None
+
+
 def _is_busy(error: Exception) -> bool:
     """Whether an ``sqlite3`` error is ``SQLITE_BUSY`` (another connection holds the lock).
 
@@ -242,6 +279,7 @@ class LogWrites(StoreEngine):
         after: ExtraWrites | None = None,
         purpose: str = "events",
         writes: PlannedWrites | None = None,
+        once: AppendOnce | None = None,
     ) -> Sequence[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
@@ -261,16 +299,23 @@ class LogWrites(StoreEngine):
         ``unstorable`` one (:func:`.refused_for_data`); if the writes derived from the
         records (``writes``: the turn state) are refused for a value
         (:func:`.is_data_error`), the records are stored without them (logged).
-        ``purpose`` names the write for :attr:`faults`.
+        ``purpose`` names the write for :attr:`faults`. ``once``: a try of an append that
+        may have been stored already (:class:`AppendOnce`): if its last attempt was, its
+        records are given back and nothing is written.
         """
+        if once is not None and once.attempt is not None:
+            stored = await self._stored_attempt(once.attempt)  # a failure keeps it uncertain
+            once.attempt = None
+            if stored is not None:
+                return stored
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
         hooks = (before, after, writes)
         if not big:
-            return await self._append_all(chat_id, new, hooks, purpose)
+            return await self._append_all(chat_id, new, hooks, purpose, once)
         async with self._big_values:
             release_memory()
             try:
-                return await self._append_all(chat_id, new, hooks, purpose)
+                return await self._append_all(chat_id, new, hooks, purpose, once)
             finally:
                 release_memory()
 
@@ -280,14 +325,15 @@ class LogWrites(StoreEngine):
         new: Sequence[NewRecord],
         hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
+        once: AppendOnce | None,
     ) -> Sequence[EventRecord]:
         prepared = self._prepare_all(new)
         try:
             if self._writer is not None and hooks[0] is None and hooks[1] is None:
-                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose)
+                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose, once)
                 if recs is not None:
                     return recs
-            return await self._append(chat_id, prepared, hooks, purpose, one_by_one=False)
+            return await self._append(chat_id, prepared, hooks, purpose, once, one_by_one=False)
         except (DBAPIError, OverflowError) as e:
             if not refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
@@ -298,7 +344,7 @@ class LogWrites(StoreEngine):
             )
         for _ in range(len(prepared) + 1):
             try:
-                return await self._append(chat_id, prepared, hooks, purpose, one_by_one=True)
+                return await self._append(chat_id, prepared, hooks, purpose, once, one_by_one=True)
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
@@ -368,6 +414,7 @@ class LogWrites(StoreEngine):
         new: list[_Prepared],
         hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
+        once: AppendOnce | None,
         *,
         one_by_one: bool,
     ) -> list[EventRecord]:
@@ -390,6 +437,8 @@ class LogWrites(StoreEngine):
                 raise NotFoundError(f"no chat {chat_id}")
             last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
+            if once is not None:  # from here, a failure may come after the commit went through
+                once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             recs = _appended_records(chat_id, first, ts, new)
             if before is not None:
                 await before(conn, recs)
@@ -427,6 +476,8 @@ class LogWrites(StoreEngine):
                     raise _WritesRefusedError(e) from None
             if after is not None:
                 await after(conn, recs)
+        if once is not None:
+            once.attempt = None
         # committed: what the fast path needs (the chat's keys never change)
         self._known(self._run_nums, found)
         self._known(self._chats, {chat_id: (chat_key, last)})
@@ -440,7 +491,12 @@ class LogWrites(StoreEngine):
             cache.update(values)
 
     async def _append_fast(
-        self, chat_id: str, new: list[_Prepared], writes: PlannedWrites | None, purpose: str
+        self,
+        chat_id: str,
+        new: list[_Prepared],
+        writes: PlannedWrites | None,
+        purpose: str,
+        once: AppendOnce | None = None,
     ) -> Sequence[EventRecord] | None:
         """:meth:`_append` on SQLite in **one** call on a writer connection: the
         chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
@@ -534,6 +590,8 @@ class LogWrites(StoreEngine):
                     raise DBAPIError.instance(sql, None, e, sqlite3.Error) from None
                 return True
 
+            if once is not None:
+                once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             try:
                 self.faults.check(purpose)
                 # In this thread first (no thread hand-off: BENCHMARKS.md, ingest, wave 6);
@@ -551,17 +609,53 @@ class LogWrites(StoreEngine):
                     if self._unchecked_bytes >= self._checkpoint_bytes:
                         self._unchecked_bytes = 0
                         await self._checkpoint(writer)
+                if done:
+                    self._chats[chat_id] = (chat_key, last + n)
+                    self.faults.check_committed(purpose)
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
                 raise
             self.health.succeeded()
+            if once is not None:
+                once.attempt = None
             if not done:
                 self._chats.pop(chat_id, None)
                 return None
-            self._chats[chat_id] = (chat_key, last + n)
         # made when read: most batches are read for their first seq only (no subscriber)
         return AppendedRecords(chat_id, first, ts, new)
+
+    async def _stored_attempt(self, attempt: _Attempt) -> list[EventRecord] | None:
+        """The records of an attempt whose commit was sent, if it went through, else ``None``.
+
+        All the rows an attempt inserts have its seqs and its time: if the chat holds its
+        number of rows at those seqs with that time, it was committed (a transaction is
+        all or nothing; a later writer that took the same seqs after a rollback wrote at
+        another time). Raises like any read while the database is unavailable."""
+        n = len(attempt.new)
+        seq, ts_ms = events.c.seq, events.c.ts_ms
+        query = (
+            select(func.count())
+            .select_from(events)
+            .where(events.c.chat_key == attempt.chat_key, seq >= attempt.first, seq < attempt.first + n)
+            .where(ts_ms == attempt.ts)
+        )
+        try:
+            async with self.engine.connect() as conn:
+                found = int((await conn.execute(query)).scalar_one())
+        except Exception as e:
+            if is_transient(e):
+                self.health.failed(describe_error(e))
+            raise
+        self._chats.pop(attempt.chat_id, None)  # the fast path reads the chat's seq again
+        if found != n:
+            return None
+        logger.warning(
+            "a batch of %d record(s) of chat %s was stored although its commit failed: not written again",
+            n,
+            attempt.chat_id,
+        )
+        return _appended_records(attempt.chat_id, attempt.first, attempt.ts, attempt.new)
 
     async def _checkpoint(self, writer: Any) -> None:
         """A passive checkpoint of the WAL (what SQLite's automatic one does) in the driver's

@@ -1,0 +1,161 @@
+"""A run's lifecycle when the database fails at the worst moment (review of 2026-11-24):
+a connection dropped during ``COMMIT`` (the write went through, the writer got an error)
+neither blocks the chat nor stores anything twice; a cancel after the agent's result
+keeps the result's status.
+
+The faults are injected in a server in this process: ``store.faults.fail_after_commit``
+lets a transaction commit, then raises a transient error, as a dropped connection does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from inproc import InProcServer
+from server_helpers import all_events, new_chat, poll, wait_run, write_script
+
+SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.04"}
+
+
+def _script(tmp_path: Path, deltas: int = 30) -> dict[str, str]:
+    path = write_script(tmp_path / f"script-{uuid.uuid4().hex[:6]}.ndjson", deltas)
+    return {"CURSOR_AGENT_SIM_SCRIPT": str(path), **SLOW}
+
+
+def _start(c: Any, chat_id: str, prompt: str = "count") -> dict[str, Any]:
+    r = c.post(f"/api/chats/{chat_id}/runs", json={"prompt": prompt})
+    assert r.status_code == 202, r.text
+    return dict(r.json())
+
+
+def _agent_lines(events: list[dict[str, Any]]) -> list[tuple[str, str | None, Any]]:
+    return [(e["type"], e["subtype"], e["payload"].get("text")) for e in events if e["source"] == "agent"]
+
+
+def _run_subtypes(events: list[dict[str, Any]], run_id: str) -> list[str | None]:
+    return [e["subtype"] for e in events if e["type"] == "run" and e["run_id"] == run_id]
+
+
+def _check_log(events: list[dict[str, Any]]) -> None:
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(1, len(seqs) + 1)), "seqs must have no gap"
+
+
+def test_a_prompt_whose_commit_answer_is_lost_does_not_block_the_chat(
+    make_inproc: Callable[..., InProcServer],
+) -> None:
+    server = make_inproc(store_retry_max_delay=0.2)
+    with server.client() as c:
+        chat = new_chat(c)
+        server.store.faults.fail_after_commit("run_create")
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hello"})
+        assert r.status_code == 503, r.text
+        detail = r.json()["detail"]
+        assert "nothing was changed" not in detail, "the run was stored: the answer must not deny it"
+        assert "may have been stored" in detail
+        # The stored run is not left queued in no one's hands: it ends, with its record.
+        runs = poll(lambda: (rs := c.get(f"/api/chats/{chat['id']}/runs").json()["runs"])
+                    and rs[0]["status"] not in ("queued", "running") and rs)
+        assert [x["status"] for x in runs] == ["failed"]
+        assert runs[0]["id"] in detail
+        assert runs[0]["error_type"] == "StoreUnavailable"
+        events = all_events(c, chat["id"])
+        _check_log(events)
+        assert _run_subtypes(events, runs[0]["id"]) == ["queued", "failed"]
+        # The chat takes the prompt again.
+        assert wait_run(c, _start(c, chat["id"], "hello")["id"])["status"] == "succeeded"
+
+
+def test_a_failed_title_update_does_not_deny_a_started_run(
+    make_inproc: Callable[..., InProcServer], monkeypatch: Any
+) -> None:
+    server = make_inproc()
+    store = server.store
+
+    async def unavailable(*_a: Any, **_k: Any) -> None:
+        from cursor_agent_api.server.store import StoreUnavailableError
+
+        raise StoreUnavailableError("injected: the connection dropped")
+
+    with server.client() as c:
+        chat = new_chat(c)  # no title: named after its first prompt
+        monkeypatch.setattr(store, "update_chat", unavailable)
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "name me"})
+        assert r.status_code == 202, r.text
+        assert wait_run(c, r.json()["id"])["status"] == "succeeded"
+
+
+def test_a_queued_run_nothing_drives_can_be_cancelled(
+    make_inproc: Callable[..., InProcServer], monkeypatch: Any
+) -> None:
+    server = make_inproc()
+    with server.client() as c:
+        chat = new_chat(c)
+        # A run of this server left queued with no task driving it (as a creation whose
+        # commit answer was lost leaves it): the cancel ends it, not "not active".
+        monkeypatch.setattr(server.runs, "start", lambda run, chat: None)
+        orphan = _start(c, chat["id"], "left")
+        monkeypatch.undo()
+        assert c.get(f"/api/runs/{orphan['id']}").json()["status"] == "queued"
+        r = c.post(f"/api/runs/{orphan['id']}/cancel")
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == "cancelled"
+        assert _run_subtypes(all_events(c, chat["id"]), orphan["id"]) == ["queued", "cancelled"]
+        assert wait_run(c, _start(c, chat["id"])["id"])["status"] == "succeeded"
+
+
+def test_a_batch_whose_commit_answer_is_lost_is_stored_once(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path
+) -> None:
+    server = make_inproc(sim_env=_script(tmp_path), store_retry_max_delay=0.1)
+    faults = server.store.faults
+    with server.client() as c:
+        reference = new_chat(c, stream_partial_output=True)
+        assert wait_run(c, _start(c, reference["id"])["id"])["status"] == "succeeded"
+        expected = _agent_lines(all_events(c, reference["id"]))
+        assert len(expected) > 30
+
+        chat = new_chat(c, stream_partial_output=True)
+        faults.fail_after_commit("run_start")
+        run = _start(c, chat["id"])
+        poll(lambda: int(c.get(f"/api/chats/{chat['id']}").json()["last_seq"]) >= 6)
+        faults.fail_after_commit("events", 3)
+        faults.fail_after_commit("run_end")
+        final = wait_run(c, run["id"])
+        assert final["status"] == "succeeded", final
+        assert faults.after_commit == {"run_start": 0, "events": 0, "run_end": 0}, "every fault was hit"
+        events = all_events(c, chat["id"])
+        _check_log(events)
+        assert _agent_lines(events) == expected, "an event was stored twice (or lost)"
+        assert _run_subtypes(events, run["id"]) == ["queued", "running", "succeeded"]
+        # the folded turn is the reference's too (no text appended twice)
+        turns = c.get(f"/api/chats/{chat['id']}/turns").json()
+        ref_turns = c.get(f"/api/chats/{reference['id']}/turns").json()
+        assert _texts(turns) == _texts(ref_turns) and _texts(turns)[0]
+
+
+def _texts(turns: Any) -> list[Any]:
+    return [[i["text"] for i in t["items"] if i["type"] == "text"] for t in turns["runs"]]
+
+
+def test_a_cancel_after_the_agent_s_result_keeps_the_result(
+    make_inproc: Callable[..., InProcServer],
+) -> None:
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_FAULT": "hang-after-result"})
+    with server.client() as c:
+        chat = new_chat(c)
+        run = _start(c, chat["id"], "hello")
+
+        def result() -> Any:
+            found = [e for e in all_events(c, chat["id"]) if e["type"].startswith("result")]
+            return found[0] if found else None
+
+        assert poll(result, 30, 0.02)["type"] == "result:success"
+        r = c.post(f"/api/runs/{run['id']}/cancel")
+        assert r.status_code == 200, r.text
+        final = wait_run(c, run["id"])
+        assert final["status"] == "succeeded", final
+        assert final["result"]
