@@ -138,11 +138,14 @@ def test_times_durations_and_usage_past_64_bits_are_kept_in_the_events_and_the_r
     (call,) = calls
     assert call["exit_code"] == 1
     assert call["started_ms"] == TS
-    # the agent's completion time is past 64 bits: the record's time stands in for it
-    completed = next(e for e in events if e["type"] == "tool-call-completed")
-    assert call["completed_ms"] == completed["ts_ms"]
-    assert call["duration_ms"] is None  # past a 64-bit integer
-    assert final["usage"]["input_tokens"] == 10**20  # a JSON column holds any integer
+    # the agent's completion time is past 64 bits: no time (protocol.limits.wire_int), so the
+    # line's own timestamp_ms stands in for it
+    assert call["completed_ms"] == TS + 3 and call["duration_ms"] == 3
+    # a count past 64 bits is no count (protocol.limits.wire_int): the run's usage has none,
+    # the result event keeps the agent's value
+    assert final["usage"]["input_tokens"] == 0
+    result = next(e for e in events if e["type"] == "result:success")
+    assert result["payload"]["data"]["usage"]["inputTokens"] == PAST_64_BITS
 
 
 def test_over_long_names_from_the_agent_are_cut_to_their_columns_and_the_run_ends(
