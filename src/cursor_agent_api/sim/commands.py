@@ -16,6 +16,7 @@ from . import messages, signals
 from .cli_args import Options
 from .ids import new_chat_id
 from .models import DEFAULT_MODEL, MODELS
+from .node_text import node_bytes
 from .settings import SimSettings
 from .store import ChatStore
 from .turn import PreflightError, api_key_source
@@ -28,11 +29,11 @@ ACCOUNT = "simulator@cursor-agent-sim.invalid"
 
 
 def _out(text: str) -> None:
-    write_all(1, (text + "\n").encode())
+    write_all(1, node_bytes(text + "\n"))
 
 
 def _err(text: str) -> None:
-    write_all(2, (text + "\n").encode())
+    write_all(2, node_bytes(text + "\n"))
 
 
 def version() -> int:

@@ -35,6 +35,8 @@ from typing import Any
 
 import orjson
 
+from . import node_text
+
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
@@ -136,7 +138,7 @@ class Chat:
         if self.exists():
             return
         meta = {"chatId": self.chat_id, "workspace": self.workspace, "model": model}
-        _write_atomic(self.directory / "meta.json", orjson.dumps(meta))
+        _write_atomic(self.directory / "meta.json", node_text.dumps(meta))
 
     def turns(self) -> list[Turn]:
         """The finished turns, oldest first."""
@@ -162,7 +164,7 @@ class Chat:
     def add_turn(self, turn: Turn, model: str | None = None) -> None:
         """Append a finished turn (creating the chat if needed)."""
         self.create(model)
-        line = orjson.dumps({"prompt": turn.prompt, "result": turn.result, "requestId": turn.request_id})
+        line = node_text.dumps({"prompt": turn.prompt, "result": turn.result, "requestId": turn.request_id})
         with open(self.directory / "turns.jsonl", "ab") as f:
             f.write(line + b"\n")
 
@@ -247,14 +249,15 @@ class ChatStore:
 
     def is_trusted(self, workspace: str) -> bool:
         """True when ``workspace`` was trusted before (``--trust`` records it)."""
-        return workspace in self._trusted()
+        return node_text.node_str(workspace) in self._trusted()
 
     def trust(self, workspace: str) -> None:
         """Record ``workspace`` as trusted."""
         items = self._trusted()
-        if workspace not in items:
-            items.append(workspace)
-            _write_atomic(self.config_dir / "trusted-workspaces.json", orjson.dumps({"workspaces": items}))
+        shown = node_text.node_str(workspace)  # as the real CLI (Node) would write it
+        if shown not in items:
+            items.append(shown)
+            _write_atomic(self.config_dir / "trusted-workspaces.json", node_text.dumps({"workspaces": items}))
 
     # ---- login ---------------------------------------------------------------------------
 
