@@ -245,7 +245,7 @@ def _shell_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, An
 
 def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
-        hint = "" if ctx.acp else " (run with --force to allow it)"
+        hint = "" if ctx.acp else f" ({d.reason})" if d.reason else " (run with --force to allow it)"
         a.answer = f"I could not run `{a.target}`: the command was rejected{hint}."
         return Done(wire.shell_rejected(a.target, str(ctx.workspace)), rejected=True)
     outcome, code, out, err, ms = tools.run_shell(ctx.workspace, a.target)

@@ -230,6 +230,7 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             huge_line=settings.has(Fault.HUGE_LINE),
             unicode=settings.has(Fault.SPLIT_WRITES),
             mcp=mcp,
+            mode=opts.mode,
         )
         agent = Agent(ctx)
         items = ((obj, None) for obj in agent.events())
