@@ -239,6 +239,7 @@ def _shell_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, An
         conversation_id=ctx.session_id,
         request_id=ctx.ids.request_id,
         description=description,
+        timeout_ms=tools.SHELL_TIMEOUT_MS,
     )
     return args, description
 
@@ -251,7 +252,10 @@ def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     outcome, code, out, err, ms = tools.run_shell(ctx.workspace, a.target)
     ctx.clock.advance(ms)
     shown = (out + err).rstrip("\n")
-    a.answer = f"`{a.target}` exited with code {code}."
+    if "timeout" in outcome:
+        a.answer = f"`{a.target}` did not finish within {tools.SHELL_TIMEOUT_MS // 1000} s; I stopped it."
+    else:
+        a.answer = f"`{a.target}` exited with code {code}."
     if shown:
         a.answer += f" Output:\n```\n{shown[:4000]}\n```"
     return Done(outcome, {"exitCode": code, "stdout": out, "stderr": err})
