@@ -307,7 +307,8 @@ def _descendants(pid: int) -> list[int]:
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the command and everything it started (they share the simulator's group, which
     must live on, so they are found one by one)."""
-    for pid in [*_descendants(proc.pid), proc.pid]:
+    started = _descendants(proc.pid)  # before the shell dies and they are reparented
+    for pid in [proc.pid, *started]:  # the shell first: it cannot exit 137 on its own then
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
 
