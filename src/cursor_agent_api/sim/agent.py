@@ -99,7 +99,9 @@ class Agent:
         mcid = ctx.ids.model_call_id(n)
         intro = " ".join(a.intro for a in group if a.intro)
         if intro:
-            yield from self._say(out, intro + "\n", mcid)
+            # Composer models end a segment with a newline (recordings 03, 08), the others do not
+            # (04, 07: "…content.I couldn't…" once joined)
+            yield from self._say(out, intro + ("\n" if ctx.ids.call_style == "tool" else ""), mcid)
         steps: list[ToolStep] = []
         for k, action in enumerate(group):
             call_id = ctx.ids.call_id(n, k)

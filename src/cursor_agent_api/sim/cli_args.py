@@ -2,8 +2,9 @@
 
 Flags: ``-p/--print``, ``--output-format text|json|stream-json``,
 ``--stream-partial-output``, ``--resume ID``, ``--model SLUG``, ``--workspace DIR``,
-``-f/--force/--yolo``, ``--trust``, ``--approve-mcps``, ``--api-key KEY``, ``--auth-token T``,
-``-e/--endpoint URL`` and ``-k/--insecure`` (accepted, ignored but the token),
+``-f/--force/--yolo``, ``--trust``, ``--approve-mcps``, ``--api-key KEY``, ``--mode agent|plan|ask``
+and ``--plan`` (print mode only: ignored under ``acp``, ACP.md §1), ``--auth-token T``,
+``-e/--endpoint URL``, ``-k/--insecure`` and ``--allowed-tools`` (accepted, ignored but the token),
 ``-H/--header 'Name: Value'`` (repeatable), ``-v/--version``, ``--list-models``; the prompt
 as positional words. Subcommands: ``create-chat``, ``status``/``whoami``, ``models``,
 ``login``, ``logout`` (and ``ls``/``resume``, which need a terminal). An unknown option is
@@ -27,6 +28,10 @@ from typing import NoReturn
 SUBCOMMANDS = frozenset(
     {"create-chat", "status", "whoami", "models", "login", "logout", "ls", "resume", "mcp", "acp", "update"}
 )
+
+
+MODES = ("agent", "plan", "ask")
+"""``--mode``'s values (ACP.md §4's session modes); ``--plan`` is ``--mode plan``."""
 
 
 class UsageError(Exception):
@@ -54,6 +59,7 @@ class Options:
     trust: bool = False
     approve_mcps: bool = False
     api_key: str | None = None
+    mode: str = "agent"
     auth_token: str | None = None
     headers: list[str] = field(default_factory=list)
     version: bool = False
@@ -98,10 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true", help="trust the workspace (recorded in the config dir)")
     p.add_argument("--approve-mcps", action="store_true")
     p.add_argument("--api-key", metavar="KEY")
+    p.add_argument(
+        "--mode", choices=MODES, default="agent", help="the turn's mode (ignored under acp: session/set_mode)"
+    )
+    p.add_argument("--plan", dest="mode", action="store_const", const="plan", help="--mode plan")
     # the real CLI's other global flags: accepted (before ``acp`` too) and ignored
     p.add_argument("--auth-token", metavar="TOKEN")
     p.add_argument("-e", "--endpoint", metavar="URL")
     p.add_argument("-k", "--insecure", action="store_true")
+    p.add_argument("--allowed-tools", action="append", default=[], metavar="TOOLS")
     p.add_argument("-H", "--header", dest="headers", action="append", default=[], metavar="'Name: Value'")
     p.add_argument("-v", "--version", action="store_true")
     p.add_argument("--list-models", action="store_true")
@@ -132,6 +143,7 @@ def parse_args(argv: list[str] | None = None) -> Options:
         trust=ns.trust,
         approve_mcps=ns.approve_mcps,
         api_key=ns.api_key,
+        mode=ns.mode,
         auth_token=ns.auth_token,
         headers=list(ns.headers),
         version=ns.version,

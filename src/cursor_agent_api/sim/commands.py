@@ -1,5 +1,5 @@
 """The subcommands: ``create-chat``, ``status``/``whoami``, ``models``/``--list-models``,
-``login``, ``logout``, ``--version``; and the refusals for the interactive ones.
+``login``, ``logout``, ``mcp list``, ``--version``; and the refusals for the interactive ones.
 
 Example:
     >>> VERSION.startswith("2026.")
@@ -15,7 +15,9 @@ from pathlib import Path
 from . import messages, signals
 from .cli_args import Options
 from .ids import new_chat_id
+from .mcp_config import configured_servers, is_approved
 from .models import DEFAULT_MODEL, MODELS
+from .node_text import node_bytes
 from .settings import SimSettings
 from .store import ChatStore
 from .turn import PreflightError, api_key_source
@@ -28,11 +30,11 @@ ACCOUNT = "simulator@cursor-agent-sim.invalid"
 
 
 def _out(text: str) -> None:
-    write_all(1, (text + "\n").encode())
+    write_all(1, node_bytes(text + "\n"))
 
 
 def _err(text: str) -> None:
-    write_all(2, (text + "\n").encode())
+    write_all(2, node_bytes(text + "\n"))
 
 
 def version() -> int:
@@ -136,6 +138,32 @@ def create_chat(opts: Options, env: Mapping[str, str], store: ChatStore, setting
     return 0  # not reached
 
 
+NO_MCP_SERVERS = "No MCP servers configured (expected in .cursor/mcp.json or ~/.cursor/mcp.json)"
+"""What ``agent mcp list`` prints with no server configured (MCP.md §1 [obs:TH])."""
+
+
+def mcp_list(opts: Options, store: ChatStore) -> int:
+    """``mcp list``: the servers of the workspace's ``.cursor/mcp.json`` and the config dir's
+    ``mcp.json`` (the project's entry wins), one ``name: approved`` or
+    ``name: not loaded (needs approval)`` line each, by name — the simulator's own format, as no
+    reference gives the real one; with none, the real message. Exit 0, logged in or not.
+
+    Example::
+
+        $ cursor-agent-sim mcp list
+        No MCP servers configured (expected in .cursor/mcp.json or ~/.cursor/mcp.json)
+    """
+    workspace = Path(opts.workspace or os.getcwd()).expanduser().resolve()
+    servers = configured_servers(workspace, store.config_dir)
+    if not servers:
+        _out(NO_MCP_SERVERS)
+        return 0
+    for name in sorted(servers):
+        approved = is_approved(name, servers[name], str(workspace), store.config_dir, opts.approve_mcps)
+        _out(f"{name}: {'approved' if approved else 'not loaded (needs approval)'}")
+    return 0
+
+
 def interactive_only(name: str) -> int:
     """``ls``, ``resume`` and the rest need the real CLI's terminal UI.
 
@@ -150,12 +178,12 @@ def interactive_only(name: str) -> int:
 
 
 def not_simulated(name: str) -> int:
-    """A subcommand the simulator does not provide (``mcp``, ``update``).
+    """A subcommand the simulator does not provide (``update``, ``mcp`` but ``mcp list``).
 
     Example::
 
-        $ cursor-agent-sim mcp list; echo $?
-        Error: `mcp` is not simulated by cursor-agent-sim.
+        $ cursor-agent-sim update; echo $?
+        Error: `update` is not simulated by cursor-agent-sim.
         1
     """
     _err(f"Error: `{name}` is not simulated by cursor-agent-sim.")
@@ -168,6 +196,7 @@ __all__ = [
     "interactive_only",
     "login",
     "logout",
+    "mcp_list",
     "messages",
     "models",
     "not_simulated",

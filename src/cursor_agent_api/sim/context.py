@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class TurnContext:
     """Everything one turn needs (see :class:`~.agent.Agent` for an example).
 
-    ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``); print mode is ``agent``.
+    ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``), or print mode's ``--mode``.
     ``subagents``: the agent may start Tasks (ACP only). ``acp``: the turn runs behind
     ``cursor-agent-sim acp`` (a refusal is the client's answer, not a missing ``--force``).
     """
@@ -46,6 +46,10 @@ class TurnContext:
     subagents: bool = False
     mcp: McpSession | None = None
     acp: bool = False
+
+
+ASK_MODE_REFUSAL = "Ask mode: no edits or command execution"
+"""Why a call is refused in ask mode (ACP.md §4's description of the mode)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -239,19 +239,23 @@ def _shell_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, An
         conversation_id=ctx.session_id,
         request_id=ctx.ids.request_id,
         description=description,
+        timeout_ms=tools.SHELL_TIMEOUT_MS,
     )
     return args, description
 
 
 def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
-        hint = "" if ctx.acp else " (run with --force to allow it)"
+        hint = "" if ctx.acp else f" ({d.reason})" if d.reason else " (run with --force to allow it)"
         a.answer = f"I could not run `{a.target}`: the command was rejected{hint}."
         return Done(wire.shell_rejected(a.target, str(ctx.workspace)), rejected=True)
     outcome, code, out, err, ms = tools.run_shell(ctx.workspace, a.target)
     ctx.clock.advance(ms)
     shown = (out + err).rstrip("\n")
-    a.answer = f"`{a.target}` exited with code {code}."
+    if "timeout" in outcome:
+        a.answer = f"`{a.target}` did not finish within {tools.SHELL_TIMEOUT_MS // 1000} s; I stopped it."
+    else:
+        a.answer = f"`{a.target}` exited with code {code}."
     if shown:
         a.answer += f" Output:\n```\n{shown[:4000]}\n```"
     return Done(outcome, {"exitCode": code, "stdout": out, "stderr": err})

@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from . import node_text
 from .writer import write_all
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -143,14 +144,14 @@ class Connection:
         """Write one frame as one line."""
         if self.before_write is not None:
             self.before_write()
-        write_all(self.out_fd, orjson.dumps(frame) + b"\n")
+        write_all(self.out_fd, node_text.dumps(frame) + b"\n")  # U+FFFD for undecodable bytes
         self.frames += 1
         if self.after_write is not None:
             self.after_write(self.frames)
 
     def raw(self, text: str) -> None:
         """Write a line that is not JSON (noise)."""
-        write_all(self.out_fd, (text + "\n").encode())
+        write_all(self.out_fd, node_text.node_bytes(text + "\n"))
 
     def result(self, request_id: Any, result: Any) -> None:
         """Answer a request."""

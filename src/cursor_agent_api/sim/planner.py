@@ -51,6 +51,75 @@ _DQUOTE = re.compile(r"\"([^\"]*)\"|“([^”]*)”")
 _FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
 _WILDCARD = re.compile(r"(?<!\S)([\w./-]*\*[\w./*{},-]*)")
 
+# The patterns below read prompts of any size in linear time: a lazy group is scanned from the
+# first occurrence of its keyword only (a later one cannot match when the first does not),
+# ``(?!\s)`` after a greedy ``\s+`` keeps it from giving back a run of spaces (Python 3.10 has
+# no possessive quantifiers), and ``(?<!\s)`` / ``(?<!\d)`` start a match at the beginning of
+# a run only (a match inside the run would also match at its start, which comes first).
+_APPEND = re.compile(
+    r"append\s+(?!\s)(?:the\s+(?!\s))?(?:line|text|string|word)?\s*(?!\s)(.+?)(?<!\s)\s+to\s+"
+    r"(?:the\s+end\s+of\s+)?(?:the\s+file\s+)?([\w./-]+\.\w+)",
+    re.I | re.S,
+)
+_REPLACE = re.compile(r"\breplace\s+(?!\s)", re.I)
+_REPLACE_WITH = re.compile(r"(?<!\s)\s+with\s+(?!\s)", re.I)
+_REPLACE_IN = re.compile(r"(?<!\s)\s+in\s+(?:the\s+file\s+)?([\w./-]+\.\w+)", re.I)
+_WRITE_TO = re.compile(r"write\s+(?!\s)(.+?)(?<!\s)\s+(?:to|into)\s+", re.I | re.S)
+_EXACTLY = re.compile(r"reply\s+with\s+exactly", re.I)
+_SAY = re.compile(r"\b(?:say|respond\s+with|answer\s+with|reply\s+with)", re.I)
+_DONE_ASKED = re.compile(r"\b(?i:reply|respond|end|finish)\b")
+_DONE = re.compile(r"\bDONE\b")
+_ARITHMETIC = re.compile(r"(?<!\d)(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)")
+_HEAD_SPACE = re.compile(r"\s*:?\s*")
+
+
+def _first(keyword: str, pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """``pattern`` matched at the first whole-word ``keyword`` followed by a space (what
+    ``re.search`` would find, without trying every later occurrence)."""
+    found = re.search(rf"\b{keyword}\s", text, re.I)
+    return pattern.match(text, found.start()) if found else None
+
+
+def _rest_of(head: re.Pattern[str], text: str) -> str | None:
+    """What follows the first match of ``head`` and ``\\s*:?\\s*``, trailing spaces cut: as
+    ``head\\s*:?\\s*(.+?)\\s*$`` reads it, in linear time.
+
+    Example:
+        >>> say = re.compile("say")
+        >>> _rest_of(say, "say:  hi  \\n"), _rest_of(say, "say: "), _rest_of(say, "say")
+        ('hi', ' ', None)
+    """
+    m = head.search(text)
+    if m is None:
+        return None
+    spaces = _HEAD_SPACE.match(text, m.end())
+    assert spaces is not None  # it matches the empty string
+    rest = text[spaces.end() :].rstrip()
+    if rest:
+        return rest
+    # nothing after it: the group takes back the last character of ``\s*:?\s*``, if any
+    return spaces.group()[-1:] or None
+
+
+def _replace_parts(text: str) -> tuple[str, str, str] | None:
+    """``replace OLD with NEW in FILE``: (old, new, file), as
+    ``\\breplace\\s+(.+?)\\s+with\\s+(.+?)\\s+in\\s+(?:the\\s+file\\s+)?FILE`` reads it.
+
+    Example:
+        >>> _replace_parts("replace 'a' with 'b' in the file x.txt, then reply")
+        ("'a'", "'b'", 'x.txt')
+    """
+    m = _REPLACE.search(text)
+    if m is None:
+        return None
+    w = _REPLACE_WITH.search(text, m.end() + 1)
+    if w is None:
+        return None
+    f = _REPLACE_IN.search(text, w.end() + 1)
+    if f is None:
+        return None
+    return text[m.end() : w.start()], text[w.end() : f.start()], f.group(1)
+
 
 # ---- the plan ------------------------------------------------------------------------------
 
@@ -126,20 +195,14 @@ def _shell_command(prompt: str) -> str | None:
 def _edit_actions(prompt: str, has_file: Callable[[str], bool]) -> tuple[list[Action], list[Action]]:
     """(reads first, edits) for the edit requests of a prompt."""
     p = prompt
-    m = re.search(
-        r"\bappend\s+(?:the\s+)?(?:line|text|string|word)?\s*(.+?)\s+to\s+(?:the\s+end\s+of\s+)?(?:the\s+file\s+)?([\w./-]+\.\w+)",
-        p,
-        re.I | re.S,
-    )
+    m = _first("append", _APPEND, p)
     if m:
         text, target = _strip(m.group(1)), m.group(2)
         read = Action("readToolCall", f"I'll read `{target}` and append `{text}` to the end.", target)
         return [read], [Action("editToolCall", "", target, text, "append")]
-    m = re.search(
-        r"\breplace\s+(.+?)\s+with\s+(.+?)\s+in\s+(?:the\s+file\s+)?([\w./-]+\.\w+)", p, re.I | re.S
-    )
-    if m:
-        old, new, target = _strip(m.group(1)), _strip(m.group(2)), m.group(3)
+    parts = _replace_parts(p)
+    if parts:
+        old, new, target = _strip(parts[0]), _strip(parts[1]), parts[2]
         read = Action("readToolCall", f"I'll read `{target}`", target)
         return [read], [
             Action("editToolCall", f"and replace `{old}` with `{new}`.", target, new, "replace:" + old)
@@ -163,7 +226,7 @@ def _edit_actions(prompt: str, has_file: Callable[[str], bool]) -> tuple[list[Ac
     elif m2:
         content = _strip(re.split(r"\.\s+(?:reply|then|and)\b", m2.group(1), maxsplit=1, flags=re.I)[0])
     else:
-        m3 = re.search(r"\bwrite\s+(.+?)\s+(?:to|into)\s+", p, re.I | re.S)
+        m3 = _first("write", _WRITE_TO, p)
         if m3:
             content = _strip(m3.group(1))
     if content is None:
@@ -215,10 +278,25 @@ Rule = Callable[[Draft], bool]
 
 def rule_exact(d: Draft) -> bool:
     """``reply with exactly: X`` and ``… reply with DONE``."""
-    m = re.search(r"reply\s+with\s+exactly\s*:?\s*(.+?)\s*$", d.prompt, re.I | re.S)
-    if m:
-        d.plan.exact = _strip(m.group(1))
-    d.plan.done = bool(re.search(r"\b(?i:reply|respond|end|finish)\b[^.]*\bDONE\b", d.prompt))
+    exact = _rest_of(_EXACTLY, d.prompt)
+    if exact is not None:
+        d.plan.exact = _strip(exact)
+    d.plan.done = _asks_for_done(d.prompt)
+    return False
+
+
+def _asks_for_done(prompt: str) -> bool:
+    """``reply|respond|end|finish … DONE`` within one sentence (no ``.`` between), as
+    ``\\b(?i:reply|respond|end|finish)\\b[^.]*\\bDONE\\b`` reads it, in linear time.
+
+    Example:
+        >>> _asks_for_done("Reply with DONE at the end"), _asks_for_done("Reply. DONE")
+        (True, False)
+    """
+    for sentence in prompt.split("."):
+        asked = _DONE_ASKED.search(sentence)
+        if asked and _DONE.search(sentence, asked.end()):
+            return True
     return False
 
 
@@ -337,7 +415,7 @@ def rule_listing(d: Draft) -> bool:
     if re.search(r"\b(?:list|ls|tree|director(?:y|ies)|folders?|what files|which files)\b", low):
         d.readonly.append(Action("lsToolCall", "I'll list the files in the workspace."))
     gm = re.search(
-        r"\b(?:grep|search\s+for|look\s+for|occurrences\s+of|uses\s+of)\s+(.+)", prompt, re.I | re.S
+        r"\b(?:grep|search\s+for|look\s+for|occurrences\s+of|uses\s+of)\s+(\S.*)", prompt, re.I | re.S
     )
     if gm:
         q = _quoted(gm.group(1))
@@ -556,7 +634,7 @@ def goal(a: Action) -> str:
 
 
 def _direct_answer(prompt: str) -> str:
-    m = re.search(r"(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)", prompt)
+    m = _ARITHMETIC.search(prompt)
     if m:
         a, op, b = float(m.group(1)), m.group(2), float(m.group(3))
         value: float | None
@@ -571,11 +649,9 @@ def _direct_answer(prompt: str) -> str:
         if value is None:
             return "Division by zero is undefined."
         return str(int(value)) if value == int(value) else f"{value:g}"
-    m = re.search(
-        r"\b(?:say|respond\s+with|answer\s+with|reply\s+with)\s*:?\s*(.+?)\s*$", prompt, re.I | re.S
-    )
-    if m:
-        return _strip(m.group(1))
+    said = _rest_of(_SAY, prompt)
+    if said is not None:
+        return _strip(said)
     if re.search(r"\b(?:poem|story)\b", prompt, re.I):
         return (
             "River remembers the weathered stones and light\n"

@@ -5,12 +5,13 @@ platformdirs, ``cursor-agent-sim`` — never the real CLI's ``~/.cursor``)::
 
     chats/<md5 of the workspace path>/<chat id>/meta.json     the chat: id, workspace, model
     chats/<md5 of the workspace path>/<chat id>/turns.jsonl   one line per finished turn
-    chats/<md5 of the workspace path>/<chat id>/run.lock      the pid of the running turn
+    chats/<md5 of the workspace path>/<chat id>/run.lock      flock'd by the running turn; its pid
     trusted-workspaces.json                                   workspaces trusted with --trust
     sim-auth.json                                             {"loggedIn": false} after logout
 
 A turn is saved only when it finishes (a killed turn is not saved, as in the real CLI).
-A lock whose pid is dead is stale and taken over.
+A lock file left by a killed turn is not locked any more (the kernel drops an ``flock`` with its
+holder) and is taken over.
 
 Example:
     >>> import tempfile
@@ -23,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -32,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from . import node_text
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -69,23 +73,6 @@ def workspace_key(workspace: str) -> str:
         True
     """
     return hashlib.md5(workspace.encode("utf-8", "surrogateescape")).hexdigest()
-
-
-def _pid_alive(pid: int) -> bool:
-    """True when ``pid`` is a live process (a zombie, killed but not yet reaped, is not)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (macOS): trust kill(0)
-    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -135,7 +122,7 @@ class Chat:
         self.directory = directory
         self.chat_id = chat_id
         self.workspace = workspace
-        self._lock_held = False
+        self._lock_fd: int | None = None
 
     @property
     def lock_path(self) -> Path:
@@ -151,7 +138,7 @@ class Chat:
         if self.exists():
             return
         meta = {"chatId": self.chat_id, "workspace": self.workspace, "model": model}
-        _write_atomic(self.directory / "meta.json", orjson.dumps(meta))
+        _write_atomic(self.directory / "meta.json", node_text.dumps(meta))
 
     def turns(self) -> list[Turn]:
         """The finished turns, oldest first."""
@@ -177,42 +164,51 @@ class Chat:
     def add_turn(self, turn: Turn, model: str | None = None) -> None:
         """Append a finished turn (creating the chat if needed)."""
         self.create(model)
-        line = orjson.dumps({"prompt": turn.prompt, "result": turn.result, "requestId": turn.request_id})
+        line = node_text.dumps({"prompt": turn.prompt, "result": turn.result, "requestId": turn.request_id})
         with open(self.directory / "turns.jsonl", "ab") as f:
             f.write(line + b"\n")
 
     def acquire(self) -> None:
-        """Take the run lock; raise :class:`ChatBusy` when a live process holds it."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        for _ in range(5):
-            try:
-                fd = os.open(self.lock_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-            except FileExistsError:
-                try:
-                    pid = int(self.lock_path.read_text().strip() or "0")
-                except (OSError, ValueError):
-                    pid = 0
-                if pid != os.getpid() and _pid_alive(pid):
-                    raise ChatBusy(self.chat_id) from None
-                with contextlib.suppress(FileNotFoundError):
-                    self.lock_path.unlink()  # stale: its process is gone
-                continue
-            with os.fdopen(fd, "w") as f:
-                f.write(str(os.getpid()))
-            self._lock_held = True
+        """Take the run lock; raise :class:`ChatBusy` when a live process holds it.
+
+        The lock is an ``flock`` on ``run.lock``: the kernel drops it when its holder dies, so a
+        file left behind by a killed turn is simply locked again. The file holds the holder's pid
+        for people reading the store. After locking, the path must still name the locked file
+        (a releasing holder unlinks it); otherwise the lock is taken again on the new file.
+        """
+        if self._lock_fd is not None:
             return
-        raise ChatBusy(self.chat_id)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise ChatBusy(self.chat_id) from None
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)  # its holder released it (and unlinked it) meanwhile: lock the new one
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
 
     def release(self) -> None:
         """Drop the run lock if this process holds it. Safe to call from a signal handler."""
-        if not self._lock_held:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is None:
             return
-        self._lock_held = False
-        try:
-            if self.lock_path.read_text().strip() == str(os.getpid()):
-                self.lock_path.unlink()
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError):
+            self.lock_path.unlink()  # while still locked: a contender re-checks the path
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 class ChatStore:
@@ -253,14 +249,15 @@ class ChatStore:
 
     def is_trusted(self, workspace: str) -> bool:
         """True when ``workspace`` was trusted before (``--trust`` records it)."""
-        return workspace in self._trusted()
+        return node_text.node_str(workspace) in self._trusted()
 
     def trust(self, workspace: str) -> None:
         """Record ``workspace`` as trusted."""
         items = self._trusted()
-        if workspace not in items:
-            items.append(workspace)
-            _write_atomic(self.config_dir / "trusted-workspaces.json", orjson.dumps({"workspaces": items}))
+        shown = node_text.node_str(workspace)  # as the real CLI (Node) would write it
+        if shown not in items:
+            items.append(shown)
+            _write_atomic(self.config_dir / "trusted-workspaces.json", node_text.dumps({"workspaces": items}))
 
     # ---- login ---------------------------------------------------------------------------
 

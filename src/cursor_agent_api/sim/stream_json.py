@@ -4,7 +4,9 @@ shapes and order of current builds.
 Print mode decides alone: without ``--force`` a shell command is rejected (recording 07),
 a web fetch is started then rejected through an ``interaction_query`` pair (recording 04),
 a web search gets only the query pair and a completion with no ``started`` (recording 03),
-and a question is skipped (recording 05). Everything else runs.
+and a question is skipped (recording 05). Everything else runs. With ``--mode ask`` edits and
+shell commands are refused (no recording: the simulator's reading of ACP.md's "no edits or
+command execution"); with ``--mode plan`` the planner writes a plan instead of editing.
 
 Example:
     >>> import tempfile
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import wire
-from .context import Decision, TurnContext, split_text
+from .context import ASK_MODE_REFUSAL, Decision, TurnContext, split_text
 from .executors import ASK_SKIPPED, EXECUTORS, Done
 from .output import Frame, ToolStep
 
@@ -84,6 +86,8 @@ class StreamJsonOutput:
         if step.kind == "askQuestionToolCall":
             return Decision(False, reason=ASK_SKIPPED)
         gate = EXECUTORS[step.kind].gate
+        if self.ctx.mode == "ask" and gate in ("shell", "edit"):
+            return Decision.reject(ASK_MODE_REFUSAL)  # even with --force
         if gate in ("shell", "web") and not self.ctx.force:
             return Decision.reject("" if gate == "shell" else "User Rejected")
         return Decision(True)

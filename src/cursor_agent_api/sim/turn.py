@@ -34,6 +34,7 @@ from .cli_args import Options
 from .ids import Clock, TurnIds, new_chat_id
 from .mcp_client import McpSession
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
+from .node_text import node_str
 from .replay import replay
 from .settings import Fault, SimSettings
 from .store import Chat, ChatBusy, ChatStore, Turn, is_uuid
@@ -83,7 +84,7 @@ def read_prompt(opts: Options) -> str:
         'list the files'
     """
     if opts.prompt is not None:
-        return opts.prompt.strip()
+        return node_str(opts.prompt).strip()  # Node's argv: undecodable bytes are U+FFFD
     if sys.stdin is None or sys.stdin.isatty():
         return ""
     return sys.stdin.buffer.read().decode("utf-8", "replace").strip()
@@ -229,6 +230,7 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             huge_line=settings.has(Fault.HUGE_LINE),
             unicode=settings.has(Fault.SPLIT_WRITES),
             mcp=mcp,
+            mode=opts.mode,
         )
         agent = Agent(ctx)
         items = ((obj, None) for obj in agent.events())

@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import orjson
-
 from ..protocol.events import AgentEvent, EventType, event_from_object, parse_event
+from . import node_text
 
 __all__ = [
     "EXPECTED_TYPES",
@@ -1068,8 +1067,9 @@ def check(obj: dict[str, Any], expected: EventType | None = None) -> AgentEvent:
 
 
 def encode(obj: dict[str, Any], *, checked: bool = True) -> bytes:
-    """One wire line: ``orjson.dumps(obj) + b"\\n"``, after :func:`check` (``checked=False``
-    skips the check, for objects replayed verbatim).
+    """One wire line: ``orjson.dumps(obj) + b"\\n"`` (undecodable bytes as U+FFFD,
+    :mod:`.node_text`), after :func:`check` (``checked=False`` skips the check, for objects
+    replayed verbatim).
 
     Example:
         >>> encode(thinking_completed("s1", 7))
@@ -1077,4 +1077,4 @@ def encode(obj: dict[str, Any], *, checked: bool = True) -> bytes:
     """
     if checked:
         check(obj)
-    return orjson.dumps(obj) + b"\n"
+    return node_text.dumps(obj) + b"\n"

@@ -17,10 +17,13 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import fnmatch
 import os
 import re
+import selectors
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -269,36 +272,119 @@ def delete(ws: Path, name: str) -> dict[str, Any]:
     return wire.delete_success(str(path), previous)
 
 
-def run_shell(ws: Path, command: str) -> tuple[dict[str, Any], int, str, str, int]:
+SHELL_TIMEOUT_MS = 30000
+"""How long a shell command may run: the ``timeout`` of the recorded ``shellToolCall`` args."""
+
+MAX_SHELL_OUTPUT = 1024 * 1024
+"""How many bytes of each of a command's stdout and stderr are kept; past that it is stopped."""
+
+
+def _descendants(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (Linux ``/proc``; none elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    todo = list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        out.append(child)
+        todo += children.get(child, [])
+    return out
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the command and everything it started (they share the simulator's group, which
+    must live on, so they are found one by one)."""
+    started = _descendants(proc.pid)  # before the shell dies and they are reparented
+    for pid in [proc.pid, *started]:  # the shell first: it cannot exit 137 on its own then
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, str]:
+    """Read the command's stdout and stderr until both end, keeping :data:`MAX_SHELL_OUTPUT`
+    bytes of each; returns them and why it was stopped (``""``, ``"timeout"``, ``"output"``)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    stopped = ""
+    with selectors.DefaultSelector() as sel:
+        for fd in kept:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                stopped = "timeout"
+                break
+            for key, _ in sel.select(timeout=min(left, 1.0)):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fd)
+                    continue
+                buf = kept[key.fd]
+                buf += data[: MAX_SHELL_OUTPUT - len(buf)]
+                if len(buf) >= MAX_SHELL_OUTPUT:
+                    stopped = "output"
+            if stopped:
+                break
+    return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), stopped
+
+
+def run_shell(
+    ws: Path, command: str, timeout_ms: int = SHELL_TIMEOUT_MS
+) -> tuple[dict[str, Any], int, str, str, int]:
     """Run ``command`` with ``/bin/sh -c`` in the workspace, stdin closed, in this process's
     group. Returns the outcome, exit code, stdout, stderr and milliseconds taken.
+
+    The command is bounded: after ``timeout_ms`` it is killed with what it started and the
+    outcome is ``timeout``; when stdout or stderr passes :data:`MAX_SHELL_OUTPUT` bytes it is
+    killed too (a ``failure`` with ``signal: "SIGKILL"``, the output cut there).
 
     Example:
         >>> import tempfile
         >>> outcome, code, out, err, ms = run_shell(Path(tempfile.mkdtemp()), "echo hi")
         >>> code, out, list(outcome)
         (0, 'hi\\n', ['success', 'isBackground'])
+        >>> outcome, code, out, err, ms = run_shell(Path(tempfile.mkdtemp()), "echo a; sleep 60", 300)
+        >>> list(outcome), out
+        (['timeout', 'isBackground'], 'a\\n')
     """
     started = time.monotonic()
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             ["/bin/sh", "-c", command],
             cwd=ws,
             stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
     except OSError as e:
         ms = int((time.monotonic() - started) * 1000)
         return {"spawnError": {"command": command, "error": str(e)}}, -1, "", str(e), ms
+    with proc:
+        try:
+            raw_out, raw_err, stopped = _collect(proc, started + timeout_ms / 1000)
+        finally:
+            if proc.poll() is None:
+                _stop(proc)
+        code = proc.wait()
     ms = int((time.monotonic() - started) * 1000)
-    out = proc.stdout.decode("utf-8", "replace")
-    err = proc.stderr.decode("utf-8", "replace")
-    code = proc.returncode
-    signal_name = ""
-    if code < 0:
-        import signal
-
-        signal_name = signal.Signals(-code).name
+    out = raw_out.decode("utf-8", "replace")
+    err = raw_err.decode("utf-8", "replace")
+    signal_name = signal.Signals(-code).name if code < 0 else ""
     outcome = wire.shell_outcome(command, "", code, out, err, ms, signal=signal_name)
+    if stopped == "timeout":
+        body = next(iter(v for k, v in outcome.items() if k != "isBackground"))
+        outcome = {"timeout": body, "isBackground": False}
     return outcome, code, out, err, ms

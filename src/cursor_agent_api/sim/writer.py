@@ -21,10 +21,9 @@ import os
 import time
 from typing import Any
 
-import orjson
-
-from . import wire
+from . import node_text, wire
 from .messages import BOLD, RESET, YELLOW
+from .node_text import node_bytes
 from .settings import Fault, SimSettings
 
 STDERR_FLOOD_BYTES = 10 * 1024 * 1024
@@ -95,7 +94,7 @@ class Writer:
 
     def stderr(self, text: str) -> None:
         """Write ``text`` and a newline to stderr."""
-        write_all(self.err_fd, (text + "\n").encode())
+        write_all(self.err_fd, node_bytes(text + "\n"))
 
     def _flood(self, amount: int) -> None:
         amount = min(amount, self._flood_left)
@@ -132,7 +131,7 @@ class Writer:
                 self._write(line)
             else:
                 text = obj.get("result")
-                self._write(((text if isinstance(text, str) else "") + "\n").encode())
+                self._write(node_bytes((text if isinstance(text, str) else "") + "\n"))
         self.lines += 1
         if self._banner and self.lines == 2:
             self._write((BANNER_AMONG + "\n").encode())
@@ -171,10 +170,11 @@ def split_chunks(data: bytes) -> list[bytes]:
 
 
 def dumps(obj: Any) -> bytes:
-    """``orjson.dumps`` (for the few plain JSON lines the simulator prints).
+    """``orjson.dumps`` (for the few plain JSON lines the simulator prints), undecodable bytes
+    as U+FFFD (:mod:`.node_text`).
 
     Example:
         >>> dumps({"a": 1})
         b'{"a":1}'
     """
-    return orjson.dumps(obj)
+    return node_text.dumps(obj)

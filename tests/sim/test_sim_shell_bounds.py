@@ -1,0 +1,59 @@
+"""The shell tool is bounded (the recorded args say ``timeout: 30000``): a command that runs
+past its time is killed, with what it started, and reported as ``timeout``; one that writes
+without end is stopped once :data:`MAX_SHELL_OUTPUT` bytes are kept. It used to wait forever
+(``sleep 1000``) or keep everything in memory (``yes``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cursor_agent_api.protocol import ToolStatus
+from cursor_agent_api.sim.workspace import MAX_SHELL_OUTPUT, SHELL_TIMEOUT_MS, run_shell
+
+from .conftest import Sim
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.timeout(60)
+def test_a_command_past_its_time_is_killed_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    outcome, code, out, _err, _ms = run_shell(
+        tmp_path, f"echo started; sleep 1000 & echo $! > {pid_file}; wait", timeout_ms=500
+    )
+    assert list(outcome) == ["timeout", "isBackground"]
+    assert outcome["timeout"]["stdout"] == out == "started\n" and code < 0
+    sleeper = int(pid_file.read_text())
+    while _alive(sleeper):  # the sleep it started was killed too (the test's timeout bounds this)
+        time.sleep(0.02)
+
+
+@pytest.mark.timeout(60)
+def test_endless_output_is_cut_and_the_command_stopped(tmp_path: Path) -> None:
+    outcome, code, out, _err, _ms = run_shell(tmp_path, "yes")
+    assert len(out.encode()) == MAX_SHELL_OUTPUT and out.startswith("y\ny\n")
+    assert outcome["failure"]["signal"] == "SIGKILL" and code < 0
+
+
+def test_the_args_say_the_timeout_that_applies(sim: Sim) -> None:
+    t = sim.stream("--force", "run `echo hi`").transcript
+    (call,) = t.tool_calls
+    assert call.args["timeout"] == SHELL_TIMEOUT_MS
+    assert (call.status, call.stdout) == (ToolStatus.SUCCEEDED, "hi\n")
+
+
+@pytest.mark.timeout(120)
+def test_yes_under_force_ends_the_turn(sim: Sim) -> None:
+    run = sim.stream("--force", "run `yes`")
+    assert run.returncode == 0, run.err
+    (call,) = run.transcript.tool_calls
+    assert call.status is ToolStatus.FAILED and len(call.stdout or "") == MAX_SHELL_OUTPUT
