@@ -99,3 +99,22 @@ def test_an_acp_frame_with_a_name_that_is_not_utf8() -> None:
         if w >= 0:
             os.close(w)
     assert frame["params"]["title"] == f"Read {SHOWN}.txt"
+
+
+def test_an_acp_turn_listing_a_name_that_is_not_utf8_is_stored_and_ends(sim: Sim, ws: Path) -> None:
+    """The ACP session store writes the turn's updates (to load the session later) as the
+    pipe does: U+FFFD, not a crash of the turn."""
+    from .acp_peer import Peer
+
+    (ws / f"{CAFE}.txt").write_text("x\n")
+    peer = Peer.start(sim)
+    try:
+        peer.init()
+        sid = peer.new_session(ws)
+        rid = peer.request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "list the files"}]}
+        )
+        assert peer.until(rid).get("result") == {"stopReason": "end_turn"}, peer.stderr()
+        assert f"{SHOWN}.txt" in json.dumps(peer.updates(sid), ensure_ascii=False)
+    finally:
+        peer.close()

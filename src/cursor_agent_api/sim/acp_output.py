@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from .context import Decision, TurnContext, split_text
+from .context import ASK_MODE_REFUSAL, Decision, TurnContext, split_text
 from .executors import EXECUTORS, QUESTIONS, Done, plan_markdown
 from .ids import derived_uuid
 from .output import Frame, ToolStep
@@ -329,7 +329,7 @@ class AcpOutput:
         if gate is None or (gate == "edit" and not self.state.ask_edits and self.state.mode != "ask"):
             return Decision(True)
         if self.state.mode == "ask" and gate in ("shell", "edit"):
-            return Decision.reject("Ask mode: no edits or command execution")
+            return Decision.reject(ASK_MODE_REFUSAL)
         if self.state.force:
             return Decision(True)
         token, reason = self._token(step)

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from . import node_text
 from .store import Chat, ChatStore, Turn, is_uuid
 
 SCHEMA_VERSION = 1
@@ -56,14 +57,14 @@ class AcpSessionFiles:
         if updated_ns is not None:
             meta["updatedAtNs"] = updated_ns
         tmp = self.directory / f".meta.json.{os.getpid()}.tmp"
-        tmp.write_bytes(orjson.dumps(meta))
+        tmp.write_bytes(node_text.dumps(meta))
         os.replace(tmp, self.directory / "meta.json")
 
     def add_turn(self, turn: Turn, updates: list[dict[str, Any]]) -> None:
         """Record a finished (or cancelled) turn and its coalesced updates."""
         self.chat.add_turn(turn)
         with open(self.directory / "replay.jsonl", "ab") as f:
-            f.write(orjson.dumps({"updates": updates}) + b"\n")
+            f.write(node_text.dumps({"updates": updates}) + b"\n")
         self.write_meta(self.meta().get("title"), time.time_ns())
 
     def turns(self) -> list[Turn]:
