@@ -154,7 +154,8 @@ class AgentFormatView:
     """``run --output-format text|json|stream-json``: what ``agent --print`` prints.
 
     * ``stream-json``: the agent's own lines, byte for byte, as they arrive (lines this
-      library made itself, which the agent never wrote, are left out);
+      library made itself, which the agent never wrote, are left out); with ``--acp``, the
+      events mapped from ACP, each its stream-json object (:func:`agent_line`);
     * ``json``: at the end, the agent's ``result`` object (seed 000 and the real CLI: ``type``,
       ``subtype``, ``duration_ms``, ``duration_api_ms``, ``is_error``, ``result``,
       ``session_id``, ``request_id``, then the rest, e.g. ``usage``) — its own line when it
@@ -191,13 +192,13 @@ class AgentFormatView:
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
         """``stream-json``: write the agent's line now. Keep the agent's result event."""
-        if event.line is None:
+        line = agent_line(event)
+        if line is None:
             return  # made by this library: the agent never wrote it
         if self.result_event is None and event.type in (EventType.RESULT_SUCCESS,
                                                          EventType.RESULT_ERROR):
             self.result_event = event
         if self.output_format == "stream-json":
-            line = event.line if isinstance(event.line, bytes) else event.line.encode()
             self._write(line + b"\n")
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -213,6 +214,35 @@ class AgentFormatView:
             message = error_text(result.exception) if result.exception else (
                 result.error or "the turn failed")
             self.err.print(Text(f"✗ {printable(message)}", style="bold red"))
+
+
+def agent_line(event: AgentEvent) -> bytes | None:
+    """The stream-json line of something the agent did, or ``None`` for an event this library
+    made itself (a turn's failure, the result added when the agent wrote none).
+
+    Print mode: the agent's own line, byte for byte. ACP mode (``--acp``): the agent writes
+    JSON-RPC, not stream-json; its updates are mapped to stream-json events (``data`` in the
+    wire's shape, with ``"transport": "acp"``), and that object is the line — what ``replay``
+    reads and ``--output-format stream-json`` prints.
+
+    Example:
+        >>> from cursor_agent_api.protocol import error_event, parse_event
+        >>> agent_line(parse_event(b'{"type":"user"}'))
+        b'{"type":"user"}'
+        >>> from cursor_agent_api.protocol.acp_mapper import AcpMapper
+        >>> agent_line(AcpMapper("s1").begin("hi")[-1])  # doctest: +ELLIPSIS
+        b'{"type":"user",..."transport":"acp"}'
+        >>> agent_line(error_event("exit 1", code="exit", error_type="AgentProcessError")) is None
+        True
+    """
+    line = event.line
+    if line is not None:
+        return line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
+    data = event.data
+    if data.get("transport") == "acp" and data.get("added_by_client") is not True \
+            and not is_turn_failure(event):
+        return orjson.dumps(data)
+    return None
 
 
 RESULT_FIELDS = ("type", "subtype", "duration_ms", "duration_api_ms", "is_error", "result",
