@@ -222,11 +222,11 @@ def serve(
             raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
     if database_url is not None:
         from ..server.store.urls import database_url_problem
-        from .console import CliUsageError
+        from .console import CliUsageError, given_as
 
         problem = database_url_problem(database_url)
         if problem is not None:
-            raise CliUsageError(f"--database-url {problem}")
+            raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
     if database_url is None:
         database_url = default_database_url()
         if simulate:

@@ -94,7 +94,7 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from .console import CliUsageError
+    from .console import CliUsageError, given_as
 
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
@@ -108,7 +108,7 @@ def worker(
         ) from None
     problem = database_url_problem(database_url)
     if problem is not None:
-        raise CliUsageError(f"--database-url {problem}")
+        raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
