@@ -19,6 +19,7 @@ import click
 
 from ..config import AgentConfig, is_chat_id
 from .console import CliUsageError
+from .runner_options import check_simulate_or_binary
 from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -126,6 +127,7 @@ def build_config(
     elif allowed_tools or denied_tools:
         raise click.UsageError("--allow and --deny need --acp (print mode asks nothing: "
                                "use --force there)")
+    check_simulate_or_binary(simulate, agent_binary)
     if simulate:
         from ..sim.locate import sim_binary
 
