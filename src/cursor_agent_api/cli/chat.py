@@ -31,7 +31,7 @@ from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir
 from .console import CliUsageError, error_text, make_console
-from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
+from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
 from .run import acp_steering, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
@@ -62,14 +62,12 @@ def _setup_readline() -> None:
 
 
 @click.command()
-@agent_options
+@chat_agent_options
 @with_config
 def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Path | None,
          output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
-    console = make_console()  # a pipe or a log: long lines stay whole
-    if output in ("json", "ndjson"):
-        raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
+    console = make_console()  # a pipe or a log: long lines stay whole (JSON output: `run`)
     saved = SavedChats()
     if simulate:
         console.print(SIMULATED_BANNER, style="bold yellow")
