@@ -141,7 +141,8 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
         recorder = Recorder(record)
     except OSError as exc:
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
-    view = AgentFormatView(output_format, err) if output_format else make_view(output, console)
+    view = (AgentFormatView(output_format, err) if output_format
+            else make_view(output, console, err=err))
     steering = acp_steering(config, err if output_format else console)
     if steering is not None:
         config = config.with_overrides(**steering.fields())

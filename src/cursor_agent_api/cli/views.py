@@ -89,6 +89,17 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
         >>> [t.plain for t in footer_lines(AgentResult(True, "", "c1", duration_ms=2000), "x")]
         ['✓ done · duration 2.0 s', 'chat c1 · continue: x']
     """
+    return outcome_lines(result) + chat_lines(result, continue_hint)
+
+
+def outcome_lines(result: AgentResult) -> list[Text]:
+    """The footer's outcome: ``✓ done``, ``⊘ cancelled`` or ``✗`` the error (and the agent's
+    stderr when no typed error says it), with tokens and duration.
+
+    Example:
+        >>> [t.plain for t in outcome_lines(AgentResult(False, "", None, error="boom"))]
+        ['✗ boom']
+    """
     lines = []
     stats = usage_line(result)
     if result.success:
@@ -100,6 +111,12 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
         lines.append(Text(f"✗ {printable(message)}", style="bold red"))  # the agent's words
         if result.stderr and not result.exception:
             lines.append(Text(printable(result.stderr.strip()[-2000:]), style="dim"))
+    return lines
+
+
+def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
+    """The footer's chat id and how to continue (nothing without a chat id)."""
+    lines = []
     if result.session_id:
         hint = f" · continue: {continue_hint}" if continue_hint else ""
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
@@ -107,10 +124,23 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
 
 
 class TextView:
-    """Plain text for pipes and logs: :class:`~.render.TurnRenderer` plus the footer."""
+    """Plain text for pipes and logs: :class:`~.render.TurnRenderer` plus the footer.
 
-    def __init__(self, console: Console) -> None:
+    With ``err`` (``run``), a turn that did not succeed says so there, not in the output:
+    ``ans=$(cursor-agent-api run …)`` captures the turn, and the failure reaches the terminal.
+
+    Example:
+        >>> from io import StringIO
+        >>> out, err = StringIO(), StringIO()
+        >>> view = TextView(Console(file=out), err=Console(file=err))
+        >>> view.finish(AgentResult(False, "", "c1", error="boom"), continue_hint="")
+        >>> err.getvalue().splitlines(), out.getvalue().splitlines()
+        (['✗ boom'], ['chat c1'])
+    """
+
+    def __init__(self, console: Console, *, err: Console | None = None) -> None:
         self.console = console
+        self.err = err
         self.renderer = TurnRenderer(console)
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
@@ -120,9 +150,12 @@ class TextView:
         self.renderer.show(event, changes)
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
-        """Print open calls and the footer."""
+        """Print open calls and the footer (an outcome other than success on ``err``)."""
         self.renderer.flush(result)
-        for line in footer_lines(result, continue_hint):
+        outcome = self.console if result.success or self.err is None else self.err
+        for line in outcome_lines(result):
+            outcome.print(line, soft_wrap=True)
+        for line in chat_lines(result, continue_hint):
             self.console.print(line, soft_wrap=True)
 
 
@@ -423,8 +456,9 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def make_view(output: str, console: Console) -> TurnView:
-    """The view for ``--output`` (``auto``: live on a terminal, else text).
+def make_view(output: str, console: Console, *, err: Console | None = None) -> TurnView:
+    """The view for ``--output`` (``auto``: live on a terminal, else text; a text view says
+    a turn that did not succeed on ``err`` when given).
 
     Example:
         >>> type(make_view("json", Console())).__name__
@@ -436,4 +470,4 @@ def make_view(output: str, console: Console) -> TurnView:
         return NdjsonView()
     if output == "live" or (output == "auto" and console.is_terminal):
         return LiveView(console)
-    return TextView(console)
+    return TextView(console, err=err)
