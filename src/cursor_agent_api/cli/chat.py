@@ -29,7 +29,7 @@ from rich.text import Text
 
 from ..config import AgentConfig
 from ..errors import CursorAgentError
-from ..home import home_dir
+from ..home import home_dir, private_dir
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
@@ -48,7 +48,7 @@ def _setup_readline() -> None:
         return
     history = home_dir() / "chat_history"
     with contextlib.suppress(OSError):
-        history.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(history.parent)
         if history.exists():
             readline.read_history_file(history)
     readline.set_history_length(1000)
