@@ -19,7 +19,7 @@ def test_a_failed_turn_says_so_on_stderr(cli: Run, output: list[str]) -> None:
     assert proc.returncode == 1
     assert "✗" not in proc.stdout
     (line,) = [ln for ln in proc.stderr.splitlines() if "✗" in ln]
-    assert "agent login" in line
+    assert "cursor-agent-sim login" in line
 
 
 def test_a_timed_out_turn_says_so_on_stderr(cli: Run) -> None:

@@ -115,13 +115,14 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                 continue
             if not prompt.strip():
                 continue
-            view = make_view(output, console)
+            view = make_view(output, console, simulated=simulate)
             try:
                 outcome = run_turn(session, prompt, view, recorder, saved=saved,
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 _stop(view)
-                console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
+                console.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
+                                   style="bold red"))
                 status = 1
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on

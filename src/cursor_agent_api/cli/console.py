@@ -23,7 +23,7 @@ import click
 from click.core import ParameterSource
 from rich.console import Console
 
-from ..errors import CursorAgentError
+from ..errors import AuthenticationError, CursorAgentError
 
 
 def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
@@ -39,15 +39,22 @@ def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     return console
 
 
-def error_text(exc: BaseException) -> str:
-    """The message for ``exc`` in the command line's words.
+def error_text(exc: BaseException, *, simulated: bool = False) -> str:
+    """The message for ``exc`` in the command line's words (``simulated``: the agent that ran
+    is the simulator, which logs in with ``cursor-agent-sim login``, not ``agent login``).
 
     Example:
         >>> error_text(ValueError("bad"))
         'bad'
+        >>> from cursor_agent_api.errors import AuthenticationError
+        >>> error_text(AuthenticationError("not logged in"), simulated=True)
+        'not logged in — run `cursor-agent-sim login` or set CURSOR_API_KEY'
     """
     if isinstance(exc, CursorAgentError):
-        return exc.cli_message()
+        text = exc.cli_message()
+        if simulated and isinstance(exc, AuthenticationError):
+            text = text.replace("`agent login`", "`cursor-agent-sim login`")
+        return text
     return str(exc)
 
 

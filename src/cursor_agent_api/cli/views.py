@@ -82,19 +82,21 @@ def is_turn_failure(event: AgentEvent) -> bool:
     return event.type is EventType.ERROR and event.line is None and "error_type" in event.data
 
 
-def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
+def footer_lines(result: AgentResult, continue_hint: str, *, simulated: bool = False
+                 ) -> list[Text]:
     """The footer: outcome with tokens and duration, chat id, how to continue.
 
     Example:
         >>> [t.plain for t in footer_lines(AgentResult(True, "", "c1", duration_ms=2000), "x")]
         ['✓ done · duration 2.0 s', 'chat c1 · continue: x']
     """
-    return outcome_lines(result) + chat_lines(result, continue_hint)
+    return outcome_lines(result, simulated=simulated) + chat_lines(result, continue_hint)
 
 
-def outcome_lines(result: AgentResult) -> list[Text]:
+def outcome_lines(result: AgentResult, *, simulated: bool = False) -> list[Text]:
     """The footer's outcome: ``✓ done``, ``⊘ cancelled`` or ``✗`` the error (and the agent's
-    stderr when no typed error says it), with tokens and duration.
+    stderr when no typed error says it), with tokens and duration (``simulated``: the
+    remedies name the simulator's commands, :func:`~.console.error_text`).
 
     Example:
         >>> [t.plain for t in outcome_lines(AgentResult(False, "", None, error="boom"))]
@@ -107,7 +109,8 @@ def outcome_lines(result: AgentResult) -> list[Text]:
     elif result.cancelled:
         lines.append(Text("⊘ cancelled" + (f" · {stats}" if stats else ""), style="yellow"))
     else:
-        message = error_text(result.exception) if result.exception else (result.error or "failed")
+        message = (error_text(result.exception, simulated=simulated) if result.exception
+                   else (result.error or "failed"))
         lines.append(Text(f"✗ {printable(message)}", style="bold red"))  # the agent's words
         if result.stderr and not result.exception:
             lines.append(Text(printable(result.stderr.strip()[-2000:]), style="dim"))
@@ -138,9 +141,11 @@ class TextView:
         (['✗ boom'], ['chat c1'])
     """
 
-    def __init__(self, console: Console, *, err: Console | None = None) -> None:
+    def __init__(self, console: Console, *, err: Console | None = None,
+                 simulated: bool = False) -> None:
         self.console = console
         self.err = err
+        self.simulated = simulated
         self.renderer = TurnRenderer(console)
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
@@ -153,7 +158,7 @@ class TextView:
         """Print open calls and the footer (an outcome other than success on ``err``)."""
         self.renderer.flush(result)
         outcome = self.console if result.success or self.err is None else self.err
-        for line in outcome_lines(result):
+        for line in outcome_lines(result, simulated=self.simulated):
             outcome.print(line, soft_wrap=True)
         for line in chat_lines(result, continue_hint):
             self.console.print(line, soft_wrap=True)
@@ -210,8 +215,10 @@ class AgentFormatView:
          ('duration_api_ms', 7), ('is_error', False), ('result', '4'), ('session_id', 'c1')]
     """
 
-    def __init__(self, output_format: str, err: Console, *, out: Any = None) -> None:
+    def __init__(self, output_format: str, err: Console, *, out: Any = None,
+                 simulated: bool = False) -> None:
         self.output_format = output_format
+        self.simulated = simulated
         self.err = err
         self._out = out
         self.result_event: AgentEvent | None = None
@@ -244,7 +251,7 @@ class AgentFormatView:
         if result.cancelled:
             self.err.print(Text("⊘ cancelled", style="yellow"))
         elif not result.success:
-            message = error_text(result.exception) if result.exception else (
+            message = error_text(result.exception, simulated=self.simulated) if result.exception else (
                 result.error or "the turn failed")
             self.err.print(Text(f"✗ {printable(message)}", style="bold red"))
 
@@ -334,8 +341,9 @@ class LiveView:
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, simulated: bool = False) -> None:
         self.console = console
+        self.simulated = simulated
         self.started = time.monotonic()
         self.segment: list[str] = []  # the text shown, not yet printed above the region
         self._open = -1  # the segment whose deltas end self.segment, from self._open_at
@@ -442,7 +450,7 @@ class LiveView:
         self.running.clear()
         if final.strip():
             self.console.print(Markdown(printable(final)))
-        for line in footer_lines(result, continue_hint):
+        for line in footer_lines(result, continue_hint, simulated=self.simulated):
             self.console.print(line)
 
     def stop(self) -> None:
@@ -456,7 +464,8 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def make_view(output: str, console: Console, *, err: Console | None = None) -> TurnView:
+def make_view(output: str, console: Console, *, err: Console | None = None,
+              simulated: bool = False) -> TurnView:
     """The view for ``--output`` (``auto``: live on a terminal, else text; a text view says
     a turn that did not succeed on ``err`` when given).
 
@@ -469,5 +478,5 @@ def make_view(output: str, console: Console, *, err: Console | None = None) -> T
     if output == "ndjson":
         return NdjsonView()
     if output == "live" or (output == "auto" and console.is_terminal):
-        return LiveView(console)
-    return TextView(console, err=err)
+        return LiveView(console, simulated=simulated)
+    return TextView(console, err=err, simulated=simulated)
