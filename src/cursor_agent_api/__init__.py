@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         InvalidModelError,
         ProtocolError,
         SessionError,
+        SessionFileError,
         UsageLimitError,
         WorkspaceTrustError,
     )
@@ -100,6 +101,7 @@ __all__ = [
     "QuestionRequest",
     "Reject",
     "SessionError",
+    "SessionFileError",
     "SessionTurn",
     "Skip",
     "StreamingResponse",
@@ -137,6 +139,7 @@ _HOMES = {
     "InvalidModelError": ".errors",
     "ProtocolError": ".errors",
     "SessionError": ".errors",
+    "SessionFileError": ".errors",
     "UsageLimitError": ".errors",
     "WorkspaceTrustError": ".errors",
     "Accept": ".permissions",

@@ -8,6 +8,7 @@
     ├── WorkspaceTrustError          the workspace is not trusted (pass trust=True / --trust)
     ├── InvalidModelError            the model slug is not available
     ├── SessionError                 a chat cannot be resumed: malformed id, chat busy, refused
+    │   └── SessionFileError         a file given to ``ConversationSession.load`` is not a session
     ├── UsageLimitError              the account hit its usage limit
     ├── AgentProcessError            any other failure exit: carries the exit code and stderr
     ├── AgentTimeoutError            the turn ran past ``timeout`` or was silent past ``idle_timeout``
@@ -155,6 +156,23 @@ class SessionError(CursorAgentError):
     )
 
 
+class SessionFileError(SessionError):
+    """A file read as a saved session is not one (not JSON, a wrong shape, a setting the
+    library refuses); the message names the file and what is wrong with it.
+
+    Example:
+        >>> err = SessionFileError("cannot load the session from 'x.json': not JSON")
+        >>> isinstance(err, SessionError), "not a saved session" in str(err)
+        (True, True)
+    """
+
+    remedy = (
+        "the file is not a saved session (as {ConversationSession.save()|cursor-agent-api} "
+        "writes them), or it was damaged: check the path{|, `cursor-agent-api sessions list`}, "
+        "or start a new {session|chat}"
+    )
+
+
 class UsageLimitError(CursorAgentError):
     """The account hit its usage limit.
 
@@ -241,6 +259,7 @@ __all__ = [
     "InvalidModelError",
     "ProtocolError",
     "SessionError",
+    "SessionFileError",
     "UsageLimitError",
     "WorkspaceTrustError",
 ]

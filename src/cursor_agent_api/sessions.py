@@ -44,7 +44,7 @@ from .client import (
     prompt_text,
 )
 from .config import AgentConfig, is_chat_id
-from .errors import SessionError
+from .errors import SessionError, SessionFileError
 from .protocol import AgentResult
 
 __all__ = [
@@ -204,8 +204,8 @@ def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a file written by ``save``: ``version``, ``chat_id``, ``workspace``, ``model``,
     ``config`` (version 2: the other settings, see :meth:`ConversationSession.save`) and
-    ``history`` (a list of :class:`SessionTurn`). ``SessionError`` if it is not a session
-    file; ``OSError`` if it cannot be read.
+    ``history`` (a list of :class:`SessionTurn`). ``SessionFileError`` (a ``SessionError``)
+    if it is not a session file; ``OSError`` if it cannot be read.
 
     Example:
         >>> import tempfile, pathlib
@@ -218,36 +218,36 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not JSON ({exc})"
-                           ) from None
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: not JSON ({exc})"
+                               ) from None
     if not isinstance(data, dict):
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: not an object")
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: not an object")
     version = data.get("version", 1)
     if isinstance(version, bool) or version not in _READABLE_VERSIONS:
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: file version "
-                           f"{version!r}, this library reads versions 1 and 2")
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: file version "
+                               f"{version!r}, this library reads versions 1 and 2")
     config = data.get("config", {})
     if not isinstance(config, dict):
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
-                           "config must be an object")
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
+                               "config must be an object")
     for key in ("env_set", "env_unset"):  # names only (the values are never saved)
         names = config.get(key)
         if names is not None and (not isinstance(names, list)
                                   or not all(isinstance(n, str) for n in names)):
-            raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
-                               f"config.{key} must be a list of strings (variable names)")
+            raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
+                                   f"config.{key} must be a list of strings (variable names)")
     for key in ("chat_id", "workspace", "model"):
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
-                               f"{key} must be a string")
+            raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
+                                   f"{key} must be a string")
     history = data.get("history", [])
     if not isinstance(history, list):
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: "
-                           "history must be a list")
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
+                               "history must be a list")
     try:
         data["history"] = [SessionTurn.from_dict(h) for h in history]
     except ValueError as exc:
-        raise SessionError(f"cannot load the session from {os.fspath(path)!r}: {exc}") from None
+        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: {exc}") from None
     return data
 
 
@@ -408,7 +408,7 @@ class _SessionState(Generic[_C]):
         try:
             config = (base or AgentConfig()).with_overrides(**fields)
         except (TypeError, ValueError) as exc:
-            raise SessionError(f"{where}: {exc}") from None
+            raise SessionFileError(f"{where}: {exc}") from None
         return config, data
 
     def to_dict(self) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def test_record_then_replay(cli: Run, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "env", "words"),
     [
-        (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "auth"}, ["agent login", "CURSOR_API_KEY"]),
+        (["--trust"], {"CURSOR_AGENT_SIM_FAULT": "auth"}, ["cursor-agent-sim login", "CURSOR_API_KEY"]),
         ([], {}, ["--trust"]),  # a fresh workspace is not trusted
         (["--trust", "--model", "gpt-9"], {"CURSOR_AGENT_SIM_FAULT": "invalid-model"},
          ["Cannot use this model", "`agent models` and pass it with --model"]),

@@ -42,7 +42,7 @@ def test_the_exit_code_is_the_turns_when_the_save_fails(cli: Run,
     proc = cli("run", "--simulate", "--trust", "list the files",
                extra_env={"CURSOR_AGENT_SIM_FAULT": "crash"})
     no_traceback(proc)
-    assert proc.returncode == 1 and "✗" in proc.stdout  # the turn's own failure, shown
+    assert proc.returncode == 1 and "✗" in proc.stderr  # the turn's own failure, shown (stderr: a pipe)
     assert "not saved" in proc.stderr
 
 

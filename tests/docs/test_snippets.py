@@ -40,6 +40,8 @@ EXPECT: dict[str, list[str]] = {
     "docs/acp.md#models-modes-and-images[1]": [
         "plan: Edit notes.md ['edit notes.md']", "was accepted. Switch to agent mode"],
     "docs/acp.md#on-the-command-line[1]": ["✓ shell ls  succeeded (exit 0", "`ls` exited with code 0"],
+    "docs/acp.md#on-the-command-line[2]": [
+        '{"type":"result","subtype":"success"', '"transport":"acp"}', '"success":true'],
     "docs/acp.md#without-a-callback-rules-and-modes[1]": [
         "Allow(remember=False)", "denied by the rule Shell(*)", "read-only mode: shell calls"],
     "docs/acp.md#without-a-callback-rules-and-modes[2]": [

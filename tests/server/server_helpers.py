@@ -157,8 +157,8 @@ class Server:
             self.db_url,
             "--root",
             str(self.root),
-            "--agent-binary",
-            SIM,
+            # the simulator by path; with --simulate (the web tests' label) serve finds it itself
+            *(["--agent-binary", SIM] if "--simulate" not in self.args else []),
             "--log-level",
             "warning",
             "--agent-env",

@@ -92,7 +92,8 @@ def make_server(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Serve
     servers: list[Server] = []
 
     def make(*, token: str | None = None, args: list[str] | None = None, **kwargs: Any) -> Server:
-        # --simulate labels the page; --agent-binary (the harness's) points at the same simulator.
+        # --simulate: the page is labelled, and serve runs the bundled simulator (the harness
+        # then passes no --agent-binary: the pair is refused).
         server = Server(tmp_path, db_url, workspace, marker, args=["--simulate", *(args or [])],
                         **kwargs)
         if token is not None:

@@ -29,9 +29,9 @@ from rich.text import Text
 
 from ..config import AgentConfig
 from ..errors import CursorAgentError
-from ..home import home_dir
+from ..home import home_dir, private_dir
 from .console import CliUsageError, error_text, make_console
-from .options import SIMULATED_BANNER, agent_options, continue_command, with_config
+from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
 from .run import acp_steering, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
@@ -48,7 +48,7 @@ def _setup_readline() -> None:
         return
     history = home_dir() / "chat_history"
     with contextlib.suppress(OSError):
-        history.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(history.parent)
         if history.exists():
             readline.read_history_file(history)
     readline.set_history_length(1000)
@@ -62,14 +62,12 @@ def _setup_readline() -> None:
 
 
 @click.command()
-@agent_options
+@chat_agent_options
 @with_config
 def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Path | None,
          output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
-    console = make_console()  # a pipe or a log: long lines stay whole
-    if output in ("json", "ndjson"):
-        raise click.UsageError("chat shows turns to a person: use run for --output json/ndjson")
+    console = make_console()  # a pipe or a log: long lines stay whole (JSON output: `run`)
     saved = SavedChats()
     if simulate:
         console.print(SIMULATED_BANNER, style="bold yellow")
@@ -117,13 +115,14 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                 continue
             if not prompt.strip():
                 continue
-            view = make_view(output, console)
+            view = make_view(output, console, simulated=simulate)
             try:
                 outcome = run_turn(session, prompt, view, recorder, saved=saved,
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 _stop(view)
-                console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
+                console.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
+                                   style="bold red"))
                 status = 1
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on

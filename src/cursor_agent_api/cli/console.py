@@ -5,7 +5,9 @@
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
-  line on stderr, then exit status 1, 2.
+  line on stderr, then exit status 1, 2;
+* :func:`given_as` — the name to blame for a bad value: its option, or its environment
+  variable when it came from there.
 
 Example:
     >>> from cursor_agent_api.errors import WorkspaceTrustError
@@ -18,9 +20,10 @@ from __future__ import annotations
 from typing import IO, Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
 
-from ..errors import CursorAgentError
+from ..errors import AuthenticationError, CursorAgentError
 
 
 def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
@@ -36,15 +39,22 @@ def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     return console
 
 
-def error_text(exc: BaseException) -> str:
-    """The message for ``exc`` in the command line's words.
+def error_text(exc: BaseException, *, simulated: bool = False) -> str:
+    """The message for ``exc`` in the command line's words (``simulated``: the agent that ran
+    is the simulator, which logs in with ``cursor-agent-sim login``, not ``agent login``).
 
     Example:
         >>> error_text(ValueError("bad"))
         'bad'
+        >>> from cursor_agent_api.errors import AuthenticationError
+        >>> error_text(AuthenticationError("not logged in"), simulated=True)
+        'not logged in — run `cursor-agent-sim login` or set CURSOR_API_KEY'
     """
     if isinstance(exc, CursorAgentError):
-        return exc.cli_message()
+        text = exc.cli_message()
+        if simulated and isinstance(exc, AuthenticationError):
+            text = text.replace("`agent login`", "`cursor-agent-sim login`")
+        return text
     return str(exc)
 
 
@@ -72,3 +82,25 @@ class CliUsageError(CliError):
     """
 
     exit_code = 2
+
+
+def given_as(param: str, option: str) -> str:
+    """``option``, or the environment variable the current command read ``param`` from.
+
+    Example:
+        >>> @click.command()
+        ... @click.option("--database-url", envvar="APP_DATABASE_URL")
+        ... def cmd(database_url: str) -> None:
+        ...     click.echo(given_as("database_url", "--database-url"))
+        >>> from click.testing import CliRunner
+        >>> print(CliRunner().invoke(cmd, env={"APP_DATABASE_URL": "x"}).output.strip())
+        APP_DATABASE_URL
+        >>> print(CliRunner().invoke(cmd, ["--database-url", "x"]).output.strip())
+        --database-url
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and ctx.get_parameter_source(param) is ParameterSource.ENVIRONMENT:
+        for candidate in ctx.command.params:
+            if candidate.name == param and isinstance(candidate.envvar, str):
+                return candidate.envvar
+    return option

@@ -19,6 +19,7 @@ import click
 
 from ..config import AgentConfig, is_chat_id
 from .console import CliUsageError
+from .runner_options import check_simulate_or_binary
 from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -29,7 +30,36 @@ SIMULATED_BANNER = (
 
 
 def agent_options(func: F) -> F:
-    """Decorate a click command with the agent options (see the module docstring)."""
+    """Decorate ``run`` with the agent options (see the module docstring)."""
+    return _agent_options(func, chat=False)
+
+
+def chat_agent_options(func: F) -> F:
+    """Decorate ``chat`` with the agent options: the same, but ``--output`` shows turns to a
+    person only (``auto``, ``live``, ``text``: JSON is ``run``'s) and ``chat`` has no
+    ``--output-format``.
+
+    Example:
+        >>> @click.command()
+        ... @chat_agent_options
+        ... def cmd(**options: object) -> None: ...
+        >>> [list(o.type.choices) for o in cmd.params if o.name == "output"]
+        [['auto', 'live', 'text']]
+    """
+    return _agent_options(func, chat=True)
+
+
+def _agent_options(func: F, *, chat: bool) -> F:
+    if chat:
+        outputs = ["auto", "live", "text"]
+        output_help = "live view on a terminal, else plain text; text: plain text always."
+        partial_help = "Stream the text token by token (default: on)."
+    else:
+        outputs = ["auto", "live", "text", "json", "ndjson"]
+        output_help = ("live view on a terminal, else plain text; json: one final result; "
+                       "ndjson: the normalized events as they arrive.")
+        partial_help = ("Stream the text token by token (default: on, except with "
+                        "--output-format, where it is off as in `agent --print`).")
     options = [
         click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path),
                      default=None, help="Directory the agent works in (default: the current one)."),
@@ -44,9 +74,7 @@ def agent_options(func: F) -> F:
                      help="Seconds for the whole turn (default: none)."),
         click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Seconds without any output before giving up (default: off)."),
-        click.option("--partial/--no-partial", default=None,
-                     help="Stream the text token by token (default: on, except with "
-                          "--output-format, where it is off as in `agent --print`)."),
+        click.option("--partial/--no-partial", default=None, help=partial_help),
         click.option("--stream-partial-output", is_flag=True,
                      help="The same as --partial (the agent's own name for it)."),
         click.option("--max-line-bytes", type=click.IntRange(min=1), default=None,
@@ -66,12 +94,10 @@ def agent_options(func: F) -> F:
         click.option("--simulate", is_flag=True,
                      help="Run the bundled simulator instead of Cursor's agent."),
         click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="Write the raw output lines, as received, to this file."),
-        click.option("--output", "-o", "output",
-                     type=click.Choice(["auto", "live", "text", "json", "ndjson"]),
-                     default="auto", show_default=True,
-                     help="live view on a terminal, else plain text; json: one final result; "
-                          "ndjson: the normalized events as they arrive."),
+                     help="Write the agent's stream-json lines, as received, to this file "
+                          "(with --acp: the events mapped from ACP); `replay` reads it."),
+        click.option("--output", "-o", "output", type=click.Choice(outputs),
+                     default="auto", show_default=True, help=output_help),
     ]
     for option in reversed(options):
         func = option(func)
@@ -126,6 +152,7 @@ def build_config(
     elif allowed_tools or denied_tools:
         raise click.UsageError("--allow and --deny need --acp (print mode asks nothing: "
                                "use --force there)")
+    check_simulate_or_binary(simulate, agent_binary)
     if simulate:
         from ..sim.locate import sim_binary
 

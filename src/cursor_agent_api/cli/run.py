@@ -141,7 +141,8 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
         recorder = Recorder(record)
     except OSError as exc:
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
-    view = AgentFormatView(output_format, err) if output_format else make_view(output, console)
+    view = (AgentFormatView(output_format, err, simulated=simulate) if output_format
+            else make_view(output, console, err=err, simulated=simulate))
     steering = acp_steering(config, err if output_format else console)
     if steering is not None:
         config = config.with_overrides(**steering.fields())
@@ -151,7 +152,7 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
+        err.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}", style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)

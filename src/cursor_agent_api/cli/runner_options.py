@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["check_seconds", "parse_agent_env", "runner_options"]
+__all__ = ["check_seconds", "check_simulate_or_binary", "parse_agent_env", "runner_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,6 +41,28 @@ def check_seconds(ctx: click.Context, param: click.Parameter, value: float | Non
     if value is not None and (not math.isfinite(value) or value <= 0):
         raise click.BadParameter(f"{value} is not a positive number of seconds", ctx, param)
     return value
+
+
+def check_simulate_or_binary(simulate: bool, agent_binary: str | None) -> None:
+    """``--simulate`` and ``--agent-binary`` name two different agents: give one of them.
+
+    The rule of every command that runs agents (``run``, ``chat``, ``serve``, ``worker``):
+    the pair is a usage error (exit 2) rather than one silently winning — ``serve`` would label
+    as simulated an agent that is not, ``run`` would ignore the binary asked for.
+
+    Example:
+        >>> check_simulate_or_binary(True, None); check_simulate_or_binary(False, "/bin/agent")
+        >>> check_simulate_or_binary(True, "/bin/agent")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --simulate and --agent-binary: give one of them ...
+    """
+    if simulate and agent_binary is not None:
+        from .console import CliUsageError
+
+        raise CliUsageError(
+            "--simulate and --agent-binary: give one of them (--simulate runs the bundled "
+            f"simulator, --agent-binary {agent_binary} runs that program)")
 
 
 def parse_agent_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str, str]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..config import AgentConfig
 from ..errors import SessionError
-from ..home import home_dir
+from ..home import home_dir, private_dir
 from ..sessions import ConversationSession, SessionTurn, read_session_file
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
@@ -115,7 +115,7 @@ class SavedChats:
         if not session.session_id:
             return None
         if not self.root.is_dir():  # prompts and answers: for this user only (files are 0600)
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.root)
         path = self.path(session.session_id)
         with self._lock():
             if path.is_file():

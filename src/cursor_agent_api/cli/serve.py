@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from .runner_options import parse_agent_env, runner_options
+from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -216,17 +216,18 @@ def serve(
             "pip install 'cursor-agent-api[server]'"
         ) from None
 
+    check_simulate_or_binary(simulate, agent_binary)
     if token is not None:
         problem = check_token(token)
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
     if database_url is not None:
         from ..server.store.urls import database_url_problem
-        from .console import CliUsageError
+        from .console import CliUsageError, given_as
 
         problem = database_url_problem(database_url)
         if problem is not None:
-            raise CliUsageError(f"--database-url {problem}")
+            raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
     if database_url is None:
         database_url = default_database_url()
         if simulate:
@@ -307,6 +308,12 @@ def serve(
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
+                if dispatch != "queue":  # else the workers run the agents, on their machines
+                    from ..server.runner import missing_agent
+
+                    missing = missing_agent(settings)
+                    if missing is not None:  # said once the database is open, before the URL
+                        click.echo(f"warning: {missing}", err=True)
                 label = " (simulated agents)" if simulate else ""
                 if dispatch == "queue":
                     label += f" dispatching to workers (queue {queue_name!r})"

@@ -29,7 +29,7 @@ from .console import make_console
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
-from .views import TurnView
+from .views import TurnView, agent_line
 
 if TYPE_CHECKING:
     from .steer import TerminalSteering
@@ -38,7 +38,9 @@ __all__ = ["Recorder", "TurnOutcome", "run_turn"]
 
 
 class Recorder:
-    """``--record FILE``: the raw output lines, as received, one per line.
+    """``--record FILE``: the agent's stream-json lines, as received, one per line (with
+    ``--acp``, the events mapped from its JSON-RPC, one JSON object per line): ``replay`` reads
+    either.
 
     A file that cannot be written (a full disk, an I/O error) stops the recording, never the
     turn: the failure is said once, on stderr, by :meth:`report` (after the turn is shown)
@@ -61,10 +63,14 @@ class Recorder:
         self._failure = ""
 
     def write(self, event: AgentEvent) -> None:
-        """Append the event's original line (events the library made itself have none)."""
-        if self._file is None or event.line is None:
+        """Append the event's stream-json line (:func:`~.views.agent_line`: the agent's
+        original line; with ``--acp``, the mapped event's object; events the library made
+        itself have none)."""
+        if self._file is None:
             return
-        line = event.line if isinstance(event.line, bytes) else event.line.encode()
+        line = agent_line(event)
+        if line is None:
+            return
         try:
             self._file.write(line + b"\n")
             self._file.flush()

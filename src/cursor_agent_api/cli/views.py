@@ -82,12 +82,25 @@ def is_turn_failure(event: AgentEvent) -> bool:
     return event.type is EventType.ERROR and event.line is None and "error_type" in event.data
 
 
-def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
+def footer_lines(result: AgentResult, continue_hint: str, *, simulated: bool = False
+                 ) -> list[Text]:
     """The footer: outcome with tokens and duration, chat id, how to continue.
 
     Example:
         >>> [t.plain for t in footer_lines(AgentResult(True, "", "c1", duration_ms=2000), "x")]
         ['✓ done · duration 2.0 s', 'chat c1 · continue: x']
+    """
+    return outcome_lines(result, simulated=simulated) + chat_lines(result, continue_hint)
+
+
+def outcome_lines(result: AgentResult, *, simulated: bool = False) -> list[Text]:
+    """The footer's outcome: ``✓ done``, ``⊘ cancelled`` or ``✗`` the error (and the agent's
+    stderr when no typed error says it), with tokens and duration (``simulated``: the
+    remedies name the simulator's commands, :func:`~.console.error_text`).
+
+    Example:
+        >>> [t.plain for t in outcome_lines(AgentResult(False, "", None, error="boom"))]
+        ['✗ boom']
     """
     lines = []
     stats = usage_line(result)
@@ -96,10 +109,17 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
     elif result.cancelled:
         lines.append(Text("⊘ cancelled" + (f" · {stats}" if stats else ""), style="yellow"))
     else:
-        message = error_text(result.exception) if result.exception else (result.error or "failed")
+        message = (error_text(result.exception, simulated=simulated) if result.exception
+                   else (result.error or "failed"))
         lines.append(Text(f"✗ {printable(message)}", style="bold red"))  # the agent's words
         if result.stderr and not result.exception:
             lines.append(Text(printable(result.stderr.strip()[-2000:]), style="dim"))
+    return lines
+
+
+def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
+    """The footer's chat id and how to continue (nothing without a chat id)."""
+    lines = []
     if result.session_id:
         hint = f" · continue: {continue_hint}" if continue_hint else ""
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
@@ -107,10 +127,25 @@ def footer_lines(result: AgentResult, continue_hint: str) -> list[Text]:
 
 
 class TextView:
-    """Plain text for pipes and logs: :class:`~.render.TurnRenderer` plus the footer."""
+    """Plain text for pipes and logs: :class:`~.render.TurnRenderer` plus the footer.
 
-    def __init__(self, console: Console) -> None:
+    With ``err`` (``run``), a turn that did not succeed says so there, not in the output:
+    ``ans=$(cursor-agent-api run …)`` captures the turn, and the failure reaches the terminal.
+
+    Example:
+        >>> from io import StringIO
+        >>> out, err = StringIO(), StringIO()
+        >>> view = TextView(Console(file=out), err=Console(file=err))
+        >>> view.finish(AgentResult(False, "", "c1", error="boom"), continue_hint="")
+        >>> err.getvalue().splitlines(), out.getvalue().splitlines()
+        (['✗ boom'], ['chat c1'])
+    """
+
+    def __init__(self, console: Console, *, err: Console | None = None,
+                 simulated: bool = False) -> None:
         self.console = console
+        self.err = err
+        self.simulated = simulated
         self.renderer = TurnRenderer(console)
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
@@ -120,9 +155,12 @@ class TextView:
         self.renderer.show(event, changes)
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
-        """Print open calls and the footer."""
+        """Print open calls and the footer (an outcome other than success on ``err``)."""
         self.renderer.flush(result)
-        for line in footer_lines(result, continue_hint):
+        outcome = self.console if result.success or self.err is None else self.err
+        for line in outcome_lines(result, simulated=self.simulated):
+            outcome.print(line, soft_wrap=True)
+        for line in chat_lines(result, continue_hint):
             self.console.print(line, soft_wrap=True)
 
 
@@ -154,7 +192,8 @@ class AgentFormatView:
     """``run --output-format text|json|stream-json``: what ``agent --print`` prints.
 
     * ``stream-json``: the agent's own lines, byte for byte, as they arrive (lines this
-      library made itself, which the agent never wrote, are left out);
+      library made itself, which the agent never wrote, are left out); with ``--acp``, the
+      events mapped from ACP, each its stream-json object (:func:`agent_line`);
     * ``json``: at the end, the agent's ``result`` object (seed 000 and the real CLI: ``type``,
       ``subtype``, ``duration_ms``, ``duration_api_ms``, ``is_error``, ``result``,
       ``session_id``, ``request_id``, then the rest, e.g. ``usage``) — its own line when it
@@ -176,8 +215,10 @@ class AgentFormatView:
          ('duration_api_ms', 7), ('is_error', False), ('result', '4'), ('session_id', 'c1')]
     """
 
-    def __init__(self, output_format: str, err: Console, *, out: Any = None) -> None:
+    def __init__(self, output_format: str, err: Console, *, out: Any = None,
+                 simulated: bool = False) -> None:
         self.output_format = output_format
+        self.simulated = simulated
         self.err = err
         self._out = out
         self.result_event: AgentEvent | None = None
@@ -191,13 +232,13 @@ class AgentFormatView:
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
         """``stream-json``: write the agent's line now. Keep the agent's result event."""
-        if event.line is None:
+        line = agent_line(event)
+        if line is None:
             return  # made by this library: the agent never wrote it
         if self.result_event is None and event.type in (EventType.RESULT_SUCCESS,
                                                          EventType.RESULT_ERROR):
             self.result_event = event
         if self.output_format == "stream-json":
-            line = event.line if isinstance(event.line, bytes) else event.line.encode()
             self._write(line + b"\n")
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -210,9 +251,38 @@ class AgentFormatView:
         if result.cancelled:
             self.err.print(Text("⊘ cancelled", style="yellow"))
         elif not result.success:
-            message = error_text(result.exception) if result.exception else (
+            message = error_text(result.exception, simulated=self.simulated) if result.exception else (
                 result.error or "the turn failed")
             self.err.print(Text(f"✗ {printable(message)}", style="bold red"))
+
+
+def agent_line(event: AgentEvent) -> bytes | None:
+    """The stream-json line of something the agent did, or ``None`` for an event this library
+    made itself (a turn's failure, the result added when the agent wrote none).
+
+    Print mode: the agent's own line, byte for byte. ACP mode (``--acp``): the agent writes
+    JSON-RPC, not stream-json; its updates are mapped to stream-json events (``data`` in the
+    wire's shape, with ``"transport": "acp"``), and that object is the line — what ``replay``
+    reads and ``--output-format stream-json`` prints.
+
+    Example:
+        >>> from cursor_agent_api.protocol import error_event, parse_event
+        >>> agent_line(parse_event(b'{"type":"user"}'))
+        b'{"type":"user"}'
+        >>> from cursor_agent_api.protocol.acp_mapper import AcpMapper
+        >>> agent_line(AcpMapper("s1").begin("hi")[-1])  # doctest: +ELLIPSIS
+        b'{"type":"user",..."transport":"acp"}'
+        >>> agent_line(error_event("exit 1", code="exit", error_type="AgentProcessError")) is None
+        True
+    """
+    line = event.line
+    if line is not None:
+        return line if isinstance(line, bytes) else line.encode("utf-8", "surrogateescape")
+    data = event.data
+    if data.get("transport") == "acp" and data.get("added_by_client") is not True \
+            and not is_turn_failure(event):
+        return orjson.dumps(data)
+    return None
 
 
 RESULT_FIELDS = ("type", "subtype", "duration_ms", "duration_api_ms", "is_error", "result",
@@ -271,8 +341,9 @@ class LiveView:
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, simulated: bool = False) -> None:
         self.console = console
+        self.simulated = simulated
         self.started = time.monotonic()
         self.segment: list[str] = []  # the text shown, not yet printed above the region
         self._open = -1  # the segment whose deltas end self.segment, from self._open_at
@@ -379,7 +450,7 @@ class LiveView:
         self.running.clear()
         if final.strip():
             self.console.print(Markdown(printable(final)))
-        for line in footer_lines(result, continue_hint):
+        for line in footer_lines(result, continue_hint, simulated=self.simulated):
             self.console.print(line)
 
     def stop(self) -> None:
@@ -393,8 +464,10 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def make_view(output: str, console: Console) -> TurnView:
-    """The view for ``--output`` (``auto``: live on a terminal, else text).
+def make_view(output: str, console: Console, *, err: Console | None = None,
+              simulated: bool = False) -> TurnView:
+    """The view for ``--output`` (``auto``: live on a terminal, else text; a text view says
+    a turn that did not succeed on ``err`` when given).
 
     Example:
         >>> type(make_view("json", Console())).__name__
@@ -405,5 +478,5 @@ def make_view(output: str, console: Console) -> TurnView:
     if output == "ndjson":
         return NdjsonView()
     if output == "live" or (output == "auto" and console.is_terminal):
-        return LiveView(console)
-    return TextView(console)
+        return LiveView(console, simulated=simulated)
+    return TextView(console, err=err, simulated=simulated)

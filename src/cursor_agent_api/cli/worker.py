@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-from .runner_options import parse_agent_env, runner_options
+from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import freeze_start_up_objects
 
 
@@ -94,7 +94,7 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from .console import CliUsageError
+    from .console import CliUsageError, given_as
 
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
@@ -106,9 +106,10 @@ def worker(
             f"the worker needs the 'server' and 'postgres' extras ({e.name} is missing): "
             "pip install 'cursor-agent-api[server,postgres]'"
         ) from None
+    check_simulate_or_binary(simulate, agent_binary)
     problem = database_url_problem(database_url)
     if problem is not None:
-        raise CliUsageError(f"--database-url {problem}")
+        raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"

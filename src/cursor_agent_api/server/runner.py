@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import shutil
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from typing import Any
 
 from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
 from ..config import AgentConfig
+from ..errors import AgentNotFoundError
 from ..runtime.acp_transport import process_key
 from ..runtime.sinks import HeldEventQueue
 from .requests import RunSteering
@@ -80,6 +82,43 @@ def simulator_binary() -> str:
         return "cursor-agent-sim"  # the client then reports AgentNotFoundError with its remedy
 
 
+def run_binary(settings: ServerSettings) -> str:
+    """The agent program the server's runs start: ``agent_binary``, else the bundled
+    simulator with ``simulate``, else ``agent`` (the command line refuses ``--simulate`` with
+    ``--agent-binary``; in Python, ``agent_binary`` is what runs).
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> run_binary(ServerSettings(token="t")), run_binary(ServerSettings(token="t",
+        ...                                                     agent_binary="/bin/sim"))
+        ('agent', '/bin/sim')
+    """
+    if settings.agent_binary is not None:
+        return settings.agent_binary
+    return simulator_binary() if settings.simulate else "agent"
+
+
+def missing_agent(settings: ServerSettings) -> str | None:
+    """A warning for ``serve``'s start-up when its runs' agent cannot be found (each run
+    would fail with :class:`~cursor_agent_api.errors.AgentNotFoundError`); ``None`` if it is
+    there. Looked up on the agent's ``PATH`` (``--agent-env PATH=…`` when given).
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> print(missing_agent(ServerSettings(token="t", agent_binary="/no/such/agent")))
+        ... # doctest: +ELLIPSIS
+        the agent /no/such/agent cannot be found: every run will fail until it can — install ...
+        >>> missing_agent(ServerSettings(token="t", agent_binary="sh")) is None
+        True
+    """
+    binary = run_binary(settings)
+    path = settings.agent_env.get("PATH", os.environ.get("PATH", os.defpath))
+    if shutil.which(binary, path=path) is not None:
+        return None
+    return (f"the agent {binary} cannot be found: every run will fail until it can — "
+            f"{AgentNotFoundError.cli_remedy}")
+
+
 SERVER_ENV_PREFIX = "CURSOR_AGENT_API_"
 """The server's own settings (``CURSOR_AGENT_API_TOKEN``, ``…_DATABASE_URL``, ``…_HOME``, …):
 never passed on to the agent."""
@@ -116,9 +155,7 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
     environment is :func:`agent_env`'s. A resume id or model that is not valid (a chat
     id is a UUID, a model slug has no spaces) raises ``ValueError``: it is never passed.
     """
-    binary = settings.agent_binary
-    if binary is None:
-        binary = simulator_binary() if settings.simulate else "agent"
+    binary = run_binary(settings)
     opts = launch.options
     env = agent_env(settings)
     acp: dict[str, Any] = {}

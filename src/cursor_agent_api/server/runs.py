@@ -46,6 +46,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from ..errors import CursorAgentError
 from ..protocol import AgentEvent
 from .log import EventLog
 from .models import RunStatus
@@ -463,6 +464,10 @@ class RunManager:
         except asyncio.CancelledError:
             status = RunStatus.INTERRUPTED
             error = "the run was stopped because the server shut down"
+        except CursorAgentError as e:  # expected (no agent binary…): whole, no traceback
+            # The remedy in the command line's words: `serve`'s flags (--agent-binary, --simulate).
+            status, error, error_type = RunStatus.FAILED, e.cli_message(), type(e).__name__
+            logger.warning("run %s failed: %s (%s)", active.run_id, " ".join(error.split()), error_type)
         except Exception as e:
             logger.exception("run %s failed", active.run_id)
             status, error, error_type = RunStatus.FAILED, describe_error(e), type(e).__name__

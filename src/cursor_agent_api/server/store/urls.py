@@ -33,12 +33,28 @@ _FORMS = "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
 def database_url_problem(url: str) -> str | None:
     """What is wrong with ``url`` and how to fix it, in one line; ``None`` if it is usable.
 
+    Only the URL's text is read (its scheme compared as a string): no SQLAlchemy dialect is
+    loaded, so an unknown scheme is this line, not a ``NoSuchModuleError`` traceback. (The
+    examples below wrap the one line.)
+
     Example:
         >>> msg = database_url_problem("postgresql://me:secret@db/app")
         >>> "use postgresql+asyncpg://me:***@db/app" in msg, "[postgres]" in msg, "secret" in msg
         (True, True, False)
         >>> database_url_problem("/var/lib/app.db")
         'not a URL: for an SQLite file use sqlite+aiosqlite:////var/lib/app.db'
+        >>> print(database_url_problem("postgres://me:pw@db/app"))  # doctest: +NORMALIZE_WHITESPACE +ELLIPSIS
+        postgres://me:***@db/app: the scheme is postgresql, not postgres: use
+        postgresql+asyncpg://me:***@db/app (the postgres extra: ...)
+        >>> print(database_url_problem("postgres+asyncpg://db/app"))  # doctest: +NORMALIZE_WHITESPACE
+        postgres+asyncpg://db/app: the scheme is postgresql, not postgres: use
+        postgresql+asyncpg://db/app
+        >>> print(database_url_problem("sqlite3:///x.db"))  # doctest: +NORMALIZE_WHITESPACE
+        sqlite3:///x.db: unsupported database; use sqlite+aiosqlite:///PATH or
+        postgresql+asyncpg://USER@HOST/DB
+        >>> print(database_url_problem("foo://"))  # doctest: +NORMALIZE_WHITESPACE
+        foo://: unsupported database; use sqlite+aiosqlite:///PATH or
+        postgresql+asyncpg://USER@HOST/DB
     """
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
@@ -48,15 +64,18 @@ def database_url_problem(url: str) -> str | None:
     except (ArgumentError, ValueError):
         return f"not a database URL: use {_FORMS}"
     shown = parsed.render_as_string(hide_password=True)
-    backend, driver = parsed.get_backend_name(), parsed.get_driver_name()
+    backend, _, driver = parsed.drivername.partition("+")  # text: no dialect is loaded
     if backend == "sqlite":
         if driver != "aiosqlite":
             fixed = parsed.set(drivername=SQLITE_DRIVER).render_as_string(hide_password=True)
             return f"{shown} has no async driver: use {fixed}"
         return None
     if backend in ("postgresql", "postgres"):
+        fixed = parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=True)
+        if backend == "postgres":  # Heroku's, Render's, Fly's DATABASE_URL; SQLAlchemy has none
+            extra = "" if driver == "asyncpg" else f" (the postgres extra: {POSTGRES_EXTRA})"
+            return f"{shown}: the scheme is postgresql, not postgres: use {fixed}{extra}"
         if driver != "asyncpg":
-            fixed = parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=True)
             return (f"{shown} has no async driver: use {fixed} "
                     f"(the postgres extra: {POSTGRES_EXTRA})")
         try:

@@ -1,0 +1,60 @@
+"""A database URL whose scheme SQLAlchemy has no dialect for (``postgres://``, the scheme
+hosting platforms put in ``DATABASE_URL``; ``sqlite3://``; anything unknown) is refused in one
+line naming the fix, exit 2 — by ``serve`` and ``worker``, given as ``--database-url`` or
+``CURSOR_AGENT_API_DATABASE_URL`` (it was a ``NoSuchModuleError`` traceback)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from cursor_agent_api.server.store.urls import database_url_problem
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+FORMS = "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
+
+CASES = [
+    ("postgres://me:hunter2@127.0.0.1/app",
+     "the scheme is postgresql, not postgres: use postgresql+asyncpg://me:***@127.0.0.1/app"),
+    ("postgres+asyncpg://me:hunter2@127.0.0.1:54329/app",
+     "use postgresql+asyncpg://me:***@127.0.0.1:54329/app"),
+    ("sqlite3:///x.db", f"sqlite3:///x.db: unsupported database; {FORMS}"),
+    ("foo://", f"foo://: unsupported database; {FORMS}"),
+]
+IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown"]
+
+
+def _command(command: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = [*CLI, command, "--simulate"] + (["--port", "0"] if command == "serve" else [])
+    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=60, env=env,
+                          check=False, cwd=env["TEST_WS"])
+
+
+@pytest.mark.parametrize(("url", "fix"), CASES, ids=IDS)
+def test_the_problem_is_one_line_naming_the_fix(url: str, fix: str) -> None:
+    problem = database_url_problem(url)
+    assert problem is not None and fix in problem and "hunter2" not in problem
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize(("url", "fix"), CASES, ids=IDS)
+def test_serve_and_worker_refuse_it_in_one_line(cli_env: dict[str, str], command: str, url: str,
+                                                fix: str) -> None:
+    proc = _command(command, ["--database-url", url], cli_env)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: --database-url ") and fix in line
+    assert "hunter2" not in line and proc.stdout == ""
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_from_the_environment_it_names_the_variable(cli_env: dict[str, str],
+                                                    command: str) -> None:
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgres://me:hunter2@127.0.0.1/app"}
+    proc = _command(command, [], env)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: CURSOR_AGENT_API_DATABASE_URL postgres://me:***@")
+    assert "use postgresql+asyncpg://" in line and "hunter2" not in line
