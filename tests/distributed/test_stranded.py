@@ -432,3 +432,34 @@ def test_a_run_whose_worker_died_after_taking_its_job_but_before_claiming_it_run
     assert after["job_id"] != old_job
     assert records == [("run", "queued")]
     assert [j[2] for j in jobs] == ["failed", "todo"]
+
+
+def test_a_slow_worker_whose_job_the_sweep_finished_cannot_claim_the_requeued_run(
+    db_url: str, tmp_path: Path
+) -> None:
+    """A worker that only stopped sending heartbeats for a while (a network blip) goes on
+    with the job it took; the sweep finished that job and gave the run a new one. Its late
+    claim through the old job is refused: the run is the new job's (the claim went through,
+    and the abandoned-run step then interrupted the run while it ran)."""
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await dispatcher.submit(chat, "hello")
+        manager = dispatcher.app.job_manager
+        worker_id = await manager.register_worker()
+        taken = await manager.fetch_job(queues=None, worker_id=worker_id)
+        assert taken is not None
+        dispatcher.settings = dataclasses.replace(dispatcher.settings, stalled_after=0.05)
+        await asyncio.sleep(0.3)
+        await dispatcher.sweep()
+        requeued = await store.get_run(run["id"])
+        late = await store.claim_run(run["id"], server_id="w", worker="slow", worker_id=worker_id,
+                                     job_id=taken.id, queue=taken.queue)
+        # the new job's worker claims it
+        fresh = await store.claim_run(run["id"], server_id="w", worker="w2", worker_id=worker_id,
+                                      job_id=requeued["job_id"], queue=requeued["queue"])
+        return taken.id, requeued, late, fresh
+
+    old_job, requeued, late, fresh = _run(db_url, tmp_path, body)
+    assert requeued["status"] == "queued" and requeued["job_id"] != old_job
+    assert late is None
+    assert fresh is not None and fresh["worker"] == "w2" and fresh["job_id"] == requeued["job_id"]

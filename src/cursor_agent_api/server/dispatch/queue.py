@@ -336,7 +336,7 @@ class QueueDispatcher:
         if target is not None:
             placed.update(worker=target["worker"], worker_id=target["worker_id"])
         # The run's own state is the arbiter: only a run still queued behind its old job moves
-        # (a worker's claim, atomic too, may have taken it through either job).
+        # (a worker's claim, atomic too, may have taken it through this job or its old one).
         behind = None if run.get("job_id") is None else int(run["job_id"])
         if await self.store.requeue_run(run_id, behind, **placed):
             return queue

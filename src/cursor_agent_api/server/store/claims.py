@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, desc, func, literal_column, or_, select, text, update
+from sqlalchemy import and_, desc, func, literal_column, or_, select, text, true, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement, Label, TextClause
 
@@ -93,11 +93,16 @@ class QueueRows(StoreEngine):
     async def claim_run(self, run_id: str, **owner: Any) -> dict[str, Any] | None:
         """Move the run from ``queued`` to ``running`` for a worker (``owner``: ``server_id``,
         ``worker``, ``worker_id``, ``job_id``, ``queue``), atomically; ``None`` if it was not
-        queued any more (cancelled meanwhile)."""
+        queued any more (cancelled meanwhile), or if the claiming job is older than the run's:
+        a sweep gave the run a new job after finishing that one (its worker had stopped
+        sending heartbeats, and was only slow). A newer job may claim it (deferred by a sweep
+        that has not recorded it yet: job ids grow)."""
+        job = owner.get("job_id")
+        current_job = or_(runs.c.job_id.is_(None), runs.c.job_id <= job) if job is not None else true()
         async with self.transaction() as conn:
             res = await conn.execute(
                 update(runs)
-                .where(and_(runs.c.id == run_id, runs.c.status == "queued"))
+                .where(and_(runs.c.id == run_id, runs.c.status == "queued", current_job))
                 .values(status="running", **owner)
                 .returning(*runs.c)
             )
