@@ -3,6 +3,8 @@ is the turn's outcome, and its text, tool calls, usage and errors do not change 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 import pytest
 
@@ -59,3 +61,41 @@ def test_a_delta_after_the_result_is_not_folded_on_the_fast_path() -> None:
         '{"type":"thinking","subtype":"delta","text":"more","session_id":"s"}',
     ])
     assert (t.text, t.segments, t.thinking) == ("", [], [])
+
+
+def test_the_librarys_own_errors_after_the_result_are_still_folded() -> None:
+    """An error this library reports after the agent's result (a line over max_line_bytes, the
+    process's exit, a timeout) decides the turn's outcome: it is folded (an error_reported
+    change, ``errors``), unlike the agent's own words past its result."""
+    from cursor_agent_api.protocol import error_event
+
+    t = Transcript()
+    t.add(parse_event('{"type":"result","subtype":"success","result":"done","session_id":"s0"}'))
+    agents = t.add(parse_event('{"type":"error","message":"late error","session_id":"s0"}'))
+    ours = t.add(error_event("a line was longer than max_line_bytes", size=5000))
+    assert agents == ()
+    assert [c.kind for c in ours] == ["error_reported"]
+    assert t.errors == ["a line was longer than max_line_bytes"]
+
+
+def test_an_overlong_line_after_the_result_shows_in_the_stream_changes(tmp_path: Path) -> None:
+    """End to end: the turn fails because of the line after the result, and the changes a view
+    draws from say why."""
+    from cursor_agent_api import AgentConfig, CursorAgentClient
+
+    agent = tmp_path / "agent.sh"
+    agent.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\",\"model\":\"m\"}'\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\","
+        "\"session_id\":\"s1\",\"duration_ms\":5}'\n"
+        "head -c 5000 /dev/zero | tr '\\0' 'x'; echo\n"
+    )
+    agent.chmod(0o755)
+    with CursorAgentClient(AgentConfig(agent_binary=str(agent), max_line_bytes=1024)) as client:
+        stream = client.query_stream("hi")
+        kinds = [c.kind for _event, changes in stream.with_changes() for c in changes]
+        result = stream.wait()
+    assert not result.success
+    assert "error_reported" in kinds
+    assert stream.transcript.errors

@@ -266,7 +266,12 @@ class Transcript:
                 self._thinking.append(text if self.keep_content else "")
                 return (_new(ThinkingAppended, (len(self._thinking_blocks), text)),)
         elif self.result_event is not None:
-            return _NONE  # past the turn's (first) result: kept in events, not folded
+            # Past the turn's (first) result: kept in events, not folded; but an error this
+            # library reports (no line of the agent's: a line too long, the exit, a timeout)
+            # decides the outcome, so it is.
+            if etype is EventType.ERROR and event.line is None:
+                return self._on_error(event)
+            return _NONE
         handler = _HANDLERS.get(etype)
         if self.session_id is None:
             session_id = event.session_id
