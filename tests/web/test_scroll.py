@@ -85,3 +85,31 @@ def test_it_sticks_to_the_bottom_unless_the_reader_scrolled_up(page: Any) -> Non
                   "d.scrollTop = d.scrollHeight; await window.frame(); }")
     page.evaluate("window.feed('cards', 30)")
     assert page.evaluate("window.atBottom()")
+
+
+def test_records_arriving_between_its_own_scroll_and_that_scroll_event_do_not_stop_following(
+    page: Any,
+) -> None:
+    """The page's own scroll to the end fires a scroll event a frame later; cards that arrive
+    in between make the page taller than where it scrolled. That is not the reader scrolling
+    up: it goes on following (it stopped, as if the reader had scrolled away)."""
+    page.evaluate(SETUP)
+    page.evaluate("window.feed('cards', 40)")
+    assert page.evaluate("window.atBottom()")
+    following = page.evaluate("""async () => {
+      const card = (s) => ({ kind: 'tool_call_opened', index: s, view: { call_id: 'c' + s,
+        kind: 'shell', status: 'succeeded', command: 'ls ' + s, stdout: 'a\\nb', exit_code: 0 } });
+      const s = window.seq++;
+      tl.apply({ type: 'event', run_id: 'r1', seq: s }, [card(s)]);  // its frame scrolls to the end
+      await new Promise((r) => requestAnimationFrame(() => {  // after that frame's scroll ...
+        for (let i = 0; i < 30; i++) {  // ... and before its scroll event, more cards
+          const n = window.seq++;
+          tl.apply({ type: 'event', run_id: 'r1', seq: n }, [card(n)]);
+        }
+        r();
+      }));
+      await window.frame();
+      await window.frame();
+      return window.atBottom();
+    }""")
+    assert following

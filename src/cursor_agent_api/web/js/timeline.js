@@ -73,8 +73,13 @@ export class Timeline {
     // Stick to the bottom: decided by the reader's scrolling (a scroll event reads the layout
     // once), never per record — reading scrollHeight after each change forces a layout of the
     // whole conversation, and a long stream (thousands of thinking deltas or tool cards) froze.
+    // The page's own scroll to the end fires its event a frame later, when records may have
+    // made the page taller: a position at or below where the page put it is no scroll up.
     this.stick = true;
-    container.addEventListener("scroll", () => { this.stick = this.nearBottom(); }, { passive: true });
+    this.autoTop = Infinity;
+    container.addEventListener("scroll", () => {
+      this.stick = container.scrollTop + 1 >= this.autoTop || this.nearBottom();
+    }, { passive: true });
     this.reset();
   }
 
@@ -93,6 +98,7 @@ export class Timeline {
     this.dirty = new Set();
     this.frame = 0;
     this.stick = true;
+    this.autoTop = Infinity;
   }
 
   /** The run that is queued or running, if any. */
@@ -439,6 +445,7 @@ export class Timeline {
 
   scrollToEnd() {
     this.container.scrollTop = this.container.scrollHeight;
+    this.autoTop = this.container.scrollTop;  // clamped to the end: where the page put it
     this.stick = true;
   }
 }
