@@ -159,3 +159,31 @@ def test_a_cancel_after_the_agent_s_result_keeps_the_result(
         final = wait_run(c, run["id"])
         assert final["status"] == "succeeded", final
         assert final["result"]
+
+
+def test_posting_again_while_the_uncertain_run_is_being_settled_is_taken(
+    make_inproc: Callable[..., InProcServer], monkeypatch: Any
+) -> None:
+    """The 503 says: post the prompt again. A client that does so before the server has ended
+    the run whose commit was uncertain (the database back a moment ago) gets its prompt taken,
+    not a 409 for the run that the server is about to end."""
+    import asyncio
+
+    server = make_inproc(store_retry_max_delay=0.2)
+    manager = server.runs
+    settle = manager._settle_uncertain
+
+    async def later(run_id: str) -> None:  # the database answers again a little later
+        await asyncio.sleep(1.0)
+        await settle(run_id)
+
+    monkeypatch.setattr(manager, "_settle_uncertain", later)
+    with server.client() as c:
+        chat = new_chat(c)
+        server.store.faults.fail_after_commit("run_create")
+        assert c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hello"}).status_code == 503
+        again = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hello"})
+        assert again.status_code == 202, again.text
+        assert wait_run(c, again.json()["id"])["status"] == "succeeded"
+        runs = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"]
+        assert sorted(x["status"] for x in runs) == ["failed", "succeeded"]

@@ -74,6 +74,7 @@ from .runner import (
 )
 from .settings import ServerSettings
 from .store import (
+    ActiveRunError,
     AppendOnce,
     EventRecord,
     NewRecord,
@@ -166,6 +167,10 @@ _UNCERTAIN_ERROR = (
     "was not taken: it was not run (post it again)"
 )
 
+SETTLE_WAIT = 10.0
+"""How long a prompt posted again waits for the server to end its chat's uncertain run (the
+database answering again) before it is refused as the chat's second active run."""
+
 
 @dataclass(eq=False)
 class ActiveRun:
@@ -245,7 +250,7 @@ class RunManager:
         self._closing = False
         self.server_id = server_identity()
         self.acp_clients = AcpClients()  # ACP chats' shared `agent acp` processes
-        self._settling: set[asyncio.Task[None]] = set()  # runs whose creation is uncertain
+        self._settling: dict[str, asyncio.Task[None]] = {}  # chat id -> ending its uncertain run
         self._orphans = asyncio.Lock()  # one ending at a time of runs no task drives
 
     # ---- queries -----------------------------------------------------------------------
@@ -307,7 +312,7 @@ class RunManager:
     async def shutdown(self) -> None:
         """Stop every run (through the client), mark it interrupted, wait for the writes."""
         self._closing = True
-        for settle in list(self._settling):  # the next start marks such a run interrupted
+        for settle in list(self._settling.values()):  # the next start marks such a run interrupted
             settle.cancel()
         actives = list(self._active.values())
         for active in actives:
@@ -339,10 +344,24 @@ class RunManager:
         """
         if self._closing:
             raise ServerClosingError("the server is shutting down")
+        try:
+            run = await self._create_run(chat, prompt)
+        except ActiveRunError:
+            # The 503 of an uncertain commit says "post again": the run this server is about
+            # to end (the database answered a moment ago) does not refuse the prompt.
+            settling = self._settling.get(str(chat["id"]))
+            if settling is None:
+                raise
+            await asyncio.wait({settling}, timeout=SETTLE_WAIT)
+            run = await self._create_run(chat, prompt)
+        self.start(run, chat)  # nothing after the commit can fail: the run is driven
+        return run_view(run)
+
+    async def _create_run(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
         run_id = new_id()
         once = AppendOnce()
         try:
-            run = await self.log.create_run(
+            return await self.log.create_run(
                 chat["id"], prompt, lambda r: run_record("queued", r), server_id=self.server_id,
                 run_id=run_id, once=once,
             )
@@ -351,12 +370,13 @@ class RunManager:
                 raise  # nothing was stored
             # The commit was sent and the answer lost: if it went through, the run must not
             # stay queued in no one's hands (the chat would refuse every prompt): ended.
+            chat_id = str(chat["id"])
             task = asyncio.create_task(self._settle_uncertain(run_id), name=f"settle-{run_id}")
-            self._settling.add(task)
-            task.add_done_callback(self._settling.discard)
+            self._settling[chat_id] = task
+            task.add_done_callback(
+                lambda t: self._settling.pop(chat_id, None) if self._settling.get(chat_id) is t else None
+            )
             raise SubmitUncertainError(run_id, describe_error(e)) from e
-        self.start(run, chat)  # nothing after the commit can fail: the run is driven
-        return run_view(run)
 
     async def _settle_uncertain(self, run_id: str) -> None:
         """A run whose creation failed after its commit was sent: once the database answers,
