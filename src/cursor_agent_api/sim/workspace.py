@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..runtime.groups import stat_fields
 from . import wire
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".ruff_cache"})
@@ -280,7 +281,8 @@ MAX_SHELL_OUTPUT = 1024 * 1024
 
 
 def _descendants(pid: int) -> list[int]:
-    """The live descendants of ``pid`` (Linux ``/proc``; none elsewhere)."""
+    """The live descendants of ``pid`` (Linux ``/proc``, read by the package's one reader,
+    :func:`~cursor_agent_api.runtime.groups.stat_fields`; none elsewhere)."""
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
@@ -289,12 +291,9 @@ def _descendants(pid: int) -> list[int]:
     for entry in entries:
         if not entry.isdigit():
             continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry))
+        fields = stat_fields(entry)
+        if fields is not None:  # index 1: the parent's pid
+            children.setdefault(int(fields[1]), []).append(int(entry))
     out: list[int] = []
     todo = list(children.get(pid, []))
     while todo:
