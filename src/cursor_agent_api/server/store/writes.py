@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 import orjson
-from sqlalchemy import bindparam, func, insert, or_, select, update
+from sqlalchemy import Text, bindparam, cast, func, insert, or_, select, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -192,13 +192,38 @@ class _Attempt:
     new: list[_Prepared]
 
 
+def _attempt_rows(attempt: _Attempt, run_keys: dict[str, int]) -> list[tuple[Any, ...]]:
+    """The rows of ``events`` an attempt inserted, as :meth:`LogWrites._stored_attempt` reads
+    them: ``(seq, ts_ms, run_key, source, type, subtype, payload's JSON text, raw)``, given
+    its runs' keys (a run not stored: NULL, as the insert wrote it).
+
+    Example:
+        >>> new = [(NewRecord("server", "note", None, {}), _Encoded(b'{"a":1}'), None, 7),
+        ...        (NewRecord("agent", "user", None, {}, run_id="r"), None, b'{"type":"user"}', 15)]
+        >>> for row in _attempt_rows(_Attempt("c", 1, 5, 99, new), {"r": 3}): print(row)
+        (5, 99, None, 'server', 'note', None, '{"a":1}', None)
+        (6, 99, 3, None, None, None, None, b'{"type":"user"}')
+    """
+    rows: list[tuple[Any, ...]] = []
+    for i, (r, encoded, line, _) in enumerate(attempt.new):
+        run_key = None if r.run_id is None else run_keys.get(r.run_id)
+        if encoded is None:  # an agent line stored alone
+            rows.append((attempt.first + i, attempt.ts, run_key, None, None, None, None, line))
+        else:
+            payload = encoded.text
+            text = payload.decode() if isinstance(payload, bytes) else payload
+            rows.append((attempt.first + i, attempt.ts, run_key, r.source, r.type, r.subtype, text, line))
+    return rows
+
+
 class AppendOnce:
     """One append, tried again after a failure, stored **once**: a connection that drops
     during ``COMMIT`` leaves the writer not knowing whether the batch was stored. Pass the
     same object to each try (``append(…, once=…)``): the store notes each attempt whose
-    commit it sent, and before writing again looks it up (its seqs, its time: the rows an
-    attempt wrote are all of one time); if it was stored, its records are given back
-    without writing them again (no record twice in the log).
+    commit it may have sent, and before writing again looks it up (the rows at its seqs,
+    each compared with the row it inserted: :meth:`LogWrites._stored_attempt`); if it was
+    stored, its records are given back without writing them again (no record twice in
+    the log).
 
     Example:
         >>> once = AppendOnce(); once.uncertain
@@ -628,31 +653,57 @@ class LogWrites(StoreEngine):
     async def _stored_attempt(self, attempt: _Attempt) -> list[EventRecord] | None:
         """The records of an attempt whose commit was sent, if it went through, else ``None``.
 
-        All the rows an attempt inserts have its seqs and its time: if the chat holds its
-        number of rows at those seqs with that time, it was committed (a transaction is
-        all or nothing; a later writer that took the same seqs after a rollback wrote at
-        another time). Raises like any read while the database is unavailable."""
-        n = len(attempt.new)
-        seq, ts_ms = events.c.seq, events.c.ts_ms
-        query = (
-            select(func.count())
-            .select_from(events)
-            .where(events.c.chat_key == attempt.chat_key, seq >= attempt.first, seq < attempt.first + n)
-            .where(ts_ms == attempt.ts)
+        Only on the path of an uncertain failure (:class:`AppendOnce`): the write path pays
+        nothing for it. The attempt was committed if each row of the chat at its seqs is
+        the row it inserted (:func:`_attempt_rows`: its time, its run, its source, type,
+        subtype, its payload's JSON text and its line, compared as stored, byte for byte).
+        Seqs and time alone are not enough: the time is taken before the transaction, so
+        a writer of the chat (another server) that started in the same millisecond and
+        took the same seqs after the attempt rolled back wrote rows at that time too.
+
+        On PostgreSQL the lookup first waits for the chat's row lock (``SELECT … FOR
+        UPDATE``): the attempt's transaction holds it from its bump of ``last_seq`` until it
+        ends, so a commit the server was still finishing when the writer got its error (a
+        connection lost during ``COMMIT``) has landed, or been rolled back, before the
+        lookup reads the log (it reads it in a statement of its own, which sees what was
+        committed until then). The wait is any writer's of the chat: the server ends a
+        transaction whose client is gone when its connection closes (a connection cut
+        silently, without a reset, holds the lock until the server's TCP keepalive ends
+        it). On SQLite a commit ends in this process before its error reaches the writer.
+
+        What remains: a batch written by another writer in the same millisecond at the
+        same seqs **identical** to the attempt's, row for row (the same records of the
+        same run), is taken for it; nothing in the rows tells them apart. Raises like any
+        read while the database is unavailable."""
+        chat_lock = select(chats.c.num).where(chats.c.num == attempt.chat_key).with_for_update()
+        run_ids = {p[0].run_id for p in attempt.new} - {None}
+        stored = select(
+            events.c.seq, events.c.ts_ms, events.c.run_key, events.c.source, events.c.type,
+            events.c.subtype, cast(events.c.payload, Text), events.c.raw,
+        ).where(
+            events.c.chat_key == attempt.chat_key,
+            events.c.seq >= attempt.first,
+            events.c.seq < attempt.first + len(attempt.new),
         )
         try:
-            async with self.engine.connect() as conn:
-                found = int((await conn.execute(query)).scalar_one())
+            async with self.engine.begin() as conn:
+                if not self.is_sqlite:
+                    await conn.execute(chat_lock)
+                keys: dict[str, int] = {}
+                if run_ids:  # a run's key never changes: those of the attempt's rows
+                    res = await conn.execute(select(runs.c.id, runs.c.num).where(runs.c.id.in_(run_ids)))
+                    keys = {str(i): int(n) for i, n in res}
+                rows = [tuple(row) for row in await conn.execute(stored.order_by(events.c.seq))]
         except Exception as e:
             if is_transient(e):
                 self.health.failed(describe_error(e))
             raise
         self._chats.pop(attempt.chat_id, None)  # the fast path reads the chat's seq again
-        if found != n:
+        if rows != _attempt_rows(attempt, keys):
             return None
         logger.warning(
             "a batch of %d record(s) of chat %s was stored although its commit failed: not written again",
-            n,
+            len(attempt.new),
             attempt.chat_id,
         )
         return _appended_records(attempt.chat_id, attempt.first, attempt.ts, attempt.new)
