@@ -4,6 +4,7 @@ warning when the agent never listed the tool server."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -16,12 +17,14 @@ from typing import Any
 import pytest
 
 from cursor_agent_api import CursorAgentClient
+from cursor_agent_api.config import AgentConfig
 from cursor_agent_api.protocol import ToolKind
 from cursor_agent_api.tools import tool
 from cursor_agent_api.tools.approvals import ApprovalInjection, approvals_file, turn_approval_keys
+from cursor_agent_api.tools.host import ToolHost, prepare_turn
 from cursor_agent_api.tools.inject import InjectionError
 
-from .conftest import tree_hash
+from .conftest import TOOLS, tree_hash
 
 SERVERS = {"app": {"url": "http://127.0.0.1:9/mcp", "headers": {"Authorization": "Bearer ${env:T}"}},
            "rg": {"command": "rg-mcp", "args": ["--root", "${env:ROOT}"]}}
@@ -125,6 +128,115 @@ def test_the_entries_of_a_killed_process_are_taken_out_by_the_next_turn(tmp_path
     with ApprovalInjection(path, ["app-1"], root=tmp_path / "j"):
         assert json.loads(path.read_bytes()) == ["mine-1", "app-1"]
     assert json.loads(path.read_bytes()) == ["mine-1"]
+
+
+USERS_OWN = ["mine-1", {"note": "the user's own object"}, ["a", "list"], 7, None]
+
+
+def test_an_entry_that_is_not_a_string_is_the_users_and_stays(tmp_path: Path) -> None:
+    """An object or a list in the array (unhashable) is the user's: kept as it is, and the
+    turn's keys still come out (a ``TypeError`` here once left them in the file)."""
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(USERS_OWN))
+    first = ApprovalInjection(path, ["app-1", "app-2"], root=tmp_path / "j")
+    second = ApprovalInjection(path, ["app-2"], root=tmp_path / "j")
+    first.enter()
+    second.enter()
+    assert json.loads(path.read_bytes()) == [*USERS_OWN, "app-1", "app-2"]
+    first.exit()
+    assert json.loads(path.read_bytes()) == [*USERS_OWN, "app-2"]
+    second.exit()
+    assert json.loads(path.read_bytes()) == USERS_OWN
+
+
+def test_a_dead_turns_entries_are_taken_out_beside_an_entry_that_is_not_a_string(tmp_path: Path) -> None:
+    """The sweep of a later turn meets the user's object too: it must not stop that turn."""
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(USERS_OWN))
+    code = ("import os, signal, sys; from pathlib import Path\n"
+            "from cursor_agent_api.tools.approvals import ApprovalInjection\n"
+            "ApprovalInjection(Path(sys.argv[1]), ['dead-1'], root=Path(sys.argv[2])).enter()\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "j")], timeout=60)
+    assert proc.returncode == -9
+    with ApprovalInjection(path, ["app-1"], root=tmp_path / "j") as inj:
+        assert inj.written
+        assert json.loads(path.read_bytes()) == [*USERS_OWN, "app-1"]
+    assert json.loads(path.read_bytes()) == USERS_OWN
+
+
+def test_a_journal_of_the_wrong_shape_does_not_stop_a_turn(tmp_path: Path,
+                                                           caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    root = tmp_path / "j"
+    journal = ApprovalInjection(path, ["app-0"], root=root).journal  # the path's journal
+    journal.mkdir(parents=True)
+    (journal / "state.json").write_text(json.dumps(
+        {"path": str(path), "holders": {"turn-x": {"pid": 1, "keys": [{"a": 1}], "added": [[1]]}}}))
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"), \
+            ApprovalInjection(path, ["app-1"], root=root):
+        assert json.loads(path.read_bytes()) == ["app-1"]
+    assert not path.exists()
+    assert "approval journal" in caplog.text and (journal / "state.bad.json").exists()
+
+
+def test_an_unexpected_error_in_exit_or_sweep_is_one_line_and_the_turn_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """Whatever goes wrong taking the entries out, the turn's own teardown runs (the tool host
+    learns the turn ended) and a later turn can start; the log says what happened, once."""
+    import cursor_agent_api.tools.approvals as approvals_module
+
+    host = ToolHost(TOOLS)
+    _, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+
+    def broken(*args: Any) -> None:
+        raise RuntimeError("something unforeseen")
+
+    async def main() -> None:
+        await scope.enter()
+        assert host.active == 1
+        monkeypatch.setattr(approvals_module, "_take_out", broken)
+        monkeypatch.setattr(approvals_module, "_release_dead", broken)
+        scope.exit()
+        assert host.active == 0  # turn_ended ran
+        _, later = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+        await later.enter()  # its sweep meets the same error
+        later.exit()
+        await host.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"):
+        asyncio.run(main())
+    lines = [r for r in caplog.records if "something unforeseen" in r.getMessage()]
+    assert lines and all(r.exc_info is None and "RuntimeError" in r.getMessage() for r in lines)
+    assert any("could not take the turn's MCP approval entries out" in r.getMessage() for r in lines)
+    assert any("could not clean the approval journal" in r.getMessage() for r in lines)
+
+
+def test_a_failure_restoring_the_workspace_still_takes_the_entries_out_and_ends_the_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``mcp.json`` cannot be restored (a link planted meanwhile): that error is the turn's, but
+    the approval entries still come out and the tool host still learns the turn ended."""
+    from cursor_agent_api.tools.inject import WorkspaceInjection
+
+    host = ToolHost(TOOLS)
+    _, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+
+    def refused(self: WorkspaceInjection) -> None:
+        raise InjectionError("a symbolic link was planted")
+
+    async def main() -> None:
+        await scope.enter()
+        assert scope.approvals is not None and scope.approvals.path.exists()
+        monkeypatch.setattr(WorkspaceInjection, "exit", refused)
+        with pytest.raises(InjectionError, match="planted"):
+            scope.exit()
+        assert host.active == 0
+        await host.aclose()
+
+    asyncio.run(main())
+    assert scope.approvals is not None and not scope.approvals.path.exists()
 
 
 def test_a_print_mode_turn_writes_the_entries_and_takes_them_back(

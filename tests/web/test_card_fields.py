@@ -5,6 +5,7 @@ cut at 2,000 says so."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from playwright.sync_api import expect
 from server_helpers import new_chat
 from test_ui import open_chat, open_ui, send
 
-from cursor_agent_api.server.webui import tool_call_item, tool_call_view
+from cursor_agent_api.server.webui import WHOLE_FIELDS, tool_call_item, tool_call_view
 from cursor_agent_api.sim import wire
 
 SID = "8ef40118-8378-436d-8ba8-2436b19cc877"
@@ -182,3 +183,76 @@ def test_a_stored_cut_row_names_the_fields_it_cut() -> None:
     assert "new_content" in view["cut"]
     assert view["new_content"] == "line\nline"  # the mark that found it is gone
     assert "output" not in view["cut"]
+
+
+LONG_LINE = "x" * 50  # stands for a long minified line the store cut
+CUT_ROWS = {
+    "grep": ({"pattern": "x"},
+             {"success": {"workspaceResults": {"/ws": {"content": {"matches": [
+                 {"file": "a.min.js", "matches": [{"lineNumber": 1, "content": LONG_LINE}]}]}}}},
+              "_cut": [{"field": "/result/success/workspaceResults/~1ws/content/matches/0/matches/0/content",
+                        "bytes": 99_999}]}),
+    "glob": ({"globPattern": "*"},
+             {"success": {"files": ["p" * 40, "b.py"]},
+              "_cut": [{"field": "/result/success/files/0", "bytes": 99_999}]}),
+    "web_search": ({"searchTerm": "q"},
+                   {"success": {"references": [{"title": "t" * 30, "url": "https://e.org/"}]},
+                    "_cut": [{"field": "/result/success/references/0/title", "bytes": 99_999}]}),
+}
+
+
+def _cut_row(kind: str) -> dict[str, Any]:
+    args, result = CUT_ROWS[kind]
+    return {"idx": 0, "call_id": "c", "kind": kind, "name": "", "status": "succeeded",
+            "args": args, "result": result, "started_seq": 3, "completed_seq": 4}
+
+
+@pytest.mark.parametrize("kind", list(CUT_ROWS))
+def test_a_cut_list_item_leaves_no_mark_and_show_all_fetches_the_whole_list(kind: str) -> None:
+    """A stored grep line, glob path or search title cut by the store sits in a list of the
+    view: the mark that found it is gone everywhere, and ``cut`` names ``output`` (the whole
+    list, one line per item, as ``…/output?field=output`` gives it)."""
+    view = tool_call_item(_cut_row(kind))["view"]
+    assert "\ufdd0" not in json.dumps(view, ensure_ascii=False)
+    assert view["truncated"] is True and view["cut"] == ["output"]
+    assert set(view["cut"]) <= set(WHOLE_FIELDS)
+    if kind == "grep":
+        assert view["matches"][0]["text"] == LONG_LINE
+    if kind == "glob":
+        assert view["files"] == ["p" * 40, "b.py"]
+    if kind == "web_search":
+        assert view["references"][0]["title"] == "t" * 30
+
+
+LIST_CARD = """async (view) => {
+  const { Timeline } = await import('/js/timeline.js');
+  document.getElementById('welcome-view').hidden = true;
+  document.getElementById('chat-view').hidden = false;
+  const tl = new Timeline(document.getElementById('timeline'), document.getElementById('result-bar'),
+                          { onRunChange: () => {} });
+  tl.apply({ type: 'run', subtype: 'queued', seq: 1,
+            payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
+  tl.apply({ type: 'event', run_id: 'r1', seq: 2 }, [{ kind: 'tool_call_opened', index: 0, view }]);
+}"""
+
+
+def test_show_all_on_a_cut_glob_card_names_and_fetches_its_file_list(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    asked: list[str] = []
+
+    def whole(route: Any) -> None:
+        asked.append(route.request.url)
+        route.fulfill(status=200, content_type="text/plain", body="the whole path\nb.py")
+
+    page.route("**/api/runs/r1/tool-calls/0/output*", whole)
+    page.evaluate(LIST_CARD, tool_call_item(_cut_row("glob"))["view"])
+    card = page.locator(".card.tool-glob")
+    assert "\ufdd0" not in card.inner_text()
+    expect(card.locator(".card-list li").first).to_have_text("p" * 40)
+    card.get_by_role("button", name="Show all file list").click()
+    expect(card.locator("pre.whole-value")).to_have_text("the whole path\nb.py")
+    assert asked and asked[0].endswith("/output?field=output")
+    expect(card).to_contain_text("The whole file list:")
+    assert page.errors == []  # type: ignore[attr-defined]

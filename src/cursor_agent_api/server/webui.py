@@ -56,7 +56,8 @@ class WebUIFiles(StaticFiles):
 
 WHOLE_FIELDS = ("output", "stdout", "stderr", "diff", "new_content")
 """The text fields of a view that may be cut; a view lists those it cut in ``cut``, and
-``GET /api/runs/{id}/tool-calls/{index}/output?field=<name>`` gives each one whole."""
+``GET /api/runs/{id}/tool-calls/{index}/output?field=<name>`` gives each one whole. A list's
+cut item (a grep's line, a glob's path) is in ``output``: the whole list, one item per line."""
 
 LIST_LIMIT = 2000
 """Items of a glob's files or a grep's matches a view carries; ``files_total`` /
@@ -223,6 +224,28 @@ def _marked(row: dict[str, Any], cuts: list[Any]) -> dict[str, Any]:
     return {**row, **doc}
 
 
+def _unmarked(value: Any) -> tuple[Any, bool]:
+    """``value`` without the marks, through its lists and dicts; and whether it had one.
+
+    Example:
+        >>> _unmarked({"files": ["a\ufdd0", "b"], "n": 2})
+        ({'files': ['a', 'b'], 'n': 2}, True)
+    """
+    if isinstance(value, str):
+        return (value.replace(_MARK, ""), True) if _MARK in value else (value, False)
+    if isinstance(value, list):
+        pairs = [_unmarked(v) for v in value]
+        return [v for v, _ in pairs], any(m for _, m in pairs)
+    if isinstance(value, dict):
+        marked = False
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out[k], m = _unmarked(v)
+            marked = marked or m
+        return out, marked
+    return value, False
+
+
 def stored_output(row: dict[str, Any]) -> str:
     """A stored tool call's output: the ``output`` column of rows written before migration
     0006, else (the column is empty) derived from its stored result as ``ToolCall.output``.
@@ -251,11 +274,10 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
     view = view_of(_call_of(_marked(row, cuts) if isinstance(cuts, list) else row))
     if cuts:
         view["truncated"] = True
-        for key, value in view.items():  # the fields made of a cut string are cut
-            if isinstance(value, str) and _MARK in value:
-                view[key] = value.replace(_MARK, "")
-                if key in WHOLE_FIELDS and key not in view["cut"]:
-                    view["cut"].append(key)
+        for key, value in list(view.items()):  # the fields made of a cut string are cut
+            view[key], marked = _unmarked(value)  # a list's too (grep's matches, glob's files)
+            if marked and key in WHOLE_FIELDS and key not in view["cut"]:
+                view["cut"].append(key)
         if not view["cut"]:
             view["cut"] = [k for k in WHOLE_FIELDS if view.get(k)] or ["output"]
     seq = row.get("started_seq") or row.get("completed_seq") or 0

@@ -16,7 +16,9 @@ the keys each live turn added, written before the file is touched; the file is r
 atomically (a temporary file in its directory, then ``rename``) and never through a symbolic
 link (``O_NOFOLLOW``; a linked file or ``projects/<slug>`` directory is refused); a turn whose
 process died is cleaned up by the next injection; a file that is not a JSON array is left
-alone (the turn goes on without the entries, with a warning).
+alone (the turn goes on without the entries, with a warning), and an entry in it that is not a
+string is the user's, kept as it is. Taking the entries out never stops the turn's teardown:
+an unexpected error there is one warning.
 
 What does not live here: the workspace's ``.cursor`` files (:mod:`.inject`).
 
@@ -191,12 +193,35 @@ def _write_keys(path: Path, keys: Sequence[Any]) -> None:
         raise
 
 
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _well_formed(state: Any) -> bool:
+    """Whether a journal's state is what :class:`ApprovalInjection` writes (its keys strings)."""
+    if not isinstance(state, dict) or not isinstance(state.get("path"), str):
+        return False
+    holders = state.get("holders")
+    return (isinstance(holders, dict) and _strings(state.get("created", []))
+            and all(isinstance(h, dict) and _strings(h.get("keys")) and _strings(h.get("added"))
+                    for h in holders.values()))
+
+
 def _journal_state(directory: Path) -> dict[str, Any] | None:
+    """The journal's state; ``None`` when there is none. One of another shape (not written by
+    this code) is moved aside to ``state.bad.json``, with a warning, and counts as none."""
+    path = directory / "state.json"
     try:
-        state = json.loads((directory / "state.json").read_bytes())
+        state = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) else None
+    if _well_formed(state):
+        return dict(state)
+    log.warning("the approval journal %s is not in the shape this version writes: it is moved "
+                "aside to state.bad.json, and the entries it lists are left to the user", path)
+    with contextlib.suppress(OSError):
+        os.replace(path, directory / "state.bad.json")
+    return None
 
 
 def _save_state(directory: Path, state: dict[str, Any]) -> None:
@@ -228,7 +253,8 @@ def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
         if current is None:
             log.warning("%s is no longer a JSON array: the turn's approval entries stay in it", path)
         else:
-            kept = [k for k in current if k not in drop]
+            # an entry that is not a string (an object, a list) is the user's: kept as it is
+            kept = [k for k in current if not (isinstance(k, str) and k in drop)]
             if kept or state["existed"]:
                 if kept != current:
                     _write_keys(path, kept)
@@ -272,6 +298,9 @@ def sweep(root: Path | None = None) -> None:
                     _release_dead(directory)
             except (OSError, InjectionError) as e:
                 log.warning("could not clean the approval journal %s: %s", directory, e)
+            except Exception as e:  # a bug must not stop the turn that sweeps
+                log.warning("could not clean the approval journal %s (unexpected %s: %s)",
+                            directory, type(e).__name__, e)
 
 
 _HELD: dict[int, ApprovalInjection] = {}
@@ -377,6 +406,10 @@ class ApprovalInjection:
                 _save_state(self.journal, state)
         except (OSError, InjectionError) as e:
             log.warning("could not take the turn's MCP approval entries out of %s: %s", self.path, e)
+        except Exception as e:  # a bug must not stop the rest of the turn's teardown
+            log.warning("could not take the turn's MCP approval entries out of %s (unexpected %s: "
+                        "%s); the next turn after this process ends retries", self.path,
+                        type(e).__name__, e)
 
     def __enter__(self) -> ApprovalInjection:
         self.enter()

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -204,13 +205,15 @@ class TurnScope:
         """Restore the workspace's files and the approvals file (idempotent). ``succeeded``: the
         turn ended with a result (then a tool server the agent never listed is worth a warning)."""
         injection, self._injection = self._injection, None
-        if injection is not None:
-            injection.exit()
-            if self.approvals is not None:
-                self.approvals.exit()
+        if injection is None:
+            return
+        with contextlib.ExitStack() as after:  # each step runs even if one before it raised
             if self.host is not None:
-                self._check_contact(succeeded)
-                self.host.turn_ended()
+                after.callback(self.host.turn_ended)
+                after.callback(self._check_contact, succeeded)
+            if self.approvals is not None:
+                after.callback(self.approvals.exit)
+            injection.exit()
 
     def _check_contact(self, succeeded: bool = False) -> None:
         """Warn when the agent reached the server only without the token (MCP.md §3's open

@@ -36,6 +36,8 @@ const REMEDIES = {
 
 // A tool call's cut fields (webui.WHOLE_FIELDS), as its card's "Show all" names them.
 const FIELD_NAMES = { output: "output", stdout: "stdout", stderr: "stderr", diff: "diff", new_content: "content" };
+// A list card's output is its whole list, one item per line (webui.view_of): named as such.
+const LIST_NAMES = { grep: "match list", glob: "file list", web_search: "result list" };
 
 // A prompt longer than this is shown folded, with a button to show it all.
 const PROMPT_FOLD_CHARS = 1500;
@@ -317,7 +319,7 @@ export class Timeline {
     const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
     const fields = entry.view.cut?.length ? entry.view.cut : ["output"];
     for (const field of fields) {
-      const what = FIELD_NAMES[field] || field;
+      const what = (field === "output" && LIST_NAMES[entry.view.kind]) || FIELD_NAMES[field] || field;
       const show = (text) => card.append(h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text));
       if (entry.whole.has(field)) show(entry.whole.get(field));
       else {
