@@ -171,7 +171,7 @@ def test_a_journal_of_the_wrong_shape_does_not_stop_a_turn(tmp_path: Path,
                                                            caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
     root = tmp_path / "j"
-    journal = ApprovalInjection(path, ["app-0"], root=root).journal  # the path's journal
+    journal = ApprovalInjection(path, ["app-0"], root=root).journal.directory  # the path's journal
     journal.mkdir(parents=True)
     (journal / "state.json").write_text(json.dumps(
         {"path": str(path), "holders": {"turn-x": {"pid": 1, "keys": [{"a": 1}], "added": [[1]]}}}))

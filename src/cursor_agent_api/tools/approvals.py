@@ -36,21 +36,20 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..runtime.groups import start_time
-from .inject import InjectionError, _alive, _locked, injection_root
+from .inject import InjectionError, injection_root
+from .journal import HELD, Journal, alive, this_holder
+from .journal import sweep as journal_sweep
 
 __all__ = ["ApprovalInjection", "approval_key", "approvals_file", "turn_approval_keys"]
 
@@ -207,36 +206,15 @@ def _well_formed(state: Any) -> bool:
                     for h in holders.values()))
 
 
-def _journal_state(directory: Path) -> dict[str, Any] | None:
-    """The journal's state; ``None`` when there is none. One of another shape (not written by
-    this code) is moved aside to ``state.bad.json``, with a warning, and counts as none."""
-    path = directory / "state.json"
-    try:
-        state = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if _well_formed(state):
-        return dict(state)
-    log.warning("the approval journal %s is not in the shape this version writes: it is moved "
-                "aside to state.bad.json, and the entries it lists are left to the user", path)
-    with contextlib.suppress(OSError):
-        os.replace(path, directory / "state.bad.json")
-    return None
+def _journal(directory: Path) -> Journal:
+    return Journal(directory, what="approval", well_formed=_well_formed)
 
 
-def _save_state(directory: Path, state: dict[str, Any]) -> None:
-    path = directory / "state.json"
-    if not state["holders"]:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-        return
-    tmp = directory / "state.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(json.dumps(state).encode())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _save_state(journal: Journal, state: dict[str, Any]) -> None:
+    if state["holders"]:
+        journal.save(state)
+    else:
+        journal.delete()
 
 
 def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
@@ -267,16 +245,16 @@ def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
                 os.rmdir(directory)
 
 
-def _release_dead(directory: Path) -> None:
-    state = _journal_state(directory)
+def _release_dead(journal: Journal) -> None:
+    state = journal.load()
     if state is None:
         return
-    dead = [k for k, h in state["holders"].items() if not _alive(h)]
+    dead = [k for k, h in state["holders"].items() if not alive(h)]
     for key in dead:
         _take_out(state, state["holders"].pop(key))
     if dead:
         log.warning("took out the MCP approval entries of %d turn(s) of a process that died", len(dead))
-        _save_state(directory, state)
+        _save_state(journal, state)
 
 
 def sweep(root: Path | None = None) -> None:
@@ -286,34 +264,7 @@ def sweep(root: Path | None = None) -> None:
         >>> import tempfile
         >>> sweep(Path(tempfile.mkdtemp()))
     """
-    root = root if root is not None else approvals_root()
-    try:
-        entries = list(root.iterdir())
-    except FileNotFoundError:
-        return
-    for directory in entries:
-        if directory.is_dir():
-            try:
-                with _locked(directory):
-                    _release_dead(directory)
-            except (OSError, InjectionError) as e:
-                log.warning("could not clean the approval journal %s: %s", directory, e)
-            except Exception as e:  # a bug must not stop the turn that sweeps
-                log.warning("could not clean the approval journal %s (unexpected %s: %s)",
-                            directory, type(e).__name__, e)
-
-
-_HELD: dict[int, ApprovalInjection] = {}
-_HELD_LOCK = threading.Lock()
-
-
-@atexit.register
-def _release_held_at_exit() -> None:
-    with _HELD_LOCK:
-        held = list(_HELD.values())
-    for injection in held:
-        with contextlib.suppress(Exception):
-            injection.exit()
+    journal_sweep(root if root is not None else approvals_root(), _release_dead, _journal)
 
 
 def _missing_dirs(path: Path) -> list[str]:
@@ -342,7 +293,7 @@ class ApprovalInjection:
         self.path = path
         self.keys = list(dict.fromkeys(keys))
         self.root = root if root is not None else approvals_root()
-        self.journal = self.root / hashlib.sha256(str(path).encode()).hexdigest()[:24]
+        self.journal = _journal(self.root / hashlib.sha256(str(path).encode()).hexdigest()[:24])
         self.key = f"turn-{os.getpid()}-{id(self):x}-{os.urandom(4).hex()}"
         self.written = False
         """Whether the keys are in the file (for the turn's warnings)."""
@@ -354,7 +305,7 @@ class ApprovalInjection:
         _no_links(self.path)
         sweep(self.root)
         try:
-            with _locked(self.journal):
+            with self.journal.locked():
                 if not self._enter_locked():
                     return
         except OSError as e:
@@ -362,11 +313,10 @@ class ApprovalInjection:
                         "them (ACP) will not load the turn's servers", self.path, e)
             return
         self._entered = True
-        with _HELD_LOCK:
-            _HELD[id(self)] = self
+        HELD.hold(self)
 
     def _enter_locked(self) -> bool:
-        state = _journal_state(self.journal) or {"path": str(self.path), "holders": {}}
+        state = self.journal.load() or {"path": str(self.path), "holders": {}}
         created = _missing_dirs(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _no_links(self.path)
@@ -382,8 +332,7 @@ class ApprovalInjection:
             state["existed"] = self.path.exists()
             state["created"] = created
         added = [k for k in self.keys if k not in current]
-        state["holders"][self.key] = {"pid": os.getpid(), "start": start_time(os.getpid()),
-                                      "keys": self.keys, "added": added}
+        state["holders"][self.key] = {**this_holder(), "keys": self.keys, "added": added}
         _save_state(self.journal, state)  # first the journal, then the file
         if added:
             _write_keys(self.path, current + added)
@@ -395,11 +344,10 @@ class ApprovalInjection:
         if not self._entered:
             return
         self._entered = False
-        with _HELD_LOCK:
-            _HELD.pop(id(self), None)
+        HELD.drop(self)
         try:
-            with _locked(self.journal):
-                state = _journal_state(self.journal)
+            with self.journal.locked():
+                state = self.journal.load()
                 if state is None or self.key not in state["holders"]:
                     return
                 _take_out(state, state["holders"].pop(self.key))

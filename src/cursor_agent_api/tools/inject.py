@@ -38,22 +38,20 @@ Example:
 
 from __future__ import annotations
 
-import atexit
 import base64
 import contextlib
 import copy
-import fcntl
 import hashlib
 import json
 import logging
 import os
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..runtime.groups import start_time
+from .journal import HELD, Journal, alive, this_holder
+from .journal import sweep as journal_sweep
 
 __all__ = ["InjectionError", "WorkspaceInjection", "injection_root", "sweep"]
 
@@ -88,33 +86,6 @@ def injection_root() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir("cursor-agent-api")) / "injections"
-
-
-def _alive(holder: Mapping[str, Any]) -> bool:
-    pid, started = holder.get("pid"), holder.get("start")
-    if not isinstance(pid, int):
-        return False
-    now = start_time(pid)
-    if now is not None or os.path.isdir("/proc"):
-        return now is not None and (started is None or now == started)
-    try:  # no /proc: the pid alone
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@contextlib.contextmanager
-def _locked(journal: Path) -> Iterator[None]:
-    journal.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(journal / "lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def _read(path: Path) -> bytes | None:
@@ -196,38 +167,6 @@ def _remove_ours(name: str, data: bytes, holder: Mapping[str, Any]) -> bytes | N
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-class _Journal:
-    """The state of one workspace's injection, kept beside its lock (JSON, mode 0600)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.path = directory / "state.json"
-
-    def load(self) -> dict[str, Any] | None:
-        data = _read(self.path)
-        if data is None:
-            return None
-        try:
-            state = json.loads(data)
-        except ValueError:
-            log.warning("ignoring an unreadable injection journal %s", self.path)
-            return None
-        return state if isinstance(state, dict) else None
-
-    def save(self, state: dict[str, Any]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(json.dumps(state).encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-
-    def delete(self) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            self.path.unlink()
-
-
 def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode()
 
@@ -276,12 +215,12 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
             cursor.rmdir()  # only if empty: anything the user put there stays
 
 
-def _release_dead(journal: _Journal) -> None:
+def _release_dead(journal: Journal) -> None:
     """Under the lock: drop the holders whose process is gone; restore when none is left."""
     state = journal.load()
     if state is None:
         return
-    dead = {k: h for k, h in state["holders"].items() if not _alive(h)}
+    dead = {k: h for k, h in state["holders"].items() if not alive(h)}
     if not dead:
         return
     for key in dead:
@@ -295,6 +234,10 @@ def _release_dead(journal: _Journal) -> None:
         journal.delete()
 
 
+def _journal(directory: Path) -> Journal:
+    return Journal(directory, what="injection")
+
+
 def sweep(root: Path | None = None) -> None:
     """Clean what crashed processes left in any workspace (run by every injection at its start).
 
@@ -302,33 +245,7 @@ def sweep(root: Path | None = None) -> None:
         >>> import tempfile
         >>> sweep(Path(tempfile.mkdtemp()))
     """
-    root = root if root is not None else injection_root()
-    try:
-        entries = list(root.iterdir())
-    except FileNotFoundError:
-        return
-    for directory in entries:
-        if directory.is_dir():
-            try:
-                with _locked(directory):
-                    _release_dead(_Journal(directory))
-            except (OSError, InjectionError) as e:
-                log.warning("could not clean the injection journal %s: %s", directory, e)
-
-
-_HELD: dict[int, WorkspaceInjection] = {}
-_HELD_LOCK = threading.Lock()
-
-
-def _restore_held_at_exit() -> None:
-    with _HELD_LOCK:
-        held = list(_HELD.values())
-    for injection in held:
-        with contextlib.suppress(Exception):
-            injection.exit()
-
-
-atexit.register(_restore_held_at_exit)
+    journal_sweep(root if root is not None else injection_root(), _release_dead, _journal)
 
 
 class WorkspaceInjection:
@@ -348,7 +265,7 @@ class WorkspaceInjection:
         self.allow = list(allow)
         self.root = root if root is not None else injection_root()
         digest = hashlib.sha256(str(self.workspace).encode()).hexdigest()[:24]
-        self.journal = _Journal(self.root / digest)
+        self.journal = _journal(self.root / digest)
         self.key = f"turn-{os.getpid()}-{id(self):x}-{os.urandom(4).hex()}"
         self._entered = False
 
@@ -361,15 +278,14 @@ class WorkspaceInjection:
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
         _no_links(self.workspace)
         sweep(self.root)
-        with _locked(self.journal.directory):
+        with self.journal.locked():
             state = self.journal.load()
             if state is None:
                 cursor = self.workspace / ".cursor"
                 state = {"workspace": str(self.workspace), "cursor_existed": cursor.is_dir(),
                          "originals": {n: _b64(_read(cursor / n)) for n in (MCP_FILE, CLI_FILE)},
                          "holders": {}, "written": {}}
-            holder = {"pid": os.getpid(), "start": start_time(os.getpid()),
-                      "servers": self.servers, "allow": self.allow}
+            holder = {**this_holder(), "servers": self.servers, "allow": self.allow}
             trial = dict(state, holders={**state["holders"], self.key: holder})
             # check the merge before anything is written
             _render_mcp(_unb64(state["originals"].get(MCP_FILE)), trial["holders"])
@@ -389,17 +305,15 @@ class WorkspaceInjection:
                 raise
             self.journal.save(state)
         self._entered = True
-        with _HELD_LOCK:
-            _HELD[id(self)] = self
+        HELD.hold(self)
 
     def exit(self) -> None:
         """Take this turn's entries out; the last turn out restores the files byte for byte."""
         if not self._entered:
             return
         self._entered = False
-        with _HELD_LOCK:
-            _HELD.pop(id(self), None)
-        with _locked(self.journal.directory):
+        HELD.drop(self)
+        with self.journal.locked():
             state = self.journal.load()
             if state is None or self.key not in state["holders"]:
                 return
