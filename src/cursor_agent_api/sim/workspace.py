@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..runtime.groups import stat_fields
 from . import wire
 
 SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".ruff_cache"})
@@ -282,7 +281,10 @@ MAX_SHELL_OUTPUT = 1024 * 1024
 
 def _descendants(pid: int) -> list[int]:
     """The live descendants of ``pid`` (Linux ``/proc``, read by the package's one reader,
-    :func:`~cursor_agent_api.runtime.groups.stat_fields`; none elsewhere)."""
+    :func:`~cursor_agent_api.runtime.groups.stat_fields`; none elsewhere). Imported here, when
+    a command is stopped: the simulator starts without the runtime."""
+    from ..runtime.groups import stat_fields
+
     children: dict[int, list[int]] = {}
     try:
         entries = os.listdir("/proc")
