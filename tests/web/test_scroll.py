@@ -113,3 +113,21 @@ def test_records_arriving_between_its_own_scroll_and_that_scroll_event_do_not_st
       return window.atBottom();
     }""")
     assert following
+
+
+def test_a_reader_back_in_the_middle_of_a_grown_page_stays_there(page: Any) -> None:
+    """Once the reader scrolled away, where the page last put the view no longer counts: back
+    in the middle of a page that grew meanwhile (below that old end), they stay there."""
+    page.evaluate(SETUP)
+    page.evaluate("window.feed('cards', 40)")
+    assert page.evaluate("window.atBottom()")
+    old_end = page.evaluate("document.getElementById('timeline').scrollTop")
+    page.evaluate("async () => { document.getElementById('timeline').scrollTop = 50; "
+                  "await window.frame(); }")
+    page.evaluate("window.feed('cards', 200)")
+    assert page.evaluate("document.getElementById('timeline').scrollTop") == 50
+    middle = old_end + 400
+    page.evaluate("async (m) => { document.getElementById('timeline').scrollTop = m; "
+                  "await window.frame(); await window.frame(); }", middle)
+    page.evaluate("window.feed('cards', 1)")
+    assert page.evaluate("document.getElementById('timeline').scrollTop") == middle

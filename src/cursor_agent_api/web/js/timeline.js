@@ -81,6 +81,7 @@ export class Timeline {
     this.autoTop = Infinity;
     container.addEventListener("scroll", () => {
       this.stick = container.scrollTop + 1 >= this.autoTop || this.nearBottom();
+      if (!this.stick) this.autoTop = Infinity;  // the reader scrolled away: theirs from now on
     }, { passive: true });
     this.reset();
   }
