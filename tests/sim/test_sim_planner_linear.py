@@ -32,6 +32,7 @@ CRAFTED = {
     "append-to": "append x to " * 30_000,
     "write-x": "write x " * 40_000,
     "grep-spaces": "grep" + " " * 200_000 + "x",
+    "run-spaces": "run x" + " " * 400_000 + "y",
 }
 
 

@@ -187,7 +187,9 @@ def _shell_command(prompt: str) -> str | None:
         return ticks.group(1).strip()
     m2 = re.search(r"(?:the\s+)?(?:shell\s+)?command\s*:?\s*(.+)", rest, re.I | re.S)
     body = m2.group(1) if m2 else (rest.split(":", 1)[1] if rest.lstrip().startswith(":") else rest)
-    body = re.split(r"\s+and\s+(?:report|tell|show|print|reply|give|then)\b|[.;]\s|\n", body, maxsplit=1)[0]
+    # (?<!\s): the split may start only at a run's first space (else quadratic in a run of spaces)
+    body = re.split(r"(?<!\s)\s+and\s+(?:report|tell|show|print|reply|give|then)\b|[.;]\s|\n", body,
+                    maxsplit=1)[0]
     body = _strip(body)
     return body or None
 
