@@ -5,6 +5,9 @@ without end is stopped once :data:`MAX_SHELL_OUTPUT` bytes are kept. It used to 
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -57,3 +60,30 @@ def test_yes_under_force_ends_the_turn(sim: Sim) -> None:
     assert run.returncode == 0, run.err
     (call,) = run.transcript.tool_calls
     assert call.status is ToolStatus.FAILED and len(call.stdout or "") == MAX_SHELL_OUTPUT
+
+
+@pytest.mark.timeout(60)
+def test_a_command_that_leaves_something_in_the_background_is_over_when_its_shell_is(
+    tmp_path: Path,
+) -> None:
+    """``sleep 60 & echo started``: the shell exits at once, its background child holds the
+    output pipes. The command succeeded (it was reported as a 30 s timeout); what it left in
+    the background runs on, in the agent's process group, as a terminal's shell leaves it."""
+    pid_file = tmp_path / "bg.pid"
+    outcome, code, out, _err, _ms = run_shell(
+        tmp_path, f"sleep 60 & echo $! > {pid_file}; echo started", timeout_ms=20_000
+    )
+    try:  # a wait for the background sleep would have been a timeout
+        assert list(outcome) == ["success", "isBackground"] and code == 0 and out == "started\n"
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
+def test_a_command_that_closes_its_output_and_runs_on_is_waited_for(tmp_path: Path) -> None:
+    """``exec >file 2>&1; …``: the pipes end at once, the command goes on; it is waited for
+    (it was killed at once)."""
+    outcome, code, _out, _err, _ms = run_shell(tmp_path, "exec > out.txt 2>&1; sleep 0.5; echo done")
+    assert list(outcome) == ["success", "isBackground"] and code == 0
+    assert (tmp_path / "out.txt").read_text() == "done\n"

@@ -314,21 +314,33 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+EXITED_DRAIN = 0.2
+"""How long the output is still read after the shell exited while something it started in the
+background holds its stdout or stderr open (``sleep 60 &``): then the command is over."""
+
+
 def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, str]:
-    """Read the command's stdout and stderr until both end, keeping :data:`MAX_SHELL_OUTPUT`
-    bytes of each; returns them and why it was stopped (``""``, ``"timeout"``, ``"output"``)."""
+    """Read the command's stdout and stderr until both end (or, once the shell has exited,
+    for :data:`EXITED_DRAIN` more seconds), keeping :data:`MAX_SHELL_OUTPUT` bytes of each,
+    then wait for the shell (it may have closed its output and run on: ``exec >file``);
+    returns the output and why it was stopped (``""``, ``"timeout"``, ``"output"``)."""
     assert proc.stdout is not None and proc.stderr is not None
     kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     stopped = ""
+    exited_at: float | None = None
     with selectors.DefaultSelector() as sel:
         for fd in kept:
             sel.register(fd, selectors.EVENT_READ)
         while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
+            now = time.monotonic()
+            if now >= deadline:
                 stopped = "timeout"
                 break
-            for key, _ in sel.select(timeout=min(left, 1.0)):
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at >= EXITED_DRAIN:
+                break  # the shell is done; what it left in the background holds the pipes
+            for key, _ in sel.select(timeout=min(deadline - now, 0.1)):
                 data = os.read(key.fd, 65536)
                 if not data:
                     sel.unregister(key.fd)
@@ -339,6 +351,11 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
                     stopped = "output"
             if stopped:
                 break
+    if not stopped:
+        try:
+            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            stopped = "timeout"
     return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), stopped
 
 
