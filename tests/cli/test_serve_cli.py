@@ -27,8 +27,10 @@ def serve(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[s
      ("chats.db", "not a URL: for an SQLite file use sqlite+aiosqlite:////"),
      ("postgresql://me:hunter2@db.example/app",
       "use postgresql+asyncpg://me:***@db.example/app (the postgres extra: pip install"),
-     ("mysql://db/app", "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://")],
-    ids=["sync-sqlite", "bare-path", "postgres-without-asyncpg", "other"],
+     ("mysql://db/app", "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://"),
+     ("postgres://me@db.example/app?password=hunter2",
+      "the scheme is postgresql, not postgres: use postgresql+asyncpg://me@db.example/app?…")],
+    ids=["sync-sqlite", "bare-path", "postgres-without-asyncpg", "other", "password-in-the-query"],
 )
 def test_bad_database_url_is_one_line_and_exit_2(cli_env: dict[str, str], url: str,
                                                  fix: str) -> None:

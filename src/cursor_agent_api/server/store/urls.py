@@ -21,13 +21,24 @@ from __future__ import annotations
 import importlib
 import os
 
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 SQLITE_DRIVER = "sqlite+aiosqlite"
 POSTGRES_DRIVER = "postgresql+asyncpg"
 POSTGRES_EXTRA = "pip install 'cursor-agent-api[postgres]'"
 _FORMS = "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
+
+
+def _shown(url: URL) -> str:
+    """The URL as it may be shown: no password, and no query (``?password=…`` is one).
+
+    Example:
+        >>> _shown(make_url("postgres://me:pw@db/app?password=pw&sslmode=require"))
+        'postgres://me:***@db/app?…'
+    """
+    text = url.set(query={}).render_as_string(hide_password=True)
+    return f"{text}?…" if url.query else text
 
 
 def database_url_problem(url: str) -> str | None:
@@ -63,15 +74,15 @@ def database_url_problem(url: str) -> str | None:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
         return f"not a database URL: use {_FORMS}"
-    shown = parsed.render_as_string(hide_password=True)
+    shown = _shown(parsed)
     backend, _, driver = parsed.drivername.partition("+")  # text: no dialect is loaded
     if backend == "sqlite":
         if driver != "aiosqlite":
-            fixed = parsed.set(drivername=SQLITE_DRIVER).render_as_string(hide_password=True)
+            fixed = _shown(parsed.set(drivername=SQLITE_DRIVER))
             return f"{shown} has no async driver: use {fixed}"
         return None
     if backend in ("postgresql", "postgres"):
-        fixed = parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=True)
+        fixed = _shown(parsed.set(drivername=POSTGRES_DRIVER))
         if backend == "postgres":  # Heroku's, Render's, Fly's DATABASE_URL; SQLAlchemy has none
             extra = "" if driver == "asyncpg" else f" (the postgres extra: {POSTGRES_EXTRA})"
             return f"{shown}: the scheme is postgresql, not postgres: use {fixed}{extra}"
@@ -87,13 +98,13 @@ def database_url_problem(url: str) -> str | None:
 
 
 def shown_url(url: str) -> str:
-    """``url`` as it may be shown: its password hidden.
+    """``url`` as it may be shown: its password hidden, its query too (``?password=…``).
 
     Example:
         >>> shown_url("postgresql+asyncpg://me:secret@db/app")
         'postgresql+asyncpg://me:***@db/app'
     """
-    return make_url(url).render_as_string(hide_password=True)
+    return _shown(make_url(url))
 
 
 def libpq_url(database_url: str) -> str:
