@@ -353,6 +353,8 @@ class RunManager:
             if settling is None:
                 raise
             await asyncio.wait({settling}, timeout=SETTLE_WAIT)
+            if self._closing:  # the shutdown went through the active runs meanwhile
+                raise ServerClosingError("the server is shutting down") from None
             run = await self._create_run(chat, prompt)
         self.start(run, chat)  # nothing after the commit can fail: the run is driven
         return run_view(run)

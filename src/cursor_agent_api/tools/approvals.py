@@ -233,7 +233,7 @@ def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
         else:
             # an entry that is not a string (an object, a list) is the user's: kept as it is
             kept = [k for k in current if not (isinstance(k, str) and k in drop)]
-            if kept or state["existed"]:
+            if kept or state.get("existed", True):  # unknown: the file stays
                 if kept != current:
                     _write_keys(path, kept)
             else:
