@@ -287,3 +287,23 @@ def test_an_acp_turn_warns_when_the_agent_never_listed_the_tools(
     assert not [c for c in result.tool_calls if c.mcp_tool == "lookup_order"]
     (warning,) = [r for r in caplog.records if "never listed" in r.getMessage()]
     assert "approval entry" in warning.getMessage() and "nowhere" in warning.getMessage()
+
+
+def test_a_journal_without_its_existed_flag_keeps_the_users_file(tmp_path: Path,
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A journal of an older shape (no ``existed``) whose holder died: the sweep takes the
+    holder's key out and keeps the file (it failed on every later turn with a KeyError)."""
+    from cursor_agent_api.tools.approvals import sweep
+
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(["mine-1", "app-dead"]))
+    root = tmp_path / "j"
+    journal = ApprovalInjection(path, ["app-0"], root=root).journal.directory
+    journal.mkdir(parents=True)
+    dead = {"pid": 2**22 + 12345, "start": 1, "keys": ["app-dead"], "added": ["app-dead"]}
+    (journal / "state.json").write_text(json.dumps({"path": str(path), "holders": {"turn-x": dead}}))
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.tools"):
+        sweep(root)
+    assert json.loads(path.read_bytes()) == ["mine-1"]
+    assert "could not clean" not in caplog.text
