@@ -114,16 +114,21 @@ def test_a_file_that_is_not_an_array_is_left_alone(tmp_path: Path, caplog: pytes
     assert "not a JSON array" in caplog.text
 
 
-def test_the_entries_of_a_killed_process_are_taken_out_by_the_next_turn(tmp_path: Path) -> None:
-    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
-    path.parent.mkdir(parents=True)
-    path.write_text('["mine-1"]')
+def _enter_and_die(path: Path, root: Path) -> None:
+    """A process that writes the key ``dead-1`` into ``path``, then is killed (SIGKILL)."""
     code = ("import os, signal, sys; from pathlib import Path\n"
             "from cursor_agent_api.tools.approvals import ApprovalInjection\n"
             "ApprovalInjection(Path(sys.argv[1]), ['dead-1'], root=Path(sys.argv[2])).enter()\n"
             "os.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "j")], timeout=60)
+    proc = subprocess.run([sys.executable, "-c", code, str(path), str(root)], timeout=60)
     assert proc.returncode == -9
+
+
+def test_the_entries_of_a_killed_process_are_taken_out_by_the_next_turn(tmp_path: Path) -> None:
+    path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('["mine-1"]')
+    _enter_and_die(path, tmp_path / "j")
     assert json.loads(path.read_bytes()) == ["mine-1", "dead-1"]
     with ApprovalInjection(path, ["app-1"], root=tmp_path / "j"):
         assert json.loads(path.read_bytes()) == ["mine-1", "app-1"]
@@ -155,12 +160,7 @@ def test_a_dead_turns_entries_are_taken_out_beside_an_entry_that_is_not_a_string
     path = tmp_path / "data" / "projects" / "ws" / "mcp-approvals.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(USERS_OWN))
-    code = ("import os, signal, sys; from pathlib import Path\n"
-            "from cursor_agent_api.tools.approvals import ApprovalInjection\n"
-            "ApprovalInjection(Path(sys.argv[1]), ['dead-1'], root=Path(sys.argv[2])).enter()\n"
-            "os.kill(os.getpid(), signal.SIGKILL)\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(path), str(tmp_path / "j")], timeout=60)
-    assert proc.returncode == -9
+    _enter_and_die(path, tmp_path / "j")
     with ApprovalInjection(path, ["app-1"], root=tmp_path / "j") as inj:
         assert inj.written
         assert json.loads(path.read_bytes()) == [*USERS_OWN, "app-1"]

@@ -86,17 +86,23 @@ REDRAW = """async () => {
 }"""
 
 
-def test_a_redraw_keeps_what_show_all_loaded(make_server: Any, browser: Any) -> None:
-    server = make_server()
-    page = open_ui(browser, server)
+def _page_answering_show_all(make_server: Any, browser: Any, body: str) -> tuple[Any, list[str]]:
+    """A signed-in page whose Show-all requests for run r1's call 0 get ``body``; the URLs
+    asked, in order."""
+    page = open_ui(browser, make_server())
     expect(page.locator("#welcome-view")).to_be_visible()
     asked: list[str] = []
 
     def whole(route: Any) -> None:
         asked.append(route.request.url)
-        route.fulfill(status=200, content_type="text/plain", body="the whole content")
+        route.fulfill(status=200, content_type="text/plain", body=body)
 
     page.route("**/api/runs/r1/tool-calls/0/output*", whole)
+    return page, asked
+
+
+def test_a_redraw_keeps_what_show_all_loaded(make_server: Any, browser: Any) -> None:
+    page, asked = _page_answering_show_all(make_server, browser, "the whole content")
     page.evaluate(REDRAW)
     card = page.locator(".card.tool-write")
     card.get_by_role("button", name="Show all content").click()
@@ -237,16 +243,7 @@ LIST_CARD = """async (view) => {
 
 
 def test_show_all_on_a_cut_glob_card_names_and_fetches_its_file_list(make_server: Any, browser: Any) -> None:
-    server = make_server()
-    page = open_ui(browser, server)
-    expect(page.locator("#welcome-view")).to_be_visible()
-    asked: list[str] = []
-
-    def whole(route: Any) -> None:
-        asked.append(route.request.url)
-        route.fulfill(status=200, content_type="text/plain", body="the whole path\nb.py")
-
-    page.route("**/api/runs/r1/tool-calls/0/output*", whole)
+    page, asked = _page_answering_show_all(make_server, browser, "the whole path\nb.py")
     page.evaluate(LIST_CARD, tool_call_item(_cut_row("glob"))["view"])
     card = page.locator(".card.tool-glob")
     assert "\ufdd0" not in card.inner_text()
