@@ -463,3 +463,29 @@ def test_a_slow_worker_whose_job_the_sweep_finished_cannot_claim_the_requeued_ru
     assert requeued["status"] == "queued" and requeued["job_id"] != old_job
     assert late is None
     assert fresh is not None and fresh["worker"] == "w2" and fresh["job_id"] == requeued["job_id"]
+
+
+def test_a_prompt_whose_commit_answer_is_lost_is_answered_honestly_and_ends(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run's commit went through but its answer was lost: the API server cannot know
+    whether it is stored, so it must not say "nothing was changed"; the stored run, which no
+    job carries, is ended by the sweep and the chat takes the prompt again."""
+    from cursor_agent_api.server.dispatch import queue as queue_module
+    from cursor_agent_api.server.runs import SubmitUncertainError
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        store.faults.fail_after_commit("run_create")
+        with pytest.raises(SubmitUncertainError) as raised:
+            await dispatcher.submit(chat, "hello")
+        monkeypatch.setattr(queue_module, "UNQUEUED_AFTER", 0.0)
+        await asyncio.sleep(0.01)
+        await dispatcher.sweep()
+        run = await store.get_run(raised.value.run_id)
+        return str(raised.value), run, await _next_prompt(dispatcher, chat)
+
+    message, run, next_prompt = _run(db_url, tmp_path, body)
+    assert "nothing was changed" not in message and "may have been stored" in message
+    assert "interrupted" in message
+    assert run is not None and run["status"] == "interrupted"
+    assert next_prompt == "accepted"

@@ -153,11 +153,12 @@ class SubmitUncertainError(Exception):
         True
     """
 
-    def __init__(self, run_id: str, reason: str) -> None:
+    def __init__(self, run_id: str, reason: str, *,
+                 ends: str = "is marked failed once the database answers again") -> None:
         super().__init__(
             f"the database failed while the prompt was being stored ({reason}): it may have been "
-            f"stored as run {run_id}; if so, that run is not run and is marked failed once the "
-            "database answers again: then post the prompt again"
+            f"stored as run {run_id}; if so, that run is not run and {ends}: then post the "
+            "prompt again"
         )
         self.run_id = run_id
 

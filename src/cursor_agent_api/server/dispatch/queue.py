@@ -44,9 +44,9 @@ from typing import Any
 from ..hub import Hub
 from ..log import EventLog
 from ..models import RunStatus
-from ..runs import RunNotActiveError, ServerClosingError, run_record, run_view
+from ..runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, run_record, run_view
 from ..settings import ServerSettings
-from ..store import Store, describe_error, is_transient, now_ms
+from ..store import AppendOnce, Store, describe_error, is_transient, new_id, now_ms
 from ..store.claims import OrphanedRun
 from . import run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
@@ -127,8 +127,18 @@ class QueueDispatcher:
         if self._closing:
             raise ServerClosingError("the server is shutting down")
         chat_id = str(chat["id"])
-        run = await self.log.create_run(chat_id, prompt, lambda r: run_record("queued", r))
-        run_id = str(run["id"])
+        run_id, once = new_id(), AppendOnce()
+        try:
+            run = await self.log.create_run(
+                chat_id, prompt, lambda r: run_record("queued", r), run_id=run_id, once=once
+            )
+        except Exception as e:
+            if once.uncertain and is_transient(e):  # stored or not: no job carries it
+                raise SubmitUncertainError(
+                    run_id, describe_error(e),
+                    ends=f"is marked interrupted by a sweep within {UNQUEUED_AFTER:.0f} s",
+                ) from e
+            raise
         queue, target = await self._route(chat_id, run_id)
         try:
             job_id = await self.app.configure_task(name=TASK_NAME, lock=chat_id, queue=queue).defer_async(
