@@ -291,6 +291,10 @@ class ToolCall:
                     return inner
         if self.result and isinstance(self.result.get("error"), str):
             return str(self.result["error"])
+        if self.kind in (ToolKind.MCP, ToolKind.MCP_TOOLS) and value.get("isError") is True:
+            text = self.mcp_output  # a tool that raised: its content says why
+            if text:
+                return text
         if self.status is ToolStatus.REJECTED:
             return "rejected: not approved (force_approve / --force allows it)"
         if self.status is ToolStatus.DENIED:
