@@ -76,3 +76,22 @@ def test_a_client_turn_in_such_a_workspace_fails_clearly(
             pytest.raises(InjectionError, match="symbolic link"):  # as for a .cursor not JSON
         client.query(PROMPT)
     assert tree_hash(user_cursor) == before
+
+
+def test_the_turns_injection_error_is_a_cursor_agent_error(tmp_path: Path) -> None:
+    """docs/client.md: every error is under CursorAgentError; a turn with mcp_servers whose
+    workspace's .cursor is a link raises one (it was a bare RuntimeError)."""
+    from cursor_agent_api import AgentConfig, CursorAgentClient
+    from cursor_agent_api.errors import CursorAgentError
+    from cursor_agent_api.testing import sim_binary
+    from cursor_agent_api.tools import InjectionError as Exported
+
+    assert Exported is InjectionError
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (ws / ".cursor").symlink_to(tmp_path / "elsewhere")
+    config = AgentConfig(agent_binary=sim_binary(), trust=True, workspace=str(ws),
+                         mcp_servers={"app": {"url": "http://127.0.0.1:9/mcp"}})
+    with CursorAgentClient(config) as client, pytest.raises(CursorAgentError, match="symbolic link"):
+        client.query("hi")

@@ -27,12 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .functions import LocalInvocation, Tool, tool
+    from .inject import InjectionError
     from .schema import ArgumentError, ArgumentSpec
 
-__all__ = ["ArgumentError", "ArgumentSpec", "LocalInvocation", "Tool", "tool"]
+__all__ = ["ArgumentError", "ArgumentSpec", "InjectionError", "LocalInvocation", "Tool", "tool"]
 
 _WHERE = {"ArgumentError": ".schema", "ArgumentSpec": ".schema", "LocalInvocation": ".functions",
-          "Tool": ".functions", "tool": ".functions"}
+          "Tool": ".functions", "tool": ".functions", "InjectionError": ".inject"}
 
 
 def __getattr__(name: str) -> Any:

@@ -50,6 +50,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..errors import CursorAgentError
 from .journal import HELD, Journal, alive, this_holder
 from .journal import sweep as journal_sweep
 
@@ -62,12 +63,14 @@ MCP_FILE = "mcp.json"
 CLI_FILE = "cli.json"
 
 
-class InjectionError(RuntimeError):
-    """The workspace's ``.cursor`` files cannot be merged (not JSON, not an object): nothing changed.
+class InjectionError(CursorAgentError, RuntimeError):
+    """The workspace's ``.cursor`` files cannot be merged (not JSON, not an object, a symbolic
+    link): nothing changed. A :class:`~cursor_agent_api.errors.CursorAgentError`, raised by the
+    turn before the agent starts.
 
     Example:
-        >>> str(InjectionError("x"))
-        'x'
+        >>> str(InjectionError("x")), isinstance(InjectionError("x"), CursorAgentError)
+        ('x', True)
     """
 
 
