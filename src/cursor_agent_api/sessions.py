@@ -65,10 +65,12 @@ _READABLE_VERSIONS = (1, 2)
 _SAVED_FIELDS = ("agent_binary", "trust", "force_approve", "approve_mcps", "headers",
                  "output_format", "stream_partial_output", "extra_args", "timeout",
                  "idle_timeout", "result_grace", "kill_grace", "max_line_bytes", "keep_events",
-                 "keep_content", "stderr_tail_bytes", "transport",
-                 "allowed_tools", "denied_tools", "permission_timeout")
+                 "keep_content", "stderr_tail_bytes", "transport", "session_mode",
+                 "permission_mode", "allowed_tools", "denied_tools", "permission_timeout")
 """The settings ``save`` keeps besides the workspace and the model. Never the API key, and
-of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed)."""
+of ``env`` only the names (``env_set``: variables given a value; ``env_unset``: removed).
+Not the callbacks (``can_use_tool``, …), tools and ``mcp_servers`` (which may hold
+credentials): ``load`` takes them as arguments."""
 
 
 def _without_api_key(args: list[str]) -> list[str]:
@@ -402,14 +404,23 @@ class _SessionState(Generic[_C]):
             if isinstance(given, dict):
                 env.update(given)
             fields["env"] = env
-        fields.update({k: v for k, v in overrides.items() if k != "env"})
+            if (fields.get("permission_mode") == "ask"
+                    and not {"can_use_tool", "permission_mode"} & overrides.keys()):
+                raise SessionError(
+                    f"{where}: it was saved with permission_mode='ask', whose callback is not "
+                    "in the file: pass load(path, can_use_tool=...), or another permission_mode")
+        later = {k: v for k, v in overrides.items() if k != "env"}
         if "env" in overrides and base is not None:
-            fields["env"] = overrides["env"]
+            later["env"] = overrides["env"]
+        for name in ("can_use_tool", "permission_mode"):  # checked with each other
+            if name in later:
+                fields[name] = later.pop(name)
         try:
             config = (base or AgentConfig()).with_overrides(**fields)
         except (TypeError, ValueError) as exc:
             raise SessionFileError(f"{where}: {exc}") from None
-        return config, data
+        # the caller's own arguments: a bad one is theirs (TypeError / ValueError), not the file's
+        return (config.with_overrides(**later) if later else config), data
 
     def to_dict(self) -> dict[str, Any]:
         """The saved form: version, chat id, workspace, model, config, history.
