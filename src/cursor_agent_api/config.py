@@ -264,7 +264,7 @@ class AgentConfig:
         >>> AgentConfig(headers=["no colon"])
         Traceback (most recent call last):
         ...
-        ValueError: AgentConfig.headers items must look like 'Name: Value', got one starting 'no colon'
+        ValueError: AgentConfig.headers items must look like 'Name: Value', got one starting 'no'
     """
 
     workspace: str | None = None

@@ -14,7 +14,7 @@ Example:
     >>> cfg = AgentConfig(api_key="sk-abcdefabcdef", headers=["X-Team: on"])
     >>> exc, tail = scrub_failure(cfg, AgentProcessError(
     ...     "bad key sk-abcdefabcdef", stderr="bad key sk-abcdefabcdef"), "bad key sk-abcdefabcdef")
-    >>> str(exc), exc.stderr, tail
+    >>> exc.message, exc.stderr, tail
     ('bad key ***', 'bad key ***', 'bad key ***')
 """
 
