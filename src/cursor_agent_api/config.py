@@ -123,6 +123,32 @@ def _check_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float 
     return float(value)
 
 
+_HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
+_HEADER_NAME_END = re.compile(r"[ \t=:]")
+
+
+def _header_start(header: str) -> str:
+    """How a refused header is named in its error: only a leading header-name-like token.
+
+    The line may hold a credential anywhere (``Authorization Bearer sk-...``, or the bare
+    key), so nothing but a token that looks like a header name (a letter, then letters,
+    digits and ``-``, up to 40) and ends at a space, ``=`` or ``:`` is shown.
+
+    Example:
+        >>> _header_start("Authorization Bearer sk-live-0123")
+        "one starting 'Authorization'"
+        >>> _header_start("sk-live-0123456789abcdef")
+        'one that does not start with a header name (not shown: it may hold a credential)'
+        >>> _header_start("--force: x")
+        'one that does not start with a header name (not shown: it may hold a credential)'
+    """
+    stripped = header.lstrip()
+    end = _HEADER_NAME_END.search(stripped)
+    if end is not None and _HEADER_NAME.fullmatch(stripped[:end.start()]):
+        return f"one starting {stripped[:end.start()]!r}"
+    return "one that does not start with a header name (not shown: it may hold a credential)"
+
+
 def _check_optional_text(name: str, value: Any, *, secret: bool = False) -> str | None:
     if value is None:
         return None
@@ -238,7 +264,7 @@ class AgentConfig:
         >>> AgentConfig(headers=["no colon"])
         Traceback (most recent call last):
         ...
-        ValueError: AgentConfig.headers items must look like 'Name: Value', got one starting 'no colon'
+        ValueError: AgentConfig.headers items must look like 'Name: Value', got one starting 'no'
     """
 
     workspace: str | None = None
@@ -319,9 +345,8 @@ class AgentConfig:
             name, sep, _ = header.partition(":")
             if not sep or not name.strip() or any(c.isspace() for c in name.strip()) \
                     or name.strip().startswith("-") or "\n" in header or "\r" in header:
-                # the value may be a credential (Authorization: ...): show the name only
                 raise ValueError("AgentConfig.headers items must look like 'Name: Value', "
-                                 f"got one starting {name.strip()[:40]!r}")
+                                 f"got {_header_start(header)}")
         self.extra_args = _check_str_list("extra_args", self.extra_args)
         if not isinstance(self.env, Mapping):
             raise _fail("env", "must be a mapping of variable names to strings", self.env,

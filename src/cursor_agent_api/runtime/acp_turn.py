@@ -52,6 +52,7 @@ from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
 from .outcome import client_result_event
+from .scrub import scrub_failure
 
 if TYPE_CHECKING:
     from .acp_connection import AcpConnection
@@ -332,7 +333,8 @@ class AcpTurn:
         self.steering.cancel_pending()  # a late request of this turn is answered cancelled
         events: list[AgentEvent] = []
         conn = self.transport.connection
-        stderr = conn.stderr if conn is not None else ""
+        stderr = conn.stderr if conn is not None and failure is not None else ""
+        failure, stderr = scrub_failure(self.config, failure, stderr)  # runtime/scrub.py
         cancelled = False
         if failure is not None:
             code = "timeout" if isinstance(failure, AgentTimeoutError) else "exit"

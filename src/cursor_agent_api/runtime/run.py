@@ -65,6 +65,7 @@ from .argv import build_argv, build_env, resolve_binary
 from .groups import stop_groups
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
+from .scrub import scrub_failure
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
 from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
@@ -520,6 +521,10 @@ class AgentRun:
         exit_code = proc.exit_code
         stderr = self._stderr.text()
         failure = self._failure(exit_code, stderr)
+        if failure is not None or stderr:  # the config's secrets masked (runtime/scrub.py)
+            exc, stderr = scrub_failure(self.config, failure[0] if failure else None, stderr)
+            if failure is not None and exc is not None:
+                failure = exc, failure[1]
         cancelled = False
         stdout_text = self._stdout_bytes.decode("utf-8", "replace") if self._text_mode else None
         added: list[AgentEvent] = []

@@ -1,0 +1,89 @@
+"""The config's secrets masked in what a failed turn reports (its error and stderr tail).
+
+The agent's stderr is quoted in a turn's error message and kept as its ``stderr``; an agent
+may print its key, or a CLI build that refuses ``--header=Authorization: Bearer …`` echoes
+the option (commander.js does). Both transports pass the turn's error and stderr through
+:func:`scrub_failure` once, when the turn ends: each known secret value — ``api_key``, every
+``env`` value, every header's value — becomes ``***``. Values shorter than
+:data:`MIN_SECRET_CHARS` are left alone: masking ``1`` or ``on`` would garble every message
+and hides nothing worth hiding.
+
+Example:
+    >>> from cursor_agent_api.config import AgentConfig
+    >>> from cursor_agent_api.errors import AgentProcessError
+    >>> cfg = AgentConfig(api_key="sk-abcdefabcdef", headers=["X-Team: on"])
+    >>> exc, tail = scrub_failure(cfg, AgentProcessError(
+    ...     "bad key sk-abcdefabcdef", stderr="bad key sk-abcdefabcdef"), "bad key sk-abcdefabcdef")
+    >>> exc.message, exc.stderr, tail
+    ('bad key ***', 'bad key ***', 'bad key ***')
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config import AgentConfig
+    from ..errors import CursorAgentError
+
+__all__ = ["MASK", "MIN_SECRET_CHARS", "config_secrets", "scrub", "scrub_failure"]
+
+MIN_SECRET_CHARS = 6
+"""Secret values shorter than this are not masked (too short to be a credential, too common
+to mask without garbling the text)."""
+
+MASK = "***"
+
+
+def config_secrets(config: AgentConfig) -> tuple[str, ...]:
+    """The secret values of ``config`` worth masking, longest first (so a secret that holds
+    another is masked whole).
+
+    Example:
+        >>> from cursor_agent_api.config import AgentConfig
+        >>> config_secrets(AgentConfig(api_key="sk-abcdefabcdef", env={"A": "hunter2hunter2",
+        ...     "B": "1", "C": None}, headers=["Authorization: Bearer tok123456"]))
+        ('Bearer tok123456', 'sk-abcdefabcdef', 'hunter2hunter2')
+    """
+    values = {config.api_key or ""}
+    values.update(v for v in config.env.values() if v is not None)
+    values.update(h.partition(":")[2].strip() for h in config.headers)
+    return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS),
+                        key=lambda v: (-len(v), v)))
+
+
+def scrub(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``***``.
+
+    Example:
+        >>> scrub("key=sk-abcdef; again sk-abcdef", ("sk-abcdef",))
+        'key=***; again ***'
+    """
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def scrub_failure(config: AgentConfig, failure: CursorAgentError | None,
+                  stderr: str) -> tuple[CursorAgentError | None, str]:
+    """The turn's error (changed in place: message, ``str()`` and ``stderr``) and its stderr
+    tail, with ``config``'s secrets masked. Costs nothing when there is neither.
+
+    Example:
+        >>> from cursor_agent_api.config import AgentConfig
+        >>> scrub_failure(AgentConfig(api_key="sk-abcdefabcdef"), None, "")
+        (None, '')
+    """
+    if failure is None and not stderr:
+        return None, stderr
+    secrets = config_secrets(config)
+    if not secrets:
+        return failure, stderr
+    if failure is not None:
+        failure.message = scrub(failure.message, secrets)
+        if failure.stderr:
+            failure.stderr = scrub(failure.stderr, secrets)
+        failure.args = tuple(scrub(a, secrets) if isinstance(a, str) else a
+                             for a in failure.args)
+    return failure, scrub(stderr, secrets)
