@@ -44,28 +44,6 @@ STALLED_AFTER = 3.0
 HEARTBEAT = 0.5
 
 
-def pg_database(base_url: str) -> tuple[str, Any]:
-    """A fresh database next to ``base_url``'s; returns its URL and a dropper."""
-    import asyncpg  # type: ignore[import-untyped]
-    from sqlalchemy.engine import make_url
-
-    url = make_url(base_url)
-    name = f"cat_dist_{uuid.uuid4().hex[:10]}"
-    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-    return url.set(database=name).render_as_string(hide_password=False), drop
 
 
 def pg_execute(db_url: str, sql: str, *args: Any) -> list[Any]:

@@ -12,7 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import PG_ENV, SKIP_REASON, Cluster, pg_database
+from cluster import PG_ENV, SKIP_REASON, Cluster
+from server_helpers import pg_database
 
 
 @pytest.fixture(scope="module")

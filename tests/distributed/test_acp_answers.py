@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster import PG_ENV, SKIP_REASON, Cluster, pg_database
-from server_helpers import all_events, new_chat, poll, wait_run
+from cluster import PG_ENV, SKIP_REASON, Cluster
+from server_helpers import all_events, new_chat, pg_database, poll, wait_run
 
 
 @pytest.fixture(scope="module")

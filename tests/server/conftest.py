@@ -6,10 +6,8 @@ test when ``CURSOR_AGENT_API_TEST_DATABASE_URL`` is set.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,40 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))  # the tests import server_helpers
 
 from inproc import InProcServer
-from server_helpers import PG_ENV, Server, marked_processes, stop_servers
-
-
-def _pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
-    """Create a fresh database next to ``base_url``'s; returns its URL and a dropper."""
-    import asyncpg  # type: ignore[import-untyped]
-    from sqlalchemy.engine import make_url
-
-    url = make_url(base_url)
-    name = f"cat_{uuid.uuid4().hex[:12]}"
-    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-    async def run(sql: str) -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute(sql)
-        finally:
-            await conn.close()
-
-    asyncio.run(run(f'CREATE DATABASE "{name}"'))
-
-    def drop() -> None:
-        # FORCE cannot end a backend of another role (an autovacuum worker that just started
-        # on the new database, on a server shared by parallel runs): it is gone in a moment.
-        for attempt in range(20):
-            try:
-                asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-                return
-            except asyncpg.exceptions.InsufficientPrivilegeError:
-                if attempt == 19:
-                    raise
-                time.sleep(0.25)
-
-    return url.set(database=name).render_as_string(hide_password=False), drop
+from server_helpers import PG_ENV, Server, marked_processes, pg_database, stop_servers
 
 
 @pytest.fixture
@@ -63,7 +28,7 @@ def db_url(tmp_path: Path) -> Iterator[str]:
     if not base:
         yield f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}"
         return
-    url, drop = _pg_database(base)
+    url, drop = pg_database(base)
     try:
         yield url
     finally:

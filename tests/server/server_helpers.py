@@ -347,3 +347,36 @@ def write_script(path: Path, deltas: int, *, thinking: int = 0) -> Path:
         f.write(wire.encode(wire.assistant_final(sid, text)))
         f.write(wire.encode(wire.result_success(sid, "r", text, 1, wire.usage(1, deltas))))
     return path
+
+
+def pg_database(base_url: str) -> tuple[str, Callable[[], None]]:
+    """Create a fresh database next to ``base_url``'s; returns its URL and a dropper."""
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base_url)
+    name = f"cat_{uuid.uuid4().hex[:12]}"
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        # FORCE cannot end a backend of another role (an autovacuum worker that just started
+        # on the new database, on a server shared by parallel runs): it is gone in a moment.
+        for attempt in range(20):
+            try:
+                asyncio.run(run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                return
+            except asyncpg.exceptions.InsufficientPrivilegeError:
+                if attempt == 19:
+                    raise
+                time.sleep(0.25)
+
+    return url.set(database=name).render_as_string(hide_password=False), drop
