@@ -87,6 +87,17 @@ def test_short_values_are_not_masked(tmp_path: Path) -> None:
     assert "Error: mode fast" in str(result.exception)
 
 
+def test_env_values_whose_name_says_no_secret_are_not_masked(tmp_path: Path) -> None:
+    """``MODE=production-blue`` is configuration, not a credential: a message quoting it
+    stays readable (masking every env value garbled "waiting for the answer to initialize"
+    when a test agent was told which request to ignore)."""
+    body = "cat >/dev/null\necho \"Error: mode $MODE\" >&2\nexit 1"
+    with CursorAgentClient(agent_binary=_agent(tmp_path, body),
+                           env={"MODE": "production-blue"}) as client:
+        result = client.query("x")
+    assert "Error: mode production-blue" in str(result.exception)
+
+
 def test_acp_the_key_printed_by_the_agent_is_masked(tmp_path: Path) -> None:
     body = "echo \"Error: invalid key $CURSOR_API_KEY and $MYSECRET\" >&2\nexit 1"
     with CursorAgentClient(agent_binary=_agent(tmp_path, body), api_key=KEY,

@@ -4,7 +4,9 @@ The agent's stderr is quoted in a turn's error message and kept as its ``stderr`
 may print its key, or a CLI build that refuses ``--header=Authorization: Bearer …`` echoes
 the option (commander.js does). Both transports pass the turn's error and stderr through
 :func:`scrub_failure` once, when the turn ends: each known secret value — ``api_key``, every
-``env`` value, every header's value — becomes ``***``. Values shorter than
+``env`` value whose name says it is one (:data:`SECRET_NAME`: ``…KEY``, ``…TOKEN``,
+``…SECRET``, ``…PASSWORD``, …; ``MODE=production`` is no secret, and masking every env value
+garbled messages that quote it), every header's value — becomes ``***``. Values shorter than
 :data:`MIN_SECRET_CHARS` are left alone: masking ``1`` or ``on`` would garble every message
 and hides nothing worth hiding.
 
@@ -20,19 +22,24 @@ Example:
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..config import AgentConfig
     from ..errors import CursorAgentError
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "config_secrets", "scrub", "scrub_failure"]
+__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_NAME", "config_secrets", "scrub", "scrub_failure"]
 
 MIN_SECRET_CHARS = 6
 """Secret values shorter than this are not masked (too short to be a credential, too common
 to mask without garbling the text)."""
 
 MASK = "***"
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|COOKIE|PRIVATE|SIGNATURE",
+                         re.IGNORECASE)
+"""An ``env`` variable whose name matches holds a secret: its value is masked."""
 
 
 def config_secrets(config: AgentConfig) -> tuple[str, ...]:
@@ -41,12 +48,13 @@ def config_secrets(config: AgentConfig) -> tuple[str, ...]:
 
     Example:
         >>> from cursor_agent_api.config import AgentConfig
-        >>> config_secrets(AgentConfig(api_key="sk-abcdefabcdef", env={"A": "hunter2hunter2",
-        ...     "B": "1", "C": None}, headers=["Authorization: Bearer tok123456"]))
+        >>> config_secrets(AgentConfig(api_key="sk-abcdefabcdef", env={"DB_PASSWORD": "hunter2hunter2",
+        ...     "API_TOKEN": "1", "MODE": "production", "C_KEY": None},
+        ...     headers=["Authorization: Bearer tok123456"]))
         ('Bearer tok123456', 'sk-abcdefabcdef', 'hunter2hunter2')
     """
     values = {config.api_key or ""}
-    values.update(v for v in config.env.values() if v is not None)
+    values.update(v for k, v in config.env.items() if v is not None and SECRET_NAME.search(k))
     values.update(h.partition(":")[2].strip() for h in config.headers)
     return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS),
                         key=lambda v: (-len(v), v)))
