@@ -252,6 +252,7 @@ class AgentConfig:
     until an unanswered request is rejected; none by default), ``images`` (image files sent
     with the prompt), ``session_mode`` (the session's mode, such as ``"plan"``: set with
     ``session/set_mode`` before each prompt whose session is in another mode; ``None`` leaves it).
+    With ``transport="print"`` they are refused (``ValueError``): print mode cannot be steered.
 
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
@@ -419,6 +420,19 @@ class AgentConfig:
         if self.session_mode is not None and self.transport != "acp":
             raise _fail("session_mode", "needs transport='acp' (a session mode is ACP's "
                         "session/set_mode)", self.session_mode)
+        if self.transport == "print":  # steering is ACP's: in print mode it would do nothing
+            steering = {"can_use_tool": self.can_use_tool is not None,
+                        "on_question": self.on_question is not None,
+                        "on_plan": self.on_plan is not None,
+                        "permission_mode": self.permission_mode != "deny",
+                        "allowed_tools": bool(self.allowed_tools),
+                        "denied_tools": bool(self.denied_tools),
+                        "permission_timeout": self.permission_timeout is not None}
+            for name, given in steering.items():
+                if given:
+                    raise ValueError(
+                        f"AgentConfig.{name} needs transport='acp': print mode cannot be "
+                        "steered (the agent runs its tools as --force and the workspace allow)")
 
     def with_overrides(self, **overrides: Any) -> AgentConfig:
         """A validated copy with some fields replaced (the ``**overrides`` of ``query``).
