@@ -15,7 +15,8 @@ Example:
     >>> import asyncio
     >>> from cursor_agent_api.config import AgentConfig
     >>> from cursor_agent_api.permissions import Deny
-    >>> steer = Steering(AgentConfig(can_use_tool=lambda req: Deny("no")), session_id="s")
+    >>> steer = Steering(AgentConfig(transport="acp", can_use_tool=lambda req: Deny("no")),
+    ...                  session_id="s")
     >>> params = {"sessionId": "s", "toolCall": {"toolCallId": "c", "kind": "execute",
     ...           "title": "`rm -rf /`"}, "options": [
     ...           {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
