@@ -31,6 +31,15 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (Linux /proc; a zombie is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def group_members(pgid: int) -> list[int]:
     """Pids whose process group is ``pgid`` (Linux /proc), zombies excluded."""
     out = []

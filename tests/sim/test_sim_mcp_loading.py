@@ -17,17 +17,9 @@ from cursor_agent_api.sim.acp import mcp_entries
 from cursor_agent_api.sim.mcp_config import approval_key, workspace_slug
 
 from .acp_peer import Peer
-from .conftest import Sim
+from .conftest import Sim, running
 
 FAST = {"CURSOR_AGENT_SIM_MCP_TIMEOUT": "0.5"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.fixture
@@ -70,7 +62,7 @@ def test_a_stdio_server_that_never_answers_is_not_loaded_and_not_left_running(
     assert run.returncode == 0, run.err
     assert run.transcript.success
     pids = [int(p) for p in pidfile.read_text().split()]
-    assert pids and not any(_alive(p) for p in pids)
+    assert pids and not any(running(p) for p in pids)
 
 
 def test_acp_session_new_is_answered_when_a_given_server_never_answers(
@@ -84,7 +76,7 @@ def test_acp_session_new_is_answered_when_a_given_server_never_answers(
     assert "sessionId" in reply["result"]
     assert peer.call("session/new", {"cwd": str(ws), "mcpServers": []})["result"]["sessionId"]
     pids = [int(p) for p in pidfile.read_text().split()]
-    assert pids and not any(_alive(p) for p in pids)
+    assert pids and not any(running(p) for p in pids)
     peer.close()
 
 

@@ -16,15 +16,7 @@ import pytest
 from cursor_agent_api.protocol import ToolStatus
 from cursor_agent_api.sim.workspace import MAX_SHELL_OUTPUT, SHELL_TIMEOUT_MS, run_shell
 
-from .conftest import Sim
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+from .conftest import Sim, running
 
 
 @pytest.mark.timeout(60)
@@ -36,7 +28,7 @@ def test_a_command_past_its_time_is_killed_with_what_it_started(tmp_path: Path) 
     assert list(outcome) == ["timeout", "isBackground"]
     assert outcome["timeout"]["stdout"] == out == "started\n" and code < 0
     sleeper = int(pid_file.read_text())
-    while _alive(sleeper):  # the sleep it started was killed too (the test's timeout bounds this)
+    while running(sleeper):  # the sleep it started was killed too (the test's timeout bounds this)
         time.sleep(0.02)
 
 
