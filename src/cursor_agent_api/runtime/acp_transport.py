@@ -47,7 +47,7 @@ from ..protocol.acp_mcp import acp_mcp_servers
 from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
-from .argv import build_env, resolve_binary
+from .argv import build_env, global_flags, resolve_binary, trailing_flags
 from .groups import stop_groups
 
 if TYPE_CHECKING:
@@ -83,20 +83,7 @@ def acp_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
         >>> acp_argv(AgentConfig(trust=True, headers=["X-A: 1"]), binary="agent")
         ['agent', '--trust', '--header=X-A: 1', 'acp']
     """
-    argv = [binary or config.agent_binary]
-    if config.trust:
-        argv.append("--trust")
-    if config.force_approve:
-        argv.append("--force")
-    if config.approve_mcps:
-        argv.append("--approve-mcps")
-    if config.model is not None:
-        argv.append(f"--model={config.model}")
-    for header in config.headers:
-        argv.append(f"--header={header}")
-    argv += config.extra_args
-    argv.append("acp")
-    return argv
+    return [binary or config.agent_binary, *global_flags(config), *trailing_flags(config), "acp"]
 
 
 _PER_TURN = frozenset({

@@ -22,7 +22,14 @@ from collections.abc import Mapping
 
 from ..config import AgentConfig
 
-__all__ = ["FALLBACK_BINARIES", "build_argv", "build_env", "resolve_binary"]
+__all__ = [
+    "FALLBACK_BINARIES",
+    "build_argv",
+    "build_env",
+    "global_flags",
+    "resolve_binary",
+    "trailing_flags",
+]
 
 FALLBACK_BINARIES = ("agent", "cursor-agent")
 """Names the CLI is installed under (``agent`` since 2026, ``cursor-agent`` kept as a link)."""
@@ -81,22 +88,43 @@ def build_argv(config: AgentConfig, *, binary: str | None = None) -> list[str]:
             config.output_format.value]
     if config.stream_partial_output:
         argv.append("--stream-partial-output")
-    if config.trust:
-        argv.append("--trust")
-    if config.force_approve:
-        argv.append("--force")
-    if config.approve_mcps:
-        argv.append("--approve-mcps")
-    if config.model is not None:
-        argv.append(f"--model={config.model}")
+    argv += global_flags(config)
     if config.workspace is not None:
         argv.append(f"--workspace={config.workspace}")
     if config.resume is not None:
         argv.append(f"--resume={config.resume}")
-    for header in config.headers:
-        argv.append(f"--header={header}")
-    argv += config.extra_args
-    return argv
+    return argv + trailing_flags(config)
+
+
+def global_flags(config: AgentConfig) -> list[str]:
+    """The flags both modes take (print mode and ``agent acp``): ``--trust``, ``--force``,
+    ``--approve-mcps``, ``--model=…``.
+
+    Example:
+        >>> global_flags(AgentConfig(trust=True, model="gpt-5"))
+        ['--trust', '--model=gpt-5']
+    """
+    flags = []
+    if config.trust:
+        flags.append("--trust")
+    if config.force_approve:
+        flags.append("--force")
+    if config.approve_mcps:
+        flags.append("--approve-mcps")
+    if config.model is not None:
+        flags.append(f"--model={config.model}")
+    return flags
+
+
+def trailing_flags(config: AgentConfig) -> list[str]:
+    """What both modes' argv end with, before ``acp`` for that mode: ``--header=…`` each,
+    then ``extra_args`` as given.
+
+    Example:
+        >>> trailing_flags(AgentConfig(headers=["X-A: 1"], extra_args=["--x"]))
+        ['--header=X-A: 1', '--x']
+    """
+    return [f"--header={header}" for header in config.headers] + list(config.extra_args)
 
 
 def build_env(config: AgentConfig, base: Mapping[str, str] | None = None) -> dict[str, str]:
