@@ -389,15 +389,21 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             "options must name at least one option, each true or false (transport: 'print' or "
             "'acp'; mode: 'agent', 'plan' or 'ask')",
         )
-    chat = await _chat_or_404(request, chat_id)
+    await _chat_or_404(request, chat_id)  # chats are never deleted
     values: dict[str, Any] = {}
     if body.title is not None:
         values["title"] = body.title
-    if changes:
-        values["options"] = {**ChatOptions().model_dump(), **(chat.get("options") or {}), **changes}
-        _check_mode(values["options"])
+
+    def merge(current: dict[str, Any]) -> dict[str, Any]:
+        """The chat's options as stored now (read with its row locked), with the changes."""
+        options = {**ChatOptions().model_dump(), **current, **changes}
+        _check_mode(options)
+        return options
+
     try:
-        row = await _store(request).update_chat(chat_id, idle_only=bool(changes), **values)
+        row = await _store(request).update_chat(
+            chat_id, idle_only=bool(changes), merge_options=merge if changes else None, **values
+        )
     except ActiveRunError:
         raise HTTPException(
             409,
@@ -439,8 +445,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         first_line = body.prompt.strip().splitlines()[0] if body.prompt.strip() else ""
         if first_line:
             title = first_line if len(first_line) <= 80 else first_line[:79] + "…"
-            try:
-                await _store(request).update_chat(chat_id, title=title)
+            try:  # unless it was renamed meanwhile
+                await _store(request).name_chat(chat_id, title, if_title=str(chat["title"]))
             except Exception as e:  # the run started: the answer says so; the title can wait
                 logger.warning(
                     "could not name chat %s after its first prompt: %s", chat_id, describe_error(e)
