@@ -655,7 +655,7 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
 )
 async def tool_call_output(
     run_id: str,
-    index: Annotated[int, Path(ge=0, le=2**31)],
+    index: Annotated[int, Path(ge=0, le=2**31 - 1)],  # a 32-bit column (PostgreSQL integer)
     request: Request,
     field: Literal["output", "stdout", "stderr", "diff", "new_content"] = "output",
 ) -> Response:
