@@ -469,15 +469,22 @@ async def get_run(run_id: str, request: Request) -> dict[str, Any]:
 
 @router.post("/runs/{run_id}/cancel", tags=["runs"])
 async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
-    """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over."""
+    """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over,
+    also when it ended otherwise while the cancel was under way (its result was in)."""
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final:
         raise HTTPException(409, f"run {run_id} is already {run['status']}")
     try:
         await _runs(request).cancel(run_id)
     except RunNotActiveError:
+        run = await _run_or_404(request, run_id)  # it may have ended meanwhile
+        if RunStatus(run["status"]).final:
+            raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
         raise HTTPException(409, f"run {run_id} is not active on this server") from None
-    return run_view(await _run_or_404(request, run_id))
+    run = await _run_or_404(request, run_id)
+    if RunStatus(run["status"]).final and run["status"] != RunStatus.CANCELLED:
+        raise HTTPException(409, f"run {run_id} is already {run['status']}")
+    return run_view(run)
 
 
 @router.post("/runs/{run_id}/requests/{request_id}", tags=["runs"])
