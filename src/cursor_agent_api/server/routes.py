@@ -225,6 +225,15 @@ async def _chat_or_404(request: Request, chat_id: str) -> dict[str, Any]:
     return chat
 
 
+async def _run_of_chat_or_404(request: Request, chat_id: str, run_id: str | None) -> None:
+    """A ``run_id`` query names a run of the chat (404 otherwise: a typo is not an empty page)."""
+    if run_id is None:
+        return
+    run = await _store(request).get_run(run_id)
+    if run is None or run["chat_id"] != chat_id:
+        raise HTTPException(404, f"chat {chat_id!r} has no run with id {run_id!r}")
+
+
 async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
     run = await _store(request).get_run(run_id)
     if run is None:
@@ -536,6 +545,7 @@ async def list_events(
     """
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
+    await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
         chat_id,
         after_seq,
@@ -608,6 +618,7 @@ def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
 async def chat_tool_calls(chat_id: str, request: Request, run_id: str | None = None) -> dict[str, Any]:
     """Tool calls of the chat (or of one run), in the order they started."""
     await _chat_or_404(request, chat_id)
+    await _run_of_chat_or_404(request, chat_id, run_id)
     rows = await _store(request).list_tool_calls(chat_id, run_id)
     limit = _settings(request).max_field_bytes
     return {"tool_calls": [_tool_view(r, limit) for r in rows]}
