@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from cursor_agent_api.permissions import Accept, Plan, Question, QuestionOption, QuestionRequest, Reject, Skip
-from cursor_agent_api.server.requests import AnswerIn, RunRequests, RunSteering
+from cursor_agent_api.server.requests import AnswerIn, RunRequests, RunSteering, parse_answer
 
 
 class FakeLog:
@@ -66,3 +68,16 @@ def test_a_question_is_cancelled_with_its_run() -> None:
         assert (log.records[-1].payload["decision"], log.records[-1].payload["by"]) == ("cancelled", "cancel")
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("answers", [
+    [{"question_id": "q1", "option_ids": ["a"]}, {"question_id": "q1", "option_ids": ["b"]}],
+    [{"question_id": "q2", "option_ids": ["a"]}, {"question_id": "q2", "option_ids": ["a"]}],
+    [{"question_id": "q2", "option_ids": ["a", "a"]}],
+])
+def test_a_question_or_an_option_named_twice_is_refused(answers: list[dict[str, Any]]) -> None:
+    """One answer per question, each option once: the agent hears exactly what is stored."""
+    info = {"questions": [{"id": "q1", "options": [{"id": "a"}, {"id": "b"}]},
+                          {"id": "q2", "allow_multiple": True, "options": [{"id": "a"}, {"id": "b"}]}]}
+    with pytest.raises(ValueError, match="twice"):
+        parse_answer("question", info, AnswerIn.model_validate({"answers": answers}))

@@ -99,6 +99,11 @@ def test_question_is_answered(server: Any) -> None:
         bad = _answer(c, run_id, req["payload"]["request_id"],
                       {"answers": [{"question_id": q["id"], "option_ids": ["not-offered"]}]})
         assert bad.status_code == 422
+        # The same question answered twice in one body: refused, not stored with both.
+        twice = _answer(c, run_id, req["payload"]["request_id"],
+                        {"answers": [{"question_id": q["id"], "option_ids": [option]},
+                                     {"question_id": q["id"], "option_ids": [q["options"][-1]["id"]]}]})
+        assert twice.status_code == 422 and "twice" in twice.json()["detail"], twice.text
         r = _answer(c, run_id, req["payload"]["request_id"],
                     {"answers": [{"question_id": q["id"], "option_ids": [option]}]})
         assert r.status_code == 200, r.text

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
 from typing import Any
 
-from server_helpers import Server, new_chat, ws_collect
+from server_helpers import Server, new_chat, wait_run, ws_collect
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosedError
 
@@ -82,6 +83,42 @@ def test_unknown_ids_are_404(server: Server) -> None:
 
     msgs, code = asyncio.run(ws())
     assert code == 4404 and msgs[0]["op"] == "error" and missing in msgs[0]["detail"]
+
+
+def test_a_run_id_query_naming_no_run_of_the_chat_is_404(server: Server) -> None:
+    """``?run_id=`` names a run of the chat: an unknown one, or another chat's, is a 404 (as
+    docs/server.md says), not an empty page that looks like a run with no records."""
+    missing = "00000000-0000-4000-8000-000000000000"
+    with server.client() as c:
+        chat, other = new_chat(c), new_chat(c)
+        run = c.post(f"/api/chats/{other['id']}/runs", json={"prompt": "hi"}).json()
+        wait_run(c, run["id"])
+        for run_id in (missing, run["id"]):
+            for path in ("events", "tool-calls"):
+                r = c.get(f"/api/chats/{chat['id']}/{path}", params={"run_id": run_id})
+                assert r.status_code == 404, (path, run_id, r.text)
+                assert run_id in r.json()["detail"]
+        own = c.get(f"/api/chats/{other['id']}/events", params={"run_id": run["id"]})
+        assert own.status_code == 200 and own.json()["events"]
+
+
+def test_a_422_names_fields_but_never_echoes_a_value(server: Server) -> None:
+    """What docs/server.md promises: the fields are named (an unknown one too, cut), the
+    values sent never appear."""
+    secret = "sk SECRET value 0123456789"  # not a model id (a space)
+    with server.client() as c:
+        chat = new_chat(c)
+        for body in ({"workspace": "project", "model": secret},
+                     {"workspace": "project", "options": {"force": secret}},
+                     {"workspace": "project", "unknown_" + "k" * 200: secret}):
+            r = c.post("/api/chats", json=body)
+            assert r.status_code == 422, r.text
+            assert secret not in r.text
+        assert "unknown_kkk" in r.json()["detail"] and "k" * 100 not in r.text
+        r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": 7, "model": secret})
+        assert r.status_code == 422 and secret not in r.text
+    docs = (Path(__file__).parents[2] / "docs" / "server.md").read_text()
+    assert "never echo a value that was sent" in docs and "never echo what was sent" not in docs
 
 
 def test_bad_after_seq_on_websocket(server: Server) -> None:

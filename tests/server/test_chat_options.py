@@ -3,8 +3,11 @@ options given change, 409 while a run is queued or running, and the next run use
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import Any
 
+import httpx
 from server_helpers import Server, new_chat, wait_run
 
 SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.4"}
@@ -68,3 +71,56 @@ def test_options_cannot_change_while_a_run_is_active(make_server: Callable[..., 
         assert c.get(f"/api/chats/{chat['id']}").json()["options"]["force"] is False
         r = c.patch(f"/api/chats/{chat['id']}", json={"options": {"force": True}})
         assert r.status_code == 200
+
+
+def _async_client(server: Server) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"token {server.token}"},
+                             timeout=60.0)
+
+
+def test_concurrent_option_changes_are_all_kept(server: Server) -> None:
+    """Two PATCHes at once, each changing one option: both changes stay (none is lost, and a
+    revoked ``force`` is not switched back on by the other change's stale copy)."""
+
+    async def main() -> list[dict[str, Any]]:
+        async with _async_client(server) as a:
+            chats = [(await a.post("/api/chats", json={"workspace": "project",
+                                                        "options": {"force": True}})).json()["id"]
+                     for _ in range(10)]
+
+            async def both(chat_id: str) -> dict[str, Any]:
+                r1, r2 = await asyncio.gather(
+                    a.patch(f"/api/chats/{chat_id}", json={"options": {"force": False}}),
+                    a.patch(f"/api/chats/{chat_id}", json={"options": {"trust": True}}),
+                )
+                assert (r1.status_code, r2.status_code) == (200, 200), (r1.text, r2.text)
+                return dict((await a.get(f"/api/chats/{chat_id}")).json()["options"])
+
+            return list(await asyncio.gather(*(both(ch) for ch in chats)))
+
+    for options in asyncio.run(main()):
+        assert (options["force"], options["trust"]) == (False, True), options
+
+
+def test_a_rename_during_the_first_prompt_is_kept(server: Server) -> None:
+    """A chat created without a title is named after its first prompt, unless it was renamed
+    meanwhile: the rename wins whichever lands first."""
+
+    async def main() -> list[str]:
+        async with _async_client(server) as a:
+            chats = [(await a.post("/api/chats", json={"workspace": "project"})).json()["id"]
+                     for _ in range(10)]
+
+            async def both(i: int, chat_id: str) -> str:
+                async def rename() -> httpx.Response:
+                    await asyncio.sleep(0.002 * (i % 5))
+                    return await a.patch(f"/api/chats/{chat_id}", json={"title": "My name"})
+
+                r1, r2 = await asyncio.gather(
+                    a.post(f"/api/chats/{chat_id}/runs", json={"prompt": "what is 6 * 7"}), rename())
+                assert (r1.status_code, r2.status_code) == (202, 200), (r1.text, r2.text)
+                return str((await a.get(f"/api/chats/{chat_id}")).json()["title"])
+
+            return list(await asyncio.gather(*(both(i, ch) for i, ch in enumerate(chats))))
+
+    assert asyncio.run(main()) == ["My name"] * 10

@@ -61,6 +61,16 @@ def test_rest_after_seq_and_offset_past_64_bits_are_422(server: Server) -> None:
         assert c.get("/api/chats", params={"offset": 2**63 - 1}).json()["chats"] == []
 
 
+def test_a_tool_call_index_past_its_32_bit_column_is_422(server: Server) -> None:
+    """The tool-call index is a 32-bit column (PostgreSQL's integer): one past it is refused
+    as invalid (422), never a database error (500); the largest is a plain 404."""
+    with server.client() as c:
+        past = c.get(f"/api/runs/no-run/tool-calls/{2**31}/output")
+        assert past.status_code == 422, past.text
+        top = c.get(f"/api/runs/no-run/tool-calls/{2**31 - 1}/output")
+        assert top.status_code == 404, top.text
+
+
 def test_model_must_look_like_a_model_id(server: Server) -> None:
     with server.client() as c:
         for model in ("gpt 5", "gpt-5 ", " gpt-5", "--force", "-m", "gpt\t5", "gpt-5\n", "a;b", ""):

@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from server_helpers import alive, all_events, new_chat, poll, write_script
+from server_helpers import _state, alive, all_events, new_chat, poll, write_script
 
 from cursor_agent_api.server.procs import (
     group_members,
+    identity_alive,
     process_start_time,
+    server_identity,
     stop_recorded_group,
 )
 
@@ -109,6 +111,46 @@ def test_a_reused_pid_is_never_signalled() -> None:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_zombie_server_is_dead() -> None:
+    """A server killed but not yet reaped by its parent (state Z) owns nothing any more."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        start = process_start_time(proc.pid)
+        host = server_identity().split(":")[0]
+        identity = f"{host}:{proc.pid}:{start}"
+        assert identity_alive(identity) is True
+        os.kill(proc.pid, signal.SIGKILL)  # not waited for: a zombie until proc.wait()
+        poll(lambda: _state(proc.pid) == "Z", 30)
+        assert identity_alive(identity) is False
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_restart_while_the_old_server_is_a_zombie(make_server: Any) -> None:
+    """Killed and restarted before its parent reaped it: the run is interrupted, the chat usable."""
+    # A PYTHON* variable the test launcher lacks: the server is exec'd as this process's
+    # child, so after SIGKILL it stays a zombie until this test waits for it.
+    first = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"},
+                        server_env={"PYTHONNOUSERSITE": "1"})
+    assert isinstance(first.proc, subprocess.Popen)
+    with first.client() as c:
+        chat = new_chat(c)
+        run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()["id"]
+        pid = poll(lambda: c.get(f"/api/runs/{run_id}").json()["pid"])
+    first.proc.send_signal(signal.SIGKILL)
+    try:
+        poll(lambda: _state(first.proc.pid) == "Z", 30)
+        again = make_server()
+        with again.client() as c:
+            assert c.get(f"/api/runs/{run_id}").json()["status"] == "interrupted"
+            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})
+            assert r.status_code == 202, r.text
+        poll(lambda: not alive(pid), 30)
+    finally:
+        first.kill()
 
 
 def test_a_second_server_leaves_a_live_servers_runs_alone(make_server: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +175,38 @@ def test_workspace_must_stay_under_the_roots(server: Server, tmp_path: Path) -> 
         assert inside.json()["workspace"] == str(server.root / "project")
         cfg = c.get("/api/config").json()
         assert cfg["roots"] == [str(server.root)]
+
+
+def test_a_workspace_whose_real_path_is_not_utf8_is_refused(server: Server) -> None:
+    """A path the database cannot hold (not UTF-8, here through a symlink): 400, stored nowhere."""
+    project = bytes(server.root / "project")
+    os.mkdir(project + b"/\xff-dir")
+    os.symlink(b"\xff-dir", project + b"/lnk")
+    with server.client() as c:
+        r = c.post("/api/chats", json={"workspace": "project/lnk"})
+        assert r.status_code == 400, r.text
+        assert "not valid UTF-8" in r.json()["detail"]
+        # The bytes named directly, surrogate-escaped in JSON: not a valid string (422).
+        r = c.post("/api/chats", content=b'{"workspace": "project/\\udcff-dir"}',
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 422 and "unicode" in r.json()["detail"], r.text
+        assert c.get("/api/chats").json()["chats"] == []
+
+
+def test_a_workspace_naming_a_users_home_is_refused_alike(server: Server) -> None:
+    """``~user`` is not expanded: the same 400 for a user who exists and one who does not
+    (no traceback, nothing told about the machine's users); ``~`` is the server's home."""
+    with server.client() as c:
+        answers = []
+        for ws in ("~root", "~nosuchuser_xyz", "~nosuchuser_xyz/project"):
+            r = c.post("/api/chats", json={"workspace": ws})
+            assert r.status_code == 400, (ws, r.text)
+            assert r.headers["content-type"] == "application/json"
+            answers.append(r.json()["detail"].replace(ws, "WS"))
+        assert len(set(answers)) == 1, answers
+        assert "~user" in answers[0]
+        home = c.post("/api/chats", json={"workspace": "~"})
+        assert home.status_code == 403 and "outside the allowed roots" in home.json()["detail"]
 
 
 def _database_dump(db_url: str) -> bytes:

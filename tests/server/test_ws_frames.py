@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from server_helpers import Server, new_chat
 
-from cursor_agent_api.server.websocket import answer
+from cursor_agent_api.server.websocket import MAX_CLIENT_MESSAGE, answer
+
+DOCS = Path(__file__).parents[2] / "docs" / "websocket.md"
 
 DEEP_NONCE = '{"op":"ping","nonce":' + "[" * 300 + "]" * 300 + "}"
 
@@ -76,3 +79,38 @@ def test_unknown_chat_with_a_long_non_ascii_id_is_refused_without_traceback(serv
     assert code == 4404, (code, got)
     assert json.loads(got[0])["op"] == "error", got
     assert "Traceback" not in server.log_text(), server.log_text()[-2000:]
+
+
+def test_a_client_message_over_the_limit_closes_the_socket_as_documented(server: Server) -> None:
+    """A message up to the limit is read (a ping is answered); one byte more closes the socket
+    with 1009 and no ``error`` (the WebSocket layer refuses it unread): docs/websocket.md says so."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    def ping(size: int) -> str:
+        head = '{"op":"ping","nonce":"'
+        return head + "x" * (size - len(head) - 2) + '"}'
+
+    with server.client() as c:
+        chat = new_chat(c)
+
+    async def main() -> tuple[dict[str, Any], int | None, list[str]]:
+        async with connect(server.ws_url(chat["id"]), max_size=None) as ws:
+            for _ in ("hello", "live"):
+                await asyncio.wait_for(ws.recv(), 30)
+            await ws.send(ping(MAX_CLIENT_MESSAGE))
+            pong = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            await ws.send(ping(MAX_CLIENT_MESSAGE + 1))
+            after: list[str] = []
+            try:
+                while True:
+                    after.append(str(await asyncio.wait_for(ws.recv(), 30)))
+            except ConnectionClosed as closed:
+                code = closed.rcvd.code if closed.rcvd is not None else None
+            return pong, code, after
+
+    pong, code, after = asyncio.run(main())
+    assert pong["op"] == "pong" and len(pong["nonce"]) > 60_000
+    assert (code, after) == (1009, [])
+    docs = DOCS.read_text()
+    assert f"{MAX_CLIENT_MESSAGE // 1024} KiB" in docs and "**1009**" in docs

@@ -210,6 +210,7 @@ def serve(
         from ..server import ServerSettings, create_app
         from ..server.security import RedactTokens
         from ..server.settings import check_token, default_database_url, new_token
+        from ..server.websocket import MAX_CLIENT_MESSAGE
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
             f"the server needs the 'server' extra ({e.name} is missing): "
@@ -293,7 +294,7 @@ def serve(
         access_log=access_log,
         ws_ping_interval=settings.ws_ping_interval,
         ws_ping_timeout=settings.ws_ping_interval,
-        ws_max_size=65_536,
+        ws_max_size=MAX_CLIENT_MESSAGE,
         ws_per_message_deflate=False,  # loopback: compression only costs CPU
         timeout_graceful_shutdown=5,
         server_header=False,

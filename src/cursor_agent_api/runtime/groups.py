@@ -34,6 +34,7 @@ __all__ = [
     "HAVE_PROC",
     "group_alive",
     "group_members",
+    "live_start_time",
     "signal_group",
     "start_time",
     "stat_fields",
@@ -42,6 +43,9 @@ __all__ = [
 
 HAVE_PROC = os.path.isdir("/proc/self")
 """True where ``/proc`` can be read (Linux)."""
+
+_DEAD = (b"Z", b"X")
+"""States (field 3) of a process that has exited: a zombie not yet reaped, or dead."""
 
 
 def stat_fields(pid: int | str) -> list[bytes] | None:
@@ -81,6 +85,25 @@ def start_time(pid: int | str) -> int | None:
         return None
 
 
+def live_start_time(pid: int | str) -> int | None:
+    """Start time of ``pid`` while it runs: ``None`` if it is gone or has exited and
+    waits to be reaped (a zombie, which keeps its pid and start time until then).
+
+    Example:
+        >>> live_start_time(os.getpid()) == start_time(os.getpid()) is not None
+        True
+        >>> live_start_time(2 ** 22 + 12345) is None
+        True
+    """
+    fields = stat_fields(pid)
+    if fields is None or fields[0] in _DEAD:
+        return None
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
 def group_members(pgid: int, not_before: int | None = None) -> list[int] | None:
     """Pids of the live (non-zombie) processes of group ``pgid``; ``None`` without ``/proc``.
 
@@ -102,7 +125,7 @@ def group_members(pgid: int, not_before: int | None = None) -> list[int] | None:
         if not entry.isdigit():
             continue
         fields = stat_fields(entry)
-        if fields is None or len(fields) < 20 or fields[2] != wanted or fields[0] in (b"Z", b"X"):
+        if fields is None or len(fields) < 20 or fields[2] != wanted or fields[0] in _DEAD:
             continue
         if not_before is not None and int(fields[19]) < not_before:
             continue

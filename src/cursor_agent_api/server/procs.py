@@ -25,7 +25,7 @@ import os
 import socket
 
 from ..runtime import groups
-from ..runtime.groups import start_time
+from ..runtime.groups import live_start_time, start_time
 
 
 def process_start_time(pid: int) -> int | None:
@@ -82,6 +82,8 @@ def identity_alive(identity: str) -> bool | None:
     """Is the server process named by :func:`server_identity` still running?
 
     ``None`` when it cannot be told: the identity is from another host (or malformed).
+    A server that was killed but not yet reaped by its parent (a zombie) is not running:
+    its pid and start time stay in ``/proc`` until then, but it owns nothing any more.
 
     Example:
         >>> identity_alive(server_identity())
@@ -95,4 +97,4 @@ def identity_alive(identity: str) -> bool | None:
     host, pid, start = parts
     if host != socket.gethostname():
         return None
-    return str(process_start_time(int(pid))) == start
+    return str(live_start_time(int(pid))) == start

@@ -125,10 +125,15 @@ def parse_answer(kind: str, info: dict[str, Any], body: AnswerIn) -> dict[str, A
             valid = {str(q.get("id")): ({str(o.get("id")) for o in q.get("options") or []},
                                         bool(q.get("allow_multiple")))
                      for q in info.get("questions") or []}
-            answers = []
+            answers: list[dict[str, Any]] = []
             for a in body.answers or []:
                 if a.question_id not in valid:
                     raise ValueError("an answer names a question this request does not ask")
+                if any(a.question_id == seen["question_id"] for seen in answers):
+                    raise ValueError("a question is answered twice: answer each question once "
+                                     "(a multiple-choice one with all its options in one answer)")
+                if len(set(a.option_ids)) != len(a.option_ids):
+                    raise ValueError("an answer names the same option twice")
                 options, multiple = valid[a.question_id]
                 if any(o not in options for o in a.option_ids):
                     raise ValueError("an answer names an option the question does not offer")

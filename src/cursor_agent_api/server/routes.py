@@ -225,6 +225,15 @@ async def _chat_or_404(request: Request, chat_id: str) -> dict[str, Any]:
     return chat
 
 
+async def _run_of_chat_or_404(request: Request, chat_id: str, run_id: str | None) -> None:
+    """A ``run_id`` query names a run of the chat (404 otherwise: a typo is not an empty page)."""
+    if run_id is None:
+        return
+    run = await _store(request).get_run(run_id)
+    if run is None or run["chat_id"] != chat_id:
+        raise HTTPException(404, f"chat {chat_id!r} has no run with id {run_id!r}")
+
+
 async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
     run = await _store(request).get_run(run_id)
     if run is None:
@@ -389,15 +398,21 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             "options must name at least one option, each true or false (transport: 'print' or "
             "'acp'; mode: 'agent', 'plan' or 'ask')",
         )
-    chat = await _chat_or_404(request, chat_id)
+    await _chat_or_404(request, chat_id)  # chats are never deleted
     values: dict[str, Any] = {}
     if body.title is not None:
         values["title"] = body.title
-    if changes:
-        values["options"] = {**ChatOptions().model_dump(), **(chat.get("options") or {}), **changes}
-        _check_mode(values["options"])
+
+    def merge(current: dict[str, Any]) -> dict[str, Any]:
+        """The chat's options as stored now (read with its row locked), with the changes."""
+        options = {**ChatOptions().model_dump(), **current, **changes}
+        _check_mode(options)
+        return options
+
     try:
-        row = await _store(request).update_chat(chat_id, idle_only=bool(changes), **values)
+        row = await _store(request).update_chat(
+            chat_id, idle_only=bool(changes), merge_options=merge if changes else None, **values
+        )
     except ActiveRunError:
         raise HTTPException(
             409,
@@ -439,8 +454,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         first_line = body.prompt.strip().splitlines()[0] if body.prompt.strip() else ""
         if first_line:
             title = first_line if len(first_line) <= 80 else first_line[:79] + "…"
-            try:
-                await _store(request).update_chat(chat_id, title=title)
+            try:  # unless it was renamed meanwhile
+                await _store(request).name_chat(chat_id, title, if_title=str(chat["title"]))
             except Exception as e:  # the run started: the answer says so; the title can wait
                 logger.warning(
                     "could not name chat %s after its first prompt: %s", chat_id, describe_error(e)
@@ -463,15 +478,22 @@ async def get_run(run_id: str, request: Request) -> dict[str, Any]:
 
 @router.post("/runs/{run_id}/cancel", tags=["runs"])
 async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
-    """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over."""
+    """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over,
+    also when it ended otherwise while the cancel was under way (its result was in)."""
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final:
         raise HTTPException(409, f"run {run_id} is already {run['status']}")
     try:
         await _runs(request).cancel(run_id)
     except RunNotActiveError:
+        run = await _run_or_404(request, run_id)  # it may have ended meanwhile
+        if RunStatus(run["status"]).final:
+            raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
         raise HTTPException(409, f"run {run_id} is not active on this server") from None
-    return run_view(await _run_or_404(request, run_id))
+    run = await _run_or_404(request, run_id)
+    if RunStatus(run["status"]).final and run["status"] != RunStatus.CANCELLED:
+        raise HTTPException(409, f"run {run_id} is already {run['status']}")
+    return run_view(run)
 
 
 @router.post("/runs/{run_id}/requests/{request_id}", tags=["runs"])
@@ -523,6 +545,7 @@ async def list_events(
     """
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
+    await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
         chat_id,
         after_seq,
@@ -595,6 +618,7 @@ def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
 async def chat_tool_calls(chat_id: str, request: Request, run_id: str | None = None) -> dict[str, Any]:
     """Tool calls of the chat (or of one run), in the order they started."""
     await _chat_or_404(request, chat_id)
+    await _run_of_chat_or_404(request, chat_id, run_id)
     rows = await _store(request).list_tool_calls(chat_id, run_id)
     limit = _settings(request).max_field_bytes
     return {"tool_calls": [_tool_view(r, limit) for r in rows]}
@@ -649,7 +673,7 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
 )
 async def tool_call_output(
     run_id: str,
-    index: Annotated[int, Path(ge=0, le=2**31)],
+    index: Annotated[int, Path(ge=0, le=2**31 - 1)],  # a 32-bit column (PostgreSQL integer)
     request: Request,
     field: Literal["output", "stdout", "stderr", "diff", "new_content"] = "output",
 ) -> Response:

@@ -22,6 +22,8 @@ the check every ``session_check_interval`` s) it sends nothing more but an ``err
 closes with 4401. What the client sends is answered by :func:`answer`; a frame it has no use
 for (binary, not JSON, an unknown op, a nonce too deep to echo) gets an ``error``, and the
 socket stays open.
+A message over :data:`MAX_CLIENT_MESSAGE` bytes is refused unread by the WebSocket layer
+(uvicorn's ``ws_max_size``): the socket closes with 1009 (message too big), no ``error``.
 A read that fails (the database is unavailable) ends the socket with an ``error`` and close
 code 1013: the client reconnects later from its last seq.
 
@@ -197,6 +199,9 @@ class _Stream:
 
 
 SIGNED_OUT = "the session this socket was opened with has ended (signed out or expired): sign in again"
+MAX_CLIENT_MESSAGE = 65_536
+"""Bytes a client's message may have (a ``ping``: the only message the protocol has)."""
+
 BINARY_FRAME = 'binary frames are not part of the protocol: send {"op": "ping", "nonce": ...} as text'
 UNKNOWN_MESSAGE = 'unknown message; the client may only send {"op": "ping", "nonce": ...}'
 DEEP_NONCE = "the nonce is nested too deeply to be echoed: send a number or a string"

@@ -31,8 +31,10 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
 
     A relative path is taken from the first root. The path is resolved
     (symlinks followed, ``..`` collapsed) *before* the check, so neither can
-    escape. Raises :class:`WorkspaceError` (403 outside the roots, 400 when
-    it does not exist or is not a directory).
+    escape. ``~`` and ``~/…`` are the server user's home; ``~user`` is refused
+    (400 for every user: whether one exists does not show). Raises
+    :class:`WorkspaceError` (403 outside the roots, 400 when it does not exist,
+    is not a directory, or its real path is not UTF-8: the database stores text).
 
     Example:
         >>> import tempfile
@@ -43,12 +45,26 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
         Traceback (most recent call last):
         ...
         cursor_agent_api.server.workspaces.WorkspaceError: workspace '../..' is outside the allowed roots ...
+        >>> resolve_workspace("~root", (root,))  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.server.workspaces.WorkspaceError: workspace '~root': '~user' is not expanded ...
     """
     if not requested or "\x00" in requested:
         raise WorkspaceError("workspace must be a non-empty path", 400)
     if not roots:
         raise WorkspaceError("no workspace roots are configured", 403)
-    raw = Path(requested).expanduser()
+    raw = Path(requested)
+    if requested.startswith("~"):
+        if raw.parts[0] != "~":
+            # Whether a user exists must not show (403 for one, 400 for another).
+            raise WorkspaceError(
+                f"workspace {requested!r}: '~user' is not expanded (only '~', the server "
+                "user's home); give the directory's path", 400)
+        try:
+            raw = raw.expanduser()
+        except RuntimeError:  # no home directory known
+            raise WorkspaceError(f"workspace {requested!r}: the server user has no home", 400) from None
     candidate = raw if raw.is_absolute() else roots[0] / raw
     try:
         resolved = candidate.resolve(strict=True)
@@ -62,6 +78,12 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
         raise WorkspaceError(_outside(requested, roots), 403)
     if not resolved.is_dir():
         raise WorkspaceError(f"workspace {requested!r} is not a directory", 400)
+    try:
+        str(resolved).encode()
+    except UnicodeEncodeError:  # bytes that are not UTF-8 (surrogate-escaped): not storable
+        raise WorkspaceError(
+            f"workspace {requested!r} resolves to a path that is not valid UTF-8; "
+            "rename the directory or give a path through a UTF-8 symlink", 400) from None
     return resolved
 
 

@@ -17,7 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from sqlalchemy import insert, select, update
@@ -65,13 +65,34 @@ class ChatRows(StoreEngine):
             res = await conn.execute(select(chats).where(chats.c.id == chat_id))
             return _row_dict(res.first())
 
-    async def update_chat(self, chat_id: str, *, idle_only: bool = False, **values: Any) -> dict[str, Any]:
+    async def update_chat(
+        self,
+        chat_id: str,
+        *,
+        idle_only: bool = False,
+        merge_options: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        **values: Any,
+    ) -> dict[str, Any]:
         """Change a chat's fields (``title``, ``session_id``, ``options``); returns the chat.
 
         With ``idle_only``, raises :class:`ActiveRunError` (changing nothing) when the chat
         has a queued or running run; the check and the change are one transaction.
+        With ``merge_options``, the new options are ``merge_options(current options)``, read
+        in the same transaction with the chat's row locked: two changes at once are applied
+        one after the other, neither is lost. An exception it raises changes nothing.
         """
         async with self.transaction() as conn:
+            # A write first: it locks the row (PostgreSQL) or the database (SQLite, against
+            # other processes too) until the commit, so the options read here are current.
+            res = await conn.execute(
+                update(chats)
+                .where(chats.c.id == chat_id)
+                .values(updated_ms=now_ms())
+                .returning(chats.c.options)
+            )
+            current = res.first()
+            if current is None:
+                raise NotFoundError(f"no chat {chat_id}")
             if idle_only:
                 active = await conn.execute(
                     select(runs.c.id)
@@ -80,16 +101,42 @@ class ChatRows(StoreEngine):
                 )
                 if active.first() is not None:
                     raise ActiveRunError(f"chat {chat_id} has an active run")
+            if merge_options is not None:
+                values["options"] = merge_options(dict(current.options or {}))
             res = await conn.execute(
-                update(chats)
-                .where(chats.c.id == chat_id)
-                .values(**values, updated_ms=now_ms())
-                .returning(*chats.c)
+                update(chats).where(chats.c.id == chat_id).values(**values).returning(*chats.c)
             )
             row = res.first()
-        if row is None:
+        if row is None:  # pragma: no cover - the row was locked above
             raise NotFoundError(f"no chat {chat_id}")
         return dict(row._mapping)
+
+    async def name_chat(self, chat_id: str, title: str, *, if_title: str) -> bool:
+        """Set the chat's title only while it is still ``if_title`` (compare and set: a
+        rename that landed first is kept); True if it was set.
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import Store
+            >>> async def demo() -> tuple[bool, bool, str]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     first = await store.name_chat(chat["id"], "named", if_title="t")
+            ...     second = await store.name_chat(chat["id"], "again", if_title="t")
+            ...     title = (await store.get_chat(chat["id"]) or {})["title"]
+            ...     await store.close()
+            ...     return first, second, title
+            >>> asyncio.run(demo())
+            (True, False, 'named')
+        """
+        async with self.transaction() as conn:
+            res = await conn.execute(
+                update(chats)
+                .where(chats.c.id == chat_id, chats.c.title == if_title)
+                .values(title=self._clean_text(title), updated_ms=now_ms())
+            )
+            return bool(res.rowcount)
 
     async def list_chats(self, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         """Chats, most recently active first, each with its latest run's status."""
