@@ -489,6 +489,14 @@ async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
         run = await _run_or_404(request, run_id)  # it may have ended meanwhile
         if RunStatus(run["status"]).final:
             raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
+        owner = run.get("server_id")
+        if owner and owner != getattr(_runs(request), "server_id", owner):
+            # in-process servers sharing a database do not relay to one another (server.md)
+            raise HTTPException(
+                409,
+                f"run {run_id} is run by another server process on this database ({owner}): "
+                "cancel it through that server (with --dispatch queue, any server reaches any run)",
+            ) from None
         raise HTTPException(409, f"run {run_id} is not active on this server") from None
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final and run["status"] != RunStatus.CANCELLED:

@@ -919,8 +919,9 @@ async def answered_or_unknown(store: Any, run_id: str, request_id: str) -> None:
         if pair["request"].get("request_id") == request_id:
             if pair["answer"] is None:  # waits in another process (a worker): not answerable here
                 raise AlreadyAnsweredError(
-                    f"request {request_id!r} waits in the process that runs its run (a worker): "
-                    "it cannot be answered through this server"
+                    f"request {request_id!r} waits in the process that runs its run (a worker, "
+                    "or another API server on this database): it cannot be answered through "
+                    "this server"
                 )
             raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
     raise UnknownRequestError(request_id)
