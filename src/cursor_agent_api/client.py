@@ -721,10 +721,15 @@ class CursorAgentClient:
             >>> client.query("Remember 42", resume=chat).success  # doctest: +SKIP
             True
         """
-        if self.config.transport == "acp":
-            transport = self._acp.get(self.config)
-            return self._call(lambda: transport.new_session(self.config))
-        return self._call(functools.partial(create_chat, self.config, timeout=timeout))
+        return self._create_chat(self.config, timeout=timeout)
+
+    def _create_chat(self, config: AgentConfig, *,
+                     timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """:meth:`create_chat` with ``config`` (a session's settings over the client's)."""
+        if config.transport == "acp":
+            transport = self._acp.get(config)
+            return self._call(lambda: transport.new_session(config))
+        return self._call(functools.partial(create_chat, config, timeout=timeout))
 
     # ACP sessions ----------------------------------------------------------------------
 
@@ -1004,9 +1009,14 @@ class AsyncCursorAgentClient:
         Example:
             >>> chat = await client.create_chat()  # doctest: +SKIP
         """
-        if self.config.transport == "acp":
-            return await self._acp.get(self.config).new_session(self.config)
-        return await create_chat(self.config, timeout=timeout)
+        return await self._create_chat(self.config, timeout=timeout)
+
+    async def _create_chat(self, config: AgentConfig, *,
+                           timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """:meth:`create_chat` with ``config`` (a session's settings over the client's)."""
+        if config.transport == "acp":
+            return await self._acp.get(config).new_session(config)
+        return await create_chat(config, timeout=timeout)
 
     async def set_session_mode(self, session_id: str, mode_id: str) -> None:
         """ACP mode: ``session/set_mode`` (see :meth:`CursorAgentClient.set_session_mode`).
