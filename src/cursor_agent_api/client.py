@@ -32,6 +32,7 @@ import collections
 import concurrent.futures
 import contextlib
 import functools
+import math
 import signal as signal_module
 import subprocess
 import threading
@@ -487,7 +488,7 @@ class StreamingResponse(_TurnStream):
 
         ``TimeoutError`` if ``timeout`` seconds pass first, counted over the whole wait
         (consuming and the end alike); the turn goes on, and the stream can still be
-        iterated, waited for again, cancelled or closed.
+        iterated, waited for again, cancelled or closed. ``ValueError`` for a NaN ``timeout``.
 
         Example:
             >>> result = client.query_stream("hi").wait()  # doctest: +SKIP
@@ -496,6 +497,8 @@ class StreamingResponse(_TurnStream):
             for _ in self:
                 pass
             return wait_for(self._finished)
+        if math.isnan(timeout):  # no deadline is ever reached: it would wait forever
+            raise ValueError("wait(timeout=...) must be a number of seconds or None, got nan")
         deadline = time.monotonic() + timeout
         try:
             while not (self._ended or self._stopped):
