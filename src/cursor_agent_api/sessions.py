@@ -640,7 +640,8 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
     async def _settle(self, until: AsyncStreamingResponse | None = None) -> None:
         """Record every streamed turn before ``until`` (all of them without it), oldest first:
         waiting for each to end, starting one still to start; one that never ran is dropped."""
-        while self._streams and self._streams[0] is not until:
+        while self._streams and self._streams[0] is not until \
+                and (until is None or until in self._streams):  # (dropped meanwhile: no wait)
             stream = self._streams[0]
             if self._never_ran(stream):
                 self._drop(stream)

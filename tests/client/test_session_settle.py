@@ -191,3 +191,30 @@ def test_save_does_not_wait_for_a_running_stream(tmp_path):
         assert stream.done
 
     asyncio.run(main())
+
+
+@pytest.mark.timeout(60)
+def test_async_stream_cancelled_while_it_waits_for_the_previous_turn_never_runs():
+    async def main() -> None:
+        t = script(hang_on=b"first")
+        session = AsyncConversationSession(transport=t)
+        first = session.send_stream("first")
+        second = session.send_stream("second")
+
+        async def consume() -> None:
+            async for _ in second:
+                pass
+
+        task = asyncio.ensure_future(consume())
+        while not t.prompts:
+            await asyncio.sleep(0)  # until "first" runs (started by second's start)
+        second.cancel()
+        first.cancel()
+        with pytest.raises(RuntimeError, match="cancelled before it started"):
+            await task
+        assert t.prompts == [b"first"]  # "second" never ran
+        assert (await session.send("third")).success
+        assert prompts(session) == ["first", "third"]
+        await session.aclose()
+
+    asyncio.run(main())
