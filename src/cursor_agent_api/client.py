@@ -32,6 +32,7 @@ import collections
 import concurrent.futures
 import contextlib
 import functools
+import math
 import signal as signal_module
 import subprocess
 import threading
@@ -487,7 +488,7 @@ class StreamingResponse(_TurnStream):
 
         ``TimeoutError`` if ``timeout`` seconds pass first, counted over the whole wait
         (consuming and the end alike); the turn goes on, and the stream can still be
-        iterated, waited for again, cancelled or closed.
+        iterated, waited for again, cancelled or closed. ``ValueError`` for a NaN ``timeout``.
 
         Example:
             >>> result = client.query_stream("hi").wait()  # doctest: +SKIP
@@ -496,6 +497,8 @@ class StreamingResponse(_TurnStream):
             for _ in self:
                 pass
             return wait_for(self._finished)
+        if math.isnan(timeout):  # no deadline is ever reached: it would wait forever
+            raise ValueError("wait(timeout=...) must be a number of seconds or None, got nan")
         deadline = time.monotonic() + timeout
         try:
             while not (self._ended or self._stopped):
@@ -721,10 +724,15 @@ class CursorAgentClient:
             >>> client.query("Remember 42", resume=chat).success  # doctest: +SKIP
             True
         """
-        if self.config.transport == "acp":
-            transport = self._acp.get(self.config)
-            return self._call(lambda: transport.new_session(self.config))
-        return self._call(functools.partial(create_chat, self.config, timeout=timeout))
+        return self._create_chat(self.config, timeout=timeout)
+
+    def _create_chat(self, config: AgentConfig, *,
+                     timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """:meth:`create_chat` with ``config`` (a session's settings over the client's)."""
+        if config.transport == "acp":
+            transport = self._acp.get(config)
+            return self._call(lambda: transport.new_session(config))
+        return self._call(functools.partial(create_chat, config, timeout=timeout))
 
     # ACP sessions ----------------------------------------------------------------------
 
@@ -1004,9 +1012,14 @@ class AsyncCursorAgentClient:
         Example:
             >>> chat = await client.create_chat()  # doctest: +SKIP
         """
-        if self.config.transport == "acp":
-            return await self._acp.get(self.config).new_session(self.config)
-        return await create_chat(self.config, timeout=timeout)
+        return await self._create_chat(self.config, timeout=timeout)
+
+    async def _create_chat(self, config: AgentConfig, *,
+                           timeout: float | None = DEFAULT_COMMAND_TIMEOUT) -> str:
+        """:meth:`create_chat` with ``config`` (a session's settings over the client's)."""
+        if config.transport == "acp":
+            return await self._acp.get(config).new_session(config)
+        return await create_chat(config, timeout=timeout)
 
     async def set_session_mode(self, session_id: str, mode_id: str) -> None:
         """ACP mode: ``session/set_mode`` (see :meth:`CursorAgentClient.set_session_mode`).

@@ -117,10 +117,15 @@ def _check_seconds(name: str, value: Any, *, allow_zero: bool = False) -> float 
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _fail(name, "must be a number of seconds or None", value, TypeError)
-    if math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int past float's range (shown by its size: its digits may not print)
+        raise ValueError(f"AgentConfig.{name} must be a number of seconds or None, got an integer "
+                         f"too large for a float ({int(value).bit_length()} bits)") from None
+    if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
         what = "a non-negative" if allow_zero else "a positive"
         raise _fail(name, f"must be {what} number of seconds or None", value)
-    return float(value)
+    return seconds
 
 
 _HEADER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,39}")
@@ -329,9 +334,12 @@ class AgentConfig:
             raise _fail("resume", "must be a UUID, the form of every chat id "
                         "(such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)", self.resume)
         self.api_key = _check_optional_text("api_key", self.api_key, secret=True)
+        if self.agent_binary is None or (isinstance(self.agent_binary, str)
+                                         and not self.agent_binary.strip()):
+            raise _fail("agent_binary", "must name the agent executable (by default 'agent', "
+                        "or 'cursor-agent' when only that is on PATH)", self.agent_binary)
         binary = _check_optional_text("agent_binary", self.agent_binary)
-        if binary is None:
-            raise _fail("agent_binary", "must name the agent executable", self.agent_binary)
+        assert binary is not None
         self.agent_binary = binary
         for name in ("force_approve", "approve_mcps", "stream_partial_output", "trust",
                      "keep_events", "keep_content"):

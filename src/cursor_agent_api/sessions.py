@@ -26,6 +26,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import tempfile
 import time
@@ -266,7 +267,6 @@ class _SessionState(Generic[_C]):
     _client_type: type[_C]
     client: _C
     """The client the turns run on (shared, or made by the session and closed with it)."""
-    _pending: Any  # the streamed turn not yet recorded
 
     def __init__(
         self,
@@ -293,26 +293,70 @@ class _SessionState(Generic[_C]):
                                "UUID (such as 8b72ae6d-ab42-4854-991e-6ecf580e66c2)")
         self._session_id = session_id if session_id is not None else config.resume
         self.history: list[SessionTurn] = list(history or [])
-        self._pending = None
+        self._base: dict[str, Any] = {}  # the session's own settings over the client's
+        self._streams: list[Any] = []  # streamed turns not yet recorded, oldest first
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
             weakref.WeakKeyDictionary()
 
+    def _run_with(self, config: AgentConfig) -> None:
+        """Run every turn with ``config`` on the shared client: what differs from the
+        client's config becomes the session's per-turn overrides (``resume`` is per turn)."""
+        client = self.client.config
+        self._base = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+                      if f.name != "resume" and getattr(config, f.name) != getattr(client, f.name)}
+        self._config = client.with_overrides(**self._base)
+
     @property
     def session_id(self) -> str | None:
-        """The chat id (``None`` until the first turn or :meth:`create_chat`)."""
+        """The chat id (``None`` until the first turn or :meth:`create_chat`).
+
+        A streamed turn that has ended is recorded first (without waiting for one that runs).
+        """
+        self._absorb()
         return self._session_id
 
     @property
     def config(self) -> AgentConfig:
-        """The configuration the turns run with (``resume`` is set per turn)."""
+        """The configuration the turns run with (``resume`` is set per turn): the client's,
+        with what :meth:`load` gave the session on a shared client (the file's workspace and
+        model, ``load``'s fields)."""
         return self._config
 
-    def _turn_overrides(self, overrides: dict[str, Any]) -> dict[str, Any]:
+    def _checked(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """A turn's overrides over the session's own, every one checked now (``TypeError`` /
+        ``ValueError`` as the config raises them), before anything of the turn happens."""
         if "resume" in overrides:
             raise TypeError("a session sets resume= itself; start another session to change chats")
-        out = dict(overrides)
-        out["resume"] = self._session_id
-        return out
+        turn = {**self._base, **overrides}
+        self.client.config.with_overrides(**turn, resume=self._session_id)
+        return turn
+
+    def _turn(self, checked: dict[str, Any]) -> dict[str, Any]:
+        """The overrides a turn runs with: ``checked`` and the chat to resume, as of now."""
+        return {**checked, "resume": self._session_id}
+
+    @staticmethod
+    def _never_ran(stream: Any) -> bool:
+        """True for a stream that will never run: cancelled before it started, or whose
+        start failed or was cut short (only an async stream starts after it is returned)."""
+        return isinstance(stream, AsyncStreamingResponse) and stream._started \
+            and stream._stopped and not stream._spawned
+
+    def _drop(self, stream: Any) -> None:
+        with contextlib.suppress(ValueError):
+            self._streams.remove(stream)
+
+    def _absorb(self) -> None:
+        """Without waiting: record the oldest streamed turns that have ended, drop those that
+        never ran, up to the first one still to come or running."""
+        while self._streams:
+            stream = self._streams[0]
+            if self._never_ran(stream):
+                self._drop(stream)
+            elif stream.result is not None:
+                self._finish(stream, stream.result)
+            else:
+                return
 
     def _record(self, prompt: str, result: AgentResult) -> AgentResult:
         # the id comes from the agent's output: only a well-formed chat id is ever resumed
@@ -323,8 +367,7 @@ class _SessionState(Generic[_C]):
 
     def _finish(self, stream: Any, result: AgentResult) -> AgentResult:
         """Record a streamed turn once (``finalize_stream`` is idempotent per stream)."""
-        if self._pending is stream:
-            self._pending = None
+        self._drop(stream)
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
@@ -344,7 +387,8 @@ class _SessionState(Generic[_C]):
 
     @classmethod
     def load(cls: type[_S], path: str | os.PathLike[str],
-             client: _C | AgentConfig | None = None, **overrides: Any) -> _S:
+             client: _C | AgentConfig | None = None, *, tools: Any = None,
+             **overrides: Any) -> _S:
         """Restore a session written by :meth:`save`; the next turn resumes the saved chat.
 
         ``load(path)`` alone runs the agent as the saved session did: the same agent
@@ -352,20 +396,34 @@ class _SessionState(Generic[_C]):
         its ``env`` variables are not in the file: each must be set in this process's
         environment or passed as ``load(path, env={...})`` (``SessionError`` naming the
         missing ones otherwise). The API key comes from ``CURSOR_API_KEY`` or
-        ``api_key=``. With a client or config, its settings are used and only the file's
-        workspace and model override them. ``**overrides`` (AgentConfig fields) apply
-        last. ``SessionError`` if the file is not a session.
+        ``api_key=``. With a config, its settings are used and only the file's workspace
+        and model override them. With a client, the session runs its turns on that client
+        (its tools, its ``agent acp`` process; closing the session leaves it open), with the
+        file's workspace and model and ``**overrides`` applied to each turn.
+        ``**overrides`` (AgentConfig fields) apply last. ``tools``: ``@tool`` functions for
+        the session's own client (not with a client: give them to the client).
+        ``SessionError`` if the file is not a session.
 
         Example:
             >>> session = ConversationSession.load("chat.json")  # doctest: +SKIP
             >>> session = ConversationSession.load("chat.json", timeout=600)  # doctest: +SKIP
+            >>> session = ConversationSession.load("chat.json", client)  # doctest: +SKIP
         """
         shared = client if isinstance(client, cls._client_type) else None
+        if shared is not None and tools is not None:
+            raise TypeError("load(path, client) runs on the client's tools: give tools= to the "
+                            "client, or load(path, tools=...) without a client")
         base = client.config if isinstance(client, (CursorAgentClient, AsyncCursorAgentClient)) \
             else client
         config, data = cls._restored(path, base, overrides)
-        turns = {"session_id": data.get("chat_id"), "history": data["history"]}
-        return cls(shared if shared and config == shared.config else config, **turns)
+        chat = data.get("chat_id")
+        turns = {"session_id": chat if chat is not None else config.resume,
+                 "history": data["history"]}
+        if shared is None:
+            return cls(config, **turns) if tools is None else cls(config, tools=tools, **turns)
+        session = cls(shared, **turns)
+        session._run_with(config)
+        return session
 
     @staticmethod
     def _restored(path: str | os.PathLike[str], base: AgentConfig | None,
@@ -431,7 +489,10 @@ class _SessionState(Generic[_C]):
         ``config`` holds every other setting needed to resume the same way (agent
         binary, trust, force, approve_mcps, headers, output format, timeouts, ...), the
         names of ``env`` variables but never their values, and never the API key.
+        A streamed turn that has ended is recorded first, even if it was not passed to
+        ``finalize_stream`` (one still running is not waited for, and not saved).
         """
+        self._absorb()
         workspace = self._config.workspace or os.getcwd()
         return {
             "version": SESSION_FILE_VERSION,
@@ -485,11 +546,10 @@ class ConversationSession(_SessionState[CursorAgentClient]):
     """
 
     _client_type = CursorAgentClient
-    _pending: StreamingResponse | None
 
     def _settle(self) -> None:
-        if self._pending is not None:
-            self.finalize_stream(self._pending)
+        for stream in list(self._streams):
+            self.finalize_stream(stream)
 
     def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).
@@ -500,7 +560,7 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._session_id = self.client.create_chat()
+        self._session_id = self.client._create_chat(self._config)
         return self._session_id
 
     def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
@@ -514,8 +574,9 @@ class ConversationSession(_SessionState[CursorAgentClient]):
             >>> session.send("And now in French?").result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
+        checked = self._checked(overrides)
         self._settle()
-        result = self.client.query(text, **self._turn_overrides(overrides))
+        result = self.client.query(text, **self._turn(checked))
         return self._record(text, result)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
@@ -524,10 +585,11 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         Example:
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
         """
-        text = prompt_text(prompt)
+        text = prompt_text(prompt)  # a bad prompt or override fails here, before the settle
+        checked = self._checked(overrides)
         self._settle()
-        stream = self.client.query_stream(text, **self._turn_overrides(overrides))
-        self._pending = stream
+        stream = self.client.query_stream(text, **self._turn(checked))
+        self._streams.append(stream)
         return stream
 
     def finalize_stream(self, *stream: Any) -> AgentResult:
@@ -543,17 +605,16 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         return self._finish(s, s.wait())
 
     def close(self) -> None:
-        """Stop a pending stream and close the client if the session made it.
+        """Stop a stream not yet recorded and close the client if the session made it.
 
         Example:
             >>> ConversationSession().close()
         """
-        try:
-            if self._pending is not None:
-                self._pending.close()
-        finally:
+        with contextlib.ExitStack() as stack:
             if self._owns:
-                self.client.close()
+                stack.callback(self.client.close)
+            for stream in self._streams:  # stopped newest first
+                stack.callback(stream.close)
 
     def __enter__(self) -> ConversationSession:
         return self
@@ -575,11 +636,17 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
     """
 
     _client_type = AsyncCursorAgentClient
-    _pending: AsyncStreamingResponse | None
 
-    async def _settle(self) -> None:
-        if self._pending is not None:
-            await self.finalize_stream(self._pending)
+    async def _settle(self, until: AsyncStreamingResponse | None = None) -> None:
+        """Record every streamed turn before ``until`` (all of them without it), oldest first:
+        waiting for each to end, starting one still to start; one that never ran is dropped."""
+        while self._streams and self._streams[0] is not until \
+                and (until is None or until in self._streams):  # (dropped meanwhile: no wait)
+            stream = self._streams[0]
+            if self._never_ran(stream):
+                self._drop(stream)
+            else:
+                await self.finalize_stream(stream)
 
     async def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).
@@ -589,7 +656,7 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._session_id = await self.client.create_chat()
+        self._session_id = await self.client._create_chat(self._config)
         return self._session_id
 
     async def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
@@ -599,8 +666,9 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> (await session.send("And in French?")).result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
+        checked = self._checked(overrides)
         await self._settle()
-        result = await self.client.query(text, **self._turn_overrides(overrides))
+        result = await self.client.query(text, **self._turn(checked))
         return self._record(text, result)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> AsyncStreamingResponse:
@@ -609,24 +677,27 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         As in :class:`ConversationSession`, a previous stream not yet finalized is
         finalized first: here when this stream starts (its first step, ``await`` or
         ``async with``), so that this turn resumes the chat the previous one reported.
+        A bad prompt or override raises here, at once. A stream that never runs (cancelled
+        before it started, its start failed or was cut short) is dropped: nothing recorded.
 
         Example:
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
             >>> async for event in stream: ...              # doctest: +SKIP
         """
-        text = prompt_text(prompt)  # a bad prompt or override fails here, not at the start
-        self._turn_overrides(overrides)
-        if self._pending is None:
-            stream = self.client.query_stream(text, **self._turn_overrides(overrides))
+        text = prompt_text(prompt)
+        checked = self._checked(overrides)
+        self._absorb()
+        if not self._streams:
+            stream = self.client.query_stream(text, **self._turn(checked))
         else:
-            previous = self._pending
-
             async def settled() -> dict[str, Any]:
-                await self.finalize_stream(previous)
-                return self._turn_overrides(overrides)
+                await self._settle(until=stream)
+                if stream._stopped:  # cancelled while the previous turns were awaited
+                    raise RuntimeError("the stream was cancelled before it started")
+                return self._turn(checked)
 
             stream = self.client._deferred_stream(text, settled)
-        self._pending = stream
+        self._streams.append(stream)
         return stream
 
     async def finalize_stream(self, *stream: Any) -> AgentResult:
@@ -637,18 +708,26 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             True
         """
         s: AsyncStreamingResponse = self._stream_of(stream)
-        return self._finish(s, await s.wait())
+        try:
+            result = await s.wait()
+        except BaseException:
+            if self._never_ran(s):  # settled: nothing to record, the session goes on
+                self._drop(s)
+            raise
+        return self._finish(s, result)
 
     async def aclose(self) -> None:
-        """Stop a pending stream if it is still running.
+        """Stop every stream not yet recorded (newest first; one still to start never
+        starts) and wait for their ends; close the client if the session made it.
 
         Example:
             >>> await AsyncConversationSession().aclose()  # doctest: +SKIP
         """
-        if self._pending is not None:
-            await self._pending.aclose()
-        if self._owns:
-            await self.client.aclose()  # its `agent acp` process, in ACP mode
+        async with contextlib.AsyncExitStack() as stack:
+            if self._owns:
+                stack.push_async_callback(self.client.aclose)  # its `agent acp`, in ACP mode
+            for stream in self._streams:
+                stack.push_async_callback(stream.aclose)
 
     async def __aenter__(self) -> AsyncConversationSession:
         return self

@@ -48,11 +48,21 @@ from cursor_agent_api.sim import messages
         ({"output_format": "xml"}, ValueError, "output_format"),
         ({"api_key": "a\nb"}, ValueError, "api_key"),
         ({"agent_binary": ""}, ValueError, "agent_binary"),
+        ({"timeout": 10**400}, ValueError, "AgentConfig.timeout .*too large"),
+        ({"kill_grace": -10**400}, ValueError, "AgentConfig.kill_grace"),
+        ({"idle_timeout": 10**5000}, ValueError, "AgentConfig.idle_timeout"),  # no repr either
     ],
 )
 def test_config_validation_names_the_field(fields, exc, words):
     with pytest.raises(exc, match=words):
         AgentConfig(**fields)
+
+
+@pytest.mark.parametrize("value", ["", "  ", None])
+def test_an_unset_agent_binary_is_refused_without_suggesting_none(value):
+    with pytest.raises(ValueError, match="must name the agent executable") as info:
+        AgentConfig(agent_binary=value)
+    assert "use None" not in str(info.value)
 
 
 def test_config_overrides_and_repr():

@@ -67,3 +67,16 @@ def test_async_wait_under_a_timeout_leaves_the_stream_closable(sim):
 
     stream = asyncio.run(main())
     assert stream.done and stream.result.cancelled
+
+
+@pytest.mark.timeout(30)
+def test_sync_wait_refuses_a_nan_timeout():
+    from cursor_agent_api.runtime.script import ScriptTransport
+
+    silent = ScriptTransport([{"type": "system", "subtype": "init"}], hang=True)
+    with CursorAgentClient(transport=silent) as client, client.query_stream("hi") as stream:
+        with pytest.raises(ValueError, match="timeout"):
+            stream.wait(timeout=float("nan"))  # never reached its deadline: it waited forever
+        assert not stream.done
+        stream.cancel()
+        assert stream.wait(timeout=20).cancelled
