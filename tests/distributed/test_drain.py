@@ -5,41 +5,17 @@ once. One API server (``--stalled-after 3``) and workers of each test's own."""
 
 from __future__ import annotations
 
-import os
 import signal
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from cluster import PG_ENV, SKIP_REASON, STALLED_AFTER, Cluster
-from server_helpers import alive, all_events, new_chat, pg_database, poll, wait_run
+from cluster import STALLED_AFTER, Cluster
+from server_helpers import alive, all_events, new_chat, poll, wait_run
 
 DRAINING = "stopping:"
 """What a worker logs when a first signal starts its drain."""
-
-
-@pytest.fixture(scope="module")
-def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """One API server on a fresh database; the tests start their workers."""
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    tmp = tmp_path_factory.mktemp("drain-cluster")
-    root = tmp / "root"
-    (root / "project").mkdir(parents=True)
-    url, drop = pg_database(base)
-    c = Cluster(tmp, url, Path(root).resolve())
-    try:
-        c.server()
-        yield c
-    finally:
-        try:
-            c.close()
-        finally:
-            drop()
 
 
 def _post(c: httpx.Client, chat_id: str, prompt: str) -> httpx.Response:

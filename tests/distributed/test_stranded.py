@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_api.server.dispatch import CancelNotAppliedError
 from cursor_agent_api.server.dispatch.queue import MAX_JOBS, QueueDispatcher
 from cursor_agent_api.server.hub import Hub
 from cursor_agent_api.server.settings import ServerSettings
@@ -207,7 +208,10 @@ def test_cancel_follows_the_run_to_the_job_a_sweep_gave_it_meanwhile(db_url: str
             return cancelled
 
         jobs.cancel_job_by_id_async = cancel_then_race  # type: ignore[method-assign]
-        await dispatcher.cancel(run["id"], wait=0.5)
+        # No worker applies it here: the cancel says so when its wait runs out.
+        with pytest.raises(CancelNotAppliedError) as pending:
+            await dispatcher.cancel(run["id"], wait=0.5)
+        assert pending.value.status == "running"
         return await _jobs(dispatcher), await store.get_run(run["id"])
 
     jobs, after = _run(db_url, tmp_path, body)
