@@ -27,10 +27,10 @@ SIGINT** (:meth:`Worker.stop`): no new job is taken (one fetched at that very mo
 left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
 normally, the rest are stopped and recorded ``interrupted``. While it drains, the worker
 keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
-begins, :meth:`Worker._drain`): it is not declared lost, its chats are not freed while
-their agents run. A second signal stops the runs at once (``interrupted``). **At start**
-the worker stops what is left of
-the agent groups recorded by dead workers of this host (checked by process start time,
+begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared lost, its
+chats are not freed while their agents run. A second signal stops the runs at once
+(``interrupted``). **At start** the worker stops what is left of the agent groups
+recorded by dead workers of this host (checked by process start time,
 :func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``.
 
 Example:
@@ -163,6 +163,7 @@ class Worker:
                     ),
                     name="procrastinate-worker",
                 )
+                self._spawn(self._beat(), "heartbeats")
                 with _signals(self.stop):
                     if self.on_ready is not None:
                         self.on_ready()
@@ -193,7 +194,7 @@ class Worker:
                 self.settings.shutdown_grace,
                 running,
             )
-            self._spawn(self._drain(), "drain")
+            self._spawn(self._poll_aborts(), "cancels")
             if self._taking is not None:
                 self._taking.cancel()  # Procrastinate's graceful stop
         elif self._shutdown is None:
@@ -207,13 +208,11 @@ class Worker:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _drain(self) -> None:
-        """While Procrastinate waits for this worker's jobs to end: send the heartbeats and
-        take the cancels (aborts) it no longer does, so that no API server declares this
-        worker lost while its runs go on (it would free their chats). Ends with the jobs."""
-        await asyncio.gather(self._beat(), self._poll_aborts())
-
     async def _beat(self) -> None:
+        """Heartbeats while this worker has jobs, besides Procrastinate's: its stop (ours, or
+        its own when its LISTEN connection fails) ends them before it waits for the jobs, and
+        an API server would declare this worker lost while its runs go on (freeing their
+        chats). One more small UPDATE per interval."""
         jobs = self.app.job_manager
         while self._taking is not None and not self._taking.done():
             ids = {stop.worker_id for stop in self._stops.values() if stop.worker_id is not None}
@@ -225,6 +224,7 @@ class Worker:
             await asyncio.sleep(self.settings.heartbeat)
 
     async def _poll_aborts(self) -> None:
+        """Once stopping: take the cancels (aborts) Procrastinate no longer polls for."""
         jobs = self.app.job_manager
         while self._taking is not None and not self._taking.done():
             await asyncio.sleep(self.settings.abort_poll)
