@@ -1,7 +1,8 @@
 """A worker that drains (SIGTERM or Ctrl-C, ``--shutdown-grace``) is still the owner of its
 runs: it keeps sending heartbeats and taking cancels, so that no API server declares it
 lost (which would free the chat while its agent runs); a second signal stops its runs at
-once. One API server (``--stalled-after 3``) and workers of each test's own."""
+once; and a worker whose run was ended elsewhere (declared lost) stops its agent. One API
+server (``--stalled-after 3``) and workers of each test's own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from cluster import STALLED_AFTER, Cluster
+from cluster import STALLED_AFTER, Cluster, pg_execute
 from server_helpers import alive, all_events, new_chat, poll, wait_run
 
 DRAINING = "stopping:"
@@ -98,3 +99,27 @@ def test_a_second_signal_stops_a_draining_worker_at_once(one_server: Cluster, si
         assert not alive(run["pid"])
         kinds = [(e["type"], e["subtype"]) for e in all_events(c, chat["id"])]
         assert ("worker", "lost") not in kinds, kinds
+
+
+def test_a_worker_stops_the_agent_of_a_run_ended_elsewhere(one_server: Cluster) -> None:
+    (server,) = one_server.servers
+    w = one_server.worker("d-cut")
+    with server.client() as c:
+        chat = new_chat(c, force=True)
+        run = _start(c, chat["id"], "run `sleep 600`")
+        # As an API server's sweep does when this worker's heartbeats did not reach the
+        # database for --stalled-after seconds: the run is over, the chat is free.
+        pg_execute(
+            one_server.db_url,
+            "UPDATE runs SET status = 'interrupted', error = 'worker d-cut was lost' WHERE id = $1",
+            run["id"],
+        )
+        poll(lambda: not alive(run["pid"]), 60)  # no second agent on the chat beside another
+        poll(lambda: "marked interrupted elsewhere" in w.log_text(), 30)
+        after = c.get(f"/api/runs/{run['id']}").json()
+        assert (after["status"], after["error"]) == ("interrupted", "worker d-cut was lost")
+        kinds = [(e["type"], e["subtype"]) for e in all_events(c, chat["id"])]
+        assert ("run", "cancelled") not in kinds, "the first end stays the only one"
+        nxt = _start(c, chat["id"], "run `sleep 1`")  # the worker goes on
+        assert wait_run(c, nxt["id"])["status"] == "succeeded"
+    w.stop()

@@ -95,6 +95,10 @@ class WorkerSettings:
 class _WorkerRuns(RunManager):
     """The server's run manager, as a worker's: a stop at shutdown is the worker's."""
 
+    def streaming(self) -> list[str]:
+        """The runs whose agent runs now (not starting, not ending)."""
+        return [run_id for run_id, active in self._active.items() if active.phase == "streaming"]
+
     @staticmethod
     def _stopped_error(active: ActiveRun) -> str | None:
         if active.shutdown and not active.cancel_requested:
@@ -212,16 +216,39 @@ class Worker:
         """Heartbeats while this worker has jobs, besides Procrastinate's: its stop (ours, or
         its own when its LISTEN connection fails) ends them before it waits for the jobs, and
         an API server would declare this worker lost while its runs go on (freeing their
-        chats). One more small UPDATE per interval."""
+        chats). One more small UPDATE per interval. Each beat also stops the agent of a run
+        ended elsewhere (:meth:`_stop_runs_ended_elsewhere`)."""
         jobs = self.app.job_manager
         while self._taking is not None and not self._taking.done():
             ids = {stop.worker_id for stop in self._stops.values() if stop.worker_id is not None}
-            for worker_id in ids:  # one: this worker's (after Procrastinate's stop, none)
-                try:
+            try:
+                for worker_id in ids:  # one: this worker's
                     await jobs.update_heartbeat(worker_id)
-                except Exception as e:
-                    logger.warning("heartbeat failed while stopping: %s", describe_error(e))
+                await self._stop_runs_ended_elsewhere()
+            except Exception as e:  # the database may be away for a while: try again later
+                logger.warning("a heartbeat failed: %s", describe_error(e))
             await asyncio.sleep(self.settings.heartbeat)
+
+    async def _stop_runs_ended_elsewhere(self) -> None:
+        """Stop the agent of a run of this worker that the store says is over: an API server
+        declared this worker lost (its heartbeats did not reach the database for
+        ``--stalled-after`` seconds) and freed the chat, where another agent may run now.
+        Its end here is not recorded (the first end stays)."""
+        for run_id in self.runs.streaming():
+            row = await self.store.get_run(run_id)
+            if row is None or not RunStatus(row["status"]).final or not self.runs.is_active(run_id):
+                continue
+            logger.warning(
+                "run %s was marked %s elsewhere (%s) while its agent ran here: the agent is stopped",
+                run_id,
+                row["status"],
+                row.get("error"),
+            )
+            stop = self._stops.get(run_id)
+            if stop is not None:
+                stop.user = True
+            with contextlib.suppress(RunNotActiveError):
+                await self.runs.cancel(run_id, wait=0)
 
     async def _poll_aborts(self) -> None:
         """Once stopping: take the cancels (aborts) Procrastinate no longer polls for."""
