@@ -185,10 +185,27 @@ class Worker:
             await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
             await self.store.close()
 
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`stop` was called (no new job is taken)."""
+        return self._draining
+
     def stop(self) -> None:
         """Stop the worker: the first call drains (no new job; the runs get
         ``--shutdown-grace`` seconds to end), the next stops the runs at once
-        (``interrupted``). SIGTERM and SIGINT call it."""
+        (``interrupted``). SIGTERM and SIGINT call it (on the worker's event loop).
+
+        Example:
+            >>> import asyncio
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> async def demo() -> bool:
+            ...     url = "postgresql+asyncpg://u@127.0.0.1/db"  # not connected to here
+            ...     worker = Worker(WorkerSettings(server=ServerSettings(database_url=url)))
+            ...     worker.stop()  # nothing runs: nothing to wait for
+            ...     return worker.draining
+            >>> asyncio.run(demo())
+            True
+        """
         if not self._draining:
             self._draining = True
             running = len(self._stops)

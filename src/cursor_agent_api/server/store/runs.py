@@ -115,7 +115,27 @@ class RunRows(LogWrites):
         """Inside a transaction: record a run's end (its fields, as :meth:`set_run`) if its
         status is still one of ``only`` (an active one by default); False, nothing changed,
         otherwise. Whoever ends a run first wins: a late end (a worker's, after an API
-        server's sweep marked the run interrupted) never overwrites a final status."""
+        server's sweep marked the run interrupted) never overwrites a final status.
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import NewRecord, Store
+            >>> async def demo() -> tuple[bool, bool, str]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     run, _ = await store.create_run(
+            ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {}))
+            ...     async with store.transaction() as conn:
+            ...         first = await store.end_run(conn, run["id"], status="interrupted")
+            ...     async with store.transaction() as conn:
+            ...         late = await store.end_run(conn, run["id"], status="succeeded")
+            ...     status = (await store.get_run(run["id"]))["status"]
+            ...     await store.close()
+            ...     return first, late, status
+            >>> asyncio.run(demo())
+            (True, False, 'interrupted')
+        """
         return await self._change_run(conn, run_id, only, values)
 
     async def _change_run(
