@@ -42,6 +42,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             drop()
 
 
+@pytest.fixture(scope="module")
+def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """One API server on a fresh database; the tests start their workers."""
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    tmp = tmp_path_factory.mktemp("one-server")
+    root = tmp / "root"
+    (root / "project").mkdir(parents=True)
+    url, drop = pg_database(base)
+    c = Cluster(tmp, url, Path(root).resolve())
+    try:
+        c.server()
+        yield c
+    finally:
+        try:
+            c.close()
+        finally:
+            drop()
+
+
 @pytest.fixture
 def db_url() -> Iterator[str]:
     """A fresh PostgreSQL database of its own for a test, dropped afterwards."""

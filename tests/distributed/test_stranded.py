@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from procrastinate.jobs import Status
 
+from cursor_agent_api.server.dispatch import CancelNotAppliedError
 from cursor_agent_api.server.dispatch.queue import MAX_JOBS, QueueDispatcher
 from cursor_agent_api.server.hub import Hub
 from cursor_agent_api.server.settings import ServerSettings
@@ -207,7 +209,10 @@ def test_cancel_follows_the_run_to_the_job_a_sweep_gave_it_meanwhile(db_url: str
             return cancelled
 
         jobs.cancel_job_by_id_async = cancel_then_race  # type: ignore[method-assign]
-        await dispatcher.cancel(run["id"], wait=0.5)
+        # No worker applies it here: the cancel says so when its wait runs out.
+        with pytest.raises(CancelNotAppliedError) as pending:
+            await dispatcher.cancel(run["id"], wait=0.5)
+        assert pending.value.status == "running"
         return await _jobs(dispatcher), await store.get_run(run["id"])
 
     jobs, after = _run(db_url, tmp_path, body)
@@ -489,3 +494,32 @@ def test_a_prompt_whose_commit_answer_is_lost_is_answered_honestly_and_ends(
     assert "interrupted" in message
     assert run is not None and run["status"] == "interrupted"
     assert next_prompt == "accepted"
+
+
+def test_a_job_a_stopping_worker_fetched_is_left_for_a_new_job(db_url: str, tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from cursor_agent_api.server.worker import Worker, WorkerSettings
+
+    async def body(dispatcher: QueueDispatcher, store: Store, chat: dict[str, Any]) -> Any:
+        run = await store.get_run((await dispatcher.submit(chat, "hello"))["id"])
+        assert run is not None
+        worker = Worker(WorkerSettings(server=_settings(db_url, tmp_path), name="w1"))
+        worker.stop()  # the stop begins as Procrastinate hands it the job: it is not run
+        jobs = dispatcher.app.job_manager
+        worker_id = await jobs.register_worker()
+        job = await jobs.fetch_job(queues=None, worker_id=worker_id)
+        assert job is not None and job.id == run["job_id"]
+        context = SimpleNamespace(job=job, abort_reason=lambda: None)
+        assert await worker._job(context, run["id"]) == "left queued: the worker is stopping"
+        await jobs.finish_job(job=job, status=Status.SUCCEEDED, delete_job=True)  # as Procrastinate does
+        left = await store.get_run(run["id"])
+        await dispatcher.sweep()
+        return left, await store.get_run(run["id"]), await _jobs(dispatcher)
+
+    left, after, jobs = _run(db_url, tmp_path, body)
+    assert left["status"] == "queued" and left["worker"] is None, "not claimed"
+    assert after["status"] == "queued"
+    ((job_id, queue, status),) = jobs
+    assert (queue, status) == ("runs", "todo"), "a new job carries it, for another worker"
+    assert after["job_id"] == job_id != left["job_id"]

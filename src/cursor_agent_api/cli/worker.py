@@ -7,10 +7,16 @@ directories, and writes the events straight into the database (see
 credentials (``CURSOR_API_KEY`` in its environment, passed on to the agent); it serves
 nothing and listens on no port. On stdout it prints one line once it takes jobs; logs go
 to stderr. SIGTERM or Ctrl-C: no new job is taken, runs that end within
-``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``.
+``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
+second SIGTERM or Ctrl-C stops them at once.
+
+The database URL carries a password: give it in the environment
+(``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
+the machine can read.
 
 Example:
-    $ cursor-agent-api worker --database-url postgresql+asyncpg://u:pw@db/app --root /srv/ws
+    $ export CURSOR_AGENT_API_DATABASE_URL=postgresql+asyncpg://u:pw@db/app
+    $ cursor-agent-api worker --root /srv/ws
     cursor-agent-api worker host-4242 taking runs from queues runs, worker.host-4242
 """
 
@@ -66,7 +72,8 @@ from .serve import freeze_start_up_objects
     type=click.FloatRange(0.0, 86400.0),
     default=10.0,
     show_default=True,
-    help="On SIGTERM: seconds runs may take to finish before they are stopped (interrupted).",
+    help="On SIGTERM or Ctrl-C: seconds runs may take to finish before they are stopped "
+    "(interrupted); a second signal stops them at once.",
 )
 @click.option(
     "--worktrees",

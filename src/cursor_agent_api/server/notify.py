@@ -14,6 +14,12 @@ the :class:`~.hub.Hub`, in seq order — so the WebSocket's replay/live merge
 * **A notification may name records a socket replayed already** (committed just before
   it subscribed): the relay reads from ``min(published, first - 1)``, and the socket
   drops what it sent (``seq <= last``).
+* **The changes** each record made to its run's turn (the page applies them) come from the
+  chat's fold of what was published (a :class:`~.turns.Refolder`), kept while the
+  records it publishes follow on from it with no gap; it is rebuilt from the store
+  otherwise (records that came while nobody watched were never folded), and forgotten
+  once the chat has no subscriber. ``published`` itself (one number per chat, as the
+  baseline holds for every chat) stays: it is where a new subscriber's live records start.
 * **A lost LISTEN connection** is opened again (backoff up to 5 s); then every chat with
   subscribers is caught up from what was published.
 * **A slow poll** (``notify_poll_interval``) compares the subscribed chats' ``last_seq``
@@ -86,7 +92,7 @@ class Relay(PgListener):
         subscribed = set(self.hub.chats())
         for chat_id, last_seq in rows:
             if chat_id not in subscribed:  # subscribed ones keep theirs: they are caught up from it
-                self.published[chat_id] = max(self.published.get(chat_id, 0), int(last_seq))
+                self._skip_to(chat_id, int(last_seq))
 
     async def listen(self, conn: Any) -> None:
         """Process notifications until the connection is lost (returns) or fails (raises)."""
@@ -100,6 +106,7 @@ class Relay(PgListener):
                 with anyio.fail_after(poll):
                     await self.store.ping(conn)  # still there?
                 await self._catch_up()
+                self._forget_unwatched()
                 continue
             batch = [first]
             while not self.wake.empty():
@@ -118,7 +125,8 @@ class Relay(PgListener):
                 if self.hub.subscriber_count(chat_id):
                     await self._publish_after(chat_id, min(self.published.get(chat_id, 0), lo - 1))
                 else:
-                    self.published[chat_id] = max(self.published.get(chat_id, 0), hi)
+                    self._skip_to(chat_id, hi)
+            self._forget_unwatched()
 
     # ---- reading and publishing ------------------------------------------------------
 
@@ -135,11 +143,24 @@ class Relay(PgListener):
             if int(last_seq) > after:
                 await self._publish_after(chat_id, after)
 
+    def _skip_to(self, chat_id: str, seq: int) -> None:
+        """Nobody watches the chat: what was published moves to ``seq`` without a read; the
+        kept fold, which did not see those records, is dropped."""
+        if seq > self.published.get(chat_id, 0):
+            self.published[chat_id] = seq
+            self._refolded.pop(chat_id, None)
+
+    def _forget_unwatched(self) -> None:
+        """Drop the kept folds of the chats whose last subscriber left."""
+        for chat_id in [c for c in self._refolded if not self.hub.subscriber_count(c)]:
+            del self._refolded[chat_id]
+
     def _refolder(self, chat_id: str, first_seq: int) -> Refolder:
         """The chat's fold of what was published, to attach each record's changes (the page
-        applies them): kept while records come in order, rebuilt from the store otherwise."""
+        applies them): kept while each read follows on from the last one read (no gap, no
+        record read twice), rebuilt from the store otherwise."""
         kept = self._refolded.get(chat_id)
-        if kept is not None and first_seq > kept[1]:
+        if kept is not None and first_seq == kept[1] + 1:
             return kept[0]
         return Refolder(self.store, chat_id, self.settings.max_field_bytes)
 

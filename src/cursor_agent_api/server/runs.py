@@ -138,6 +138,10 @@ class ServerClosingError(Exception):
     """The server is shutting down and takes no new run."""
 
 
+class _RunOverError(Exception):
+    """The run to end is over already (another process ended it): roll the write back."""
+
+
 class RunNotActiveError(Exception):
     """The run is already finished (it cannot be cancelled)."""
 
@@ -895,20 +899,39 @@ class RunManager:
         limit = self.log.max_field_bytes
 
         async def before(conn: Any, recs: list[EventRecord]) -> None:
+            # Only while the run is active: a late end (a worker's run, after an API server's
+            # sweep declared the worker lost) never overwrites a final status.
+            if not await store.end_run(conn, run_id, last_seq=recs[-1].seq, **values):
+                raise _RunOverError(run_id)
             if closing and fold is not None:
                 batch = FoldedBatch(fold.chat_id, run_id, [], [closing], fold.errors, fold.turn())
                 await write_turn(store, conn, batch, recs, limit)
-            await store.set_run(conn, run_id, last_seq=recs[-1].seq, **values)
 
-        await self.log.append(
-            str(run["chat_id"]),
-            [run_record(status.value, final)],
-            before=before,
-            purpose="run_end",
-            changes=[closing or ()],
-            once=once,
-        )
+        try:
+            await self.log.append(
+                str(run["chat_id"]),
+                [run_record(status.value, final)],
+                before=before,
+                purpose="run_end",
+                changes=[closing or ()],
+                once=once,
+            )
+        except _RunOverError:
+            logger.warning(
+                "run %s ended %s here, but it was already over (%s): its end is not recorded",
+                run_id,
+                status.value,
+                await self._status_of(run_id),
+            )
+            return
         run.update(values)
+
+    async def _status_of(self, run_id: str) -> str:
+        with contextlib.suppress(Exception):
+            row = await self.store.get_run(run_id)
+            if row is not None:
+                return str(row["status"])
+        return "unknown"
 
 
 async def answered_or_unknown(store: Any, run_id: str, request_id: str) -> None:

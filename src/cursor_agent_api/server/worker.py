@@ -22,10 +22,15 @@ run the stored run ``run_id``. For each job it
    servers). Events never travel through the queue.
 
 **Cancel**: an abort from any API server cancels the job's task; the worker stops the
-agent's process group through the client and records ``cancelled``. **SIGTERM**: no new
-job is taken; runs that end within ``--shutdown-grace`` seconds end normally, the rest
-are stopped and recorded ``interrupted``. **At start** the worker stops what is left of
-the agent groups recorded by dead workers of this host (checked by process start time,
+agent's process group through the client and records ``cancelled``. **SIGTERM or
+SIGINT** (:meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
+left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
+normally, the rest are stopped and recorded ``interrupted``. While it drains, the worker
+keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
+begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared lost, its
+chats are not freed while their agents run. A second signal stops the runs at once
+(``interrupted``). **At start** the worker stops what is left of the agent groups
+recorded by dead workers of this host (checked by process start time,
 :func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``.
 
 Example:
@@ -39,8 +44,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +95,10 @@ class WorkerSettings:
 class _WorkerRuns(RunManager):
     """The server's run manager, as a worker's: a stop at shutdown is the worker's."""
 
+    def streaming(self) -> list[str]:
+        """The runs whose agent runs now (not starting, not ending)."""
+        return [run_id for run_id, active in self._active.items() if active.phase == "streaming"]
+
     @staticmethod
     def _stopped_error(active: ActiveRun) -> str | None:
         if active.shutdown and not active.cancel_requested:
@@ -98,10 +108,12 @@ class _WorkerRuns(RunManager):
 
 @dataclass
 class _Stop:
-    """A stop asked for a run before its task exists (``user``: a cancel)."""
+    """A job of this worker: the stop asked for its run (``user``: a cancel), its ids."""
 
     user: bool = False
     shutdown: bool = False
+    job_id: int | None = None
+    worker_id: int | None = None
 
 
 class Worker:
@@ -119,6 +131,9 @@ class Worker:
         self.app.task(name=TASK_NAME, pass_context=True)(self._job)
         self._stops: dict[str, _Stop] = {}
         self._shutdown: asyncio.Task[None] | None = None
+        self._taking: asyncio.Task[None] | None = None  # Procrastinate's worker
+        self._draining = False
+        self._tasks: set[asyncio.Task[None]] = set()
         self.on_ready: Callable[[], None] | None = None
 
     @property
@@ -127,7 +142,8 @@ class Worker:
         return [*self.settings.queues, worker_queue(self.settings.name)]
 
     async def run(self) -> None:
-        """Open the store and the queue, clean up after dead workers, work until stopped."""
+        """Open the store and the queue, clean up after dead workers, work until stopped
+        (:meth:`stop`: SIGTERM or SIGINT)."""
         s = self.settings
         await self.store.start()
         answers = AnswerListener(self.store, self._answer)  # ACP runs' answers, from API servers
@@ -135,25 +151,139 @@ class Worker:
             await answers.start()
             async with self.app.open_async():
                 await self.recover()
-                if self.on_ready is not None:
-                    self.on_ready()
-                await self.app.run_worker_async(
-                    queues=self.queues,
-                    name=s.name,
-                    concurrency=s.concurrency,
-                    update_heartbeat_interval=s.heartbeat,
-                    stalled_worker_timeout=s.stalled_after,
-                    shutdown_graceful_timeout=s.shutdown_grace,
-                    abort_job_polling_interval=s.abort_poll,
-                    delete_jobs="successful",
-                    install_signal_handlers=True,
+                # The signals are ours (install_signal_handlers=False): Procrastinate's stop
+                # ends its heartbeats and abort polling before it waits for the jobs (_drain).
+                self._taking = asyncio.create_task(
+                    self.app.run_worker_async(
+                        queues=self.queues,
+                        name=s.name,
+                        concurrency=s.concurrency,
+                        update_heartbeat_interval=s.heartbeat,
+                        stalled_worker_timeout=s.stalled_after,
+                        shutdown_graceful_timeout=s.shutdown_grace,
+                        abort_job_polling_interval=s.abort_poll,
+                        delete_jobs="successful",
+                        install_signal_handlers=False,
+                    ),
+                    name="procrastinate-worker",
                 )
+                self._spawn(self._beat(), "heartbeats")
+                with _signals(self.stop):
+                    if self.on_ready is not None:
+                        self.on_ready()
+                    await asyncio.wait([self._taking])
+                failed = None if self._taking.cancelled() else self._taking.exception()
+                if failed is not None:
+                    raise failed
                 if self._shutdown is not None:
                     await asyncio.gather(self._shutdown, return_exceptions=True)
         finally:
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
             await answers.close()
             await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
             await self.store.close()
+
+    @property
+    def draining(self) -> bool:
+        """Whether :meth:`stop` was called (no new job is taken)."""
+        return self._draining
+
+    def stop(self) -> None:
+        """Stop the worker: the first call drains (no new job; the runs get
+        ``--shutdown-grace`` seconds to end), the next stops the runs at once
+        (``interrupted``). SIGTERM and SIGINT call it (on the worker's event loop).
+
+        Example:
+            >>> import asyncio
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> async def demo() -> bool:
+            ...     url = "postgresql+asyncpg://u@127.0.0.1/db"  # not connected to here
+            ...     worker = Worker(WorkerSettings(server=ServerSettings(database_url=url)))
+            ...     worker.stop()  # nothing runs: nothing to wait for
+            ...     return worker.draining
+            >>> asyncio.run(demo())
+            True
+        """
+        if not self._draining:
+            self._draining = True
+            running = len(self._stops)
+            logger.warning(
+                "stopping: no new run is taken; waiting up to %g s for %d run(s) to end "
+                "(the same signal again stops them now)",
+                self.settings.shutdown_grace,
+                running,
+            )
+            self._spawn(self._poll_aborts(), "cancels")
+            if self._taking is not None:
+                self._taking.cancel()  # Procrastinate's graceful stop
+        elif self._shutdown is None:
+            logger.warning("stopping now: the runs still going are stopped (interrupted)")
+            for stop in self._stops.values():
+                stop.shutdown = True
+            self._shutdown = asyncio.create_task(self.runs.shutdown())
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _beat(self) -> None:
+        """Heartbeats while this worker has jobs, besides Procrastinate's: its stop (ours, or
+        its own when its LISTEN connection fails) ends them before it waits for the jobs, and
+        an API server would declare this worker lost while its runs go on (freeing their
+        chats). One more small UPDATE per interval. Each beat also stops the agent of a run
+        ended elsewhere (:meth:`_stop_runs_ended_elsewhere`)."""
+        jobs = self.app.job_manager
+        while self._taking is not None and not self._taking.done():
+            ids = {stop.worker_id for stop in self._stops.values() if stop.worker_id is not None}
+            try:
+                for worker_id in ids:  # one: this worker's
+                    await jobs.update_heartbeat(worker_id)
+                await self._stop_runs_ended_elsewhere()
+            except Exception as e:  # the database may be away for a while: try again later
+                logger.warning("a heartbeat failed: %s", describe_error(e))
+            await asyncio.sleep(self.settings.heartbeat)
+
+    async def _stop_runs_ended_elsewhere(self) -> None:
+        """Stop the agent of a run of this worker that the store says is over: an API server
+        declared this worker lost (its heartbeats did not reach the database for
+        ``--stalled-after`` seconds) and freed the chat, where another agent may run now.
+        Its end here is not recorded (the first end stays)."""
+        for run_id in self.runs.streaming():
+            row = await self.store.get_run(run_id)
+            if row is None or not RunStatus(row["status"]).final or not self.runs.is_active(run_id):
+                continue
+            logger.warning(
+                "run %s was marked %s elsewhere (%s) while its agent ran here: the agent is stopped",
+                run_id,
+                row["status"],
+                row.get("error"),
+            )
+            stop = self._stops.get(run_id)
+            if stop is not None:
+                stop.user = True
+            with contextlib.suppress(RunNotActiveError):
+                await self.runs.cancel(run_id, wait=0)
+
+    async def _poll_aborts(self) -> None:
+        """Once stopping: take the cancels (aborts) Procrastinate no longer polls for."""
+        jobs = self.app.job_manager
+        while self._taking is not None and not self._taking.done():
+            await asyncio.sleep(self.settings.abort_poll)
+            if not self._stops:
+                continue
+            try:
+                wanted = set(await jobs.list_jobs_to_abort_async())
+            except Exception as e:
+                logger.warning("polling cancels failed while stopping: %s", describe_error(e))
+                continue
+            for run_id, stop in list(self._stops.items()):
+                if stop.job_id in wanted and not stop.user:
+                    stop.user = True
+                    with contextlib.suppress(RunNotActiveError):  # not started yet, or just ended
+                        await self.runs.cancel(run_id, wait=0)
 
     async def _answer(self, run_id: str, request_id: str, body: AnswerIn) -> None:
         """An answer an API server relayed: taken if this worker runs the run."""
@@ -187,6 +317,7 @@ class Worker:
     async def _job(self, context: Any, run_id: str) -> str:
         """The task: execute run ``run_id``; an abort (cancel or shutdown) stops it."""
         stop = self._stops.setdefault(run_id, _Stop())
+        stop.job_id, stop.worker_id = context.job.id, context.job.worker_id
         body = asyncio.create_task(self._execute(context, run_id, stop), name=f"job-{run_id}")
         try:
             try:
@@ -204,7 +335,7 @@ class Worker:
     async def _stop(self, context: Any, run_id: str, stop: _Stop) -> None:
         from procrastinate.job_context import AbortReason
 
-        if context.abort_reason() is AbortReason.USER_REQUEST:
+        if stop.user or context.abort_reason() is AbortReason.USER_REQUEST:
             stop.user = True
             with contextlib.suppress(RunNotActiveError):  # it may have just ended
                 await self.runs.cancel(run_id)
@@ -237,6 +368,8 @@ class Worker:
 
     async def _claim_and_run(self, context: Any, run_id: str, stop: _Stop) -> str:
         job = context.job
+        if self._draining:  # fetched as the stop began: the API servers' sweep gives it a new job
+            return "left queued: the worker is stopping"
         run = await self.store.claim_run(
             run_id,
             server_id=self.identity,
@@ -281,9 +414,31 @@ class Worker:
         task = self.runs.start(run, chat)
         if self._shutdown is not None:  # pragma: no cover - a stop raced the start
             await self.runs.shutdown()
+        elif stop.user:  # pragma: no cover - a cancel raced the start
+            with contextlib.suppress(RunNotActiveError):
+                await self.runs.cancel(run_id, wait=0)
         await task
         fresh = await self.store.get_run(run_id)
         return str(fresh["status"]) if fresh else "gone"
+
+
+@contextlib.contextmanager
+def _signals(handler: Callable[[], None]) -> Iterator[None]:
+    """SIGTERM and SIGINT call ``handler`` (on the running loop) while inside; nothing where
+    the loop cannot take signals (not the main thread)."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, handler)
+        except (ValueError, RuntimeError, NotImplementedError):
+            continue
+        installed.append(signum)
+    try:
+        yield
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
 
 
 async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None) -> None:

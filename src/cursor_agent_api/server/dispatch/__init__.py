@@ -21,6 +21,25 @@ from ..settings import ServerSettings
 DISPATCH_MODES = ("inprocess", "queue")
 
 
+class CancelNotAppliedError(Exception):
+    """A cancel was sent, and it stays asked for, but the run was still active when the
+    wait ran out (its worker has not applied it yet: it is busy, or stopping, or gone — then
+    a sweep ends the run). ``status`` is the run's status at that moment.
+
+    Example:
+        >>> str(CancelNotAppliedError("r1", "running", 15.0))
+        'the cancel of run r1 was sent but not applied within 15 s: the run is still running'
+    """
+
+    def __init__(self, run_id: str, status: str, wait: float) -> None:
+        super().__init__(
+            f"the cancel of run {run_id} was sent but not applied within {wait:g} s: "
+            f"the run is still {status}"
+        )
+        self.run_id = run_id
+        self.status = status
+
+
 class Dispatcher(Protocol):
     """What the REST API asks of whoever executes runs."""
 
@@ -28,7 +47,8 @@ class Dispatcher(Protocol):
         """Queue a run of ``prompt`` on ``chat``; returns its view (``queued``)."""
 
     async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
-        """Stop a queued or running run; returns once it is marked (or after ``wait`` s)."""
+        """Stop a queued or running run; returns once it is marked. A dispatcher whose runs
+        are elsewhere raises :class:`CancelNotAppliedError` when ``wait`` s pass first."""
 
     def counts(self) -> dict[str, int]:
         """``{"running": n, "queued": m}``."""

@@ -48,7 +48,7 @@ from ..runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, 
 from ..settings import ServerSettings
 from ..store import AppendOnce, Store, describe_error, is_transient, new_id, now_ms
 from ..store.claims import OrphanedRun
-from . import run_ends
+from . import CancelNotAppliedError, run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -182,7 +182,9 @@ class QueueDispatcher:
 
     async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
         """Cancel a queued run, or abort a running one on its worker; waits up to ``wait``
-        s for the run to be marked. :class:`~..runs.RunNotActiveError` if it is over."""
+        s for the run to be marked. :class:`~..runs.RunNotActiveError` if it is over,
+        :class:`.CancelNotAppliedError` if it is still active when the wait runs out (the
+        abort stays asked for: its worker applies it when it can)."""
         deadline = time.monotonic() + wait
         run = await self.store.get_run(run_id)
         while run is not None and run.get("job_id") is None and run["status"] == "queued":
@@ -208,10 +210,12 @@ class QueueDispatcher:
             if fresh is None or RunStatus(fresh["status"]).final or fresh.get("job_id") == job_id:
                 break  # over, or running on the job just aborted
             run = fresh
-        while time.monotonic() < deadline:
+        while True:
             fresh = await self.store.get_run(run_id)
             if fresh is None or RunStatus(fresh["status"]).final:
                 return
+            if time.monotonic() >= deadline:
+                raise CancelNotAppliedError(run_id, str(fresh["status"]), wait)
             await asyncio.sleep(0.1)
 
     # ---- the sweeper -----------------------------------------------------------------

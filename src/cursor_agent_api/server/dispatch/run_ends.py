@@ -1,7 +1,7 @@
 """The distributed mode's ends of runs, through the log: finishing a run only if it is still
 active (API servers and workers may race to finish the same run: the first one wins, the
 others change nothing), the record of a lost worker, a chat's context reset on a new worker.
-Their SQL is the store's (:mod:`..store.claims`).
+Their SQL is the store's (:mod:`..store.claims`, :meth:`~..store.runs.RunRows.end_run`).
 
 Example:
     >>> lost_worker_note({"id": "r", "worker": "w1", "worker_id": 7, "last_seq": 12}, "gone").payload["seq"]
@@ -51,7 +51,7 @@ async def finish_if_active(
     changes: list[Changes] = [*(() for _ in notes), closing]
 
     async def before(conn: Any, recs: list[Any]) -> None:
-        if not await store.end_run_if(conn, run_id, only, **values, last_seq=recs[-1].seq):
+        if not await store.end_run(conn, run_id, only=only, **values, last_seq=recs[-1].seq):
             raise _NotActiveError(run_id)
         if closing:
             batch = FoldedBatch(fold.chat_id, run_id, [], changes, fold.errors, fold.turn())

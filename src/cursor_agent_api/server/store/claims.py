@@ -1,8 +1,7 @@
-"""The distributed queue's SQL: a worker's claim of a queued run, ending a run only while it
-is still active (API servers and workers may race to finish the same run: the first one
-wins, the others change nothing), and the questions the dispatcher asks about runs and
-workers (Procrastinate's ``procrastinate_workers`` table holds each worker's heartbeat,
-``procrastinate_jobs`` the jobs).
+"""The distributed queue's SQL: a worker's claim of a queued run, and the questions the
+dispatcher asks about runs and workers (Procrastinate's ``procrastinate_workers`` table
+holds each worker's heartbeat, ``procrastinate_jobs`` the jobs). Ending a run only while
+it is still active is :meth:`~.runs.RunRows.end_run`.
 
 Example:
     >>> import asyncio, tempfile
@@ -24,11 +23,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, desc, func, literal_column, or_, select, text, true, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement, Label, TextClause
 
 from ..models import ACTIVE_STATUSES, runs
@@ -108,16 +105,6 @@ class QueueRows(StoreEngine):
             )
             row = res.first()
         return _row_dict(row)
-
-    async def end_run_if(
-        self, conn: AsyncConnection, run_id: str, only: Sequence[str], **values: Any
-    ) -> bool:
-        """Inside a transaction: change the run's fields (its end) if its status is still one
-        of ``only``; False (nothing changed) otherwise."""
-        res = await conn.execute(
-            update(runs).where(and_(runs.c.id == run_id, runs.c.status.in_(tuple(only)))).values(**values)
-        )
-        return bool(res.rowcount)
 
     async def previous_worker_run(self, chat_id: str, run_id: str) -> dict[str, Any] | None:
         """The chat's latest run, other than ``run_id``, that a worker took."""

@@ -19,10 +19,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -107,11 +107,48 @@ class RunRows(LogWrites):
 
     async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
         """Inside a transaction: change a run's fields (texts made storable)."""
+        await self._change_run(conn, run_id, None, values)
+
+    async def end_run(
+        self, conn: AsyncConnection, run_id: str, *, only: Sequence[str] = ACTIVE_STATUSES, **values: Any
+    ) -> bool:
+        """Inside a transaction: record a run's end (its fields, as :meth:`set_run`) if its
+        status is still one of ``only`` (an active one by default); False, nothing changed,
+        otherwise. Whoever ends a run first wins: a late end (a worker's, after an API
+        server's sweep marked the run interrupted) never overwrites a final status.
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import NewRecord, Store
+            >>> async def demo() -> tuple[bool, bool, str]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     run, _ = await store.create_run(
+            ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {}))
+            ...     async with store.transaction() as conn:
+            ...         first = await store.end_run(conn, run["id"], status="interrupted")
+            ...     async with store.transaction() as conn:
+            ...         late = await store.end_run(conn, run["id"], status="succeeded")
+            ...     status = (await store.get_run(run["id"]))["status"]
+            ...     await store.close()
+            ...     return first, late, status
+            >>> asyncio.run(demo())
+            (True, False, 'interrupted')
+        """
+        return await self._change_run(conn, run_id, only, values)
+
+    async def _change_run(
+        self, conn: AsyncConnection, run_id: str, only: Sequence[str] | None, values: dict[str, Any]
+    ) -> bool:
         clean = {k: self._clean_text(v) if isinstance(v, str) else v for k, v in values.items()}
         if "session_id" in clean:  # the agent's: bounded to its column (bounds.py)
             clean["session_id"] = session_or_none(clean["session_id"])
-        await conn.execute(update(runs).where(runs.c.id == run_id).values(**clean))
-
+        where = runs.c.id == run_id
+        if only is not None:
+            where = and_(where, runs.c.status.in_(tuple(only)))
+        res = await conn.execute(update(runs).where(where).values(**clean))
+        return bool(res.rowcount)
 
     async def update_run(self, run_id: str, **values: Any) -> None:
         """Change a run's fields in a transaction of its own."""
