@@ -125,6 +125,7 @@ def test_a_batch_whose_commit_answer_is_lost_is_stored_once(
         faults.fail_after_commit("events", 3)
         faults.fail_after_commit("run_end")
         final = wait_run(c, run["id"])
+        Path("/tmp/final.json").write_text(repr(final))
         assert final["status"] == "succeeded", final
         assert faults.after_commit == {"run_start": 0, "events": 0, "run_end": 0}, "every fault was hit"
         events = all_events(c, chat["id"])
@@ -160,6 +161,7 @@ def test_a_cancel_after_the_agent_s_result_keeps_the_result(
         assert r.status_code == 409, r.text
         assert r.json()["detail"] == f"run {run['id']} is already succeeded"
         final = wait_run(c, run["id"])
+        Path("/tmp/final.json").write_text(repr(final))
         assert final["status"] == "succeeded", final
         assert final["result"]
 
@@ -190,3 +192,33 @@ def test_posting_again_while_the_uncertain_run_is_being_settled_is_taken(
         assert wait_run(c, again.json()["id"])["status"] == "succeeded"
         runs = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"]
         assert sorted(x["status"] for x in runs) == ["failed", "succeeded"]
+
+
+def test_a_cancel_not_applied_within_its_wait_is_a_202_that_says_so(
+    make_inproc: Callable[..., InProcServer], monkeypatch: Any
+) -> None:
+    """The agent ignores SIGTERM: the run is not marked within the cancel's wait (shortened
+    here). The answer is not a 200 with ``running`` but a 202 saying the cancel stays asked
+    for; the group is killed after the grace (2 s) and the run ends ``cancelled``."""
+    server = make_inproc(sim_env={
+        "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
+        "CURSOR_AGENT_SIM_DELAY": "0.5",  # a poem's events 0.5 s apart: no result within the grace
+    })
+    runs = server.app.state.runs
+    real_cancel = runs.cancel
+
+    async def short_wait(run_id: str, *, wait: float = 15.0) -> None:
+        await real_cancel(run_id, wait=0.2)
+
+    monkeypatch.setattr(runs, "cancel", short_wait)
+    with server.client() as c:
+        chat = new_chat(c)
+        run = _start(c, chat["id"], "Write a poem about rivers")
+        # the agent has written (its handlers are in place): a SIGTERM now is ignored
+        poll(lambda: any(e["source"] == "agent" for e in all_events(c, chat["id"])))
+        r = c.post(f"/api/runs/{run['id']}/cancel")
+        assert r.status_code == 202, r.text
+        body = r.json()
+        assert body["status"] == "running" and "not applied" in body["detail"], body
+        final = wait_run(c, run["id"])
+        assert (final["status"], final["exit_code"]) == ("cancelled", 137), final

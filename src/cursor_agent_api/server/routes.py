@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
 from .auth import Auth, Throttled
-from .dispatch import Dispatcher
+from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
@@ -477,14 +477,18 @@ async def get_run(run_id: str, request: Request) -> dict[str, Any]:
 
 
 @router.post("/runs/{run_id}/cancel", tags=["runs"])
-async def cancel_run(run_id: str, request: Request) -> dict[str, Any]:
+async def cancel_run(run_id: str, request: Request, response: Response) -> dict[str, Any]:
     """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over,
-    also when it ended otherwise while the cancel was under way (its result was in)."""
+    also when it ended otherwise while the cancel was under way (its result was in). 202
+    when it is not marked yet after the wait: the cancel stays requested (``detail`` says so)."""
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final:
         raise HTTPException(409, f"run {run_id} is already {run['status']}")
     try:
         await _runs(request).cancel(run_id)
+    except CancelNotAppliedError as e:
+        response.status_code = 202
+        return {**run_view(await _run_or_404(request, run_id)), "detail": str(e)}
     except RunNotActiveError:
         run = await _run_or_404(request, run_id)  # it may have ended meanwhile
         if RunStatus(run["status"]).final:

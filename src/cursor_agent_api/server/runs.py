@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 
 from ..errors import CursorAgentError
 from ..protocol import AgentEvent
+from .dispatch import CancelNotAppliedError
 from .log import EventLog
 from .models import RunStatus
 from .procs import identity_alive, process_start_time, server_identity, stop_recorded_group
@@ -433,7 +434,9 @@ class RunManager:
     async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
         """Stop a queued or running run; waits up to ``wait`` s for it to be marked.
 
-        Raises :class:`RunNotActiveError` when the run is not active here.
+        Raises :class:`RunNotActiveError` when the run is not active here, and
+        :class:`~.dispatch.CancelNotAppliedError` when it is still active after ``wait`` s
+        (the cancel stays requested: its group is stopped, SIGKILL after the grace).
         """
         active = self._active.get(run_id)
         if active is None:
@@ -446,6 +449,8 @@ class RunManager:
             await active.requests.close(by="cancel", reason="the run was cancelled")
         if active.task is not None:
             await asyncio.wait([active.task], timeout=wait)
+            if not active.task.done():
+                raise CancelNotAppliedError(run_id, str(active.run.get("status")), wait)
 
     async def _request_cancel(self, active: ActiveRun) -> None:
         if active.phase == "queued" and active.task is not None:
