@@ -8,9 +8,14 @@ only the user's own processes reach it, and no token is needed: nothing secret i
 entry, the file or argv. The host switches to it with
 ``CURSOR_AGENT_API_TOOLS_TRANSPORT=relay`` (see docs/tools.md).
 
+The agent starts a stdio server in its own cwd, the workspace (MCP.md §2), and ``python -m``
+puts the cwd first on ``sys.path``: a repository's ``anyio.py`` would run in the relay. So the
+entry starts Python with ``-P`` (3.11+: no cwd on ``sys.path``), or on 3.10 with a ``-c`` line
+that drops the cwd (``''``) from ``sys.path`` before it imports anything.
+
 Example:
-    >>> relay_entry("/run/x/mcp.sock")["args"][-2:]
-    ['cursor_agent_api.tools.relay', '/run/x/mcp.sock']
+    >>> relay_entry("/run/x/mcp.sock")["args"][-1:]
+    ['/run/x/mcp.sock']
 """
 
 from __future__ import annotations
@@ -20,10 +25,18 @@ from typing import Any
 
 __all__ = ["main", "relay_entry"]
 
+SAFE_PATH_ARGS = ["-P", "-m", "cursor_agent_api.tools.relay"]
+"""How the relay is started on Python 3.11+ (``-P``: the cwd is not put on ``sys.path``)."""
+
+DROP_CWD_ARGS = ["-c", "import sys; del sys.path[0]; from cursor_agent_api.tools.relay import main; "
+                 "sys.exit(main())"]
+"""How it is started on 3.10, which has no ``-P``: with ``-c``, ``sys.path[0]`` is the cwd (``''``)."""
+
 
 def relay_entry(socket_path: str) -> dict[str, Any]:
     """The ``mcp.json`` entry that starts the relay for ``socket_path`` with this Python."""
-    return {"command": sys.executable, "args": ["-m", "cursor_agent_api.tools.relay", socket_path]}
+    args = SAFE_PATH_ARGS if sys.version_info >= (3, 11) else DROP_CWD_ARGS
+    return {"command": sys.executable, "args": [*args, socket_path]}
 
 
 async def _pump(source: Any, sink: Any) -> None:
