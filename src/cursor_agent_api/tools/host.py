@@ -94,7 +94,7 @@ class ToolHost:
         if self._socket_dir is not None:
             from .relay import relay_entry
 
-            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"))
+            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"), self.env_var)
         return {"url": self.server.url,
                 "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
 
@@ -241,7 +241,7 @@ class TurnScope:
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
     """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
     env = dict(config.env)
-    if host is not None and host.transport == "http":
+    if host is not None:  # http: ${env:…} in the header; relay: the relay inherits it
         env[host.env_var] = host.server.token
     turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()

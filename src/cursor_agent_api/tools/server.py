@@ -10,7 +10,8 @@ wrapper that refuses, before the SDK sees anything:
 * a declared body over ``max_body_bytes`` → 413 (the SDK also bounds the body it reads).
 
 The token is random per server (``secrets.token_urlsafe(32)``); it reaches the agent only
-through its environment (see :mod:`.host`). The server also records each call
+through its environment (see :mod:`.host`), on the Unix socket of the relay fallback too.
+The server also records each call
 (:class:`~.tool.LocalInvocation`) so the stream's tool calls can be linked to them
 (:meth:`ToolServer.claim`). What does not live here: the workspace's files (:mod:`.inject`),
 which turns use the server (:mod:`.host`).
@@ -94,10 +95,9 @@ class Guard:
         b'Bearer t'
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | None, hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int) -> None:
         self.app = app
-        self.require_token = token is not None
-        self.want = f"Bearer {token}".encode() if token is not None else b""
+        self.want = f"Bearer {token}".encode()
         self.hosts = {h.encode() for h in hosts}
         self.max_body_bytes = max_body_bytes
         self.refused = 0
@@ -112,7 +112,7 @@ class Guard:
         if headers.get(b"host") not in self.hosts:
             await _refuse(send, 421, "misdirected request: wrong Host")
             return
-        if self.require_token and not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
             self.refused += 1
             await _refuse(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
@@ -235,18 +235,16 @@ class ToolServer:
         """Bind ``127.0.0.1:0`` and serve; returns once the server accepts connections.
 
         With ``unix_path`` (the relay fallback, see :mod:`.relay`), serve on a Unix socket
-        there instead (mode 0600; put it in a private directory): no TCP port, and no token
-        (the socket's permissions admit the user's own processes only).
+        there instead (mode 0600; put it in a private directory): no TCP port, the same token
+        (any of the user's processes reaches the socket, another client's agent included).
         """
         if self._task is not None:
             return
-        token: str | None = self.token
         if unix_path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.bind(unix_path)
             os.chmod(unix_path, 0o600)
             hosts = [RELAY_AUTHORITY]
-            token = None
             self._port = 0
         else:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -261,7 +259,7 @@ class ToolServer:
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
-        self._guard = Guard(app, token=token, hosts=hosts, max_body_bytes=self.max_body_bytes)
+        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
         config = uvicorn.Config(self._guard, log_level="warning", lifespan="on",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
