@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -157,10 +158,30 @@ class Tool:
         return f"<Tool {self.name}>"
 
     async def invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
-        """Run one call as the agent asked for it; never raises (but for cancellation and Ctrl-C).
+        """Run one call as the agent asked for it; never raises (but when the call itself is
+        cancelled, and for Ctrl-C).
 
-        A sync function runs in a worker thread, so a slow one does not stall the event loop.
+        A sync function runs in a worker thread, so a slow one does not stall the event loop; a
+        cancelled call stops waiting for it (the thread runs on: Python cannot interrupt it).
+        An ``asyncio.CancelledError`` the function raises while nothing cancelled the call (a
+        shared task someone else cancelled) is the call's error, like any other exception.
         """
+        started_at, began = time.time(), time.perf_counter()
+        run = asyncio.ensure_future(self._invoke(arguments))  # its own task: see whose cancel
+        try:
+            await asyncio.wait({run})
+        except BaseException:  # this call was cancelled: so is the function
+            run.cancel()
+            raise
+        if not run.cancelled():
+            return run.result()
+        error = "CancelledError: raised by the tool (nothing cancelled the call)"
+        log.warning("tool %s raised asyncio.CancelledError", self.name)
+        return LocalInvocation(self.name, dict(arguments or {}), exception=asyncio.CancelledError(),
+                               error=error, texts=[error], started_at=started_at,
+                               duration_ms=(time.perf_counter() - began) * 1000)
+
+    async def _invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
         record = LocalInvocation(self.name, dict(arguments or {}), started_at=time.time())
         began = time.perf_counter()
         try:
@@ -168,7 +189,10 @@ class Tool:
             if self.is_async:
                 value = await self.fn(*args, **kwargs)
             else:
-                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs))
+                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs),
+                                                       abandon_on_cancel=True)
+            if inspect.isawaitable(value):  # a sync wrapper around an async function
+                value = await value
             record.texts, _ = to_texts(value)
             record.value = value
         except ArgumentError as e:

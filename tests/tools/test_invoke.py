@@ -1,0 +1,107 @@
+"""One call of a ``@tool`` function: whatever the function does, the call ends as a result (an
+error result for what it raised), never as a protocol error, and a real cancel still cancels."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from cursor_agent_api.tools import Tool, tool
+from cursor_agent_api.tools.server import ToolServer
+
+
+@tool
+async def fetch_price(sku: str) -> str:
+    """A price from a shared request that another caller cancelled."""
+    shared = asyncio.get_running_loop().create_task(asyncio.sleep(60))
+    asyncio.get_running_loop().call_soon(shared.cancel)
+    return str(await shared)  # raises asyncio.CancelledError, though nothing cancelled this call
+
+
+@tool
+def sync_cancelled(sku: str) -> str:
+    """A sync function that raises asyncio.CancelledError."""
+    raise asyncio.CancelledError("stale")
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo."""
+    return text
+
+
+@pytest.mark.parametrize("fn", [fetch_price, sync_cancelled])
+def test_cancelled_error_raised_by_a_tool_is_an_error_result(fn: Tool) -> None:
+    record = asyncio.run(fn.invoke({"sku": "A"}))
+    assert record.is_error and record.error is not None and record.error.startswith("CancelledError")
+    assert record.texts == [record.error]
+
+
+def test_a_real_cancel_still_cancels_the_call() -> None:
+    seen: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Slow."""
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "done"
+
+    async def main() -> None:
+        call = asyncio.ensure_future(slow.invoke({}))
+        await asyncio.sleep(0.01)  # let it start (not a timing: any order passes the cancel on)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0)  # the tool's own task takes its cancel
+
+    asyncio.run(main())
+    assert seen == ["cancelled"]
+
+
+def test_the_session_survives_a_tool_that_raises_cancelled_error() -> None:
+    async def main() -> Any:
+        server = ToolServer([fetch_price, echo])
+        await server.start()
+        try:
+            headers = {"Authorization": f"Bearer {server.token}"}
+            async with httpx2.AsyncClient(headers=headers, trust_env=False) as http, \
+                    Client(streamable_http_client(server.url, http_client=http), mode="legacy") as client:
+                first = await client.call_tool("fetch_price", {"sku": "A"})
+                second = await client.call_tool("echo", {"text": "after"})
+            return first, second
+        finally:
+            await server.stop()
+
+    first, second = asyncio.run(main())
+    assert first.is_error and first.content[0].text.startswith("CancelledError")
+    assert not second.is_error and second.content[0].text == "after"
+
+
+def test_a_sync_decorator_around_an_async_function() -> None:
+    import functools
+
+    def logged(fn: Any) -> Any:  # a plain decorator: the wrapper is sync, it returns a coroutine
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+        return wrapper
+
+    @tool
+    @logged
+    async def lookup(order_id: str) -> str:
+        """Look up an order."""
+        await asyncio.sleep(0)
+        return f"{order_id} shipped"
+
+    record = asyncio.run(lookup.invoke({"order_id": "A1"}))
+    assert record.ok, record.error
+    assert (record.value, record.texts) == ("A1 shipped", ["A1 shipped"])
