@@ -105,3 +105,56 @@ def test_a_sync_decorator_around_an_async_function() -> None:
     record = asyncio.run(lookup.invoke({"order_id": "A1"}))
     assert record.ok, record.error
     assert (record.value, record.texts) == ("A1 shipped", ["A1 shipped"])
+
+
+def test_stop_with_a_stuck_sync_call_in_flight(caplog: pytest.LogCaptureFixture) -> None:
+    """The agent died during a sync call that never returns; the server then stops at once (the
+    call is cancelled, its thread abandoned), without uvicorn's grace period and its ERROR
+    traceback for a task it had to cancel."""
+    import logging
+    import threading
+
+    import httpx
+
+    entered, release = threading.Event(), threading.Event()
+
+    @tool
+    def stuck() -> str:
+        """A network call that never returns."""
+        entered.set()
+        release.wait(120)
+        return "late"
+
+    def rpc(method: str, id_: int | None = None, **params: Any) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        return message if id_ is None else {**message, "id": id_}
+
+    async def main() -> tuple[bool, int]:
+        server = ToolServer([stuck])
+        await server.start()
+        # uvicorn's loggers do not propagate to the root (its dictConfig, on start, says so)
+        logging.getLogger("uvicorn").addHandler(caplog.handler)
+        headers = {"Authorization": f"Bearer {server.token}", "Accept": "application/json, text/event-stream"}
+        try:
+            async with httpx.AsyncClient(trust_env=False, headers=headers) as http:  # the agent
+                init = await http.post(server.url, json=rpc("initialize", 0, protocolVersion="2025-06-18",
+                                                             capabilities={},
+                                                             clientInfo={"name": "Cursor", "version": "1"}))
+                headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+                await http.post(server.url, json=rpc("notifications/initialized"), headers=headers)
+                request = rpc("tools/call", 1, name="stuck", arguments={})
+                call = asyncio.ensure_future(http.post(server.url, json=request, headers=headers))
+                assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, 60)
+                call.cancel()  # the agent is gone: its connection closes, nothing more is sent
+            uvicorn_server = server._server
+            assert uvicorn_server is not None
+            await server.stop()
+            return uvicorn_server.force_exit, len(server.invocations)
+        finally:
+            release.set()
+            logging.getLogger("uvicorn").removeHandler(caplog.handler)
+
+    with caplog.at_level(logging.INFO):
+        forced, calls = asyncio.run(main())
+    assert not forced and calls == 1
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text

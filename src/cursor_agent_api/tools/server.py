@@ -323,11 +323,17 @@ class ToolServer:
 
 
     async def stop(self) -> None:
-        """Stop serving (open streams are closed); idempotent."""
+        """Stop serving (open streams are closed); idempotent. Calls still in flight are
+        cancelled first (their agents get ``cancelled: …``; a sync function's thread is left to
+        finish on its own), so the server stops at once rather than after its grace period."""
         task, server = self._task, self._server
         self._task = None
         if task is None or server is None:
             return
+        running = list(self._running)
+        if self.end_calls(before=math.inf):  # bounded: a tool may ignore its cancel
+            await asyncio.wait(running, timeout=1)
+            await asyncio.sleep(0)  # their handlers record them and answer
         server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), 5)
