@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, List, Optional, TypedDict  # noqa: UP035
 
 import pydantic
 import pytest
@@ -80,3 +80,58 @@ def test_bad_declarations_fail_where_written() -> None:
     with pytest.raises(TypeError, match="must describe an object"):
         tool(input_schema={"type": "string"})(spread)
     assert issubclass(ArgumentError, ValueError)
+
+
+class Parcel(TypedDict):
+    to: Optional[Address]  # noqa: UP045 (the typing spelling is the one under test)
+    stops: list[Address]
+
+
+def _to_optional(to: Optional[Address] = None) -> str:  # noqa: UP045
+    return "none" if to is None else to["city"]
+
+
+def _to_union(to: Address | None = None) -> str:
+    return "none" if to is None else to["city"]
+
+
+def _to_list(to: list[Address]) -> str:
+    return ",".join(a["city"] for a in to)
+
+
+def _to_typing_list(to: List[Address]) -> str:  # noqa: UP006
+    return ",".join(a["city"] for a in to)
+
+
+def _to_dict(to: dict[str, Address]) -> str:
+    return ",".join(a["city"] for a in to.values())
+
+
+def _to_annotated(to: Annotated[list[Address], "Where to"]) -> str:
+    return ",".join(a["city"] for a in to)
+
+
+def _to_parcel(to: Parcel) -> str:
+    return ",".join(a["city"] for a in to["stops"])
+
+
+ONE, MANY, WRONG = {"city": "Oslo"}, [{"city": "Oslo"}, {"city": "Rome"}], {"zip": 1}
+
+
+@pytest.mark.parametrize(("fn", "good", "bad", "want"), [
+    (_to_optional, ONE, WRONG, "Oslo"),
+    (_to_union, ONE, WRONG, "Oslo"),
+    (_to_list, MANY, [WRONG], "Oslo,Rome"),
+    (_to_typing_list, MANY, [WRONG], "Oslo,Rome"),
+    (_to_dict, {"home": ONE}, {"home": WRONG}, "Oslo"),
+    (_to_annotated, MANY, [WRONG], "Oslo,Rome"),
+    (_to_parcel, {"to": None, "stops": MANY}, {"to": WRONG, "stops": []}, "Oslo,Rome"),
+])
+def test_a_typeddict_nested_in_other_hints(fn: Any, good: Any, bad: Any, want: str) -> None:
+    # pydantic refuses typing.TypedDict on Python < 3.12 wherever it sits in a hint
+    made = tool(fn)
+    assert "Address" in made.input_schema["$defs"]
+    assert asyncio.run(made.invoke({"to": good})).value == want
+    refused = asyncio.run(made.invoke({"to": bad}))
+    assert refused.is_error and refused.exception is None
+    assert "invalid arguments" in (refused.error or "") and "city: Field required" in (refused.error or "")

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -67,10 +68,41 @@ def _describe(error: pydantic.ValidationError) -> str:
 
 def _portable(annotation: Any) -> Any:
     """A ``typing.TypedDict`` rebuilt as a ``typing_extensions`` one (pydantic wants that on
-    Python < 3.12), nested ones included; anything else unchanged."""
-    if sys.version_info >= (3, 12) or not (isinstance(annotation, type) and typing.is_typeddict(annotation)) \
-            or type(annotation).__module__ != "typing":
+    Python < 3.12), wherever it sits: in ``Optional[…]``, ``list[…]``, a union, ``Annotated``,
+    another TypedDict's fields; anything else unchanged.
+
+    Example:
+        >>> from typing import Optional, TypedDict
+        >>> class Address(TypedDict):
+        ...     city: str
+        >>> import pydantic
+        >>> pydantic.TypeAdapter(_portable(Optional[list[Address]])).validate_python([{"city": "Oslo"}])
+        [{'city': 'Oslo'}]
+    """
+    if sys.version_info >= (3, 12):
         return annotation
+    if isinstance(annotation, type) and typing.is_typeddict(annotation):
+        return _portable_typeddict(annotation) if type(annotation).__module__ == "typing" else annotation
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is None or origin is typing.Literal or not args:
+        return annotation
+    rebuilt = tuple(_portable(arg) for arg in args)
+    if all(new is old for new, old in zip(rebuilt, args, strict=True)):
+        return annotation
+    make: Any
+    if origin is typing.Annotated:
+        make = typing.Annotated
+        return make[rebuilt]
+    if origin is typing.Union or origin is types.UnionType:
+        make = typing.Union
+        return make[rebuilt]
+    if isinstance(annotation, types.GenericAlias):  # list[X], dict[str, X]
+        return types.GenericAlias(origin, rebuilt)
+    copy_with = getattr(annotation, "copy_with", None)  # typing.List[X] and the like
+    return copy_with(rebuilt) if callable(copy_with) else annotation
+
+
+def _portable_typeddict(annotation: Any) -> Any:
     hints = typing.get_type_hints(annotation, include_extras=True)
     required = getattr(annotation, "__required_keys__", frozenset(hints))
     fields = {}
