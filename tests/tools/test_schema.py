@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Annotated, Any, List, Optional, TypedDict  # noqa: UP035
 
 import pydantic
@@ -135,3 +136,29 @@ def test_a_typeddict_nested_in_other_hints(fn: Any, good: Any, bad: Any, want: s
     refused = asyncio.run(made.invoke({"to": bad}))
     assert refused.is_error and refused.exception is None
     assert "invalid arguments" in (refused.error or "") and "city: Field required" in (refused.error or "")
+
+
+def test_parameters_named_like_pydantic_internals() -> None:
+    @tool
+    def configure(model_config: str, model_fields: int = 0, _private: str = "p", schema: str = "s") -> str:
+        """Store a model configuration by name."""
+        return f"{model_config}:{model_fields}:{_private}:{schema}"
+
+    schema = configure.input_schema
+    assert sorted(schema["properties"]) == ["_private", "model_config", "model_fields", "schema"]
+    assert schema["required"] == ["model_config"]
+    assert schema["properties"]["model_config"]["type"] == "string"
+    got = asyncio.run(configure.invoke({"model_config": "fast", "_private": "x"}))
+    assert got.value == "fast:0:x:s"
+    missing = asyncio.run(configure.invoke({}))
+    assert missing.error == "invalid arguments: model_config: Field required"
+    unknown = asyncio.run(configure.invoke({"model_config": "fast", "p0": 1}))
+    assert unknown.error == "invalid arguments: p0: Extra inputs are not permitted"
+
+
+def test_a_hint_without_a_json_schema_is_a_type_error() -> None:
+    def hook(callback: Callable[[int], str]) -> str:
+        return callback(1)
+
+    with pytest.raises(TypeError, match="tool 'hook': parameter 'callback' cannot be described"):
+        tool(hook)
