@@ -158,3 +158,21 @@ def test_stop_with_a_stuck_sync_call_in_flight(caplog: pytest.LogCaptureFixture)
         forced, calls = asyncio.run(main())
     assert not forced and calls == 1
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def test_non_finite_numbers_are_sent_as_json_null() -> None:
+    import json
+    import math
+
+    @tool
+    def stats() -> dict[str, Any]:
+        """Statistics with gaps (pandas gives NaN)."""
+        return {"mean": math.nan, "max": math.inf, "rows": [1.5, -math.inf], "flag": True}
+
+    record = asyncio.run(stats.invoke({}))
+    assert record.ok
+    (text,) = record.texts
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"not JSON: {c}")) == {
+        "mean": None, "max": None, "rows": [1.5, None], "flag": True}
+    json.dumps(record.to_dict(), allow_nan=False)  # the record's JSON is JSON too
+    assert record.to_dict()["value"]["mean"] is None

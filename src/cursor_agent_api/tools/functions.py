@@ -89,7 +89,7 @@ class LocalInvocation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the value as it was sent: JSON when it is JSON, else its text)."""
         try:
-            value: Any = json.loads(json.dumps(self.value))
+            value: Any = _json_ready(self.value)
         except (TypeError, ValueError):
             value = "\n".join(self.texts)
         return {"tool": self.tool, "arguments": self.arguments, "ok": self.ok, "value": value,
@@ -101,24 +101,33 @@ def to_texts(value: Any) -> tuple[list[str], Any]:
 
     ``str`` → itself; ``dict``/``list``/numbers/booleans → JSON; a pydantic model → its JSON;
     ``None`` → no block. Anything else is a ``TypeError`` (the agent gets an error result).
+    NaN and ±Infinity, which JSON cannot hold, become ``null`` (as JavaScript's
+    ``JSON.stringify`` does); keys become strings, so the text and the structured form agree.
 
     Example:
         >>> to_texts("hi"), to_texts({"a": 1}), to_texts([1, 2]), to_texts(None)
         ((['hi'], None), (['{"a": 1}'], {'a': 1}), (['[1, 2]'], None), ([], None))
+        >>> to_texts({"mean": float("nan"), 1: True})
+        (['{"mean": null, "1": true}'], {'mean': None, '1': True})
     """
     if value is None:
         return [], None
     if isinstance(value, str):
         return [value], None
     if isinstance(value, pydantic.BaseModel):
-        data = value.model_dump(mode="json")
+        data = _json_ready(value.model_dump(mode="json"))
         return [json.dumps(data, ensure_ascii=False)], data
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        data = _json_ready(value)
     except (TypeError, ValueError):
         raise TypeError(f"the tool returned a {type(value).__name__}, which is not JSON "
                         "(return a str, dict, list or pydantic model)") from None
-    return [text], value if isinstance(value, dict) else None
+    return [json.dumps(data, ensure_ascii=False)], data if isinstance(data, dict) else None
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` as JSON would give it back: NaN and ±Infinity as ``None``, keys as strings."""
+    return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=lambda _: None)
 
 
 class Tool:
