@@ -150,11 +150,22 @@ class ToolHost:
         live turn can have made are cancelled (:meth:`~.server.ToolServer.end_calls`); after a
         close that waited for it, the server stops now."""
         self._turns.remove(began)
-        cancelled = self.server.end_calls(before=min(self._turns, default=math.inf))
-        if cancelled:
-            log.info("cancelled %d call(s) of %s still running when their turn ended", cancelled, self.name)
+        horizon = min(self._turns, default=math.inf)
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._end_calls(horizon)
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._end_calls, horizon)
         if not self.active and self._closing and self._loop is not None and not self._loop.is_closed():
             self._loop.create_task(self.aclose())
+
+    def _end_calls(self, before: float) -> None:
+        cancelled = self.server.end_calls(before=before)
+        if cancelled:
+            log.info("cancelled %d call(s) of %s still running when their turn ended", cancelled, self.name)
 
     def _close_socket_dir(self) -> None:
         directory, self._socket_dir = self._socket_dir, None
@@ -257,8 +268,10 @@ class TurnScope:
             log.warning("the agent never listed the tools of %s during the turn: it did not load the "
                         "server. Likely cause: this CLI build did not accept the approval entry "
                         "written to %s (an undocumented format)%s", self.host.name, where,
-                        " or ignores the mcpServers of session/new" if self.acp else
-                        " or did not honour --approve-mcps")
+                        (" or ignores the mcpServers of session/new" if self.acp else
+                         " or did not honour --approve-mcps")
+                        + (f" (relay: or it starts stdio servers without its environment, so the relay "
+                           f"lacked ${self.host.env_var})" if self.host.transport == "relay" else ""))
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
