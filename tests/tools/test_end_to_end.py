@@ -116,7 +116,8 @@ def test_mcp_servers_from_the_config(sim: Callable[..., Any], user_workspace: Pa
 def test_the_relay_fallback(sim: Callable[..., Any], user_workspace: Path, monkeypatch: pytest.MonkeyPatch
                             ) -> None:
     """CURSOR_AGENT_API_TOOLS_TRANSPORT=relay: a stdio entry reaching the host over a private
-    Unix socket, for a CLI that does not expand ${env:...} in headers; no token anywhere."""
+    Unix socket, for a CLI that does not expand ${env:...} in headers; the token only in the
+    agent's environment (the relay inherits it), never in the file."""
     monkeypatch.setenv("CURSOR_AGENT_API_TOOLS_TRANSPORT", "relay")
     before = tree_hash(user_workspace / ".cursor")
     seen: list[str] = []
@@ -126,9 +127,11 @@ def test_the_relay_fallback(sim: Callable[..., Any], user_workspace: Path, monke
             if not seen:
                 seen.append((user_workspace / ".cursor" / "mcp.json").read_text())
         result = stream.wait()
-        assert not any(k.startswith("CURSOR_AGENT_API_TOOLS_TOKEN_") for k in stream._run.env)
+        token = client._tools.server.token
+        assert token in stream._run.env.values() and token not in " ".join(stream._run.argv)
     _check_calls(result)
-    assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0] and "Bearer" not in seen[0]
+    assert '"command"' in seen[0] and "cursor_agent_api.tools.relay" in seen[0]
+    assert "Bearer" not in seen[0] and token not in seen[0]
     assert tree_hash(user_workspace / ".cursor") == before
 
 

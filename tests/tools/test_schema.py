@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, TypedDict
+from collections.abc import Callable
+from typing import Annotated, Any, List, Optional, TypedDict  # noqa: UP035
 
 import pydantic
 import pytest
@@ -80,3 +81,84 @@ def test_bad_declarations_fail_where_written() -> None:
     with pytest.raises(TypeError, match="must describe an object"):
         tool(input_schema={"type": "string"})(spread)
     assert issubclass(ArgumentError, ValueError)
+
+
+class Parcel(TypedDict):
+    to: Optional[Address]  # noqa: UP045 (the typing spelling is the one under test)
+    stops: list[Address]
+
+
+def _to_optional(to: Optional[Address] = None) -> str:  # noqa: UP045
+    return "none" if to is None else to["city"]
+
+
+def _to_union(to: Address | None = None) -> str:
+    return "none" if to is None else to["city"]
+
+
+def _to_list(to: list[Address]) -> str:
+    return ",".join(a["city"] for a in to)
+
+
+def _to_typing_list(to: List[Address]) -> str:  # noqa: UP006
+    return ",".join(a["city"] for a in to)
+
+
+def _to_dict(to: dict[str, Address]) -> str:
+    return ",".join(a["city"] for a in to.values())
+
+
+def _to_annotated(to: Annotated[list[Address], "Where to"]) -> str:
+    return ",".join(a["city"] for a in to)
+
+
+def _to_parcel(to: Parcel) -> str:
+    return ",".join(a["city"] for a in to["stops"])
+
+
+ONE, MANY, WRONG = {"city": "Oslo"}, [{"city": "Oslo"}, {"city": "Rome"}], {"zip": 1}
+
+
+@pytest.mark.parametrize(("fn", "good", "bad", "want"), [
+    (_to_optional, ONE, WRONG, "Oslo"),
+    (_to_union, ONE, WRONG, "Oslo"),
+    (_to_list, MANY, [WRONG], "Oslo,Rome"),
+    (_to_typing_list, MANY, [WRONG], "Oslo,Rome"),
+    (_to_dict, {"home": ONE}, {"home": WRONG}, "Oslo"),
+    (_to_annotated, MANY, [WRONG], "Oslo,Rome"),
+    (_to_parcel, {"to": None, "stops": MANY}, {"to": WRONG, "stops": []}, "Oslo,Rome"),
+])
+def test_a_typeddict_nested_in_other_hints(fn: Any, good: Any, bad: Any, want: str) -> None:
+    # pydantic refuses typing.TypedDict on Python < 3.12 wherever it sits in a hint
+    made = tool(fn)
+    assert "Address" in made.input_schema["$defs"]
+    assert asyncio.run(made.invoke({"to": good})).value == want
+    refused = asyncio.run(made.invoke({"to": bad}))
+    assert refused.is_error and refused.exception is None
+    assert "invalid arguments" in (refused.error or "") and "city: Field required" in (refused.error or "")
+
+
+def test_parameters_named_like_pydantic_internals() -> None:
+    @tool
+    def configure(model_config: str, model_fields: int = 0, _private: str = "p", schema: str = "s") -> str:
+        """Store a model configuration by name."""
+        return f"{model_config}:{model_fields}:{_private}:{schema}"
+
+    schema = configure.input_schema
+    assert sorted(schema["properties"]) == ["_private", "model_config", "model_fields", "schema"]
+    assert schema["required"] == ["model_config"]
+    assert schema["properties"]["model_config"]["type"] == "string"
+    got = asyncio.run(configure.invoke({"model_config": "fast", "_private": "x"}))
+    assert got.value == "fast:0:x:s"
+    missing = asyncio.run(configure.invoke({}))
+    assert missing.error == "invalid arguments: model_config: Field required"
+    unknown = asyncio.run(configure.invoke({"model_config": "fast", "p0": 1}))
+    assert unknown.error == "invalid arguments: p0: Extra inputs are not permitted"
+
+
+def test_a_hint_without_a_json_schema_is_a_type_error() -> None:
+    def hook(callback: Callable[[int], str]) -> str:
+        return callback(1)
+
+    with pytest.raises(TypeError, match="tool 'hook': parameter 'callback' cannot be described"):
+        tool(hook)

@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
@@ -88,7 +89,7 @@ class LocalInvocation:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (the value as it was sent: JSON when it is JSON, else its text)."""
         try:
-            value: Any = json.loads(json.dumps(self.value))
+            value: Any = _json_ready(self.value)
         except (TypeError, ValueError):
             value = "\n".join(self.texts)
         return {"tool": self.tool, "arguments": self.arguments, "ok": self.ok, "value": value,
@@ -100,24 +101,33 @@ def to_texts(value: Any) -> tuple[list[str], Any]:
 
     ``str`` → itself; ``dict``/``list``/numbers/booleans → JSON; a pydantic model → its JSON;
     ``None`` → no block. Anything else is a ``TypeError`` (the agent gets an error result).
+    NaN and ±Infinity, which JSON cannot hold, become ``null`` (as JavaScript's
+    ``JSON.stringify`` does); keys become strings, so the text and the structured form agree.
 
     Example:
         >>> to_texts("hi"), to_texts({"a": 1}), to_texts([1, 2]), to_texts(None)
         ((['hi'], None), (['{"a": 1}'], {'a': 1}), (['[1, 2]'], None), ([], None))
+        >>> to_texts({"mean": float("nan"), 1: True})
+        (['{"mean": null, "1": true}'], {'mean': None, '1': True})
     """
     if value is None:
         return [], None
     if isinstance(value, str):
         return [value], None
     if isinstance(value, pydantic.BaseModel):
-        data = value.model_dump(mode="json")
+        data = _json_ready(value.model_dump(mode="json"))
         return [json.dumps(data, ensure_ascii=False)], data
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        data = _json_ready(value)
     except (TypeError, ValueError):
         raise TypeError(f"the tool returned a {type(value).__name__}, which is not JSON "
                         "(return a str, dict, list or pydantic model)") from None
-    return [text], value if isinstance(value, dict) else None
+    return [json.dumps(data, ensure_ascii=False)], data if isinstance(data, dict) else None
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` as JSON would give it back: NaN and ±Infinity as ``None``, keys as strings."""
+    return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=lambda _: None)
 
 
 class Tool:
@@ -157,10 +167,30 @@ class Tool:
         return f"<Tool {self.name}>"
 
     async def invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
-        """Run one call as the agent asked for it; never raises (but for cancellation and Ctrl-C).
+        """Run one call as the agent asked for it; never raises (but when the call itself is
+        cancelled, and for Ctrl-C).
 
-        A sync function runs in a worker thread, so a slow one does not stall the event loop.
+        A sync function runs in a worker thread, so a slow one does not stall the event loop; a
+        cancelled call stops waiting for it (the thread runs on: Python cannot interrupt it).
+        An ``asyncio.CancelledError`` the function raises while nothing cancelled the call (a
+        shared task someone else cancelled) is the call's error, like any other exception.
         """
+        started_at, began = time.time(), time.perf_counter()
+        run = asyncio.ensure_future(self._invoke(arguments))  # its own task: see whose cancel
+        try:
+            await asyncio.wait({run})
+        except BaseException:  # this call was cancelled: so is the function
+            run.cancel()
+            raise
+        if not run.cancelled():
+            return run.result()
+        error = "CancelledError: raised by the tool (nothing cancelled the call)"
+        log.warning("tool %s raised asyncio.CancelledError", self.name)
+        return LocalInvocation(self.name, dict(arguments or {}), exception=asyncio.CancelledError(),
+                               error=error, texts=[error], started_at=started_at,
+                               duration_ms=(time.perf_counter() - began) * 1000)
+
+    async def _invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
         record = LocalInvocation(self.name, dict(arguments or {}), started_at=time.time())
         began = time.perf_counter()
         try:
@@ -168,7 +198,10 @@ class Tool:
             if self.is_async:
                 value = await self.fn(*args, **kwargs)
             else:
-                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs))
+                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs),
+                                                       abandon_on_cancel=True)
+            if inspect.isawaitable(value):  # a sync wrapper around an async function
+                value = await value
             record.texts, _ = to_texts(value)
             record.value = value
         except ArgumentError as e:

@@ -25,10 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -80,9 +82,14 @@ class ToolHost:
         self.server: ToolServer = ToolServer(tools, name=self.name)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._starting: asyncio.Lock | None = None
-        self.active = 0
-        """Turns in progress (entered, not yet left)."""
+        self._turns: list[float] = []
+        """When each turn in progress (entered, not yet left) began (``time.monotonic()``)."""
         self._closing = False
+
+    @property
+    def active(self) -> int:
+        """Turns in progress (entered, not yet left)."""
+        return len(self._turns)
 
     @property
     def tools(self) -> list[Tool]:
@@ -94,7 +101,7 @@ class ToolHost:
         if self._socket_dir is not None:
             from .relay import relay_entry
 
-            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"))
+            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"), self.env_var)
         return {"url": self.server.url,
                 "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
 
@@ -130,28 +137,48 @@ class ToolHost:
             await self.server.stop()
         self._close_socket_dir()
 
-    def turn_started(self) -> None:
-        """A turn entered its scope (on the server's loop)."""
-        self.active += 1
+    def turn_started(self) -> float:
+        """A turn entered its scope (on the server's loop): when it began, for :meth:`turn_ended`
+        and :meth:`link`."""
+        began = time.monotonic()
+        self._turns.append(began)
         self._closing = False
+        return began
 
-    def turn_ended(self) -> None:
-        """A turn left its scope; after a close that waited for it, stop the server now."""
-        self.active -= 1
+    def turn_ended(self, began: float) -> None:
+        """The turn that began at ``began`` left its scope (on the server's loop): the calls no
+        live turn can have made are cancelled (:meth:`~.server.ToolServer.end_calls`); after a
+        close that waited for it, the server stops now."""
+        self._turns.remove(began)
+        horizon = min(self._turns, default=math.inf)
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._end_calls(horizon)
+        elif self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._end_calls, horizon)
         if not self.active and self._closing and self._loop is not None and not self._loop.is_closed():
             self._loop.create_task(self.aclose())
+
+    def _end_calls(self, before: float) -> None:
+        cancelled = self.server.end_calls(before=before)
+        if cancelled:
+            log.info("cancelled %d call(s) of %s still running when their turn ended", cancelled, self.name)
 
     def _close_socket_dir(self) -> None:
         directory, self._socket_dir = self._socket_dir, None
         if directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
 
-    def link(self, call: ToolCall) -> LocalInvocation | None:
-        """The local call behind a completed ``mcpToolCall`` of this host's server, if any."""
+    def link(self, call: ToolCall, since: float = -math.inf) -> LocalInvocation | None:
+        """The local call behind a completed ``mcpToolCall`` of this host's server, if any,
+        among those made since ``since`` (when the linking turn began)."""
         if call.mcp_server != self.name:
             return None
         args = call.args.get("args")
-        return self.server.claim(call.mcp_tool, args if isinstance(args, dict) else {})
+        return self.server.claim(call.mcp_tool, args if isinstance(args, dict) else {}, since)
 
 
 class TurnScope:
@@ -178,6 +205,13 @@ class TurnScope:
         self.entries: dict[str, dict[str, Any]] = dict(servers)
         """Every server the turn shows the agent (the tool server's entry once entered)."""
         self._counts = (0, 0, 0)
+        self._began: float | None = None
+
+    def link(self, call: ToolCall) -> LocalInvocation | None:
+        """The local call behind a completed tool call of this turn (see :meth:`ToolHost.link`)."""
+        if self.host is None or self._began is None:
+            return None
+        return self.host.link(call, since=self._began)
 
     async def enter(self) -> None:
         """Start the tool server if needed, then write the entries (under the workspace's lock)
@@ -199,7 +233,7 @@ class TurnScope:
             raise
         self._injection, self.approvals = injection, approvals
         if self.host is not None:
-            self.host.turn_started()
+            self._began = self.host.turn_started()
 
     def exit(self, succeeded: bool = False) -> None:
         """Restore the workspace's files and the approvals file (idempotent). ``succeeded``: the
@@ -208,8 +242,8 @@ class TurnScope:
         if injection is None:
             return
         with contextlib.ExitStack() as after:  # each step runs even if one before it raised
-            if self.host is not None:
-                after.callback(self.host.turn_ended)
+            if self.host is not None and self._began is not None:
+                after.callback(self.host.turn_ended, self._began)
                 after.callback(self._check_contact, succeeded)
             if self.approvals is not None:
                 after.callback(self.approvals.exit)
@@ -234,14 +268,16 @@ class TurnScope:
             log.warning("the agent never listed the tools of %s during the turn: it did not load the "
                         "server. Likely cause: this CLI build did not accept the approval entry "
                         "written to %s (an undocumented format)%s", self.host.name, where,
-                        " or ignores the mcpServers of session/new" if self.acp else
-                        " or did not honour --approve-mcps")
+                        (" or ignores the mcpServers of session/new" if self.acp else
+                         " or did not honour --approve-mcps")
+                        + (f" (relay: or it starts stdio servers without its environment, so the relay "
+                           f"lacked ${self.host.env_var})" if self.host.transport == "relay" else ""))
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
     """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
     env = dict(config.env)
-    if host is not None and host.transport == "http":
+    if host is not None:  # http: ${env:…} in the header; relay: the relay inherits it
         env[host.env_var] = host.server.token
     turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()
@@ -260,7 +296,7 @@ class ScopedTurn:
         self._inner = inner
         self.scope = scope
         if scope.host is not None:
-            inner.transcript.link_local = scope.host.link
+            inner.transcript.link_local = scope.link
 
     @property
     def on_fold(self) -> Callable[[AgentEvent, Changes], None] | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -67,10 +68,41 @@ def _describe(error: pydantic.ValidationError) -> str:
 
 def _portable(annotation: Any) -> Any:
     """A ``typing.TypedDict`` rebuilt as a ``typing_extensions`` one (pydantic wants that on
-    Python < 3.12), nested ones included; anything else unchanged."""
-    if sys.version_info >= (3, 12) or not (isinstance(annotation, type) and typing.is_typeddict(annotation)) \
-            or type(annotation).__module__ != "typing":
+    Python < 3.12), wherever it sits: in ``Optional[…]``, ``list[…]``, a union, ``Annotated``,
+    another TypedDict's fields; anything else unchanged.
+
+    Example:
+        >>> from typing import Optional, TypedDict
+        >>> class Address(TypedDict):
+        ...     city: str
+        >>> import pydantic
+        >>> pydantic.TypeAdapter(_portable(Optional[list[Address]])).validate_python([{"city": "Oslo"}])
+        [{'city': 'Oslo'}]
+    """
+    if sys.version_info >= (3, 12):
         return annotation
+    if isinstance(annotation, type) and typing.is_typeddict(annotation):
+        return _portable_typeddict(annotation) if type(annotation).__module__ == "typing" else annotation
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is None or origin is typing.Literal or not args:
+        return annotation
+    rebuilt = tuple(_portable(arg) for arg in args)
+    if all(new is old for new, old in zip(rebuilt, args, strict=True)):
+        return annotation
+    make: Any
+    if origin is typing.Annotated:
+        make = typing.Annotated
+        return make[rebuilt]
+    if origin is typing.Union or origin is types.UnionType:
+        make = typing.Union
+        return make[rebuilt]
+    if isinstance(annotation, types.GenericAlias):  # list[X], dict[str, X]
+        return types.GenericAlias(origin, rebuilt)
+    copy_with = getattr(annotation, "copy_with", None)  # typing.List[X] and the like
+    return copy_with(rebuilt) if callable(copy_with) else annotation
+
+
+def _portable_typeddict(annotation: Any) -> Any:
     hints = typing.get_type_hints(annotation, include_extras=True)
     required = getattr(annotation, "__required_keys__", frozenset(hints))
     fields = {}
@@ -88,8 +120,25 @@ def _portable(annotation: Any) -> Any:
     return rebuilt
 
 
-def _field_info(annotation: Any, default: Any) -> tuple[Any, Any]:
-    """``(type, FieldInfo)`` for one parameter: ``Annotated[T, "doc"]`` strings become descriptions."""
+def _describable(annotation: Any) -> bool:
+    """Whether pydantic can check ``annotation`` and give its JSON Schema.
+
+    Example:
+        >>> from collections.abc import Callable
+        >>> _describable(list[int]), _describable(Callable[[int], str])
+        (True, False)
+    """
+    try:
+        pydantic.TypeAdapter(annotation).json_schema()
+    except pydantic.PydanticUserError:
+        return False
+    return True
+
+
+def _field_info(annotation: Any, default: Any, name: str) -> tuple[Any, Any]:
+    """``(type, FieldInfo)`` for parameter ``name``: ``Annotated[T, "doc"]`` strings become
+    descriptions; ``name`` is the field's alias (its own name is internal, see
+    :meth:`ArgumentSpec.from_function`)."""
     description = None
     annotation = _portable(annotation)
     if typing.get_origin(annotation) is typing.Annotated:
@@ -101,7 +150,7 @@ def _field_info(annotation: Any, default: Any) -> tuple[Any, Any]:
         base = _portable(base)
         annotation = typing.Annotated.__class_getitem__(tuple([base, *kept])) if kept else base
     required = default is inspect.Parameter.empty
-    info = pydantic.Field(... if required else default, description=description)
+    info = pydantic.Field(... if required else default, description=description, alias=name)
     return annotation, info
 
 
@@ -138,8 +187,10 @@ class ArgumentSpec:
     def from_function(cls, fn: Callable[..., Any]) -> ArgumentSpec:
         """The schema of ``fn``'s parameters (each one a property), from its type hints.
 
-        A parameter without a hint accepts any JSON value. ``*args``/``**kwargs`` cannot be
-        described: ``TypeError``.
+        A parameter without a hint accepts any JSON value. Any name works (``model_config``,
+        ``_private``: pydantic's reserved names are its model's, not the agent's). ``*args``/
+        ``**kwargs``, and a hint with no JSON Schema (``Callable``, an arbitrary class), cannot
+        be described: ``TypeError``.
 
         Example:
             >>> def f(a: int, b: "list[str] | None" = None) -> None: ...
@@ -158,23 +209,32 @@ class ArgumentSpec:
             if param.kind is inspect.Parameter.POSITIONAL_ONLY:
                 raise TypeError(f"tool {fn.__name__!r}: positional-only parameter {name!r}; the agent "
                                 "passes arguments by name")
-            fields[name] = _field_info(hints.get(name, Any), param.default)
-        model = pydantic.create_model(
-            f"{fn.__name__}_arguments",
-            __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            **fields,
-        )
-        schema = model.model_json_schema()
+            fields[name] = _field_info(hints.get(name, Any), param.default, name)
+        # the model's own field names are internal (p0, p1, …), each parameter's name its alias:
+        # a parameter may be called model_config, _private or schema, which pydantic reserves
+        internal = {f"p{i}": name for i, name in enumerate(fields)}
+        try:
+            model = pydantic.create_model(
+                f"{fn.__name__}_arguments",
+                __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+                **{key: fields[name] for key, name in internal.items()},
+            )
+            schema = model.model_json_schema(by_alias=True)
+        except pydantic.PydanticUserError as e:  # a hint with no JSON Schema (Callable, …)
+            which = next((repr(name) for name, (hint, _) in fields.items() if not _describable(hint)),
+                         "of " + ", ".join(map(repr, fields)))
+            raise TypeError(f"tool {fn.__name__!r}: parameter {which} cannot be described to the "
+                            f"agent ({str(e).splitlines()[0]}); give it a JSON-friendly type hint, or "
+                            "pass input_schema=") from None
         schema.pop("title", None)
         schema.setdefault("properties", {})
-        names = list(fields)
 
         def check(arguments: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
             try:
                 value = model.model_validate(arguments)
             except pydantic.ValidationError as e:
                 raise ArgumentError(_describe(e)) from None
-            return (), {name: getattr(value, name) for name in names}
+            return (), {name: getattr(value, key) for key, name in internal.items()}
 
         return cls(schema, check)
 

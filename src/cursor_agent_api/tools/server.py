@@ -10,7 +10,8 @@ wrapper that refuses, before the SDK sees anything:
 * a declared body over ``max_body_bytes`` → 413 (the SDK also bounds the body it reads).
 
 The token is random per server (``secrets.token_urlsafe(32)``); it reaches the agent only
-through its environment (see :mod:`.host`). The server also records each call
+through its environment (see :mod:`.host`), on the Unix socket of the relay fallback too.
+The server also records each call
 (:class:`~.tool.LocalInvocation`) so the stream's tool calls can be linked to them
 (:meth:`ToolServer.claim`). What does not live here: the workspace's files (:mod:`.inject`),
 which turns use the server (:mod:`.host`).
@@ -42,10 +43,12 @@ import contextlib
 import hmac
 import json
 import logging
+import math
 import os
 import secrets
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
@@ -66,6 +69,9 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 RELAY_AUTHORITY = "tools.relay.invalid:1"
 """The ``Host`` the stdio relay sends over the Unix socket (a name, not an address)."""
+
+CANCELLED = "cancelled: the turn that made this call ended"
+"""The error of a call still running when its turn ended (see :meth:`ToolServer.end_calls`)."""
 
 _KEEP_INVOCATIONS = 1000
 """How many unclaimed calls the server remembers for linking (oldest dropped first)."""
@@ -94,10 +100,9 @@ class Guard:
         b'Bearer t'
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | None, hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int) -> None:
         self.app = app
-        self.require_token = token is not None
-        self.want = f"Bearer {token}".encode() if token is not None else b""
+        self.want = f"Bearer {token}".encode()
         self.hosts = {h.encode() for h in hosts}
         self.max_body_bytes = max_body_bytes
         self.refused = 0
@@ -112,7 +117,7 @@ class Guard:
         if headers.get(b"host") not in self.hosts:
             await _refuse(send, 421, "misdirected request: wrong Host")
             return
-        if self.require_token and not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
+        if not hmac.compare_digest(headers.get(b"authorization", b""), self.want):
             self.refused += 1
             await _refuse(send, 401, "unauthorized", [(b"www-authenticate", b"Bearer")])
             return
@@ -163,7 +168,10 @@ class ToolServer:
         self._task: asyncio.Task[None] | None = None
         self._guard: Guard | None = None
         self._lock = threading.Lock()
-        self._unclaimed: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
+        self._unclaimed: deque[tuple[float, LocalInvocation]] = deque(maxlen=_KEEP_INVOCATIONS)
+        """Finished calls not yet linked, with when they started (``time.monotonic()``)."""
+        self._running: dict[asyncio.Task[LocalInvocation], float] = {}
+        """Calls in flight (on the server's loop), with when they started."""
         self.invocations: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
         """The latest calls, in the order they finished."""
         self.listed = 0
@@ -204,30 +212,73 @@ class ToolServer:
         if found is None:
             return types.CallToolResult(
                 content=[types.TextContent(text=f"unknown tool {params.name!r}")], is_error=True)
-        record = await found.invoke(params.arguments)
-        with self._lock:
-            self._unclaimed.append(record)
-            self.invocations.append(record)
+        began, started_at = time.monotonic(), time.time()
+        call = asyncio.ensure_future(found.invoke(params.arguments))
+        self._running[call] = began
+        try:
+            await asyncio.wait({call})
+        except BaseException:  # the request itself was cancelled (the session or server closes)
+            call.cancel()
+            raise
+        finally:
+            self._running.pop(call, None)
+        if call.cancelled():  # end_calls: the turn that made it ended, its agent is gone
+            record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
+                                     error=CANCELLED, texts=[CANCELLED],
+                                     duration_ms=(time.monotonic() - began) * 1000)
+            with self._lock:
+                self.invocations.append(record)
+        else:
+            record = call.result()
+            with self._lock:
+                self._unclaimed.append((began, record))
+                self.invocations.append(record)
         structured = to_texts(record.value)[1] if record.ok else None
         return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
                                     structured_content=structured, is_error=record.is_error)
 
-    def claim(self, tool_name: str | None, arguments: Any) -> LocalInvocation | None:
-        """The first unclaimed call of ``tool_name`` with these arguments (then claimed), or None.
+    def claim(self, tool_name: str | None, arguments: Any,
+              since: float = -math.inf) -> LocalInvocation | None:
+        """The first unclaimed call of ``tool_name`` with these arguments that started at or
+        after ``since`` (``time.monotonic()``: when the linking turn began), then claimed; or None.
 
         Example:
             >>> s = ToolServer([])
-            >>> s._unclaimed.append(LocalInvocation("t", {"a": 1}))
-            >>> s.claim("t", {"a": 2}), s.claim("t", {"a": 1}).tool, s.claim("t", {"a": 1})
-            (None, 't', None)
+            >>> s._unclaimed.append((1.0, LocalInvocation("t", {"a": 1})))
+            >>> s.claim("t", {"a": 2}), s.claim("t", {"a": 1}, since=2.0)
+            (None, None)
+            >>> s.claim("t", {"a": 1}).tool, s.claim("t", {"a": 1})
+            ('t', None)
         """
         want = _canonical(arguments if isinstance(arguments, dict) else {})
         with self._lock:
-            for record in self._unclaimed:
-                if record.tool == tool_name and _canonical(record.arguments) == want:
-                    self._unclaimed.remove(record)
+            for item in self._unclaimed:
+                began, record = item
+                if began >= since and record.tool == tool_name and _canonical(record.arguments) == want:
+                    self._unclaimed.remove(item)
                     return record
         return None
+
+    def end_calls(self, before: float) -> int:
+        """Cancel the calls in flight that started before ``before`` (``time.monotonic()``; no
+        live turn began earlier, so their agents are gone) and forget the unclaimed ones of then.
+        Their agents get an error result ``cancelled: …``. On the server's loop. Returns how many
+        were cancelled.
+
+        Example:
+            >>> s = ToolServer([])
+            >>> s._unclaimed.append((1.0, LocalInvocation("t", {})))
+            >>> s.end_calls(before=2.0), s.claim("t", {})
+            (0, None)
+        """
+        with self._lock:
+            kept = [item for item in self._unclaimed if item[0] >= before]
+            self._unclaimed.clear()
+            self._unclaimed.extend(kept)
+        stale = [call for call, began in self._running.items() if began < before]
+        for call in stale:
+            call.cancel()
+        return len(stale)
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -235,18 +286,16 @@ class ToolServer:
         """Bind ``127.0.0.1:0`` and serve; returns once the server accepts connections.
 
         With ``unix_path`` (the relay fallback, see :mod:`.relay`), serve on a Unix socket
-        there instead (mode 0600; put it in a private directory): no TCP port, and no token
-        (the socket's permissions admit the user's own processes only).
+        there instead (mode 0600; put it in a private directory): no TCP port, the same token
+        (any of the user's processes reaches the socket, another client's agent included).
         """
         if self._task is not None:
             return
-        token: str | None = self.token
         if unix_path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.bind(unix_path)
             os.chmod(unix_path, 0o600)
             hosts = [RELAY_AUTHORITY]
-            token = None
             self._port = 0
         else:
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -261,7 +310,7 @@ class ToolServer:
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
-        self._guard = Guard(app, token=token, hosts=hosts, max_body_bytes=self.max_body_bytes)
+        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
         config = uvicorn.Config(self._guard, log_level="warning", lifespan="on",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
@@ -274,11 +323,17 @@ class ToolServer:
 
 
     async def stop(self) -> None:
-        """Stop serving (open streams are closed); idempotent."""
+        """Stop serving (open streams are closed); idempotent. Calls still in flight are
+        cancelled first (their agents get ``cancelled: …``; a sync function's thread is left to
+        finish on its own), so the server stops at once rather than after its grace period."""
         task, server = self._task, self._server
         self._task = None
         if task is None or server is None:
             return
+        running = list(self._running)
+        if self.end_calls(before=math.inf):  # bounded: a tool may ignore its cancel
+            await asyncio.wait(running, timeout=1)
+            await asyncio.sleep(0)  # their handlers record them and answer
         server.should_exit = True
         try:
             await asyncio.wait_for(asyncio.shield(task), 5)
