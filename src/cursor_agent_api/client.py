@@ -87,7 +87,12 @@ class _AcpHolder:
     binary, environment, API key, flags), made on first use and kept for every later ACP turn
     with those settings; a turn with another model switches its session instead. Requests
     that arrive between turns are answered by the client's own ``config`` (not by the
-    callbacks of whichever turn came first)."""
+    callbacks of whichever turn came first).
+
+    :meth:`aclose` (the client's close) retires them: each process stops once the turns
+    running on it have ended; a later call on the client keeps them between turns again.
+    Each follows the client to another event loop (see
+    :class:`~cursor_agent_api.runtime.acp_transport.AcpTransport`)."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.transports: dict[tuple[Any, ...], AcpTransport] = {}
@@ -112,12 +117,16 @@ class _AcpHolder:
             if self.config is not None:
                 made.answer_between_turns(self.config)
             transport = self.transports[key] = made
+        elif transport.retired:
+            transport.reuse()  # in use again after close(): kept between turns again
         return transport
 
     def _holding(self, session_id: str, *, live: bool = True) -> AcpTransport | None:
         """The transport whose process holds ``session_id`` (``live``: not closed), if any."""
         for transport in self.transports.values():
             if session_id in transport.session_setup and not (live and transport.closed):
+                if live and transport.retired:
+                    transport.reuse()
                 return transport
         return None
 
@@ -136,9 +145,9 @@ class _AcpHolder:
         return dict(transport.session_setup[session_id]) if transport is not None else {}
 
     async def aclose(self) -> None:
-        transports, self.transports = list(self.transports.values()), {}
-        for transport in transports:
-            await transport.aclose()
+        """Retire every ``agent acp``: each stops now, or once its running turns have ended."""
+        for transport in list(self.transports.values()):
+            await transport.retire()
 
 
 def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | bytes,
@@ -655,7 +664,9 @@ class CursorAgentClient:
         return self._portal
 
     def close(self) -> None:
-        """Stop the private loop thread once running streams have ended. Idempotent.
+        """Stop the private loop thread and, in ACP mode, the client's ``agent acp`` once
+        running streams have ended (a stream returned before may be iterated after). The
+        client can be used again afterwards (close it again then). Idempotent.
 
         Example:
             >>> CursorAgentClient().close()
@@ -1009,8 +1020,11 @@ class AsyncCursorAgentClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the client's ``agent acp`` process (ACP mode) and the server of its ``tools``, if
-        it started them. Idempotent.
+        """Stop the client's ``agent acp`` process (ACP mode) once the turns running on it
+        have ended (a stream started before may be iterated after), and the server of its
+        ``tools``, if it started them. Idempotent. An ``agent acp`` also stops as the event
+        loop it was started on ends (``asyncio.run``), and the client starts a new one on
+        the next loop it is used from.
 
         Example:
             >>> asyncio.run(AsyncCursorAgentClient().aclose())
