@@ -10,6 +10,7 @@ turn once the client is closed (the ``spawned`` fixture checks every group, too)
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from acp_sim_frames import validate
@@ -109,4 +110,28 @@ def test_an_async_acp_client_on_a_loop_that_was_left_open(sim: Sim, spawned: lis
     assert _alive(spawned)  # (nothing stopped it: that loop simply closed)
     result = asyncio.run(client.query("say hello again"))
     assert result.success, result.error
+    assert not _alive(spawned)
+
+
+def test_an_async_acp_client_running_on_another_loop_is_refused_clearly(
+        sim: Sim, spawned: list[int]) -> None:
+    # its agent acp belongs to a loop that still runs (another thread's): a turn from this
+    # loop fails with a clear error and leaves that loop's process alone
+    client = AsyncCursorAgentClient(sim.config(permission_mode="allow"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever)
+    thread.start()
+    try:
+        assert asyncio.run_coroutine_threadsafe(client.query("say hello"), loop).result(60).success
+        refused = asyncio.run(client.query("say hello again"))
+        assert not refused.success
+        assert "runs on another event loop" in (refused.error or "")
+        again = asyncio.run_coroutine_threadsafe(client.query("and again"), loop).result(60)
+        assert again.success, again.error  # untouched there
+        assert len(spawned) == 1
+    finally:
+        asyncio.run_coroutine_threadsafe(client.aclose(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
     assert not _alive(spawned)
