@@ -10,6 +10,7 @@ turn once the client is closed (the ``spawned`` fixture checks every group, too)
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from typing import Any
 
@@ -134,4 +135,19 @@ def test_an_async_acp_client_running_on_another_loop_is_refused_clearly(
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+    assert not _alive(spawned)
+
+
+def test_a_stream_dropped_unread_after_close_stops_the_agent(sim: Sim, spawned: list[int]) -> None:
+    config = sim.config(fault="slow", permission_mode="allow",
+                        env={"CURSOR_AGENT_SIM_DELAY": "0.1"})
+    client = CursorAgentClient(config)
+    stream = client.query_stream("write a poem about the sea")
+    loop_thread = client._portal._thread
+    assert loop_thread is not None
+    client.close()  # the turn runs on: it holds the loop thread
+    assert loop_thread.is_alive() and _alive(spawned)
+    del stream  # dropped unfinished: cancelled, and the agent acp stops as the turn ends
+    gc.collect()
+    loop_thread.join()  # the loop thread ends with the last turn, once its agent is gone
     assert not _alive(spawned)
