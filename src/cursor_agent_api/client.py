@@ -88,7 +88,12 @@ class _AcpHolder:
     binary, environment, API key, flags), made on first use and kept for every later ACP turn
     with those settings; a turn with another model switches its session instead. Requests
     that arrive between turns are answered by the client's own ``config`` (not by the
-    callbacks of whichever turn came first)."""
+    callbacks of whichever turn came first).
+
+    :meth:`aclose` (the client's close) retires them: each process stops once the turns
+    running on it have ended; a later call on the client keeps them between turns again.
+    Each follows the client to another event loop (see
+    :class:`~cursor_agent_api.runtime.acp_transport.AcpTransport`)."""
 
     def __init__(self, config: AgentConfig | None = None) -> None:
         self.transports: dict[tuple[Any, ...], AcpTransport] = {}
@@ -113,12 +118,16 @@ class _AcpHolder:
             if self.config is not None:
                 made.answer_between_turns(self.config)
             transport = self.transports[key] = made
+        elif transport.retired:
+            transport.reuse()  # in use again after close(): kept between turns again
         return transport
 
     def _holding(self, session_id: str, *, live: bool = True) -> AcpTransport | None:
         """The transport whose process holds ``session_id`` (``live``: not closed), if any."""
         for transport in self.transports.values():
             if session_id in transport.session_setup and not (live and transport.closed):
+                if live and transport.retired:
+                    transport.reuse()
                 return transport
         return None
 
@@ -137,9 +146,9 @@ class _AcpHolder:
         return dict(transport.session_setup[session_id]) if transport is not None else {}
 
     async def aclose(self) -> None:
-        transports, self.transports = list(self.transports.values()), {}
-        for transport in transports:
-            await transport.aclose()
+        """Retire every ``agent acp``: each stops now, or once its running turns have ended."""
+        for transport in list(self.transports.values()):
+            await transport.retire()
 
 
 def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | bytes,
@@ -273,8 +282,15 @@ class _TurnStream:
         self.prompt = prompt
         """The prompt of the turn (what a session records with its result)."""
         self._events = EventLog()
-        self._batch: list[AgentEvent] = _EMPTY
+        # the batches taken from the turn and not yet handed out in full: held[0] is the one
+        # being handed out (``_ready``: counted in ``events``), ``_index`` its next event. The
+        # sync stream shares its queue's deque (the queue stores what it takes there, so a
+        # Ctrl-C cannot lose it); the async stream keeps its own
+        self._held: collections.deque[Any] = collections.deque()
+        self._counted: ThreadEventQueue | None = None  # told how many events were handed out
         self._index = 0
+        self._ready = False
+        self._log_mark: tuple[list[AgentEvent], int] | None = None
         self._ended = False
         self._stopped = False
         self._cancelled = False
@@ -287,39 +303,80 @@ class _TurnStream:
         self._folds = folds
         run.on_fold = lambda event, changes: folds.append((event, changes))  # deque: thread-safe
 
+    @property
+    def _batch(self) -> list[AgentEvent]:
+        """The batch being handed out (empty when none is: nothing handed out is held)."""
+        return self._held[0] if self._ready else _EMPTY
+
     def _next_in_batch(self) -> AgentEvent | None:
         """Hand out the next event of the batch taken (with its changes), or ``None``.
 
         One call per event on the consumer's side: the batch's index and the changes, together.
+        (:meth:`StreamingResponse.__next__` has this inline, so that a Ctrl-C cannot fall
+        between its commit and its return; keep the two alike.)
         """
-        batch = self._batch
-        i = self._index
-        if i >= len(batch):
+        if not self._ready:
             return None
+        held = self._held
+        batch = held[0]
+        i = self._index
+        n = len(batch)
         event = batch[i]
-        self._index = i + 1
-        if i + 1 == len(batch):
-            self._batch = _EMPTY  # hold no event once handed out (big lines' memory)
-        self._handed = True
         folds = self._folds
         if not folds or folds[0][0] is not event:
             raise RuntimeError("the stream handed on an event it did not fold")
-        self._changes = folds.popleft()[1]
+        self._changes = folds[0][1]
+        self._handed = True
+        # the commit: no call from here on (a pending Ctrl-C is raised only after a call or
+        # at a backward jump), so the event is either handed out in full or still the next
+        if i + 1 == n:  # hold no event once handed out (big lines' memory)
+            del held[0]
+            self._index = 0
+            self._ready = False
+            counted = self._counted
+            if counted is not None:
+                counted.handed += n
+        else:
+            self._index = i + 1
+        del folds[0]
         return event
 
-    def _take(self, item: Any) -> None:
-        """Take a queue item: a batch to hand out, an end marker, or nothing (cancelled)."""
+    def _let_go(self, n: int) -> None:
+        """The batch of ``n`` events at ``held[0]`` is handed out: let it go."""
+        del self._held[0]
+        self._index = 0
+        self._ready = False
+        if self._counted is not None:
+            self._counted.handed += n
+
+    def _adopt(self, item: Any) -> None:
+        """Take an item (``held[0]`` for the sync stream): a batch to hand out, an end marker,
+        or nothing (cancelled). Safe to repeat after a Ctrl-C part-way: the events log is
+        cut back to where this batch began before it is written again."""
         if type(item) is list:
             if not item or self._stopped:  # cancelled while this was on its way
+                if self._held and self._held[0] is item:
+                    self._let_go(len(item))
                 return
             if self._keep:
-                self._events.extend(item)
-            self._batch = item
-            self._index = 0
+                log, mark = self._events, self._log_mark
+                if mark is not None and mark[0] is item:
+                    log.truncate(mark[1])  # a Ctrl-C came part-way through the last try
+                else:
+                    self._log_mark = (item, len(log))
+                log.extend(item)
+                self._log_mark = None
+            self._ready = True
         elif item is END:
             self._ended = True
         elif item is STOPPED:
             self._stopped = True
+
+    def _take(self, item: Any) -> None:
+        """Take an item from an async queue (which let it go): hold it, then adopt it."""
+        if type(item) is list:
+            self._held.append(item)
+        self._adopt(item)
 
     def _start_changes(self) -> None:
         if self._handed:
@@ -402,7 +459,10 @@ class StreamingResponse(_TurnStream):
       whole group, SIGKILL follows after ``kill_grace`` if anything is left;
       iteration ends at once. :meth:`wait` (or leaving the ``with`` block)
       waits until the group is gone and returns the result;
-    * as a context manager it stops the process on exit if the turn is not over.
+    * as a context manager it stops the process on exit if the turn is not over;
+    * one consumer: iterate it from one thread at a time (another thread's ``next()``
+      while one waits in it raises ``RuntimeError``; :meth:`cancel` works from any thread).
+      A Ctrl-C inside ``next()`` loses nothing: iterating on yields the next event.
 
     Process-level failures (a crash, a timeout) arrive as an ``ERROR`` event
     before the stream ends; :attr:`result` then has ``success=False`` and a
@@ -428,20 +488,54 @@ class StreamingResponse(_TurnStream):
     ) -> None:
         super().__init__(run, queue, config, prompt)
         self._queue: ThreadEventQueue = queue
+        self._held = queue.taken  # what the queue takes is stored there first (Ctrl-C safe)
+        self._counted = queue
         self._finished = finished
         self._lock = threading.Lock()
+        self._busy = False  # a thread is inside __next__ (one consumer at a time)
 
     def __iter__(self) -> Iterator[AgentEvent]:
         return self
 
     def __next__(self) -> AgentEvent:
-        event = self._next_in_batch()
-        while event is None:
-            if self._ended or self._stopped:
-                raise StopIteration
-            self._take(self._queue.get())
-            event = self._next_in_batch()
-        return event
+        # Ctrl-C safe: a KeyboardInterrupt is raised only after a call or at a backward
+        # jump, and from the commit below to the return there is neither, so an interrupted
+        # next() has handed out nothing and the next one goes on from the same event; the
+        # batches wait in the queue's `taken` (ThreadEventQueue.head). `_busy` is tested
+        # and set with no call between (atomic under the GIL), and cleared with the commit.
+        if self._busy:
+            raise RuntimeError("another thread is iterating this stream: a stream has one "
+                               "consumer (iterate it from one thread at a time)")
+        self._busy = True
+        try:
+            held, folds = self._held, self._folds
+            while True:
+                if self._ready:  # _next_in_batch, inline: its return would be a call
+                    batch = held[0]
+                    i = self._index
+                    n = len(batch)
+                    event = batch[i]
+                    if not folds or folds[0][0] is not event:
+                        raise RuntimeError("the stream handed on an event it did not fold")
+                    self._changes = folds[0][1]
+                    self._handed = True
+                    # the commit: no call from here to the return
+                    if i + 1 == n:  # hold no event once handed out (big lines' memory)
+                        del held[0]
+                        self._index = 0
+                        self._ready = False
+                        self._queue.handed += n
+                    else:
+                        self._index = i + 1
+                    del folds[0]
+                    self._busy = False
+                    return event
+                if self._ended or self._stopped:
+                    raise StopIteration
+                self._adopt(self._queue.head())
+        except BaseException:
+            self._busy = False
+            raise
 
     def with_changes(self) -> Generator[tuple[AgentEvent, Changes], None, None]:
         """Iterate the events, each with what it changed in :attr:`transcript`.
@@ -506,7 +600,7 @@ class StreamingResponse(_TurnStream):
                     pass
                 if self._ended or self._stopped:
                     break
-                self._take(self._queue.get(max(deadline - time.monotonic(), 0.0)))
+                self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
             while self._next_in_batch() is not None:
                 pass
             return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
@@ -573,7 +667,9 @@ class CursorAgentClient:
         return self._portal
 
     def close(self) -> None:
-        """Stop the private loop thread once running streams have ended. Idempotent.
+        """Stop the private loop thread and, in ACP mode, the client's ``agent acp`` once
+        running streams have ended (a stream returned before may be iterated after). The
+        client can be used again afterwards (close it again then). Idempotent.
 
         Example:
             >>> CursorAgentClient().close()
@@ -932,8 +1028,11 @@ class AsyncCursorAgentClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Stop the client's ``agent acp`` process (ACP mode) and the server of its ``tools``, if
-        it started them. Idempotent.
+        """Stop the client's ``agent acp`` process (ACP mode) once the turns running on it
+        have ended (a stream started before may be iterated after), and the server of its
+        ``tools``, if it started them. Idempotent. An ``agent acp`` also stops as the event
+        loop it was started on ends (``asyncio.run``), and the client starts a new one on
+        the next loop it is used from.
 
         Example:
             >>> asyncio.run(AsyncCursorAgentClient().aclose())

@@ -77,6 +77,18 @@ class EventLog(Sequence[AgentEvent]):
         self._items.extend([e.line if e.__class__ is LineEvent and e.line.__class__ is bytes
                             else e for e in events])
 
+    def truncate(self, length: int) -> None:
+        """Keep only the first ``length`` events (a hand-off that a Ctrl-C cut short is
+        written again from there).
+
+        Example:
+            >>> from .events import parse_event
+            >>> log = EventLog([parse_event("a"), parse_event("b")])
+            >>> log.truncate(1); len(log)
+            1
+        """
+        del self._items[length:]
+
     def copy(self) -> EventLog:
         """A new log of the same events (what a result keeps of its turn)."""
         return EventLog(self)

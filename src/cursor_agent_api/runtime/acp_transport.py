@@ -16,6 +16,14 @@ gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
 
 If the process dies, the next turn starts a new one and ``session/load``s its session.
 
+Its lifetime (:meth:`AcpTransport.retire`, what a client's ``close()`` calls): the process
+stops once no turn runs on it, so closing a client lets its running turns end first; a turn
+that starts later starts it again (and stops it as it ends). It is loop-bound, and follows
+its user to another event loop: the process started on a loop is stopped as that loop ends
+(``asyncio.run`` cancels what is left, and the transport's watch task stops it then), or, if
+that loop was closed without ending its tasks, when the transport is next used elsewhere;
+the sessions are ``session/load``ed in the new process.
+
 Example:
     >>> from cursor_agent_api.config import AgentConfig
     >>> acp_argv(AgentConfig(model="gpt-5", force_approve=True), binary="agent")
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import os
 import weakref
 from collections.abc import Sequence
@@ -173,6 +182,12 @@ class AcpTransport:
         self.session_setup: dict[str, dict[str, Any]] = {}
         """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said."""
         self.closed = False
+        self.retired = False
+        """Set by :meth:`retire`: the process stops whenever no turn runs on it."""
+        self._turns: set[AcpTurn] = set()  # started and not ended
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the process
+        self._watch: asyncio.Task[None] | None = None
+        self._stopping: asyncio.Task[None] | None = None
 
     # ---- the process -------------------------------------------------------------------
 
@@ -201,6 +216,7 @@ class AcpTransport:
         starts a new one."""
         if self.closed:
             raise RuntimeError("the ACP transport was closed")
+        await self._follow_loop()
         if self._lock is None:
             self._lock = asyncio.Lock()
         if spawned is not None and self._lock.locked():  # another turn is starting the process
@@ -229,7 +245,8 @@ class AcpTransport:
                                  max_line_bytes=cfg.max_line_bytes,
                                  stderr_tail_bytes=cfg.stderr_tail_bytes,
                                  kill_grace=cfg.kill_grace)
-            started = self._spawn_done = asyncio.get_running_loop().create_future()
+            loop = asyncio.get_running_loop()
+            started = self._spawn_done = loop.create_future()
             try:
                 await conn.start()
                 self._generation += 1
@@ -239,6 +256,8 @@ class AcpTransport:
             if spawned is not None and not spawned.done():
                 spawned.set_result(None)
             _LIVE.add(self)
+            self._watch = loop.create_task(self._watch_process(conn))
+            self._watch._log_destroy_pending = False  # type: ignore[attr-defined]  # (a loop closed as it ran)
             try:
                 init = await conn.request("initialize", {
                     "protocolVersion": PROTOCOL_VERSION,
@@ -267,10 +286,105 @@ class AcpTransport:
     async def aclose(self) -> None:
         """Stop the agent's process group; the transport cannot be used afterwards."""
         self.closed = True
+        await self._follow_loop()
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
         _LIVE.discard(self)
+
+    # ---- lifetime: turns, retirement, the event loop ------------------------------------
+
+    def turn_began(self, turn: AcpTurn) -> None:
+        """``turn`` starts (before it connects): the process stays while it runs."""
+        self._turns.add(turn)
+
+    async def turn_ended(self, turn: AcpTurn) -> None:
+        """``turn`` has ended: once retired, the process stops with the last turn (awaited,
+        so the turn's result comes once its process is gone)."""
+        self._turns.discard(turn)
+        if self.retired and not self._turns:
+            await self._stop_if_idle()
+
+    def turn_dropped(self, turn: AcpTurn) -> None:
+        """``turn``'s start was interrupted (it never ran): as :meth:`turn_ended`, the stop
+        in a task of its own."""
+        self._turns.discard(turn)
+        if self.retired and not self._turns and self._conn is not None:
+            self._stopping = asyncio.get_running_loop().create_task(self._stop_if_idle())
+
+    async def retire(self) -> None:
+        """Stop the process now if no turn runs, else once the last running turn has ended
+        (a client's ``close()``). A turn that starts later starts it again, and it stops as
+        that turn ends; :meth:`reuse` undoes this (the client is in use again)."""
+        self.retired = True
+        await self._follow_loop()
+        if not self._turns:
+            await self._stop_if_idle()
+
+    def reuse(self) -> None:
+        """The client is in use again (a call after ``close()``): keep the process between
+        turns again."""
+        self.retired = False
+
+    async def _stop_if_idle(self) -> None:
+        """Stop the process if no turn runs on it (checked under the start lock: a turn that
+        is connecting meanwhile keeps it)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            conn = self._conn
+            if self._turns or conn is None:
+                return
+            self._conn = None
+            _LIVE.discard(self)
+            await conn.close()
+
+    async def _watch_process(self, conn: AcpConnection) -> None:
+        """Lives as long as ``conn``'s process. Cancelled while it runs — its loop is ending
+        (``asyncio.run`` cancels the tasks left) — it stops the process there, on its own
+        loop, so that no ``agent acp`` outlives the loop that reads it."""
+        process = conn.process
+        if process is None:
+            return
+        try:
+            await process.wait()
+        except asyncio.CancelledError:
+            if self._conn is conn:
+                self._conn = None
+                _LIVE.discard(self)
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+
+    async def _follow_loop(self) -> None:
+        """Bind the transport to the running loop. Used last on another loop that is still
+        running (another thread's), ``RuntimeError``; on one that has closed or stopped, the
+        process started there is stopped (its group signalled from here: that loop cannot
+        run it any more), the turns begun there forgotten, and the next use starts a new
+        process on this loop, where the sessions are ``session/load``ed."""
+        loop = asyncio.get_running_loop()
+        old = self._loop
+        if old is loop:
+            return
+        if old is not None and old.is_running() and not old.is_closed():
+            raise RuntimeError(
+                "this client's `agent acp` runs on another event loop, which is still "
+                "running: use one AsyncCursorAgentClient per event loop (or close it there "
+                "first)")
+        self._loop = loop
+        self._lock = None
+        self._spawn_done = None
+        self._watch = self._stopping = None
+        self._turns = {t for t in self._turns if t.loop is loop}
+        for state in self._sessions.values():
+            state.turn = None  # (a turn of the old loop never ends)
+        conn, self._conn = self._conn, None
+        if conn is not None and conn.process is not None:
+            _LIVE.discard(self)
+            process = conn.process
+            await asyncio.to_thread(stop_groups, [process.pgid], grace=conn.kill_grace)
+            with contextlib.suppress(Exception):  # its transport belongs to the old loop
+                process.release()
 
     # ---- sessions ----------------------------------------------------------------------
 

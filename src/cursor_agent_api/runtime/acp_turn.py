@@ -117,6 +117,11 @@ class AcpTurn:
         return self.result is not None
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the turn was started on (``None`` before ``start()``)."""
+        return self._loop
+
+    @property
     def transcript(self) -> Transcript:
         """The turn's one fold so far."""
         return self._transcript
@@ -131,16 +136,19 @@ class AcpTurn:
         self._started_at = loop.time()
         # wait only until the process runs: an unanswered initialize is the turn's to bound
         spawned: asyncio.Future[None] = loop.create_future()
+        self.transport.turn_began(self)  # the process stays while this turn runs
         connecting = self._connecting = loop.create_task(self.transport.connect(spawned))
         try:
             waits: set[asyncio.Future[Any]] = {connecting, spawned}
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         except BaseException:  # interrupted: the start stops here (a half-started process too)
             connecting.cancel()
+            self.transport.turn_dropped(self)
             raise
         if connecting.done() and not connecting.cancelled():
             exc = connecting.exception()
             if isinstance(exc, AgentNotFoundError):
+                self.transport.turn_dropped(self)
                 raise exc
         conn_now = self.transport.connection
         self.process = conn_now.process if conn_now is not None else None
@@ -278,7 +286,11 @@ class AcpTurn:
             with contextlib.suppress(BaseException):
                 await connecting  # (and its exception is retrieved)
         self._duration_ms = self._elapsed_ms()
-        self._finish(stop, failure)
+        try:  # a closed client's agent acp stops with its last turn, before the result shows
+            with contextlib.suppress(Exception):
+                await self.transport.turn_ended(self)
+        finally:
+            self._finish(stop, failure)
 
     async def _setup_and_prompt(self, notes: list[AgentEvent]) -> str:
         """Open the session (``cancel()`` stops this at once), then prompt: the stop reason."""

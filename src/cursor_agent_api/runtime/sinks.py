@@ -19,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
+import itertools
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from .portal import WAKE_STEP
@@ -34,6 +36,8 @@ END: Final = object()
 
 STOPPED: Final = object()
 """Returned by ``get`` once the consumer called ``stop`` (cancel, close)."""
+
+_NEVER: Final = object()  # the sentinel of ThreadEventQueue's one-item iterator: never put
 
 DEFAULT_HIGH_WATER = 8192
 DEFAULT_LOW_WATER = 1024
@@ -105,8 +109,22 @@ class EventSink:
 class ThreadEventQueue(EventSink):
     """Batches from the loop's thread to a consumer thread (the sync ``StreamingResponse``).
 
+    Loss-free under Ctrl-C: :meth:`head` moves the next item into :attr:`taken` in one C-level
+    step (no bytecode between taking it and storing it, so a ``KeyboardInterrupt`` cannot fall
+    in between) and returns it *without* letting it go; the consumer lets a batch go
+    (:meth:`release`) once it has handed out its last event. A Ctrl-C anywhere in a
+    ``head()`` therefore leaves the batch in :attr:`taken`, and the next ``head()`` returns it.
+
+    Back-pressure counts the events put and not yet handed out; the loop's drain callback is
+    called from ``head()`` (before it blocks), and called again if a Ctrl-C fell between its
+    check and its call (resuming is idempotent).
+
     Example:
         >>> q = ThreadEventQueue()
+        >>> q.put(["e1", "e2"]); q.head(), q.head(), q.backlog
+        (['e1', 'e2'], ['e1', 'e2'], 2)
+        >>> q.release(); q.backlog, q.taken
+        (0, deque([]))
         >>> q.stop(); q.get() is STOPPED
         True
     """
@@ -117,6 +135,31 @@ class ThreadEventQueue(EventSink):
         super().__init__(high_water, low_water)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.taken: collections.deque[Any] = collections.deque()
+        """Items taken from the turn and not yet let go: ``taken[0]`` is the consumer's."""
+        self._put_events = 0  # written by the loop's thread only
+        self.handed = 0
+        """Events handed out (written by the consumer only, as it lets each batch go)."""
+        self._armed = 0  # how many times pause() armed a callback
+
+    @property
+    def backlog(self) -> int:
+        """Events put and not yet handed out."""
+        return self._put_events - self.handed
+
+    @property
+    def full(self) -> bool:
+        """True while ``high_water`` or more events wait to be handed out."""
+        return self.backlog >= self.high_water and not self._stopped
+
+    def pause(self, on_drain: Callable[[], None]) -> bool:
+        """Arm ``on_drain`` for when the backlog falls under ``low_water``; False if it has."""
+        with self._lock:
+            if self._stopped or self.backlog < self.low_water:
+                return False
+            self._paused_cb = on_drain
+            self._armed += 1
+            return True
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the run lives on (where the drain callback is called)."""
@@ -126,45 +169,87 @@ class ThreadEventQueue(EventSink):
         """Hand over a batch (dropped once the consumer stopped)."""
         if self._stopped:
             return
-        with self._lock:
-            self._pending += len(batch)
+        self._put_events += len(batch)
         self._q.put(batch)
 
     def close(self) -> None:
-        """No more batches: ``get`` returns :data:`END` after the last one."""
+        """No more batches: ``head`` returns :data:`END` after the last one."""
         self._q.put(END)
 
-    def get(self, timeout: float | None = None) -> Any:
-        """Next batch (a list), :data:`END` or :data:`STOPPED`; blocks, at most ``timeout``
-        seconds if given (``TimeoutError`` then, and nothing is taken).
+    def head(self, timeout: float | None = None) -> Any:
+        """The consumer's item: ``taken[0]`` — the next batch (a list), :data:`END` or
+        :data:`STOPPED`, taken from the turn if none is held; it stays there until
+        :meth:`release`. Blocks, at most ``timeout`` seconds if given (``TimeoutError``
+        then, and nothing is taken).
 
         It wakes every :data:`WAKE_STEP` s, so that a Ctrl-C the kernel gave to another
         thread is raised here (see :func:`.portal.wait_for`).
 
         Example:
-            >>> ThreadEventQueue().get(timeout=0)
+            >>> ThreadEventQueue().head(timeout=0)
             Traceback (most recent call last):
             ...
             TimeoutError: no batch within 0 s
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            step = WAKE_STEP if deadline is None \
-                else min(WAKE_STEP, max(deadline - time.monotonic(), 0.0))
-            try:
-                item = self._q.get(timeout=step) if step > 0 else self._q.get_nowait()
-                break
-            except queue.Empty:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise TimeoutError(f"no batch within {timeout:g} s") from None
+        taken = self.taken
+        self._drain()
+        if not taken:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            take_one = self._take_one
+            while True:
+                step = WAKE_STEP if deadline is None \
+                    else min(WAKE_STEP, max(deadline - time.monotonic(), 0.0))
+                try:
+                    # one C call takes the item and stores it in `taken`: a Ctrl-C is raised
+                    # between bytecodes, so never after the take and before the store
+                    taken.extend(take_one(step))
+                    break
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"no batch within {timeout:g} s") from None
+        return taken[0]
+
+    def _take_one(self, step: float) -> Iterator[Any]:
+        """An iterator over one item of the turn's queue, taken when iterated (``queue.Empty``
+        if none comes within ``step`` seconds); C objects all the way down."""
+        get = functools.partial(self._q.get, True, step) if step > 0 else self._q.get_nowait
+        return itertools.islice(iter(get, _NEVER), 1)
+
+    def release(self) -> None:
+        """Let ``taken[0]`` go (the consumer has handed out all of it)."""
+        item = self.taken.popleft()
         if type(item) is list:
-            cb = self._took(len(item))
-            if cb is not None:
-                self._call_on_loop(cb)
+            self.handed += len(item)
+
+    def get(self, timeout: float | None = None) -> Any:
+        """:meth:`head`, let go at once: the next batch, :data:`END` or :data:`STOPPED` (a
+        consumer that needs no Ctrl-C safety).
+
+        Example:
+            >>> q = ThreadEventQueue(); q.put([1]); q.close()
+            >>> q.get(), q.get() is END
+            ([1], True)
+        """
+        item = self.head(timeout)
+        if type(item) is list:
+            self.release()
+            self._drain()
         return item
 
+    def _drain(self) -> None:
+        """Call the loop's drain callback if the consumer has caught up. It is disarmed only
+        once called: a Ctrl-C before the call leaves it armed for the next ``head()``."""
+        with self._lock:
+            cb, armed = self._paused_cb, self._armed
+            if cb is None or self.backlog >= self.low_water:
+                return
+        self._call_on_loop(cb)
+        with self._lock:
+            if self._armed == armed:
+                self._paused_cb = None
+
     def stop(self) -> None:
-        """The consumer has gone: wake a blocked ``get`` and drop later batches."""
+        """The consumer has gone: wake a blocked ``head`` and drop later batches."""
         cb = self._stop()
         self._q.put(STOPPED)
         if cb is not None:
