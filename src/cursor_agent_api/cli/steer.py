@@ -278,13 +278,13 @@ class TerminalSteering:
             if request.reason:
                 for said in _safe(request.reason).split("\n"):
                     c.print(Text("  # " + said, style="dim"))
+            if rule and offered:
+                c.print(Text(f"  [w] saves {_one_line(rule)} in {allowlist_file(self._env)}: "
+                             "every such call then runs without asking, in every folder",
+                             style="dim"))
             if lines > 1:
                 c.print(Text(f"  (the command above has {lines} lines: read them all)",
                              style="bold yellow"))
-            if rule and offered:
-                c.print(Text(f"  [w] saves {_one_line(rule)} in {allowlist_file(self._env)}, the "
-                             "agent's global allowlist: from then on every such call runs "
-                             "without asking, in every folder", style="dim"))
 
         answer = self._ask(show, "  [a] allow once  [w] allow always  [r] reject (default) › ")
         choice = (answer or "").strip().lower()
