@@ -44,12 +44,13 @@ bytes (or call this function)."""
 
 def run_on_pty(args: Sequence[str], env: dict[str, str], cwd: str, *,
                answers: Sequence[Answer] = (), stdout_tty: bool = False,
-               stderr_tty: bool = True, bound: float = 60.0) -> PtyRun:
-    """Run the command with stdin on a pseudo-terminal (see the module's text)."""
+               stderr_tty: bool = True, bound: float = 60.0, term: str = "dumb") -> PtyRun:
+    """Run the command with stdin on a pseudo-terminal (see the module's text); ``term``:
+    its ``TERM`` (``dumb``: no escape sequences, 80 columns)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [*CLI, *args], stdin=slave, stdout=slave if stdout_tty else subprocess.PIPE,
-        stderr=slave if stderr_tty else subprocess.PIPE, env={**env, "TERM": "dumb"},
+        stderr=slave if stderr_tty else subprocess.PIPE, env={**env, "TERM": term},
         cwd=cwd, start_new_session=True)
     os.close(slave)
     screen, out, err = b"", b"", b""

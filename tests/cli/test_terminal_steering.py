@@ -8,6 +8,7 @@ that hangs fails with ``returncode is None``)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -124,3 +125,22 @@ def test_without_a_terminal_a_plan_is_rejected_and_said(cli_env: dict[str, str],
     assert answer["answer"]["outcome"]["outcome"] == "rejected"  # type: ignore[index]
     (line,) = [ln for ln in proc.stderr.splitlines() if "plan" in ln]
     assert "Wipe" in line and "rejected" in line
+
+
+# ---- 10. the documented prompt -----------------------------------------------------------------
+
+def test_the_prompt_docs_acp_md_shows_is_what_the_terminal_shows(cli_env: dict[str, str]) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "acp.md").read_text()
+    section = doc[doc.index("## On the command line"):]
+    block = section[section.index("```text\n") + len("```text\n"):]
+    expected = block[:block.index("```")].splitlines()
+    env = {**cli_env, "COLUMNS": "200"}
+    got = run_on_pty(["run", "--acp", "--simulate", "--trust", "--output", "text",
+                      "run `rm -rf build`"], env, _ws(cli_env), stdout_tty=True,
+                     answers=[(PROMPT, b"r\n")], bound=30, term="xterm")  # COLUMNS holds
+    assert got.returncode == 0, got
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", got.screen).replace("\r", "")
+    shown = shown.replace(cli_env["CURSOR_CONFIG_DIR"], "/home/me/.cursor")
+    shown = re.sub(r"rejected \(\d+ ms\)", "rejected (6 ms)", shown)
+    start = shown.index(expected[0])
+    assert shown[start:].splitlines()[:len(expected)] == expected
