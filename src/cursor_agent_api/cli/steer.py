@@ -101,6 +101,24 @@ def _framed(text: str, style: str = "") -> list[Text]:
     return out
 
 
+REASON_LINES = 6
+"""A reason's lines shown at most (the rest counted): it explains, the command is what runs,
+and a long reason must not push the command off the screen."""
+
+
+def _reason_lines(reason: str) -> list[str]:
+    """The lines of a permission request's reason to show, empty ones left out.
+
+    Example:
+        >>> _reason_lines("Not in allowlist: rm\\n\\n" + "x\\n" * 20)[-1]
+        '… (15 more lines)'
+    """
+    lines = [line for line in _safe(reason).split("\n") if line.strip()]
+    if len(lines) <= REASON_LINES:
+        return lines
+    return [*lines[:REASON_LINES], f"… ({len(lines) - REASON_LINES} more lines)"]
+
+
 def _line_count(text: str | None) -> int:
     return len(_safe(text).split("\n"))
 
@@ -276,7 +294,7 @@ class TerminalSteering:
             if request.diff:
                 c.print(Syntax(_safe(request.diff), "diff", theme="ansi_dark"))
             if request.reason:
-                for said in _safe(request.reason).split("\n"):
+                for said in _reason_lines(request.reason):
                     c.print(Text("  # " + said, style="dim"))
             if rule and offered:
                 c.print(Text(f"  [w] saves {_one_line(rule)} in {allowlist_file(self._env)}: "
