@@ -101,6 +101,9 @@ def _framed(text: str, style: str = "") -> list[Text]:
     return out
 
 
+CATCH_UP = 2.0
+"""Seconds a question waits, at most, for the view to show what came before it."""
+
 REASON_LINES = 6
 """A reason's lines shown at most (the rest counted): it explains, the command is what runs,
 and a long reason must not push the command off the screen."""
@@ -141,8 +144,11 @@ class TerminalSteering:
         self._env = os.environ if env is None else env
         self._stop = threading.Event()
         self._local = threading.local()  # the question's own stop (the library gave up on it)
-        self._updates: deque[Callable[[], None]] = deque()
+        self._updates: deque[tuple[Callable[[], None], bool]] = deque()
         self._updates_lock = threading.Lock()
+        self._caught_up = threading.Condition()
+        self._requests_shown = 0  # this turn: the agent's requests the view has shown
+        self._requests_asked = 0  # this turn: the questions the callbacks were called for
 
     def interrupt(self) -> None:
         """Ctrl-C: a pending question ends unanswered (the turn is being cancelled)."""
@@ -151,6 +157,8 @@ class TerminalSteering:
     def reset(self) -> None:
         """A new turn: questions may be asked again."""
         self._stop.clear()
+        with self._caught_up:
+            self._requests_shown = self._requests_asked = 0
 
     def settle(self) -> None:
         """The turn is over: end a question still on screen, wait until it has gone (so
@@ -162,8 +170,10 @@ class TerminalSteering:
 
     # ---- the view ----------------------------------------------------------------------
 
-    def show(self, update: Callable[[], None]) -> None:
+    def show(self, update: Callable[[], None], *, request: bool = False) -> None:
         """Apply a view update now, or, while a question is on screen, once it has gone.
+        ``request``: the update shows one of the agent's requests (its question follows, and
+        waits for what the agent said before it to be shown first).
 
         Never waits for the person: whoever holds :attr:`lock` applies what is kept.
 
@@ -175,7 +185,7 @@ class TerminalSteering:
             [1]
         """
         with self._updates_lock:
-            self._updates.append(update)
+            self._updates.append((update, request))
         while self.lock.acquire(blocking=False):
             try:
                 self._apply_updates()
@@ -192,8 +202,12 @@ class TerminalSteering:
             with self._updates_lock:
                 if not self._updates:
                     return
-                update = self._updates.popleft()
+                update, request = self._updates.popleft()
             update()
+            if request:
+                with self._caught_up:
+                    self._requests_shown += 1
+                    self._caught_up.notify_all()
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -228,6 +242,11 @@ class TerminalSteering:
         return None
 
     def _ask(self, show: Callable[[], None], prompt: str) -> str | None:
+        number = getattr(self._local, "number", 0)
+        if number:  # the agent's text before its request is shown first (if it comes soon)
+            with self._caught_up:
+                self._caught_up.wait_for(
+                    lambda: self._requests_shown >= number or self._stopped(), CATCH_UP)
         try:
             with self.lock:
                 if self._stopped():  # given up on while another question was on screen
@@ -255,11 +274,15 @@ class TerminalSteering:
         stop = threading.Event()
 
         def call() -> R:
+            with self._caught_up:
+                self._requests_asked += 1
+                self._local.number = self._requests_asked
             self._local.stop = stop
             try:
                 return fn(arg)
             finally:
                 self._local.stop = None
+                self._local.number = 0
 
         try:
             return await asyncio.to_thread(call)

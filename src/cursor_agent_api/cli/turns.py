@@ -24,7 +24,7 @@ from rich.text import Text
 
 from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
-from ..protocol import AgentEvent, AgentResult
+from ..protocol import AgentEvent, AgentResult, EventType
 from ..sessions import ConversationSession
 from .console import make_console
 from .options import continue_command
@@ -164,7 +164,9 @@ def run_turn(
         for event, changes in events:
             recorder.write(event)
             if steering is not None:  # never waits for a question on screen
-                steering.show(functools.partial(view.handle, event, changes))
+                steering.show(functools.partial(view.handle, event, changes),
+                              request=event.type is EventType.INTERACTION_QUERY
+                              and event.subtype == "request")
             else:
                 view.handle(event, changes)
     except KeyboardInterrupt:
