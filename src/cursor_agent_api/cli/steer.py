@@ -153,6 +153,7 @@ class TerminalSteering:
     def interrupt(self) -> None:
         """Ctrl-C: a pending question ends unanswered (the turn is being cancelled)."""
         self._stop.set()
+        self._wake()
 
     def reset(self) -> None:
         """A new turn: questions may be asked again."""
@@ -165,8 +166,14 @@ class TerminalSteering:
         that no reader is left to eat the chat's next line, no live region is restarted),
         then apply the view updates kept meanwhile."""
         self._stop.set()
+        self._wake()
         with self.lock:
             self._apply_updates()
+
+    def _wake(self) -> None:
+        """A question waiting for the view to catch up looks again (it may have been stopped)."""
+        with self._caught_up:
+            self._caught_up.notify_all()
 
     # ---- the view ----------------------------------------------------------------------
 
@@ -288,6 +295,7 @@ class TerminalSteering:
             return await asyncio.to_thread(call)
         except asyncio.CancelledError:
             stop.set()
+            self._wake()
             raise
 
     # ---- the callbacks -----------------------------------------------------------------
