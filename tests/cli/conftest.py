@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).parent))  # the tests import pty_session, steer_agent
+
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
 
 

@@ -33,7 +33,7 @@ from ..home import home_dir, private_dir
 from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
-from .run import acp_steering, load_session, read_stdin, utf8_prompt
+from .run import acp_steering, is_terminal, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
 from .turns import Recorder, run_turn
 from .views import make_view
@@ -75,12 +75,10 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
         recorder = Recorder(record)
     except OSError as exc:
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
-    interactive = sys.stdin.isatty()
+    interactive = is_terminal(sys.stdin)
     if interactive:
         _setup_readline()
-    steering = acp_steering(config, console)
-    if steering is not None:
-        config = config.with_overrides(**steering.fields())
+    config, steering = acp_steering(config, make_console(stderr=True))
     try:
         session = load_session(config, saved, given)
     except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run

@@ -57,20 +57,28 @@ STATUS_MARKS: dict[ToolStatus, tuple[str, str]] = {
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+r"""Bidirectional-text controls (marks, embeddings, overrides, isolates): applied by the
+terminal, they make ``cat notes\u202e; rm -rf ~ #\u202c.txt`` read differently from what runs."""
 
 
 def printable(text: str) -> str:
-    r"""``text`` with every control character but newline and tab shown as ``\xNN``.
+    r"""``text`` with every control character but newline and tab shown as ``\xNN``, and
+    every bidi control as ``⟨U+202E⟩`` (as the web page shows them).
 
     What the agent wrote is data: an escape sequence in it must not move the cursor,
-    retitle the window or change colours on the reader's terminal.
+    retitle the window or change colours on the reader's terminal, nor a bidi control
+    reorder what the reader sees.
 
     Example:
         >>> printable("a\x1b[31mred\r\nb\x07")
         'a\\x1b[31mred\nb\\x07'
+        >>> printable("notes\u202etxt.sh")
+        'notes⟨U+202E⟩txt.sh'
     """
     text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
 
 
 def raw_line_text(event: AgentEvent) -> str:
@@ -205,6 +213,10 @@ class TurnRenderer:
             return
         self.console.print(Text(printable(text)), end="", soft_wrap=True)
         self._at_line_start = text.endswith("\n")
+
+    def end_line(self) -> None:
+        """End the line the agent's text left open (a prompt is about to be shown)."""
+        self._newline()
 
     def _newline(self) -> None:
         if not self._at_line_start:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 from rich.text import Text
 
 from ..client import check_prompt
@@ -31,7 +32,7 @@ from .console import CliUsageError, error_text, make_console
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
-from .steer import TerminalSteering
+from .steer import TerminalSteering, plan_rejecter
 from .turns import Recorder, run_turn
 from .views import AgentFormatView, make_view
 
@@ -50,7 +51,7 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
             raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc}") from None
     if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
         return utf8_prompt(" ".join(words), "the prompt")
-    if not sys.stdin.isatty():
+    if sys.stdin is not None and not is_terminal(sys.stdin):  # None: stdin closed (<&-)
         return utf8_prompt(read_stdin(), "the prompt on stdin")
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
 
@@ -58,6 +59,8 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
 def read_stdin(*, line: bool = False) -> str:
     """Standard input (one line with ``line``) decoded as UTF-8 whatever the locale, a byte
     that is not UTF-8 kept as a lone surrogate for :func:`utf8_prompt` to name (``""``: EOF)."""
+    if sys.stdin is None:  # closed (<&-): nothing to read
+        return ""
     raw = getattr(sys.stdin, "buffer", None)
     if raw is None:  # a text-only stdin (an embedding's): it decoded already
         return sys.stdin.readline() if line else sys.stdin.read()
@@ -143,9 +146,7 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
         raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
     view = (AgentFormatView(output_format, err, simulated=simulate) if output_format
             else make_view(output, console, err=err, simulated=simulate))
-    steering = acp_steering(config, err if output_format else console)
-    if steering is not None:
-        config = config.with_overrides(**steering.fields())
+    config, steering = acp_steering(config, err)
     try:
         with load_session(config, saved, given) as session:
             outcome = run_turn(session, prompt, view, recorder, saved=saved, simulated=simulate,
@@ -162,12 +163,36 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     sys.exit(outcome.exit_code)
 
 
-def acp_steering(config: AgentConfig, console: Any) -> TerminalSteering | None:
-    """``--acp`` with a person at the terminal (stdin is one): ask them each question.
-    Otherwise the rules decide (``--allow``/``--deny``, then reject: no prompt can come)."""
-    if config.transport != "acp" or not sys.stdin.isatty():
-        return None
-    return TerminalSteering(console)
+def is_terminal(stream: Any) -> bool:
+    """True if ``stream`` is a terminal (``None``, a closed stdin, is not).
+
+    Example:
+        >>> is_terminal(None)
+        False
+    """
+    try:
+        return stream is not None and bool(stream.isatty())
+    except ValueError:  # a closed file
+        return False
+
+
+def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, TerminalSteering | None]:
+    """``--acp``: the config with the callbacks of a person at the terminal, who reads the
+    questions on ``err`` (stderr: stdout may be JSON, a pipe, a file) and answers on stdin —
+    both must be terminals. Otherwise nothing can be asked: the rules decide
+    (``--allow``/``--deny``, then reject), and a plan is rejected, said in one line on ``err``.
+
+    Example:
+        >>> config, steering = acp_steering(AgentConfig(), make_console(stderr=True))
+        >>> steering is None and config.on_plan is None  # print mode: nothing to steer
+        True
+    """
+    if config.transport != "acp":
+        return config, None
+    if is_terminal(sys.stdin) and is_terminal(sys.stderr):
+        steering = TerminalSteering(err)
+        return config.with_overrides(**steering.fields()), steering
+    return config.with_overrides(on_plan=plan_rejecter(err)), None
 
 
 def _stop(view: Any) -> None:

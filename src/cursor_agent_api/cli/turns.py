@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from rich.text import Text
 
 from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
-from ..protocol import AgentEvent, AgentResult
+from ..protocol import AgentEvent, AgentResult, EventType
 from ..sessions import ConversationSession
 from .console import make_console
 from .options import continue_command
@@ -143,7 +144,8 @@ def run_turn(
     """Run one turn of ``session``: show it in ``view``, record it, save the chat.
 
     Raises what ``send_stream`` raises before the agent starts (``AgentNotFoundError``).
-    With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked.
+    With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
+    (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
     """
     if steering is not None:
         steering.view = view
@@ -161,9 +163,10 @@ def run_turn(
     try:
         for event, changes in events:
             recorder.write(event)
-            if steering is not None:
-                with steering.lock:
-                    view.handle(event, changes)
+            if steering is not None:  # never waits for a question on screen
+                steering.show(functools.partial(view.handle, event, changes),
+                              request=event.type is EventType.INTERACTION_QUERY
+                              and event.subtype == "request")
             else:
                 view.handle(event, changes)
     except KeyboardInterrupt:

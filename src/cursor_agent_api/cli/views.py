@@ -154,6 +154,10 @@ class TextView:
             return  # the footer says it, once
         self.renderer.show(event, changes)
 
+    def end_line(self) -> None:
+        """End the line the agent's text left open (a prompt is about to be shown)."""
+        self.renderer.end_line()
+
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Print open calls and the footer (an outcome other than success on ``err``)."""
         self.renderer.flush(result)
