@@ -76,3 +76,29 @@ def test_tools_list_and_call_through_the_sdk_client() -> None:
     assert "Traceback" not in raised.content[0].text
     assert bad_args.is_error and bad_args.content[0].text.startswith("invalid arguments: order_id")
     assert unknown.is_error
+
+
+def test_starting_the_tool_server_leaves_the_application_s_logging_alone() -> None:
+    """uvicorn configures its loggers when a server starts unless told not to: an application
+    that routes uvicorn's logs to its own handlers (propagate, no handler of uvicorn's) would
+    find uvicorn's default handlers put back, and its access log cut off, the first time a
+    turn with tools starts."""
+    import logging
+
+    loggers = [logging.getLogger(n) for n in ("uvicorn", "uvicorn.error", "uvicorn.access")]
+    saved = [(lg.handlers[:], lg.propagate) for lg in loggers]
+    try:
+        for lg in loggers:  # the application's choice: everything to the root's handlers
+            lg.handlers[:] = []
+            lg.propagate = True
+
+        async def check(server: ToolServer) -> list[tuple[list[str], bool]]:
+            return [([type(h).__name__ for h in lg.handlers
+                      if type(h.formatter).__module__.startswith("uvicorn")], lg.propagate)
+                    for lg in loggers]
+
+        assert _serve(check) == [([], True)] * 3
+    finally:
+        for lg, (handlers, propagate) in zip(loggers, saved, strict=True):
+            lg.handlers[:] = handlers
+            lg.propagate = propagate

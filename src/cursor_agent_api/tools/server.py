@@ -129,6 +129,15 @@ class Guard:
         await self.app(scope, receive, send)
 
 
+class _OwnLoggingConfig(uvicorn.Config):
+    """uvicorn's settings without its logging set-up: ``Config`` would otherwise configure the
+    process's ``uvicorn*`` loggers (handlers, levels, the access log cut off), which belong to
+    the host program (its own uvicorn, if it runs one, included)."""
+
+    def configure_logging(self) -> None:
+        return None
+
+
 class _QuietServer(uvicorn.Server):
     """uvicorn without its signal handlers: Ctrl-C belongs to the host program, not to us."""
 
@@ -311,7 +320,7 @@ class ToolServer:
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
         self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
-        config = uvicorn.Config(self._guard, log_level="warning", lifespan="on",
+        config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="on",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
         self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
