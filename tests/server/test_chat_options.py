@@ -124,3 +124,47 @@ def test_a_rename_during_the_first_prompt_is_kept(server: Server) -> None:
             return list(await asyncio.gather(*(both(i, ch) for i, ch in enumerate(chats))))
 
     assert asyncio.run(main()) == ["My name"] * 10
+
+
+def test_force_revoked_while_a_prompt_is_posted_is_off_for_that_run(
+    make_inproc: Callable[..., Any], monkeypatch: Any
+) -> None:
+    """The PATCH lands between the prompt's read of the chat and the run's commit (held
+    open here): it answers 200 with force off, so the run must not start with force on."""
+    import threading
+
+    from cursor_agent_api.server import runs as runs_module
+
+    srv = make_inproc()
+    launched: list[dict[str, Any]] = []
+    real_open, real_create = runs_module.open_stream, srv.runs.log.create_run
+
+    async def spy_open(settings: Any, launch: Any) -> Any:
+        launched.append(dict(launch.options))
+        return await real_open(settings, launch)
+
+    entered, patched = threading.Event(), threading.Event()
+
+    async def slow_create(*a: Any, **k: Any) -> Any:
+        # the window between the POST's read of the chat and its commit: the PATCH lands in it
+        entered.set()
+        while not patched.is_set():
+            await asyncio.sleep(0.01)
+        return await real_create(*a, **k)
+
+    monkeypatch.setattr(runs_module, "open_stream", spy_open)
+    monkeypatch.setattr(srv.runs.log, "create_run", slow_create)
+    with srv.client() as c:
+        chat = new_chat(c, force=True)
+        posted: dict[str, httpx.Response] = {}
+        t = threading.Thread(target=lambda: posted.update(
+            r=c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})))
+        t.start()
+        assert entered.wait(60)
+        p = c.patch(f"/api/chats/{chat['id']}", json={"options": {"force": False}})
+        patched.set()
+        t.join()
+        assert p.status_code == 200 and p.json()["options"]["force"] is False, p.text
+        assert posted["r"].status_code == 202, posted["r"].text
+        wait_run(c, posted["r"].json()["id"])
+    assert [o.get("force") for o in launched] == [False]

@@ -186,6 +186,7 @@ def test_a_workspace_whose_real_path_is_not_utf8_is_refused(server: Server) -> N
         r = c.post("/api/chats", json={"workspace": "project/lnk"})
         assert r.status_code == 400, r.text
         assert "not valid UTF-8" in r.json()["detail"]
+        assert "give a path through" not in r.json()["detail"], "a UTF-8 symlink resolves to the same path"
         # The bytes named directly, surrogate-escaped in JSON: not a valid string (422).
         r = c.post("/api/chats", content=b'{"workspace": "project/\\udcff-dir"}',
                    headers={"content-type": "application/json"})

@@ -487,8 +487,10 @@ async def cancel_run(run_id: str, request: Request, response: Response) -> dict[
     try:
         await _runs(request).cancel(run_id)
     except CancelNotAppliedError as e:
-        response.status_code = 202
-        return {**run_view(await _run_or_404(request, run_id)), "detail": str(e)}
+        run = await _run_or_404(request, run_id)
+        if not RunStatus(run["status"]).final:  # (it may have ended right then: answered below)
+            response.status_code = 202
+            return {**run_view(run), "detail": str(e)}
     except RunNotActiveError:
         run = await _run_or_404(request, run_id)  # it may have ended meanwhile
         if RunStatus(run["status"]).final:

@@ -436,7 +436,8 @@ class RunManager:
 
         Raises :class:`RunNotActiveError` when the run is not active here, and
         :class:`~.dispatch.CancelNotAppliedError` when it is still active after ``wait`` s
-        (the cancel stays requested: its group is stopped, SIGKILL after the grace).
+        (the cancel stays requested: its group is stopped, SIGKILL after the grace); never
+        with ``wait=0`` (the caller asks for the stop and does not wait for it).
         """
         active = self._active.get(run_id)
         if active is None:
@@ -449,7 +450,7 @@ class RunManager:
             await active.requests.close(by="cancel", reason="the run was cancelled")
         if active.task is not None:
             await asyncio.wait([active.task], timeout=wait)
-            if not active.task.done():
+            if wait > 0 and not active.task.done():  # wait=0: "stop it", nobody waits
                 raise CancelNotAppliedError(run_id, str(active.run.get("status")), wait)
 
     async def _request_cancel(self, active: ActiveRun) -> None:
@@ -624,8 +625,10 @@ class RunManager:
         launch = AgentLaunch(
             prompt=str(active.run["prompt"]),
             workspace=str(chat["workspace"]),
-            model=chat.get("model"),
-            options=dict(chat.get("options") or {}),
+            model=(fresh or chat).get("model"),
+            # the chat as stored after the run's commit: a PATCH that landed while the prompt
+            # was posted (force revoked) is in it; later ones are refused while the run is active
+            options=dict((fresh or chat).get("options") or {}),
             resume=(fresh or chat).get("session_id"),
             steering=RunSteering(active.requests) if active.requests is not None else None,
             clients=self.acp_clients,

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .dispatch import run_ends
+from .dispatch import CancelNotAppliedError, run_ends
 from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
 from .dispatch.queue import interrupt_lost_run
@@ -337,7 +337,9 @@ class Worker:
 
         if stop.user or context.abort_reason() is AbortReason.USER_REQUEST:
             stop.user = True
-            with contextlib.suppress(RunNotActiveError):  # it may have just ended
+            # it may have just ended; or not be marked within the wait (the job then goes on
+            # waiting for the run's task, which the cancel ends)
+            with contextlib.suppress(RunNotActiveError, CancelNotAppliedError):
                 await self.runs.cancel(run_id)
         else:
             stop.shutdown = True

@@ -83,7 +83,7 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
     except UnicodeEncodeError:  # bytes that are not UTF-8 (surrogate-escaped): not storable
         raise WorkspaceError(
             f"workspace {requested!r} resolves to a path that is not valid UTF-8; "
-            "rename the directory or give a path through a UTF-8 symlink", 400) from None
+            "rename the directory (a symlink does not help: its target is what runs)", 400) from None
     return resolved
 
 
