@@ -11,6 +11,7 @@ disk", as on separate machines).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import select
 import signal
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from server_helpers import (  # noqa: E402
     START_TIMEOUT,
     Server,
     marked_processes,
+    pg_database,
 )
 
 SKIP_REASON = (
@@ -42,6 +45,29 @@ SKIP_REASON = (
 )
 STALLED_AFTER = 3.0
 HEARTBEAT = 0.5
+
+
+@contextlib.contextmanager
+def fresh_cluster(tmp: Path) -> Iterator[Cluster]:
+    """A :class:`Cluster` (nothing started) on a fresh database of its own, with the allowed
+    root ``tmp/root`` and its ``project``; closed and the database dropped afterwards. Skips
+    the test without PostgreSQL."""
+    import pytest
+
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(SKIP_REASON)
+    root = tmp / "root"
+    (root / "project").mkdir(parents=True)
+    url, drop = pg_database(base)
+    c = Cluster(tmp, url, root.resolve())
+    try:
+        yield c
+    finally:
+        try:
+            c.close()
+        finally:
+            drop()
 
 
 

@@ -12,55 +12,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from cluster import PG_ENV, SKIP_REASON, Cluster
+from cluster import PG_ENV, SKIP_REASON, Cluster, fresh_cluster
 from server_helpers import pg_database
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Two API servers and three workers (w1, w2, w3) on a fresh database, for a module."""
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    tmp = tmp_path_factory.mktemp("cluster")
-    root = tmp / "root"
-    (root / "project").mkdir(parents=True)
-    (root / "project" / "notes.txt").write_text("hello\n")
-    url, drop = pg_database(base)
-    c = Cluster(tmp, url, root.resolve())
-    try:
+    with fresh_cluster(tmp_path_factory.mktemp("cluster")) as c:
+        (c.root / "project" / "notes.txt").write_text("hello\n")
         c.server()  # applies the migrations; then the others start side by side
         with ThreadPoolExecutor(4) as pool:
             started = [pool.submit(c.server), *(pool.submit(c.worker, n) for n in ("w1", "w2", "w3"))]
             for future in started:
                 future.result()
         yield c
-    finally:
-        try:
-            c.close()
-        finally:
-            drop()
 
 
 @pytest.fixture(scope="module")
 def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One API server on a fresh database; the tests start their workers."""
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    tmp = tmp_path_factory.mktemp("one-server")
-    root = tmp / "root"
-    (root / "project").mkdir(parents=True)
-    url, drop = pg_database(base)
-    c = Cluster(tmp, url, Path(root).resolve())
-    try:
+    with fresh_cluster(tmp_path_factory.mktemp("one-server")) as c:
         c.server()
         yield c
-    finally:
-        try:
-            c.close()
-        finally:
-            drop()
 
 
 @pytest.fixture

@@ -5,37 +5,23 @@ for its chats' runs (the simulator's invocations are counted)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from cluster import PG_ENV, SKIP_REASON, Cluster
-from server_helpers import all_events, new_chat, pg_database, poll, wait_run
+from cluster import Cluster, fresh_cluster
+from server_helpers import all_events, new_chat, poll, wait_run
 
 
 @pytest.fixture(scope="module")
 def small_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """One API server and one worker on a fresh database."""
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(SKIP_REASON)
-    tmp = tmp_path_factory.mktemp("acp-cluster")
-    root = tmp / "root"
-    (root / "project").mkdir(parents=True)
-    url, drop = pg_database(base)
-    c = Cluster(tmp, url, Path(root).resolve())
-    try:
+    with fresh_cluster(tmp_path_factory.mktemp("acp-cluster")) as c:
         c.server()
         c.worker("w1")
         yield c
-    finally:
-        try:
-            c.close()
-        finally:
-            drop()
 
 
 def _pending(c: httpx.Client, chat_id: str, run_id: str, kind: str) -> dict[str, Any] | None:
