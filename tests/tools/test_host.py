@@ -51,3 +51,24 @@ def test_warns_when_the_agent_comes_without_the_token(tmp_path: Path, caplog: py
         asyncio.run(main())
     assert "seems not to expand ${env:...} in mcp.json headers" in caplog.text
     assert "CURSOR_AGENT_API_TOOLS_TRANSPORT=relay" in caplog.text
+
+
+def test_the_last_turn_ending_off_the_loop_after_a_close_stops_the_server(tmp_path: Path) -> None:
+    """aclose() while a turn runs leaves the server to the last turn out; when that turn's
+    scope is left from another thread (a sync consumer), the stop is scheduled on the
+    server's loop (a task cannot be made from another thread)."""
+    host = ToolHost(TOOLS)
+    _, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
+
+    async def main() -> bool:
+        await scope.enter()
+        await host.aclose()  # a turn is in progress: not stopped yet
+        assert host.server.url and host.active == 1
+        await asyncio.to_thread(scope.exit)  # the turn ends on another thread
+        for _ in range(200):  # the stop runs on this loop, soon
+            await asyncio.sleep(0.05)
+            if host.server._server is None or host.server._server.should_exit:
+                return True
+        return False
+
+    assert asyncio.run(main(), debug=True)  # debug: asyncio refuses calls from other threads

@@ -159,8 +159,12 @@ class ToolHost:
             self._end_calls(horizon)
         elif self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._end_calls, horizon)
-        if not self.active and self._closing and self._loop is not None and not self._loop.is_closed():
-            self._loop.create_task(self.aclose())
+        loop = self._loop
+        if not self.active and self._closing and loop is not None and not loop.is_closed():
+            if on_loop:
+                loop.create_task(self.aclose())
+            else:  # a task may only be made on its loop's thread
+                loop.call_soon_threadsafe(lambda: loop.create_task(self.aclose()))
 
     def _end_calls(self, before: float) -> None:
         cancelled = self.server.end_calls(before=before)
