@@ -272,6 +272,10 @@ def prompt_text(prompt: object) -> str:
 # ---- sync ------------------------------------------------------------------------------
 
 
+_ONE_CONSUMER = ("another thread is iterating this stream: a stream has one consumer (iterate "
+                 "it, or wait() for it, from one thread at a time)")
+
+
 class _TurnStream:
     """The one stream-iteration core of both faces: batches from the turn's queue, handed out
     one event at a time, each with what it changed when asked (:meth:`with_changes`).
@@ -467,8 +471,9 @@ class StreamingResponse(_TurnStream):
       iteration ends at once. :meth:`wait` (or leaving the ``with`` block)
       waits until the group is gone and returns the result;
     * as a context manager it stops the process on exit if the turn is not over;
-    * one consumer: iterate it from one thread at a time (another thread's ``next()``
-      while one waits in it raises ``RuntimeError``; :meth:`cancel` works from any thread).
+    * one consumer: iterate it from one thread at a time (another thread's ``next()`` or
+      ``wait(timeout=...)`` while one waits in either raises ``RuntimeError``; :meth:`cancel`
+      works from any thread).
       A Ctrl-C inside ``next()`` loses nothing: iterating on yields the next event.
 
     Process-level failures (a crash, a timeout) arrive as an ``ERROR`` event
@@ -511,8 +516,7 @@ class StreamingResponse(_TurnStream):
         # batches wait in the queue's `taken` (ThreadEventQueue.head). `_busy` is tested
         # and set with no call between (atomic under the GIL), and cleared with the commit.
         if self._busy:
-            raise RuntimeError("another thread is iterating this stream: a stream has one "
-                               "consumer (iterate it from one thread at a time)")
+            raise RuntimeError(_ONE_CONSUMER)
         self._busy = True
         try:
             held, folds = self._held, self._folds
@@ -601,15 +605,21 @@ class StreamingResponse(_TurnStream):
         if math.isnan(timeout):  # no deadline is ever reached: it would wait forever
             raise ValueError("wait(timeout=...) must be a number of seconds or None, got nan")
         deadline = time.monotonic() + timeout
+        if self._busy:  # one consumer, as in __next__ (tested and set with no call between)
+            raise RuntimeError(_ONE_CONSUMER)
+        self._busy = True
         try:
-            while not (self._ended or self._stopped):
-                while self._next_in_batch() is not None:  # hand out the batch taken
+            try:
+                while not (self._ended or self._stopped):
+                    while self._next_in_batch() is not None:  # hand out the batch taken
+                        pass
+                    if self._ended or self._stopped:
+                        break
+                    self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
+                while self._next_in_batch() is not None:
                     pass
-                if self._ended or self._stopped:
-                    break
-                self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
-            while self._next_in_batch() is not None:
-                pass
+            finally:
+                self._busy = False
             return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
         except (TimeoutError, concurrent.futures.TimeoutError):
             raise TimeoutError(f"the turn did not end within {timeout:g} s") from None
