@@ -174,7 +174,7 @@ def test_a_timed_wait_beside_an_iterating_thread_gets_a_clear_error_and_loses_no
             def wait(stream: Any = stream, errors: list[BaseException] = errors) -> None:
                 try:
                     stream.wait(timeout=60)
-                except BaseException as exc:  # noqa: BLE001 - checked below
+                except BaseException as exc:  # checked below
                     errors.append(exc)
 
             waiter = threading.Thread(target=wait)
@@ -182,7 +182,7 @@ def test_a_timed_wait_beside_an_iterating_thread_gets_a_clear_error_and_loses_no
             try:
                 for event in stream:
                     got.append(event)
-            except BaseException as exc:  # noqa: BLE001 - checked below
+            except BaseException as exc:  # checked below
                 errors.append(exc)
             waiter.join()
             for error in errors:
