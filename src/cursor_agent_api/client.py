@@ -99,14 +99,20 @@ class _AcpHolder:
         self.transports: dict[tuple[Any, ...], AcpTransport] = {}
         self.config = config
 
-    def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None) -> Turn:
+    def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None, *,
+             reuse: bool = True) -> Turn:
         """A turn of ``prompt``: on the client's ``agent acp`` in ACP mode, else on the
-        transport the config names (:func:`~cursor_agent_api.runtime.transport.transport_for`)."""
+        transport the config names (:func:`~cursor_agent_api.runtime.transport.transport_for`).
+        ``reuse``: as in :meth:`get`."""
         if config.transport != "acp":
             return transport_for(config).open_turn(config, prompt, sink=sink)
-        return self.get(config).open_turn(config, prompt, sink=sink)
+        return self.get(config, reuse=reuse).open_turn(config, prompt, sink=sink)
 
-    def get(self, config: AgentConfig) -> AcpTransport:
+    def get(self, config: AgentConfig, *, reuse: bool = True) -> AcpTransport:
+        """The ``agent acp`` transport of ``config``'s process settings (made on first use).
+        One that :meth:`aclose` retired is kept between turns again (the client is in use
+        again), unless ``reuse`` is false: the turn of a stream made before that close (a
+        session's deferred stream, opened at its start) runs on it and it stops after."""
         if config.transport != "acp":
             raise ValueError("session modes and options exist in ACP mode only: "
                              "AgentConfig(transport='acp')")
@@ -118,7 +124,7 @@ class _AcpHolder:
             if self.config is not None:
                 made.answer_between_turns(self.config)
             transport = self.transports[key] = made
-        elif transport.retired:
+        elif transport.retired and reuse:
             transport.reuse()  # in use again after close(): kept between turns again
         return transport
 
@@ -152,16 +158,17 @@ class _AcpHolder:
 
 
 def _open_turn(acp: _AcpHolder, tools: Any, config: AgentConfig, prompt: str | bytes,
-               sink: EventSink | None) -> Turn:
+               sink: EventSink | None, *, reuse: bool = True) -> Turn:
     """The one spot where a client opens a turn: on the config's transport (the client's own
     ``agent acp`` in ACP mode); when the client has ``tools`` or the config declares
     ``mcp_servers``, inside their scope: the turn shows them to the agent in ``.cursor/`` and
-    restores it (see docs/tools.md)."""
+    restores it (see docs/tools.md). ``reuse``: see :meth:`_AcpHolder.get`."""
     if tools is None and not config.mcp_servers:
-        return acp.open(config, prompt, sink)
+        return acp.open(config, prompt, sink, reuse=reuse)
     from .tools.host import open_turn
 
-    return open_turn(tools, config, lambda turn_config: acp.open(turn_config, prompt, sink))
+    return open_turn(tools, config,
+                     lambda turn_config: acp.open(turn_config, prompt, sink, reuse=reuse))
 
 
 async def _stop_start(run: Turn, began: list[asyncio.Task[None]],
@@ -263,6 +270,10 @@ def prompt_text(prompt: object) -> str:
 
 
 # ---- sync ------------------------------------------------------------------------------
+
+
+_ONE_CONSUMER = ("another thread is iterating this stream: a stream has one consumer (iterate "
+                 "it, or wait() for it, from one thread at a time)")
 
 
 class _TurnStream:
@@ -460,8 +471,9 @@ class StreamingResponse(_TurnStream):
       iteration ends at once. :meth:`wait` (or leaving the ``with`` block)
       waits until the group is gone and returns the result;
     * as a context manager it stops the process on exit if the turn is not over;
-    * one consumer: iterate it from one thread at a time (another thread's ``next()``
-      while one waits in it raises ``RuntimeError``; :meth:`cancel` works from any thread).
+    * one consumer: iterate it from one thread at a time (another thread's ``next()`` or
+      ``wait(timeout=...)`` while one waits in either raises ``RuntimeError``; :meth:`cancel`
+      works from any thread).
       A Ctrl-C inside ``next()`` loses nothing: iterating on yields the next event.
 
     Process-level failures (a crash, a timeout) arrive as an ``ERROR`` event
@@ -504,8 +516,7 @@ class StreamingResponse(_TurnStream):
         # batches wait in the queue's `taken` (ThreadEventQueue.head). `_busy` is tested
         # and set with no call between (atomic under the GIL), and cleared with the commit.
         if self._busy:
-            raise RuntimeError("another thread is iterating this stream: a stream has one "
-                               "consumer (iterate it from one thread at a time)")
+            raise RuntimeError(_ONE_CONSUMER)
         self._busy = True
         try:
             held, folds = self._held, self._folds
@@ -594,15 +605,21 @@ class StreamingResponse(_TurnStream):
         if math.isnan(timeout):  # no deadline is ever reached: it would wait forever
             raise ValueError("wait(timeout=...) must be a number of seconds or None, got nan")
         deadline = time.monotonic() + timeout
+        if self._busy:  # one consumer, as in __next__ (tested and set with no call between)
+            raise RuntimeError(_ONE_CONSUMER)
+        self._busy = True
         try:
-            while not (self._ended or self._stopped):
-                while self._next_in_batch() is not None:  # hand out the batch taken
+            try:
+                while not (self._ended or self._stopped):
+                    while self._next_in_batch() is not None:  # hand out the batch taken
+                        pass
+                    if self._ended or self._stopped:
+                        break
+                    self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
+                while self._next_in_batch() is not None:
                     pass
-                if self._ended or self._stopped:
-                    break
-                self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
-            while self._next_in_batch() is not None:
-                pass
+            finally:
+                self._busy = False
             return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
         except (TimeoutError, concurrent.futures.TimeoutError):
             raise TimeoutError(f"the turn did not end within {timeout:g} s") from None
@@ -1075,12 +1092,18 @@ class AsyncCursorAgentClient:
 
     def _deferred_stream(self, prompt: str, overrides: Callable[[], Awaitable[dict[str, Any]]]
                          ) -> AsyncStreamingResponse:
-        """A stream whose turn is opened at its start, with the overrides known by then."""
+        """A stream whose turn is opened at its start, with the overrides known by then.
+
+        Its turn does not make a closed client's ``agent acp`` kept between turns again: the
+        stream was made (the client used) before any close that came since; making it has
+        already undone an earlier one. It keeps its events as its opened turn's config says."""
         stream = self.query_stream(prompt)
 
         async def opener() -> Turn:
             config = self.config.with_overrides(**await overrides())
-            return _open_turn(self._acp, self._tools, config, prompt, stream._queue)
+            stream._keep = config.keep_events
+            return _open_turn(self._acp, self._tools, config, prompt, stream._queue,
+                              reuse=False)
 
         stream._opener = opener
         return stream

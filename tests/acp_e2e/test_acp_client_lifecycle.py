@@ -151,3 +151,46 @@ def test_a_stream_dropped_unread_after_close_stops_the_agent(sim: Sim, spawned: 
     gc.collect()
     loop_thread.join()  # the loop thread ends with the last turn, once its agent is gone
     assert not _alive(spawned)
+
+
+def test_a_session_stream_deferred_across_the_client_block_does_not_keep_the_agent(
+        sim: Sim, spawned: list[int]) -> None:
+    """A session's second stream (its turn opened once the first has ended) made inside the
+    ``async with`` block and iterated after it: its turn runs on the closed client's ``agent
+    acp``, which stops with that turn (it is not kept as if the client were in use again)."""
+    from cursor_agent_api import AsyncConversationSession
+
+    async def main() -> list[int]:
+        async with AsyncCursorAgentClient(sim.config(permission_mode="allow")) as client:
+            session = AsyncConversationSession(client)
+            first = await session.send_stream("say hello").start()
+            second = session.send_stream("say hello again")  # deferred: opened at its start
+        assert [e async for e in first] and first.result is not None and first.result.success
+        assert [e async for e in second] and second.result is not None
+        assert second.result.success, second.result.error
+        assert second.result.session_id == first.result.session_id
+        return _alive(spawned)  # the loop still runs: nothing stops the agent but the client
+
+    assert asyncio.run(main()) == []
+
+
+def test_a_session_stream_made_after_close_keeps_the_agent_between_turns(
+        sim: Sim, spawned: list[int]) -> None:
+    """A session stream made after ``aclose()`` uses the client again: its ``agent acp`` is
+    kept between turns, as for any call after close, until the next ``aclose()``."""
+    from cursor_agent_api import AsyncConversationSession
+
+    async def main() -> tuple[list[int], list[int]]:
+        client = AsyncCursorAgentClient(sim.config(permission_mode="allow"))
+        assert (await client.query("warm up")).success
+        await client.aclose()
+        session = AsyncConversationSession(client)
+        first = session.send_stream("say hello")
+        second = session.send_stream("say hello again")  # deferred, made after the close
+        assert (await first.wait()).success and (await second.wait()).success
+        kept = _alive(spawned)
+        await client.aclose()
+        return kept, _alive(spawned)
+
+    kept, after = asyncio.run(main())
+    assert kept and after == []

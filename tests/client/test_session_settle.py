@@ -16,7 +16,12 @@ import os
 
 import pytest
 
-from cursor_agent_api import AgentNotFoundError, AsyncConversationSession, ConversationSession
+from cursor_agent_api import (
+    AgentNotFoundError,
+    AsyncConversationSession,
+    AsyncCursorAgentClient,
+    ConversationSession,
+)
 from cursor_agent_api.runtime.script import Script, ScriptTransport
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
@@ -216,5 +221,27 @@ def test_async_stream_cancelled_while_it_waits_for_the_previous_turn_never_runs(
         assert (await session.send("third")).success
         assert prompts(session) == ["first", "third"]
         await session.aclose()
+
+    asyncio.run(main())
+
+
+def test_async_deferred_streams_keep_events_as_their_turn_says(tmp_path):
+    """keep_events given per turn, or by load(path, client, keep_events=False) on a shared
+    client, holds for a deferred stream too (its turn opened at its start), as for the first."""
+    async def main() -> None:
+        async with AsyncCursorAgentClient(transport=script()) as client:
+            session = AsyncConversationSession(client)
+            first = session.send_stream("one", keep_events=False)
+            second = session.send_stream("two", keep_events=False)  # deferred
+            assert (await first.wait()).success and (await second.wait()).success
+            assert (len(first.events), len(second.events)) == (0, 0)
+            session.save(tmp_path / "chat.json")
+            loaded = AsyncConversationSession.load(tmp_path / "chat.json", client,
+                                                   keep_events=False)
+            third, fourth = loaded.send_stream("three"), loaded.send_stream("four")
+            assert (await third.wait()).success and (await fourth.wait()).success
+            assert (len(third.events), len(fourth.events)) == (0, 0)
+            kept = session.send_stream("five")  # the client's own config: kept
+            assert (await kept.wait()).success and len(kept.events) == len(LINES)
 
     asyncio.run(main())

@@ -158,3 +158,37 @@ def test_two_threads_iterating_one_stream_get_a_clear_error_and_lose_nothing() -
                 order = [int(t[1:]) for t in _texts(got[k])]
                 assert order == sorted(order)
             assert stream.wait().success
+
+
+def test_a_timed_wait_beside_an_iterating_thread_gets_a_clear_error_and_loses_nothing() -> None:
+    """``wait(timeout=...)`` consumes the stream too: it is one consumer, checked as
+    ``next()`` is, so a thread iterating meanwhile gets the RuntimeError (or the waiter
+    does), never a TypeError, IndexError or a lost end."""
+    n = 3000
+    with CursorAgentClient(_config(n, 0.0)) as client:
+        for _ in range(4):
+            stream = client.query_stream("x")
+            got: list[AgentEvent] = []
+            errors: list[BaseException] = []
+
+            def wait(stream: Any = stream, errors: list[BaseException] = errors) -> None:
+                try:
+                    stream.wait(timeout=60)
+                except BaseException as exc:  # checked below
+                    errors.append(exc)
+
+            waiter = threading.Thread(target=wait)
+            waiter.start()
+            try:
+                for event in stream:
+                    got.append(event)
+            except BaseException as exc:  # checked below
+                errors.append(exc)
+            waiter.join()
+            for error in errors:
+                assert isinstance(error, RuntimeError) and "one consumer" in str(error), error
+            order = [int(t[1:]) for t in _texts(got)]
+            assert order == sorted(order)  # what this thread saw, in order
+            result = stream.wait()  # then the end, whoever consumed the rest
+            assert result.success
+            assert not _texts(list(stream))

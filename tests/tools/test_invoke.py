@@ -176,3 +176,59 @@ def test_non_finite_numbers_are_sent_as_json_null() -> None:
         "mean": None, "max": None, "rows": [1.5, None], "flag": True}
     json.dumps(record.to_dict(), allow_nan=False)  # the record's JSON is JSON too
     assert record.to_dict()["value"]["mean"] is None
+
+
+STUCK_FOREVER = '''
+import asyncio, threading
+import httpx
+from cursor_agent_api.tools import tool
+from cursor_agent_api.tools.server import ToolServer
+
+entered = threading.Event()
+
+@tool
+def stuck() -> str:
+    """A network call that never returns."""
+    entered.set()
+    threading.Event().wait()
+    return "never"
+
+def rpc(method, id_=None, **params):
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    return message if id_ is None else {**message, "id": id_}
+
+async def main():
+    server = ToolServer([stuck])
+    await server.start()
+    headers = {"Authorization": f"Bearer {server.token}",
+               "Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(trust_env=False, headers=headers) as http:
+        init = await http.post(server.url, json=rpc("initialize", 0, protocolVersion="2025-06-18",
+                               capabilities={}, clientInfo={"name": "Cursor", "version": "1"}))
+        headers["Mcp-Session-Id"] = init.headers["mcp-session-id"]
+        await http.post(server.url, json=rpc("notifications/initialized"), headers=headers)
+        request = rpc("tools/call", 1, name="stuck", arguments={})
+        call = asyncio.ensure_future(http.post(server.url, json=request, headers=headers))
+        assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, 60)
+        call.cancel()
+    await server.stop()  # what the client's close() does
+    print("stopped", len(server.invocations), flush=True)
+
+asyncio.run(main())
+'''
+
+
+def test_a_stuck_sync_call_does_not_keep_the_process_from_exiting(tmp_path: Any) -> None:
+    """After the server stopped, a sync call that never returns is abandoned for good: its
+    thread is a daemon, so the program exits (the interpreter joins no such thread)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "stuck.py"
+    script.write_text(STUCK_FOREVER)
+    try:  # the bound is a hang guard: a kept thread would block the exit for ever
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the program did not exit: the stuck call's thread was joined at exit")
+    assert (done.returncode, done.stdout) == (0, "stopped 1\n"), done.stderr

@@ -31,14 +31,17 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import anyio.to_thread
 import pydantic
@@ -50,6 +53,46 @@ __all__ = ["LocalInvocation", "Tool", "tool"]
 log = logging.getLogger("cursor_agent_api.tools")
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+_T = TypeVar("_T")
+
+
+async def _in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
+    """``fn()`` in a daemon thread of its own, ``name``d (with the caller's context
+    variables), awaited.
+
+    As ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``, bounded by the same limiter
+    (anyio's default: 40 calls at once), but the thread is a daemon: a call that a cancel (the
+    end of its turn, the client's close) abandoned never keeps the program from exiting. The
+    interpreter joins anyio's worker threads and ``concurrent.futures``' at exit (before
+    ``atexit``), so neither will do; a thread per call is cheap beside a tool call's HTTP
+    round trip.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[_T] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if done.done():  # abandoned: its outcome is dropped
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = context.run(fn)
+        except BaseException as exc:  # handed to the caller, whatever it is
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed: no one waits any more
+            loop.call_soon_threadsafe(settle, value, error)
+
+    async with anyio.to_thread.current_default_thread_limiter():
+        threading.Thread(target=work, name=name, daemon=True).start()
+        return await done
 
 
 @dataclass
@@ -171,7 +214,8 @@ class Tool:
         cancelled, and for Ctrl-C).
 
         A sync function runs in a worker thread, so a slow one does not stall the event loop; a
-        cancelled call stops waiting for it (the thread runs on: Python cannot interrupt it).
+        cancelled call stops waiting for it (the thread runs on: Python cannot interrupt it; it
+        is a daemon thread, so it does not keep the program from exiting).
         An ``asyncio.CancelledError`` the function raises while nothing cancelled the call (a
         shared task someone else cancelled) is the call's error, like any other exception.
         """
@@ -198,8 +242,8 @@ class Tool:
             if self.is_async:
                 value = await self.fn(*args, **kwargs)
             else:
-                value = await anyio.to_thread.run_sync(lambda: self.fn(*args, **kwargs),
-                                                       abandon_on_cancel=True)
+                value = await _in_daemon_thread(lambda: self.fn(*args, **kwargs),
+                                                f"tool {self.name}")
             if inspect.isawaitable(value):  # a sync wrapper around an async function
                 value = await value
             record.texts, _ = to_texts(value)
