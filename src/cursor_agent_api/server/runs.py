@@ -79,6 +79,7 @@ from .store import (
     AppendOnce,
     EventRecord,
     NewRecord,
+    RunEndedError,
     describe_error,
     is_transient,
     new_id,
@@ -197,6 +198,7 @@ class ActiveRun:
     pending_events: int = 0
     pending_bytes: int = 0
     overflow: str | None = None
+    ended_elsewhere: str | None = None  # the run's status, ended by another process meanwhile
     requests: RunRequests | None = None  # ACP chats: what the agent asks a person
 
     @property
@@ -638,7 +640,9 @@ class RunManager:
                 await cancel_stream(stream)
             await self._record_pid(active)
             await self._pump(active, stream)
-            if active.stream_error is not None:
+            if active.ended_elsewhere is not None:
+                pass  # stopped (_ended_elsewhere); what it wrote since is not stored
+            elif active.stream_error is not None:
                 await cancel_stream(stream)  # what the agent writes next could not be stored
             elif not (active.cancel_requested or active.shutdown):
                 with contextlib.suppress(Exception):
@@ -648,6 +652,8 @@ class RunManager:
                 await asyncio.shield(close_stream(stream))
         result = stream.result
         extra: dict[str, Any] = {}
+        if active.ended_elsewhere is not None:  # _finish will not record it: the run is over
+            return RunStatus.FAILED, f"the run was already {active.ended_elsewhere}", None, extra
         if active.overflow is not None:
             if result is not None:
                 extra = {"exit_code": result.exit_code}
@@ -779,7 +785,11 @@ class RunManager:
                     batch.append((event, changes))
                     size += n
                 del event, changes  # the loop's last ones: not kept alive while the client reads on
-                await self._write_retrying(active, batch, state, changed)
+                try:
+                    await self._write_retrying(active, batch, state, changed)
+                except RunEndedError:
+                    await self._ended_elsewhere(active, stream)
+                    return
                 count = len(batch)
                 del batch  # let the stored events go before the client reads on
                 for _ in range(count):
@@ -842,6 +852,23 @@ class RunManager:
                 if active.stream is not None:
                     set_eager(active.stream, False)
             return
+
+    async def _ended_elsewhere(self, active: ActiveRun, stream: AgentStream) -> None:
+        """The run is over in the store (an API server's sweep ended it: this worker looked
+        lost) while its agent still runs here: its batch was not written; stop the agent now.
+        Its end is not recorded either (:meth:`_finish`: only an active run's end is)."""
+        status = await self._status_of(active.run_id)
+        active.ended_elsewhere = status
+        logger.warning(
+            "run %s is already %s (ended by another process): its agent's output from here on "
+            "is not stored; stopping the agent",
+            active.run_id,
+            status,
+        )
+        try:
+            await cancel_stream(stream)
+        except Exception:  # the process may already be gone
+            logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
 
     async def _overflow(self, active: ActiveRun, stream: AgentStream) -> None:
         """The store is failing and the run's buffer is full: stop the agent, fail the run."""
