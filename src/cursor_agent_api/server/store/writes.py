@@ -477,13 +477,13 @@ class LogWrites(StoreEngine):
                 raise NotFoundError(f"no chat {chat_id}")
             last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
+            if active_run is not None and not (await conn.execute(_HOLD_RUN, {"run": active_run})).rowcount:
+                raise RunEndedError(active_run)  # rolled back: nothing written
             if once is not None:  # from here, a failure may come after the commit went through
                 once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             recs = _appended_records(chat_id, first, ts, new)
             if before is not None:
                 await before(conn, recs)
-            if active_run is not None and not (await conn.execute(_HOLD_RUN, {"run": active_run})).rowcount:
-                raise RunEndedError(active_run)  # rolled back: nothing written
             run_ids = {r.run_id for r, _, _, _ in new if r.run_id is not None}
             run_keys, found = await self._run_keys(conn, run_ids)
             rows = [
