@@ -604,7 +604,6 @@ class LogWrites(StoreEngine):
             writer = self._writer
             assert writer is not None
             bump = (n, ts, chat_id, last)
-            hold = None if active_run is None else self._plan_writes([(_HOLD_RUN, [{"run": active_run}])])[0]
 
             def run(db: Any, wait: bool) -> bool | None:
                 import sqlite3
@@ -622,9 +621,9 @@ class LogWrites(StoreEngine):
                         if db.execute(sql, bump).fetchone() is None:
                             db.rollback()
                             return False
-                        if hold is not None:
-                            sql = hold[0]
-                            if not db.execute(sql, hold[1][0]).rowcount:
+                        if active_run is not None:
+                            sql = _RUN_ACTIVE_SQLITE  # BEGIN IMMEDIATE holds the lock: a read is enough
+                            if db.execute(sql, (active_run,)).fetchone() is None:
                                 raise RunEndedError(active_run)  # rolled back below
                         sql = self._INSERT_SQLITE
                         insert(db)
@@ -1227,6 +1226,12 @@ _HOLD_RUN = (
 )
 """The run still active: a no-op ``UPDATE`` of its row whose row count says so (and, on
 PostgreSQL, locks the row until the commit: an end written meanwhile waits and then wins)."""
+
+_RUN_ACTIVE_SQLITE = "SELECT 1 FROM runs WHERE id = ? AND status IN ({})".format(
+    ", ".join(f"'{s}'" for s in ACTIVE_STATUSES)  # constants (models.py), not input
+)
+"""The same on SQLite's fast path, inside ``BEGIN IMMEDIATE`` (the database's write lock
+held: no end can be written meanwhile), as a read: the run's row is not rewritten."""
 
 _chat_session = update(chats).where(chats.c.id == bindparam("chat")).values(session_id=bindparam("v_session"))
 
