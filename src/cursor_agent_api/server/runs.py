@@ -329,15 +329,17 @@ class RunManager:
             >>> asyncio.run(demo())
             (False, True, 'interrupted')
         """
+        return self._left_by_dead_owner(run) and await self._interrupt_orphan(run)
+
+    def _left_by_dead_owner(self, run: dict[str, Any]) -> bool:
+        """``run`` is active and its owner, a server process of this host, is dead."""
         owner = run.get("server_id")
-        if (
-            run.get("status") not in ACTIVE_STATUSES
-            or str(run["id"]) in self._active
-            or not owner
-            or identity_alive(str(owner)) is not False
-        ):
-            return False
-        return await self._interrupt_orphan(run)
+        return (
+            run.get("status") in ACTIVE_STATUSES
+            and str(run["id"]) not in self._active
+            and bool(owner)
+            and identity_alive(str(owner)) is False
+        )
 
     async def _interrupt_orphan(self, row: dict[str, Any]) -> bool:
         """A run whose server process is dead: stop what is left of its agent's group, close
@@ -414,15 +416,14 @@ class RunManager:
     async def _recover_dead_owners_run(self, chat_id: str) -> bool:
         """The chat's active run, if its server process is known dead, ended as
         :meth:`recover` ends it (True: the chat takes a prompt again)."""
-        ended = False
-        for row in await self.store.list_runs(chat_id):
-            if await self.recover_if_owner_dead(row):
+        left = [row for row in await self.store.list_runs(chat_id) if self._left_by_dead_owner(row)]
+        for row in left:  # False: another server ended it meanwhile (the chat is free too)
+            if await self._interrupt_orphan(row):
                 logger.warning(
                     "run %s of chat %s was left active by server process %s, which is gone: "
                     "marked interrupted", row["id"], chat_id, row.get("server_id"),
                 )
-                ended = True
-        return ended
+        return bool(left)
 
     async def _create_run(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
         run_id = new_id()
