@@ -331,11 +331,13 @@ class LogWrites(StoreEngine):
         records are given back and nothing is written.
 
         ``active_run``: the run these records belong to must still be active (queued or
-        running): in the transaction, before the insert, a conditional ``UPDATE`` of its row
-        (:data:`_HOLD_RUN`; on PostgreSQL it also locks the row, so a concurrent end waits for
-        this commit). If the run is over, the transaction is rolled back, nothing is written,
-        and :class:`RunEndedError` is raised: a run's records never follow its final record.
-        A parameter, not a ``before`` hook: the SQLite fast path keeps it (one statement more).
+        running): in the transaction, after the chat's bump and before the insert, a
+        conditional ``UPDATE`` of its row (:data:`_HOLD_RUN`; on PostgreSQL it also locks the
+        row, so a concurrent end waits for this commit), on SQLite's fast path a read
+        (:data:`_RUN_ACTIVE_SQLITE`: ``BEGIN IMMEDIATE`` holds the write lock). If the run is
+        over, the transaction is rolled back, nothing is written, and :class:`RunEndedError`
+        is raised: a run's records never follow its final record. A parameter, not a
+        ``before`` hook: the SQLite fast path keeps it (BENCHMARKS.md, late records).
         """
         if once is not None and once.attempt is not None:
             stored = await self._stored_attempt(once.attempt)  # a failure keeps it uncertain
