@@ -4,9 +4,11 @@ relay to it; its answers say so, and where to go, instead of an unexplained 409.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
+from typing import Any
 
-from server_helpers import Server, new_chat, poll, wait_run
+from server_helpers import Server, all_events, new_chat, poll, wait_run
 
 SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.2"}
 TOKEN = "a-token-shared-by-two-servers"
@@ -31,3 +33,55 @@ def test_a_cancel_through_the_other_server_names_the_server_that_runs_it(
         assert a.post(f"/api/runs/{run['id']}/cancel").status_code == 200
         assert wait_run(a, run["id"])["status"] == "cancelled"
     assert "Traceback" not in first.log_text() + second.log_text(), owner
+
+
+def _run_of_a_dead_server(
+    make_server: Callable[..., Server],
+) -> tuple[Server, dict[str, Any], dict[str, Any]]:
+    """Two servers; the one running a run is SIGKILLed (and reaped). The survivor, the
+    chat, the run (as the survivor reads it: still ``running``)."""
+    first = make_server(token=TOKEN, sim_env=SLOW)
+    second = make_server(token=TOKEN, sim_env=SLOW)
+    with first.client() as a, second.client() as b:
+        chat = new_chat(a)
+        run = a.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()
+        poll(lambda: b.get(f"/api/runs/{run['id']}").json()["status"] == "running")
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait()
+        run = b.get(f"/api/runs/{run['id']}").json()
+    assert run["status"] == "running"
+    return second, chat, run
+
+
+def test_a_cancel_of_a_run_whose_server_died_ends_it_interrupted(make_server: Callable[..., Server]) -> None:
+    """Review of 2026-11-24, wave 11: the survivor said "cancel it through that server" (dead)
+    and the run stayed ``running`` until a restart. Now it ends it as a restart does."""
+    survivor, chat, run = _run_of_a_dead_server(make_server)
+    with survivor.client() as b:
+        r = b.post(f"/api/runs/{run['id']}/cancel")
+        assert r.status_code == 409, r.text
+        assert r.json()["detail"] == f"run {run['id']} is already interrupted"
+        after = b.get(f"/api/runs/{run['id']}").json()
+        assert after["status"] == "interrupted"
+        assert after["error_type"] == "ServerRestart"
+        events = all_events(b, chat["id"])
+        assert [e["subtype"] for e in events if e["type"] == "run"][-1] == "interrupted"
+        p = b.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})
+        assert p.status_code == 202, p.text
+        assert wait_run(b, p.json()["id"])["status"] == "succeeded"
+    assert "Traceback" not in survivor.log_text()
+
+
+def test_a_prompt_on_a_chat_whose_run_was_left_by_a_dead_server_is_taken(
+    make_server: Callable[..., Server],
+) -> None:
+    """The chat refused every prompt (409: an active run) until a restart; now the survivor
+    ends the dead server's run (interrupted, as a restart does) and takes the prompt."""
+    survivor, chat, run = _run_of_a_dead_server(make_server)
+    with survivor.client() as b:
+        p = b.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})
+        assert p.status_code == 202, p.text
+        old = b.get(f"/api/runs/{run['id']}").json()
+        assert (old["status"], old["error_type"]) == ("interrupted", "ServerRestart")
+        assert wait_run(b, p.json()["id"])["status"] == "succeeded"
+    assert "Traceback" not in survivor.log_text()

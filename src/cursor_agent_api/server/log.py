@@ -85,14 +85,17 @@ class EventLog:
         changes: Sequence[Changes] | None = None,
         writes: PlannedWrites | None = None,
         once: AppendOnce | None = None,
+        active_run: str | None = None,
     ) -> Sequence[EventRecord]:
         """Commit ``new`` (see :meth:`Store.append`), then broadcast it; ``changes`` are
         what each record changed in its run's turn (see :mod:`.turns`), sent with it.
-        ``once``: the same object for each try of one append (:class:`.store.AppendOnce`)."""
+        ``once``: the same object for each try of one append (:class:`.store.AppendOnce`);
+        ``active_run``: only while that run is active (else :class:`.store.RunEndedError`)."""
         lock = self._lock(chat_id)
         async with lock:
             recs = await self.store.append(
-                chat_id, new, before=before, after=after, purpose=purpose, writes=writes, once=once
+                chat_id, new, before=before, after=after, purpose=purpose, writes=writes, once=once,
+                active_run=active_run,
             )
             self._publish(chat_id, recs, changes)
         return recs

@@ -479,7 +479,9 @@ async def get_run(run_id: str, request: Request) -> dict[str, Any]:
 @router.post("/runs/{run_id}/cancel", tags=["runs"])
 async def cancel_run(run_id: str, request: Request, response: Response) -> dict[str, Any]:
     """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over,
-    also when it ended otherwise while the cancel was under way (its result was in). 202
+    also when it ended otherwise while the cancel was under way (its result was in), and
+    when its server process (another on this database) is dead: the run is then ended
+    ``interrupted``, as that server's restart would have ended it. 202
     when it is not marked yet after the wait: the cancel stays requested (``detail`` says so)."""
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final:
@@ -493,6 +495,9 @@ async def cancel_run(run_id: str, request: Request, response: Response) -> dict[
             return {**run_view(run), "detail": str(e)}
     except RunNotActiveError:
         run = await _run_or_404(request, run_id)  # it may have ended meanwhile
+        recover = getattr(_runs(request), "recover_if_owner_dead", None)
+        if recover is not None and await recover(run):  # its server process died: ended
+            run = await _run_or_404(request, run_id)  # as a restart ends it (interrupted)
         if RunStatus(run["status"]).final:
             raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
         owner = run.get("server_id")

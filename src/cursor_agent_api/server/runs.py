@@ -50,7 +50,7 @@ from ..errors import CursorAgentError
 from ..protocol import AgentEvent
 from .dispatch import CancelNotAppliedError
 from .log import EventLog
-from .models import RunStatus
+from .models import ACTIVE_STATUSES, RunStatus
 from .procs import identity_alive, process_start_time, server_identity, stop_recorded_group
 from .requests import (
     AlreadyAnsweredError,
@@ -79,6 +79,7 @@ from .store import (
     AppendOnce,
     EventRecord,
     NewRecord,
+    RunEndedError,
     describe_error,
     is_transient,
     new_id,
@@ -197,6 +198,7 @@ class ActiveRun:
     pending_events: int = 0
     pending_bytes: int = 0
     overflow: str | None = None
+    ended_elsewhere: str | None = None  # the run's status, ended by another process meanwhile
     requests: RunRequests | None = None  # ACP chats: what the agent asks a person
 
     @property
@@ -290,30 +292,75 @@ class RunManager:
         marked: list[str] = []
         for row in await self.store.active_runs():
             owner = row.get("server_id")
-            alive = identity_alive(owner) if owner else False
-            if alive is not False:
+            if (identity_alive(owner) if owner else False) is not False:
                 # Owned by a live server process on this host, or by a server on another
                 # host (whose own restart recovers it): not ours to touch.
                 continue
-            if row.get("pgid"):
-                found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
-                if found:
-                    logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
-            await close_open_requests(
-                self.log, str(row["chat_id"]), str(row["id"]), by="restart",
-                reason="the server stopped while this request waited for an answer",
-            )
-            fold = await load_run_fold(self.store, str(row["chat_id"]), str(row["id"]))
-            await self._finish(
-                row,
-                RunStatus.INTERRUPTED,
-                error="the server stopped while this run was active",
-                error_type="ServerRestart",
-                closing=fold.close(),
-                fold=fold,
-            )
+            await self._interrupt_orphan(row)
             marked.append(str(row["id"]))
         return marked
+
+    async def recover_if_owner_dead(self, run: dict[str, Any]) -> bool:
+        """End ``run`` (a stored row) as :meth:`recover` does if it is active and its owner
+        is an in-process server on this host that is known dead (another server on this
+        database died: its runs are not left ``running`` until a restart). True if it did.
+
+        Example:
+            >>> import socket, tempfile
+            >>> from cursor_agent_api.server.hub import Hub
+            >>> from cursor_agent_api.server.log import EventLog
+            >>> from cursor_agent_api.server.store import Store
+            >>> async def demo() -> tuple[bool, bool, str]:
+            ...     url = f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3"
+            ...     store = Store(url)
+            ...     await store.start()
+            ...     log = EventLog(store, Hub(), 65536)
+            ...     runs = RunManager(ServerSettings(token="t" * 16, database_url=url), log)
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     dead = f"{socket.gethostname()}:999999999:1"  # this host, a pid no process has
+            ...     mine, _ = await store.create_run(chat["id"], "hi", lambda r: run_record("queued", r),
+            ...                                      server_id=runs.server_id)
+            ...     left_alone = await runs.recover_if_owner_dead(mine)  # its server lives
+            ...     await store.update_run(mine["id"], server_id=dead)
+            ...     ended = await runs.recover_if_owner_dead(await store.get_run(mine["id"]))
+            ...     status = (await store.get_run(mine["id"]))["status"]
+            ...     await store.close()
+            ...     return left_alone, ended, status
+            >>> asyncio.run(demo())
+            (False, True, 'interrupted')
+        """
+        return self._left_by_dead_owner(run) and await self._interrupt_orphan(run)
+
+    def _left_by_dead_owner(self, run: dict[str, Any]) -> bool:
+        """``run`` is active and its owner, a server process of this host, is dead."""
+        owner = run.get("server_id")
+        return (
+            run.get("status") in ACTIVE_STATUSES
+            and str(run["id"]) not in self._active
+            and bool(owner)
+            and identity_alive(str(owner)) is False
+        )
+
+    async def _interrupt_orphan(self, row: dict[str, Any]) -> bool:
+        """A run whose server process is dead: stop what is left of its agent's group, close
+        its open requests, record its end ``interrupted`` (False: it was over already)."""
+        if row.get("pgid"):
+            found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
+            if found:
+                logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
+        await close_open_requests(
+            self.log, str(row["chat_id"]), str(row["id"]), by="restart",
+            reason="the server stopped while this request waited for an answer",
+        )
+        fold = await load_run_fold(self.store, str(row["chat_id"]), str(row["id"]))
+        return await self._finish(
+            row,
+            RunStatus.INTERRUPTED,
+            error="the server stopped while this run was active",
+            error_type="ServerRestart",
+            closing=fold.close(),
+            fold=fold,
+        )
 
     async def shutdown(self) -> None:
         """Stop every run (through the client), mark it interrupted, wait for the writes."""
@@ -356,14 +403,27 @@ class RunManager:
             # The 503 of an uncertain commit says "post again": the run this server is about
             # to end (the database answered a moment ago) does not refuse the prompt.
             settling = self._settling.get(str(chat["id"]))
-            if settling is None:
-                raise
-            await asyncio.wait({settling}, timeout=SETTLE_WAIT)
-            if self._closing:  # the shutdown went through the active runs meanwhile
-                raise ServerClosingError("the server is shutting down") from None
+            if settling is not None:
+                await asyncio.wait({settling}, timeout=SETTLE_WAIT)
+                if self._closing:  # the shutdown went through the active runs meanwhile
+                    raise ServerClosingError("the server is shutting down") from None
+            elif not await self._recover_dead_owners_run(str(chat["id"])):
+                raise  # nor does the run of another server process on this database that died
             run = await self._create_run(chat, prompt)
         self.start(run, chat)  # nothing after the commit can fail: the run is driven
         return run_view(run)
+
+    async def _recover_dead_owners_run(self, chat_id: str) -> bool:
+        """The chat's active run, if its server process is known dead, ended as
+        :meth:`recover` ends it (True: the chat takes a prompt again)."""
+        left = [row for row in await self.store.list_runs(chat_id) if self._left_by_dead_owner(row)]
+        for row in left:  # False: another server ended it meanwhile (the chat is free too)
+            if await self._interrupt_orphan(row):
+                logger.warning(
+                    "run %s of chat %s was left active by server process %s, which is gone: "
+                    "marked interrupted", row["id"], chat_id, row.get("server_id"),
+                )
+        return bool(left)
 
     async def _create_run(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
         run_id = new_id()
@@ -641,7 +701,9 @@ class RunManager:
                 await cancel_stream(stream)
             await self._record_pid(active)
             await self._pump(active, stream)
-            if active.stream_error is not None:
+            if active.ended_elsewhere is not None:
+                pass  # stopped (_ended_elsewhere); what it wrote since is not stored
+            elif active.stream_error is not None:
                 await cancel_stream(stream)  # what the agent writes next could not be stored
             elif not (active.cancel_requested or active.shutdown):
                 with contextlib.suppress(Exception):
@@ -651,6 +713,8 @@ class RunManager:
                 await asyncio.shield(close_stream(stream))
         result = stream.result
         extra: dict[str, Any] = {}
+        if active.ended_elsewhere is not None:  # _finish will not record it: the run is over
+            return RunStatus.FAILED, f"the run was already {active.ended_elsewhere}", None, extra
         if active.overflow is not None:
             if result is not None:
                 extra = {"exit_code": result.exit_code}
@@ -782,7 +846,11 @@ class RunManager:
                     batch.append((event, changes))
                     size += n
                 del event, changes  # the loop's last ones: not kept alive while the client reads on
-                await self._write_retrying(active, batch, state, changed)
+                try:
+                    await self._write_retrying(active, batch, state, changed)
+                except RunEndedError:
+                    await self._ended_elsewhere(active, stream)
+                    return
                 count = len(batch)
                 del batch  # let the stored events go before the client reads on
                 for _ in range(count):
@@ -846,6 +914,23 @@ class RunManager:
                     set_eager(active.stream, False)
             return
 
+    async def _ended_elsewhere(self, active: ActiveRun, stream: AgentStream) -> None:
+        """The run is over in the store (an API server's sweep ended it: this worker looked
+        lost) while its agent still runs here: its batch was not written; stop the agent now.
+        Its end is not recorded either (:meth:`_finish`: only an active run's end is)."""
+        status = await self._status_of(active.run_id)
+        active.ended_elsewhere = status
+        logger.warning(
+            "run %s is already %s (ended by another process): its agent's output from here on "
+            "is not stored; stopping the agent",
+            active.run_id,
+            status,
+        )
+        try:
+            await cancel_stream(stream)
+        except Exception:  # the process may already be gone
+            logger.debug("cancel of run %s failed", active.run_id, exc_info=True)
+
     async def _overflow(self, active: ActiveRun, stream: AgentStream) -> None:
         """The store is failing and the run's buffer is full: stop the agent, fail the run."""
         s = self.settings
@@ -885,9 +970,10 @@ class RunManager:
         fold: RunFold | None = None,
         once: AppendOnce | None = None,
         **extra: Any,
-    ) -> None:
+    ) -> bool:
         """Record the run's end (its final record, its fields) and close its turn's state
-        with ``closing`` (what :meth:`RunFold.close` changed), in one transaction."""
+        with ``closing`` (what :meth:`RunFold.close` changed), in one transaction. False
+        if the run was over already (nothing recorded)."""
         ended = now_ms()
         values: dict[str, Any] = {
             "status": status.value,
@@ -931,8 +1017,9 @@ class RunManager:
                 status.value,
                 await self._status_of(run_id),
             )
-            return
+            return False
         run.update(values)
+        return True
 
     async def _status_of(self, run_id: str) -> str:
         with contextlib.suppress(Exception):

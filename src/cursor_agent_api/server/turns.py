@@ -291,7 +291,8 @@ async def append_folded(
     """Commit a folded batch: its records, the turn state they change and ``after``'s writes,
     in one transaction; then publish the records with their changes. Safe to call again
     with the same batch when it failed, with the same ``once`` (:class:`.store.AppendOnce`:
-    a batch whose commit went through although it failed is not written twice)."""
+    a batch whose commit went through although it failed is not written twice). Only while
+    the batch's run is active: else nothing is written (:class:`.store.RunEndedError`)."""
     from .store import turn_writes
 
     store = log.store
@@ -303,6 +304,7 @@ async def append_folded(
         writes=lambda recs: turn_writes(store, batch, recs, limit),
         changes=batch.changes,
         once=once,
+        active_run=batch.run_id,
     )
 
 

@@ -1,6 +1,6 @@
 """What can go wrong with the database, and how the store says so.
 
-The store's own errors (:class:`ActiveRunError`, :class:`NotFoundError`,
+The store's own errors (:class:`ActiveRunError`, :class:`NotFoundError`, :class:`RunEndedError`,
 :class:`StoreUnavailableError`, :class:`SchemaTooNewError`), :data:`DatabaseError` (any
 failure of the database layer, for the modules that must catch one without knowing the
 library under it), :func:`is_transient` (retry or not) and :func:`describe_error` (one line,
@@ -39,6 +39,18 @@ class ActiveRunError(Exception):
 
 class NotFoundError(Exception):
     """A chat or run id that the store does not know."""
+
+
+class RunEndedError(Exception):
+    """The records' run is over already (``append``'s ``active_run``): nothing was written.
+
+    A worker declared lost (an API server's sweep marked its run ``interrupted``) that comes
+    back gets this for its late records: they never follow the run's final record.
+
+    Example:
+        >>> str(RunEndedError("r1"))
+        'r1'
+    """
 
 
 class StoreUnavailableError(Exception):

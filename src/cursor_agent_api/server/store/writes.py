@@ -44,12 +44,13 @@ from ...protocol.changes import (
 )
 from ...protocol.events import classify
 from ...protocol.tools import ToolCall, ToolStatus
-from ..models import chats, events, runs, tool_calls, turn_texts
+from ..models import ACTIVE_STATUSES, chats, events, runs, tool_calls, turn_texts
 from .bounds import cut_to, int_in, session_or_none
 from .encoding import _encode, _Encoded, json_bytes
 from .engine import StoreEngine
 from .errors import (
     NotFoundError,
+    RunEndedError,
     StoreUnavailableError,
     describe_error,
     is_data_error,
@@ -305,6 +306,7 @@ class LogWrites(StoreEngine):
         purpose: str = "events",
         writes: PlannedWrites | None = None,
         once: AppendOnce | None = None,
+        active_run: str | None = None,
     ) -> Sequence[EventRecord]:
         """Give ``new`` the chat's next seqs and commit them, with ``before``/``after`` writes.
 
@@ -327,6 +329,15 @@ class LogWrites(StoreEngine):
         ``purpose`` names the write for :attr:`faults`. ``once``: a try of an append that
         may have been stored already (:class:`AppendOnce`): if its last attempt was, its
         records are given back and nothing is written.
+
+        ``active_run``: the run these records belong to must still be active (queued or
+        running): in the transaction, after the chat's bump and before the insert, a
+        conditional ``UPDATE`` of its row (:data:`_HOLD_RUN`; on PostgreSQL it also locks the
+        row, so a concurrent end waits for this commit), on SQLite's fast path a read
+        (:data:`_RUN_ACTIVE_SQLITE`: ``BEGIN IMMEDIATE`` holds the write lock). If the run is
+        over, the transaction is rolled back, nothing is written, and :class:`RunEndedError`
+        is raised: a run's records never follow its final record. A parameter, not a
+        ``before`` hook: the SQLite fast path keeps it (BENCHMARKS.md, late records).
         """
         if once is not None and once.attempt is not None:
             stored = await self._stored_attempt(once.attempt)  # a failure keeps it uncertain
@@ -336,11 +347,11 @@ class LogWrites(StoreEngine):
         big = any(r.raw is not None and len(r.raw) > BIG_VALUE for r in new)
         hooks = (before, after, writes)
         if not big:
-            return await self._append_all(chat_id, new, hooks, purpose, once)
+            return await self._append_all(chat_id, new, hooks, purpose, once, active_run)
         async with self._big_values:
             release_memory()
             try:
-                return await self._append_all(chat_id, new, hooks, purpose, once)
+                return await self._append_all(chat_id, new, hooks, purpose, once, active_run)
             finally:
                 release_memory()
 
@@ -351,14 +362,17 @@ class LogWrites(StoreEngine):
         hooks: tuple[ExtraWrites | None, ExtraWrites | None, PlannedWrites | None],
         purpose: str,
         once: AppendOnce | None,
+        active_run: str | None = None,
     ) -> Sequence[EventRecord]:
         prepared = self._prepare_all(new)
         try:
             if self._writer is not None and hooks[0] is None and hooks[1] is None:
-                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose, once)
+                recs = await self._append_fast(chat_id, prepared, hooks[2], purpose, once, active_run)
                 if recs is not None:
                     return recs
-            return await self._append(chat_id, prepared, hooks, purpose, once, one_by_one=False)
+            return await self._append(
+                chat_id, prepared, hooks, purpose, once, one_by_one=False, active_run=active_run
+            )
         except (DBAPIError, OverflowError) as e:
             if not refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
@@ -369,7 +383,9 @@ class LogWrites(StoreEngine):
             )
         for _ in range(len(prepared) + 1):
             try:
-                return await self._append(chat_id, prepared, hooks, purpose, once, one_by_one=True)
+                return await self._append(
+                    chat_id, prepared, hooks, purpose, once, one_by_one=True, active_run=active_run
+                )
             except _RecordRefusedError as refused:
                 i = refused.index
                 marker = unstorable_record(prepared[i][0], describe_error(refused.error))
@@ -442,6 +458,7 @@ class LogWrites(StoreEngine):
         once: AppendOnce | None,
         *,
         one_by_one: bool,
+        active_run: str | None = None,
     ) -> list[EventRecord]:
         before, after, writes = hooks
         n = len(new)
@@ -462,6 +479,8 @@ class LogWrites(StoreEngine):
                 raise NotFoundError(f"no chat {chat_id}")
             last, chat_key = int(keys[0]), keys[1]
             first = last - n + 1
+            if active_run is not None and not (await conn.execute(_HOLD_RUN, {"run": active_run})).rowcount:
+                raise RunEndedError(active_run)  # rolled back: nothing written
             if once is not None:  # from here, a failure may come after the commit went through
                 once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             recs = _appended_records(chat_id, first, ts, new)
@@ -522,6 +541,7 @@ class LogWrites(StoreEngine):
         writes: PlannedWrites | None,
         purpose: str,
         once: AppendOnce | None = None,
+        active_run: str | None = None,
     ) -> Sequence[EventRecord] | None:
         """:meth:`_append` on SQLite in **one** call on a writer connection: the
         chat's seqs bumped, the records inserted, ``writes`` run, committed (``BEGIN
@@ -603,6 +623,10 @@ class LogWrites(StoreEngine):
                         if db.execute(sql, bump).fetchone() is None:
                             db.rollback()
                             return False
+                        if active_run is not None:
+                            sql = _RUN_ACTIVE_SQLITE  # BEGIN IMMEDIATE holds the lock: a read is enough
+                            if db.execute(sql, (active_run,)).fetchone() is None:
+                                raise RunEndedError(active_run)  # rolled back below
                         sql = self._INSERT_SQLITE
                         insert(db)
                         for sql, params in planned:
@@ -637,6 +661,11 @@ class LogWrites(StoreEngine):
                 if done:
                     self._chats[chat_id] = (chat_key, last + n)
                     self.faults.check_committed(purpose)
+            except RunEndedError:
+                if once is not None:
+                    once.attempt = None  # rolled back: certain
+                self.health.succeeded()
+                raise
             except Exception as e:
                 if is_transient(e):
                     self.health.failed(describe_error(e))
@@ -1191,6 +1220,20 @@ def _text_upserts(store: Store) -> tuple[Any, Any]:
         hit = _TEXT_UPSERTS[store.dialect] = (appending, replacing)
     return hit
 
+
+_HOLD_RUN = (
+    update(runs)
+    .where(runs.c.id == bindparam("run"), or_(*(runs.c.status == s for s in ACTIVE_STATUSES)))
+    .values(status=runs.c.status)
+)
+"""The run still active: a no-op ``UPDATE`` of its row whose row count says so (and, on
+PostgreSQL, locks the row until the commit: an end written meanwhile waits and then wins)."""
+
+_RUN_ACTIVE_SQLITE = "SELECT 1 FROM runs WHERE id = ? AND status IN ({})".format(
+    ", ".join(f"'{s}'" for s in ACTIVE_STATUSES)  # constants (models.py), not input
+)
+"""The same on SQLite's fast path, inside ``BEGIN IMMEDIATE`` (the database's write lock
+held: no end can be written meanwhile), as a read: the run's row is not rewritten."""
 
 _chat_session = update(chats).where(chats.c.id == bindparam("chat")).values(session_id=bindparam("v_session"))
 

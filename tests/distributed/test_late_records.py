@@ -1,0 +1,49 @@
+"""A worker cut off (SIGSTOP) longer than ``--stalled-after``: the sweep ends its run
+``interrupted``. When the worker comes back, the agent's output that waited in the pipe must
+not be stored after the run's final record nor change the run (result, last_seq, turn): the
+batch's transaction requires the run to be active, and the worker stops the agent at once
+(review of 2026-11-24, wave 11; before the fix, records 13..18 followed seq 12's end)."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from cluster import Cluster
+from server_helpers import all_events, new_chat, poll
+
+
+def test_a_lost_workers_late_records_are_not_stored_after_the_runs_end(one_server: Cluster) -> None:
+    (server,) = one_server.servers
+    worker = one_server.worker("late")
+    try:
+        with server.client() as c:
+            chat = new_chat(c, force=True)
+            run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "run `sleep 6`"}).json()["id"]
+
+            def started() -> bool:
+                run = c.get(f"/api/runs/{run_id}").json()
+                return run["status"] == "running" and bool(run["pid"])
+
+            poll(started, 60)
+            # the agent has started its command: its tool call is stored
+            poll(lambda: any(e["type"] == "tool-call-started" for e in all_events(c, chat["id"])), 60)
+            worker.proc.send_signal(signal.SIGSTOP)
+            try:
+                poll(lambda: c.get(f"/api/runs/{run_id}").json()["status"] == "interrupted", 60)
+                time.sleep(7)  # the command ends meanwhile: the agent's output waits in the pipe
+            finally:
+                worker.proc.send_signal(signal.SIGCONT)
+            # the worker reads that output (refused: the run is over), stops the agent, and
+            # its end of the run is not recorded either
+            poll(lambda: b"its end is not recorded" in worker.log_path.read_bytes(), 60)
+            events = all_events(c, chat["id"])
+            end = next(e["seq"] for e in events if (e["type"], e["subtype"]) == ("run", "interrupted"))
+            assert [(e["seq"], e["type"], e["subtype"]) for e in events if e["seq"] > end] == []
+            run = c.get(f"/api/runs/{run_id}").json()
+            assert run["status"] == "interrupted"
+            assert run["error_type"] == "WorkerLost"
+            assert run["result"] is None
+            assert run["last_seq"] == end
+    finally:
+        worker.stop()
