@@ -59,14 +59,14 @@ def test_show_and_rm_take_a_unique_prefix(cli: Run, home: Path) -> None:
 def test_an_ambiguous_or_unknown_prefix_is_one_clear_line(cli: Run, home: Path) -> None:
     saved_chat(home, "abc11111-0000-4000-8000-000000000000")
     saved_chat(home, "abc22222-0000-4000-8000-000000000000")
-    for cmd in ("show", "rm"):
+    for cmd in ("show", "rm"):  # an ID that names no one saved chat: a usage error (README)
         proc = cli("sessions", cmd, "abc")
-        assert proc.returncode == 1
+        assert proc.returncode == 2
         (line,) = proc.stderr.splitlines()
         assert "abc matches 2 saved chats" in line and "abc11111" in line
         assert "wait for the chat's running turn" not in line  # no Python-side remedy
-    proc = cli("sessions", "show", "zzz")
-    assert proc.returncode == 1 and "no saved chat matches 'zzz'" in proc.stderr
+        proc = cli("sessions", cmd, "zzz")
+        assert proc.returncode == 2 and "no saved chat matches 'zzz'" in proc.stderr
     assert len(list((home / "chats").iterdir())) == 2  # nothing removed
 
 

@@ -18,9 +18,9 @@ from rich.text import Text
 
 from ..errors import SessionError
 from ..sessions import read_session_file
-from .console import CliError, error_text, make_console
+from .console import CliError, CliUsageError, error_text, make_console
 from .render import printable
-from .saved_chats import SavedChats
+from .saved_chats import ChatLookupError, SavedChats
 
 
 def _when(stamp: float) -> str:
@@ -87,6 +87,8 @@ def show(chat_id: str) -> None:
         chat_id = store.resolve(chat_id)
         summary = store.summary(chat_id)
         data = read_session_file(store.path(chat_id))
+    except ChatLookupError as exc:  # the ID names no saved chat: a usage error (exit 2)
+        raise CliUsageError(error_text(exc)) from None
     except SessionError as exc:
         raise CliError(error_text(exc)) from None
     except OSError as exc:
@@ -116,6 +118,8 @@ def rm(chat_id: str) -> None:
     try:
         chat_id = store.resolve(chat_id)
         store.remove(chat_id)
+    except ChatLookupError as exc:  # the ID names no saved chat: a usage error (exit 2)
+        raise CliUsageError(error_text(exc)) from None
     except SessionError as exc:
         raise CliError(error_text(exc)) from None
     click.echo(f"removed {chat_id}")
