@@ -69,7 +69,8 @@ def main() -> None:
             before = median_ms(old, prompt, args.repeats)
             after = median_ms(new, prompt, args.repeats)
             ratio = before / max(after, 1e-6)
-            row = f"| {name} | {len(prompt):,} | {before:,.2f} ms | {after:,.3f} ms | {ratio:,.0f} |"
+            shown = f"{ratio:,.2f}" if ratio < 10 else f"{ratio:,.0f}"
+            row = f"| {name} | {len(prompt):,} | {before:,.2f} ms | {after:,.3f} ms | {shown} |"
             print(row, flush=True)
 
 
