@@ -23,6 +23,9 @@ OLD_REPLACE = re.compile(
     r"\breplace\s+(.+?)\s+with\s+(.+?)\s+in\s+(?:the\s+file\s+)?([\w./-]+\.\w+)", re.I | re.S
 )
 OLD_ARITHMETIC = re.compile(r"(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)")
+OLD_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
+"""The file pattern before it read ``../`` and absolute paths (wave 11): linear, and the new one
+must stay so."""
 OLD_SAY = re.compile(r"\b(?:say|respond\s+with|answer\s+with|reply\s+with)\s*:?\s*(.+?)\s*$", re.I | re.S)
 
 Reading = Callable[[str], object]
@@ -35,6 +38,12 @@ CASES: list[tuple[str, Callable[[int], str], Reading, Reading, tuple[int, ...]]]
      OLD_REPLACE.search, planner._replace_parts, (200, 400, 800)),
     ("say x + n spaces + y", lambda n: "say x" + " " * n + "y",
      OLD_SAY.search, lambda p: planner._rest_of(planner._SAY, p), (4000, 8000, 16000)),
+    ("file names: read + ../ (×n)", lambda n: "read " + "../" * n,
+     OLD_FILE.findall, planner._FILE.findall, (20000, 40000, 80000)),
+    ("file names: read + /a.aaaaaaaaa (×n)", lambda n: "read " + "/a.aaaaaaaaa" * n,
+     OLD_FILE.findall, planner._FILE.findall, (5000, 10000, 20000)),
+    ("file names: read + x.txt (×n)", lambda n: "read " + "x.txt " * n,
+     OLD_FILE.findall, planner._FILE.findall, (5000, 10000, 20000)),
 ]
 
 
@@ -50,16 +59,18 @@ def median_ms(fn: Callable[[str], object], prompt: str, repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="", help="run only the rows whose name starts with this")
     args = parser.parse_args()
     print("| prompt | characters | before (old pattern) | after | before / after |")
     print("|---|---:|---:|---:|---:|")
-    for name, make, old, new, sizes in CASES:
+    for name, make, old, new, sizes in (c for c in CASES if c[0].startswith(args.only)):
         for n in sizes:
             prompt = make(n)
             before = median_ms(old, prompt, args.repeats)
             after = median_ms(new, prompt, args.repeats)
             ratio = before / max(after, 1e-6)
-            row = f"| {name} | {len(prompt):,} | {before:,.2f} ms | {after:,.3f} ms | {ratio:,.0f} |"
+            shown = f"{ratio:,.2f}" if ratio < 10 else f"{ratio:,.0f}"
+            row = f"| {name} | {len(prompt):,} | {before:,.2f} ms | {after:,.3f} ms | {shown} |"
             print(row, flush=True)
 
 

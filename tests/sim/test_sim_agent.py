@@ -140,10 +140,35 @@ def test_edit_really_creates_and_changes_files(sim: Sim, ws: Path) -> None:
     assert (ws / "notes.txt").read_text() == "alpha\ngamma\nprobe13\n"
 
 
-def test_edit_outside_the_workspace_is_refused(sim: Sim, ws: Path) -> None:
-    t = sim.stream('create ../escape.txt with "x"').transcript
-    assert not (ws.parent / "escape.txt").exists()
-    assert all(c.status is not ToolStatus.SUCCEEDED for c in t.tool_calls)
+def _outcome(t: Transcript, key: str) -> dict[str, object]:
+    completed = [e for e in t.events if e.type is EventType.TOOL_CALL_COMPLETED]
+    assert [[k for k in e.data["tool_call"] if k.endswith("ToolCall")] for e in completed] == [[key]], t.text
+    result: dict[str, object] = completed[0].data["tool_call"][key]["result"]
+    return result
+
+
+@pytest.mark.parametrize("name", ["../escape.txt", "../sub/escape.txt", "ABSOLUTE"])
+def test_edit_outside_the_workspace_is_refused(sim: Sim, ws: Path, name: str) -> None:
+    # docs/simulator.md: "paths outside the workspace are refused with an `error` outcome";
+    # the planner did not see `../x` or absolute paths as files, so no call was made at all
+    name = str(ws.parent / "escape.txt") if name == "ABSOLUTE" else name
+    t = sim.stream(f'create {name} with "x"').transcript
+    assert not (ws.parent / "escape.txt").exists() and not (ws.parent / "sub").exists()
+    assert _outcome(t, "editToolCall") == {"error": {"path": name, "error": "Path is outside the workspace"}}
+
+
+@pytest.mark.parametrize("name", ["../secret.txt", "ABSOLUTE", "./../secret.txt"])
+def test_read_outside_the_workspace_is_refused(sim: Sim, ws: Path, name: str) -> None:
+    (ws.parent / "secret.txt").write_text("do not show\n")
+    name = str(ws.parent / "secret.txt") if name == "ABSOLUTE" else name
+    t = sim.stream(f"read {name}").transcript
+    assert _outcome(t, "readToolCall") == {"error": {"path": name, "error": "Path is outside the workspace"}}
+    assert "do not show" not in t.text
+
+
+def test_relative_paths_inside_the_workspace_still_read(sim: Sim, ws: Path) -> None:
+    t = sim.stream(f"read ./notes.txt and src/../README.md and {ws / 'src' / 'app.py'}").transcript
+    assert [c.status for c in t.tool_calls] == [ToolStatus.SUCCEEDED] * 3, t.text
 
 
 def test_shell_runs_only_with_force(sim: Sim, ws: Path) -> None:
@@ -253,6 +278,19 @@ def test_seed_makes_runs_byte_identical(sim: Sim, tmp_path: Path) -> None:
         )
     assert outs[0] == outs[1]
     assert Transcript.from_bytes(outs[0]).success
+
+
+def test_seed_makes_runs_with_a_shell_command_byte_identical(sim: Sim, tmp_path: Path) -> None:
+    # the command's measured duration went into executionTime and moved the fake clock; the
+    # same command sleeps 0.01 s, then 0.3 s (its environment differs), so the runs' times differ
+    outs = []
+    for n, pause in enumerate(("0.01", "0.3")):
+        sim.config_dir = tmp_path / f"cfg{n}"
+        env = {"CURSOR_AGENT_SIM_SEED": "7", "SIM_TEST_PAUSE": pause}
+        outs.append(sim.stream("--force", "run `sleep $SIM_TEST_PAUSE`", env=env).stdout)
+    assert outs[0] == outs[1]
+    (call,) = Transcript.from_bytes(outs[0]).tool_calls
+    assert call.status is ToolStatus.SUCCEEDED
 
 
 def test_output_formats(sim: Sim) -> None:

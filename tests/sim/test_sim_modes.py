@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cursor_agent_api.protocol import EventType
 from cursor_agent_api.sim.cli_args import parse_args
+from cursor_agent_api.sim.context import ASK_MODE_REFUSAL
 
 from .acp_peer import Peer
 from .conftest import Sim
@@ -63,6 +65,9 @@ def test_print_mode_ask_edits_nothing_and_runs_nothing(sim: Sim, ws: Path) -> No
     assert shell.returncode == 0, shell.err
     assert not (ws / "ran.txt").exists()
     assert "Ask mode" in shell.transcript.text
+    completed = [e for e in shell.transcript.events if e.type is EventType.TOOL_CALL_COMPLETED]
+    # docs/simulator.md: `rejected`, reason `Ask mode: no edits or command execution`
+    assert completed[0].data["tool_call"]["shellToolCall"]["result"]["rejected"]["reason"] == ASK_MODE_REFUSAL
 
 
 def test_print_mode_allowed_tools_is_accepted(sim: Sim) -> None:

@@ -33,6 +33,11 @@ CRAFTED = {
     "write-x": "write x " * 40_000,
     "grep-spaces": "grep" + " " * 200_000 + "x",
     "run-spaces": "run x" + " " * 400_000 + "y",
+    # file names may start with ``/`` and hold ``..`` and dots (wave 11): runs of path characters
+    "read-parents": "read " + "../" * 100_000,
+    "read-slash-a": "read " + "/a" * 150_000,
+    "read-dotted-dirs": "read " + "a.aaaaaaaaa/" * 30_000,
+    "create-dotted": "create " + "a./" * 100_000,
 }
 
 
@@ -58,6 +63,17 @@ def test_the_plans_of_the_documented_prompts() -> None:
     assert plan_turn("Do it. Reply with exactly: OK").exact == "OK"
     assert plan_turn("Do it and reply with DONE at the end").done
     assert not plan_turn("Reply. Then DONE").done
+
+
+def test_file_names_relative_parent_and_absolute() -> None:
+    names = planner._FILE.findall(
+        "read a/b.txt, ./c.py, ../d.md, ../../e/f.json, /tmp/x.y/g.txt and v1.2 but not "
+        "~/h.txt, https://x.io/i.txt, j.txt/, a/../k.txt"
+    )
+    assert names == ["a/b.txt", "./c.py", "../d.md", "../../e/f.json", "/tmp/x.y/g.txt", "v1.2",
+                     "a/../k.txt"]
+    assert plan_turn("read ../x.txt").kinds() == [["readToolCall"]]
+    assert plan_turn('create /tmp/o.txt with "x"').groups[0][0].target == "/tmp/o.txt"
 
 
 def test_grep_with_nothing_after_it_is_no_search() -> None:

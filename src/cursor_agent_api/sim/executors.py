@@ -21,7 +21,7 @@ from typing import Any
 
 from . import wire
 from . import workspace as tools
-from .context import Decision, TurnContext
+from .context import ASK_MODE_REFUSAL, Decision, TurnContext
 from .planner import Action, count
 
 HUGE_LINE_BYTES = 20 * 1024 * 1024
@@ -248,8 +248,13 @@ def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
         hint = "" if ctx.acp else f" ({d.reason})" if d.reason else " (run with --force to allow it)"
         a.answer = f"I could not run `{a.target}`: the command was rejected{hint}."
-        return Done(wire.shell_rejected(a.target, str(ctx.workspace)), rejected=True)
-    outcome, code, out, err, ms = tools.run_shell(ctx.workspace, a.target)
+        # the reason is "" when --force is missing (recording 07); ask mode says why
+        reason = d.reason if d.reason == ASK_MODE_REFUSAL else ""
+        return Done(wire.shell_rejected(a.target, str(ctx.workspace), reason), rejected=True)
+    # seeded (fake clock): a duration derived from the seed and the command, not the measured one
+    outcome, code, out, err, ms = tools.run_shell(
+        ctx.workspace, a.target, elapsed=lambda measured: ctx.clock.elapsed_ms(measured, a.target)
+    )
     ctx.clock.advance(ms)
     shown = (out + err).rstrip("\n")
     if "timeout" in outcome:

@@ -125,6 +125,7 @@ class Clock:
 
     def __init__(self, seed: str | None = None, step_ms: int = 7) -> None:
         self._fake: int | None = None
+        self._seed = seed
         self._step = step_ms
         if seed is not None:
             self._fake = 1_789_000_000_000 + int.from_bytes(_digest("clock", seed)[:4], "big") % 10**8
@@ -160,3 +161,20 @@ class Clock:
         """
         if self._fake is not None:
             self._fake += ms
+
+    def elapsed_ms(self, measured_ms: int, *key: object) -> int:
+        """How long something took, as reported: ``measured_ms`` on the wall clock; on the fake
+        one a duration from 5 to 54 ms derived from the seed and ``key`` (what ran), so that a
+        seeded run reports the same durations however long its commands really took.
+
+        Example:
+            >>> Clock().elapsed_ms(1234, "sleep 1")
+            1234
+            >>> c = Clock("s"); c.elapsed_ms(1234, "sleep 1") == c.elapsed_ms(3, "sleep 1")
+            True
+            >>> 5 <= Clock("s").elapsed_ms(1234, "sleep 1") < 55
+            True
+        """
+        if self._seed is None:
+            return measured_ms
+        return 5 + int.from_bytes(_digest("elapsed", self._seed, *key)[:4], "big") % 50

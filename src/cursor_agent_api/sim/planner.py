@@ -48,7 +48,10 @@ from .store import Turn
 _URL = re.compile(r"https?://[^\s'\"<>`)\]]+")
 _BACKTICK = re.compile(r"`([^`]+)`")
 _DQUOTE = re.compile(r"\"([^\"]*)\"|“([^”]*)”")
-_FILE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
+# a file name, relative (``a/b.txt``, ``./a.txt``, ``../a.txt``) or absolute (``/tmp/a.txt``): the
+# names outside the workspace reach the tools, which refuse them. It starts at the first
+# character of a run of path characters only (not after ``~``: a home path is not ``/…``).
+_FILE = re.compile(r"(?<![\w/.~-])(/?(?:[\w.-]+/)*[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/-])")
 _WILDCARD = re.compile(r"(?<!\S)([\w./-]*\*[\w./*{},-]*)")
 
 # The patterns below read prompts of any size in linear time: a lazy group is scanned from the

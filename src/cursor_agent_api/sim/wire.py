@@ -823,7 +823,8 @@ def shell_outcome(
 
 
 def shell_rejected(command: str, working_directory: str, reason: str = "") -> dict[str, Any]:
-    """A shell call not approved (no ``--force``), exactly as recording 07: ``reason`` "".
+    """A shell call not approved: without ``--force`` exactly as recording 07 (``reason`` ""),
+    in ask mode with the mode's reason.
 
     Example:
         >>> shell_rejected("ls", "/ws")["rejected"]["isReadonly"]

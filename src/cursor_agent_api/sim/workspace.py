@@ -26,6 +26,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -360,10 +361,17 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
 
 
 def run_shell(
-    ws: Path, command: str, timeout_ms: int = SHELL_TIMEOUT_MS
+    ws: Path,
+    command: str,
+    timeout_ms: int = SHELL_TIMEOUT_MS,
+    *,
+    elapsed: Callable[[int], int] = lambda measured_ms: measured_ms,
 ) -> tuple[dict[str, Any], int, str, str, int]:
     """Run ``command`` with ``/bin/sh -c`` in the workspace, stdin closed, in this process's
-    group. Returns the outcome, exit code, stdout, stderr and milliseconds taken.
+    group. Returns the outcome, exit code, stdout, stderr and milliseconds taken, as
+    ``elapsed`` reports the measured milliseconds (a seeded run's fake clock reports a
+    derived duration, :meth:`~.ids.Clock.elapsed_ms`; a timeout is never shorter than
+    ``timeout_ms``).
 
     The command is bounded: after ``timeout_ms`` it is killed with what it started and the
     outcome is ``timeout``; when stdout or stderr passes :data:`MAX_SHELL_OUTPUT` bytes it is
@@ -388,7 +396,7 @@ def run_shell(
             stderr=subprocess.PIPE,
         )
     except OSError as e:
-        ms = int((time.monotonic() - started) * 1000)
+        ms = elapsed(int((time.monotonic() - started) * 1000))
         return {"spawnError": {"command": command, "error": str(e)}}, -1, "", str(e), ms
     with proc:
         try:
@@ -397,7 +405,9 @@ def run_shell(
             if proc.poll() is None:
                 _stop(proc)
         code = proc.wait()
-    ms = int((time.monotonic() - started) * 1000)
+    ms = elapsed(int((time.monotonic() - started) * 1000))
+    if stopped == "timeout":
+        ms = max(ms, timeout_ms)
     out = raw_out.decode("utf-8", "replace")
     err = raw_err.decode("utf-8", "replace")
     signal_name = signal.Signals(-code).name if code < 0 else ""
