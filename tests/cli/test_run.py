@@ -147,7 +147,7 @@ def test_resume_and_sessions(cli: Run) -> None:
     assert cli("sessions", "rm", chat_id).returncode == 0
     assert cli("sessions", "list", "--json").stdout == ""
     gone = cli("sessions", "rm", chat_id)
-    assert gone.returncode == 1 and "no saved chat" in gone.stderr
+    assert gone.returncode == 2 and "no saved chat" in gone.stderr
 
 
 def test_saved_chat_loads_with_the_client(cli: Run, cli_env: dict[str, str]) -> None:
