@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -40,3 +41,18 @@ def _signals_restored() -> Iterator[None]:
             signal.signal(sig, handler)  # type: ignore[arg-type]
         signal.pthread_sigmask(signal.SIG_SETMASK, before[1])  # type: ignore[arg-type]
         pytest.fail(f"the test left the process's signal handling changed: {before} -> {after}")
+
+
+@pytest.fixture
+def stand_in_agent(tmp_path: Path) -> Callable[..., Path]:
+    """``make(body, name="agent.sh")``: an executable stand-in for the agent in ``tmp_path``, a
+    shell script that reads its prompt (stdin, to the end, as the CLI does) and then runs
+    ``body`` (its output lines, its exit). Returns its path (``agent_binary=str(path)``)."""
+
+    def make(body: str, name: str = "agent.sh") -> Path:
+        path = tmp_path / name
+        path.write_text(f"#!/bin/sh\ncat >/dev/null\n{body}\n")
+        path.chmod(0o755)
+        return path
+
+    return make

@@ -12,23 +12,24 @@ import pytest
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
 
-@pytest.mark.parametrize("output", [[], ["--output", "text"]], ids=["auto", "text"])
-def test_a_failed_turn_says_so_on_stderr(cli: Run, output: list[str]) -> None:
-    proc = cli("run", "--simulate", "--trust", *output, "list the files",
-               extra_env={"CURSOR_AGENT_SIM_FAULT": "auth"})
+@pytest.mark.parametrize(
+    ("args", "fault", "named"),
+    [
+        ([], "auth", "cursor-agent-sim login"),
+        (["--output", "text"], "auth", "cursor-agent-sim login"),
+        (["--idle-timeout", "1"], "silence", "--idle-timeout"),
+    ],
+    ids=["failed-auto", "failed-text", "timed-out"],
+)
+def test_a_failed_or_timed_out_turn_says_so_on_stderr(
+    cli: Run, args: list[str], fault: str, named: str
+) -> None:
+    proc = cli("run", "--simulate", "--trust", *args, "list the files",
+               extra_env={"CURSOR_AGENT_SIM_FAULT": fault})
     assert proc.returncode == 1
     assert "✗" not in proc.stdout
     (line,) = [ln for ln in proc.stderr.splitlines() if "✗" in ln]
-    assert "cursor-agent-sim login" in line
-
-
-def test_a_timed_out_turn_says_so_on_stderr(cli: Run) -> None:
-    proc = cli("run", "--simulate", "--trust", "--idle-timeout", "1", "list the files",
-               extra_env={"CURSOR_AGENT_SIM_FAULT": "silence"})
-    assert proc.returncode == 1
-    assert "✗" not in proc.stdout
-    (line,) = [ln for ln in proc.stderr.splitlines() if "✗" in ln]
-    assert "--idle-timeout" in line
+    assert named in line
 
 
 def test_a_success_stays_on_stdout(cli: Run) -> None:

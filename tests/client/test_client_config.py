@@ -204,12 +204,10 @@ def test_prompt_must_be_text(sim):
         client.query(None)  # type: ignore[arg-type]
 
 
-def test_stand_in_agent_exit_zero_without_result(tmp_path):
+def test_stand_in_agent_exit_zero_without_result(stand_in_agent):
     from cursor_agent_api import CursorAgentClient
 
-    script = tmp_path / "agent.sh"
-    script.write_text("#!/bin/sh\ncat >/dev/null\necho just text\n")
-    script.chmod(0o755)
+    script = stand_in_agent("echo just text")
     with CursorAgentClient(AgentConfig(agent_binary=str(script))) as client:
         r = client.query("hi")
     assert not r.success and r.exit_code == 0 and isinstance(r.exception, AgentProcessError)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from cursor_agent_api import (
@@ -25,16 +26,16 @@ TYPES = [EventType.RESULT_SUCCESS, EventType.SYSTEM_INIT, EventType.ASSISTANT,
          EventType.RESULT_ERROR]
 
 
-def _agent(tmp_path: Path) -> AgentConfig:
-    script = tmp_path / "two_results.sh"
-    script.write_text("#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' "
-                      + " ".join(shlex.quote(line) for line in LINES) + "\n")
-    script.chmod(0o755)
+def _agent(stand_in_agent: Callable[..., Path]) -> AgentConfig:
+    script = stand_in_agent("printf '%s\\n' " + " ".join(shlex.quote(line) for line in LINES),
+                            "two_results.sh")
     return AgentConfig(agent_binary=str(script))
 
 
-def test_sync_and_async_streams_agree_past_the_result(tmp_path: Path) -> None:
-    config = _agent(tmp_path)
+def test_sync_and_async_streams_agree_past_the_result(
+    stand_in_agent: Callable[..., Path],
+) -> None:
+    config = _agent(stand_in_agent)
     with CursorAgentClient(config) as client:
         stream = client.query_stream("hi")
         sync_events = list(stream)

@@ -245,16 +245,13 @@ def test_loop_shutdown_with_a_running_turn_kills_its_group(sim, spawned):
     assert spawned == [pid]  # the autouse fixture checks the group is gone
 
 
-def test_leftover_group_member_after_exit_is_stopped(sim, spawned, tmp_path):
+def test_leftover_group_member_after_exit_is_stopped(sim, spawned, stand_in_agent):
     # a stand-in agent that prints a result and exits, leaving a child in its group that
     # holds stdout open (like the CLI's lingering worker)
-    script = tmp_path / "agent.sh"
-    script.write_text(
-        "#!/bin/sh\ncat >/dev/null\n"
+    script = stand_in_agent(
         "sleep 300 &\n"
-        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}'\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"result\":\"ok\"}'"
     )
-    script.chmod(0o755)
     with CursorAgentClient(AgentConfig(agent_binary=str(script), kill_grace=0.5)) as client:
         r = client.query("hi")
     assert r.success and r.result == "ok" and r.exit_code == 0

@@ -3,6 +3,7 @@ is the turn's outcome, and its text, tool calls, usage and errors do not change 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -78,20 +79,19 @@ def test_the_librarys_own_errors_after_the_result_are_still_folded() -> None:
     assert t.errors == ["a line was longer than max_line_bytes"]
 
 
-def test_an_overlong_line_after_the_result_shows_in_the_stream_changes(tmp_path: Path) -> None:
+def test_an_overlong_line_after_the_result_shows_in_the_stream_changes(
+    stand_in_agent: Callable[..., Path],
+) -> None:
     """End to end: the turn fails because of the line after the result, and the changes a view
     draws from say why."""
     from cursor_agent_api import AgentConfig, CursorAgentClient
 
-    agent = tmp_path / "agent.sh"
-    agent.write_text(
-        "#!/bin/sh\ncat >/dev/null\n"
+    agent = stand_in_agent(
         "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"s1\",\"model\":\"m\"}'\n"
         "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\","
         "\"session_id\":\"s1\",\"duration_ms\":5}'\n"
-        "head -c 5000 /dev/zero | tr '\\0' 'x'; echo\n"
+        "head -c 5000 /dev/zero | tr '\\0' 'x'; echo"
     )
-    agent.chmod(0o755)
     with CursorAgentClient(AgentConfig(agent_binary=str(agent), max_line_bytes=1024)) as client:
         stream = client.query_stream("hi")
         kinds = [c.kind for _event, changes in stream.with_changes() for c in changes]

@@ -41,16 +41,14 @@ def test_agent_env_has_no_server_variable(make_server: Callable[..., Server], db
     assert canary not in text and server.token not in text and db_url not in text
 
 
-def test_agent_reported_session_id_never_becomes_an_option(make_server: Callable[..., Server],
-                                                           tmp_path: Path) -> None:
+def test_agent_reported_session_id_never_becomes_an_option(
+    make_server: Callable[..., Server], stand_in_agent: Callable[..., Path]
+) -> None:
     # a stand-in agent that reports the session id "--force" (a hostile or broken agent)
-    agent = tmp_path / "agent.sh"
-    agent.write_text(
-        "#!/bin/sh\ncat >/dev/null\n"
+    agent = stand_in_agent(
         "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"--force\"}'\n"
         "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,"
-        "\"result\":\"ok\",\"session_id\":\"--force\"}'\n")
-    agent.chmod(0o755)
+        "\"result\":\"ok\",\"session_id\":\"--force\"}'")
     server = make_server(args=["--agent-binary", str(agent)])  # the last --agent-binary wins
     with server.client() as client:
         chat = new_chat(client)  # without force
