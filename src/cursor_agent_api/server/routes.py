@@ -493,22 +493,11 @@ async def cancel_run(run_id: str, request: Request, response: Response) -> dict[
         if not RunStatus(run["status"]).final:  # (it may have ended right then: answered below)
             response.status_code = 202
             return {**run_view(run), "detail": str(e)}
-    except RunNotActiveError:
-        run = await _run_or_404(request, run_id)  # it may have ended meanwhile
-        recover = getattr(_runs(request), "recover_if_owner_dead", None)
-        if recover is not None and await recover(run):  # its server process died: ended
-            run = await _run_or_404(request, run_id)  # as a restart ends it (interrupted)
+    except RunNotActiveError as e:  # where it is, in the message
+        run = await _run_or_404(request, run_id)  # it may have ended meanwhile (or been ended)
         if RunStatus(run["status"]).final:
             raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
-        owner = run.get("server_id")
-        if owner and owner != getattr(_runs(request), "server_id", owner):
-            # in-process servers sharing a database do not relay to one another (server.md)
-            raise HTTPException(
-                409,
-                f"run {run_id} is run by another server process on this database ({owner}): "
-                "cancel it through that server (with --dispatch queue, any server reaches any run)",
-            ) from None
-        raise HTTPException(409, f"run {run_id} is not active on this server") from None
+        raise HTTPException(409, str(e)) from None
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final and run["status"] != RunStatus.CANCELLED:
         raise HTTPException(409, f"run {run_id} is already {run['status']}")

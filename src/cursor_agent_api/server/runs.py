@@ -494,16 +494,28 @@ class RunManager:
     async def cancel(self, run_id: str, *, wait: float = 15.0) -> None:
         """Stop a queued or running run; waits up to ``wait`` s for it to be marked.
 
-        Raises :class:`RunNotActiveError` when the run is not active here, and
-        :class:`~.dispatch.CancelNotAppliedError` when it is still active after ``wait`` s
-        (the cancel stays requested: its group is stopped, SIGKILL after the grace); never
-        with ``wait=0`` (the caller asks for the stop and does not wait for it).
+        Raises :class:`RunNotActiveError` when the run is not active here (its message says
+        where it is: another server process on this database, which in-process servers do
+        not relay to; a run whose server process is known dead is first ended as
+        :meth:`recover_if_owner_dead` does), and :class:`~.dispatch.CancelNotAppliedError`
+        when it is still active after ``wait`` s (the cancel stays requested: its group is
+        stopped, SIGKILL after the grace); never with ``wait=0`` (the caller asks for the stop
+        and does not wait for it).
         """
         active = self._active.get(run_id)
         if active is None:
             if await self._end_orphan(run_id, RunStatus.CANCELLED, None, None):
                 return  # a queued run of this server that nothing drove
-            raise RunNotActiveError(f"run {run_id} is not active")
+            row = await self.store.get_run(run_id)
+            owner = row.get("server_id") if row is not None else None
+            if row is not None and not await self.recover_if_owner_dead(row) and owner \
+                    and owner != self.server_id and not RunStatus(row["status"]).final:
+                # in-process servers sharing a database do not relay to one another (server.md)
+                raise RunNotActiveError(
+                    f"run {run_id} is run by another server process on this database ({owner}): "
+                    "cancel it through that server (with --dispatch queue, any server reaches any run)"
+                )
+            raise RunNotActiveError(f"run {run_id} is not active on this server")
         active.cancel_requested = True
         await self._request_cancel(active)
         if active.requests is not None:
