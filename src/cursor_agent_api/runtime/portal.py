@@ -82,6 +82,7 @@ class LoopThread:
         self._refs = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._stopping: threading.Thread | None = None  # released on its own thread, not joined
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -94,6 +95,15 @@ class LoopThread:
     def acquire(self) -> asyncio.AbstractEventLoop:
         """Take a reference; start the loop thread if it is not running."""
         with self._lock:
+            stopping = self._stopping if self._loop is None else None
+        if stopping is not None and stopping is not threading.current_thread():
+            # the last loop, released on its own thread, may still be finishing (its tasks
+            # cancelled, an agent acp stopped): it ends before a new loop takes over (joined
+            # outside the lock: what it finishes may release a reference)
+            stopping.join()
+        with self._lock:
+            if self._stopping is stopping:
+                self._stopping = None
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
@@ -116,6 +126,8 @@ class LoopThread:
                 return
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
+            if threading.current_thread() is thread:
+                self._stopping = thread  # joined by the next acquire()
         assert loop is not None and thread is not None
         loop.call_soon_threadsafe(loop.stop)
         if threading.current_thread() is not thread:
