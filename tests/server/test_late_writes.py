@@ -1,0 +1,100 @@
+"""A run ended by another process is not written to afterwards (review of 2026-11-24, wave 13).
+
+A run's end and its event batches were written only while the run is active; its start
+(``run/running``, status ``running``), its process group (``pid``, ``pgid``) and its ACP
+requests' records were not: a run ended elsewhere between its creation and its start (a
+cancel, a sweep, a surviving server ending a dead owner's run) was set back to ``running``
+and run, its pid written into the ended row, its requests' records stored after its final
+record. Now each of these writes goes through only while the run is active; when one is
+refused the run is treated as ended elsewhere: its agent is stopped (or never started),
+nothing more of it is written, a log line says so. Each race is made deterministic with a
+hook; SQLite, or PostgreSQL when ``CURSOR_AGENT_API_TEST_DATABASE_URL`` is set."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cursor_agent_api.server.dispatch import run_ends
+from cursor_agent_api.server.hub import Hub
+from cursor_agent_api.server.log import EventLog
+from cursor_agent_api.server.runs import RunManager
+from cursor_agent_api.server.settings import ServerSettings
+from cursor_agent_api.server.store import Store
+
+ELSEWHERE = "ended by another process (the test)"
+
+
+@asynccontextmanager
+async def _manager(
+    db_url: str, tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[Store, EventLog, RunManager]]:
+    store = Store(db_url)
+    await store.start()
+    log = EventLog(store, Hub(), 65536)
+    env = {"CURSOR_CONFIG_DIR": str(tmp_path / "cursor-config")}
+    runs = RunManager(
+        ServerSettings(token="t" * 16, database_url=db_url, roots=(tmp_path,), simulate=True,
+                       agent_env=env, **settings),
+        log,
+    )
+    try:
+        yield store, log, runs
+    finally:
+        await runs.shutdown()
+        await store.close()
+
+
+async def _end_elsewhere(store: Store, log: EventLog, run_id: str, status: str = "interrupted") -> None:
+    """What another process does (an API server's sweep, a cancel, a surviving server)."""
+    row = await store.get_run(run_id)
+    assert row is not None
+    assert await run_ends.finish_if_active(log, row, status, error=ELSEWHERE)
+
+
+async def _after_the_end(store: Store, chat_id: str) -> list[tuple[str | None, str | None, str | None]]:
+    """The records that follow the run's first end (there must be none)."""
+    recs = await store.events_after(chat_id, 0, 10_000)
+    end = next(r.seq for r in recs if r.type == "run" and r.subtype not in ("queued", "running"))
+    return [(r.source, r.type, r.subtype) for r in recs if r.seq > end]
+
+
+async def _chat(store: Store, tmp_path: Path, **options: Any) -> dict[str, Any]:
+    return await store.create_chat(workspace=str(tmp_path), model=None, options={"trust": True, **options},
+                                   title="t")
+
+
+def test_a_run_ended_elsewhere_before_its_start_is_not_set_running_again(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Queued behind the limit, the run is cancelled by another process; when its slot comes,
+    its start is refused: it stays cancelled, no agent starts, nothing follows its end."""
+
+    async def main() -> tuple[dict[str, Any], list[Any], list[Any]]:
+        async with _manager(db_url, tmp_path, max_concurrent_runs=1) as (store, log, runs):
+            chat = await _chat(store, tmp_path)
+            await runs._slots.acquire()  # the one slot is taken: the run waits, queued
+            run = await runs.submit(chat, "hello")
+            task = runs._active[run["id"]].task
+            assert task is not None
+            await _end_elsewhere(store, log, run["id"], "cancelled")
+            runs._slots.release()
+            await asyncio.wait_for(task, 60)
+            row = await store.get_run(run["id"])
+            assert row is not None
+            recs = await store.events_after(chat["id"], 0, 10_000)
+            return row, await _after_the_end(store, chat["id"]), [r for r in recs if r.source == "agent"]
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api"):
+        row, later, agent = asyncio.run(main())
+    assert (row["status"], row["error"]) == ("cancelled", ELSEWHERE), "not set back to running"
+    assert row["started_ms"] is None and row["pid"] is None
+    assert later == [], "nothing after the run's final record"
+    assert agent == [], "no agent was started"
+    assert "is already cancelled (ended by another process)" in caplog.text
+    assert "Traceback" not in caplog.text
