@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from cursor_agent_api.server import runs as runs_module
 from cursor_agent_api.server.dispatch import run_ends
 from cursor_agent_api.server.hub import Hub
 from cursor_agent_api.server.log import EventLog
@@ -97,4 +98,39 @@ def test_a_run_ended_elsewhere_before_its_start_is_not_set_running_again(
     assert later == [], "nothing after the run's final record"
     assert agent == [], "no agent was started"
     assert "is already cancelled (ended by another process)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_the_pid_of_a_run_ended_elsewhere_is_not_written(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run is ended elsewhere as its agent starts: its process group is not written into
+    the ended row, and the agent is stopped at once."""
+
+    async def main() -> tuple[dict[str, Any], list[Any]]:
+        async with _manager(db_url, tmp_path) as (store, log, runs):
+            real = runs_module.open_stream
+
+            async def opened_then_ended(settings: Any, launch: Any) -> Any:
+                stream = await real(settings, launch)
+                (active,) = await store.active_runs()
+                await _end_elsewhere(store, log, str(active["id"]))
+                return stream
+
+            monkeypatch.setattr(runs_module, "open_stream", opened_then_ended)
+            chat = await _chat(store, tmp_path)
+            run = await runs.submit(chat, "hello")
+            task = runs._active[run["id"]].task
+            assert task is not None
+            await asyncio.wait_for(task, 60)
+            row = await store.get_run(run["id"])
+            assert row is not None
+            return row, await _after_the_end(store, chat["id"])
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api"):
+        row, later = asyncio.run(main())
+    assert (row["status"], row["error"]) == ("interrupted", ELSEWHERE)
+    assert (row["pid"], row["pgid"], row["proc_start"]) == (None, None, None), "written after the end"
+    assert later == []
+    assert "is already interrupted (ended by another process)" in caplog.text
     assert "Traceback" not in caplog.text

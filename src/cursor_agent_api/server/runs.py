@@ -718,8 +718,10 @@ class RunManager:
         try:
             if active.cancel_requested or active.shutdown or active.ended_elsewhere is not None:
                 await cancel_stream(stream)
-            await self._record_pid(active)
-            await self._pump(active, stream)
+            if active.ended_elsewhere is None:
+                await self._record_pid(active)
+            if active.ended_elsewhere is None:  # (its pid refused: the run is over)
+                await self._pump(active, stream)
             if active.ended_elsewhere is not None:
                 pass  # stopped (_ended_elsewhere); what it wrote since is not stored
             elif active.stream_error is not None:
@@ -791,12 +793,17 @@ class RunManager:
         start = process_start_time(pgid)
         active.run.update(pid=pid, pgid=pgid, proc_start=start)
         try:
-            await self.store.update_run(active.run_id, pid=pid, pgid=pgid, proc_start=start)
+            # only while it is active: not into the row of a run another process ended
+            recorded = await self.store.update_run(
+                active.run_id, only=ACTIVE_STATUSES, pid=pid, pgid=pgid, proc_start=start
+            )
         except Exception as e:
             if not is_transient(e):
                 raise
             return  # tried again after the next batch
         active.pid_recorded = True
+        if not recorded:
+            await self._ended_elsewhere(active, stream)
 
     async def _pump(self, active: ActiveRun, stream: AgentStream) -> None:
         """Read the stream into a buffer (producer) while a writer commits it (see the module doc)."""
@@ -880,6 +887,8 @@ class RunManager:
                 release_events(stream, count)
                 if not active.pid_recorded:
                     await self._record_pid(active)
+                    if active.ended_elsewhere is not None:
+                        return  # its pid was refused: the run is over
         finally:
             if not producer.done():
                 producer.cancel()
