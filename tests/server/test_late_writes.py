@@ -24,7 +24,15 @@ from cursor_agent_api.server import runs as runs_module
 from cursor_agent_api.server.dispatch import run_ends
 from cursor_agent_api.server.hub import Hub
 from cursor_agent_api.server.log import EventLog
-from cursor_agent_api.server.runs import RunManager
+from cursor_agent_api.server.requests import (
+    AlreadyAnsweredError,
+    AnswerIn,
+    RunRequests,
+    close_open_requests,
+    pair_requests,
+    request_records,
+)
+from cursor_agent_api.server.runs import RunManager, run_record
 from cursor_agent_api.server.settings import ServerSettings
 from cursor_agent_api.server.store import Store
 
@@ -134,3 +142,111 @@ def test_the_pid_of_a_run_ended_elsewhere_is_not_written(
     assert later == []
     assert "is already interrupted (ended by another process)" in caplog.text
     assert "Traceback" not in caplog.text
+
+
+# ---- an ACP run's requests -----------------------------------------------------------------
+
+
+def test_a_request_of_a_run_ended_elsewhere_is_not_stored_and_the_agent_hears_a_cancel(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent asks permission just after the run was ended elsewhere: the request's record
+    is refused; the agent is answered ``cancelled`` (nobody could answer a request nobody
+    sees) and stopped; nothing follows the run's end."""
+
+    async def main() -> tuple[dict[str, Any], list[Any], list[dict[str, Any]]]:
+        # (the timeout only bounds the old code's wait for an answer to the request it stored)
+        async with _manager(db_url, tmp_path, permission_timeout=2.0) as (store, log, runs):
+            real = RunRequests.ask
+            answers: list[dict[str, Any]] = []
+
+            async def ask_after_the_end(self: RunRequests, kind: str, info: dict[str, Any]) -> dict[str, Any]:
+                await _end_elsewhere(store, log, self.run_id)
+                answer = await real(self, kind, info)
+                answers.append(answer)
+                return answer
+
+            monkeypatch.setattr(RunRequests, "ask", ask_after_the_end)
+            chat = await _chat(store, tmp_path, transport="acp")
+            run = await runs.submit(chat, "run `echo never-run`")
+            task = runs._active[run["id"]].task
+            assert task is not None
+            await asyncio.wait_for(task, 60)
+            row = await store.get_run(run["id"])
+            assert row is not None
+            return row, await _after_the_end(store, chat["id"]), answers
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api"):
+        row, later, answers = asyncio.run(main())
+    assert row["status"] == "interrupted"
+    assert later == [], "no request record after the run's end"
+    assert [a["decision"] for a in answers] == ["cancelled"]
+    assert "is already interrupted (ended by another process)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_an_answer_to_a_request_of_a_run_ended_elsewhere_is_refused(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request waits; the run is ended elsewhere; then a person answers ``allow-once``: the
+    answer is refused (409: not stored after the run's end), the agent hears ``cancelled``,
+    not the allow, and is stopped; the run's own close of its requests writes nothing."""
+
+    async def main() -> tuple[dict[str, Any], list[Any], str, list[dict[str, Any]]]:
+        async with _manager(db_url, tmp_path, permission_timeout=30.0) as (store, log, runs):
+            chat = await _chat(store, tmp_path, transport="acp")
+            run = await runs.submit(chat, "run `echo never-run`")
+            active = runs._active[run["id"]]
+            assert active.task is not None and active.requests is not None
+            while not active.requests.open_count():
+                await asyncio.sleep(0.02)  # the agent asks (a condition polled, not a delay)
+            (pending,) = active.requests.requests.values()
+            await _end_elsewhere(store, log, run["id"])
+            with pytest.raises(AlreadyAnsweredError) as refused:
+                await runs.answer(run["id"], pending.id, AnswerIn(decision="allow-once"))
+            await asyncio.wait_for(active.task, 60)
+            row = await store.get_run(run["id"])
+            assert row is not None
+            assert pending.future.done()
+            heard = [pending.future.result()]
+            return row, await _after_the_end(store, chat["id"]), str(refused.value), heard
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api"):
+        row, later, message, heard = asyncio.run(main())
+    assert row["status"] == "interrupted"
+    assert later == [], "no answer record after the run's end"
+    assert "already interrupted" in message and "not stored" in message
+    assert [h["decision"] for h in heard] == ["cancelled"]
+    assert "is already interrupted (ended by another process)" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_closing_the_requests_of_a_run_that_is_over_writes_nothing(db_url: str, tmp_path: Path) -> None:
+    """A surviving server closes a dead owner's open requests, then ends its run: when another
+    process ended the run first, the requests' close is refused too (nothing after the end)."""
+
+    async def main() -> tuple[int, list[Any], list[dict[str, Any]]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            log = EventLog(store, Hub(), 65536)
+            chat = await _chat(store, tmp_path, transport="acp")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            requests = RunRequests(log, chat["id"], run["id"], None)
+            asked = asyncio.ensure_future(requests.ask("plan", {"name": "p", "plan": "…"}))
+            while not requests.open_count():
+                await asyncio.sleep(0)
+            await _end_elsewhere(store, log, run["id"])
+            closed = await close_open_requests(log, chat["id"], run["id"], by="restart", reason="gone")
+            asked.cancel()
+            await asyncio.gather(asked, return_exceptions=True)
+            pairs = pair_requests(await request_records(store, [run["id"]]))
+            return closed, await _after_the_end(store, chat["id"]), pairs
+        finally:
+            await store.close()
+
+    closed, later, pairs = asyncio.run(main())
+    assert closed == 0
+    assert later == []
+    assert [p["answer"] for p in pairs] == [None]
+

@@ -484,7 +484,8 @@ class RunManager:
         active.fold = RunFold(active.chat_id, active.run_id)
         if (chat.get("options") or {}).get("transport") == "acp":
             active.requests = RunRequests(
-                self.log, active.chat_id, active.run_id, self.settings.permission_timeout
+                self.log, active.chat_id, active.run_id, self.settings.permission_timeout,
+                on_ended=lambda: self._ended_elsewhere(active, active.stream),
             )
         self._active[active.run_id] = active
         task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
