@@ -21,7 +21,8 @@ is refused so is answered ``cancelled`` (``by: "run-end"``, not stored): the age
 no, a person's answer to it is refused (409), and the run's ``on_ended`` stops the agent.
 
 A request left open by a server that stopped is closed ``cancelled`` (``by: "restart"``) by
-the next start (:func:`close_open_requests`).
+the next start (:func:`close_open_requests`); one left open by a lost worker, by the sweep
+that ends its run, with that end (:func:`cancelled_answers`).
 
 Example:
     >>> parse_answer("permission", {}, AnswerIn(decision="allow-always"))
@@ -407,26 +408,34 @@ def pair_requests(records: Sequence[EventRecord]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
+async def cancelled_answers(store: Store, run_id: str, *, by: str, reason: str) -> list[NewRecord]:
+    """The answer records (``cancelled``) that close every request of a run left open by the
+    process that ran it (a stopped server, a lost worker); to append while the run is active
+    (:func:`close_open_requests`), or with its end (the sweep's ``notes``)."""
+    open_ = [p for p in pair_requests(await request_records(store, [run_id])) if p["answer"] is None]
+    stamp = now_ms()
+    return [
+        NewRecord("server", "request", ANSWERED,
+                  {"request_id": p["request"].get("request_id"), "kind": p["request"].get("kind"),
+                   "decision": "cancelled", "reason": reason, "by": by, "answered_ms": stamp},
+                  None, run_id)
+        for p in open_
+    ]
+
+
 async def close_open_requests(log: EventLog, chat_id: str, run_id: str, *, by: str,
                               reason: str) -> int:
     """Answer ``cancelled`` every request of a run that a stopped server left open; how many
     (0 if the run is over meanwhile: another process ended it, nothing is written after its
     final record)."""
-    open_ = [p for p in pair_requests(await request_records(log.store, [run_id])) if p["answer"] is None]
-    if not open_:
+    answers = await cancelled_answers(log.store, run_id, by=by, reason=reason)
+    if not answers:
         return 0
-    stamp = now_ms()
     try:
-        await log.append(chat_id, [
-            NewRecord("server", "request", ANSWERED,
-                      {"request_id": p["request"].get("request_id"), "kind": p["request"].get("kind"),
-                       "decision": "cancelled", "reason": reason, "by": by, "answered_ms": stamp},
-                      None, run_id)
-            for p in open_
-        ], active_run=run_id)
+        await log.append(chat_id, answers, active_run=run_id)
     except RunEndedError:
         return 0
-    return len(open_)
+    return len(answers)
 
 
 __all__ = [
@@ -439,6 +448,7 @@ __all__ = [
     "RunRequests",
     "RunSteering",
     "UnknownRequestError",
+    "cancelled_answers",
     "close_open_requests",
     "pair_requests",
     "parse_answer",
