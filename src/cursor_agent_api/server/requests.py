@@ -15,8 +15,14 @@ each one to the run's callbacks (:class:`RunSteering`); the callback
    ``decision``, ``by`` whom: ``user``, ``timeout``, ``cancel``, ``run-end``, ``restart``)
    before the agent hears the answer.
 
+Both records are stored only while the run is active (``active_run``): a run another process
+ended (a sweep, a surviving server) gets none after its final record. A request whose record
+is refused so is answered ``cancelled`` (``by: "run-end"``, not stored): the agent is told
+no, a person's answer to it is refused (409), and the run's ``on_ended`` stops the agent.
+
 A request left open by a server that stopped is closed ``cancelled`` (``by: "restart"``) by
-the next start (:func:`close_open_requests`).
+the next start (:func:`close_open_requests`); one left open by a lost worker, by the sweep
+that ends its run, with that end (:func:`cancelled_answers`).
 
 Example:
     >>> parse_answer("permission", {}, AnswerIn(decision="allow-always"))
@@ -32,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -56,7 +62,7 @@ from ..permissions import (
     Skip,
 )
 from .log import EventLog
-from .store import EventRecord, NewRecord, Store, now_ms
+from .store import EventRecord, NewRecord, RunEndedError, Store, now_ms
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -160,6 +166,9 @@ class AlreadyAnsweredError(Exception):
     """The request has its answer already (409)."""
 
 
+_ENDED_REASON = "the run is already over (ended by another process)"
+
+
 @dataclass(eq=False)
 class PendingRequest:
     """A request of an active run: what its record said, and its answer once given."""
@@ -180,17 +189,45 @@ class RunRequests:
     run_id: str
     timeout: float | None
     requests: dict[str, PendingRequest] = field(default_factory=dict)
+    on_ended: Callable[[], Awaitable[None]] | None = None
+    """Called when a record is refused because the run is over (another process ended it):
+    the run manager stops the agent (:meth:`.RunManager._ended_elsewhere`)."""
 
     def _record(self, subtype: str, payload: dict[str, Any]) -> NewRecord:
         return NewRecord("server", "request", subtype, payload, None, self.run_id)
 
+    async def _store(self, record: NewRecord) -> bool:
+        """Append ``record`` while the run is active; False (nothing written, ``on_ended``
+        called) if the run is over."""
+        try:
+            await self.log.append(self.chat_id, [record], active_run=self.run_id)
+        except RunEndedError:
+            logger.warning("run %s is over (ended by another process): its request record (%s) "
+                           "is not stored", self.run_id, record.subtype)
+            if self.on_ended is not None:
+                await self.on_ended()
+            return False
+        return True
+
+    def _refused(self, pending: PendingRequest) -> dict[str, Any]:
+        """The answer the agent hears for a request whose record was refused (the run is over):
+        ``cancelled``, not stored."""
+        answer = {"request_id": pending.id, "kind": pending.kind, "decision": "cancelled",
+                  "reason": _ENDED_REASON, "by": "run-end", "answered_ms": now_ms()}
+        pending.answer = answer
+        if not pending.future.done():
+            pending.future.set_result(answer)
+        return answer
+
     async def ask(self, kind: str, info: dict[str, Any]) -> dict[str, Any]:
-        """Store the request record, wait for its answer (or the timeout); the answer's fields."""
+        """Store the request record, wait for its answer (or the timeout); the answer's fields
+        (``cancelled`` at once if the run is over: the record is not stored)."""
         rid = uuid.uuid4().hex
         pending = PendingRequest(rid, kind, info, asyncio.get_running_loop().create_future())
         payload = {"request_id": rid, "kind": kind, **info, "timeout_s": self.timeout}
         self.requests[rid] = pending
-        await self.log.append(self.chat_id, [self._record(kind, payload)])
+        if not await self._store(self._record(kind, payload)):
+            return self._refused(pending)
         try:
             with anyio.fail_after(self.timeout):  # not wait_for: it can lose a cancel
                 return await asyncio.shield(pending.future)
@@ -201,14 +238,16 @@ class RunRequests:
 
     async def settle(self, pending: PendingRequest, fields: dict[str, Any], *, by: str) -> dict[str, Any]:
         """Give ``pending`` its answer (once: a later one gets the first), store the answer
-        record, then let the waiting callback go on."""
+        record, then let the waiting callback go on. If the run is over (the record refused),
+        the agent hears ``cancelled`` instead (:meth:`_refused`), which is returned."""
         if pending.answer is not None:
             return await asyncio.shield(pending.future)
         answer = {"request_id": pending.id, "kind": pending.kind, **fields, "by": by,
                   "answered_ms": now_ms()}
         pending.answer = answer
         try:
-            await self.log.append(self.chat_id, [self._record(ANSWERED, answer)])
+            if not await self._store(self._record(ANSWERED, answer)):
+                return self._refused(pending)
         except Exception:
             logger.exception("could not store the answer to request %s", pending.id)
         finally:
@@ -217,14 +256,30 @@ class RunRequests:
         return answer
 
     async def answer(self, request_id: str, body: AnswerIn) -> dict[str, Any]:
-        """A person's answer (the endpoint)."""
+        """A person's answer (the endpoint); :class:`AlreadyAnsweredError` (409) if the run
+        turns out to be over (ended by another process: the answer is not stored, the agent
+        hears ``cancelled``)."""
         pending = self.requests.get(request_id)
         if pending is None:
             raise UnknownRequestError(request_id)
         if pending.answer is not None:
             raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
         fields = parse_answer(pending.kind, pending.info, body)
-        return await self.settle(pending, fields, by="user")
+        answer = await self.settle(pending, fields, by="user")
+        if answer.get("by") != "user":
+            raise AlreadyAnsweredError(
+                f"request {request_id!r} cannot be answered: run {self.run_id!r} is already "
+                f"{await self._status()} (ended by another process); the answer was not stored"
+            )
+        return answer
+
+    async def _status(self) -> str:
+        """The run's stored status (``over`` if it cannot be read)."""
+        try:
+            run = await self.log.store.get_run(self.run_id)
+        except Exception:
+            return "over"
+        return str(run["status"]) if run is not None else "over"
 
     async def close(self, *, by: str, reason: str) -> None:
         """Answer every open request ``cancelled`` (the run is cancelled or over)."""
@@ -353,21 +408,34 @@ def pair_requests(records: Sequence[EventRecord]) -> list[dict[str, Any]]:
     return list(found.values())
 
 
-async def close_open_requests(log: EventLog, chat_id: str, run_id: str, *, by: str,
-                              reason: str) -> int:
-    """Answer ``cancelled`` every request of a run that a stopped server left open; how many."""
-    open_ = [p for p in pair_requests(await request_records(log.store, [run_id])) if p["answer"] is None]
-    if not open_:
-        return 0
+async def cancelled_answers(store: Store, run_id: str, *, by: str, reason: str) -> list[NewRecord]:
+    """The answer records (``cancelled``) that close every request of a run left open by the
+    process that ran it (a stopped server, a lost worker); to append while the run is active
+    (:func:`close_open_requests`), or with its end (the sweep's ``notes``)."""
+    open_ = [p for p in pair_requests(await request_records(store, [run_id])) if p["answer"] is None]
     stamp = now_ms()
-    await log.append(chat_id, [
+    return [
         NewRecord("server", "request", ANSWERED,
                   {"request_id": p["request"].get("request_id"), "kind": p["request"].get("kind"),
                    "decision": "cancelled", "reason": reason, "by": by, "answered_ms": stamp},
                   None, run_id)
         for p in open_
-    ])
-    return len(open_)
+    ]
+
+
+async def close_open_requests(log: EventLog, chat_id: str, run_id: str, *, by: str,
+                              reason: str) -> int:
+    """Answer ``cancelled`` every request of a run that a stopped server left open; how many
+    (0 if the run is over meanwhile: another process ended it, nothing is written after its
+    final record)."""
+    answers = await cancelled_answers(log.store, run_id, by=by, reason=reason)
+    if not answers:
+        return 0
+    try:
+        await log.append(chat_id, answers, active_run=run_id)
+    except RunEndedError:
+        return 0
+    return len(answers)
 
 
 __all__ = [
@@ -380,6 +448,7 @@ __all__ = [
     "RunRequests",
     "RunSteering",
     "UnknownRequestError",
+    "cancelled_answers",
     "close_open_requests",
     "pair_requests",
     "parse_answer",

@@ -484,7 +484,8 @@ class RunManager:
         active.fold = RunFold(active.chat_id, active.run_id)
         if (chat.get("options") or {}).get("transport") == "acp":
             active.requests = RunRequests(
-                self.log, active.chat_id, active.run_id, self.settings.permission_timeout
+                self.log, active.chat_id, active.run_id, self.settings.permission_timeout,
+                on_ended=lambda: self._ended_elsewhere(active, active.stream),
             )
         self._active[active.run_id] = active
         task = asyncio.create_task(self._drive(active), name=f"run-{active.run_id}")
@@ -681,16 +682,23 @@ class RunManager:
             await self.store.set_run(conn, active.run_id, status="running", started_ms=started)
 
         once = AppendOnce()  # a commit that failed but went through is not written twice
-        await self._retry(
-            f"recording the start of run {active.run_id}",
-            lambda: self.log.append(
-                active.chat_id,
-                [run_record("running", active.run)],
-                before=mark_running,
-                purpose="run_start",
-                once=once,
-            ),
-        )
+        try:
+            await self._retry(
+                f"recording the start of run {active.run_id}",
+                lambda: self.log.append(
+                    active.chat_id,
+                    [run_record("running", active.run)],
+                    before=mark_running,
+                    purpose="run_start",
+                    once=once,
+                    # only while it is active: a run another process ended meanwhile (a cancel,
+                    # a sweep, a surviving server) is not set running again
+                    active_run=active.run_id,
+                ),
+            )
+        except RunEndedError:
+            await self._ended_elsewhere(active, None)
+            return RunStatus.FAILED, f"the run was already {active.ended_elsewhere}", None, {}
         if active.cancel_requested or active.shutdown:
             return self._stopped_status(active), self._stopped_error(active), None, {}
         fresh = await self._retry("reading the chat", lambda: self.store.get_chat(active.chat_id))
@@ -709,10 +717,12 @@ class RunManager:
         active.stream = stream
         active.phase = "streaming"
         try:
-            if active.cancel_requested or active.shutdown:
+            if active.cancel_requested or active.shutdown or active.ended_elsewhere is not None:
                 await cancel_stream(stream)
-            await self._record_pid(active)
-            await self._pump(active, stream)
+            if active.ended_elsewhere is None:
+                await self._record_pid(active)
+            if active.ended_elsewhere is None:  # (its pid refused: the run is over)
+                await self._pump(active, stream)
             if active.ended_elsewhere is not None:
                 pass  # stopped (_ended_elsewhere); what it wrote since is not stored
             elif active.stream_error is not None:
@@ -784,12 +794,17 @@ class RunManager:
         start = process_start_time(pgid)
         active.run.update(pid=pid, pgid=pgid, proc_start=start)
         try:
-            await self.store.update_run(active.run_id, pid=pid, pgid=pgid, proc_start=start)
+            # only while it is active: not into the row of a run another process ended
+            recorded = await self.store.update_run(
+                active.run_id, only=ACTIVE_STATUSES, pid=pid, pgid=pgid, proc_start=start
+            )
         except Exception as e:
             if not is_transient(e):
                 raise
             return  # tried again after the next batch
         active.pid_recorded = True
+        if not recorded:
+            await self._ended_elsewhere(active, stream)
 
     async def _pump(self, active: ActiveRun, stream: AgentStream) -> None:
         """Read the stream into a buffer (producer) while a writer commits it (see the module doc)."""
@@ -873,6 +888,8 @@ class RunManager:
                 release_events(stream, count)
                 if not active.pid_recorded:
                     await self._record_pid(active)
+                    if active.ended_elsewhere is not None:
+                        return  # its pid was refused: the run is over
         finally:
             if not producer.done():
                 producer.cancel()
@@ -926,18 +943,27 @@ class RunManager:
                     set_eager(active.stream, False)
             return
 
-    async def _ended_elsewhere(self, active: ActiveRun, stream: AgentStream) -> None:
-        """The run is over in the store (an API server's sweep ended it: this worker looked
-        lost) while its agent still runs here: its batch was not written; stop the agent now.
-        Its end is not recorded either (:meth:`_finish`: only an active run's end is)."""
+    async def _ended_elsewhere(self, active: ActiveRun, stream: AgentStream | None) -> None:
+        """The run is over in the store while this process handles it: another process ended
+        it (an API server's sweep: this worker looked lost; a cancel of the queued run; a
+        surviving server ending a dead owner's run). A write of it was refused (its start, an
+        event batch, its pid, a request's record: each goes through only while the run is
+        active): nothing more of it is written, and its agent is stopped now (``stream``),
+        or never started (``None``: its start was refused). Its end is not recorded either
+        (:meth:`_finish`: only an active run's end is). Once per run."""
+        if active.ended_elsewhere is not None:
+            return  # said and done already
         status = await self._status_of(active.run_id)
         active.ended_elsewhere = status
         logger.warning(
-            "run %s is already %s (ended by another process): its agent's output from here on "
-            "is not stored; stopping the agent",
+            "run %s is already %s (ended by another process): %s",
             active.run_id,
             status,
+            "its agent is not started" if stream is None
+            else "its agent's output from here on is not stored; stopping the agent",
         )
+        if stream is None:
+            return  # _execute stops a stream opened meanwhile (ended_elsewhere is set)
         try:
             await cancel_stream(stream)
         except Exception:  # the process may already be gone

@@ -63,7 +63,7 @@ from .requests import AnswerIn
 from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
-from .store import Store, describe_error
+from .store import RunEndedError, Store, describe_error
 from .worktrees import chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
@@ -402,7 +402,10 @@ class Worker:
         chat = {**chat, "workspace": str(workspace)}
         previous = await self.store.previous_worker_run(str(chat["id"]), run_id)
         if chat.get("session_id") and previous is not None and previous.get("worker") != self.settings.name:
-            await run_ends.reset_context(self.log, chat, run_id, previous)
+            try:
+                await run_ends.reset_context(self.log, chat, run_id, previous)
+            except RunEndedError:  # an API server ended it since the claim (a sweep)
+                return await self._ended_before_start(run_id)
             chat = {**chat, "session_id": None}
         if stop.user or stop.shutdown:
             status = RunStatus.CANCELLED if stop.user else RunStatus.INTERRUPTED
@@ -422,6 +425,15 @@ class Worker:
         await task
         fresh = await self.store.get_run(run_id)
         return str(fresh["status"]) if fresh else "gone"
+
+    async def _ended_before_start(self, run_id: str) -> str:
+        """A run claimed here that another process ended before its start (its writes are
+        refused): left as it is, its agent not started. Its status."""
+        row = await self.store.get_run(run_id)
+        status = str(row["status"]) if row else "gone"
+        logger.warning("run %s is already %s (ended by another process): its agent is not started",
+                       run_id, status)
+        return status
 
 
 @contextlib.contextmanager

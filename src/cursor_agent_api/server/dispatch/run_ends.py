@@ -88,7 +88,8 @@ def lost_worker_note(run: dict[str, Any], message: str) -> NewRecord:
 
 async def reset_context(log: EventLog, chat: dict[str, Any], run_id: str, previous: dict[str, Any]) -> None:
     """Start the chat afresh on this worker: forget its Cursor chat id, and say so in the log
-    (``context/reset``: the worker that held the chat is gone)."""
+    (``context/reset``: the worker that held the chat is gone). Only while run ``run_id`` is
+    active: else nothing is written (:class:`~..store.RunEndedError`)."""
     note = NewRecord(
         "server",
         "context",
@@ -107,4 +108,4 @@ async def reset_context(log: EventLog, chat: dict[str, Any], run_id: str, previo
     async def forget(conn: Any, _recs: list[Any]) -> None:
         await store.set_chat(conn, str(chat["id"]), session_id=None)
 
-    await log.append(str(chat["id"]), [note], before=forget)
+    await log.append(str(chat["id"]), [note], before=forget, active_run=run_id)

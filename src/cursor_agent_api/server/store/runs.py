@@ -150,7 +150,28 @@ class RunRows(LogWrites):
         res = await conn.execute(update(runs).where(where).values(**clean))
         return bool(res.rowcount)
 
-    async def update_run(self, run_id: str, **values: Any) -> None:
-        """Change a run's fields in a transaction of its own."""
+    async def update_run(self, run_id: str, *, only: Sequence[str] | None = None, **values: Any) -> bool:
+        """Change a run's fields in a transaction of its own; with ``only``, only while its
+        status is one of those (as :meth:`end_run`: ``ACTIVE_STATUSES`` for a write that must
+        not land on a run another process ended). False if nothing was changed.
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import NewRecord, Store
+            >>> async def demo() -> tuple[bool, bool, object]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     run, _ = await store.create_run(
+            ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {}))
+            ...     active = await store.update_run(run["id"], only=ACTIVE_STATUSES, pid=41)
+            ...     await store.update_run(run["id"], status="cancelled")
+            ...     late = await store.update_run(run["id"], only=ACTIVE_STATUSES, pid=42)
+            ...     pid = (await store.get_run(run["id"]))["pid"]
+            ...     await store.close()
+            ...     return active, late, pid
+            >>> asyncio.run(demo())
+            (True, False, 41)
+        """
         async with self.transaction() as conn:
-            await self.set_run(conn, run_id, **values)
+            return await self._change_run(conn, run_id, only, values)
