@@ -62,7 +62,7 @@ from ..permissions import (
     Skip,
 )
 from .log import EventLog
-from .store import EventRecord, NewRecord, RunEndedError, Store, now_ms
+from .store import EventRecord, NewRecord, RunEndedError, Store, describe_error, now_ms
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -178,6 +178,8 @@ class PendingRequest:
     info: dict[str, Any]
     future: asyncio.Future[dict[str, Any]]
     answer: dict[str, Any] | None = None
+    stored: bool = False
+    """Its answer's record is in the store (else the run's end writes it: :meth:`RunRequests.unstored`)."""
 
 
 @dataclass(eq=False)
@@ -248,12 +250,26 @@ class RunRequests:
         try:
             if not await self._store(self._record(ANSWERED, answer)):
                 return self._refused(pending)
-        except Exception:
-            logger.exception("could not store the answer to request %s", pending.id)
-        finally:
-            if not pending.future.done():
-                pending.future.set_result(answer)
+            pending.stored = True
+        except Exception as exc:
+            if by == "user":
+                # A person's answer is stored before the agent hears it, or not given at all:
+                # the request stays open (the endpoint answers 503: try again).
+                pending.answer = None
+                raise
+            # The library's own answer (a timeout, a cancel, the run's end): the agent must go
+            # on; the record goes in with the run's end (unstored()).
+            logger.warning("could not store the answer to request %s (%s): it is stored with "
+                           "the run's end", pending.id, describe_error(exc))
+        if not pending.future.done():
+            pending.future.set_result(answer)
         return answer
+
+    def unstored(self) -> list[NewRecord]:
+        """The answer records the store missed (written with the run's end, so that no request
+        of a run that is over looks open)."""
+        return [self._record(ANSWERED, p.answer) for p in self.requests.values()
+                if p.answer is not None and not p.stored]
 
     async def answer(self, request_id: str, body: AnswerIn) -> dict[str, Any]:
         """A person's answer (the endpoint); :class:`AlreadyAnsweredError` (409) if the run

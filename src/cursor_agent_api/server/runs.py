@@ -1037,15 +1037,17 @@ class RunManager:
                 raise _RunOverError(run_id)
             if closing and fold is not None:
                 batch = FoldedBatch(fold.chat_id, run_id, [], [closing], fold.errors, fold.turn())
-                await write_turn(store, conn, batch, recs, limit)
+                await write_turn(store, conn, batch, recs[-1:], limit)  # (the end's own record)
 
+        # answers the store missed (a person's never: those are refused, 503) go in with the end
+        unstored = active.requests.unstored() if active is not None and active.requests is not None else []
         try:
             await self.log.append(
                 str(run["chat_id"]),
-                [run_record(status.value, final)],
+                [*unstored, run_record(status.value, final)],
                 before=before,
                 purpose="run_end",
-                changes=[closing or ()],
+                changes=[*([()] * len(unstored)), closing or ()],
                 once=once,
             )
         except _RunOverError:

@@ -45,7 +45,7 @@ from ..requests import (
     parse_answer,
     request_records,
 )
-from ..store import Store
+from ..store import Store, describe_error, is_transient
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -170,8 +170,12 @@ class AnswerListener(PgListener):
             await self.on_answer(run_id, request_id, body)
         except (UnknownRequestError, AlreadyAnsweredError, ValueError):
             pass  # another answer came first, or the API server's check was passed by a stale read
-        except Exception:
-            logger.exception("answering request %s of run %s failed", request_id, run_id)
+        except Exception as e:
+            if not is_transient(e):
+                logger.exception("answering request %s of run %s failed", request_id, run_id)
+            else:  # not stored, so not given: the API server's wait answers 503, try again
+                logger.warning("answering request %s of run %s failed: %s", request_id, run_id,
+                               describe_error(e))
 
 
 __all__ = [
