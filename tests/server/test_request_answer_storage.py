@@ -103,3 +103,41 @@ def test_the_librarys_answer_the_store_missed_goes_in_with_the_runs_end(
     assert pair["answer"] is not None and pair["answer"]["by"] == "timeout"
     # stored with the end, just before the run's final record
     assert recs[-2:] == [("request", ANSWERED), ("run", "succeeded")]
+
+
+def test_a_request_that_cannot_be_stored_is_refused_at_once_in_plain_words(
+    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent asks while the database cannot be written: nobody can see the request, so
+    the agent is told no at once (as by a timeout), in words that never carry the driver's
+    message (its SQL and values); the run goes on, no traceback."""
+    real = EventLog.append
+    failed: list[str] = []
+
+    async def append(self: EventLog, chat_id: str, new: Sequence[NewRecord], **kw: Any) -> Any:
+        if not failed and any(r.type == "request" and r.subtype != ANSWERED for r in new):
+            failed.append(str(new[0].subtype))
+            raise _locked()
+        return await real(self, chat_id, new, **kw)
+
+    async def main() -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+        async with _manager(db_url, tmp_path, permission_timeout=60.0) as (store, _log, runs):
+            monkeypatch.setattr(EventLog, "append", append)
+            chat = await _chat(store, tmp_path, transport="acp")
+            run = await runs.submit(chat, "run `echo asked`")
+            task = runs._active[run["id"]].task
+            assert task is not None
+            await asyncio.wait_for(task, 60)  # (the old code's wait: the 60 s timeout)
+            row = await store.get_run(run["id"])
+            assert row is not None
+            text = " ".join(str(r.payload) for r in await store.events_after(chat["id"], 0, 10_000))
+            return row, pair_requests(await request_records(store, [run["id"]])), text
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api"):
+        row, pairs, text = asyncio.run(main())
+    assert failed == ["permission"]
+    assert row["status"] == "succeeded"
+    assert pairs == []
+    assert "the request could not be stored (database is locked" in text  # what the agent was told
+    assert "INSERT" not in text
+    assert "Traceback" not in caplog.text

@@ -228,8 +228,18 @@ class RunRequests:
         pending = PendingRequest(rid, kind, info, asyncio.get_running_loop().create_future())
         payload = {"request_id": rid, "kind": kind, **info, "timeout_s": self.timeout}
         self.requests[rid] = pending
-        if not await self._store(self._record(kind, payload)):
-            return self._refused(pending)
+        try:
+            if not await self._store(self._record(kind, payload)):
+                return self._refused(pending)
+        except Exception as exc:
+            # Not stored: nobody can see it, so nobody can answer it. The agent is told no at
+            # once (as by the timeout), with the reason in our words (never the driver's
+            # message: it holds the SQL and its values); nothing is stored of it.
+            del self.requests[rid]
+            reason = f"the request could not be stored ({describe_error(exc)}), so nobody saw it"
+            logger.warning("run %s: %s", self.run_id, reason)
+            return {"request_id": rid, "kind": kind, "decision": _TIMEOUT_DECISION[kind],
+                    "reason": reason, "by": "store", "answered_ms": now_ms()}
         try:
             with anyio.fail_after(self.timeout):  # not wait_for: it can lose a cancel
                 return await asyncio.shield(pending.future)
