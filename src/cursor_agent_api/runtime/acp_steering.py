@@ -265,7 +265,9 @@ class Steering:
             outcome = {"outcome": "cancelled"}
         elif isinstance(decision, Answer):
             chosen = decision.selected(questions)
-            valid = {q.id: {o.id for o in q.options} for q in questions}
+            valid: dict[str, set[str]] = {}  # two questions with one id: both's options
+            for q in questions:
+                valid.setdefault(q.id, set()).update(o.id for o in q.options)
             answers = [{"questionId": qid, "selectedOptionIds": [i for i in ids
                                                                  if i in valid.get(qid, set())]}
                        for qid, ids in chosen.items() if qid in valid]

@@ -40,7 +40,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import anyio
 import orjson
@@ -73,14 +73,24 @@ ANSWERED = "answered"
 
 _TIMEOUT_DECISION = {"permission": "reject", "question": "skipped", "plan": "rejected"}
 
+MAX_QUESTIONS = 20
+"""Questions a request shows (and an answer answers); the agent's further ones are cut."""
+
+MAX_OPTIONS = 50
+"""Options a question shows (so at most that many are ticked); further ones are cut."""
+
+MAX_ID_CHARS = 200
+"""Characters of a question's or option's id; the agent's longer ids are replaced."""
+
 
 class QuestionAnswerIn(BaseModel):
     """One question's answer: the ids of the options chosen."""
 
     model_config = ConfigDict(extra="forbid")
 
-    question_id: str = Field(min_length=1, max_length=200)
-    option_ids: list[str] = Field(min_length=1, max_length=50)
+    question_id: str = Field(min_length=1, max_length=MAX_ID_CHARS)
+    option_ids: list[Annotated[str, Field(max_length=MAX_ID_CHARS)]] = Field(
+        min_length=1, max_length=MAX_OPTIONS)
 
 
 class AnswerIn(BaseModel):
@@ -97,7 +107,7 @@ class AnswerIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     decision: Literal["allow-once", "allow-always", "reject"] | None = None
-    answers: list[QuestionAnswerIn] | None = Field(None, min_length=1, max_length=20)
+    answers: list[QuestionAnswerIn] | None = Field(None, min_length=1, max_length=MAX_QUESTIONS)
     skip: Literal[True] | None = None
     accept: StrictBool | None = None
     reason: str | None = Field(None, max_length=1000)
@@ -120,6 +130,7 @@ def parse_answer(kind: str, info: dict[str, Any], body: AnswerIn) -> dict[str, A
         if given != ["decision"]:
             raise ValueError('a permission request is answered with {"decision": "allow-once"}, '
                              '"allow-always" or "reject"')
+        _check_offered(info, str(body.decision))
         out = {"decision": body.decision}
     elif kind == "question":
         if given not in (["answers"], ["skip"]):
@@ -156,6 +167,32 @@ def parse_answer(kind: str, info: dict[str, Any], body: AnswerIn) -> dict[str, A
     if body.reason:
         out["reason"] = body.reason
     return out
+
+
+_ALLOW_KINDS = {"allow-once": "allow_once", "allow-always": "allow_always"}
+
+
+def _check_offered(info: dict[str, Any], decision: str) -> None:
+    """``ValueError`` when ``decision`` allows in a way the agent did not offer (its record's
+    ``options``): the answer recorded is the one the agent gets. Reject is always taken (an
+    agent that offered no reject option is told the request was cancelled).
+
+    Example:
+        >>> _check_offered({"options": [{"kind": "allow_once"}, {"kind": "reject_once"}]},
+        ...                "allow-always")
+        Traceback (most recent call last):
+        ...
+        ValueError: the agent did not offer "allow-always" for this request: it offers allow-once, reject
+    """
+    offered = info.get("options")
+    want = _ALLOW_KINDS.get(decision)
+    if want is None or not isinstance(offered, list):  # a record from before options were kept
+        return
+    kinds = {o.get("kind") for o in offered if isinstance(o, dict)}
+    if want not in kinds:
+        can = [d for d, k in _ALLOW_KINDS.items() if k in kinds] + ["reject"]
+        raise ValueError(f'the agent did not offer "{decision}" for this request: '
+                         f"it offers {', '.join(can)}")
 
 
 class UnknownRequestError(LookupError):
@@ -351,16 +388,103 @@ def permission_info(request: PermissionRequest) -> dict[str, Any]:
     }
 
 
+def _shown_ids(ids: Sequence[str], prefix: str) -> list[str]:
+    """Ids a page can send back, one per agent id: the agent's own when it has 1 to
+    :data:`MAX_ID_CHARS` characters and is the first of its kind, else ``<prefix><place>``
+    (made unique).
+
+    Example:
+        >>> _shown_ids(["a", "", "a", "x" * 201, "q2"], "q")
+        ['a', 'q2~', 'q3', 'q4', 'q2']
+    """
+    shown: list[str | None] = []
+    taken: set[str] = set()
+    for agent_id in ids:
+        keep = 0 < len(agent_id) <= MAX_ID_CHARS and agent_id not in taken
+        shown.append(agent_id if keep else None)
+        if keep:
+            taken.add(agent_id)
+    out = []
+    for n, given in enumerate(shown, 1):
+        if given is None:
+            given = f"{prefix}{n}"
+            while given in taken:
+                given += "~"
+            taken.add(given)
+        out.append(given)
+    return out
+
+
+@dataclass(frozen=True)
+class AskedQuestions:
+    """A question request as the page shows it (``info``, the record's fields) and the way
+    back to the agent's ids (``agent_ids``: shown question id -> the agent's id and its
+    options' shown id -> the agent's)."""
+
+    info: dict[str, Any]
+    agent_ids: dict[str, tuple[str, dict[str, str]]]
+
+    def agent_answer(self, answers: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+        """An answer record's ``answers`` in the agent's ids (for
+        :class:`~cursor_agent_api.permissions.Answer`).
+
+        Example:
+            >>> from cursor_agent_api.permissions import Question, QuestionOption
+            >>> asked = asked_questions(QuestionRequest("s", "t", [
+            ...     Question("", "Go?", (QuestionOption("y", "Yes"),))]))
+            >>> asked.info["questions"][0]["id"]
+            'q1'
+            >>> asked.agent_answer([{"question_id": "q1", "option_ids": ["y"]}])
+            {'': ['y']}
+        """
+        out: dict[str, list[str]] = {}
+        for a in answers:
+            agent_q, options = self.agent_ids[str(a["question_id"])]
+            out.setdefault(agent_q, []).extend(options[str(o)] for o in a["option_ids"])
+        return out
+
+
+def asked_questions(request: QuestionRequest) -> AskedQuestions:
+    """What a question's record shows, bounded so that the page can answer all of it: at
+    most :data:`MAX_QUESTIONS` questions (``questions_offered``: how many the agent asked,
+    when more) of at most :data:`MAX_OPTIONS` options (``options_offered`` likewise), ids
+    unique and at most :data:`MAX_ID_CHARS` characters (:func:`_shown_ids`).
+
+    Example:
+        >>> from cursor_agent_api.permissions import Question, QuestionOption
+        >>> many = Question("q", "Pick", tuple(QuestionOption(f"o{i}", f"O{i}") for i in range(60)))
+        >>> info = asked_questions(QuestionRequest("s", "t", [many] * 21)).info
+        >>> len(info["questions"]), info["questions_offered"]
+        (20, 21)
+        >>> q = info["questions"][1]
+        >>> q["id"], len(q["options"]), q["options_offered"]
+        ('q2', 50, 60)
+    """
+    questions = list(request.questions)
+    shown_q = _shown_ids([q.id for q in questions[:MAX_QUESTIONS]], "q")
+    views: list[dict[str, Any]] = []
+    agent_ids: dict[str, tuple[str, dict[str, str]]] = {}
+    for q, qid in zip(questions, shown_q, strict=False):
+        options = list(q.options)
+        shown_o = _shown_ids([o.id for o in options[:MAX_OPTIONS]], "o")
+        view: dict[str, Any] = {
+            "id": qid, "prompt": q.prompt, "allow_multiple": q.allow_multiple,
+            "options": [{"id": oid, "label": o.label} for o, oid in zip(options, shown_o, strict=False)],
+        }
+        if len(options) > MAX_OPTIONS:
+            view["options_offered"] = len(options)
+        views.append(view)
+        agent_ids[qid] = (q.id, {oid: o.id for o, oid in zip(options, shown_o, strict=False)})
+    info: dict[str, Any] = {"title": request.title, "questions": views}
+    if len(questions) > MAX_QUESTIONS:
+        info["questions_offered"] = len(questions)
+    return AskedQuestions(info, agent_ids)
+
+
 def question_info(request: QuestionRequest) -> dict[str, Any]:
-    """What a question's record shows: its title and questions with their options."""
-    return {
-        "title": request.title,
-        "questions": [
-            {"id": q.id, "prompt": q.prompt, "allow_multiple": q.allow_multiple,
-             "options": [{"id": o.id, "label": o.label} for o in q.options]}
-            for q in request.questions
-        ],
-    }
+    """What a question's record shows: its title and questions with their options
+    (bounded: :func:`asked_questions`)."""
+    return asked_questions(request).info
 
 
 def plan_info(plan: Plan) -> dict[str, Any]:
@@ -389,9 +513,10 @@ class RunSteering:
 
     async def on_question(self, request: QuestionRequest) -> QuestionDecision:
         """The options chosen, or skipped."""
-        answer = await self.requests.ask("question", question_info(request))
+        asked = asked_questions(request)
+        answer = await self.requests.ask("question", asked.info)
         if answer.get("decision") == "answered":
-            return Answer({a["question_id"]: a["option_ids"] for a in answer.get("answers") or []})
+            return Answer(asked.agent_answer(answer.get("answers") or []))
         return Skip(str(answer.get("reason") or answer.get("decision") or "skipped"))
 
     async def on_plan(self, plan: Plan) -> PlanDecision:
@@ -466,14 +591,19 @@ async def close_open_requests(log: EventLog, chat_id: str, run_id: str, *, by: s
 
 __all__ = [
     "ANSWERED",
+    "MAX_ID_CHARS",
+    "MAX_OPTIONS",
+    "MAX_QUESTIONS",
     "REQUEST_KINDS",
     "AlreadyAnsweredError",
     "AnswerIn",
+    "AskedQuestions",
     "PendingRequest",
     "QuestionAnswerIn",
     "RunRequests",
     "RunSteering",
     "UnknownRequestError",
+    "asked_questions",
     "cancelled_answers",
     "close_open_requests",
     "pair_requests",

@@ -651,7 +651,10 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     Open a chat from this, then follow ``WebSocket /api/chats/{id}/stream?after_seq=<last_seq>``
     and apply each record's ``changes``. Each run has its ``items`` in the order they
     appeared: the text's segments (``text``), thinking blocks (``thinking``), tool calls
-    (``tool_call``, with the card fields in ``view``) and error messages (``error``).
+    (``tool_call``, with the card fields in ``view``), error messages (``error``) and, in
+    ACP chats, the agent's requests with their answers (``request``; a request's field longer
+    than ``max_field_bytes`` is cut as in its record: ``truncated`` lists the cuts, and
+    ``GET /api/chats/{id}/events/{seq}/value?field=/payload`` gives the whole request).
     """
     await backfill_turns(_store(request), chat_id, _settings(request).max_field_bytes)
     last, run_rows, text_rows, call_rows = await _store(request).read_chat_turns(chat_id)
@@ -663,8 +666,14 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     for row in call_rows:
         items.setdefault(str(row["run_id"]), []).append(tool_call_item(row))
     asked = await request_records(_store(request), [str(r["id"]) for r in run_rows])
+    limit = _settings(request).max_field_bytes
     for n, pair in enumerate(pair_requests(asked)):  # ACP chats: permissions, questions, plans
-        items.setdefault(str(pair["run_id"]), []).append({"type": "request", "index": n, **pair})
+        item = {"type": "request", "index": n, **pair}
+        cuts: list[dict[str, Any]] = []  # cut as the request's record is (its seq, truncated)
+        item["request"] = cut_value(pair["request"], limit, "/payload", cuts)
+        if cuts:
+            item["truncated"] = cuts
+        items.setdefault(str(pair["run_id"]), []).append(item)
     runs = []
     for r in run_rows:
         mine = items.get(str(r["id"]), [])

@@ -136,7 +136,7 @@ export class Timeline {
       if (item.closed) this.thinking.done = true;
     } else if (item.type === "tool_call") this.card(runId, item.index, item.view);
     else if (item.type === "error") this.failure(item.text, null);
-    else if (item.type === "request") this.request(runId, item.request, item.answer, false);
+    else if (item.type === "request") this.request(runId, item.request, item.answer, false, this.wholeRequest(item.seq, item.truncated));
   }
 
   /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
@@ -149,7 +149,7 @@ export class Timeline {
       this.notice(type === "retry" ? "The agent is retrying a request…" : `Agent connection: ${rec.subtype || ""}`);
     } else if (type === "request") {
       if (rec.subtype === "answered") this.answered(rec.payload);
-      else this.request(rec.run_id, rec.payload, null, true);
+      else this.request(rec.run_id, rec.payload, null, true, this.wholeRequest(rec.seq, rec.truncated));
     } else if (type === "worker" && rec.subtype === "lost") {
       this.notice(`Worker lost: ${rec.payload?.message || "the worker running this chat stopped answering"}`, "worker-lost");
     } else if (type === "context" && rec.subtype === "reset") {
@@ -332,12 +332,21 @@ export class Timeline {
     }
   }
 
+  /** Where the whole request of record `seq` is, when the server cut it (`truncated`). */
+  wholeRequest(seq, truncated) {
+    const cuts = (truncated || []).filter((t) => String(t.field).startsWith("/payload/"));
+    if (!cuts.length || !seq) return null;
+    const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload")}`;
+    return { url, bytes: cuts.reduce((n, t) => n + (Number(t.bytes) || 0), 0) };
+  }
+
   /** A request of an ACP run (a permission, a question, a plan) as a card with its buttons;
-   * `answer` (if any) shows its decision instead. `live`: it just arrived (announce it). */
-  request(runId, request, answer, live) {
+   * `answer` (if any) shows its decision instead. `live`: it just arrived (announce it).
+   * `whole`: where its whole payload is, when the server cut it (wholeRequest). */
+  request(runId, request, answer, live, whole = null) {
     if (!request || !request.request_id || this.requests.has(request.request_id)) return;
     this.foldThinking();
-    const card = createRequestCard(request, (body) => this.onAnswer(runId, request.request_id, body));
+    const card = createRequestCard(request, (body) => this.onAnswer(runId, request.request_id, body), whole);
     card.dataset.runId = runId || "";
     this.requests.set(request.request_id, card);
     this.container.append(card);
