@@ -46,7 +46,9 @@ def test_only_the_chat_pane_scrolls_never_the_page(make_server: Any, browser: An
     shot(page, "bottom")
     # Scrolling up moves the chat, not the page.
     page.mouse.wheel(0, -600)
-    page.wait_for_function("timeline.scrollTop + timeline.clientHeight < timeline.scrollHeight - 100")
+    # (a function, not an expression: Playwright polls an expression with the page's eval,
+    # which the page's Content-Security-Policy refuses whenever the first check is false)
+    page.wait_for_function("() => timeline.scrollTop + timeline.clientHeight < timeline.scrollHeight - 100")
     assert page.evaluate("scrollY") == 0
     page.set_viewport_size({"width": 375, "height": 740})
     size = page.evaluate("[document.scrollingElement.scrollHeight, innerHeight]")
