@@ -141,3 +141,143 @@ def test_a_request_that_cannot_be_stored_is_refused_at_once_in_plain_words(
     assert "the request could not be stored (database is locked" in text  # what the agent was told
     assert "INSERT" not in text
     assert "Traceback" not in caplog.text
+
+
+# ---- the diff review of these changes (2026-11-24) ---------------------------------------
+
+
+def _ask_one(db_url: str, body: Any) -> Any:
+    """``body(store, log, requests, pending, asked)`` with one permission request waiting
+    (``RunRequests`` of an active run, no agent)."""
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.requests import RunRequests
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    async def main() -> Any:
+        store = Store(db_url)
+        await store.start()
+        try:
+            log = EventLog(store, Hub(), 65536)
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            requests = RunRequests(log, chat["id"], run["id"], None)
+            asked = asyncio.ensure_future(requests.ask("permission", {}))
+            while not requests.open_count():
+                await asyncio.sleep(0)
+            (pending,) = requests.requests.values()
+            try:
+                return await body(store, log, requests, pending, asked)
+            finally:
+                asked.cancel()
+                await asyncio.gather(asked, return_exceptions=True)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def test_an_answer_waiting_on_a_persons_failed_write_is_given(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A person's answer is being written (a locked database) when the run's end (or the
+    timeout) answers too: that answer waits for the write; the write fails (the person gets
+    the error), so the waiting answer is given and stored; before, it waited for good."""
+    real = EventLog.append
+    gate, entered = asyncio.Event(), asyncio.Event()
+
+    async def append(self: EventLog, chat_id: str, new: Sequence[NewRecord], **kw: Any) -> Any:
+        if any(r.subtype == ANSWERED and r.payload.get("by") == "user" for r in new):
+            entered.set()
+            await gate.wait()  # the database is locked until the test says
+            raise _locked()
+        return await real(self, chat_id, new, **kw)
+
+    async def body(store: Any, log: EventLog, requests: Any, pending: Any, asked: Any) -> Any:
+        monkeypatch.setattr(EventLog, "append", append)
+        person = asyncio.ensure_future(requests.answer(pending.id, AnswerIn(decision="allow-once")))
+        await entered.wait()
+        closing = asyncio.ensure_future(requests.close(by="run-end", reason="the run ended"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        waited = not closing.done()
+        gate.set()
+        outcome = await asyncio.gather(person, return_exceptions=True)
+        await asyncio.wait_for(closing, 10)
+        heard = await asyncio.wait_for(asked, 10)
+        pairs = pair_requests(await request_records(store, [requests.run_id]))
+        return waited, outcome, heard, pairs
+
+    waited, (outcome,), heard, (pair,) = _ask_one(db_url, body)
+    assert waited, "the run's end waited for the person's write"
+    assert isinstance(outcome, OperationalError)
+    assert heard["decision"] == "cancelled" and heard["by"] == "run-end"
+    assert pair["answer"]["by"] == "run-end"
+
+
+def test_a_persons_answer_whose_commit_went_through_is_given(db_url: str) -> None:
+    """The person's answer's COMMIT went through but its reply was lost: the store looks it
+    up and the answer is given (200, the agent hears it), stored once; before, the person
+    got 'nothing was changed' while the store said allowed, and the agent heard the
+    timeout's reject later."""
+
+    async def body(store: Any, log: EventLog, requests: Any, pending: Any, asked: Any) -> Any:
+        store.faults.fail_after_commit("events")
+        answer = await requests.answer(pending.id, AnswerIn(decision="allow-once"))
+        heard = await asyncio.wait_for(asked, 10)
+        recs = await request_records(store, [requests.run_id])
+        return answer, heard, [r.payload["decision"] for r in recs if r.subtype == ANSWERED]
+
+    answer, heard, stored = _ask_one(db_url, body)
+    assert answer["decision"] == heard["decision"] == "allow-once"
+    assert stored == ["allow-once"]
+
+
+def test_the_sweep_closes_the_requests_written_while_it_ended_the_run(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that looked lost went on writing between the sweep's read of its run and the
+    run's end: a request answered meanwhile keeps its answer (not overwritten by 'cancelled by
+    restart') and a request asked meanwhile is closed too (before, it stayed open for good)."""
+    from cursor_agent_api.server.dispatch import queue, run_ends
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    async def main() -> list[tuple[str, Any]]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            log = EventLog(store, Hub(), 65536)
+            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            rid = run["id"]
+            await store.update_run(rid, status="running")
+
+            def req(sub: str, payload: dict[str, Any]) -> NewRecord:
+                return NewRecord("server", "request", sub, payload, None, rid)
+
+            await log.append(chat["id"], [req("permission", {"request_id": "A", "kind": "permission"})])
+            real = run_ends.load_run_fold
+            wrote: list[bool] = []
+
+            async def worker_writes_after_the_read(*a: Any, **kw: Any) -> Any:
+                fold = await real(*a, **kw)  # (the turn's state: read as the requests are)
+                if not wrote:  # what the (not really lost) worker commits in that window
+                    wrote.append(True)
+                    await log.append(chat["id"], [req(ANSWERED, {
+                        "request_id": "A", "kind": "permission", "decision": "allow-once", "by": "user"})])
+                    asked_b = req("permission", {"request_id": "B", "kind": "permission"})
+                    await log.append(chat["id"], [asked_b])
+                return fold
+
+            monkeypatch.setattr(run_ends, "load_run_fold", worker_writes_after_the_read)
+            row = await store.get_run(rid)
+            assert row is not None
+            assert await queue.interrupt_lost_run(log, row)
+            return [(p["request"]["request_id"], p["answer"] and (p["answer"]["decision"], p["answer"]["by"]))
+                    for p in pair_requests(await request_records(store, [rid]))]
+        finally:
+            await store.close()
+
+    assert asyncio.run(main()) == [("A", ("allow-once", "user")), ("B", ("cancelled", "restart"))]

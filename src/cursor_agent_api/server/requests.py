@@ -62,7 +62,16 @@ from ..permissions import (
     Skip,
 )
 from .log import EventLog
-from .store import EventRecord, NewRecord, RunEndedError, Store, describe_error, now_ms
+from .store import (
+    AppendOnce,
+    EventRecord,
+    NewRecord,
+    RunEndedError,
+    Store,
+    describe_error,
+    is_transient,
+    now_ms,
+)
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -215,8 +224,12 @@ class PendingRequest:
     info: dict[str, Any]
     future: asyncio.Future[dict[str, Any]]
     answer: dict[str, Any] | None = None
-    stored: bool = False
-    """Its answer's record is in the store (else the run's end writes it: :meth:`RunRequests.unstored`)."""
+    writing: asyncio.Future[None] | None = None
+    """Set while an answer's record is being written (the request is claimed: another answer
+    waits for it, then finds it given, or tries its own if that write failed)."""
+    unrecorded: bool = False
+    """The library's own answer was given but its record could not be written: the run's end
+    writes it (:meth:`RunRequests.unrecorded_answers`)."""
 
 
 @dataclass(eq=False)
@@ -235,11 +248,11 @@ class RunRequests:
     def _record(self, subtype: str, payload: dict[str, Any]) -> NewRecord:
         return NewRecord("server", "request", subtype, payload, None, self.run_id)
 
-    async def _store(self, record: NewRecord) -> bool:
+    async def _store(self, record: NewRecord, once: AppendOnce | None = None) -> bool:
         """Append ``record`` while the run is active; False (nothing written, ``on_ended``
         called) if the run is over."""
         try:
-            await self.log.append(self.chat_id, [record], active_run=self.run_id)
+            await self.log.append(self.chat_id, [record], active_run=self.run_id, once=once)
         except RunEndedError:
             logger.warning("run %s is over (ended by another process): its request record (%s) "
                            "is not stored", self.run_id, record.subtype)
@@ -287,54 +300,90 @@ class RunRequests:
 
     async def settle(self, pending: PendingRequest, fields: dict[str, Any], *, by: str) -> dict[str, Any]:
         """Give ``pending`` its answer (once: a later one gets the first), store the answer
-        record, then let the waiting callback go on. If the run is over (the record refused),
-        the agent hears ``cancelled`` instead (:meth:`_refused`), which is returned."""
+        record, then let the waiting callback go on; the answer the agent hears. If the run is
+        over (the record refused), it hears ``cancelled`` instead (:meth:`_refused`).
+
+        A person's answer (``by="user"``) is stored before the agent hears it, or not given:
+        if its record cannot be written, the store's error is raised (503 at the endpoint)
+        and the request stays open. A write that may have gone through (its ``COMMIT`` sent)
+        is tried again until the store says (:class:`~.store.AppendOnce`). The library's own
+        answers (a timeout, a cancel, the run's end) cannot wait: the agent hears them, and a
+        record the store missed is written with the run's end."""
+        answer, _mine = await self._settle(pending, fields, by)
+        return answer
+
+    async def _settle(self, pending: PendingRequest, fields: dict[str, Any],
+                      by: str) -> tuple[dict[str, Any], bool]:
+        while pending.writing is not None:  # claimed: wait for that write, then look again
+            await asyncio.shield(pending.writing)
         if pending.answer is not None:
-            return await asyncio.shield(pending.future)
+            return await asyncio.shield(pending.future), False
         answer = {"request_id": pending.id, "kind": pending.kind, **fields, "by": by,
                   "answered_ms": now_ms()}
         pending.answer = answer
+        writing = pending.writing = asyncio.get_running_loop().create_future()
         try:
-            if not await self._store(self._record(ANSWERED, answer)):
-                return self._refused(pending)
-            pending.stored = True
-        except Exception as exc:
-            if by == "user":
-                # A person's answer is stored before the agent hears it, or not given at all:
-                # the request stays open (the endpoint answers 503: try again).
-                pending.answer = None
-                raise
-            # The library's own answer (a timeout, a cancel, the run's end): the agent must go
-            # on; the record goes in with the run's end (unstored()).
-            logger.warning("could not store the answer to request %s (%s): it is stored with "
-                           "the run's end", pending.id, describe_error(exc))
+            if not await self._store_answer(pending, answer, by):
+                return self._refused(pending), False
+        except BaseException:
+            pending.answer = None  # not stored, not given: the request stays open
+            raise
+        finally:
+            pending.writing = None
+            writing.set_result(None)
         if not pending.future.done():
             pending.future.set_result(answer)
-        return answer
+        return answer, True
 
-    def unstored(self) -> list[NewRecord]:
-        """The answer records the store missed (written with the run's end, so that no request
-        of a run that is over looks open)."""
+    async def _store_answer(self, pending: PendingRequest, answer: dict[str, Any], by: str) -> bool:
+        """Write ``answer``'s record: False if the run is over; raises (a person's answer
+        only) if it is certainly not stored."""
+        record = self._record(ANSWERED, answer)
+        once = AppendOnce()
+        delay = 0.05
+        while True:
+            try:
+                return await self._store(record, once)
+            except Exception as exc:
+                if once.uncertain and is_transient(exc):
+                    # its COMMIT was sent: it may be stored; only the store can say (the next
+                    # try looks it up before writing), and till then nothing else is given
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 2.0)
+                    continue
+                if by == "user":
+                    raise
+                logger.warning("could not store the answer to request %s (%s): it is stored "
+                               "with the run's end", pending.id, describe_error(exc))
+                pending.unrecorded = True
+                return True
+
+    def unrecorded_answers(self) -> list[NewRecord]:
+        """The library's answers whose records the store missed, to write with the run's end
+        (no request of a run that is over looks open)."""
         return [self._record(ANSWERED, p.answer) for p in self.requests.values()
-                if p.answer is not None and not p.stored]
+                if p.unrecorded and p.answer is not None]
 
     async def answer(self, request_id: str, body: AnswerIn) -> dict[str, Any]:
-        """A person's answer (the endpoint); :class:`AlreadyAnsweredError` (409) if the run
-        turns out to be over (ended by another process: the answer is not stored, the agent
-        hears ``cancelled``)."""
+        """A person's answer (the endpoint); :class:`AlreadyAnsweredError` (409) if another
+        answer came first, or if the run turns out to be over (ended by another process: the
+        answer is not stored, the agent hears ``cancelled``); the store's error if the answer
+        cannot be stored (it is not given)."""
         pending = self.requests.get(request_id)
         if pending is None:
             raise UnknownRequestError(request_id)
-        if pending.answer is not None:
+        if pending.future.done():
             raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
         fields = parse_answer(pending.kind, pending.info, body)
-        answer = await self.settle(pending, fields, by="user")
-        if answer.get("by") != "user":
+        answer, mine = await self._settle(pending, fields, "user")
+        if mine:
+            return answer
+        if answer.get("decision") == "cancelled" and answer.get("reason") == _ENDED_REASON:
             raise AlreadyAnsweredError(
                 f"request {request_id!r} cannot be answered: run {self.run_id!r} is already "
                 f"{await self._status()} (ended by another process); the answer was not stored"
             )
-        return answer
+        raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
 
     async def _status(self) -> str:
         """The run's stored status (``over`` if it cannot be read)."""
@@ -344,10 +393,13 @@ class RunRequests:
             return "over"
         return str(run["status"]) if run is not None else "over"
 
-    async def close(self, *, by: str, reason: str) -> None:
-        """Answer every open request ``cancelled`` (the run is cancelled or over)."""
+    async def close(self, *, by: str, reason: str, wait_writing: bool = True) -> None:
+        """Answer every open request ``cancelled`` (the run is cancelled or over). An answer
+        being written is waited for first (it may fail: then the request is closed here), or,
+        with ``wait_writing=False`` (a cancel, which must not wait on the database), left to
+        its writer and to the run's end."""
         for pending in list(self.requests.values()):
-            if pending.answer is None:
+            if not pending.future.done() and (wait_writing or pending.writing is None):
                 await self.settle(pending, {"decision": "cancelled", "reason": reason}, by=by)
 
     def open_count(self) -> int:

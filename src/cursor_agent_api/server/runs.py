@@ -42,7 +42,7 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -520,7 +520,7 @@ class RunManager:
         active.cancel_requested = True
         await self._request_cancel(active)
         if active.requests is not None:
-            await active.requests.close(by="cancel", reason="the run was cancelled")
+            await active.requests.close(by="cancel", reason="the run was cancelled", wait_writing=False)
         if active.task is not None:
             await asyncio.wait([active.task], timeout=wait)
             if wait > 0 and not active.task.done():  # wait=0: "stop it", nobody waits
@@ -615,6 +615,8 @@ class RunManager:
         fold = active.fold
         closing = fold.close() if fold is not None else ()  # once: a retry writes the same
         once = AppendOnce()  # an end whose commit went through is not recorded twice
+        # the library's answers whose records the store missed go in with the end
+        notes = active.requests.unrecorded_answers() if active.requests is not None else []
         while True:
             try:
                 await self._finish(
@@ -626,6 +628,7 @@ class RunManager:
                     closing=closing,
                     fold=fold,
                     once=once,
+                    notes=notes,
                     **extra,
                 )
                 if warned:
@@ -640,6 +643,7 @@ class RunManager:
                         return
                     minimal = True
                     extra = {}
+                    notes = []  # (one of them may be what the database refuses)
                     status = RunStatus.FAILED
                     error = f"the server could not record the end of this run in full: {reason}"
                     error_type = type(e).__name__
@@ -1007,11 +1011,12 @@ class RunManager:
         closing: Changes | None = None,
         fold: RunFold | None = None,
         once: AppendOnce | None = None,
+        notes: Sequence[NewRecord] = (),
         **extra: Any,
     ) -> bool:
-        """Record the run's end (its final record, its fields) and close its turn's state
-        with ``closing`` (what :meth:`RunFold.close` changed), in one transaction. False
-        if the run was over already (nothing recorded)."""
+        """Record the run's end (``notes``, then its final record, its fields) and close its
+        turn's state with ``closing`` (what :meth:`RunFold.close` changed), in one
+        transaction. False if the run was over already (nothing recorded)."""
         ended = now_ms()
         values: dict[str, Any] = {
             "status": status.value,
@@ -1039,15 +1044,13 @@ class RunManager:
                 batch = FoldedBatch(fold.chat_id, run_id, [], [closing], fold.errors, fold.turn())
                 await write_turn(store, conn, batch, recs[-1:], limit)  # (the end's own record)
 
-        # answers the store missed (a person's never: those are refused, 503) go in with the end
-        unstored = active.requests.unstored() if active is not None and active.requests is not None else []
         try:
             await self.log.append(
                 str(run["chat_id"]),
-                [*unstored, run_record(status.value, final)],
+                [*notes, run_record(status.value, final)],
                 before=before,
                 purpose="run_end",
-                changes=[*([()] * len(unstored)), closing or ()],
+                changes=[*([()] * len(notes)), closing or ()],
                 once=once,
             )
         except _RunOverError:

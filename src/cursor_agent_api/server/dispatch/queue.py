@@ -44,7 +44,6 @@ from typing import Any
 from ..hub import Hub
 from ..log import EventLog
 from ..models import RunStatus
-from ..requests import cancelled_answers
 from ..runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, run_record, run_view
 from ..settings import ServerSettings
 from ..store import AppendOnce, Store, describe_error, is_transient, new_id, now_ms
@@ -366,18 +365,15 @@ async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     worker = run.get("worker") or run.get("server_id") or "unknown"
     seq = run.get("last_seq")
     message = f"worker {worker} was lost at seq {seq}; the run was not run again"
-    # its open requests closed with its end (the worker cannot write to a run that is over)
-    closing = await cancelled_answers(
-        log.store, str(run["id"]), by="restart",
-        reason=f"worker {worker} was lost while this request waited for an answer",
-    )
     marked = await run_ends.finish_if_active(
         log,
         run,
         RunStatus.INTERRUPTED.value,
         error=message,
         error_type="WorkerLost",
-        notes=[*closing, run_ends.lost_worker_note(run, message)],
+        notes=[run_ends.lost_worker_note(run, message)],
+        # its open requests closed with its end (the worker cannot write to a run that is over)
+        close_requests=("restart", f"worker {worker} was lost while this request waited for an answer"),
     )
     if marked:
         logger.warning("run %s: %s", run["id"], message)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..log import EventLog
 from ..models import ACTIVE_STATUSES
+from ..requests import cancelled_answers
 from ..runs import run_record
 from ..store import NewRecord, now_ms, write_turn
 from ..turns import Changes, FoldedBatch, load_run_fold
@@ -22,6 +23,15 @@ from ..turns import Changes, FoldedBatch, load_run_fold
 
 class _NotActiveError(Exception):
     """The run was no longer in the expected status: roll the write back."""
+
+
+class _MovedOnError(Exception):
+    """Records of the chat were written after what the end was built from: build it again."""
+
+
+_END_ATTEMPTS = 20
+"""How many times an end is built again because the run's process went on writing (it looked
+lost but was not); the last try is written as built."""
 
 
 async def finish_if_active(
@@ -33,39 +43,60 @@ async def finish_if_active(
     error: str | None = None,
     error_type: str | None = None,
     notes: Sequence[NewRecord] = (),
+    close_requests: tuple[str, str] | None = None,
 ) -> bool:
     """Record the end of ``run`` (``notes``, then its ``run/<status>`` record) if its status
-    is still one of ``only``; False (nothing written) otherwise."""
-    values: dict[str, Any] = {
-        "status": status,
-        "ended_ms": now_ms(),
-        "error": error,
-        "error_type": error_type,
-    }
+    is still one of ``only``; False (nothing written) otherwise. ``close_requests``
+    (``by``, ``reason``): the run's requests still open are answered ``cancelled`` with the
+    end (:func:`~..requests.cancelled_answers`).
+
+    What the end says (the turn's state closed, the open requests) is read from the store
+    before its transaction; if the chat has records written since (a worker that looked lost
+    went on writing until its run's end), the end is built again from them."""
     run_id = str(run["id"])
+    chat_id = str(run["chat_id"])
     store = log.store
-    # the turn's state is closed as the run ends (calls left open abandoned), as RunManager does
-    fold = await load_run_fold(store, str(run["chat_id"]), run_id)
-    closing = fold.close()
-    values["turn"] = fold.turn()
-    changes: list[Changes] = [*(() for _ in notes), closing]
+    for attempt in range(_END_ATTEMPTS):
+        (seen,) = [n for _, n in await store.chat_last_seqs([chat_id])] or [0]
+        values: dict[str, Any] = {
+            "status": status,
+            "ended_ms": now_ms(),
+            "error": error,
+            "error_type": error_type,
+        }
+        # the turn's state is closed as the run ends (calls left open abandoned), as RunManager does
+        fold = await load_run_fold(store, chat_id, run_id)
+        closing = fold.close()
+        values["turn"] = fold.turn()
+        answers = [] if close_requests is None else await cancelled_answers(
+            store, run_id, by=close_requests[0], reason=close_requests[1])
+        first = [*answers, *notes]
+        changes: list[Changes] = [*(() for _ in first), closing]
+        last_try = attempt == _END_ATTEMPTS - 1
 
-    async def before(conn: Any, recs: list[Any]) -> None:
-        if not await store.end_run(conn, run_id, only=only, **values, last_seq=recs[-1].seq):
-            raise _NotActiveError(run_id)
-        if closing:
-            batch = FoldedBatch(fold.chat_id, run_id, [], changes, fold.errors, fold.turn())
-            await write_turn(store, conn, batch, recs, log.max_field_bytes)
+        async def before(conn: Any, recs: list[Any], closing: Changes = closing, fold: Any = fold,
+                         changes: list[Changes] = changes, values: dict[str, Any] = values,
+                         seen: int = seen, last_try: bool = last_try) -> None:
+            if recs[0].seq != seen + 1 and not last_try:
+                raise _MovedOnError(run_id)  # rolled back: built again from what is stored now
+            if not await store.end_run(conn, run_id, only=only, **values, last_seq=recs[-1].seq):
+                raise _NotActiveError(run_id)
+            if closing:
+                batch = FoldedBatch(fold.chat_id, run_id, [], changes, fold.errors, fold.turn())
+                await write_turn(store, conn, batch, recs, log.max_field_bytes)
 
-    final = {**run, **values}
-    try:
-        await log.append(
-            str(run["chat_id"]), [*notes, run_record(status, final)], before=before, purpose="run_end",
-            changes=changes,
-        )
-    except _NotActiveError:
-        return False
-    return True
+        final = {**run, **values}
+        try:
+            await log.append(
+                chat_id, [*first, run_record(status, final)], before=before, purpose="run_end",
+                changes=changes,
+            )
+        except _MovedOnError:
+            continue
+        except _NotActiveError:
+            return False
+        return True
+    return False  # pragma: no cover - the last try never raises _MovedOnError
 
 
 def lost_worker_note(run: dict[str, Any], message: str) -> NewRecord:
