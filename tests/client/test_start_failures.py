@@ -155,3 +155,40 @@ def test_the_guard_reports_a_watcher_it_cannot_fork_and_runs_no_agent():
     err = process_module._guard_failure("agent", report)
     assert type(err) is AgentStartError and err.errno == errno.EAGAIN
     assert "ulimit -u" in str(err)
+
+
+# ---- no thread left to wait for the child (Python 3.11's default child watcher) ----------
+
+def _threaded_watcher() -> bool:
+    import warnings
+
+    unix_events = getattr(asyncio, "unix_events", None)
+    threaded = getattr(unix_events, "ThreadedChildWatcher", None)
+    if threaded is None:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return isinstance(asyncio.get_child_watcher(), threaded)
+
+
+@pytest.mark.skipif(not _threaded_watcher(), reason="this asyncio waits for children without "
+                    "a thread of its own per child")
+@pytest.mark.parametrize("transport", ["print", "acp"])
+def test_no_thread_to_wait_for_the_agent(sim, guard, transport, monkeypatch):
+    started: list[int] = []
+
+    def add_child_handler(self: Any, pid: int, *args: Any) -> None:
+        started.append(pid)
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(asyncio.unix_events.ThreadedChildWatcher,  # type: ignore[attr-defined]
+                        "add_child_handler", add_child_handler)
+    with CursorAgentClient(sim(transport=transport)) as client, \
+            pytest.raises(AgentStartError, match="ulimit -u") as caught:
+        client.query("hi")
+    assert caught.value.errno == errno.EAGAIN
+    (pid,) = started
+    with pytest.raises(ChildProcessError):  # killed and reaped, not left running
+        os.waitpid(pid, os.WNOHANG)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pid, 0)

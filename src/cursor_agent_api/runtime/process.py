@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import signal as signal_module
 import subprocess
@@ -91,6 +92,27 @@ def _guard_failure(program: str, report: bytes) -> AgentStartError:
         return error
     return AgentStartError(f"cannot start the agent: its owner guard could not start its "
                            f"watcher ({exc.strerror})", errno=code)
+
+
+async def _stop_unwatched(protocol: _Protocol) -> None:
+    """Kill and reap the process asyncio started before its child watcher failed: asyncio
+    connects its pipes (``connection_made``) a moment later; nobody else will reap it."""
+    try:
+        transport = await asyncio.wait_for(asyncio.shield(protocol.made), _UNWATCHED_WAIT)
+    except asyncio.TimeoutError:  # asyncio could not connect its pipes: the pid is unknown
+        return
+    assert isinstance(transport, asyncio.SubprocessTransport)
+    pid = transport.get_pid()
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal_module.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)  # SIGKILLed: at once
+    transport.close()
+
+
+_UNWATCHED_WAIT = 5.0
+"""How long :func:`_stop_unwatched` waits for asyncio to hand over a process it started
+(one loop iteration, normally): a bound, so a start never hangs on it."""
 
 
 async def _read_to_eof(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
@@ -187,6 +209,11 @@ class _Protocol(asyncio.SubprocessProtocol):
     def __init__(self, listener: ProcessListener, exited: asyncio.Future[None]) -> None:
         self.listener = listener
         self.exited = exited
+        self.made: asyncio.Future[asyncio.BaseTransport] = exited.get_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.made.done():
+            self.made.set_result(transport)
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         assert isinstance(data, bytes)
@@ -304,6 +331,15 @@ class AgentProcess:
             if status_r >= 0:
                 os.close(status_r)
             raise AgentStartError.of(argv[0] if argv else "", exc) from exc
+        except RuntimeError as exc:
+            if status_r >= 0:
+                os.close(status_r)
+            if "thread" not in str(exc):
+                raise
+            # the loop's child watcher (3.11: a thread per child) could not start its thread:
+            # the process runs, and nothing would ever reap it
+            await _stop_unwatched(protocol)
+            raise AgentStartError.of(argv[0], OSError(errno.EAGAIN, str(exc))) from exc
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
