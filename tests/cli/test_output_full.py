@@ -64,3 +64,16 @@ def test_sessions_says_the_output_is_lost(cli, cli_env, args):
         args = ["show", *_saved(cli_env)]
     proc = _run(cli_env, "sessions", *args)
     assert (proc.returncode, proc.stderr) == (1, f"Error: {FULL}\n")
+
+
+@pytest.mark.parametrize("simulate", [True, False], ids=["simulate", "agent-binary"])
+def test_chat_says_the_output_is_lost_before_any_turn(cli_env, simulate):
+    from cursor_agent_api.testing import sim_binary
+
+    agent = ["--simulate"] if simulate else ["--agent-binary", sim_binary()]
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([*CLI, "chat", *agent, "--trust"], input="hi\n", stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=90,
+                              cwd=cli_env["TEST_WS"], env=cli_env, check=False)
+    assert (proc.returncode, proc.stderr) == (1, f"Error: {FULL}\n")
+    assert _saved(cli_env) == []  # its header could not be shown: no turn ran unseen
