@@ -3,7 +3,10 @@
 ::
 
     CursorAgentError                 base: catch this to catch everything below
-    ├── AgentNotFoundError           the agent binary cannot be started (not installed, not on PATH)
+    ├── AgentStartError              the agent cannot be started: the system is out of open files,
+    │   │                            processes or memory (``errno`` says which)
+    │   └── AgentNotFoundError       the agent binary cannot be started (not installed, not on PATH,
+    │                                not executable)
     ├── AuthenticationError          not logged in, or the API key is invalid
     ├── WorkspaceTrustError          the workspace is not trusted (pass trust=True / --trust)
     ├── InvalidModelError            the model slug is not available
@@ -28,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import errno as errno_module
 import re
 
 
@@ -90,8 +94,70 @@ def _phrasings(template: str) -> tuple[str, str]:
     return _ALTERNATIVE.sub(r"\1", template), _ALTERNATIVE.sub(r"\2", template)
 
 
-class AgentNotFoundError(CursorAgentError):
-    """The agent binary could not be started.
+class AgentStartError(CursorAgentError):
+    """The agent process could not be started, though its binary is there: the system is out
+    of a resource a new process needs (open files, processes, memory). ``errno`` says which;
+    the remedy names the limit. :meth:`of` turns the ``OSError`` of a failed start into this
+    error or its subclass :class:`AgentNotFoundError`.
+
+    Example:
+        >>> import errno
+        >>> err = AgentStartError.of("agent", OSError(errno.EMFILE, "Too many open files"))
+        >>> type(err).__name__, err.errno == errno.EMFILE
+        ('AgentStartError', True)
+        >>> print(str(err).replace(" — ", "\\n— "))
+        cannot start the agent: too many open files in this process (EMFILE)
+        — close some, or raise the limit (`ulimit -n`)
+        >>> type(AgentStartError.of("agent", FileNotFoundError(errno.ENOENT, "No such file"))).__name__
+        'AgentNotFoundError'
+    """
+
+    remedy = "retry once the system has room again (see the reason above)"
+
+    def __init__(self, message: str, *, errno: int | None = None, remedy: str | None = None,
+                 exit_code: int | None = None, stderr: str | None = None) -> None:
+        self.errno = errno
+        if remedy is not None:  # this failure's own remedy (the limit it hit), in both phrasings
+            self.remedy = self.cli_remedy = remedy
+        super().__init__(message, exit_code=exit_code, stderr=stderr)
+
+    @classmethod
+    def of(cls, program: str, exc: OSError) -> AgentStartError:
+        """The error for ``exc``, raised starting ``program``: :class:`AgentNotFoundError` when
+        the binary is missing or cannot be executed, else this class, its remedy by errno."""
+        code = exc.errno
+        reason = exc.strerror or str(exc)
+        if code in _NOT_FOUND:
+            return AgentNotFoundError(
+                f"cannot start the agent: {program!r} was not found ({reason})", errno=code)
+        if code in _NOT_EXECUTABLE:
+            return AgentNotFoundError(
+                f"cannot start the agent: {program!r} is not executable ({reason})", errno=code)
+        name = errno_module.errorcode.get(code, "") if code is not None else ""
+        what, remedy = _SHORT_OF.get(code, (reason, None)) if code is not None else (reason, None)
+        return cls(f"cannot start the agent: {what}" + (f" ({name})" if name else ""),
+                   errno=code, remedy=remedy)
+
+
+_NOT_FOUND = frozenset({errno_module.ENOENT, errno_module.ENOTDIR, errno_module.ELOOP,
+                        errno_module.ENAMETOOLONG})
+_NOT_EXECUTABLE = frozenset({errno_module.EACCES, errno_module.EPERM, errno_module.EISDIR,
+                             errno_module.ENOEXEC, errno_module.ETXTBSY})
+_SHORT_OF: dict[int, tuple[str, str]] = {
+    errno_module.EMFILE: ("too many open files in this process",
+                          "close some, or raise the limit (`ulimit -n`)"),
+    errno_module.ENFILE: ("too many open files on this system",
+                          "close some elsewhere, or raise the system's limit (fs.file-max)"),
+    errno_module.EAGAIN: ("the process limit is reached",
+                          "end some processes, or raise the limit (`ulimit -u`, or the "
+                          "container's pids limit)"),
+    errno_module.ENOMEM: ("out of memory", "free some memory (end other programs) and retry"),
+}
+
+
+class AgentNotFoundError(AgentStartError):
+    """The agent binary could not be started: not installed, not on ``PATH``, or not
+    executable (``errno`` says which, when the system said).
 
     Example:
         >>> "install" in str(AgentNotFoundError("agent: not found"))
@@ -253,6 +319,7 @@ __all__ = [
     "AcpRequestError",
     "AgentNotFoundError",
     "AgentProcessError",
+    "AgentStartError",
     "AgentTimeoutError",
     "AuthenticationError",
     "CursorAgentError",

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.text import Text
@@ -30,7 +31,7 @@ from rich.text import Text
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir, private_dir
-from .console import CliUsageError, error_text, make_console
+from .console import CliUsageError, error_text, make_console, writing_output
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
 from .run import acp_steering, is_terminal, load_session, read_stdin, utf8_prompt
@@ -68,9 +69,14 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
          output: str) -> None:
     """Talk with the agent, turn after turn, on one chat."""
     console = make_console()  # a pipe or a log: long lines stay whole (JSON output: `run`)
+
+    def say(*args: Any, **kwargs: Any) -> None:  # stdout cannot be written: one line, exit 1
+        with writing_output():
+            console.print(*args, **kwargs)
+
     saved = SavedChats()
     if simulate:
-        console.print(SIMULATED_BANNER, style="bold yellow")
+        say(SIMULATED_BANNER, style="bold yellow")
     try:
         recorder = Recorder(record)
     except OSError as exc:
@@ -83,15 +89,16 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
         session = load_session(config, saved, given)
     except CursorAgentError as exc:  # the saved chat's file is damaged: one line, as in run
         recorder.close()
-        console.print(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
+        say(Text(f"✗ {printable(error_text(exc))}", style="bold red"))
         sys.exit(1)
     where = printable(session.config.workspace or ".")  # a resumed chat's, unless -w was given
-    console.print(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
+    say(Text(  # the folder is data, never markup: …/proj[/old] is shown as is
         f"chat {session.session_id or '(new)'} in {where} — Enter sends, Ctrl-C cancels a turn, "
         "Ctrl-D leaves",
         style="dim",
     ))
     status = 0
+    lost = False  # the output could not be written: stdout is done with
     try:
         while True:
             try:
@@ -101,12 +108,12 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
             except EOFError:
                 break
             except KeyboardInterrupt:
-                console.print()
+                say()
                 continue
             except (CliUsageError, UnicodeDecodeError) as exc:  # not sent: nothing ran
                 reason = str(exc) if isinstance(exc, CliUsageError) else \
                     "this line is not UTF-8 text (type it again in UTF-8)"
-                console.print(Text(f"✗ {reason} — not sent", style="bold red"))
+                say(Text(f"✗ {reason} — not sent", style="bold red"))
                 if not interactive:
                     status = 2  # a script's next prompts assumed this one was sent
                     break
@@ -119,16 +126,19 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                                    simulated=simulate, steering=steering)
             except CursorAgentError as exc:
                 _stop(view)
-                console.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
+                say(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
                                    style="bold red"))
                 status = 1
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on
                 _stop(view)
-                console.print("⊘ turn cancelled — the chat goes on", style="yellow")
+                say("⊘ turn cancelled — the chat goes on", style="yellow")
                 continue
             if outcome.interrupted:
-                console.print("⊘ turn cancelled — the chat goes on", style="yellow")
+                say("⊘ turn cancelled — the chat goes on", style="yellow")
+            elif outcome.output_lost:  # run_turn said so, and the chat id, on stderr
+                status, lost = 1, True
+                break
             elif not outcome.result.success and not outcome.result.cancelled:
                 status = 1  # the footer said why
                 if not interactive:
@@ -136,8 +146,8 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
     finally:
         recorder.close()
         session.close()
-    if session.session_id:
-        console.print(Text(
+    if session.session_id and not lost:
+        say(Text(
             "continue later: " + printable(continue_command(
                 session.session_id, simulate, session.config.workspace,
                 acp=config.transport == "acp")),
@@ -157,5 +167,6 @@ def _read_line() -> str:
     if not line:
         raise EOFError
     shown = printable(line.rstrip("\n")).encode("utf-8", "backslashreplace").decode("utf-8")
-    sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
+    with writing_output():
+        sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
     return line.rstrip("\n")

@@ -6,6 +6,9 @@
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
   line on stderr, then exit status 1, 2;
+* :func:`output_failure`, :func:`writing_output` — stdout cannot be written (a full disk):
+  one line, ``cannot write the output: REASON``; a closed pipe (``| head``) is click's to end
+  quietly;
 * :func:`given_as` — the name to blame for a bad value: its option, or its environment
   variable when it came from there.
 
@@ -17,6 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import errno
+from collections.abc import Iterator
 from typing import IO, Any
 
 import click
@@ -71,6 +77,35 @@ class CliError(click.ClickException):
     def show(self, file: IO[Any] | None = None) -> None:
         """Print the one line (newlines in the message are flattened)."""
         click.echo(f"Error: {' '.join(self.format_message().split())}", file=file, err=True)
+
+
+def output_failure(exc: OSError) -> str:
+    """What a failed write of the command's output says.
+
+    Example:
+        >>> output_failure(OSError(errno.ENOSPC, "No space left on device"))
+        'cannot write the output: No space left on device'
+    """
+    return f"cannot write the output: {exc.strerror or exc}"
+
+
+@contextlib.contextmanager
+def writing_output() -> Iterator[None]:
+    """Around code that only writes the output: an ``OSError`` there (but a closed pipe,
+    which click ends quietly) is :class:`CliError` with :func:`output_failure`'s line.
+
+    Example:
+        >>> with writing_output():
+        ...     raise OSError(errno.ENOSPC, "No space left on device")
+        Traceback (most recent call last):
+        cursor_agent_api.cli.console.CliError: cannot write the output: No space left on device
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise CliError(output_failure(exc)) from None
 
 
 class CliUsageError(CliError):

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -21,7 +22,7 @@ import orjson
 
 from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventType, Transcript
 from ..protocol.reason import failure_reason
-from .console import make_console
+from .console import make_console, output_failure
 from .render import TurnRenderer
 
 
@@ -68,9 +69,23 @@ def summarize(t: Transcript, raw_tail: Iterable[str] = ()) -> dict[str, Any]:
     }
 
 
+class _ReadError(Exception):
+    """The input could not be read (an ``OSError`` of the output is the output's)."""
+
+    def __init__(self, exc: OSError) -> None:
+        super().__init__(exc.strerror or str(exc))
+        self.directory = isinstance(exc, IsADirectoryError)
+
+
 def _chunks(src: BinaryIO) -> Iterator[bytes]:
     read = getattr(src, "read1", src.read)  # read1: what a pipe has now, without waiting for more
-    while chunk := read(1 << 16):
+    while True:
+        try:
+            chunk = read(1 << 16)
+        except OSError as exc:
+            raise _ReadError(exc) from exc
+        if not chunk:
+            return
         yield chunk
 
 
@@ -90,7 +105,8 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
 
     Exit status: 0 once the recording is read (whatever the turn's outcome: see
     --summary's "success"), 1 when the input holds no JSON event (not a stream-json
-    recording), 2 when it cannot be read, 130 on Ctrl-C.
+    recording) or the output cannot be written, 2 when the input cannot be read, 130 on
+    Ctrl-C.
     """
     try:
         src: BinaryIO = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
@@ -149,12 +165,15 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     except KeyboardInterrupt:
         sys.stdout.flush()
         sys.exit(130)
-    except IsADirectoryError:
-        click.echo(f"cursor-agent-api replay: {file} is a directory", err=True)
+    except _ReadError as exc:
+        why = f"{file} is a directory" if exc.directory else f"cannot read {file}: {exc}"
+        click.echo(f"cursor-agent-api replay: {why}", err=True)
         sys.exit(2)
-    except OSError as exc:
-        click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror or exc}", err=True)
-        sys.exit(2)
+    except OSError as exc:  # writing the rendering (a closed pipe is click's to end quietly)
+        if exc.errno == errno.EPIPE:
+            raise
+        click.echo(f"cursor-agent-api replay: {output_failure(exc)}", err=True)
+        sys.exit(1)
     finally:
         if src is not sys.stdin.buffer:
             src.close()

@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Collection
 from pathlib import Path
@@ -28,7 +29,7 @@ from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..sessions import ConversationSession
-from .console import CliUsageError, error_text, make_console
+from .console import CliUsageError, error_text, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
@@ -139,7 +140,13 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     err = make_console(stderr=True)
     if simulate:
         to_err = output in ("json", "ndjson") or output_format is not None
-        (err if to_err else console).print(SIMULATED_BANNER, style="bold yellow")
+        try:
+            (err if to_err else console).print(SIMULATED_BANNER, style="bold yellow")
+        except OSError as exc:  # stdout cannot be written (a full disk): no turn runs unseen
+            if exc.errno == errno.EPIPE:
+                raise  # a closed pipe: click ends quietly
+            err.print(Text(printable(f"✗ {output_failure(exc)}"), style="bold red"))
+            sys.exit(1)
     try:
         recorder = Recorder(record)
     except OSError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import sys
+from typing import Any
 
 import click
 import orjson
@@ -18,9 +19,9 @@ from rich.text import Text
 
 from ..errors import SessionError
 from ..sessions import read_session_file
-from .console import CliError, CliUsageError, error_text, make_console
+from .console import CliError, CliUsageError, error_text, make_console, writing_output
 from .render import printable
-from .saved_chats import ChatLookupError, SavedChats
+from .saved_chats import ChatLookupError, ChatSummary, SavedChats
 
 
 def _when(stamp: float) -> str:
@@ -48,12 +49,18 @@ def sessions() -> None:
 def list_(as_json: bool) -> None:
     """List saved chats, most recently used first."""
     chats = SavedChats().list()
+    with writing_output():
+        _list(chats, as_json)
+
+
+def _list(chats: list[ChatSummary], as_json: bool) -> None:
     if as_json:
         for c in chats:
             sys.stdout.buffer.write(orjson.dumps({
                 "chat_id": c.chat_id, "workspace": c.workspace, "first_prompt": c.first_prompt,
                 "turns": c.turns, "last_used": c.last_used, "model": c.model,
             }, option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.flush()
         return
     console = make_console()
     if not chats:
@@ -94,12 +101,17 @@ def show(chat_id: str) -> None:
     except OSError as exc:
         raise CliError(f"cannot read the saved chat {store.path(chat_id)}: "
                        f"{exc.strerror or exc}") from None
+    with writing_output():
+        _show(summary, data["history"])
+
+
+def _show(summary: ChatSummary, history: list[Any]) -> None:
     console = make_console()
     console.print(Text(f"chat {printable(summary.chat_id)}", style="bold"))
     console.print(Text(f"workspace: {printable(summary.workspace or '—')}   "
                        f"model: {printable(summary.model or 'default')}   "
                        f"turns: {summary.turns}   last used: {_when(summary.last_used)}"))
-    for turn in data["history"]:
+    for turn in history:
         console.print()
         console.print(Text("› " + printable(turn.prompt), style="bold cyan"))
         if turn.cancelled:

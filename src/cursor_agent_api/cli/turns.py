@@ -13,6 +13,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import signal
 from collections.abc import Callable
@@ -26,11 +27,11 @@ from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult, EventType
 from ..sessions import ConversationSession
-from .console import make_console
+from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
-from .views import TurnView, agent_line
+from .views import TurnView, agent_line, chat_lines, outcome_lines
 
 if TYPE_CHECKING:
     from .steer import TerminalSteering
@@ -108,18 +109,56 @@ def _warn_on_stderr(message: str) -> None:
     make_console(stderr=True).print(Text(message, style="yellow"))
 
 
+class _Shown:
+    """The turn's view, until its output cannot be written (a full disk, an I/O error): then
+    the turn goes on unshown and is saved; :meth:`report` says so on stderr, with the turn's
+    outcome and chat id. A closed pipe (``| head``) still ends the command (quietly: click).
+
+    Example:
+        >>> shown = _Shown()
+        >>> def full(): raise OSError(errno.ENOSPC, "No space left on device")
+        >>> shown.call(full); shown.call(print, "not shown"); shown.lost
+        True
+    """
+
+    def __init__(self) -> None:
+        self.lost: OSError | None = None
+
+    def call(self, show: Callable[..., None], *args: object, **kwargs: object) -> None:
+        if self.lost is not None:
+            return
+        try:
+            show(*args, **kwargs)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                raise
+            self.lost = exc
+
+    def report(self, result: AgentResult, hint: str, *, simulated: bool) -> None:
+        """Say the lost output, and what the view would have ended with, on stderr."""
+        if self.lost is None:
+            return
+        err = make_console(stderr=True)
+        err.print(Text(printable(f"✗ {output_failure(self.lost)}"), style="bold red"),
+                  soft_wrap=True)
+        lines = [] if result.success else outcome_lines(result, simulated=simulated)
+        for line in [*lines, *chat_lines(result, hint)]:
+            err.print(line, soft_wrap=True)
+
+
 @dataclass(slots=True)
 class TurnOutcome:
     """What a turn ended with, for the exit code."""
 
     result: AgentResult
     interrupted: bool
+    output_lost: bool = False
 
     @property
     def exit_code(self) -> int:
-        """0 success, 130 interrupted or cancelled, 1 any other failure."""
+        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too)."""
         if self.result.success:
-            return 0
+            return 1 if self.output_lost else 0
         if self.interrupted or self.result.cancelled:
             return 130
         return 1
@@ -159,16 +198,17 @@ def run_turn(
         view.finish(_not_started(), continue_hint="")
         return TurnOutcome(_not_started(), interrupted=True)
     interrupted = False
+    shown = _Shown()
     events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:
         for event, changes in events:
             recorder.write(event)
             if steering is not None:  # never waits for a question on screen
-                steering.show(functools.partial(view.handle, event, changes),
+                steering.show(functools.partial(shown.call, view.handle, event, changes),
                               request=event.type is EventType.INTERACTION_QUERY
                               and event.subtype == "request")
             else:
-                view.handle(event, changes)
+                shown.call(view.handle, event, changes)
     except KeyboardInterrupt:
         interrupted = True
         if steering is not None:
@@ -189,11 +229,12 @@ def run_turn(
     if result.session_id and is_chat_id(result.session_id):  # the agent's word: a UUID only
         hint = continue_command(result.session_id, simulated, session.config.workspace,
                                 acp=session.config.transport == "acp")
-    view.finish(result, continue_hint=hint)  # the answer first, whatever became of the save
+    shown.call(view.finish, result, continue_hint=hint)  # the answer first, then the save
+    shown.report(result, hint, simulated=simulated)
     recorder.report()
     if unsaved:
         _warn_on_stderr(unsaved)
-    return TurnOutcome(result, interrupted)
+    return TurnOutcome(result, interrupted, output_lost=shown.lost is not None)
 
 
 def _save(saved: SavedChats, session: ConversationSession) -> str:

@@ -4,10 +4,14 @@ This file is run as a script (``python -I -S _guard.py …``), never imported by
 package: it must start fast and depend on nothing but the standard library and
 ``groups.py`` beside it (the one /proc reader and group stopper, loaded by its path).
 
-``run OWNER OWNER_START GRACE -- ARGV…`` — what the runtime starts instead of the agent
-(in a new session, so its pid is the agent's process group). It forks the watcher (below),
-then ``exec``\\ s the agent in place: the agent keeps this pid, this process group, the
-pipes, and its exit status reaches the runtime unchanged.
+``run OWNER OWNER_START GRACE STATUS_FD -- ARGV…`` — what the runtime starts instead of the
+agent (in a new session, so its pid is the agent's process group). It starts the watcher
+(below), then ``exec``\\ s the agent in place: the agent keeps this pid, this process group,
+the pipes, and its exit status reaches the runtime unchanged. ``STATUS_FD`` is the write end
+of a pipe, close-on-exec here: a successful ``exec`` closes it with nothing written; when
+the watcher or the agent cannot be started, the guard writes ``STEP ERRNO`` there (``watch``
+or ``exec``) and exits 127 without running the agent, so the runtime raises what it raises
+without the guard (the classic status-pipe pattern; see :func:`run`).
 
 ``watch OWNER OWNER_START PGID PGID_START GRACE`` — the watcher, a fresh interpreter in a
 session of its own (outside the agent's group, so stopping the group never stops it; its
@@ -34,6 +38,7 @@ from types import ModuleType
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import NoReturn
 
 
 def _load_groups() -> ModuleType:
@@ -115,26 +120,61 @@ def watch(owner: int, owner_start: int, pgid: int, pgid_start: int, grace: float
         delay = min(delay * 2, 0.5)
 
 
-def run(owner: str, owner_start: str, grace: str, argv: list[str]) -> None:
-    """Fork the watcher (detached, through an intermediate that exits at once), then exec
-    the agent in place."""
-    me = os.getpid()
-    my_start = start_time(me)
-    child = os.fork()
+def _start_watcher(owner: str, owner_start: str, me: int, my_start: int | None,
+                   grace: str) -> None:
+    """Start the watcher (detached, through an intermediate that exits at once); raise
+    ``OSError`` if it could not start (a fork, or its interpreter's ``exec``, failed)."""
+    status_r, status_w = os.pipe()  # close-on-exec: EOF once the watcher's exec succeeded
+    try:
+        child = os.fork()
+    except OSError:
+        os.close(status_r)
+        os.close(status_w)
+        raise
     if child == 0:
         try:
+            os.close(status_r)
             if os.fork() == 0:
                 os.setsid()
                 null = os.open(os.devnull, os.O_RDWR)
                 for fd in (0, 1, 2):
                     os.dup2(null, fd)
-                os.closerange(3, 1 << 16)
+                os.closerange(3, status_w)
+                os.closerange(status_w + 1, 1 << 16)
                 os.execve(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__),
                                            "watch", owner, owner_start, str(me), str(my_start),
                                            grace], {})
+        except OSError as exc:
+            os.write(status_w, str(exc.errno or 0).encode())
         finally:
             os._exit(0)
+    os.close(status_w)
+    report = b""
+    while chunk := os.read(status_r, 64):
+        report += chunk
+    os.close(status_r)
     os.waitpid(child, 0)
+    if report:
+        code = int(report)
+        raise OSError(code, os.strerror(code))
+
+
+def _fail(status_fd: int, step: str, exc: OSError) -> NoReturn:
+    """Report a failed ``step`` to the runtime (``STEP ERRNO``) and exit without the agent."""
+    os.write(status_fd, f"{step} {exc.errno or 0}".encode())
+    os._exit(127)
+
+
+def run(owner: str, owner_start: str, grace: str, status: str, argv: list[str]) -> None:
+    """Start the watcher, then exec the agent in place; a failure of either is written to
+    the status pipe (``STATUS_FD``) instead of running the agent without its watcher."""
+    status_fd = int(status)
+    os.set_inheritable(status_fd, False)  # the agent's exec closes it: EOF means "started"
+    me = os.getpid()
+    try:
+        _start_watcher(owner, owner_start, me, start_time(me), grace)
+    except OSError as exc:
+        _fail(status_fd, "watch", exc)
     for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):  # Python ignores these; exec would keep that
         sig = getattr(signal, name, None)
         if sig is not None:
@@ -142,18 +182,17 @@ def run(owner: str, owner_start: str, grace: str, argv: list[str]) -> None:
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
-        os.write(2, f"cannot start the agent {argv[0]!r}: {exc.strerror}\n".encode())
-        os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
+        _fail(status_fd, "exec", exc)
 
 
 def main(args: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT now ends us quietly, as the agent
-    if len(args) >= 6 and args[0] == "run" and args[4] == "--":
-        run(args[1], args[2], args[3], args[5:])
+    if len(args) >= 7 and args[0] == "run" and args[5] == "--":
+        run(args[1], args[2], args[3], args[4], args[6:])
     elif len(args) == 6 and args[0] == "watch":
         watch(int(args[1]), int(args[2]), int(args[3]), int(args[4]), float(args[5]))
     else:
-        os.write(2, b"usage: _guard.py run OWNER START GRACE -- ARGV... | watch ...\n")
+        os.write(2, b"usage: _guard.py run OWNER START GRACE STATUS_FD -- ARGV... | watch ...\n")
         os._exit(2)
 
 

@@ -55,7 +55,7 @@ from ..protocol.acp_codec import (
 )
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from .process import AgentProcess
-from .stderr import StderrTail, stderr_summary
+from .stderr import StderrTail, ended_how, stderr_summary
 
 __all__ = ["MAX_PENDING_AGENT_REQUESTS", "AcpConnection", "RpcFailure"]
 
@@ -260,7 +260,7 @@ class AcpConnection:
         stderr = self.stderr
         reason = stderr_summary(stderr)
         detail = f": {reason}" if reason else ""
-        how = f"exited with code {code}" if code is not None else "closed its output"
+        how = ended_how(code) if code is not None else "closed its output"
         return AgentProcessError(f"the ACP agent process {how} before answering {method}{detail}",
                                  exit_code=code, stderr=stderr)
 

@@ -43,8 +43,8 @@ import anyio
 from ..config import AgentConfig
 from ..errors import (
     AcpRequestError,
-    AgentNotFoundError,
     AgentProcessError,
+    AgentStartError,
     AgentTimeoutError,
     CursorAgentError,
 )
@@ -127,7 +127,7 @@ class AcpTurn:
         return self._transcript
 
     async def start(self) -> None:
-        """Start (or reuse) the agent and begin the turn; ``AgentNotFoundError`` if the agent
+        """Start (or reuse) the agent and begin the turn; ``AgentStartError`` if the agent
         cannot be started."""
         if self._loop is not None:
             raise RuntimeError("AcpTurn.start() was already called")
@@ -147,7 +147,7 @@ class AcpTurn:
             raise
         if connecting.done() and not connecting.cancelled():
             exc = connecting.exception()
-            if isinstance(exc, AgentNotFoundError):
+            if isinstance(exc, AgentStartError):
                 self.transport.turn_dropped(self)
                 raise exc
         conn_now = self.transport.connection

@@ -18,14 +18,13 @@ import asyncio
 import contextlib
 import errno
 import os
-import shutil
 import signal as signal_module
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Protocol, cast
 
-from ..errors import AgentNotFoundError
+from ..errors import AgentNotFoundError, AgentStartError
 from .groups import HAVE_PROC, group_alive, group_members, signal_group, start_time, stop_groups
 
 __all__ = [
@@ -61,31 +60,80 @@ def _own_start_time() -> int | None:
     return _OWNER_START[1]
 
 
-def _guard_prefix(kill_grace: float) -> list[str] | None:
-    """The argv that runs the agent under the owner guard, or ``None`` (guard unavailable)."""
-    if not OWNER_GUARD or not sys.executable or not os.path.isfile(_GUARD_SCRIPT):
-        return None
-    start = _own_start_time()
-    if start is None:
-        return None
-    return [sys.executable, "-I", "-S", _GUARD_SCRIPT, "run", str(os.getpid()), str(start),
-            f"{kill_grace:g}", "--"]
+def _guard_prefix(kill_grace: float, status_fd: int) -> list[str]:
+    """The argv that runs the agent under the owner guard; it reports a failed start on
+    ``status_fd`` (see ``_guard.py``)."""
+    return [sys.executable, "-I", "-S", _GUARD_SCRIPT, "run", str(os.getpid()),
+            str(_own_start_time()), f"{kill_grace:g}", str(status_fd), "--"]
 
 
-def _check_executable(name: str, env: Mapping[str, str] | None, cwd: str | None) -> None:
-    """Raise what ``exec`` would (FileNotFoundError / PermissionError) before the guard runs,
-    so a missing agent is still :class:`~cursor_agent_api.errors.AgentNotFoundError`."""
-    if os.sep in name:
-        if cwd is not None:
-            name = os.path.join(cwd, name)
-        if not os.path.exists(name):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
-        if os.path.isdir(name) or not os.access(name, os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), name)
+def _guard_available() -> bool:
+    """True when agents start through the owner guard (:data:`OWNER_GUARD`, and it can run)."""
+    return (OWNER_GUARD and bool(sys.executable) and os.path.isfile(_GUARD_SCRIPT)
+            and _own_start_time() is not None)
+
+
+def _guard_failure(program: str, report: bytes) -> AgentStartError:
+    """The error for the guard's status report ``STEP ERRNO``: what starting ``program``
+    without the guard would raise (``exec``), or why its watcher could not start (``watch``).
+
+    Example:
+        >>> import errno
+        >>> type(_guard_failure("agent", f"exec {errno.ENOEXEC}".encode())).__name__
+        'AgentNotFoundError'
+        >>> _guard_failure("agent", f"watch {errno.EAGAIN}".encode()).errno == errno.EAGAIN
+        True
+    """
+    step, _, number = report.decode("ascii", "replace").partition(" ")
+    code = int(number) if number.isdigit() else 0
+    exc = OSError(code, os.strerror(code))
+    error = AgentStartError.of(program, exc)
+    if step == "exec" or not isinstance(error, AgentNotFoundError):
+        return error
+    return AgentStartError(f"cannot start the agent: its owner guard could not start its "
+                           f"watcher ({exc.strerror})", errno=code)
+
+
+async def _stop_unwatched(protocol: _Protocol) -> None:
+    """Kill and reap the process asyncio started before its child watcher failed: asyncio
+    connects its pipes (``connection_made``) a moment later; nobody else will reap it."""
+    try:
+        transport = await asyncio.wait_for(asyncio.shield(protocol.made), _UNWATCHED_WAIT)
+    except asyncio.TimeoutError:  # asyncio could not connect its pipes: the pid is unknown
         return
-    path = (os.environ if env is None else env).get("PATH", os.defpath)
-    if shutil.which(name, path=path) is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+    assert isinstance(transport, asyncio.SubprocessTransport)
+    pid = transport.get_pid()
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal_module.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)  # SIGKILLed: at once
+    transport.close()
+
+
+_UNWATCHED_WAIT = 5.0
+"""How long :func:`_stop_unwatched` waits for asyncio to hand over a process it started
+(one loop iteration, normally): a bound, so a start never hangs on it."""
+
+
+async def _read_to_eof(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
+    """Everything written to the pipe ``fd`` until its last writer closes it (fd is closed)."""
+    data = bytearray()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    class Reader(asyncio.Protocol):
+        def data_received(self, chunk: bytes) -> None:
+            data.extend(chunk)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+    transport, _ = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0))
+    try:
+        await ended
+    finally:
+        transport.close()
+    return bytes(data)
 
 
 def normalize_exit_code(returncode: int | None) -> int | None:
@@ -161,6 +209,11 @@ class _Protocol(asyncio.SubprocessProtocol):
     def __init__(self, listener: ProcessListener, exited: asyncio.Future[None]) -> None:
         self.listener = listener
         self.exited = exited
+        self.made: asyncio.Future[asyncio.BaseTransport] = exited.get_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if not self.made.done():
+            self.made.set_result(transport)
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         assert isinstance(data, bytes)
@@ -179,6 +232,19 @@ class _Protocol(asyncio.SubprocessProtocol):
         if not self.exited.done():
             self.exited.set_result(None)
         self.listener.exited()
+
+
+class _NoListener:
+    """Where a failed start's last callbacks go (the caller gets an error, not a process)."""
+
+    def stdout_data(self, data: bytes) -> None: ...
+    def stdout_eof(self) -> None: ...
+    def stderr_data(self, data: bytes) -> None: ...
+    def stderr_eof(self) -> None: ...
+    def exited(self) -> None: ...
+
+
+_NO_LISTENER = _NoListener()
 
 
 class AgentProcess:
@@ -237,36 +303,64 @@ class AgentProcess:
         execs it in place (same pid, group, pipes and exit status) and leaves a watcher
         that stops the group (SIGTERM, SIGKILL after ``kill_grace``) if this process dies.
 
-        Raises :class:`~cursor_agent_api.errors.AgentNotFoundError` when the
-        executable cannot be started at all.
+        Raises :class:`~cursor_agent_api.errors.AgentNotFoundError` when the executable is
+        missing or cannot be executed, :class:`~cursor_agent_api.errors.AgentStartError` when
+        the system is out of what a new process needs (open files, processes, memory); the
+        same with the guard or without it (the guard reports a failed start on a status pipe).
         """
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
-        guard = _guard_prefix(kill_grace) if argv else None
+        protocol = _Protocol(listener, exited)
+        status_r = status_w = -1
         try:
-            if guard is not None:
-                _check_executable(argv[0], env, cwd)
+            if argv and _guard_available():
+                status_r, status_w = os.pipe()
+            guard = _guard_prefix(kill_grace, status_w) if status_w >= 0 else []
             transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(listener, exited),
-                *(guard or []), *argv,
+                lambda: protocol,
+                *guard, *argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
+                pass_fds=(status_w,) if status_w >= 0 else (),
             )
-        except FileNotFoundError as exc:
-            raise AgentNotFoundError(
-                f"cannot start the agent: {argv[0]!r} was not found ({exc.strerror})"
-            ) from exc
-        except PermissionError as exc:
-            raise AgentNotFoundError(
-                f"cannot start the agent: {argv[0]!r} is not executable ({exc.strerror})"
-            ) from exc
         except OSError as exc:
-            raise AgentNotFoundError(f"cannot start the agent {argv[0]!r}: {exc}") from exc
-        return cls(transport, argv, exited)
+            if status_r >= 0:
+                os.close(status_r)
+            raise AgentStartError.of(argv[0] if argv else "", exc) from exc
+        except RuntimeError as exc:
+            if status_r >= 0:
+                os.close(status_r)
+            if "thread" not in str(exc):
+                raise
+            # the loop's child watcher (3.11: a thread per child) could not start its thread:
+            # the process runs, and nothing would ever reap it
+            await _stop_unwatched(protocol)
+            raise AgentStartError.of(argv[0], OSError(errno.EAGAIN, str(exc))) from exc
+        except BaseException:
+            if status_r >= 0:
+                os.close(status_r)
+            raise
+        finally:
+            if status_w >= 0:
+                os.close(status_w)
+        process = cls(transport, argv, exited)
+        if status_r >= 0:
+            try:
+                report = await _read_to_eof(loop, status_r)
+            except BaseException:  # cancelled while the guard starts: stop what it started
+                process.kill_now()
+                process.release()
+                raise
+            if report:  # the guard could not start the agent, and exits at once
+                protocol.listener = _NO_LISTENER
+                await process.wait()
+                process.close()
+                raise _guard_failure(argv[0], report)
+        return process
 
     # ---- state -------------------------------------------------------------------------
 

@@ -56,6 +56,7 @@ from typing import Any, Protocol
 from ..config import AgentConfig, OutputFormat
 from ..errors import (
     AgentProcessError,
+    AgentStartError,
     AgentTimeoutError,
     CursorAgentError,
     ProtocolError,
@@ -239,7 +240,10 @@ class AgentRun:
                            ) -> tuple[AgentProcess, StdoutReader]:
         # stdout on a pipe of our own, connected straight to the loop: the transport
         # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
-        read_fd, write_fd = os.pipe()
+        try:
+            read_fd, write_fd = os.pipe()
+        except OSError as exc:  # out of file descriptors: as if the spawn itself had failed
+            raise AgentStartError.of(self.argv[0], exc) from exc
         try:
             process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
                                                stdout_fd=write_fd,

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
+import signal
 
 from ..errors import (
     AgentProcessError,
@@ -29,7 +30,7 @@ from ..errors import (
 from ..protocol import strip_ansi
 from ..protocol.reason import failure_reason
 
-__all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "stderr_summary"]
+__all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "ended_how", "stderr_summary"]
 
 
 class StderrTail:
@@ -162,8 +163,28 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
             detail = f": {summary}" if summary else ""
             return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code,
                        stderr=stderr)
-    if summary:
-        message = f"the agent exited with code {exit_code}: {summary}"
-    else:
-        message = f"the agent exited with code {exit_code} and printed nothing on stderr"
+    how = f"the agent {ended_how(exit_code)}"
+    message = f"{how}: {summary}" if summary else f"{how} and printed nothing on stderr"
     return AgentProcessError(message, exit_code=exit_code, stderr=stderr)
+
+
+def ended_how(exit_code: int | None) -> str:
+    """How the agent ended, in words: an exit status of 128 + N is death by signal N (as a shell
+    reports it, :func:`~.process.normalize_exit_code`), named.
+
+    Example:
+        >>> ended_how(3)
+        'exited with code 3'
+        >>> ended_how(137)
+        'was killed by SIGKILL (exit code 137; out of memory, or killed by another process)'
+        >>> ended_how(143)
+        'was killed by SIGTERM (exit code 143)'
+    """
+    if exit_code is not None and 128 < exit_code < 128 + signal.NSIG:
+        try:
+            name = signal.Signals(exit_code - 128).name
+        except ValueError:  # not a signal this system names
+            return f"exited with code {exit_code}"
+        why = "; out of memory, or killed by another process" if name == "SIGKILL" else ""
+        return f"was killed by {name} (exit code {exit_code}{why})"
+    return f"exited with code {exit_code}"
