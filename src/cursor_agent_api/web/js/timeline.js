@@ -29,6 +29,7 @@ const REMEDIES = {
   UsageLimitError: "Wait for the usage limit to reset, or pick another model.",
   SessionError: "The agent could not resume this chat: start a new chat.",
   AgentNotFoundError: "Install Cursor's agent CLI, or start the server with --agent-binary PATH (or --simulate).",
+  AgentStartError: "The server's machine is out of a resource the agent needs to start (the message above names it): free it or raise its limit, then send the prompt again.",
   AgentTimeoutError: "The run went over its time limit: send the prompt again, or start the server with a larger --run-timeout / --idle-timeout.",
   AgentProcessError: "The agent process failed: the message above is what it said; send the prompt again once it is fixed.",
   ServerRestart: "The server stopped during this run: send the prompt again to continue.",
