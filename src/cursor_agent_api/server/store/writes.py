@@ -642,7 +642,7 @@ class LogWrites(StoreEngine):
             if once is not None:
                 once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             try:
-                self.faults.check(purpose)
+                self.may_write(purpose)
                 # In this thread first (no thread hand-off: BENCHMARKS.md, ingest, wave 6);
                 # if another process holds SQLite's write lock, in the driver's thread,
                 # which waits for it (busy_timeout) without holding up the event loop.
