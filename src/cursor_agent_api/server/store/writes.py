@@ -374,6 +374,10 @@ class LogWrites(StoreEngine):
                 chat_id, prepared, hooks, purpose, once, one_by_one=False, active_run=active_run
             )
         except (DBAPIError, OverflowError) as e:
+            if once is not None and self.is_sqlite and isinstance(e, DBAPIError):
+                # SQLite: a statement or a COMMIT that fails leaves nothing of the transaction
+                # (rolled back in this process before the error reaches here): certain
+                once.attempt = None
             if not refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
             logger.warning(
