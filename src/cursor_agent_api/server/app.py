@@ -2,9 +2,10 @@
 
 Start-up (the lifespan): open the store and run the migrations, mark runs
 left active by a previous server ``interrupted`` (stopping their leftover
-process groups), then serve. Shutdown: stop every run and mark it, close the
-store. The web UI, when the package ships one (``cursor_agent_api/web/``), is
-served at ``/``.
+process groups; while the database cannot be written, in the background:
+:mod:`.recovery`), then serve. Shutdown: stop every run and mark it, close the
+store. A start-up that fails closes what it opened. The web UI, when the package
+ships one (``cursor_agent_api/web/``), is served at ``/``.
 
 Example:
     >>> from cursor_agent_api.server.settings import ServerSettings
@@ -32,6 +33,7 @@ from .auth import Auth
 from .dispatch import open_dispatcher
 from .hub import Hub
 from .log import EventLog
+from .recovery import Recovery
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
 from .store import DatabaseError, Store, StoreUnavailableError, describe_error, is_transient, tune_memory
@@ -85,7 +87,8 @@ def _describe(errors: list[Any]) -> str:
 def create_app(settings: ServerSettings) -> FastAPI:
     """Build the ASGI app for ``settings`` (nothing starts until the server runs it).
 
-    ``app.state`` holds ``settings``, ``store``, ``hub``, ``log`` and ``runs``.
+    ``app.state`` holds ``settings``, ``store``, ``hub``, ``log``, ``auth``, and once started
+    ``runs`` and ``recovery``.
     """
     store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
     auth = Auth(settings, store)
@@ -95,19 +98,23 @@ def create_app(settings: ServerSettings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
-        await store.start()
-        await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
-        runs = await open_dispatcher(settings, log)  # RunManager, or the queue (--dispatch queue)
-        app.state.runs = runs
-        marked = await runs.recover()
-        if marked:
-            logger.warning("marked %d run(s) of a previous server as interrupted", len(marked))
-        try:
+        # What is opened is closed in reverse order at shutdown, and also when a later step
+        # of the start-up fails: the store's driver thread would keep the process alive
+        # after uvicorn's "Application startup failed. Exiting."
+        async with contextlib.AsyncExitStack() as opened:
+            opened.push_async_callback(store.close)
+            await store.start()
+            opened.push_async_callback(auth.close)
+            await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
+            runs = await open_dispatcher(settings, log)  # RunManager, or the queue (--dispatch queue)
+            opened.push_async_callback(runs.shutdown)
+            app.state.runs = runs
+            # a database that cannot be written for now: retried in the background
+            recovery = Recovery(runs, max_delay=settings.store_retry_max_delay)
+            app.state.recovery = recovery
+            opened.push_async_callback(recovery.stop)
+            await recovery.start()
             yield
-        finally:
-            await runs.shutdown()
-            await auth.close()
-            await store.close()
 
     app = FastAPI(
         title="cursor-agent-api server",

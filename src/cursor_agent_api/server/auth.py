@@ -160,16 +160,29 @@ class Auth:
     """
 
     def __init__(
-        self, settings: ServerSettings, store: Store, clock: Callable[[], float] = time.time
+        self,
+        settings: ServerSettings,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        code_clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
+        """The wall clock: the sessions' times are stored, and outlive the process."""
+        self.code_clock = code_clock
+        """The codes' clock: they live in this process only, so a step of the wall clock
+        (NTP, a suspended laptop) neither kills nor stretches them."""
         self.cookie_name = cookie_name(settings.port)
         self.throttle = LoginThrottle(settings.login_failure_burst, settings.login_failure_refill_seconds)
         self._codes: OrderedDict[str, float | None] = OrderedDict()
         # sha256(id) -> True when its fingerprint is this token's (rows never change).
         self._verified: OrderedDict[str, bool] = OrderedDict()
+        # sha256(id) -> its last use seen here (ms): the expiry slides with it even while
+        # the database cannot be written (the write of a use is best effort: _touch)
+        self._used: OrderedDict[str, int] = OrderedDict()
+        self._touches: dict[str, asyncio.Task[None]] = {}
+        self._touch_failing = False
         self.watches = SessionWatches()
         """The WebSockets' holds on their sessions (:mod:`.session_watch`)."""
         self._listener: SessionListener | None = None
@@ -191,7 +204,10 @@ class Auth:
         self._listener = listener
 
     async def close(self) -> None:
-        """Stop listening (:meth:`start`)."""
+        """Stop listening (:meth:`start`) and noting the sessions' uses (:meth:`check_session`)."""
+        for task in list(self._touches.values()):
+            task.cancel()
+        await self.touches_written()
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
@@ -217,14 +233,18 @@ class Auth:
             ...
             cursor_agent_api.server.auth.Throttled: too many failed sign-ins; retry in 5 s
         """
+        return self._presented(token, code)[0]
+
+    def _presented(self, token: str | None, code: str | None) -> tuple[bool, tuple[str, float | None] | None]:
+        """:meth:`check_secret`, and the code it spent (:meth:`_claim_code`), if any."""
         wait = self.throttle.retry_after()
         if wait:
             raise Throttled(wait)
-        if (code is not None and self.redeem_code(code)) or (
-                token is not None and self.token_matches(token)):
-            return True
+        claimed = None if code is None else self._claim_code(code)
+        if claimed is not None or (token is not None and self.token_matches(token)):
+            return True, claimed
         self.throttle.failed()
-        return False
+        return False, None
 
     def token_matches(self, presented: str) -> bool:
         """Constant-time comparison with the server's token.
@@ -251,17 +271,67 @@ class Auth:
             (True, False)
         """
         code = secrets.token_urlsafe(24)
-        self._codes[_digest(code)] = None if ttl_seconds is None else self.clock() + ttl_seconds
+        self._codes[_digest(code)] = None if ttl_seconds is None else self.code_clock() + ttl_seconds
         while len(self._codes) > _CODE_LIMIT:
             self._codes.popitem(last=False)
         return code
 
     def redeem_code(self, code: str) -> bool:
         """True once for a code :meth:`issue_code` gave (and not expired); it is then spent."""
-        expires = self._codes.pop(_digest(code), False)
+        return self._claim_code(code) is not None
+
+    def _claim_code(self, code: str) -> tuple[str, float | None] | None:
+        """Spend ``code`` if it is good: what :meth:`_give_back` needs to make it good again."""
+        key = _digest(code)
+        expires = self._codes.pop(key, False)
         if expires is False:
-            return False
-        return expires is None or self.clock() < expires
+            return None
+        if expires is not None and self.code_clock() >= expires:
+            return None
+        return key, expires
+
+    def _give_back(self, claimed: tuple[str, float | None]) -> None:
+        self._codes[claimed[0]] = claimed[1]
+
+    async def sign_in(self, *, token: str | None = None, code: str | None = None) -> str | None:
+        """A new session for a browser that presents the ``token`` or a one-time ``code``
+        (checked as :meth:`check_secret` does, under the throttle: :class:`Throttled`): its
+        id, or ``None`` when the secret is wrong.
+
+        A code is spent when it is checked (a second request with it, meanwhile, is
+        refused: one code, one session) and given back if the session cannot be stored
+        (the database failed: the error is raised, and the retry it asks for works).
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store, StoreUnavailableError
+            >>> async def demo() -> tuple[str, bool, bool]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     auth = Auth(ServerSettings(token="a" * 16), store)
+            ...     code = auth.issue_code()
+            ...     store.faults.fail_writes(1)
+            ...     try:
+            ...         await auth.sign_in(code=code)
+            ...     except StoreUnavailableError as e:
+            ...         failed = str(e)
+            ...     first = await auth.sign_in(code=code) is not None  # the retry works
+            ...     again = await auth.sign_in(code=code) is not None  # spent now
+            ...     await store.close()
+            ...     return failed, first, again
+            >>> asyncio.run(demo())
+            ('injected fault: write failed', True, False)
+        """
+        ok, claimed = self._presented(token, code)
+        if not ok:
+            return None
+        try:
+            return await self.create_session()
+        except BaseException:  # a database error, or the request cancelled: not spent
+            if claimed is not None:
+                self._give_back(claimed)
+            raise
 
     # ---- sessions ------------------------------------------------------------------------
 
@@ -291,7 +361,11 @@ class Auth:
             self._verified.popitem(last=False)
 
     async def check_session(self, sid: str) -> bool:
-        """True if ``sid`` is a live session made with the current token (slides its expiry)."""
+        """True if ``sid`` is a live session made with the current token (slides its expiry).
+
+        The use is written (at most once a minute) in the background, best effort: a
+        request does not wait for it, and while the database cannot be written the session
+        still works (its expiry slides in this process; the write is tried at a later use)."""
         if not sid or len(sid) > 200:
             return False
         return await self._live(_digest(sid), touch=True)
@@ -321,16 +395,53 @@ class Auth:
             self._verified.pop(key, None)
             return False
         now = self._now_ms()
-        if now - m["last_used_ms"] >= self._idle_ms or now - m["created_ms"] >= self._max_ms:
+        last = max(int(m["last_used_ms"]), self._used.get(key, 0))
+        if now - last >= self._idle_ms or now - m["created_ms"] >= self._max_ms:
             return False
         ok = self._verified.get(key)
         if ok is None:
             fp = await asyncio.to_thread(token_fingerprint, self.settings.token, key)
             ok = hmac.compare_digest(fp, m["token_fp"])
             self._remember(key, ok)
-        if ok and touch and now - m["last_used_ms"] >= TOUCH_INTERVAL_MS:
-            await self.store.touch_auth_session(key, now)
+        if ok and touch and now - last >= TOUCH_INTERVAL_MS:
+            self._touch(key, now)
         return ok
+
+    def _touch(self, key: str, now: int) -> None:
+        """Note a use of the session ``key`` here, and write it in the background (one write
+        at a time per session; a failure is logged once per outage)."""
+        self._used[key] = now
+        self._used.move_to_end(key)
+        while len(self._used) > 10_000:
+            self._used.popitem(last=False)
+        if key in self._touches:
+            return
+
+        async def write() -> None:
+            try:
+                await self.store.touch_auth_session(key, now)
+            except Exception as e:
+                if not self._touch_failing:
+                    self._touch_failing = True
+                    logger.warning("cannot write a session's last use (%s): it stays signed in, "
+                                   "and the write is tried again at a later use", describe_error(e))
+                return
+            if self._touch_failing:
+                self._touch_failing = False
+                logger.warning("the sessions' last uses are written again")
+
+        task = asyncio.create_task(write(), name="session-touch")
+        self._touches[key] = task
+        task.add_done_callback(lambda _t: self._touches.pop(key, None))
+
+    @property
+    def touches_pending(self) -> int:
+        """How many writes of the sessions' uses are under way."""
+        return len(self._touches)
+
+    async def touches_written(self) -> None:
+        """Wait for the writes of the sessions' uses under way (they never raise)."""
+        await asyncio.gather(*self._touches.values(), return_exceptions=True)
 
     async def revoke_session(self, sid: str) -> None:
         """Delete the session ``sid`` (logout) and close its WebSockets; unknown ids are ignored.
@@ -339,6 +450,7 @@ class Auth:
         (best effort: if that fails, theirs close at their next check)."""
         key = _digest(sid)
         self._verified.pop(key, None)
+        self._used.pop(key, None)
         await self.store.delete_auth_session(key)
         self.watches.end(key)
         if is_postgres(self.settings.database_url):

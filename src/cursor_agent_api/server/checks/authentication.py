@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote, urlencode
 
 from ..auth import Throttled
-from ..store.errors import DatabaseError
+from ..store.errors import DatabaseError, StoreUnavailableError
 from .asgi import ASGIApp, Receive, Scope, Send, deny, is_request, request_headers, request_method
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class Authentication:
                     return
                 if not await self._token_ok(scope, send, presented):
                     return
-        except DatabaseError:
+        except (DatabaseError, StoreUnavailableError):
             await deny(scope, send, 503, "the server's database is unavailable; retry shortly")
             return
         await self.app(scope, receive, send)
@@ -175,12 +175,13 @@ class Authentication:
         cookie: tuple[bytes, bytes] | None = None
         if not session_ok:
             try:
-                ok = self.auth.check_secret(token=token, code=code)
+                # a code is spent once the session is stored (a 503 leaves it good)
+                sid = await self.auth.sign_in(token=token, code=code)
             except Throttled as throttled:
                 await _throttled(scope, send, throttled)
                 return
-            if ok:
-                cookie = self.auth.set_cookie(await self.auth.create_session())
+            if sid is not None:
+                cookie = self.auth.set_cookie(sid)
             else:
                 if protected:
                     await self._unauthorized(scope, send, "invalid token or login code")

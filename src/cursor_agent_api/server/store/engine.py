@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from ..sqlite_file import prepare_sqlite_file
 from .encoding import json_dumps
-from .errors import SchemaTooNewError, describe_error, is_transient
+from .errors import SchemaTooNewError, StoreUnavailableError, describe_error, is_transient
 from .health import StoreFaults, StoreHealth
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
@@ -74,7 +75,9 @@ class StoreEngine:
         self.dialect = make_url(url).get_backend_name()
         self.busy_timeout = busy_timeout
         self.faults = StoreFaults()
-        self.health = StoreHealth()
+        self.health = StoreHealth(probe=self.file_problem)
+        # SQLite: the database file's path, device and inode, as opened (file_problem)
+        self._file: tuple[str, int, int] | None = None
         # Values over BIG_VALUE bytes are handled one at a time in this process (a write of
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
@@ -171,6 +174,50 @@ class StoreEngine:
             self._page_size = int(page_size)
             self._checkpoint_bytes = 1000 * self._page_size
             self._inline_writer = inline
+            if path and path != ":memory:" and not path.startswith("file:"):
+                st = os.stat(path)
+                self._file = (path, st.st_dev, st.st_ino)
+
+    def file_problem(self) -> str | None:
+        """What is wrong with the SQLite file the store has open, or ``None``: deleted,
+        moved or replaced while the server runs, its writes would go to a file no restart
+        finds (lost). One ``stat``, before each write and at each look at :attr:`health`.
+
+        Example:
+            >>> import asyncio, os, tempfile
+            >>> async def demo() -> tuple[str | None, str | None]:
+            ...     store = StoreEngine(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     before = store.file_problem()
+            ...     os.remove(store.url.split("///", 1)[1])
+            ...     after = store.file_problem()
+            ...     await store.close()
+            ...     return before, after
+            >>> before, after = asyncio.run(demo())
+            >>> before, after.split(": ")[0], after.split("; ")[1].split(" (")[0]
+            (None, 'the database file was deleted or replaced while the server ran', 'restart the server')
+        """
+        if self._file is None:
+            return None
+        path, dev, ino = self._file
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        except OSError:
+            return None  # unreadable for now (a permission, an I/O error): not a verdict
+        if st is not None and (st.st_dev, st.st_ino) == (dev, ino):
+            return None
+        return ("the database file was deleted or replaced while the server ran: writes are "
+                f"refused (they would be lost); restart the server ({path})")
+
+    def may_write(self, purpose: str) -> None:
+        """Raise :class:`StoreUnavailableError` if a write of ``purpose`` must not be made:
+        the database file is gone (:meth:`file_problem`), or a fault is injected (:attr:`faults`)."""
+        why = self.file_problem()
+        if why is not None:
+            raise StoreUnavailableError(why)
+        self.faults.check(purpose)
 
     async def close(self) -> None:
         """Dispose of the engine's connections."""
@@ -183,6 +230,7 @@ class StoreEngine:
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
+        self._file = None
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
@@ -202,7 +250,7 @@ class StoreEngine:
         """
         try:
             async with self._writing(), self.engine.begin() as conn:
-                self.faults.check(purpose)
+                self.may_write(purpose)
                 yield conn
             self.faults.check_committed(purpose)
         except Exception as e:

@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,20 +94,33 @@ class StoreFaults:
 class StoreHealth:
     """Whether the last write succeeded; since when and why not (``GET /api/health``).
 
+    ``probe``, when given, is asked at each look (it must be cheap): a reason it returns
+    makes the store degraded even when no write was tried (the database file deleted).
+
     Example:
         >>> h = StoreHealth(); h.failed("database is locked"); h.view()["status"]
         'degraded'
         >>> h.succeeded(); h.view()["status"], h.view()["reason"]
         ('ok', None)
+        >>> StoreHealth(probe=lambda: "the file is gone").view()["reason"]
+        'the file is gone'
     """
 
     degraded_since_ms: int | None = None
     reason: str | None = None
     failures: int = 0
+    probe: Callable[[], str | None] | None = None
 
     @property
     def degraded(self) -> bool:
-        """True from a transient failure until the next write that succeeds."""
+        """True from a transient failure until the next write that succeeds (or while the
+        ``probe`` finds something wrong)."""
+        if self.probe is not None:
+            why = self.probe()
+            if why is not None:
+                if self.degraded_since_ms is None:
+                    self.degraded_since_ms = now_ms()
+                self.reason = why
         return self.degraded_since_ms is not None
 
     def failed(self, reason: str) -> None:
@@ -124,8 +138,9 @@ class StoreHealth:
 
     def view(self) -> dict[str, Any]:
         """The JSON form."""
+        degraded = self.degraded
         return {
-            "status": "degraded" if self.degraded else "ok",
+            "status": "degraded" if degraded else "ok",
             "degraded_since_ms": self.degraded_since_ms,
             "reason": self.reason,
             "failed_writes": self.failures,

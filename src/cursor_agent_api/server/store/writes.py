@@ -374,6 +374,10 @@ class LogWrites(StoreEngine):
                 chat_id, prepared, hooks, purpose, once, one_by_one=False, active_run=active_run
             )
         except (DBAPIError, OverflowError) as e:
+            if once is not None and self.is_sqlite and isinstance(e, DBAPIError):
+                # SQLite: a statement or a COMMIT that fails leaves nothing of the transaction
+                # (rolled back in this process before the error reaches here): certain
+                once.attempt = None
             if not refused_for_data(e) or (len(prepared) < 2 and hooks[2] is None):
                 raise
             logger.warning(
@@ -642,7 +646,7 @@ class LogWrites(StoreEngine):
             if once is not None:
                 once.attempt = _Attempt(chat_id, chat_key, first, ts, new)
             try:
-                self.faults.check(purpose)
+                self.may_write(purpose)
                 # In this thread first (no thread hand-off: BENCHMARKS.md, ingest, wave 6);
                 # if another process holds SQLite's write lock, in the driver's thread,
                 # which waits for it (busy_timeout) without holding up the event loop.
