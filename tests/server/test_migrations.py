@@ -212,3 +212,54 @@ def test_two_starts_at_once_one_migrates_and_the_other_waits(db_url: str) -> Non
     assert (b_first + b_out).splitlines() == ["waits", "ok hi"], b_err[-2000:]
     assert a_out.splitlines() == ["ok hi"], a_err[-2000:]
     assert schema_state(db_url) == ("0006", True, True)
+
+
+def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
+    """Downgrades are not supported (older versions would find tool call outputs and agent
+    records' fields missing): Alembic's downgrade below 0006 stops with a message that says
+    so and what to do, and the database keeps its schema and rows."""
+    from alembic import command
+    from alembic.config import Config
+
+    from cursor_agent_api.server.store import MIGRATIONS_DIR
+
+    at_0004(db_url)
+    assert start_and_read(db_url) == "hi"
+
+    def downgrade(sync_conn: Any) -> None:
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        cfg.attributes["connection"] = sync_conn
+        command.downgrade(cfg, "0005")
+
+    async def main() -> None:
+        engine = create_async_engine(db_url)
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(downgrade)
+        finally:
+            await engine.dispose()
+
+    with pytest.raises(RuntimeError, match="not supported") as caught:
+        asyncio.run(main())
+    assert "Restore the copy of the database made before the upgrade" in str(caught.value)
+    assert schema_state(db_url) == ("0006", True, True)
+    assert start_and_read(db_url) == "hi"
+
+
+def test_the_migrations_keep_their_own_sql() -> None:
+    """A migration is history: it must not import the application's code, which a later
+    change would change under it (the trigger's SQL, a record's classification). Only
+    Procrastinate's schema is applied as the installed Procrastinate ships it."""
+    import ast
+
+    from cursor_agent_api.server.store import MIGRATIONS_DIR
+
+    imported = set()
+    for path in sorted((MIGRATIONS_DIR / "versions").glob("[0-9]*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("cursor_agent_api"):
+                imported |= {(path.stem, node.module, alias.name) for alias in node.names}
+    assert imported == {
+        ("0005_distributed", "cursor_agent_api.server.store.queue_schema", "apply_queue_schema")
+    }
