@@ -10,9 +10,11 @@ start failed on "duplicate column name"). SQLite and PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -263,3 +265,40 @@ def test_the_migrations_keep_their_own_sql() -> None:
     assert imported == {
         ("0005_distributed", "cursor_agent_api.server.store.queue_schema", "apply_queue_schema")
     }
+
+
+def test_the_database_of_a_version_before_the_home_moved_is_named_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``CURSOR_AGENT_API_HOME`` set, the default database is in it (since 11-23); an
+    earlier version's is in the per-user data directory. ``serve`` says so in one line, with
+    how to use it, when the new one does not exist yet; it moves nothing."""
+    import socket
+
+    data = tmp_path / "data"
+    old = data / "cursor-agent-api" / "server-simulated.sqlite3"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"")
+    env = {**os.environ, "CURSOR_AGENT_API_HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(data)}
+    env.pop("CURSOR_AGENT_API_DATABASE_URL", None)
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    serve = [str(Path(sys.executable).parent / "cursor-agent-api"), "serve", "--simulate",
+             "--port", str(busy.getsockname()[1])]
+    try:  # it stops at the busy port, after what it says of the database
+        first = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        busy.close()
+    warnings = [line for line in first.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and f"--database-url sqlite+aiosqlite:///{old}" in warnings[0], first.stderr
+    assert "cannot listen" in first.stderr and old.is_file()
+    # once the new database exists, nothing is said
+    from cursor_agent_api.server.settings import earlier_default_database
+
+    new = tmp_path / "home" / old.name
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    assert earlier_default_database(f"sqlite+aiosqlite:///{new}") is not None
+    new.parent.mkdir()
+    new.write_bytes(b"")
+    assert earlier_default_database(f"sqlite+aiosqlite:///{new}") is None
