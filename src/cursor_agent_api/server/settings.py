@@ -82,9 +82,11 @@ def earlier_default_database(database_url: str) -> str | None:
         True
     """
     from platformdirs import user_data_dir
-    from sqlalchemy.engine import make_url
 
-    new = Path(make_url(database_url).database or "")
+    sqlite = "sqlite+aiosqlite:///"  # the form of default_database_url()
+    if not database_url.startswith(sqlite):
+        return None
+    new = Path(database_url[len(sqlite):])
     old = Path(user_data_dir("cursor-agent-api", appauthor=False)) / new.name
     if new.exists() or old == new or not old.is_file():
         return None

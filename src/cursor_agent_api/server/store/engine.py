@@ -72,7 +72,7 @@ def run_migrations(sync_connection: Any) -> None:
             where = f" in migration {_failed_migration(cfg.attributes['from'], len(applied))}"
         raise MigrationError(
             f"upgrading the database's schema failed{where}: {error_text(exc)}; nothing was "
-            "changed (the next start tries again)"
+            "changed, the next start tries again"
         ) from exc
     sync_connection.commit()
 
