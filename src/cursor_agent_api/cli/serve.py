@@ -233,6 +233,11 @@ def serve(
         database_url = default_database_url()
         if simulate:
             database_url = database_url.replace("server.sqlite3", "server-simulated.sqlite3")
+        from ..server.settings import earlier_default_database
+
+        moved = earlier_default_database(database_url)
+        if moved is not None:
+            click.echo(f"warning: {moved}", err=True)
     if dispatch == "queue":
         from ..server.store.urls import is_postgres
         from .console import CliUsageError

@@ -86,7 +86,7 @@ from .store import (
     now_ms,
     write_turn,
 )
-from .turns import Changes, FoldedBatch, RunFold, append_folded, load_run_fold
+from .turns import Changes, FoldedBatch, RunFold, append_folded, load_run_fold, refold_run
 
 T = TypeVar("T")
 
@@ -352,7 +352,12 @@ class RunManager:
             self.log, str(row["chat_id"]), str(row["id"]), by="restart",
             reason="the server stopped while this request waited for an answer",
         )
-        fold = await load_run_fold(self.store, str(row["chat_id"]), str(row["id"]))
+        chat_id, run_id = str(row["chat_id"]), str(row["id"])
+        if row.get("turn") is None:
+            # a run of a server from before the stored turn state: its state is the whole
+            # fold of its records (the end below adds only what closing it changes)
+            await refold_run(self.store, chat_id, run_id, self.log.max_field_bytes)
+        fold = await load_run_fold(self.store, chat_id, run_id)
         return await self._finish(
             row,
             RunStatus.INTERRUPTED,

@@ -71,6 +71,32 @@ def default_database_url() -> str:
     return f"sqlite+aiosqlite:///{home_dir() / 'server.sqlite3'}"
 
 
+def earlier_default_database(database_url: str) -> str | None:
+    """What to say when the default database is not there yet but the one of a version from
+    before 11-23 is: the default SQLite file was then always in the per-user data directory,
+    ``$CURSOR_AGENT_API_HOME`` set or not (now it is in the tool's home). One line naming the
+    earlier file and how to use it; ``None`` otherwise. Nothing is moved.
+
+    Example:
+        >>> earlier_default_database("sqlite+aiosqlite:////nowhere/server.sqlite3") is None
+        True
+    """
+    from platformdirs import user_data_dir
+
+    sqlite = "sqlite+aiosqlite:///"  # the form of default_database_url()
+    if not database_url.startswith(sqlite):
+        return None
+    new = Path(database_url[len(sqlite):])
+    old = Path(user_data_dir("cursor-agent-api", appauthor=False)) / new.name
+    if new.exists() or old == new or not old.is_file():
+        return None
+    return (
+        f"this server starts a new, empty database {new} ($CURSOR_AGENT_API_HOME); the one of "
+        f"versions before 11-23 is {old}: to keep using it, stop the server and start it with "
+        f"--database-url sqlite+aiosqlite:///{old}, or move that file (and its -wal) over {new}"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ServerSettings:
     """Everything the server needs to know, fixed at start.

@@ -312,29 +312,35 @@ async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> in
     """Fold the finished runs of a chat that have no stored turn state yet (runs written
     before the state existed: ``runs.turn`` is NULL) from their records, and store it.
     Returns how many runs it folded (0 once done: a later call reads one column)."""
-    from .store import replace_turn
-
     count = 0
     for run in await store.list_runs(chat_id):
         if run.get("turn") is not None or run.get("status") in ("queued", "running"):
             continue
-        fold = RunFold(chat_id, str(run["id"]))
-        recs: list[EventRecord] = []
-        changes: list[Changes] = []
-        after = 0
-        while True:
-            page = await store.events_after(chat_id, after, 1000, run_id=fold.run_id)
-            for rec in page:
-                changes.append(fold.close() if is_final_run_record(rec) else fold.add_record(rec))
-                rec.payload = {}  # the state needs the seqs and times only, not the events
-                recs.append(rec)
-            if len(page) < 1000:
-                break
-            after = page[-1].seq
-        batch = FoldedBatch(chat_id, fold.run_id, [], changes, 0, fold.turn())
-        await replace_turn(store, batch, recs, max_field_bytes)
-        count += 1
+        count += await refold_run(store, chat_id, str(run["id"]), max_field_bytes)
     return count
+
+
+async def refold_run(store: Store, chat_id: str, run_id: str, max_field_bytes: int) -> bool:
+    """Fold a run without stored turn state (``runs.turn`` NULL: written before the state
+    existed) from all its records, and store the whole state (:func:`.store.replace_turn`).
+    False when it had the state by then (another request or process stored it)."""
+    from .store import replace_turn
+
+    fold = RunFold(chat_id, run_id)
+    recs: list[EventRecord] = []
+    changes: list[Changes] = []
+    after = 0
+    while True:
+        page = await store.events_after(chat_id, after, 1000, run_id=run_id)
+        for rec in page:
+            changes.append(fold.close() if is_final_run_record(rec) else fold.add_record(rec))
+            rec.payload = {}  # the state needs the seqs and times only, not the events
+            recs.append(rec)
+        if len(page) < 1000:
+            break
+        after = page[-1].seq
+    batch = FoldedBatch(chat_id, run_id, [], changes, 0, fold.turn())
+    return await replace_turn(store, batch, recs, max_field_bytes)
 
 
 class Refolder:

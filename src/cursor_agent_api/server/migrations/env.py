@@ -7,6 +7,8 @@ opens a connection of its own. Imported outside Alembic, it does nothing.
 
 from __future__ import annotations
 
+from typing import Any
+
 from alembic import context
 from sqlalchemy import text
 
@@ -16,16 +18,27 @@ MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs
 
 
 def run_migrations_online() -> None:
-    """Run the pending migrations in one transaction on the given connection."""
-    connection = context.config.attributes.get("connection")
+    """Run the pending migrations in one transaction on the given connection (on SQLite the
+    caller has begun it: ``run_migrations``). Notes in ``config.attributes`` the revision
+    the database was at (``"from"``) and each migration applied (``"applied"``)."""
+    attributes = context.config.attributes
+    connection = attributes.get("connection")
     if connection is None:
         raise RuntimeError("run these migrations through cursor_agent_api.server.store.run_migrations")
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    applied = attributes.setdefault("applied", [])
+
+    def note(ctx: Any, step: Any, heads: Any, run_args: Any) -> None:  # Alembic passes all four
+        applied.append(step.up_revision_id)
+
+    context.configure(
+        connection=connection, target_metadata=metadata, render_as_batch=True, on_version_apply=note
+    )
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             # Processes starting at once on one database (API servers, workers) migrate it
             # one after the other: the others then find it up to date. Released at commit.
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        attributes["from"] = context.get_context().get_current_revision()
         context.run_migrations()
 
 

@@ -43,6 +43,7 @@ from .engine import MIGRATIONS_DIR, SQLITE_PAGE_SIZE, StoreEngine, run_migration
 from .errors import (
     ActiveRunError,
     DatabaseError,
+    MigrationError,
     NotFoundError,
     RunEndedError,
     SchemaTooNewError,
@@ -104,6 +105,7 @@ __all__ = [
     "EventRecord",
     "ExtraWrites",
     "LogWrites",
+    "MigrationError",
     "NewRecord",
     "NotFoundError",
     "PlannedWrites",

@@ -23,7 +23,14 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from ..sqlite_file import prepare_sqlite_file
 from .encoding import json_dumps
-from .errors import SchemaTooNewError, StoreUnavailableError, describe_error, is_transient
+from .errors import (
+    MigrationError,
+    SchemaTooNewError,
+    StoreUnavailableError,
+    describe_error,
+    error_text,
+    is_transient,
+)
 from .health import StoreFaults, StoreHealth
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
@@ -34,14 +41,30 @@ _SQLITE_PRAGMAS = ("synchronous=NORMAL", "foreign_keys=ON")
 
 
 def run_migrations(sync_connection: Any) -> None:
-    """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``)."""
+    """Upgrade the database on ``sync_connection`` to the newest schema (Alembic ``head``),
+    in one transaction: all of it or none (a failure, a kill or a full disk midway leaves
+    the database as it was; the next start runs the migrations again).
+
+    On SQLite the connection takes the write lock first (``BEGIN IMMEDIATE``): another
+    process that starts at the same moment waits for it (its busy timeout), then finds the
+    schema up to date. pysqlite itself would run each ``CREATE``/``ALTER`` outside any
+    transaction (committed at once), so the transaction is begun here by hand. On
+    PostgreSQL (transactional DDL) the migrations take an advisory lock (``env.py``).
+
+    A failure is a :class:`MigrationError` that names the migration and what went wrong.
+    """
     from alembic import command
     from alembic.config import Config
     from alembic.util.exc import CommandError
 
+    if sync_connection.dialect.name == "sqlite":
+        # no transaction of pysqlite's own (isolation_level None): ours, from the first statement
+        sync_connection.execution_options(isolation_level="AUTOCOMMIT")
+        sync_connection.exec_driver_sql("BEGIN IMMEDIATE")
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = sync_connection
+    applied: list[str] = cfg.attributes.setdefault("applied", [])
     try:
         command.upgrade(cfg, "head")
     except CommandError as exc:
@@ -51,12 +74,37 @@ def run_migrations(sync_connection: Any) -> None:
             "the database was upgraded by a newer cursor-agent-api (its schema is past this "
             f"version's last migration, {_last_migration()}): upgrade cursor-agent-api, or "
             "use another database (--database-url)") from None
+    except Exception as exc:
+        where = ""
+        if "from" in cfg.attributes:  # the version was read: a migration failed
+            where = f" in migration {_failed_migration(cfg.attributes['from'], len(applied))}"
+        raise MigrationError(
+            f"upgrading the database's schema failed{where}: {error_text(exc)}; nothing was "
+            "changed, the next start tries again"
+        ) from exc
+    sync_connection.commit()
 
+
+def _migrations() -> list[str]:
+    """The migrations' file names, in order (``0001_initial``, …): revision ``0001`` is the
+    first's."""
+    return sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
 
 
 def _last_migration() -> str:
-    names = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))
+    names = _migrations()
     return names[-1] if names else "none"
+
+
+def _failed_migration(start: str | None, applied: int) -> str:
+    """The migration that failed: the ``applied + 1``-th after revision ``start``.
+
+    Example:
+        >>> _failed_migration("0004", 1)
+        '0006_compact_events'
+    """
+    pending = [n for n in _migrations() if start is None or n.split("_")[0] > start]
+    return pending[applied] if applied < len(pending) else "?"
 
 
 class StoreEngine:
@@ -148,7 +196,7 @@ class StoreEngine:
                 cur.close()
 
         self._engine = engine
-        async with self._writing(), engine.begin() as conn:
+        async with self._writing(), engine.connect() as conn:
             await conn.run_sync(run_migrations)
         if self.is_sqlite:
             import aiosqlite

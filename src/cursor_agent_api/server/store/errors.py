@@ -1,10 +1,11 @@
 """What can go wrong with the database, and how the store says so.
 
 The store's own errors (:class:`ActiveRunError`, :class:`NotFoundError`, :class:`RunEndedError`,
-:class:`StoreUnavailableError`, :class:`SchemaTooNewError`), :data:`DatabaseError` (any
-failure of the database layer, for the modules that must catch one without knowing the
-library under it), :func:`is_transient` (retry or not) and :func:`describe_error` (one line,
-never the SQL statement or its parameters).
+:class:`StoreUnavailableError`, :class:`SchemaTooNewError`, :class:`MigrationError`),
+:data:`DatabaseError` (any failure of the database layer, for the modules that must catch one
+without knowing the library under it), :func:`is_transient` (retry or not) and
+:func:`describe_error` (one line, never the SQL statement or its parameters;
+:func:`error_text` for a failure that is not about a value sent).
 
 Example:
     >>> describe_error(StoreUnavailableError("injected"))
@@ -157,6 +158,24 @@ def refused_for_data(error: Exception) -> bool:
     return isinstance(error, DBAPIError) and not isinstance(error, IntegrityError) and not is_transient(error)
 
 
+def error_text(exc: BaseException, limit: int = 300) -> str:
+    """The first line of what the database (or the code) said, and the error's class: for a
+    failure that is not about a value sent (a migration's statement), where
+    :func:`describe_error` would name the class only.
+
+    Example:
+        >>> from sqlalchemy.exc import OperationalError
+        >>> error_text(OperationalError("ALTER TABLE runs ADD COLUMN job_id", {},
+        ...                             Exception("duplicate column name: job_id")))
+        'duplicate column name: job_id (OperationalError)'
+    """
+    cause = exc.orig if isinstance(exc, DBAPIError) else exc
+    first = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    if first.startswith("<class "):  # asyncpg through SQLAlchemy's adapter: "<class 'x'>: msg"
+        first = first.split(">: ", 1)[-1]
+    return f"{first[:limit]} ({type(exc).__name__})" if first else type(exc).__name__
+
+
 def describe_error(exc: BaseException) -> str:
     """What went wrong, in one line, **without the SQL statement or its parameters**
     (SQLAlchemy's own message has both: it may hold agent output or a secret).
@@ -168,18 +187,19 @@ def describe_error(exc: BaseException) -> str:
         'database is locked (OperationalError)'
     """
     if isinstance(exc, DBAPIError):
-        orig = exc.orig
-        first = str(orig).strip().splitlines()[0] if str(orig).strip() else ""
-        if first.startswith("<class "):  # asyncpg through SQLAlchemy's adapter: "<class 'x'>: msg"
-            first = first.split(">: ", 1)[-1]
         if not is_transient(exc):
             # A data error's message may quote the value it refused: name it only.
-            return f"the database refused the write ({type(exc).__name__}: {type(orig).__name__})"
-        return f"{first[:200]} ({type(exc).__name__})" if first else type(exc).__name__
+            return f"the database refused the write ({type(exc).__name__}: {type(exc.orig).__name__})"
+        return error_text(exc, 200)
     if isinstance(exc, SQLAlchemyError):
         return f"database error ({type(exc).__name__})"
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
     return f"{text} ({type(exc).__name__})" if text else type(exc).__name__
+
+
+class MigrationError(Exception):
+    """Upgrading the database's schema failed: which migration and why (the database is
+    left as it was: the migrations run in one transaction)."""
 
 
 class SchemaTooNewError(Exception):

@@ -1256,12 +1256,21 @@ def _run_update(keys: tuple[str, ...]) -> Any:
     return stmt
 
 
-async def replace_turn(store: Store, batch: TurnBatch, recs: Sequence[EventRecord], limit: int) -> None:
+async def replace_turn(store: Store, batch: TurnBatch, recs: Sequence[EventRecord], limit: int) -> bool:
     """In a transaction of its own: a run's whole turn state, from the changes of all its
-    records (``batch``), in place of what was stored (a run written before the state existed)."""
+    records (``batch``), in place of what was stored, for a run that has none yet (written
+    before the state existed: ``runs.turn`` NULL). False, and nothing written, when the run
+    has it by then: another request or process folded it meanwhile. The run's row is locked
+    first (PostgreSQL's ``FOR UPDATE``; SQLite's write lock): two folds of one run follow
+    each other, never deadlock, and the second finds the state there."""
     async with store.transaction() as conn:
+        locked = select(runs.c.turn).where(runs.c.id == batch.run_id).with_for_update()
+        row = (await conn.execute(locked)).one_or_none()
+        if row is None or row.turn is not None:
+            return False
         for table in (tool_calls, turn_texts):
             await conn.execute(table.delete().where(table.c.run_id == batch.run_id))
         if recs:
             await write_turn(store, conn, batch, recs, limit)
         await store.set_run(conn, batch.run_id, turn=batch.turn)
+    return True

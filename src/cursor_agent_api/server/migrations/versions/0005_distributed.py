@@ -23,6 +23,29 @@ down_revision = "0004"
 branch_labels = None
 depends_on = None
 
+NOTIFY_EVENTS = [
+    # one notification per chat per insert statement, with the seqs it wrote, sent at commit;
+    # the channel is the one the API servers listen on (server/notify.py)
+    """
+    CREATE OR REPLACE FUNCTION cursor_agent_api_notify_events() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('cursor_agent_api_events', chat_id || ' ' || min(seq) || ' ' || max(seq))
+           FROM new_rows GROUP BY chat_id;
+        RETURN NULL;
+    END;
+    $$
+    """,
+    "DROP TRIGGER IF EXISTS events_notify ON events",
+    """
+    CREATE TRIGGER events_notify AFTER INSERT ON events
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION cursor_agent_api_notify_events()
+    """,
+]
+"""The trigger that notifies ``cursor_agent_api_events`` of new records (``events`` names its
+chat by its id here: migration 0006 makes it again for the table it rebuilds)."""
+
 
 def upgrade() -> None:
     """Add the run columns; on PostgreSQL, the queue's schema and the NOTIFY trigger."""
@@ -34,10 +57,11 @@ def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name != "postgresql":
         return
-    from cursor_agent_api.server.store.queue_schema import apply_queue_schema, notify_trigger_sql
+    # Procrastinate's own schema, as the installed Procrastinate ships it
+    from cursor_agent_api.server.store.queue_schema import apply_queue_schema
 
     apply_queue_schema(bind)
-    for statement in notify_trigger_sql(keyed=False):
+    for statement in NOTIFY_EVENTS:
         op.execute(statement)
 
 

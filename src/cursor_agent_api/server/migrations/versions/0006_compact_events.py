@@ -29,6 +29,27 @@ depends_on = None
 
 _COLUMNS = "seq, ts_ms, source, type, subtype, payload, raw"
 
+NOTIFY_EVENTS = [
+    # as migration 0005's, for the rebuilt table: it names its chat by ``chats.num``, and the
+    # notification carries the chat's public id
+    """
+    CREATE OR REPLACE FUNCTION cursor_agent_api_notify_events() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify('cursor_agent_api_events', c.id || ' ' || min(seq) || ' ' || max(seq))
+           FROM new_rows n JOIN chats c ON c.num = n.chat_key GROUP BY c.id;
+        RETURN NULL;
+    END;
+    $$
+    """,
+    "DROP TRIGGER IF EXISTS events_notify ON events",
+    """
+    CREATE TRIGGER events_notify AFTER INSERT ON events
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION cursor_agent_api_notify_events()
+    """,
+]
+
 
 def _add_num(table: str, postgresql: bool) -> None:
     with op.batch_alter_table(table) as batch:
@@ -79,69 +100,19 @@ def upgrade() -> None:
         "ix_events_server_runs", "events", ["chat_key", "run_key"], sqlite_where=where, postgresql_where=where
     )
     if postgresql:
-        from cursor_agent_api.server.store.queue_schema import notify_trigger_sql
-
-        for statement in notify_trigger_sql(keyed=True):
+        for statement in NOTIFY_EVENTS:
             op.execute(statement)
 
 
 def downgrade() -> None:
-    """Back to ``events`` keyed by a row id, naming chats and runs by their ids."""
-    postgresql = op.get_bind().dialect.name == "postgresql"
-    big_id = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-    op.create_table(
-        "events_wide",
-        sa.Column("id", big_id, primary_key=True, autoincrement=True),
-        sa.Column("chat_id", sa.String(36), sa.ForeignKey("chats.id"), nullable=False),
-        sa.Column("run_id", sa.String(36), sa.ForeignKey("runs.id"), nullable=True),
-        sa.Column("seq", sa.BigInteger(), nullable=False),
-        sa.Column("ts_ms", sa.BigInteger(), nullable=False),
-        sa.Column("source", sa.String(16), nullable=False),
-        sa.Column("type", sa.String(64), nullable=False),
-        sa.Column("subtype", sa.String(64), nullable=True),
-        sa.Column("payload", sa.JSON(), nullable=False),
-        sa.Column("raw", sa.Text(), nullable=True),
-        sa.UniqueConstraint("chat_id", "seq", name="uq_events_chat_seq"),
-    )
-    # a line stored alone gets its source, type and subtype (classified as when it was read)
-    from cursor_agent_api.server.store import EventRecord
+    """Refused: downgrades are not supported (docs/server.md, Storage).
 
-    bind = op.get_bind()
-    alone = sa.text("SELECT seq, chat_key, raw FROM events WHERE payload IS NULL AND raw IS NOT NULL")
-    fill = sa.text(
-        "UPDATE events SET source = 'agent', type = :t, subtype = :st WHERE chat_key = :c AND seq = :s"
+    Since this migration the server no longer stores what older versions read (a tool call's
+    output, an agent record's derived fields): a database taken back below it would show
+    them empty. Go back by restoring the copy of the database made before the upgrade.
+    """
+    raise RuntimeError(
+        "downgrading the database below migration 0006 is not supported: older versions "
+        "would find tool call outputs and agent records' fields missing. Restore the copy of "
+        "the database made before the upgrade (docs/server.md, Storage) instead."
     )
-    for seq, chat_key, raw in bind.execute(alone).all():
-        row = {"seq": seq, "chat_id": "", "run_id": None, "ts_ms": 0, "source": "agent", "type": None,
-               "subtype": None, "payload": None, "raw": raw}
-        rec = EventRecord.from_row(type("Row", (), {"_mapping": row})())
-        bind.execute(fill, {"t": rec.type, "st": rec.subtype, "c": chat_key, "s": seq})
-    # a line stored alone gets its payload back ({"type", "data"}; raw NULL)
-    if postgresql:
-        text = "convert_from(e.raw, 'UTF8')"
-        payload = f"COALESCE(e.payload, json_build_object('type', e.type, 'data', ({text})::json))"
-    else:
-        text = "CAST(e.raw AS TEXT)"
-        payload = f"COALESCE(e.payload, json_object('type', e.type, 'data', json({text})))"
-    raw = f"CASE WHEN e.payload IS NULL THEN NULL ELSE {text} END"
-    kept = ", ".join("e." + c for c in _COLUMNS.split(", ")[:-2])
-    op.execute(
-        f"INSERT INTO events_wide (chat_id, run_id, {_COLUMNS}) "
-        f"SELECT c.id, r.id, {kept}, {payload}, {raw} FROM events e "
-        "JOIN chats c ON c.num = e.chat_key LEFT JOIN runs r ON r.num = e.run_key ORDER BY c.id, e.seq"
-    )
-    if postgresql:
-        op.execute("DROP TRIGGER IF EXISTS events_notify ON events")
-    op.drop_index("ix_events_server_runs", "events")
-    op.drop_table("events")
-    op.rename_table("events_wide", "events")
-    op.create_index("ix_events_run_id", "events", ["run_id"])
-    for table in ("runs", "chats"):
-        op.drop_index(f"uq_{table}_num", table)
-        with op.batch_alter_table(table) as batch:
-            batch.drop_column("num")
-    if postgresql:
-        from cursor_agent_api.server.store.queue_schema import notify_trigger_sql
-
-        for statement in notify_trigger_sql(keyed=False):
-            op.execute(statement)
