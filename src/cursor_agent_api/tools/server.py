@@ -73,8 +73,12 @@ RELAY_AUTHORITY = "tools.relay.invalid:1"
 CANCELLED = "cancelled: the turn that made this call ended"
 """The error of a call still running when its turn ended (see :meth:`ToolServer.end_calls`)."""
 
-_KEEP_INVOCATIONS = 1000
+_KEEP_UNCLAIMED = 1000
 """How many unclaimed calls the server remembers for linking (oldest dropped first)."""
+
+_KEEP_UNCLAIMED_BYTES = 64 * 1024 * 1024
+"""How many bytes of result text the unclaimed calls may hold (oldest dropped first): a call is
+kept only until its turn links it (or ends), but a turn may make many calls it never links."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -177,12 +181,15 @@ class ToolServer:
         self._task: asyncio.Task[None] | None = None
         self._guard: Guard | None = None
         self._lock = threading.Lock()
-        self._unclaimed: deque[tuple[float, LocalInvocation]] = deque(maxlen=_KEEP_INVOCATIONS)
-        """Finished calls not yet linked, with when they started (``time.monotonic()``)."""
+        self._unclaimed: deque[tuple[float, LocalInvocation]] = deque()
+        """Finished calls not yet linked, with when they started (``time.monotonic()``): at
+        most ``_KEEP_UNCLAIMED`` of them, holding at most ``_KEEP_UNCLAIMED_BYTES``."""
+        self._unclaimed_bytes = 0
         self._running: dict[asyncio.Task[LocalInvocation], float] = {}
         """Calls in flight (on the server's loop), with when they started."""
-        self.invocations: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
-        """The latest calls, in the order they finished."""
+        self.calls = 0
+        """How many tool calls the server answered (their values are not kept: a call's record
+        goes to the turn that links it, :meth:`claim`)."""
         self.listed = 0
         """How many ``tools/list`` requests the server answered (an agent that loaded it lists)."""
 
@@ -235,16 +242,22 @@ class ToolServer:
             record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
                                      error=CANCELLED, texts=[CANCELLED],
                                      duration_ms=(time.monotonic() - began) * 1000)
-            with self._lock:
-                self.invocations.append(record)
         else:
             record = call.result()
-            with self._lock:
-                self._unclaimed.append((began, record))
-                self.invocations.append(record)
+            self._keep(began, record)
+        self.calls += 1
         structured = to_texts(record.value)[1] if record.ok else None
         return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
                                     structured_content=structured, is_error=record.is_error)
+
+    def _keep(self, began: float, record: LocalInvocation) -> None:
+        """Keep ``record`` for :meth:`claim`, within the bounds (the oldest go first)."""
+        with self._lock:
+            self._unclaimed.append((began, record))
+            self._unclaimed_bytes += _weight(record)
+            while len(self._unclaimed) > _KEEP_UNCLAIMED or (
+                    self._unclaimed_bytes > _KEEP_UNCLAIMED_BYTES and len(self._unclaimed) > 1):
+                self._unclaimed_bytes -= _weight(self._unclaimed.popleft()[1])
 
     def claim(self, tool_name: str | None, arguments: Any,
               since: float = -math.inf) -> LocalInvocation | None:
@@ -265,6 +278,7 @@ class ToolServer:
                 began, record = item
                 if began >= since and record.tool == tool_name and _canonical(record.arguments) == want:
                     self._unclaimed.remove(item)
+                    self._unclaimed_bytes -= _weight(record)
                     return record
         return None
 
@@ -284,6 +298,7 @@ class ToolServer:
             kept = [item for item in self._unclaimed if item[0] >= before]
             self._unclaimed.clear()
             self._unclaimed.extend(kept)
+            self._unclaimed_bytes = sum(_weight(record) for _, record in kept)
         stale = [call for call, began in self._running.items() if began < before]
         for call in stale:
             call.cancel()
@@ -351,6 +366,11 @@ class ToolServer:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+
+
+def _weight(record: LocalInvocation) -> int:
+    """What a kept record weighs: the length of its texts (its value is about as big)."""
+    return sum(len(text) for text in record.texts)
 
 
 def _canonical(value: Any) -> str:
