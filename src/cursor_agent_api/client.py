@@ -141,6 +141,11 @@ class _AcpHolder:
         """The transport whose process holds ``session_id`` (else the one of ``config``)."""
         return self._holding(session_id) or self.get(config)
 
+    def holds(self, session_id: str) -> bool:
+        """Whether one of these transports holds ``session_id`` (each lets go of the least
+        recently used beyond its ``max_idle_sessions``)."""
+        return any(t.holds(session_id) for t in self.transports.values())
+
     def forget(self, session_id: str) -> None:
         """The session moved to another process: none of these holds it any more."""
         for transport in self.transports.values():

@@ -16,6 +16,11 @@ gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
 
 If the process dies, the next turn starts a new one and ``session/load``s its session.
 
+It holds at most :data:`MAX_IDLE_SESSIONS` sessions without a running turn (the most recently
+used; :attr:`AcpTransport.max_idle_sessions`): a one-off query's session is let go in time
+rather than kept for the client's lifetime. A turn on a session let go ``session/load``s it,
+as after a restart.
+
 Its lifetime (:meth:`AcpTransport.retire`, what a client's ``close()`` calls): the process
 stops once no turn runs on it, so closing a client lets its running turns end first; a turn
 that starts later starts it again (and stops it as it ends). It is loop-bound, and follows
@@ -64,7 +69,12 @@ if TYPE_CHECKING:
     from .acp_turn import AcpTurn
     from .sinks import EventSink
 
-__all__ = ["ACP_REQUEST_TIMEOUT", "AcpTransport", "acp_argv"]
+__all__ = ["ACP_REQUEST_TIMEOUT", "MAX_IDLE_SESSIONS", "AcpTransport", "acp_argv"]
+
+MAX_IDLE_SESSIONS = 100
+"""How many sessions without a running turn a transport holds (the most recently used; each
+~11 KB here, and an MCP session of the client's tool server): one let go is ``session/load``ed
+by the next turn on it."""
 
 ACP_REQUEST_TIMEOUT = 120.0
 """Seconds for a setup request (``initialize``, ``session/new``, ``session/load``…): a lost
@@ -175,7 +185,9 @@ class AcpTransport:
         self._lock: asyncio.Lock | None = None
         self._spawn_done: asyncio.Future[None] | None = None  # resolved once the process runs
         self._generation = 0
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, _Session] = {}  # least recently used first
+        self.max_idle_sessions = MAX_IDLE_SESSIONS
+        """How many sessions without a running turn are held (the most recently used)."""
         self._background = Steering(config)
         self.agent_capabilities: dict[str, Any] = {}
         self._modes: dict[str, str] = {}  # the mode set_mode gave each session
@@ -392,13 +404,33 @@ class AcpTransport:
         return os.path.abspath(config.workspace or os.getcwd())
 
     def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
-        state = _Session(session_id, cwd, self._generation)
-        self._sessions[session_id] = state
+        self._sessions.pop(session_id, None)
+        state = self._sessions[session_id] = _Session(session_id, cwd, self._generation)  # (newest)
         self._modes.pop(session_id, None)  # (re)loaded: the agent's answer says its mode
         if isinstance(result, dict):
             self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
                                               if k in result}
+        self._trim()
         return state
+
+    def holds(self, session_id: str) -> bool:
+        """Whether this transport holds ``session_id`` (a turn on it needs no ``session/load``
+        unless the process was restarted)."""
+        return session_id in self._sessions
+
+    def _trim(self) -> None:
+        """Let go of the least recently used sessions without a running turn beyond
+        :attr:`max_idle_sessions`."""
+        idle = [sid for sid, state in self._sessions.items()
+                if state.turn is None or state.turn.done]
+        for sid in idle[:max(0, len(idle) - self.max_idle_sessions)]:
+            self._drop(sid)
+
+    def _drop(self, session_id: str) -> None:
+        """Forget ``session_id`` here: a later turn on it ``session/load``s it."""
+        self._sessions.pop(session_id, None)
+        self.session_setup.pop(session_id, None)
+        self._modes.pop(session_id, None)
 
     def mcp_servers(self, config: AgentConfig) -> list[dict[str, Any]]:
         """``mcpServers`` of ``session/new``/``session/load``: ``config.mcp_servers`` (with the
@@ -474,13 +506,16 @@ class AcpTransport:
         again (its state here is old). A session with a running turn is kept."""
         state = self._sessions.get(session_id)
         if state is not None and (state.turn is None or state.turn.done):
-            del self._sessions[session_id]
+            self._drop(session_id)
 
     def release(self, session_id: str, turn: AcpTurn) -> None:
-        """``turn`` is over: its session takes the next prompt."""
+        """``turn`` is over: its session takes the next prompt (and is the most recently
+        used of the sessions held)."""
         state = self._sessions.get(session_id)
         if state is not None and state.turn is turn:
             state.turn = None
+            self._sessions[session_id] = self._sessions.pop(session_id)
+            self._trim()
 
     async def _session_request(self, method: str, params: dict[str, Any], *,
                                bounded: bool = True) -> Any:
