@@ -95,9 +95,11 @@ class _AcpHolder:
     Each follows the client to another event loop (see
     :class:`~cursor_agent_api.runtime.acp_transport.AcpTransport`)."""
 
-    def __init__(self, config: AgentConfig | None = None) -> None:
+    def __init__(self, config: AgentConfig | None = None,
+                 on_scope_end: Callable[[str], None] | None = None) -> None:
         self.transports: dict[tuple[Any, ...], AcpTransport] = {}
         self.config = config
+        self.on_scope_end = on_scope_end  # the client's tool server ends those MCP sessions
 
     def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None, *,
              reuse: bool = True) -> Turn:
@@ -123,6 +125,7 @@ class _AcpHolder:
             assert isinstance(made, AcpTransport)
             if self.config is not None:
                 made.answer_between_turns(self.config)
+            made.on_scope_end = self.on_scope_end
             transport = self.transports[key] = made
         elif transport.retired and reuse:
             transport.reuse()  # in use again after close(): kept between turns again
@@ -213,6 +216,11 @@ def _make_tools(tools: Any) -> Any:
     from .tools.host import make_host
 
     return make_host(tools)
+
+
+def _scope_ender(tools: Any) -> Callable[[str], None] | None:
+    """What ends the MCP sessions of a scope on the client's tool server (if it has tools)."""
+    return tools.end_scope if tools is not None else None
 
 
 def _same(value: T) -> T:
@@ -677,7 +685,7 @@ class CursorAgentClient:
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
-        self._acp = _AcpHolder(self.config)
+        self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
 
     # plumbing --------------------------------------------------------------------------
 
@@ -1040,8 +1048,8 @@ class AsyncCursorAgentClient:
 
     def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
-        self._acp = _AcpHolder(self.config)
         self._tools = _make_tools(tools)  # @tool functions: served until aclose()
+        self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self

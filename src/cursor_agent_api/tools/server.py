@@ -13,7 +13,10 @@ The token is random per server (``secrets.token_urlsafe(32)``); it reaches the a
 through its environment (see :mod:`.host`), on the Unix socket of the relay fallback too.
 The server also records each call
 (:class:`~.tool.LocalInvocation`) so the stream's tool calls can be linked to them
-(:meth:`ToolServer.claim`). What does not live here: the workspace's files (:mod:`.inject`),
+(:meth:`ToolServer.claim`), and which MCP sessions each turn's agent opened
+(:mod:`.mcp_scopes`), so that they end with it (:meth:`ToolServer.end_scope`); the SDK ends an
+MCP session idle for :data:`MCP_SESSION_IDLE_TIMEOUT` and keeps at most
+:data:`MCP_MAX_SESSIONS`. What does not live here: the workspace's files (:mod:`.inject`),
 which turns use the server (:mod:`.host`).
 
 Example:
@@ -53,12 +56,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+import httpx2
 import uvicorn
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .functions import LocalInvocation, Tool, to_texts
+from .mcp_scopes import SCOPE_HEADER, McpScopes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
 
@@ -72,6 +77,13 @@ RELAY_AUTHORITY = "tools.relay.invalid:1"
 
 CANCELLED = "cancelled: the turn that made this call ended"
 """The error of a call still running when its turn ended (see :meth:`ToolServer.end_calls`)."""
+
+MCP_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds after which the SDK ends an MCP session with no request in flight (an agent that
+keeps its session open has its event stream open): one whose scope was never ended."""
+
+MCP_MAX_SESSIONS = 1000
+"""The most MCP sessions the server holds at once (beyond: the SDK answers 503)."""
 
 _KEEP_UNCLAIMED = 1000
 """How many unclaimed calls the server remembers for linking (oldest dropped first)."""
@@ -104,8 +116,11 @@ class Guard:
         b'Bearer t'
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int,
+                 scopes: McpScopes | None = None) -> None:
         self.app = app
+        self.scopes = scopes
+        """Where the MCP sessions opened with a :data:`~.mcp_scopes.SCOPE_HEADER` are noted."""
         self.want = f"Bearer {token}".encode()
         self.hosts = {h.encode() for h in hosts}
         self.max_body_bytes = max_body_bytes
@@ -130,7 +145,35 @@ class Guard:
             await _refuse(send, 413, "request too large")
             return
         self.admitted += 1
+        if self.scopes is not None:
+            send = _note_session(self.scopes, scope["method"], headers, send)
         await self.app(scope, receive, send)
+
+
+_SCOPE = SCOPE_HEADER.lower().encode()
+_SESSION = b"mcp-session-id"
+
+
+def _note_session(scopes: McpScopes, method: str, headers: dict[bytes, bytes], send: Send) -> Send:
+    """``send``, noting in ``scopes`` the MCP session a scoped request opens (the SDK names it
+    in its answer); a ``DELETE`` (the agent ends its session) is noted at once."""
+    session = headers.get(_SESSION)
+    if session is not None:
+        if method == "DELETE":
+            scopes.closed(session.decode("latin-1"))
+        return send
+    tag = headers.get(_SCOPE)
+    if not tag:
+        return send
+
+    async def noting(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+            opened = dict(message.get("headers") or ()).get(_SESSION)
+            if opened:
+                scopes.opened(tag.decode("latin-1"), opened.decode("latin-1"))
+        await send(message)
+
+    return noting
 
 
 class _OwnLoggingConfig(uvicorn.Config):
@@ -192,6 +235,10 @@ class ToolServer:
         goes to the turn that links it, :meth:`claim`)."""
         self.listed = 0
         """How many ``tools/list`` requests the server answered (an agent that loaded it lists)."""
+        self.scopes = McpScopes(MCP_MAX_SESSIONS)
+        """The MCP sessions each turn's agent opened (:meth:`end_scope`)."""
+        self._hosts: list[str] = []
+        self._manager: Any = None
 
     @property
     def url(self) -> str:
@@ -304,6 +351,26 @@ class ToolServer:
             call.cancel()
         return len(stale)
 
+    async def end_scope(self, scope: str) -> int:
+        """End the MCP sessions opened with ``scope`` (as their agent would: ``DELETE``), now
+        that their agent is gone or has let go of them; how many. On the server's loop.
+
+        Example:
+            >>> asyncio.run(ToolServer([]).end_scope("turn-1"))
+            0
+        """
+        ids = self.scopes.take(scope)
+        guard = self._guard
+        if not ids or guard is None or not self.running:
+            return 0
+        transport = httpx2.ASGITransport(app=guard.app)  # the SDK's app: not counted as admitted
+        async with httpx2.AsyncClient(transport=transport, base_url=f"http://{self._hosts[0]}",
+                                      trust_env=False) as http:
+            for sid in ids:
+                with contextlib.suppress(Exception):  # (one the SDK ended meanwhile: 404)
+                    await http.delete("/mcp", headers={_SESSION.decode(): sid})
+        return len(ids)
+
     # ---- lifecycle ---------------------------------------------------------------------
 
     async def start(self, unix_path: str | None = None) -> None:
@@ -331,14 +398,22 @@ class ToolServer:
                                        on_call_tool=self._call_tool)
         app = lowlevel.streamable_http_app(
             max_request_body_size=self.max_body_bytes,
+            session_idle_timeout=MCP_SESSION_IDLE_TIMEOUT, max_sessions=MCP_MAX_SESSIONS,
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
-        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
-        config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="on",
+        self.scopes.clear()
+        self._hosts = hosts
+        self._manager = lowlevel.session_manager  # (the SDK's MCP sessions)
+        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes,
+                            scopes=self.scopes)
+        # the SDK's session manager runs around the server here, not in a Starlette lifespan:
+        # cancelled with its loop (asyncio.run's end), a lifespan prints a traceback
+        config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="off",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
-        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        self._task = asyncio.get_running_loop().create_task(
+            _serve(server, sock, lowlevel.session_manager.run()))
         while not server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it
@@ -366,6 +441,13 @@ class ToolServer:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+        self.scopes.clear()  # (their sessions ended with the server)
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket,
+                 sessions: contextlib.AbstractAsyncContextManager[None]) -> None:
+    async with sessions:
+        await server.serve(sockets=[sock])
 
 
 def _weight(record: LocalInvocation) -> int:
