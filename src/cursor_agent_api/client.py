@@ -37,6 +37,7 @@ import signal as signal_module
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -216,6 +217,44 @@ def _make_tools(tools: Any) -> Any:
     from .tools.host import make_host
 
     return make_host(tools)
+
+
+_LETTING_GO: set[asyncio.Task[None]] = set()
+"""What dropped clients left to do on their loops (a task is kept only by a reference)."""
+
+
+def _let_go(acp: _AcpHolder, tools: Any) -> None:
+    """An :class:`AsyncCursorAgentClient` was dropped (``weakref.finalize``): as its
+    ``aclose()``, each ``agent acp`` retired and the tool server stopped, each on its own loop,
+    from any thread; nothing for a loop already closed (its processes stopped with it)."""
+    for transport in acp.transports.values():
+        _on_loop(transport.loop, transport.retire)
+    if tools is not None:
+        _on_loop(tools.loop, tools.aclose)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop | None, make: Callable[[], Awaitable[None]]) -> None:
+    if loop is None or loop.is_closed():
+        return
+
+    def start() -> None:
+        task: asyncio.Task[None] = loop.create_task(_awaited(make))
+        _LETTING_GO.add(task)
+        task.add_done_callback(_LETTING_GO.discard)
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        start()
+    else:
+        with contextlib.suppress(RuntimeError):  # (closed meanwhile)
+            loop.call_soon_threadsafe(start)
+
+
+async def _awaited(make: Callable[[], Awaitable[None]]) -> None:
+    await make()
 
 
 def _scope_ender(tools: Any) -> Callable[[str], None] | None:
@@ -1050,6 +1089,8 @@ class AsyncCursorAgentClient:
         self.config = _make_config(config, fields)
         self._tools = _make_tools(tools)  # @tool functions: served until aclose()
         self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
+        # dropped without aclose(): its processes and tool server go then, not with the loop
+        weakref.finalize(self, _let_go, self._acp, self._tools)
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
@@ -1062,7 +1103,8 @@ class AsyncCursorAgentClient:
         have ended (a stream started before may be iterated after), and the server of its
         ``tools``, if it started them. Idempotent. An ``agent acp`` also stops as the event
         loop it was started on ends (``asyncio.run``), and the client starts a new one on
-        the next loop it is used from.
+        the next loop it is used from. A client dropped without ``aclose()`` does the same
+        as it is collected (on its loop; as the sync client's ``close()`` in its ``__del__``).
 
         Example:
             >>> asyncio.run(AsyncCursorAgentClient().aclose())

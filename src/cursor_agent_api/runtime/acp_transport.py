@@ -222,6 +222,11 @@ class AcpTransport:
         return self._conn
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the process was started on (``None`` before the first turn)."""
+        return self._loop
+
+    @property
     def pid(self) -> int | None:
         """The agent's pid (and process group id), while it runs."""
         return self._conn.pid if self._conn is not None and self._conn.alive else None

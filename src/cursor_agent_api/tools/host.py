@@ -92,6 +92,11 @@ class ToolHost:
         self._ending: set[asyncio.Task[int]] = set()
 
     @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the server was started on (``None`` before the first turn)."""
+        return self._loop
+
+    @property
     def active(self) -> int:
         """Turns in progress (entered, not yet left)."""
         return len(self._turns)
