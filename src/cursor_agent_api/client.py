@@ -37,6 +37,7 @@ import signal as signal_module
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -95,9 +96,11 @@ class _AcpHolder:
     Each follows the client to another event loop (see
     :class:`~cursor_agent_api.runtime.acp_transport.AcpTransport`)."""
 
-    def __init__(self, config: AgentConfig | None = None) -> None:
+    def __init__(self, config: AgentConfig | None = None,
+                 on_scope_end: Callable[[str], None] | None = None) -> None:
         self.transports: dict[tuple[Any, ...], AcpTransport] = {}
         self.config = config
+        self.on_scope_end = on_scope_end  # the client's tool server ends those MCP sessions
 
     def open(self, config: AgentConfig, prompt: str | bytes, sink: EventSink | None, *,
              reuse: bool = True) -> Turn:
@@ -123,6 +126,7 @@ class _AcpHolder:
             assert isinstance(made, AcpTransport)
             if self.config is not None:
                 made.answer_between_turns(self.config)
+            made.on_scope_end = self.on_scope_end
             transport = self.transports[key] = made
         elif transport.retired and reuse:
             transport.reuse()  # in use again after close(): kept between turns again
@@ -140,6 +144,11 @@ class _AcpHolder:
     def of_session(self, session_id: str, config: AgentConfig) -> AcpTransport:
         """The transport whose process holds ``session_id`` (else the one of ``config``)."""
         return self._holding(session_id) or self.get(config)
+
+    def holds(self, session_id: str) -> bool:
+        """Whether one of these transports holds ``session_id`` (each lets go of the least
+        recently used beyond its ``max_idle_sessions``)."""
+        return any(t.holds(session_id) for t in self.transports.values())
 
     def forget(self, session_id: str) -> None:
         """The session moved to another process: none of these holds it any more."""
@@ -208,6 +217,49 @@ def _make_tools(tools: Any) -> Any:
     from .tools.host import make_host
 
     return make_host(tools)
+
+
+_LETTING_GO: set[asyncio.Task[None]] = set()
+"""What dropped clients left to do on their loops (a task is kept only by a reference)."""
+
+
+def _let_go(acp: _AcpHolder, tools: Any) -> None:
+    """An :class:`AsyncCursorAgentClient` was dropped (``weakref.finalize``): as its
+    ``aclose()``, each ``agent acp`` retired and the tool server stopped, each on its own loop,
+    from any thread; nothing for a loop already closed (its processes stopped with it)."""
+    for transport in acp.transports.values():
+        _on_loop(transport.loop, transport.retire)
+    if tools is not None:
+        _on_loop(tools.loop, tools.aclose)
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop | None, make: Callable[[], Awaitable[None]]) -> None:
+    if loop is None or loop.is_closed():
+        return
+
+    def start() -> None:
+        task: asyncio.Task[None] = loop.create_task(_awaited(make))
+        _LETTING_GO.add(task)
+        task.add_done_callback(_LETTING_GO.discard)
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        start()
+    else:
+        with contextlib.suppress(RuntimeError):  # (closed meanwhile)
+            loop.call_soon_threadsafe(start)
+
+
+async def _awaited(make: Callable[[], Awaitable[None]]) -> None:
+    await make()
+
+
+def _scope_ender(tools: Any) -> Callable[[str], None] | None:
+    """What ends the MCP sessions of a scope on the client's tool server (if it has tools)."""
+    return tools.end_scope if tools is not None else None
 
 
 def _same(value: T) -> T:
@@ -672,7 +724,7 @@ class CursorAgentClient:
         self._portal = LoopThread()
         self._lock = threading.Lock()
         self._holding = False
-        self._acp = _AcpHolder(self.config)
+        self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
 
     # plumbing --------------------------------------------------------------------------
 
@@ -1035,8 +1087,10 @@ class AsyncCursorAgentClient:
 
     def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
-        self._acp = _AcpHolder(self.config)
         self._tools = _make_tools(tools)  # @tool functions: served until aclose()
+        self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
+        # dropped without aclose(): its processes and tool server go then, not with the loop
+        weakref.finalize(self, _let_go, self._acp, self._tools)
 
     async def __aenter__(self) -> AsyncCursorAgentClient:
         return self
@@ -1049,7 +1103,8 @@ class AsyncCursorAgentClient:
         have ended (a stream started before may be iterated after), and the server of its
         ``tools``, if it started them. Idempotent. An ``agent acp`` also stops as the event
         loop it was started on ends (``asyncio.run``), and the client starts a new one on
-        the next loop it is used from.
+        the next loop it is used from. A client dropped without ``aclose()`` does the same
+        as it is collected (on its loop; as the sync client's ``close()`` in its ``__del__``).
 
         Example:
             >>> asyncio.run(AsyncCursorAgentClient().aclose())

@@ -194,3 +194,25 @@ def test_a_session_stream_made_after_close_keeps_the_agent_between_turns(
 
     kept, after = asyncio.run(main())
     assert kept and after == []
+
+
+def test_an_async_acp_client_dropped_without_aclose_stops_its_agent(
+        sim: Sim, spawned: list[int]) -> None:
+    """As the sync client's ``__del__`` closes it: the ``agent acp`` of a dropped async client
+    stops then (on its loop), not only when the loop ends."""
+    import weakref
+
+    from cursor_agent_api import client as client_module
+
+    async def main() -> tuple[bool, list[int]]:
+        client = AsyncCursorAgentClient(sim.config(permission_mode="allow"))
+        assert (await client.query("say hello")).success
+        dropped = weakref.ref(client)
+        del client
+        gc.collect()
+        await asyncio.gather(*getattr(client_module, "_LETTING_GO", ()))
+        return dropped() is None, _alive(spawned)
+
+    collected, alive = asyncio.run(main())
+    assert collected and spawned
+    assert alive == []  # (the process ran on until asyncio.run ended)

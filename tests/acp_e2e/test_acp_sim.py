@@ -283,9 +283,12 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
     new = next(f for f in sim.client_frames() if f.get("method") == "session/new")
     (server,) = new["params"]["mcpServers"]
     assert server["type"] == "http" and server["name"].startswith("python-tools-")
-    (header,) = server["headers"]
+    header, scope = server["headers"]
     assert header["name"] == "Authorization" and header["value"].startswith("Bearer ")
     assert "${env:" not in header["value"]
+    # the scope of the MCP sessions the agent opens for it (they end with the session)
+    assert scope["name"] == "X-Cursor-Agent-Api-Scope" and scope["value"]
+    assert "${env:" not in scope["value"]
     # the approval entry the simulator needed ({url} alone, as the forum hashed an ACP server)
     # was there during the turn, and nothing of it is left afterwards
     (keys,) = during

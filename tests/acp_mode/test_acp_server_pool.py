@@ -236,3 +236,32 @@ def test_a_request_naming_no_session_is_never_put_to_another_sessions_person(fak
     assert alone.asked == ["plan Rename"]
     assert left.asked == ["make"]
     assert right.asked == []  # two turns could own it: the client's own settings answered
+
+
+def test_the_pool_keeps_no_home_for_a_session_its_process_let_go(fake: FakeAgent) -> None:
+    """One-off runs of many chats: the shared process holds its latest idle sessions only,
+    and the pool remembers a home only for those; a chat let go is loaded again, its
+    history there."""
+
+    async def main() -> tuple[list[Any], list[str], list[str], Any]:
+        pool = AcpClients()
+        settings = _settings(fake)
+        try:
+            first = await _run(settings, _launch(fake, pool, "say one"))
+            (held,) = [h for group in pool._held.values() for h in group]
+            (transport,) = held.client._acp.transports.values()
+            transport.max_idle_sessions = 2
+            results = [first] + [await _run(settings, _launch(fake, pool, f"say {n}"))
+                                 for n in range(4)]
+            homes, kept = list(pool._home), list(transport._sessions)
+            again = await _run(settings, _launch(fake, pool, "history",
+                                                 resume=first.session_id))
+            return results, homes, kept, again
+        finally:
+            await pool.aclose()
+
+    results, homes, kept, again = asyncio.run(main())
+    ids = [r.session_id for r in results]
+    assert kept == ids[-2:]
+    assert sorted(homes) == sorted(ids[-2:])  # (every chat's session had a home)
+    assert again.success and again.result == "earlier: say one"

@@ -149,7 +149,7 @@ def test_stop_with_a_stuck_sync_call_in_flight(caplog: pytest.LogCaptureFixture)
             uvicorn_server = server._server
             assert uvicorn_server is not None
             await server.stop()
-            return uvicorn_server.force_exit, len(server.invocations)
+            return uvicorn_server.force_exit, server.calls
         finally:
             release.set()
             logging.getLogger("uvicorn").removeHandler(caplog.handler)
@@ -212,7 +212,7 @@ async def main():
         assert await asyncio.get_running_loop().run_in_executor(None, entered.wait, 60)
         call.cancel()
     await server.stop()  # what the client's close() does
-    print("stopped", len(server.invocations), flush=True)
+    print("stopped", server.calls, flush=True)
 
 asyncio.run(main())
 '''

@@ -16,6 +16,14 @@ gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
 
 If the process dies, the next turn starts a new one and ``session/load``s its session.
 
+It holds at most :data:`MAX_IDLE_SESSIONS` sessions without a running turn (the most recently
+used; :attr:`AcpTransport.max_idle_sessions`): a one-off query's session is let go in time
+rather than kept for the client's lifetime. A turn on a session let go ``session/load``s it,
+as after a restart. The MCP sessions the agent opened on the client's tool server for a
+session (tagged with the scope of the turn that sent ``session/new``/``session/load``, see
+:mod:`cursor_agent_api.tools.mcp_scopes`) are ended when the session is let go or its process
+ends (:attr:`AcpTransport.on_scope_end`).
+
 Its lifetime (:meth:`AcpTransport.retire`, what a client's ``close()`` calls): the process
 stops once no turn runs on it, so closing a client lets its running turns end first; a turn
 that starts later starts it again (and stops it as it ends). It is loop-bound, and follows
@@ -37,8 +45,8 @@ import atexit
 import contextlib
 import os
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
@@ -54,6 +62,7 @@ from ..protocol.acp_codec import (
 )
 from ..protocol.acp_mcp import acp_mcp_servers
 from ..protocol.events import raw_event
+from ..tools.mcp_scopes import SCOPE_ENV
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags
@@ -64,7 +73,12 @@ if TYPE_CHECKING:
     from .acp_turn import AcpTurn
     from .sinks import EventSink
 
-__all__ = ["ACP_REQUEST_TIMEOUT", "AcpTransport", "acp_argv"]
+__all__ = ["ACP_REQUEST_TIMEOUT", "MAX_IDLE_SESSIONS", "AcpTransport", "acp_argv"]
+
+MAX_IDLE_SESSIONS = 100
+"""How many sessions without a running turn a transport holds (the most recently used; each
+~11 KB here, and an MCP session of the client's tool server): one let go is ``session/load``ed
+by the next turn on it."""
 
 ACP_REQUEST_TIMEOUT = 120.0
 """Seconds for a setup request (``initialize``, ``session/new``, ``session/load``…): a lost
@@ -121,12 +135,16 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
         True
         >>> process_key(a) == process_key(a.with_overrides(api_key="other"))
         False
+        >>> process_key(a) == process_key(a.with_overrides(env={SCOPE_ENV: "turn-2"}))
+        True
     """
     key: list[Any] = []
     for f in fields(AgentConfig):
         if f.name in _PER_TURN:
             continue
         value = getattr(config, f.name)
+        if f.name == "env":  # (a turn's MCP scope is given per session, not to the process)
+            value = {k: v for k, v in value.items() if k != SCOPE_ENV}
         if isinstance(value, dict):
             value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
         elif isinstance(value, list):
@@ -154,6 +172,7 @@ class _Session:
     cwd: str
     generation: int  # the process generation that holds it live
     turn: AcpTurn | None = None
+    scopes: list[str] = field(default_factory=list)  # of the MCP sessions opened for it
 
 
 class AcpTransport:
@@ -170,12 +189,15 @@ class AcpTransport:
         self.env = build_env(config) if env is None else env
         self.env.setdefault("NO_OPEN_BROWSER", "1")  # never a browser login from a library
         self.env.setdefault("BROWSER", "true")
+        self.env.pop(SCOPE_ENV, None)  # a turn's, given per session (mcp_servers), never the process's
         self._argv = list(argv) if argv is not None else None
         self._conn: AcpConnection | None = None
         self._lock: asyncio.Lock | None = None
         self._spawn_done: asyncio.Future[None] | None = None  # resolved once the process runs
         self._generation = 0
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, _Session] = {}  # least recently used first
+        self.max_idle_sessions = MAX_IDLE_SESSIONS
+        """How many sessions without a running turn are held (the most recently used)."""
         self._background = Steering(config)
         self.agent_capabilities: dict[str, Any] = {}
         self._modes: dict[str, str] = {}  # the mode set_mode gave each session
@@ -188,6 +210,9 @@ class AcpTransport:
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the process
         self._watch: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
+        self.on_scope_end: Callable[[str], None] | None = None
+        """Called with the scope of MCP sessions the agent no longer uses (the session that
+        opened them was let go, or its process ended): the client's tool server ends them."""
 
     # ---- the process -------------------------------------------------------------------
 
@@ -195,6 +220,11 @@ class AcpTransport:
     def connection(self) -> AcpConnection | None:
         """The current connection (``None`` before the first turn)."""
         return self._conn
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the process was started on (``None`` before the first turn)."""
+        return self._loop
 
     @property
     def pid(self) -> int | None:
@@ -256,7 +286,7 @@ class AcpTransport:
             if spawned is not None and not spawned.done():
                 spawned.set_result(None)
             _LIVE.add(self)
-            self._watch = loop.create_task(self._watch_process(conn))
+            self._watch = loop.create_task(self._watch_process(conn, self._generation))
             self._watch._log_destroy_pending = False  # type: ignore[attr-defined]  # (a loop closed as it ran)
             try:
                 init = await conn.request("initialize", {
@@ -339,8 +369,9 @@ class AcpTransport:
             _LIVE.discard(self)
             await conn.close()
 
-    async def _watch_process(self, conn: AcpConnection) -> None:
-        """Lives as long as ``conn``'s process. Cancelled while it runs — its loop is ending
+    async def _watch_process(self, conn: AcpConnection, generation: int) -> None:
+        """Lives as long as ``conn``'s process (of ``generation``): once it has ended, the
+        MCP sessions it opened end too. Cancelled while it runs — its loop is ending
         (``asyncio.run`` cancels the tasks left) — it stops the process there, on its own
         loop, so that no ``agent acp`` outlives the loop that reads it."""
         process = conn.process
@@ -354,7 +385,23 @@ class AcpTransport:
                 _LIVE.discard(self)
             with contextlib.suppress(Exception):
                 await conn.close()
-            raise
+            raise  # (the tool server's loop ends too: its MCP sessions with it)
+        self._process_ended(generation)
+
+    def _process_ended(self, generation: int) -> None:
+        """The process of ``generation`` is gone: so are the MCP sessions it opened."""
+        for state in self._sessions.values():
+            if state.generation == generation:
+                self._end_scopes(state)
+
+    def _end_scopes(self, state: _Session) -> None:
+        scopes, state.scopes = state.scopes, []
+        for scope in scopes:
+            self._end_scope(scope)
+
+    def _end_scope(self, scope: str | None) -> None:
+        if scope is not None and self.on_scope_end is not None:
+            self.on_scope_end(scope)
 
     async def _follow_loop(self) -> None:
         """Bind the transport to the running loop. Used last on another loop that is still
@@ -379,6 +426,8 @@ class AcpTransport:
         for state in self._sessions.values():
             state.turn = None  # (a turn of the old loop never ends)
         conn, self._conn = self._conn, None
+        if conn is not None:
+            self._process_ended(self._generation)
         if conn is not None and conn.process is not None:
             _LIVE.discard(self)
             process = conn.process
@@ -392,13 +441,44 @@ class AcpTransport:
         return os.path.abspath(config.workspace or os.getcwd())
 
     def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
-        state = _Session(session_id, cwd, self._generation)
-        self._sessions[session_id] = state
+        old = self._sessions.pop(session_id, None)
+        if old is not None:  # (re)loaded: the agent replaced the session's MCP sessions
+            self._end_scopes(old)
+        state = self._sessions[session_id] = _Session(session_id, cwd, self._generation)  # (newest)
         self._modes.pop(session_id, None)  # (re)loaded: the agent's answer says its mode
         if isinstance(result, dict):
             self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
                                               if k in result}
+        self._trim()
         return state
+
+    def holds(self, session_id: str) -> bool:
+        """Whether this transport holds ``session_id`` (a turn on it needs no ``session/load``
+        unless the process was restarted)."""
+        return session_id in self._sessions
+
+    def _trim(self) -> None:
+        """Let go of the least recently used sessions without a running turn beyond
+        :attr:`max_idle_sessions`."""
+        idle = [sid for sid, state in self._sessions.items()
+                if state.turn is None or state.turn.done]
+        for sid in idle[:max(0, len(idle) - self.max_idle_sessions)]:
+            self._drop(sid)
+
+    def _drop(self, session_id: str) -> None:
+        """Forget ``session_id`` here (and end its MCP sessions): a later turn on it
+        ``session/load``s it."""
+        state = self._sessions.pop(session_id, None)
+        if state is not None:
+            self._end_scopes(state)
+        self.session_setup.pop(session_id, None)
+        self._modes.pop(session_id, None)
+
+    @staticmethod
+    def _scope(config: AgentConfig) -> str | None:
+        """The scope of the MCP sessions ``config``'s turn makes the agent open."""
+        scope = config.env.get(SCOPE_ENV)
+        return scope if isinstance(scope, str) and scope else None
 
     def mcp_servers(self, config: AgentConfig) -> list[dict[str, Any]]:
         """``mcpServers`` of ``session/new``/``session/load``: ``config.mcp_servers`` (with the
@@ -412,16 +492,22 @@ class AcpTransport:
         ``bounded=False``: no ``ACP_REQUEST_TIMEOUT`` (the caller has a deadline of its own)."""
         conn = await self.connect()
         cwd = self._cwd(config)
+        scope = self._scope(config)
         try:
             result = await conn.request("session/new", {"cwd": cwd,
                                                         "mcpServers": self.mcp_servers(config)},
                                         timeout=_request_timeout(bounded))
-        except AcpRequestError as exc:
-            raise self.typed_error(exc) from None
-        new_id = result.get("sessionId") if isinstance(result, dict) else None
-        if not isinstance(new_id, str) or not new_id:
-            raise SessionError("the agent answered session/new without a sessionId")
-        self._remember(new_id, cwd, result)
+            new_id = result.get("sessionId") if isinstance(result, dict) else None
+            if not isinstance(new_id, str) or not new_id:
+                raise SessionError("the agent answered session/new without a sessionId")
+        except BaseException as exc:
+            self._end_scope(scope)  # no session of ours holds what it opened
+            if isinstance(exc, AcpRequestError):
+                raise self.typed_error(exc) from None
+            raise
+        state = self._remember(new_id, cwd, result)
+        if scope is not None:
+            state.scopes.append(scope)
         return new_id
 
     async def open_session(self, config: AgentConfig, turn: AcpTurn,
@@ -437,13 +523,20 @@ class AcpTransport:
         if sid is not None and (state is None or state.generation != self._generation):
             cwd = state.cwd if state is not None else self._cwd(config)
             turn.waiting_for = "session/load"
+            scope = self._scope(config)
             try:
                 # replayed history arrives as updates before the answer: no turn is
                 # registered yet, so it is dropped (the caller has its own history)
-                result = await conn.request("session/load", {
-                    "sessionId": sid, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
-                                            timeout=_request_timeout(bounded))
+                try:
+                    result = await conn.request("session/load", {
+                        "sessionId": sid, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
+                                                timeout=_request_timeout(bounded))
+                except BaseException:
+                    self._end_scope(scope)
+                    raise
                 state = self._remember(sid, cwd, result)
+                if scope is not None:
+                    state.scopes.append(scope)
             except AcpRequestError as exc:
                 if exc.code not in (INVALID_PARAMS, METHOD_NOT_FOUND):
                     raise self.typed_error(exc) from None
@@ -474,13 +567,16 @@ class AcpTransport:
         again (its state here is old). A session with a running turn is kept."""
         state = self._sessions.get(session_id)
         if state is not None and (state.turn is None or state.turn.done):
-            del self._sessions[session_id]
+            self._drop(session_id)
 
     def release(self, session_id: str, turn: AcpTurn) -> None:
-        """``turn`` is over: its session takes the next prompt."""
+        """``turn`` is over: its session takes the next prompt (and is the most recently
+        used of the sessions held)."""
         state = self._sessions.get(session_id)
         if state is not None and state.turn is turn:
             state.turn = None
+            self._sessions[session_id] = self._sessions.pop(session_id)
+            self._trim()
 
     async def _session_request(self, method: str, params: dict[str, Any], *,
                                bounded: bool = True) -> Any:

@@ -8,7 +8,9 @@ The rest of the server sees :class:`AgentStream`.
 
 ACP chats share long-lived ``agent acp`` processes (:class:`AcpClients`): one client per
 set of process-wide settings (binary, environment, API key, argv flags), each holding the
-sessions of every chat that uses it; later runs and other chats reuse it; it is closed after
+sessions of the chats that used it last (the latest idle ones: see
+:data:`~cursor_agent_api.runtime.acp_transport.MAX_IDLE_SESSIONS`); later runs and other chats
+reuse it; it is closed after
 ``idle_seconds`` without a run and at shutdown. Each run's turn has its own callbacks
 (:class:`~.requests.RunSteering`), workspace and session.
 
@@ -241,7 +243,7 @@ class AcpClients:
         self.turns_per_process = turns_per_process
         self._held: dict[tuple[Any, ...], list[_Held]] = {}
         self._by_client: dict[int, _Held] = {}
-        self._home: dict[str, _Held] = {}  # session id -> the process that ran it last
+        self._home: dict[str, _Held] = {}  # session id -> the process that ran it last and holds it
         self._closing: set[asyncio.Task[None]] = set()
         self.closed = False
 
@@ -291,6 +293,8 @@ class AcpClients:
             return
         if session_id:
             self._move(session_id, held)
+        for sid in [s for s, h in self._home.items() if h is held and not held.client._acp.holds(s)]:
+            del self._home[sid]  # its process let go of it (the least recently used)
         held.users = max(0, held.users - 1)
         if held.users == 0 and not self.closed:
             held.idle = asyncio.get_running_loop().call_later(self.idle_seconds, self._expire, held)

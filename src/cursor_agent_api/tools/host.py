@@ -11,6 +11,8 @@ leaves it once the agent's process group is gone, whatever the outcome.
 
 The token never touches a file: ``mcp.json`` says ``"Authorization": "Bearer
 ${env:CURSOR_AGENT_API_TOOLS_TOKEN_<8 HEX>}"`` and only the agent's environment holds the value.
+Each turn's agent also gets a scope (:mod:`.mcp_scopes`): the MCP sessions it opens end with
+the turn in print mode, and with the ACP session in ACP mode (:meth:`ToolHost.end_scope`).
 
 Example:
     >>> from cursor_agent_api.config import AgentConfig
@@ -27,6 +29,7 @@ import contextlib
 import logging
 import math
 import os
+import secrets
 import shutil
 import signal
 import tempfile
@@ -41,6 +44,7 @@ from ..runtime.argv import build_env
 from ..runtime.transport import Turn
 from .approvals import ApprovalInjection, approvals_file, turn_approval_keys
 from .inject import WorkspaceInjection
+from .mcp_scopes import SCOPE_ENV, SCOPE_HEADER
 
 if TYPE_CHECKING:
     from .functions import LocalInvocation, Tool
@@ -85,6 +89,12 @@ class ToolHost:
         self._turns: list[float] = []
         """When each turn in progress (entered, not yet left) began (``time.monotonic()``)."""
         self._closing = False
+        self._ending: set[asyncio.Task[int]] = set()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The event loop the server was started on (``None`` before the first turn)."""
+        return self._loop
 
     @property
     def active(self) -> int:
@@ -103,7 +113,8 @@ class ToolHost:
 
             return relay_entry(os.path.join(self._socket_dir, "mcp.sock"), self.env_var)
         return {"url": self.server.url,
-                "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}"}}
+                "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}",
+                            SCOPE_HEADER: f"${{env:{SCOPE_ENV}}}"}}
 
     def allow(self) -> list[str]:
         """The allowlist tokens for exactly these tools: ``Mcp(<server>:<tool>)``."""
@@ -134,6 +145,8 @@ class ToolHost:
         if self.active:
             return  # the last turn out stops it (see turn_ended)
         if self._loop is asyncio.get_running_loop():
+            if self._ending:
+                await asyncio.wait(list(self._ending))
             await self.server.stop()
         self._close_socket_dir()
 
@@ -166,6 +179,27 @@ class ToolHost:
             else:  # a task may only be made on its loop's thread
                 loop.call_soon_threadsafe(lambda: loop.create_task(self.aclose()))
 
+    def end_scope(self, scope: str) -> None:
+        """The agent of ``scope`` is gone or let go of its MCP sessions: end them on the
+        server's loop (from any thread; nothing once that loop is closed)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._end_scope(scope)
+        else:
+            with contextlib.suppress(RuntimeError):  # (closed meanwhile)
+                loop.call_soon_threadsafe(self._end_scope, scope)
+
+    def _end_scope(self, scope: str) -> None:
+        task = asyncio.get_running_loop().create_task(self.server.end_scope(scope))
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+
     def _end_calls(self, before: float) -> None:
         cancelled = self.server.end_calls(before=before)
         if cancelled:
@@ -197,6 +231,8 @@ class TurnScope:
     def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]],
                  env: Mapping[str, str] | None = None, *, acp: bool = False) -> None:
         self.host = host
+        self.scope = (env or {}).get(SCOPE_ENV)
+        """The scope of the MCP sessions the turn's agent opens (:mod:`.mcp_scopes`)."""
         self.workspace = workspace
         self.servers = dict(servers)
         self.env = dict(os.environ if env is None else env)
@@ -249,6 +285,8 @@ class TurnScope:
             if self.host is not None and self._began is not None:
                 after.callback(self.host.turn_ended, self._began)
                 after.callback(self._check_contact, succeeded)
+                if not self.acp and self.scope is not None:  # (ACP: its session's, see AcpTransport)
+                    after.callback(self.host.end_scope, self.scope)
             if self.approvals is not None:
                 after.callback(self.approvals.exit)
             injection.exit()
@@ -283,6 +321,7 @@ def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfi
     env = dict(config.env)
     if host is not None:  # http: ${env:…} in the header; relay: the relay inherits it
         env[host.env_var] = host.server.token
+        env[SCOPE_ENV] = secrets.token_hex(8)
     turn_config = config.with_overrides(env=env, approve_mcps=True)
     workspace = config.workspace or os.getcwd()
     return turn_config, TurnScope(host, workspace, config.mcp_servers, build_env(turn_config),

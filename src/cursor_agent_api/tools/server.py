@@ -13,7 +13,10 @@ The token is random per server (``secrets.token_urlsafe(32)``); it reaches the a
 through its environment (see :mod:`.host`), on the Unix socket of the relay fallback too.
 The server also records each call
 (:class:`~.tool.LocalInvocation`) so the stream's tool calls can be linked to them
-(:meth:`ToolServer.claim`). What does not live here: the workspace's files (:mod:`.inject`),
+(:meth:`ToolServer.claim`), and which MCP sessions each turn's agent opened
+(:mod:`.mcp_scopes`), so that they end with it (:meth:`ToolServer.end_scope`); the SDK ends an
+MCP session idle for :data:`MCP_SESSION_IDLE_TIMEOUT` and keeps at most
+:data:`MCP_MAX_SESSIONS`. What does not live here: the workspace's files (:mod:`.inject`),
 which turns use the server (:mod:`.host`).
 
 Example:
@@ -53,12 +56,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
+import httpx2
 import uvicorn
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from .functions import LocalInvocation, Tool, to_texts
+from .mcp_scopes import SCOPE_HEADER, McpScopes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
 
@@ -73,8 +78,19 @@ RELAY_AUTHORITY = "tools.relay.invalid:1"
 CANCELLED = "cancelled: the turn that made this call ended"
 """The error of a call still running when its turn ended (see :meth:`ToolServer.end_calls`)."""
 
-_KEEP_INVOCATIONS = 1000
+MCP_SESSION_IDLE_TIMEOUT = 600.0
+"""Seconds after which the SDK ends an MCP session with no request in flight (an agent that
+keeps its session open has its event stream open): one whose scope was never ended."""
+
+MCP_MAX_SESSIONS = 1000
+"""The most MCP sessions the server holds at once (beyond: the SDK answers 503)."""
+
+_KEEP_UNCLAIMED = 1000
 """How many unclaimed calls the server remembers for linking (oldest dropped first)."""
+
+_KEEP_UNCLAIMED_BYTES = 64 * 1024 * 1024
+"""How many bytes of result text the unclaimed calls may hold (oldest dropped first): a call is
+kept only until its turn links it (or ends), but a turn may make many calls it never links."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -100,8 +116,11 @@ class Guard:
         b'Bearer t'
     """
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], max_body_bytes: int,
+                 scopes: McpScopes | None = None) -> None:
         self.app = app
+        self.scopes = scopes
+        """Where the MCP sessions opened with a :data:`~.mcp_scopes.SCOPE_HEADER` are noted."""
         self.want = f"Bearer {token}".encode()
         self.hosts = {h.encode() for h in hosts}
         self.max_body_bytes = max_body_bytes
@@ -126,7 +145,35 @@ class Guard:
             await _refuse(send, 413, "request too large")
             return
         self.admitted += 1
+        if self.scopes is not None:
+            send = _note_session(self.scopes, scope["method"], headers, send)
         await self.app(scope, receive, send)
+
+
+_SCOPE = SCOPE_HEADER.lower().encode()
+_SESSION = b"mcp-session-id"
+
+
+def _note_session(scopes: McpScopes, method: str, headers: dict[bytes, bytes], send: Send) -> Send:
+    """``send``, noting in ``scopes`` the MCP session a scoped request opens (the SDK names it
+    in its answer); a ``DELETE`` (the agent ends its session) is noted at once."""
+    session = headers.get(_SESSION)
+    if session is not None:
+        if method == "DELETE":
+            scopes.closed(session.decode("latin-1"))
+        return send
+    tag = headers.get(_SCOPE)
+    if not tag:
+        return send
+
+    async def noting(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+            opened = dict(message.get("headers") or ()).get(_SESSION)
+            if opened:
+                scopes.opened(tag.decode("latin-1"), opened.decode("latin-1"))
+        await send(message)
+
+    return noting
 
 
 class _OwnLoggingConfig(uvicorn.Config):
@@ -177,14 +224,21 @@ class ToolServer:
         self._task: asyncio.Task[None] | None = None
         self._guard: Guard | None = None
         self._lock = threading.Lock()
-        self._unclaimed: deque[tuple[float, LocalInvocation]] = deque(maxlen=_KEEP_INVOCATIONS)
-        """Finished calls not yet linked, with when they started (``time.monotonic()``)."""
+        self._unclaimed: deque[tuple[float, LocalInvocation]] = deque()
+        """Finished calls not yet linked, with when they started (``time.monotonic()``): at
+        most ``_KEEP_UNCLAIMED`` of them, holding at most ``_KEEP_UNCLAIMED_BYTES``."""
+        self._unclaimed_bytes = 0
         self._running: dict[asyncio.Task[LocalInvocation], float] = {}
         """Calls in flight (on the server's loop), with when they started."""
-        self.invocations: deque[LocalInvocation] = deque(maxlen=_KEEP_INVOCATIONS)
-        """The latest calls, in the order they finished."""
+        self.calls = 0
+        """How many tool calls the server answered (their values are not kept: a call's record
+        goes to the turn that links it, :meth:`claim`)."""
         self.listed = 0
         """How many ``tools/list`` requests the server answered (an agent that loaded it lists)."""
+        self.scopes = McpScopes(MCP_MAX_SESSIONS)
+        """The MCP sessions each turn's agent opened (:meth:`end_scope`)."""
+        self._hosts: list[str] = []
+        self._manager: Any = None
 
     @property
     def url(self) -> str:
@@ -235,16 +289,22 @@ class ToolServer:
             record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
                                      error=CANCELLED, texts=[CANCELLED],
                                      duration_ms=(time.monotonic() - began) * 1000)
-            with self._lock:
-                self.invocations.append(record)
         else:
             record = call.result()
-            with self._lock:
-                self._unclaimed.append((began, record))
-                self.invocations.append(record)
+            self._keep(began, record)
+        self.calls += 1
         structured = to_texts(record.value)[1] if record.ok else None
         return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
                                     structured_content=structured, is_error=record.is_error)
+
+    def _keep(self, began: float, record: LocalInvocation) -> None:
+        """Keep ``record`` for :meth:`claim`, within the bounds (the oldest go first)."""
+        with self._lock:
+            self._unclaimed.append((began, record))
+            self._unclaimed_bytes += _weight(record)
+            while len(self._unclaimed) > _KEEP_UNCLAIMED or (
+                    self._unclaimed_bytes > _KEEP_UNCLAIMED_BYTES and len(self._unclaimed) > 1):
+                self._unclaimed_bytes -= _weight(self._unclaimed.popleft()[1])
 
     def claim(self, tool_name: str | None, arguments: Any,
               since: float = -math.inf) -> LocalInvocation | None:
@@ -265,6 +325,7 @@ class ToolServer:
                 began, record = item
                 if began >= since and record.tool == tool_name and _canonical(record.arguments) == want:
                     self._unclaimed.remove(item)
+                    self._unclaimed_bytes -= _weight(record)
                     return record
         return None
 
@@ -284,10 +345,31 @@ class ToolServer:
             kept = [item for item in self._unclaimed if item[0] >= before]
             self._unclaimed.clear()
             self._unclaimed.extend(kept)
+            self._unclaimed_bytes = sum(_weight(record) for _, record in kept)
         stale = [call for call, began in self._running.items() if began < before]
         for call in stale:
             call.cancel()
         return len(stale)
+
+    async def end_scope(self, scope: str) -> int:
+        """End the MCP sessions opened with ``scope`` (as their agent would: ``DELETE``), now
+        that their agent is gone or has let go of them; how many. On the server's loop.
+
+        Example:
+            >>> asyncio.run(ToolServer([]).end_scope("turn-1"))
+            0
+        """
+        ids = self.scopes.take(scope)
+        guard = self._guard
+        if not ids or guard is None or not self.running:
+            return 0
+        transport = httpx2.ASGITransport(app=guard.app)  # the SDK's app: not counted as admitted
+        async with httpx2.AsyncClient(transport=transport, base_url=f"http://{self._hosts[0]}",
+                                      trust_env=False) as http:
+            for sid in ids:
+                with contextlib.suppress(Exception):  # (one the SDK ended meanwhile: 404)
+                    await http.delete("/mcp", headers={_SESSION.decode(): sid})
+        return len(ids)
 
     # ---- lifecycle ---------------------------------------------------------------------
 
@@ -316,14 +398,22 @@ class ToolServer:
                                        on_call_tool=self._call_tool)
         app = lowlevel.streamable_http_app(
             max_request_body_size=self.max_body_bytes,
+            session_idle_timeout=MCP_SESSION_IDLE_TIMEOUT, max_sessions=MCP_MAX_SESSIONS,
             transport_security=TransportSecuritySettings(
                 enable_dns_rebinding_protection=True, allowed_hosts=hosts,
                 allowed_origins=[f"http://{h}" for h in hosts]))
-        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes)
-        config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="on",
+        self.scopes.clear()
+        self._hosts = hosts
+        self._manager = lowlevel.session_manager  # (the SDK's MCP sessions)
+        self._guard = Guard(app, token=self.token, hosts=hosts, max_body_bytes=self.max_body_bytes,
+                            scopes=self.scopes)
+        # the SDK's session manager runs around the server here, not in a Starlette lifespan:
+        # cancelled with its loop (asyncio.run's end), a lifespan prints a traceback
+        config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="off",
                                 access_log=False, timeout_graceful_shutdown=1)
         server = self._server = _QuietServer(config)
-        self._task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+        self._task = asyncio.get_running_loop().create_task(
+            _serve(server, sock, lowlevel.session_manager.run()))
         while not server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it
@@ -351,6 +441,18 @@ class ToolServer:
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
+        self.scopes.clear()  # (their sessions ended with the server)
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket,
+                 sessions: contextlib.AbstractAsyncContextManager[None]) -> None:
+    async with sessions:
+        await server.serve(sockets=[sock])
+
+
+def _weight(record: LocalInvocation) -> int:
+    """What a kept record weighs: the length of its texts (its value is about as big)."""
+    return sum(len(text) for text in record.texts)
 
 
 def _canonical(value: Any) -> str:
