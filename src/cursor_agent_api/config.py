@@ -54,6 +54,11 @@ DEFAULT_KILL_GRACE = 2.0
 DEFAULT_STDERR_TAIL_BYTES = 64 * 1024
 """How much of the agent's stderr is kept (the last bytes)."""
 
+MCP_SCOPE_ENV = "CURSOR_AGENT_API_MCP_SCOPE"
+"""The agent's environment variable whose value is the scope of the MCP sessions it opens
+(:mod:`.tools.mcp_scopes`): set per turn, so never one of an ``agent acp`` process's
+settings (in ACP the client resolves it per session)."""
+
 
 class OutputFormat(str, enum.Enum):
     """The agent's ``--output-format`` (seed 004).

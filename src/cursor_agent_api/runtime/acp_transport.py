@@ -49,6 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..config import MCP_SCOPE_ENV as SCOPE_ENV
 from ..config import AgentConfig
 from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
 from ..protocol.acp_codec import (
@@ -62,7 +63,6 @@ from ..protocol.acp_codec import (
 )
 from ..protocol.acp_mcp import acp_mcp_servers
 from ..protocol.events import raw_event
-from ..tools.mcp_scopes import SCOPE_ENV
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags

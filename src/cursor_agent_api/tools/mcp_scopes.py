@@ -19,11 +19,15 @@ Example:
 
 from __future__ import annotations
 
+from ..config import MCP_SCOPE_ENV
+
 __all__ = ["SCOPE_ENV", "SCOPE_HEADER", "McpScopes"]
 
-SCOPE_ENV = "CURSOR_AGENT_API_MCP_SCOPE"
+SCOPE_ENV = MCP_SCOPE_ENV
 """The agent's environment variable whose value is the scope of the MCP sessions it opens
-(``${env:…}`` in the tool server's entry; in ACP the client resolves it per session)."""
+(``${env:…}`` in the tool server's entry; in ACP the client resolves it per session). It is
+defined with the config (:data:`~cursor_agent_api.config.MCP_SCOPE_ENV`), which the runtime
+reads: the runtime never imports the tools."""
 
 SCOPE_HEADER = "X-Cursor-Agent-Api-Scope"
 """The request header that carries the scope to the tool server."""
