@@ -163,8 +163,8 @@ def _ask_one(db_url: str, body: Any) -> Any:
             run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
             requests = RunRequests(log, chat["id"], run["id"], None)
             asked = asyncio.ensure_future(requests.ask("permission", {}))
-            while not requests.open_count():
-                await asyncio.sleep(0)
+            while not await request_records(store, [run["id"]]):
+                await asyncio.sleep(0.01)  # the request's record is stored (a condition polled)
             (pending,) = requests.requests.values()
             try:
                 return await body(store, log, requests, pending, asked)

@@ -118,7 +118,7 @@ class _Shown:
         >>> shown = _Shown()
         >>> def full(): raise OSError(errno.ENOSPC, "No space left on device")
         >>> shown.call(full); shown.call(print, "not shown"); shown.lost
-        True
+        OSError(28, 'No space left on device')
     """
 
     def __init__(self) -> None:

@@ -248,18 +248,29 @@ class RunRequests:
     def _record(self, subtype: str, payload: dict[str, Any]) -> NewRecord:
         return NewRecord("server", "request", subtype, payload, None, self.run_id)
 
-    async def _store(self, record: NewRecord, once: AppendOnce | None = None) -> bool:
+    async def _store(self, record: NewRecord) -> bool:
         """Append ``record`` while the run is active; False (nothing written, ``on_ended``
-        called) if the run is over."""
-        try:
-            await self.log.append(self.chat_id, [record], active_run=self.run_id, once=once)
-        except RunEndedError:
-            logger.warning("run %s is over (ended by another process): its request record (%s) "
-                           "is not stored", self.run_id, record.subtype)
-            if self.on_ended is not None:
-                await self.on_ended()
-            return False
-        return True
+        called) if the run is over; the store's error if it is certainly not stored. A write
+        whose ``COMMIT`` was sent (it may be stored) is tried again until the store says
+        (:class:`~.store.AppendOnce`): a record is never both shown and refused."""
+        once = AppendOnce()
+        delay = 0.05
+        while True:
+            try:
+                await self.log.append(self.chat_id, [record], active_run=self.run_id, once=once)
+            except RunEndedError:
+                logger.warning("run %s is over (ended by another process): its request record "
+                               "(%s) is not stored", self.run_id, record.subtype)
+                if self.on_ended is not None:
+                    await self.on_ended()
+                return False
+            except Exception as exc:
+                if not (once.uncertain and is_transient(exc)):
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            return True
 
     def _refused(self, pending: PendingRequest) -> dict[str, Any]:
         """The answer the agent hears for a request whose record was refused (the run is over):
@@ -338,25 +349,15 @@ class RunRequests:
     async def _store_answer(self, pending: PendingRequest, answer: dict[str, Any], by: str) -> bool:
         """Write ``answer``'s record: False if the run is over; raises (a person's answer
         only) if it is certainly not stored."""
-        record = self._record(ANSWERED, answer)
-        once = AppendOnce()
-        delay = 0.05
-        while True:
-            try:
-                return await self._store(record, once)
-            except Exception as exc:
-                if once.uncertain and is_transient(exc):
-                    # its COMMIT was sent: it may be stored; only the store can say (the next
-                    # try looks it up before writing), and till then nothing else is given
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 2.0)
-                    continue
-                if by == "user":
-                    raise
-                logger.warning("could not store the answer to request %s (%s): it is stored "
-                               "with the run's end", pending.id, describe_error(exc))
-                pending.unrecorded = True
-                return True
+        try:
+            return await self._store(self._record(ANSWERED, answer))
+        except Exception as exc:
+            if by == "user":
+                raise
+            logger.warning("could not store the answer to request %s (%s): it is stored "
+                           "with the run's end", pending.id, describe_error(exc))
+            pending.unrecorded = True
+            return True
 
     def unrecorded_answers(self) -> list[NewRecord]:
         """The library's answers whose records the store missed, to write with the run's end
