@@ -129,3 +129,23 @@ def test_a_wall_clock_step_neither_kills_nor_stretches_a_login_code() -> None:
     wall[0] -= 3600
     mono[0] += 300  # 5 minutes pass
     assert not auth.redeem_code(code)
+
+
+def test_a_login_codes_clock_counts_time_asleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codes are timed by Linux's CLOCK_BOOTTIME, which counts a suspend (CLOCK_MONOTONIC
+    stops during one: a code minted before a laptop slept stayed good after it woke; review
+    of the merged change). The clock is faked here: a suspend cannot be made in a test."""
+    import time as time_module
+
+    from cursor_agent_api.server.store import Store
+
+    if not hasattr(time_module, "CLOCK_BOOTTIME"):
+        pytest.skip("CLOCK_BOOTTIME is Linux's")
+    boot = [1000.0]
+    real = time_module.clock_gettime
+    monkeypatch.setattr(time_module, "clock_gettime",
+                        lambda clk: boot[0] if clk == time_module.CLOCK_BOOTTIME else real(clk))
+    auth = Auth(ServerSettings(token="t" * 16), Store("sqlite+aiosqlite://"))
+    code = auth.issue_code(300)
+    boot[0] += 3600  # an hour asleep: the monotonic clock did not move
+    assert not auth.redeem_code(code)

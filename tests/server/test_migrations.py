@@ -302,3 +302,28 @@ def test_the_database_of_a_version_before_the_home_moved_is_named_at_start(
     new.parent.mkdir()
     new.write_bytes(b"")
     assert earlier_default_database(f"sqlite+aiosqlite:///{new}") is None
+
+
+def test_a_start_with_nothing_to_migrate_takes_no_write_lock(tmp_path: Path) -> None:
+    """Another process holds SQLite's write lock while a server starts on a database that is
+    up to date: the start reads the schema's version and goes on (the writes wait later, and
+    a dead server's runs are marked in the background: recovery.py); before, every start took
+    the write lock first and exited 'database is locked' after the busy timeout (review of
+    the merge of the start-up and migration changes)."""
+    import sqlite3
+
+    path = tmp_path / "server.sqlite3"
+    url = f"sqlite+aiosqlite:///{path}"
+
+    async def start(busy_timeout: float) -> None:
+        store = Store(url, busy_timeout=busy_timeout)
+        await store.start()
+        await store.close()
+
+    asyncio.run(start(30.0))  # created and migrated
+    locker = sqlite3.connect(path, isolation_level=None)
+    try:
+        locker.execute("BEGIN IMMEDIATE")
+        asyncio.run(start(0.5))  # up to date: no write lock needed
+    finally:
+        locker.close()

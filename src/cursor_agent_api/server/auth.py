@@ -92,6 +92,19 @@ def token_fingerprint(token: str, salt: str) -> str:
     return raw.hex()
 
 
+def elapsed_clock() -> float:
+    """Seconds on a clock that no wall-clock step moves and that counts time asleep: Linux's
+    ``CLOCK_BOOTTIME`` (a code minted before a laptop is suspended expires on time);
+    ``time.monotonic`` elsewhere (which may stop while asleep).
+
+    Example:
+        >>> a = elapsed_clock(); elapsed_clock() >= a
+        True
+    """
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(boottime) if boottime is not None else time.monotonic()
+
+
 class LoginThrottle:
     """A bucket of ``burst`` failed sign-ins that refills one unit every ``refill_seconds``.
 
@@ -164,15 +177,15 @@ class Auth:
         settings: ServerSettings,
         store: Store,
         clock: Callable[[], float] = time.time,
-        code_clock: Callable[[], float] = time.monotonic,
+        code_clock: Callable[[], float] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
         """The wall clock: the sessions' times are stored, and outlive the process."""
-        self.code_clock = code_clock
+        self.code_clock = code_clock or elapsed_clock
         """The codes' clock: they live in this process only, so a step of the wall clock
-        (NTP, a suspended laptop) neither kills nor stretches them."""
+        (NTP) neither kills nor stretches them, and time asleep counts (:func:`elapsed_clock`)."""
         self.cookie_name = cookie_name(settings.port)
         self.throttle = LoginThrottle(settings.login_failure_burst, settings.login_failure_refill_seconds)
         self._codes: OrderedDict[str, float | None] = OrderedDict()

@@ -45,9 +45,11 @@ def run_migrations(sync_connection: Any) -> None:
     in one transaction: all of it or none (a failure, a kill or a full disk midway leaves
     the database as it was; the next start runs the migrations again).
 
-    On SQLite the connection takes the write lock first (``BEGIN IMMEDIATE``): another
-    process that starts at the same moment waits for it (its busy timeout), then finds the
-    schema up to date. pysqlite itself would run each ``CREATE``/``ALTER`` outside any
+    On SQLite the connection takes the write lock first (``BEGIN IMMEDIATE``) when a
+    migration is due: another process that starts at the same moment waits for it (its busy
+    timeout), then finds the schema up to date. A schema up to date takes no write lock (read
+    first): a start while another process holds it serves, as writes wait. pysqlite itself
+    would run each ``CREATE``/``ALTER`` outside any
     transaction (committed at once), so the transaction is begun here by hand. On
     PostgreSQL (transactional DDL) the migrations take an advisory lock (``env.py``).
 
@@ -60,7 +62,9 @@ def run_migrations(sync_connection: Any) -> None:
     if sync_connection.dialect.name == "sqlite":
         # no transaction of pysqlite's own (isolation_level None): ours, from the first statement
         sync_connection.execution_options(isolation_level="AUTOCOMMIT")
-        sync_connection.exec_driver_sql("BEGIN IMMEDIATE")
+        if _sqlite_revision(sync_connection) == _last_migration().split("_")[0]:
+            return  # up to date: no write lock (a start while another process writes serves)
+        sync_connection.exec_driver_sql("BEGIN IMMEDIATE")  # (Alembic reads the version again)
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = sync_connection
@@ -83,6 +87,18 @@ def run_migrations(sync_connection: Any) -> None:
             "changed, the next start tries again"
         ) from exc
     sync_connection.commit()
+
+
+def _sqlite_revision(sync_connection: Any) -> str | None:
+    """The schema's revision as stored (Alembic's ``alembic_version``), read without the
+    write lock; None for a new database."""
+    from sqlalchemy.exc import OperationalError
+
+    try:
+        value = sync_connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    except OperationalError:  # no such table: nothing migrated yet
+        return None
+    return None if value is None else str(value)
 
 
 def _migrations() -> list[str]:
