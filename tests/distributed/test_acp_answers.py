@@ -122,3 +122,53 @@ def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp
     assert still_open == 1
     assert relayed["decision"] == "allow-once" and relayed["by"] == "user"
     assert heard["decision"] == "allow-once"
+
+
+def test_an_answer_whose_ids_do_not_fit_a_notify_is_relayed_by_places(db_url: str, tmp_path: Path) -> None:
+    """Six questions of twenty options whose ids are 150-character paths: the answer's ids do
+    not fit PostgreSQL's 8,000-byte NOTIFY, so it is relayed as places in the stored request
+    and the worker reads the ids back from it (before: a 422, 'too large to relay', for an
+    answer the page showed as answerable; review of the bounded questions)."""
+    import asyncio
+
+    from cursor_agent_api.server.dispatch.answers import AnswerListener, relay_answer
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.log import EventLog
+    from cursor_agent_api.server.requests import AnswerIn, RunRequests, request_records
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    def ident(q: int, o: int) -> str:
+        return f"/home/someone/projects/a-rather-long-repository-name/src/q{q}/o{o:02d}.py".rjust(150, "x")
+
+    questions = [{"id": ident(q, 99), "prompt": f"Which files? ({q})", "allow_multiple": True,
+                  "options": [{"id": ident(q, o), "label": f"file {o}"} for o in range(20)]}
+                 for q in range(6)]
+    picked = [{"question_id": ident(q, 99), "option_ids": [ident(q, o) for o in range(15)]}
+              for q in range(6)]
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        store = Store(db_url)
+        await store.start()
+        log = EventLog(store, Hub(), 1 << 20)
+        try:
+            chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
+            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+            requests = RunRequests(log, chat["id"], run["id"], None)  # as on a worker
+            asking = asyncio.create_task(requests.ask("question", {"title": "t", "questions": questions}))
+            while not await request_records(store, [run["id"]]):
+                await asyncio.sleep(0.05)
+            (rid,) = requests.requests
+            listener = AnswerListener(store, lambda _run, request_id, body: requests.answer(request_id, body))
+            await listener.start()
+            try:
+                relayed = await relay_answer(store, run["id"], rid, AnswerIn(answers=picked))
+            finally:
+                await listener.close()
+            return relayed, await asking
+        finally:
+            await store.close()
+
+    relayed, heard = asyncio.run(main())
+    assert heard["decision"] == "answered" and relayed["by"] == "user"
+    assert heard["answers"] == picked

@@ -90,6 +90,45 @@ async def _answer_record(store: Store, run_id: str, request_id: str) -> tuple[di
     raise UnknownRequestError(request_id)
 
 
+def answers_at(request: dict[str, Any], body: AnswerIn) -> dict[str, Any]:
+    """A question's answer as places in its stored request (``answers_at``: each answer's
+    question index and option indexes), for a NOTIFY payload its ids would not fit; the
+    worker reads the ids back from the same record (:func:`answer_from_places`).
+
+    Example:
+        >>> req = {"questions": [{"id": "q", "options": [{"id": "a"}, {"id": "b"}]}]}
+        >>> body = AnswerIn(answers=[{"question_id": "q", "option_ids": ["b"]}])
+        >>> places = answers_at(req, body); places
+        {'answers_at': [[0, [1]]]}
+        >>> answer_from_places(req, places).model_dump(exclude_none=True)
+        {'answers': [{'question_id': 'q', 'option_ids': ['b']}]}
+    """
+    questions = [q for q in request.get("questions") or [] if isinstance(q, dict)]
+    index = {str(q.get("id")): i for i, q in enumerate(questions)}
+    places = []
+    for a in body.answers or []:
+        qi = index[a.question_id]  # (parse_answer checked it is there)
+        options = [str(o.get("id")) for o in questions[qi].get("options") or [] if isinstance(o, dict)]
+        places.append([qi, [options.index(o) for o in a.option_ids]])
+    return {"answers_at": places}
+
+
+def answer_from_places(request: dict[str, Any], raw: dict[str, Any]) -> AnswerIn:
+    """The answer :func:`answers_at` encoded, with the ids of ``request`` (the stored
+    record); ``ValueError`` if a place is not in it."""
+    questions = [q for q in request.get("questions") or [] if isinstance(q, dict)]
+    answers = []
+    try:
+        for qi, ois in raw["answers_at"]:
+            q = questions[qi]
+            options = [o for o in q.get("options") or [] if isinstance(o, dict)]
+            answers.append({"question_id": str(q.get("id")),
+                            "option_ids": [str(options[oi].get("id")) for oi in ois]})
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        raise ValueError(f"an answer's places do not fit its request: {exc}") from None
+    return AnswerIn.model_validate({"answers": answers})
+
+
 async def relay_answer(store: Store, run_id: str, request_id: str, body: AnswerIn, *,
                        wait: float = RELAY_WAIT, poll: float = 0.1) -> dict[str, Any]:
     """Answer a request of a run that waits on a worker (see the module doc); the answer
@@ -100,6 +139,8 @@ async def relay_answer(store: Store, run_id: str, request_id: str, body: AnswerI
         raise AlreadyAnsweredError(f"request {request_id!r} already has its answer")
     fields = parse_answer(str(request.get("kind")), request, body)  # 422 here, before relaying
     payload = encode_answer(run_id, request_id, body.model_dump(exclude_none=True))
+    if len(payload.encode()) > MAX_PAYLOAD:  # long ids: relayed as places in the stored request
+        payload = encode_answer(run_id, request_id, answers_at(request, body))
     if len(payload.encode()) > MAX_PAYLOAD:
         raise ValueError("the answer is too large to relay to the worker that runs this run")
     await store.notify(ANSWERS_CHANNEL, payload)
@@ -157,16 +198,22 @@ class AnswerListener(PgListener):
         if decoded is None:
             return
         run_id, request_id, raw = decoded
-        try:
-            body = AnswerIn.model_validate(raw)
-        except ValueError:
-            return
+        if "answers_at" in raw:  # places in the stored request (answers_at): read in _answer
+            body: AnswerIn | dict[str, Any] = raw
+        else:
+            try:
+                body = AnswerIn.model_validate(raw)
+            except ValueError:
+                return
         task = asyncio.get_running_loop().create_task(self._answer(run_id, request_id, body))
         self._handlers.add(task)
         task.add_done_callback(self._handlers.discard)
 
-    async def _answer(self, run_id: str, request_id: str, body: AnswerIn) -> None:
+    async def _answer(self, run_id: str, request_id: str, body: AnswerIn | dict[str, Any]) -> None:
         try:
+            if not isinstance(body, AnswerIn):
+                request, _answer = await _answer_record(self.store, run_id, request_id)
+                body = answer_from_places(request, body)
             await self.on_answer(run_id, request_id, body)
         except (UnknownRequestError, AlreadyAnsweredError, ValueError):
             pass  # another answer came first, or the API server's check was passed by a stale read
@@ -182,6 +229,8 @@ __all__ = [
     "ANSWERS_CHANNEL",
     "AnswerListener",
     "AnswerNotTakenError",
+    "answer_from_places",
+    "answers_at",
     "decode_answer",
     "encode_answer",
     "relay_answer",
