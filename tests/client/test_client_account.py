@@ -118,3 +118,40 @@ def test_a_command_that_floods_stdout_is_stopped_at_the_output_limit(tmp_path):
     with pytest.raises(AgentProcessError, match=r"`status` printed more than 64 KiB"):
         asyncio.run(run_command(config, ["status"], timeout=60, limit=64 * 1024))
     assert not group_alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_command_cancelled_while_the_guard_reports_stops_its_group_first(tmp_path, monkeypatch):
+    """The cancel lands while the spawn reads the owner guard's status pipe (the agent already
+    runs, with a child): the group is gone when the cancel propagates. Before, the spawn sent
+    SIGKILL and let the cancel go on at once, the group still dying (a fresh-clone run saw
+    it alive)."""
+    from cursor_agent_api import AgentConfig
+    from cursor_agent_api.runtime import process as process_module
+    from cursor_agent_api.runtime.commands import fetch_models
+    from cursor_agent_api.runtime.groups import group_alive
+
+    if not process_module.OWNER_GUARD:
+        pytest.skip("the owner guard is Linux's")
+    real = process_module._read_to_eof
+
+    async def read_then_hold(*args, **kwargs):
+        report = await real(*args, **kwargs)
+        await asyncio.Event().wait()  # still reading when the cancel comes
+        return report
+
+    monkeypatch.setattr(process_module, "_read_to_eof", read_then_hold)
+    pid_file = tmp_path / "pid"
+    config = AgentConfig(agent_binary=_agent_script(tmp_path, f"sleep 30 &\necho $! >> {pid_file}\nwait"))
+    alive: list[bool] = []
+
+    async def main() -> None:
+        task = asyncio.ensure_future(fetch_models(config, timeout=None))
+        while len(pid_file.read_text().split() if pid_file.exists() else []) < 2:
+            await asyncio.sleep(0.01)  # the agent and its child run
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        alive.append(group_alive(int(pid_file.read_text().split()[0])))
+
+    asyncio.run(main())
+    assert alive == [False]

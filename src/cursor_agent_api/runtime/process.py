@@ -351,9 +351,12 @@ class AgentProcess:
         if status_r >= 0:
             try:
                 report = await _read_to_eof(loop, status_r)
-            except BaseException:  # cancelled while the guard starts: stop what it started
-                process.kill_now()
-                process.release()
+            except BaseException:  # cancelled while the guard starts: stop what it started,
+                process.kill_now()  # and see it gone before the cancel goes on (as a turn does)
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(process.wait_gone(None), 5.0)
+                with contextlib.suppress(Exception):
+                    process.release()
                 raise
             if report:  # the guard could not start the agent, and exits at once
                 protocol.listener = _NO_LISTENER
