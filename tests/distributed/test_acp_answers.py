@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from cluster import Cluster, fresh_cluster
-from server_helpers import all_events, new_chat, poll, wait_run
+from server_helpers import all_events, new_chat, poll, queued_run, wait_run
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +83,11 @@ def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp
     import asyncio
 
     from cursor_agent_api.server.dispatch.answers import AnswerListener, AnswerNotTakenError, relay_answer
-    from cursor_agent_api.server.hub import Hub
-    from cursor_agent_api.server.log import EventLog
     from cursor_agent_api.server.requests import AnswerIn, RunRequests, request_records
-    from cursor_agent_api.server.runs import run_record
-    from cursor_agent_api.server.store import Store
 
     async def main() -> tuple[int, dict[str, Any], dict[str, Any]]:
-        store = Store(db_url)
-        await store.start()
-        log = EventLog(store, Hub(), 1 << 20)
-        try:
-            chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
-            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
-            requests = RunRequests(log, chat["id"], run["id"], None)  # as on a worker
+        async with queued_run(db_url, str(tmp_path)) as (store, log, run):
+            requests = RunRequests(log, run["chat_id"], run["id"], None)  # as on a worker
             asking = asyncio.create_task(requests.ask("permission", {"tool": {"kind": "shell"}}))
             while not await request_records(store, [run["id"]]):
                 await asyncio.sleep(0.05)
@@ -115,8 +106,6 @@ def test_an_answer_no_worker_takes_is_a_503_and_answers_nothing(db_url: str, tmp
             finally:
                 await listener.close()
             return still_open, relayed, await asking
-        finally:
-            await store.close()
 
     still_open, relayed, heard = asyncio.run(main())
     assert still_open == 1
@@ -132,11 +121,7 @@ def test_an_answer_whose_ids_do_not_fit_a_notify_is_relayed_by_places(db_url: st
     import asyncio
 
     from cursor_agent_api.server.dispatch.answers import AnswerListener, relay_answer
-    from cursor_agent_api.server.hub import Hub
-    from cursor_agent_api.server.log import EventLog
     from cursor_agent_api.server.requests import AnswerIn, RunRequests, request_records
-    from cursor_agent_api.server.runs import run_record
-    from cursor_agent_api.server.store import Store
 
     def ident(q: int, o: int) -> str:
         return f"/home/someone/projects/a-rather-long-repository-name/src/q{q}/o{o:02d}.py".rjust(150, "x")
@@ -148,13 +133,8 @@ def test_an_answer_whose_ids_do_not_fit_a_notify_is_relayed_by_places(db_url: st
               for q in range(6)]
 
     async def main() -> tuple[dict[str, Any], dict[str, Any]]:
-        store = Store(db_url)
-        await store.start()
-        log = EventLog(store, Hub(), 1 << 20)
-        try:
-            chat = await store.create_chat(workspace=str(tmp_path), model=None, options={}, title="t")
-            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
-            requests = RunRequests(log, chat["id"], run["id"], None)  # as on a worker
+        async with queued_run(db_url, str(tmp_path)) as (store, log, run):
+            requests = RunRequests(log, run["chat_id"], run["id"], None)  # as on a worker
             asking = asyncio.create_task(requests.ask("question", {"title": "t", "questions": questions}))
             while not await request_records(store, [run["id"]]):
                 await asyncio.sleep(0.05)
@@ -166,8 +146,6 @@ def test_an_answer_whose_ids_do_not_fit_a_notify_is_relayed_by_places(db_url: st
             finally:
                 await listener.close()
             return relayed, await asking
-        finally:
-            await store.close()
 
     relayed, heard = asyncio.run(main())
     assert heard["decision"] == "answered" and relayed["by"] == "user"

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,26 @@ SIM = str(BIN / "cursor-agent-sim")
 PG_ENV = "CURSOR_AGENT_API_TEST_DATABASE_URL"
 MARKER_ENV = "CURSOR_AGENT_API_TEST_MARKER"
 START_TIMEOUT = 60.0
+
+
+@contextlib.asynccontextmanager
+async def queued_run(db_url: str, workspace: str = "/w") -> AsyncIterator[tuple[Any, Any, dict[str, Any]]]:
+    """A started store, its event log and a queued run of a new chat (no agent, no server):
+    for tests that write a run's records by hand. The store is closed at the end."""
+    from cursor_agent_api.server.hub import Hub
+    from cursor_agent_api.server.log import EventLog
+    from cursor_agent_api.server.runs import run_record
+    from cursor_agent_api.server.store import Store
+
+    store = Store(db_url)
+    await store.start()
+    try:
+        log = EventLog(store, Hub(), 1 << 20)
+        chat = await store.create_chat(workspace=workspace, model=None, options={}, title="t")
+        run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+        yield store, log, run
+    finally:
+        await store.close()
 
 
 @contextlib.contextmanager

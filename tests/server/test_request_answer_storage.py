@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_helpers import queued_run
 from sqlalchemy.exc import OperationalError
 
 from cursor_agent_api.server.log import EventLog
@@ -149,19 +150,11 @@ def test_a_request_that_cannot_be_stored_is_refused_at_once_in_plain_words(
 def _ask_one(db_url: str, body: Any) -> Any:
     """``body(store, log, requests, pending, asked)`` with one permission request waiting
     (``RunRequests`` of an active run, no agent)."""
-    from cursor_agent_api.server.hub import Hub
     from cursor_agent_api.server.requests import RunRequests
-    from cursor_agent_api.server.runs import run_record
-    from cursor_agent_api.server.store import Store
 
     async def main() -> Any:
-        store = Store(db_url)
-        await store.start()
-        try:
-            log = EventLog(store, Hub(), 65536)
-            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
-            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
-            requests = RunRequests(log, chat["id"], run["id"], None)
+        async with queued_run(db_url) as (store, log, run):
+            requests = RunRequests(log, run["chat_id"], run["id"], None)
             asked = asyncio.ensure_future(requests.ask("permission", {}))
             while not await request_records(store, [run["id"]]):
                 await asyncio.sleep(0.01)  # the request's record is stored (a condition polled)
@@ -171,8 +164,6 @@ def _ask_one(db_url: str, body: Any) -> Any:
             finally:
                 asked.cancel()
                 await asyncio.gather(asked, return_exceptions=True)
-        finally:
-            await store.close()
 
     return asyncio.run(main())
 
@@ -240,17 +231,10 @@ def test_the_sweep_closes_the_requests_written_while_it_ended_the_run(
     run's end: a request answered meanwhile keeps its answer (not overwritten by 'cancelled by
     restart') and a request asked meanwhile is closed too (before, it stayed open for good)."""
     from cursor_agent_api.server.dispatch import queue, run_ends
-    from cursor_agent_api.server.hub import Hub
-    from cursor_agent_api.server.runs import run_record
-    from cursor_agent_api.server.store import Store
 
     async def main() -> list[tuple[str, Any]]:
-        store = Store(db_url)
-        await store.start()
-        try:
-            log = EventLog(store, Hub(), 65536)
-            chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
-            run = await log.create_run(chat["id"], "hi", lambda r: run_record("queued", r))
+        async with queued_run(db_url) as (store, log, run):
+            chat = {"id": run["chat_id"]}
             rid = run["id"]
             await store.update_run(rid, status="running")
 
@@ -277,7 +261,5 @@ def test_the_sweep_closes_the_requests_written_while_it_ended_the_run(
             assert await queue.interrupt_lost_run(log, row)
             return [(p["request"]["request_id"], p["answer"] and (p["answer"]["decision"], p["answer"]["by"]))
                     for p in pair_requests(await request_records(store, [rid]))]
-        finally:
-            await store.close()
 
     assert asyncio.run(main()) == [("A", ("allow-once", "user")), ("B", ("cancelled", "restart"))]
