@@ -47,7 +47,11 @@ def test_module_level_query_stream_with_acp_as_keywords(sim: Sim, spawned: list[
 
 
 def test_a_stream_from_a_closed_client_runs_to_its_end(sim: Sim, spawned: list[int]) -> None:
-    with CursorAgentClient(sim.config(permission_mode="allow")) as client:
+    # each update comes 0.1 s late: the stream's turn is still running when the block ends
+    # (at full speed it could end first, and its agent acp with it, before the check below)
+    config = sim.config(permission_mode="allow",
+                        env={"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.1"})
+    with CursorAgentClient(config) as client:
         assert client.query("warm up").success  # the agent acp runs between turns
         stream = client.query_stream("say hello")
     assert _alive(spawned)  # the stream's turn keeps it running ...
