@@ -522,3 +522,19 @@ def test_tool_calls_keep_long_values_cut_once_and_say_so(
         url = f"/api/chats/{chat['id']}/events/{call['completed_seq']}/value"
         field = "/payload/data/tool_call/readToolCall/result/success/content"
         assert c.get(url, params={"field": field}).text == content
+
+
+def test_a_failed_write_counts_once_in_health(make_inproc: Callable[..., InProcServer]) -> None:
+    # the store's transaction counts a transient failure; the API's 503 handler then saw the
+    # same error and counted it again (failed_writes 2 for one failed write)
+    server = make_inproc()
+    with server.client() as c:
+        server.store.faults.fail_writes(1)
+        r = c.post("/api/chats", json={})
+        assert r.status_code == 503, r.text
+        store = c.get("/api/health").json()["store"]
+        assert store["status"] == "degraded" and store["failed_writes"] == 1, store
+        server.store.faults.fail_writes(2)
+        assert c.post("/api/chats", json={}).status_code == 503
+        assert c.post("/api/chats", json={}).status_code == 503
+        assert c.get("/api/health").json()["store"]["failed_writes"] == 3

@@ -156,7 +156,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         # Never SQLAlchemy's message: it holds the SQL statement and its parameters.
         reason = describe_error(exc)
         if is_transient(exc):
-            store.health.failed(reason)
+            store.health.failed(reason, exc)
             return JSONResponse(
                 {"detail": f"the database is unavailable ({reason}); nothing was changed: try again shortly"},
                 status_code=503,

@@ -319,7 +319,7 @@ class StoreEngine:
             self.faults.check_committed(purpose)
         except Exception as e:
             if is_transient(e):
-                self.health.failed(describe_error(e))
+                self.health.failed(describe_error(e), e)
             raise
         self.health.succeeded()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import StoreUnavailableError
@@ -104,12 +104,20 @@ class StoreHealth:
         ('ok', None)
         >>> StoreHealth(probe=lambda: "the file is gone").view()["reason"]
         'the file is gone'
+
+    A failure seen by two layers (the store's transaction, then the API's error handler)
+    counts once when both pass the error:
+
+        >>> e = OSError("disk I/O error"); h.failed("disk", e); h.failed("disk", e)
+        >>> h.view()["failed_writes"]
+        1
     """
 
     degraded_since_ms: int | None = None
     reason: str | None = None
     failures: int = 0
     probe: Callable[[], str | None] | None = None
+    _counted: BaseException | None = field(default=None, repr=False)
 
     @property
     def degraded(self) -> bool:
@@ -123,11 +131,16 @@ class StoreHealth:
                 self.reason = why
         return self.degraded_since_ms is not None
 
-    def failed(self, reason: str) -> None:
-        """Note a transient failure."""
+    def failed(self, reason: str, error: BaseException | None = None) -> None:
+        """Note a transient failure (``error``: the exception, counted once however many
+        layers note it)."""
         if self.degraded_since_ms is None:
             self.degraded_since_ms = now_ms()
         self.reason = reason
+        if error is not None:
+            if error is self._counted:
+                return
+            self._counted = error
         self.failures += 1
 
     def succeeded(self) -> None:
@@ -135,6 +148,7 @@ class StoreHealth:
         self.degraded_since_ms = None
         self.reason = None
         self.failures = 0
+        self._counted = None
 
     def view(self) -> dict[str, Any]:
         """The JSON form."""

@@ -672,7 +672,7 @@ class LogWrites(StoreEngine):
                 raise
             except Exception as e:
                 if is_transient(e):
-                    self.health.failed(describe_error(e))
+                    self.health.failed(describe_error(e), e)
                 raise
             self.health.succeeded()
             if once is not None:
@@ -729,7 +729,7 @@ class LogWrites(StoreEngine):
                 rows = [tuple(row) for row in await conn.execute(stored.order_by(events.c.seq))]
         except Exception as e:
             if is_transient(e):
-                self.health.failed(describe_error(e))
+                self.health.failed(describe_error(e), e)
             raise
         self._chats.pop(attempt.chat_id, None)  # the fast path reads the chat's seq again
         if rows != _attempt_rows(attempt, keys):
