@@ -127,6 +127,22 @@ def test_without_a_terminal_a_plan_is_rejected_and_said(cli_env: dict[str, str],
     assert "Wipe" in line and "rejected" in line
 
 
+
+def test_without_a_terminal_force_accepts_a_plan_and_says_so(cli_env: dict[str, str],
+                                                             tmp_path: Path) -> None:
+    # --force approves everything: a plan was rejected all the same (no terminal to ask)
+    env = _agent(tmp_path, cli_env, [["plan", {"name": "Rename", "overview": "rename f",
+                                               "plan": "1. rename f to g", "todos": []}]])
+    proc = subprocess.run([*CLI, "run", "--acp", "--agent-binary", str(agent_binary(tmp_path)),
+                           "--trust", "--force", "--output", "text", "hello"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                          cwd=_ws(cli_env), timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr
+    (answer,) = _answers(tmp_path)
+    assert answer["answer"]["outcome"]["outcome"] == "accepted"  # type: ignore[index]
+    (line,) = [ln for ln in proc.stderr.splitlines() if "plan" in ln]
+    assert "Rename" in line and "accepted" in line and "--force" in line
+
 # ---- 10. the documented prompt -----------------------------------------------------------------
 
 def test_the_prompt_docs_acp_md_shows_is_what_the_terminal_shows(cli_env: dict[str, str]) -> None:

@@ -33,7 +33,7 @@ from .console import CliUsageError, error_text, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
-from .steer import TerminalSteering, plan_rejecter
+from .steer import TerminalSteering, unattended_plans
 from .turns import Recorder, run_turn
 from .views import AgentFormatView, make_view
 
@@ -187,7 +187,8 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
     """``--acp``: the config with the callbacks of a person at the terminal, who reads the
     questions on ``err`` (stderr: stdout may be JSON, a pipe, a file) and answers on stdin —
     both must be terminals. Otherwise nothing can be asked: the rules decide
-    (``--allow``/``--deny``, then reject), and a plan is rejected, said in one line on ``err``.
+    (``--allow``/``--deny``, then reject), and a plan is rejected (accepted with ``--force``),
+    said in one line on ``err``.
 
     Example:
         >>> config, steering = acp_steering(AgentConfig(), make_console(stderr=True))
@@ -199,7 +200,7 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
     if is_terminal(sys.stdin) and is_terminal(sys.stderr):
         steering = TerminalSteering(err)
         return config.with_overrides(**steering.fields()), steering
-    return config.with_overrides(on_plan=plan_rejecter(err)), None
+    return config.with_overrides(on_plan=unattended_plans(err, force=config.force_approve)), None
 
 
 def _stop(view: Any) -> None:

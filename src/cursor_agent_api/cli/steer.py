@@ -60,7 +60,7 @@ from ..permissions import (
 from .always import allowlist_file, remembered_rule
 from .render import printable
 
-__all__ = ["TerminalSteering", "plan_rejecter"]
+__all__ = ["TerminalSteering", "unattended_plans"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -403,23 +403,32 @@ class TerminalSteering:
                 "on_plan": self._on_plan}
 
 
-def plan_rejecter(console: Console) -> Callable[[Plan], PlanDecision]:
-    """``--acp`` with no one to ask: the ``on_plan`` that rejects each plan and says so, in
-    one line on ``console`` (the library alone would accept it).
+def unattended_plans(console: Console, *, force: bool) -> Callable[[Plan], PlanDecision]:
+    """``--acp`` with no one to ask: the ``on_plan`` that decides each plan and says so, in
+    one line on ``console``. A plan is rejected, unless ``force`` (``--force``: approve
+    everything) accepts it.
 
     Example:
         >>> import io
         >>> out = io.StringIO()
-        >>> plan_rejecter(Console(file=out, width=200))(Plan("s", "Wipe", "1. rm -rf ."))
-        Reject(reason='no terminal to ask: a plan is accepted only at a terminal')
+        >>> unattended_plans(Console(file=out, width=200), force=False)(
+        ...     Plan("s", "Wipe", "1. rm -rf ."))
+        Reject(reason='no terminal to ask: a plan is accepted only at a terminal or with --force')
+        >>> unattended_plans(Console(file=out, width=200), force=True)(Plan("s", "Tidy", "1. …"))
+        Accept()
         >>> print(out.getvalue().strip())
         ⊘ the agent's plan "Wipe" was rejected: no terminal to ask (run at a terminal to review it)
+        ✓ the agent's plan "Tidy" was accepted (--force)
     """
 
     def on_plan(plan: Plan) -> PlanDecision:
-        console.print(Text(f"⊘ the agent's plan \"{_one_line(plan.name)}\" was rejected: no "
-                           "terminal to ask (run at a terminal to review it)", style="yellow"),
-                      soft_wrap=True)
-        return Reject("no terminal to ask: a plan is accepted only at a terminal")
+        name = _one_line(plan.name)
+        if force:
+            console.print(Text(f"✓ the agent's plan \"{name}\" was accepted (--force)",
+                               style="yellow"), soft_wrap=True)
+            return Accept()
+        console.print(Text(f"⊘ the agent's plan \"{name}\" was rejected: no terminal to ask "
+                           "(run at a terminal to review it)", style="yellow"), soft_wrap=True)
+        return Reject("no terminal to ask: a plan is accepted only at a terminal or with --force")
 
     return on_plan
