@@ -394,3 +394,29 @@ def test_a_rejected_mcp_call_offers_to_approve_mcp_servers_too(
     with server.client() as c:
         opts = c.get(f"/api/chats/{chat['id']}").json()["options"]
     assert (opts["force"], opts["approve_mcps"]) == (True, True)
+
+
+def test_the_page_says_when_the_server_cannot_write_its_database(
+        make_server: Any, browser: Any) -> None:
+    # GET /api/health said "degraded" (a locked or full database: the runs' output waits in the
+    # server's memory) and the page showed nothing: a run simply looked stuck
+    server = make_server(sim_env=SLOW)
+    with server.client() as c:
+        chat = new_chat(c)
+        health = c.get("/api/health").json()
+    degraded = {**health, "status": "degraded", "store": {
+        **health["store"], "status": "degraded", "degraded_since_ms": 1795290927526,
+        "reason": "database is locked (OperationalError) <b>x</b>", "failed_writes": 7,
+        "buffered": {"events": 42, "bytes": 181337}}}
+    browser.route("**/api/health", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=orjson.dumps(degraded)))
+    page = open_ui(browser, server)
+    banner = page.locator("#store-state")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("cannot write to its database")
+    expect(banner).to_contain_text("database is locked (OperationalError) <b>x</b>")  # as text
+    expect(banner).to_contain_text("42 events")
+    browser.unroute("**/api/health")  # the database is back
+    open_chat(page, server, chat["id"])
+    send(page, "list the files")  # a running chat: the page looks every 2 s
+    expect(banner).to_be_hidden(timeout=15_000)

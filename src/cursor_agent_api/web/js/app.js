@@ -23,6 +23,7 @@ const state = {
   opening: null, // the id of the chat being opened (a later click wins)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   listTimer: 0,
+  storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
   moreChats: false, // the server may have older chats than those listed
 };
@@ -212,18 +213,42 @@ async function refreshChats() {
     state.moreChats = full;
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    await checkStore(); // (a database that cannot be read either: the list fails too)
     scheduleRefresh(); // the stream shows the connection state; the list retries later
     return;
   }
   renderChats();
+  await checkStore();
   scheduleRefresh();
 }
 
+/** With the list: whether the server can write its database. While it cannot (locked, full,
+ * unreachable), runs go on and their output waits in the server's memory; the page says so,
+ * or a running chat would simply look stuck. */
+async function checkStore() {
+  let store;
+  try {
+    store = (await api.health()).store;
+  } catch {
+    return; // the list and the stream say what is wrong with the connection
+  }
+  const el = $("store-state");
+  state.storeDegraded = store?.status === "degraded";
+  el.hidden = !state.storeDegraded;
+  if (!state.storeDegraded) return;
+  const since = store.degraded_since_ms ? ` since ${new Date(store.degraded_since_ms).toLocaleTimeString()}` : "";
+  const waiting = store.buffered?.events
+    ? `${store.buffered.events} events wait in the server's memory and show here`
+    : "their output shows here";
+  el.textContent = `The server cannot write to its database${since} (${showControls(store.reason || "no reason given")}). `
+    + `Running agents go on: ${waiting} once it can write again. New chats and prompts may be refused until then.`;
+}
+
 /** The list is refreshed every 10 s, and every 2 s while one of its chats has a run going
- * (its end must show even when that chat is not open). */
+ * (its end must show even when that chat is not open) or the server cannot write its database. */
 function scheduleRefresh() {
   clearTimeout(state.listTimer);
-  const active = state.chats.some((c) => ACTIVE.has(c.status));
+  const active = state.storeDegraded || state.chats.some((c) => ACTIVE.has(c.status));
   state.listTimer = setTimeout(refreshChats, active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
 }
 
