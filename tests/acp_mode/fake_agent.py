@@ -7,7 +7,10 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
 * ``FAKE_ACP_LOG``: every line received is appended there (the tests validate the frames);
 * ``FAKE_ACP_NO_CANCEL=1``: ``session/cancel`` is ignored (a build without cancel);
 * ``FAKE_ACP_NO_IMAGE=1``: no ``promptCapabilities.image``;
-* ``FAKE_ACP_HANG=METHOD`` (``initialize``, ``session/new``…): that request is never answered.
+* ``FAKE_ACP_HANG=METHOD`` (``initialize``, ``session/new``…): that request is never answered;
+* ``FAKE_ACP_HISTORY_DELAY=S``: a turn reads the session's file ``S/2`` seconds after it starts,
+  and takes ``S`` seconds to write its prompt there as it ends (so a turn that starts as the
+  previous one ends reads while that one writes).
 
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
@@ -23,6 +26,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 import uuid
 
 LOCK = threading.Lock()
@@ -33,6 +37,7 @@ NEXT_ID = [0]
 STATE = os.environ.get("FAKE_ACP_DIR", ".")
 LOG = os.environ.get("FAKE_ACP_LOG")
 LIVE: set[str] = set()
+HISTORY = threading.Lock()  # a session's file is read, added to and written by one turn at a time
 BACKGROUND: list[threading.Thread] = []
 
 
@@ -76,9 +81,25 @@ def load_history(sid: str) -> list[str] | None:
         return None
 
 
-def save_history(sid: str, prompts: list[str]) -> None:
-    with open(history_path(sid), "w") as f:
+def save_history(sid: str, prompts: list[str], delay: float = 0.0) -> None:
+    """Written whole (a temporary file, then renamed): a turn starting meanwhile, or another
+    process's ``session/load``, reads the old list or the new one, never a truncated file."""
+    path = history_path(sid)
+    tmp = f"{path}.{threading.get_ident()}.tmp"
+    with open(tmp, "w") as f:
+        time.sleep(delay)
         json.dump(prompts, f)
+    os.replace(tmp, path)
+
+
+def add_history(sid: str, prompt: str) -> None:
+    """Append ``prompt`` to the session's prompts (two turns of a session may end together)."""
+    with HISTORY:
+        save_history(sid, [*(load_history(sid) or []), prompt], history_delay())
+
+
+def history_delay() -> float:
+    return float(os.environ.get("FAKE_ACP_HISTORY_DELAY") or 0)
 
 
 PERMISSION_OPTIONS = [
@@ -97,8 +118,8 @@ def permission(sid: str, call: dict[str, object]) -> str:
     return "cancelled"
 
 
-def turn(rid: int, sid: str, text: str) -> None:
-    cancel = CANCELS[sid] = threading.Event()
+def turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
+    time.sleep(history_delay() / 2)
     prompts = load_history(sid) or []
     word, _, rest = text.partition(" ")
     stop = "end_turn"
@@ -118,7 +139,7 @@ def turn(rid: int, sid: str, text: str) -> None:
             time.sleep(0.2)
             choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
                                       "kind": "execute", "status": "pending"})
-            save_history(sid, [*(load_history(sid) or []), f"background got {choice}"])
+            add_history(sid, f"background got {choice}")
 
         thread = threading.Thread(target=late, daemon=True)
         BACKGROUND.append(thread)
@@ -242,9 +263,19 @@ def turn(rid: int, sid: str, text: str) -> None:
         chunk(sid, "ok")
     if cancel.is_set():
         stop = "cancelled"
-    prompts.append(text)
-    save_history(sid, prompts)
+    add_history(sid, text)
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
+
+
+def run_turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
+    """A turn, whose prompt is answered even if the fake fails (an error, not a silence that
+    the client can only wait out)."""
+    try:
+        turn(rid, sid, text, cancel)
+    except Exception as exc:
+        traceback.print_exc()
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
+                                                    "data": {"details": f"fake agent: {exc!r}"}}})
 
 
 def setup_result() -> dict[str, object]:
@@ -314,7 +345,10 @@ def handle(msg: dict[str, object]) -> None:
         if images:
             text = f"say got {len(images)} image(s) of {images[0].get('mimeType')}"
         assert isinstance(rid, int)
-        threading.Thread(target=turn, args=(rid, sid, text), daemon=True).start()
+        # the turn's cancel is known before the next line is read: a session/cancel right
+        # behind the prompt finds it even if the turn's thread has not run yet
+        cancel = CANCELS[sid] = threading.Event()
+        threading.Thread(target=run_turn, args=(rid, sid, text, cancel), daemon=True).start()
     elif method == "session/cancel":
         if rid is not None:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
