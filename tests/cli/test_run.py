@@ -104,6 +104,17 @@ def test_malformed_resume_id_is_refused_before_the_agent_runs(cli: Run) -> None:
     assert "Traceback" not in proc.stderr and "not a chat id (a UUID)" in proc.stderr
 
 
+
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_an_empty_resume_id_is_refused_in_the_command_lines_words(cli: Run, command: str) -> None:
+    # (`--resume "$CHAT"` with CHAT unset): it said "AgentConfig.resume must not be empty (use
+    # None to leave it unset)", the library's words
+    proc = cli(command, "--simulate", "--trust", "--resume", "", *(["hi"] if command == "run" else []),
+               stdin="hi\n")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "--resume needs a chat id" in proc.stderr and "AgentConfig" not in proc.stderr
+    assert "None" not in proc.stderr and "Traceback" not in proc.stderr
+
 def test_missing_agent_says_how_to_install(cli: Run) -> None:
     proc = cli("run", "--agent-binary", "/nonexistent/agent", "hi")
     assert proc.returncode == 1

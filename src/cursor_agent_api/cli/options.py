@@ -186,9 +186,16 @@ def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str |
         Traceback (most recent call last):
         ...
         cursor_agent_api.cli.console.CliUsageError: --resume --force: no saved chat matches it, ...
+        >>> resolve_resume("", empty)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume needs a chat id: it was given an empty one ...
     """
-    if not resume:
-        return resume
+    if resume is None:
+        return None
+    if not resume.strip():
+        raise CliUsageError("--resume needs a chat id: it was given an empty one (a variable "
+                            "that was not set?) — see `cursor-agent-api sessions list`")
     try:
         return (saved or SavedChats()).resolve(resume)
     except AmbiguousChatError as exc:
