@@ -11,6 +11,9 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
 * ``FAKE_ACP_HISTORY_DELAY=S``: a turn reads the session's file ``S/2`` seconds after it starts,
   and takes ``S`` seconds to write its prompt there as it ends (so a turn that starts as the
   previous one ends reads while that one writes).
+* ``FAKE_ACP_CANCEL_LAG=S``: a cancelled ``slow`` turn goes on a while before it answers
+  ``cancelled``: until the session's next ``session/prompt`` arrives (at most ``S`` seconds),
+  then it says `` (stopped late)`` (an update written after the cancel).
 
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
@@ -33,6 +36,7 @@ LOCK = threading.Lock()
 WAITING: dict[int, dict[str, object]] = {}
 EVENTS: dict[int, threading.Event] = {}
 CANCELS: dict[str, threading.Event] = {}
+PROMPTED: dict[str, threading.Event] = {}  # set when the session's next prompt arrives
 NEXT_ID = [0]
 STATE = os.environ.get("FAKE_ACP_DIR", ".")
 LOG = os.environ.get("FAKE_ACP_LOG")
@@ -118,7 +122,8 @@ def permission(sid: str, call: dict[str, object]) -> str:
     return "cancelled"
 
 
-def turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
+def turn(rid: int, sid: str, text: str, cancel: threading.Event,
+         next_prompt: threading.Event) -> None:
     time.sleep(history_delay() / 2)
     prompts = load_history(sid) or []
     word, _, rest = text.partition(" ")
@@ -249,6 +254,10 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
         chunk(sid, "working")
         if cancel.wait(60):
             stop = "cancelled"
+            lag = float(os.environ.get("FAKE_ACP_CANCEL_LAG") or 0)
+            if lag:
+                next_prompt.wait(lag)
+                chunk(sid, " (stopped late)")
     elif word == "crash":
         chunk(sid, "about to crash")
         sys.stderr.write("fatal: the fake agent crashed\n")
@@ -267,11 +276,12 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
 
 
-def run_turn(rid: int, sid: str, text: str, cancel: threading.Event) -> None:
+def run_turn(rid: int, sid: str, text: str, cancel: threading.Event,
+             next_prompt: threading.Event) -> None:
     """A turn, whose prompt is answered even if the fake fails (an error, not a silence that
     the client can only wait out)."""
     try:
-        turn(rid, sid, text, cancel)
+        turn(rid, sid, text, cancel, next_prompt)
     except Exception as exc:
         traceback.print_exc()
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
@@ -348,7 +358,12 @@ def handle(msg: dict[str, object]) -> None:
         # the turn's cancel is known before the next line is read: a session/cancel right
         # behind the prompt finds it even if the turn's thread has not run yet
         cancel = CANCELS[sid] = threading.Event()
-        threading.Thread(target=run_turn, args=(rid, sid, text, cancel), daemon=True).start()
+        previous = PROMPTED.get(sid)
+        if previous is not None:
+            previous.set()
+        prompted = PROMPTED[sid] = threading.Event()
+        threading.Thread(target=run_turn, args=(rid, sid, text, cancel, prompted),
+                         daemon=True).start()
     elif method == "session/cancel":
         if rid is not None:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})

@@ -20,8 +20,11 @@ when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
 * ``timeout`` bounds the whole turn, setup included (``initialize``, ``session/new`` or
   ``/load``, the model and mode switches, then ``session/prompt``): it is cancelled, then
   fails with :class:`~cursor_agent_api.errors.AgentTimeoutError` naming the request the agent
-  had not answered. Without a ``timeout``, each setup request is bounded by
-  :data:`~.acp_transport.ACP_REQUEST_TIMEOUT`.
+  had not answered. Past the prompt, it is cancelled as by :meth:`AcpTurn.cancel`, and waits
+  as long for the prompt's answer (``kill_grace``, then the process group is stopped): what
+  the agent writes until then is this turn's, and the session takes its next prompt only
+  once the agent is done with this one. Without a ``timeout``, each setup request is bounded
+  by :data:`~.acp_transport.ACP_REQUEST_TIMEOUT`.
 * Cancelled (or timed out) before its session is open, the turn stops waiting at once and
   ends cancelled; if ``initialize`` was unanswered, the agent's process group is stopped (a
   process that does not answer ``initialize`` is broken) and the next turn starts a new one.
@@ -101,6 +104,7 @@ class AcpTurn:
         self._connecting: asyncio.Task[AcpConnection] | None = None
         self._setup_scope: anyio.CancelScope | None = None
         self._prompt_sent = False
+        self._answer: asyncio.Task[Any] | None = None  # session/prompt's request
         self.waiting_for = "initialize"
         """The request whose answer the turn waits for (named when the turn times out)."""
 
@@ -266,6 +270,7 @@ class AcpTurn:
                 f"answer to {self.waiting_for}; it was cancelled")
             if self._prompt_sent:
                 self.cancel()  # the agent stops working on it; the session goes on
+                await self._cancelled_answer()
         except AgentProcessError as exc:
             if self._cancel_signal is not None:
                 stop = "cancelled"  # cancel's fallback stopped the process
@@ -279,6 +284,10 @@ class AcpTurn:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
+        except BaseException:  # cancelled from outside (its loop ends): so is the prompt
+            if self._answer is not None:
+                self._answer.cancel()
+            raise
         connecting = self._connecting
         if connecting is not None:
             if not connecting.done():
@@ -305,11 +314,24 @@ class AcpTurn:
             return "cancelled"  # cancelled before the prompt was sent
         self.waiting_for = "session/prompt"
         conn = await self.transport.connect()
+        blocks = self._prompt_blocks()
         self._prompt_sent = True
-        answer = await conn.request("session/prompt", {"sessionId": self.session_id,
-                                                       "prompt": self._prompt_blocks()})
+        assert self._loop is not None
+        # a task of its own: the timeout stops this wait, not the request (_cancelled_answer)
+        self._answer = self._loop.create_task(
+            conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}))
+        answer = await asyncio.shield(self._answer)
         value = answer.get("stopReason") if isinstance(answer, dict) else None
         return value if isinstance(value, str) else "end_turn"
+
+    async def _cancelled_answer(self) -> None:
+        """After the timeout cancelled the prompt: wait for the agent's answer to it, as a
+        cancel does (``cancelled``; an error once cancel's fallback stopped the process after
+        ``kill_grace``, or the process died), so that what the agent writes until then is
+        this turn's, and its session takes the next prompt only once the agent is done."""
+        if self._answer is not None:
+            with contextlib.suppress(Exception):  # the turn's outcome is the timeout
+                await self._answer  # (cancelling the turn's task cancels the request's)
 
     async def _setup(self, notes: list[AgentEvent]) -> None:
         """``initialize`` (if the process is new), the session, its model and mode."""

@@ -1,0 +1,107 @@
+"""A turn's ``timeout`` after its prompt was sent: the turn is cancelled and, as a cancel does,
+waits for the agent's answer to the prompt (bounded by ``kill_grace``, then the process group
+is stopped) before it ends with ``AgentTimeoutError`` and its session takes the next prompt."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from acp_fake import FakeAgent
+
+from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient
+from cursor_agent_api.errors import AgentTimeoutError
+from cursor_agent_api.runtime.acp_turn import AcpTurn
+
+
+def test_a_timed_out_turn_keeps_what_the_agent_says_after_the_cancel(fake: FakeAgent) -> None:
+    """What the agent still writes after the timeout's cancel is the timed-out turn's, and the
+    next prompt on the session (sent at once, as a retrying bot does) goes out only once the
+    agent is done with the old one. (The fake, cancelled, goes on until the session's next
+    prompt arrives, at most 1 s. The turn used to end at the timeout: its late words went to
+    nobody or, the next prompt arriving, into the next turn's answer.)"""
+    config = fake.config(kill_grace=30, env={"FAKE_ACP_CANCEL_LAG": "1"})
+    with CursorAgentClient(config) as client:
+        first = client.query("say hello")
+        sid = first.session_id
+        timed_out = client.query("slow", resume=sid, timeout=0.5)
+        retry = client.query("say again", resume=sid)
+        history = client.query("history", resume=sid)
+    assert isinstance(timed_out.exception, AgentTimeoutError) and not timed_out.success
+    assert "timeout=0.5 s waiting for the agent's answer to session/prompt" in str(timed_out.error)
+    assert not timed_out.cancelled and timed_out.session_id == sid
+    assert retry.success and retry.result == "again "  # (was " (stopped late)again ")
+    assert timed_out.text == "working (stopped late)"
+    # the retry's prompt reached the agent after the timed-out one had ended
+    assert history.result == "earlier: say hello | slow | say again"
+
+
+class Waiting(threading.Event):
+    """Set once a timed-out turn waits for its cancelled prompt's answer; ``then`` is called
+    there (on the turn's loop)."""
+
+    then: Callable[[], object] | None = None
+
+
+@pytest.fixture
+def waiting(monkeypatch: pytest.MonkeyPatch) -> Waiting:
+    event = Waiting()
+    original = AcpTurn._cancelled_answer
+
+    async def spy(self: AcpTurn) -> None:
+        event.set()
+        if event.then is not None:
+            event.then()
+        await original(self)
+
+    monkeypatch.setattr(AcpTurn, "_cancelled_answer", spy)
+    return event
+
+
+@pytest.mark.parametrize("how", ["the process dies", "cancel(SIGKILL)"])
+def test_the_wait_after_a_timeout_ends_with_the_process(fake: FakeAgent, waiting: Waiting,
+                                                        how: str) -> None:
+    """The agent ignores the cancel for long (its answer would come after 600 s, and so would
+    cancel's fallback): the process dying, or a cancel with SIGKILL, ends the wait at once."""
+    config = fake.config(kill_grace=600, env={"FAKE_ACP_CANCEL_LAG": "600"})
+    with CursorAgentClient(config) as client:
+        stream = client.query_stream("slow", timeout=0.5)
+        assert waiting.wait(60)
+        if how == "the process dies":
+            assert stream.pid is not None
+            os.killpg(stream.pid, signal.SIGKILL)
+        else:
+            stream.cancel(signal.SIGKILL)
+        result = stream.wait(timeout=60)  # (TimeoutError if the turn still waited)
+        after = client.query("say again", resume=result.session_id)
+    assert isinstance(result.exception, AgentTimeoutError) and not result.cancelled
+    assert after.success and after.result == "again "
+
+
+def test_cancelling_the_awaiting_task_during_the_wait(fake: FakeAgent,
+                                                      waiting: Waiting) -> None:
+    """An async ``query`` cancelled (Ctrl-C) while its timed-out turn waits: the turn ends
+    as a cancelled turn does (cancel's fallback after ``kill_grace``), then the cancellation
+    propagates; the chat goes on."""
+    async def main() -> tuple[bool, Any]:
+        async with AsyncCursorAgentClient(fake.config(kill_grace=0.5, env={
+                "FAKE_ACP_CANCEL_LAG": "600"})) as client:
+            first = await client.query("say hello")
+            task = asyncio.ensure_future(client.query("slow", resume=first.session_id,
+                                                      timeout=0.5))
+            waiting.then = task.cancel
+            try:
+                await task
+            except asyncio.CancelledError:
+                cancelled = True
+            else:
+                cancelled = False
+            return cancelled, await client.query("history", resume=first.session_id)
+
+    cancelled, history = asyncio.run(main())
+    assert cancelled and history.result == "earlier: say hello"
