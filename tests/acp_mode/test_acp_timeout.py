@@ -105,3 +105,45 @@ def test_cancelling_the_awaiting_task_during_the_wait(fake: FakeAgent,
 
     cancelled, history = asyncio.run(main())
     assert cancelled and history.result == "earlier: say hello"
+
+
+def test_a_cancel_while_the_prompt_waits_for_the_connection_sends_no_prompt(
+        fake: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancel that lands once the session is open but while the turn waits for the
+    connection (another turn is starting the process) ends the turn cancelled, its prompt
+    never sent. (It was not seen there: the prompt went out after it, with no session/cancel,
+    and the turn ran to its end.)"""
+    from cursor_agent_api.runtime.acp_transport import AcpTransport
+
+    armed: list[bool] = []
+    original_setup, original_connect = AcpTurn._setup, AcpTransport.connect
+
+    async def setup(self: AcpTurn, notes: Any) -> None:
+        await original_setup(self, notes)
+        armed.append(True)  # the next connect is the prompt's
+
+    async def main() -> tuple[Any, Any]:
+        entered, gate = asyncio.Event(), asyncio.Event()
+
+        async def connect(self: AcpTransport, *args: Any, **kwargs: Any) -> Any:
+            if armed and not entered.is_set():
+                entered.set()
+                await gate.wait()
+            return await original_connect(self, *args, **kwargs)
+
+        monkeypatch.setattr(AcpTransport, "connect", connect)
+        async with AsyncCursorAgentClient(fake.config()) as client:
+            first = await client.query("say hello")
+            monkeypatch.setattr(AcpTurn, "_setup", setup)
+            stream = await client.query_stream("say later", resume=first.session_id)
+            await entered.wait()
+            stream.cancel()
+            gate.set()
+            cancelled = await stream.wait()
+            monkeypatch.setattr(AcpTurn, "_setup", original_setup)
+            history = await client.query("history", resume=first.session_id)
+        return cancelled, history
+
+    cancelled, history = asyncio.run(main())
+    assert cancelled.cancelled and not cancelled.success, cancelled.error
+    assert history.result == "earlier: say hello"  # "say later" never reached the agent

@@ -313,7 +313,9 @@ class AcpTurn:
         if self._cancel_signal is not None or self.session_id is None:
             return "cancelled"  # cancelled before the prompt was sent
         self.waiting_for = "session/prompt"
-        conn = await self.transport.connect()
+        conn = await self.transport.connect()  # (waits while another turn starts the process)
+        if self._cancel_signal is not None:
+            return "cancelled"  # cancelled meanwhile: the prompt is not sent
         blocks = self._prompt_blocks()
         self._prompt_sent = True
         assert self._loop is not None
