@@ -71,13 +71,18 @@ def test_writes_failing_for_seconds_lose_nothing_and_the_run_ends(
         assert len(expected) > 40
 
         chat = new_chat(c, stream_partial_output=True)
+        # The outage starts at the run's second write of records, mid-run whatever the
+        # machine's speed (polling the stored records, then injecting it, could find the turn
+        # over on a loaded machine), and lasts until the health was seen degraded, then 1.5 s.
+        armed = server.on_write("events", 2, lambda: server.store.faults.fail_for(600))
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 6)
-        server.store.faults.fail_for(1.5)
+        assert armed.wait(60), "the run wrote no second batch of records"
         health = poll(lambda: (h := c.get("/api/health").json())["status"] == "degraded" and h)
         assert health["store"]["status"] == "degraded"
         assert "injected fault" in health["store"]["reason"]
         assert health["store"]["degraded_since_ms"] > 0
+        time.sleep(1.5)
+        server.store.faults.clear()
         final = wait_run(c, run["id"])
         assert final["status"] == "succeeded", final
         events = all_events(c, chat["id"])
@@ -95,11 +100,15 @@ def test_n_failed_writes_then_the_run_end_failing_are_retried(
     server = make_inproc(sim_env=_script(tmp_path, 10), store_retry_max_delay=0.1)
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+
+        def fail() -> None:  # at the run's second write of records: mid-run, whatever the speed
+            server.store.faults.fail_writes(5)
+            server.store.faults.fail_run_end(4)
+
+        armed = server.on_write("events", 2, fail)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 4)
-        server.store.faults.fail_writes(5)
-        server.store.faults.fail_run_end(4)
         final = wait_run(c, run["id"])
+        assert armed.is_set()
         assert final["status"] == "succeeded", final
         assert final["error"] is None
         events = all_events(c, chat["id"])
@@ -141,12 +150,19 @@ def test_a_buffer_overflow_fails_the_run_clearly_and_keeps_what_it_held(
     server = make_inproc(sim_env=_script(tmp_path, 60), store_buffer_events=8, store_retry_max_delay=0.1)
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+        held: list[Any] = []
+
+        def outage() -> None:  # at the run's second write of records: mid-run, whatever the speed
+            held.extend(server.runs._active.values())
+            server.store.faults.fail_for(600)
+
+        armed = server.on_write("events", 2, outage)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        before = _stored(c, chat["id"])
-        server.store.faults.fail_for(600)
-        active = server.runs._active[run["id"]]
+        assert armed.wait(60), "the run wrote no second batch of records"
+        [active] = held
+        assert active.run["id"] == run["id"]
         poll(lambda: active.overflow is not None)
+        before = _stored(c, chat["id"])  # nothing is stored during the outage
         health = c.get("/api/health").json()
         assert health["status"] == "degraded" and health["store"]["buffered"]["events"] >= 8
         server.store.faults.clear()
