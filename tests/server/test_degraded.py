@@ -9,7 +9,9 @@ PostgreSQL connections dropped mid-run (when the tests run on PostgreSQL).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -184,11 +186,15 @@ def test_an_sqlite_lock_held_past_the_busy_timeout_is_survived(
         pytest.skip("an SQLite file lock (PostgreSQL: see the dropped-connection test)")
     server = make_inproc(sim_env=_script(tmp_path), store_busy_timeout=0.3, store_retry_max_delay=0.2)
     path = db_url.split("///", 1)[1]
-    with server.client() as c:
+    with server.client() as c, contextlib.ExitStack() as lock:
         chat = new_chat(c, stream_partial_output=True)
+        # The lock is taken (as another process would hold it) at the run's second write of
+        # records, mid-run whatever the machine's speed: taken after polling the stored
+        # records, it could come after the turn's last write on a loaded machine.
+        armed = server.on_write("events", 2, lambda: lock.enter_context(sqlite_write_lock(path)))
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        with sqlite_write_lock(path):  # as another process would hold it
+        assert armed.wait(60), "the run wrote no second batch of records"
+        with lock:
             health = poll(lambda: (h := c.get("/api/health").json())["status"] == "degraded" and h)
             assert "locked" in health["store"]["reason"]
             # Held for ten busy timeouts: every write attempt in between failed.
@@ -227,12 +233,20 @@ def test_dropped_postgresql_connections_are_survived(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
     )
+    def outage() -> None:  # in the server's thread, which waits for it
+        worker = threading.Thread(
+            target=asyncio.run, args=(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', drop),))
+        worker.start()
+        worker.join(60)
+
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+        # Unavailable for a while: no new connection is accepted, the open ones are dropped;
+        # from the run's second write of records, mid-run whatever the machine's speed (after
+        # polling the stored records, it could come after the turn's last write when loaded).
+        armed = server.on_write("events", 2, outage)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        # Unavailable for a while: no new connection is accepted, the open ones are dropped.
-        asyncio.run(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', drop))
+        assert armed.wait(60), "the run wrote no second batch of records"
         try:
             time.sleep(1.5)
             assert server.runs.is_active(run["id"])
