@@ -202,7 +202,9 @@ def test_a_cancel_not_applied_within_its_wait_is_a_202_that_says_so(
     for; the group is killed after the grace (2 s) and the run ends ``cancelled``."""
     server = make_inproc(sim_env={
         "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
-        "CURSOR_AGENT_SIM_DELAY": "0.5",  # a poem's events 0.5 s apart: no result within the grace
+        # a poem's 8 events 1.5 s apart: its result ~10 s after the first, far past the cancel's
+        # grace (at 0.5 s apart, a cancel sent ~1.3 s late let the result in: 'succeeded')
+        "CURSOR_AGENT_SIM_DELAY": "1.5",
     })
     runs = server.app.state.runs
     real_cancel = runs.cancel
