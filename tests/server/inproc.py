@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,31 @@ class InProcServer:
     @property
     def runs(self) -> Any:
         return self.app.state.runs
+
+    def on_write(self, purpose: str, nth: int, action: Callable[[], None]) -> threading.Event:
+        """Call ``action`` in the server's thread just before the ``nth`` write of ``purpose``
+        (``"events"``, ``"run_end"``...) tried from now on, which then meets the faults as
+        ``action`` left them. Faults injected so land mid-run, with writes still to come,
+        however fast or slow the machine runs the turn: a test that polls the stored records,
+        then injects them, can find the turn over already on a loaded machine. Returns an
+        event set once ``action`` has run."""
+        faults = self.store.faults
+        check = faults.check
+        seen = 0
+        done = threading.Event()
+
+        def counting(p: str) -> None:
+            nonlocal seen
+            if p == purpose and not done.is_set():
+                seen += 1
+                if seen == nth:
+                    faults.check = check
+                    action()
+                    done.set()
+            check(p)
+
+        faults.check = counting
+        return done
 
     def client(self) -> httpx.Client:
         return httpx.Client(

@@ -9,7 +9,9 @@ PostgreSQL connections dropped mid-run (when the tests run on PostgreSQL).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -71,13 +73,18 @@ def test_writes_failing_for_seconds_lose_nothing_and_the_run_ends(
         assert len(expected) > 40
 
         chat = new_chat(c, stream_partial_output=True)
+        # The outage starts at the run's second write of records, mid-run whatever the
+        # machine's speed (polling the stored records, then injecting it, could find the turn
+        # over on a loaded machine), and lasts until the health was seen degraded, then 1.5 s.
+        armed = server.on_write("events", 2, lambda: server.store.faults.fail_for(600))
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 6)
-        server.store.faults.fail_for(1.5)
+        assert armed.wait(60), "the run wrote no second batch of records"
         health = poll(lambda: (h := c.get("/api/health").json())["status"] == "degraded" and h)
         assert health["store"]["status"] == "degraded"
         assert "injected fault" in health["store"]["reason"]
         assert health["store"]["degraded_since_ms"] > 0
+        time.sleep(1.5)
+        server.store.faults.clear()
         final = wait_run(c, run["id"])
         assert final["status"] == "succeeded", final
         events = all_events(c, chat["id"])
@@ -95,11 +102,15 @@ def test_n_failed_writes_then_the_run_end_failing_are_retried(
     server = make_inproc(sim_env=_script(tmp_path, 10), store_retry_max_delay=0.1)
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+
+        def fail() -> None:  # at the run's second write of records: mid-run, whatever the speed
+            server.store.faults.fail_writes(5)
+            server.store.faults.fail_run_end(4)
+
+        armed = server.on_write("events", 2, fail)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 4)
-        server.store.faults.fail_writes(5)
-        server.store.faults.fail_run_end(4)
         final = wait_run(c, run["id"])
+        assert armed.is_set()
         assert final["status"] == "succeeded", final
         assert final["error"] is None
         events = all_events(c, chat["id"])
@@ -141,12 +152,19 @@ def test_a_buffer_overflow_fails_the_run_clearly_and_keeps_what_it_held(
     server = make_inproc(sim_env=_script(tmp_path, 60), store_buffer_events=8, store_retry_max_delay=0.1)
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+        held: list[Any] = []
+
+        def outage() -> None:  # at the run's second write of records: mid-run, whatever the speed
+            held.extend(server.runs._active.values())
+            server.store.faults.fail_for(600)
+
+        armed = server.on_write("events", 2, outage)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        before = _stored(c, chat["id"])
-        server.store.faults.fail_for(600)
-        active = server.runs._active[run["id"]]
+        assert armed.wait(60), "the run wrote no second batch of records"
+        [active] = held
+        assert active.run["id"] == run["id"]
         poll(lambda: active.overflow is not None)
+        before = _stored(c, chat["id"])  # nothing is stored during the outage
         health = c.get("/api/health").json()
         assert health["status"] == "degraded" and health["store"]["buffered"]["events"] >= 8
         server.store.faults.clear()
@@ -168,11 +186,15 @@ def test_an_sqlite_lock_held_past_the_busy_timeout_is_survived(
         pytest.skip("an SQLite file lock (PostgreSQL: see the dropped-connection test)")
     server = make_inproc(sim_env=_script(tmp_path), store_busy_timeout=0.3, store_retry_max_delay=0.2)
     path = db_url.split("///", 1)[1]
-    with server.client() as c:
+    with server.client() as c, contextlib.ExitStack() as lock:
         chat = new_chat(c, stream_partial_output=True)
+        # The lock is taken (as another process would hold it) at the run's second write of
+        # records, mid-run whatever the machine's speed: taken after polling the stored
+        # records, it could come after the turn's last write on a loaded machine.
+        armed = server.on_write("events", 2, lambda: lock.enter_context(sqlite_write_lock(path)))
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        with sqlite_write_lock(path):  # as another process would hold it
+        assert armed.wait(60), "the run wrote no second batch of records"
+        with lock:
             health = poll(lambda: (h := c.get("/api/health").json())["status"] == "degraded" and h)
             assert "locked" in health["store"]["reason"]
             # Held for ten busy timeouts: every write attempt in between failed.
@@ -211,12 +233,20 @@ def test_dropped_postgresql_connections_are_survived(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
         f"WHERE datname = '{name}' AND pid <> pg_backend_pid()"
     )
+    def outage() -> None:  # in the server's thread, which waits for it
+        worker = threading.Thread(
+            target=asyncio.run, args=(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', drop),))
+        worker.start()
+        worker.join(60)
+
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
+        # Unavailable for a while: no new connection is accepted, the open ones are dropped;
+        # from the run's second write of records, mid-run whatever the machine's speed (after
+        # polling the stored records, it could come after the turn's last write when loaded).
+        armed = server.on_write("events", 2, outage)
         run = _start(c, chat["id"])
-        poll(lambda: _stored(c, chat["id"]) >= 5)
-        # Unavailable for a while: no new connection is accepted, the open ones are dropped.
-        asyncio.run(admin_sql(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false', drop))
+        assert armed.wait(60), "the run wrote no second batch of records"
         try:
             time.sleep(1.5)
             assert server.runs.is_active(run["id"])

@@ -34,7 +34,9 @@ def _slow_server(make_server: Callable[..., Server], tmp_path: Path, deltas: int
 
 
 def test_disconnect_mid_run_and_reconnect_from_seq(make_server: Any, tmp_path: Path) -> None:
-    server = _slow_server(make_server, tmp_path, 60, "0.03")
+    # 0.05 s per record (~3 s): the reconnect must come before the run's end to go live; with
+    # 0.03 s, a test lagging ~1.4 s after its poll reconnected to a finished run
+    server = _slow_server(make_server, tmp_path, 60, "0.05")
     with server.client() as c:
         chat = new_chat(c, stream_partial_output=True)
         run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()

@@ -120,12 +120,13 @@ def test_a_batch_whose_commit_answer_is_lost_is_stored_once(
 
         chat = new_chat(c, stream_partial_output=True)
         faults.fail_after_commit("run_start")
-        run = _start(c, chat["id"])
-        poll(lambda: int(c.get(f"/api/chats/{chat['id']}").json()["last_seq"]) >= 6)
-        faults.fail_after_commit("events", 3)
         faults.fail_after_commit("run_end")
+        # from the run's second write of records: mid-run, whatever the machine's speed
+        # (polling the stored records, then injecting, could find the turn over when loaded)
+        armed = server.on_write("events", 2, lambda: faults.fail_after_commit("events", 3))
+        run = _start(c, chat["id"])
         final = wait_run(c, run["id"])
-        Path("/tmp/final.json").write_text(repr(final))
+        assert armed.is_set()
         assert final["status"] == "succeeded", final
         assert faults.after_commit == {"run_start": 0, "events": 0, "run_end": 0}, "every fault was hit"
         events = all_events(c, chat["id"])
@@ -161,7 +162,6 @@ def test_a_cancel_after_the_agent_s_result_keeps_the_result(
         assert r.status_code == 409, r.text
         assert r.json()["detail"] == f"run {run['id']} is already succeeded"
         final = wait_run(c, run["id"])
-        Path("/tmp/final.json").write_text(repr(final))
         assert final["status"] == "succeeded", final
         assert final["result"]
 
@@ -202,7 +202,9 @@ def test_a_cancel_not_applied_within_its_wait_is_a_202_that_says_so(
     for; the group is killed after the grace (2 s) and the run ends ``cancelled``."""
     server = make_inproc(sim_env={
         "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
-        "CURSOR_AGENT_SIM_DELAY": "0.5",  # a poem's events 0.5 s apart: no result within the grace
+        # a poem's 8 events 1.5 s apart: its result ~10 s after the first, far past the cancel's
+        # grace (at 0.5 s apart, a cancel sent ~1.3 s late let the result in: 'succeeded')
+        "CURSOR_AGENT_SIM_DELAY": "1.5",
     })
     runs = server.app.state.runs
     real_cancel = runs.cancel

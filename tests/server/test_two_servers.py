@@ -10,15 +10,18 @@ from typing import Any
 
 from server_helpers import Server, all_events, new_chat, poll, wait_run
 
-SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.2"}
+HELD = {"CURSOR_AGENT_SIM_FAULT": "silence"}
+"""The first server's agent: ``system/init``, then nothing until stopped, so that its run is
+still running when the test acts on it however slow the machine (a slowed turn of ~1.6 s
+could end before a cancel sent after three requests)."""
 TOKEN = "a-token-shared-by-two-servers"
 
 
 def test_a_cancel_through_the_other_server_names_the_server_that_runs_it(
     make_server: Callable[..., Server],
 ) -> None:
-    first = make_server(token=TOKEN, sim_env=SLOW)
-    second = make_server(token=TOKEN, sim_env=SLOW)
+    first = make_server(token=TOKEN, sim_env=HELD)
+    second = make_server(token=TOKEN)
     with first.client() as a, second.client() as b:
         chat = new_chat(a)
         r = a.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
@@ -38,10 +41,10 @@ def test_a_cancel_through_the_other_server_names_the_server_that_runs_it(
 def _run_of_a_dead_server(
     make_server: Callable[..., Server],
 ) -> tuple[Server, dict[str, Any], dict[str, Any]]:
-    """Two servers; the one running a run is SIGKILLed (and reaped). The survivor, the
-    chat, the run (as the survivor reads it: still ``running``)."""
-    first = make_server(token=TOKEN, sim_env=SLOW)
-    second = make_server(token=TOKEN, sim_env=SLOW)
+    """Two servers; the one running a run is SIGKILLed (and reaped; its owner guard stops
+    the agent). The survivor, the chat, the run (as the survivor reads it: still ``running``)."""
+    first = make_server(token=TOKEN, sim_env=HELD)
+    second = make_server(token=TOKEN)
     with first.client() as a, second.client() as b:
         chat = new_chat(a)
         run = a.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()

@@ -404,7 +404,9 @@ def test_cancel_aborts_the_turn_and_keeps_the_session(peer: Peer, ws: Path) -> N
 
 
 def test_cancel_mid_stream(sim: Sim, ws: Path) -> None:
-    peer = Peer.start(sim, env={"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.05"})
+    # 0.5 s between updates: the poem's first words ("River") come over 2 s after its first
+    # thought, time for a loaded machine to send the cancel (0.05 s left 0.3-0.6 s)
+    peer = Peer.start(sim, env={"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.5"})
     peer.init()
     sid = peer.new_session(ws)
     rid = peer.request(

@@ -22,8 +22,10 @@ from .conftest import Sim, running
 @pytest.mark.timeout(60)
 def test_a_command_past_its_time_is_killed_with_what_it_started(tmp_path: Path) -> None:
     pid_file = tmp_path / "sleeper.pid"
+    # 2 s: the shell must have started, written and forked the sleep by then, even on a loaded
+    # machine (with 0.5 s, a shell 0.6 s late left an empty stdout and no pid file)
     outcome, code, out, _err, _ms = run_shell(
-        tmp_path, f"echo started; sleep 1000 & echo $! > {pid_file}; wait", timeout_ms=500
+        tmp_path, f"echo started; sleep 1000 & echo $! > {pid_file}; wait", timeout_ms=2000
     )
     assert list(outcome) == ["timeout", "isBackground"]
     assert outcome["timeout"]["stdout"] == out == "started\n" and code < 0
