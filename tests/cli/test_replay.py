@@ -146,3 +146,16 @@ def test_escape_sequences_from_the_agent_are_shown_not_obeyed() -> None:
     assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
     assert b"hi\\x1b]0;pwned\\x07 \\x1b[2J there" in proc.stdout
 
+
+
+def test_a_session_id_with_escape_sequences_is_shown_inert() -> None:
+    """The footer's chat id is the recording's word: its escapes are shown, never obeyed."""
+    sid = "abc\x1b]0;PWNED\x1b\\\x1b[2J\x1b[31mRED"
+    lines = [{"type": "system", "subtype": "init", "session_id": sid, "model": "M", "cwd": "/x"},
+             {"type": "result", "subtype": "error", "is_error": True, "error": "boom",
+              "result": "", "session_id": sid}]
+    proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout, proc.stdout[-200:]
+    assert b"chat abc\\x1b]0;PWNED\\x1b\\\\x1b[2J\\x1b[31mRED" in proc.stdout
+

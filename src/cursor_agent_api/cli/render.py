@@ -301,5 +301,5 @@ class TurnRenderer:
                 Text(f"✗ {printable(result.error or 'the turn failed')}", style="bold red"),
             )
         if result.session_id:
-            self.console.print(Text(f"chat {result.session_id}", style="dim"))
+            self.console.print(Text(f"chat {printable(result.session_id)}", style="dim"))
         return result
