@@ -159,3 +159,13 @@ def test_a_session_id_with_escape_sequences_is_shown_inert() -> None:
     assert b"\x1b" not in proc.stdout, proc.stdout[-200:]
     assert b"chat abc\\x1b]0;PWNED\\x1b\\\\x1b[2J\\x1b[31mRED" in proc.stdout
 
+
+@pytest.mark.parametrize("summary", [[], ["--summary"]], ids=["render", "summary"])
+def test_a_closed_stdin_is_one_line_and_exit_2(summary: list[str]) -> None:
+    command = " ".join([sys.executable, "-m", "cursor_agent_api.cli", "replay", "-", *summary])
+    proc = subprocess.run(["sh", "-c", f"exec {command} <&-"], capture_output=True, timeout=60,
+                          check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 2, proc.stderr[-300:]
+    assert proc.stderr.decode().splitlines() == [
+        "cursor-agent-api replay: cannot read standard input: it is closed"]
+    assert proc.stdout == b""

@@ -77,6 +77,19 @@ class _ReadError(Exception):
         self.directory = isinstance(exc, IsADirectoryError)
 
 
+class _ClosedStdin(Exception):
+    """``-`` was given and standard input is closed (``<&-``): Python has no ``sys.stdin``."""
+
+
+def _open_input(file: str) -> BinaryIO:
+    """The bytes of ``file`` (``-``: standard input, which the caller must not close)."""
+    if file != "-":
+        return open(file, "rb")  # noqa: SIM115 (closed by the caller)
+    if sys.stdin is None:  # closed (<&-)
+        raise _ClosedStdin
+    return sys.stdin.buffer
+
+
 def _chunks(src: BinaryIO) -> Iterator[bytes]:
     read = getattr(src, "read1", src.read)  # read1: what a pipe has now, without waiting for more
     while True:
@@ -109,9 +122,12 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     Ctrl-C.
     """
     try:
-        src: BinaryIO = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
+        src = _open_input(file)
     except OSError as exc:
         click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror}", err=True)
+        sys.exit(2)
+    except _ClosedStdin:
+        click.echo("cursor-agent-api replay: cannot read standard input: it is closed", err=True)
         sys.exit(2)
     name = "standard input" if file == "-" else file
     try:
@@ -175,7 +191,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         click.echo(f"cursor-agent-api replay: {output_failure(exc)}", err=True)
         sys.exit(1)
     finally:
-        if src is not sys.stdin.buffer:
+        if file != "-":
             src.close()
 
 
