@@ -28,8 +28,8 @@ def test_summary_of_every_real_recording(path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     s = orjson.loads(proc.stdout)
     assert set(s) == {"session_id", "success", "error", "text", "result_text", "usage", "events",
-                      "raw_lines", "tool_calls"}
-    assert s["success"] is True and s["error"] is None
+                      "raw_lines", "dropped_lines", "tool_calls"}
+    assert s["success"] is True and s["error"] is None and s["dropped_lines"] == 0
     assert s["text"] == s["result_text"] and s["text"]
     assert s["raw_lines"] == 0
     assert s["events"] == len([x for x in path.read_bytes().split(b"\n") if x.strip()])
@@ -64,6 +64,37 @@ def test_summary_of_a_turn_without_result() -> None:
     (call,) = s["tool_calls"]
     assert call["status"] == "abandoned" and call["kind"] == "shell"
     assert call["call_id"].count("\n") == 1  # kept exactly
+
+
+def _answer_in_a_long_line() -> bytes:
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    return b"".join(orjson.dumps(obj) + b"\n" for obj in [
+        {"type": "system", "subtype": "init", "session_id": sid, "model": "M", "cwd": "/x"},
+        {"type": "assistant", "session_id": sid, "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "the answer " + "x" * 5000}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "the answer",
+         "session_id": sid}])
+
+
+WHY_DROPPED = ("1 line(s) of the recording exceeded --max-line-bytes=1000 and were dropped; "
+               "the turn is incomplete")
+
+
+def test_summary_of_a_recording_with_a_dropped_line_fails_and_says_so() -> None:
+    """A line over --max-line-bytes is dropped: the answer is missing, so the summary is no
+    success (as `run` fails such a turn), counts the line and exits 1."""
+    proc = replay("-", "--summary", "--max-line-bytes", "1000", stdin=_answer_in_a_long_line())
+    assert proc.returncode == 1, proc.stderr
+    s = orjson.loads(proc.stdout)
+    assert (s["success"], s["error"], s["dropped_lines"]) == (False, WHY_DROPPED, 1)
+    assert (s["text"], s["result_text"]) == ("", "the answer")
+
+
+def test_rendering_of_a_recording_with_a_dropped_line_fails_and_says_so() -> None:
+    proc = replay("-", "--max-line-bytes", "1000", stdin=_answer_in_a_long_line())
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.decode()
+    assert f"✗ {WHY_DROPPED}" in out.splitlines() and "✓ done" not in out
 
 
 def test_error_result_sets_error() -> None:

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from rich.console import Console
@@ -290,9 +291,15 @@ class TurnRenderer:
         self._newline()
         return result
 
-    def close(self) -> AgentResult:
-        """End of a recording: :meth:`flush`, then the result with usage; return it."""
+    def close(self, *, failure: str | None = None) -> AgentResult:
+        """End of a recording: :meth:`flush`, then the result with usage; return it.
+
+        ``failure``: why the turn is shown failed whatever its result said (lines of the
+        recording were dropped: the turn is incomplete); the result returned says so.
+        """
         result = self.flush()
+        if failure is not None:
+            result = dataclasses.replace(result, success=False, error=failure)
         if result.success:
             footer = usage_line(result)
             self.console.print(Text("✓ done" + (f" · {footer}" if footer else ""), style="green"))
