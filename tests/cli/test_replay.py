@@ -200,3 +200,16 @@ def test_a_closed_stdin_is_one_line_and_exit_2(summary: list[str]) -> None:
     assert proc.stderr.decode().splitlines() == [
         "cursor-agent-api replay: cannot read standard input: it is closed"]
     assert proc.stdout == b""
+
+
+def test_the_name_of_an_unknown_tool_is_shown_inert() -> None:
+    """A tool call of a kind this library does not know is shown by its key, the agent's word."""
+    key = "x\x1b]0;PWNED\x07\x1b[2JToolCall"
+    lines = [{"type": "tool_call", "subtype": subtype, "call_id": "c1", "session_id": "s1",
+              "tool_call": {key: {"args": {}, **extra}}}
+             for subtype, extra in (("started", {}),
+                                    ("completed", {"result": {"success": {}}}))]
+    proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout, proc.stdout
+    assert "✓ x\\x1b]0;PWNED\\x07\\x1b[2JToolCall  succeeded" in proc.stdout.decode()

@@ -134,7 +134,8 @@ def tool_line(call: ToolCall) -> Text:
         if outcome:
             line.append(" → " + _shorten(outcome, 60), style=style)
     else:
-        line.append(call.kind.value if call.kind.value != "unknown" else call.name or "tool", "bold")
+        line.append(call.kind.value if call.kind.value != "unknown"
+                    else printable(call.name) or "tool", "bold")  # the agent's key: data
         summary = call.summary()
         if summary:
             line.append(" " + _shorten(summary))
