@@ -28,8 +28,8 @@ def test_summary_of_every_real_recording(path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     s = orjson.loads(proc.stdout)
     assert set(s) == {"session_id", "success", "error", "text", "result_text", "usage", "events",
-                      "raw_lines", "tool_calls"}
-    assert s["success"] is True and s["error"] is None
+                      "raw_lines", "dropped_lines", "tool_calls"}
+    assert s["success"] is True and s["error"] is None and s["dropped_lines"] == 0
     assert s["text"] == s["result_text"] and s["text"]
     assert s["raw_lines"] == 0
     assert s["events"] == len([x for x in path.read_bytes().split(b"\n") if x.strip()])
@@ -64,6 +64,37 @@ def test_summary_of_a_turn_without_result() -> None:
     (call,) = s["tool_calls"]
     assert call["status"] == "abandoned" and call["kind"] == "shell"
     assert call["call_id"].count("\n") == 1  # kept exactly
+
+
+def _answer_in_a_long_line() -> bytes:
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
+    return b"".join(orjson.dumps(obj) + b"\n" for obj in [
+        {"type": "system", "subtype": "init", "session_id": sid, "model": "M", "cwd": "/x"},
+        {"type": "assistant", "session_id": sid, "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "the answer " + "x" * 5000}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "the answer",
+         "session_id": sid}])
+
+
+WHY_DROPPED = ("1 line(s) of the recording exceeded --max-line-bytes=1000 and were dropped; "
+               "the turn is incomplete")
+
+
+def test_summary_of_a_recording_with_a_dropped_line_fails_and_says_so() -> None:
+    """A line over --max-line-bytes is dropped: the answer is missing, so the summary is no
+    success (as `run` fails such a turn), counts the line and exits 1."""
+    proc = replay("-", "--summary", "--max-line-bytes", "1000", stdin=_answer_in_a_long_line())
+    assert proc.returncode == 1, proc.stderr
+    s = orjson.loads(proc.stdout)
+    assert (s["success"], s["error"], s["dropped_lines"]) == (False, WHY_DROPPED, 1)
+    assert (s["text"], s["result_text"]) == ("", "the answer")
+
+
+def test_rendering_of_a_recording_with_a_dropped_line_fails_and_says_so() -> None:
+    proc = replay("-", "--max-line-bytes", "1000", stdin=_answer_in_a_long_line())
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.decode()
+    assert f"✗ {WHY_DROPPED}" in out.splitlines() and "✓ done" not in out
 
 
 def test_error_result_sets_error() -> None:
@@ -146,3 +177,39 @@ def test_escape_sequences_from_the_agent_are_shown_not_obeyed() -> None:
     assert b"\x1b" not in proc.stdout and b"\x07" not in proc.stdout
     assert b"hi\\x1b]0;pwned\\x07 \\x1b[2J there" in proc.stdout
 
+
+
+def test_a_session_id_with_escape_sequences_is_shown_inert() -> None:
+    """The footer's chat id is the recording's word: its escapes are shown, never obeyed."""
+    sid = "abc\x1b]0;PWNED\x1b\\\x1b[2J\x1b[31mRED"
+    lines = [{"type": "system", "subtype": "init", "session_id": sid, "model": "M", "cwd": "/x"},
+             {"type": "result", "subtype": "error", "is_error": True, "error": "boom",
+              "result": "", "session_id": sid}]
+    proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout, proc.stdout[-200:]
+    assert b"chat abc\\x1b]0;PWNED\\x1b\\\\x1b[2J\\x1b[31mRED" in proc.stdout
+
+
+@pytest.mark.parametrize("summary", [[], ["--summary"]], ids=["render", "summary"])
+def test_a_closed_stdin_is_one_line_and_exit_2(summary: list[str]) -> None:
+    command = " ".join([sys.executable, "-m", "cursor_agent_api.cli", "replay", "-", *summary])
+    proc = subprocess.run(["sh", "-c", f"exec {command} <&-"], capture_output=True, timeout=60,
+                          check=False, env={**os.environ, "NO_COLOR": "1"})
+    assert proc.returncode == 2, proc.stderr[-300:]
+    assert proc.stderr.decode().splitlines() == [
+        "cursor-agent-api replay: cannot read standard input: it is closed"]
+    assert proc.stdout == b""
+
+
+def test_the_name_of_an_unknown_tool_is_shown_inert() -> None:
+    """A tool call of a kind this library does not know is shown by its key, the agent's word."""
+    key = "x\x1b]0;PWNED\x07\x1b[2JToolCall"
+    lines = [{"type": "tool_call", "subtype": subtype, "call_id": "c1", "session_id": "s1",
+              "tool_call": {key: {"args": {}, **extra}}}
+             for subtype, extra in (("started", {}),
+                                    ("completed", {"result": {"success": {}}}))]
+    proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
+    assert proc.returncode == 0, proc.stderr
+    assert b"\x1b" not in proc.stdout, proc.stdout
+    assert "✓ x\\x1b]0;PWNED\\x07\\x1b[2JToolCall  succeeded" in proc.stdout.decode()

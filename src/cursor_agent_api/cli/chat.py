@@ -7,9 +7,10 @@ turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
 chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
-first failed turn (the next prompts assumed it worked), and at a line that is not UTF-8
-text (exit status 2: it was not sent); at a terminal, such a line is refused and the chat
-goes on.
+first failed turn (the next prompts assumed it worked), at a line that is not UTF-8
+text (exit status 2: it was not sent), and at Ctrl-C (exit status 130: the turn is
+cancelled, the next prompts are not sent); at a terminal, such a line is refused and the
+chat goes on, and Ctrl-C cancels the turn only.
 
 Example:
     $ cursor-agent-api chat --simulate --trust
@@ -40,6 +41,8 @@ from .turns import Recorder, run_turn
 from .views import make_view
 
 PROMPT = "› "
+PIPED_STOP = "⊘ Ctrl-C — the chat stops; the prompts still on its input are not sent"
+"""What a chat whose prompts come from a pipe says when Ctrl-C stops it (exit status 130)."""
 
 
 def _setup_readline() -> None:
@@ -99,6 +102,15 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
     ))
     status = 0
     lost = False  # the output could not be written: stdout is done with
+
+    def piped_stop() -> bool:  # Ctrl-C: a chat whose prompts come from a pipe stops (130)
+        nonlocal status
+        if interactive:
+            return False
+        say(PIPED_STOP, style="yellow")  # its next prompts assumed this one ran
+        status = 130
+        return True
+
     try:
         while True:
             try:
@@ -108,6 +120,8 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
             except EOFError:
                 break
             except KeyboardInterrupt:
+                if piped_stop():
+                    break
                 say()
                 continue
             except (CliUsageError, UnicodeDecodeError) as exc:  # not sent: nothing ran
@@ -132,8 +146,12 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                 break
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on
                 _stop(view)
+                if piped_stop():
+                    break
                 say("⊘ turn cancelled — the chat goes on", style="yellow")
                 continue
+            if outcome.interrupted and piped_stop():
+                break
             if outcome.interrupted:
                 say("⊘ turn cancelled — the chat goes on", style="yellow")
             elif outcome.output_lost:  # run_turn said so, and the chat id, on stderr

@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from rich.console import Console
@@ -133,7 +134,8 @@ def tool_line(call: ToolCall) -> Text:
         if outcome:
             line.append(" → " + _shorten(outcome, 60), style=style)
     else:
-        line.append(call.kind.value if call.kind.value != "unknown" else call.name or "tool", "bold")
+        line.append(call.kind.value if call.kind.value != "unknown"
+                    else printable(call.name) or "tool", "bold")  # the agent's key: data
         summary = call.summary()
         if summary:
             line.append(" " + _shorten(summary))
@@ -290,9 +292,15 @@ class TurnRenderer:
         self._newline()
         return result
 
-    def close(self) -> AgentResult:
-        """End of a recording: :meth:`flush`, then the result with usage; return it."""
+    def close(self, *, failure: str | None = None) -> AgentResult:
+        """End of a recording: :meth:`flush`, then the result with usage; return it.
+
+        ``failure``: why the turn is shown failed whatever its result said (lines of the
+        recording were dropped: the turn is incomplete); the result returned says so.
+        """
         result = self.flush()
+        if failure is not None:
+            result = dataclasses.replace(result, success=False, error=failure)
         if result.success:
             footer = usage_line(result)
             self.console.print(Text("✓ done" + (f" · {footer}" if footer else ""), style="green"))
@@ -301,5 +309,5 @@ class TurnRenderer:
                 Text(f"✗ {printable(result.error or 'the turn failed')}", style="bold red"),
             )
         if result.session_id:
-            self.console.print(Text(f"chat {result.session_id}", style="dim"))
+            self.console.print(Text(f"chat {printable(result.session_id)}", style="dim"))
         return result

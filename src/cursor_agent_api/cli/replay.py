@@ -26,11 +26,14 @@ from .console import make_console, output_failure
 from .render import TurnRenderer
 
 
-def summarize(t: Transcript, raw_tail: Iterable[str] = ()) -> dict[str, Any]:
+def summarize(t: Transcript, raw_tail: Iterable[str] = (), *,
+              dropped: EventReader | None = None) -> dict[str, Any]:
     """The ``--summary`` object of a closed transcript.
 
     ``events`` counts lines that were JSON objects, ``raw_lines`` non-blank lines
-    that were not; ``text`` is the reassembled text (never copied from the
+    that were not, ``dropped_lines`` lines over ``--max-line-bytes`` (counted by the reader
+    ``dropped``; any makes the turn incomplete: ``success`` false, ``error`` says so, as
+    :func:`dropped_lines_error`); ``text`` is the reassembled text (never copied from the
     result), ``result_text`` is ``result.result``. When the stream ended without a
     result, ``error`` is the agent's own reason if the last non-JSON lines
     (``raw_tail``: stderr, when the recording was captured with ``2>&1``) give one.
@@ -38,22 +41,27 @@ def summarize(t: Transcript, raw_tail: Iterable[str] = ()) -> dict[str, Any]:
     Example:
         >>> t = Transcript.from_bytes(b'{"type":"result","subtype":"success","result":"x"}\\nhi\\n')
         >>> s = summarize(t)
-        >>> s["success"], s["events"], s["raw_lines"], s["result_text"]
-        (True, 1, 1, 'x')
+        >>> s["success"], s["events"], s["raw_lines"], s["dropped_lines"], s["result_text"]
+        (True, 1, 1, 0, 'x')
     """
     result = t.to_result()
-    error = None if result.success else result.error
+    success = result.success
+    error = None if success else result.error
     if t.result_event is None:
         error = failure_reason(raw_tail, strict=True) or error
+    dropped_lines = dropped.oversize_lines if dropped is not None else 0
+    if dropped is not None and dropped_lines:
+        success, error = False, dropped_lines_error(dropped)
     return {
         "session_id": t.session_id,
-        "success": result.success,
+        "success": success,
         "error": error,
         "text": t.text,
         "result_text": t.result_text,
         "usage": t.usage.to_dict() if t.usage else None,
         "events": t.object_lines,
         "raw_lines": t.raw_lines,
+        "dropped_lines": dropped_lines,
         "tool_calls": [
             {
                 "call_id": tc.call_id,
@@ -69,12 +77,40 @@ def summarize(t: Transcript, raw_tail: Iterable[str] = ()) -> dict[str, Any]:
     }
 
 
+def dropped_lines_error(reader: EventReader) -> str:
+    """What a recording some of whose lines were over ``--max-line-bytes`` misses (as ``run``
+    says of the agent's output).
+
+    Example:
+        >>> reader = EventReader(4)
+        >>> _ = reader.feed(b'{"type":"user"}\\n')
+        >>> dropped_lines_error(reader)  # doctest: +NORMALIZE_WHITESPACE
+        '1 line(s) of the recording exceeded --max-line-bytes=4 and were dropped; the turn is
+         incomplete'
+    """
+    return (f"{reader.oversize_lines} line(s) of the recording exceeded "
+            f"--max-line-bytes={reader.max_line_bytes} and were dropped; the turn is incomplete")
+
+
 class _ReadError(Exception):
     """The input could not be read (an ``OSError`` of the output is the output's)."""
 
     def __init__(self, exc: OSError) -> None:
         super().__init__(exc.strerror or str(exc))
         self.directory = isinstance(exc, IsADirectoryError)
+
+
+class _ClosedStdin(Exception):
+    """``-`` was given and standard input is closed (``<&-``): Python has no ``sys.stdin``."""
+
+
+def _open_input(file: str) -> BinaryIO:
+    """The bytes of ``file`` (``-``: standard input, which the caller must not close)."""
+    if file != "-":
+        return open(file, "rb")  # closed by the caller
+    if sys.stdin is None:  # closed (<&-)
+        raise _ClosedStdin
+    return sys.stdin.buffer
 
 
 def _chunks(src: BinaryIO) -> Iterator[bytes]:
@@ -98,20 +134,25 @@ def _chunks(src: BinaryIO) -> Iterator[bytes]:
     type=click.IntRange(min=1),
     default=DEFAULT_MAX_LINE_BYTES,
     show_default=True,
-    help="Longest line accepted; longer ones become an error event.",
+    help="Longest line accepted; a longer one is dropped (an error event), and the turn, "
+         "incomplete, fails (exit 1).",
 )
 def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> None:
     """Render a recorded stream-json FILE ("-" for standard input).
 
     Exit status: 0 once the recording is read (whatever the turn's outcome: see
     --summary's "success"), 1 when the input holds no JSON event (not a stream-json
-    recording) or the output cannot be written, 2 when the input cannot be read, 130 on
-    Ctrl-C.
+    recording), when a line of it exceeded --max-line-bytes (it was dropped: the turn is
+    incomplete, and says so) or the output cannot be written, 2 when the input cannot be
+    read, 130 on Ctrl-C.
     """
     try:
-        src: BinaryIO = sys.stdin.buffer if file == "-" else open(file, "rb")  # noqa: SIM115
+        src = _open_input(file)
     except OSError as exc:
         click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror}", err=True)
+        sys.exit(2)
+    except _ClosedStdin:
+        click.echo("cursor-agent-api replay: cannot read standard input: it is closed", err=True)
         sys.exit(2)
     name = "standard input" if file == "-" else file
     try:
@@ -133,9 +174,11 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             t.close()
             if t.object_lines == 0:
                 _not_a_recording(name, empty=t.raw_lines == 0)
-            sys.stdout.buffer.write(orjson.dumps(summarize(t, raw_tail),
+            sys.stdout.buffer.write(orjson.dumps(summarize(t, raw_tail, dropped=summary_reader),
                                                  option=orjson.OPT_APPEND_NEWLINE))
             sys.stdout.flush()
+            if summary_reader.oversize_lines:
+                sys.exit(1)
             return
         console = make_console(soft_wrap=True)
         renderer = TurnRenderer(console, show_thinking=not no_thinking)
@@ -161,7 +204,9 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
                 renderer.handle(event)
         if held is not None:
             _not_a_recording(name, empty=not held)
-        renderer.close()
+        renderer.close(failure=dropped_lines_error(reader) if reader.oversize_lines else None)
+        if reader.oversize_lines:
+            sys.exit(1)
     except KeyboardInterrupt:
         sys.stdout.flush()
         sys.exit(130)
@@ -175,7 +220,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         click.echo(f"cursor-agent-api replay: {output_failure(exc)}", err=True)
         sys.exit(1)
     finally:
-        if src is not sys.stdin.buffer:
+        if file != "-":
             src.close()
 
 

@@ -6,8 +6,9 @@ result at the end (:meth:`TurnView.finish`):
 * :class:`LiveView` — a terminal: a spinner with elapsed time, the latest thinking
   line dimmed and replaced as it goes, the text streaming in, one line per tool call
   that turns from running to its outcome (✓ ✗ ⊘, duration, command/path/pattern, exit
-  code), the final answer rendered as Markdown, a footer with tokens, duration, the
-  chat id and the command to continue;
+  code), the final answer rendered as Markdown (a link shown as ``text (url)``, never a
+  terminal hyperlink that hides its target), a footer with tokens, duration, the chat id
+  and the command to continue;
 * :class:`TextView` — a pipe: the same content as plain lines, no escape codes (the
   renderer ``replay`` uses);
 * :class:`JsonView` — one final ``AgentResult`` object;
@@ -452,8 +453,8 @@ class LiveView:
             if index < len(result.tool_calls):
                 self.console.print(tool_line(result.tool_calls[index]))
         self.running.clear()
-        if final.strip():
-            self.console.print(Markdown(printable(final)))
+        if final.strip():  # a link as "text (url)": a hyperlink would hide where it goes
+            self.console.print(Markdown(printable(final), hyperlinks=False))
         for line in footer_lines(result, continue_hint, simulated=self.simulated):
             self.console.print(line)
 

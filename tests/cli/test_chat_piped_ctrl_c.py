@@ -1,0 +1,98 @@
+"""Ctrl-C in a ``chat`` whose prompts come from a pipe stops the chat (exit 130): the next
+prompts assumed the cancelled turn ran, and with ``--force`` they would run commands after
+the user asked it to stop. At a terminal, Ctrl-C cancels the turn only (test_terminal.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from cursor_agent_api.cli.chat import PIPED_STOP
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+@contextmanager
+def _piped_chat(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    """The chat in its own process group, prompts on a pipe; killed after 120 s (a hang
+    guard, not a timing) or when the test ends."""
+    proc = subprocess.Popen(
+        [*CLI, "chat", "--simulate", "--trust"], cwd=env["TEST_WS"], text=True,
+        env={**env, "CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.3"},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    guard.start()
+    try:
+        yield proc
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+def _lines_until(proc: subprocess.Popen[str], start: str) -> list[str]:
+    assert proc.stdout is not None
+    seen = []
+    for line in proc.stdout:
+        seen.append(line.rstrip("\n"))
+        if line.startswith(start):
+            return seen
+    raise AssertionError(f"no line starting {start!r}: {seen}")
+
+
+def test_ctrl_c_in_a_turn_stops_a_piped_chat(cli_env: dict[str, str]) -> None:
+    with _piped_chat(cli_env) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write('create plan.txt with "step 1"\nappend step2 to plan.txt\n')
+        proc.stdin.close()
+        _lines_until(proc, "▶ ")  # the agent started turn 1: it is running
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C, as the terminal sends it to the group
+        rest = proc.stdout.read().splitlines()
+        assert proc.wait() == 130, rest
+    assert PIPED_STOP in rest and "⊘ cancelled" in rest
+    assert not any(line.startswith("› append") for line in rest), rest  # turn 2 never sent
+    assert rest[-1].startswith("continue later: cursor-agent-api chat --resume ")
+
+
+READ = {"x86_64": "0", "aarch64": "63"}.get(os.uname().machine)
+"""The number of the read system call, as /proc/PID/syscall shows it."""
+
+
+def _wait_reading_stdin(proc: subprocess.Popen[str]) -> None:
+    """Until the chat's main thread is blocked reading its standard input (``read(0, …)``):
+    no line of output says so, the kernel does."""
+    while proc.poll() is None:
+        with open(f"/proc/{proc.pid}/syscall") as f:
+            if f.read().split()[:2] == [READ, "0x0"]:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"the chat ended (exit {proc.returncode}) before reading a prompt")
+
+
+@pytest.mark.skipif(READ is None, reason="the read system call's number on this machine")
+def test_ctrl_c_while_a_piped_chat_waits_for_its_next_prompt_stops_it(
+    cli_env: dict[str, str]
+) -> None:
+    with _piped_chat(cli_env) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        _lines_until(proc, "chat (new) in ")  # its first line
+        _wait_reading_stdin(proc)  # Ctrl-C then reaches the read, not the code around it
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.stdin.write("list the files\n")  # still read by a chat that went on
+        proc.stdin.close()
+        rest = proc.stdout.read().splitlines()
+        assert proc.wait() == 130, rest
+    assert rest == [PIPED_STOP]  # nothing was sent: no chat to continue
