@@ -49,6 +49,8 @@ def test_run_reject_shows_rejected(fake: FakeAgent) -> None:
     child = spawn(fake, ["run", "run rm -rf /"])
     try:
         child.expect(r"\$ rm -rf /")
+        # the prompt, not only the command: type-ahead before the prompt shows is flushed
+        child.expect(r"reject \(default\) › ")
         child.sendline("r")
         child.expect("rejected")  # the tool line: rejected, though Cursor says "completed"
         child.expect(r"was not allowed \(reject-once\)")
@@ -64,6 +66,7 @@ def test_chat_answers_a_question_inline_and_ctrl_c_keeps_the_chat(fake: FakeAgen
         child.sendline("ask")
         child.expect("Which approach")
         child.expect("2. Full rewrite")
+        child.expect(r"number \(Enter skips\) › ")  # (type-ahead before it is flushed)
         child.sendline("2")
         child.expect('"selectedOptionIds": \\["full"\\]')
         child.expect("› ")

@@ -31,11 +31,20 @@ def _received(fake: FakeAgent, method: str) -> None:
 
 @pytest.mark.parametrize("method", ["initialize", "session/new", "session/set_mode"])
 def test_the_turn_timeout_bounds_an_unanswered_setup_request(fake: FakeAgent, method: str) -> None:
-    cfg = fake.config(timeout=1.0, session_mode="plan", env={"FAKE_ACP_HANG": method})
+    cfg = fake.config(timeout=2.0, env={"FAKE_ACP_HANG": method})
     with CursorAgentClient(cfg) as client:
-        result = client.query("say hi")
+        # past initialize, the agent acp is first started by a turn that does not send the
+        # request: the turn's timeout counts its start too, which a loaded machine can take
+        # longer than (the error then named initialize)
+        if method == "session/new":  # a session of another process's, loaded
+            with CursorAgentClient(fake.config()) as other:
+                earlier = other.query("say hi")
+            assert client.query("say warm up", resume=earlier.session_id, timeout=60).success
+        elif method == "session/set_mode":  # a turn without a mode
+            assert client.query("say warm up", timeout=60).success
+        result = client.query("say hi", session_mode="plan")
     assert isinstance(result.exception, AgentTimeoutError), result.error
-    assert f"timeout=1 s waiting for the agent's answer to {method}" in str(result.error)
+    assert f"timeout=2 s waiting for the agent's answer to {method}" in str(result.error)
 
 
 def test_a_turn_timeout_replaces_the_request_timeout(fake: FakeAgent,
@@ -54,8 +63,10 @@ def test_a_turn_timeout_replaces_the_request_timeout(fake: FakeAgent,
 def test_the_turn_timeout_bounds_an_unanswered_session_load(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config()) as client:
         first = client.query("say hi")
-    cfg = fake.config(timeout=1.0, env={"FAKE_ACP_HANG": "session/load"})
+    cfg = fake.config(timeout=2.0, env={"FAKE_ACP_HANG": "session/load"})
     with CursorAgentClient(cfg) as client:
+        # the agent acp started first (as above): the timeout then bounds session/load alone
+        assert client.query("say warm up", timeout=60).success
         result = client.query("say again", resume=first.session_id)
     assert isinstance(result.exception, AgentTimeoutError), result.error
     assert "answer to session/load" in str(result.error)

@@ -36,7 +36,9 @@ def _answers(tmp_path: Path) -> list[dict[str, object]]:
 # ---- 1. a turn that ends while a prompt is open ---------------------------------------------
 
 def test_a_timeout_ends_the_turn_while_a_prompt_waits(cli_env: dict[str, str]) -> None:
-    got = run_on_pty(["run", "--acp", "--simulate", "--trust", "--timeout", "3", "--output",
+    # the timeout counts the simulator's start and setup too, before the prompt shows: 5 s
+    # leaves a loaded machine ~4 s for them (with 3 s, a start 2.5 s late timed out first)
+    got = run_on_pty(["run", "--acp", "--simulate", "--trust", "--timeout", "5", "--output",
                       "text", "run `ls`"], cli_env, _ws(cli_env), bound=30)
     assert got.returncode == 1, got  # None: still waiting for an answer at the bound
     assert PROMPT in got.screen  # the prompt was shown, nobody answered

@@ -62,7 +62,7 @@ def _agent_script(tmp_path, body: str) -> str:
     return str(path)
 
 
-def test_a_command_past_its_timeout_stops_its_group(tmp_path):
+def test_a_command_past_its_timeout_stops_its_group(tmp_path, spawned):
     """The short commands run as a turn: a timeout stops the whole group (here a child the
     agent left in it) and fails with the command's own message."""
     from cursor_agent_api import AgentConfig, AgentTimeoutError
@@ -70,9 +70,11 @@ def test_a_command_past_its_timeout_stops_its_group(tmp_path):
     from cursor_agent_api.runtime.groups import group_alive
 
     config = AgentConfig(agent_binary=_agent_script(tmp_path, "sleep 30 &\nwait"))
-    with pytest.raises(AgentTimeoutError, match=r"`status` did not finish within 0\.5 s"):
-        asyncio.run(fetch_status(config, timeout=0.5))
-    assert not group_alive(int((tmp_path / "pid").read_text()))
+    with pytest.raises(AgentTimeoutError, match=r"`status` did not finish within 1 s"):
+        asyncio.run(fetch_status(config, timeout=1.0))
+    # the group as spawned (its pid): on a loaded machine the timeout can come before the
+    # script has written its pid file
+    assert len(spawned) == 1 and not group_alive(spawned[0])
 
 
 def test_a_cancelled_command_stops_its_group_before_the_cancel_propagates(tmp_path):

@@ -173,7 +173,9 @@ def test_shell_child_left_behind_is_stopped(sim, run_query, spawned):
 
 
 def test_timeout_while_a_shell_command_runs_stops_the_whole_group(sim, run_query):
-    r = run_query(sim(force_approve=True, timeout=2.0, kill_grace=0.5), "run `sleep 300`")
+    # the timeout counts the agent's start too: 4 s lets a loaded machine start the simulator
+    # and reach the shell call first (with 2 s, a start of 2 s under load left no call)
+    r = run_query(sim(force_approve=True, timeout=4.0, kill_grace=0.5), "run `sleep 300`")
     assert not r.success and isinstance(r.exception, AgentTimeoutError)
     assert r.exit_code in (143, 137)
     assert any(tc.kind.value == "shell" for tc in r.tool_calls)  # started, never completed
