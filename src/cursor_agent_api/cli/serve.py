@@ -58,6 +58,35 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def exposure_warnings(host: str) -> list[str]:
+    """What ``serve`` says on stderr before it listens on ``host``: nothing for loopback.
+
+    A wildcard bind's ``Open:`` link names the loopback address (the one the server accepts
+    as it is, :attr:`~cursor_agent_api.server.settings.ServerSettings.base_url`); the second
+    line says what another machine needs. The allowlist gets no wildcard: a Host header
+    is checked against names given, never against "any".
+
+    Example:
+        >>> exposure_warnings("127.0.0.1")
+        []
+        >>> for line in exposure_warnings("0.0.0.0"): print(line)  # doctest: +ELLIPSIS
+        listening on 0.0.0.0: anyone who can reach it and has the token can run the agent ...
+        the Open: link is for this machine (127.0.0.1); from another one, start with --allow-host NAME ...
+    """
+    from ..server.settings import LOOPBACK_HOSTS, WILDCARD_HOSTS
+
+    if host in LOOPBACK_HOSTS:
+        return []
+    lines = [f"listening on {host}: anyone who can reach it and has the token can run "
+             "the agent (shell commands included) on this machine"]
+    if host in WILDCARD_HOSTS:
+        loopback = "[::1]" if host == "::" else "127.0.0.1"
+        lines.append(f"the Open: link is for this machine ({loopback}); from another one, start "
+                     "with --allow-host NAME (the name or address it is reached by: any other "
+                     "Host is refused, 403)")
+    return lines
+
+
 def freeze_start_up_objects() -> int:
     """Collect, then move every object alive now out of the garbage collector's reach
     (:func:`gc.freeze`); returns how many. For a long-running process, once started.
@@ -270,12 +299,8 @@ def serve(
         stalled_after=stalled_after,
         sweep_interval=min(5.0, stalled_after / 3),
     )
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(
-            f"warning: listening on {host}: anyone who can reach it and has the token can run "
-            "the agent (shell commands included) on this machine",
-            err=True,
-        )
+    for line in exposure_warnings(host):
+        click.echo(f"warning: {line}", err=True)
     try:
         sock = listen_socket(host, port)
     except OSError as e:
