@@ -335,28 +335,39 @@ def serve(
         for handler in logger.handlers:  # what children propagate passes here, not there
             handler.addFilter(RedactTokens())
 
-    class _Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                if dispatch != "queue":  # else the workers run the agents, on their machines
-                    from ..server.runner import missing_agent
+    def announce() -> None:
+        if dispatch != "queue":  # else the workers run the agents, on their machines
+            from ..server.runner import missing_agent
 
-                    missing = missing_agent(settings)
-                    if missing is not None:  # said once the database is open, before the URL
-                        click.echo(f"warning: {missing}", err=True)
-                label = " (simulated agents)" if simulate else ""
-                if dispatch == "queue":
-                    label += f" dispatching to workers (queue {queue_name!r})"
-                click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
-                # A one-time code, not the token: the link in the browser's history is dead.
-                click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
-                if token is None:
-                    click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
-                sys.stdout.flush()
-                frozen = freeze_start_up_objects()
-                logging.getLogger("cursor_agent_api.server").debug(
-                    "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
+            missing = missing_agent(settings)
+            if missing is not None:  # said once the database is open, before the URL
+                click.echo(f"warning: {missing}", err=True)
+        label = " (simulated agents)" if simulate else ""
+        if dispatch == "queue":
+            label += f" dispatching to workers (queue {queue_name!r})"
+        click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
+        # A one-time code, not the token: the link in the browser's history is dead.
+        click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
+        if token is None:
+            click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
+        sys.stdout.flush()
+
+    class _Server(uvicorn.Server):
+        output_lost: OSError | None = None
+
+        async def main_loop(self) -> None:
+            # Entered once started, before serving; every uvicorn shuts down (the app's
+            # store closed) when it returns: a link that cannot be printed (stdout a full
+            # disk, a closed pipe) stops the server cleanly, then is said in one line.
+            try:
+                announce()
+            except OSError as exc:
+                self.output_lost = exc
+                return
+            frozen = freeze_start_up_objects()
+            logging.getLogger("cursor_agent_api.server").debug(
+                "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
+            await super().main_loop()
 
     server: Any = _Server(config)
 
@@ -378,6 +389,11 @@ def serve(
         sock.close()
     if problem is not None:
         raise click.ClickException(problem)
+    if server.output_lost is not None:  # one line, exit 1 (a closed pipe: click, quietly)
+        from .console import writing_output
+
+        with writing_output():
+            raise server.output_lost
     if not server.started:
         raise click.ClickException("the server did not start; see the messages above")
 
