@@ -1,7 +1,9 @@
 """A database URL whose scheme SQLAlchemy has no dialect for (``postgres://``, the scheme
 hosting platforms put in ``DATABASE_URL``; ``sqlite3://``; anything unknown) is refused in one
 line naming the fix, exit 2 — by ``serve`` and ``worker``, given as ``--database-url`` or
-``CURSOR_AGENT_API_DATABASE_URL`` (it was a ``NoSuchModuleError`` traceback)."""
+``CURSOR_AGENT_API_DATABASE_URL`` (it was a ``NoSuchModuleError`` traceback). So is an SQLite
+URL that names no file (``sqlite+aiosqlite:///$DB`` with ``DB`` unset) or ``:memory:``: the store
+would be in memory, and every chat lost at stop (it was accepted without a word)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,17 @@ CASES = [
      "use postgresql+asyncpg://me:***@127.0.0.1:54329/app"),
     ("sqlite3:///x.db", f"sqlite3:///x.db: unsupported database; {FORMS}"),
     ("foo://", f"foo://: unsupported database; {FORMS}"),
+    ("sqlite+aiosqlite:///", "sqlite+aiosqlite:/// names no database file (SQLite would keep it "
+     "in memory, and lose every chat when the server stops): use sqlite+aiosqlite:///PATH"),
+    ("sqlite+aiosqlite://", "names no database file"),
+    ("sqlite+aiosqlite:///:memory:", "sqlite+aiosqlite:///:memory: is an in-memory database "
+     "(every chat lost when the server stops): use sqlite+aiosqlite:///PATH"),
+    ("sqlite+aiosqlite:///file:chats?mode=memory&uri=true",
+     "is an in-memory database (every chat lost when the server stops): use "
+     "sqlite+aiosqlite:///PATH"),
 ]
-IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown"]
+IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown", "sqlite-no-path", "sqlite-no-slash",
+       "sqlite-memory", "sqlite-uri-memory"]
 
 
 def _command(command: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

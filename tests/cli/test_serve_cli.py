@@ -148,3 +148,36 @@ def test_serve_freezes_its_start_up_objects(cli_env: dict[str, str], tmp_path: P
     log = _serve_one_request(cli_env, tmp_path, ["--log-level", "debug"])
     (line,) = [x for x in log.splitlines() if "start-up objects frozen" in x]
     assert int(line.rsplit(": ", 1)[1].split()[0]) > 10_000
+
+
+def _serve_to(stdout: int, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SERVE, "--port", "0", "--simulate", "--database-url",
+         f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}"],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, env=env,
+        cwd=env["TEST_WS"], check=False)
+
+
+def test_a_link_that_cannot_be_printed_is_one_line_and_exit_1(cli_env: dict[str, str],
+                                                              tmp_path: Path) -> None:
+    """stdout a full disk: the server stops cleanly (its store closed) and says so in one
+    line, as every command does (it died with three tracebacks in uvicorn's start-up)."""
+    with open("/dev/full", "wb") as full:
+        proc = _serve_to(full.fileno(), cli_env, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "Error: cannot write the output: No space left on device"
+    assert "Application shutdown complete" in proc.stderr
+
+
+def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """stdout a pipe nobody reads (``| true``): exit 1 without a word, as every command."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = _serve_to(write, cli_env, tmp_path)
+    finally:
+        os.close(write)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+    assert "Application shutdown complete" in proc.stderr

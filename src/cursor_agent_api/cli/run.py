@@ -2,7 +2,8 @@
 
 The prompt comes from the arguments, ``--prompt-file FILE`` (``-`` = stdin), or
 standard input when it is not a terminal. Exit codes: 0 success, 1 failed turn
-(the typed error's message and its remedy), 2 usage error, 130 Ctrl-C.
+(the typed error's message and its remedy), 2 usage error, 130 Ctrl-C; 143 SIGTERM, 129
+SIGHUP (the turn cancelled and saved first, as at a Ctrl-C: :mod:`.turns`).
 
 ``--output-format text|json|stream-json`` makes it a drop-in for ``agent -p``: the same
 output, byte for byte where the agent wrote it (see :class:`~.views.AgentFormatView`).

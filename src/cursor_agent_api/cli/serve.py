@@ -58,6 +58,35 @@ def listen_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def exposure_warnings(host: str) -> list[str]:
+    """What ``serve`` says on stderr before it listens on ``host``: nothing for loopback.
+
+    A wildcard bind's ``Open:`` link names the loopback address (the one the server accepts
+    as it is, :attr:`~cursor_agent_api.server.settings.ServerSettings.base_url`); the second
+    line says what another machine needs. The allowlist gets no wildcard: a Host header
+    is checked against names given, never against "any".
+
+    Example:
+        >>> exposure_warnings("127.0.0.1")
+        []
+        >>> for line in exposure_warnings("0.0.0.0"): print(line)  # doctest: +ELLIPSIS
+        listening on 0.0.0.0: anyone who can reach it and has the token can run the agent ...
+        the Open: link is for this machine (127.0.0.1); from another one, start with --allow-host NAME ...
+    """
+    from ..server.settings import LOOPBACK_HOSTS, WILDCARD_HOSTS
+
+    if host in LOOPBACK_HOSTS:
+        return []
+    lines = [f"listening on {host}: anyone who can reach it and has the token can run "
+             "the agent (shell commands included) on this machine"]
+    if host in WILDCARD_HOSTS:
+        loopback = "[::1]" if host == "::" else "127.0.0.1"
+        lines.append(f"the Open: link is for this machine ({loopback}); from another one, start "
+                     "with --allow-host NAME (the name or address it is reached by: any other "
+                     "Host is refused, 403)")
+    return lines
+
+
 def freeze_start_up_objects() -> int:
     """Collect, then move every object alive now out of the garbage collector's reach
     (:func:`gc.freeze`); returns how many. For a long-running process, once started.
@@ -270,12 +299,8 @@ def serve(
         stalled_after=stalled_after,
         sweep_interval=min(5.0, stalled_after / 3),
     )
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        click.echo(
-            f"warning: listening on {host}: anyone who can reach it and has the token can run "
-            "the agent (shell commands included) on this machine",
-            err=True,
-        )
+    for line in exposure_warnings(host):
+        click.echo(f"warning: {line}", err=True)
     try:
         sock = listen_socket(host, port)
     except OSError as e:
@@ -310,28 +335,39 @@ def serve(
         for handler in logger.handlers:  # what children propagate passes here, not there
             handler.addFilter(RedactTokens())
 
-    class _Server(uvicorn.Server):
-        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-            await super().startup(sockets)
-            if self.started:
-                if dispatch != "queue":  # else the workers run the agents, on their machines
-                    from ..server.runner import missing_agent
+    def announce() -> None:
+        if dispatch != "queue":  # else the workers run the agents, on their machines
+            from ..server.runner import missing_agent
 
-                    missing = missing_agent(settings)
-                    if missing is not None:  # said once the database is open, before the URL
-                        click.echo(f"warning: {missing}", err=True)
-                label = " (simulated agents)" if simulate else ""
-                if dispatch == "queue":
-                    label += f" dispatching to workers (queue {queue_name!r})"
-                click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
-                # A one-time code, not the token: the link in the browser's history is dead.
-                click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
-                if token is None:
-                    click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
-                sys.stdout.flush()
-                frozen = freeze_start_up_objects()
-                logging.getLogger("cursor_agent_api.server").debug(
-                    "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
+            missing = missing_agent(settings)
+            if missing is not None:  # said once the database is open, before the URL
+                click.echo(f"warning: {missing}", err=True)
+        label = " (simulated agents)" if simulate else ""
+        if dispatch == "queue":
+            label += f" dispatching to workers (queue {queue_name!r})"
+        click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
+        # A one-time code, not the token: the link in the browser's history is dead.
+        click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
+        if token is None:
+            click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
+        sys.stdout.flush()
+
+    class _Server(uvicorn.Server):
+        output_lost: OSError | None = None
+
+        async def main_loop(self) -> None:
+            # Entered once started, before serving; every uvicorn shuts down (the app's
+            # store closed) when it returns: a link that cannot be printed (stdout a full
+            # disk, a closed pipe) stops the server cleanly, then is said in one line.
+            try:
+                announce()
+            except OSError as exc:
+                self.output_lost = exc
+                return
+            frozen = freeze_start_up_objects()
+            logging.getLogger("cursor_agent_api.server").debug(
+                "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
+            await super().main_loop()
 
     server: Any = _Server(config)
 
@@ -353,6 +389,11 @@ def serve(
         sock.close()
     if problem is not None:
         raise click.ClickException(problem)
+    if server.output_lost is not None:  # one line, exit 1 (a closed pipe: click, quietly)
+        from .console import writing_output
+
+        with writing_output():
+            raise server.output_lost
     if not server.started:
         raise click.ClickException("the server did not start; see the messages above")
 

@@ -1,8 +1,11 @@
 """One turn as the command line runs it: stream, show, record, cancel on Ctrl-C, save.
 
 Shared by ``run`` and ``chat``. Ctrl-C while a turn runs sends SIGINT to the agent's
-process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled; the chat
-itself goes on.
+process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled: the view gets
+the stream's closing result event (the library's, saying so) and the result; the chat
+itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a closed
+terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
+command, with status 143 or 129 (:func:`ending_signals`).
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
@@ -16,7 +19,8 @@ import contextlib
 import errno
 import functools
 import signal
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -36,7 +40,69 @@ from .views import TurnView, agent_line, chat_lines, outcome_lines
 if TYPE_CHECKING:
     from .steer import TerminalSteering
 
-__all__ = ["Recorder", "TurnOutcome", "run_turn"]
+__all__ = ["ENDING_SIGNALS", "Recorder", "Terminated", "TurnOutcome", "ending_signals", "run_turn"]
+
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end the command: during a turn, they first end the turn as Ctrl-C does."""
+
+_RESULTS = frozenset((EventType.RESULT_SUCCESS, EventType.RESULT_ERROR))
+
+
+class Terminated(KeyboardInterrupt):
+    """One of :data:`ENDING_SIGNALS` arrived during a turn. A ``KeyboardInterrupt``, so that
+    it takes every path a Ctrl-C takes (the stream's Ctrl-C safety included).
+
+    Example:
+        >>> Terminated(signal.SIGTERM).exit_code
+        143
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's status for a process ended by the signal: 128 + its number."""
+        return 128 + self.signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def ending_signals() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` (in the main
+    thread, where Python runs signal handlers); a ``Terminated`` that leaves the block ends
+    the command: ``SystemExit(128 + N)``. Only a signal left at its default action is taken:
+    one ignored (``nohup``) or handled by someone else stays so. The previous handlers come
+    back when the block ends, so outside a turn the signals act as always; exiting through
+    ``SystemExit`` runs the interpreter's exit handlers (the runtime's, which stop what is
+    left of any agent's process group).
+
+    Example:
+        >>> before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, unless a host process set it
+        >>> with ending_signals():
+        ...     during = signal.getsignal(signal.SIGTERM)
+        >>> (during is _raise_terminated) == (before is signal.SIG_DFL)
+        True
+        >>> signal.getsignal(signal.SIGTERM) is before
+        True
+    """
+    taken: list[signal.Signals] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in ENDING_SIGNALS:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                signal.signal(sig, _raise_terminated)
+                taken.append(sig)
+    try:
+        yield
+    except Terminated as exc:
+        raise SystemExit(exc.exit_code) from None
+    finally:
+        for sig in taken:
+            signal.signal(sig, signal.SIG_DFL)
 
 
 class Recorder:
@@ -148,15 +214,26 @@ class _Shown:
 
 @dataclass(slots=True)
 class TurnOutcome:
-    """What a turn ended with, for the exit code."""
+    """What a turn ended with, for the exit code. ``terminated``: the signal of
+    :data:`ENDING_SIGNALS` that cancelled it (the command ends with it)."""
 
     result: AgentResult
     interrupted: bool
     output_lost: bool = False
+    terminated: int | None = None
 
     @property
     def exit_code(self) -> int:
-        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too)."""
+        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too);
+        128 + N when signal N of :data:`ENDING_SIGNALS` ended it.
+
+        Example:
+            >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
+            >>> TurnOutcome(r, True).exit_code, TurnOutcome(r, True, terminated=1).exit_code
+            (130, 129)
+        """
+        if self.terminated is not None:
+            return 128 + self.terminated
         if self.result.success:
             return 1 if self.output_lost else 0
         if self.interrupted or self.result.cancelled:
@@ -185,23 +262,51 @@ def run_turn(
     Raises what ``send_stream`` raises before the agent starts (``AgentNotFoundError``).
     With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
     (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
+    SIGTERM or SIGHUP during the turn cancel it as Ctrl-C does; once it is saved and shown,
+    ``SystemExit(128 + N)`` ends the command (:func:`ending_signals`).
     """
+    with ending_signals():
+        outcome = _run_turn(session, prompt, view, recorder, saved=saved, simulated=simulated,
+                            steering=steering)
+        if outcome.terminated is not None:
+            raise SystemExit(outcome.exit_code)
+    return outcome
+
+
+def _ended_by(exc: KeyboardInterrupt) -> int | None:
+    return exc.signum if isinstance(exc, Terminated) else None
+
+
+def _run_turn(
+    session: ConversationSession,
+    prompt: str,
+    view: TurnView,
+    recorder: Recorder,
+    *,
+    saved: SavedChats,
+    simulated: bool,
+    steering: TerminalSteering | None,
+) -> TurnOutcome:
     if steering is not None:
         steering.view = view
         steering.reset()
     try:
         stream = session.send_stream(prompt)
-    except KeyboardInterrupt:  # Ctrl-C while the agent starts: no turn ran, the chat goes on
+    except KeyboardInterrupt as exc:  # Ctrl-C while the agent starts: no turn ran
         if steering is not None:
             steering.interrupt()
             steering.settle()
         view.finish(_not_started(), continue_hint="")
-        return TurnOutcome(_not_started(), interrupted=True)
+        return TurnOutcome(_not_started(), interrupted=True, terminated=_ended_by(exc))
     interrupted = False
+    terminated: int | None = None
+    seen_result = False
     shown = _Shown()
     events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:
         for event, changes in events:
+            if event.type in _RESULTS:
+                seen_result = True
             recorder.write(event)
             if steering is not None:  # never waits for a question on screen
                 steering.show(functools.partial(shown.call, view.handle, event, changes),
@@ -209,8 +314,8 @@ def run_turn(
                               and event.subtype == "request")
             else:
                 shown.call(view.handle, event, changes)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:
+        interrupted, terminated = True, _ended_by(exc)
         if steering is not None:
             steering.interrupt()
         stream.cancel(signal.SIGINT)
@@ -218,10 +323,17 @@ def run_turn(
         events.close()
     try:
         result = session.finalize_stream(prompt, stream)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as exc:
+        interrupted, terminated = True, terminated or _ended_by(exc)
         stream.cancel(signal.SIGKILL)
         result = session.finalize_stream(prompt, stream)
+    closing = stream.transcript.result_event
+    if interrupted and not seen_result and closing is not None:
+        # The stream stopped handing events out at the cancel; its closing result event
+        # (the library's, saying the turn was cancelled) ends what the view showed (NDJSON's
+        # last line). Its changes are not passed: the view stopped following the fold, and
+        # finish() shows the end of the turn.
+        shown.call(view.handle, closing, ())
     if steering is not None:
         steering.settle()
     unsaved = _save(saved, session)
@@ -234,7 +346,8 @@ def run_turn(
     recorder.report()
     if unsaved:
         _warn_on_stderr(unsaved)
-    return TurnOutcome(result, interrupted, output_lost=shown.lost is not None)
+    return TurnOutcome(result, interrupted, output_lost=shown.lost is not None,
+                       terminated=terminated)
 
 
 def _save(saved: SavedChats, session: ConversationSession) -> str:

@@ -31,6 +31,10 @@ SESSION_MAX_SECONDS = 30 * 24 * 3600.0
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+"""Bind addresses meaning "every interface": never a ``Host`` a browser sends (not allowed),
+and not an address to open (:attr:`ServerSettings.base_url` names the loopback one)."""
+
 
 def new_token() -> str:
     """A fresh random token (48 hex characters, 192 bits).
@@ -164,8 +168,23 @@ class ServerSettings:
 
     @property
     def base_url(self) -> str:
-        """``http://HOST:PORT`` as a browser would type it."""
-        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        """``http://HOST:PORT`` as a browser on this machine would type it.
+
+        A wildcard bind (``0.0.0.0``, ``::``) is no address to open, and no ``Host`` the
+        server accepts: the URL names the loopback address of the same family, which it
+        accepts (another machine reaches it by a name given with ``--allow-host``).
+
+        Example:
+            >>> ServerSettings(token="t", host="0.0.0.0", port=80).base_url
+            'http://127.0.0.1:80'
+            >>> ServerSettings(token="t", host="::", port=80).base_url
+            'http://[::1]:80'
+        """
+        host = self.host
+        if host in WILDCARD_HOSTS:
+            host = "::1" if host == "::" else "127.0.0.1"
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
         return f"http://{host}:{self.port}"
 
     @property
@@ -194,7 +213,7 @@ class ServerSettings:
             True
         """
         hosts = {h.lower() for h in LOOPBACK_HOSTS}
-        if self.host not in ("0.0.0.0", "::", ""):
+        if self.host not in WILDCARD_HOSTS:
             hosts.add(self.host.lower().strip("[]"))
         hosts.update(h.lower().strip("[]") for h in self.allowed_hosts)
         return frozenset(hosts)

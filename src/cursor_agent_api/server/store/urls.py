@@ -5,7 +5,9 @@ The store runs on SQLAlchemy's asyncio engine, so a URL needs an async driver:
 ``sqlite+aiosqlite:///PATH`` or ``postgresql+asyncpg://USER@HOST/DB`` (the ``postgres``
 extra). Other URLs would fail deep inside SQLAlchemy with a long traceback;
 :func:`database_url_problem` says what is wrong and what to write instead. Passwords in
-the URL never appear in the message.
+the URL never appear in the message. An SQLite URL must name a file: without one (``$DB``
+unset in ``sqlite+aiosqlite:///$DB``) or with ``:memory:``, SQLite keeps the database in memory
+and every chat would be lost when the server stops, so it is refused too.
 
 Example:
     >>> database_url_problem("sqlite:///x.db")
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from urllib.parse import unquote
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -66,6 +69,12 @@ def database_url_problem(url: str) -> str | None:
         >>> print(database_url_problem("foo://"))  # doctest: +NORMALIZE_WHITESPACE
         foo://: unsupported database; use sqlite+aiosqlite:///PATH or
         postgresql+asyncpg://USER@HOST/DB
+        >>> print(database_url_problem("sqlite+aiosqlite:///"))  # doctest: +NORMALIZE_WHITESPACE
+        sqlite+aiosqlite:/// names no database file (SQLite would keep it in memory, and lose
+        every chat when the server stops): use sqlite+aiosqlite:///PATH
+        >>> print(database_url_problem("sqlite+aiosqlite:///:memory:"))  # doctest: +NORMALIZE_WHITESPACE
+        sqlite+aiosqlite:///:memory: is an in-memory database (every chat lost when the server
+        stops): use sqlite+aiosqlite:///PATH
     """
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
@@ -80,7 +89,7 @@ def database_url_problem(url: str) -> str | None:
         if driver != "aiosqlite":
             fixed = _shown(parsed.set(drivername=SQLITE_DRIVER))
             return f"{shown} has no async driver: use {fixed}"
-        return None
+        return _sqlite_file_problem(parsed, shown)
     if backend in ("postgresql", "postgres"):
         fixed = _shown(parsed.set(drivername=POSTGRES_DRIVER))
         if backend == "postgres":  # Heroku's, Render's, Fly's DATABASE_URL; SQLAlchemy has none
@@ -95,6 +104,19 @@ def database_url_problem(url: str) -> str | None:
             return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
         return None
     return f"{shown}: unsupported database; use {_FORMS}"
+
+
+def _sqlite_file_problem(url: URL, shown: str) -> str | None:
+    """Why an SQLite URL names no file that outlives the process (none, or in memory)."""
+    database = url.database or ""
+    if not database.strip():
+        return (f"{shown} names no database file (SQLite would keep it in memory, and lose "
+                f"every chat when the server stops): use {SQLITE_DRIVER}:///PATH")
+    if database == ":memory:" or database.startswith("file::memory:") \
+            or url.query.get("mode") == "memory":
+        return (f"{unquote(shown)} is an in-memory database (every chat lost when the server "
+                f"stops): use {SQLITE_DRIVER}:///PATH")
+    return None
 
 
 def shown_url(url: str) -> str:

@@ -1,0 +1,160 @@
+"""How a turn of ``run`` or ``chat`` ends when the command is asked to stop.
+
+SIGTERM (``timeout``, a CI cancel, ``docker stop``, ``kill``) and SIGHUP (a closed terminal)
+end the turn as Ctrl-C does — cancelled, saved, its chat id said — then the command, with
+status 143 or 129 (they killed it at once: nothing said, nothing saved). After any of them,
+``--output ndjson`` ends with the stream's closing event saying the turn was cancelled (it
+ended with whatever event came last); each output mode says the cancel in its own way.
+
+The simulator writes one event a second (the ``slow`` fault): the signal is sent once the
+first line of the turn is out, while the turn still runs. Nothing is timed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "1.0"}
+
+
+@dataclass
+class Ended:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def signalled(args: list[str], env: dict[str, str], signals: list[int], *, first_line: str,
+              stdin: bytes | None = None, extra: dict[str, str] | None = None,
+              fifo: Path | None = None) -> Ended:
+    """Start the command; once a line of its stdout (of ``fifo``, given to ``--record``: the
+    JSON outputs write nothing before the end) holds ``first_line``, send ``signals`` to it
+    (to the command only, as ``timeout`` and ``kill`` do); read it to its end."""
+    if fifo is not None:
+        os.mkfifo(fifo)
+        args = [*args, "--record", str(fifo)]
+    proc = subprocess.Popen(
+        [*CLI, *args], stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=env["TEST_WS"],
+        env={**env, **SLOW, **(extra or {})})
+    guard = threading.Timer(100, proc.kill)  # a hang guard, not a timing
+    guard.start()
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        if stdin is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(stdin)
+            proc.stdin.flush()  # left open: a chat waits on it for its next line
+        with contextlib.ExitStack() as stack:
+            watched = stack.enter_context(open(fifo, "rb")) if fifo else proc.stdout
+            seen = b""
+            while first_line.encode() not in seen:
+                line = watched.readline()
+                assert line, f"the output ended before {first_line!r}: {seen!r}"
+                seen += line
+            for sig in signals:
+                proc.send_signal(sig)
+            rest = watched.read()  # to its end: the command closes it as it ends
+        out = (b"" if fifo else seen + rest) + proc.stdout.read()
+        err = proc.stderr.read()
+        proc.wait()
+    finally:
+        guard.cancel()
+        proc.kill()
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return Ended(proc.returncode, out.decode(), err.decode())
+
+
+def saved_chats(env: dict[str, str]) -> list[dict[str, object]]:
+    listed = subprocess.run([*CLI, "sessions", "list", "--json"], capture_output=True,
+                            text=True, env=env, cwd=env["TEST_WS"], timeout=60, check=True)
+    return [json.loads(line) for line in listed.stdout.splitlines()]
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)],
+                         ids=["SIGTERM", "SIGHUP"])
+def test_run_stopped_by_a_signal_is_cancelled_saved_and_said(cli_env: dict[str, str],
+                                                             sig: int, status: int) -> None:
+    ended = signalled(["run", "--simulate", "--trust", "--output", "text", "list the files"],
+                      cli_env, [sig], first_line="▶")
+    assert ended.returncode == status, ended.stderr
+    assert "⊘ cancelled" in ended.stderr and "Traceback" not in ended.stderr
+    (chat,) = saved_chats(cli_env)
+    assert f"chat {chat['chat_id']} · continue: cursor-agent-api chat --resume" in ended.stdout
+
+
+def test_ndjson_ends_with_the_closing_event_of_the_cancel(cli_env: dict[str, str]) -> None:
+    ended = signalled(["run", "--simulate", "--trust", "--output", "ndjson", "list the files"],
+                      cli_env, [signal.SIGTERM], first_line='"system:init"')
+    assert ended.returncode == 143, ended.stderr
+    last = json.loads(ended.stdout.splitlines()[-1])
+    assert last["type"] == "result:error", last
+    assert "the turn was cancelled" in json.dumps(last)
+    (chat,) = saved_chats(cli_env)
+    assert str(chat["chat_id"]) in json.dumps(last)
+
+
+@pytest.mark.parametrize("output", [["--output", "ndjson"], ["--output", "json"],
+                                    ["--output-format", "stream-json"],
+                                    ["--output-format", "json"], ["--output", "text"]],
+                         ids=["ndjson", "json", "stream-json", "format-json", "text"])
+def test_ctrl_c_says_the_cancel_in_every_output_mode(cli_env: dict[str, str], tmp_path: Path,
+                                                     output: list[str]) -> None:
+    """Ctrl-C (SIGINT, to the command only: the agent is in a group of its own), once the
+    agent's first line is recorded."""
+    ended = signalled(["run", "--simulate", "--trust", *output, "list the files"], cli_env,
+                      [signal.SIGINT], first_line='"system"', fifo=tmp_path / "turn.fifo")
+    assert ended.returncode == 130, ended.stderr
+    mode = output[1]
+    if output[0] == "--output" and mode == "ndjson":
+        last = json.loads(ended.stdout.splitlines()[-1])
+        assert last["type"] == "result:error" and "the turn was cancelled" in json.dumps(last)
+    elif output[0] == "--output" and mode == "json":  # the AgentResult
+        result = json.loads(ended.stdout)
+        assert result["cancelled"] is True and "the turn was cancelled" in result["error"]
+    elif mode == "text":
+        assert "⊘ cancelled" in ended.stderr
+        assert ended.stdout.splitlines()[-1].startswith("chat ")
+    else:  # as `agent -p`: the agent's own lines only; the cancel said on stderr, once
+        lines = [json.loads(line) for line in ended.stdout.splitlines()]
+        assert all("added_by_client" not in line for line in lines)
+        assert mode == "stream-json" or lines == []  # json: the agent wrote no result
+        assert ended.stderr.count("⊘ cancelled") == 1
+
+
+def test_chat_stopped_by_sigterm_sends_no_further_prompt(cli_env: dict[str, str]) -> None:
+    ended = signalled(["chat", "--simulate", "--trust", "--output", "text"], cli_env,
+                      [signal.SIGTERM], first_line="▶",
+                      stdin=b"list the files\nnow write a poem\n")
+    assert ended.returncode == 143, ended.stderr
+    assert "⊘ cancelled" in ended.stdout and "Traceback" not in ended.stderr
+    assert "now write a poem" not in ended.stdout  # the next prompt was not even read
+    (chat,) = saved_chats(cli_env)
+    assert f"chat {chat['chat_id']} · continue:" in ended.stdout
+
+
+def test_a_second_signal_still_ends_it(cli_env: dict[str, str]) -> None:
+    """The agent ignores SIGINT and SIGTERM (so does its child): the cancel waits for the
+    SIGKILL; a second SIGTERM on the first's heels ends the command all the same, and
+    nothing of the agent is left (the fixture checks)."""
+    ended = signalled(["run", "--simulate", "--trust", "--output", "text", "list the files"],
+                      cli_env, [signal.SIGTERM, signal.SIGTERM], first_line="▶",
+                      extra={"CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm"})
+    # 143: through the turn's handler; -15: it landed after the turn was saved (the
+    # handler gone, the default action)
+    assert ended.returncode in (143, -signal.SIGTERM), ended.stderr
+    assert "Traceback" not in ended.stderr
