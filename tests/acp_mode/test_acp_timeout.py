@@ -5,6 +5,7 @@ is stopped) before it ends with ``AgentTimeoutError`` and its session takes the 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import threading
@@ -147,3 +148,40 @@ def test_a_cancel_while_the_prompt_waits_for_the_connection_sends_no_prompt(
     cancelled, history = asyncio.run(main())
     assert cancelled.cancelled and not cancelled.success, cancelled.error
     assert history.result == "earlier: say hello"  # "say later" never reached the agent
+
+
+def test_a_cancel_as_the_prompt_is_handed_off_cancels_it_at_once(
+        fake: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancel already queued on the loop as the turn hands ``session/prompt`` to the task
+    that sends it (as one from another thread, or the server's Stop, lands): either the prompt
+    goes out first and the cancel after it, or neither does. (The cancel went out first, the
+    agent ignored it with no prompt running, and the turn waited ``kill_grace`` for cancel's
+    fallback to stop the whole process, every session on it.)"""
+    armed: list[bool] = []
+    original = AcpTurn._prompt_blocks
+
+    def blocks(self: AcpTurn) -> Any:
+        if armed:
+            armed.clear()
+            asyncio.get_running_loop().call_soon(self.cancel)  # in the ready queue now
+        return original(self)
+
+    monkeypatch.setattr(AcpTurn, "_prompt_blocks", blocks)
+
+    async def main() -> tuple[Any, Any]:
+        async with AsyncCursorAgentClient(fake.config(kill_grace=5)) as client:
+            first = await client.query("say hello")
+            armed.append(True)
+            cancelled = await client.query("slow", resume=first.session_id)
+            again = await client.query("say again", resume=first.session_id)
+        return cancelled, again
+
+    cancelled, again = asyncio.run(main())
+    assert cancelled.cancelled and not cancelled.success, cancelled.error
+    assert again.success, again.error
+    methods = [json.loads(line).get("method") for line in fake.received()]
+    assert methods.count("initialize") == 1  # the process was never stopped
+    wire = [m for m in methods if m in ("session/prompt", "session/cancel")]
+    # after the first turn: "slow" not sent at all, or sent before its cancel; then "say again"
+    assert wire[1:] in (["session/prompt"],
+                        ["session/prompt", "session/cancel", "session/prompt"]), wire

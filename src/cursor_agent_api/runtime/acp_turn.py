@@ -268,7 +268,7 @@ class AcpTurn:
             failure = AgentTimeoutError(
                 f"the turn ran past timeout={self.config.timeout:g} s waiting for the agent's "
                 f"answer to {self.waiting_for}; it was cancelled")
-            if self._prompt_sent:
+            if self._answer is not None:  # the prompt is sent, or its task sends none now
                 self.cancel()  # the agent stops working on it; the session goes on
                 await self._cancelled_answer()
         except AgentProcessError as exc:
@@ -317,11 +317,20 @@ class AcpTurn:
         if self._cancel_signal is not None:
             return "cancelled"  # cancelled meanwhile: the prompt is not sent
         blocks = self._prompt_blocks()
-        self._prompt_sent = True
+        params = {"sessionId": self.session_id, "prompt": blocks}
+
+        async def prompt() -> Any:
+            # The task's first step: a cancel that ran since it was made means no prompt;
+            # else the frame is written in this step (before anything else on the loop), so
+            # a later cancel's session/cancel always follows it.
+            if self._cancel_signal is not None:
+                return {"stopReason": "cancelled"}
+            self._prompt_sent = True
+            return await conn.request("session/prompt", params)
+
         assert self._loop is not None
         # a task of its own: the timeout stops this wait, not the request (_cancelled_answer)
-        self._answer = self._loop.create_task(
-            conn.request("session/prompt", {"sessionId": self.session_id, "prompt": blocks}))
+        self._answer = self._loop.create_task(prompt())
         answer = await asyncio.shield(self._answer)
         value = answer.get("stopReason") if isinstance(answer, dict) else None
         return value if isinstance(value, str) else "end_turn"
