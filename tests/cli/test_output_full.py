@@ -77,3 +77,22 @@ def test_chat_says_the_output_is_lost_before_any_turn(cli_env, simulate):
                               cwd=cli_env["TEST_WS"], env=cli_env, check=False)
     assert (proc.returncode, proc.stderr) == (1, f"Error: {FULL}\n")
     assert _saved(cli_env) == []  # its header could not be shown: no turn ran unseen
+
+
+CLOSED = "cannot write the output: standard output is closed"
+
+
+@pytest.mark.parametrize("args", [
+    ["replay", "--summary", "REC"], ["replay", "REC"], ["run", "--simulate", "--trust", "-o", "json", "hi"],
+    ["run", "--simulate", "--trust", "hi"], ["chat", "--simulate", "--trust"], ["sessions", "list"]],
+    ids=["replay-summary", "replay", "run-json", "run", "chat", "sessions"])
+def test_a_closed_stdout_is_one_line(cli_env, args):
+    # (`>&-`): sys.stdout is None; replay --summary, run -o json and chat died in an
+    # AttributeError traceback ('NoneType' object has no attribute 'buffer' / 'write')
+    (recording,) = RECORDING.glob("08-*.ndjson")
+    args = [str(recording) if a == "REC" else a for a in args]
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *CLI, *args], input="hi\n",
+                          stderr=subprocess.PIPE, text=True, timeout=90, cwd=cli_env["TEST_WS"],
+                          env=cli_env, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and CLOSED in proc.stderr, proc.stderr

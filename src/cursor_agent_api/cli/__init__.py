@@ -19,6 +19,9 @@ from .. import __version__
 @click.version_option(__version__, prog_name="cursor-agent-api")
 def main() -> None:
     """Drive Cursor's coding agent: run it, chat with it, replay what it did."""
+    from .console import standard_output
+
+    standard_output()  # started with stdout closed: each write says so in one line
 
 
 def _register() -> None:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
+import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -87,6 +89,49 @@ def output_failure(exc: OSError) -> str:
         'cannot write the output: No space left on device'
     """
     return f"cannot write the output: {exc.strerror or exc}"
+
+
+class ClosedOutput(io.TextIOBase):
+    """What ``sys.stdout`` is when the command was started with it closed (``>&-``; Python
+    sets it to ``None``): each write fails as a write to a closed descriptor does, so the
+    command says :func:`output_failure`'s line, as for a full disk, instead of an
+    ``AttributeError`` traceback.
+
+    Example:
+        >>> ClosedOutput().write("hi")
+        Traceback (most recent call last):
+        ...
+        OSError: [Errno 9] standard output is closed
+        >>> output_failure(OSError(errno.EBADF, "standard output is closed"))
+        'cannot write the output: standard output is closed'
+    """
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    @property
+    def buffer(self) -> io.RawIOBase:
+        """The binary side: its writes fail the same way."""
+        return _ClosedBinary()
+
+
+class _ClosedBinary(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+
+def standard_output() -> None:
+    """At the command's start: a closed standard output becomes :class:`ClosedOutput`."""
+    if sys.stdout is None:
+        sys.stdout = ClosedOutput()
 
 
 @contextlib.contextmanager
