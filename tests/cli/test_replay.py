@@ -97,6 +97,17 @@ def test_rendering_of_a_recording_with_a_dropped_line_fails_and_says_so() -> Non
     assert f"✗ {WHY_DROPPED}" in out.splitlines() and "✓ done" not in out
 
 
+
+@pytest.mark.parametrize("summary", [["--summary"], []], ids=["summary", "render"])
+def test_a_recording_whose_every_line_was_dropped_is_not_called_empty(summary: list[str]) -> None:
+    # --summary said "… is not a stream-json recording (it is empty)" of a 1.2 KB file
+    line = orjson.dumps({"type": "assistant", "message": {"content": [{"type": "text",
+                                                                        "text": "x" * 1200}]}})
+    proc = replay("-", *summary, "--max-line-bytes", "1000", stdin=line + b"\n")
+    assert proc.returncode == 1, proc.stderr
+    out = proc.stdout.decode() + proc.stderr.decode()
+    assert "empty" not in out and "1 line(s) of the recording exceeded --max-line-bytes=1000" in out
+
 def test_error_result_sets_error() -> None:
     proc = replay("-", "--summary",
                   stdin=b'{"type":"result","subtype":"error","is_error":true,"error":"Nope"}\n')

@@ -172,7 +172,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             fold(summary_reader.close())
             t.object_lines, t.raw_lines = summary_reader.object_lines, summary_reader.raw_lines
             t.close()
-            if t.object_lines == 0:
+            if t.object_lines == 0 and not summary_reader.oversize_lines:
                 _not_a_recording(name, empty=t.raw_lines == 0)
             sys.stdout.buffer.write(orjson.dumps(summarize(t, raw_tail, dropped=summary_reader),
                                                  option=orjson.OPT_APPEND_NEWLINE))
