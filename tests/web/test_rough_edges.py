@@ -413,7 +413,7 @@ def test_the_page_says_when_the_server_cannot_write_its_database(
     page = open_ui(browser, server)
     banner = page.locator("#store-state")
     expect(banner).to_be_visible()
-    expect(banner).to_contain_text("cannot write to its database")
+    expect(banner).to_contain_text("could not write to its database")
     expect(banner).to_contain_text("database is locked (OperationalError) <b>x</b>")  # as text
     expect(banner).to_contain_text("42 events")
     browser.unroute("**/api/health")  # the database is back

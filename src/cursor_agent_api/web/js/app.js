@@ -240,8 +240,10 @@ async function checkStore() {
   const waiting = store.buffered?.events
     ? `${store.buffered.events} events wait in the server's memory and show here`
     : "their output shows here";
-  el.textContent = `The server cannot write to its database${since} (${showControls(store.reason || "no reason given")}). `
-    + `Running agents go on: ${waiting} once it can write again. New chats and prompts may be refused until then.`;
+  // (health is "degraded" from a failed write until one succeeds: an idle server's note can
+  // outlast the outage until the next write, which then clears it)
+  el.textContent = `The server could not write to its database${since} (${showControls(store.reason || "no reason given")}), `
+    + `and no write has succeeded since. Running agents go on: ${waiting} once a write succeeds. New chats and prompts may be refused until then.`;
 }
 
 /** The list is refreshed every 10 s, and every 2 s while one of its chats has a run going
