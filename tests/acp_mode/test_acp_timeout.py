@@ -111,9 +111,9 @@ def test_cancelling_the_awaiting_task_during_the_wait(fake: FakeAgent,
 def test_a_cancel_while_the_prompt_waits_for_the_connection_sends_no_prompt(
         fake: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
     """A cancel that lands once the session is open but while the turn waits for the
-    connection (another turn is starting the process) ends the turn cancelled, its prompt
-    never sent. (It was not seen there: the prompt went out after it, with no session/cancel,
-    and the turn ran to its end.)"""
+    connection (another turn is starting the process) ends the turn cancelled at once, its
+    prompt never sent. (It was not seen there: the prompt went out after it, with no
+    session/cancel, and the turn ran to its end; then it waited for the connection first.)"""
     from cursor_agent_api.runtime.acp_transport import AcpTransport
 
     armed: list[bool] = []
@@ -139,8 +139,10 @@ def test_a_cancel_while_the_prompt_waits_for_the_connection_sends_no_prompt(
             stream = await client.query_stream("say later", resume=first.session_id)
             await entered.wait()
             stream.cancel()
+            # ends without the connection (another turn's agent could be stuck in initialize
+            # for up to 120 s); 30 s: a hang guard, not a timing
+            cancelled = await asyncio.wait_for(stream.wait(), 30)
             gate.set()
-            cancelled = await stream.wait()
             monkeypatch.setattr(AcpTurn, "_setup", original_setup)
             history = await client.query("history", resume=first.session_id)
         return cancelled, history

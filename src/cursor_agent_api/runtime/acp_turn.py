@@ -25,9 +25,11 @@ when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
   the agent writes until then is this turn's, and the session takes its next prompt only
   once the agent is done with this one. Without a ``timeout``, each setup request is bounded
   by :data:`~.acp_transport.ACP_REQUEST_TIMEOUT`.
-* Cancelled (or timed out) before its session is open, the turn stops waiting at once and
-  ends cancelled; if ``initialize`` was unanswered, the agent's process group is stopped (a
-  process that does not answer ``initialize`` is broken) and the next turn starts a new one.
+* Cancelled (or timed out) before its prompt is sent (its session being opened, or the
+  connection it waits for while another turn starts the process), the turn stops waiting at
+  once and ends cancelled, its prompt never sent; if ``initialize`` was unanswered, the
+  agent's process group is stopped (a process that does not answer ``initialize`` is
+  broken) and the next turn starts a new one.
   A process that answered ``initialize`` is kept (other sessions may be running on it).
 """
 
@@ -302,20 +304,21 @@ class AcpTurn:
             self._finish(stop, failure)
 
     async def _setup_and_prompt(self, notes: list[AgentEvent]) -> str:
-        """Open the session (``cancel()`` stops this at once), then prompt: the stop reason."""
+        """Open the session and get the connection for the prompt (``cancel()`` stops either
+        at once), then prompt: the stop reason."""
+        conn = None
         with anyio.CancelScope() as scope:
             self._setup_scope = scope
             try:
                 if self._cancel_signal is None:
                     await self._setup(notes)
+                    self.waiting_for = "session/prompt"
+                    # (waits while another turn starts the process)
+                    conn = await self.transport.connect()
             finally:
                 self._setup_scope = None
-        if self._cancel_signal is not None or self.session_id is None:
+        if self._cancel_signal is not None or self.session_id is None or conn is None:
             return "cancelled"  # cancelled before the prompt was sent
-        self.waiting_for = "session/prompt"
-        conn = await self.transport.connect()  # (waits while another turn starts the process)
-        if self._cancel_signal is not None:
-            return "cancelled"  # cancelled meanwhile: the prompt is not sent
         blocks = self._prompt_blocks()
         params = {"sessionId": self.session_id, "prompt": blocks}
 
