@@ -274,6 +274,31 @@ def test_access_log_redacts_the_token(make_server: Any) -> None:
     assert server.login_code not in log
 
 
+
+def test_a_debug_log_shows_no_header_secret(make_server: Any) -> None:
+    # --log-level debug: the websockets library dumps each handshake's headers
+    # ("< authorization: token …", "< cookie: cursor_agent_api_session_…=…") through uvicorn's
+    # logger; the token and a live session's cookie were in the log
+    import websockets.sync.client
+
+    server = make_server(args=["--log-level", "debug"])
+    with server.client() as c:
+        chat = new_chat(c)
+    with httpx.Client(base_url=server.url) as c:
+        r = c.get("/", params={"code": server.login_code})
+        assert r.status_code == 303
+        cookie = r.headers["set-cookie"].split(";")[0]
+    url = server.url.replace("http", "ws", 1) + f"/api/chats/{chat['id']}/stream"
+    for headers in ({"Cookie": cookie}, {"Authorization": f"token {server.token}"}):
+        with websockets.sync.client.connect(url, additional_headers=headers,
+                                            origin=server.url) as ws:  # type: ignore[arg-type]
+            assert '"hello"' in str(ws.recv(timeout=30))  # the socket was opened
+    server.stop()
+    log = server.log_text()
+    assert "< authorization: [redacted]" in log.lower()  # (the headers are logged)
+    assert server.token not in log
+    assert cookie.split("=", 1)[1] not in log
+
 @pytest.mark.parametrize("value", ["ab'cdef0123456789XYZ", 'ab"cdef0123456789XYZ',
                                    "ab;cdef0123456789XYZ"])
 def test_a_secret_with_a_quote_is_redacted_whole(value: str) -> None:

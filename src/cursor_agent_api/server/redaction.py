@@ -1,12 +1,17 @@
-"""Secrets out of the logs: ``token`` and ``code`` query values hidden in log records.
+"""Secrets out of the logs: ``token`` and ``code`` query values, and the values of the
+headers that carry credentials (a debug log dumps each WebSocket handshake's headers), hidden
+in log records.
 
 Example:
     >>> redact("GET /api/chats?a=1&tok%65n=s3cret&code=x")
     'GET /api/chats?a=1&tok%65n=[redacted]&code=[redacted]'
+    >>> redact("< Authorization: token s3cret"), redact("< cookie: cursor_agent_api_session=x")
+    ('< Authorization: [redacted]', '< cookie: [redacted]')
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from urllib.parse import unquote_plus
@@ -17,6 +22,10 @@ _TOKEN_RE = re.compile(r"(token=)[^&\s#]+", re.IGNORECASE)
 _NAME_RE = re.compile(r"[?&;]([^=&;\s\"'?#]*)=")
 _VALUE_RE = re.compile(r"[^&\s#]*")
 _SECRET_PARAMS = frozenset({"token", "code"})
+# a header line as the websockets library logs it ("< name: value", "> name: value")
+_HEADER_RE = re.compile(
+    r"^([<>]?\s*(?:authorization|proxy-authorization|cookie|set-cookie)\s*:\s*).*$",
+    re.IGNORECASE | re.MULTILINE)
 
 
 def _decoded_name(name: str) -> str:
@@ -44,7 +53,7 @@ def redact(text: str) -> str:
             pieces.append("[redacted]")
             pos = value.end()
     pieces.append(text[pos:])
-    return _TOKEN_RE.sub(r"\1[redacted]", "".join(pieces))
+    return _HEADER_RE.sub(r"\1[redacted]", _TOKEN_RE.sub(r"\1[redacted]", "".join(pieces)))
 
 
 class RedactTokens(logging.Filter):
@@ -54,6 +63,9 @@ class RedactTokens(logging.Filter):
         >>> r = logging.LogRecord("a", 20, "", 0, '"%s %s"', ("GET", "/?TOK%45N=abc"), None)
         >>> RedactTokens().filter(r), r.args
         (True, ('GET', '/?TOK%45N=[redacted]'))
+        >>> r = logging.LogRecord("a", 10, "", 0, "< %s: %s", ("authorization", "token T"), None)
+        >>> RedactTokens().filter(r), r.getMessage()
+        (True, '< authorization: [redacted]')
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -61,4 +73,9 @@ class RedactTokens(logging.Filter):
             record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
+            if record.args:  # a header line given as ("< %s: %s", name, value)
+                with contextlib.suppress(Exception):  # (a bad format: the handler says so)
+                    text = record.getMessage()
+                    if _HEADER_RE.search(text):
+                        record.msg, record.args = redact(text), ()
         return True
