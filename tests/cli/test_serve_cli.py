@@ -44,13 +44,36 @@ def test_bad_database_url_is_one_line_and_exit_2(cli_env: dict[str, str], url: s
 def test_a_database_that_cannot_be_opened_is_one_line_and_exit_1(cli_env: dict[str, str]) -> None:
     """Nothing listens on port 1: the server says so in one line (no start-up traceback, no
     password) and exits 1 without announcing itself."""
-    proc = serve(["--database-url", "postgresql+asyncpg://me:hunter2@127.0.0.1:1/app"], cli_env)
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://me:hunter2@127.0.0.1:1/app"}
+    proc = serve([], env)  # (in the environment: on argv it is warned about, below)
     assert proc.returncode == 1, proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith("Error: cannot open the database postgresql+asyncpg://me:***@127.0.0.1:1/app")
     assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
 
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_a_secret_on_the_command_line_is_warned_about(cli_env: dict[str, str], command: str) -> None:
+    # every local user reads argv (ps): the token and a database password belong in the
+    # environment; serve and worker took them there without a word
+    url = "postgresql+asyncpg://me:hunter2@127.0.0.1:1/app"  # (nothing listens: it stops)
+    token = ["--token", "t" * 32] if command == "serve" else []
+    argv = [sys.executable, "-m", "cursor_agent_api.cli", command, *token, "--database-url", url,
+            *(["--port", "0"] if command == "serve" else [])]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=cli_env,
+                          check=False, cwd=cli_env["TEST_WS"])
+    assert proc.returncode == 1 and "hunter2" not in proc.stderr, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "on the command line" in line]
+    assert any("--database-url" in w and "CURSOR_AGENT_API_DATABASE_URL" in w for w in warned)
+    if command == "serve":
+        assert any("--token" in w and "CURSOR_AGENT_API_TOKEN" in w for w in warned), warned
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": url, "CURSOR_AGENT_API_TOKEN": "t" * 32}
+    quiet = subprocess.run([sys.executable, "-m", "cursor_agent_api.cli", command,
+                            *(["--port", "0"] if command == "serve" else [])], capture_output=True,
+                           text=True, timeout=60, env=env, check=False, cwd=cli_env["TEST_WS"])
+    assert quiet.returncode == 1 and "on the command line" not in quiet.stderr, quiet.stderr
 
 def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
                                                   tmp_path: Path) -> None:

@@ -164,6 +164,28 @@ class CliUsageError(CliError):
     exit_code = 2
 
 
+def secret_on_argv(param: str, option: str, envvar: str) -> str | None:
+    """A warning when the secret of ``param`` was given on the command line, where every local
+    user can read it (``ps``, ``/proc/PID/cmdline``), rather than in ``envvar``.
+
+    Example:
+        >>> @click.command()
+        ... @click.option("--token", envvar="APP_TOKEN")
+        ... def cmd(token: str) -> None:
+        ...     click.echo(secret_on_argv("token", "--token", "APP_TOKEN") or "no warning")
+        >>> from click.testing import CliRunner
+        >>> print(CliRunner().invoke(cmd, ["--token", "x"]).output.strip())  # doctest: +ELLIPSIS
+        warning: --token on the command line: every local user can read it (ps); set APP_TOKEN ...
+        >>> print(CliRunner().invoke(cmd, env={"APP_TOKEN": "x"}).output.strip())
+        no warning
+    """
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source(param) is not ParameterSource.COMMANDLINE:
+        return None
+    return (f"warning: {option} on the command line: every local user can read it (ps); set "
+            f"{envvar} instead")
+
+
 def given_as(param: str, option: str) -> str:
     """``option``, or the environment variable the current command read ``param`` from.
 

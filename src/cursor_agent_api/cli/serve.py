@@ -87,6 +87,21 @@ def exposure_warnings(host: str) -> list[str]:
     return lines
 
 
+def argv_secret_warnings(token: str | None, database_url: str | None) -> list[str]:
+    """``serve``'s and ``worker``'s warnings for a secret given on the command line: the
+    token, a database URL with a password (each belongs in its environment variable)."""
+    from ..server.store.urls import holds_password
+    from .console import secret_on_argv
+
+    found = []
+    if token is not None:
+        found.append(secret_on_argv("token", "--token", "CURSOR_AGENT_API_TOKEN"))
+    if database_url is not None and holds_password(database_url):
+        found.append(secret_on_argv("database_url", "--database-url (its password)",
+                                    "CURSOR_AGENT_API_DATABASE_URL"))
+    return [w for w in found if w is not None]
+
+
 def freeze_start_up_objects() -> int:
     """Collect, then move every object alive now out of the garbage collector's reach
     (:func:`gc.freeze`); returns how many. For a long-running process, once started.
@@ -258,6 +273,8 @@ def serve(
         problem = database_url_problem(database_url)
         if problem is not None:
             raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
+    for warning in argv_secret_warnings(token, database_url):
+        click.echo(warning, err=True)
     if database_url is None:
         database_url = default_database_url()
         if simulate:

@@ -29,7 +29,7 @@ from pathlib import Path
 import click
 
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
-from .serve import freeze_start_up_objects
+from .serve import argv_secret_warnings, freeze_start_up_objects
 
 
 @click.command("worker")
@@ -121,6 +121,8 @@ def worker(
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
         )
+    for warning in argv_secret_warnings(None, database_url):
+        click.echo(warning, err=True)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))

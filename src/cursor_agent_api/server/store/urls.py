@@ -129,6 +129,22 @@ def shown_url(url: str) -> str:
     return _shown(make_url(url))
 
 
+def holds_password(url: str) -> bool:
+    """Whether ``url`` carries a password (in its user part or its query).
+
+    Example:
+        >>> holds_password("postgresql+asyncpg://me:pw@db/app"), holds_password("sqlite+aiosqlite:///x")
+        (True, False)
+        >>> holds_password("postgresql+asyncpg://me@db/app?password=pw")
+        True
+    """
+    try:
+        parsed = make_url(url)
+    except Exception:  # (said elsewhere: database_url_problem)
+        return False
+    return bool(parsed.password) or "password" in parsed.query
+
+
 def libpq_url(database_url: str) -> str:
     """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL.
 
