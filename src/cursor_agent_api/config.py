@@ -248,7 +248,8 @@ class AgentConfig:
     ``stderr_tail_bytes`` (how much stderr is kept), ``mcp_servers`` (MCP servers for the
     agent, in ``mcp.json``'s ``mcpServers`` shape: ``{name: {"command", "args", "env"} |
     {"url", "headers"}}``; each turn shows them to the agent in the workspace's
-    ``.cursor/mcp.json``, restored afterwards, and passes ``--approve-mcps``; see docs/tools.md).
+    ``.cursor/mcp.json``, restored afterwards, and approves exactly them with approval entries,
+    not ``--approve-mcps``; see docs/tools.md).
 
     ``transport`` says how a turn runs: ``"print"``, the default (``agent --print`` per turn, a
     child process), ``"acp"`` (one long-lived ``agent acp`` per client, steered: docs/acp.md), or

@@ -18,7 +18,7 @@ from .conftest import TOOLS
 def test_a_turn_gets_the_token_in_its_environment_only(tmp_path: Path) -> None:
     host = ToolHost(TOOLS)
     config, scope = prepare_turn(host, AgentConfig(workspace=str(tmp_path)))
-    assert config.env[host.env_var] == host.server.token and config.approve_mcps
+    assert config.env[host.env_var] == host.server.token and not config.approve_mcps
     assert scope.allow == [f"Mcp({host.name}:lookup_order)", f"Mcp({host.name}:track_parcel)"]
 
     async def main() -> str:

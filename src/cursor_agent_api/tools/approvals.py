@@ -7,8 +7,10 @@ turn's servers, in every form a build may hash), :func:`approvals_file` (where t
 else ``CURSOR_CONFIG_DIR``, else ``~/.cursor``, from the agent's environment) and
 :class:`ApprovalInjection` — for one turn, it merges the keys into that file and, when the
 turn ends, takes out exactly the keys it added (a key the user had, or another live turn
-needs, stays). ``--approve-mcps`` is not wired to ACP (MCP.md §4), and the 09.10 bundle's ACP
-loader uses the approvals file (§7): this is what makes the turn's servers load there.
+needs, stays). This is what makes the turn's servers load, in both modes: the entries approve
+exactly them (vibe-kanban pre-writes them before its print-mode runs, MCP.md §4; the 09.10
+bundle's ACP loader uses the file, §7), while ``--approve-mcps`` would approve every server
+the agent finds (a cloned repository's too) and is not wired to ACP.
 
 How it is careful, as :mod:`.inject` is with ``.cursor/mcp.json``: a journal
 (``$CURSOR_AGENT_API_HOME/approvals/<hash>/``, mode 0700, under an exclusive ``flock``) holds
@@ -281,7 +283,8 @@ def _missing_dirs(path: Path) -> list[str]:
 class ApprovalInjection:
     """One turn's keys in an approvals file: :meth:`enter` before the agent starts, :meth:`exit`
     after (also a context manager). A failure to write (a read-only data dir, a file that is not
-    a JSON array) is a warning, not an error: print mode still has ``--approve-mcps``; a
+    a JSON array) is a warning, not an error: the turn runs, without its servers unless the
+    user passed ``approve_mcps=True`` (then ``--approve-mcps`` loads them in print mode); a
     symbolic link raises :class:`~.inject.InjectionError` with nothing changed.
 
     Example:
@@ -309,8 +312,8 @@ class ApprovalInjection:
                 if not self._enter_locked():
                     return
         except OSError as e:
-            log.warning("could not write the MCP approval entries to %s (%s): an agent that needs "
-                        "them (ACP) will not load the turn's servers", self.path, e)
+            log.warning("could not write the MCP approval entries to %s (%s): the agent will not "
+                        "load the turn's servers (unless --approve-mcps, print mode)", self.path, e)
             return
         self._entered = True
         HELD.hold(self)
@@ -323,7 +326,7 @@ class ApprovalInjection:
         current = _read_keys(self.path)
         if current is None:
             log.warning("%s is not a JSON array: it is left alone, and the turn's MCP servers "
-                        "may not load where the CLI needs an approval entry (ACP)", self.path)
+                        "will not load (unless --approve-mcps, print mode)", self.path)
             for directory in created:
                 with contextlib.suppress(OSError):
                     os.rmdir(directory)

@@ -4,8 +4,8 @@ What lives here: :class:`ToolHost` — one per client: its ``@tool`` functions, 
 :class:`~.server.ToolServer` that serves them (created on first use, started by the first turn,
 stopped by the client's ``close``/``aclose``), the server's ``mcp.json`` key
 (``python-tools-<8 hex>``) and the name of the environment variable that carries its token;
-:class:`TurnScope` — what one turn adds (the agent's environment, ``--approve-mcps``, the
-entries in ``.cursor/``) and takes away; :func:`open_turn`, the client's one entry point: an
+:class:`TurnScope` — what one turn adds (the agent's environment, the entries in ``.cursor/``
+and their approval entries) and takes away; :func:`open_turn`, the client's one entry point: an
 :class:`~cursor_agent_api.runtime.AgentRun` that enters the scope before the agent starts and
 leaves it once the agent's process group is gone, whatever the outcome.
 
@@ -14,12 +14,18 @@ ${env:CURSOR_AGENT_API_TOOLS_TOKEN_<8 HEX>}"`` and only the agent's environment 
 Each turn's agent also gets a scope (:mod:`.mcp_scopes`): the MCP sessions it opens end with
 the turn in print mode, and with the ACP session in ACP mode (:meth:`ToolHost.end_scope`).
 
+Approval: the turn approves exactly its own servers, with one approval entry each
+(:mod:`.approvals`), in both modes. It never passes ``--approve-mcps`` on its own: that flag
+approves *every* server the agent finds — a cloned repository's ``.cursor/mcp.json`` entries
+(commands the agent would run), the user's ``~/.cursor/mcp.json`` — so only the user's own
+``AgentConfig(approve_mcps=True)`` passes it.
+
 Example:
     >>> from cursor_agent_api.config import AgentConfig
     >>> host = ToolHost([])
     >>> config, scope = prepare_turn(host, AgentConfig(workspace="/tmp"))
     >>> config.approve_mcps, host.env_var in config.env, scope.allow
-    (True, True, [])
+    (False, True, [])
 """
 
 from __future__ import annotations
@@ -229,7 +235,8 @@ class TurnScope:
     """
 
     def __init__(self, host: ToolHost | None, workspace: str, servers: dict[str, dict[str, Any]],
-                 env: Mapping[str, str] | None = None, *, acp: bool = False) -> None:
+                 env: Mapping[str, str] | None = None, *, acp: bool = False,
+                 approve_all: bool = False) -> None:
         self.host = host
         self.scope = (env or {}).get(SCOPE_ENV)
         """The scope of the MCP sessions the turn's agent opens (:mod:`.mcp_scopes`)."""
@@ -238,6 +245,8 @@ class TurnScope:
         self.env = dict(os.environ if env is None else env)
         """The agent's environment: where its data dir is (:func:`~.approvals.approvals_file`)."""
         self.acp = acp
+        self.approve_all = approve_all
+        """The user asked for ``--approve-mcps`` (``AgentConfig(approve_mcps=True)``)."""
         self.allow = host.allow() if host is not None else []
         self._injection: WorkspaceInjection | None = None
         self.approvals: ApprovalInjection | None = None
@@ -255,7 +264,8 @@ class TurnScope:
 
     async def enter(self) -> None:
         """Start the tool server if needed, then write the entries (under the workspace's lock)
-        and their approval entries (MCP.md §4: ``--approve-mcps`` does not reach ACP)."""
+        and their approval entries (MCP.md §4: what loads exactly these servers, in both modes;
+        ``--approve-mcps`` would approve every other server too, and does not reach ACP)."""
         servers = dict(self.servers)
         if self.host is not None:
             await self.host.start()
@@ -311,21 +321,26 @@ class TurnScope:
                         "server. Likely cause: this CLI build did not accept the approval entry "
                         "written to %s (an undocumented format)%s", self.host.name, where,
                         (" or ignores the mcpServers of session/new" if self.acp else
-                         " or did not honour --approve-mcps")
+                         " or did not honour --approve-mcps" if self.approve_all else
+                         "; if this build loads servers in print mode only with --approve-mcps, "
+                         "pass AgentConfig(approve_mcps=True), which also approves every server "
+                         "of the workspace's and ~/.cursor's mcp.json")
                         + (f" (relay: or it starts stdio servers without its environment, so the relay "
                            f"lacked ${self.host.env_var})" if self.host.transport == "relay" else ""))
 
 
 def prepare_turn(host: ToolHost | None, config: AgentConfig) -> tuple[AgentConfig, TurnScope]:
-    """The turn's config (the token in its environment, ``--approve-mcps``) and its scope."""
+    """The turn's config (the token in its environment; ``approve_mcps`` as the user set it:
+    the turn's own servers are approved by their entries, not by ``--approve-mcps``) and its
+    scope."""
     env = dict(config.env)
     if host is not None:  # http: ${env:…} in the header; relay: the relay inherits it
         env[host.env_var] = host.server.token
         env[SCOPE_ENV] = secrets.token_hex(8)
-    turn_config = config.with_overrides(env=env, approve_mcps=True)
+    turn_config = config.with_overrides(env=env)  # approve_mcps: the user's own choice
     workspace = config.workspace or os.getcwd()
     return turn_config, TurnScope(host, workspace, config.mcp_servers, build_env(turn_config),
-                                  acp=config.transport == "acp")
+                                  acp=config.transport == "acp", approve_all=config.approve_mcps)
 
 
 class ScopedTurn:
@@ -404,7 +419,7 @@ def _succeeded(future: asyncio.Future[AgentResult]) -> bool:
 def open_turn(host: ToolHost | None, config: AgentConfig,
               open_inner: Callable[[AgentConfig], Turn]) -> Turn:
     """The client's turn: ``open_inner(config)`` as it is, or inside a :class:`TurnScope` (with
-    the token and ``--approve-mcps`` in its config) when the client has tools or the config
+    the token in its config) when the client has tools or the config
     declares ``mcp_servers``."""
     if host is None and not config.mcp_servers:
         return open_inner(config)

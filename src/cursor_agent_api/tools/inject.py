@@ -6,7 +6,9 @@ into ``<workspace>/.cursor/mcp.json`` (the CLI reads it at start) and allowlist 
 what does not exist; at the end of the turn it puts back every byte: a file that existed gets
 its original bytes, a file (or the ``.cursor`` directory) that did not is removed. The user
 level ``~/.cursor`` is never read or written, nor anything else through a symbolic link: a
-``.cursor`` (or one of the two files) that is a link is refused (:class:`InjectionError`).
+``.cursor`` (or one of the two files) that is a link is refused (:class:`InjectionError`), and
+so is a ``.cursor`` that is not a directory or a file of ours that is not a regular file (a
+directory, a FIFO: never opened in a way that could block).
 
 How it survives the unexpected:
 
@@ -41,10 +43,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import copy
+import errno
 import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -65,8 +69,9 @@ CLI_FILE = "cli.json"
 
 class InjectionError(CursorAgentError, RuntimeError):
     """The workspace's ``.cursor`` files cannot be merged (not JSON, not an object, a symbolic
-    link): nothing changed. A :class:`~cursor_agent_api.errors.CursorAgentError`, raised by the
-    turn before the agent starts.
+    link, not a regular file): nothing changed. A
+    :class:`~cursor_agent_api.errors.CursorAgentError`, raised by the turn before the agent
+    starts.
 
     Example:
         >>> str(InjectionError("x")), isinstance(InjectionError("x"), CursorAgentError)
@@ -92,10 +97,26 @@ def injection_root() -> Path:
 
 
 def _read(path: Path) -> bytes | None:
+    """The file's bytes (``None`` when absent); :class:`InjectionError` if it is anything but a
+    regular file: never read through a symbolic link (``O_NOFOLLOW``), and a FIFO is opened
+    without blocking (``O_NONBLOCK``) and refused, not read."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise InjectionError(f"{path} is a symbolic link: the tools are not injected through "
+                                 "it; nothing was changed") from None
+        if e.errno == errno.ENOTDIR:
+            raise InjectionError(f"{path.parent} is not a directory: the tools are not injected; "
+                                 "nothing was changed") from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InjectionError(f"{path} is not a regular file: the tools are not injected; "
+                                 "nothing was changed")
+        return f.read()
 
 
 def _write_in_place(path: Path, data: bytes) -> None:
@@ -107,15 +128,53 @@ def _write_in_place(path: Path, data: bytes) -> None:
         f.truncate()
 
 
-def _no_links(workspace: Path) -> None:
-    """:class:`InjectionError` if ``.cursor`` or one of our files in it is a symbolic link: a
-    repository could point it at the user's own ``~/.cursor`` (their global MCP servers) or
-    anywhere else, and the injection would write there."""
+def _only_plain(workspace: Path) -> None:
+    """:class:`InjectionError` unless ``.cursor`` is absent or a directory and each of our files
+    in it absent or a regular file. A symbolic link: a repository could point it at the user's
+    own ``~/.cursor`` (their global MCP servers) or anywhere else, and the injection would
+    write there; a directory, a FIFO (reading it would block the turn), a socket or a device
+    cannot be merged. Checked with ``lstat``, nothing opened.
+
+    Example:
+        >>> import tempfile
+        >>> ws = Path(tempfile.mkdtemp())
+        >>> (ws / ".cursor" / "mcp.json").mkdir(parents=True)
+        >>> _only_plain(ws)
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.tools.inject.InjectionError: ... is a directory, not a file: ...
+    """
     cursor = workspace / ".cursor"
-    for path in (cursor, cursor / MCP_FILE, cursor / CLI_FILE):
-        if path.is_symlink():
+    for path, want, what in ((cursor, stat.S_ISDIR, "a directory"),
+                             (cursor / MCP_FILE, stat.S_ISREG, "a file"),
+                             (cursor / CLI_FILE, stat.S_ISREG, "a file")):
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            if path == cursor:
+                return
+            continue
+        if stat.S_ISLNK(mode):
             raise InjectionError(f"{path} is a symbolic link (to {os.readlink(path)}): the "
                                  "tools are not injected through it; nothing was changed")
+        if not want(mode):
+            raise InjectionError(f"{path} is {_kind(mode)}, not {what}: the tools are not "
+                                 "injected; nothing was changed")
+
+
+def _kind(mode: int) -> str:
+    """What a file of ``mode`` is, in words.
+
+    Example:
+        >>> _kind(stat.S_IFIFO), _kind(stat.S_IFREG)
+        ('a FIFO', 'a file')
+    """
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISREG, "a file")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def _parse(name: str, data: bytes | None) -> dict[str, Any]:
@@ -279,7 +338,7 @@ class WorkspaceInjection:
             return
         if not self.workspace.is_dir():
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
-        _no_links(self.workspace)
+        _only_plain(self.workspace)
         sweep(self.root)
         with self.journal.locked():
             state = self.journal.load()
