@@ -16,8 +16,9 @@ makes it dumpable again: the agent is an ordinary process. A process-wide policy
 ``serve`` and ``worker`` commands call it, the library never does (an application that
 embeds :func:`~cursor_agent_api.server.create_app` may call it itself).
 
-Elsewhere (macOS, where other processes cannot read a process's environment anyway) it
-does nothing and says so in a debug log.
+Elsewhere (macOS…) it does nothing, and says so in a debug log. Nor does it keep out an
+agent of a server run as root (or with ``CAP_SYS_PTRACE``, ``CAP_SYS_ADMIN`` or
+``CAP_PERFMON``), which reads any process.
 
 Example:
     >>> import subprocess, sys
