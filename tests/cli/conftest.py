@@ -15,19 +15,23 @@ sys.path.insert(0, str(Path(__file__).parent))  # the tests import pty_session, 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
 
 
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:  # gone; or, for environ, a process that is not dumpable (serve, worker)
+        return b""
+
+
 def _procs_mentioning(marker: str) -> list[int]:
+    """Processes whose command line or environment holds ``marker``. Each is read on its
+    own: a ``serve`` or ``worker`` (not dumpable) shows its command line to everyone, its
+    environment only to root."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue
-        if marker.encode() in cmdline or marker.encode() in environ:
+        if any(marker.encode() in _read(f"/proc/{entry}/{name}") for name in ("cmdline", "environ")):
             found.append(int(entry))
     return found
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ from typing import Any
 
 import launcher
 import pytest
-from server_helpers import SERVE, Server
+from server_helpers import SERVE, Server, poll
 
 
 def _start(tmp_path: Path, args: list[str], name: str) -> tuple[Any, Path]:
@@ -41,7 +42,7 @@ def test_a_refused_start_exits_as_the_console_script_does(
     execd.stdout.close()
 
 
-def test_a_forked_server_is_a_session_of_its_own_in_its_directory(
+def test_a_forked_server_is_a_session_of_its_own(
     make_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(launcher.EXEC_ENV, raising=False)
@@ -49,9 +50,6 @@ def test_a_forked_server_is_a_session_of_its_own_in_its_directory(
     proc = server.proc
     assert isinstance(proc, launcher.Launched)
     assert os.getsid(proc.pid) == proc.pid
-    assert Path(f"/proc/{proc.pid}/cwd").resolve() == server.root
-    assert os.readlink(f"/proc/{proc.pid}/fd/0") == os.devnull
-    assert sorted(int(fd) for fd in os.listdir(f"/proc/{proc.pid}/fd"))[:3] == [0, 1, 2]
     with server.client() as c:
         assert c.get("/api/chats").status_code == 200
     assert proc.poll() is None
@@ -60,3 +58,40 @@ def test_a_forked_server_is_a_session_of_its_own_in_its_directory(
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(30) == -signal.SIGKILL
     server.stop()
+
+
+def test_a_forked_command_has_its_directory_and_standard_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in ``/proc/PID`` of a command that stays readable there (``replay`` of a named
+    pipe: it waits for a writer); ``serve`` and ``worker`` are not dumpable, and their
+    ``cwd`` and ``fd`` are root's (``server/non_dumpable.py``)."""
+    monkeypatch.delenv(launcher.EXEC_ENV, raising=False)
+    fifo = tmp_path / "recording.jsonl"
+    os.mkfifo(fifo)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+    with (tmp_path / "replay.log").open("ab") as stderr:
+        proc = launcher.popen([SERVE[0], "replay", str(fifo)], cwd=tmp_path, env=env,
+                              stderr=stderr)
+    assert isinstance(proc, launcher.Launched)
+
+    def writer() -> int | None:  # opens once replay waits in its open() (ENXIO before)
+        assert proc.poll() is None, (tmp_path / "replay.log").read_text()
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+            return None
+
+    fd = poll(writer)
+    try:
+        assert os.getsid(proc.pid) == proc.pid
+        assert Path(f"/proc/{proc.pid}/cwd").resolve() == tmp_path.resolve()
+        assert os.readlink(f"/proc/{proc.pid}/fd/0") == os.devnull
+        assert sorted(int(fd) for fd in os.listdir(f"/proc/{proc.pid}/fd"))[:3] == [0, 1, 2]
+    finally:
+        os.close(fd)  # it reads an empty recording, and ends
+        assert proc.wait(60) == 1
+        proc.stdout.close()
+    assert "is not a stream-json recording (it is empty)" in (tmp_path / "replay.log").read_text()

@@ -252,6 +252,7 @@ def serve(
         import uvicorn
 
         from ..server import ServerSettings, create_app
+        from ..server.non_dumpable import make_non_dumpable
         from ..server.security import RedactTokens
         from ..server.settings import check_token, default_database_url, new_token
         from ..server.websocket import MAX_CLIENT_MESSAGE
@@ -351,6 +352,9 @@ def serve(
         logger.addFilter(RedactTokens())
         for handler in logger.handlers:  # what children propagate passes here, not there
             handler.addFilter(RedactTokens())
+    # before any agent starts: it runs as this user, and would read the token (and the
+    # database URL) from /proc/<this pid>/environ; logged once logging is set up
+    make_non_dumpable()
 
     def announce() -> None:
         if dispatch != "queue":  # else the workers run the agents, on their machines

@@ -105,6 +105,7 @@ def worker(
 
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
+        from ..server.non_dumpable import make_non_dumpable
         from ..server.settings import ServerSettings
         from ..server.store.urls import database_url_problem, is_postgres
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
@@ -126,6 +127,7 @@ def worker(
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
+    make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
     server = ServerSettings(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),

@@ -4,7 +4,8 @@ Needs the ``server`` extra. Its modules, by what they own:
 
 * setting up: :mod:`.settings` (what the server is told), :mod:`.app` (the ASGI app
   factory), :mod:`.workspaces` (workspace roots), :mod:`.worktrees` (a git worktree per
-  chat, on a worker);
+  chat, on a worker), :mod:`.non_dumpable` (``serve`` and ``worker`` keep their agents out of
+  their memory and environment);
 * each request's checks: :mod:`.security` composes those of :mod:`.checks` (headers, Host,
   Origin, body size, token and session); :mod:`.auth` (browser sessions, one-time codes,
   the login throttle), :mod:`.session_watch` (a session's end closes its WebSockets),
