@@ -35,3 +35,32 @@ def test_each_chat_gets_its_own_worktree_and_branch_kept_across_runs(tmp_path: P
     other = chat_worktree(repo, "chat-2", base)
     assert other is not None and (other / "a.txt").read_text() == "one\n", "chats never share a checkout"
     assert (repo / "a.txt").read_text() == "one\n", "the repository's own checkout is untouched"
+
+
+def test_making_a_worktree_runs_no_hook_and_shows_git_no_server_secret(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the agent (the worker's user) can write the repository's .git/hooks/post-checkout: the
+    # next chat's `git worktree add` ran it, with the worker's whole environment (the database
+    # URL and its password), which git's own /proc/PID/environ showed too
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    (repo / "a.txt").write_text("one\n")
+    _git("add", "a.txt", cwd=repo)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first", cwd=repo)
+    ran = tmp_path / "hook-ran"
+    hook = repo / ".git" / "hooks" / "post-checkout"
+    hook.write_text(f"#!/bin/sh\nenv > {ran}\n")
+    hook.chmod(0o755)
+    seen = tmp_path / "git-env"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!/bin/sh\nenv >> {seen}\nexec {shutil.which('git')} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{shutil.os.environ['PATH']}")  # type: ignore[attr-defined]
+    monkeypatch.setenv("CURSOR_AGENT_API_DATABASE_URL", "postgresql+asyncpg://u:S3CRET-PW@db/app")
+    made = chat_worktree(repo, "chat-1", tmp_path / "worktrees")
+    assert made is not None and (made / "a.txt").read_text() == "one\n"
+    assert seen.exists(), "git was not run through the wrapper: no test"
+    assert "S3CRET-PW" not in seen.read_text()
+    assert not ran.exists(), "the repository's hook ran"

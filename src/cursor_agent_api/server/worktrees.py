@@ -16,15 +16,23 @@ Example:
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+from .runner import SERVER_ENV_PREFIX
 
 BRANCH_PREFIX = "cursor-agent/"
 
 
 def _git(*args: str, cwd: Path) -> str:
+    # The repository is the agent's to write: its hooks are not run (a post-checkout hook
+    # would run with the worker's rights), and git gets none of the worker's own variables
+    # (the database URL and its password), as the agent gets none.
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(SERVER_ENV_PREFIX)}
     done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        ["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=120, check=False
     )
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or ["git failed"])[-1][:300]
