@@ -299,6 +299,21 @@ def test_a_debug_log_shows_no_header_secret(make_server: Any) -> None:
     assert server.token not in log
     assert cookie.split("=", 1)[1] not in log
 
+
+def test_the_access_log_keeps_a_line_whose_client_looks_like_a_header(make_server: Any) -> None:
+    # uvicorn takes the client address from X-Forwarded-For (trusted from 127.0.0.1): one that
+    # read like a header line ("cookie: x") made the header redaction flatten the access
+    # record's args, and uvicorn's formatter failed ("--- Logging error ---"): the line was lost
+    server = make_server(args=["--log-level", "info", "--access-log"])
+    with httpx.Client(base_url=server.url) as c:
+        r = c.get("/api/health?probe=1", headers={"Authorization": f"token {server.token}",
+                                                  "X-Forwarded-For": "cookie: x"})
+        assert r.status_code == 200
+    server.stop()
+    log = server.log_text()
+    assert "Logging error" not in log, log
+    assert "/api/health?probe=1" in log
+
 @pytest.mark.parametrize("value", ["ab'cdef0123456789XYZ", 'ab"cdef0123456789XYZ',
                                    "ab;cdef0123456789XYZ"])
 def test_a_secret_with_a_quote_is_redacted_whole(value: str) -> None:

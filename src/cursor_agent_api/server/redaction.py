@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from urllib.parse import unquote_plus
@@ -22,7 +21,10 @@ _TOKEN_RE = re.compile(r"(token=)[^&\s#]+", re.IGNORECASE)
 _NAME_RE = re.compile(r"[?&;]([^=&;\s\"'?#]*)=")
 _VALUE_RE = re.compile(r"[^&\s#]*")
 _SECRET_PARAMS = frozenset({"token", "code"})
-# a header line as the websockets library logs it ("< name: value", "> name: value")
+# the headers that carry credentials, and a header line as the websockets library logs it
+# ("< %s: %s" with the name and the value; or as text, "< name: value")
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
+_HEADER_FORMATS = frozenset({"< %s: %s", "> %s: %s"})
 _HEADER_RE = re.compile(
     r"^([<>]?\s*(?:authorization|proxy-authorization|cookie|set-cookie)\s*:\s*).*$",
     re.IGNORECASE | re.MULTILINE)
@@ -72,10 +74,9 @@ class RedactTokens(logging.Filter):
         if isinstance(record.args, tuple):
             record.args = tuple(redact(a) if isinstance(a, str) else a for a in record.args)
         if isinstance(record.msg, str):
+            if (record.msg in _HEADER_FORMATS and isinstance(record.args, tuple)
+                    and len(record.args) == 2
+                    and str(record.args[0]).strip().lower() in _SECRET_HEADERS):
+                record.args = (record.args[0], "[redacted]")  # the websockets library's dump
             record.msg = redact(record.msg)
-            if record.args:  # a header line given as ("< %s: %s", name, value)
-                with contextlib.suppress(Exception):  # (a bad format: the handler says so)
-                    text = record.getMessage()
-                    if _HEADER_RE.search(text):
-                        record.msg, record.args = redact(text), ()
         return True
