@@ -21,6 +21,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,3 +159,41 @@ def test_a_second_signal_still_ends_it(cli_env: dict[str, str]) -> None:
     # handler gone, the default action)
     assert ended.returncode in (143, -signal.SIGTERM), ended.stderr
     assert "Traceback" not in ended.stderr
+
+
+def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> None:
+    # a SIGTERM that landed while ending_signals() restored the handlers escaped as a bare
+    # Terminated (a KeyboardInterrupt: chat took it for Ctrl-C and went on) and left the
+    # handlers installed. Sent here at the restore's first handler line (sys.settrace).
+    import inspect
+
+    from cursor_agent_api.cli import turns
+
+    lines, start = inspect.getsourcelines(turns.ending_signals.__wrapped__)  # type: ignore[attr-defined]
+    finally_at = next(i for i, line in enumerate(lines) if line.strip() == "finally:")
+    restore = start + next(i for i, line in enumerate(lines)
+                           if i > finally_at and "signal.SIG_DFL)" in line)
+    sent: list[bool] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_name != "ending_signals":
+            return None
+
+        def local(f: Any, ev: str, a: Any) -> Any:
+            if ev == "line" and f.f_lineno == restore and not sent:
+                sent.append(True)
+                os.kill(os.getpid(), signal.SIGTERM)
+            return local
+        return local
+
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        pytest.skip("SIGTERM is handled by the test runner here")
+    sys.settrace(tracer)
+    try:
+        with pytest.raises(SystemExit) as ended, turns.ending_signals():
+            pass  # the turn ended normally
+    finally:
+        sys.settrace(None)
+    assert sent and ended.value.code == 143
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        assert signal.getsignal(sig) is signal.SIG_DFL

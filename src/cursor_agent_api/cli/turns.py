@@ -101,8 +101,13 @@ def ending_signals() -> Iterator[None]:
     except Terminated as exc:
         raise SystemExit(exc.exit_code) from None
     finally:
-        for sig in taken:
-            signal.signal(sig, signal.SIG_DFL)
+        try:
+            for sig in taken:
+                signal.signal(sig, signal.SIG_DFL)
+        except Terminated as exc:  # it landed as the handlers were given back
+            for sig in taken:
+                signal.signal(sig, signal.SIG_DFL)
+            raise SystemExit(exc.exit_code) from None
 
 
 class Recorder:
