@@ -23,15 +23,28 @@ def _read(path: str) -> bytes:
         return b""
 
 
+def _our_live_child(pid: str) -> bool:
+    """A live child of this process running the command line: a ``serve`` or ``worker``
+    left behind shows no marker to a user who is not root (not dumpable: its environment is
+    root's to read, and its command line need not name the test's directory)."""
+    stat = _read(f"/proc/{pid}/stat")
+    fields = stat.rpartition(b")")[2].split()  # (the name may hold spaces and parentheses)
+    if len(fields) < 2 or fields[0] == b"Z" or int(fields[1]) != os.getpid():
+        return False
+    return b"cursor_agent_api" in _read(f"/proc/{pid}/cmdline")
+
+
 def _procs_mentioning(marker: str) -> list[int]:
-    """Processes whose command line or environment holds ``marker``. Each is read on its
-    own: a ``serve`` or ``worker`` (not dumpable) shows its command line to everyone, its
-    environment only to root."""
+    """Processes whose command line or environment holds ``marker``, and the command line's
+    processes this one started that are still alive. Each is read on its own: a ``serve``
+    or ``worker`` (not dumpable) shows its command line to everyone, its environment only to
+    root."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        if any(marker.encode() in _read(f"/proc/{entry}/{name}") for name in ("cmdline", "environ")):
+        if any(marker.encode() in _read(f"/proc/{entry}/{name}") for name in ("cmdline", "environ")) \
+                or _our_live_child(entry):
             found.append(int(entry))
     return found
 
