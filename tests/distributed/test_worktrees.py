@@ -17,13 +17,19 @@ def _git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def test_each_chat_gets_its_own_worktree_and_branch_kept_across_runs(tmp_path: Path) -> None:
+def _repo(tmp_path: Path) -> Path:
+    """A repository with one commit (a.txt: "one")."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git("init", "-q", cwd=repo)
     (repo / "a.txt").write_text("one\n")
     _git("add", "a.txt", cwd=repo)
     _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first", cwd=repo)
+    return repo
+
+
+def test_each_chat_gets_its_own_worktree_and_branch_kept_across_runs(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
     base = tmp_path / "worktrees"
 
     first = chat_worktree(repo, "chat-1", base)
@@ -42,12 +48,7 @@ def test_making_a_worktree_runs_no_hook_and_shows_git_no_server_secret(
     # the agent (the worker's user) can write the repository's .git/hooks/post-checkout: the
     # next chat's `git worktree add` ran it, with the worker's whole environment (the database
     # URL and its password), which git's own /proc/PID/environ showed too
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git("init", "-q", cwd=repo)
-    (repo / "a.txt").write_text("one\n")
-    _git("add", "a.txt", cwd=repo)
-    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first", cwd=repo)
+    repo = _repo(tmp_path)
     ran = tmp_path / "hook-ran"
     hook = repo / ".git" / "hooks" / "post-checkout"
     hook.write_text(f"#!/bin/sh\nenv > {ran}\n")
