@@ -28,18 +28,25 @@ COPY = "INSERT INTO events_compact"
 """The first statement of migration 0006 (its copy of the log), after 0005 ran."""
 
 
-def at_0004(db_url: str) -> None:
-    """The database migrated to 0004, with a chat and a run in it."""
-    from alembic import command
+def _alembic_config(sync_conn: Any) -> Any:
+    """Alembic's configuration for the project's migrations, on ``sync_conn``."""
     from alembic.config import Config
 
     from cursor_agent_api.server.store import MIGRATIONS_DIR
 
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["connection"] = sync_conn
+    return cfg
+
+
+def at_0004(db_url: str) -> None:
+    """The database migrated to 0004, with a chat and a run in it."""
+    from alembic import command
+
+
     def upgrade(sync_conn: Any) -> None:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-        cfg.attributes["connection"] = sync_conn
-        command.upgrade(cfg, "0004")
+        command.upgrade(_alembic_config(sync_conn), "0004")
 
     async def main() -> None:
         engine = create_async_engine(db_url)
@@ -221,18 +228,13 @@ def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
     records' fields missing): Alembic's downgrade below 0006 stops with a message that says
     so and what to do, and the database keeps its schema and rows."""
     from alembic import command
-    from alembic.config import Config
 
-    from cursor_agent_api.server.store import MIGRATIONS_DIR
 
     at_0004(db_url)
     assert start_and_read(db_url) == "hi"
 
     def downgrade(sync_conn: Any) -> None:
-        cfg = Config()
-        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-        cfg.attributes["connection"] = sync_conn
-        command.downgrade(cfg, "0005")
+        command.downgrade(_alembic_config(sync_conn), "0005")
 
     async def main() -> None:
         engine = create_async_engine(db_url)

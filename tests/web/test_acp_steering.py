@@ -8,17 +8,8 @@ import re
 from typing import Any
 
 from playwright.sync_api import Page, expect
-from server_helpers import Server, poll
-
-
-def open_ui(context: Any, server: Server) -> Page:
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors  # type: ignore[attr-defined]
-    page.goto(f"{server.url}/?token={server.token}")
-    expect(page.locator("#conn, #welcome-view, #chat-view").first).to_be_attached()
-    return page
+from server_helpers import poll
+from test_ui import open_ui
 
 
 def send(page: Page, prompt: str) -> None:

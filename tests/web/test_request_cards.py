@@ -19,6 +19,8 @@ import pytest
 from playwright.sync_api import Page, expect
 from scripted_agent import agent_binary, steps
 from server_helpers import Server, all_events, stop_servers, wait_run
+from test_ui import open_chat as open_chat_page
+from test_ui import open_ui
 
 ONCE_AND_REJECT = [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
                    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]
@@ -65,14 +67,8 @@ def start(c: httpx.Client, chat: dict[str, Any], prompt: str) -> str:
 
 
 def open_chat(context: Any, server: Server, chat: dict[str, Any]) -> Page:
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.errors = errors  # type: ignore[attr-defined]
-    page.goto(f"{server.url}/?token={server.token}")
-    expect(page.locator("#conn, #welcome-view, #chat-view").first).to_be_attached()
-    page.goto(f"{server.url}/#/chat/{chat['id']}")
-    expect(page.locator("#conn")).to_have_text("Live")
+    page = open_ui(context, server)
+    open_chat_page(page, server, chat["id"])
     return page
 
 
