@@ -420,3 +420,25 @@ def test_the_page_says_when_the_server_cannot_write_its_database(
     open_chat(page, server, chat["id"])
     send(page, "list the files")  # a running chat: the page looks every 2 s
     expect(banner).to_be_hidden(timeout=15_000)
+
+
+
+def test_a_chat_opened_twice_while_loading_shows_each_record_once(
+        make_server: Any, browser: Any) -> None:
+    # two opens of the same chat before it loaded (the page's route at start and a hash change
+    # at once) both went on: two streams fed one timeline, and the prompt showed twice
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    page.goto(f"{server.url}/#/")
+    page.evaluate(f"""() => {{
+        history.replaceState(null, "", "#/chat/{chat['id']}");
+        dispatchEvent(new HashChangeEvent("hashchange"));
+        dispatchEvent(new HashChangeEvent("hashchange"));
+    }}""")
+    expect(page.locator("#conn")).to_have_text("Live")
+    send_after_done(page, "list the files")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    expect(page.locator(".msg.user")).to_have_count(1)

@@ -20,7 +20,7 @@ const state = {
   stream: null,
   timeline: null,
   busy: false, // a prompt is on its way
-  opening: null, // the id of the chat being opened (a later click wins)
+  opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
@@ -344,15 +344,18 @@ function closeChat() {
 async function openChat(id) {
   if (state.chat?.id === id && state.stream) return show("chat-view");
   closeChat();
-  state.opening = id;
+  // Opened twice while loading (a route and a hash change at once): only the last goes on,
+  // or two streams would feed one timeline and show every record twice.
+  const opening = { id };
+  state.opening = opening;
   let chat;
   let turns;
   try {
     // The chat's folded state, then the records after its last_seq (see docs/web.md).
     [chat, turns] = await Promise.all([api.getChat(id), api.turns(id)]);
-    if (state.opening !== id) return; // another chat was opened meanwhile
+    if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
-    if (state.opening !== id) return;
+    if (state.opening !== opening) return;
     if (err.status === 401) return showLogin();
     show("welcome-view");
     return showAlert(err.status === 404 ? "That chat does not exist on this server." : err.message);
