@@ -294,10 +294,23 @@ async def ws_collect(
                 if msg.get("op") == "event":
                     events += 1
                 if until(msg) or (limit is not None and events >= limit):
+                    await _leave(ws)
                     return
 
     await asyncio.wait_for(run(), timeout)
     return msgs
+
+
+async def _leave(ws: Any) -> None:
+    """Close ``ws``, dropping what still arrives: unread messages pause the client's reading
+    (``max_queue``), and the server's close frame behind them would go unread until the
+    client's ``close_timeout`` (10 s) cut the connection (1006)."""
+
+    async def drain() -> None:
+        async for _ in _until_closed(ws):
+            pass
+
+    await asyncio.gather(ws.close(), drain())
 
 
 async def _until_closed(ws: Any) -> Any:

@@ -79,6 +79,33 @@ def test_hopping_client_sees_everything_once(make_server: Any, tmp_path: Path) -
         assert seen[-1] == c.get(f"/api/chats/{chat['id']}").json()["last_seq"]
 
 
+def test_a_hop_amid_a_burst_completes_the_close_handshake(make_server: Any, tmp_path: Path) -> None:
+    """A client that leaves while records still pour in (a replay longer than its receive
+    queue, ``max_queue`` = 16 frames: its reading pauses) reads on to the server's close frame:
+    the close ends with 1000. Unread, that frame waited behind the records until the client's
+    ``close_timeout`` (10 s) cut the connection (1006): under load each such hop of
+    test_hopping_client_sees_everything_once took 10 s more."""
+    from websockets.asyncio.client import ClientConnection
+
+    opened: list[ClientConnection] = []
+
+    class Kept(ClientConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            opened.append(self)
+
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(write_script(tmp_path / "s.ndjson", 80))})
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        wait_run(c, c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()["id"])
+        assert c.get(f"/api/chats/{chat['id']}").json()["last_seq"] > 80  # one page, one burst
+    msgs = asyncio.run(ws_collect(server.ws_url(chat["id"]), is_run_end, limit=7, create_connection=Kept))
+    assert event_seqs(msgs) == list(range(1, 8))
+    (conn,) = opened
+    assert conn.protocol.close_rcvd is not None, "the server's close frame was never read"
+    assert conn.close_code == 1000
+
+
 def test_late_subscriber_gets_the_full_history(server: Server) -> None:
     with server.client() as c:
         chat = new_chat(c)
