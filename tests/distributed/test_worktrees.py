@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cursor_agent_api.server.worktrees import BRANCH_PREFIX, chat_worktree
+from cursor_agent_api.server.worktrees import BRANCH_PREFIX, WorktreeError, chat_worktree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -65,3 +65,41 @@ def test_making_a_worktree_runs_no_hook_and_shows_git_no_server_secret(
     assert seen.exists(), "git was not run through the wrapper: no test"
     assert "S3CRET-PW" not in seen.read_text()
     assert not ran.exists(), "the repository's hook ran"
+
+
+@pytest.mark.parametrize("removal", ["git worktree remove", "rm -rf"])
+def test_a_chat_whose_worktree_was_removed_goes_on_from_its_branch(tmp_path: Path, removal: str) -> None:
+    # docs/distributed.md says to remove worktrees by hand: the branch stayed, and every later
+    # run of the chat failed ("a branch named 'cursor-agent/chat-1' already exists")
+    repo = _repo(tmp_path)
+    base = tmp_path / "worktrees"
+    first = chat_worktree(repo, "chat-1", base)
+    assert first is not None
+    (first / "b.txt").write_text("the agent's work\n")
+    _git("add", "b.txt", cwd=first)
+    _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "work", cwd=first)
+    if removal == "rm -rf":  # git still lists it (a stale registration)
+        shutil.rmtree(first)
+    else:
+        _git("worktree", "remove", str(first), cwd=repo)
+
+    again = chat_worktree(repo, "chat-1", base)
+    assert again == first and (again / "b.txt").read_text() == "the agent's work\n"
+    assert _git("branch", "--show-current", cwd=again) == BRANCH_PREFIX + "chat-1"
+
+
+def test_a_chat_whose_branch_is_checked_out_elsewhere_gets_an_error_that_says_what_to_do(
+        tmp_path: Path) -> None:
+    # the chat moved to another worker of the machine (its own --worktrees DIR) while the
+    # first worker's worktree of it is still there
+    repo = _repo(tmp_path)
+    theirs = chat_worktree(repo, "chat-1", tmp_path / "worker-a")
+    with pytest.raises(WorktreeError, match=r"checked out in .*worker-a/chat-1.* worktree remove"):
+        chat_worktree(repo, "chat-1", tmp_path / "worker-b")
+    assert theirs is not None and (theirs / "a.txt").exists(), "the other worktree is left as it was"
+
+    (tmp_path / "worker-c" / "chat-2").mkdir(parents=True)
+    (tmp_path / "worker-c" / "chat-2" / "left.txt").write_text("not a worktree\n")
+    with pytest.raises(WorktreeError, match="in the way"):
+        chat_worktree(repo, "chat-2", tmp_path / "worker-c")
+
