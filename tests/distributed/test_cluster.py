@@ -316,5 +316,5 @@ def test_a_worker_with_worktrees_runs_each_chat_of_a_repository_in_its_own(clust
         chat = new_chat(c, "empty", force=True)
         run = wait_run(c, _post(c, chat["id"], "hello")["id"])
     assert run["status"] == "failed" and run["error_type"] == "WorktreeError", run
-    assert "worker wtrees" in run["error"], run["error"]
+    assert "no commit yet" in run["error"] and "worker wtrees" in run["error"], run["error"]
     assert "Traceback" not in cluster.workers["wtrees"].log_text()

@@ -103,3 +103,12 @@ def test_a_chat_whose_branch_is_checked_out_elsewhere_gets_an_error_that_says_wh
     with pytest.raises(WorktreeError, match="in the way"):
         chat_worktree(repo, "chat-2", tmp_path / "worker-c")
 
+
+def test_a_repository_without_a_commit_gets_an_error_that_says_what_to_do(tmp_path: Path) -> None:
+    # a worktree starts from HEAD: every run failed with "not a valid object name: 'HEAD'"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", cwd=repo)
+    with pytest.raises(WorktreeError, match=r"no commit yet.*commit once .*or run the worker without --"):
+        chat_worktree(repo, "chat-1", tmp_path / "worktrees")
+    assert _git("branch", "--list", cwd=repo) == "", "no branch left behind"

@@ -81,6 +81,12 @@ def _add(workspace: Path, branch: str, target: Path) -> None:
         )
     ref = "refs/heads/" + branch
     if not _exists(ref, workspace):
+        if not _exists("HEAD^{commit}", workspace):
+            raise WorktreeError(
+                f"the repository {workspace} has no commit yet, and a chat's worktree starts "
+                "from its HEAD: commit once (git commit --allow-empty -m start), or run the "
+                "worker without --worktrees"
+            )
         _git("worktree", "add", "-b", branch, str(target), "HEAD", cwd=workspace)
         return
     # The chat ran here before and its worktree was removed (or made by another worker).
