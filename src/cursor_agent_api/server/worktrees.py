@@ -9,6 +9,10 @@ Worktrees are never removed automatically (a dirty or unpushed one would lose wo
 on its branch, where its committed work is. A workspace that is not a repository's top is
 used as it is.
 
+Worktrees of one repository are made one at a time (git fails now and then when two
+``git worktree add`` run at once): under an ``flock`` on ``cursor-agent-worktrees.lock`` in
+the repository's git directory, which every worker of the machine takes.
+
 What cannot be done raises :class:`WorktreeError`, which says what to do.
 
 Example:
@@ -19,13 +23,19 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from .runner import SERVER_ENV_PREFIX
 
 BRANCH_PREFIX = "cursor-agent/"
+LOCK_NAME = "cursor-agent-worktrees.lock"
+LOCK_WAIT = 120.0  # seconds a worker waits for another's `git worktree add` of the repository
 
 
 class WorktreeError(RuntimeError):
@@ -58,6 +68,34 @@ def _git(*args: str, cwd: Path) -> str:
 
 def _exists(ref: str, cwd: Path) -> bool:
     return _run("rev-parse", "--verify", "-q", ref, cwd=cwd).returncode == 0
+
+
+@contextlib.contextmanager
+def _repository_lock(workspace: Path) -> Iterator[None]:
+    """Held while a worktree of the repository at ``workspace`` is made (any process)."""
+    path = workspace / _git("rev-parse", "--git-common-dir", cwd=workspace) / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise WorktreeError(f"cannot open {path}: {e.strerror}") from None
+    try:
+        # Waited for by polling, so that a process keeping the lock (the agent may) stops
+        # no run for ever.
+        deadline = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise WorktreeError(
+                        f"{path} stayed locked for {LOCK_WAIT:.0f} s (a process other than a worker "
+                        "making a worktree may hold it): the chat's next run tries again"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _checked_out_at(workspace: Path, ref: str) -> Path | None:
@@ -117,5 +155,7 @@ def chat_worktree(workspace: Path, chat_id: str, base: Path) -> Path | None:
     if (target / ".git").exists():
         return target
     base.mkdir(parents=True, exist_ok=True)
-    _add(workspace, BRANCH_PREFIX + chat_id, target)
+    with _repository_lock(workspace):
+        if not (target / ".git").exists():  # (not made while this waited)
+            _add(workspace, BRANCH_PREFIX + chat_id, target)
     return target
