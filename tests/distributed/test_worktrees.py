@@ -106,6 +106,9 @@ def test_a_chat_whose_branch_is_checked_out_elsewhere_gets_an_error_that_says_wh
     (tmp_path / "worker-c" / "chat-2" / "left.txt").write_text("not a worktree\n")
     with pytest.raises(WorktreeError, match="in the way"):
         chat_worktree(repo, "chat-2", tmp_path / "worker-c")
+    (tmp_path / "worker-c" / "chat-3").write_text("a file\n")
+    with pytest.raises(WorktreeError, match="in the way"):
+        chat_worktree(repo, "chat-3", tmp_path / "worker-c")
 
 
 def test_a_repository_without_a_commit_gets_an_error_that_says_what_to_do(tmp_path: Path) -> None:

@@ -112,7 +112,13 @@ def _checked_out_at(workspace: Path, ref: str) -> Path | None:
 def _add(workspace: Path, branch: str, target: Path) -> None:
     """Make ``target``: on ``branch`` if it exists (the chat's earlier work), else a new
     ``branch`` from ``HEAD``."""
-    if target.exists() and any(target.iterdir()):
+    try:
+        in_the_way = target.is_symlink() or any(target.iterdir())
+    except FileNotFoundError:
+        in_the_way = False
+    except NotADirectoryError:
+        in_the_way = True
+    if in_the_way:
         raise WorktreeError(
             f"{target} is in the way of the chat's worktree (it is not one): move it away, and "
             f"the chat's next run makes its worktree again on the branch {branch}"
