@@ -309,3 +309,12 @@ def test_a_worker_with_worktrees_runs_each_chat_of_a_repository_in_its_own(clust
     assert run["status"] == "succeeded" and run["worker"] == "wtrees", cluster.logs()
     assert (trees / chat["id"] / "hello.txt").exists(), "the agent worked in the chat's worktree"
     assert not (repo / "hello.txt").exists(), "the repository's own checkout is untouched"
+
+    # A worktree that cannot be made fails the run with what to do, and no traceback.
+    subprocess.run(["git", "init", "-q", str(cluster.root / "empty")], check=True, capture_output=True)
+    with server.client() as c:
+        chat = new_chat(c, "empty", force=True)
+        run = wait_run(c, _post(c, chat["id"], "hello")["id"])
+    assert run["status"] == "failed" and run["error_type"] == "WorktreeError", run
+    assert "no commit yet" in run["error"] and "worker wtrees" in run["error"], run["error"]
+    assert "Traceback" not in cluster.workers["wtrees"].log_text()

@@ -64,7 +64,7 @@ from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
 from .store import RunEndedError, Store, describe_error
-from .worktrees import chat_worktree
+from .worktrees import WorktreeError, chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
 
@@ -397,7 +397,19 @@ class Worker:
             )
             return "workspace refused"
         if self.settings.worktrees is not None:
-            tree = await asyncio.to_thread(chat_worktree, workspace, str(chat["id"]), self.settings.worktrees)
+            try:
+                tree = await asyncio.to_thread(
+                    chat_worktree, workspace, str(chat["id"]), self.settings.worktrees
+                )
+            except WorktreeError as e:
+                await run_ends.finish_if_active(
+                    self.log,
+                    run,
+                    RunStatus.FAILED.value,
+                    error=f"{e} (worker {self.settings.name})",
+                    error_type="WorktreeError",
+                )
+                return "worktree refused"
             workspace = tree or workspace
         chat = {**chat, "workspace": str(workspace)}
         previous = await self.store.previous_worker_run(str(chat["id"]), run_id)

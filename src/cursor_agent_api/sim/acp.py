@@ -51,7 +51,7 @@ from .mcp_client import ACP_GIVEN_ENV, McpSession
 from .mcp_config import configured_servers
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
 from .settings import Fault, SimSettings
-from .store import ChatStore, Turn
+from .store import ChatStore, Turn, update_file
 from .turn import PreflightError, api_key_source
 from .writer import BANNER_AMONG, BANNER_LINES, write_all
 
@@ -287,31 +287,29 @@ class Server:
     def _config_path(self) -> Path:
         return self.store.config_dir / "cli-config.json"
 
-    def _config(self) -> dict[str, Any]:
-        try:
-            obj: Any = orjson.loads(self._config_path().read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            return {}
-        return obj if isinstance(obj, dict) else {}
-
     def allowed(self, token: str) -> bool:
-        permissions = self._config().get("permissions")
+        try:
+            config = _config(self._config_path().read_bytes())
+        except OSError:
+            return False
+        permissions = config.get("permissions")
         allow = permissions.get("allow") if isinstance(permissions, dict) else None
         return isinstance(allow, list) and any(isinstance(a, str) and token_matches(token, a) for a in allow)
 
     def remember(self, token: str) -> None:
-        config = self._config()
-        permissions = config.setdefault("permissions", {})
-        if not isinstance(permissions, dict):
-            permissions = config["permissions"] = {}
-        allow = permissions.setdefault("allow", [])
-        if isinstance(allow, list) and token not in allow:
-            allow.append(token)
-        path = self._config_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".cli-config.json.{os.getpid()}.tmp")
-        tmp.write_bytes(orjson.dumps(config, option=orjson.OPT_INDENT_2))
-        os.replace(tmp, path)
+        """Add ``token`` to the allow list (with what other processes add at once)."""
+
+        def add(data: bytes | None) -> bytes:
+            config = _config(data)
+            permissions = config.setdefault("permissions", {})
+            if not isinstance(permissions, dict):
+                permissions = config["permissions"] = {}
+            allow = permissions.setdefault("allow", [])
+            if isinstance(allow, list) and token not in allow:
+                allow.append(token)
+            return orjson.dumps(config, option=orjson.OPT_INDENT_2)
+
+        update_file(self._config_path(), add)
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -649,6 +647,15 @@ def serve(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Sim
         return 130
     finally:
         server.close()
+
+
+def _config(data: bytes | None) -> dict[str, Any]:
+    """``cli-config.json`` as a dict (empty when it is missing or malformed)."""
+    try:
+        obj: Any = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        return {}
+    return obj if isinstance(obj, dict) else {}
 
 
 def mcp_entries(servers: Any) -> dict[str, dict[str, Any]]:

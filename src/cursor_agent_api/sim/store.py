@@ -11,7 +11,9 @@ platformdirs, ``cursor-agent-sim`` — never the real CLI's ``~/.cursor``)::
 
 A turn is saved only when it finishes (a killed turn is not saved, as in the real CLI).
 A lock file left by a killed turn is not locked any more (the kernel drops an ``flock`` with its
-holder) and is taken over.
+holder) and is taken over. A file that runs at once may each change (the trusted workspaces,
+ACP's "allow always" rules) is changed by :func:`update_file`, under the same kind of lock
+(``.<name>.lock`` beside it, while it is read and written again).
 
 Example:
     >>> import tempfile
@@ -28,7 +30,7 @@ import fcntl
 import hashlib
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,75 @@ def _write_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     os.replace(tmp, path)
+
+
+def _lock(path: Path, *, wait: bool) -> int | None:
+    """``flock`` the file ``path`` (made if missing; its directory must exist): its descriptor,
+    or ``None`` when another holds it and ``wait`` is false.
+
+    After locking, the path must still name the locked file (:func:`_unlock` unlinks it);
+    otherwise the lock is taken again on the new file.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        os.close(fd)  # its holder released it (and unlinked it) meanwhile: lock the new one
+
+
+def _unlock(path: Path, fd: int) -> None:
+    """Drop a lock :func:`_lock` took. Safe to call from a signal handler."""
+    with contextlib.suppress(OSError):
+        path.unlink()  # while still locked: a contender re-checks the path
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    fd = _lock(lock, wait=True)
+    assert fd is not None
+    try:
+        yield
+    finally:
+        _unlock(lock, fd)
+
+
+def update_file(path: Path, change: Callable[[bytes | None], bytes | None]) -> None:
+    """Replace ``path`` by ``change(its bytes)`` (``None`` when it is missing), unless that is
+    ``None``: read and written again under a lock, so that no change made at once by another
+    process is lost; the new file replaces the old one at once.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "n"
+        >>> update_file(path, lambda data: b"1" if data is None else data + b"1")
+        >>> update_file(path, lambda data: b"1" if data is None else data + b"1")
+        >>> path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+        (b'11', ['n'])
+    """
+    with _locked(path):
+        try:
+            data: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            data = None
+        new = change(data)
+        if new is not None:
+            _write_atomic(path, new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,29 +244,14 @@ class Chat:
 
         The lock is an ``flock`` on ``run.lock``: the kernel drops it when its holder dies, so a
         file left behind by a killed turn is simply locked again. The file holds the holder's pid
-        for people reading the store. After locking, the path must still name the locked file
-        (a releasing holder unlinks it); otherwise the lock is taken again on the new file.
+        for people reading the store.
         """
         if self._lock_fd is not None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        while True:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise ChatBusy(self.chat_id) from None
-            except BaseException:
-                os.close(fd)
-                raise
-            try:
-                same = os.path.samestat(os.fstat(fd), os.stat(self.lock_path))
-            except FileNotFoundError:
-                same = False
-            if same:
-                break
-            os.close(fd)  # its holder released it (and unlinked it) meanwhile: lock the new one
+        fd = _lock(self.lock_path, wait=False)
+        if fd is None:
+            raise ChatBusy(self.chat_id)
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd
@@ -203,12 +259,8 @@ class Chat:
     def release(self) -> None:
         """Drop the run lock if this process holds it. Safe to call from a signal handler."""
         fd, self._lock_fd = self._lock_fd, None
-        if fd is None:
-            return
-        with contextlib.suppress(OSError):
-            self.lock_path.unlink()  # while still locked: a contender re-checks the path
-        with contextlib.suppress(OSError):
-            os.close(fd)
+        if fd is not None:
+            _unlock(self.lock_path, fd)
 
 
 class ChatStore:
@@ -239,25 +291,27 @@ class ChatStore:
 
     # ---- trust ---------------------------------------------------------------------------
 
-    def _trusted(self) -> list[str]:
-        try:
-            obj: Any = orjson.loads((self.config_dir / "trusted-workspaces.json").read_bytes())
-        except (FileNotFoundError, orjson.JSONDecodeError):
-            return []
-        items = obj.get("workspaces") if isinstance(obj, dict) else None
-        return [str(x) for x in items] if isinstance(items, list) else []
+    @property
+    def _trust_path(self) -> Path:
+        return self.config_dir / "trusted-workspaces.json"
 
     def is_trusted(self, workspace: str) -> bool:
         """True when ``workspace`` was trusted before (``--trust`` records it)."""
-        return node_text.node_str(workspace) in self._trusted()
+        try:
+            data = self._trust_path.read_bytes()
+        except FileNotFoundError:
+            return False
+        return node_text.node_str(workspace) in _trusted(data)
 
     def trust(self, workspace: str) -> None:
-        """Record ``workspace`` as trusted."""
-        items = self._trusted()
+        """Record ``workspace`` as trusted (with those runs at once record)."""
         shown = node_text.node_str(workspace)  # as the real CLI (Node) would write it
-        if shown not in items:
-            items.append(shown)
-            _write_atomic(self.config_dir / "trusted-workspaces.json", node_text.dumps({"workspaces": items}))
+
+        def add(data: bytes | None) -> bytes | None:
+            items = _trusted(data)
+            return None if shown in items else node_text.dumps({"workspaces": [*items, shown]})
+
+        update_file(self._trust_path, add)
 
     # ---- login ---------------------------------------------------------------------------
 
@@ -272,3 +326,13 @@ class ChatStore:
     def set_logged_in(self, value: bool) -> None:
         """``login`` / ``logout``."""
         _write_atomic(self.config_dir / "sim-auth.json", orjson.dumps({"loggedIn": value}))
+
+
+def _trusted(data: bytes | None) -> list[str]:
+    """The workspaces of ``trusted-workspaces.json`` (none when it is missing or malformed)."""
+    try:
+        obj: Any = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        return []
+    items = obj.get("workspaces") if isinstance(obj, dict) else None
+    return [str(x) for x in items] if isinstance(items, list) else []
