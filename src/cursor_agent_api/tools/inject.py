@@ -22,7 +22,11 @@ How it survives the unexpected:
   machine (any workspace), and the files are restored when none is left; an ``atexit`` hook
   restores what this process still holds when it exits normally;
 * a file the user edited during the turn is not overwritten: only our entries are taken out
-  of it (and a warning is logged).
+  of it (and a warning is logged);
+* a reader (another turn's agent starting, the editor watching the file) never sees a file
+  half written: each version replaces the last at once (a new file, then ``rename``), or,
+  where that would change what the user set up (hard links, another owner), is written in
+  place with no moment where it is not the old or the new JSON (:func:`_write`).
 
 What does not live here: the tool server (:mod:`.server`), choosing the entries (:mod:`.host`).
 
@@ -119,13 +123,89 @@ def _read(path: Path) -> bytes | None:
         return f.read()
 
 
+TMP_SUFFIX = ".cursor-agent-api.tmp"
+"""What ends the name of the file a new version is written to before it replaces ours
+(``.mcp.json.cursor-agent-api.tmp``): every write is under the journal's lock, so one there
+when a write starts is a crash's leftover, and is removed."""
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_SUFFIX}")
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Make ``path`` hold ``data`` so that a reader (an agent starting, the editor watching the
+    file) sees the old bytes or the new, never a mix: a new file in ``.cursor`` (the old
+    one's mode, ``fsync``'d) replaces it (``rename``). Where a new file would change what the
+    user set up — a file with other hard links (they would stop sharing it), one owned by
+    someone else (it would become ours), a ``.cursor`` we may not create files in — it is
+    written in place instead (:func:`_write_in_place`). Never through a symbolic link: the
+    rename replaces a link planted meanwhile rather than follows it.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "mcp.json"
+        >>> _ = path.write_bytes(b'{"mcpServers": {"a": {}}}  ')
+        >>> path.chmod(0o640)
+        >>> _write(path, b"{}\\n")
+        >>> path.read_bytes(), oct(path.stat().st_mode & 0o777), sorted(os.listdir(path.parent))
+        (b'{}\\n', '0o640', ['mcp.json'])
+    """
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and (st.st_nlink > 1 or st.st_uid != os.geteuid()):
+        _write_in_place(path, data)
+        return
+    tmp = _tmp(path)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except PermissionError:
+        if st is None:
+            raise
+        _write_in_place(path, data)
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if st is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def _write_in_place(path: Path, data: bytes) -> None:
-    """Write over the file itself (its inode and mode stay the user's); never through a
-    symbolic link (``O_NOFOLLOW``: a link planted meanwhile fails with ``ELOOP``)."""
+    """Write over the file itself (its inode, owner, links and mode stay the user's); never
+    through a symbolic link (``O_NOFOLLOW``: a link planted meanwhile fails with ``ELOOP``).
+    ``data`` shorter than the file is first written padded with spaces to the file's length
+    (JSON still, the same document), then the file is cut: a reader never sees the new bytes
+    followed by the old tail.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "mcp.json"
+        >>> _ = path.write_bytes(b'{"mcpServers": {"a": {}}}')
+        >>> _write_in_place(path, b"{}")
+        >>> path.read_bytes()
+        b'{}'
+    """
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-    with os.fdopen(fd, "r+b") as f:
-        f.write(data)
-        f.truncate()
+    try:
+        padded = data.ljust(os.fstat(fd).st_size, b" ")
+        done = 0
+        while done < len(padded):
+            done += os.pwrite(fd, padded[done:], done)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def _only_plain(workspace: Path) -> None:
@@ -242,6 +322,9 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
     cursor = Path(state["workspace"]) / ".cursor"
     holders = state["holders"]
     written = state.setdefault("written", {})
+    for name in (MCP_FILE, CLI_FILE):  # a write a crash cut short (we hold the lock: no other)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            _tmp(cursor / name).unlink()
     for name, render in ((MCP_FILE, _render_mcp), (CLI_FILE, _render_cli)):
         original = _unb64(state["originals"].get(name))
         path = cursor / name
@@ -255,14 +338,14 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
                 if current is not None:
                     current = _remove_ours(name, current, holder) or current
             if current is not None:
-                _write_in_place(path, current)
+                _write(path, current)
             state["originals"][name] = _b64(current)
             original, ours = current, None
         if wanted:
             data = render(original, holders)
             cursor.mkdir(exist_ok=True)
             if _read(path) != data:
-                _write_in_place(path, data)
+                _write(path, data)
             written[name] = _b64(data)
         elif ours is not None or (name in state.get("touched", ()) and current != original):
             # ours, or (after a crash between writing and journaling) a file we meant to write
@@ -270,7 +353,7 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             else:
-                _write_in_place(path, original)
+                _write(path, original)
             written.pop(name, None)
     if not holders and not state["cursor_existed"]:
         with contextlib.suppress(OSError):
