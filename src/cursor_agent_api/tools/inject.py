@@ -22,7 +22,8 @@ How it survives the unexpected:
   machine (any workspace), and the files are restored when none is left; an ``atexit`` hook
   restores what this process still holds when it exits normally;
 * a file the user edited during the turn is not overwritten: only our entries are taken out
-  of it (and a warning is logged);
+  of it (and a warning is logged), and an entry of the user's own that one of ours shadowed
+  (the same name) gets its own value back;
 * a reader (another turn's agent starting, the editor watching the file) never sees a file
   half written: each version replaces the last at once (a new file, then ``rename``), or,
   where that would change what the user set up (hard links, another owner), is written in
@@ -292,20 +293,42 @@ def _render_cli(original: bytes | None, holders: Mapping[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _remove_ours(name: str, data: bytes, holder: Mapping[str, Any]) -> bytes | None:
-    """``data`` (edited by someone else meanwhile) without ``holder``'s entries; None if unreadable."""
+def _remove_ours(name: str, data: bytes, holder: Mapping[str, Any], original: bytes | None) -> bytes | None:
+    """``data`` (edited by someone else meanwhile) without ``holder``'s entries; None if
+    unreadable. What the user's ``original`` had under the same name is the user's, and comes
+    back with its own value: a server the turn's entry shadowed, an allowlist entry they had.
+
+    Example:
+        >>> mine = b'{"mcpServers": {"docs": {"command": "mine"}}}'
+        >>> edited = b'{"mcpServers": {"docs": {"command": "turn"}, "new": {}}}'
+        >>> json.loads(_remove_ours(MCP_FILE, edited, {"servers": {"docs": {}}, "allow": []}, mine))
+        {'mcpServers': {'docs': {'command': 'mine'}, 'new': {}}}
+    """
     try:
         doc = json.loads(data)
     except ValueError:
         return None
     if not isinstance(doc, dict):
         return None
+    try:
+        before = _parse(name, original)
+    except InjectionError:
+        before = {}
     if name == MCP_FILE and isinstance(doc.get("mcpServers"), dict):
+        theirs = before.get("mcpServers")
+        theirs = theirs if isinstance(theirs, dict) else {}
         for key in holder["servers"]:
-            doc["mcpServers"].pop(key, None)
+            if key in theirs:
+                doc["mcpServers"][key] = theirs[key]
+            else:
+                doc["mcpServers"].pop(key, None)
     if name == CLI_FILE and isinstance(doc.get("permissions"), dict) \
             and isinstance(doc["permissions"].get("allow"), list):
-        doc["permissions"]["allow"] = [a for a in doc["permissions"]["allow"] if a not in holder["allow"]]
+        permissions = before.get("permissions")
+        had = permissions.get("allow") if isinstance(permissions, dict) else None
+        had = had if isinstance(had, list) else []
+        doc["permissions"]["allow"] = [a for a in doc["permissions"]["allow"]
+                                       if a not in holder["allow"] or a in had]
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
@@ -336,7 +359,7 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
             log.warning("%s changed during the turn; only the injected entries are removed", path)
             for holder in ([leaving] if leaving else []) + [h for h in holders.values()]:
                 if current is not None:
-                    current = _remove_ours(name, current, holder) or current
+                    current = _remove_ours(name, current, holder, original) or current
             if current is not None:
                 _write(path, current)
             state["originals"][name] = _b64(current)
