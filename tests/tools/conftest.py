@@ -35,10 +35,12 @@ def tree_hash(directory: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def journal_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Injection journals in a private directory, and the agent's data dir (where MCP approval
-    entries go) in another, never the user's ``~/.cursor`` (inherited by child processes)."""
+    """Injection journals in a private directory (the per-user data dir, ``XDG_DATA_HOME``),
+    the tool's home in another, and the agent's data dir (where MCP approval entries go) in a
+    third, never the user's ``~/.cursor`` (inherited by child processes)."""
     home = tmp_path_factory.mktemp("api-home")
     monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))
     monkeypatch.setenv("CURSOR_DATA_DIR", str(tmp_path_factory.mktemp("cursor-data")))
     return home
 

@@ -12,10 +12,11 @@ directory, a FIFO: never opened in a way that could block).
 
 How it survives the unexpected:
 
-* a journal outside the workspace (``$CURSOR_AGENT_API_HOME/injections/<hash>/``, else the
-  per-user data directory; mode 0700) holds the original bytes and the live holders (pid and
-  process start time), written *before* the workspace is touched, under an exclusive
-  ``flock``;
+* a journal outside the workspace (``<per-user data dir>/injections/<hash of the
+  workspace>/``, mode 0700) holds the original bytes and the live holders (pid and process
+  start time), written *before* the workspace is touched, under an exclusive ``flock``. It
+  belongs to the workspace: every program of the user finds the same one, whatever its
+  ``$CURSOR_AGENT_API_HOME`` (:func:`injection_root`);
 * several turns in one workspace at once (threads, processes) each add their own entry; the
   files always show the originals plus the live holders' entries; the last one out restores;
 * a holder whose process died (SIGKILL, a power cut) is dropped by the next injection on this
@@ -33,9 +34,9 @@ What does not live here: the tool server (:mod:`.server`), choosing the entries 
 
 Example:
     >>> import os, tempfile
-    >>> os.environ["CURSOR_AGENT_API_HOME"] = tempfile.mkdtemp()
-    >>> ws = tempfile.mkdtemp()
-    >>> inj = WorkspaceInjection(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, ["Mcp(app:ping)"])
+    >>> ws, journals = tempfile.mkdtemp(), Path(tempfile.mkdtemp())  # journals: the default's stand-in
+    >>> inj = WorkspaceInjection(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, ["Mcp(app:ping)"],
+    ...                          root=journals)
     >>> with inj:
     ...     sorted(os.listdir(os.path.join(ws, ".cursor")))
     ['cli.json', 'mcp.json']
@@ -85,20 +86,29 @@ class InjectionError(CursorAgentError, RuntimeError):
 
 
 def injection_root() -> Path:
-    """Where the journals live: ``$CURSOR_AGENT_API_HOME/injections`` or the per-user data dir.
+    """Where the journals live: ``injections`` in the per-user data directory
+    (``$XDG_DATA_HOME/cursor-agent-api``, else ``~/.local/share/cursor-agent-api``), whatever
+    ``$CURSOR_AGENT_API_HOME`` says. A journal and its lock belong to the workspace, not to a
+    program: two programs with different homes running turns in one workspace must find the
+    same one, or the second takes the first's entries for the user's and puts them "back".
 
     Example:
-        >>> import os
-        >>> os.environ["CURSOR_AGENT_API_HOME"] = "/tmp/h"
-        >>> str(injection_root())
-        '/tmp/h/injections'
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, XDG_DATA_HOME="/tmp/d", CURSOR_AGENT_API_HOME="/tmp/h"):
+        ...     str(injection_root()), [str(r) for r in _legacy_roots()]
+        ('/tmp/d/cursor-agent-api/injections', ['/tmp/h/injections'])
     """
-    env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env) / "injections"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("cursor-agent-api")) / "injections"
+
+
+def _legacy_roots() -> list[Path]:
+    """Where versions before 2026-11-24 kept the journals, ``$CURSOR_AGENT_API_HOME/injections``:
+    swept too, so what a crash left there is still put back."""
+    env = os.environ.get(HOME_ENV)
+    legacy = Path(env) / "injections" if env else None
+    return [legacy] if legacy is not None and legacy != injection_root() else []
 
 
 def _read(path: Path) -> bytes | None:
@@ -407,13 +417,16 @@ def _journal(directory: Path) -> Journal:
 
 
 def sweep(root: Path | None = None) -> None:
-    """Clean what crashed processes left in any workspace (run by every injection at its start).
+    """Clean what crashed processes left in any workspace (run by every injection at its start):
+    the journals under ``root``; by default under :func:`injection_root` and where earlier
+    versions kept them.
 
     Example:
         >>> import tempfile
         >>> sweep(Path(tempfile.mkdtemp()))
     """
-    journal_sweep(root if root is not None else injection_root(), _release_dead, _journal)
+    for found in [root] if root is not None else [injection_root(), *_legacy_roots()]:
+        journal_sweep(found, _release_dead, _journal)
 
 
 class WorkspaceInjection:
@@ -432,6 +445,7 @@ class WorkspaceInjection:
         self.servers = {name: dict(entry) for name, entry in servers.items()}
         self.allow = list(allow)
         self.root = root if root is not None else injection_root()
+        self._swept = root  # None: the default root, and the legacy ones
         digest = hashlib.sha256(str(self.workspace).encode()).hexdigest()[:24]
         self.journal = _journal(self.root / digest)
         self.key = f"turn-{os.getpid()}-{id(self):x}-{os.urandom(4).hex()}"
@@ -445,7 +459,14 @@ class WorkspaceInjection:
         if not self.workspace.is_dir():
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
         _only_plain(self.workspace)
-        sweep(self.root)
+        try:
+            self.journal.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as e:
+            raise InjectionError(
+                f"the journal of the workspace's .cursor files, {self.journal.directory}, cannot "
+                f"be made ({e.strerror}): the tools are not injected; nothing was changed. It is "
+                "in the per-user data directory: set XDG_DATA_HOME to one you can write") from None
+        sweep(self._swept)
         with self.journal.locked():
             state = self.journal.load()
             if state is None:
