@@ -20,7 +20,8 @@ How it survives the unexpected:
 * several turns in one workspace at once (threads, processes) each add their own entry; the
   files always show the originals plus the live holders' entries; the last one out restores;
 * a holder whose process died (SIGKILL, a power cut) is dropped by the next injection on this
-  machine (any workspace), and the files are restored when none is left; an ``atexit`` hook
+  machine (any workspace) or the end of another turn in its workspace, and the files are
+  restored when none is left (its entries also leave a file edited meanwhile); an ``atexit`` hook
   restores what this process still holds when it exits normally;
 * a file the user edited during the turn is not overwritten: only our entries are taken out
   of it (and a warning is logged), and an entry of the user's own that one of ours shadowed
@@ -350,8 +351,9 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -> None:
-    """Make the workspace's files show the originals plus the live holders' entries."""
+def _apply(state: dict[str, Any], *, leaving: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Make the workspace's files show the originals plus the live holders' entries
+    (``leaving``: the holders just taken out, whose entries go too from a file edited meanwhile)."""
     cursor = Path(state["workspace"]) / ".cursor"
     holders = state["holders"]
     written = state.setdefault("written", {})
@@ -367,7 +369,7 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
         if ours is not None and current != ours and current != original:
             # someone else changed the file during the turn: keep their change, take ours out
             log.warning("%s changed during the turn; only the injected entries are removed", path)
-            for holder in ([leaving] if leaving else []) + [h for h in holders.values()]:
+            for holder in [*leaving, *holders.values()]:
                 if current is not None:
                     current = _remove_ours(name, current, holder, original) or current
             if current is not None:
@@ -393,19 +395,24 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
             cursor.rmdir()  # only if empty: anything the user put there stays
 
 
+def _drop_dead(state: dict[str, Any]) -> list[Mapping[str, Any]]:
+    """Take the holders whose process is gone out of ``state``; they are returned."""
+    dead = [key for key, holder in state["holders"].items() if not alive(holder)]
+    if dead:
+        log.warning("restoring %s/.cursor after %d turn(s) of a process that died",
+                    state["workspace"], len(dead))
+    return [state["holders"].pop(key) for key in dead]
+
+
 def _release_dead(journal: Journal) -> None:
     """Under the lock: drop the holders whose process is gone; restore when none is left."""
     state = journal.load()
     if state is None:
         return
-    dead = {k: h for k, h in state["holders"].items() if not alive(h)}
+    dead = _drop_dead(state)
     if not dead:
         return
-    for key in dead:
-        del state["holders"][key]
-    log.warning("restoring %s/.cursor after %d turn(s) of a process that died", state["workspace"],
-                len(dead))
-    _apply(state)
+    _apply(state, leaving=dead)
     if state["holders"]:
         journal.save(state)
     else:
@@ -507,7 +514,7 @@ class WorkspaceInjection:
             if state is None or self.key not in state["holders"]:
                 return
             leaving = state["holders"].pop(self.key)
-            _apply(state, leaving=leaving)
+            _apply(state, leaving=[leaving, *_drop_dead(state)])  # a turn killed meanwhile too
             self._save_or_delete(state)
 
     def _save_or_delete(self, state: dict[str, Any]) -> None:
