@@ -69,3 +69,16 @@ def test_a_killed_turns_entries_leave_a_file_edited_meanwhile_at_the_sweep(tmp_p
         pass
     assert json.loads((ws / ".cursor" / "mcp.json").read_text())["mcpServers"] == expected
     assert os.listdir(elsewhere) == []
+
+
+def test_the_last_live_turn_out_drops_a_killed_ones_approval_entries(tmp_path: Path) -> None:
+    from cursor_agent_api.tools.approvals import ApprovalInjection, approvals_file, turn_approval_keys
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    data = Path(os.environ["CURSOR_DATA_DIR"])
+    before = tree_hash(data)
+    peer = holder(ws, "peer")  # its approval entries in the data dir too
+    with ApprovalInjection(approvals_file(os.environ, ws), turn_approval_keys(ws, SERVERS, {})):
+        _killed(peer)
+    assert tree_hash(data) == before, [str(p) for p in data.rglob("*")]

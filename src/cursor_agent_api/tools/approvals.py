@@ -355,6 +355,8 @@ class ApprovalInjection:
                 if state is None or self.key not in state["holders"]:
                     return
                 _take_out(state, state["holders"].pop(self.key))
+                for key in [k for k, h in state["holders"].items() if not alive(h)]:
+                    _take_out(state, state["holders"].pop(key))  # a turn killed meanwhile
                 _save_state(self.journal, state)
         except (OSError, InjectionError) as e:
             log.warning("could not take the turn's MCP approval entries out of %s: %s", self.path, e)
