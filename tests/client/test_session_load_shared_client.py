@@ -30,6 +30,7 @@ def add(a: int, b: int) -> int:
 def private_homes(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tools' injection journals and the agent's data dir in private directories."""
     monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(tmp_path_factory.mktemp("api-home")))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("user-data")))  # the journals
     monkeypatch.setenv("CURSOR_DATA_DIR", str(tmp_path_factory.mktemp("cursor-data")))
 
 

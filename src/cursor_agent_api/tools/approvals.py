@@ -13,7 +13,7 @@ bundle's ACP loader uses the file, §7), while ``--approve-mcps`` would approve 
 the agent finds (a cloned repository's too) and is not wired to ACP.
 
 How it is careful, as :mod:`.inject` is with ``.cursor/mcp.json``: a journal
-(``$CURSOR_AGENT_API_HOME/approvals/<hash>/``, mode 0700, under an exclusive ``flock``) holds
+(``<per-user data dir>/approvals/<hash>/``, mode 0700, under an exclusive ``flock``) holds
 the keys each live turn added, written before the file is touched; the file is replaced
 atomically (a temporary file in its directory, then ``rename``) and never through a symbolic
 link (``O_NOFOLLOW``; a linked file or ``projects/<slug>`` directory is refused); a turn whose
@@ -26,10 +26,10 @@ What does not live here: the workspace's ``.cursor`` files (:mod:`.inject`).
 
 Example:
     >>> import os, tempfile
-    >>> os.environ["CURSOR_AGENT_API_HOME"] = tempfile.mkdtemp()
-    >>> data, ws = tempfile.mkdtemp(), tempfile.mkdtemp()
+    >>> data, ws, journals = tempfile.mkdtemp(), tempfile.mkdtemp(), Path(tempfile.mkdtemp())
     >>> keys = turn_approval_keys(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, {})
-    >>> with ApprovalInjection(approvals_file({"CURSOR_DATA_DIR": data}, ws), keys) as inj:
+    >>> path = approvals_file({"CURSOR_DATA_DIR": data}, ws)
+    >>> with ApprovalInjection(path, keys, root=journals) as inj:
     ...     len(json.loads(inj.path.read_bytes()))
     1
     >>> inj.path.exists()
@@ -141,13 +141,14 @@ def approvals_file(env: Mapping[str, str], workspace: str) -> Path:
 
 
 def approvals_root() -> Path:
-    """Where the approval journals live (beside the injection journals).
+    """Where the approval journals live (beside the injection journals, whatever
+    ``$CURSOR_AGENT_API_HOME`` says: a journal belongs to the approvals file, not a program).
 
     Example:
-        >>> import os
-        >>> os.environ["CURSOR_AGENT_API_HOME"] = "/tmp/h"
-        >>> str(approvals_root())
-        '/tmp/h/approvals'
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, XDG_DATA_HOME="/tmp/d"):
+        ...     str(approvals_root())
+        '/tmp/d/cursor-agent-api/approvals'
     """
     return injection_root().with_name("approvals")
 
@@ -354,6 +355,8 @@ class ApprovalInjection:
                 if state is None or self.key not in state["holders"]:
                     return
                 _take_out(state, state["holders"].pop(self.key))
+                for key in [k for k, h in state["holders"].items() if not alive(h)]:
+                    _take_out(state, state["holders"].pop(key))  # a turn killed meanwhile
                 _save_state(self.journal, state)
         except (OSError, InjectionError) as e:
             log.warning("could not take the turn's MCP approval entries out of %s: %s", self.path, e)

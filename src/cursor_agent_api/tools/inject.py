@@ -12,25 +12,32 @@ directory, a FIFO: never opened in a way that could block).
 
 How it survives the unexpected:
 
-* a journal outside the workspace (``$CURSOR_AGENT_API_HOME/injections/<hash>/``, else the
-  per-user data directory; mode 0700) holds the original bytes and the live holders (pid and
-  process start time), written *before* the workspace is touched, under an exclusive
-  ``flock``;
+* a journal outside the workspace (``<per-user data dir>/injections/<hash of the
+  workspace>/``, mode 0700) holds the original bytes and the live holders (pid and process
+  start time), written *before* the workspace is touched, under an exclusive ``flock``. It
+  belongs to the workspace: every program of the user finds the same one, whatever its
+  ``$CURSOR_AGENT_API_HOME`` (:func:`injection_root`);
 * several turns in one workspace at once (threads, processes) each add their own entry; the
   files always show the originals plus the live holders' entries; the last one out restores;
 * a holder whose process died (SIGKILL, a power cut) is dropped by the next injection on this
-  machine (any workspace), and the files are restored when none is left; an ``atexit`` hook
+  machine (any workspace) or the end of another turn in its workspace, and the files are
+  restored when none is left (its entries also leave a file edited meanwhile); an ``atexit`` hook
   restores what this process still holds when it exits normally;
 * a file the user edited during the turn is not overwritten: only our entries are taken out
-  of it (and a warning is logged).
+  of it (and a warning is logged), and an entry of the user's own that one of ours shadowed
+  (the same name) gets its own value back;
+* a reader (another turn's agent starting, the editor watching the file) never sees a file
+  half written: each version replaces the last at once (a new file, then ``rename``), or,
+  where that would change what the user set up (hard links, another owner), is written in
+  place with no moment where it is not the old or the new JSON (:func:`_write`).
 
 What does not live here: the tool server (:mod:`.server`), choosing the entries (:mod:`.host`).
 
 Example:
     >>> import os, tempfile
-    >>> os.environ["CURSOR_AGENT_API_HOME"] = tempfile.mkdtemp()
-    >>> ws = tempfile.mkdtemp()
-    >>> inj = WorkspaceInjection(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, ["Mcp(app:ping)"])
+    >>> ws, journals = tempfile.mkdtemp(), Path(tempfile.mkdtemp())  # journals: the default's stand-in
+    >>> inj = WorkspaceInjection(ws, {"app": {"url": "http://127.0.0.1:9/mcp"}}, ["Mcp(app:ping)"],
+    ...                          root=journals)
     >>> with inj:
     ...     sorted(os.listdir(os.path.join(ws, ".cursor")))
     ['cli.json', 'mcp.json']
@@ -80,20 +87,29 @@ class InjectionError(CursorAgentError, RuntimeError):
 
 
 def injection_root() -> Path:
-    """Where the journals live: ``$CURSOR_AGENT_API_HOME/injections`` or the per-user data dir.
+    """Where the journals live: ``injections`` in the per-user data directory
+    (``$XDG_DATA_HOME/cursor-agent-api``, else ``~/.local/share/cursor-agent-api``), whatever
+    ``$CURSOR_AGENT_API_HOME`` says. A journal and its lock belong to the workspace, not to a
+    program: two programs with different homes running turns in one workspace must find the
+    same one, or the second takes the first's entries for the user's and puts them "back".
 
     Example:
-        >>> import os
-        >>> os.environ["CURSOR_AGENT_API_HOME"] = "/tmp/h"
-        >>> str(injection_root())
-        '/tmp/h/injections'
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, XDG_DATA_HOME="/tmp/d", CURSOR_AGENT_API_HOME="/tmp/h"):
+        ...     str(injection_root()), [str(r) for r in _legacy_roots()]
+        ('/tmp/d/cursor-agent-api/injections', ['/tmp/h/injections'])
     """
-    env = os.environ.get(HOME_ENV)
-    if env:
-        return Path(env) / "injections"
     import platformdirs
 
     return Path(platformdirs.user_data_dir("cursor-agent-api")) / "injections"
+
+
+def _legacy_roots() -> list[Path]:
+    """Where versions before 2026-11-24 kept the journals, ``$CURSOR_AGENT_API_HOME/injections``:
+    swept too, so what a crash left there is still put back."""
+    env = os.environ.get(HOME_ENV)
+    legacy = Path(env) / "injections" if env else None
+    return [legacy] if legacy is not None and legacy != injection_root() else []
 
 
 def _read(path: Path) -> bytes | None:
@@ -119,13 +135,89 @@ def _read(path: Path) -> bytes | None:
         return f.read()
 
 
+TMP_SUFFIX = ".cursor-agent-api.tmp"
+"""What ends the name of the file a new version is written to before it replaces ours
+(``.mcp.json.cursor-agent-api.tmp``): every write is under the journal's lock, so one there
+when a write starts is a crash's leftover, and is removed."""
+
+
+def _tmp(path: Path) -> Path:
+    return path.with_name(f".{path.name}{TMP_SUFFIX}")
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Make ``path`` hold ``data`` so that a reader (an agent starting, the editor watching the
+    file) sees the old bytes or the new, never a mix: a new file in ``.cursor`` (the old
+    one's mode, ``fsync``'d) replaces it (``rename``). Where a new file would change what the
+    user set up — a file with other hard links (they would stop sharing it), one owned by
+    someone else (it would become ours), a ``.cursor`` we may not create files in — it is
+    written in place instead (:func:`_write_in_place`). Never through a symbolic link: the
+    rename replaces a link planted meanwhile rather than follows it.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "mcp.json"
+        >>> _ = path.write_bytes(b'{"mcpServers": {"a": {}}}  ')
+        >>> path.chmod(0o640)
+        >>> _write(path, b"{}\\n")
+        >>> path.read_bytes(), oct(path.stat().st_mode & 0o777), sorted(os.listdir(path.parent))
+        (b'{}\\n', '0o640', ['mcp.json'])
+    """
+    try:
+        st: os.stat_result | None = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and (st.st_nlink > 1 or st.st_uid != os.geteuid()):
+        _write_in_place(path, data)
+        return
+    tmp = _tmp(path)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    except PermissionError:
+        if st is None:
+            raise
+        _write_in_place(path, data)
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if st is not None:
+                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
 def _write_in_place(path: Path, data: bytes) -> None:
-    """Write over the file itself (its inode and mode stay the user's); never through a
-    symbolic link (``O_NOFOLLOW``: a link planted meanwhile fails with ``ELOOP``)."""
+    """Write over the file itself (its inode, owner, links and mode stay the user's); never
+    through a symbolic link (``O_NOFOLLOW``: a link planted meanwhile fails with ``ELOOP``).
+    ``data`` shorter than the file is first written padded with spaces to the file's length
+    (JSON still, the same document), then the file is cut: a reader never sees the new bytes
+    followed by the old tail.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "mcp.json"
+        >>> _ = path.write_bytes(b'{"mcpServers": {"a": {}}}')
+        >>> _write_in_place(path, b"{}")
+        >>> path.read_bytes()
+        b'{}'
+    """
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-    with os.fdopen(fd, "r+b") as f:
-        f.write(data)
-        f.truncate()
+    try:
+        padded = data.ljust(os.fstat(fd).st_size, b" ")
+        done = 0
+        while done < len(padded):
+            done += os.pwrite(fd, padded[done:], done)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def _only_plain(workspace: Path) -> None:
@@ -212,20 +304,42 @@ def _render_cli(original: bytes | None, holders: Mapping[str, Any]) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _remove_ours(name: str, data: bytes, holder: Mapping[str, Any]) -> bytes | None:
-    """``data`` (edited by someone else meanwhile) without ``holder``'s entries; None if unreadable."""
+def _remove_ours(name: str, data: bytes, holder: Mapping[str, Any], original: bytes | None) -> bytes | None:
+    """``data`` (edited by someone else meanwhile) without ``holder``'s entries; None if
+    unreadable. What the user's ``original`` had under the same name is the user's, and comes
+    back with its own value: a server the turn's entry shadowed, an allowlist entry they had.
+
+    Example:
+        >>> mine = b'{"mcpServers": {"docs": {"command": "mine"}}}'
+        >>> edited = b'{"mcpServers": {"docs": {"command": "turn"}, "new": {}}}'
+        >>> json.loads(_remove_ours(MCP_FILE, edited, {"servers": {"docs": {}}, "allow": []}, mine))
+        {'mcpServers': {'docs': {'command': 'mine'}, 'new': {}}}
+    """
     try:
         doc = json.loads(data)
     except ValueError:
         return None
     if not isinstance(doc, dict):
         return None
+    try:
+        before = _parse(name, original)
+    except InjectionError:
+        before = {}
     if name == MCP_FILE and isinstance(doc.get("mcpServers"), dict):
+        theirs = before.get("mcpServers")
+        theirs = theirs if isinstance(theirs, dict) else {}
         for key in holder["servers"]:
-            doc["mcpServers"].pop(key, None)
+            if key in theirs:
+                doc["mcpServers"][key] = theirs[key]
+            else:
+                doc["mcpServers"].pop(key, None)
     if name == CLI_FILE and isinstance(doc.get("permissions"), dict) \
             and isinstance(doc["permissions"].get("allow"), list):
-        doc["permissions"]["allow"] = [a for a in doc["permissions"]["allow"] if a not in holder["allow"]]
+        permissions = before.get("permissions")
+        had = permissions.get("allow") if isinstance(permissions, dict) else None
+        had = had if isinstance(had, list) else []
+        doc["permissions"]["allow"] = [a for a in doc["permissions"]["allow"]
+                                       if a not in holder["allow"] or a in had]
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
 
 
@@ -237,11 +351,15 @@ def _unb64(text: str | None) -> bytes | None:
     return None if text is None else base64.b64decode(text)
 
 
-def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -> None:
-    """Make the workspace's files show the originals plus the live holders' entries."""
+def _apply(state: dict[str, Any], *, leaving: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Make the workspace's files show the originals plus the live holders' entries
+    (``leaving``: the holders just taken out, whose entries go too from a file edited meanwhile)."""
     cursor = Path(state["workspace"]) / ".cursor"
     holders = state["holders"]
     written = state.setdefault("written", {})
+    for name in (MCP_FILE, CLI_FILE):  # a write a crash cut short (we hold the lock: no other)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            _tmp(cursor / name).unlink()
     for name, render in ((MCP_FILE, _render_mcp), (CLI_FILE, _render_cli)):
         original = _unb64(state["originals"].get(name))
         path = cursor / name
@@ -251,18 +369,18 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
         if ours is not None and current != ours and current != original:
             # someone else changed the file during the turn: keep their change, take ours out
             log.warning("%s changed during the turn; only the injected entries are removed", path)
-            for holder in ([leaving] if leaving else []) + [h for h in holders.values()]:
+            for holder in [*leaving, *holders.values()]:
                 if current is not None:
-                    current = _remove_ours(name, current, holder) or current
+                    current = _remove_ours(name, current, holder, original) or current
             if current is not None:
-                _write_in_place(path, current)
+                _write(path, current)
             state["originals"][name] = _b64(current)
             original, ours = current, None
         if wanted:
             data = render(original, holders)
             cursor.mkdir(exist_ok=True)
             if _read(path) != data:
-                _write_in_place(path, data)
+                _write(path, data)
             written[name] = _b64(data)
         elif ours is not None or (name in state.get("touched", ()) and current != original):
             # ours, or (after a crash between writing and journaling) a file we meant to write
@@ -270,11 +388,20 @@ def _apply(state: dict[str, Any], *, leaving: Mapping[str, Any] | None = None) -
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             else:
-                _write_in_place(path, original)
+                _write(path, original)
             written.pop(name, None)
     if not holders and not state["cursor_existed"]:
         with contextlib.suppress(OSError):
             cursor.rmdir()  # only if empty: anything the user put there stays
+
+
+def _drop_dead(state: dict[str, Any]) -> list[Mapping[str, Any]]:
+    """Take the holders whose process is gone out of ``state``; they are returned."""
+    dead = [key for key, holder in state["holders"].items() if not alive(holder)]
+    if dead:
+        log.warning("restoring %s/.cursor after %d turn(s) of a process that died",
+                    state["workspace"], len(dead))
+    return [state["holders"].pop(key) for key in dead]
 
 
 def _release_dead(journal: Journal) -> None:
@@ -282,14 +409,10 @@ def _release_dead(journal: Journal) -> None:
     state = journal.load()
     if state is None:
         return
-    dead = {k: h for k, h in state["holders"].items() if not alive(h)}
+    dead = _drop_dead(state)
     if not dead:
         return
-    for key in dead:
-        del state["holders"][key]
-    log.warning("restoring %s/.cursor after %d turn(s) of a process that died", state["workspace"],
-                len(dead))
-    _apply(state)
+    _apply(state, leaving=dead)
     if state["holders"]:
         journal.save(state)
     else:
@@ -301,13 +424,16 @@ def _journal(directory: Path) -> Journal:
 
 
 def sweep(root: Path | None = None) -> None:
-    """Clean what crashed processes left in any workspace (run by every injection at its start).
+    """Clean what crashed processes left in any workspace (run by every injection at its start):
+    the journals under ``root``; by default under :func:`injection_root` and where earlier
+    versions kept them.
 
     Example:
         >>> import tempfile
         >>> sweep(Path(tempfile.mkdtemp()))
     """
-    journal_sweep(root if root is not None else injection_root(), _release_dead, _journal)
+    for found in [root] if root is not None else [injection_root(), *_legacy_roots()]:
+        journal_sweep(found, _release_dead, _journal)
 
 
 class WorkspaceInjection:
@@ -326,6 +452,7 @@ class WorkspaceInjection:
         self.servers = {name: dict(entry) for name, entry in servers.items()}
         self.allow = list(allow)
         self.root = root if root is not None else injection_root()
+        self._swept = root  # None: the default root, and the legacy ones
         digest = hashlib.sha256(str(self.workspace).encode()).hexdigest()[:24]
         self.journal = _journal(self.root / digest)
         self.key = f"turn-{os.getpid()}-{id(self):x}-{os.urandom(4).hex()}"
@@ -339,7 +466,14 @@ class WorkspaceInjection:
         if not self.workspace.is_dir():
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
         _only_plain(self.workspace)
-        sweep(self.root)
+        try:
+            self.journal.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as e:
+            raise InjectionError(
+                f"the journal of the workspace's .cursor files, {self.journal.directory}, cannot "
+                f"be made ({e.strerror}): the tools are not injected; nothing was changed. It is "
+                "in the per-user data directory: set XDG_DATA_HOME to one you can write") from None
+        sweep(self._swept)
         with self.journal.locked():
             state = self.journal.load()
             if state is None:
@@ -380,7 +514,7 @@ class WorkspaceInjection:
             if state is None or self.key not in state["holders"]:
                 return
             leaving = state["holders"].pop(self.key)
-            _apply(state, leaving=leaving)
+            _apply(state, leaving=[leaving, *_drop_dead(state)])  # a turn killed meanwhile too
             self._save_or_delete(state)
 
     def _save_or_delete(self, state: dict[str, Any]) -> None:
