@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 from inproc import InProcServer
-from server_helpers import PG_ENV, new_chat, wait_run
+from server_helpers import PG_ENV, all_events, new_chat, wait_run, write_script
 from sqlalchemy import event
 
 from cursor_agent_api.server.store import Store, StoreUnavailableError
@@ -166,6 +166,48 @@ def test_a_websocket_meeting_one_is_asked_to_reconnect(
     assert code == 1013, (code, got)
     assert [m["op"] for m in got] == ["hello", "error"], got
     assert "the database is unavailable" in got[-1]["detail"] and "after_seq=0" in got[-1]["detail"], got
+
+
+@pytest.mark.parametrize("name", ["asyncpg-state", "asyncpg-closed"])
+def test_a_run_whose_writes_meet_one_is_retried_and_loses_nothing(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path, name: str
+) -> None:
+    """The writes of a run's records meet the driver's error three times (on SQLite they
+    bypass SQLAlchemy: PostgreSQL only): a transient failure, retried like any lost
+    connection; the run succeeds with every record (asyncpg's own errors counted as not
+    transient: the run failed)."""
+    if not os.environ.get(PG_ENV):
+        pytest.skip(f"needs PostgreSQL ({PG_ENV}): SQLite's record writes bypass SQLAlchemy")
+    if name not in DRIVER_ERRORS:
+        pytest.skip("needs asyncpg")
+    script = write_script(tmp_path / "script.ndjson", 10)
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, store_retry_max_delay=0.2)
+    passed, left = [0], [3]
+
+    def fail(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "INSERT INTO events" not in statement:
+            return
+        if passed[0] < 1:  # the prompt's record, stored with the run (the POST's own write)
+            passed[0] += 1
+        elif left[0] > 0:  # then the run's records, written as the agent runs
+            left[0] -= 1
+            raise DRIVER_ERRORS[name]()
+
+    target = server.store.engine.sync_engine
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        event.listen(target, "before_cursor_execute", fail)
+        try:
+            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
+            assert r.status_code == 202, r.text
+            final = wait_run(c, r.json()["id"])
+        finally:
+            event.remove(target, "before_cursor_execute", fail)
+        assert left == [0], "the writes never met the error"
+        assert final["status"] == "succeeded", final
+        events = all_events(c, chat["id"])
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert sum(1 for e in events if e["type"] == "assistant:delta") == 10
 
 
 @pytest.mark.parametrize("name", ["asyncpg-state", "reset"])
