@@ -11,6 +11,7 @@ import pytest
 
 from cursor_agent_api.server import ServerSettings, create_app
 from cursor_agent_api.server.runs import RunManager, run_record
+from cursor_agent_api.server.store import StoreUnavailableError
 
 DEAD_SERVER = f"{socket.gethostname()}:999999999:1"  # this host, a pid no process has
 
@@ -67,5 +68,5 @@ def test_a_start_up_that_fails_closes_the_store(
                 pass  # pragma: no cover - the start-up fails
 
     asyncio.run(scenario())
-    with pytest.raises(RuntimeError, match="not called"):
+    with pytest.raises(StoreUnavailableError, match="the database is closed"):
         store.engine  # noqa: B018 - closed: the engine is gone

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,43 @@ __all__ = ["approval_key", "approval_root", "configured_servers", "given_approva
 _VAR = re.compile(r"\$\{(env:([A-Za-z_][A-Za-z0-9_]*)|workspaceFolder|userHome)\}")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+MAX_CONFIG_BYTES = 4 << 20
+"""A configuration file larger than this (4 MiB) is taken for unreadable, not read."""
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    """A regular file's bytes; ``None`` for anything else (absent, a directory, a FIFO — opened
+    without blocking, ``O_NONBLOCK``, and not read —, larger than :data:`MAX_CONFIG_BYTES`).
+
+    Example:
+        >>> import tempfile
+        >>> _read_bytes(Path(tempfile.mkdtemp())) is None
+        True
+    """
     try:
-        value = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG_BYTES:
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_CONFIG_BYTES + 1)
+    return data if len(data) <= MAX_CONFIG_BYTES else None
+
+
+def _read_json(path: Path) -> Any:
+    """The file's JSON value; ``None`` when it is unreadable (:func:`_read_bytes`) or not JSON."""
+    data = _read_bytes(path)
+    try:
+        return None if data is None else json.loads(data)
+    except ValueError:
+        return None
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    value = _read_json(path)
     return value if isinstance(value, dict) else {}
 
 
@@ -54,7 +87,7 @@ def configured_servers(workspace: Path, config_dir: Path) -> dict[str, dict[str,
     """
     servers: dict[str, dict[str, Any]] = {}
     for path in (config_dir / "mcp.json", workspace / ".cursor" / "mcp.json"):
-        found = _read_json(path).get("mcpServers")
+        found = _read_object(path).get("mcpServers")
         if isinstance(found, dict):
             servers.update({k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, dict)})
     return servers
@@ -116,12 +149,9 @@ def approval_root(config_dir: Path, env: Mapping[str, str]) -> Path:
 
 
 def recorded_approvals(root: Path, workspace: str) -> set[str]:
-    """The keys in ``<root>/projects/<slug>/mcp-approvals.json`` (none when absent or unreadable)."""
-    path = root / "projects" / workspace_slug(workspace) / "mcp-approvals.json"
-    try:
-        recorded = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return set()
+    """The keys in ``<root>/projects/<slug>/mcp-approvals.json`` (none when absent or
+    unreadable: :func:`_read_bytes`)."""
+    recorded = _read_json(root / "projects" / workspace_slug(workspace) / "mcp-approvals.json")
     return {k for k in recorded if isinstance(k, str)} if isinstance(recorded, list) else set()
 
 
@@ -150,7 +180,7 @@ def given_approval_keys(name: str, entry: Mapping[str, Any], workspace: str) -> 
 
 
 def _permissions(path: Path) -> tuple[list[str], list[str]]:
-    perms = _read_json(path).get("permissions")
+    perms = _read_object(path).get("permissions")
     if not isinstance(perms, dict):
         return [], []
     allow, deny = perms.get("allow"), perms.get("deny")

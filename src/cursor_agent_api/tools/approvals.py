@@ -16,11 +16,15 @@ How it is careful, as :mod:`.inject` is with ``.cursor/mcp.json``: a journal
 (``<per-user data dir>/approvals/<hash>/``, mode 0700, under an exclusive ``flock``) holds
 the keys each live turn added, written before the file is touched; the file is replaced
 atomically (a temporary file in its directory, then ``rename``) and never through a symbolic
-link (``O_NOFOLLOW``; a linked file or ``projects/<slug>`` directory is refused); a turn whose
-process died is cleaned up by the next injection; a file that is not a JSON array is left
-alone (the turn goes on without the entries, with a warning), and an entry in it that is not a
-string is the user's, kept as it is. Taking the entries out never stops the turn's teardown:
-an unexpected error there is one warning.
+link (``O_NOFOLLOW``); a linked file or ``projects/<slug>`` directory, a file that is not a
+regular file (a directory, a FIFO: never opened in a way that could block, a socket) or is
+larger than :data:`MAX_APPROVALS_BYTES` (not read), and a ``projects/<slug>`` that is not a
+directory refuse the turn (:class:`~.inject.InjectionError`, nothing changed), as the
+workspace's ``.cursor/mcp.json`` does; a turn whose process died is cleaned up by the next
+injection; a file that is not a JSON array is left alone (the turn goes on without the entries,
+with a warning), and an entry in it that is not a string is the user's, kept as it is. Taking
+the entries out never stops the turn's teardown: an unexpected error there, or such a file
+planted meanwhile, is one warning.
 
 What does not live here: the workspace's ``.cursor`` files (:mod:`.inject`).
 
@@ -44,20 +48,26 @@ import json
 import logging
 import os
 import re
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .inject import InjectionError, injection_root
+from .inject import InjectionError, injection_root, kind_of
 from .journal import HELD, Journal, alive, this_holder
 from .journal import sweep as journal_sweep
 
-__all__ = ["ApprovalInjection", "approval_key", "approvals_file", "turn_approval_keys"]
+__all__ = ["MAX_APPROVALS_BYTES", "ApprovalInjection", "approval_key", "approvals_file",
+           "turn_approval_keys"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
 APPROVALS_FILE = "mcp-approvals.json"
+
+MAX_APPROVALS_BYTES = 4 << 20
+"""The largest approvals file that is read (4 MiB; a key is a few dozen bytes): a larger one
+refuses the turn unread."""
 
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -153,21 +163,67 @@ def approvals_root() -> Path:
     return injection_root().with_name("approvals")
 
 
-def _no_links(path: Path) -> None:
-    for p in (path.parent, path):
-        if p.is_symlink():
-            raise InjectionError(f"{p} is a symbolic link (to {os.readlink(p)}): no MCP approval "
-                                 "entry is written through it; nothing was changed")
+def _refuse(path: Path, st: os.stat_result, want: Any, what: str) -> None:
+    """:class:`InjectionError` if ``st`` (``path``'s, from ``lstat``/``fstat``) is a link, not
+    ``want`` (``stat.S_ISDIR``/``S_ISREG``) or a file larger than :data:`MAX_APPROVALS_BYTES`."""
+    if stat.S_ISLNK(st.st_mode):
+        raise InjectionError(f"{path} is a symbolic link (to {os.readlink(path)}): no MCP approval "
+                             "entry is written through it; nothing was changed")
+    if not want(st.st_mode):
+        raise InjectionError(f"{path} is {kind_of(st.st_mode)}, not {what}: MCP approval entries "
+                             "are not written there; nothing was changed")
+    if want is stat.S_ISREG and st.st_size > MAX_APPROVALS_BYTES:
+        raise InjectionError(f"{path} is {st.st_size} bytes, more than the {MAX_APPROVALS_BYTES} an "
+                             "approvals file is read up to: MCP approval entries are not written "
+                             "there; nothing was changed")
+
+
+def _only_plain(path: Path) -> None:
+    """:class:`InjectionError` unless ``projects/<slug>`` is absent or a directory and the
+    approvals file absent or a regular file of a sane size; neither a symbolic link. Checked
+    with ``lstat``, nothing opened (a FIFO would block a reader).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "ws" / APPROVALS_FILE
+        >>> path.mkdir(parents=True)
+        >>> _only_plain(path)
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.tools.inject.InjectionError: ... is a directory, not a file: ...
+    """
+    for p, want, what in ((path.parent, stat.S_ISDIR, "a directory"), (path, stat.S_ISREG, "a file")):
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return
+        _refuse(p, st, want, what)
 
 
 def _read_keys(path: Path) -> list[Any] | None:
-    """The file's array (``[]`` when absent); ``None`` when it is not a JSON array."""
+    """The file's array (``[]`` when absent); ``None`` when it is not a JSON array;
+    :class:`InjectionError` when it is not a regular file of a sane size (never read through a
+    symbolic link, ``O_NOFOLLOW``; a FIFO is opened without blocking, ``O_NONBLOCK``, and
+    refused, not read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
         return []
+    except OSError:  # a link (ELOOP), a socket (ENXIO): say what it is
+        with contextlib.suppress(OSError):
+            _refuse(path, os.lstat(path), stat.S_ISREG, "a file")
+        raise
+    try:  # (before fdopen, which refuses a directory with an error of its own)
+        _refuse(path, os.fstat(fd), stat.S_ISREG, "a file")
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as f:
-        data = f.read()
+        data = f.read(MAX_APPROVALS_BYTES + 1)
+    if len(data) > MAX_APPROVALS_BYTES:  # (it grew since fstat)
+        raise InjectionError(f"{path} is more than the {MAX_APPROVALS_BYTES} bytes an approvals "
+                             "file is read up to: MCP approval entries are not written there; "
+                             "nothing was changed")
     try:
         value = json.loads(data) if data.strip() else []
     except ValueError:
@@ -229,7 +285,7 @@ def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
     for holder in state["holders"].values():  # a key still needed now counts as that holder's
         holder["added"] = sorted(set(holder["added"]) | (set(leaving["added"]) & set(holder["keys"])))
     if drop:
-        _no_links(path)
+        _only_plain(path)
         current = _read_keys(path)
         if current is None:
             log.warning("%s is no longer a JSON array: the turn's approval entries stay in it", path)
@@ -243,9 +299,14 @@ def _take_out(state: dict[str, Any], leaving: Mapping[str, Any]) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
     if not state["holders"]:
-        for directory in state.get("created", []):  # deepest first; only if empty
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
+        _remove_dirs(state.get("created", []))
+
+
+def _remove_dirs(directories: Sequence[str]) -> None:
+    """Remove each of ``directories`` (deepest first) that is empty."""
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
 
 
 def _release_dead(journal: Journal) -> None:
@@ -286,7 +347,8 @@ class ApprovalInjection:
     after (also a context manager). A failure to write (a read-only data dir, a file that is not
     a JSON array) is a warning, not an error: the turn runs, without its servers unless the
     user passed ``approve_mcps=True`` (then ``--approve-mcps`` loads them in print mode); a
-    symbolic link raises :class:`~.inject.InjectionError` with nothing changed.
+    symbolic link, a file that is not a regular file (a FIFO is never read) or is too large
+    raise :class:`~.inject.InjectionError` with nothing changed.
 
     Example:
         >>> ApprovalInjection(Path("/tmp/x/projects/w/mcp-approvals.json"), []).keys
@@ -306,7 +368,7 @@ class ApprovalInjection:
     def enter(self) -> None:
         if self._entered or not self.keys:
             return
-        _no_links(self.path)
+        _only_plain(self.path)
         sweep(self.root)
         try:
             with self.journal.locked():
@@ -323,14 +385,16 @@ class ApprovalInjection:
         state = self.journal.load() or {"path": str(self.path), "holders": {}}
         created = _missing_dirs(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        _no_links(self.path)
-        current = _read_keys(self.path)
+        try:
+            _only_plain(self.path)  # (again: anything may have changed before the lock)
+            current = _read_keys(self.path)
+        except BaseException:
+            _remove_dirs(created)
+            raise
         if current is None:
             log.warning("%s is not a JSON array: it is left alone, and the turn's MCP servers "
                         "will not load (unless --approve-mcps, print mode)", self.path)
-            for directory in created:
-                with contextlib.suppress(OSError):
-                    os.rmdir(directory)
+            _remove_dirs(created)
             return False
         if not state["holders"]:
             state["existed"] = self.path.exists()

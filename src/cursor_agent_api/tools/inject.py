@@ -65,7 +65,7 @@ from ..errors import CursorAgentError
 from .journal import HELD, Journal, alive, this_holder
 from .journal import sweep as journal_sweep
 
-__all__ = ["InjectionError", "WorkspaceInjection", "injection_root", "sweep"]
+__all__ = ["InjectionError", "WorkspaceInjection", "injection_root", "kind_of", "sweep"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
@@ -128,10 +128,11 @@ def _read(path: Path) -> bytes | None:
             raise InjectionError(f"{path.parent} is not a directory: the tools are not injected; "
                                  "nothing was changed") from None
         raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # (before fdopen: it refuses a directory itself)
+        os.close(fd)
+        raise InjectionError(f"{path} is not a regular file: the tools are not injected; "
+                             "nothing was changed")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InjectionError(f"{path} is not a regular file: the tools are not injected; "
-                                 "nothing was changed")
         return f.read()
 
 
@@ -250,15 +251,15 @@ def _only_plain(workspace: Path) -> None:
             raise InjectionError(f"{path} is a symbolic link (to {os.readlink(path)}): the "
                                  "tools are not injected through it; nothing was changed")
         if not want(mode):
-            raise InjectionError(f"{path} is {_kind(mode)}, not {what}: the tools are not "
+            raise InjectionError(f"{path} is {kind_of(mode)}, not {what}: the tools are not "
                                  "injected; nothing was changed")
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
     """What a file of ``mode`` is, in words.
 
     Example:
-        >>> _kind(stat.S_IFIFO), _kind(stat.S_IFREG)
+        >>> kind_of(stat.S_IFIFO), kind_of(stat.S_IFREG)
         ('a FIFO', 'a file')
     """
     for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),

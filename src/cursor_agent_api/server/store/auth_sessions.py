@@ -55,7 +55,7 @@ class AuthSessions(StoreEngine):
 
     async def auth_session(self, key: str) -> dict[str, Any] | None:
         """The session stored under ``key`` (the hash of its id), or ``None``."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             row = (await conn.execute(select(auth_sessions).where(auth_sessions.c.id_hash == key))).first()
         return _row_dict(row)
 

@@ -61,7 +61,7 @@ class ChatRows(StoreEngine):
         text cannot hold it)."""
         if "\x00" in chat_id:
             return None
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(select(chats).where(chats.c.id == chat_id))
             return _row_dict(res.first())
 
@@ -153,7 +153,7 @@ class ChatRows(StoreEngine):
             .limit(limit)
             .offset(offset)
         )
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(q)
             return [dict(r._mapping) for r in res]
 
@@ -171,7 +171,7 @@ class ChatRows(StoreEngine):
         q = select(chats.c.id, chats.c.last_seq)
         queries = [q] if chat_ids is None else [q.where(chats.c.id.in_(b)) for b in id_batches(chat_ids)]
         out: list[tuple[str, int]] = []
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             for query in queries:
                 out += [(str(i), int(s)) for i, s in await conn.execute(query)]
         return out

@@ -108,7 +108,7 @@ class QueueRows(StoreEngine):
 
     async def previous_worker_run(self, chat_id: str, run_id: str) -> dict[str, Any] | None:
         """The chat's latest run, other than ``run_id``, that a worker took."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs)
                 .where(and_(runs.c.chat_id == chat_id, runs.c.id != run_id, runs.c.worker.is_not(None)))
@@ -119,7 +119,7 @@ class QueueRows(StoreEngine):
 
     async def worker_alive(self, worker_id: int, within: float) -> bool:
         """Has Procrastinate's worker ``worker_id`` sent a heartbeat in the last ``within`` s?"""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 text(
                     "SELECT 1 FROM procrastinate_workers WHERE id = :id "
@@ -131,7 +131,7 @@ class QueueRows(StoreEngine):
 
     async def _runs_where(self, *conditions: ColumnElement[bool] | TextClause) -> list[dict[str, Any]]:
         """The runs that meet every condition, oldest first."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(select(runs).where(and_(*conditions)).order_by(runs.c.created_ms))
             return [dict(r._mapping) for r in res]
 
@@ -144,7 +144,7 @@ class QueueRows(StoreEngine):
         """Queued runs whose job is over or gone, although no worker took the run (a move off a
         dead worker's queue or a worker's claim failed halfway): no worker will take them
         through that job. Also a run with no job id recorded whose jobs are all over."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs, _CANCEL_REACHED, _JOB_COUNT)
                 .where(
@@ -186,7 +186,7 @@ class QueueRows(StoreEngine):
 
     async def local_runs(self, host: str) -> list[dict[str, Any]]:
         """Active runs owned by a process of this host (``server_id`` ``host:pid:start``)."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs).where(
                     and_(runs.c.status.in_(ACTIVE_STATUSES), runs.c.server_id.like(f"{host}:%"))
@@ -196,7 +196,7 @@ class QueueRows(StoreEngine):
 
     async def run_counts(self) -> dict[str, int]:
         """``{"running": n, "queued": m}`` over the whole cluster."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs.c.status, func.count())
                 .where(runs.c.status.in_(ACTIVE_STATUSES))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from .errors import (
     SchemaTooNewError,
     StoreUnavailableError,
     describe_error,
+    driver_errors_wrapped,
     error_text,
     is_transient,
 )
@@ -123,6 +125,42 @@ def _failed_migration(start: str | None, applied: int) -> str:
     return pending[applied] if applied < len(pending) else "?"
 
 
+class OneLinePoolErrors(logging.Filter):
+    """SQLAlchemy's pool logs a connection it could not reset or close (the database went
+    away, asyncpg's "cannot switch to state …") at ERROR with the traceback; the pool then
+    drops that connection, and the next checkout opens a new one. This makes the record one
+    line: its message and the error (:func:`~.errors.describe_error`: no SQL, no values).
+
+    Example:
+        >>> import sys
+        >>> try:
+        ...     raise ConnectionResetError(104, "Connection reset by peer")
+        ... except OSError:
+        ...     record = logging.LogRecord("p", logging.ERROR, "f", 1, "Exception during reset or "
+        ...                                "similar", None, sys.exc_info())
+        >>> OneLinePoolErrors().filter(record), record.exc_info
+        (True, None)
+        >>> record.getMessage()
+        'Exception during reset or similar: [Errno 104] Connection reset by peer (ConnectionResetError)'
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            record.msg = f"{record.getMessage()}: {describe_error(record.exc_info[1])}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _one_line_pool_errors(engine: AsyncEngine) -> None:
+    """Put :class:`OneLinePoolErrors` on the logger of ``engine``'s pool (once)."""
+    pool_logger: Any = engine.sync_engine.pool.logger
+    target: logging.Logger = getattr(pool_logger, "logger", pool_logger)  # (InstanceLogger: echo_pool)
+    if not any(isinstance(f, OneLinePoolErrors) for f in target.filters):
+        target.addFilter(OneLinePoolErrors())
+
+
 class StoreEngine:
     """The engine of the server's database (an SQLite file or PostgreSQL) and its life:
     :meth:`start` once (creates the SQLite directory, sets WAL, runs the migrations),
@@ -146,6 +184,7 @@ class StoreEngine:
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
+        self._closed = False
         self._run_nums: dict[str, int] = {}
         self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
         self._writer: Any = None  # SQLite: the write path's aiosqlite connection
@@ -171,10 +210,29 @@ class StoreEngine:
 
     @property
     def engine(self) -> AsyncEngine:
-        """The SQLAlchemy engine (after :meth:`start`)."""
+        """The SQLAlchemy engine (after :meth:`start`; :class:`StoreUnavailableError` once
+        :meth:`close` ran: a request still in flight as the server shuts down gets a 503)."""
         if self._engine is None:
+            if self._closed:
+                raise StoreUnavailableError("the database is closed: the server is shutting down")
             raise RuntimeError("Store.start() was not called")
         return self._engine
+
+    @contextlib.asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        """A connection (SQLAlchemy's ``engine.connect()``) whose driver's own errors come out
+        as SQLAlchemy's (:func:`~.errors.driver_errors_wrapped`): every read goes through it."""
+        with driver_errors_wrapped():
+            async with self.engine.connect() as conn:
+                yield conn
+
+    @contextlib.asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A transaction outside :meth:`transaction`'s serializing and health (SQLAlchemy's
+        ``engine.begin()``), its driver's errors wrapped as in :meth:`connect`."""
+        with driver_errors_wrapped():
+            async with self.engine.begin() as conn:
+                yield conn
 
     async def start(self) -> None:
         """Open the engine and bring the schema up to date (once: a started store stays)."""
@@ -196,6 +254,7 @@ class StoreEngine:
             kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
         engine = create_async_engine(url, **kwargs)
+        _one_line_pool_errors(engine)
         if self.is_sqlite:
             busy_ms = self.busy_timeout * 1000
 
@@ -284,7 +343,9 @@ class StoreEngine:
         self.faults.check(purpose)
 
     async def close(self) -> None:
-        """Dispose of the engine's connections."""
+        """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`."""
+        if self._engine is not None:
+            self._closed = True
         if self._inline_writer is not None:
             self._inline_writer.close()
             self._inline_writer = None
@@ -313,9 +374,10 @@ class StoreEngine:
         :attr:`faults` (``"events"``, ``"run_create"``, ``"run_start"``, ``"run_end"``, ``"write"``).
         """
         try:
-            async with self._writing(), self.engine.begin() as conn:
-                self.may_write(purpose)
-                yield conn
+            with driver_errors_wrapped():
+                async with self._writing(), self.engine.begin() as conn:
+                    self.may_write(purpose)
+                    yield conn
             self.faults.check_committed(purpose)
         except Exception as e:
             if is_transient(e):
@@ -342,10 +404,10 @@ class StoreEngine:
         ``REPEATABLE READ``; on SQLite, this process's writes wait meanwhile (they are
         serialized here, and SQLite gives a bare SELECT no snapshot of its own)."""
         if self.is_sqlite:
-            async with self._writing(), self.engine.connect() as conn:
+            async with self._writing(), self.connect() as conn:
                 yield conn
             return
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             conn = await conn.execution_options(isolation_level="REPEATABLE READ")
             async with conn.begin():
                 yield conn

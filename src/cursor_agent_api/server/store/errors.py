@@ -14,6 +14,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import functools
+from collections.abc import Iterator
+
 from sqlalchemy.exc import (
     DataError,
     DBAPIError,
@@ -26,7 +30,71 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 DatabaseError = SQLAlchemyError
-"""Any failure of the database layer (a lost connection, a refused statement)."""
+"""Any failure of the database layer (a lost connection, a refused statement): the store
+raises no other (:func:`driver_errors_wrapped`) besides its own errors below."""
+
+
+@functools.cache
+def driver_errors() -> tuple[type[Exception], ...]:
+    """What a database driver raises of its own, that SQLAlchemy wraps only when the driver
+    raised it inside a statement: asyncpg's errors (``InterfaceError`` "cannot switch to
+    state …; another operation is in progress", ``PostgresError`` while connecting,
+    ``InternalClientError``), ``sqlite3.Error``, and ``OSError`` (the socket's: a
+    connection refused or reset, no route to the host, a timeout).
+
+    Example:
+        >>> OSError in driver_errors(), ValueError in driver_errors()
+        (True, False)
+    """
+    import sqlite3
+
+    found: list[type[Exception]] = [sqlite3.Error, OSError]
+    try:
+        import asyncpg  # type: ignore[import-untyped]
+    except ImportError:  # (SQLite only: the postgres extra is not installed)
+        pass
+    else:
+        found += [asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError]
+    return tuple(found)
+
+
+def wrap_driver_error(exc: Exception) -> DBAPIError:
+    """``exc`` (one of :func:`driver_errors`) as SQLAlchemy would have wrapped it in a
+    statement, with no statement: a lost or refused connection, so transient
+    (:func:`is_transient`), and described by its own first line (:func:`describe_error`).
+
+    Example:
+        >>> e = wrap_driver_error(ConnectionResetError(104, "Connection reset by peer"))
+        >>> isinstance(e, DatabaseError), is_transient(e), describe_error(e)
+        (True, True, '[Errno 104] Connection reset by peer (DBAPIError)')
+    """
+    wrapped = DBAPIError.instance(None, None, exc, Exception)
+    assert isinstance(wrapped, DBAPIError)  # (no statement: never a StatementError)
+    return wrapped
+
+
+@contextlib.contextmanager
+def driver_errors_wrapped() -> Iterator[None]:
+    """Inside: a driver's own error (:func:`driver_errors`) that SQLAlchemy let through comes
+    out as SQLAlchemy's (:func:`wrap_driver_error`), so whoever handles database failures
+    (:data:`DatabaseError`: the API's 503, a WebSocket's close 1013, the retries) handles it
+    too, instead of a plain 500 and a traceback. The store's connections and transactions
+    are all opened inside one.
+
+    Example:
+        >>> with driver_errors_wrapped():
+        ...     raise ConnectionRefusedError(111, "Connect call failed")
+        Traceback (most recent call last):
+        ...
+        sqlalchemy.exc.DBAPIError: (builtins.ConnectionRefusedError) [Errno 111] Connect call failed
+        ...
+    """
+    try:
+        yield
+    except SQLAlchemyError:
+        raise
+    except driver_errors() as e:
+        raise wrap_driver_error(e) from e
 
 
 class ActiveRunError(Exception):
@@ -187,7 +255,7 @@ def describe_error(exc: BaseException) -> str:
         'database is locked (OperationalError)'
     """
     if isinstance(exc, DBAPIError):
-        if not is_transient(exc):
+        if not is_transient(exc) or is_data_error(exc):
             # A data error's message may quote the value it refused: name it only.
             return f"the database refused the write ({type(exc).__name__}: {type(exc.orig).__name__})"
         return error_text(exc, 200)

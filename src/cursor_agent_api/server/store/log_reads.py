@@ -80,7 +80,7 @@ class LogReads(StoreEngine):
             .order_by(events.c.seq)
             .limit(limit)
         )
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(q)
             return [EventRecord.from_row(r) for r in res]
 
@@ -115,7 +115,7 @@ class LogReads(StoreEngine):
             plen = func.octet_length(cast(events.c.payload, Text))
             rlen = func.coalesce(func.octet_length(events.c.raw), 0)
         sizes_q = select(events.c.seq, plen, rlen).where(cond).order_by(events.c.seq).limit(limit + 1)
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             sizes = [(int(r[0]), int(r[1] or 0), int(r[2] or 0)) for r in await conn.execute(sizes_q)]
         has_more = len(sizes) > limit
         sizes = sizes[:limit]
@@ -153,7 +153,7 @@ class LogReads(StoreEngine):
         # A string of a payload (and the text rebuilt from it) is never longer than the payload.
         payload_sizes = {seq: p for seq, p, _ in chosen}
         out: list[EventRecord] = []
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             for row in (await conn.execute(rows_q)).all():
                 seq = row._mapping["seq"]
                 if seq in big:
@@ -214,7 +214,7 @@ class LogReads(StoreEngine):
             .select_from(_EVENTS_RUNS)
             .where(and_(events.c.chat_key == _chat_key(chat_id), events.c.seq == seq))
         )
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             row = (await conn.execute(q)).first()
         return EventRecord.from_row(row) if row is not None else None
 
@@ -250,12 +250,12 @@ class LogReads(StoreEngine):
             .where(runs.c.id.in_(run_ids), _SERVER_SOURCE, events.c.type == type_)
             .order_by(events.c.chat_key, events.c.seq)
         )
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             return [EventRecord.from_row(r) for r in await conn.execute(q)]
 
     async def count_events(self, chat_id: str) -> int:
         """How many records the chat's log holds."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(func.count()).select_from(events).where(events.c.chat_key == _chat_key(chat_id))
             )

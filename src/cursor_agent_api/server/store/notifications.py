@@ -26,7 +26,7 @@ class Notifications(StoreEngine):
 
     async def notify(self, channel: str, payload: str) -> None:
         """Send ``payload`` on ``channel`` (``pg_notify``: delivered once committed, here at once)."""
-        async with self.engine.begin() as conn:
+        async with self.begin() as conn:
             await conn.execute(_NOTIFY, {"channel": channel, "payload": payload})
 
     async def listen(

@@ -85,13 +85,13 @@ class RunRows(LogWrites):
         text cannot hold it)."""
         if "\x00" in run_id:
             return None
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(select(runs).where(runs.c.id == run_id))
             return _row_dict(res.first())
 
     async def list_runs(self, chat_id: str) -> list[dict[str, Any]]:
         """The chat's runs, oldest first."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs).where(runs.c.chat_id == chat_id).order_by(runs.c.created_ms, runs.c.id)
             )
@@ -99,7 +99,7 @@ class RunRows(LogWrites):
 
     async def active_runs(self) -> list[dict[str, Any]]:
         """Runs still marked queued or running."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(
                 select(runs).where(runs.c.status.in_(ACTIVE_STATUSES)).order_by(runs.c.created_ms)
             )

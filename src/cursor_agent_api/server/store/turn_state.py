@@ -38,7 +38,7 @@ class TurnReads(StoreEngine):
             .where(cond)
             .order_by(func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq), tool_calls.c.idx)
         )
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             res = await conn.execute(q)
             return [dict(r._mapping) for r in res]
 
@@ -80,7 +80,7 @@ class TurnReads(StoreEngine):
 
     async def get_tool_call(self, run_id: str, index: int) -> dict[str, Any] | None:
         """One stored tool call of a run, by its index, or ``None``."""
-        async with self.engine.connect() as conn:
+        async with self.connect() as conn:
             row = (
                 await conn.execute(
                     select(tool_calls).where(and_(tool_calls.c.run_id == run_id, tool_calls.c.idx == index))

@@ -719,7 +719,7 @@ class LogWrites(StoreEngine):
             events.c.seq < attempt.first + len(attempt.new),
         )
         try:
-            async with self.engine.begin() as conn:
+            async with self.begin() as conn:
                 if not self.is_sqlite:
                     await conn.execute(chat_lock)
                 keys: dict[str, int] = {}
