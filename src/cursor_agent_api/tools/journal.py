@@ -11,6 +11,8 @@ What lives here, written once for both:
   reused by another process counts as dead);
 * :func:`sweep` — at every turn's start, each journal under a root is locked and its dead
   holders released by its owner's function; a failure is one warning, never the turn's;
+* a journal exists only while it lists holders: the last one out removes its directory
+  (:meth:`Journal.delete`), and a sweep removes one that holds nothing;
 * :data:`HELD` — what this process holds, released by an ``atexit`` hook on a normal exit.
 
 What does not: what a state holds and how a target is restored (the two owners).
@@ -88,11 +90,32 @@ class Journal:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the journal's ``flock`` (made with its directory, mode 0700, if needed)."""
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.directory / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        """Hold the journal's ``flock`` (made with its directory, mode 0700, if needed).
+
+        :meth:`delete` removes the directory, its ``lock`` with it: a process that was waiting
+        on that file then holds a lock nobody else can find, so after locking, the path must
+        still name the locked file; otherwise the lock is taken again on a new one.
+        """
+        lock = self.directory / "lock"
+        while True:
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+            except FileNotFoundError:  # the directory was removed between the two steps
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    same = os.path.samestat(os.fstat(fd), os.stat(lock))
+                except FileNotFoundError:
+                    same = False
+            except BaseException:
+                os.close(fd)
+                raise
+            if same:
+                break
+            os.close(fd)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # releases the lock
@@ -126,8 +149,16 @@ class Journal:
         os.replace(tmp, self.path)
 
     def delete(self) -> None:
+        """Remove the state, and the journal's directory with its ``lock`` (call it under
+        :meth:`locked`): a journal is kept only while it lists holders, so that workspaces
+        used once (a test's temporary directory) leave nothing behind for every later sweep
+        to open. A directory that holds anything else (``state.bad.json``) stays."""
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+        with contextlib.suppress(OSError):
+            (self.directory / "lock").unlink()
+        with contextlib.suppress(OSError):
+            self.directory.rmdir()
 
 
 def sweep(root: Path, release_dead: Callable[[Journal], None], journal: Callable[[Path], Journal]) -> None:
@@ -150,6 +181,8 @@ def sweep(root: Path, release_dead: Callable[[Journal], None], journal: Callable
         try:
             with found.locked():
                 release_dead(found)
+                if not found.path.exists():  # nothing held (left by a version that kept them)
+                    found.delete()
         except Exception as e:  # OSError, InjectionError, or a bug: never the sweeping turn's
             log.warning("could not clean the %s journal %s (%s: %s)", found.what, directory,
                         type(e).__name__, e)
