@@ -300,3 +300,40 @@ def test_a_further_signal_while_held_ends_the_command_at_once(make_cursor_sim_co
     assert code == 143
     assert saved.list() == [] and "continue:" not in shown
 
+
+def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
+        make_cursor_sim_config: Any, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # a signal while send_stream() started the agent (before the stream existed: a slow
+    # exec, an ACP session being opened) left NDJSON with no line at all. It now ends, as
+    # every interrupted turn, with the closing result:error event. Sent as the client's
+    # query_stream begins (sys.settrace): it lands there.
+    from cursor_agent_api.cli.saved_chats import SavedChats
+    from cursor_agent_api.cli.turns import Recorder, run_turn
+    from cursor_agent_api.cli.views import NdjsonView
+    from cursor_agent_api.client import CursorAgentClient
+    from cursor_agent_api.sessions import ConversationSession
+
+    starting = CursorAgentClient.query_stream.__code__
+    sent: list[bool] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code is starting and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+    with ConversationSession(make_cursor_sim_config()) as session:
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(SystemExit) as ended:
+                run_turn(session, "list the files", NdjsonView(), Recorder(None),
+                         saved=SavedChats(tmp_path / "chats"), simulated=True)
+        finally:
+            sys.settrace(None)
+    assert sent and ended.value.code == 143
+    lines = capsysbinary.readouterr().out.splitlines()
+    assert lines, "nothing on stdout"
+    last = json.loads(lines[-1])
+    assert last["type"] == "result:error", last
+    assert "interrupted while the agent was starting" in last["text"]

@@ -31,6 +31,7 @@ from rich.text import Text
 from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult, EventType
+from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
 from .console import make_console, output_failure
 from .options import continue_command
@@ -250,8 +251,11 @@ def _run_turn(
         if steering is not None:
             steering.interrupt()
             steering.settle()
-        view.finish(_not_started(), continue_hint="")
-        return TurnOutcome(_not_started(), interrupted=True, terminated=_ended_by(exc))
+        result = _not_started()
+        # the closing result event, as every interrupted turn ends with (NDJSON's last line)
+        view.handle(client_result_event(result.exception), ())
+        view.finish(result, continue_hint="")
+        return TurnOutcome(result, interrupted=True, terminated=_ended_by(exc))
     interrupted = False
     terminated: int | None = None
     seen_result = False
