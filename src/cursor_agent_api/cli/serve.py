@@ -355,6 +355,12 @@ def serve(
     # before any agent starts: it runs as this user, and would read the token (and the
     # database URL) from /proc/<this pid>/environ; logged once logging is set up
     make_non_dumpable()
+    if dispatch != "queue":  # else the workers start the agents
+        from .superuser import agents_read_secrets_warning
+
+        readable = agents_read_secrets_warning("its token and database URL")
+        if readable is not None:  # root's agents read it all the same
+            click.echo(readable, err=True)
 
     def announce() -> None:
         if dispatch != "queue":  # else the workers run the agents, on their machines

@@ -31,6 +31,7 @@ import click
 
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects
+from .superuser import agents_read_secrets_warning
 
 
 @click.command("worker")
@@ -129,6 +130,9 @@ def worker(
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
     make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
+    readable = agents_read_secrets_warning("its database URL")
+    if readable is not None:  # root's agents read it all the same
+        click.echo(readable, err=True)
     server = ServerSettings(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
