@@ -55,7 +55,14 @@ from ..protocol import (
 )
 from .answer_markdown import AnswerMarkdown
 from .console import error_text
-from .render import TurnRenderer, printable, raw_line_text, tool_line, usage_line
+from .render import (
+    TurnRenderer,
+    error_text_of,
+    printable,
+    raw_line_text,
+    tool_line,
+    usage_line,
+)
 
 
 class TurnView(Protocol):
@@ -401,7 +408,7 @@ class LiveView:
             if bits:
                 self.live.console.print(Text("▶ " + " · ".join(bits), style="dim"))
         elif etype is EventType.ERROR and not is_turn_failure(event):
-            self.live.console.print(Text(f"error: {printable(event.text or '')}",
+            self.live.console.print(Text(f"error: {printable(error_text_of(event))}",
                                          style="bold red"))
         elif etype is EventType.RAW and event.text:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
