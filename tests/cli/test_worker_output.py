@@ -7,28 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
-
-from server_helpers import PG_ENV, pg_database
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
-
-
-@pytest.fixture
-def database_url() -> Iterator[str]:
-    base = os.environ.get(PG_ENV)
-    if not base:
-        pytest.skip(f"the worker needs PostgreSQL: set {PG_ENV}")
-    url, drop = pg_database(base)
-    try:
-        yield url
-    finally:
-        drop()
 
 
 def _worker_to(stdout: int, env: dict[str, str], url: str) -> subprocess.CompletedProcess[str]:
@@ -39,21 +19,21 @@ def _worker_to(stdout: int, env: dict[str, str], url: str) -> subprocess.Complet
 
 
 def test_a_ready_line_that_cannot_be_printed_is_one_line_and_exit_1(
-        cli_env: dict[str, str], database_url: str) -> None:
+        cli_env: dict[str, str], postgres_url: str) -> None:
     # it said "Error: the worker stopped: [Errno 28] No space left on device (OSError)"
     with open("/dev/full", "wb") as full:
-        proc = _worker_to(full.fileno(), cli_env, database_url)
+        proc = _worker_to(full.fileno(), cli_env, postgres_url)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines()[-1] == "Error: cannot write the output: No space left on device"
 
 
-def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], database_url: str) -> None:
+def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], postgres_url: str) -> None:
     # it said "Error: the worker stopped: [Errno 32] Broken pipe (BrokenPipeError)"
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = _worker_to(write, cli_env, database_url)
+        proc = _worker_to(write, cli_env, postgres_url)
     finally:
         os.close(write)
     assert proc.returncode == 1, proc.stderr

@@ -130,9 +130,6 @@ def worker(
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
     make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
-    readable = agents_read_secrets_warning("its database URL")
-    if readable is not None:  # root's agents read it all the same
-        click.echo(readable, err=True)
     server = ServerSettings(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
@@ -162,6 +159,9 @@ def worker(
         frozen = freeze_start_up_objects()
         logging.getLogger("cursor_agent_api.worker").debug(
             "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
+        readable = agents_read_secrets_warning("its database URL")
+        if readable is not None:  # root's agents read it, not dumpable as it is
+            click.echo(readable, err=True)
         try:
             click.echo(f"cursor-agent-api worker {settings.name}{label} taking runs from queues "
                        f"{shown}", nl=True)
