@@ -278,14 +278,34 @@ class AgentTimeoutError(CursorAgentError):
 class ProtocolError(CursorAgentError):
     """The agent's output could not be read (a line over ``max_line_bytes``, ...).
 
+    Its message (the runtime's words, never the agent's) may name a setting as a remedy
+    does, ``{python|cli}``: ``str()`` and :attr:`message` give the Python phrasing,
+    :meth:`cli_message` the command line's.
+
     Example:
         >>> "max_line_bytes" in str(ProtocolError("line too long"))
         True
+        >>> err = ProtocolError("passed {max_line_bytes|--max-line-bytes}=8")
+        >>> err.message
+        'passed max_line_bytes=8'
+        >>> print(err.cli_message())  # doctest: +NORMALIZE_WHITESPACE
+        passed --max-line-bytes=8 — raise --max-line-bytes if the line was legitimate
     """
 
     remedy = (
         "raise {AgentConfig.max_line_bytes|--max-line-bytes} if the line was legitimate"
     )
+
+    def __init__(self, message: str, *, exit_code: int | None = None,
+                 stderr: str | None = None) -> None:
+        python, self._cli_text = _phrasings(message)
+        super().__init__(python, exit_code=exit_code, stderr=stderr)
+
+    def cli_message(self) -> str:
+        """The message and its remedy in the command line's words."""
+        if self.cli_remedy and self.cli_remedy not in self._cli_text:
+            return f"{self._cli_text} — {self.cli_remedy}"
+        return self._cli_text
 
 
 class AcpRequestError(CursorAgentError):

@@ -85,3 +85,20 @@ def cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[st
         )
 
     return run
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh PostgreSQL database of the test's own (``worker``'s queue lives there), dropped
+    afterwards; the test is skipped without ``CURSOR_AGENT_API_TEST_DATABASE_URL``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))
+    from server_helpers import PG_ENV, pg_database
+
+    base = os.environ.get(PG_ENV)
+    if not base:
+        pytest.skip(f"needs PostgreSQL: set {PG_ENV}")
+    url, drop = pg_database(base)
+    try:
+        yield url
+    finally:
+        drop()

@@ -1,4 +1,4 @@
-"""The live view's answer, rendered as Markdown, shows where each link goes: no terminal
+"""The live view's answer, rendered as Markdown, shows where each link and image goes: no terminal
 hyperlink (OSC 8) hides a ``vscode://`` target behind "CI log". The text view and ``replay``
 print the agent's Markdown as it is, the target in it, so every view shows the same URL."""
 
@@ -65,3 +65,33 @@ def test_escapes_in_a_link_stay_inert() -> None:
 def _plain(printed: str) -> str:
     """What the reader sees: the console's output without its own SGR colour codes."""
     return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", printed)
+
+
+def test_an_image_in_the_answer_shows_its_target_as_data() -> None:
+    # it showed "🌆 build status": where the image points (a tracking pixel, a file) was
+    # hidden, as a link's target was before it was shown as "text (url)"
+    out = StringIO()
+    view = LiveView(Console(file=out, width=200, force_terminal=True, color_system="standard"))
+    try:
+        _show(view, "Done. ![build status](https://evil.example/px.png?u=me) and "
+                    "[![badge](https://img.example/b.svg)](https://ci.example/run)")
+    finally:
+        view.stop()
+    printed = out.getvalue()
+    assert "\x1b]8;" not in printed  # no OSC 8 hyperlink
+    plain = _plain(printed)
+    assert "build status (https://evil.example/px.png?u=me)" in plain, plain
+    assert "badge (https://img.example/b.svg) (https://ci.example/run)" in plain, plain
+
+
+def test_escapes_in_an_image_stay_inert() -> None:
+    out = StringIO()
+    view = LiveView(Console(file=out, width=200, force_terminal=True, color_system="standard"))
+    try:
+        _show(view, "see ![a\x07b\x1bc](https://x.example/\x1b]0;PWNED\x07) now")
+    finally:
+        view.stop()
+    printed = out.getvalue()
+    assert "\x1b]0;" not in printed and "\x07" not in printed
+    plain = _plain(printed)
+    assert "🌆 a\\x07b\\x1bc (https://x.example/" in plain and "PWNED" in plain, plain

@@ -172,7 +172,7 @@ def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> Non
     lines, start = inspect.getsourcelines(turns.ending_signals.__wrapped__)  # type: ignore[attr-defined]
     finally_at = next(i for i, line in enumerate(lines) if line.strip() == "finally:")
     restore = start + next(i for i, line in enumerate(lines)
-                           if i > finally_at and "signal.SIG_DFL)" in line)
+                           if i > finally_at and "signal.signal(sig, default)" in line)
     sent: list[bool] = []
 
     def tracer(frame: Any, event: str, arg: Any) -> Any:
@@ -197,3 +197,143 @@ def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> Non
     assert sent and ended.value.code == 143
     for sig in (signal.SIGTERM, signal.SIGHUP):
         assert signal.getsignal(sig) is signal.SIG_DFL
+
+
+class _SignalOnFirstEvent:
+    """A text view that sends ``first`` to this process at the turn's first event (a signal
+    while the turn runs) and ``at_finish`` as the turn's end is shown."""
+
+    def __init__(self, console: Any, first: int, at_finish: tuple[int, ...] = ()) -> None:
+        from cursor_agent_api.cli.views import TextView
+
+        self.inner = TextView(console)
+        self.first: int | None = first
+        self.at_finish = at_finish
+
+    def handle(self, event: Any, changes: Any) -> None:
+        first, self.first = self.first, None
+        if first is not None:
+            os.kill(os.getpid(), first)  # Python runs the handler at the next bytecode: here
+        self.inner.handle(event, changes)
+
+    def finish(self, result: Any, *, continue_hint: str) -> None:
+        for sig in self.at_finish:
+            os.kill(os.getpid(), sig)
+        self.inner.finish(result, continue_hint=continue_hint)
+
+
+def _signalling_chats(root: Path, signals: tuple[int, ...]) -> Any:
+    from cursor_agent_api.cli.saved_chats import SavedChats
+
+    class SignallingChats(SavedChats):
+        """Sends ``signals`` to this process as the chat starts being saved."""
+
+        def save(self, session: Any) -> Any:
+            for sig in signals:
+                os.kill(os.getpid(), sig)
+            return super().save(session)
+
+    return SignallingChats(root)
+
+
+def _turn_ended_by(first: int, *, at_save: tuple[int, ...] = (), at_finish: tuple[int, ...] = (),
+                   config: Any, root: Path) -> tuple[int | None, str, Any]:
+    """Run a turn of the simulator as ``run``/``chat`` do, in this process: the exit status it
+    ended the command with (``None``: it returned), what it showed, the saved chats."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from cursor_agent_api.cli.turns import Recorder, run_turn
+    from cursor_agent_api.sessions import ConversationSession
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) not in (signal.SIG_DFL, signal.default_int_handler):
+            pytest.fail(f"{signal.Signals(sig).name} is handled by the test runner here")
+    out = StringIO()
+    view = _SignalOnFirstEvent(Console(file=out, width=200, color_system=None), first,
+                               at_finish)
+    saved = _signalling_chats(root, at_save)
+    code: int | None = None
+    with ConversationSession(config) as session:
+        try:
+            run_turn(session, "list the files", view, Recorder(None), saved=saved,
+                     simulated=True)
+        except SystemExit as exc:
+            code = int(str(exc.code))
+    return code, out.getvalue(), saved
+
+
+@pytest.mark.parametrize(("first", "second", "status"),
+                         [(signal.SIGTERM, signal.SIGTERM, 143),
+                          (signal.SIGTERM, signal.SIGHUP, 143),
+                          (signal.SIGINT, signal.SIGTERM, 143),  # a CI cancel: SIGINT, SIGTERM
+                          (signal.SIGINT, signal.SIGINT, None)],  # Ctrl-C twice: the chat goes on
+                         ids=["TERM-TERM", "TERM-HUP", "INT-TERM", "INT-INT"])
+def test_a_second_signal_while_the_chat_is_saved_loses_nothing(
+        make_cursor_sim_config: Any, tmp_path: Path, first: int, second: int,
+        status: int | None) -> None:
+    # the second signal, landing as the first one's cancel saved the chat, ended the command
+    # there: nothing saved, no chat id said. It is now held until the chat is saved and said.
+    code, shown, saved = _turn_ended_by(first, at_save=(second,),
+                                        config=make_cursor_sim_config(), root=tmp_path / "chats")
+    assert code == status
+    (chat,) = saved.list()
+    assert f"chat {chat.chat_id} · continue:" in shown
+
+
+def test_a_signal_as_the_end_is_shown_lets_the_chat_id_be_said(make_cursor_sim_config: Any,
+                                                                tmp_path: Path) -> None:
+    code, shown, saved = _turn_ended_by(signal.SIGTERM, at_finish=(signal.SIGTERM,),
+                                        config=make_cursor_sim_config(), root=tmp_path / "chats")
+    assert code == 143
+    (chat,) = saved.list()
+    assert f"chat {chat.chat_id} · continue:" in shown
+
+
+def test_a_further_signal_while_held_ends_the_command_at_once(make_cursor_sim_config: Any,
+                                                               tmp_path: Path) -> None:
+    """The hold is bounded: a save that cannot finish (a lock held, a full pipe to show the
+    end on) never keeps the command from ending — one more signal ends it there."""
+    code, shown, saved = _turn_ended_by(signal.SIGTERM, at_save=(signal.SIGTERM, signal.SIGTERM),
+                                        config=make_cursor_sim_config(), root=tmp_path / "chats")
+    assert code == 143
+    assert saved.list() == [] and "continue:" not in shown
+
+
+def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
+        make_cursor_sim_config: Any, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    # a signal while send_stream() started the agent (before the stream existed: a slow
+    # exec, an ACP session being opened) left NDJSON with no line at all. It now ends, as
+    # every interrupted turn, with the closing result:error event. Sent as the client's
+    # query_stream begins (sys.settrace): it lands there.
+    from cursor_agent_api.cli.saved_chats import SavedChats
+    from cursor_agent_api.cli.turns import Recorder, run_turn
+    from cursor_agent_api.cli.views import NdjsonView
+    from cursor_agent_api.client import CursorAgentClient
+    from cursor_agent_api.sessions import ConversationSession
+
+    starting = CursorAgentClient.query_stream.__code__
+    sent: list[bool] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        if event == "call" and frame.f_code is starting and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+
+    with ConversationSession(make_cursor_sim_config()) as session:
+        sys.settrace(tracer)
+        try:
+            with pytest.raises(SystemExit) as ended:
+                run_turn(session, "list the files", NdjsonView(), Recorder(None),
+                         saved=SavedChats(tmp_path / "chats"), simulated=True)
+        finally:
+            sys.settrace(None)
+    assert sent and ended.value.code == 143
+    lines = capsysbinary.readouterr().out.splitlines()
+    assert lines, "nothing on stdout"
+    last = json.loads(lines[-1])
+    assert last["type"] == "result:error", last
+    assert "interrupted while the agent was starting" in last["text"]

@@ -44,6 +44,7 @@ from ..protocol import (
     ToolStatus,
     Transcript,
 )
+from ..protocol.reader import line_too_long_text
 
 STATUS_MARKS: dict[ToolStatus, tuple[str, str]] = {
     ToolStatus.RUNNING: ("…", "cyan"),
@@ -80,6 +81,24 @@ def printable(text: str) -> str:
     text = text.replace("\r\n", "\n")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+
+
+def error_text_of(event: AgentEvent) -> str:
+    """What an ``ERROR`` event says, in the command line's words: a line over the limit
+    names the flag, ``--max-line-bytes`` (the event, the library's, names its parameter).
+
+    Example:
+        >>> from cursor_agent_api.protocol import EventReader
+        >>> (event,) = EventReader(max_line_bytes=4).feed(b'{"type":"user"}\\n')
+        >>> print(error_text_of(event))  # doctest: +NORMALIZE_WHITESPACE
+        a line of 15 bytes exceeded --max-line-bytes=4; it was dropped
+        (raise --max-line-bytes to keep such lines)
+    """
+    data = event.data
+    size, limit = data.get("size"), data.get("limit")
+    if data.get("code") == "line_too_long" and type(size) is int and type(limit) is int:
+        return line_too_long_text(size, limit, setting="--max-line-bytes")
+    return event.text or ""
 
 
 def raw_line_text(event: AgentEvent) -> str:
@@ -236,7 +255,7 @@ class TurnRenderer:
         etype = event.type
         if etype is EventType.ERROR:
             self._newline()
-            self.console.print(f"[bold red]error:[/] {escape(printable(event.text or ''))}")
+            self.console.print(f"[bold red]error:[/] {escape(printable(error_text_of(event)))}")
         elif etype is EventType.RAW:
             self._newline()
             self.console.print(Text(raw_line_text(event), style="dim italic"))

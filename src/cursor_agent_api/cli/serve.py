@@ -359,10 +359,14 @@ def serve(
     def announce() -> None:
         if dispatch != "queue":  # else the workers run the agents, on their machines
             from ..server.runner import missing_agent
+            from .superuser import agents_read_secrets_warning
 
             missing = missing_agent(settings)
             if missing is not None:  # said once the database is open, before the URL
                 click.echo(f"warning: {missing}", err=True)
+            readable = agents_read_secrets_warning("its token and database URL")
+            if readable is not None:  # root's agents read it, not dumpable as it is
+                click.echo(readable, err=True)
         label = " (simulated agents)" if simulate else ""
         if dispatch == "queue":
             label += f" dispatching to workers (queue {queue_name!r})"

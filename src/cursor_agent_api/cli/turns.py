@@ -5,7 +5,9 @@ process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled: the 
 the stream's closing result event (the library's, saying so) and the result; the chat
 itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a closed
 terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
-command, with status 143 or 129 (:func:`ending_signals`).
+command, with status 143 or 129 (:func:`ending_signals`). A signal arriving while the chat
+is saved and the turn's end shown is held until they are: the chat id is saved and said
+first (:mod:`.turn_signals`).
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
@@ -19,8 +21,7 @@ import contextlib
 import errno
 import functools
 import signal
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -30,84 +31,22 @@ from rich.text import Text
 from ..config import is_chat_id
 from ..errors import CursorAgentError, SessionError
 from ..protocol import AgentEvent, AgentResult, EventType
+from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
 from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
+from .turn_signals import ENDING_SIGNALS, Terminated, TurnSignals, ending_signals
 from .views import TurnView, agent_line, chat_lines, outcome_lines
 
 if TYPE_CHECKING:
+    from ..client import StreamingResponse
     from .steer import TerminalSteering
 
 __all__ = ["ENDING_SIGNALS", "Recorder", "Terminated", "TurnOutcome", "ending_signals", "run_turn"]
 
-ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-"""Signals that end the command: during a turn, they first end the turn as Ctrl-C does."""
-
 _RESULTS = frozenset((EventType.RESULT_SUCCESS, EventType.RESULT_ERROR))
-
-
-class Terminated(KeyboardInterrupt):
-    """One of :data:`ENDING_SIGNALS` arrived during a turn. A ``KeyboardInterrupt``, so that
-    it takes every path a Ctrl-C takes (the stream's Ctrl-C safety included).
-
-    Example:
-        >>> Terminated(signal.SIGTERM).exit_code
-        143
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-    @property
-    def exit_code(self) -> int:
-        """The shell's status for a process ended by the signal: 128 + its number."""
-        return 128 + self.signum
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated(signum)
-
-
-@contextlib.contextmanager
-def ending_signals() -> Iterator[None]:
-    """While the block runs, SIGTERM and SIGHUP raise :class:`Terminated` (in the main
-    thread, where Python runs signal handlers); a ``Terminated`` that leaves the block ends
-    the command: ``SystemExit(128 + N)``. Only a signal left at its default action is taken:
-    one ignored (``nohup``) or handled by someone else stays so. The previous handlers come
-    back when the block ends, so outside a turn the signals act as always; exiting through
-    ``SystemExit`` runs the interpreter's exit handlers (the runtime's, which stop what is
-    left of any agent's process group).
-
-    Example:
-        >>> before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, unless a host process set it
-        >>> with ending_signals():
-        ...     during = signal.getsignal(signal.SIGTERM)
-        >>> (during is _raise_terminated) == (before is signal.SIG_DFL)
-        True
-        >>> signal.getsignal(signal.SIGTERM) is before
-        True
-    """
-    taken: list[signal.Signals] = []
-    if threading.current_thread() is threading.main_thread():
-        for sig in ENDING_SIGNALS:
-            if signal.getsignal(sig) is signal.SIG_DFL:
-                signal.signal(sig, _raise_terminated)
-                taken.append(sig)
-    try:
-        yield
-    except Terminated as exc:
-        raise SystemExit(exc.exit_code) from None
-    finally:
-        try:
-            for sig in taken:
-                signal.signal(sig, signal.SIG_DFL)
-        except Terminated as exc:  # it landed as the handlers were given back
-            for sig in taken:
-                signal.signal(sig, signal.SIG_DFL)
-            raise SystemExit(exc.exit_code) from None
 
 
 class Recorder:
@@ -268,13 +207,22 @@ def run_turn(
     With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
     (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
     SIGTERM or SIGHUP during the turn cancel it as Ctrl-C does; once it is saved and shown,
-    ``SystemExit(128 + N)`` ends the command (:func:`ending_signals`).
+    ``SystemExit(128 + N)`` ends the command (:func:`ending_signals`). A signal arriving
+    while the chat is saved and the end shown waits until they are
+    (:class:`~.turn_signals.TurnSignals`).
     """
-    with ending_signals():
+    with ending_signals() as signals:
         outcome = _run_turn(session, prompt, view, recorder, saved=saved, simulated=simulated,
-                            steering=steering)
+                            steering=steering, signals=signals)
+        held = signals.take()
+        if held is not None and outcome.interrupted and held not in ENDING_SIGNALS:
+            held = None  # one more Ctrl-C on a cancelled turn: nothing more to do
+        if held in ENDING_SIGNALS and outcome.terminated is None:
+            outcome.terminated = held  # a SIGTERM after a Ctrl-C (a CI's cancel) ends it
         if outcome.terminated is not None:
             raise SystemExit(outcome.exit_code)
+        if held is not None:  # a Ctrl-C as the turn ended by itself: as one right after it
+            raise KeyboardInterrupt
     return outcome
 
 
@@ -291,6 +239,7 @@ def _run_turn(
     saved: SavedChats,
     simulated: bool,
     steering: TerminalSteering | None,
+    signals: TurnSignals,
 ) -> TurnOutcome:
     if steering is not None:
         steering.view = view
@@ -298,40 +247,42 @@ def _run_turn(
     try:
         stream = session.send_stream(prompt)
     except KeyboardInterrupt as exc:  # Ctrl-C while the agent starts: no turn ran
+        signals.hold()
         if steering is not None:
             steering.interrupt()
             steering.settle()
-        view.finish(_not_started(), continue_hint="")
-        return TurnOutcome(_not_started(), interrupted=True, terminated=_ended_by(exc))
+        result = _not_started()
+        # the closing result event, as every interrupted turn ends with (NDJSON's last line)
+        view.handle(client_result_event(result.exception), ())
+        view.finish(result, continue_hint="")
+        return TurnOutcome(result, interrupted=True, terminated=_ended_by(exc))
     interrupted = False
     terminated: int | None = None
     seen_result = False
     shown = _Shown()
+    stop_with = signal.SIGINT  # while the agent runs, a signal cancels the turn
     events = stream.with_changes()  # the stream folds each event, once; the view applies that
     try:
-        for event, changes in events:
-            if event.type in _RESULTS:
-                seen_result = True
-            recorder.write(event)
-            if steering is not None:  # never waits for a question on screen
-                steering.show(functools.partial(shown.call, view.handle, event, changes),
-                              request=event.type is EventType.INTERACTION_QUERY
-                              and event.subtype == "request")
-            else:
-                shown.call(view.handle, event, changes)
+        try:
+            for event, changes in events:
+                if event.type in _RESULTS:
+                    seen_result = True
+                recorder.write(event)
+                if steering is not None:  # never waits for a question on screen
+                    steering.show(functools.partial(shown.call, view.handle, event, changes),
+                                  request=event.type is EventType.INTERACTION_QUERY
+                                  and event.subtype == "request")
+                else:
+                    shown.call(view.handle, event, changes)
+        finally:
+            events.close()
+        stop_with = signal.SIGKILL  # the agent's output is over: a signal kills it at once
+        result = session.finalize_stream(prompt, stream)
+        signals.hold()
     except KeyboardInterrupt as exc:
         interrupted, terminated = True, _ended_by(exc)
-        if steering is not None:
-            steering.interrupt()
-        stream.cancel(signal.SIGINT)
-    finally:
-        events.close()
-    try:
-        result = session.finalize_stream(prompt, stream)
-    except KeyboardInterrupt as exc:
-        interrupted, terminated = True, terminated or _ended_by(exc)
-        stream.cancel(signal.SIGKILL)
-        result = session.finalize_stream(prompt, stream)
+        result, again = _stop(session, prompt, stream, stop_with, signals, steering)
+        terminated = terminated or again
     closing = stream.transcript.result_event
     if interrupted and not seen_result and closing is not None:
         # The stream stopped handing events out at the cancel; its closing result event
@@ -353,6 +304,24 @@ def _run_turn(
         _warn_on_stderr(unsaved)
     return TurnOutcome(result, interrupted, output_lost=shown.lost is not None,
                        terminated=terminated)
+
+
+def _stop(session: ConversationSession, prompt: str, stream: StreamingResponse, how: int,
+          signals: TurnSignals, steering: TerminalSteering | None) -> tuple[AgentResult, int | None]:
+    """Stop the turn a signal interrupted (``how``: SIGINT while the agent wrote, SIGKILL
+    once it had written all) and wait for its end; its result, and the signal of
+    :data:`ENDING_SIGNALS` that killed the agent meanwhile (a second one), if any."""
+    try:
+        signals.stopping()
+        if steering is not None and how != signal.SIGKILL:
+            steering.interrupt()
+        stream.cancel(how)
+        result = session.finalize_stream(prompt, stream)
+        signals.hold()
+        return result, None
+    except KeyboardInterrupt as exc:  # one more: killed now (the next ones are held)
+        stream.cancel(signal.SIGKILL)
+        return session.finalize_stream(prompt, stream), _ended_by(exc)
 
 
 def _save(saved: SavedChats, session: ConversationSession) -> str:

@@ -6,9 +6,9 @@ result at the end (:meth:`TurnView.finish`):
 * :class:`LiveView` — a terminal: a spinner with elapsed time, the latest thinking
   line dimmed and replaced as it goes, the text streaming in, one line per tool call
   that turns from running to its outcome (✓ ✗ ⊘, duration, command/path/pattern, exit
-  code), the final answer rendered as Markdown (a link shown as ``text (url)``, never a
-  terminal hyperlink that hides its target), a footer with tokens, duration, the chat id
-  and the command to continue;
+  code), the final answer rendered as Markdown (a link shown as ``text (url)``, an image as
+  ``🌆 alt (url)``: never a terminal hyperlink that hides its target), a footer with
+  tokens, duration, the chat id and the command to continue;
 * :class:`TextView` — a pipe: the same content as plain lines, no escape codes (the
   renderer ``replay`` uses);
 * :class:`JsonView` — one final ``AgentResult`` object;
@@ -36,7 +36,6 @@ from typing import Any, Protocol
 import orjson
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
@@ -54,8 +53,16 @@ from ..protocol import (
     ToolCallChanged,
     ToolCallOpened,
 )
+from .answer_markdown import AnswerMarkdown
 from .console import error_text
-from .render import TurnRenderer, printable, raw_line_text, tool_line, usage_line
+from .render import (
+    TurnRenderer,
+    error_text_of,
+    printable,
+    raw_line_text,
+    tool_line,
+    usage_line,
+)
 
 
 class TurnView(Protocol):
@@ -401,7 +408,7 @@ class LiveView:
             if bits:
                 self.live.console.print(Text("▶ " + " · ".join(bits), style="dim"))
         elif etype is EventType.ERROR and not is_turn_failure(event):
-            self.live.console.print(Text(f"error: {printable(event.text or '')}",
+            self.live.console.print(Text(f"error: {printable(error_text_of(event))}",
                                          style="bold red"))
         elif etype is EventType.RAW and event.text:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
@@ -453,8 +460,8 @@ class LiveView:
             if index < len(result.tool_calls):
                 self.console.print(tool_line(result.tool_calls[index]))
         self.running.clear()
-        if final.strip():  # a link as "text (url)": a hyperlink would hide where it goes
-            self.console.print(Markdown(printable(final), hyperlinks=False))
+        if final.strip():  # each link and image with its target: nothing hides where it goes
+            self.console.print(AnswerMarkdown(final))
         for line in footer_lines(result, continue_hint, simulated=self.simulated):
             self.console.print(line)
 

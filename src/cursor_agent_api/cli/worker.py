@@ -5,8 +5,9 @@ agent for each (up to ``--concurrency`` at once) in a workspace under its ``--ro
 directories, and writes the events straight into the database (see
 ``docs/distributed.md``). It needs the database URL and, for the real agent, Cursor's
 credentials (``CURSOR_API_KEY`` in its environment, passed on to the agent); it serves
-nothing and listens on no port. On stdout it prints one line once it takes jobs; logs go
-to stderr. SIGTERM or Ctrl-C: no new job is taken, runs that end within
+nothing and listens on no port. On stdout it prints one line once it takes jobs (a line
+that cannot be written, stdout a full disk, stops it as ``serve``: one line, exit 1; a
+closed pipe, quietly); logs go to stderr. SIGTERM or Ctrl-C: no new job is taken, runs that end within
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
 second SIGTERM or Ctrl-C stops them at once.
 
@@ -30,6 +31,7 @@ import click
 
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects
+from .superuser import agents_read_secrets_warning
 
 
 @click.command("worker")
@@ -101,7 +103,7 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from .console import CliUsageError, given_as
+    from .console import CliUsageError, given_as, writing_output
 
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
@@ -151,17 +153,30 @@ def worker(
     shown = ", ".join([*settings.queues, worker_queue(settings.name)])
     label = " (simulated agents)" if simulate else ""
 
+    lost: list[OSError] = []
+
     def ready() -> None:
         frozen = freeze_start_up_objects()
         logging.getLogger("cursor_agent_api.worker").debug(
             "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
-        click.echo(f"cursor-agent-api worker {settings.name}{label} taking runs from queues {shown}", nl=True)
+        readable = agents_read_secrets_warning("its database URL")
+        if readable is not None:  # root's agents read it, not dumpable as it is
+            click.echo(readable, err=True)
+        try:
+            click.echo(f"cursor-agent-api worker {settings.name}{label} taking runs from queues "
+                       f"{shown}", nl=True)
+        except OSError as exc:  # stdout a full disk, a closed pipe: the worker stops cleanly
+            lost.append(exc)
+            raise
 
     try:
         asyncio.run(serve_worker(settings, on_ready=ready))
     except KeyboardInterrupt:  # pragma: no cover - the worker handles the signal itself
         pass
     except Exception as e:
+        if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
+            with writing_output():
+                raise
         from ..server.store import describe_error
 
         raise click.ClickException(f"the worker stopped: {describe_error(e)}") from None

@@ -36,6 +36,19 @@ MAX_JOINED_LINES = 16
 """How many physical lines a line that failed to parse may be joined with (see EventReader)."""
 
 
+def line_too_long_text(size: int, limit: int, setting: str = "max_line_bytes") -> str:
+    """What the ``ERROR`` event of a line over the limit says; ``setting`` names the limit
+    where the reader sets it (the library's parameter; the command line shows its flag).
+
+    Example:
+        >>> print(line_too_long_text(9, 4))  # doctest: +NORMALIZE_WHITESPACE
+        a line of 9 bytes exceeded max_line_bytes=4; it was dropped
+        (raise max_line_bytes to keep such lines)
+    """
+    return (f"a line of {size} bytes exceeded {setting}={limit}; it was dropped "
+            f"(raise {setting} to keep such lines)")
+
+
 def _loads(line: bytes) -> object:
     try:
         return orjson.loads(line)
@@ -119,8 +132,7 @@ class EventReader:
         if isinstance(frame, LineTooLong):
             self.oversize_lines += 1
             return [*self._flush(), error_event(
-                f"a line of {frame.size} bytes exceeded max_line_bytes={frame.limit}; "
-                "it was dropped (raise max_line_bytes to keep such lines)",
+                line_too_long_text(frame.size, frame.limit),
                 code="line_too_long",
                 size=frame.size,
                 limit=frame.limit,

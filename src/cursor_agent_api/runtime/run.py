@@ -73,6 +73,9 @@ from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, Sto
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
+_LIMIT = "{max_line_bytes|--max-line-bytes}"
+"""The line limit as a ProtocolError names it: the library's parameter, the command line's flag."""
+
 
 class StdoutReader(Protocol):
     """What the run does with the reader of the agent's stdout (an asyncio read transport)."""
@@ -469,11 +472,11 @@ class AgentRun:
         if self._reader.oversize_lines:
             return ProtocolError(
                 f"{self._reader.oversize_lines} line(s) of the agent's output exceeded "
-                f"max_line_bytes={cfg.max_line_bytes} and were dropped; the turn is incomplete",
+                f"{_LIMIT}={cfg.max_line_bytes} and were dropped; the turn is incomplete",
                 exit_code=exit_code, stderr=stderr), "line_too_long"
         if self._stdout_overflow:
             return ProtocolError(
-                f"the agent's text output passed max_line_bytes={cfg.max_line_bytes}: the "
+                f"the agent's text output passed {_LIMIT}={cfg.max_line_bytes}: the "
                 f"result holds its first {cfg.max_line_bytes} bytes (every line arrived as its "
                 "RAW event)", exit_code=exit_code, stderr=stderr), "output_too_long"
         if self._text_mode:

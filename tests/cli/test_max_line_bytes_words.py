@@ -1,0 +1,55 @@
+"""A line over the size limit is said in the command line's words: its flag,
+``--max-line-bytes``, not the library's parameter ``max_line_bytes`` — in the error line each
+dropped line gets and in the footer alike (the footer's remedy named the flag, its message and
+the error lines the parameter). The data outputs (``--output ndjson``/``json``) are the
+library's events and result, in the library's words."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from io import StringIO
+
+import pytest
+from rich.console import Console
+
+from cursor_agent_api.cli.views import LiveView, TextView, TurnView
+from cursor_agent_api.protocol import EventReader
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def test_run_names_the_flag(cli: Run) -> None:
+    proc = cli("run", "--simulate", "--trust", "--max-line-bytes", "300", "--output", "text",
+               "read notes.txt")
+    assert proc.returncode == 1, proc.stderr
+    said = proc.stdout + proc.stderr
+    assert "max_line_bytes" not in said, said
+    assert "exceeded --max-line-bytes=300; it was dropped (raise --max-line-bytes" in said
+    assert "line(s) of the agent's output exceeded --max-line-bytes=300 and were dropped" in said
+
+
+def test_the_data_outputs_keep_the_librarys_words(cli: Run) -> None:
+    proc = cli("run", "--simulate", "--trust", "--max-line-bytes", "300", "--output", "ndjson",
+               "read notes.txt")
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    errors = [e["text"] for e in events if e["type"] == "error"]
+    assert errors and all("exceeded max_line_bytes=300" in text for text in errors)
+    assert "exceeded max_line_bytes=300" in events[-1]["text"]  # the result:error
+
+
+@pytest.mark.parametrize("kind", ["live", "text"])
+def test_the_views_name_the_flag(kind: str) -> None:
+    out = StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    view: TurnView = LiveView(console) if kind == "live" else TextView(console)
+    (event,) = EventReader(max_line_bytes=10).feed(b'{"type":"assistant","text":"long"}\n')
+    try:
+        view.handle(event, ())
+    finally:
+        if isinstance(view, LiveView):
+            view.stop()
+    assert "error: a line of 34 bytes exceeded --max-line-bytes=10; it was dropped (raise " \
+           "--max-line-bytes to keep such lines)" in out.getvalue()
+    assert "max_line_bytes" not in out.getvalue()

@@ -1,0 +1,40 @@
+"""``worker`` whose stdout cannot be written: said as ``serve`` says it (one line, exit 1; a
+closed pipe ends it quietly), never as a raw ``OSError``. Needs PostgreSQL (the worker's
+queue lives there): a fresh database of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
+
+def _worker_to(stdout: int, env: dict[str, str], url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "worker", "--simulate", "--root", env["TEST_WS"], "--name", "w-output"],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120, cwd=env["TEST_WS"],
+        env={**env, "CURSOR_AGENT_API_DATABASE_URL": url}, check=False)
+
+
+def test_a_ready_line_that_cannot_be_printed_is_one_line_and_exit_1(
+        cli_env: dict[str, str], postgres_url: str) -> None:
+    # it said "Error: the worker stopped: [Errno 28] No space left on device (OSError)"
+    with open("/dev/full", "wb") as full:
+        proc = _worker_to(full.fileno(), cli_env, postgres_url)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-1] == "Error: cannot write the output: No space left on device"
+
+
+def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], postgres_url: str) -> None:
+    # it said "Error: the worker stopped: [Errno 32] Broken pipe (BrokenPipeError)"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = _worker_to(write, cli_env, postgres_url)
+    finally:
+        os.close(write)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
