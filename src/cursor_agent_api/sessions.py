@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import tempfile
 import time
 import weakref
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from .client import (
 )
 from .config import AgentConfig, is_chat_id
 from .errors import SessionError, SessionFileError
+from .files import replace_file
 from .protocol import AgentResult
 
 __all__ = [
@@ -188,20 +188,6 @@ def _stamp(value: object) -> float:
     return stamp if 0.0 <= stamp <= _LAST_STAMP else 0.0  # NaN fails both comparisons
 
 
-def _write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -516,7 +502,7 @@ class _SessionState(Generic[_C]):
             >>> ConversationSession.load(path).session_id == chat
             True
         """
-        _write_atomic(path, orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2))
+        replace_file(Path(path), orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2), mode=0o600)
 
 
 class ConversationSession(_SessionState[CursorAgentClient]):

@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from ..files import replace_file
 from . import node_text
 from .store import Chat, ChatStore, Turn, is_uuid
 
@@ -56,9 +56,7 @@ class AcpSessionFiles:
         meta: dict[str, Any] = {"schemaVersion": SCHEMA_VERSION, "cwd": self.cwd, "title": title}
         if updated_ns is not None:
             meta["updatedAtNs"] = updated_ns
-        tmp = self.directory / f".meta.json.{os.getpid()}.tmp"
-        tmp.write_bytes(node_text.dumps(meta))
-        os.replace(tmp, self.directory / "meta.json")
+        replace_file(self.directory / "meta.json", node_text.dumps(meta))
 
     def add_turn(self, turn: Turn, updates: list[dict[str, Any]]) -> None:
         """Record a finished (or cancelled) turn and its coalesced updates."""

@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 
+from .. import files
 from . import node_text
 
 UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -79,9 +80,7 @@ def workspace_key(workspace: str) -> str:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    files.replace_file(path, data)
 
 
 def _lock(path: Path, *, wait: bool) -> int | None:

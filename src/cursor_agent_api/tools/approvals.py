@@ -54,6 +54,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from ..files import replace_file
 from .inject import InjectionError, injection_root, kind_of
 from .journal import HELD, Journal, alive, this_holder
 from .journal import sweep as journal_sweep
@@ -237,18 +238,7 @@ def _write_keys(path: Path, keys: Sequence[Any]) -> None:
         mode = os.stat(path, follow_symlinks=False).st_mode & 0o777
     except FileNotFoundError:
         mode = 0o600
-    tmp = path.with_name(f".{APPROVALS_FILE}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(json.dumps(list(keys)).encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    replace_file(path, json.dumps(list(keys)).encode(), mode=mode)
 
 
 def _strings(value: Any) -> bool:

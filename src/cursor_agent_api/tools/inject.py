@@ -62,6 +62,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import CursorAgentError
+from ..files import replace_file
 from .journal import HELD, Journal, alive, this_holder
 from .journal import sweep as journal_sweep
 
@@ -171,28 +172,12 @@ def _write(path: Path, data: bytes) -> None:
     if st is not None and (st.st_nlink > 1 or st.st_uid != os.geteuid()):
         _write_in_place(path, data)
         return
-    tmp = _tmp(path)
     try:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-    except PermissionError:
+        replace_file(path, data, mode=None if st is None else stat.S_IMODE(st.st_mode), tmp=_tmp(path))
+    except PermissionError:  # a .cursor we may not create files in (the file itself we may write)
         if st is None:
             raise
         _write_in_place(path, data)
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if st is not None:
-                os.fchmod(f.fileno(), stat.S_IMODE(st.st_mode))
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def _write_in_place(path: Path, data: bytes) -> None:

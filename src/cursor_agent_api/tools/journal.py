@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..files import replace_file
 from ..runtime.groups import start_time
 
 __all__ = ["HELD", "Journal", "alive", "sweep", "this_holder"]
@@ -140,13 +141,7 @@ class Journal:
 
     def save(self, state: dict[str, Any]) -> None:
         """Replace the state at once (mode 0600), after an ``fsync``."""
-        tmp = self.path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(json.dumps(state).encode())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        replace_file(self.path, json.dumps(state).encode(), mode=0o600, tmp=self.path.with_suffix(".tmp"))
 
     def delete(self) -> None:
         """Remove the state, and the journal's directory with its ``lock`` (call it under
