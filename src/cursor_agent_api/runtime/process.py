@@ -21,7 +21,7 @@ import os
 import signal as signal_module
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
@@ -113,6 +113,36 @@ async def _stop_unwatched(protocol: _Protocol) -> None:
 _UNWATCHED_WAIT = 5.0
 """How long :func:`_stop_unwatched` waits for asyncio to hand over a process it started
 (one loop iteration, normally): a bound, so a start never hangs on it."""
+
+
+async def _outlast(awaitable: Awaitable[object]) -> asyncio.CancelledError | None:
+    """Wait until ``awaitable`` is done, whatever cancels come meanwhile (for a bounded wait
+    that must not be cut short); the first of those cancels, to raise once done, or None.
+    Its result or exception stays in it (a future or task: read it there).
+
+    Example:
+        >>> async def main():
+        ...     inner = asyncio.ensure_future(asyncio.sleep(0.01, "done"))
+        ...     outer = asyncio.ensure_future(_outlast(inner))
+        ...     await asyncio.sleep(0)
+        ...     outer.cancel()
+        ...     return type(await outer).__name__, inner.result()
+        >>> asyncio.run(main())
+        ('CancelledError', 'done')
+    """
+    future = asyncio.ensure_future(awaitable)
+    cancel: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError as exc:
+            cancel = cancel or exc
+    return cancel
+
+
+_UNDO_WAIT = 5.0
+"""How long :meth:`AgentProcess._undo` waits for a SIGKILLed group to be gone (at once,
+normally): a bound, so a cancelled start never hangs."""
 
 
 async def _read_to_eof(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
@@ -312,11 +342,12 @@ class AgentProcess:
         exited: asyncio.Future[None] = loop.create_future()
         protocol = _Protocol(listener, exited)
         status_r = status_w = -1
+        cancel: asyncio.CancelledError | None = None
         try:
             if argv and _guard_available():
                 status_r, status_w = os.pipe()
             guard = _guard_prefix(kill_grace, status_w) if status_w >= 0 else []
-            transport, _ = await loop.subprocess_exec(
+            start = asyncio.ensure_future(loop.subprocess_exec(
                 lambda: protocol,
                 *guard, *argv,
                 stdin=subprocess.PIPE,
@@ -326,11 +357,18 @@ class AgentProcess:
                 cwd=cwd,
                 start_new_session=True,
                 pass_fds=(status_w,) if status_w >= 0 else (),
-            )
+            ))
+            if status_w >= 0:  # the child has its copy once the start is over
+                start.add_done_callback(lambda _: os.close(status_w))
+            # a cancel must not land in there, after the fork: asyncio would SIGKILL the
+            # agent alone, then wait until every process holding its pipes closes them (a
+            # child of the agent: maybe never); uvloop would leave the group running
+            cancel = await _outlast(start)
+            transport, _ = start.result()
         except OSError as exc:
             if status_r >= 0:
                 os.close(status_r)
-            raise AgentStartError.of(argv[0] if argv else "", exc) from exc
+            raise cancel or AgentStartError.of(argv[0] if argv else "", exc) from exc
         except RuntimeError as exc:
             if status_r >= 0:
                 os.close(status_r)
@@ -339,24 +377,22 @@ class AgentProcess:
             # the loop's child watcher (3.11: a thread per child) could not start its thread:
             # the process runs, and nothing would ever reap it
             await _stop_unwatched(protocol)
-            raise AgentStartError.of(argv[0], OSError(errno.EAGAIN, str(exc))) from exc
+            raise cancel or AgentStartError.of(argv[0], OSError(errno.EAGAIN, str(exc))) from exc
         except BaseException:
             if status_r >= 0:
                 os.close(status_r)
             raise
-        finally:
-            if status_w >= 0:
-                os.close(status_w)
         process = cls(transport, argv, exited)
+        if cancel is not None:  # cancelled while the start completed: stop what it started
+            if status_r >= 0:
+                os.close(status_r)
+            await process._undo(protocol)
+            raise cancel
         if status_r >= 0:
             try:
                 report = await _read_to_eof(loop, status_r)
-            except BaseException:  # cancelled while the guard starts: stop what it started,
-                process.kill_now()  # and see it gone before the cancel goes on (as a turn does)
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(process.wait_gone(None), 5.0)
-                with contextlib.suppress(Exception):
-                    process.release()
+            except BaseException:  # cancelled while the guard starts: stop what it started
+                await process._undo(protocol)
                 raise
             if report:  # the guard could not start the agent, and exits at once
                 protocol.listener = _NO_LISTENER
@@ -364,6 +400,20 @@ class AgentProcess:
                 process.close()
                 raise _guard_failure(argv[0], report)
         return process
+
+    async def _undo(self, protocol: _Protocol) -> None:
+        """Stop the agent of a start cancelled midway (its caller gets no process, and its
+        listener no more calls): SIGKILL its group (:meth:`kill_now`), see it gone before
+        the cancel goes on (as a turn does; up to :data:`_UNDO_WAIT`, whatever cancels come
+        meanwhile), release the transport."""
+        protocol.listener = _NO_LISTENER
+        self.kill_now()
+        gone = asyncio.ensure_future(self.wait_gone(_UNDO_WAIT))
+        await _outlast(gone)  # the caller raises its own cancel or error
+        if not gone.cancelled():
+            gone.exception()  # read: it must not go on as "never retrieved"
+        with contextlib.suppress(Exception):
+            self.release()
 
     # ---- state -------------------------------------------------------------------------
 
