@@ -337,6 +337,8 @@ class AgentProcess:
         missing or cannot be executed, :class:`~cursor_agent_api.errors.AgentStartError` when
         the system is out of what a new process needs (open files, processes, memory); the
         same with the guard or without it (the guard reports a failed start on a status pipe).
+        Cancelled while it starts, it lets the start complete, kills the whole group and sees
+        it gone (:meth:`_undo`) before the cancel goes on.
         """
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
