@@ -141,7 +141,7 @@ async def _outlast(awaitable: Awaitable[object]) -> asyncio.CancelledError | Non
 
 
 _UNDO_WAIT = 5.0
-"""How long :meth:`AgentProcess._undo` waits for a SIGKILLed group to be gone (at once,
+"""How long :meth:`AgentProcess.undo` waits for a SIGKILLed group to be gone (at once,
 normally): a bound, so a cancelled start never hangs."""
 
 
@@ -338,7 +338,7 @@ class AgentProcess:
         the system is out of what a new process needs (open files, processes, memory); the
         same with the guard or without it (the guard reports a failed start on a status pipe).
         Cancelled while it starts, it lets the start complete, kills the whole group and sees
-        it gone (:meth:`_undo`) before the cancel goes on.
+        it gone (:meth:`undo`) before the cancel goes on.
         """
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
@@ -388,13 +388,13 @@ class AgentProcess:
         if cancel is not None:  # cancelled while the start completed: stop what it started
             if status_r >= 0:
                 os.close(status_r)
-            await process._undo(protocol)
+            await process.undo()
             raise cancel
         if status_r >= 0:
             try:
                 report = await _read_to_eof(loop, status_r)
             except BaseException:  # cancelled while the guard starts: stop what it started
-                await process._undo(protocol)
+                await process.undo()
                 raise
             if report:  # the guard could not start the agent, and exits at once
                 protocol.listener = _NO_LISTENER
@@ -403,12 +403,14 @@ class AgentProcess:
                 raise _guard_failure(argv[0], report)
         return process
 
-    async def _undo(self, protocol: _Protocol) -> None:
+    async def undo(self) -> None:
         """Stop the agent of a start cancelled midway (its caller gets no process, and its
         listener no more calls): SIGKILL its group (:meth:`kill_now`), see it gone before
         the cancel goes on (as a turn does; up to :data:`_UNDO_WAIT`, whatever cancels come
         meanwhile), release the transport."""
-        protocol.listener = _NO_LISTENER
+        protocol = self.transport.get_protocol()
+        if isinstance(protocol, _Protocol):
+            protocol.listener = _NO_LISTENER
         self.kill_now()
         gone = asyncio.ensure_future(self.wait_gone(_UNDO_WAIT))
         await _outlast(gone)  # the caller raises its own cancel or error

@@ -262,9 +262,7 @@ class AgentRun:
         except BaseException:
             # cancelled (Ctrl-C) or failed here, the run never learns of its process: undo
             # the spawn, or nothing would ever stop it (tests/client/test_cancel_races.py)
-            process.kill_now()
-            with contextlib.suppress(Exception):
-                process.release()
+            await process.undo()
             raise
         return process, transport
 
