@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .sim.harness import SIM_VARS, sim_binary, sim_env
+from .sim.harness import CLI_VARS, SIM_VARS, sim_binary, sim_env
 
 __all__ = [
     "cursor_sim_config",
@@ -32,8 +32,8 @@ def _make_config(workspace: Path, config_dir: Path) -> Callable[..., Any]:
         seed: str | None = None,
         **fields: Any,
     ) -> Any:
-        env: dict[str, str | None] = {name: None for name in SIM_VARS}
-        env["CURSOR_API_KEY"] = None
+        # none of the caller's simulator variables (nor its key, data dir) reaches the test
+        env: dict[str, str | None] = {name: None for name in (*SIM_VARS, *CLI_VARS)}
         env.update(sim_env(fault, script, speed, config_dir, delay=delay, seed=seed))
         env.update(fields.pop("env", None) or {})
         kwargs: dict[str, Any] = {

@@ -90,3 +90,45 @@ def test_the_client_against_the_fixture(cursor_sim_config: AgentConfig, cursor_s
         result = client.query("read notes.txt")
     assert result.success, result.error
     assert result.text == result.result and "alpha" in result.result
+
+
+SIM_READS = ("CURSOR_AGENT_SIM_FAULT", "CURSOR_AGENT_SIM_SCRIPT", "CURSOR_AGENT_SIM_SPEED",
+             "CURSOR_AGENT_SIM_DELAY", "CURSOR_AGENT_SIM_SEED", "CURSOR_AGENT_SIM_ACP_ENRICH",
+             "CURSOR_AGENT_SIM_ACP_ASK_EDITS", "CURSOR_AGENT_SIM_ACP_MCP",
+             "CURSOR_AGENT_SIM_MCP_TIMEOUT", "CURSOR_DATA_DIR", "CURSOR_API_KEY")
+
+
+def test_the_fixtures_clear_every_variable_the_simulator_reads(
+    monkeypatch: pytest.MonkeyPatch, make_cursor_sim_config: Any
+) -> None:
+    for name in SIM_READS:
+        monkeypatch.setenv(name, "1")
+    env = make_cursor_sim_config().env
+    assert {name: env.get(name, "missing") for name in SIM_READS} == dict.fromkeys(SIM_READS)
+
+
+def test_sim_vars_names_every_variable_in_the_simulators_sources() -> None:
+    """The one list (sim/settings.py) is complete: no ``CURSOR_AGENT_SIM_*`` name in the
+    simulator's sources is missing from it."""
+    import re
+
+    from cursor_agent_api import sim
+    from cursor_agent_api.sim.settings import SIM_VARS
+
+    sources = Path(sim.__file__).parent.glob("*.py")
+    named = {m for path in sources for m in re.findall(r"CURSOR_AGENT_SIM_[A-Z_]*[A-Z]", path.read_text())}
+    assert named == set(SIM_VARS)
+
+
+def test_a_callers_acp_variable_does_not_reach_the_test(
+    monkeypatch: pytest.MonkeyPatch, make_cursor_sim_config: Any, cursor_sim_workspace: Path
+) -> None:
+    """docs/simulator.md's promise, end to end: ``CURSOR_AGENT_SIM_ACP_ASK_EDITS=1`` in the
+    shell that runs pytest made the ACP agent ask before an edit (and the edit not happen)."""
+    from cursor_agent_api.client import CursorAgentClient
+
+    monkeypatch.setenv("CURSOR_AGENT_SIM_ACP_ASK_EDITS", "1")
+    with CursorAgentClient(make_cursor_sim_config(transport="acp")) as client:
+        result = client.query('create hello.txt with "Hi"')
+    assert result.success, result.error
+    assert (cursor_sim_workspace / "hello.txt").read_text().strip() == "Hi"

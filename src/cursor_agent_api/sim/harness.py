@@ -15,12 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from . import locate
-from .settings import DELAY_ENV, FAULT_ENV, SCRIPT_ENV, SEED_ENV, SPEED_ENV
+from .settings import CLI_VARS, DELAY_ENV, FAULT_ENV, SCRIPT_ENV, SEED_ENV, SIM_VARS, SPEED_ENV
 
-__all__ = ["SIM_VARS", "sim_binary", "sim_env"]
-
-SIM_VARS = (FAULT_ENV, SCRIPT_ENV, SPEED_ENV, DELAY_ENV, SEED_ENV)
-"""Every ``CURSOR_AGENT_SIM_*`` variable :func:`sim_env` may set."""
+__all__ = ["CLI_VARS", "SIM_VARS", "sim_binary", "sim_env"]
 
 
 def sim_binary() -> str:

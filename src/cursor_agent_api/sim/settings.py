@@ -16,9 +16,18 @@
                                id, build 02.27)
 ``CURSOR_AGENT_SIM_ACP_ASK_EDITS`` ``1``: ACP asks permission for edits and deletes too (the
                                bundle's prompts; current builds do not ask, the default)
+``CURSOR_AGENT_SIM_ACP_MCP``   ``cursor-agent-sim acp``: ``approvals`` or ``connect`` (read by
+                               :mod:`.mcp_client`, see :data:`ACP_GIVEN_ENV`)
+``CURSOR_AGENT_SIM_MCP_TIMEOUT`` seconds to connect to an MCP server (:mod:`.mcp_client`)
 ``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
+``CURSOR_DATA_DIR``            where ``projects/<slug>/mcp-approvals.json`` is read (as the
+                               real CLI; :mod:`.mcp_config`)
 ``CURSOR_API_KEY``             an API key (``apiKeySource: "env"``)
 =============================  ===============================================================
+
+:data:`SIM_VARS` lists every ``CURSOR_AGENT_SIM_*`` variable, :data:`CLI_VARS` the real CLI's
+variables the simulator honours: a harness that wants a run isolated from its caller's
+environment clears both (:mod:`cursor_agent_api.testing`'s fixtures do).
 
 Nothing here does I/O beyond reading the mapping it is given.
 
@@ -47,6 +56,22 @@ SEED_ENV = "CURSOR_AGENT_SIM_SEED"
 ACP_ENRICH_ENV = "CURSOR_AGENT_SIM_ACP_ENRICH"
 ACP_ASK_EDITS_ENV = "CURSOR_AGENT_SIM_ACP_ASK_EDITS"
 ACP_ENRICH_STYLES = ("update", "tool_call")
+ACP_GIVEN_ENV = "CURSOR_AGENT_SIM_ACP_MCP"
+"""``approvals`` (the default: a server given in ``session/new``/``session/load`` loads only
+with an approval entry, as the 09.10 bundle and build ~03) or ``connect`` (loaded without one,
+as 08.11 connected them; MCP.md §7). Read by :mod:`.mcp_client`."""
+MCP_TIMEOUT_ENV = "CURSOR_AGENT_SIM_MCP_TIMEOUT"
+"""Overrides :data:`.mcp_client.CONNECT_TIMEOUT` (seconds, > 0)."""
+CONFIG_DIR_ENV = "CURSOR_CONFIG_DIR"
+DATA_DIR_ENV = "CURSOR_DATA_DIR"
+API_KEY_ENV = "CURSOR_API_KEY"
+
+SIM_VARS = (FAULT_ENV, SCRIPT_ENV, SPEED_ENV, DELAY_ENV, SEED_ENV, ACP_ENRICH_ENV,
+            ACP_ASK_EDITS_ENV, ACP_GIVEN_ENV, MCP_TIMEOUT_ENV)
+"""Every ``CURSOR_AGENT_SIM_*`` variable the simulator reads (the one list; a test checks that
+the simulator's sources name no other)."""
+CLI_VARS = (CONFIG_DIR_ENV, DATA_DIR_ENV, API_KEY_ENV)
+"""The real CLI's variables the simulator honours."""
 
 
 class Fault(str, enum.Enum):
