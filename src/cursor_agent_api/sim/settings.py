@@ -75,7 +75,8 @@ CLI_VARS = (CONFIG_DIR_ENV, DATA_DIR_ENV, API_KEY_ENV)
 
 
 class Fault(str, enum.Enum):
-    """A failure the simulator reproduces on demand (``CURSOR_AGENT_SIM_FAULT``).
+    """A failure the simulator reproduces on demand (``CURSOR_AGENT_SIM_FAULT``). Some apply to
+    one mode only (:data:`PRINT_ONLY`, :data:`ACP_ONLY`): the other refuses them.
 
     Example:
         >>> Fault("hang-after-result").name
@@ -134,12 +135,28 @@ class Fault(str, enum.Enum):
     """ACP: a rejected tool call ends ``status: "failed"`` (what ACP's schema allows and no
     published capture shows) instead of the real builds' ``completed``."""
     CRASH_ONCE = "crash-once"
-    """Like ``crash``, once per config dir (a marker file there): the restarted agent works
-    (ACP: the process killed mid-turn, then the next prompt goes on)."""
+    """ACP: like ``crash``, once per config dir (a marker file there): the process is killed
+    mid-turn, the restarted agent works and the next prompt goes on."""
     UNKNOWN_REQUEST = "unknown-request"
     """ACP: mid-turn, before the agent's first words, a request of a method no client knows
     (``cursor/sim_unknown``), and the turn waits for its answer (a client that ignores it
     stalls the turn forever, as on the real builds)."""
+
+
+PRINT_ONLY = frozenset({
+    Fault.TRUST, Fault.INVALID_MODEL, Fault.USAGE_LIMIT, Fault.BAD_RESUME, Fault.CHAT_BUSY,
+    Fault.HANG_AFTER_RESULT, Fault.EXIT1_AFTER_RESULT, Fault.IGNORE_SIGTERM, Fault.STDERR_FLOOD,
+    Fault.SILENCE, Fault.HUGE_LINE, Fault.SPLIT_WRITES,
+})
+"""The faults of a print-mode turn (``-p``) only: ``cursor-agent-sim acp`` refuses them."""
+ACP_ONLY = frozenset({
+    Fault.CANCEL_UNSUPPORTED, Fault.LOAD_NOT_FOUND, Fault.REJECT_COMPLETED, Fault.REJECT_FAILED,
+    Fault.CRASH_ONCE, Fault.UNKNOWN_REQUEST,
+})
+"""The faults of ``cursor-agent-sim acp`` only: a print-mode turn refuses them. The others
+(``auth``, ``crash``, ``banner``, ``slow``, ``slow-start``) apply in both modes."""
+AGENT_ONLY = frozenset({Fault.HUGE_LINE})
+"""The faults that change what the built-in agent does: a replayed script refuses them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +219,34 @@ class SimSettings:
             True
         """
         return fault in self.faults
+
+    def refusal(self, mode: str) -> str | None:
+        """Why these settings do not apply to a turn in ``mode`` (``"print"`` or ``"acp"``),
+        else ``None``: a fault of the other mode, a script in ACP mode (replay is print mode's),
+        a fault of the built-in agent with a script. The simulator then exits 1 with this line
+        rather than run a turn that tests nothing.
+
+        Example:
+            >>> SimSettings(frozenset({Fault.SILENCE})).refusal("acp")
+            "CURSOR_AGENT_SIM_FAULT: 'silence' applies to print mode (-p) only, not to acp"
+            >>> SimSettings(frozenset({Fault.CRASH})).refusal("acp") is None
+            True
+        """
+        other = ACP_ONLY if mode == "print" else PRINT_ONLY
+        wrong = sorted(f.value for f in self.faults & other)
+        if wrong:
+            names = ", ".join(repr(name) for name in wrong)
+            where = "acp" if mode == "print" else "print mode (-p)"
+            here = "print mode (-p)" if mode == "print" else "acp"
+            verb = "applies" if len(wrong) == 1 else "apply"
+            return f"{FAULT_ENV}: {names} {verb} to {where} only, not to {here}"
+        if self.script and mode == "acp":
+            return f"{SCRIPT_ENV}: replay applies to print mode (-p) only, not to acp"
+        wrong = sorted(f.value for f in self.faults & AGENT_ONLY) if self.script else []
+        if wrong:
+            names = ", ".join(repr(name) for name in wrong)
+            return f"{FAULT_ENV}: {names} changes the built-in agent's turn, not a replayed script"
+        return None
 
     def delay_for(self, fault: Fault) -> float:
         """The delay in seconds for ``slow-start`` or ``slow``.

@@ -166,6 +166,10 @@ def run_turn(opts: Options, env: Mapping[str, str], store: ChatStore, settings: 
 
         code = run_turn(parse_args(["-p", "--trust", "hi"]), os.environ, store, settings)
     """
+    refusal = settings.refusal("print")
+    if refusal is not None:  # a fault that would change nothing here: say so, as an unknown one
+        sys.stderr.write(f"cursor-agent-sim: {refusal}\n")
+        return 1
     err = Writer("text", settings)  # for stderr only
     prompt = read_prompt(opts)
     try:
