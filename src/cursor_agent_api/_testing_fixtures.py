@@ -91,20 +91,48 @@ def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Pa
     return _make_config(cursor_sim_workspace, cursor_sim_config_dir)
 
 
+_POSITIONAL = ("fault", "script", "speed")
+"""The marker's positional parameters, in the order of ``make_cursor_sim_config``'s."""
+
+
+def marker_fields(markers: Iterable[pytest.Mark]) -> dict[str, Any]:
+    """The arguments of the ``cursor_sim`` markers that apply to a test, closest first (the
+    test's own, then its class's, then its module's): positional ones bound as
+    ``(fault, script, speed)``, merged key by key, the closest marker winning.
+
+    Example:
+        >>> own, of_class = pytest.mark.cursor_sim("crash"), pytest.mark.cursor_sim(seed="s", fault="slow")
+        >>> marker_fields([own.mark, of_class.mark])
+        {'seed': 's', 'fault': 'crash'}
+    """
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(markers)):
+        if len(mark.args) > len(_POSITIONAL):
+            raise TypeError(f"@pytest.mark.cursor_sim takes at most {len(_POSITIONAL)} positional "
+                            f"arguments ({', '.join(_POSITIONAL)}), got {len(mark.args)}: {mark.args!r}")
+        fields = dict(zip(_POSITIONAL, mark.args, strict=False))
+        both = sorted(fields.keys() & mark.kwargs.keys())
+        if both:
+            raise TypeError(f"@pytest.mark.cursor_sim got {', '.join(both)} both by position and by keyword")
+        merged.update(fields)
+        merged.update(mark.kwargs)
+    return merged
+
+
 @pytest.fixture
 def cursor_sim_config(request: pytest.FixtureRequest, make_cursor_sim_config: Callable[..., Any]) -> Any:
-    """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=..., script=...,
-    speed=..., delay=..., seed=..., **AgentConfig_fields)`` customizes it.
+    """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=None,
+    script=None, speed=None, *, delay=None, seed=None, **AgentConfig_fields)`` customizes it
+    (the first three may be given by position). Markers on the test, its class and its module
+    merge key by key, the closest winning.
 
     Example::
 
-        @pytest.mark.cursor_sim(fault="hang-after-result")
+        @pytest.mark.cursor_sim("hang-after-result")
         def test_hang(cursor_sim_config):
             result = CursorAgentClient(cursor_sim_config).query("hi")
     """
-    marker = request.node.get_closest_marker("cursor_sim")
-    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    return make_cursor_sim_config(**kwargs)
+    return make_cursor_sim_config(**marker_fields(request.node.iter_markers("cursor_sim")))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,5 +144,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     config.addinivalue_line(
         "markers",
-        "cursor_sim(fault=None, script=None, speed=None, **fields): configure the cursor_sim_config fixture",
+        "cursor_sim(fault=None, script=None, speed=None, *, delay=None, seed=None, **fields): "
+        "configure the cursor_sim_config fixture (markers of the test, class and module merge, "
+        "the closest winning per key)",
     )

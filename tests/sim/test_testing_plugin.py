@@ -132,3 +132,36 @@ def test_a_callers_acp_variable_does_not_reach_the_test(
         result = client.query('create hello.txt with "Hi"')
     assert result.success, result.error
     assert (cursor_sim_workspace / "hello.txt").read_text().strip() == "Hi"
+
+
+@pytest.mark.cursor_sim("crash", None, 0)
+def test_marker_binds_positional_arguments_as_fault_script_speed(cursor_sim_config: AgentConfig) -> None:
+    env = cursor_sim_config.env
+    assert (env["CURSOR_AGENT_SIM_FAULT"], env["CURSOR_AGENT_SIM_SPEED"]) == ("crash", "0")
+    code, out, _ = _run(cursor_sim_config, "list the files")
+    assert code == 1 and not Transcript.from_bytes(out).finished
+
+
+@pytest.mark.cursor_sim(seed="s1", fault="slow", model="gpt-5-mini")
+class TestMarkersMerge:
+    @pytest.mark.cursor_sim(fault="crash")
+    def test_the_closest_marker_wins_per_key(self, cursor_sim_config: AgentConfig) -> None:
+        env = cursor_sim_config.env
+        assert (env["CURSOR_AGENT_SIM_FAULT"], env["CURSOR_AGENT_SIM_SEED"]) == ("crash", "s1")
+        assert cursor_sim_config.model == "gpt-5-mini"
+
+    @pytest.mark.cursor_sim("banner")
+    def test_a_positional_fault_overrides_the_class_keyword(self, cursor_sim_config: AgentConfig) -> None:
+        assert cursor_sim_config.env["CURSOR_AGENT_SIM_FAULT"] == "banner"
+
+
+@pytest.mark.parametrize(("mark", "words"), [
+    (pytest.mark.cursor_sim("crash", None, 0, 1), "at most 3 positional arguments (fault, script, speed)"),
+    (pytest.mark.cursor_sim("crash", fault="slow"), "got fault both by position and by keyword"),
+])
+def test_marker_arguments_that_cannot_bind_are_a_type_error(mark: Any, words: str) -> None:
+    from cursor_agent_api._testing_fixtures import marker_fields
+
+    with pytest.raises(TypeError) as raised:
+        marker_fields([mark.mark])
+    assert words in str(raised.value)
