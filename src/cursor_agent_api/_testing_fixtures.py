@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
+from .home import HOME_ENV
 from .sim.harness import CLI_VARS, SIM_VARS, sim_binary, sim_env
 
 __all__ = [
     "cursor_sim_config",
     "cursor_sim_config_dir",
+    "cursor_sim_home",
     "cursor_sim_workspace",
     "make_cursor_sim_config",
     "pytest_configure",
@@ -78,8 +80,28 @@ def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path) -> Callable[..., Any]:
-    """A factory of configs that run the simulator in this test's workspace and config dir:
+def cursor_sim_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data directory of this library (``CURSOR_AGENT_API_HOME``) set for one test, so
+    that what the client keeps there (the journals of your tools' injections and approvals,
+    saved chats) stays out of your real one. The configs of these fixtures use it.
+
+    Example::
+
+        def test_tools(cursor_sim_config, cursor_sim_home):
+            with CursorAgentClient(cursor_sim_config, tools=[lookup_order]) as client:
+                client.query('Check lookup_order {"order_id": "A1"}')
+            assert (cursor_sim_home / "injections").is_dir()  # not in ~/.local/share
+    """
+    home = tmp_path_factory.mktemp("cursor-agent-api-home")
+    monkeypatch.setenv(HOME_ENV, str(home))
+    return home
+
+
+@pytest.fixture
+def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path,
+                           cursor_sim_home: Path) -> Callable[..., Any]:
+    """A factory of configs that run the simulator in this test's workspace and config dir
+    (and with this test's ``cursor_sim_home``):
     ``make_cursor_sim_config(fault=None, script=None, speed=None, *, delay=None, seed=None,
     **AgentConfig_fields)``.
 

@@ -165,3 +165,33 @@ def test_marker_arguments_that_cannot_bind_are_a_type_error(mark: Any, words: st
     with pytest.raises(TypeError) as raised:
         marker_fields([mark.mark])
     assert words in str(raised.value)
+
+
+@pytest.fixture
+def users_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Stands for the user's real data dir (``$XDG_DATA_HOME``, no ``CURSOR_AGENT_API_HOME`` in
+    the shell); requested before the fixtures, so theirs is set after it."""
+    monkeypatch.delenv("CURSOR_AGENT_API_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    return tmp_path / "xdg"
+
+
+def test_tools_under_the_fixtures_leave_nothing_in_the_users_data_dir(
+    users_data_dir: Path, cursor_sim_config: AgentConfig, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each turn with tools left ``injections/<hash>/lock`` and ``approvals/<hash>/lock`` in the
+    user's data dir; the fixtures now point ``CURSOR_AGENT_API_HOME`` at the test's own."""
+    from cursor_agent_api.client import CursorAgentClient
+    from cursor_agent_api.tools import tool
+
+    @tool
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        """Look up an order by its id."""
+        return {"id": order_id, "status": "shipped"}
+
+    with CursorAgentClient(cursor_sim_config, tools=[lookup_order]) as client:
+        result = client.query('Check lookup_order {"order_id": "A1"}')
+    assert result.success and '"status": "shipped"' in result.result, result.error
+    assert not users_data_dir.exists()
+    home = Path(os.environ["CURSOR_AGENT_API_HOME"])
+    assert home.parent == tmp_path_factory.getbasetemp() and (home / "injections").is_dir()
