@@ -42,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -268,6 +269,6 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{name}: not a number: {text!r}") from None
-    if value < 0:
-        raise ValueError(f"{name}: must be >= 0, got {text!r}")
+    if not 0 <= value < math.inf:  # nan, inf: no sleep could honour them
+        raise ValueError(f"{name}: must be a finite number >= 0, got {text!r}")
     return value

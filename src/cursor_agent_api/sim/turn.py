@@ -216,6 +216,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
         except OSError as e:
             writer.stderr(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT: {e}")
             return 1
+        except ValueError as e:  # empty, or not stream-json: a replay that would test nothing
+            writer.stderr(f"Error: CURSOR_AGENT_SIM_SCRIPT={settings.script} {e}")
+            return 1
     else:
         mcp = McpSession(setup.workspace, store.config_dir, os.environ, approve_all=opts.approve_mcps,
                          force=opts.force)
