@@ -81,9 +81,11 @@ def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def cursor_sim_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh data directory of this library (``CURSOR_AGENT_API_HOME``) set for one test, so
-    that what the client keeps there (the journals of your tools' injections and approvals,
-    saved chats) stays out of your real one. The configs of these fixtures use it.
+    """A fresh data directory of this library, set for one test, so that what the client keeps
+    there stays out of your real one: ``CURSOR_AGENT_API_HOME`` (saved chats) and
+    ``XDG_DATA_HOME`` (the per-user data dir, where the journals of your tools' injections and
+    approvals live whatever the home says) both point at it. The configs of these fixtures use
+    it.
 
     Example::
 
@@ -92,7 +94,9 @@ def cursor_sim_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
                 client.query('Check lookup_order {"order_id": "A1"}')
             assert (cursor_sim_home / "injections").is_dir()  # not in ~/.local/share
     """
-    home = tmp_path_factory.mktemp("cursor-agent-api-home")
+    data = tmp_path_factory.mktemp("cursor-sim-data")
+    home = data / "cursor-agent-api"  # platformdirs' user_data_dir("cursor-agent-api") there
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
     monkeypatch.setenv(HOME_ENV, str(home))
     return home
 

@@ -5,8 +5,9 @@ any project that has ``cursor-agent-api`` and pytest installed — no import nee
 
 * ``cursor_sim_workspace`` — a fresh, empty temporary workspace (a ``pathlib.Path``);
 * ``cursor_sim_config_dir`` — a fresh temporary ``CURSOR_CONFIG_DIR`` (chats, trust, login);
-* ``cursor_sim_home`` — a fresh temporary ``CURSOR_AGENT_API_HOME`` set for the test (the
-  client's own data: the journals of tool injections, saved chats), used by the configs below;
+* ``cursor_sim_home`` — a fresh temporary data dir of the client set for the test
+  (``CURSOR_AGENT_API_HOME`` and ``XDG_DATA_HOME``: the journals of tool injections, saved
+  chats), used by the configs below;
 * ``cursor_sim_config`` — an :class:`~cursor_agent_api.config.AgentConfig` that runs the
   simulator in that workspace with that config dir (``trust=True``, stream-json); a test
   marked ``@pytest.mark.cursor_sim(fault="crash", script="rec.ndjson", speed=1)`` gets that
