@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from .sim.harness import SIM_VARS, sim_binary, sim_env
+from .home import HOME_ENV
+from .sim.harness import CLI_VARS, SIM_VARS, sim_binary, sim_env
 
 __all__ = [
     "cursor_sim_config",
     "cursor_sim_config_dir",
+    "cursor_sim_home",
     "cursor_sim_workspace",
     "make_cursor_sim_config",
     "pytest_configure",
@@ -32,8 +34,8 @@ def _make_config(workspace: Path, config_dir: Path) -> Callable[..., Any]:
         seed: str | None = None,
         **fields: Any,
     ) -> Any:
-        env: dict[str, str | None] = {name: None for name in SIM_VARS}
-        env["CURSOR_API_KEY"] = None
+        # none of the caller's simulator variables (nor its key, data dir) reaches the test
+        env: dict[str, str | None] = {name: None for name in (*SIM_VARS, *CLI_VARS)}
         env.update(sim_env(fault, script, speed, config_dir, delay=delay, seed=seed))
         env.update(fields.pop("env", None) or {})
         kwargs: dict[str, Any] = {
@@ -78,8 +80,32 @@ def cursor_sim_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path) -> Callable[..., Any]:
-    """A factory of configs that run the simulator in this test's workspace and config dir:
+def cursor_sim_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh data directory of this library, set for one test, so that what the client keeps
+    there stays out of your real one: ``CURSOR_AGENT_API_HOME`` (saved chats) and
+    ``XDG_DATA_HOME`` (the per-user data dir, where the journals of your tools' injections and
+    approvals live whatever the home says) both point at it. The configs of these fixtures use
+    it.
+
+    Example::
+
+        def test_tools(cursor_sim_config, cursor_sim_home):
+            with CursorAgentClient(cursor_sim_config, tools=[lookup_order]) as client:
+                client.query('Check lookup_order {"order_id": "A1"}')
+            assert (cursor_sim_home / "injections").is_dir()  # not in ~/.local/share
+    """
+    data = tmp_path_factory.mktemp("cursor-sim-data")
+    home = data / "cursor-agent-api"  # platformdirs' user_data_dir("cursor-agent-api") there
+    monkeypatch.setenv("XDG_DATA_HOME", str(data))
+    monkeypatch.setenv(HOME_ENV, str(home))
+    return home
+
+
+@pytest.fixture
+def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Path,
+                           cursor_sim_home: Path) -> Callable[..., Any]:
+    """A factory of configs that run the simulator in this test's workspace and config dir
+    (and with this test's ``cursor_sim_home``):
     ``make_cursor_sim_config(fault=None, script=None, speed=None, *, delay=None, seed=None,
     **AgentConfig_fields)``.
 
@@ -91,20 +117,48 @@ def make_cursor_sim_config(cursor_sim_workspace: Path, cursor_sim_config_dir: Pa
     return _make_config(cursor_sim_workspace, cursor_sim_config_dir)
 
 
+_POSITIONAL = ("fault", "script", "speed")
+"""The marker's positional parameters, in the order of ``make_cursor_sim_config``'s."""
+
+
+def marker_fields(markers: Iterable[pytest.Mark]) -> dict[str, Any]:
+    """The arguments of the ``cursor_sim`` markers that apply to a test, closest first (the
+    test's own, then its class's, then its module's): positional ones bound as
+    ``(fault, script, speed)``, merged key by key, the closest marker winning.
+
+    Example:
+        >>> own, of_class = pytest.mark.cursor_sim("crash"), pytest.mark.cursor_sim(seed="s", fault="slow")
+        >>> marker_fields([own.mark, of_class.mark])
+        {'seed': 's', 'fault': 'crash'}
+    """
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(markers)):
+        if len(mark.args) > len(_POSITIONAL):
+            raise TypeError(f"@pytest.mark.cursor_sim takes at most {len(_POSITIONAL)} positional "
+                            f"arguments ({', '.join(_POSITIONAL)}), got {len(mark.args)}: {mark.args!r}")
+        fields = dict(zip(_POSITIONAL, mark.args, strict=False))
+        both = sorted(fields.keys() & mark.kwargs.keys())
+        if both:
+            raise TypeError(f"@pytest.mark.cursor_sim got {', '.join(both)} both by position and by keyword")
+        merged.update(fields)
+        merged.update(mark.kwargs)
+    return merged
+
+
 @pytest.fixture
 def cursor_sim_config(request: pytest.FixtureRequest, make_cursor_sim_config: Callable[..., Any]) -> Any:
-    """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=..., script=...,
-    speed=..., delay=..., seed=..., **AgentConfig_fields)`` customizes it.
+    """An ``AgentConfig`` running the simulator; ``@pytest.mark.cursor_sim(fault=None,
+    script=None, speed=None, *, delay=None, seed=None, **AgentConfig_fields)`` customizes it
+    (the first three may be given by position). Markers on the test, its class and its module
+    merge key by key, the closest winning.
 
     Example::
 
-        @pytest.mark.cursor_sim(fault="hang-after-result")
+        @pytest.mark.cursor_sim("hang-after-result")
         def test_hang(cursor_sim_config):
             result = CursorAgentClient(cursor_sim_config).query("hi")
     """
-    marker = request.node.get_closest_marker("cursor_sim")
-    kwargs: dict[str, Any] = dict(marker.kwargs) if marker is not None else {}
-    return make_cursor_sim_config(**kwargs)
+    return make_cursor_sim_config(**marker_fields(request.node.iter_markers("cursor_sim")))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -116,5 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     config.addinivalue_line(
         "markers",
-        "cursor_sim(fault=None, script=None, speed=None, **fields): configure the cursor_sim_config fixture",
+        "cursor_sim(fault=None, script=None, speed=None, *, delay=None, seed=None, **fields): "
+        "configure the cursor_sim_config fixture (markers of the test, class and module merge, "
+        "the closest winning per key)",
     )

@@ -290,7 +290,7 @@ class AgentConfig:
     stream_partial_output: bool = False
     trust: bool = False
     resume: str | None = None
-    env: dict[str, str | None] = field(default_factory=dict, repr=False)
+    env: Mapping[str, str | None] = field(default_factory=dict, repr=False)
     timeout: float | None = None
     idle_timeout: float | None = None
     extra_args: list[str] = field(default_factory=list)

@@ -5,6 +5,9 @@ any project that has ``cursor-agent-api`` and pytest installed — no import nee
 
 * ``cursor_sim_workspace`` — a fresh, empty temporary workspace (a ``pathlib.Path``);
 * ``cursor_sim_config_dir`` — a fresh temporary ``CURSOR_CONFIG_DIR`` (chats, trust, login);
+* ``cursor_sim_home`` — a fresh temporary data dir of the client set for the test
+  (``CURSOR_AGENT_API_HOME`` and ``XDG_DATA_HOME``: the journals of tool injections, saved
+  chats), used by the configs below;
 * ``cursor_sim_config`` — an :class:`~cursor_agent_api.config.AgentConfig` that runs the
   simulator in that workspace with that config dir (``trust=True``, stream-json); a test
   marked ``@pytest.mark.cursor_sim(fault="crash", script="rec.ndjson", speed=1)`` gets that
@@ -34,6 +37,7 @@ __all__ = ["sim_binary", "sim_env"]
 _FIXTURES = (
     "cursor_sim_config",
     "cursor_sim_config_dir",
+    "cursor_sim_home",
     "cursor_sim_workspace",
     "make_cursor_sim_config",
     "pytest_configure",
@@ -58,6 +62,7 @@ else:
     # re-exported here, where the pytest11 entry point makes pytest look for them
     cursor_sim_config = _fixtures.cursor_sim_config
     cursor_sim_config_dir = _fixtures.cursor_sim_config_dir
+    cursor_sim_home = _fixtures.cursor_sim_home
     cursor_sim_workspace = _fixtures.cursor_sim_workspace
     make_cursor_sim_config = _fixtures.make_cursor_sim_config
     pytest_configure = _fixtures.pytest_configure

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from cursor_agent_api import CursorAgentClient
+from cursor_agent_api.runtime.argv import build_env
 from cursor_agent_api.sim.mcp_config import configured_servers, recorded_approvals, tool_allowed
 from cursor_agent_api.tools.approvals import ApprovalInjection, approvals_file
 from cursor_agent_api.tools.inject import InjectionError
@@ -153,12 +154,13 @@ def test_the_client_gets_an_injection_error_and_the_workspace_is_restored(
         sim: Callable[..., Any], cursor_sim_workspace: Path) -> None:
     """The finding: a tools turn whose approvals file is a FIFO blocked before the agent
     started. Now the library's error, the workspace's ``.cursor`` taken back, nothing blocked."""
-    path = approvals_file(dict(os.environ), str(cursor_sim_workspace))
+    config = sim()
+    path = approvals_file(build_env(config), str(cursor_sim_workspace))  # the agent's data dir
     _make(path, "fifo")
     before = _listing(cursor_sim_workspace)
 
     def query() -> Any:
-        with CursorAgentClient(sim(), tools=TOOLS) as client:
+        with CursorAgentClient(config, tools=TOOLS) as client:
             return client.query("what is 6 * 7")
 
     e = _returns(query, [path])

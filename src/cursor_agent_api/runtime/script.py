@@ -7,6 +7,11 @@ a :class:`ScriptProcess`: it takes the prompt, writes the script's stdout lines 
 code, or with ``128 + N`` when signal N reaches it first (unless the script ignores N;
 nothing ignores SIGKILL). With ``hang=True`` it stays silent after its lines until signalled.
 
+A mistake in the script is a ``TypeError`` out of the turn's start, naming what is wrong (a
+line JSON cannot encode, a callable that returns no :class:`Script`, a field of the wrong
+type), never a turn that waits forever; should playing fail all the same, the turn ends at
+once with exit code 1 and the error on its stderr.
+
 Tests use it wherever no real process is needed; process groups, signals and leftovers
 are tested against real processes.
 
@@ -53,6 +58,12 @@ class Script:
     Example:
         >>> Script([{"type": "result"}]).chunks()
         [b'{"type":"result"}\\n']
+        >>> Script([{"ids": {1, 2}}]).chunks()
+        Traceback (most recent call last):
+        TypeError: Script.stdout[0]: cannot encode {'ids': {1, 2}} as JSON (Type is not ...: set)
+        >>> Script('{"type": "result"}')
+        Traceback (most recent call last):
+        TypeError: Script.stdout: a sequence of lines, got a str (one line? put it in a list)
     """
 
     stdout: Sequence[Line] = ()
@@ -62,16 +73,43 @@ class Script:
     hang: bool = False
     ignore: Collection[int] = ()
 
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Raise ``TypeError`` naming the field of the wrong type (the lines: :meth:`chunks`)."""
+        if isinstance(self.stdout, (str, bytes, bytearray)) or not isinstance(self.stdout, Sequence):
+            hint = " (one line? put it in a list)" if isinstance(self.stdout, (str, bytes)) else ""
+            raise TypeError(f"Script.stdout: a sequence of lines, got a {type(self.stdout).__name__}{hint}")
+        if not isinstance(self.exit_code, int) or isinstance(self.exit_code, bool):
+            raise TypeError(f"Script.exit_code: an int, got {self.exit_code!r}")
+        if not isinstance(self.stderr, (str, bytes)):
+            raise TypeError(f"Script.stderr: a str or bytes, got {self.stderr!r}")
+        if (not isinstance(self.delay, (int, float)) or isinstance(self.delay, bool)
+                or not 0 <= self.delay < float("inf")):
+            raise TypeError(f"Script.delay: a number of seconds >= 0, got {self.delay!r}")
+        if not isinstance(self.hang, bool):
+            raise TypeError(f"Script.hang: a bool, got {self.hang!r}")
+        if (isinstance(self.ignore, (str, bytes)) or not isinstance(self.ignore, Collection)
+                or not all(isinstance(sig, int) for sig in self.ignore)):
+            raise TypeError(f"Script.ignore: signal numbers, got {self.ignore!r}")
+
     def chunks(self) -> list[bytes]:
-        """The stdout lines as the bytes written."""
+        """The stdout lines as the bytes written; ``TypeError`` naming a line that is none."""
         out = []
-        for line in self.stdout:
+        for i, line in enumerate(self.stdout):
             if isinstance(line, bytes):
                 out.append(line)
             elif isinstance(line, str):
                 out.append(line.encode() + b"\n")
+            elif isinstance(line, Mapping):
+                try:
+                    out.append(orjson.dumps(line) + b"\n")
+                except TypeError as e:  # orjson.JSONEncodeError: a set, an int key, ...
+                    raise TypeError(f"Script.stdout[{i}]: cannot encode {line!r:.200} as JSON "
+                                    f"({e})") from None
             else:
-                out.append(orjson.dumps(line) + b"\n")
+                raise TypeError(f"Script.stdout[{i}]: a str, bytes or dict, got {line!r:.200}")
         return out
 
 
@@ -85,6 +123,9 @@ class ScriptTransport:
     Example:
         >>> ScriptTransport(["x"], exit_code=3).script.exit_code
         3
+        >>> ScriptTransport('{"type": "result"}')
+        Traceback (most recent call last):
+        TypeError: ScriptTransport: give a Script, a list of lines or a callable, not a str (one ...)
     """
 
     script: Script | Callable[[bytes], Script]
@@ -97,6 +138,10 @@ class ScriptTransport:
             if fields:
                 raise TypeError("give a Script or lines with fields, not both")
             self.script = script
+        elif isinstance(script, (str, bytes, bytearray)) or not isinstance(script, Sequence):
+            hint = " (one line? put it in a list)" if isinstance(script, (str, bytes)) else ""
+            raise TypeError("ScriptTransport: give a Script, a list of lines or a callable, "
+                            f"not a {type(script).__name__}{hint}")
         else:
             self.script = Script(script, **fields)
         self.prompts = []
@@ -153,17 +198,36 @@ class ScriptProcess:
         return not self._exited.done()
 
     def write_stdin(self, data: bytes, *, close: bool = True) -> None:
-        """Take the prompt and start playing (the script "reads stdin to EOF" first)."""
+        """Take the prompt and start playing (the script "reads stdin to EOF" first).
+
+        A script that cannot play (see :meth:`Script.check`, :meth:`Script.chunks`) raises
+        ``TypeError`` here, out of the turn's start."""
         self._transport.prompts.append(data)
         script = self._transport.script
         if not isinstance(script, Script):
-            script = script(data)
+            made = script(data)
+            if not isinstance(made, Script):
+                name = getattr(script, "__qualname__", None) or repr(script)
+                raise TypeError(f"ScriptTransport: the script callable {name:.100} returned "
+                                f"{made!r:.100} for the prompt {data[:60]!r}, not a Script")
+            script = made
+        script.check()
+        chunks = script.chunks()
         self._script = script
-        self._task = self._loop.create_task(self._play(script))
+        self._task = self._loop.create_task(self._play(script, chunks))
 
-    async def _play(self, script: Script) -> None:
+    async def _play(self, script: Script, chunks: list[bytes]) -> None:
+        try:
+            await self._play_lines(script, chunks)
+        except Exception as e:  # the turn must end, never wait on a task dead in the background
+            if not self._closing:
+                self._run.stderr_data(f"ScriptTransport: playing the script failed: "
+                                      f"{type(e).__name__}: {e}\n".encode())
+            self._exit(1)
+
+    async def _play_lines(self, script: Script, chunks: list[bytes]) -> None:
         run = self._run
-        for chunk in script.chunks():
+        for chunk in chunks:
             await self._resumed.wait()
             if script.delay:
                 await asyncio.sleep(script.delay)

@@ -640,6 +640,10 @@ _AFTER: dict[str, Callable[[Server, Any], None]] = {"session/new": _after_new}
 
 def serve(opts: Options, env: Mapping[str, str], store: ChatStore, settings: SimSettings) -> int:
     """Run ``cursor-agent-sim acp`` on stdin/stdout until stdin closes; the exit code."""
+    refusal = settings.refusal("acp")
+    if refusal is not None:  # a fault or a script that would change nothing here
+        write_all(2, f"cursor-agent-sim: {refusal}\n".encode())
+        return 1
     server = Server(opts, env, store, settings, Connection())
     try:
         with contextlib.suppress(KeyboardInterrupt):

@@ -10,17 +10,24 @@ Example:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
 from . import locate
-from .settings import DELAY_ENV, FAULT_ENV, SCRIPT_ENV, SEED_ENV, SPEED_ENV
+from .settings import (
+    CLI_VARS,
+    CONFIG_DIR_ENV,
+    DELAY_ENV,
+    FAULT_ENV,
+    SCRIPT_ENV,
+    SEED_ENV,
+    SIM_VARS,
+    SPEED_ENV,
+)
 
-__all__ = ["SIM_VARS", "sim_binary", "sim_env"]
-
-SIM_VARS = (FAULT_ENV, SCRIPT_ENV, SPEED_ENV, DELAY_ENV, SEED_ENV)
-"""Every ``CURSOR_AGENT_SIM_*`` variable :func:`sim_env` may set."""
+__all__ = ["CLI_VARS", "SIM_VARS", "sim_binary", "sim_env"]
 
 
 def sim_binary() -> str:
@@ -51,21 +58,53 @@ def sim_env(
     several), replay ``script``, at ``speed``, with chats under ``config_dir``. Merge them
     into the agent's environment (``AgentConfig(env=...)``).
 
+    An argument of the wrong type is a ``TypeError`` naming it; a speed or delay that is
+    negative or not finite a ``ValueError``.
+
     Example:
         >>> sim_env(fault=["banner", "split-writes"], speed=0)
         {'CURSOR_AGENT_SIM_FAULT': 'banner,split-writes', 'CURSOR_AGENT_SIM_SPEED': '0'}
+        >>> sim_env(speed="1")
+        Traceback (most recent call last):
+        TypeError: sim_env(speed=...): a number (int or float), got '1'
     """
     env: dict[str, str] = {}
+    if fault is not None and not isinstance(fault, str):
+        if not isinstance(fault, Iterable) or isinstance(fault, (bytes, bytearray)):
+            raise TypeError(f"sim_env(fault=...): a fault name or an iterable of names, got {fault!r}")
+        fault = list(fault)
+        bad = [name for name in fault if not isinstance(name, str)]
+        if bad:
+            raise TypeError(f"sim_env(fault=...): fault names are str, got {bad[0]!r} in {fault!r}")
     if fault:
         env[FAULT_ENV] = fault if isinstance(fault, str) else ",".join(fault)
     if script is not None:
-        env[SCRIPT_ENV] = str(Path(script).resolve())
+        env[SCRIPT_ENV] = str(Path(_path("script", script)).resolve())
     if speed is not None:
-        env[SPEED_ENV] = f"{speed:g}"
+        env[SPEED_ENV] = f"{_number('speed', speed):g}"
     if delay is not None:
-        env[DELAY_ENV] = f"{delay:g}"
+        env[DELAY_ENV] = f"{_number('delay', delay):g}"
     if seed is not None:
+        if not isinstance(seed, str):
+            raise TypeError(f"sim_env(seed=...): a str, got {seed!r}")
         env[SEED_ENV] = seed
     if config_dir is not None:
-        env["CURSOR_CONFIG_DIR"] = str(config_dir)
+        env[CONFIG_DIR_ENV] = _path("config_dir", config_dir)
     return env
+
+
+def _path(name: str, value: object) -> str:
+    """``value`` as a path string; ``TypeError`` naming ``name`` unless a str or str path."""
+    path = os.fspath(value) if isinstance(value, os.PathLike) else value
+    if not isinstance(path, str):
+        raise TypeError(f"sim_env({name}=...): a str or os.PathLike path, got {value!r}")
+    return path
+
+
+def _number(name: str, value: object) -> float:
+    """``value`` as a finite number >= 0; ``TypeError``/``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"sim_env({name}=...): a number (int or float), got {value!r}")
+    if not (0 <= value < math.inf):
+        raise ValueError(f"sim_env({name}=...): a finite number >= 0, got {value!r}")
+    return float(value)

@@ -42,20 +42,13 @@ from .mcp_config import (
     recorded_approvals,
     tool_allowed,
 )
+from .settings import ACP_GIVEN_ENV, MCP_TIMEOUT_ENV
 
 __all__ = ["ACP_GIVEN_ENV", "McpSession", "connect_timeout", "mcp_calls"]
 
 CONNECT_TIMEOUT = 20.0
 """Seconds to connect to a server (HTTP or stdio: ``initialize``) and list its tools before it
 counts as not loaded (a stdio server's process is then stopped)."""
-
-ACP_GIVEN_ENV = "CURSOR_AGENT_SIM_ACP_MCP"
-"""``approvals`` (the default: a server given in ``session/new``/``session/load`` loads only
-with an approval entry, as the 09.10 bundle and build ~03) or ``connect`` (loaded without one,
-as 08.11 connected them; MCP.md §7)."""
-
-TIMEOUT_ENV = "CURSOR_AGENT_SIM_MCP_TIMEOUT"
-"""Overrides :data:`CONNECT_TIMEOUT` (seconds, > 0)."""
 
 _REAP_TIMEOUT = 10.0
 """Seconds to wait for a closed connection's end (the SDK's own shutdown of a stdio server is
@@ -69,11 +62,12 @@ def connect_timeout(env: Mapping[str, str]) -> float:
     """:data:`CONNECT_TIMEOUT`, or ``CURSOR_AGENT_SIM_MCP_TIMEOUT`` when it is a positive number.
 
     Example:
-        >>> connect_timeout({}), connect_timeout({TIMEOUT_ENV: "0.5"}), connect_timeout({TIMEOUT_ENV: "x"})
+        >>> env = MCP_TIMEOUT_ENV
+        >>> connect_timeout({}), connect_timeout({env: "0.5"}), connect_timeout({env: "x"})
         (20.0, 0.5, 20.0)
     """
     try:
-        value = float(env.get(TIMEOUT_ENV, ""))
+        value = float(env.get(MCP_TIMEOUT_ENV, ""))
     except ValueError:
         return CONNECT_TIMEOUT
     return value if 0 < value < float("inf") else CONNECT_TIMEOUT

@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .settings import DATA_DIR_ENV
+
 __all__ = ["approval_key", "approval_root", "configured_servers", "given_approval_keys", "interpolate",
            "is_approved", "recorded_approvals", "tool_allowed", "workspace_slug"]
 
@@ -144,7 +146,7 @@ def approval_root(config_dir: Path, env: Mapping[str, str]) -> Path:
         >>> str(approval_root(Path("/c"), {})), str(approval_root(Path("/c"), {"CURSOR_DATA_DIR": "/d"}))
         ('/c', '/d')
     """
-    data = env.get("CURSOR_DATA_DIR")
+    data = env.get(DATA_DIR_ENV)
     return Path(data) if data else config_dir
 
 

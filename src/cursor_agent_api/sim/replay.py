@@ -67,7 +67,8 @@ def replay(
     speed: float = 0.0,
 ) -> Iterator[ScriptItem]:
     """The items of the script at ``path``, rewritten for this chat; sleeps between them at
-    ``speed`` > 0. Raises ``OSError`` at once when the file cannot be read.
+    ``speed`` > 0. Raises ``OSError`` at once when the file cannot be read, ``ValueError``
+    when it is empty or holds no JSON object (not a stream-json recording).
 
     Example:
         >>> try:
@@ -75,10 +76,27 @@ def replay(
         ... except OSError:
         ...     print("unreadable")
         unreadable
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.ndjson"
+        >>> _ = p.write_text("not json at all\\n")
+        >>> replay(p, session_id="s", workspace="/ws")
+        Traceback (most recent call last):
+        ValueError: holds no JSON object: not a recording of --output-format stream-json
     """
     with open(path, "rb") as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
+    if not lines:
+        raise ValueError("is empty: nothing to replay")
+    if not any(_is_object(line) for line in lines):
+        raise ValueError("holds no JSON object: not a recording of --output-format stream-json")
     return _items(lines, session_id, workspace, partial, speed)
+
+
+def _is_object(line: bytes) -> bool:
+    try:
+        return isinstance(orjson.loads(line), dict)
+    except orjson.JSONDecodeError:
+        return False
 
 
 def _items(

@@ -16,9 +16,18 @@
                                id, build 02.27)
 ``CURSOR_AGENT_SIM_ACP_ASK_EDITS`` ``1``: ACP asks permission for edits and deletes too (the
                                bundle's prompts; current builds do not ask, the default)
+``CURSOR_AGENT_SIM_ACP_MCP``   ``cursor-agent-sim acp``: ``approvals`` or ``connect`` (read by
+                               :mod:`.mcp_client`, see :data:`ACP_GIVEN_ENV`)
+``CURSOR_AGENT_SIM_MCP_TIMEOUT`` seconds to connect to an MCP server (:mod:`.mcp_client`)
 ``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
+``CURSOR_DATA_DIR``            where ``projects/<slug>/mcp-approvals.json`` is read (as the
+                               real CLI; :mod:`.mcp_config`)
 ``CURSOR_API_KEY``             an API key (``apiKeySource: "env"``)
 =============================  ===============================================================
+
+:data:`SIM_VARS` lists every ``CURSOR_AGENT_SIM_*`` variable, :data:`CLI_VARS` the real CLI's
+variables the simulator honours: a harness that wants a run isolated from its caller's
+environment clears both (:mod:`cursor_agent_api.testing`'s fixtures do).
 
 Nothing here does I/O beyond reading the mapping it is given.
 
@@ -33,6 +42,7 @@ Example:
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -47,10 +57,27 @@ SEED_ENV = "CURSOR_AGENT_SIM_SEED"
 ACP_ENRICH_ENV = "CURSOR_AGENT_SIM_ACP_ENRICH"
 ACP_ASK_EDITS_ENV = "CURSOR_AGENT_SIM_ACP_ASK_EDITS"
 ACP_ENRICH_STYLES = ("update", "tool_call")
+ACP_GIVEN_ENV = "CURSOR_AGENT_SIM_ACP_MCP"
+"""``approvals`` (the default: a server given in ``session/new``/``session/load`` loads only
+with an approval entry, as the 09.10 bundle and build ~03) or ``connect`` (loaded without one,
+as 08.11 connected them; MCP.md §7). Read by :mod:`.mcp_client`."""
+MCP_TIMEOUT_ENV = "CURSOR_AGENT_SIM_MCP_TIMEOUT"
+"""Overrides :data:`.mcp_client.CONNECT_TIMEOUT` (seconds, > 0)."""
+CONFIG_DIR_ENV = "CURSOR_CONFIG_DIR"
+DATA_DIR_ENV = "CURSOR_DATA_DIR"
+API_KEY_ENV = "CURSOR_API_KEY"
+
+SIM_VARS = (FAULT_ENV, SCRIPT_ENV, SPEED_ENV, DELAY_ENV, SEED_ENV, ACP_ENRICH_ENV,
+            ACP_ASK_EDITS_ENV, ACP_GIVEN_ENV, MCP_TIMEOUT_ENV)
+"""Every ``CURSOR_AGENT_SIM_*`` variable the simulator reads (the one list; a test checks that
+the simulator's sources name no other)."""
+CLI_VARS = (CONFIG_DIR_ENV, DATA_DIR_ENV, API_KEY_ENV)
+"""The real CLI's variables the simulator honours."""
 
 
 class Fault(str, enum.Enum):
-    """A failure the simulator reproduces on demand (``CURSOR_AGENT_SIM_FAULT``).
+    """A failure the simulator reproduces on demand (``CURSOR_AGENT_SIM_FAULT``). Some apply to
+    one mode only (:data:`PRINT_ONLY`, :data:`ACP_ONLY`): the other refuses them.
 
     Example:
         >>> Fault("hang-after-result").name
@@ -109,12 +136,28 @@ class Fault(str, enum.Enum):
     """ACP: a rejected tool call ends ``status: "failed"`` (what ACP's schema allows and no
     published capture shows) instead of the real builds' ``completed``."""
     CRASH_ONCE = "crash-once"
-    """Like ``crash``, once per config dir (a marker file there): the restarted agent works
-    (ACP: the process killed mid-turn, then the next prompt goes on)."""
+    """ACP: like ``crash``, once per config dir (a marker file there): the process is killed
+    mid-turn, the restarted agent works and the next prompt goes on."""
     UNKNOWN_REQUEST = "unknown-request"
     """ACP: mid-turn, before the agent's first words, a request of a method no client knows
     (``cursor/sim_unknown``), and the turn waits for its answer (a client that ignores it
     stalls the turn forever, as on the real builds)."""
+
+
+PRINT_ONLY = frozenset({
+    Fault.TRUST, Fault.INVALID_MODEL, Fault.USAGE_LIMIT, Fault.BAD_RESUME, Fault.CHAT_BUSY,
+    Fault.HANG_AFTER_RESULT, Fault.EXIT1_AFTER_RESULT, Fault.IGNORE_SIGTERM, Fault.STDERR_FLOOD,
+    Fault.SILENCE, Fault.HUGE_LINE, Fault.SPLIT_WRITES,
+})
+"""The faults of a print-mode turn (``-p``) only: ``cursor-agent-sim acp`` refuses them."""
+ACP_ONLY = frozenset({
+    Fault.CANCEL_UNSUPPORTED, Fault.LOAD_NOT_FOUND, Fault.REJECT_COMPLETED, Fault.REJECT_FAILED,
+    Fault.CRASH_ONCE, Fault.UNKNOWN_REQUEST,
+})
+"""The faults of ``cursor-agent-sim acp`` only: a print-mode turn refuses them. The others
+(``auth``, ``crash``, ``banner``, ``slow``, ``slow-start``) apply in both modes."""
+AGENT_ONLY = frozenset({Fault.HUGE_LINE})
+"""The faults that change what the built-in agent does: a replayed script refuses them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +221,34 @@ class SimSettings:
         """
         return fault in self.faults
 
+    def refusal(self, mode: str) -> str | None:
+        """Why these settings do not apply to a turn in ``mode`` (``"print"`` or ``"acp"``),
+        else ``None``: a fault of the other mode, a script in ACP mode (replay is print mode's),
+        a fault of the built-in agent with a script. The simulator then exits 1 with this line
+        rather than run a turn that tests nothing.
+
+        Example:
+            >>> SimSettings(frozenset({Fault.SILENCE})).refusal("acp")
+            "CURSOR_AGENT_SIM_FAULT: 'silence' applies to print mode (-p) only, not to acp"
+            >>> SimSettings(frozenset({Fault.CRASH})).refusal("acp") is None
+            True
+        """
+        other = ACP_ONLY if mode == "print" else PRINT_ONLY
+        wrong = sorted(f.value for f in self.faults & other)
+        if wrong:
+            names = ", ".join(repr(name) for name in wrong)
+            where = "acp" if mode == "print" else "print mode (-p)"
+            here = "print mode (-p)" if mode == "print" else "acp"
+            verb = "applies" if len(wrong) == 1 else "apply"
+            return f"{FAULT_ENV}: {names} {verb} to {where} only, not to {here}"
+        if self.script and mode == "acp":
+            return f"{SCRIPT_ENV}: replay applies to print mode (-p) only, not to acp"
+        wrong = sorted(f.value for f in self.faults & AGENT_ONLY) if self.script else []
+        if wrong:
+            names = ", ".join(repr(name) for name in wrong)
+            return f"{FAULT_ENV}: {names} changes the built-in agent's turn, not a replayed script"
+        return None
+
     def delay_for(self, fault: Fault) -> float:
         """The delay in seconds for ``slow-start`` or ``slow``.
 
@@ -198,6 +269,6 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         value = float(text)
     except ValueError:
         raise ValueError(f"{name}: not a number: {text!r}") from None
-    if value < 0:
-        raise ValueError(f"{name}: must be >= 0, got {text!r}")
+    if not 0 <= value < math.inf:  # nan, inf: no sleep could honour them
+        raise ValueError(f"{name}: must be a finite number >= 0, got {text!r}")
     return value

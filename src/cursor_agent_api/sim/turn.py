@@ -166,6 +166,10 @@ def run_turn(opts: Options, env: Mapping[str, str], store: ChatStore, settings: 
 
         code = run_turn(parse_args(["-p", "--trust", "hi"]), os.environ, store, settings)
     """
+    refusal = settings.refusal("print")
+    if refusal is not None:  # a fault that would change nothing here: say so, as an unknown one
+        sys.stderr.write(f"cursor-agent-sim: {refusal}\n")
+        return 1
     err = Writer("text", settings)  # for stderr only
     prompt = read_prompt(opts)
     try:
@@ -211,6 +215,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             items = ((item.obj, item.raw) for item in script)
         except OSError as e:
             writer.stderr(f"Error: cannot read CURSOR_AGENT_SIM_SCRIPT: {e}")
+            return 1
+        except ValueError as e:  # empty, or not stream-json: a replay that would test nothing
+            writer.stderr(f"Error: CURSOR_AGENT_SIM_SCRIPT={settings.script} {e}")
             return 1
     else:
         mcp = McpSession(setup.workspace, store.config_dir, os.environ, approve_all=opts.approve_mcps,
