@@ -301,6 +301,23 @@ async def ws_collect(
     return msgs
 
 
+async def ws_until_closed(base_url: str, chat_id: str, token: str) -> tuple[list[dict[str, Any]], int | None]:
+    """Every message of the chat's socket (opened with the token, from seq 0) until the server
+    closes it, and its close code; each message awaited 30 s at most (a hang's bound)."""
+    import orjson
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    url = f"{base_url.replace('http://', 'ws://')}/api/chats/{chat_id}/stream?after_seq=0"
+    got: list[dict[str, Any]] = []
+    async with connect(url, additional_headers={"Authorization": f"token {token}"}) as ws:
+        try:
+            while True:
+                got.append(orjson.loads(await asyncio.wait_for(ws.recv(), 30)))
+        except ConnectionClosed:
+            return got, ws.close_code
+
+
 async def _leave(ws: Any) -> None:
     """Close ``ws``, dropping what still arrives: unread messages pause the client's reading
     (``max_queue``), and the server's close frame behind them would go unread until the

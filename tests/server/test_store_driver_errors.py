@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import json
 import logging
 import os
 import sqlite3
@@ -28,7 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from inproc import InProcServer
-from server_helpers import PG_ENV, all_events, new_chat, wait_run, write_script
+from server_helpers import PG_ENV, all_events, new_chat, wait_run, write_script, ws_until_closed
 from sqlalchemy import event
 
 from cursor_agent_api.server.store import Store, StoreUnavailableError
@@ -146,21 +145,8 @@ def test_a_websocket_meeting_one_is_asked_to_reconnect(
         wait_run(c, c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()["id"])
     capfd.readouterr()
 
-    async def follow() -> tuple[list[dict[str, Any]], int | None]:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed
-
-        url = f"{server.url.replace('http://', 'ws://')}/api/chats/{chat['id']}/stream?after_seq=0"
-        got: list[dict[str, Any]] = []
-        async with connect(url, additional_headers={"Authorization": f"token {server.token}"}) as ws:
-            try:
-                while True:
-                    got.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
-            except ConnectionClosed:
-                return got, ws.close_code
-
     with _raising(server.store, DRIVER_ERRORS[name], only="FROM events"):  # the replay's reads
-        got, code = asyncio.run(follow())
+        got, code = asyncio.run(ws_until_closed(server.url, chat['id'], server.token))
     logged = capfd.readouterr().err
     assert "Traceback" not in logged, logged[-3000:]
     assert code == 1013, (code, got)

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
 from inproc import InProcServer
-from server_helpers import new_chat, wait_run
+from server_helpers import new_chat, wait_run, ws_until_closed
 
 from cursor_agent_api.server.store import StoreUnavailableError
 
@@ -35,21 +34,8 @@ def test_a_read_that_fails_mid_replay_asks_the_client_to_reconnect(
 
     store.read_page = failing_second_page
 
-    async def follow() -> tuple[list[dict[str, Any]], int | None]:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed
-
-        url = f"{srv.url.replace('http://', 'ws://')}/api/chats/{chat['id']}/stream?after_seq=0"
-        got: list[dict[str, Any]] = []
-        async with connect(url, additional_headers={"Authorization": f"token {srv.token}"}) as ws:
-            try:
-                while True:
-                    got.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
-            except ConnectionClosed:
-                return got, ws.close_code
-
     try:
-        got, code = asyncio.run(follow())
+        got, code = asyncio.run(ws_until_closed(srv.url, chat['id'], srv.token))
     finally:
         store.read_page = real
     logged = capfd.readouterr().err  # the in-process server logs on this process's stderr
