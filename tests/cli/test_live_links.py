@@ -51,15 +51,21 @@ def test_a_link_in_the_answer_shows_its_target_and_is_no_hyperlink(kind: str) ->
 
 
 def test_escapes_in_a_link_stay_inert() -> None:
+    printed = _live_printed("see [l\x1b[2Jog](https://x.example/\x1b]0;PWNED\x07) now")
+    plain = _plain(printed)
+    assert "\x1b]0;" not in printed and "\x07" not in printed
+    assert "l\\x1b[2Jog" in plain
+
+
+def _live_printed(text: str) -> str:
+    """What the live view prints (a colour terminal, 200 columns) for an answer of ``text``."""
     out = StringIO()
     view = LiveView(Console(file=out, width=200, force_terminal=True, color_system="standard"))
     try:
-        _show(view, "see [l\x1b[2Jog](https://x.example/\x1b]0;PWNED\x07) now")
+        _show(view, text)
     finally:
         view.stop()
-    plain = _plain(out.getvalue())
-    assert "\x1b]0;" not in out.getvalue() and "\x07" not in out.getvalue()
-    assert "l\\x1b[2Jog" in plain
+    return out.getvalue()
 
 
 def _plain(printed: str) -> str:
@@ -70,14 +76,8 @@ def _plain(printed: str) -> str:
 def test_an_image_in_the_answer_shows_its_target_as_data() -> None:
     # it showed "🌆 build status": where the image points (a tracking pixel, a file) was
     # hidden, as a link's target was before it was shown as "text (url)"
-    out = StringIO()
-    view = LiveView(Console(file=out, width=200, force_terminal=True, color_system="standard"))
-    try:
-        _show(view, "Done. ![build status](https://evil.example/px.png?u=me) and "
-                    "[![badge](https://img.example/b.svg)](https://ci.example/run)")
-    finally:
-        view.stop()
-    printed = out.getvalue()
+    printed = _live_printed("Done. ![build status](https://evil.example/px.png?u=me) and "
+                            "[![badge](https://img.example/b.svg)](https://ci.example/run)")
     assert "\x1b]8;" not in printed  # no OSC 8 hyperlink
     plain = _plain(printed)
     assert "build status (https://evil.example/px.png?u=me)" in plain, plain
@@ -85,13 +85,7 @@ def test_an_image_in_the_answer_shows_its_target_as_data() -> None:
 
 
 def test_escapes_in_an_image_stay_inert() -> None:
-    out = StringIO()
-    view = LiveView(Console(file=out, width=200, force_terminal=True, color_system="standard"))
-    try:
-        _show(view, "see ![a\x07b\x1bc](https://x.example/\x1b]0;PWNED\x07) now")
-    finally:
-        view.stop()
-    printed = out.getvalue()
+    printed = _live_printed("see ![a\x07b\x1bc](https://x.example/\x1b]0;PWNED\x07) now")
     assert "\x1b]0;" not in printed and "\x07" not in printed
     plain = _plain(printed)
     assert "🌆 a\\x07b\\x1bc (https://x.example/" in plain and "PWNED" in plain, plain
