@@ -368,6 +368,12 @@ class Worker:
                     )
             raise
 
+    async def _refuse(self, run: dict[str, Any], error: str, error_type: str, outcome: str) -> str:
+        """Fail a claimed run this worker cannot run (``error`` says why); ``outcome`` back."""
+        await run_ends.finish_if_active(self.log, run, RunStatus.FAILED.value, error=error,
+                                        error_type=error_type)
+        return outcome
+
     async def _claim_and_run(self, context: Any, run_id: str, stop: _Stop) -> str:
         job = context.job
         if self._draining:  # fetched as the stop began: the API servers' sweep gives it a new job
@@ -388,28 +394,16 @@ class Worker:
             workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
         except WorkspaceError as e:
             roots = ", ".join(str(r) for r in self.settings.server.roots)
-            await run_ends.finish_if_active(
-                self.log,
-                run,
-                RunStatus.FAILED.value,
-                error=f"{e} on worker {self.settings.name} (its roots: {roots})",
-                error_type="WorkspaceError",
-            )
-            return "workspace refused"
+            return await self._refuse(run, f"{e} on worker {self.settings.name} (its roots: {roots})",
+                                      "WorkspaceError", "workspace refused")
         if self.settings.worktrees is not None:
             try:
                 tree = await asyncio.to_thread(
                     chat_worktree, workspace, str(chat["id"]), self.settings.worktrees
                 )
             except WorktreeError as e:
-                await run_ends.finish_if_active(
-                    self.log,
-                    run,
-                    RunStatus.FAILED.value,
-                    error=f"{e} (worker {self.settings.name})",
-                    error_type="WorktreeError",
-                )
-                return "worktree refused"
+                return await self._refuse(run, f"{e} (worker {self.settings.name})", "WorktreeError",
+                                          "worktree refused")
             workspace = tree or workspace
         chat = {**chat, "workspace": str(workspace)}
         previous = await self.store.previous_worker_run(str(chat["id"]), run_id)
