@@ -8,6 +8,7 @@ same worker.
 
 from __future__ import annotations
 
+import fcntl
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -56,3 +57,26 @@ def stand_in_agent(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return make
+
+
+@pytest.fixture
+def on_lock_wait(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable[[], None]], None]:
+    """``on_lock_wait(told)``: from then on, an ``flock`` that finds the lock held elsewhere
+    first calls ``told()`` (which may look at who waits), then waits, or fails, as asked. So a
+    test holding one side of a lock knows when the other waits for it (or polls for it), and
+    lets the first go on. Set before a ``fork``, it watches the children's locks too."""
+    real_flock = fcntl.flock
+
+    def watch(told: Callable[[], None]) -> None:
+        def flock(fd: int, op: int) -> None:
+            try:
+                real_flock(fd, op | fcntl.LOCK_NB)
+            except BlockingIOError:
+                told()
+                if op & fcntl.LOCK_NB:
+                    raise
+                real_flock(fd, op)
+
+        monkeypatch.setattr(fcntl, "flock", flock)
+
+    return watch

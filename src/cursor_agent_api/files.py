@@ -1,11 +1,15 @@
-"""Replacing a file at once: what the saved chats, the tools' journals and ``.cursor`` files,
-the MCP approvals file and the simulator's own records all write with.
+"""Replacing a file at once, and locking one across processes: what the saved chats, the
+tools' journals and ``.cursor`` files, the MCP approvals file, the simulator's own records and
+the worker's worktrees write and lock with.
 
 A reader of the file (another process, an editor watching it) sees the old bytes or the new,
 never a mix or an empty file: the new bytes go to a new file beside it (``fsync``'d), which
 then takes its name (``rename``). Never through a symbolic link: the new file is created with
 ``O_NOFOLLOW | O_EXCL``, and the rename replaces a link planted at the name rather than
 follows it. A failure leaves the old file as it was and no new file behind.
+
+:func:`lock_file` takes an exclusive ``flock`` on a lock file, waiting for it as long as it
+takes, not at all, or a bounded time; what a caller does when it is not had is the caller's.
 
 Example:
     >>> import os, tempfile
@@ -19,10 +23,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import time
 from pathlib import Path
+from typing import overload
 
-__all__ = ["replace_file"]
+__all__ = ["lock_file", "replace_file"]
 
 
 def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path | None = None) -> None:
@@ -60,3 +67,72 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+@overload
+def lock_file(path: Path, *, mode: int = ..., wait: None = None, nofollow: bool = ...) -> int: ...
+@overload
+def lock_file(path: Path, *, mode: int = ..., wait: float, nofollow: bool = ...) -> int | None: ...
+def lock_file(path: Path, *, mode: int = 0o600, wait: float | None = None,
+              nofollow: bool = False) -> int | None:
+    """An exclusive ``flock`` on the file ``path`` (made with ``mode`` if missing; its directory
+    must exist): the descriptor holding it, which the caller closes to release it (the kernel
+    also drops it with its process). ``wait``: ``None``, as long as it takes; else ``None`` is
+    returned when another still holds it after so many seconds (``0``: at once, polled
+    otherwise, so that a process keeping the lock stops nobody for ever). ``nofollow``: a
+    symbolic link at ``path`` is refused (``OSError``), for a lock in a folder others write.
+
+    A holder may unlink the file while it still holds the lock, so after locking, ``path`` must
+    still name the locked file; otherwise the file now at ``path`` is locked instead.
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "lock"
+        >>> held = lock_file(path)
+        >>> lock_file(path, wait=0), lock_file(path, wait=0.01)  # another holds it
+        (None, None)
+        >>> os.close(held)
+        >>> fd = lock_file(path, wait=0)
+        >>> fd is not None, oct(path.stat().st_mode & 0o777)
+        (True, '0o600')
+        >>> link = path.with_name("link"); link.symlink_to(path)
+        >>> try:
+        ...     lock_file(link, nofollow=True)
+        ... except OSError as exc:
+        ...     print("refused:", exc.strerror)
+        refused: Too many levels of symbolic links
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | (os.O_NOFOLLOW if nofollow else 0)
+    deadline = None if wait is None else time.monotonic() + wait
+    while True:
+        fd = os.open(path, flags, mode)
+        try:
+            got = _flock(fd, deadline)
+            try:
+                same = got and os.path.samestat(os.fstat(fd), os.stat(path))
+            except FileNotFoundError:
+                same = False
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            return fd
+        os.close(fd)
+        if not got:
+            return None
+        # its holder unlinked it meanwhile: the file now at ``path`` is the lock
+
+
+def _flock(fd: int, deadline: float | None) -> bool:
+    """Lock ``fd`` exclusively: True, or False when not had by ``deadline`` (``None``: waits)."""
+    if deadline is None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)

@@ -6,6 +6,7 @@ import fcntl
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,8 @@ def test_a_repository_without_a_commit_gets_an_error_that_says_what_to_do(tmp_pa
 
 
 def test_worktrees_of_one_repository_are_added_one_at_a_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        on_lock_wait: Callable[[Callable[[], None]], None]) -> None:
     # two `git worktree add` at once in one repository (a worker's runs start in threads;
     # workers of one machine share repositories) failed now and then ("failed to read
     # .git/worktrees/<other chat>/commondir"), leaving the chat's branch behind
@@ -130,7 +132,7 @@ def test_worktrees_of_one_repository_are_added_one_at_a_time(
     first_in_add, first_may_go, second_waits_or_done = (threading.Event() for _ in range(3))
     adding: list[str] = []
     overlaps: list[str] = []
-    real_run, real_flock = subprocess.run, fcntl.flock
+    real_run = subprocess.run
 
     def run(args: list[str], **kwargs: Any) -> Any:
         if "worktree" not in args or "add" not in args:
@@ -147,18 +149,12 @@ def test_worktrees_of_one_repository_are_added_one_at_a_time(
         finally:
             adding.remove(me)
 
-    def flock(fd: int, op: int) -> None:
-        try:
-            real_flock(fd, op | fcntl.LOCK_NB)
-        except BlockingIOError:
-            if threading.current_thread().name == "second":
-                second_waits_or_done.set()
-            if op & fcntl.LOCK_NB:
-                raise
-            real_flock(fd, op)
+    def second_waits() -> None:
+        if threading.current_thread().name == "second":
+            second_waits_or_done.set()
 
     monkeypatch.setattr(subprocess, "run", run)
-    monkeypatch.setattr(fcntl, "flock", flock)
+    on_lock_wait(second_waits)
     made: dict[str, Path | None] = {}
 
     def chat(name: str, base: Path) -> None:

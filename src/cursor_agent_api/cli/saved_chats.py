@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 from collections import Counter
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from ..config import AgentConfig
 from ..errors import SessionError
+from ..files import lock_file
 from ..home import home_dir, private_dir
 from ..sessions import ConversationSession, SessionTurn, read_session_file
 
@@ -136,9 +136,8 @@ class SavedChats:
     def _lock(self) -> Iterator[None]:
         """Exclusive, across processes, while a chat's file is read and written again (one
         lock file for the folder: a save takes milliseconds)."""
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        fd = lock_file(self.root / ".lock")
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock

@@ -24,13 +24,12 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..files import lock_file
 from .runner import SERVER_ENV_PREFIX
 
 BRANCH_PREFIX = "cursor-agent/"
@@ -74,25 +73,16 @@ def _exists(ref: str, cwd: Path) -> bool:
 def _repository_lock(workspace: Path) -> Iterator[None]:
     """Held while a worktree of the repository at ``workspace`` is made (any process)."""
     path = workspace / _git("rev-parse", "--git-common-dir", cwd=workspace) / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:  # bounded: a process keeping the lock (the agent may) stops no run for ever
+        fd = lock_file(path, wait=LOCK_WAIT, nofollow=True)
     except OSError as e:
-        raise WorktreeError(f"cannot open {path}: {e.strerror}") from None
+        raise WorktreeError(f"cannot lock {path}: {e.strerror}") from None
+    if fd is None:
+        raise WorktreeError(
+            f"{path} stayed locked for {LOCK_WAIT:.0f} s (a process other than a worker "
+            "making a worktree may hold it): the chat's next run tries again"
+        )
     try:
-        # Waited for by polling, so that a process keeping the lock (the agent may) stops
-        # no run for ever.
-        deadline = time.monotonic() + LOCK_WAIT
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise WorktreeError(
-                        f"{path} stayed locked for {LOCK_WAIT:.0f} s (a process other than a worker "
-                        "making a worktree may hold it): the chat's next run tries again"
-                    ) from None
-                time.sleep(0.05)
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -26,7 +26,6 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -83,34 +82,9 @@ def _write_atomic(path: Path, data: bytes) -> None:
     files.replace_file(path, data)
 
 
-def _lock(path: Path, *, wait: bool) -> int | None:
-    """``flock`` the file ``path`` (made if missing; its directory must exist): its descriptor,
-    or ``None`` when another holds it and ``wait`` is false.
-
-    After locking, the path must still name the locked file (:func:`_unlock` unlinks it);
-    otherwise the lock is taken again on the new file.
-    """
-    while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return None
-        except BaseException:
-            os.close(fd)
-            raise
-        try:
-            same = os.path.samestat(os.fstat(fd), os.stat(path))
-        except FileNotFoundError:
-            same = False
-        if same:
-            return fd
-        os.close(fd)  # its holder released it (and unlinked it) meanwhile: lock the new one
-
-
 def _unlock(path: Path, fd: int) -> None:
-    """Drop a lock :func:`_lock` took. Safe to call from a signal handler."""
+    """Drop a lock :func:`~cursor_agent_api.files.lock_file` took (unlinked while still held:
+    one waiting for it then locks the file made again). Safe to call from a signal handler."""
     with contextlib.suppress(OSError):
         path.unlink()  # while still locked: a contender re-checks the path
     with contextlib.suppress(OSError):
@@ -121,8 +95,7 @@ def _unlock(path: Path, fd: int) -> None:
 def _locked(path: Path) -> Iterator[None]:
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = path.with_name(f".{path.name}.lock")
-    fd = _lock(lock, wait=True)
-    assert fd is not None
+    fd = files.lock_file(lock, mode=0o644)
     try:
         yield
     finally:
@@ -248,7 +221,7 @@ class Chat:
         if self._lock_fd is not None:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        fd = _lock(self.lock_path, wait=False)
+        fd = files.lock_file(self.lock_path, mode=0o644, wait=0)
         if fd is None:
             raise ChatBusy(self.chat_id)
         os.ftruncate(fd, 0)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import json
 import logging
 import os
@@ -40,7 +39,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..files import replace_file
+from ..files import lock_file, replace_file
 from ..runtime.groups import start_time
 
 __all__ = ["HELD", "Journal", "alive", "sweep", "this_holder"]
@@ -95,27 +94,16 @@ class Journal:
 
         :meth:`delete` removes the directory, its ``lock`` with it: a process that was waiting
         on that file then holds a lock nobody else can find, so after locking, the path must
-        still name the locked file; otherwise the lock is taken again on a new one.
+        still name the locked file; otherwise the lock is taken again on a new one (as
+        :func:`~cursor_agent_api.files.lock_file` does).
         """
-        lock = self.directory / "lock"
         while True:
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             try:
-                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-            except FileNotFoundError:  # the directory was removed between the two steps
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    same = os.path.samestat(os.fstat(fd), os.stat(lock))
-                except FileNotFoundError:
-                    same = False
-            except BaseException:
-                os.close(fd)
-                raise
-            if same:
+                fd = lock_file(self.directory / "lock")  # the file now there, if it was removed
                 break
-            os.close(fd)
+            except FileNotFoundError:  # the directory was removed meanwhile
+                continue
         try:
             yield
         finally:
