@@ -506,11 +506,14 @@ def test_sync_with_changes_holds_no_event_while_it_waits_for_the_next(sim, monke
         return event
 
     monkeypatch.setattr(StreamingResponse, "__next__", counting_next)
-    config = sim("slow", delay=0.02, keep_events=False)  # one event per read
+    config = sim("slow", delay=0.05, keep_events=False)  # about one event per read
     with CursorAgentClient(config) as client:
         stream = client.query_stream("list the files and read notes.txt")
         pairs = stream.with_changes()
         while (pair := next(pairs, None)) is not None:
             del pair
         assert stream.wait().success
-    assert len(seen) > 3 and max(seen) == 0, seen
+    # The first wait comes before any event was handed out; every later one follows handed
+    # events, and one is enough to check. How many there are depends on how the machine's load
+    # batched the lines (3 at load 15), so the count is not asserted beyond that.
+    assert len(seen) >= 2 and max(seen) == 0, seen
