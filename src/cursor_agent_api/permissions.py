@@ -7,7 +7,8 @@ run on its own. The answer comes, in this order, from:
    (a simple command's name or its whole text, ``*`` globs; an allow rule must cover every
    simple command of a compound one, a deny rule matches any), ``Write(path)`` (edits,
    deletes), ``Read(path)`` (paths normalised first), ``Mcp(server:tool)``,
-   ``WebFetch(domain)``; ``Shell(*)`` is any command;
+   ``WebFetch(domain)``; ``Shell(*)`` is any command; a deny rule also matches a request
+   that does not say what it touches (an edit without a path);
 2. ``can_use_tool(request)``, sync or async: :class:`Allow` (``remember=True`` picks Cursor's
    "allow always", which Cursor writes to its global allowlist), :class:`Deny` or
    :class:`Cancel` (cancels the whole turn);
@@ -364,17 +365,24 @@ def _glob_from_some_word(pattern: str, words: Sequence[str]) -> bool:
                for i in starts for name in (words[i], posixpath.basename(words[i])))
 
 
+def _unknown(value: str | None) -> bool:
+    """Whether the request leaves this out (an edit's ``rawInput`` is ``{}`` at first)."""
+    return value is None or not value.strip()
+
+
 def _path_matches(pattern: str, path: str | None, *, deny: bool) -> bool:
     if pattern in ("*", "**"):
         return True
-    if path is None:
-        return False
+    if path is None or _unknown(path):
+        return deny  # a path the request does not name: a deny rule matches it
     return _glob(pattern, posixpath.normpath(path)) or (deny and _glob(pattern, path))
 
 
 def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> bool:
     """Whether ``rule`` covers ``request`` (as an allow rule: all of it) or, with
-    ``deny=True``, touches it (as a deny rule: any part of it, and when in doubt, yes).
+    ``deny=True``, touches it (as a deny rule: any part of it, and when in doubt, yes: a
+    request that does not say what it touches — no command, path, server, tool, URL or
+    query — matches every deny rule of its kind).
 
     A shell command is judged simple command by simple command (:mod:`.shell_commands`):
     ``Shell(ls)`` covers ``ls -la && ls src`` but not ``ls && rm x``, ``ls $(rm x)``,
@@ -391,6 +399,9 @@ def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> 
         >>> sh = PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": "ls && rm x"}))
         >>> match_rule("Shell(ls)", sh), match_rule("Shell(rm)", sh, deny=True)
         (False, True)
+        >>> pathless = PermissionRequest("s", ToolCall("c", ToolKind.EDIT, args={}))
+        >>> match_rule("Write(src/**)", pathless), match_rule("Write(secrets/**)", pathless, deny=True)
+        (False, True)
     """
     m = _RULE.match(rule.strip())
     if m is None:
@@ -401,16 +412,19 @@ def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> 
     tc = request.tool_call
     if head == "Shell":
         command = tc.command or ""
-        return _shell_touches(arg, command) if deny else _shell_covers([arg], command)
+        if deny:
+            return _unknown(command) or _shell_touches(arg, command)
+        return _shell_covers([arg], command)
     if head in ("Write", "Read"):
         return _path_matches(arg, tc.path, deny=deny)
     if head == "Mcp":
         server, _, tool = arg.partition(":")
-        return _glob(server or "*", tc.mcp_server or "") and _glob(tool or "*", tc.mcp_tool or "")
+        return all((deny and _unknown(value)) or _glob(part or "*", value or "")
+                   for part, value in ((server, tc.mcp_server), (tool, tc.mcp_tool)))
     if head == "WebFetch":
         host = urlparse(tc.url or "").hostname or tc.url
-        return _glob(arg, host)
-    return _glob(arg, tc.pattern)
+        return (deny and _unknown(host)) or _glob(arg, host)
+    return (deny and _unknown(tc.pattern)) or _glob(arg, tc.pattern)
 
 
 def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[str],

@@ -14,6 +14,10 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
 * ``FAKE_ACP_CANCEL_LAG=S``: a cancelled ``slow`` turn goes on a while before it answers
   ``cancelled``: until the session's next ``session/prompt`` arrives (at most ``S`` seconds),
   then it says `` (stopped late)`` (an update written after the cancel).
+* ``FAKE_ACP_CANCEL_ASKS=1``: a cancelled ``slow`` turn asks permission to run ``rm -rf build``
+  before it answers ``cancelled``, and says the answer (a build still finishing a step).
+* ``FAKE_ACP_CANCEL_ERROR=1``: a cancelled ``slow`` turn's prompt is answered with a JSON-RPC
+  error (``-32603``, "Request cancelled"), not ``stopReason: cancelled``.
 
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
@@ -258,6 +262,13 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event,
             if lag:
                 next_prompt.wait(lag)
                 chunk(sid, " (stopped late)")
+            if os.environ.get("FAKE_ACP_CANCEL_ASKS") == "1":
+                choice = permission(sid, {"toolCallId": "call-late", "title": "`rm -rf build`",
+                                          "kind": "execute", "status": "pending",
+                                          "rawInput": {"command": "rm -rf build"}})
+                chunk(sid, f" rm -rf build after the cancel: {choice}")
+            if os.environ.get("FAKE_ACP_CANCEL_ERROR") == "1":
+                raise CancelledByError
     elif word == "crash":
         chunk(sid, "about to crash")
         sys.stderr.write("fatal: the fake agent crashed\n")
@@ -276,12 +287,19 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event,
     send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": stop}})
 
 
+class CancelledByError(Exception):
+    """``FAKE_ACP_CANCEL_ERROR``: the cancelled prompt is answered with an error."""
+
+
 def run_turn(rid: int, sid: str, text: str, cancel: threading.Event,
              next_prompt: threading.Event) -> None:
     """A turn, whose prompt is answered even if the fake fails (an error, not a silence that
     the client can only wait out)."""
     try:
         turn(rid, sid, text, cancel, next_prompt)
+    except CancelledByError:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",
+                                                    "data": {"details": "Request cancelled"}}})
     except Exception as exc:
         traceback.print_exc()
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error",

@@ -257,6 +257,20 @@ def test_cancel_fallback_reason(fake: FakeAgent, mode: str, fallback: str) -> No
     assert result.cancelled and after.success
 
 
+def test_a_cancelled_prompt_answered_with_an_error_is_a_cancelled_turn(fake: FakeAgent) -> None:
+    # review of ACP facts (2026-11-24), finding 9: a build may answer the cancelled prompt with
+    # a JSON-RPC error rather than stopReason "cancelled"; the user's cancel is not a failure
+    with CursorAgentClient(fake.config(env={"FAKE_ACP_CANCEL_ERROR": "1"})) as client:
+        stream = client.query_stream("slow")
+        for event in stream:
+            if event.type is EventType.ASSISTANT_DELTA:
+                stream.cancel()
+        cancelled = stream.wait()
+        after = client.query("say still here", resume=cancelled.session_id)
+    assert cancelled.cancelled and "Request cancelled" not in (cancelled.error or "")
+    assert after.success
+
+
 def test_cancel_from_the_callback_cancels_the_turn(fake: FakeAgent) -> None:
     with CursorAgentClient(fake.config(can_use_tool=lambda request: Cancel())) as client:
         result = client.query("run make")

@@ -212,6 +212,53 @@ def test_a_deny_path_rule_matches_the_normalised_path(path: str, denied: bool) -
     assert isinstance(_deny_rules(_read(path), "Read(secrets/**)"), Deny) is denied, path
 
 
+# --- requests that do not say what they touch: a deny rule matches (when in doubt) --------
+# review of ACP facts (2026-11-24), finding 6: an edit's rawInput is {} at first (ACP.md §7)
+
+def _bare(kind: str, raw_input: dict[str, Any] | None = None) -> PermissionRequest:
+    return PermissionRequest("s1", acp_tool_call({"toolCallId": "c", "kind": kind, "title": "",
+                                                   "rawInput": raw_input or {}}))
+
+
+@pytest.mark.parametrize("raw_input", [{}, {"path": ""}, {"path": "  "}])
+@pytest.mark.parametrize("rule", ["Write(secrets/**)", "Write(/**)", "Write(x.py)"])
+def test_a_deny_write_rule_matches_an_edit_without_a_path(rule: str, raw_input: dict[str, Any]) -> None:
+    assert _deny_rules(_bare("edit", raw_input), rule) == Deny(f"denied by the rule {rule}")
+    assert _deny_rules(_bare("delete", raw_input), rule) == Deny(f"denied by the rule {rule}")
+
+
+def test_a_deny_read_rule_matches_a_read_without_a_path() -> None:
+    assert isinstance(_deny_rules(_bare("read"), "Read(secrets/**)"), Deny)
+    assert _deny_rules(_bare("read"), "Write(secrets/**)") == Allow()  # another kind's rule
+
+
+def test_an_allow_rule_does_not_approve_a_request_without_a_path() -> None:
+    assert isinstance(_allow_rules(_bare("edit"), "Write(src/**)"), Deny)
+    assert _allow_rules(_bare("edit"), "Write(src/**)", mode="ask") is None
+
+
+def test_a_deny_rule_matches_a_shell_call_without_a_command() -> None:
+    assert isinstance(_deny_rules(_bare("execute"), "Shell(rm)"), Deny)
+    assert _allow_rules(_bare("execute"), "Shell(ls)", mode="ask") is None
+
+
+def test_a_deny_rule_matches_an_mcp_or_fetch_call_that_does_not_name_its_target() -> None:
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+
+    def call(kind: ToolKind, **args: str) -> PermissionRequest:
+        return PermissionRequest("s", ToolCall("c", kind, args=dict(args)))
+
+    assert isinstance(_deny_rules(call(ToolKind.MCP), "Mcp(github:*)"), Deny)
+    assert isinstance(_deny_rules(call(ToolKind.MCP, providerIdentifier="github"),
+                                  "Mcp(github:create_issue)"), Deny)
+    assert _deny_rules(call(ToolKind.MCP, providerIdentifier="slack"),
+                       "Mcp(github:create_issue)") == Allow()  # the known server differs
+    assert isinstance(_deny_rules(call(ToolKind.WEB_FETCH), "WebFetch(evil.example)"), Deny)
+    assert _deny_rules(call(ToolKind.WEB_FETCH, url="https://ok.example/x"),
+                       "WebFetch(evil.example)") == Allow()
+    assert isinstance(_deny_rules(call(ToolKind.WEB_SEARCH), "WebSearch(*secret*)"), Deny)
+
+
 def test_the_rules_of_other_kinds_are_unchanged() -> None:
     def mcp(server: str, tool: str) -> PermissionRequest:
         args: dict[str, Any] = {"providerIdentifier": server, "toolName": tool}

@@ -5,7 +5,8 @@ timeout — and turns each agent request into the JSON-RPC result to send back, 
 exchange to the turn's :class:`~cursor_agent_api.protocol.acp_mapper.AcpMapper` (so it becomes
 ``INTERACTION_QUERY`` events). Callbacks may be sync (run in a worker thread, so a terminal
 prompt never blocks the event loop) or async. Each wait is bounded by ``permission_timeout``
-(none by default) and by the turn's cancel, which answers ``cancelled``.
+(none by default) and by the turn's cancel, which answers ``cancelled``: once the turn is
+cancelled, every request is answered ``cancelled``, whatever rules, mode or defaults say.
 
 Answers are picked by option *kind*: ``Allow()`` -> ``allow_once``, ``Allow(remember=True)``
 -> ``allow_always``, ``Deny`` -> ``reject_once``; a permission request offering
@@ -121,10 +122,16 @@ class Steering:
             self.emit(events)
 
     def cancel_pending(self) -> None:
-        """Answer every pending request ``cancelled`` (and every later one)."""
+        """Answer every pending request ``cancelled`` (and every later one, whatever a rule,
+        the mode or a default would have answered)."""
         if self._cancelled is None:
             self._cancelled = asyncio.Event()
         self._cancelled.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once :meth:`cancel_pending` was called."""
+        return self._cancelled is not None and self._cancelled.is_set()
 
     async def _decide(self, fn: Callable[[Any], Any], arg: Any) -> Any:
         """``fn(arg)``, sync (in a thread) or async, raced against cancel and the timeout."""
@@ -184,6 +191,8 @@ class Steering:
         if any(o.option_id == SKIP_OPTION for o in options):
             return await self._question_fallback(rid, params, options)
         self._emit(self.mapper.permission_request(rid, params))
+        if self.cancelled:  # the turn is cancelled: no rule or mode approves a call now
+            return self._answer_permission(rid, params, None, "cancelled", None)
         request = self.request_of(params)
         cfg = self.config
         decision: PermissionDecision | None = decide_by_rules(
@@ -233,6 +242,8 @@ class Steering:
     async def _ask(self, request: QuestionRequest) -> QuestionDecision | None:
         """The decision of ``on_question`` (``None``: cancelled)."""
         fn = self.config.on_question
+        if self.cancelled:
+            return None
         if fn is None:
             return Skip("no on_question callback")
         try:
@@ -320,8 +331,8 @@ class Steering:
                     [t for t in todos if isinstance(t, dict)] if isinstance(todos, list) else [],
                     tool_call_id if isinstance(tool_call_id, str) else None)
         fn = self.config.on_plan
-        decision: PlanDecision | None = Accept()
-        if fn is not None:
+        decision: PlanDecision | None = None if self.cancelled else Accept()
+        if fn is not None and decision is not None:
             try:
                 got = await self._decide(fn, plan)
                 decision = got if isinstance(got, (Accept, Reject)) else Reject(

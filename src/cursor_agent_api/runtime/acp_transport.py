@@ -67,6 +67,7 @@ from .acp_connection import AcpConnection, RpcFailure
 from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags
 from .groups import stop_groups
+from .stderr import CLASSIFIED_CHARS, known_failure
 
 if TYPE_CHECKING:
     from ..protocol import AgentEvent
@@ -557,9 +558,18 @@ class AcpTransport:
 
     @staticmethod
     def typed_error(exc: AcpRequestError) -> CursorAgentError:
-        """The typed error for an agent's error answer (a login it needs, or ``exc``)."""
+        """The typed error for an agent's error answer: a login it needs (``-32000``), an API
+        key it refused ("Failed to initialize session services", ACP.md §2), what print
+        mode's stderr rules name (:func:`~.stderr.known_failure`: a usage limit, a model it
+        cannot use…), else ``exc``."""
         if exc.code == -32000 or "Authentication required" in str(exc):
             return AuthenticationError(f"the agent needs a login: {exc.message}")
+        if "failed to initialize session services" in exc.message.lower():
+            return AuthenticationError(f"{exc.message}: Cursor's answer to an invalid API key")
+        known = known_failure(exc.message[:CLASSIFIED_CHARS])
+        if known is not None:
+            cls, what = known
+            return cls(f"{what}: {exc.message}")
         return exc
 
     def forget(self, session_id: str) -> None:

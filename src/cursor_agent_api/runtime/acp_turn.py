@@ -11,7 +11,9 @@ when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
 * :meth:`AcpTurn.cancel` sends ``session/cancel``, answers every pending request
   ``cancelled`` and waits ``kill_grace`` seconds for the prompt's answer; without one (a build
   that does not support cancel), or with ``SIGKILL``, it stops the agent's process group and
-  the session is ``session/load``ed on the next prompt. The session survives either way.
+  the session is ``session/load``ed on the next prompt. The session survives either way. A
+  prompt answered with an error once the turn is cancelling ends the turn cancelled too (the
+  shape ACP.md §13 leaves open), not failed.
 * The process dying mid-turn ends the turn with
   :class:`~cursor_agent_api.errors.AgentProcessError` (exit code, stderr tail); the next
   turn restarts the agent.
@@ -281,7 +283,10 @@ class AcpTurn:
                     f"{exc.message}; the turn is lost, the next prompt restarts the agent and "
                     "reloads the session", exit_code=exc.exit_code, stderr=exc.stderr)
         except AcpRequestError as exc:  # "Authentication required" is an AuthenticationError
-            failure = self.transport.typed_error(exc)
+            if self._cancel_signal is not None and exc.method == "session/prompt":
+                stop = "cancelled"  # a build answering the cancelled prompt with an error
+            else:
+                failure = self.transport.typed_error(exc)
         except CursorAgentError as exc:
             failure = exc
         except Exception as exc:  # a bug must still end the turn, typed

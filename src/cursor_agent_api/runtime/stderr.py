@@ -30,7 +30,8 @@ from ..errors import (
 from ..protocol import strip_ansi
 from ..protocol.reason import failure_reason
 
-__all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "ended_how", "stderr_summary"]
+__all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "ended_how", "known_failure",
+           "stderr_summary"]
 
 
 class StderrTail:
@@ -107,6 +108,25 @@ _RULES: list[tuple[re.Pattern[str], type[CursorAgentError], str]] = [
 ]
 
 
+def known_failure(text: str) -> tuple[type[CursorAgentError], str] | None:
+    """The typed error a failure's text names, and what that means in words, or ``None``:
+    the rules print mode reads its stderr with (:func:`classify_failure`), which ACP mode
+    reads the agent's error answers with too (a usage limit, a model it cannot use…). The
+    caller bounds the text (:data:`CLASSIFIED_CHARS`).
+
+    Example:
+        >>> cls, what = known_failure("Error: You've hit your usage limit for this month")
+        >>> cls.__name__, what
+        ('UsageLimitError', 'the account hit its usage limit')
+        >>> known_failure("Invalid mode ID: yolo") is None
+        True
+    """
+    for pattern, cls, what in _RULES:
+        if pattern.search(text):
+            return cls, what
+    return None
+
+
 def stderr_summary(stderr: str, limit: int = 300) -> str:
     """The agent's own reason in a stderr text (:func:`~cursor_agent_api.protocol.reason.
     failure_reason`: the last error report, else the first line naming a failure, else the
@@ -158,11 +178,11 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
     stderr = strip_ansi(stderr)
     last = _last_part(stderr)
     summary = stderr_summary(last)
-    for pattern, cls, what in _RULES:
-        if pattern.search(last):
-            detail = f": {summary}" if summary else ""
-            return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code,
-                       stderr=stderr)
+    known = known_failure(last)
+    if known is not None:
+        cls, what = known
+        detail = f": {summary}" if summary else ""
+        return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code, stderr=stderr)
     how = f"the agent {ended_how(exit_code)}"
     message = f"{how}: {summary}" if summary else f"{how} and printed nothing on stderr"
     return AgentProcessError(message, exit_code=exit_code, stderr=stderr)

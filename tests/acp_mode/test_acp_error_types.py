@@ -1,0 +1,49 @@
+"""The agent's error answers in ACP mode become the typed errors print mode raises: a login
+it needs, an API key it refused (ACP.md §2: ``-32603`` "Failed to initialize session
+services"), and what print mode's stderr rules name (a usage limit, a model it cannot use),
+read by the same rules (``runtime.stderr.known_failure``). Review of ACP facts, 2026-11-24:
+finding 7 and the suspected rate/usage-limit item."""
+
+from __future__ import annotations
+
+import pytest
+
+from cursor_agent_api.errors import (
+    AcpRequestError,
+    AuthenticationError,
+    CursorAgentError,
+    InvalidModelError,
+    UsageLimitError,
+)
+from cursor_agent_api.runtime.acp_transport import AcpTransport
+
+
+def _typed(method: str, code: int, detail: str) -> CursorAgentError:
+    return AcpTransport.typed_error(AcpRequestError.of(method, code, detail))
+
+
+def test_an_invalid_api_key_is_an_authentication_error_naming_the_key() -> None:
+    err = _typed("session/new", -32603, "Failed to initialize session services")
+    assert isinstance(err, AuthenticationError)
+    assert "Failed to initialize session services" in str(err) and "API key" in str(err)
+    assert "CURSOR_API_KEY" in str(err) and "CURSOR_API_KEY" in err.cli_message()
+    assert "mode and model ids" not in str(err)  # AcpRequestError's hint is not about a key
+
+
+@pytest.mark.parametrize(("detail", "cls"), [
+    ("You've hit your usage limit", UsageLimitError),
+    ("Usage limit reached for this billing period", UsageLimitError),
+    ("Invalid model value: gpt-9", InvalidModelError),
+    ("Cannot use this model: gpt-9", InvalidModelError),
+    ("Invalid API key", AuthenticationError),
+])
+def test_print_modes_rules_name_the_agents_error_answers(detail: str, cls: type) -> None:
+    err = _typed("session/prompt", -32603, detail)
+    assert type(err) is cls and detail in str(err)
+
+
+@pytest.mark.parametrize("detail", ["Invalid mode ID: yolo", "Internal error",
+                                    "Unknown config option: effort"])
+def test_other_error_answers_stay_acp_request_errors(detail: str) -> None:
+    err = _typed("session/set_mode", -32603, detail)
+    assert type(err) is AcpRequestError and err.method == "session/set_mode"
