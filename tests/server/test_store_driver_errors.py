@@ -230,7 +230,9 @@ class _Proxy:
     """A TCP proxy to PostgreSQL on 127.0.0.1, in a thread of its own: :meth:`stop` is the
     database stopped, for the server that connects through it (its connections cut, new ones
     refused: ``ConnectionRefusedError``, which SQLAlchemy lets through), without stopping the
-    cluster other tests use; :meth:`start` brings it back on the same port."""
+    cluster other tests use; :meth:`start` brings it back on the same port. :meth:`hold` is a
+    host that stops answering (packets dropped): connections stay open, new ones are taken,
+    and nothing is forwarded either way until :meth:`release` cuts them."""
 
     def __init__(self, host: str, port: int) -> None:
         self.target = (host, port)
@@ -240,6 +242,7 @@ class _Proxy:
         self.thread.start()
         self.server: asyncio.Server | None = None
         self.open: set[asyncio.StreamWriter] = set()
+        self.holding = False
 
     def _call(self, coro: Any) -> None:
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
@@ -252,6 +255,11 @@ class _Proxy:
         self.port = self.server.sockets[0].getsockname()[1]
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.holding:  # taken, never answered
+            self.open.add(writer)
+            while await reader.read(65536):
+                pass
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
@@ -262,6 +270,8 @@ class _Proxy:
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             try:
                 while data := await src.read(65536):
+                    if self.holding:
+                        continue  # dropped
                     dst.write(data)
                     await dst.drain()
             except OSError:
@@ -281,6 +291,18 @@ class _Proxy:
             writer.transport.abort()
         self.open.clear()
         await self.server.wait_closed()
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def release(self) -> None:
+        self._call(self._release())
+
+    async def _release(self) -> None:
+        self.holding = False
+        for writer in self.open:
+            writer.transport.abort()
+        self.open.clear()
 
     def close(self) -> None:
         if self.server is not None and self.server.is_serving():
@@ -323,6 +345,55 @@ def test_postgresql_stopped_is_a_json_503(
         proxy.close()
     logged = capfd.readouterr().err
     assert "Traceback" not in logged, logged[-3000:]
+
+
+def test_postgresql_that_stops_answering_is_a_json_503_within_its_timeouts(
+    tmp_path: Path, db_url: str, workspace: Path, capfd: Any
+) -> None:
+    """The server's PostgreSQL host stops answering (packets dropped: a network partition, a
+    hung host): no request waits for it for ever. A new connection waits
+    ``store_connect_timeout``, a statement ``store_statement_timeout``; then the request is the
+    503 like any database failure, and once the host answers again the server does too."""
+    if not os.environ.get(PG_ENV):
+        pytest.skip(f"needs PostgreSQL ({PG_ENV})")
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    proxy = _Proxy(url.host or "127.0.0.1", url.port or 5432)
+    server: InProcServer | None = None
+    try:
+        proxy.start()
+        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex,
+                              store_connect_timeout=1.0, store_statement_timeout=1.0).start()
+        with server.client() as c:
+            chat = new_chat(c)
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+            wait_run(c, run["id"])
+            capfd.readouterr()
+            proxy.hold()
+            for _ in range(3):  # the pool's connections hang, and so do new ones
+                # (bounded by the client's 30 s: the server's own wait is what is tested)
+                _assert_503(c.get(f"/api/runs/{run['id']}", timeout=30))
+                _assert_503(c.get(f"/api/chats/{chat['id']}/events", timeout=30))
+            proxy.release()
+            assert poll_ok(lambda: c.get(f"/api/runs/{run['id']}")).json()["status"] == "succeeded"
+    finally:
+        if server is not None:
+            server.stop()
+        proxy.close()
+    logged = capfd.readouterr().err
+    assert "Traceback" not in logged, logged[-3000:]
+
+
+def poll_ok(get: Callable[[], Any], tries: int = 20) -> Any:
+    """``get()`` until it answers 200 (a connection cut as the host came back may fail once)."""
+    for _ in range(tries):
+        r = get()
+        if r.status_code == 200:
+            return r
+        _assert_503(r)
+    raise AssertionError(f"no 200 in {tries} tries: {r.status_code} {r.text}")
 
 
 def test_a_closed_store_says_it_is_closed(db_url: str) -> None:

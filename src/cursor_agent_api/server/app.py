@@ -90,7 +90,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
     ``app.state`` holds ``settings``, ``store``, ``hub``, ``log``, ``auth``, and once started
     ``runs`` and ``recovery``.
     """
-    store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout)
+    store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout,
+                  connect_timeout=settings.store_connect_timeout,
+                  statement_timeout=settings.store_statement_timeout)
     auth = Auth(settings, store)
     hub = Hub(settings.subscriber_queue_size, settings.subscriber_queue_bytes)
     log = EventLog(store, hub, settings.max_field_bytes)

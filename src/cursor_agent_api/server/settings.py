@@ -151,6 +151,12 @@ class ServerSettings:
     login_failure_refill_seconds: float = 5.0
     # The store (docs/server.md, "When the database is unavailable" and "Size limits").
     store_busy_timeout: float = 30.0
+    store_connect_timeout: float = 10.0
+    """PostgreSQL: seconds a new connection may take (a host that stops answering); then the
+    request is the database's 503."""
+    store_statement_timeout: float = 60.0
+    """PostgreSQL: seconds one statement's answer may take (the migrations at start excepted);
+    then the request is the 503 and the connection is dropped."""
     store_buffer_bytes: int = 64 * 1024 * 1024
     store_buffer_events: int = 50_000
     store_retry_max_delay: float = 5.0

@@ -122,7 +122,9 @@ class Worker:
     def __init__(self, settings: WorkerSettings) -> None:
         self.settings = settings
         s = settings.server
-        self.store = Store(s.database_url, busy_timeout=s.store_busy_timeout)
+        self.store = Store(s.database_url, busy_timeout=s.store_busy_timeout,
+                           connect_timeout=s.store_connect_timeout,
+                           statement_timeout=s.store_statement_timeout)
         # Nobody subscribes here: the API servers' relays publish what the worker commits.
         self.log = EventLog(self.store, Hub(), s.max_field_bytes)
         self.runs = _WorkerRuns(s, self.log)

@@ -21,6 +21,7 @@ import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from ..sqlite_file import prepare_sqlite_file
 from .encoding import json_dumps
@@ -172,10 +173,13 @@ class StoreEngine:
         'sqlite'
     """
 
-    def __init__(self, url: str, *, busy_timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, busy_timeout: float = 30.0, connect_timeout: float = 10.0,
+                 statement_timeout: float = 60.0) -> None:
         self.url = url
         self.dialect = make_url(url).get_backend_name()
         self.busy_timeout = busy_timeout
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
         self.faults = StoreFaults()
         self.health = StoreHealth(probe=self.file_problem)
         # SQLite: the database file's path, device and inode, as opened (file_problem)
@@ -253,6 +257,11 @@ class StoreEngine:
             kwargs["pool_size"] = 10
             kwargs["max_overflow"] = 20
             kwargs["pool_pre_ping"] = True
+            # A host that stops answering (packets dropped) would hold a request for as long as
+            # TCP keeps trying (~15 min): a new connection and a statement each wait so long,
+            # then fail (a TimeoutError: the 503) and the connection is dropped.
+            kwargs["connect_args"] = {"timeout": self.connect_timeout,
+                                      "command_timeout": self.statement_timeout}
         engine = create_async_engine(url, **kwargs)
         _one_line_pool_errors(engine)
         if self.is_sqlite:
@@ -271,8 +280,20 @@ class StoreEngine:
                 cur.close()
 
         self._engine = engine
-        async with self._writing(), engine.connect() as conn:
-            await conn.run_sync(run_migrations)
+        if self.is_sqlite:
+            async with self._writing(), engine.connect() as conn:
+                await conn.run_sync(run_migrations)
+        else:
+            # The migrations take what they take (a big table's upgrade; another process's
+            # migrations, whose lock they wait for): a connection of their own, with no
+            # statement timeout.
+            migrator = create_async_engine(url, poolclass=NullPool,
+                                           connect_args={"timeout": self.connect_timeout})
+            try:
+                async with migrator.connect() as conn:
+                    await conn.run_sync(run_migrations)
+            finally:
+                await migrator.dispose()
         if self.is_sqlite:
             import aiosqlite
 
