@@ -100,3 +100,18 @@ def test_the_agents_mode_and_option_updates_are_the_sessions() -> None:
     assert (transport.session_mode("s1"), transport.model_of("s1")) == ("ask", "gpt-5[]")
     assert transport.session_setup["s1"]["configOptions"][1]["currentValue"] == "gpt-5[]"
 
+
+def test_todos_and_tasks_sent_as_notifications_are_the_turns_events(sim: Sim) -> None:
+    """Cursor's documented form of ``cursor/update_todos`` and ``cursor/task`` (ACP.md §9:
+    notifications) gives the turn what the wire's requests give it."""
+    config = sim.config(env={"CURSOR_AGENT_SIM_ACP_CURSOR_FORM": "notification"})
+    with CursorAgentClient(config) as client:
+        todos = client.query("make a todo list: write the tests, fix the bug")
+        task = client.query("use a subagent to count the files")
+    tells = [f for f in sim.agent_frames() if f.get("method") in ("cursor/update_todos", "cursor/task")]
+    assert sorted(f["method"] for f in tells) == ["cursor/task", "cursor/update_todos"]
+    assert not [f for f in tells if "id" in f]  # notifications indeed
+    (todo,) = [c for c in todos.tool_calls if c.todos]
+    assert [t["content"] for t in todo.todos] == ["write the tests", "fix the bug"]
+    assert [c.name for c in task.tool_calls] == ["Task"]
+    assert task.tool_calls[0].args.get("prompt") == "count the files"

@@ -11,8 +11,9 @@ It routes what the agent sends: ``session/update`` to the session's running turn
 ``session/request_permission``, ``cursor/ask_question`` and ``cursor/create_plan`` to the
 turn they belong to (by session, then by tool call id) — or, between turns (a background
 task asks late), to the client's own settings; ``cursor/update_todos``, ``cursor/task`` and
-``cursor/generate_image`` are answered ``{}`` and become the turn's events; anything else
-gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
+``cursor/generate_image`` are answered ``{}`` and become the turn's events (sent as
+notifications, Cursor's documented form, they become its events too); anything else gets
+``-32601`` (which is what makes Cursor fall back instead of stalling).
 
 If the process dies, the next turn starts a new one and ``session/load``s its session.
 
@@ -94,6 +95,9 @@ def _request_timeout(bounded: bool) -> float | None:
     return ACP_REQUEST_TIMEOUT if bounded else None
 
 PROTOCOL_VERSION = 1
+_FIRE_AND_FORGET = frozenset({"cursor/update_todos", "cursor/task", "cursor/generate_image"})
+"""Cursor's methods that only tell (ACP.md §9): sent as requests with an id (the wire) or as
+notifications (Cursor's docs); either becomes the turn's events."""
 _UNLOADABLE = (INVALID_PARAMS, METHOD_NOT_FOUND)
 """A ``session/load`` answered with one of these: the agent cannot load that session
 (ACP.md §10; a turn starts a new one)."""
@@ -697,7 +701,11 @@ class AcpTransport:
                 turn.escalate("cancel_unsupported")
 
     def _on_notification(self, note: RpcNotification) -> None:
-        """``session/update``: to the session's setup, then its running turn."""
+        """``session/update`` (to the session's setup, then its running turn) and Cursor's
+        fire-and-forget methods in their documented form (ACP.md §9), as their requests."""
+        if note.method in _FIRE_AND_FORGET:
+            self._fire_and_forget(note.method, note.params)
+            return
         if note.method != "session/update":
             return
         update = note.params.get("update")
@@ -710,6 +718,19 @@ class AcpTransport:
         if turn is not None:
             turn.on_update(update)
 
+    def _fire_and_forget(self, method: str, params: dict[str, Any]) -> None:
+        """``cursor/update_todos``, ``cursor/task`` or ``cursor/generate_image`` (a request or
+        a notification): the events of the turn it belongs to (nothing between turns)."""
+        turn = self._turn_for(params)
+        if turn is None:
+            return
+        if method == "cursor/update_todos":
+            turn.deliver(turn.mapper.todos(params))
+        elif method == "cursor/task":
+            turn.deliver(turn.mapper.task(params))
+        else:
+            turn.deliver([turn.mapper.note("generate_image", params=params)])
+
     @staticmethod
     def _on_overflow(request: RpcRequest) -> Any:
         """A request beyond the connection's pending cap: a permission request is answered
@@ -720,6 +741,9 @@ class AcpTransport:
 
     async def _on_request(self, request: RpcRequest) -> Any:
         method, params = request.method, request.params
+        if method in _FIRE_AND_FORGET:  # answered {} (the wire's form, ACP.md §9)
+            self._fire_and_forget(method, params)
+            return {}
         turn = self._turn_for(params)
         steering = turn.steering if turn is not None else self._background
         if method == "session/request_permission":
@@ -728,15 +752,6 @@ class AcpTransport:
             return await steering.question(request.id, params)
         if method == "cursor/create_plan":
             return await steering.plan(request.id, params)
-        if method in ("cursor/update_todos", "cursor/task", "cursor/generate_image"):
-            if turn is not None:
-                if method == "cursor/update_todos":
-                    turn.deliver(turn.mapper.todos(params))
-                elif method == "cursor/task":
-                    turn.deliver(turn.mapper.task(params))
-                else:
-                    turn.deliver([turn.mapper.note("generate_image", params=params)])
-            return {}
         raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
