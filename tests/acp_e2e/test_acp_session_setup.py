@@ -73,11 +73,12 @@ def test_a_session_the_agent_cannot_load_is_a_session_error(sim: Sim, control: s
     """``session/load`` answered ``-32602`` (not found) for a mode or option switch: a
     :class:`SessionError` naming the session, as a turn would start a new one instead."""
     missing = "00000000-0000-4000-8000-000000000000"
-    with CursorAgentClient(sim.config()) as client, pytest.raises(SessionError, match=missing):
+    with CursorAgentClient(sim.config()) as client, pytest.raises(SessionError, match=missing) as caught:
         if control == "mode":
             client.set_session_mode(missing, "plan")
         else:
             client.set_session_option(missing, "model", "gpt-5[]")
+    assert "model ids" not in str(caught.value)  # (not AcpRequestError's hint)
     assert sent(sim, "session/load") and not sent(sim, "session/set_mode") \
         and not sent(sim, "session/set_config_option")
 

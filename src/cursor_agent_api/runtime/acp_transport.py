@@ -604,9 +604,9 @@ class AcpTransport:
                 except AcpRequestError as exc:
                     if exc.code not in _UNLOADABLE:
                         raise self.typed_error(exc) from None
-                    raise SessionError(f"the agent could not load session {sid} ({exc}): it "
-                                       "has no such session; a query with resume= that id "
-                                       "starts a new one") from None
+                    raise SessionError(f"the agent could not load session {sid} "
+                                       f"({exc.message}); a query with resume= that id starts "
+                                       "a new session instead") from None
         try:
             return await conn.request(method, params, timeout=_request_timeout(bounded))
         except AcpRequestError as exc:
