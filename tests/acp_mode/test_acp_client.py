@@ -312,7 +312,8 @@ def test_sessions_continue_and_switch_mode(fake: FakeAgent) -> None:
         setup = session.client.session_setup(session.session_id)
     assert second.result == "earlier: say one"
     assert options == {"configOptions": [{"id": "model", "currentValue": "gpt-9"}]}
-    assert setup["modes"]["currentModeId"] == "agent"
+    # what the client set is the session's now (the agent said "agent" at session/new)
+    assert (setup["modes"]["currentModeId"], setup["models"]["currentModelId"]) == ("plan", "gpt-9")
 
 
 def test_async_session(fake: FakeAgent) -> None:

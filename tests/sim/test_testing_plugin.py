@@ -95,7 +95,9 @@ def test_the_client_against_the_fixture(cursor_sim_config: AgentConfig, cursor_s
 SIM_READS = ("CURSOR_AGENT_SIM_FAULT", "CURSOR_AGENT_SIM_SCRIPT", "CURSOR_AGENT_SIM_SPEED",
              "CURSOR_AGENT_SIM_DELAY", "CURSOR_AGENT_SIM_SEED", "CURSOR_AGENT_SIM_ACP_ENRICH",
              "CURSOR_AGENT_SIM_ACP_ASK_EDITS", "CURSOR_AGENT_SIM_ACP_MCP",
-             "CURSOR_AGENT_SIM_MCP_TIMEOUT", "CURSOR_DATA_DIR", "CURSOR_API_KEY")
+             "CURSOR_AGENT_SIM_MCP_TIMEOUT", "CURSOR_AGENT_SIM_ACP_EOF",
+             "CURSOR_AGENT_SIM_ACP_CURSOR_FORM", "CURSOR_AGENT_SIM_ACP_USER_ECHO", "CURSOR_DATA_DIR",
+             "CURSOR_API_KEY")
 
 
 def test_the_fixtures_clear_every_variable_the_simulator_reads(

@@ -11,8 +11,9 @@ It routes what the agent sends: ``session/update`` to the session's running turn
 ``session/request_permission``, ``cursor/ask_question`` and ``cursor/create_plan`` to the
 turn they belong to (by session, then by tool call id) — or, between turns (a background
 task asks late), to the client's own settings; ``cursor/update_todos``, ``cursor/task`` and
-``cursor/generate_image`` are answered ``{}`` and become the turn's events; anything else
-gets ``-32601`` (which is what makes Cursor fall back instead of stalling).
+``cursor/generate_image`` are answered ``{}`` and become the turn's events (sent as
+notifications, Cursor's documented form, they become its events too); anything else gets
+``-32601`` (which is what makes Cursor fall back instead of stalling).
 
 If the process dies, the next turn starts a new one and ``session/load``s its session.
 
@@ -64,6 +65,7 @@ from ..protocol.acp_codec import (
 from ..protocol.acp_mcp import acp_mcp_servers
 from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
+from .acp_setup import SessionSetups
 from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags
 from .groups import stop_groups
@@ -94,6 +96,12 @@ def _request_timeout(bounded: bool) -> float | None:
     return ACP_REQUEST_TIMEOUT if bounded else None
 
 PROTOCOL_VERSION = 1
+_FIRE_AND_FORGET = frozenset({"cursor/update_todos", "cursor/task", "cursor/generate_image"})
+"""Cursor's methods that only tell (ACP.md §9): sent as requests with an id (the wire) or as
+notifications (Cursor's docs); either becomes the turn's events."""
+_UNLOADABLE = (INVALID_PARAMS, METHOD_NOT_FOUND)
+"""A ``session/load`` answered with one of these: the agent cannot load that session
+(ACP.md §10; a turn starts a new one)."""
 CLIENT_INFO = {"name": "cursor-agent-api", "version": "0.1.0"}
 
 
@@ -201,9 +209,9 @@ class AcpTransport:
         """How many sessions without a running turn are held (the most recently used)."""
         self._background = Steering(config)
         self.agent_capabilities: dict[str, Any] = {}
-        self._modes: dict[str, str] = {}  # the mode set_mode gave each session
-        self.session_setup: dict[str, dict[str, Any]] = {}
-        """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said."""
+        self.session_setup = SessionSetups()
+        """Each session's ``modes``, ``models`` and ``configOptions``, as the agent last said
+        (or the client last set: see :mod:`.acp_setup`)."""
         self.closed = False
         self.retired = False
         """Set by :meth:`retire`: the process stops whenever no turn runs on it."""
@@ -446,10 +454,7 @@ class AcpTransport:
         if old is not None:  # (re)loaded: the agent replaced the session's MCP sessions
             self._end_scopes(old)
         state = self._sessions[session_id] = _Session(session_id, cwd, self._generation)  # (newest)
-        self._modes.pop(session_id, None)  # (re)loaded: the agent's answer says its mode
-        if isinstance(result, dict):
-            self.session_setup[session_id] = {k: result[k] for k in ("modes", "models", "configOptions")
-                                              if k in result}
+        self.session_setup.remember(session_id, result)  # (re)loaded: the answer says its setup
         self._trim()
         return state
 
@@ -473,7 +478,6 @@ class AcpTransport:
         if state is not None:
             self._end_scopes(state)
         self.session_setup.pop(session_id, None)
-        self._modes.pop(session_id, None)
 
     @staticmethod
     def _scope(config: AgentConfig) -> str | None:
@@ -524,22 +528,12 @@ class AcpTransport:
         if sid is not None and (state is None or state.generation != self._generation):
             cwd = state.cwd if state is not None else self._cwd(config)
             turn.waiting_for = "session/load"
-            scope = self._scope(config)
             try:
                 # replayed history arrives as updates before the answer: no turn is
                 # registered yet, so it is dropped (the caller has its own history)
-                try:
-                    result = await conn.request("session/load", {
-                        "sessionId": sid, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
-                                                timeout=_request_timeout(bounded))
-                except BaseException:
-                    self._end_scope(scope)
-                    raise
-                state = self._remember(sid, cwd, result)
-                if scope is not None:
-                    state.scopes.append(scope)
+                state = await self._load(conn, sid, cwd, config, bounded=bounded)
             except AcpRequestError as exc:
-                if exc.code not in (INVALID_PARAMS, METHOD_NOT_FOUND):
+                if exc.code not in _UNLOADABLE:
                     raise self.typed_error(exc) from None
                 notes.append(turn.mapper.note(
                     "context_reset", previous_session_id=sid,
@@ -588,18 +582,41 @@ class AcpTransport:
             self._sessions[session_id] = self._sessions.pop(session_id)
             self._trim()
 
+    async def _load(self, conn: AcpConnection, session_id: str, cwd: str, config: AgentConfig,
+                    *, bounded: bool) -> _Session:
+        """``session/load`` of ``session_id`` in ``cwd`` with ``config``'s MCP servers: held
+        from now on, with the setup the answer gives. An error answer is raised as it is."""
+        scope = self._scope(config)
+        try:
+            result = await conn.request("session/load", {
+                "sessionId": session_id, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
+                                        timeout=_request_timeout(bounded))
+        except BaseException:
+            self._end_scope(scope)
+            raise
+        state = self._remember(session_id, cwd, result)
+        if scope is not None:
+            state.scopes.append(scope)
+        return state
+
     async def _session_request(self, method: str, params: dict[str, Any], *,
                                bounded: bool = True) -> Any:
+        """``method`` on the session ``params`` name (``session/load``ed first when this
+        process does not hold it: one the agent cannot load is a :class:`SessionError`)."""
         conn = await self.connect()
         sid = params.get("sessionId")
         if isinstance(sid, str):
             state = self._sessions.get(sid)
             if state is None or state.generation != self._generation:
-                await conn.request("session/load", {"sessionId": sid, "cwd": state.cwd if state
-                                                    else self._cwd(self.config),
-                                                    "mcpServers": self.mcp_servers(self.config)},
-                                   timeout=_request_timeout(bounded))
-                self._remember(sid, state.cwd if state else self._cwd(self.config), None)
+                cwd = state.cwd if state is not None else self._cwd(self.config)
+                try:
+                    await self._load(conn, sid, cwd, self.config, bounded=bounded)
+                except AcpRequestError as exc:
+                    if exc.code not in _UNLOADABLE:
+                        raise self.typed_error(exc) from None
+                    raise SessionError(f"the agent could not load session {sid} "
+                                       f"({exc.message}); a query with resume= that id starts "
+                                       "a new session instead") from None
         try:
             return await conn.request(method, params, timeout=_request_timeout(bounded))
         except AcpRequestError as exc:
@@ -610,59 +627,35 @@ class AcpTransport:
         (``bounded=False``: no ``ACP_REQUEST_TIMEOUT``, the caller has a deadline)."""
         await self._session_request("session/set_mode", {"sessionId": session_id,
                                                          "modeId": mode_id}, bounded=bounded)
-        self._modes[session_id] = mode_id
+        self.session_setup.mode_set(session_id, mode_id)
 
     def model_of(self, session_id: str) -> str | None:
-        """The session's model id, as the agent last said (``models.currentModelId``)."""
-        models = self.session_setup.get(session_id, {}).get("models")
-        current = models.get("currentModelId") if isinstance(models, dict) else None
-        return current if isinstance(current, str) else None
+        """The session's model id, as the agent last said or the client last set
+        (``models.currentModelId``)."""
+        return self.session_setup.model_of(session_id)
 
     def model_id_for(self, session_id: str, model: str) -> str:
-        """The id of ``model`` (a slug such as ``gpt-5``, or an id) among the session's
-        ``availableModels`` (ids carry parameters: ``gpt-5[effort=high]``); ``model`` itself
-        when none matches (the agent then says whether it knows it)."""
-        models = self.session_setup.get(session_id, {}).get("models")
-        available = models.get("availableModels") if isinstance(models, dict) else None
-        entries: list[tuple[str, str]] = [
-            (m["modelId"], str(m.get("name") or "")) for m in available or []
-            if isinstance(m, dict) and isinstance(m.get("modelId"), str)]
-        for i, _ in entries:
-            if i == model:
-                return i
-        for i, _ in entries:
-            if i.partition("[")[0] == model:
-                return i
-        for i, name in entries:
-            if name.lower() == model.lower():  # "auto" is the one named "Auto"
-                return i
-        return model
+        """The id of ``model`` (a slug or an id) among the session's ``availableModels``
+        (:meth:`.acp_setup.SessionSetups.model_id_for`)."""
+        return self.session_setup.model_id_for(session_id, model)
 
     async def set_model(self, session_id: str, model: str, *, bounded: bool = True) -> str:
         """Switch the session to ``model`` (``session/set_config_option``); its id."""
         model_id = self.model_id_for(session_id, model)
         await self.set_config_option(session_id, "model", model_id, bounded=bounded)
-        models = self.session_setup.setdefault(session_id, {}).get("models")
-        if isinstance(models, dict):
-            models["currentModelId"] = model_id
         return model_id
 
     def session_mode(self, session_id: str) -> str | None:
-        """The session's mode: as last set here, else as the agent said at new/load."""
-        if session_id in self._modes:
-            return self._modes[session_id]
-        modes = self.session_setup.get(session_id, {}).get("modes")
-        current = modes.get("currentModeId") if isinstance(modes, dict) else None
-        return current if isinstance(current, str) else None
+        """The session's mode, as the agent last said or the client last set."""
+        return self.session_setup.mode_of(session_id)
 
     async def set_config_option(self, session_id: str, config_id: str, value: str, *,
                                 bounded: bool = True) -> Any:
-        """``session/set_config_option`` (``model`` or ``mode``); the refreshed options."""
+        """``session/set_config_option`` (``model`` or ``mode``); the refreshed options. The
+        session's setup follows (a later turn asking another mode or model switches back)."""
         result = await self._session_request("session/set_config_option", {
             "sessionId": session_id, "configId": config_id, "value": value}, bounded=bounded)
-        options = result.get("configOptions") if isinstance(result, dict) else None
-        if options is not None:
-            self.session_setup.setdefault(session_id, {})["configOptions"] = options
+        self.session_setup.option_set(session_id, config_id, value, result)
         return result
 
     async def list_sessions(self) -> list[dict[str, Any]]:
@@ -718,12 +711,35 @@ class AcpTransport:
                 turn.escalate("cancel_unsupported")
 
     def _on_notification(self, note: RpcNotification) -> None:
+        """``session/update`` (to the session's setup, then its running turn) and Cursor's
+        fire-and-forget methods in their documented form (ACP.md §9), as their requests."""
+        if note.method in _FIRE_AND_FORGET:
+            self._fire_and_forget(note.method, note.params)
+            return
         if note.method != "session/update":
             return
         update = note.params.get("update")
+        if not isinstance(update, dict):
+            return
+        sid = note.params.get("sessionId")
+        if isinstance(sid, str) and sid in self._sessions:
+            self.session_setup.on_update(sid, update)  # a mode or option the agent changed
         turn = self._turn_for(note.params)
-        if turn is not None and isinstance(update, dict):
+        if turn is not None:
             turn.on_update(update)
+
+    def _fire_and_forget(self, method: str, params: dict[str, Any]) -> None:
+        """``cursor/update_todos``, ``cursor/task`` or ``cursor/generate_image`` (a request or
+        a notification): the events of the turn it belongs to (nothing between turns)."""
+        turn = self._turn_for(params)
+        if turn is None:
+            return
+        if method == "cursor/update_todos":
+            turn.deliver(turn.mapper.todos(params))
+        elif method == "cursor/task":
+            turn.deliver(turn.mapper.task(params))
+        else:
+            turn.deliver([turn.mapper.note("generate_image", params=params)])
 
     @staticmethod
     def _on_overflow(request: RpcRequest) -> Any:
@@ -735,6 +751,9 @@ class AcpTransport:
 
     async def _on_request(self, request: RpcRequest) -> Any:
         method, params = request.method, request.params
+        if method in _FIRE_AND_FORGET:  # answered {} (the wire's form, ACP.md §9)
+            self._fire_and_forget(method, params)
+            return {}
         turn = self._turn_for(params)
         steering = turn.steering if turn is not None else self._background
         if method == "session/request_permission":
@@ -743,15 +762,6 @@ class AcpTransport:
             return await steering.question(request.id, params)
         if method == "cursor/create_plan":
             return await steering.plan(request.id, params)
-        if method in ("cursor/update_todos", "cursor/task", "cursor/generate_image"):
-            if turn is not None:
-                if method == "cursor/update_todos":
-                    turn.deliver(turn.mapper.todos(params))
-                elif method == "cursor/task":
-                    turn.deliver(turn.mapper.task(params))
-                else:
-                    turn.deliver([turn.mapper.note("generate_image", params=params)])
-            return {}
         raise RpcFailure(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,

@@ -17,7 +17,14 @@ turn's frames come from :class:`~.acp_output.AcpOutput`; sessions are stored by
 on stdout), ``slow``, ``slow-start`` (``initialize`` answered late), ``cancel-unsupported``,
 ``load-not-found``, ``reject-failed`` (a rejected
 call ends ``failed``; the real builds' ``completed`` is the default), ``crash-once`` (``crash``,
-once per config dir), ``unknown-request`` (an unknown agent request mid-turn, awaited).
+once per config dir), ``unknown-request`` (an unknown agent request mid-turn, awaited),
+``list-unsupported`` (no ``session/list``: 03.25/03.30), ``ask-after-cancel`` (one more
+permission request after a cancel, before ``cancelled``). Variables (:mod:`.settings`):
+``CURSOR_AGENT_SIM_ACP_EOF`` (``linger``, the default: at the end of stdin once a prompt turn
+has run, the process stays until signalled or :data:`~.settings.LINGER_S` has passed, as the
+real builds did not exit; idle, it exits at once), ``CURSOR_AGENT_SIM_ACP_CURSOR_FORM``
+(``cursor/update_todos`` and ``cursor/task`` as requests or as notifications),
+``CURSOR_AGENT_SIM_ACP_USER_ECHO`` (the prompt as a live ``user_message_chunk``).
 
 Example::
 
@@ -50,7 +57,7 @@ from .jsonrpc import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_F
 from .mcp_client import ACP_GIVEN_ENV, McpSession
 from .mcp_config import configured_servers
 from .models import DEFAULT_MODEL, MODELS, call_style, display_name
-from .settings import Fault, SimSettings
+from .settings import LINGER_S, Fault, SimSettings
 from .store import ChatStore, Turn, update_file
 from .turn import PreflightError, api_key_source
 from .writer import BANNER_AMONG, BANNER_LINES, write_all
@@ -146,6 +153,8 @@ class Server:
     sessions: dict[str, LiveSession] = field(default_factory=dict)
     deferred: collections.deque[Message] = field(default_factory=collections.deque)
     turn: RunningTurn | None = None
+    prompted: bool = False
+    """A prompt turn has run (then the end of stdin does not end the process at once)."""
     created: int = 0
     mcp_files: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     """Each workspace's ``mcp.json`` servers, as first read (:meth:`configured_servers`)."""
@@ -173,6 +182,8 @@ class Server:
         while True:
             message = self.deferred.popleft() if self.deferred else self.conn.next()
             if message is None:
+                if self.prompted and self.settings.acp_eof == "linger":
+                    linger(LINGER_S)  # as the real builds after a turn (ACP.md §1)
                 return 0
             self.handle(message)
 
@@ -204,6 +215,8 @@ class Server:
 
     def _request(self, message: Message) -> None:
         handler = _METHODS.get(message.method)
+        if message.method == "session/list" and self.settings.has(Fault.LIST_UNSUPPORTED):
+            handler = None  # the builds of 03.25/03.30
         if handler is None:
             self.conn.error(message.id, METHOD_NOT_FOUND, f"Method not found: {message.method}")
             return
@@ -263,7 +276,10 @@ class Server:
             self._during_turn(message)
 
     def tell(self, method: str, params: dict[str, Any]) -> None:
-        self.conn.request(method, params)
+        if self.settings.acp_cursor_form == "notification":
+            self.conn.notify(method, params)  # Cursor's documented form (ACP.md §9)
+        else:
+            self.conn.request(method, params)  # the wire's: an id, not awaited
 
     def check_cancel(self) -> None:
         while (message := self.conn.poll()) is not None:
@@ -425,9 +441,12 @@ def _initialize(server: Server, params: dict[str, Any]) -> dict[str, Any]:
     server.bare_model_ids = isinstance(meta, dict) and meta.get("parameterizedModelPicker") is True
     if server.settings.has(Fault.SLOW_START):  # a build that takes its time to start
         time.sleep(server.settings.delay_for(Fault.SLOW_START))
+    caps = dict(CAPABILITIES)
+    if server.settings.has(Fault.LIST_UNSUPPORTED):
+        del caps["sessionCapabilities"]  # the builds of 03.25/03.30 (ACP.md §3)
     return {
         "protocolVersion": PROTOCOL_VERSION,
-        "agentCapabilities": CAPABILITIES,
+        "agentCapabilities": caps,
         "authMethods": AUTH_METHODS,
     }
 
@@ -548,9 +567,13 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         acp=True,
     )
     out = AcpOutput(ctx, live.state, server)
-    server.turn = RunningTurn(files.session_id)
+    server.turn = running = RunningTurn(files.session_id)
+    server.prompted = True
     stop = "end_turn"
     try:
+        if server.settings.acp_user_echo:  # one probe saw the prompt echoed live (ACP.md §5)
+            server.update(files.session_id, {"sessionUpdate": "user_message_chunk",
+                                             "content": {"type": "text", "text": text}})
         if live.title is None:
             live.title = " ".join(text.split()[:6]) or "New chat"
             files.write_meta(live.title)
@@ -563,6 +586,9 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
             pass
     except TurnCancelled:
         stop = "cancelled"
+        if server.settings.has(Fault.ASK_AFTER_CANCEL):
+            running.cancelled = False  # it asks once more, and waits (or a cancel again)
+            out.after_cancel()
     finally:
         server.turn = None
     files.add_turn(Turn(text, "".join(out.text), ctx.ids.request_id), out.replay_updates(len(history)))
@@ -651,6 +677,11 @@ def serve(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Sim
         return 130
     finally:
         server.close()
+
+
+def linger(seconds: float) -> None:
+    """Stay ``seconds`` (a signal ends the process before: SIGTERM exits 143)."""
+    time.sleep(seconds)
 
 
 def _config(data: bytes | None) -> dict[str, Any]:

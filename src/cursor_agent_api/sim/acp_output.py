@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from . import workspace as tools
 from .context import ASK_MODE_REFUSAL, Decision, TurnContext, split_text
 from .executors import EXECUTORS, QUESTIONS, Done, plan_markdown
 from .ids import derived_uuid
@@ -50,6 +51,8 @@ PERMISSION_OPTIONS: list[dict[str, str]] = [
     {"optionId": REJECT_ONCE, "name": "Reject", "kind": "reject_once"},
 ]
 """Exactly the three options of the real builds (never ``reject_always``)."""
+AFTER_CANCEL_COMMAND = "touch after-cancel.txt"
+"""The call the ``ask-after-cancel`` fault asks about after the cancel (run if allowed)."""
 
 _KINDS = {
     "lsToolCall": "read",
@@ -153,6 +156,9 @@ class AcpOutput:
 
     def _send(self, update: dict[str, Any]) -> None:
         self.host.check_cancel()
+        self._sent(update)
+
+    def _sent(self, update: dict[str, Any]) -> None:
         self.host.update(self.state.session_id, update)
         self.updates.append(update)
 
@@ -438,6 +444,26 @@ class AcpOutput:
         self.host.tell(
             "cursor/update_todos", {"toolCallId": self.acp_id(step), "todos": todos, "merge": False}
         )
+
+    def after_cancel(self) -> None:
+        """The ``ask-after-cancel`` fault, once the turn was cancelled: a build still finishing
+        a step asks about one more call (:data:`AFTER_CANCEL_COMMAND`), waits for the answer
+        (or another cancel) and runs the call if it was allowed."""
+        command = AFTER_CANCEL_COMMAND
+        call_id = f"call-{derived_uuid('after-cancel', self.ctx.ids.request_id)}-0"
+        call = {"toolCallId": call_id, "title": f"`{command}`", "kind": "execute", "status": "pending"}
+        self._sent({"sessionUpdate": "tool_call", **call, "rawInput": {"command": command}})
+        reason = {"type": "content", "content": {"type": "text", "text": "Not in allowlist: touch"}}
+        params = {"sessionId": self.state.session_id, "toolCall": {**call, "content": [reason]},
+                  "options": PERMISSION_OPTIONS}
+        status, answer = self.host.ask("session/request_permission", params)
+        done: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id,
+                                "status": "completed"}
+        if status == "result" and _selected(answer) in (ALLOW_ONCE, ALLOW_ALWAYS):
+            self._sent({"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": "in_progress"})
+            _, code, out, err, _ = tools.run_shell(self.ctx.workspace, command)
+            done["rawOutput"] = {"exitCode": code, "stdout": out, "stderr": err}
+        self._sent(done)
 
     # ---- replay ---------------------------------------------------------------------------------
 

@@ -18,6 +18,14 @@
                                bundle's prompts; current builds do not ask, the default)
 ``CURSOR_AGENT_SIM_ACP_MCP``   ``cursor-agent-sim acp``: ``approvals`` or ``connect`` (read by
                                :mod:`.mcp_client`, see :data:`ACP_GIVEN_ENV`)
+``CURSOR_AGENT_SIM_ACP_EOF``   ``cursor-agent-sim acp`` at the end of stdin once a prompt turn
+                               has run: ``linger`` (stays until signalled, at most
+                               :data:`LINGER_S`, as the real builds; default) or ``exit``
+``CURSOR_AGENT_SIM_ACP_CURSOR_FORM`` how ``cursor/update_todos`` and ``cursor/task`` are
+                               sent: ``request`` (with an id, the wire's form; default) or
+                               ``notification`` (Cursor's documented form)
+``CURSOR_AGENT_SIM_ACP_USER_ECHO`` ``1``: a turn starts with the prompt as a live
+                               ``user_message_chunk`` (one probe's report)
 ``CURSOR_AGENT_SIM_MCP_TIMEOUT`` seconds to connect to an MCP server (:mod:`.mcp_client`)
 ``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
 ``CURSOR_DATA_DIR``            where ``projects/<slug>/mcp-approvals.json`` is read (as the
@@ -37,6 +45,8 @@ Example:
     ['banner', 'split-writes']
     >>> SimSettings.from_env({"CURSOR_AGENT_SIM_ACP_ENRICH": "tool_call"}).acp_enrich
     'tool_call'
+    >>> SimSettings().acp_eof, SimSettings.from_env({"CURSOR_AGENT_SIM_ACP_EOF": "exit"}).acp_eof
+    ('linger', 'exit')
 """
 
 from __future__ import annotations
@@ -57,6 +67,15 @@ SEED_ENV = "CURSOR_AGENT_SIM_SEED"
 ACP_ENRICH_ENV = "CURSOR_AGENT_SIM_ACP_ENRICH"
 ACP_ASK_EDITS_ENV = "CURSOR_AGENT_SIM_ACP_ASK_EDITS"
 ACP_ENRICH_STYLES = ("update", "tool_call")
+ACP_EOF_ENV = "CURSOR_AGENT_SIM_ACP_EOF"
+ACP_EOF_STYLES = ("linger", "exit")
+LINGER_S = 60.0
+"""How long ``cursor-agent-sim acp`` lingers after the end of stdin once a prompt turn has
+run (``linger``): the real builds did not exit within 10 s (ACP.md §1); a client that never
+signals its agent still sees it end in time."""
+ACP_CURSOR_FORM_ENV = "CURSOR_AGENT_SIM_ACP_CURSOR_FORM"
+ACP_CURSOR_FORMS = ("request", "notification")
+ACP_USER_ECHO_ENV = "CURSOR_AGENT_SIM_ACP_USER_ECHO"
 ACP_GIVEN_ENV = "CURSOR_AGENT_SIM_ACP_MCP"
 """``approvals`` (the default: a server given in ``session/new``/``session/load`` loads only
 with an approval entry, as the 09.10 bundle and build ~03) or ``connect`` (loaded without one,
@@ -68,7 +87,8 @@ DATA_DIR_ENV = "CURSOR_DATA_DIR"
 API_KEY_ENV = "CURSOR_API_KEY"
 
 SIM_VARS = (FAULT_ENV, SCRIPT_ENV, SPEED_ENV, DELAY_ENV, SEED_ENV, ACP_ENRICH_ENV,
-            ACP_ASK_EDITS_ENV, ACP_GIVEN_ENV, MCP_TIMEOUT_ENV)
+            ACP_ASK_EDITS_ENV, ACP_GIVEN_ENV, MCP_TIMEOUT_ENV, ACP_EOF_ENV, ACP_CURSOR_FORM_ENV,
+            ACP_USER_ECHO_ENV)
 """Every ``CURSOR_AGENT_SIM_*`` variable the simulator reads (the one list; a test checks that
 the simulator's sources name no other)."""
 CLI_VARS = (CONFIG_DIR_ENV, DATA_DIR_ENV, API_KEY_ENV)
@@ -142,6 +162,14 @@ class Fault(str, enum.Enum):
     """ACP: mid-turn, before the agent's first words, a request of a method no client knows
     (``cursor/sim_unknown``), and the turn waits for its answer (a client that ignores it
     stalls the turn forever, as on the real builds)."""
+    LIST_UNSUPPORTED = "list-unsupported"
+    """ACP: the builds of 03.25/03.30: no ``sessionCapabilities`` in ``initialize``, and
+    ``session/list`` answers ``-32601``."""
+    ASK_AFTER_CANCEL = "ask-after-cancel"
+    """ACP: a build still finishing a step when cancelled: after ``session/cancel`` it asks
+    ``session/request_permission`` once more (for ``touch after-cancel.txt``, which it runs if
+    allowed) and waits for the answer before the prompt answers ``cancelled`` (ACP.md §13
+    leaves this open; the client must answer ``cancelled``)."""
 
 
 PRINT_ONLY = frozenset({
@@ -152,7 +180,7 @@ PRINT_ONLY = frozenset({
 """The faults of a print-mode turn (``-p``) only: ``cursor-agent-sim acp`` refuses them."""
 ACP_ONLY = frozenset({
     Fault.CANCEL_UNSUPPORTED, Fault.LOAD_NOT_FOUND, Fault.REJECT_COMPLETED, Fault.REJECT_FAILED,
-    Fault.CRASH_ONCE, Fault.UNKNOWN_REQUEST,
+    Fault.CRASH_ONCE, Fault.UNKNOWN_REQUEST, Fault.LIST_UNSUPPORTED, Fault.ASK_AFTER_CANCEL,
 })
 """The faults of ``cursor-agent-sim acp`` only: a print-mode turn refuses them. The others
 (``auth``, ``crash``, ``banner``, ``slow``, ``slow-start``) apply in both modes."""
@@ -176,6 +204,9 @@ class SimSettings:
     seed: str | None = None
     acp_enrich: str = "update"
     acp_ask_edits: bool = False
+    acp_eof: str = "linger"
+    acp_cursor_form: str = "request"
+    acp_user_echo: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> SimSettings:
@@ -198,10 +229,8 @@ class SimSettings:
         speed = _float(env, SPEED_ENV, 0.0)
         delay_text = env.get(DELAY_ENV)
         delay = _float(env, DELAY_ENV, 0.0) if delay_text else None
-        enrich = (env.get(ACP_ENRICH_ENV) or "update").strip().lower()
-        if enrich not in ACP_ENRICH_STYLES:
-            raise ValueError(f"{ACP_ENRICH_ENV}: {enrich!r} is not one of {', '.join(ACP_ENRICH_STYLES)}")
-        ask_edits = (env.get(ACP_ASK_EDITS_ENV) or "0").strip().lower() in ("1", "true", "yes", "on")
+        enrich = _choice(env, ACP_ENRICH_ENV, ACP_ENRICH_STYLES)
+        ask_edits = _flag(env, ACP_ASK_EDITS_ENV)
         return cls(
             frozenset(faults),
             env.get(SCRIPT_ENV) or None,
@@ -210,6 +239,9 @@ class SimSettings:
             env.get(SEED_ENV),
             acp_enrich=enrich,
             acp_ask_edits=ask_edits,
+            acp_eof=_choice(env, ACP_EOF_ENV, ACP_EOF_STYLES),
+            acp_cursor_form=_choice(env, ACP_CURSOR_FORM_ENV, ACP_CURSOR_FORMS),
+            acp_user_echo=_flag(env, ACP_USER_ECHO_ENV),
         )
 
     def has(self, fault: Fault) -> bool:
@@ -272,3 +304,21 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
     if not 0 <= value < math.inf:  # nan, inf: no sleep could honour them
         raise ValueError(f"{name}: must be a finite number >= 0, got {text!r}")
     return value
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of ``choices`` (the first when unset); ``ValueError`` for anything else.
+
+    Example:
+        >>> _choice({ACP_EOF_ENV: " Exit "}, ACP_EOF_ENV, ACP_EOF_STYLES)
+        'exit'
+    """
+    value = (env.get(name) or choices[0]).strip().lower()
+    if value not in choices:
+        raise ValueError(f"{name}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    """A yes/no variable: ``1``, ``true``, ``yes``, ``on`` (any case) are yes."""
+    return (env.get(name) or "0").strip().lower() in ("1", "true", "yes", "on")
