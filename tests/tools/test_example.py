@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,15 @@ from cursor_agent_api.testing import sim_binary
 EXAMPLE = Path(__file__).parents[2] / "examples" / "order_desk.py"
 
 
+def _env(**values: str) -> dict[str, str]:
+    """A bare environment, but the suite's ``PYTHONPATH`` (the tree under test) if it has one."""
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return {"PATH": "/usr/bin:/bin", **inherited, **values}
+
+
 def test_the_example_answers_with_one_tool_and_reports_the_other(cursor_sim_config_dir: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", "CURSOR_CONFIG_DIR": str(cursor_sim_config_dir),
-           "CURSOR_AGENT_API_HOME": str(cursor_sim_config_dir / "api")}
+    env = _env(CURSOR_CONFIG_DIR=str(cursor_sim_config_dir),
+               CURSOR_AGENT_API_HOME=str(cursor_sim_config_dir / "api"))
     out = subprocess.run([sys.executable, str(EXAMPLE), "--agent", sim_binary()], capture_output=True,
                          text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
@@ -24,3 +31,18 @@ def test_the_example_answers_with_one_tool_and_reports_the_other(cursor_sim_conf
     assert "- track_parcel({'parcel': 'P-9'}) raised ConnectionError:" in out.stdout
     assert "Traceback" in out.stderr  # the traceback is logged, never sent to the agent
     assert "Traceback" not in out.stdout
+
+
+def test_the_example_runs_on_the_simulator_without_a_config_dir(tmp_path: Path) -> None:
+    """No ``CURSOR_CONFIG_DIR``: the client writes the approval entries to
+    ``~/.cursor/projects/<slug>/mcp-approvals.json``, where the CLI (and so the simulator) reads
+    them. ``HOME`` is a fresh directory, so nothing real is read or written."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _env(HOME=str(home))
+    out = subprocess.run([sys.executable, str(EXAMPLE), "--agent", sim_binary()], capture_output=True,
+                         text=True, timeout=300, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert '`lookup_order` returned: {"id": "A1", "status": "shipped", "parcel": "P-9", "items": 3}' \
+        in out.stdout
+    assert not list((home / ".cursor").rglob("mcp-approvals.json"))  # the turn's entries taken back

@@ -27,6 +27,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..extras import QUEUE_MODULES, first_missing, install_command
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 
 
@@ -293,6 +294,12 @@ def serve(
             raise CliUsageError(
                 "--dispatch queue needs a PostgreSQL database (the job queue lives in it): "
                 "give --database-url postgresql+asyncpg://USER@HOST/DB"
+            )
+        missing = first_missing(QUEUE_MODULES)
+        if missing is not None:
+            raise click.ClickException(
+                f"--dispatch queue needs the 'postgres' extra ({missing} is missing): "
+                f"{install_command('postgres')}"
             )
     settings = ServerSettings(
         token=token or new_token(),

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import click
 
+from ..extras import QUEUE_MODULES, first_missing, install_command
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects
 from .superuser import agents_read_secrets_warning
@@ -123,6 +124,11 @@ def worker(
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
+        )
+    missing = first_missing(QUEUE_MODULES)
+    if missing is not None:
+        raise click.ClickException(
+            f"the worker needs the 'postgres' extra ({missing} is missing): {install_command('postgres')}"
         )
     for warning in argv_secret_warnings(None, database_url):
         click.echo(warning, err=True)

@@ -1,6 +1,7 @@
 """The server: run agents over HTTP and WebSocket, with a durable, replayable event log.
 
-Needs the ``server`` extra. Its modules, by what they own:
+Needs the ``server`` extra (without it, importing the package raises an ``ImportError`` that
+names it: :func:`~cursor_agent_api.extras.missing_extra`). Its modules, by what they own:
 
 * setting up: :mod:`.settings` (what the server is told), :mod:`.app` (the ASGI app
   factory), :mod:`.workspaces` (workspace roots), :mod:`.worktrees` (a git worktree per
@@ -28,7 +29,14 @@ Example:
     'cursor-agent-api server'
 """
 
-from .app import create_app
-from .settings import ServerSettings
+from ..extras import is_missing_dependency, missing_extra
+
+try:
+    from .app import create_app
+    from .settings import ServerSettings
+except ImportError as e:  # without the extra: its name, not "No module named 'fastapi'"
+    if not is_missing_dependency(e):
+        raise
+    raise missing_extra("server", __name__, e) from e
 
 __all__ = ["ServerSettings", "create_app"]

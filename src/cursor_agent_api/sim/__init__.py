@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
             return serve(opts, env, store, settings)
         if opts.command == "mcp" and opts.command_args[:1] == ["list"]:
-            return commands.mcp_list(opts, store)
+            return commands.mcp_list(opts, env, store)
         if opts.command in ("ls", "resume"):
             return commands.interactive_only(opts.command)
         if opts.command is not None:

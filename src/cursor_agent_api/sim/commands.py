@@ -15,7 +15,7 @@ from pathlib import Path
 from . import messages, signals
 from .cli_args import Options
 from .ids import new_chat_id
-from .mcp_config import configured_servers, is_approved
+from .mcp_config import approval_root, configured_servers, is_approved
 from .models import DEFAULT_MODEL, MODELS
 from .node_text import node_bytes
 from .settings import SimSettings
@@ -142,7 +142,7 @@ NO_MCP_SERVERS = "No MCP servers configured (expected in .cursor/mcp.json or ~/.
 """What ``agent mcp list`` prints with no server configured (MCP.md §1 [obs:TH])."""
 
 
-def mcp_list(opts: Options, store: ChatStore) -> int:
+def mcp_list(opts: Options, env: Mapping[str, str], store: ChatStore) -> int:
     """``mcp list``: the servers of the workspace's ``.cursor/mcp.json`` and the config dir's
     ``mcp.json`` (the project's entry wins), one ``name: approved`` or
     ``name: not loaded (needs approval)`` line each, by name — the simulator's own format, as no
@@ -159,7 +159,7 @@ def mcp_list(opts: Options, store: ChatStore) -> int:
         _out(NO_MCP_SERVERS)
         return 0
     for name in sorted(servers):
-        approved = is_approved(name, servers[name], str(workspace), store.config_dir, opts.approve_mcps)
+        approved = is_approved(name, servers[name], str(workspace), approval_root(env), opts.approve_mcps)
         _out(f"{name}: {'approved' if approved else 'not loaded (needs approval)'}")
     return 0
 

@@ -187,7 +187,7 @@ class McpSession:
     def start(self) -> None:
         """Connect to every approved server and list its tools (a failure: not loaded)."""
         ws = str(self.workspace)
-        root = approval_root(self.config_dir, self.env)
+        root = approval_root(self.env)
         configured = (self.configured if self.configured is not None
                       else configured_servers(self.workspace, self.config_dir))
         wanted = {name: interpolate(entry, self.env, ws) for name, entry in configured.items()

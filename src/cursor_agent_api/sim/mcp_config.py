@@ -5,8 +5,9 @@ workspace's ``.cursor/mcp.json`` over the config dir's ``mcp.json``: the project
 name clash), :func:`interpolate` (``${env:NAME}``, ``${workspaceFolder}``, ``${userHome}`` in
 ``command``, ``args``, ``env``, ``url`` and ``headers``), :func:`approval_key` and
 :func:`is_approved` (``--approve-mcps``, else an entry in
-``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR`` or
-the config dir; an unapproved server is not loaded, and nothing is printed, like the CLI),
+``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR``,
+else ``CURSOR_CONFIG_DIR``, else ``~/.cursor``: :func:`approval_root`; an unapproved server is
+not loaded, and nothing is printed, like the CLI),
 :func:`given_approval_keys` (the keys that approve a server given over ACP),
 :func:`tool_allowed` (``Mcp(server:tool)`` in the project's
 ``.cursor/cli.json`` or the config dir's ``cli-config.json``; deny beats allow; ``--force``
@@ -31,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .settings import DATA_DIR_ENV
+from .settings import CONFIG_DIR_ENV, DATA_DIR_ENV
 
 __all__ = ["approval_key", "approval_root", "configured_servers", "given_approval_keys", "interpolate",
            "is_approved", "recorded_approvals", "tool_allowed", "workspace_slug"]
@@ -138,16 +139,23 @@ def approval_key(name: str, entry: Mapping[str, Any], workspace: str) -> str:
     return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def approval_root(config_dir: Path, env: Mapping[str, str]) -> Path:
-    """Where ``projects/<slug>/mcp-approvals.json`` lives: ``CURSOR_DATA_DIR`` (the bundle
-    resolves ``projects/`` through it, MCP.md §4), else the config dir (the sim's ``~/.cursor``).
+def approval_root(env: Mapping[str, str]) -> Path:
+    """Where ``projects/<slug>/mcp-approvals.json`` lives, where the CLI reads it (MCP.md §4):
+    ``CURSOR_DATA_DIR`` (the bundle resolves ``projects/`` through it), else
+    ``CURSOR_CONFIG_DIR`` (whether it moves the file is not known, §11; the client writes there
+    too), else ``$HOME/.cursor`` — not the simulator's own data directory, which a client
+    writing the entries where the CLI reads them cannot know.
 
     Example:
-        >>> str(approval_root(Path("/c"), {})), str(approval_root(Path("/c"), {"CURSOR_DATA_DIR": "/d"}))
-        ('/c', '/d')
+        >>> str(approval_root({"HOME": "/h"})), str(approval_root({"CURSOR_CONFIG_DIR": "/c"}))
+        ('/h/.cursor', '/c')
+        >>> str(approval_root({"CURSOR_DATA_DIR": "/d", "CURSOR_CONFIG_DIR": "/c"}))
+        '/d'
     """
-    data = env.get(DATA_DIR_ENV)
-    return Path(data) if data else config_dir
+    root = env.get(DATA_DIR_ENV) or env.get(CONFIG_DIR_ENV)
+    if root:
+        return Path(root).expanduser()
+    return Path(env.get("HOME") or os.path.expanduser("~")) / ".cursor"
 
 
 def recorded_approvals(root: Path, workspace: str) -> set[str]:

@@ -29,7 +29,8 @@
 ``CURSOR_AGENT_SIM_MCP_TIMEOUT`` seconds to connect to an MCP server (:mod:`.mcp_client`)
 ``CURSOR_CONFIG_DIR``          where chats, trust and login state live (as the real CLI)
 ``CURSOR_DATA_DIR``            where ``projects/<slug>/mcp-approvals.json`` is read (as the
-                               real CLI; :mod:`.mcp_config`)
+                               real CLI; else ``CURSOR_CONFIG_DIR``, else ``~/.cursor``:
+                               :func:`.mcp_config.approval_root`)
 ``CURSOR_API_KEY``             an API key (``apiKeySource: "env"``)
 =============================  ===============================================================
 

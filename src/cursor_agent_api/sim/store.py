@@ -9,6 +9,9 @@ platformdirs, ``cursor-agent-sim`` — never the real CLI's ``~/.cursor``)::
     trusted-workspaces.json                                   workspaces trusted with --trust
     sim-auth.json                                             {"loggedIn": false} after logout
 
+The one file the simulator reads under ``~/.cursor`` (never writes) is the CLI's MCP approvals
+file, where the CLI reads it (:func:`.mcp_config.approval_root`).
+
 A turn is saved only when it finishes (a killed turn is not saved, as in the real CLI).
 A lock file left by a killed turn is not locked any more (the kernel drops an ``flock`` with its
 holder) and is taken over. A file that runs at once may each change (the trusted workspaces,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..extras import missing_extra
+
 if TYPE_CHECKING:
     from .functions import LocalInvocation, Tool, tool
     from .inject import InjectionError
@@ -43,6 +45,5 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(where, __name__)
     except ImportError as e:
-        raise ImportError("cursor_agent_api.tools needs the [tools] extra: "
-                          f"pip install 'cursor-agent-api[tools]' ({e})") from e
+        raise missing_extra("tools", __name__, e) from e
     return getattr(module, name)

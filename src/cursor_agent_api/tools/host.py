@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
+from ..extras import is_missing_dependency, missing_extra
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript
 from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
 from ..runtime.argv import build_env
@@ -78,7 +79,12 @@ class ToolHost:
     """
 
     def __init__(self, tools: Iterable[Any], *, transport: str | None = None) -> None:
-        from .server import ToolServer  # the mcp SDK: only when tools are given
+        try:
+            from .server import ToolServer  # the mcp SDK: only when tools are given
+        except ImportError as e:
+            if not is_missing_dependency(e):
+                raise
+            raise missing_extra("tools", "cursor_agent_api.tools", e) from e
 
         transport = transport or os.environ.get(TRANSPORT_ENV) or "http"
         if transport not in ("http", "relay"):

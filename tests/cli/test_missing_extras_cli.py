@@ -1,0 +1,33 @@
+"""``serve --dispatch queue`` and ``worker`` without the job queue's modules (the ``postgres``
+extra half installed: asyncpg there, procrastinate not): one line naming the ``pip install``,
+exit 1, no traceback — not a traceback from deep in the first job, nor a bare "No module named"."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+URL = "postgresql+asyncpg://me@127.0.0.1:1/app"  # nothing listens: never reached
+
+
+def _without(module: str, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The CLI with ``module`` not importable (``None`` in ``sys.modules``), the rest installed."""
+    code = (f"import sys, runpy; sys.modules[{module!r}] = None; sys.argv = {['cursor-agent-api', *argv]!r}; "
+            "runpy.run_module('cursor_agent_api.cli', run_name='__main__')")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=env, check=False, cwd=env["TEST_WS"])
+
+
+@pytest.mark.parametrize(("argv", "who"), [(["serve", "--simulate", "--port", "0", "--dispatch", "queue"],
+                                            "--dispatch queue"),
+                                           (["worker", "--simulate"], "the worker")])
+def test_a_missing_queue_module_is_one_line_naming_the_extra(
+        cli_env: dict[str, str], argv: list[str], who: str) -> None:
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": URL, "CURSOR_AGENT_API_TOKEN": "t" * 32}
+    proc = _without("procrastinate", argv, env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"Error: {who} needs the 'postgres' extra (procrastinate is missing): "
+        "pip install 'cursor-agent-api[postgres]'"]
