@@ -113,12 +113,19 @@ export class Timeline {
   /** Show a chat from its folded state (GET /api/chats/{id}/turns): each run's prompt, its
    * items in order (text, thinking, tool calls, errors), how it ended. */
   load(state) {
-    for (const { run, items } of state.runs || []) {
-      const status = run.status;
-      this.runStatus(run, "queued");
-      for (const item of items) this.item(run.id, item);
-      if (FINAL.has(status)) this.runStatus(run, status);
-      else run.status = status;
+    // The page hears of the latest run once, at the end: not of each run's queued and final
+    // status on the way (the chats list was drawn twice per run: a long chat froze the tab).
+    this.loading = true;
+    try {
+      for (const { run, items } of state.runs || []) {
+        const status = run.status;
+        this.runStatus(run, "queued");
+        for (const item of items) this.item(run.id, item);
+        if (FINAL.has(status)) this.runStatus(run, status);
+        else run.status = status;
+      }
+    } finally {
+      this.loading = false;
     }
     if (this.latestRun) this.onRunChange(this.latestRun);
     this.scrollToEnd();
@@ -230,7 +237,7 @@ export class Timeline {
       }
       this.showResult(run);
     }
-    this.onRunChange(run);
+    if (!this.loading) this.onRunChange(run);
   }
 
   /** The text entry `kind` `index` of a run (created at the end of the stream if new); a
