@@ -4,6 +4,7 @@ seconds), and a refresh keeps each chat's item (a click across a refresh is not 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from playwright.sync_api import expect
@@ -70,4 +71,45 @@ def test_a_refresh_updates_the_items_in_place(make_server: Any, browser: Any) ->
     assert page.evaluate(ids) == [chat["id"], newer["id"]]
     assert page.evaluate(f"() => window.__mine === document.querySelector('{item(chat['id'])}')")
     assert page.evaluate(f"() => window.__newer === document.querySelector('{item(newer['id'])}')")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_long_chat_opens_with_its_newest_turns_and_shows_earlier_ones_on_demand(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        for n in range(5):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": f"say hello {n}"}).json()
+            wait_run(c, run["id"])
+    page = open_ui(browser, server)
+    asked: list[str] = []
+
+    def two_per_page(route: Any) -> None:  # the page asks for 30 runs a page: 2 here
+        url = re.sub(r"limit=\d+", "limit=2", route.request.url)
+        asked.append(url)
+        route.continue_(url=url)
+
+    page.route(re.compile(r".*/turns\?.*"), two_per_page)
+    prompts = "() => [...document.querySelectorAll('.msg.user')].map((m) => m.textContent)"
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator(".msg.user")).to_have_count(2)
+    assert page.evaluate(prompts) == ["You: say hello 3", "You: say hello 4"]
+    earlier = page.get_by_role("button", name="Show earlier turns")
+    earlier.click()
+    expect(page.locator(".msg.user")).to_have_count(4)
+    earlier.click()
+    expect(page.locator(".msg.user")).to_have_count(5)
+    expect(earlier).to_have_count(0)  # the first run is shown
+    assert page.evaluate(prompts) == [f"You: say hello {n}" for n in range(5)]
+    assert len(asked) == 3 and "before_run" in asked[-1]
+    # the result bar is the newest run's; the stream goes on after the newest run, once
+    expect(page.locator("#result-bar .result-status")).to_have_count(1)
+    page.get_by_label("Prompt").fill("say hello 5")
+    page.get_by_label("Prompt").press("Enter")
+    expect(page.locator("#result-bar .result-status")).to_have_text("Done")
+    expect(page.locator(".msg.user")).to_have_count(6)
+    assert page.evaluate(prompts)[-1] == "You: say hello 5"
     assert page.errors == []  # type: ignore[attr-defined]

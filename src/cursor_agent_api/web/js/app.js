@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
 const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
 const ACTIVE = new Set(["queued", "running"]);
+const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
@@ -380,7 +381,7 @@ async function openChat(id) {
   let turns;
   try {
     // The chat's folded state, then the records after its last_seq (see docs/web.md).
-    [chat, turns] = await Promise.all([api.getChat(id), api.turns(id)]);
+    [chat, turns] = await Promise.all([api.getChat(id), api.turns(id, TURNS_PAGE)]);
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening) return;
@@ -393,6 +394,7 @@ async function openChat(id) {
   showChatHeader();
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
+    earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns);
   updateRunControls();
