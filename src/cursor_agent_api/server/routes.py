@@ -466,8 +466,6 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
 RUNS_PAGE = 100
 """How many runs a page of ``GET …/runs`` or ``GET …/turns`` has by default (at most 1000)."""
 
-_PAGE_CHUNK = 8  # runs read at once while a page of runs is filled
-
 
 @router.get("/chats/{chat_id}/runs", tags=["runs"])
 async def list_runs(
@@ -482,27 +480,12 @@ async def list_runs(
     ``before_run = next_before_run`` while ``has_more``."""
     await _chat_or_404(request, chat_id)
     await _run_of_chat_or_404(request, chat_id, before_run)
-    budget = _settings(request).max_page_bytes
-    views: list[bytes] = []  # newest first
-    used, cursor, full = 0, before_run, False
-    while True:
-        want = min(_PAGE_CHUNK, limit - len(views))
-        rows = await _store(request).list_runs(chat_id, before_run=cursor, limit=want + 1)
-        more = len(rows) > want  # (the oldest row is one past this chunk)
-        for row in reversed(rows[1:] if more else rows):
-            view = json_bytes(run_view(row))
-            if views and used + len(view) > budget:
-                full = True
-                break
-            views.append(view)
-            used += len(view)
-            cursor = str(row["id"])
-        if full or not more or len(views) >= limit:
-            break
-    head = json_bytes({"chat_id": chat_id, "has_more": full or more,
-                       "next_before_run": cursor if views else None})
-    body = head[:-1] + b',"runs":[' + b",".join(reversed(views)) + b"]}"
-    return Response(body, media_type="application/json")
+    rows, has_more = await _store(request).page_runs(
+        chat_id, before_run=before_run, limit=limit, max_bytes=_settings(request).max_page_bytes
+    )
+    body = {"chat_id": chat_id, "runs": [run_view(r) for r in rows], "has_more": has_more,
+            "next_before_run": str(rows[0]["id"]) if rows else None}
+    return Response(json_bytes(body), media_type="application/json")
 
 
 @router.get("/runs/{run_id}", tags=["runs"])

@@ -24,11 +24,10 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import chats, runs, tool_calls, turn_texts
-from .encoding import json_bytes
 from .engine import StoreEngine
-from .run_order import newest_run_ids
+from .run_order import fill_page, row_size
 
-_CHUNK = 8  # runs read at once (with their texts and tool calls) while a page is filled
+Row = dict[str, Any]
 
 
 @dataclass
@@ -43,17 +42,7 @@ class TurnRows:
     has_more: bool
 
 
-def _row_size(row: dict[str, Any]) -> int:
-    """About the size of a row in JSON (strings by their length)."""
-    return sum(
-        len(v) if isinstance(v, str) else len(json_bytes(v)) if isinstance(v, (dict, list)) else 8
-        for v in row.values()
-    )
-
-
-async def _turn_rows(
-    conn: AsyncConnection, ids: list[str]
-) -> list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]]:
+async def _turn_rows(conn: AsyncConnection, ids: list[str]) -> list[tuple[Row, list[Row], list[Row]]]:
     """Runs ``ids`` (in that order), each with its texts and its tool calls (by index)."""
     if not ids:
         return []
@@ -109,29 +98,19 @@ class TurnReads(StoreEngine):
             ).scalar_one_or_none()
             if last is None:
                 return TurnRows(-1, [], [], [], False)
-            page = TurnRows(int(last), [], [], [], False)
-            used = 0
-            cursor = before_run
-            while True:
-                want = _CHUNK if limit is None else min(_CHUNK, limit - len(page.runs))
-                if want <= 0:
-                    page.has_more = bool(await newest_run_ids(conn, chat_id, cursor, 1))
-                    break
-                ids = await newest_run_ids(conn, chat_id, cursor, want + 1)
-                chunk = await _turn_rows(conn, ids[:want])
-                for run, texts, calls in chunk:
-                    size = sum(_row_size(r) for r in (run, *texts, *calls))
-                    if page.runs and max_bytes is not None and used + size > max_bytes:
-                        page.has_more = True
-                        break
-                    used += size
-                    page.runs.append(run)
-                    page.texts += texts
-                    page.calls += calls
-                    cursor = str(run["id"])
-                if page.has_more or len(ids) <= want:
-                    break
-        page.runs.reverse()  # oldest first
+
+            async def read(ids: list[str]) -> list[tuple[int, tuple[Row, list[Row], list[Row]]]]:
+                return [
+                    (sum(row_size(r) for r in (run, *texts, *calls)), (run, texts, calls))
+                    for run, texts, calls in await _turn_rows(conn, ids)
+                ]
+
+            taken, has_more = await fill_page(conn, chat_id, before_run, limit, max_bytes, read)
+        page = TurnRows(int(last), [], [], [], has_more)
+        for run, texts, calls in reversed(taken):  # oldest first
+            page.runs.append(run)
+            page.texts += texts
+            page.calls += calls
         return page
 
     async def get_tool_call(self, run_id: str, index: int) -> dict[str, Any] | None:
