@@ -143,7 +143,8 @@ export class Timeline {
     button.addEventListener("click", async () => {
       button.disabled = true;
       try {
-        this.prepend(await this.earlier(state.next_before_run));
+        const page = await this.earlier(state.next_before_run);
+        if (button.isConnected) this.prepend(page); // (not if the page showed another chat meanwhile)
       } catch (err) {
         button.disabled = false;
         button.textContent = `Could not load earlier turns (${err.message}): try again`;
