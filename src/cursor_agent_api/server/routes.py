@@ -31,7 +31,7 @@ from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_
 from .runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, answered_or_unknown, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
-from .store import ActiveRunError, Store, cut_value, describe_error, resolve_pointer
+from .store import ActiveRunError, Store, cut_value, describe_error, json_bytes, resolve_pointer
 from .turns import backfill_turns, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
 
@@ -378,7 +378,7 @@ async def list_chats(
 async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
     """One chat, with its latest run."""
     chat = await _chat_or_404(request, chat_id)
-    runs = await _store(request).list_runs(chat_id)
+    runs = await _store(request).list_runs(chat_id, limit=1)
     return chat_view(chat, runs[-1] if runs else {"status": None})
 
 
@@ -463,11 +463,29 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
     return run
 
 
+RUNS_PAGE = 100
+"""How many runs a page of ``GET …/runs`` or ``GET …/turns`` has by default (at most 1000)."""
+
+
 @router.get("/chats/{chat_id}/runs", tags=["runs"])
-async def list_runs(chat_id: str, request: Request) -> dict[str, Any]:
-    """The chat's runs, oldest first."""
+async def list_runs(
+    chat_id: str,
+    request: Request,
+    before_run: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = RUNS_PAGE,
+) -> Response:
+    """A page of the chat's runs, oldest first: its newest ``limit`` runs older than run
+    ``before_run`` (from the newest without it), fewer when they pass about
+    ``max_page_bytes`` (always one at least). Page back with
+    ``before_run = next_before_run`` while ``has_more``."""
     await _chat_or_404(request, chat_id)
-    return {"runs": [run_view(r) for r in await _store(request).list_runs(chat_id)]}
+    await _run_of_chat_or_404(request, chat_id, before_run)
+    rows, has_more = await _store(request).page_runs(
+        chat_id, before_run=before_run, limit=limit, max_bytes=_settings(request).max_page_bytes
+    )
+    body = {"chat_id": chat_id, "runs": [run_view(r) for r in rows], "has_more": has_more,
+            "next_before_run": str(rows[0]["id"]) if rows else None}
+    return Response(json_bytes(body), media_type="application/json")
 
 
 @router.get("/runs/{run_id}", tags=["runs"])
@@ -645,8 +663,15 @@ _ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "request": 2, "error": 
 
 
 @router.get("/chats/{chat_id}/turns", tags=["chats"])
-async def chat_turns(chat_id: str, request: Request) -> Response:
-    """The chat's folded turns, one per run, and the ``last_seq`` they are the state at.
+async def chat_turns(
+    chat_id: str,
+    request: Request,
+    before_run: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = RUNS_PAGE,
+) -> Response:
+    """The chat's folded turns, one per run, and the ``last_seq`` they are the state at:
+    a page of them, as ``GET …/runs`` pages (``before_run``, ``limit``, about
+    ``max_page_bytes``; ``has_more``, ``next_before_run``).
 
     Open a chat from this, then follow ``WebSocket /api/chats/{id}/stream?after_seq=<last_seq>``
     and apply each record's ``changes``. Each run has its ``items`` in the order they
@@ -656,10 +681,15 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
     than ``max_field_bytes`` is cut as in its record: ``truncated`` lists the cuts, and
     ``GET /api/chats/{id}/events/{seq}/value?field=/payload`` gives the whole request).
     """
-    await backfill_turns(_store(request), chat_id, _settings(request).max_field_bytes)
-    last, run_rows, text_rows, call_rows = await _store(request).read_chat_turns(chat_id)
-    if last < 0:
+    s = _settings(request)
+    await _run_of_chat_or_404(request, chat_id, before_run)
+    await backfill_turns(_store(request), chat_id, s.max_field_bytes)
+    page = await _store(request).read_chat_turns(
+        chat_id, before_run=before_run, limit=limit, max_bytes=s.max_page_bytes
+    )
+    if page.last_seq < 0:
         raise HTTPException(404, f"no chat with id {chat_id!r}")
+    last, run_rows, text_rows, call_rows = page.last_seq, page.runs, page.texts, page.calls
     items: dict[str, list[dict[str, Any]]] = {str(r["id"]): [] for r in run_rows}
     for row in text_rows:
         items.setdefault(str(row["run_id"]), []).append(text_item(row))
@@ -679,7 +709,8 @@ async def chat_turns(chat_id: str, request: Request) -> Response:
         mine = items.get(str(r["id"]), [])
         mine.sort(key=lambda i: (i["seq"], _ITEM_ORDER.get(i["type"], 3), i["index"]))
         runs.append({"run": run_view(r), "turn": r.get("turn"), "items": mine})
-    body = {"chat_id": chat_id, "last_seq": last, "runs": runs}
+    body = {"chat_id": chat_id, "last_seq": last, "has_more": page.has_more,
+            "next_before_run": str(run_rows[0]["id"]) if run_rows else None, "runs": runs}
     return Response(orjson.dumps(body), media_type="application/json")
 
 

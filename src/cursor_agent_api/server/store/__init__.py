@@ -6,7 +6,8 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.engine`: the engine, its life, the migrations, transactions and snapshots;
 * :mod:`.writes`: the write path (records and the folded turn state, one transaction);
 * :mod:`.log_reads`: reading a chat's log; :mod:`.turn_state`: reading the folded state;
-* :mod:`.chats`, :mod:`.runs`: their rows; :mod:`.claims`: the distributed queue's;
+* :mod:`.chats`, :mod:`.runs`: their rows (:mod:`.run_order`: a chat's runs a page at a time);
+  :mod:`.claims`: the distributed queue's;
   :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN;
   :mod:`.urls`: database URLs;
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values

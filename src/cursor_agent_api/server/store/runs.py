@@ -32,6 +32,7 @@ from .errors import ActiveRunError
 from .ids import new_id, now_ms
 from .keys import _next_num, _row_dict
 from .records import EventRecord, NewRecord
+from .run_order import fill_page, newest_run_ids, row_size
 from .writes import AppendOnce, LogWrites
 
 
@@ -89,11 +90,46 @@ class RunRows(LogWrites):
             res = await conn.execute(select(runs).where(runs.c.id == run_id))
             return _row_dict(res.first())
 
-    async def list_runs(self, chat_id: str) -> list[dict[str, Any]]:
-        """The chat's runs, oldest first."""
+    async def list_runs(
+        self, chat_id: str, *, before_run: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The chat's runs, oldest first: its newest ``limit`` (all, for ``None``) older than
+        run ``before_run`` (none, for a run not of this chat): see :mod:`.run_order`."""
+        async with self.connect() as conn:
+            if before_run is None and limit is None:
+                ids = None
+            else:
+                ids = await newest_run_ids(conn, chat_id, before_run, limit)
+                if not ids:
+                    return []
+            cond = runs.c.chat_id == chat_id if ids is None else runs.c.id.in_(ids)
+            res = await conn.execute(select(runs).where(cond).order_by(runs.c.created_ms, runs.c.id))
+            return [dict(r._mapping) for r in res]
+
+    async def page_runs(
+        self, chat_id: str, *, before_run: str | None, limit: int, max_bytes: int
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """A page of the chat's runs, oldest first: its newest ``limit`` older than run
+        ``before_run``, fewer when their rows pass about ``max_bytes`` (one at least); and
+        whether older runs are left (:func:`.run_order.fill_page`)."""
+        async with self.connect() as conn:
+
+            async def read(ids: list[str]) -> list[tuple[int, dict[str, Any]]]:
+                res = await conn.execute(select(runs).where(runs.c.id.in_(ids)))
+                rows = {str(r.id): dict(r._mapping) for r in res}
+                return [(row_size(rows[i]), rows[i]) for i in ids if i in rows]
+
+            page, more = await fill_page(conn, chat_id, before_run, limit, max_bytes, read)
+        page.reverse()
+        return page, more
+
+    async def run_states(self, chat_id: str) -> list[dict[str, Any]]:
+        """The chat's runs' ``id``, ``status`` and ``turn`` (not their prompts), oldest first."""
         async with self.connect() as conn:
             res = await conn.execute(
-                select(runs).where(runs.c.chat_id == chat_id).order_by(runs.c.created_ms, runs.c.id)
+                select(runs.c.id, runs.c.status, runs.c.turn)
+                .where(runs.c.chat_id == chat_id)
+                .order_by(runs.c.created_ms, runs.c.id)
             )
             return [dict(r._mapping) for r in res]
 

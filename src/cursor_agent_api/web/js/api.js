@@ -44,7 +44,9 @@ export const api = {
   logout: () => call("POST", "/api/auth/logout"),
   listChats: (limit, offset = 0) => call("GET", `/api/chats?limit=${limit}&offset=${offset}`),
   getChat: (id) => call("GET", `/api/chats/${enc(id)}`),
-  turns: (id) => call("GET", `/api/chats/${enc(id)}/turns`),
+  // a page of the chat's turns: the newest `limit` runs before run `beforeRun` (if any)
+  turns: (id, limit, beforeRun = null) => call("GET",
+    `/api/chats/${enc(id)}/turns?limit=${limit}${beforeRun ? `&before_run=${enc(beforeRun)}` : ""}`),
   updateChat: (id, body) => call("PATCH", `/api/chats/${enc(id)}`, body),
   createChat: (body) => call("POST", "/api/chats", body),
   startRun: (chatId, prompt) => call("POST", `/api/chats/${enc(chatId)}/runs`, { prompt }),

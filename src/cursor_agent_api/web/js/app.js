@@ -10,6 +10,7 @@ const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
 const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
 const ACTIVE = new Set(["queued", "running"]);
+const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
@@ -254,34 +255,62 @@ function scheduleRefresh() {
   state.listTimer = setTimeout(refreshChats, active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
 }
 
+/** Draw the list from state.chats, in place: each chat keeps its item (keyed by chat id),
+ * only what changed is written, items move only when the order changed. (Drawing it again
+ * from scratch cost a long freeze with thousands of chats, and a click across it was lost.) */
 function renderChats() {
   const list = $("chat-list");
-  // The list is drawn again; a keyboard user's focus on one of its chats stays on it.
-  const focused = document.activeElement?.closest?.("#chat-list .chat-item")?.dataset.chatId;
-  replace(list, state.chats.map((chat) => {
-    const open = chat.id === state.chat?.id;
-    const status = open && state.timeline?.latestRun ? state.timeline.latestRun.status : chat.status;
-    if (open) chat.status = status;
-    if (open && chat.title !== state.chat.title) {
-      state.chat.title = chat.title; // renamed (after its first prompt, or elsewhere)
-      showChatHeader();
-    }
-    return h("li", { class: "chat-item", dataset: { chatId: chat.id } },
-      h("a", { href: `#/chat/${encodeURIComponent(chat.id)}`, onclick: () => toggleMenu(false) },
-        h("span", { class: "chat-item-title", text: showControls(chat.title || "Untitled chat") }),
-        h("span", { class: "chat-item-ws", text: showControls(chat.workspace) }),
-        h("span", { class: "chat-item-meta" },
-          h("span", { class: `pill status-${status}`, text: status }),
-          " ",
-          h("time", { datetime: new Date(chat.updated_ms).toISOString(), text: formatAgo(chat.updated_ms) }))));
-  }));
+  const items = new Map([...list.children].map((li) => [li.dataset.chatId, li]));
+  const focused = document.activeElement?.closest?.("#chat-list .chat-item");
+  let next = list.firstElementChild;
+  for (const chat of state.chats) {
+    let li = items.get(chat.id);
+    items.delete(chat.id);
+    if (!li) li = chatItem(chat.id);
+    drawChatItem(li, chat);
+    if (li === next) next = next.nextElementSibling;
+    else list.insertBefore(li, next);
+  }
+  for (const li of items.values()) li.remove(); // no longer listed
   $("chat-list-empty").hidden = state.chats.length > 0;
   $("more-chats-button").hidden = !state.moreChats;
   markCurrentInList();
-  if (focused) {
-    const item = [...list.children].find((li) => li.dataset.chatId === focused);
-    item?.querySelector("a").focus();
+  // a keyboard user's focus on a chat that moved stays on it
+  if (focused?.isConnected && !focused.contains(document.activeElement)) focused.querySelector("a").focus();
+}
+
+/** An empty item of the list for chat `id` (drawChatItem fills it). */
+function chatItem(id) {
+  const parts = {
+    title: h("span", { class: "chat-item-title" }),
+    ws: h("span", { class: "chat-item-ws" }),
+    pill: h("span", { class: "pill" }),
+    time: h("time"),
+  };
+  const li = h("li", { class: "chat-item", dataset: { chatId: id } },
+    h("a", { href: `#/chat/${encodeURIComponent(id)}`, onclick: () => toggleMenu(false) },
+      parts.title, parts.ws, h("span", { class: "chat-item-meta" }, parts.pill, " ", parts.time)));
+  li.parts = parts;
+  return li;
+}
+
+/** Show `chat` in its item: only the texts and attributes that changed are written. */
+function drawChatItem(li, chat) {
+  const open = chat.id === state.chat?.id;
+  const status = open && state.timeline?.latestRun ? state.timeline.latestRun.status : chat.status;
+  if (open) chat.status = status;
+  if (open && chat.title !== state.chat.title) {
+    state.chat.title = chat.title; // renamed (after its first prompt, or elsewhere)
+    showChatHeader();
   }
+  const { title, ws, pill, time } = li.parts;
+  const set = (el, key, value) => { if (el[key] !== value) el[key] = value; };
+  set(title, "textContent", showControls(chat.title || "Untitled chat"));
+  set(ws, "textContent", showControls(chat.workspace));
+  set(pill, "className", `pill status-${status}`);
+  set(pill, "textContent", status);
+  set(time, "dateTime", new Date(chat.updated_ms).toISOString());
+  set(time, "textContent", formatAgo(chat.updated_ms));
 }
 
 function markCurrentInList() {
@@ -352,7 +381,7 @@ async function openChat(id) {
   let turns;
   try {
     // The chat's folded state, then the records after its last_seq (see docs/web.md).
-    [chat, turns] = await Promise.all([api.getChat(id), api.turns(id)]);
+    [chat, turns] = await Promise.all([api.getChat(id), api.turns(id, TURNS_PAGE)]);
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening) return;
@@ -365,6 +394,7 @@ async function openChat(id) {
   showChatHeader();
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
+    earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns);
   updateRunControls();
@@ -401,7 +431,8 @@ function onRunChange(changed) {
   if (chat && run && chat.status !== run.status) {
     chat.status = run.status;
     chat.updated_ms = Date.now();
-    renderChats();
+    const li = [...$("chat-list").children].find((item) => item.dataset.chatId === chat.id);
+    if (li) drawChatItem(li, chat); // this chat's item only (its place comes with the refresh)
     if (!ACTIVE.has(run.status)) { // order, title and status from the server (once per burst)
       clearTimeout(state.listTimer);
       state.listTimer = setTimeout(refreshChats, 250);

@@ -66,13 +66,14 @@ function promptBlock(prompt) {
 
 export class Timeline {
   /** container: the stream element; resultBar: where the latest result goes. */
-  constructor(container, resultBar, { onRunChange, onAnswer, workspace, chatId } = {}) {
+  constructor(container, resultBar, { onRunChange, onAnswer, workspace, chatId, earlier } = {}) {
     this.container = container;
     this.workspace = workspace || "";
     this.chatId = chatId || "";
     this.resultBar = resultBar;
     this.onRunChange = onRunChange || (() => {});
     this.onAnswer = onAnswer || (() => Promise.reject(new Error("cannot answer here")));
+    this.earlier = earlier || null; // beforeRun -> the page of turns before that run
     // Stick to the bottom: decided by the reader's scrolling (a scroll event reads the layout
     // once), never per record — reading scrollHeight after each change forces a layout of the
     // whole conversation, and a long stream (thousands of thinking deltas or tool cards) froze.
@@ -113,15 +114,75 @@ export class Timeline {
   /** Show a chat from its folded state (GET /api/chats/{id}/turns): each run's prompt, its
    * items in order (text, thinking, tool calls, errors), how it ended. */
   load(state) {
-    for (const { run, items } of state.runs || []) {
-      const status = run.status;
-      this.runStatus(run, "queued");
-      for (const item of items) this.item(run.id, item);
-      if (FINAL.has(status)) this.runStatus(run, status);
-      else run.status = status;
+    // The page hears of the latest run once, at the end: not of each run's queued and final
+    // status on the way (the chats list was drawn twice per run: a long chat froze the tab).
+    this.loading = true;
+    try {
+      for (const { run, items } of state.runs || []) {
+        const status = run.status;
+        this.runStatus(run, "queued");
+        for (const item of items) this.item(run.id, item);
+        if (FINAL.has(status)) this.runStatus(run, status);
+        else run.status = status;
+      }
+    } finally {
+      this.loading = false;
     }
     if (this.latestRun) this.onRunChange(this.latestRun);
+    this.offerEarlier(state);
     this.scrollToEnd();
+  }
+
+  /** The chat has runs before those shown (`state.has_more`): a button at the top loads
+   * them, a page at a time. Those runs are over (only a chat's newest run can be active):
+   * what the WebSocket sends from the first page's last_seq on never changes them. */
+  offerEarlier(state) {
+    this.container.querySelector(".earlier-turns")?.remove();
+    if (!state.has_more || !state.next_before_run || !this.earlier) return;
+    const button = h("button", { type: "button", class: "earlier-turns", text: "Show earlier turns" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const page = await this.earlier(state.next_before_run);
+        if (button.isConnected) this.prepend(page); // (not if the page showed another chat meanwhile)
+      } catch (err) {
+        button.disabled = false;
+        button.textContent = `Could not load earlier turns (${err.message}): try again`;
+      }
+    });
+    this.container.prepend(button);
+  }
+
+  /** Show a page of earlier runs above those shown, the reader's view kept where it is. */
+  prepend(state) {
+    const keep = [this.container, this.latestRun, this.thinking, this.lastError];
+    const box = h("div");
+    const height = this.container.scrollHeight;
+    this.container = box;
+    this.thinking = null;
+    this.lastError = null;
+    this.loading = true;
+    this.earlierPage = true; // the result bar and the latest run stay the newest run's
+    try {
+      for (const { run, items } of state.runs || []) {
+        if (this.runs.has(run.id)) continue; // shown already
+        const status = run.status;
+        this.runStatus(run, "queued");
+        for (const item of items) this.item(run.id, item);
+        if (FINAL.has(status)) this.runStatus(run, status);
+        else run.status = status;
+      }
+      this.foldThinking();
+    } finally {
+      [this.container, this.latestRun, this.thinking, this.lastError] = keep;
+      this.loading = false;
+      this.earlierPage = false;
+    }
+    const button = this.container.querySelector(".earlier-turns");
+    (button || this.container.firstChild)?.before(...box.childNodes);
+    button?.remove();
+    this.offerEarlier(state);
+    this.container.scrollTop += this.container.scrollHeight - height;
   }
 
   item(runId, item) {
@@ -212,7 +273,7 @@ export class Timeline {
     this.runs.set(run.id, run);
     this.latestRun = run;
     if (status === "queued") {
-      this.resultBar.hidden = true; // the previous result is no longer the latest
+      if (!this.earlierPage) this.resultBar.hidden = true; // the previous result is no longer the latest
       this.foldThinking();
       for (const offer of this.container.querySelectorAll(".offer")) offer.remove();
       this.container.append(h("div", { class: "msg user", dataset: { runId: run.id || "" } },
@@ -228,9 +289,9 @@ export class Timeline {
       } else if (status === "cancelled") {
         this.notice("Stopped: the run was cancelled.", "cancelled");
       }
-      this.showResult(run);
+      if (!this.earlierPage) this.showResult(run);
     }
-    this.onRunChange(run);
+    if (!this.loading) this.onRunChange(run);
   }
 
   /** The text entry `kind` `index` of a run (created at the end of the stream if new); a

@@ -1,0 +1,115 @@
+"""The chats list is updated in place, never drawn again from scratch: opening a chat with
+many runs does not rebuild it (it once did twice per run: a 400-run chat froze the tab for
+seconds), and a refresh keeps each chat's item (a click across a refresh is not lost)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from playwright.sync_api import expect
+from server_helpers import new_chat, wait_run
+from test_ui import open_ui
+
+# Counts the changes of the list's children (items added, removed or moved) from now on.
+WATCH_LIST = """() => {
+  window.__listChanges = 0;
+  new MutationObserver((records) => {
+    for (const r of records) window.__listChanges += r.addedNodes.length + r.removedNodes.length;
+  }).observe(document.getElementById("chat-list"), { childList: true });
+}"""
+
+
+def item(chat_id: str) -> str:
+    return f'#chat-list .chat-item[data-chat-id="{chat_id}"]'
+
+
+def test_opening_a_chat_with_many_runs_does_not_rebuild_the_list(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        for n in range(6):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": f"say hello {n}"}).json()
+            wait_run(c, run["id"])
+        other = new_chat(c)
+    page = open_ui(browser, server)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(2)
+    page.evaluate(WATCH_LIST)
+    page.evaluate(f"() => {{ window.__other = document.querySelector('{item(other['id'])}'); }}")
+
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
+    expect(page.locator(".msg.user")).to_have_count(6)
+    expect(page.locator("#result-bar .result-status")).to_have_text("Done")
+    expect(page.locator(item(chat["id"]) + " a")).to_have_attribute("aria-current", "page")
+    expect(page.locator(item(chat["id"]) + " .pill")).to_have_text("succeeded")
+    # No item was added, removed or moved: the open chat's item changed in place.
+    assert page.evaluate("() => window.__listChanges") == 0
+    assert page.evaluate("() => window.__other.isConnected")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_refresh_updates_the_items_in_place(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        newer = new_chat(c)  # the most recently active: listed first
+    page = open_ui(browser, server, f"#/chat/{chat['id']}")
+    expect(page.locator("#conn")).to_have_text("Live")
+    ids = "() => [...document.querySelectorAll('#chat-list .chat-item')].map((li) => li.dataset.chatId)"
+    assert page.evaluate(ids) == [newer["id"], chat["id"]]
+    page.evaluate(f"""() => {{
+      window.__mine = document.querySelector('{item(chat['id'])}');
+      window.__newer = document.querySelector('{item(newer['id'])}');
+    }}""")
+    page.get_by_label("Prompt").fill("read notes.txt")
+    page.get_by_label("Prompt").press("Enter")
+    expect(page.locator("#result-bar .result-status")).to_have_text("Done")
+    # The refreshes after the run (the server's title, order and status) kept both items,
+    # the open chat's moved to the top.
+    expect(page.locator(item(chat["id"]) + " .chat-item-title")).to_have_text("read notes.txt")
+    expect(page.locator(item(chat["id"]) + " .pill")).to_have_text("succeeded")
+    assert page.evaluate(ids) == [chat["id"], newer["id"]]
+    assert page.evaluate(f"() => window.__mine === document.querySelector('{item(chat['id'])}')")
+    assert page.evaluate(f"() => window.__newer === document.querySelector('{item(newer['id'])}')")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_long_chat_opens_with_its_newest_turns_and_shows_earlier_ones_on_demand(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        for n in range(5):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": f"say hello {n}"}).json()
+            wait_run(c, run["id"])
+    page = open_ui(browser, server)
+    asked: list[str] = []
+
+    def two_per_page(route: Any) -> None:  # the page asks for 30 runs a page: 2 here
+        url = re.sub(r"limit=\d+", "limit=2", route.request.url)
+        asked.append(url)
+        route.continue_(url=url)
+
+    page.route(re.compile(r".*/turns\?.*"), two_per_page)
+    prompts = "() => [...document.querySelectorAll('.msg.user')].map((m) => m.textContent)"
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator(".msg.user")).to_have_count(2)
+    assert page.evaluate(prompts) == ["You: say hello 3", "You: say hello 4"]
+    earlier = page.get_by_role("button", name="Show earlier turns")
+    earlier.click()
+    expect(page.locator(".msg.user")).to_have_count(4)
+    earlier.click()
+    expect(page.locator(".msg.user")).to_have_count(5)
+    expect(earlier).to_have_count(0)  # the first run is shown
+    assert page.evaluate(prompts) == [f"You: say hello {n}" for n in range(5)]
+    assert len(asked) == 3 and "before_run" in asked[-1]
+    # the result bar is the newest run's; the stream goes on after the newest run, once
+    expect(page.locator("#result-bar .result-status")).to_have_count(1)
+    page.get_by_label("Prompt").fill("say hello 5")
+    page.get_by_label("Prompt").press("Enter")
+    expect(page.locator("#result-bar .result-status")).to_have_text("Done")
+    expect(page.locator(".msg.user")).to_have_count(6)
+    assert page.evaluate(prompts)[-1] == "You: say hello 5"
+    assert page.errors == []  # type: ignore[attr-defined]
