@@ -29,7 +29,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
-__all__ = ["QUEUE_MODULES", "first_missing", "install_command", "is_missing_dependency", "missing_extra"]
+__all__ = ["QUEUE_MODULES", "SERVER_MODULES", "first_missing", "install_command", "is_missing_dependency",
+           "missing_extra"]
+
+SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "aiosqlite", "alembic")
+"""The ``server`` extra's modules; the store's (``aiosqlite``, ``alembic``) are imported only
+as the database opens, so ``serve`` and ``worker`` look for them at start."""
 
 QUEUE_MODULES = ("procrastinate", "psycopg", "psycopg_pool")
 """The ``postgres`` extra's job queue (``serve --dispatch queue``, ``worker``); its driver,

@@ -33,13 +33,23 @@ def test_an_invalid_api_key_is_an_authentication_error_naming_the_key() -> None:
 @pytest.mark.parametrize(("detail", "cls"), [
     ("You've hit your usage limit", UsageLimitError),
     ("Usage limit reached for this billing period", UsageLimitError),
-    ("Invalid model value: gpt-9", InvalidModelError),
-    ("Cannot use this model: gpt-9", InvalidModelError),
     ("Invalid API key", AuthenticationError),
 ])
 def test_print_modes_rules_name_the_agents_error_answers(detail: str, cls: type) -> None:
     err = _typed("session/prompt", -32603, detail)
     assert type(err) is cls and detail in str(err)
+
+
+@pytest.mark.parametrize("method", ["session/set_config_option", "session/prompt"])
+@pytest.mark.parametrize("detail", ["Invalid model value: gpt-9", "Cannot use this model: gpt-9"])
+def test_a_model_the_agent_refuses_stays_an_acp_request_error(method: str, detail: str) -> None:
+    """Print mode's ``InvalidModelError`` sends the user to print mode's slugs
+    (``list_models()``), which ACP mode refuses too: ACP's model ids are the agent's own
+    (``session_setup()``), as the ``AcpRequestError`` says (review of the change, finding 1)."""
+    err = _typed(method, -32603, detail)
+    assert type(err) is AcpRequestError and err.method == method
+    assert "model ids are the agent's own" in err.cli_message(), err.cli_message()
+    assert not isinstance(err, InvalidModelError)
 
 
 @pytest.mark.parametrize("detail", ["Invalid mode ID: yolo", "Internal error",

@@ -268,3 +268,41 @@ def test_the_rules_of_other_kinds_are_unchanged() -> None:
     assert _allow_rules(mcp("github", "create_issue"), "Mcp(github:*)") == Allow()
     assert isinstance(_allow_rules(mcp("slack", "post"), "Mcp(github:*)"), Deny)
     assert isinstance(_deny_rules(mcp("github", "x"), "Mcp(github:*)"), Deny)
+
+
+def _fetch(url: str | None) -> PermissionRequest:
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+
+    return PermissionRequest("s", ToolCall("c", ToolKind.WEB_FETCH,
+                                           args={} if url is None else {"url": url}))
+
+
+@pytest.mark.parametrize("url", [
+    "https://evil.example/x",
+    "https://evil.example./x",  # a trailing dot: the same host to a resolver
+    "https://evil%2Eexample/x",  # percent-encoded: the same host to Node's URL parser
+    "https://EVIL.example:8443/x",
+    "evil.example/x",  # no scheme
+    "http://[::1",  # not a URL that parses: unknown, which a deny rule matches
+])
+def test_a_fetch_deny_rule_matches_every_spelling_of_its_host(url: str) -> None:
+    """Review of the change, finding 3: a spelling of the host the rule did not compare was
+    allowed, and a URL that does not parse raised from the rules."""
+    assert isinstance(_deny_rules(_fetch(url), "WebFetch(evil.example)"), Deny), url
+    assert isinstance(_deny_rules(_fetch(url), "WebFetch(Evil.Example)"), Deny), url
+
+
+def test_a_fetch_deny_rule_leaves_other_hosts_alone() -> None:
+    for url in ("https://ok.example/x", "https://evil.example.org/x", "https://notevil.example/"):
+        assert _deny_rules(_fetch(url), "WebFetch(evil.example)") == Allow(), url
+
+
+def test_a_star_rule_approves_a_fetch_or_search_that_does_not_name_its_target() -> None:
+    """Review of the change, finding 4: docs/acp.md says only a ``*`` rule approves such a
+    request; ``WebFetch(*)`` and ``WebSearch(*)`` did not."""
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+
+    search = PermissionRequest("s", ToolCall("c", ToolKind.WEB_SEARCH, args={}))
+    assert _allow_rules(_fetch(None), "WebFetch(*)") == Allow()
+    assert _allow_rules(search, "WebSearch(*)") == Allow()
+    assert _allow_rules(_fetch(None), "WebFetch(ok.example)", mode="ask") is None

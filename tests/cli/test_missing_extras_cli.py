@@ -31,3 +31,21 @@ def test_a_missing_queue_module_is_one_line_naming_the_extra(
     assert proc.stderr.splitlines() == [
         f"Error: {who} needs the 'postgres' extra (procrastinate is missing): "
         "pip install 'cursor-agent-api[postgres]'"]
+
+
+@pytest.mark.parametrize("module", ["alembic", "aiosqlite"])
+@pytest.mark.parametrize(("argv", "who"), [(["serve", "--simulate", "--port", "0"], "the server"),
+                                           (["worker", "--simulate"], "the worker")])
+def test_a_missing_module_of_the_server_extra_is_one_line_naming_it(
+        cli_env: dict[str, str], argv: list[str], who: str, module: str) -> None:
+    """The store's modules, imported only as the database opens, were reported as the
+    database failing ("cannot open the database …: import of alembic halted"), not as the
+    extra missing (review of the change, finding 5)."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": URL, "CURSOR_AGENT_API_TOKEN": "t" * 32}
+    if who == "the server":  # a SQLite file of its own
+        env["CURSOR_AGENT_API_DATABASE_URL"] = f"sqlite+aiosqlite:///{env['TEST_WS']}/server.sqlite3"
+    proc = _without(module, argv, env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"Error: {who} needs the 'server' extra ({module} is missing): "
+        "pip install 'cursor-agent-api[server]'"]

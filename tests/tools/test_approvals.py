@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -307,3 +308,23 @@ def test_a_journal_without_its_existed_flag_keeps_the_users_file(tmp_path: Path,
         sweep(root)
     assert json.loads(path.read_bytes()) == []  # whether it existed is unknown: it stays
     assert "could not clean" not in caplog.text
+
+
+@pytest.mark.parametrize("env", [
+    {"HOME": "/h"},
+    {"HOME": "/h", "CURSOR_CONFIG_DIR": "/c"},
+    {"HOME": "/h", "CURSOR_CONFIG_DIR": "~/cfg"},
+    {"HOME": "/h", "CURSOR_DATA_DIR": "~/data", "CURSOR_CONFIG_DIR": "/c"},
+    {"HOME": "/h", "CURSOR_DATA_DIR": "/d"},
+])
+def test_the_simulator_reads_the_approvals_where_the_library_writes_them(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """One answer for one environment: a ``~`` in ``CURSOR_CONFIG_DIR`` or ``CURSOR_DATA_DIR``
+    is a folder named ``~`` to both (Node does not expand it), not the home to one of them
+    (review of the change, finding 2)."""
+    from cursor_agent_api.sim.mcp_config import approval_root, workspace_slug
+
+    ws = str(tmp_path)
+    read = approval_root(env) / "projects" / workspace_slug(os.path.realpath(ws)) / "mcp-approvals.json"
+    assert approvals_file(env, ws) == read

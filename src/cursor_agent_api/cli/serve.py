@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from .. import __version__
-from ..extras import QUEUE_MODULES, first_missing, install_command
+from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 
 
@@ -263,6 +263,11 @@ def serve(
             "pip install 'cursor-agent-api[server]'"
         ) from None
 
+    missing = first_missing(SERVER_MODULES)
+    if missing is not None:
+        raise click.ClickException(
+            f"the server needs the 'server' extra ({missing} is missing): {install_command('server')}"
+        )
     check_simulate_or_binary(simulate, agent_binary)
     if token is not None:
         problem = check_token(token)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import click
 
-from ..extras import QUEUE_MODULES, first_missing, install_command
+from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects
 from .superuser import agents_read_secrets_warning
@@ -117,6 +117,11 @@ def worker(
             f"the worker needs the 'server' and 'postgres' extras ({e.name} is missing): "
             "pip install 'cursor-agent-api[server,postgres]'"
         ) from None
+    missing = first_missing(SERVER_MODULES)
+    if missing is not None:
+        raise click.ClickException(
+            f"the worker needs the 'server' extra ({missing} is missing): {install_command('server')}"
+        )
     check_simulate_or_binary(simulate, agent_binary)
     problem = database_url_problem(database_url)
     if problem is not None:

@@ -52,7 +52,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import MCP_SCOPE_ENV as SCOPE_ENV
 from ..config import AgentConfig
-from ..errors import AcpRequestError, AuthenticationError, CursorAgentError, SessionError
+from ..errors import (
+    AcpRequestError,
+    AuthenticationError,
+    CursorAgentError,
+    InvalidModelError,
+    SessionError,
+)
 from ..protocol.acp_codec import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -554,14 +560,15 @@ class AcpTransport:
     def typed_error(exc: AcpRequestError) -> CursorAgentError:
         """The typed error for an agent's error answer: a login it needs (``-32000``), an API
         key it refused ("Failed to initialize session services", ACP.md §2), what print
-        mode's stderr rules name (:func:`~.stderr.known_failure`: a usage limit, a model it
-        cannot use…), else ``exc``."""
+        mode's stderr rules name (:func:`~.stderr.known_failure`: a usage limit…), else
+        ``exc``. A model it refuses stays ``exc``: print mode's ``InvalidModelError`` points
+        to print mode's slugs, and ACP's model ids are the agent's own (``exc`` says so)."""
         if exc.code == -32000 or "Authentication required" in str(exc):
             return AuthenticationError(f"the agent needs a login: {exc.message}")
         if "failed to initialize session services" in exc.message.lower():
             return AuthenticationError(f"{exc.message}: Cursor's answer to an invalid API key")
         known = known_failure(exc.message[:CLASSIFIED_CHARS])
-        if known is not None:
+        if known is not None and known[0] is not InvalidModelError:
             cls, what = known
             return cls(f"{what}: {exc.message}")
         return exc

@@ -154,7 +154,7 @@ def approval_root(env: Mapping[str, str]) -> Path:
     """
     root = env.get(DATA_DIR_ENV) or env.get(CONFIG_DIR_ENV)
     if root:
-        return Path(root).expanduser()
+        return Path(root)  # as given: Node does not expand a ``~`` (nor does the client)
     return Path(env.get("HOME") or os.path.expanduser("~")) / ".cursor"
 
 
