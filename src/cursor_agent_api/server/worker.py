@@ -148,7 +148,8 @@ class Worker:
         (:meth:`stop`: SIGTERM or SIGINT)."""
         s = self.settings
         await self.store.start()
-        answers = AnswerListener(self.store, self._answer)  # ACP runs' answers, from API servers
+        # ACP runs' answers, from API servers
+        answers = AnswerListener(self.store, self._answer, ping_interval=s.server.notify_poll_interval)
         try:
             await answers.start()
             async with self.app.open_async():
