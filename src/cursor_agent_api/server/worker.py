@@ -55,6 +55,7 @@ from .dispatch import CancelNotAppliedError, run_ends
 from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
 from .dispatch.queue import interrupt_lost_run
+from .dispatch.worker_logs import lost_task_errors, one_line_queue_errors
 from .hub import Hub
 from .log import EventLog
 from .models import RunStatus
@@ -465,7 +466,10 @@ def _signals(handler: Callable[[], None]) -> Iterator[None]:
 
 
 async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None) -> None:
-    """Run a worker until it is stopped (SIGTERM or SIGINT)."""
+    """Run a worker until it is stopped (SIGTERM or SIGINT); its database's failures are
+    logged one line each (:mod:`.dispatch.worker_logs`)."""
+    one_line_queue_errors(settings.name)
+    asyncio.get_running_loop().set_exception_handler(lost_task_errors)
     worker = Worker(settings)
     worker.on_ready = on_ready
     await worker.run()
