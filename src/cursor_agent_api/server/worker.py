@@ -64,7 +64,7 @@ from .requests import AnswerIn
 from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
-from .store import RunEndedError, Store, describe_error
+from .store import RunEndedError, Store, describe_error, is_transient
 from .worktrees import WorktreeError, chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
@@ -358,9 +358,16 @@ class Worker:
             # nothing would take it again): record it as failed, if it is not over. A run
             # still queued (the claim itself failed: nothing of it ran) is left queued: the
             # API servers' sweep gives it a new job (docs/distributed.md, "When things fail").
-            logger.exception("run %s could not be run on this worker", run_id)
+            run = None
             with contextlib.suppress(Exception):
                 run = await self.store.get_run(run_id)
+            if run is not None and run["status"] == RunStatus.QUEUED.value and is_transient(e):
+                # the database failed the claim: one line (no SQL, no values), nothing lost
+                logger.warning("run %s was not claimed by this worker (%s): it stays queued, "
+                               "for a new job", run_id, describe_error(e))
+            else:
+                logger.exception("run %s could not be run on this worker", run_id)
+            with contextlib.suppress(Exception):
                 if run is not None:
                     await run_ends.finish_if_active(
                         self.log,
