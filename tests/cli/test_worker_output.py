@@ -38,3 +38,28 @@ def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], postgres_url: st
         os.close(write)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+
+
+def _refused_url() -> str:
+    """A PostgreSQL URL (with a password) on a port nothing listens on."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"postgresql+asyncpg://someone:hunter2@127.0.0.1:{port}/app"
+
+
+def test_a_database_it_cannot_open_is_named_with_what_to_do(cli_env: dict[str, str]) -> None:
+    # it said "Error: the worker stopped: [Errno 111] Connect call failed ... (ConnectionRefusedError)"
+    # (serve names the database; the worker did not, nor what to do)
+    url = _refused_url()
+    proc = _worker_to(subprocess.DEVNULL, cli_env, url)
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "hunter2" not in proc.stderr
+    last = proc.stderr.splitlines()[-1]
+    shown = url.replace("hunter2", "***")
+    assert last.startswith(f"Error: cannot open the database {shown}: "), last
+    assert "(ConnectionRefusedError)" in last and last.endswith(
+        "; start it again once the database answers; run workers under a supervisor that "
+        "restarts them (docs/distributed.md)"), last

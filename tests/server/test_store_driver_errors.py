@@ -17,7 +17,6 @@ import logging
 import os
 import sqlite3
 import tempfile
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 from inproc import InProcServer
+from pg_proxy import PgProxy
 from server_helpers import PG_ENV, all_events, new_chat, wait_run, write_script, ws_until_closed
 from sqlalchemy import event
 
@@ -226,92 +226,6 @@ def test_a_connection_that_cannot_be_reset_is_one_line_in_the_log(
         assert str(DRIVER_ERRORS[name]().args[-1]) in record.getMessage(), record.getMessage()
 
 
-class _Proxy:
-    """A TCP proxy to PostgreSQL on 127.0.0.1, in a thread of its own: :meth:`stop` is the
-    database stopped, for the server that connects through it (its connections cut, new ones
-    refused: ``ConnectionRefusedError``, which SQLAlchemy lets through), without stopping the
-    cluster other tests use; :meth:`start` brings it back on the same port. :meth:`hold` is a
-    host that stops answering (packets dropped): connections stay open, new ones are taken,
-    and nothing is forwarded either way until :meth:`release` cuts them."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self.port = 0
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.server: asyncio.Server | None = None
-        self.open: set[asyncio.StreamWriter] = set()
-        self.holding = False
-
-    def _call(self, coro: Any) -> None:
-        asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
-
-    def start(self) -> None:
-        self._call(self._start())
-
-    async def _start(self) -> None:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-        self.port = self.server.sockets[0].getsockname()[1]
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self.holding:  # taken, never answered
-            self.open.add(writer)
-            while await reader.read(65536):
-                pass
-            return
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self.open |= {writer, up_writer}
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-            try:
-                while data := await src.read(65536):
-                    if self.holding:
-                        continue  # dropped
-                    dst.write(data)
-                    await dst.drain()
-            except OSError:
-                pass
-            finally:
-                dst.transport.abort()
-
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-
-    def stop(self) -> None:
-        self._call(self._stop())
-
-    async def _stop(self) -> None:
-        assert self.server is not None
-        self.server.close()
-        for writer in self.open:
-            writer.transport.abort()
-        self.open.clear()
-        await self.server.wait_closed()
-
-    def hold(self) -> None:
-        self.holding = True
-
-    def release(self) -> None:
-        self._call(self._release())
-
-    async def _release(self) -> None:
-        self.holding = False
-        for writer in self.open:
-            writer.transport.abort()
-        self.open.clear()
-
-    def close(self) -> None:
-        if self.server is not None and self.server.is_serving():
-            self.stop()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(30)
-        self.loop.close()
-
-
 def test_postgresql_stopped_is_a_json_503(
     tmp_path: Path, db_url: str, workspace: Path, capfd: Any
 ) -> None:
@@ -322,7 +236,7 @@ def test_postgresql_stopped_is_a_json_503(
     from sqlalchemy.engine import make_url
 
     url = make_url(db_url)
-    proxy = _Proxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
     server: InProcServer | None = None
     try:
         proxy.start()
@@ -359,7 +273,7 @@ def test_postgresql_that_stops_answering_is_a_json_503_within_its_timeouts(
     from sqlalchemy.engine import make_url
 
     url = make_url(db_url)
-    proxy = _Proxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
     server: InProcServer | None = None
     try:
         proxy.start()

@@ -165,8 +165,10 @@ def worker(
     label = " (simulated agents)" if simulate else ""
 
     lost: list[OSError] = []
+    started: list[bool] = []  # (once it takes jobs)
 
     def ready() -> None:
+        started.append(True)
         frozen = freeze_start_up_objects()
         logging.getLogger("cursor_agent_api.worker").debug(
             "start-up objects frozen: %d (out of the garbage collector's walks)", frozen)
@@ -188,6 +190,37 @@ def worker(
         if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
             with writing_output():
                 raise
-        from ..server.store import describe_error
+        raise click.ClickException(stopped_message(e, database_url, started=bool(started))) from None
 
-        raise click.ClickException(f"the worker stopped: {describe_error(e)}") from None
+
+SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "
+             "restarts them (docs/distributed.md)")
+"""What to do when a worker stopped for its database."""
+
+
+def stopped_message(error: BaseException, database_url: str, *, started: bool) -> str:
+    """The worker's last line when ``error`` stopped it: the database (its password hidden)
+    and what it said, then what to do, when it is the database that failed — at the start
+    (before any job was taken) or later (Procrastinate's worker stops when it cannot reach
+    it). Any other error is named as is.
+
+    Example:
+        >>> url = "postgresql+asyncpg://me:secret@db/app"
+        >>> stopped_message(TimeoutError(), url, started=False)  # doctest: +ELLIPSIS
+        'cannot open the database postgresql+asyncpg://me:***@db/app: TimeoutError; start it again...'
+        >>> stopped_message(ConnectionResetError(104, "Connection reset by peer"), url, started=True)
+        ... # doctest: +ELLIPSIS
+        'the worker stopped: its database postgresql+asyncpg://me:***@db/app failed: [Errno 104] ...'
+        >>> stopped_message(ValueError("no such queue"), url, started=True)
+        'the worker stopped: no such queue (ValueError)'
+    """
+    from ..server.dispatch.worker_logs import is_database_error
+    from ..server.store import describe_error
+    from ..server.store.urls import shown_url
+
+    what, shown = describe_error(error), shown_url(database_url)
+    if not started:
+        return f"cannot open the database {shown}: {what}; {SUPERVISE}"
+    if is_database_error(error):
+        return f"the worker stopped: its database {shown} failed: {what}; {SUPERVISE}"
+    return f"the worker stopped: {what}"

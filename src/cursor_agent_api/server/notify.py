@@ -20,11 +20,12 @@ the :class:`~.hub.Hub`, in seq order — so the WebSocket's replay/live merge
   otherwise (records that came while nobody watched were never folded), and forgotten
   once the chat has no subscriber. ``published`` itself (one number per chat, as the
   baseline holds for every chat) stays: it is where a new subscriber's live records start.
-* **A lost LISTEN connection** is opened again (backoff up to 5 s); then every chat with
-  subscribers is caught up from what was published.
-* **A slow poll** (``notify_poll_interval``) compares the subscribed chats' ``last_seq``
-  with what was published and catches up: a missed notification costs a few seconds,
-  never a record. It also checks that the LISTEN connection still answers.
+* **A lost LISTEN connection** is opened again (backoff up to 5 s; :mod:`.pg_listen`); then
+  every chat with subscribers is caught up from what was published.
+* **A slow poll** (``notify_poll_interval`` without a notification) compares the
+  subscribed chats' ``last_seq`` with what was published and catches up: a missed
+  notification costs a few seconds, never a record. The LISTEN connection is pinged first
+  (one that does not answer within as long is opened again).
 
 Example:
     >>> parse_payload("0b7c 4 9")
@@ -36,9 +37,6 @@ Example:
 from __future__ import annotations
 
 import logging
-from typing import Any
-
-import anyio
 
 from .hub import Hub
 from .log import record_message
@@ -69,12 +67,12 @@ class Relay(PgListener):
 
     def __init__(self, store: Store, hub: Hub, settings: ServerSettings) -> None:
         super().__init__(store, EVENTS_CHANNEL, label="the LISTEN connection",
-                         application_name=LISTEN_APPLICATION_NAME)
+                         application_name=LISTEN_APPLICATION_NAME,
+                         ping_interval=settings.notify_poll_interval)
         self.hub = hub
         self.settings = settings
         self.published: dict[str, int] = {}
         self._refolded: dict[str, tuple[Refolder, int]] = {}
-        self.reconnects = 0
 
     async def start(self) -> None:
         """Connect and take the baseline (before any socket subscribes), then run."""
@@ -84,7 +82,6 @@ class Relay(PgListener):
         await self._baseline()
 
     async def reconnected(self) -> None:
-        self.reconnects += 1
         await self._catch_up(baseline=True)  # what came while the connection was lost
 
     async def _baseline(self) -> None:
@@ -94,39 +91,25 @@ class Relay(PgListener):
             if chat_id not in subscribed:  # subscribed ones keep theirs: they are caught up from it
                 self._skip_to(chat_id, int(last_seq))
 
-    async def listen(self, conn: Any) -> None:
-        """Process notifications until the connection is lost (returns) or fails (raises)."""
-        poll = self.settings.notify_poll_interval
-        while True:
-            # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose the
-            # cancel that stops this loop (tests/client/test_cancel_races.py)
-            with anyio.move_on_after(poll) as waited:
-                first = await self.wake.get()
-            if waited.cancelled_caught:
-                with anyio.fail_after(poll):
-                    await self.store.ping(conn)  # still there?
-                await self._catch_up()
-                self._forget_unwatched()
+    async def idle(self) -> None:
+        await self._catch_up()  # a notification missed costs a poll interval, never a record
+        self._forget_unwatched()
+
+    async def received(self, payloads: list[str]) -> None:
+        wanted: dict[str, tuple[int, int]] = {}
+        for payload in payloads:
+            parsed = parse_payload(payload)
+            if parsed is None:
                 continue
-            batch = [first]
-            while not self.wake.empty():
-                batch.append(self.wake.get_nowait())
-            if None in batch or conn.is_closed():
-                return
-            wanted: dict[str, tuple[int, int]] = {}
-            for payload in batch:
-                parsed = parse_payload(payload or "")
-                if parsed is None:
-                    continue
-                chat_id, lo, hi = parsed
-                prev = wanted.get(chat_id)
-                wanted[chat_id] = (min(lo, prev[0]), max(hi, prev[1])) if prev else (lo, hi)
-            for chat_id, (lo, hi) in wanted.items():
-                if self.hub.subscriber_count(chat_id):
-                    await self._publish_after(chat_id, min(self.published.get(chat_id, 0), lo - 1))
-                else:
-                    self._skip_to(chat_id, hi)
-            self._forget_unwatched()
+            chat_id, lo, hi = parsed
+            prev = wanted.get(chat_id)
+            wanted[chat_id] = (min(lo, prev[0]), max(hi, prev[1])) if prev else (lo, hi)
+        for chat_id, (lo, hi) in wanted.items():
+            if self.hub.subscriber_count(chat_id):
+                await self._publish_after(chat_id, min(self.published.get(chat_id, 0), lo - 1))
+            else:
+                self._skip_to(chat_id, hi)
+        self._forget_unwatched()
 
     # ---- reading and publishing ------------------------------------------------------
 

@@ -1,12 +1,23 @@
 """A PostgreSQL ``LISTEN`` on one channel that comes back when its connection is lost.
 
-Both listeners of the distributed mode are one of these: the API servers' relay of new
-records (:class:`.notify.Relay`) and the workers' answers to ACP requests
-(:class:`.dispatch.answers.AnswerListener`). What they share lives here: the asyncpg
-connection (notifications go to :attr:`PgListener.wake`; ``None`` there means the
-connection ended), the task that reconnects with a backoff up to 5 s, and closing. A
-subclass says what to do with the notifications (:meth:`PgListener.listen`) and, if it
-must, what to do once the connection is back (:meth:`PgListener.reconnected`).
+The listeners of the distributed mode are each one of these: the API servers' relay of
+new records (:class:`.notify.Relay`), their listener for logouts
+(:class:`.session_watch.SessionListener`) and the workers' answers to ACP requests
+(:class:`.dispatch.answers.AnswerListener`). What they share lives here:
+
+* **the connection**, and the queue its notifications go to (:attr:`PgListener.wake`;
+  ``None`` there means the connection ended). Each connection has a queue of its own: the
+  end of a connection that was given up (closed after a failed ping, which ends it again)
+  never reaches the next one;
+* **the ping**: a connection that stays quiet for ``ping_interval`` seconds must answer
+  ``SELECT 1`` within as long; one that does not (a host that stopped answering, a
+  firewall that dropped the connection without a word) is given up and opened again;
+* **the reconnecting**, with a backoff up to 5 s, one log line when the connection is
+  lost and one when it is back; and closing.
+
+A subclass says what to do with the notifications (:meth:`PgListener.received`), and if
+it must, what to do on a quiet interval (:meth:`PgListener.idle`) and once a lost
+connection is back (:meth:`PgListener.reconnected`).
 """
 
 from __future__ import annotations
@@ -16,6 +27,8 @@ import contextlib
 import logging
 from typing import Any
 
+import anyio
+
 from .store import Store, describe_error
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -23,20 +36,27 @@ logger = logging.getLogger("cursor_agent_api.server")
 MAX_BACKOFF = 5.0
 """The longest wait, in seconds, between two attempts to connect again."""
 
+PING_INTERVAL = 5.0
+"""Seconds a LISTEN connection may stay quiet before it is pinged (and the ping's timeout)."""
+
 
 class PgListener:
     """One LISTEN connection and the task that keeps it (see the module's text)."""
 
     def __init__(self, store: Store, channel: str, *, label: str,
-                 application_name: str | None = None) -> None:
+                 application_name: str | None = None,
+                 ping_interval: float = PING_INTERVAL) -> None:
         """Listen on ``channel`` of ``store``'s database (PostgreSQL). ``label`` names the
         connection in the logs (``"the LISTEN connection for answers"``)."""
         self.store = store
         self.channel = channel
         self.label = label
         self.application_name = application_name
+        self.ping_interval = ping_interval
         self.wake: asyncio.Queue[str | None] = asyncio.Queue()
-        """Each notification's payload, in order; ``None`` once the connection has ended."""
+        """The current connection's notifications, in order; ``None`` once it has ended."""
+        self.reconnects = 0
+        """How many times a lost connection came back."""
         self._task: asyncio.Task[None] | None = None
         self._conn: Any = None
 
@@ -61,25 +81,52 @@ class PgListener:
     async def reconnected(self) -> None:
         """Called when a lost connection is back, before listening again."""
 
-    async def listen(self, conn: Any) -> None:
-        """Take the notifications from :attr:`wake` until the connection is lost (return)
-        or fails (raise)."""
+    async def received(self, payloads: list[str]) -> None:
+        """The notifications that came together, in order."""
         raise NotImplementedError
+
+    async def idle(self) -> None:
+        """Called after each quiet ``ping_interval`` whose ping was answered."""
 
     # ---- the connection -----------------------------------------------------------------
 
+    async def listen(self, conn: Any) -> None:
+        """Take the notifications of ``conn`` until it ends (return) or fails (raise: its
+        ping was not answered within ``ping_interval``)."""
+        wake, interval = self.wake, self.ping_interval
+        while True:
+            # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose the
+            # cancel that stops this loop (tests/client/test_cancel_races.py)
+            with anyio.move_on_after(interval) as waited:
+                first = await wake.get()
+            if waited.cancelled_caught:
+                with anyio.fail_after(interval):
+                    await self.store.ping(conn)  # still there?
+                await self.idle()
+                continue
+            batch = [first]
+            while not wake.empty():
+                batch.append(wake.get_nowait())
+            if None in batch or conn.is_closed():
+                return
+            await self.received([p for p in batch if p is not None])
+
     async def _connect(self) -> Any:
-        wake = self.wake
+        wake: asyncio.Queue[str | None] = asyncio.Queue()  # this connection's own
         conn = await self.store.listen(self.channel, wake.put_nowait, lambda: wake.put_nowait(None),
                                        application_name=self.application_name)
-        self._conn = conn
+        self.wake, self._conn = wake, conn
         return conn
 
-    async def _close_conn(self) -> None:
+    async def _close_conn(self, *, failed: bool = False) -> None:
         conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.close(), 5)
+        if conn is None:
+            return
+        if failed:  # it did not answer: no goodbye to wait for
+            conn.terminate()
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conn.close(), 5)
 
     async def _run(self, conn: Any) -> None:
         delay = 0.1
@@ -88,6 +135,7 @@ class PgListener:
                 if conn is None:
                     conn = await self._connect()
                     await self.reconnected()
+                    self.reconnects += 1
                     logger.warning("%s is back", self.label)
                 delay = 0.1
                 await self.listen(conn)
@@ -96,6 +144,6 @@ class PgListener:
             except Exception as e:
                 logger.warning("%s failed (%s); reconnecting", self.label, describe_error(e))
             conn = None
-            await self._close_conn()
+            await self._close_conn(failed=True)
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .pg_listen import PgListener
 
@@ -91,14 +91,12 @@ class SessionListener(PgListener):
 
     def __init__(self, auth: Auth) -> None:
         super().__init__(auth.store, SESSIONS_CHANNEL, label="the LISTEN connection for sessions",
-                         application_name=SESSIONS_APPLICATION_NAME)
+                         application_name=SESSIONS_APPLICATION_NAME,
+                         ping_interval=auth.settings.notify_poll_interval)
         self.auth = auth
 
-    async def listen(self, conn: Any) -> None:
-        while True:
-            key = await self.wake.get()
-            if key is None or conn.is_closed():
-                return
+    async def received(self, payloads: list[str]) -> None:
+        for key in payloads:
             self.auth.watches.end(key)
 
     async def reconnected(self) -> None:

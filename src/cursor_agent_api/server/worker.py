@@ -55,6 +55,7 @@ from .dispatch import CancelNotAppliedError, run_ends
 from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
 from .dispatch.queue import interrupt_lost_run
+from .dispatch.worker_logs import lost_task_errors, one_line_queue_errors
 from .hub import Hub
 from .log import EventLog
 from .models import RunStatus
@@ -63,7 +64,7 @@ from .requests import AnswerIn
 from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
-from .store import RunEndedError, Store, describe_error
+from .store import RunEndedError, Store, describe_error, is_transient
 from .worktrees import WorktreeError, chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
@@ -148,7 +149,8 @@ class Worker:
         (:meth:`stop`: SIGTERM or SIGINT)."""
         s = self.settings
         await self.store.start()
-        answers = AnswerListener(self.store, self._answer)  # ACP runs' answers, from API servers
+        # ACP runs' answers, from API servers
+        answers = AnswerListener(self.store, self._answer, ping_interval=s.server.notify_poll_interval)
         try:
             await answers.start()
             async with self.app.open_async():
@@ -356,9 +358,16 @@ class Worker:
             # nothing would take it again): record it as failed, if it is not over. A run
             # still queued (the claim itself failed: nothing of it ran) is left queued: the
             # API servers' sweep gives it a new job (docs/distributed.md, "When things fail").
-            logger.exception("run %s could not be run on this worker", run_id)
+            run = None
             with contextlib.suppress(Exception):
                 run = await self.store.get_run(run_id)
+            if run is not None and run["status"] == RunStatus.QUEUED.value and is_transient(e):
+                # the database failed the claim: one line (no SQL, no values), nothing lost
+                logger.warning("run %s was not claimed by this worker (%s): it stays queued, "
+                               "for a new job", run_id, describe_error(e))
+            else:
+                logger.exception("run %s could not be run on this worker", run_id)
+            with contextlib.suppress(Exception):
                 if run is not None:
                     await run_ends.finish_if_active(
                         self.log,
@@ -464,7 +473,10 @@ def _signals(handler: Callable[[], None]) -> Iterator[None]:
 
 
 async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None) -> None:
-    """Run a worker until it is stopped (SIGTERM or SIGINT)."""
+    """Run a worker until it is stopped (SIGTERM or SIGINT); its database's failures are
+    logged one line each (:mod:`.dispatch.worker_logs`)."""
+    one_line_queue_errors(settings.name)
+    asyncio.get_running_loop().set_exception_handler(lost_task_errors)
     worker = Worker(settings)
     worker.on_ready = on_ready
     await worker.run()

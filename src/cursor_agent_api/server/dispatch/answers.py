@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from ..pg_listen import PgListener
+from ..pg_listen import PING_INTERVAL, PgListener
 from ..requests import (
     AlreadyAnsweredError,
     AnswerIn,
@@ -166,12 +166,15 @@ OnAnswer = Callable[[str, str, AnswerIn], Awaitable[object]]
 
 class AnswerListener(PgListener):
     """A worker's LISTEN on :data:`ANSWERS_CHANNEL`: each answer goes to ``on_answer(run_id,
-    request_id, body)`` (which ignores runs it does not run). A lost connection is opened
-    again (backoff up to 5 s); an answer sent meanwhile is lost, and its API server says so
-    (503)."""
+    request_id, body)`` (which ignores runs it does not run). A lost connection, or one that
+    stops answering its ping (every ``ping_interval`` quiet seconds), is opened again
+    (backoff up to 5 s; :mod:`..pg_listen`); an answer sent meanwhile is lost, and its API
+    server says so (503)."""
 
-    def __init__(self, store: Store, on_answer: OnAnswer) -> None:
-        super().__init__(store, ANSWERS_CHANNEL, label="the LISTEN connection for answers")
+    def __init__(self, store: Store, on_answer: OnAnswer, *,
+                 ping_interval: float = PING_INTERVAL) -> None:
+        super().__init__(store, ANSWERS_CHANNEL, label="the LISTEN connection for answers",
+                         ping_interval=ping_interval)
         self.on_answer = on_answer
         self._handlers: set[asyncio.Task[None]] = set()
 
@@ -186,11 +189,8 @@ class AnswerListener(PgListener):
             task.cancel()
         await asyncio.gather(*self._handlers, return_exceptions=True)
 
-    async def listen(self, conn: Any) -> None:
-        while True:
-            payload = await self.wake.get()
-            if payload is None or conn.is_closed():
-                return
+    async def received(self, payloads: list[str]) -> None:
+        for payload in payloads:
             self._dispatch(payload)
 
     def _dispatch(self, payload: str) -> None:

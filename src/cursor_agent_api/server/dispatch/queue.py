@@ -359,12 +359,25 @@ class QueueDispatcher:
         return None
 
 
+def lost_message(worker: str, seq: int | None) -> str:
+    """What a run whose worker was lost says: where in the chat it was lost (``seq``: the
+    seq of the run's last event from its agent; ``None`` before any).
+
+    Example:
+        >>> lost_message("w1", 12)
+        'worker w1 was lost at seq 12; the run was not run again'
+        >>> lost_message("w1", None)
+        'worker w1 was lost before any event from its agent; the run was not run again'
+    """
+    where = f"at seq {seq}" if seq is not None else "before any event from its agent"
+    return f"worker {worker} was lost {where}; the run was not run again"
+
+
 async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     """Mark a run whose worker is gone ``interrupted``, with a ``worker/lost`` record; True
-    if this call marked it (it is not re-run)."""
+    if this call marked it (it is not re-run). Its error says where (:func:`lost_message`)."""
     worker = run.get("worker") or run.get("server_id") or "unknown"
-    seq = run.get("last_seq")
-    message = f"worker {worker} was lost at seq {seq}; the run was not run again"
+    message = lost_message(str(worker), run.get("last_seq"))
     marked = await run_ends.finish_if_active(
         log,
         run,

@@ -244,9 +244,31 @@ def error_text(exc: BaseException, limit: int = 300) -> str:
     return f"{first[:limit]} ({type(exc).__name__})" if first else type(exc).__name__
 
 
+def unwrap_error(exc: BaseException) -> BaseException:
+    """The error under a wrapper that says nothing of its own: Procrastinate's
+    ``ConnectorException`` ("Database error.", raised from the driver's error) is its cause.
+
+    Example:
+        >>> from procrastinate.exceptions import ConnectorException
+        >>> try:
+        ...     try:
+        ...         raise TimeoutError("couldn't get a connection after 30.00 sec")
+        ...     except TimeoutError as cause:
+        ...         raise ConnectorException() from cause
+        ... except ConnectorException as e:
+        ...     unwrap_error(e)
+        TimeoutError("couldn't get a connection after 30.00 sec")
+    """
+    while (type(exc).__module__.startswith("procrastinate.") and type(exc).__name__ == "ConnectorException"
+           and exc.__cause__ is not None):
+        exc = exc.__cause__
+    return exc
+
+
 def describe_error(exc: BaseException) -> str:
     """What went wrong, in one line, **without the SQL statement or its parameters**
-    (SQLAlchemy's own message has both: it may hold agent output or a secret).
+    (SQLAlchemy's own message has both: it may hold agent output or a secret). A wrapper
+    that says nothing is described by what it wraps (:func:`unwrap_error`).
 
     Example:
         >>> from sqlalchemy.exc import OperationalError
@@ -254,6 +276,7 @@ def describe_error(exc: BaseException) -> str:
         ...                                 Exception("database is locked")))
         'database is locked (OperationalError)'
     """
+    exc = unwrap_error(exc)
     if isinstance(exc, DBAPIError):
         if not is_transient(exc) or is_data_error(exc):
             # A data error's message may quote the value it refused: name it only.

@@ -1,0 +1,110 @@
+"""A TCP proxy in front of PostgreSQL, to make its database fail for one test without
+stopping the cluster the other tests use (:class:`PgProxy`)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+
+class PgProxy:
+    """A TCP proxy to PostgreSQL on 127.0.0.1, in a thread of its own: :meth:`stop` is the
+    database stopped, for the server that connects through it (its connections cut, new ones
+    refused: ``ConnectionRefusedError``, which SQLAlchemy lets through), without stopping the
+    cluster other tests use; :meth:`start` brings it back on the same port. :meth:`hold` is a
+    host that stops answering (packets dropped): connections stay open, new ones are taken,
+    and nothing is forwarded either way until :meth:`release` cuts them. :meth:`hold_open` holds
+    only the connections open now (a firewall that dropped them): new ones are forwarded.
+
+    Example (the server's URL through it)::
+
+        proxy = PgProxy("127.0.0.1", 5432)
+        proxy.start()  # then connect to 127.0.0.1:proxy.port
+        proxy.close()
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.port = 0
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server: asyncio.Server | None = None
+        self.open: set[asyncio.StreamWriter] = set()
+        self.holding = False
+        self.held: set[asyncio.StreamWriter] = set()  # (hold_open) the clients' ends held
+
+    def _call(self, coro: Any) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    def start(self) -> None:
+        self._call(self._start())
+
+    async def _start(self) -> None:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.holding:  # taken, never answered
+            self.open.add(writer)
+            while await reader.read(65536):
+                pass
+            return
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self.open |= {writer, up_writer}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    if self.holding or writer in self.held:
+                        continue  # dropped
+                    dst.write(data)
+                    await dst.drain()
+            except OSError:
+                pass
+            finally:
+                dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    def stop(self) -> None:
+        self._call(self._stop())
+
+    async def _stop(self) -> None:
+        assert self.server is not None
+        self.server.close()
+        for writer in self.open:
+            writer.transport.abort()
+        self.open.clear()
+        await self.server.wait_closed()
+
+    def hold(self) -> None:
+        self.holding = True
+
+    def hold_open(self) -> None:
+        self._call(self._hold_open())
+
+    async def _hold_open(self) -> None:
+        self.held |= self.open
+
+    def release(self) -> None:
+        self._call(self._release())
+
+    async def _release(self) -> None:
+        self.holding = False
+        self.held.clear()
+        for writer in self.open:
+            writer.transport.abort()
+        self.open.clear()
+
+    def close(self) -> None:
+        if self.server is not None and self.server.is_serving():
+            self.stop()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+        self.loop.close()

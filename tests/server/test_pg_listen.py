@@ -1,0 +1,157 @@
+"""The LISTEN connections of PostgreSQL (:mod:`cursor_agent_api.server.pg_listen`) come back
+once, and only once, when they fail — found by a review with a misbehaving database:
+
+* a connection whose ping failed was closed while the next one opened, and its end (asyncpg
+  tells it a moment after ``close()``) reached the next connection, which took it for its own
+  end, was closed, told its end to the next… — the API server reconnected ~7 times a second
+  for ever, each time reading every chat's last seq;
+* the workers' LISTEN connection for answers was never pinged: a connection that stopped
+  answering (a firewall dropped it) made every answer to the worker's ACP runs a 503, and the
+  worker said nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pg_proxy import PgProxy
+from server_helpers import PG_ENV
+
+from cursor_agent_api.server.dispatch.answers import ANSWERS_CHANNEL, AnswerListener, encode_answer
+from cursor_agent_api.server.hub import Hub
+from cursor_agent_api.server.notify import LISTEN_APPLICATION_NAME, Relay
+from cursor_agent_api.server.settings import ServerSettings
+from cursor_agent_api.server.store import Store
+
+pytestmark = pytest.mark.skipif(not os.environ.get(PG_ENV), reason=f"needs PostgreSQL ({PG_ENV})")
+
+
+@pytest.fixture
+def warnings() -> Iterator[list[str]]:
+    """The server logger's warnings while the test runs."""
+    got: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            got.append(record.getMessage())
+
+    logger = logging.getLogger("cursor_agent_api.server")
+    handler, level = Keep(logging.WARNING), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield got
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
+async def _listen_connections(store: Store) -> int:
+    conn = await store.listen("unused", lambda _p: None, lambda: None)
+    try:
+        return int(await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 "
+            "AND datname = current_database()", LISTEN_APPLICATION_NAME))
+    finally:
+        await conn.close()
+
+
+def test_a_failed_ping_reconnects_once(db_url: str, tmp_path: Path, warnings: list[str]) -> None:
+    """The relay's ping fails once: one reconnect, then the new connection is pinged (it is
+    not taken for lost because the old one ended after it opened)."""
+
+    async def main() -> None:
+        store = Store(db_url)
+        await store.start()
+        relay = Relay(store, Hub(), ServerSettings(database_url=db_url, roots=(tmp_path,),
+                                                   notify_poll_interval=0.05))
+        pings = 0
+        settled = asyncio.Event()
+        real_ping, real_reconnected = store.ping, relay.reconnected
+
+        async def ping(conn: Any) -> None:
+            nonlocal pings
+            pings += 1
+            if pings == 1:
+                raise TimeoutError  # as when the host stopped answering
+            await real_ping(conn)
+            if pings >= 6:  # five pings answered after the failure
+                settled.set()
+
+        async def reconnected() -> None:
+            await real_reconnected()
+            if relay.reconnects >= 5:  # the loop: it would never ping again
+                settled.set()
+
+        store.ping = ping  # type: ignore[method-assign]
+        relay.reconnected = reconnected  # type: ignore[method-assign]
+        await relay.start()
+        try:
+            await asyncio.wait_for(settled.wait(), 60)
+            assert relay.reconnects == 1, warnings
+            assert await _listen_connections(store) == 1
+        finally:
+            await relay.close()
+            await store.close()
+
+    asyncio.run(main())
+    assert [w for w in warnings if "is back" in w] == ["the LISTEN connection is back"], warnings
+
+
+def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
+    db_url: str, warnings: list[str]
+) -> None:
+    """The worker's LISTEN connection for answers is held (nothing forwarded, the TCP
+    connection up): its ping notices, it is opened again, and the next answer is taken —
+    with one line in the log each way."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
+
+    async def main() -> None:
+        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+        store = Store(db_url)
+        await store.start()
+        answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+        async def on_answer(run_id: str, request_id: str, _body: Any) -> None:
+            answers.put_nowait((run_id, request_id))
+
+        listener = AnswerListener(Store(through), on_answer)
+        listener.ping_interval = 0.2
+        back = asyncio.Event()
+        real_reconnected = listener.reconnected
+
+        async def reconnected() -> None:
+            await real_reconnected()
+            back.set()
+
+        listener.reconnected = reconnected  # type: ignore[method-assign]
+        await listener.start()
+        try:
+            await store.notify(ANSWERS_CHANNEL, encode_answer("r1", "q1", {"decision": "reject"}))
+            assert await asyncio.wait_for(answers.get(), 30) == ("r1", "q1")
+            proxy.hold_open()  # this connection stops answering; a new one would not
+            await asyncio.wait_for(back.wait(), 30)
+            await store.notify(ANSWERS_CHANNEL, encode_answer("r2", "q2", {"decision": "reject"}))
+            assert await asyncio.wait_for(answers.get(), 30) == ("r2", "q2")
+            assert listener.reconnects == 1
+        finally:
+            await listener.close()
+            await store.close()
+
+    try:
+        proxy.start()
+        asyncio.run(main())
+    finally:
+        proxy.close()
+    label = "the LISTEN connection for answers"
+    assert [w for w in warnings if w.startswith(label)] == [
+        f"{label} failed (TimeoutError); reconnecting", f"{label} is back"], warnings
