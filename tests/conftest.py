@@ -8,8 +8,12 @@ same worker.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
+import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +21,14 @@ from pathlib import Path
 import pytest
 
 _WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
+
+# No test writes into the user's own per-user data directory (~/.local/share: the simulator's
+# chats, sessions and trusted folders, the tools' journals, a default server database): each
+# process of the suite, and every process it starts, gets one of its own, removed at its end.
+# A test that needs another sets its own.
+_DATA_HOME = tempfile.mkdtemp(prefix="cursor-agent-api-tests-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, True)
 
 # A suite started in the background of a non-interactive shell (`cmd &`, nohup) inherits
 # SIGINT ignored, and so would every process the tests start: the Ctrl-C tests would then

@@ -13,8 +13,9 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "order_desk.py"
 
 
 def _env(**values: str) -> dict[str, str]:
-    """A bare environment, but the suite's ``PYTHONPATH`` (the tree under test) if it has one."""
-    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    """A bare environment, but the suite's ``PYTHONPATH`` (the tree under test) and its own
+    per-user data directory (tests/conftest.py: never the user's), if it has them."""
+    inherited = {k: os.environ[k] for k in ("PYTHONPATH", "XDG_DATA_HOME") if k in os.environ}
     return {"PATH": "/usr/bin:/bin", **inherited, **values}
 
 
