@@ -226,11 +226,13 @@ def test_a_connection_that_cannot_be_reset_is_one_line_in_the_log(
         assert str(DRIVER_ERRORS[name]().args[-1]) in record.getMessage(), record.getMessage()
 
 
-def test_postgresql_stopped_is_a_json_503(
-    tmp_path: Path, db_url: str, workspace: Path, capfd: Any
-) -> None:
-    """For real: the server's PostgreSQL goes away (through a proxy, so that the cluster the
-    other tests use stays up) — its connections cut, new ones refused — and comes back."""
+@contextmanager
+def _served_through_a_proxy(
+    tmp_path: Path, db_url: str, workspace: Path, **settings: Any
+) -> Iterator[tuple[PgProxy, httpx.Client, dict[str, Any], dict[str, Any]]]:
+    """A server whose PostgreSQL is behind a :class:`PgProxy` (so that the cluster the other
+    tests use stays up), with a chat and a run of it that ended: ``(proxy, client, chat,
+    run)``; the server is stopped and the proxy closed on the way out."""
     if not os.environ.get(PG_ENV):
         pytest.skip(f"needs PostgreSQL ({PG_ENV})")
     from sqlalchemy.engine import make_url
@@ -241,22 +243,31 @@ def test_postgresql_stopped_is_a_json_503(
     try:
         proxy.start()
         through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-        server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex).start()
+        server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex, **settings).start()
         with server.client() as c:
             chat = new_chat(c)
             run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
             wait_run(c, run["id"])
-            capfd.readouterr()
-            proxy.stop()
-            for _ in range(3):  # the pool's connections are cut, new ones refused
-                _assert_503(c.get(f"/api/runs/{run['id']}"))
-                _assert_503(c.get(f"/api/chats/{chat['id']}/events"))
-            proxy.start()
-            assert c.get(f"/api/runs/{run['id']}").json()["status"] == "succeeded"
+            yield proxy, c, chat, run
     finally:
         if server is not None:
             server.stop()
         proxy.close()
+
+
+def test_postgresql_stopped_is_a_json_503(
+    tmp_path: Path, db_url: str, workspace: Path, capfd: Any
+) -> None:
+    """For real: the server's PostgreSQL goes away (through a proxy, so that the cluster the
+    other tests use stays up) — its connections cut, new ones refused — and comes back."""
+    with _served_through_a_proxy(tmp_path, db_url, workspace) as (proxy, c, chat, run):
+        capfd.readouterr()
+        proxy.stop()
+        for _ in range(3):  # the pool's connections are cut, new ones refused
+            _assert_503(c.get(f"/api/runs/{run['id']}"))
+            _assert_503(c.get(f"/api/chats/{chat['id']}/events"))
+        proxy.start()
+        assert c.get(f"/api/runs/{run['id']}").json()["status"] == "succeeded"
     logged = capfd.readouterr().err
     assert "Traceback" not in logged, logged[-3000:]
 
@@ -268,34 +279,16 @@ def test_postgresql_that_stops_answering_is_a_json_503_within_its_timeouts(
     hung host): no request waits for it for ever. A new connection waits
     ``store_connect_timeout``, a statement ``store_statement_timeout``; then the request is the
     503 like any database failure, and once the host answers again the server does too."""
-    if not os.environ.get(PG_ENV):
-        pytest.skip(f"needs PostgreSQL ({PG_ENV})")
-    from sqlalchemy.engine import make_url
-
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
-    server: InProcServer | None = None
-    try:
-        proxy.start()
-        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-        server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex,
-                              store_connect_timeout=1.0, store_statement_timeout=1.0).start()
-        with server.client() as c:
-            chat = new_chat(c)
-            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
-            wait_run(c, run["id"])
-            capfd.readouterr()
-            proxy.hold()
-            for _ in range(3):  # the pool's connections hang, and so do new ones
-                # (bounded by the client's 30 s: the server's own wait is what is tested)
-                _assert_503(c.get(f"/api/runs/{run['id']}", timeout=30))
-                _assert_503(c.get(f"/api/chats/{chat['id']}/events", timeout=30))
-            proxy.release()
-            assert poll_ok(lambda: c.get(f"/api/runs/{run['id']}")).json()["status"] == "succeeded"
-    finally:
-        if server is not None:
-            server.stop()
-        proxy.close()
+    with _served_through_a_proxy(tmp_path, db_url, workspace, store_connect_timeout=1.0,
+                                 store_statement_timeout=1.0) as (proxy, c, chat, run):
+        capfd.readouterr()
+        proxy.hold()
+        for _ in range(3):  # the pool's connections hang, and so do new ones
+            # (bounded by the client's 30 s: the server's own wait is what is tested)
+            _assert_503(c.get(f"/api/runs/{run['id']}", timeout=30))
+            _assert_503(c.get(f"/api/chats/{chat['id']}/events", timeout=30))
+        proxy.release()
+        assert poll_ok(lambda: c.get(f"/api/runs/{run['id']}")).json()["status"] == "succeeded"
     logged = capfd.readouterr().err
     assert "Traceback" not in logged, logged[-3000:]
 
