@@ -313,10 +313,8 @@ async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> in
     before the state existed: ``runs.turn`` is NULL) from their records, and store it.
     Returns how many runs it folded (0 once done: a later call reads one column)."""
     count = 0
-    for run in await store.run_states(chat_id):  # (not their prompts)
-        if run.get("turn") is not None or run.get("status") in ("queued", "running"):
-            continue
-        count += await refold_run(store, chat_id, str(run["id"]), max_field_bytes)
+    for run_id in await store.unfolded_runs(chat_id):
+        count += await refold_run(store, chat_id, run_id, max_field_bytes)
     return count
 
 

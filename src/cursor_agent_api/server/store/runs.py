@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import Text, and_, cast, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -123,15 +123,20 @@ class RunRows(LogWrites):
         page.reverse()
         return page, more
 
-    async def run_states(self, chat_id: str) -> list[dict[str, Any]]:
-        """The chat's runs' ``id``, ``status`` and ``turn`` (not their prompts), oldest first."""
+    async def unfolded_runs(self, chat_id: str) -> list[str]:
+        """The ids of the chat's finished runs that have no stored turn state yet (written
+        before the state existed: ``turn`` NULL), oldest first. Reads neither the runs'
+        prompts nor their states: once every run is folded, an empty answer."""
         async with self.connect() as conn:
             res = await conn.execute(
-                select(runs.c.id, runs.c.status, runs.c.turn)
-                .where(runs.c.chat_id == chat_id)
+                select(runs.c.id)
+                .where(runs.c.chat_id == chat_id,
+                       # SQL's NULL, or JSON's null (a None written through the JSON type)
+                       or_(runs.c.turn.is_(None), cast(runs.c.turn, Text) == "null"),
+                       runs.c.status.notin_(("queued", "running")))
                 .order_by(runs.c.created_ms, runs.c.id)
             )
-            return [dict(r._mapping) for r in res]
+            return [str(r[0]) for r in res]
 
     async def active_runs(self) -> list[dict[str, Any]]:
         """Runs still marked queued or running."""
