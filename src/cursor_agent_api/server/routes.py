@@ -466,13 +466,16 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
 RUNS_PAGE = 100
 """How many runs a page of ``GET …/runs`` or ``GET …/turns`` has by default (at most 1000)."""
 
+RunsLimit = Annotated[int, Query(ge=1, le=1000)]
+"""The ``limit`` of a page of runs (``GET …/runs``, ``GET …/turns``)."""
+
 
 @router.get("/chats/{chat_id}/runs", tags=["runs"])
 async def list_runs(
     chat_id: str,
     request: Request,
     before_run: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = RUNS_PAGE,
+    limit: RunsLimit = RUNS_PAGE,
 ) -> Response:
     """A page of the chat's runs, oldest first: its newest ``limit`` runs older than run
     ``before_run`` (from the newest without it), fewer when they pass about
@@ -667,7 +670,7 @@ async def chat_turns(
     chat_id: str,
     request: Request,
     before_run: str | None = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = RUNS_PAGE,
+    limit: RunsLimit = RUNS_PAGE,
 ) -> Response:
     """The chat's folded turns, one per run, and the ``last_seq`` they are the state at:
     a page of them, as ``GET …/runs`` pages (``before_run``, ``limit``, about
