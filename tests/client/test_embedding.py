@@ -38,16 +38,20 @@ def host(tmp_path: Path, config: AgentConfig, body: str, *args: str,
     script.write_text(PRELUDE + body)
     fields = {"agent_binary": config.agent_binary, "env": config.env,
               "workspace": config.workspace, "trust": True, "kill_grace": config.kill_grace}
-    try:
-        return subprocess.run([sys.executable, str(script), json.dumps(fields), *args],
-                              capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired as exc:  # (a hang guard, not a timing)
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
-        for line in out.splitlines():  # (the agents of the killed host)
-            if line.startswith("pid "):
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(int(line.split()[1]), signal.SIGKILL)
-        pytest.fail(f"the host program hung: stdout={exc.stdout!r} stderr={exc.stderr!r}")
+    with subprocess.Popen([sys.executable, str(script), json.dumps(fields), *args],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)  # (a hang guard, not a timing)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # the host and its forked children
+            out, err = proc.communicate()
+            for line in out.splitlines():  # (and their agents, in groups of their own)
+                if line.startswith("pid "):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(int(line.split()[1]), signal.SIGKILL)
+            pytest.fail(f"the host program hung: stdout={out!r} stderr={err!r}")
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def pids_gone(stdout: str) -> None:
@@ -87,3 +91,82 @@ def test_an_acp_query_left_running_ends_with_the_loop(
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     pids_gone(done.stdout)
+
+
+NEVER_CLOSED = '''
+if ARGS[0] == "session":
+    from cursor_agent_api import ConversationSession
+    session = ConversationSession(config(transport="acp"))
+    print(session.send("what is 2 + 2?").result, flush=True)
+    print("pid", agent_pid(session.client), flush=True)
+else:
+    client = CursorAgentClient(config(transport="acp"))
+    print(client.query("what is 2 + 2?").result, flush=True)
+    print("pid", agent_pid(client), flush=True)
+print("leaving", flush=True)
+'''
+
+
+@pytest.mark.parametrize("kind", ["client", "session"])
+def test_an_acp_client_never_closed_does_not_block_exit(
+        sim: Callable[..., AgentConfig], tmp_path: Path, kind: str) -> None:
+    done = host(tmp_path, sim(), NEVER_CLOSED, kind)
+    assert done.stdout.splitlines()[::2] == ["4", "leaving"], done.stderr
+    assert (done.returncode, done.stderr) == (0, "")
+    pids_gone(done.stdout)
+
+
+FORKED = '''
+client = CursorAgentClient(config(transport=ARGS[0]))
+print(client.query("what is 1 + 1?").result, flush=True)
+child = os.fork()
+if child == 0:
+    try:
+        client.query("what is 2 + 2?", timeout=5)
+    except RuntimeError as exc:
+        print("child:", exc, flush=True)
+    with client:  # closing it in the child neither waits nor stops the parent's agent
+        pass
+    os._exit(0)
+os.waitpid(child, 0)
+print(client.query("what is 3 + 3?").result, flush=True)
+client.close()
+'''
+
+
+@pytest.mark.parametrize("transport", ["print", "acp"])
+def test_a_client_used_before_a_fork_says_so_in_the_child(
+        sim: Callable[..., AgentConfig], tmp_path: Path, transport: str) -> None:
+    done = host(tmp_path, sim(), FORKED, transport)
+    assert done.stdout.splitlines() == [
+        "2",
+        "child: the sync client's event-loop thread is gone: the interpreter is exiting, or "
+        "this process was forked after the client was used (its agent, turns and tool server "
+        "are the parent's): make a new client in the child",
+        "6"], done.stderr
+    assert done.returncode == 0, done.stderr
+
+
+REENTRANT = '''
+from cursor_agent_api.permissions import Allow
+async def can_use_tool(request):
+    try:
+        client.query("is `ls` safe?", timeout=5)
+    except RuntimeError as exc:
+        print("callback:", exc, flush=True)
+    return Allow()
+client = CursorAgentClient(config(transport="acp", can_use_tool=can_use_tool))
+print(client.query("run `ls`").success, flush=True)
+client.close()
+'''
+
+
+def test_the_sync_client_called_from_its_own_loop_thread_refuses(
+        sim: Callable[..., AgentConfig], tmp_path: Path) -> None:
+    done = host(tmp_path, sim(), REENTRANT)
+    assert done.stdout.splitlines() == [
+        "callback: a sync call from the loop thread of cursor-agent-api's sync client (say, in "
+        "an async callback) would wait for itself for ever: use AsyncCursorAgentClient there, "
+        "or call the sync client from another thread",
+        "True"], done.stderr
+    assert done.returncode == 0, done.stderr
