@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from cursor_agent_api.config import AgentConfig
+from cursor_agent_api.runtime import process as process_module
 
 from .conftest import live_members
 
@@ -170,3 +171,42 @@ def test_the_sync_client_called_from_its_own_loop_thread_refuses(
         "or call the sync client from another thread",
         "True"], done.stderr
     assert done.returncode == 0, done.stderr
+
+
+SIGCHLD_IGNORED = '''
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # a daemon's idiom: the kernel reaps children
+from cursor_agent_api import AgentStartError
+try:
+    CursorAgentClient(config(transport=ARGS[0])).query("what is 2 + 2?")
+except AgentStartError as exc:
+    print(exc, flush=True)
+'''
+
+
+@pytest.mark.parametrize("transport", ["print", "acp"])
+def test_a_host_ignoring_sigchld_is_told_why_no_agent_starts(
+        sim: Callable[..., AgentConfig], tmp_path: Path, transport: str) -> None:
+    done = host(tmp_path, sim(), SIGCHLD_IGNORED, transport)
+    assert done.stdout.splitlines() == [
+        "cannot start the agent: this process ignores SIGCHLD (signal.SIG_IGN), so the kernel "
+        "reaps the agent before its exit status can be read — restore it before starting the "
+        "agent: signal.signal(signal.SIGCHLD, signal.SIG_DFL)"], done.stderr
+    assert (done.returncode, done.stderr) == (0, "")
+
+
+@pytest.mark.skipif(not process_module._guard_available(), reason="the owner guard is Linux-only")
+def test_the_guard_starts_the_agent_with_sigchld_at_its_default() -> None:
+    # started with SIGCHLD ignored (kept across exec), the guard's own waitpid failed (ECHILD)
+    # and so did the start; the agent would have inherited it (its own children auto-reaped)
+    status_r, status_w = os.pipe()
+    agent = [sys.executable, "-c", "import signal; print(int(signal.getsignal(signal.SIGCHLD)))"]
+    try:
+        done = subprocess.run(
+            [*process_module._guard_prefix(1.0, status_w), *agent], pass_fds=(status_w,),
+            preexec_fn=lambda: signal.signal(signal.SIGCHLD, signal.SIG_IGN),
+            capture_output=True, text=True, timeout=60, check=False)  # (a hang guard)
+        os.close(status_w)
+        report = os.read(status_r, 64)
+    finally:
+        os.close(status_r)
+    assert (report, done.returncode, done.stdout) == (b"", 0, f"{int(signal.SIG_DFL)}\n"), done.stderr
