@@ -210,3 +210,41 @@ def test_the_guard_starts_the_agent_with_sigchld_at_its_default() -> None:
     finally:
         os.close(status_r)
     assert (report, done.returncode, done.stdout) == (b"", 0, f"{int(signal.SIG_DFL)}\n"), done.stderr
+
+
+FORK_EXITS = '''
+tools = None
+if ARGS[1] == "tools":
+    from cursor_agent_api.tools import tool
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+    tools = [add]
+SLOW = {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.1"}
+client = CursorAgentClient(config(transport=ARGS[0], force_approve=True), tools=tools)
+stream = client.query_stream("list the files", env=SLOW)
+events = iter(stream)
+next(events)  # the turn runs (its agent, its tool server injected in the workspace)
+mcp_json = os.path.join(FIELDS["workspace"], ".cursor", "mcp.json")
+held = os.path.exists(mcp_json)
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # a helper that ends normally: its exit handlers run
+os.waitpid(child, 0)
+print("injected", held, os.path.exists(mcp_json), flush=True)
+list(events)
+print("turn", stream.result.success, stream.result.error, flush=True)
+client.close()
+'''
+
+
+@pytest.mark.parametrize(("transport", "tools"), [("print", ""), ("acp", ""), ("print", "tools")])
+def test_a_forked_child_exiting_leaves_the_parents_turns_alone(
+        sim: Callable[..., AgentConfig], tmp_path: Path, transport: str, tools: str) -> None:
+    if tools:
+        pytest.importorskip("mcp")
+    done = host(tmp_path, sim(), FORK_EXITS, transport, tools or "none")
+    injected = "injected True True" if tools else "injected False False"
+    assert done.stdout.splitlines() == [injected, "turn True None"], done.stderr
+    assert done.returncode == 0, done.stderr
