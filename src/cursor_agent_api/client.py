@@ -815,7 +815,7 @@ class CursorAgentClient:
 
                 turn.add_done_callback(done)
 
-            portal.call(start)
+            wait_for(portal.submit(start))
             return then(made)
         except BaseException:
             # interrupted while the agent starts (or the start handed to the loop, or the
