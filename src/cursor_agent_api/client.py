@@ -745,7 +745,11 @@ class CursorAgentClient:
         """
         with self._lock:
             holding, self._holding = self._holding, False
-        if holding:
+        if holding and not self._portal.reachable:
+            # the interpreter is exiting (its atexit hooks stopped the agents), or this is a
+            # forked child (they are the parent's): nothing to wait for, and no one to answer
+            self._portal.release()
+        elif holding:
             if self._acp.transports:
                 with contextlib.suppress(Exception):
                     self._portal.call(self._acp.aclose)
@@ -782,6 +786,7 @@ class CursorAgentClient:
         completes, a moment after the kernel gave SIGINT to the loop thread.
         """
         portal = self._loop()
+        portal.check_caller()  # not from the loop thread (a callback), nor with it gone (a fork)
         portal.acquire()  # held by the run until it ends
         began: list[asyncio.Task[None]] = []
         run: Turn | None = None

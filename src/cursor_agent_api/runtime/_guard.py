@@ -186,6 +186,9 @@ def run(owner: str, owner_start: str, grace: str, status: str, argv: list[str]) 
 
 
 def main(args: list[str]) -> None:
+    # a host that ignores SIGCHLD (a daemon's idiom) passes that on through exec: children
+    # would be reaped by the kernel, and waitpid fail (ECHILD); the agent starts with it too
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # a SIGINT now ends us quietly, as the agent
     if len(args) >= 7 and args[0] == "run" and args[5] == "--":
         run(args[1], args[2], args[3], args[4], args[6:])

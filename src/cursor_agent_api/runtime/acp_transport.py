@@ -74,7 +74,7 @@ from .acp_connection import AcpConnection, RpcFailure
 from .acp_setup import SessionSetups
 from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags
-from .groups import stop_groups
+from .groups import held_by_this_process, stop_groups
 from .stderr import CLASSIFIED_CHARS, known_failure
 
 if TYPE_CHECKING:
@@ -168,7 +168,8 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
     return tuple(key)
 
 
-_LIVE: weakref.WeakSet[AcpTransport] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[AcpTransport] = held_by_this_process(weakref.WeakSet())
+"""Transports whose ``agent acp`` may be running: stopped at exit (not a forked child's)."""
 
 
 def _stop_live_at_exit() -> None:

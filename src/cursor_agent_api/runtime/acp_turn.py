@@ -292,8 +292,7 @@ class AcpTurn:
         except Exception as exc:  # a bug must still end the turn, typed
             failure = CursorAgentError(f"the ACP turn failed: {type(exc).__name__}: {exc}")
         except BaseException:  # cancelled from outside (its loop ends): so is the prompt
-            if self._answer is not None:
-                self._answer.cancel()
+            self._shut_down()
             raise
         connecting = self._connecting
         if connecting is not None:
@@ -307,6 +306,24 @@ class AcpTurn:
                 await self.transport.turn_ended(self)
         finally:
             self._finish(stop, failure)
+
+    def _shut_down(self) -> None:
+        """The turn's task was cancelled from outside (only its loop ending does that, as
+        ``asyncio.run`` cancels the tasks left): so is the prompt, the turn's waiters are
+        cancelled (as :class:`~.run.AgentRun`'s are then), and it no longer keeps the process,
+        which the transport's watch task stops on that loop."""
+        if self._answer is not None:
+            self._answer.cancel()
+        if self._escalation is not None:
+            self._escalation.cancel()
+        if self.stop_reason is None:
+            self.stop_reason = "shutdown"
+        self.steering.cancel_pending()
+        self.transport.turn_dropped(self)
+        if self._sink is not None:
+            self._sink.close()
+        if self._done is not None and not self._done.done():
+            self._done.cancel()
 
     async def _setup_and_prompt(self, notes: list[AgentEvent]) -> str:
         """Open the session and get the connection for the prompt (``cancel()`` stops either

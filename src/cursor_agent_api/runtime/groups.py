@@ -29,11 +29,18 @@ import time
 TYPE_CHECKING = False  # typing is not imported: the owner guard loads this file at startup
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+    from typing import Protocol, TypeVar
+
+    class _HasClear(Protocol):
+        def clear(self) -> None: ...
+
+    _Clearable = TypeVar("_Clearable", bound=_HasClear)
 
 __all__ = [
     "HAVE_PROC",
     "group_alive",
     "group_members",
+    "held_by_this_process",
     "live_start_time",
     "signal_group",
     "start_time",
@@ -237,3 +244,23 @@ def stop_groups(
             for pgid in left:
                 _send(pgid, then, not_before)
     return found
+
+
+def held_by_this_process(registry: _Clearable) -> _Clearable:
+    """``registry`` (what this process stops or releases at its exit: running agents, files
+    it changed) emptied in a child it forks without ``exec``: what the parent holds is the
+    parent's, and the child's normal exit must not stop it. Returns ``registry``.
+
+    Example:
+        >>> live = held_by_this_process(set())
+        >>> live.add(1)
+        >>> child = os.fork()
+        >>> if child == 0:
+        ...     os._exit(len(live))  # (empty here)
+        >>> os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]), live
+        (0, {1})
+    """
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=registry.clear)
+    return registry
+

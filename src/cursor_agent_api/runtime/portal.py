@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -34,13 +35,15 @@ WAKE_STEP: Final = 0.1
 :meth:`.sinks.ThreadEventQueue.get`)."""
 
 
-def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None, *,
+             check: Callable[[], None] | None = None) -> T:
     """``future.result(timeout)``, in steps, so that Ctrl-C always interrupts the wait.
 
     The kernel may deliver SIGINT to any thread, and here it is often the loop thread, which
     sits in ``epoll``. Python then runs the handler in the main thread, but only once that
     thread runs bytecode again: an untimed ``result()`` would keep the ``KeyboardInterrupt``
-    waiting until the turn ends (forever, for an agent that says nothing).
+    waiting until the turn ends (forever, for an agent that says nothing). ``check`` (if
+    given) runs between two steps and may raise to end the wait (the loop thread is gone).
 
     Example:
         >>> f: concurrent.futures.Future[str] = concurrent.futures.Future()
@@ -58,6 +61,8 @@ def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None)
         except concurrent.futures.TimeoutError:
             if deadline is not None and time.monotonic() >= deadline:
                 raise
+            if check is not None:
+                check()
 
 
 class LoopThread:
@@ -66,7 +71,11 @@ class LoopThread:
     ``acquire()`` starts it if needed and returns the loop; ``release()`` stops
     it with the last reference (from any thread, the loop's own included).
     ``call(fn, *args)`` runs ``fn(*args)`` (a coroutine function) on the loop
-    and waits for its value.
+    and waits for its value. A loop that can never answer is a ``RuntimeError``, not a wait
+    for ever (:meth:`check_caller`): called from the loop's own thread, or once its thread is
+    gone (the interpreter is exiting, or this is a forked child, where no thread of the
+    parent runs); :attr:`reachable` says whether the thread is there, and :meth:`release`
+    does not wait for one that is not.
 
     Example:
         >>> portal = LoopThread()
@@ -83,6 +92,41 @@ class LoopThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: threading.Thread | None = None  # released on its own thread, not joined
+
+    @property
+    def reachable(self) -> bool:
+        """False once the loop thread is gone: its interpreter is exiting (daemon threads no
+        longer run) or the process forked (the child has only the thread that forked)."""
+        thread = self._thread
+        return thread is None or (thread.is_alive() and not sys.is_finalizing())
+
+    def check_caller(self) -> None:
+        """``RuntimeError`` if a call on the loop made here could never be answered: from
+        the loop's own thread (it would wait for itself), or with the loop thread gone.
+
+        Example:
+            >>> portal = LoopThread()
+            >>> loop = portal.acquire()
+            >>> portal.call(asyncio.to_thread, portal.check_caller)
+            >>> async def inside(): portal.check_caller()
+            >>> portal.call(inside)  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            RuntimeError: a sync call from the loop thread ... would wait for itself for ever: ...
+            >>> portal.release()
+        """
+        thread = self._thread
+        if thread is None:
+            return
+        if threading.current_thread() is thread:
+            raise RuntimeError(
+                "a sync call from the loop thread of cursor-agent-api's sync client (say, in an "
+                "async callback) would wait for itself for ever: use AsyncCursorAgentClient "
+                "there, or call the sync client from another thread")
+        if not self.reachable:
+            raise RuntimeError(
+                "the sync client's event-loop thread is gone: the interpreter is exiting, or "
+                "this process was forked after the client was used (its agent, turns and "
+                "tool server are the parent's): make a new client in the child")
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -129,6 +173,8 @@ class LoopThread:
             if threading.current_thread() is thread:
                 self._stopping = thread  # joined by the next acquire()
         assert loop is not None and thread is not None
+        if not (thread.is_alive() and not sys.is_finalizing()):
+            return  # nothing runs it any more (and a join would wait for ever)
         loop.call_soon_threadsafe(loop.stop)
         if threading.current_thread() is not thread:
             thread.join()
@@ -152,14 +198,18 @@ class LoopThread:
                 loop.close()
 
     def submit(self, fn: Callable[..., Awaitable[T]], *args: Any) -> concurrent.futures.Future[T]:
-        """Start ``fn(*args)`` on the loop; a :class:`concurrent.futures.Future` of its value."""
+        """Start ``fn(*args)`` on the loop; a :class:`concurrent.futures.Future` of its value
+        (``RuntimeError`` with the loop thread gone)."""
+        if not self.reachable:
+            self.check_caller()
+
         async def runner() -> T:
             return await fn(*args)
 
         return asyncio.run_coroutine_threadsafe(runner(), self.loop)
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``fn(*args)`` on the loop and wait for its value (or exception)."""
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("LoopThread.call() from the loop's own thread would deadlock")
-        return wait_for(self.submit(fn, *args))
+        """Run ``fn(*args)`` on the loop and wait for its value (or exception);
+        ``RuntimeError`` if it could never come (:meth:`check_caller`)."""
+        self.check_caller()
+        return wait_for(self.submit(fn, *args), check=self.check_caller)

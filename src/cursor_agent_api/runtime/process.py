@@ -340,6 +340,12 @@ class AgentProcess:
         Cancelled while it starts, it lets the start complete, kills the whole group and sees
         it gone (:meth:`undo`) before the cancel goes on.
         """
+        if signal_module.getsignal(signal_module.SIGCHLD) is signal_module.SIG_IGN:
+            raise AgentStartError(
+                "cannot start the agent: this process ignores SIGCHLD (signal.SIG_IGN), so "
+                "the kernel reaps the agent before its exit status can be read",
+                remedy="restore it before starting the agent: "
+                       "signal.signal(signal.SIGCHLD, signal.SIG_DFL)")
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
         protocol = _Protocol(listener, exited)

@@ -63,7 +63,7 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
-from .groups import stop_groups
+from .groups import held_by_this_process, stop_groups
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
@@ -98,8 +98,9 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-_LIVE: weakref.WeakSet[AgentRun] = weakref.WeakSet()
-"""Runs whose agent may still be alive: the interpreter's exit stops their groups."""
+_LIVE: weakref.WeakSet[AgentRun] = held_by_this_process(weakref.WeakSet())
+"""Runs whose agent may still be alive: the interpreter's exit stops their groups (a forked
+child's, none: they are its parent's)."""
 
 
 def _stop_live_runs_at_exit() -> None:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..files import lock_file, replace_file
-from ..runtime.groups import start_time
+from ..runtime.groups import held_by_this_process, start_time
 
 __all__ = ["HELD", "Journal", "alive", "sweep", "this_holder"]
 
@@ -176,10 +176,11 @@ class _Exits(Protocol):
 
 
 class HeldAtExit:
-    """What this process holds (anything with ``exit()``), released at a normal exit."""
+    """What this process holds (anything with ``exit()``), released at a normal exit (a
+    forked child holds none of its parent's)."""
 
     def __init__(self) -> None:
-        self._held: dict[int, _Exits] = {}
+        self._held: dict[int, _Exits] = held_by_this_process({})
         self._lock = threading.Lock()
         atexit.register(self.release_all)
 
