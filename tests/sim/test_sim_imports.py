@@ -55,7 +55,9 @@ def test_locating_the_simulator_imports_none_of_it(tmp_path: Path) -> None:
 
 def test_a_print_mode_turn_imports_no_mcp_client_machinery(tmp_path: Path) -> None:
     """A turn with no MCP server configured starts no thread pool, no event loop: no
-    ``concurrent.futures`` (and its ``logging``), ``asyncio``, ``anyio``, nor the ACP side."""
+    ``concurrent.futures`` (and its ``logging``), ``asyncio``, ``anyio``, nor the ACP side.
+    It writes events and folds none: of the protocol it needs the events, not the reader,
+    the transcript, its changes and its log."""
     ws = tmp_path / "ws"
     ws.mkdir()
     modules = _imported(tmp_path, "-p", "--trust", "--workspace", str(ws),
@@ -64,6 +66,9 @@ def test_a_print_mode_turn_imports_no_mcp_client_machinery(tmp_path: Path) -> No
     assert sorted(modules & {"concurrent.futures", "logging", "asyncio", "anyio", "mcp",
                              "cursor_agent_api.sim.acp", "cursor_agent_api.runtime",
                              "cursor_agent_api.client"}) == []
+    assert sorted(modules & {"cursor_agent_api.protocol.transcript",
+                             "cursor_agent_api.protocol.changes", "cursor_agent_api.protocol.reader",
+                             "cursor_agent_api.protocol.event_log"}) == []
 
 
 def test_version_imports_no_agent(tmp_path: Path) -> None:
