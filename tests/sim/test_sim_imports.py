@@ -44,13 +44,18 @@ def _imported(tmp_path: Path, *args: str) -> set[str]:
 
 def test_locating_the_simulator_imports_none_of_it(tmp_path: Path) -> None:
     """``cursor_agent_api.sim.locate`` (the command line's ``--simulate``, the fixtures) loads
-    the package, which used to import the whole simulator."""
+    the package, which used to import the whole simulator; and finding the simulator next to
+    this Python needs no installed metadata (``importlib.metadata``: email, zipfile, csv)."""
     out = tmp_path / "modules.json"
-    code = ("import json, sys\nimport cursor_agent_api.sim.locate\n"
+    code = ("import json, sys\nfrom cursor_agent_api.sim.locate import sim_binary\n"
+            "sim_binary()\n"
             f"json.dump(sorted(sys.modules), open({str(out)!r}, 'w'))")
     subprocess.run([sys.executable, "-c", code], env=_env(tmp_path), timeout=120, check=True)
-    loaded = [m for m in json.loads(out.read_text()) if m.startswith("cursor_agent_api.")]
-    assert loaded == ["cursor_agent_api.sim", "cursor_agent_api.sim.locate"]
+    modules = json.loads(out.read_text())
+    assert [m for m in modules if m.startswith("cursor_agent_api.")] == [
+        "cursor_agent_api.sim", "cursor_agent_api.sim.locate"]
+    if (Path(sys.executable).parent / "cursor-agent-sim").exists():  # this virtualenv's
+        assert "importlib.metadata" not in modules
 
 
 def test_a_print_mode_turn_imports_no_mcp_client_machinery(tmp_path: Path) -> None:
