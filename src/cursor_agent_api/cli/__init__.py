@@ -13,31 +13,32 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .lazy_group import LazyCommand, LazyGroup
+
+SUBCOMMANDS = {
+    "chat": LazyCommand("cursor_agent_api.cli.chat:chat",
+                        "Talk with the agent, turn after turn, on one chat."),
+    "replay": LazyCommand("cursor_agent_api.cli.replay:replay",
+                          'Render a recorded stream-json FILE ("-" for standard input).'),
+    "run": LazyCommand("cursor_agent_api.cli.run:run",
+                       "Run one turn of the agent on PROMPT and show it as it happens."),
+    "serve": LazyCommand("cursor_agent_api.cli.serve:serve",
+                         "Serve agents over HTTP and WebSocket, with a durable, replayable "
+                         "event log."),
+    "sessions": LazyCommand("cursor_agent_api.cli.sessions_cmd:sessions",
+                            "The chats this tool has saved (run and chat save every turn)."),
+    "worker": LazyCommand("cursor_agent_api.cli.worker:worker",
+                          "Run agents for API servers started with 'serve --dispatch queue'."),
+}
+"""Each subcommand: the module that defines it, imported only when it is used (so ``--help``
+and each subcommand pay only for their own imports), and its line in ``--help``."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, lazy_commands=SUBCOMMANDS,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cursor-agent-api")
 def main() -> None:
     """Drive Cursor's coding agent: run it, chat with it, replay what it did."""
     from .console import standard_output
 
     standard_output()  # started with stdout closed: each write says so in one line
-
-
-def _register() -> None:
-    from .chat import chat
-    from .replay import replay
-    from .run import run
-    from .serve import serve
-    from .sessions_cmd import sessions
-    from .worker import worker
-
-    main.add_command(run)
-    main.add_command(chat)
-    main.add_command(replay)
-    main.add_command(sessions)
-    main.add_command(serve)
-    main.add_command(worker)
-
-
-_register()

@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.syntax import Syntax
 from rich.text import Text
 
 from ..permissions import (
@@ -323,6 +322,8 @@ class TerminalSteering:
             elif request.title:
                 c.print(Text("  " + _one_line(request.title)))
             if request.diff:
+                from rich.syntax import Syntax  # pygments: only for a diff to show
+
                 c.print(Syntax(_safe(request.diff), "diff", theme="ansi_dark"))
             if request.reason:
                 for said in _reason_lines(request.reason):

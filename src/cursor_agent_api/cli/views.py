@@ -35,8 +35,6 @@ from typing import Any, Protocol
 
 import orjson
 from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.spinner import Spinner
 from rich.text import Text
 
 from ..protocol import (
@@ -53,7 +51,6 @@ from ..protocol import (
     ToolCallChanged,
     ToolCallOpened,
 )
-from .answer_markdown import AnswerMarkdown
 from .console import error_text
 from .render import (
     TurnRenderer,
@@ -354,6 +351,11 @@ class LiveView:
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
 
     def __init__(self, console: Console, *, simulated: bool = False) -> None:
+        # imported here, as the Markdown below: only a terminal's view needs them (a piped
+        # run, the suite's, then skips rich's live display, Markdown and markdown-it)
+        from rich.live import Live
+        from rich.spinner import Spinner
+
         self.console = console
         self.simulated = simulated
         self.started = time.monotonic()
@@ -461,6 +463,8 @@ class LiveView:
                 self.console.print(tool_line(result.tool_calls[index]))
         self.running.clear()
         if final.strip():  # each link and image with its target: nothing hides where it goes
+            from .answer_markdown import AnswerMarkdown
+
             self.console.print(AnswerMarkdown(final))
         for line in footer_lines(result, continue_hint, simulated=self.simulated):
             self.console.print(line)

@@ -38,12 +38,6 @@ from __future__ import annotations
 import os
 import sys
 
-from . import commands, signals
-from .cli_args import UsageError, parse_args
-from .settings import SimSettings
-from .store import ChatStore, default_config_dir
-from .turn import run_turn
-
 __all__ = ["main"]
 
 
@@ -57,7 +51,15 @@ def main(argv: list[str] | None = None) -> int:
         $ python -m cursor_agent_api.sim --version
         2026.09.15-sim
     """
+    # imported here, not at the top: importing the package (``sim.locate``, for the command
+    # line's ``--simulate``) then costs nothing, and each subcommand imports what it needs
+    from . import signals
+
     signals.install(lambda: None)  # 130 / 143 from the first instant, like the real CLI
+    from .cli_args import UsageError, parse_args
+    from .settings import SimSettings
+    from .store import ChatStore, default_config_dir
+
     try:
         opts = parse_args(argv)
     except UsageError as e:
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         sys.stderr.write(f"cursor-agent-sim: {e}\n")
         return 1
+    from . import commands
+
     if opts.version:
         sys.stdout.write(commands.VERSION + "\n")
         sys.stdout.flush()
@@ -100,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
 
             sys.stderr.write(interactive_unsupported() + "\n")
             return 1
+        from .turn import run_turn
+
         return run_turn(opts, env, store, settings)
     except BrokenPipeError:
         # the reader went away: leave quietly, as a CLI whose stdout was closed

@@ -20,7 +20,6 @@ from .models import DEFAULT_MODEL, MODELS
 from .node_text import node_bytes
 from .settings import SimSettings
 from .store import ChatStore
-from .turn import PreflightError, api_key_source
 from .writer import write_all
 
 VERSION = "2026.09.15-sim"
@@ -57,6 +56,8 @@ def status(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
         $ cursor-agent-sim status
         ✓ Logged in as simulator@cursor-agent-sim.invalid
     """
+    from .turn import PreflightError, api_key_source  # the agent: only here
+
     try:
         source = api_key_source(opts, env, store, settings)
     except PreflightError:
@@ -77,6 +78,8 @@ def models(opts: Options, env: Mapping[str, str], store: ChatStore, settings: Si
         $ cursor-agent-sim models | grep mini
         gpt-5-mini - GPT-5 Mini
     """
+    from .turn import PreflightError, api_key_source  # the agent: only here
+
     try:
         api_key_source(opts, env, store, settings)
     except PreflightError as e:
@@ -124,6 +127,8 @@ def create_chat(opts: Options, env: Mapping[str, str], store: ChatStore, setting
         $ cursor-agent-sim create-chat
         3f2b6c0e-…        (and it keeps running: read the line, then stop it)
     """
+    from .turn import PreflightError, api_key_source  # the agent: only here
+
     try:
         api_key_source(opts, env, store, settings)
     except PreflightError as e:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from importlib import metadata
 from pathlib import Path
 
 __all__ = ["DISTRIBUTION", "SIM_NAME", "installed_script", "sim_binary"]
@@ -37,6 +36,8 @@ def installed_script(name: str) -> str | None:
         >>> installed_script("no-such-script") is None
         True
     """
+    from importlib import metadata  # (email, zipfile, csv: only when this is asked)
+
     try:
         files = metadata.distribution(DISTRIBUTION).files or []
     except metadata.PackageNotFoundError:

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
 import math
@@ -30,7 +29,7 @@ import re
 import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import wire
 from .mcp_config import (
@@ -43,6 +42,9 @@ from .mcp_config import (
     tool_allowed,
 )
 from .settings import ACP_GIVEN_ENV, MCP_TIMEOUT_ENV
+
+if TYPE_CHECKING:  # at run time imported by a session that has servers to connect to
+    import concurrent.futures
 
 __all__ = ["ACP_GIVEN_ENV", "McpSession", "connect_timeout", "mcp_calls"]
 
@@ -199,6 +201,8 @@ class McpSession:
                 wanted[name] = interpolate(entry, self.env, ws)
         if not wanted:
             return
+        import concurrent.futures
+
         try:
             import anyio
             import mcp  # noqa: F401
