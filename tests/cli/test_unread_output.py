@@ -67,7 +67,7 @@ def test_a_server_whose_output_nobody_reads_still_answers(cli_env: dict[str, str
         out.close()
     text = rest[0].decode()
     written = len(re.findall(r"GET /api/health\?n=\d+&pad=x{8000} ", text))
-    (count,) = [int(n) for n in DROPPED.findall(text)]  # one line, where they were dropped
+    count = sum(int(n) for n in DROPPED.findall(text))  # said where they were dropped
     assert count > 0 and written + count == REQUESTS, (written, count)  # every one counted
     assert text.index("dropped here") < text.index("after=flowing")
     assert "Application shutdown complete" in text  # written before uvicorn raised SIGTERM again
@@ -118,5 +118,5 @@ main()
         os.close(said_r)
     text = rest[0].decode()
     written = len(re.findall(r"procrastinate.worker: line \d+ x{8000}$", text, re.M))
-    (count,) = [int(n) for n in DROPPED.findall(text)]
+    count = sum(int(n) for n in DROPPED.findall(text))
     assert count > 0 and written + count == REQUESTS, (written, count)
