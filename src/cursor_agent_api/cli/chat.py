@@ -1,7 +1,8 @@
 """``cursor-agent-api chat``: a multi-turn session on one chat.
 
 Line editing and history (GNU readline); Enter sends; Ctrl-C cancels the running
-turn and keeps the chat (at the prompt it clears the line); Ctrl-D leaves. Every
+turn and keeps the chat (at the prompt it clears the line; as a turn ends by itself, while
+it is saved, it cancels nothing and the chat says so); Ctrl-D leaves. Every
 turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
 ``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once. A saved
 chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
@@ -37,12 +38,16 @@ from .options import SIMULATED_BANNER, chat_agent_options, continue_command, wit
 from .render import printable
 from .run import acp_steering, is_terminal, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
+from .turn_signals import LateInterrupt
 from .turns import Recorder, run_turn
 from .views import make_view
 
 PROMPT = "› "
 PIPED_STOP = "⊘ Ctrl-C — the chat stops; the prompts still on its input are not sent"
 """What a chat whose prompts come from a pipe says when Ctrl-C stops it (exit status 130)."""
+LATE_CTRL_C = "⊘ Ctrl-C came once the turn had completed: nothing was cancelled — the chat goes on"
+"""What a chat at a terminal says for a Ctrl-C that came while a turn that had ended by
+itself was saved and shown (held until then: :class:`~.turn_signals.LateInterrupt`)."""
 
 
 def _setup_readline() -> None:
@@ -144,6 +149,11 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                                    style="bold red"))
                 status = 1
                 break
+            except LateInterrupt as late:  # the turn had ended by itself: nothing cancelled
+                if piped_stop():
+                    break
+                say(LATE_CTRL_C, style="yellow")
+                outcome = late.outcome  # then as any turn's (a failed one: status 1)
             except KeyboardInterrupt:  # before the turn began: nothing ran, the chat goes on
                 _stop(view)
                 if piped_stop():

@@ -4,7 +4,9 @@ Binds 127.0.0.1 by default. At start it prints, once, on stdout: the link to
 open, with a one-time login code (it signs one browser in, then it is dead, so
 the browser's history keeps no password), and the token for program clients
 when it was generated here. Everything else (logs) goes to stderr, with tokens
-and codes redacted. ``--port 0`` picks a free port (the printed URL tells which).
+and codes redacted, written by a thread of its own so that a stderr nobody reads never
+blocks the event loop (:mod:`.log_output`; the lines at start are written before the server
+answers anything). ``--port 0`` picks a free port (the printed URL tells which).
 
 Example:
     $ cursor-agent-api serve --simulate
@@ -16,11 +18,13 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import gc
 import logging
 import socket
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +32,7 @@ import click
 
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 
 
@@ -340,12 +345,19 @@ def serve(
 
     settings = replace(settings, port=bound_port)
 
-    # Logs (the access log, when on) go to stderr; stdout carries only the URL lines.
+    # Logs (the access log, when on) go to stderr; stdout carries only the URL lines. The
+    # event loop only queues them: a thread writes them, so a stderr nobody reads blocks no
+    # request (what does not fit is dropped and counted: .log_output).
+    log_lines = LogLines(sys.stderr)
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
-    # the server's own logs, at --log-level too, on stderr as uvicorn's
+    for handler_name in ("default", "access"):
+        log_config["handlers"][handler_name] = {"()": log_lines.handler, "formatter": handler_name}
+    # the server's own logs, at --log-level too, on stderr as uvicorn's; the libraries'
+    # warnings (asyncio's, Python's own) through the root logger, queued as well
     log_config["loggers"]["cursor_agent_api"] = {
         "handlers": ["default"], "level": log_level.upper(), "propagate": False}
+    log_config["root"] = {"handlers": ["default"], "level": "WARNING"}
+    logging.captureWarnings(True)
     app = create_app(settings)
     config = uvicorn.Config(
         app,
@@ -392,6 +404,16 @@ def serve(
     class _Server(uvicorn.Server):
         output_lost: OSError | None = None
 
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # Once shut down, uvicorn ends the process with the signal that stopped it (no
+            # `finally` runs after): the log lines still queued are written before.
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    log_lines.close()
+
         async def main_loop(self) -> None:
             # Entered once started, before serving; every uvicorn shuts down (the app's
             # store closed) when it returns: a link that cannot be printed (stdout a full
@@ -418,12 +440,14 @@ def serve(
         return problem
 
     problem = None
+    log_lines.start()
     try:
         problem = asyncio.run(main())
     except KeyboardInterrupt:  # pragma: no cover - uvicorn handles the signal itself
         pass
     finally:
         sock.close()
+        log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
     if problem is not None:
         raise click.ClickException(problem)
     if server.output_lost is not None:  # one line, exit 1 (a closed pipe: click, quietly)

@@ -7,9 +7,10 @@ As the turn goes (:class:`TurnSignals`):
 * while the agent is being stopped, the next one kills it (SIGKILL);
 * once the agent has ended, while the chat is saved and the turn's end shown, one signal is
   held: it acts once the chat id is saved and said (SIGTERM and SIGHUP end the command with
-  143 or 129; a Ctrl-C on a turn already cancelled adds nothing). One more while held ends
-  the command at once, so a save or a view that cannot finish (a lock held, a pipe nobody
-  reads) never keeps it running.
+  143 or 129; a Ctrl-C on a turn already cancelled adds nothing; one on a turn that ended by
+  itself cancelled nothing: :class:`LateInterrupt`). One more while held ends the command at
+  once, so a save or a view that cannot finish (a lock held, a pipe nobody reads) never
+  keeps it running.
 
 SIGTERM and SIGHUP (:data:`ENDING_SIGNALS`) then end the command: :func:`ending_signals`.
 
@@ -27,9 +28,12 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["ENDING_SIGNALS", "Terminated", "TurnSignals", "ending_signals"]
+if TYPE_CHECKING:
+    from .turns import TurnOutcome
+
+__all__ = ["ENDING_SIGNALS", "LateInterrupt", "Terminated", "TurnSignals", "ending_signals"]
 
 ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Signals that end the command: during a turn, they first end the turn as Ctrl-C does."""
@@ -52,6 +56,22 @@ class Terminated(KeyboardInterrupt):
     def exit_code(self) -> int:
         """The shell's status for a process ended by the signal: 128 + its number."""
         return 128 + self.signum
+
+
+class LateInterrupt(KeyboardInterrupt):
+    """A Ctrl-C held while a turn that ended by itself was saved and its end shown, raised
+    once they are: it cancelled nothing (the turn completed). A ``KeyboardInterrupt`` (``run``
+    ends with 130 as for any Ctrl-C); ``chat`` says what happened and goes on. ``outcome``:
+    the turn's, as it ended.
+
+    Example:
+        >>> issubclass(LateInterrupt, KeyboardInterrupt)
+        True
+    """
+
+    def __init__(self, outcome: TurnOutcome) -> None:
+        super().__init__()
+        self.outcome = outcome
 
 
 def _interruption(signum: int) -> KeyboardInterrupt:

@@ -37,7 +37,7 @@ from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
-from .turn_signals import ENDING_SIGNALS, Terminated, TurnSignals, ending_signals
+from .turn_signals import ENDING_SIGNALS, LateInterrupt, Terminated, TurnSignals, ending_signals
 from .views import TurnView, agent_line, chat_lines, outcome_lines
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ def run_turn(
         if outcome.terminated is not None:
             raise SystemExit(outcome.exit_code)
         if held is not None:  # a Ctrl-C as the turn ended by itself: as one right after it
-            raise KeyboardInterrupt
+            raise LateInterrupt(outcome)
     return outcome
 
 

@@ -7,7 +7,8 @@ directories, and writes the events straight into the database (see
 credentials (``CURSOR_API_KEY`` in its environment, passed on to the agent); it serves
 nothing and listens on no port. On stdout it prints one line once it takes jobs (a line
 that cannot be written, stdout a full disk, stops it as ``serve``: one line, exit 1; a
-closed pipe, quietly); logs go to stderr. SIGTERM or Ctrl-C: no new job is taken, runs that end within
+closed pipe, quietly); logs go to stderr, written off the event loop as ``serve``'s.
+SIGTERM or Ctrl-C: no new job is taken, runs that end within
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
 second SIGTERM or Ctrl-C stops them at once.
 
@@ -25,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from pathlib import Path
 
 import click
 
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects
 from .superuser import agents_read_secrets_warning
@@ -137,7 +140,10 @@ def worker(
         )
     for warning in argv_secret_warnings(None, database_url):
         click.echo(warning, err=True)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log_lines = LogLines(sys.stderr)  # the loop queues its log lines; a thread writes them
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        handlers=[log_lines.handler()])
+    logging.captureWarnings(True)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
     make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
@@ -182,6 +188,7 @@ def worker(
             lost.append(exc)
             raise
 
+    log_lines.start()
     try:
         asyncio.run(serve_worker(settings, on_ready=ready))
     except KeyboardInterrupt:  # pragma: no cover - the worker handles the signal itself
@@ -191,6 +198,8 @@ def worker(
             with writing_output():
                 raise
         raise click.ClickException(stopped_message(e, database_url, started=bool(started))) from None
+    finally:
+        log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
 
 
 SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "
