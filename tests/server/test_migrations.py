@@ -22,8 +22,10 @@ from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cursor_agent_api.server.store import Store
+from cursor_agent_api.server.store import MIGRATIONS_DIR, Store
 
+HEAD = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))[-1].split("_")[0]
+"""The last migration's revision (what a start upgrades to)."""
 COPY = "INSERT INTO events_compact"
 """The first statement of migration 0006 (its copy of the log), after 0005 ran."""
 
@@ -81,6 +83,23 @@ def schema_state(db_url: str) -> tuple[str, bool, bool]:
     return asyncio.run(main())
 
 
+def run_indexes(db_url: str) -> dict[str, list[str]]:
+    """The indexes of ``runs`` (not the unique ones): their names and columns."""
+
+    def indexes(sync_conn: Any) -> dict[str, list[str]]:
+        return {i["name"]: list(i["column_names"]) for i in inspect(sync_conn).get_indexes("runs")
+                if not i.get("unique")}
+
+    async def main() -> dict[str, list[str]]:
+        engine = create_async_engine(db_url)
+        async with engine.connect() as conn:
+            found: dict[str, list[str]] = await conn.run_sync(indexes)
+        await engine.dispose()
+        return found
+
+    return asyncio.run(main())
+
+
 def start_and_read(db_url: str) -> str | None:
     """Start a store (it migrates), read the old run's prompt, close."""
 
@@ -131,7 +150,7 @@ def test_a_failed_migration_changes_nothing_and_says_what_failed(
     assert schema_state(db_url) == ("0004", False, False)
     statement_hook.clear()
     assert start_and_read(db_url) == "hi"
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 KILLED = r"""
@@ -157,7 +176,7 @@ def test_a_server_killed_while_it_migrates_leaves_the_old_database(db_url: str) 
     assert done.returncode == 137, done.stderr
     assert schema_state(db_url) == ("0004", False, False)
     assert start_and_read(db_url) == "hi"
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 STARTER = r"""
@@ -220,7 +239,7 @@ def test_two_starts_at_once_one_migrates_and_the_other_waits(db_url: str) -> Non
                 proc.wait()
     assert (b_first + b_out).splitlines() == ["waits", "ok hi"], b_err[-2000:]
     assert a_out.splitlines() == ["ok hi"], a_err[-2000:]
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
@@ -247,8 +266,24 @@ def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
     with pytest.raises(RuntimeError, match="not supported") as caught:
         asyncio.run(main())
     assert "Restore the copy of the database made before the upgrade" in str(caught.value)
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
+    assert run_indexes(db_url) == ORDERED
     assert start_and_read(db_url) == "hi"
+
+
+ORDERED = {"ix_runs_chat_order": ["chat_id", "created_ms", "id"], "ix_runs_status": ["status"]}
+"""The indexes of ``runs`` since 0007 (besides the unique ones): a chat's runs in their order,
+which replaces the index of ``chat_id`` alone (tests/server/test_run_index.py)."""
+
+
+def test_an_upgrade_indexes_a_chats_runs_in_their_order(db_url: str) -> None:
+    """Migration 0007 on a database with runs: ``ix_runs_chat_order`` replaces
+    ``ix_runs_chat_id``, and the runs read as before."""
+    at_0004(db_url)
+    assert run_indexes(db_url) == {"ix_runs_chat_id": ["chat_id"], "ix_runs_status": ["status"]}
+    assert start_and_read(db_url) == "hi"
+    assert schema_state(db_url) == (HEAD, True, True)
+    assert run_indexes(db_url) == ORDERED
 
 
 def test_the_migrations_keep_their_own_sql() -> None:

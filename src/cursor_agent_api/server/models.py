@@ -96,7 +96,7 @@ runs = Table(
     "runs",
     metadata,
     Column("id", String(36), primary_key=True),
-    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("status", String(16), nullable=False),
     Column("pid", Integer, nullable=True),
@@ -131,6 +131,8 @@ runs = Table(
         postgresql_where=text("status IN ('queued', 'running')"),
     ),
     Index("ix_runs_status", "status"),
+    # a chat's runs in their order (store/run_order.py: every page of runs; migration 0007)
+    Index("ix_runs_chat_order", "chat_id", "created_ms", "id"),
 )
 
 events = Table(

@@ -1,0 +1,73 @@
+"""A page of a chat's runs is read from an index in its order (review "scale", 2026-11-24):
+``runs`` had no index on ``(chat_id, created_ms)``, so every page of ``GET …/runs`` and
+``GET …/turns`` found the chat's runs by ``ix_runs_chat_id`` and sorted all of them (a
+32,769-run chat: 32,769 rows sorted per page). Migration 0007 adds ``ix_runs_chat_order``
+``(chat_id, created_ms, id)``; the database's own plan must read the page from it, with no
+sort. SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``). A plan, not a timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import text
+from test_many_runs import _add_runs
+
+from cursor_agent_api.server.store import Store
+from cursor_agent_api.server.store.run_order import newest_ids_query
+
+RUNS = 5_000
+"""Runs of the chat: enough that PostgreSQL's planner weighs reading them all (its
+statistics are taken: ``ANALYZE``)."""
+
+
+async def _plans(db_url: str) -> dict[str, list[str]]:
+    """The database's plan of each query of a page of runs: the newest page, a page before a
+    run in the middle of the chat."""
+    store = Store(db_url)
+    await store.start()
+    try:
+        chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+        other = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+    finally:
+        await store.close()
+    await _add_runs(db_url, chat["id"], RUNS)
+    store = Store(db_url)
+    await store.start()
+    try:
+        async with store.transaction() as conn:  # another chat's runs, in between
+            await conn.execute(text(
+                "INSERT INTO runs (id, chat_id, prompt, status, created_ms, num) "
+                "VALUES ('other-1', :c, 'p', 'succeeded', 2500, 5), ('other-2', :c, 'p', 'failed', 2501, 6)"
+            ), {"c": other["id"]})
+        queries = {
+            "newest page": newest_ids_query(chat["id"], None, 101),
+            "page before a run": newest_ids_query(chat["id"], (2500, "many-2500"), 101),
+        }
+        plans: dict[str, list[str]] = {}
+        async with store.connect() as conn:
+            if not store.is_sqlite:
+                await conn.execute(text("ANALYZE runs"))
+            for name, query in queries.items():
+                sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+                explain = "EXPLAIN QUERY PLAN " if store.is_sqlite else "EXPLAIN "
+                rows: list[Any] = list(await conn.execute(text(explain + sql)))
+                # SQLite: (id, parent, notused, detail); PostgreSQL: one line of text per row
+                plans[name] = [str(r[-1]) for r in rows]
+            # the page's answer is the one expected (the plan reads the right rows)
+            ids = [r[0] for r in await conn.execute(queries["page before a run"])]
+        assert ids == [f"many-{i}" for i in range(2499, 2398, -1)]
+        return plans
+    finally:
+        await store.close()
+
+
+def test_a_page_of_runs_is_read_from_the_index_in_order(db_url: str) -> None:
+    plans = asyncio.run(_plans(db_url))
+    for name, plan in plans.items():
+        lines = "\n".join(plan)
+        assert "ix_runs_chat_order" in lines, f"{name}: not read from the index:\n{lines}"
+        # SQLite: "USE TEMP B-TREE FOR ORDER BY"; PostgreSQL: a Sort node
+        sorts = [p for p in plan if "TEMP B-TREE" in p or p.strip().lstrip("-> ").startswith("Sort")]
+        assert not sorts, f"{name}: the chat's runs are sorted:\n{lines}"
