@@ -100,6 +100,23 @@ def run_indexes(db_url: str) -> dict[str, list[str]]:
     return asyncio.run(main())
 
 
+def index_names(db_url: str, table: str) -> set[str]:
+    """The names of ``table``'s indexes, expression indexes too (which SQLAlchemy's reflection
+    skips on SQLite)."""
+
+    async def main() -> set[str]:
+        engine = create_async_engine(db_url)
+        async with engine.connect() as conn:
+            q = ("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = :t"
+                 if engine.dialect.name == "sqlite"
+                 else "SELECT indexname FROM pg_indexes WHERE tablename = :t")
+            names = {str(r[0]) for r in await conn.execute(text(q), {"t": table})}
+        await engine.dispose()
+        return names
+
+    return asyncio.run(main())
+
+
 def start_and_read(db_url: str) -> str | None:
     """Start a store (it migrates), read the old run's prompt, close."""
 
@@ -276,14 +293,19 @@ ORDERED = {"ix_runs_chat_order": ["chat_id", "created_ms", "id"], "ix_runs_statu
 which replaces the index of ``chat_id`` alone (tests/server/test_run_index.py)."""
 
 
-def test_an_upgrade_indexes_a_chats_runs_in_their_order(db_url: str) -> None:
-    """Migration 0007 on a database with runs: ``ix_runs_chat_order`` replaces
-    ``ix_runs_chat_id``, and the runs read as before."""
+def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: str) -> None:
+    """Migrations 0007 and 0008 on a database with runs: ``ix_runs_chat_order`` replaces
+    ``ix_runs_chat_id``, ``ix_tool_calls_chat_order`` (its second column an expression:
+    the call's place) ``ix_tool_calls_chat_id``; the runs read as before
+    (tests/server/test_run_index.py: the pages' plans use them)."""
     at_0004(db_url)
     assert run_indexes(db_url) == {"ix_runs_chat_id": ["chat_id"], "ix_runs_status": ["status"]}
+    assert "ix_tool_calls_chat_id" in index_names(db_url, "tool_calls")
     assert start_and_read(db_url) == "hi"
     assert schema_state(db_url) == (HEAD, True, True)
     assert run_indexes(db_url) == ORDERED
+    names = index_names(db_url, "tool_calls")
+    assert "ix_tool_calls_chat_order" in names and "ix_tool_calls_chat_id" not in names
 
 
 def test_the_migrations_keep_their_own_sql() -> None:

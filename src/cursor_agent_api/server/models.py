@@ -44,6 +44,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
+    literal_column,
     text,
 )
 
@@ -171,7 +173,7 @@ tool_calls = Table(
     "tool_calls",
     metadata,
     Column("id", _BigId, primary_key=True, autoincrement=True),
-    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False),
     Column("call_id", Text, nullable=False),
     Column("kind", String(32), nullable=False),
@@ -190,6 +192,16 @@ tool_calls = Table(
     Column("idx", Integer, nullable=False),
     UniqueConstraint("run_id", "idx", name="uq_tool_calls_run_idx"),
 )
+
+CALL_PLACE = func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq, literal_column("0"))
+"""A tool call's place in its chat: the seq of the record that first stored it (the one that
+opened it, or completed it when its start was not seen; both are kept once set), so a
+call's place never changes and a new call's is past every stored one. A chat's calls are
+listed in this order, then by their index in the turn (``GET …/tool-calls``), read from
+``ix_tool_calls_chat_order`` (migration 0008). (0: a call stored with neither, which the
+server does not write: listed first.)"""
+
+Index("ix_tool_calls_chat_order", tool_calls.c.chat_id, CALL_PLACE, tool_calls.c.idx)
 
 turn_texts = Table(
     "turn_texts",
