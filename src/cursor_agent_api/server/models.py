@@ -76,6 +76,10 @@ class RunStatus(str, enum.Enum):
 
 
 ACTIVE_STATUSES = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+ACTIVE_RUN = text("status IN ('queued', 'running')")
+"""A run is active (``ACTIVE_STATUSES``), as SQL: the predicate of the partial index
+``uq_runs_one_active_per_chat``. A query of a chat's active run that says it so (not with
+bound values) is answered from that index: one row at most, whatever the chat's length."""
 
 chats = Table(
     "chats",
@@ -129,8 +133,8 @@ runs = Table(
         "uq_runs_one_active_per_chat",
         "chat_id",
         unique=True,
-        sqlite_where=text("status IN ('queued', 'running')"),
-        postgresql_where=text("status IN ('queued', 'running')"),
+        sqlite_where=ACTIVE_RUN,
+        postgresql_where=ACTIVE_RUN,
     ),
     Index("ix_runs_status", "status"),
     # a chat's runs in their order (store/run_order.py: every page of runs; migration 0007)
