@@ -22,8 +22,10 @@ from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cursor_agent_api.server.store import Store
+from cursor_agent_api.server.store import MIGRATIONS_DIR, Store
 
+HEAD = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))[-1].split("_")[0]
+"""The last migration's revision (what a start upgrades to)."""
 COPY = "INSERT INTO events_compact"
 """The first statement of migration 0006 (its copy of the log), after 0005 ran."""
 
@@ -81,6 +83,40 @@ def schema_state(db_url: str) -> tuple[str, bool, bool]:
     return asyncio.run(main())
 
 
+def run_indexes(db_url: str) -> dict[str, list[str]]:
+    """The indexes of ``runs`` (not the unique ones): their names and columns."""
+
+    def indexes(sync_conn: Any) -> dict[str, list[str]]:
+        return {i["name"]: list(i["column_names"]) for i in inspect(sync_conn).get_indexes("runs")
+                if not i.get("unique")}
+
+    async def main() -> dict[str, list[str]]:
+        engine = create_async_engine(db_url)
+        async with engine.connect() as conn:
+            found: dict[str, list[str]] = await conn.run_sync(indexes)
+        await engine.dispose()
+        return found
+
+    return asyncio.run(main())
+
+
+def index_names(db_url: str, table: str) -> set[str]:
+    """The names of ``table``'s indexes, expression indexes too (which SQLAlchemy's reflection
+    skips on SQLite)."""
+
+    async def main() -> set[str]:
+        engine = create_async_engine(db_url)
+        async with engine.connect() as conn:
+            q = ("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = :t"
+                 if engine.dialect.name == "sqlite"
+                 else "SELECT indexname FROM pg_indexes WHERE tablename = :t")
+            names = {str(r[0]) for r in await conn.execute(text(q), {"t": table})}
+        await engine.dispose()
+        return names
+
+    return asyncio.run(main())
+
+
 def start_and_read(db_url: str) -> str | None:
     """Start a store (it migrates), read the old run's prompt, close."""
 
@@ -131,7 +167,7 @@ def test_a_failed_migration_changes_nothing_and_says_what_failed(
     assert schema_state(db_url) == ("0004", False, False)
     statement_hook.clear()
     assert start_and_read(db_url) == "hi"
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 KILLED = r"""
@@ -157,7 +193,7 @@ def test_a_server_killed_while_it_migrates_leaves_the_old_database(db_url: str) 
     assert done.returncode == 137, done.stderr
     assert schema_state(db_url) == ("0004", False, False)
     assert start_and_read(db_url) == "hi"
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 STARTER = r"""
@@ -220,7 +256,7 @@ def test_two_starts_at_once_one_migrates_and_the_other_waits(db_url: str) -> Non
                 proc.wait()
     assert (b_first + b_out).splitlines() == ["waits", "ok hi"], b_err[-2000:]
     assert a_out.splitlines() == ["ok hi"], a_err[-2000:]
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
 
 
 def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
@@ -247,8 +283,29 @@ def test_a_downgrade_is_refused_and_changes_nothing(db_url: str) -> None:
     with pytest.raises(RuntimeError, match="not supported") as caught:
         asyncio.run(main())
     assert "Restore the copy of the database made before the upgrade" in str(caught.value)
-    assert schema_state(db_url) == ("0006", True, True)
+    assert schema_state(db_url) == (HEAD, True, True)
+    assert run_indexes(db_url) == ORDERED
     assert start_and_read(db_url) == "hi"
+
+
+ORDERED = {"ix_runs_chat_order": ["chat_id", "created_ms", "id"], "ix_runs_status": ["status"]}
+"""The indexes of ``runs`` since 0007 (besides the unique ones): a chat's runs in their order,
+which replaces the index of ``chat_id`` alone (tests/server/test_run_index.py)."""
+
+
+def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: str) -> None:
+    """Migrations 0007 and 0008 on a database with runs: ``ix_runs_chat_order`` replaces
+    ``ix_runs_chat_id``, ``ix_tool_calls_chat_order`` (its second column an expression:
+    the call's place) ``ix_tool_calls_chat_id``; the runs read as before
+    (tests/server/test_run_index.py: the pages' plans use them)."""
+    at_0004(db_url)
+    assert run_indexes(db_url) == {"ix_runs_chat_id": ["chat_id"], "ix_runs_status": ["status"]}
+    assert "ix_tool_calls_chat_id" in index_names(db_url, "tool_calls")
+    assert start_and_read(db_url) == "hi"
+    assert schema_state(db_url) == (HEAD, True, True)
+    assert run_indexes(db_url) == ORDERED
+    names = index_names(db_url, "tool_calls")
+    assert "ix_tool_calls_chat_order" in names and "ix_tool_calls_chat_id" not in names
 
 
 def test_the_migrations_keep_their_own_sql() -> None:

@@ -113,3 +113,50 @@ def test_a_long_chat_opens_with_its_newest_turns_and_shows_earlier_ones_on_deman
     expect(page.locator(".msg.user")).to_have_count(6)
     assert page.evaluate(prompts)[-1] == "You: say hello 5"
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+HELD = {"CURSOR_AGENT_SIM_FAULT": "silence"}
+"""The agent: ``system/init``, then nothing until stopped (a run that stays running)."""
+CHATS = 205  # more than a page of the list (200): "More chats" shows the rest
+
+
+def test_a_refresh_while_a_chat_runs_fetches_only_what_can_have_changed(
+    make_server: Any, browser: Any
+) -> None:
+    """Review "scale", 2026-11-24: with "More chats" shown, each refresh of the list (every
+    2 s while a chat runs) fetched every page already shown again. Every change of a chat
+    makes it the most recently active, so a refresh now fetches the first page only while
+    that page ends with a chat unchanged since; a chat of the second page that runs moves to
+    the top, and its end shows."""
+    server = make_server(sim_env=HELD)
+    with server.client() as c:
+        chats = [new_chat(c) for _ in range(CHATS)]
+    oldest = chats[0]  # listed last: on the second page
+    page = open_ui(browser, server)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(200)
+    with page.expect_request(lambda r: "/api/chats?limit=200&offset=200" in r.url):
+        page.get_by_role("button", name="More chats").click()
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
+    expect(page.locator(item(oldest["id"]))).to_be_attached()
+
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/chats?" in r.url else None)
+    with server.client() as c:
+        run = c.post(f"/api/chats/{oldest['id']}/runs", json={"prompt": "count"}).json()
+    first = "() => document.querySelector('#chat-list .chat-item').dataset.chatId"
+    # the next refreshes (10 s, then every 2 s once the run shows): three of them
+    for _ in range(3):
+        with page.expect_request(lambda r: "/api/chats?limit=200&offset=0" in r.url, timeout=30_000):
+            pass
+    expect(page.locator(item(oldest["id"]) + " .pill")).to_have_text("running")
+    assert page.evaluate(first) == oldest["id"]  # moved to the top
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
+    assert [u for u in asked if "offset=200" in u] == [], asked
+
+    with server.client() as c:
+        assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+    expect(page.locator(item(oldest["id"]) + " .pill")).to_have_text("cancelled")
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
+    assert page.evaluate(first) == oldest["id"]
+    assert [u for u in asked if "offset=200" in u] == [], asked
+    assert page.errors == []  # type: ignore[attr-defined]

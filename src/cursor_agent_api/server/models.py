@@ -44,6 +44,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    func,
+    literal_column,
     text,
 )
 
@@ -74,6 +76,10 @@ class RunStatus(str, enum.Enum):
 
 
 ACTIVE_STATUSES = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+ACTIVE_RUN = text("status IN ('queued', 'running')")
+"""A run is active (``ACTIVE_STATUSES``), as SQL: the predicate of the partial index
+``uq_runs_one_active_per_chat``. A query of a chat's active run that says it so (not with
+bound values) is answered from that index: one row at most, whatever the chat's length."""
 
 chats = Table(
     "chats",
@@ -96,7 +102,7 @@ runs = Table(
     "runs",
     metadata,
     Column("id", String(36), primary_key=True),
-    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("status", String(16), nullable=False),
     Column("pid", Integer, nullable=True),
@@ -127,10 +133,12 @@ runs = Table(
         "uq_runs_one_active_per_chat",
         "chat_id",
         unique=True,
-        sqlite_where=text("status IN ('queued', 'running')"),
-        postgresql_where=text("status IN ('queued', 'running')"),
+        sqlite_where=ACTIVE_RUN,
+        postgresql_where=ACTIVE_RUN,
     ),
     Index("ix_runs_status", "status"),
+    # a chat's runs in their order (store/run_order.py: every page of runs; migration 0007)
+    Index("ix_runs_chat_order", "chat_id", "created_ms", "id"),
 )
 
 events = Table(
@@ -169,7 +177,7 @@ tool_calls = Table(
     "tool_calls",
     metadata,
     Column("id", _BigId, primary_key=True, autoincrement=True),
-    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False, index=True),
+    Column("chat_id", String(36), ForeignKey("chats.id"), nullable=False),
     Column("run_id", String(36), ForeignKey("runs.id"), nullable=False),
     Column("call_id", Text, nullable=False),
     Column("kind", String(32), nullable=False),
@@ -188,6 +196,16 @@ tool_calls = Table(
     Column("idx", Integer, nullable=False),
     UniqueConstraint("run_id", "idx", name="uq_tool_calls_run_idx"),
 )
+
+CALL_PLACE = func.coalesce(tool_calls.c.started_seq, tool_calls.c.completed_seq, literal_column("0"))
+"""A tool call's place in its chat: the seq of the record that first stored it (the one that
+opened it, or completed it when its start was not seen; both are kept once set), so a
+call's place never changes and a new call's is past every stored one. A chat's calls are
+listed in this order, then by their index in the turn (``GET …/tool-calls``), read from
+``ix_tool_calls_chat_order`` (migration 0008). (0: a call stored with neither, which the
+server does not write: listed first.)"""
+
+Index("ix_tool_calls_chat_order", tool_calls.c.chat_id, CALL_PLACE, tool_calls.c.idx)
 
 turn_texts = Table(
     "turn_texts",

@@ -626,7 +626,8 @@ async def event_value(
 
 
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
-    view = {k: v for k, v in row.items() if k not in ("id", "idx")}
+    # (str: a row's keys are SQLAlchemy's quoted names, which orjson does not take as keys)
+    view = {str(k): v for k, v in row.items() if k not in ("id", "idx")}
     view["index"] = row["idx"]
     view["output"] = stored_output(row)
     cuts: list[dict[str, Any]] = []
@@ -643,23 +644,60 @@ def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     return view
 
 
+TOOL_CALLS_PAGE = 500
+"""How many tool calls a page of ``GET …/tool-calls`` has by default (at most 5000)."""
+
+
+async def _tool_calls_page(
+    request: Request, chat_id: str, run_id: str | None, after_seq: int, limit: int
+) -> Response:
+    """A page of tool calls (see ``docs/server.md``, "Pages of tool calls"): each call's view
+    is made once, and measured as JSON for the page's ``max_page_bytes``."""
+    s = _settings(request)
+    views: dict[int, dict[str, Any]] = {}
+
+    def measure(row: dict[str, Any]) -> int:
+        views[int(row["id"])] = view = _tool_view(row, s.max_field_bytes)
+        return len(json_bytes(view))
+
+    rows, has_more, reached = await _store(request).page_tool_calls(
+        chat_id, run_id=run_id, after_seq=after_seq, limit=limit, max_bytes=s.max_page_bytes,
+        measure=measure,
+    )
+    calls = [views.get(int(r["id"])) or _tool_view(r, s.max_field_bytes) for r in rows]
+    body = {"tool_calls": calls, "has_more": has_more, "next_after_seq": reached}
+    return Response(json_bytes(body), media_type="application/json")
+
+
+ToolCallsLimit = Annotated[int, Query(ge=1, le=5000)]
+"""The ``limit`` of a page of tool calls."""
+AfterSeq = Annotated[int, Query(ge=0, le=MAX_SEQ)]
+
+
 @router.get("/chats/{chat_id}/tool-calls", tags=["events"])
-async def chat_tool_calls(chat_id: str, request: Request, run_id: str | None = None) -> dict[str, Any]:
-    """Tool calls of the chat (or of one run), in the order they started."""
+async def chat_tool_calls(
+    chat_id: str,
+    request: Request,
+    run_id: str | None = None,
+    after_seq: AfterSeq = 0,
+    limit: ToolCallsLimit = TOOL_CALLS_PAGE,
+) -> Response:
+    """A page of the tool calls of the chat (or of one run), in the order they started:
+    those started (or first seen) after record ``after_seq``, at most ``limit``, fewer when
+    they pass about ``max_page_bytes``. Page on with ``after_seq = next_after_seq`` while
+    ``has_more``."""
     await _chat_or_404(request, chat_id)
     await _run_of_chat_or_404(request, chat_id, run_id)
-    rows = await _store(request).list_tool_calls(chat_id, run_id)
-    limit = _settings(request).max_field_bytes
-    return {"tool_calls": [_tool_view(r, limit) for r in rows]}
+    return await _tool_calls_page(request, chat_id, run_id, after_seq, limit)
 
 
 @router.get("/runs/{run_id}/tool-calls", tags=["events"])
-async def run_tool_calls(run_id: str, request: Request) -> dict[str, Any]:
-    """Tool calls of one run."""
+async def run_tool_calls(
+    run_id: str, request: Request, after_seq: AfterSeq = 0, limit: ToolCallsLimit = TOOL_CALLS_PAGE
+) -> Response:
+    """A page of the tool calls of one run (as ``GET /api/chats/{id}/tool-calls``)."""
     run = await _run_or_404(request, run_id)
-    rows = await _store(request).list_tool_calls(run["chat_id"], run_id)
-    limit = _settings(request).max_field_bytes
-    return {"tool_calls": [_tool_view(r, limit) for r in rows]}
+    return await _tool_calls_page(request, str(run["chat_id"]), run_id, after_seq, limit)
 
 
 _ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "request": 2, "error": 3}

@@ -420,15 +420,18 @@ class RunManager:
 
     async def _recover_dead_owners_run(self, chat_id: str) -> bool:
         """The chat's active run, if its server process is known dead, ended as
-        :meth:`recover` ends it (True: the chat takes a prompt again)."""
-        left = [row for row in await self.store.list_runs(chat_id) if self._left_by_dead_owner(row)]
-        for row in left:  # False: another server ended it meanwhile (the chat is free too)
-            if await self._interrupt_orphan(row):
-                logger.warning(
-                    "run %s of chat %s was left active by server process %s, which is gone: "
-                    "marked interrupted", row["id"], chat_id, row.get("server_id"),
-                )
-        return bool(left)
+        :meth:`recover` ends it (True: the chat takes a prompt again). Reads that run alone,
+        not the chat's others (a long chat has tens of thousands)."""
+        row = await self.store.chat_active_run(chat_id)
+        if row is None or not self._left_by_dead_owner(row):
+            return False
+        # False: another server ended it meanwhile (the chat is free too)
+        if await self._interrupt_orphan(row):
+            logger.warning(
+                "run %s of chat %s was left active by server process %s, which is gone: "
+                "marked interrupted", row["id"], chat_id, row.get("server_id"),
+            )
+        return True
 
     async def _create_run(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
         run_id = new_id()

@@ -34,6 +34,12 @@ def run_migrations_online() -> None:
         connection=connection, target_metadata=metadata, render_as_batch=True, on_version_apply=note
     )
     with context.begin_transaction():
+        if connection.dialect.name == "sqlite" and not connection.connection.driver_connection.in_transaction:
+            # Alembic run by hand (not through run_migrations, which has begun it): pysqlite
+            # runs DDL outside any transaction, so a failed step would leave the ones before
+            # it done (a refused downgrade below 0006 after 0007's was applied). One
+            # transaction, as run_migrations makes it.
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
         if connection.dialect.name == "postgresql":
             # Processes starting at once on one database (API servers, workers) migrate it
             # one after the other: the others then find it up to date. Released at commit.

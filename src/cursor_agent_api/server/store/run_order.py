@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Select, and_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import runs
@@ -39,13 +39,34 @@ CHUNK = 8
 """Runs whose rows are read at once while a page is filled."""
 
 
+def newest_ids_query(chat_id: str, before: tuple[int, str] | None, limit: int | None) -> Select[Any]:
+    """The ids of the chat's newest ``limit`` runs (all, for ``None``) before the run whose
+    ``(created_ms, id)`` is ``before`` (from the newest, for ``None``), newest first.
+
+    Read from the index ``ix_runs_chat_order`` (migration 0007) alone, in its order, from
+    where the page starts: no sort of the chat's runs (``tests/server/test_run_index.py``).
+
+    Example:
+        >>> print(newest_ids_query("c", (5, "r"), 2))  # doctest: +NORMALIZE_WHITESPACE
+        SELECT runs.id FROM runs WHERE runs.chat_id = :chat_id_1
+        AND (runs.created_ms, runs.id) < (:param_1, :param_2)
+        ORDER BY runs.created_ms DESC, runs.id DESC LIMIT :param_3
+    """
+    cond = runs.c.chat_id == chat_id
+    if before is not None:
+        cond = and_(cond, tuple_(runs.c.created_ms, runs.c.id) < tuple_(*before))
+    q = select(runs.c.id).where(cond).order_by(runs.c.created_ms.desc(), runs.c.id.desc())
+    return q if limit is None else q.limit(limit)
+
+
 async def newest_run_ids(
     conn: AsyncConnection, chat_id: str, before_run: str | None, limit: int | None
 ) -> list[str]:
     """The ids of the chat's newest ``limit`` runs (all, for ``None``) older than run
     ``before_run`` (from the newest, for ``None``; none, for a run not of this chat),
-    newest first. Reads two columns of the chat's runs, never a prompt."""
-    cond = runs.c.chat_id == chat_id
+    newest first (:func:`newest_ids_query`). Reads two columns of the chat's runs, never a
+    prompt."""
+    before = None
     if before_run is not None:
         mark = (
             await conn.execute(
@@ -54,14 +75,8 @@ async def newest_run_ids(
         ).scalar_one_or_none()
         if mark is None:
             return []
-        cond = and_(
-            cond,
-            or_(runs.c.created_ms < mark, and_(runs.c.created_ms == mark, runs.c.id < before_run)),
-        )
-    q = select(runs.c.id).where(cond).order_by(runs.c.created_ms.desc(), runs.c.id.desc())
-    if limit is not None:
-        q = q.limit(limit)
-    return [str(r[0]) for r in await conn.execute(q)]
+        before = (int(mark), before_run)
+    return [str(r[0]) for r in await conn.execute(newest_ids_query(chat_id, before, limit))]
 
 
 async def fill_page(

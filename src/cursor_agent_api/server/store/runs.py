@@ -26,7 +26,7 @@ from sqlalchemy import Text, and_, cast, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from ..models import ACTIVE_STATUSES, runs
+from ..models import ACTIVE_RUN, ACTIVE_STATUSES, runs
 from .bounds import session_or_none
 from .errors import ActiveRunError
 from .ids import new_id, now_ms
@@ -145,6 +145,32 @@ class RunRows(LogWrites):
                 select(runs).where(runs.c.status.in_(ACTIVE_STATUSES)).order_by(runs.c.created_ms)
             )
             return [dict(r._mapping) for r in res]
+
+    async def chat_active_run(self, chat_id: str) -> dict[str, Any] | None:
+        """The chat's run still marked queued or running (one at most), or ``None``: read from
+        the index ``uq_runs_one_active_per_chat`` (:data:`~..models.ACTIVE_RUN`), never
+        from the chat's other runs.
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import NewRecord, Store
+            >>> async def demo() -> tuple[str, object]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     chat = await store.create_chat(workspace="/w", model=None, options={}, title="t")
+            ...     run, _ = await store.create_run(
+            ...         chat["id"], "hi", lambda r: NewRecord("server", "run", "queued", {}))
+            ...     active = await store.chat_active_run(chat["id"])
+            ...     await store.update_run(run["id"], status="succeeded")
+            ...     after = await store.chat_active_run(chat["id"])
+            ...     await store.close()
+            ...     return active["prompt"], after
+            >>> asyncio.run(demo())
+            ('hi', None)
+        """
+        async with self.connect() as conn:
+            res = await conn.execute(select(runs).where(runs.c.chat_id == chat_id, ACTIVE_RUN))
+            return _row_dict(res.first())
 
     async def set_run(self, conn: AsyncConnection, run_id: str, **values: Any) -> None:
         """Inside a transaction: change a run's fields (texts made storable)."""

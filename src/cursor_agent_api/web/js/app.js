@@ -83,7 +83,7 @@ function bindStaticHandlers() {
   $("sign-out-button").addEventListener("click", signOut);
   $("more-chats-button").addEventListener("click", () => {
     state.listLimit += LIST_PAGE;
-    refreshChats();
+    refreshChats({ all: true });
   });
   // a fetch outside api.js (a cut value's "Show all", cut.js) answered 401: sign in again
   window.addEventListener("signed-out", () => showLogin("You were signed out: sign in again."));
@@ -192,14 +192,23 @@ function route() {
 
 // ---- chats list --------------------------------------------------------------------------
 
-async function refreshChats() {
+/** Fetch the chats list and draw it. The list is most recently active first, and every change
+ * of a chat (a record, a new title, a run's status) makes it the most recently active: what
+ * changed since the last refresh is at the top. So a refresh fetches pages from the first only
+ * until a page ends with a chat unchanged since (same `updated_ms`); the chats after it are
+ * kept as they were (a refresh every 2 s while a chat runs fetched every page shown: "More
+ * chats" made that 5 requests for 1,000 chats). `all`: fetch every page shown (at the start,
+ * and for "More chats"). */
+async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
   try {
     // page by page (the server gives at most 500 at once), a chat seen twice (the order
     // changed between pages) listed once
+    const known = new Map(state.chats.map((c) => [c.id, c]));
     const seen = new Set();
     const chats = [];
     let full = false;
+    let rest = false; // the pages after the last fetched are unchanged: kept
     for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
       const page = (await api.listChats(LIST_PAGE, offset)).chats;
       for (const chat of page) {
@@ -209,9 +218,20 @@ async function refreshChats() {
       }
       full = page.length === LIST_PAGE;
       if (!full) break;
+      const last = page[page.length - 1];
+      if (!all && known.get(last.id)?.updated_ms === last.updated_ms) {
+        rest = offset + LIST_PAGE < state.listLimit;
+        break;
+      }
+    }
+    if (rest) {
+      for (const chat of state.chats) if (!seen.has(chat.id)) chats.push(chat);
+      state.moreChats ||= chats.length > state.listLimit; // (new chats pushed some past the limit)
+      chats.length = Math.min(chats.length, state.listLimit);
+    } else {
+      state.moreChats = full;
     }
     state.chats = chats;
-    state.moreChats = full;
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     await checkStore(); // (a database that cannot be read either: the list fails too)
@@ -252,7 +272,7 @@ async function checkStore() {
 function scheduleRefresh() {
   clearTimeout(state.listTimer);
   const active = state.storeDegraded || state.chats.some((c) => ACTIVE.has(c.status));
-  state.listTimer = setTimeout(refreshChats, active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
+  state.listTimer = setTimeout(() => refreshChats(), active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
 }
 
 /** Draw the list from state.chats, in place: each chat keeps its item (keyed by chat id),
@@ -435,7 +455,7 @@ function onRunChange(changed) {
     if (li) drawChatItem(li, chat); // this chat's item only (its place comes with the refresh)
     if (!ACTIVE.has(run.status)) { // order, title and status from the server (once per burst)
       clearTimeout(state.listTimer);
-      state.listTimer = setTimeout(refreshChats, 250);
+      state.listTimer = setTimeout(() => refreshChats(), 250);
     }
   }
   // ACP chats ask before each tool call (the cards): no "run again with --force" dead end.
