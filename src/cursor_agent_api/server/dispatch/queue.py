@@ -77,7 +77,9 @@ class QueueDispatcher:
         self.relay = Relay(store, hub, settings)
         # Not published here (a hub without subscribers): the relay publishes every record.
         self.log = EventLog(store, Hub(), settings.max_field_bytes)
-        self.app = app if app is not None else make_app(settings.database_url)
+        self.app = app if app is not None else make_app(
+            settings.database_url, connect_timeout=settings.store_connect_timeout,
+            statement_timeout=settings.store_statement_timeout)
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
         self._counts = {"running": 0, "queued": 0}
