@@ -7,7 +7,8 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
 :class:`BoundedConnector` waits as the store does (``store_connect_timeout``,
 ``store_statement_timeout``):
 
-* a new connection waits ``connect_timeout`` (libpq's ``connect_timeout``, 2 s at least);
+* a new connection waits ``connect_timeout`` (libpq's ``connect_timeout``: whole seconds, 2 at
+  least);
 * a statement the database runs for longer than ``statement_timeout`` is stopped by the
   database (its ``statement_timeout``);
 * a query that gets no answer at all is given up after ``connect_timeout +
@@ -29,11 +30,11 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+import anyio
 import procrastinate
 import psycopg
 
@@ -65,8 +66,11 @@ class BoundedConnector(procrastinate.PsycopgConnector):
         """``query``'s result, given up after :attr:`bound` seconds; the database's
         unavailability as :class:`~..store.StoreUnavailableError`."""
         try:
-            return await asyncio.wait_for(query, self.bound)
-        except asyncio.TimeoutError as e:  # (TimeoutError since Python 3.11)
+            # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose a cancel
+            # of the caller (a worker's stop cancels its heartbeat loop) that comes as the query ends
+            with anyio.fail_after(self.bound):
+                return await query
+        except TimeoutError as e:
             raise StoreUnavailableError(
                 f"the database did not answer the job queue within {self.bound:g} s"
             ) from e
