@@ -6,8 +6,9 @@ worker's fetch and heartbeat waited until TCP gave up (~15 min). Now a cancel is
 JSON 503, a run that cannot be queued is failed saying why, and a worker stops with its one
 exit line (its supervisor starts it again; it works once the database answers).
 
-The database is behind a :class:`PgProxy` (so that the cluster other tests use stays up);
-the waits are 1 s each. Each test bounds its own wait (the old code hung there)."""
+The database is behind a :class:`PgProxy` (so that the cluster other tests use stays up):
+:meth:`PgProxy.hold` is the host that stops answering; the waits are 1 s each. Each test
+bounds its own wait (the old code hung there)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from pg_proxy import PgProxy
 from server_helpers import new_chat
 from sqlalchemy.engine import make_url
 
+from cursor_agent_api.server.dispatch import queue as queue_module
 from cursor_agent_api.server.dispatch.worker_logs import one_line_queue_errors
 from cursor_agent_api.server.settings import ServerSettings
 from cursor_agent_api.server.store import StoreUnavailableError, is_transient
@@ -56,24 +58,26 @@ def _assert_503(r: httpx.Response) -> None:
     assert "the database is unavailable" in r.json()["detail"], r.text
 
 
-def test_a_cancel_and_a_run_are_answered_when_the_queues_connections_are_held(
-    db_url: str, tmp_path: Path, capfd: Any
+def test_a_cancel_and_a_run_are_answered_when_the_queues_database_stops_answering(
+    db_url: str, tmp_path: Path, capfd: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The job queue's open connections stop answering (a firewall dropped them; new ones
-    work, so the store's engine, which pings a connection before using it, goes on): a
-    cancel is the JSON 503 within the waits, a new run is failed ("could not be queued")
-    rather than held; once the connections are cut, the cancel works."""
+    """The job queue's database host stops answering (only the queue's connections go through
+    the proxy, so that the store, which has its own waits, answers): a cancel is the JSON 503
+    within the waits, a new run is failed ("could not be queued") rather than held; once the
+    host answers again, the cancel works."""
     root = tmp_path / "root"
     root.mkdir()
     with _proxied(db_url) as (proxy, through):
-        server = InProcServer(tmp_path, through, root, uuid.uuid4().hex, dispatch="queue", **WAITS).start()
+        real = queue_module.make_app
+        monkeypatch.setattr(queue_module, "make_app", lambda _url, **kw: real(through, **kw))
+        server = InProcServer(tmp_path, db_url, root, uuid.uuid4().hex, dispatch="queue", **WAITS).start()
         try:
             with server.client() as c:
                 chat, other = new_chat(c, workspace=str(root)), new_chat(c, workspace=str(root))
                 run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
                 assert run["status"] == "queued"  # no worker: it stays so
                 capfd.readouterr()
-                proxy.hold_open()
+                proxy.hold()
                 _assert_503(c.post(f"/api/runs/{run['id']}/cancel", timeout=ANSWER_WITHIN))
                 r = c.post(f"/api/chats/{other['id']}/runs", json={"prompt": "hi"}, timeout=ANSWER_WITHIN)
                 assert r.status_code == 202, r.text

@@ -66,14 +66,6 @@ MAX_JOBS = 5
 sweep fails it (``NotRun``) rather than giving it another."""
 
 
-_COUNT_WORKERS = (
-    "SELECT count(*) FILTER (WHERE last_heartbeat > now() - make_interval(secs => %(within)s)) AS alive, "
-    "count(*) FILTER (WHERE last_heartbeat <= now() - make_interval(secs => %(within)s)) AS stalled "
-    "FROM procrastinate_workers"
-)
-"""The workers that sent a heartbeat within ``within`` seconds, and the others (one row each)."""
-
-
 class QueueDispatcher:
     """Runs dispatched to workers through the job queue (see the module doc)."""
 
@@ -282,10 +274,8 @@ class QueueDispatcher:
         await self._count_workers(within)
 
     async def _count_workers(self, within: float) -> None:
-        """The workers alive and stalled (Procrastinate's ``procrastinate_workers``: one row
-        per registered worker, the stalled ones until a starting worker prunes them)."""
-        row = await self.app.connector.execute_query_one_async(_COUNT_WORKERS, within=within)
-        self._workers.update(alive=int(row["alive"]), stalled=int(row["stalled"]), checked_ms=now_ms())
+        """The workers alive and stalled (:meth:`~..store.Store.worker_counts`), for :meth:`health`."""
+        self._workers.update(await self.store.worker_counts(within), checked_ms=now_ms())
 
     async def _interrupt_lost(self, run: dict[str, Any]) -> None:
         """:func:`interrupt_lost_run`, counted for :meth:`health`."""
