@@ -13,7 +13,9 @@ new records (:class:`.notify.Relay`), their listener for logouts
   ``SELECT 1`` within as long; one that does not (a host that stopped answering, a
   firewall that dropped the connection without a word) is given up and opened again;
 * **the reconnecting**, with a backoff up to 5 s, one log line when the connection is
-  lost and one when it is back; and closing.
+  lost and one when it is back; and closing;
+* **its state** for ``GET /api/health`` (:meth:`PgListener.view`): connected or not, since
+  when not, how many times it came back, the last failure (no SQL, no values).
 
 A subclass says what to do with the notifications (:meth:`PgListener.received`), and if
 it must, what to do on a quiet interval (:meth:`PgListener.idle`) and once a lost
@@ -29,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from .store import Store, describe_error
+from .store import Store, describe_error, now_ms
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -57,6 +59,11 @@ class PgListener:
         """The current connection's notifications, in order; ``None`` once it has ended."""
         self.reconnects = 0
         """How many times a lost connection came back."""
+        self.connected = False
+        """Whether the connection is up (False from its failure until it is back)."""
+        self.down_since_ms: int | None = None
+        self.last_error: str | None = None
+        """The last failure of the connection (:func:`~.store.describe_error`), kept once it is back."""
         self._task: asyncio.Task[None] | None = None
         self._conn: Any = None
 
@@ -64,7 +71,18 @@ class PgListener:
         """Connect (no notification sent after this returns is missed), then keep listening."""
         conn = await self._connect()
         await self.opened()
+        self.connected = True
         self._task = asyncio.create_task(self._run(conn), name=task_name)
+
+    def view(self) -> dict[str, Any]:
+        """The connection's state, for ``GET /api/health``.
+
+        Example:
+            >>> PgListener(None, "ch", label="the LISTEN connection").view()  # type: ignore[arg-type]
+            {'connected': False, 'down_since_ms': None, 'reconnects': 0, 'last_error': None}
+        """
+        return {"connected": self.connected, "down_since_ms": self.down_since_ms,
+                "reconnects": self.reconnects, "last_error": self.last_error}
 
     async def close(self) -> None:
         """Stop listening."""
@@ -136,13 +154,18 @@ class PgListener:
                     conn = await self._connect()
                     await self.reconnected()
                     self.reconnects += 1
+                    self.connected, self.down_since_ms = True, None
                     logger.warning("%s is back", self.label)
                 delay = 0.1
                 await self.listen(conn)
+                self.last_error = "the connection was lost"  # (it ended without an error)
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                logger.warning("%s failed (%s); reconnecting", self.label, describe_error(e))
+                self.last_error = describe_error(e)
+                logger.warning("%s failed (%s); reconnecting", self.label, self.last_error)
+            if self.connected:
+                self.connected, self.down_since_ms = False, now_ms()
             conn = None
             await self._close_conn(failed=True)
             await asyncio.sleep(delay)

@@ -26,6 +26,7 @@ from .. import __version__
 from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
+from .dispatch.queue import QueueDispatcher
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
 from .runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, answered_or_unknown, run_view
@@ -249,19 +250,26 @@ async def health(request: Request) -> dict[str, Any]:
     """Liveness and what the page must show (``simulate``: agents are simulated).
 
     ``status`` is ``degraded`` while the database fails (``store`` says since when, why,
-    and how much of the agents' output waits in memory); it needs no database itself.
+    and how much of the agents' output waits in memory), and with ``--dispatch queue`` while
+    the relay's LISTEN connection is down (``relay``; ``workers``: as of the last sweep); it
+    needs no database itself.
     """
     s = _settings(request)
     store = _store(request)
     runs = _runs(request)
+    cluster: dict[str, Any] = runs.health() if isinstance(runs, QueueDispatcher) else {}
+    relay = cluster.get("relay")
+    degraded = store.health.degraded or (relay is not None and not relay["connected"])
     return {
-        "status": "degraded" if store.health.degraded else "ok",
+        "status": "degraded" if degraded else "ok",
         "version": __version__,
         "simulate": s.simulate,
         "ws_protocol": WS_PROTOCOL_VERSION,
         "database": store.dialect,
         "store": {**store.health.view(), "buffered": runs.buffered()},
         "runs": runs.counts(),
+        "relay": relay,
+        "workers": cluster.get("workers"),
     }
 
 

@@ -130,7 +130,9 @@ class Worker:
         self.log = EventLog(self.store, Hub(), s.max_field_bytes)
         self.runs = _WorkerRuns(s, self.log)
         self.identity = server_identity()
-        self.app = make_app(s.database_url, max_size=max(4, settings.concurrency + 2))
+        self.app = make_app(s.database_url, max_size=max(4, settings.concurrency + 2),
+                            connect_timeout=s.store_connect_timeout,
+                            statement_timeout=s.store_statement_timeout)
         self.app.task(name=TASK_NAME, pass_context=True)(self._job)
         self._stops: dict[str, _Stop] = {}
         self._shutdown: asyncio.Task[None] | None = None

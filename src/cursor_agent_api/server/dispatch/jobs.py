@@ -32,8 +32,11 @@ def worker_queue(name: str) -> str:
     return AFFINITY_PREFIX + name
 
 
-def make_app(database_url: str, *, max_size: int = 4) -> Any:
-    """A Procrastinate app on the server's database (open it with ``open_async``).
+def make_app(database_url: str, *, max_size: int = 4, connect_timeout: float = 10.0,
+             statement_timeout: float = 60.0) -> Any:
+    """A Procrastinate app on the server's database (open it with ``open_async``), whose
+    queries wait as the store's do (``store_connect_timeout``, ``store_statement_timeout``:
+    :class:`~.bounded.BoundedConnector`).
 
     Example:
         >>> type(make_app("postgresql+asyncpg://u@127.0.0.1/db")).__name__
@@ -41,7 +44,8 @@ def make_app(database_url: str, *, max_size: int = 4) -> Any:
     """
     import procrastinate
 
-    connector = procrastinate.PsycopgConnector(
-        conninfo=libpq_url(database_url), min_size=1, max_size=max_size
-    )
+    from .bounded import BoundedConnector
+
+    connector = BoundedConnector(libpq_url(database_url), max_size=max_size,
+                                 connect_timeout=connect_timeout, statement_timeout=statement_timeout)
     return procrastinate.App(connector=connector)

@@ -77,10 +77,14 @@ class QueueDispatcher:
         self.relay = Relay(store, hub, settings)
         # Not published here (a hub without subscribers): the relay publishes every record.
         self.log = EventLog(store, Hub(), settings.max_field_bytes)
-        self.app = app if app is not None else make_app(settings.database_url)
+        self.app = app if app is not None else make_app(
+            settings.database_url, connect_timeout=settings.store_connect_timeout,
+            statement_timeout=settings.store_statement_timeout)
         self._closing = False
         self._sweeper: asyncio.Task[None] | None = None
         self._counts = {"running": 0, "queued": 0}
+        self._workers: dict[str, Any] = {"alive": None, "stalled": None, "checked_ms": None,
+                                         "lost_runs": 0, "last_lost": None}
 
     # ---- life ------------------------------------------------------------------------
 
@@ -113,6 +117,25 @@ class QueueDispatcher:
     def buffered(self) -> dict[str, int]:
         """Events held in memory: none here (workers write them)."""
         return {"events": 0, "bytes": 0}
+
+    def health(self) -> dict[str, Any]:
+        """What ``GET /api/health`` says of the cluster, from memory: the relay's LISTEN
+        connection (:meth:`~..pg_listen.PgListener.view`) and the workers as of the last
+        sweep (``alive``: heartbeats within ``stalled_after``; ``stalled``: registered, but
+        silent for longer and not yet pruned: lost; ``checked_ms``: when; ``lost_runs``: runs
+        this server marked ``interrupted`` because their worker was lost, ``last_lost``: the
+        last such worker and when).
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> url = "postgresql+asyncpg://u@127.0.0.1/db"  # not connected to here
+            >>> d = QueueDispatcher(ServerSettings(token="t" * 16, database_url=url, dispatch="queue"),
+            ...                     Store(url), Hub())
+            >>> d.health()["relay"]["connected"], d.health()["workers"]["alive"]
+            (False, None)
+        """
+        return {"relay": self.relay.view(), "workers": dict(self._workers)}
 
     def is_active(self, run_id: str) -> bool:
         """Runs are not handled in this process."""
@@ -241,13 +264,25 @@ class QueueDispatcher:
         stalled = await jobs.get_stalled_jobs(seconds_since_heartbeat=within, task_name=TASK_NAME)
         await self._each(stalled, self._release_stalled, lambda job: job.task_kwargs.get("run_id"))
         abandoned = await self.store.abandoned_runs(ABANDONED_AFTER)
-        await self._each(abandoned, lambda run: interrupt_lost_run(self.log, run))
+        await self._each(abandoned, self._interrupt_lost)
         await self._each(await self.store.stranded_runs(within), self._move_to_shared_queue)
         orphans = await self.store.orphaned_runs()
         await self._each(orphans, self._recover_orphan, lambda orphan: orphan.run["id"])
         unqueued = await self.store.unqueued_runs(now_ms() - int(UNQUEUED_AFTER * 1000))
         await self._each(unqueued, self._interrupt_unqueued)
         self._counts = await self.store.run_counts()
+        await self._count_workers(within)
+
+    async def _count_workers(self, within: float) -> None:
+        """The workers alive and stalled (:meth:`~..store.Store.worker_counts`), for :meth:`health`."""
+        self._workers.update(await self.store.worker_counts(within), checked_ms=now_ms())
+
+    async def _interrupt_lost(self, run: dict[str, Any]) -> None:
+        """:func:`interrupt_lost_run`, counted for :meth:`health`."""
+        if await interrupt_lost_run(self.log, run):
+            worker = run.get("worker") or run.get("server_id") or "unknown"
+            self._workers["lost_runs"] += 1
+            self._workers["last_lost"] = {"worker": str(worker), "at_ms": now_ms()}
 
     @staticmethod
     async def _each(
@@ -276,7 +311,7 @@ class QueueDispatcher:
         run_id = job.task_kwargs.get("run_id")
         run = await self.store.get_run(str(run_id)) if run_id else None
         if run is not None and run["status"] != "queued" and not RunStatus(run["status"]).final:
-            await interrupt_lost_run(self.log, run)
+            await self._interrupt_lost(run)
         with contextlib.suppress(Exception):  # another API server may have finished it
             from procrastinate.jobs import Status
 

@@ -129,6 +129,22 @@ class QueueRows(StoreEngine):
             )
             return res.first() is not None
 
+    async def worker_counts(self, within: float) -> dict[str, int]:
+        """``{"alive": n, "stalled": m}``: Procrastinate's registered workers that sent a
+        heartbeat in the last ``within`` s, and the others (lost, until a starting worker
+        prunes them). One small count: a row per registered worker."""
+        async with self.connect() as conn:
+            res = await conn.execute(
+                text(
+                    "SELECT count(*) FILTER (WHERE last_heartbeat > now() - make_interval(secs => :within)), "
+                    "count(*) FILTER (WHERE last_heartbeat <= now() - make_interval(secs => :within)) "
+                    "FROM procrastinate_workers"
+                ),
+                {"within": within},
+            )
+            alive, stalled = res.one()
+            return {"alive": int(alive), "stalled": int(stalled)}
+
     async def _runs_where(self, *conditions: ColumnElement[bool] | TextClause) -> list[dict[str, Any]]:
         """The runs that meet every condition, oldest first."""
         async with self.connect() as conn:

@@ -1,0 +1,98 @@
+"""``GET /api/health`` of ``serve --dispatch queue`` says what an operator of a cluster needs:
+the relay's LISTEN connection (the workers' records reach this server's sockets through it:
+while it is down they arrive only by the slow poll, if at all), and the workers, as of the
+last sweep: alive, stalled (lost), and the runs this server marked ``interrupted`` for a lost
+worker. Its ``status`` is ``degraded`` while the relay is down. It said nothing of either: a
+relay that kept reconnecting, or a cluster without a live worker, looked ``ok``. It still
+answers from memory (no query of its own)."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from cluster import pg_execute  # (puts tests/server on the path)
+from inproc import InProcServer
+from pg_proxy import PgProxy
+from server_helpers import new_chat, poll
+from sqlalchemy.engine import make_url
+
+QUICK = {"sweep_interval": 0.2, "notify_poll_interval": 0.5, "stalled_after": 3.0}
+
+
+def _health(c: httpx.Client) -> dict[str, Any]:
+    r = c.get("/api/health")
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def _until(c: httpx.Client, ok: Any) -> dict[str, Any]:
+    """The health, polled until ``ok(health)``."""
+    seen: dict[str, Any] = {}
+
+    def check() -> bool:
+        seen.update(_health(c))
+        return bool(ok(seen))
+
+    poll(check, timeout=60)
+    return seen
+
+
+def test_health_says_when_the_relay_is_down_and_back(db_url: str, tmp_path: Path) -> None:
+    url = make_url(db_url)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy.start()
+    through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    root = tmp_path / "root"
+    root.mkdir()
+    server = InProcServer(tmp_path, through, root, uuid.uuid4().hex, dispatch="queue", **QUICK).start()
+    try:
+        with server.client() as c:
+            up = _until(c, lambda h: h["workers"]["checked_ms"] is not None)
+            assert up["status"] == "ok", up
+            assert up["relay"] == {"connected": True, "down_since_ms": None, "reconnects": 0,
+                                   "last_error": None}, up
+            proxy.stop()  # its connections cut, new ones refused
+            down = _until(c, lambda h: not h["relay"]["connected"])
+            assert down["status"] == "degraded", down
+            assert isinstance(down["relay"]["down_since_ms"], int), down
+            assert down["relay"]["last_error"], down
+            proxy.start()
+            back = _until(c, lambda h: h["relay"]["connected"])
+            assert back["relay"]["reconnects"] >= 1 and back["relay"]["down_since_ms"] is None, back
+            assert back["relay"]["last_error"], "the last failure is kept"
+            assert back["status"] == "ok", back
+    finally:
+        server.stop()
+        proxy.close()
+
+
+def test_health_counts_the_workers_and_the_runs_of_lost_ones(db_url: str, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    server = InProcServer(tmp_path, db_url, root, uuid.uuid4().hex, dispatch="queue", **QUICK).start()
+    try:
+        with server.client() as c:
+            none = _until(c, lambda h: h["workers"]["checked_ms"] is not None)
+            assert none["workers"] | {"checked_ms": 0} == {
+                "alive": 0, "stalled": 0, "checked_ms": 0, "lost_runs": 0, "last_lost": None}, none
+            # a worker alive, and one silent for an hour that has a run: lost
+            pg_execute(db_url, "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now())")
+            (lost,) = pg_execute(db_url, "INSERT INTO procrastinate_workers (last_heartbeat) "
+                                         "VALUES (now() - interval '1 hour') RETURNING id")
+            chat = new_chat(c, workspace=str(root))
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+            pg_execute(db_url, "UPDATE procrastinate_jobs SET status = 'doing', worker_id = $1 "
+                               "WHERE id = (SELECT job_id FROM runs WHERE id = $2)", lost["id"], run["id"])
+            pg_execute(db_url, "UPDATE runs SET status = 'running', worker = 'w9', worker_id = $1 "
+                               "WHERE id = $2", lost["id"], run["id"])
+            counted = _until(c, lambda h: h["workers"]["lost_runs"] == 1)
+            workers = counted["workers"]
+            assert (workers["alive"], workers["stalled"]) == (1, 1), workers
+            assert workers["last_lost"]["worker"] == "w9", workers
+            assert isinstance(workers["last_lost"]["at_ms"], int), workers
+            assert c.get(f"/api/runs/{run['id']}").json()["status"] == "interrupted"
+    finally:
+        server.stop()
