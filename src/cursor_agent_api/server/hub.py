@@ -5,7 +5,9 @@ WebSocket). :meth:`Hub.publish` is called only *after* the records were
 committed. Each subscriber has a queue bounded by count and by bytes: when it is full the
 subscriber is marked ``overflowed`` and dropped from the hub — the server
 never buffers without bound for a slow client; the WebSocket then tells the
-client to resync from its last seq (see ``docs/websocket.md``).
+client to resync from its last seq (see ``docs/websocket.md``). When the chat is deleted,
+:meth:`Hub.chat_deleted` sets each subscriber's ``deleted`` event and drops them: the
+WebSocket tells its client and closes.
 
 Nothing here touches the database or a socket.
 
@@ -35,7 +37,7 @@ class Subscriber:
         (True, (1, 'x'))
     """
 
-    __slots__ = ("chat_id", "max_bytes", "overflowed", "queue", "queued_bytes")
+    __slots__ = ("chat_id", "deleted", "max_bytes", "overflowed", "queue", "queued_bytes")
 
     def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024) -> None:
         self.chat_id = chat_id
@@ -43,6 +45,7 @@ class Subscriber:
         self.overflowed = False
         self.max_bytes = max_bytes
         self.queued_bytes = 0
+        self.deleted = asyncio.Event()  # set once the chat is deleted (Hub.chat_deleted)
 
     def offer(self, message: Message) -> bool:
         """Queue a message; on a full queue (count or bytes) mark the subscriber overflowed
@@ -108,6 +111,17 @@ class Hub:
     def subscriber_count(self, chat_id: str) -> int:
         """How many subscribers the chat has now."""
         return len(self._subs.get(chat_id, ()))
+
+    def chat_deleted(self, chat_id: str) -> None:
+        """The chat was deleted: each subscriber's ``deleted`` is set and it is dropped.
+
+        Example:
+            >>> hub = Hub(); s = hub.subscribe("c"); hub.chat_deleted("c")
+            >>> s.deleted.is_set(), hub.subscriber_count("c")
+            (True, 0)
+        """
+        for sub in self._subs.pop(chat_id, ()):
+            sub.deleted.set()
 
     def publish(self, chat_id: str, messages: Sequence[Message]) -> None:
         """Deliver committed messages, in seq order, to every subscriber of the chat."""
