@@ -26,6 +26,7 @@ def main() -> None:
 
 def _register() -> None:
     from .chat import chat
+    from .compact import compact
     from .replay import replay
     from .run import run
     from .serve import serve
@@ -38,6 +39,7 @@ def _register() -> None:
     main.add_command(sessions)
     main.add_command(serve)
     main.add_command(worker)
+    main.add_command(compact)
 
 
 _register()
