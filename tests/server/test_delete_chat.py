@@ -128,3 +128,47 @@ def test_a_follower_of_a_deleted_chat_is_told_and_closed(server: Server) -> None
     got, code = asyncio.run(_follow_then_delete(server, chat["id"]))
     assert code == 4404
     assert got[-1]["op"] == "error" and "was deleted" in got[-1]["detail"], got[-1]
+
+
+def test_a_prompt_or_a_change_racing_the_delete_is_a_404(
+    make_inproc: Callable[..., Any], monkeypatch: Any
+) -> None:
+    """The DELETE lands between a request's read of the chat and its write: the write finds
+    no chat, and the answer is the 404 of an unknown chat (it was a 500)."""
+    import threading
+
+    import httpx
+
+    srv = make_inproc()
+    real_create = srv.runs.log.create_run
+    entered, deleted = threading.Event(), threading.Event()
+
+    async def held_create(*a: Any, **k: Any) -> Any:
+        entered.set()  # the chat was read; the run is not stored yet
+        while not deleted.is_set():
+            await asyncio.sleep(0.01)
+        return await real_create(*a, **k)
+
+    monkeypatch.setattr(srv.runs.log, "create_run", held_create)
+    with srv.client() as c:
+        chat = new_chat(c)
+        posted: dict[str, httpx.Response] = {}
+        t = threading.Thread(target=lambda: posted.update(
+            r=c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})))
+        t.start()
+        assert entered.wait(60)
+        assert c.delete(f"/api/chats/{chat['id']}").status_code == 204
+        deleted.set()
+        t.join()
+        assert posted["r"].status_code == 404, posted["r"].text
+        assert "no chat" in posted["r"].json()["detail"]
+
+        stale = new_chat(c)
+        assert c.delete(f"/api/chats/{stale['id']}").status_code == 204
+
+        async def stale_read(chat_id: str) -> dict[str, Any]:
+            return stale  # read before the delete
+
+        monkeypatch.setattr(srv.store, "get_chat", stale_read)
+        r = c.patch(f"/api/chats/{stale['id']}", json={"options": {"force": True}})
+        assert r.status_code == 404, r.text

@@ -428,6 +428,8 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             "this chat has a queued or running run: its options can change once the run has "
             "ended (or cancel it: POST /api/runs/{id}/cancel)",
         ) from None
+    except NotFoundError:  # deleted since it was read
+        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
     return chat_view(row)
 
 
@@ -478,6 +480,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
             "this chat already has a queued or running run: wait for it to end or "
             "cancel it (POST /api/runs/{id}/cancel)",
         ) from None
+    except NotFoundError:  # deleted since it was read: nothing was stored
+        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
     except ServerClosingError:
         raise HTTPException(503, "the server is shutting down") from None
     except SubmitUncertainError as e:  # not "nothing was changed": it may have been stored
