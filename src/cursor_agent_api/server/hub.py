@@ -39,13 +39,15 @@ class Subscriber:
 
     __slots__ = ("chat_id", "deleted", "max_bytes", "overflowed", "queue", "queued_bytes")
 
-    def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024,
+                 deleted: asyncio.Event | None = None) -> None:
         self.chat_id = chat_id
         self.queue: asyncio.Queue[Message] = asyncio.Queue(maxsize=queue_size)
         self.overflowed = False
         self.max_bytes = max_bytes
         self.queued_bytes = 0
-        self.deleted = asyncio.Event()  # set once the chat is deleted (Hub.chat_deleted)
+        # set once the chat is deleted (Hub.chat_deleted); a socket's later subscribers share it
+        self.deleted = deleted if deleted is not None else asyncio.Event()
 
     def offer(self, message: Message) -> bool:
         """Queue a message; on a full queue (count or bytes) mark the subscriber overflowed
@@ -85,9 +87,17 @@ class Hub:
         self.queue_bytes = queue_bytes
         self._subs: dict[str, set[Subscriber]] = {}
 
-    def subscribe(self, chat_id: str) -> Subscriber:
-        """A new subscriber that receives everything published for the chat from now on."""
-        sub = Subscriber(chat_id, self.queue_size, self.queue_bytes)
+    def subscribe(self, chat_id: str, deleted: asyncio.Event | None = None) -> Subscriber:
+        """A new subscriber that receives everything published for the chat from now on
+        (``deleted``: the event :meth:`chat_deleted` sets, an earlier subscriber's).
+
+        Example:
+            >>> hub = Hub(); first = hub.subscribe("c"); hub.unsubscribe(first)
+            >>> later = hub.subscribe("c", first.deleted); hub.chat_deleted("c")
+            >>> first.deleted.is_set(), later.deleted is first.deleted
+            (True, True)
+        """
+        sub = Subscriber(chat_id, self.queue_size, self.queue_bytes, deleted)
         self._subs.setdefault(chat_id, set()).add(sub)
         return sub
 

@@ -143,11 +143,7 @@ class _Stream:
     async def until_deleted(self) -> None:
         """Close the socket once its chat is deleted: an ``error``, then 4404; then
         :class:`ChatDeletedError`."""
-        while True:
-            sub = self.sub
-            await sub.deleted.wait()
-            if sub is self.sub:
-                break
+        await self.sub.deleted.wait()  # (shared by the subscribers that replace this one)
         detail = f"chat {self.chat_id!r} was deleted"
         async with self.lock:
             await self.ws.send_text(control("error", self.last, detail=detail))
@@ -187,7 +183,7 @@ class _Stream:
             if self.sub.deleted.is_set():
                 await asyncio.Event().wait()  # until_deleted closes the socket
             self.hub.unsubscribe(self.sub)
-            self.sub = self.hub.subscribe(self.chat_id)
+            self.sub = self.hub.subscribe(self.chat_id, self.sub.deleted)
 
     async def forward(self) -> None:
         while True:
