@@ -60,6 +60,8 @@ EXPECT: dict[str, list[str]] = {
     "docs/simulator.md#cursor-agent-sim-the-cursor-cli-simulator[2]": ['"success":true'],
     "docs/simulator.md#fixtures-for-your-own-tests[1]": ["3 passed"],
     "docs/server.md#the-server-cursor-agent-api-serve[1]": ["Open: http://127.0.0.1:"],
+    "docs/server.md#deleting-chats-and-reclaiming-space[1]": [
+        "DELETE: 204", "GET after: 404", "compacted "],
     "docs/server.md#tests[1]": ["1 passed"],
     "docs/web.md#the-web-ui[1]": ["Open: http://127.0.0.1:"],
     "docs/web.md#tests[1]": ["1 passed"],

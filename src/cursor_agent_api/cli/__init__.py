@@ -18,6 +18,9 @@ from .lazy_group import LazyCommand, LazyGroup
 SUBCOMMANDS = {
     "chat": LazyCommand("cursor_agent_api.cli.chat:chat",
                         "Talk with the agent, turn after turn, on one chat."),
+    "compact": LazyCommand("cursor_agent_api.cli.compact:compact",
+                           "Give a SQLite database's free pages back (VACUUM); run it while the "
+                           "server is stopped."),
     "replay": LazyCommand("cursor_agent_api.cli.replay:replay",
                           'Render a recorded stream-json FILE ("-" for standard input).'),
     "run": LazyCommand("cursor_agent_api.cli.run:run",

@@ -65,8 +65,8 @@ this server's. The server sends `{"op": "hello"}`, every stored record after `af
 client may send `{"op": "ping", "nonce"}` (answered by `pong`). Close codes: 4000 resync
 (reconnect with `after_seq` = the last seq), 4401 the session the socket was opened with ended
 (signed out or expired: sign in again), 4400 bad request (such as an `after_seq` that is not
-a decimal integer from 0 to 2^63-1), 4404 no such chat, 1013 the database failed a read (reconnect
-later with `after_seq` = the last seq)."""
+a decimal integer from 0 to 2^63-1), 4404 no such chat (or it was deleted), 1013 the database
+failed a read (reconnect later with `after_seq` = the last seq)."""
 
 
 def _short(value: Any, limit: int = 80) -> str:

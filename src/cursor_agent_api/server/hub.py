@@ -5,7 +5,9 @@ WebSocket). :meth:`Hub.publish` is called only *after* the records were
 committed. Each subscriber has a queue bounded by count and by bytes: when it is full the
 subscriber is marked ``overflowed`` and dropped from the hub — the server
 never buffers without bound for a slow client; the WebSocket then tells the
-client to resync from its last seq (see ``docs/websocket.md``).
+client to resync from its last seq (see ``docs/websocket.md``). When the chat is deleted,
+:meth:`Hub.chat_deleted` sets each subscriber's ``deleted`` event and drops them: the
+WebSocket tells its client and closes.
 
 Nothing here touches the database or a socket.
 
@@ -35,14 +37,17 @@ class Subscriber:
         (True, (1, 'x'))
     """
 
-    __slots__ = ("chat_id", "max_bytes", "overflowed", "queue", "queued_bytes")
+    __slots__ = ("chat_id", "deleted", "max_bytes", "overflowed", "queue", "queued_bytes")
 
-    def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, chat_id: str, queue_size: int, max_bytes: int = 32 * 1024 * 1024,
+                 deleted: asyncio.Event | None = None) -> None:
         self.chat_id = chat_id
         self.queue: asyncio.Queue[Message] = asyncio.Queue(maxsize=queue_size)
         self.overflowed = False
         self.max_bytes = max_bytes
         self.queued_bytes = 0
+        # set once the chat is deleted (Hub.chat_deleted); a socket's later subscribers share it
+        self.deleted = deleted if deleted is not None else asyncio.Event()
 
     def offer(self, message: Message) -> bool:
         """Queue a message; on a full queue (count or bytes) mark the subscriber overflowed
@@ -82,9 +87,17 @@ class Hub:
         self.queue_bytes = queue_bytes
         self._subs: dict[str, set[Subscriber]] = {}
 
-    def subscribe(self, chat_id: str) -> Subscriber:
-        """A new subscriber that receives everything published for the chat from now on."""
-        sub = Subscriber(chat_id, self.queue_size, self.queue_bytes)
+    def subscribe(self, chat_id: str, deleted: asyncio.Event | None = None) -> Subscriber:
+        """A new subscriber that receives everything published for the chat from now on
+        (``deleted``: the event :meth:`chat_deleted` sets, an earlier subscriber's).
+
+        Example:
+            >>> hub = Hub(); first = hub.subscribe("c"); hub.unsubscribe(first)
+            >>> later = hub.subscribe("c", first.deleted); hub.chat_deleted("c")
+            >>> first.deleted.is_set(), later.deleted is first.deleted
+            (True, True)
+        """
+        sub = Subscriber(chat_id, self.queue_size, self.queue_bytes, deleted)
         self._subs.setdefault(chat_id, set()).add(sub)
         return sub
 
@@ -108,6 +121,17 @@ class Hub:
     def subscriber_count(self, chat_id: str) -> int:
         """How many subscribers the chat has now."""
         return len(self._subs.get(chat_id, ()))
+
+    def chat_deleted(self, chat_id: str) -> None:
+        """The chat was deleted: each subscriber's ``deleted`` is set and it is dropped.
+
+        Example:
+            >>> hub = Hub(); s = hub.subscribe("c"); hub.chat_deleted("c")
+            >>> s.deleted.is_set(), hub.subscriber_count("c")
+            (True, 0)
+        """
+        for sub in self._subs.pop(chat_id, ()):
+            sub.deleted.set()
 
     def publish(self, chat_id: str, messages: Sequence[Message]) -> None:
         """Deliver committed messages, in seq order, to every subscriber of the chat."""

@@ -22,6 +22,9 @@ the :class:`~.hub.Hub`, in seq order — so the WebSocket's replay/live merge
   baseline holds for every chat) stays: it is where a new subscriber's live records start.
 * **A lost LISTEN connection** is opened again (backoff up to 5 s; :mod:`.pg_listen`); then
   every chat with subscribers is caught up from what was published.
+* **A deleted chat** (``"<chat> deleted"``, sent by the delete's commit) has its sockets
+  closed (:meth:`~.hub.Hub.chat_deleted`) and is forgotten; so has a subscribed chat the
+  catch-up no longer finds (a notification missed).
 * **A slow poll** (``notify_poll_interval`` without a notification) compares the
   subscribed chats' ``last_seq`` with what was published and catches up: a missed
   notification costs a few seconds, never a record. The LISTEN connection is pinged first
@@ -32,6 +35,8 @@ Example:
     ('0b7c', 4, 9)
     >>> parse_payload("nonsense") is None
     True
+    >>> deleted_chat("0b7c deleted"), deleted_chat("0b7c 4 9")
+    ('0b7c', None)
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from .log import record_message
 from .pg_listen import PgListener
 from .settings import ServerSettings
 from .store import Store, cut_record
-from .store.queue_schema import EVENTS_CHANNEL
+from .store.queue_schema import CHAT_DELETED, EVENTS_CHANNEL
 from .turns import Refolder
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -60,6 +65,12 @@ def parse_payload(payload: str) -> tuple[str, int, int] | None:
     if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
         return None
     return parts[0], int(parts[1]), int(parts[2])
+
+
+def deleted_chat(payload: str) -> str | None:
+    """The chat id of a notification that the chat was deleted, else ``None``."""
+    chat_id, _, what = payload.partition(" ")
+    return chat_id if what == CHAT_DELETED and chat_id else None
 
 
 class Relay(PgListener):
@@ -98,6 +109,11 @@ class Relay(PgListener):
     async def received(self, payloads: list[str]) -> None:
         wanted: dict[str, tuple[int, int]] = {}
         for payload in payloads:
+            gone = deleted_chat(payload)
+            if gone is not None:
+                wanted.pop(gone, None)
+                self._forget(gone)
+                continue
             parsed = parse_payload(payload)
             if parsed is None:
                 continue
@@ -121,10 +137,18 @@ class Relay(PgListener):
         if not subscribed:
             return
         rows = await self.store.chat_last_seqs(subscribed)
+        for chat_id in set(subscribed) - {chat_id for chat_id, _ in rows}:
+            self._forget(chat_id)  # deleted
         for chat_id, last_seq in rows:
             after = self.published.get(chat_id, 0)
             if int(last_seq) > after:
                 await self._publish_after(chat_id, after)
+
+    def _forget(self, chat_id: str) -> None:
+        """The chat was deleted: its sockets closed, what was kept of it dropped."""
+        self.hub.chat_deleted(chat_id)
+        self.published.pop(chat_id, None)
+        self._refolded.pop(chat_id, None)
 
     def _skip_to(self, chat_id: str, seq: int) -> None:
         """Nobody watches the chat: what was published moves to ``seq`` without a read; the

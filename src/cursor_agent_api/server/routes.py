@@ -27,12 +27,21 @@ from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
 from .dispatch.queue import QueueDispatcher
+from .hub import Hub
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
 from .runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, answered_or_unknown, run_view
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
-from .store import ActiveRunError, Store, cut_value, describe_error, json_bytes, resolve_pointer
+from .store import (
+    ActiveRunError,
+    NotFoundError,
+    Store,
+    cut_value,
+    describe_error,
+    json_bytes,
+    resolve_pointer,
+)
 from .turns import backfill_turns, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
 
@@ -406,7 +415,7 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             "options must name at least one option, each true or false (transport: 'print' or "
             "'acp'; mode: 'agent', 'plan' or 'ask')",
         )
-    await _chat_or_404(request, chat_id)  # chats are never deleted
+    await _chat_or_404(request, chat_id)  # (deleted meanwhile: update_chat's 404)
     values: dict[str, Any] = {}
     if body.title is not None:
         values["title"] = body.title
@@ -427,7 +436,33 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             "this chat has a queued or running run: its options can change once the run has "
             "ended (or cancel it: POST /api/runs/{id}/cancel)",
         ) from None
+    except NotFoundError:  # deleted since it was read
+        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
     return chat_view(row)
+
+
+@router.delete("/chats/{chat_id}", status_code=204, tags=["chats"])
+async def delete_chat(chat_id: str, request: Request) -> Response:
+    """Delete a chat and everything of it: its runs, records, tool calls and folded turns
+    (and, with ``--dispatch queue``, its runs' finished jobs), in one transaction. 409 while
+    a run of it is queued or running (cancel it first), or its job is not over; 404 unknown.
+    The chat's WebSockets, on every server of the database, get an ``error`` and close (4404).
+    The database file does not shrink by itself: see docs/server.md, "Deleting chats and
+    reclaiming space"."""
+    try:
+        counts = await _store(request).delete_chat(chat_id)
+    except NotFoundError:
+        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
+    except ActiveRunError:
+        raise HTTPException(
+            409,
+            "this chat has a queued or running run: cancel it (POST /api/runs/{id}/cancel) "
+            "or wait for it to end, then delete the chat",
+        ) from None
+    hub: Hub = request.app.state.hub
+    hub.chat_deleted(chat_id)  # (another server's sockets: the delete's notification)
+    logger.info("chat %s deleted (%s)", chat_id, ", ".join(f"{n} {k}" for k, n in counts.items()))
+    return Response(status_code=204)
 
 
 # ---- runs ----------------------------------------------------------------------------
@@ -453,6 +488,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
             "this chat already has a queued or running run: wait for it to end or "
             "cancel it (POST /api/runs/{id}/cancel)",
         ) from None
+    except NotFoundError:  # deleted since it was read: nothing was stored
+        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
     except ServerClosingError:
         raise HTTPException(503, "the server is shutting down") from None
     except SubmitUncertainError as e:  # not "nothing was changed": it may have been stored

@@ -25,7 +25,9 @@ socket stays open.
 A message over :data:`MAX_CLIENT_MESSAGE` bytes is refused unread by the WebSocket layer
 (uvicorn's ``ws_max_size``): the socket closes with 1009 (message too big), no ``error``.
 A read that fails (the database is unavailable) ends the socket with an ``error`` and close
-code 1013: the client reconnects later from its last seq.
+code 1013: the client reconnects later from its last seq. When the chat is deleted
+(``DELETE /api/chats/{id}``, on this server or another on the database) the socket sends an
+``error`` saying so and closes with 4404, as for a chat that does not exist.
 
 Example:
     >>> control("live", 7)
@@ -78,6 +80,10 @@ def control(op: str, seq: int, **fields: Any) -> str:
 
 class SessionEndedError(Exception):
     """The session the socket was opened with has ended (it is closed with 4401)."""
+
+
+class ChatDeletedError(Exception):
+    """The socket's chat was deleted (it is closed with 4404)."""
 
 
 class _Stream:
@@ -134,6 +140,16 @@ class _Stream:
         async with self.lock:
             await self._sign_out()
 
+    async def until_deleted(self) -> None:
+        """Close the socket once its chat is deleted: an ``error``, then 4404; then
+        :class:`ChatDeletedError`."""
+        await self.sub.deleted.wait()  # (shared by the subscribers that replace this one)
+        detail = f"chat {self.chat_id!r} was deleted"
+        async with self.lock:
+            await self.ws.send_text(control("error", self.last, detail=detail))
+            await self.ws.close(CLOSE_NOT_FOUND, close_reason(detail))
+        raise ChatDeletedError
+
     async def unavailable(self, exc: BaseException) -> None:
         """A read failed (the database is unavailable): ``error``, then close with 1013; the
         client reconnects later with ``after_seq`` = the last seq it got."""
@@ -164,8 +180,10 @@ class _Stream:
                 return
             # The live queue overflowed while we replayed: everything it lost is
             # committed, so subscribe afresh and read on from the store.
+            if self.sub.deleted.is_set():
+                await asyncio.Event().wait()  # until_deleted closes the socket
             self.hub.unsubscribe(self.sub)
-            self.sub = self.hub.subscribe(self.chat_id)
+            self.sub = self.hub.subscribe(self.chat_id, self.sub.deleted)
 
     async def forward(self) -> None:
         while True:
@@ -250,8 +268,9 @@ def _session_of(ws: WebSocket, auth: Auth) -> str | None:
     return ws.cookies.get(auth.cookie_name) or None
 
 
-_ENDINGS = (WebSocketDisconnect, RuntimeError, SessionEndedError)
-"""How a socket's tasks end without an error: the client left, or its session ended."""
+_ENDINGS = (WebSocketDisconnect, RuntimeError, SessionEndedError, ChatDeletedError)
+"""How a socket's tasks end without an error: the client left, its session ended, or its
+chat was deleted."""
 
 MAX_SEQ = 2**63 - 1
 _DIGITS = re.compile(r"[0-9]{1,19}")
@@ -356,6 +375,7 @@ async def _serve(ws: WebSocket, chat_id: str, watch: SessionWatch | None) -> Non
 
         sender = asyncio.create_task(replay_then_forward())
         tasks.append(sender)
+        tasks.append(asyncio.create_task(stream.until_deleted()))
         if watch is not None:
             interval = ws.app.state.settings.session_check_interval
             tasks.append(asyncio.create_task(stream.guard(ws.app.state.auth, interval)))

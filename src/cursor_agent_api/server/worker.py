@@ -402,7 +402,7 @@ class Worker:
         if run is None:
             return "not queued any more"
         chat = await self.store.get_chat(str(run["chat_id"]))
-        assert chat is not None  # a run's chat is never deleted
+        assert chat is not None  # a chat is not deleted while its run's job is held
         try:
             workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
         except WorkspaceError as e:

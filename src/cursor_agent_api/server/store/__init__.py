@@ -6,7 +6,8 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.engine`: the engine, its life, the migrations, transactions and snapshots;
 * :mod:`.writes`: the write path (records and the folded turn state, one transaction);
 * :mod:`.log_reads`: reading a chat's log; :mod:`.turn_state`: reading the folded state;
-* :mod:`.chats`, :mod:`.runs`: their rows (:mod:`.run_order`: a chat's runs a page at a time);
+* :mod:`.chats`, :mod:`.runs`: their rows (:mod:`.run_order`: a chat's runs a page at a time;
+  :mod:`.chat_deletes`: a chat deleted with all of it);
   :mod:`.claims`: the distributed queue's;
   :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN;
   :mod:`.urls`: database URLs;
@@ -36,6 +37,7 @@ Example:
 from __future__ import annotations
 
 from .auth_sessions import AuthSessions
+from .chat_deletes import ChatDeletes
 from .chats import ChatRows
 from .claims import QueueRows
 from .cuts import cut_record, cut_value, resolve_pointer, utf8_prefix, utf8_size
@@ -80,14 +82,15 @@ from .writes import (
 )
 
 
-class Store(ChatRows, RunRows, LogReads, TurnReads, QueueRows, AuthSessions, Notifications):
+class Store(ChatRows, ChatDeletes, RunRows, LogReads, TurnReads, QueueRows, AuthSessions, Notifications):
     """Async access to the server's database (an SQLite file or PostgreSQL).
 
     Call :meth:`start` once (creates the SQLite directory, sets WAL, runs the
     migrations) and :meth:`close` at the end. Each part lives in its module (see the
     package's text): :class:`~.engine.StoreEngine`, :class:`~.writes.LogWrites`,
     :class:`~.log_reads.LogReads`, :class:`~.turn_state.TurnReads`,
-    :class:`~.chats.ChatRows`, :class:`~.runs.RunRows`, :class:`~.claims.QueueRows`,
+    :class:`~.chats.ChatRows`, :class:`~.chat_deletes.ChatDeletes`, :class:`~.runs.RunRows`,
+    :class:`~.claims.QueueRows`,
     :class:`~.auth_sessions.AuthSessions`, :class:`~.notifications.Notifications`.
 
     Example:

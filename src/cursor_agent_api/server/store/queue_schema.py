@@ -19,6 +19,10 @@ EVENTS_CHANNEL = "cursor_agent_api_events"
 """The channel every commit of records notifies: payload ``"<chat id> <first seq> <last seq>"``
 (the trigger of migrations 0005 and 0006 names it as written there)."""
 
+CHAT_DELETED = "deleted"
+"""What follows the chat's id on :data:`EVENTS_CHANNEL` when the chat was deleted
+(:meth:`~.chat_deletes.ChatDeletes.delete_chat`): ``"<chat id> deleted"``."""
+
 
 def apply_queue_schema(sync_connection: Any) -> bool:
     """Create Procrastinate's tables and functions unless they exist; True if it did.

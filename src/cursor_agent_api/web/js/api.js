@@ -48,6 +48,7 @@ export const api = {
   turns: (id, limit, beforeRun = null) => call("GET",
     `/api/chats/${enc(id)}/turns?limit=${limit}${beforeRun ? `&before_run=${enc(beforeRun)}` : ""}`),
   updateChat: (id, body) => call("PATCH", `/api/chats/${enc(id)}`, body),
+  deleteChat: (id) => call("DELETE", `/api/chats/${enc(id)}`),
   createChat: (body) => call("POST", "/api/chats", body),
   startRun: (chatId, prompt) => call("POST", `/api/chats/${enc(chatId)}/runs`, { prompt }),
   cancelRun: (runId) => call("POST", `/api/runs/${enc(runId)}/cancel`),

@@ -90,6 +90,7 @@ function bindStaticHandlers() {
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
+  $("delete-chat-button").addEventListener("click", deleteChat);
   // a session mode is ACP's: the mode choice follows the transport choice
   for (const [transport, mode] of [["opt-transport", "opt-mode"], ["copt-transport", "copt-mode"]]) {
     $(transport).addEventListener("change", () => syncMode(transport, mode));
@@ -536,12 +537,27 @@ async function saveOptions(ev) {
   }
 }
 
+/** Delete the open chat, once confirmed; then the welcome view, and the list without it. */
+async function deleteChat() {
+  const chat = state.chat;
+  if (!chat || !confirm(`Delete the chat “${chat.title}” with all its runs? This cannot be undone.`)) return;
+  try {
+    await api.deleteChat(chat.id);
+  } catch (err) {
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
+  }
+  if (state.chat?.id === chat.id) location.hash = "#/";
+  await refreshChats();
+}
+
 function updateRunControls() {
   const active = state.timeline?.activeRun;
   $("stop-button").hidden = !active;
   $("stop-button").disabled = false;
   $("run-state").textContent = active ? (active.status === "queued" ? "Queued: waiting for a free slot…" : "The agent is working…") : "";
   $("options-button").disabled = Boolean(active); // options change between runs only
+  $("delete-chat-button").disabled = Boolean(active); // the server refuses it meanwhile (409)
   if (active) toggleOptions(false);
   document.body.classList.toggle("running", Boolean(active));
 }

@@ -1,0 +1,79 @@
+"""``cursor-agent-api compact``: shrink the server's SQLite file after chats were deleted.
+
+``DELETE /api/chats/{id}`` frees the chat's pages inside the file; the file keeps its size
+until it is rewritten. Stop the server, run ``compact`` (SQLite's ``VACUUM``, then a
+checkpoint that empties the WAL), start the server again. It takes about as long as copying
+the file. It reads the same database URL as ``serve`` (``--database-url``,
+``CURSOR_AGENT_API_DATABASE_URL``, else the default file). For PostgreSQL it does nothing
+and says why (autovacuum makes the space reusable; ``VACUUM FULL`` gives it back).
+
+Example:
+    $ cursor-agent-api serve          # … then DELETE /api/chats/{id}; stop the server
+    $ cursor-agent-api compact
+    compacted /home/me/.local/share/cursor-agent-api/server.sqlite3: 65.5 MB -> 98.3 kB (3998 free pages)
+"""
+
+from __future__ import annotations
+
+import click
+
+from ..extras import SERVER_MODULES, first_missing, install_command
+
+POSTGRES_NOTE = (
+    "nothing to do on PostgreSQL: autovacuum makes the space of deleted rows reusable (the "
+    "tables stop growing, they do not shrink); to give it back to the file system, run "
+    "VACUUM FULL by hand (it locks each table while it rewrites it)"
+)
+
+
+def _mb(n: int) -> str:
+    """A size for people.
+
+    Example:
+        >>> _mb(65_536_000), _mb(98_304)
+        ('65.5 MB', '98.3 kB')
+    """
+    return f"{n / 1e6:.1f} MB" if n >= 1_000_000 else f"{n / 1e3:.1f} kB"
+
+
+@click.command("compact")
+@click.option(
+    "--database-url",
+    envvar="CURSOR_AGENT_API_DATABASE_URL",
+    default=None,
+    help="The server's database, as for serve (default: its default SQLite file). "
+    "[env: CURSOR_AGENT_API_DATABASE_URL]",
+)
+def compact(database_url: str | None) -> None:
+    """Give a SQLite database's free pages back (VACUUM); run it while the server is stopped."""
+    missing = first_missing(SERVER_MODULES)
+    if missing is not None:
+        raise click.ClickException(
+            f"compact needs the 'server' extra ({missing} is missing): {install_command('server')}"
+        )
+    from ..server.settings import default_database_url
+    from ..server.store.compaction import DatabaseBusyError, compact_sqlite, sqlite_path
+    from ..server.store.urls import database_url_problem, is_postgres
+    from .console import CliError, CliUsageError, given_as
+
+    if database_url is not None:
+        problem = database_url_problem(database_url)
+        if problem is not None:
+            raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
+    url = database_url or default_database_url()
+    if is_postgres(url):
+        click.echo(POSTGRES_NOTE)
+        return
+    path = sqlite_path(url)
+    if path is None:
+        raise CliUsageError("compact needs an SQLite file or a PostgreSQL database")
+    try:
+        done = compact_sqlite(path)
+    except FileNotFoundError:
+        raise CliError(f"no database file {path}") from None
+    except DatabaseBusyError:
+        raise CliError(
+            f"the database {path} is busy (another process holds its write lock): stop the "
+            "server, then run compact again"
+        ) from None
+    click.echo(f"compacted {path}: {_mb(done.before)} -> {_mb(done.after)} ({done.free_pages} free pages)")
