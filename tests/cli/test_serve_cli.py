@@ -90,7 +90,10 @@ def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
 TOKEN = "serve-cli-test-token-0123456789"
 
 
-def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> str:
+def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str],
+                       stdout: list[str] | None = None) -> str:
+    """Start serve (stdout a pipe), ask for its health, stop it: its log (and, in ``stdout``,
+    what it printed there)."""
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
@@ -109,8 +112,45 @@ def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> 
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(60)
             if proc.stdout is not None:
+                if stdout is not None:
+                    stdout += proc.stdout.read().splitlines()
                 proc.stdout.close()
     return log.read_text()
+
+
+def test_a_link_printed_to_a_log_says_it_expires(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # under a supervisor stdout is a log file or the journal: anyone who read it later signed
+    # in with the printed code, good until used; it now says it lasts 10 minutes, and how to
+    # get another link (the expiry itself: below, on the auth module's clock)
+    printed: list[str] = []
+    _serve_one_request(cli_env, tmp_path, [], stdout=printed)
+    (note,) = [line for line in printed if "stdout is not a terminal" in line]
+    assert "for 10 minutes" in note and "POST /api/auth/codes with the token" in note
+    assert not note.startswith("Open: ")  # the Open: line is the link alone, as it was
+
+
+def test_a_code_printed_to_a_log_is_refused_after_ten_minutes() -> None:
+    from cursor_agent_api.cli.serve import open_lines
+    from cursor_agent_api.server.auth import Auth
+    from cursor_agent_api.server.settings import ServerSettings
+    from cursor_agent_api.server.store import Store
+
+    settings = ServerSettings(token="a" * 16, port=1)
+    now = [0.0]
+    auth = Auth(settings, Store("sqlite+aiosqlite://"), code_clock=lambda: now[0])
+
+    def printed_code(terminal: bool) -> str:
+        lines = open_lines(settings, auth, terminal)
+        return next(x for x in lines if x.startswith("Open: ")).split("code=", 1)[1]
+
+    to_log, to_log_late = printed_code(terminal=False), printed_code(terminal=False)
+    on_terminal = printed_code(terminal=True)
+    now[0] = 599.0
+    assert auth.redeem_code(to_log)
+    now[0] = 600.0
+    assert not auth.redeem_code(to_log_late)
+    now[0] = 10 * 365 * 86400.0  # on a terminal, as before: good until used
+    assert auth.redeem_code(on_terminal)
 
 
 def test_access_log_is_off_by_default(cli_env: dict[str, str], tmp_path: Path) -> None:

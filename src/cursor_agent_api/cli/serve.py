@@ -88,6 +88,37 @@ def exposure_warnings(host: str) -> list[str]:
     return lines
 
 
+def open_lines(settings: Any, auth: Any, terminal: bool) -> list[str]:
+    """``serve``'s ``Open:`` line: the link with a new one-time sign-in code, and, when stdout is
+    not a ``terminal``, a second line for the code's lifetime.
+
+    On a terminal the code is good until it is used. Elsewhere stdout is a log (a file, the
+    journal) that others may read later: the code works for ``settings.printed_code_seconds``
+    only, and the second line says so and how to get another link.
+
+    Example:
+        >>> from cursor_agent_api.server.auth import Auth
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> from cursor_agent_api.server.store import Store
+        >>> settings = ServerSettings(token="a" * 16, port=1)
+        >>> now = [0.0]
+        >>> auth = Auth(settings, Store("sqlite+aiosqlite://"), code_clock=lambda: now[0])
+        >>> opened, note = open_lines(settings, auth, terminal=False)
+        >>> print(note)
+          (stdout is not a terminal: the link works once, for 10 minutes; a new one: POST /api/auth/codes with the token)
+        >>> now[0] = 600.0; auth.redeem_code(opened.split("code=")[1])
+        False
+    """
+    if terminal:
+        return [f"Open: {settings.login_url(auth.issue_code())}"]
+    seconds = settings.printed_code_seconds
+    code = auth.issue_code(ttl_seconds=seconds)
+    lifetime = f"{seconds / 60:g} minutes" if seconds % 60 == 0 else f"{seconds:g} seconds"
+    return [f"Open: {settings.login_url(code)}",
+            f"  (stdout is not a terminal: the link works once, for {lifetime}; a new one: "
+            "POST /api/auth/codes with the token)"]
+
+
 def argv_secret_warnings(token: str | None, database_url: str | None) -> list[str]:
     """``serve``'s and ``worker``'s warnings for a secret given on the command line: the
     token, a database URL with a password (each belongs in its environment variable)."""
@@ -384,7 +415,8 @@ def serve(
             label += f" dispatching to workers (queue {queue_name!r})"
         click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
         # A one-time code, not the token: the link in the browser's history is dead.
-        click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
+        for line in open_lines(settings, app.state.auth, sys.stdout.isatty()):
+            click.echo(line)
         if token is None:
             click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
         sys.stdout.flush()
