@@ -104,8 +104,8 @@ def open_lines(settings: Any, auth: Any, terminal: bool) -> list[str]:
         >>> now = [0.0]
         >>> auth = Auth(settings, Store("sqlite+aiosqlite://"), code_clock=lambda: now[0])
         >>> opened, note = open_lines(settings, auth, terminal=False)
-        >>> print(note)
-          (stdout is not a terminal: the link works once, for 10 minutes; a new one: POST /api/auth/codes with the token)
+        >>> print(note)  # doctest: +ELLIPSIS
+          (stdout is not a terminal: the link works once, for 10 minutes; a new one: POST ...)
         >>> now[0] = 600.0; auth.redeem_code(opened.split("code=")[1])
         False
     """
