@@ -118,6 +118,32 @@ def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str],
     return log.read_text()
 
 
+def test_under_nohup_a_hang_up_is_still_ignored(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # serve stops on SIGHUP as on SIGTERM (tests/server/test_restart.py), but not when it was
+    # started to ignore it (nohup, SIG_IGN inherited)
+    proc = subprocess.Popen(
+        [*SERVE, "--port", "0", "--simulate", "--token", TOKEN, "--database-url",
+         f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli_env,
+        cwd=cli_env["TEST_WS"], start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None
+        url = next(x for x in iter(proc.stdout.readline, "") if x.startswith("Open: "))
+        url = url.split("Open: ", 1)[1].strip().split("/?code=")[0]
+        proc.send_signal(signal.SIGHUP)
+        with httpx.Client(base_url=url, timeout=30,
+                          headers={"Authorization": f"token {TOKEN}"}) as client:
+            for _ in range(3):  # (a signal is handled between two of the loop's steps)
+                assert client.get("/api/health").status_code == 200
+        assert proc.poll() is None
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
 def test_a_link_printed_to_a_log_says_it_expires(cli_env: dict[str, str], tmp_path: Path) -> None:
     # under a supervisor stdout is a log file or the journal: anyone who read it later signed
     # in with the printed code, good until used; it now says it lasts 10 minutes, and how to

@@ -16,11 +16,15 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import gc
 import logging
+import signal
 import socket
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -423,6 +427,23 @@ def serve(
 
     class _Server(uvicorn.Server):
         output_lost: OSError | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            # SIGHUP (its terminal or SSH session closed) stops it as SIGTERM does: gracefully,
+            # its runs marked interrupted (it died at once, its runs left "running"); unless
+            # it was started to ignore it (nohup)
+            with super().capture_signals():
+                hangup = getattr(signal, "SIGHUP", None)
+                if (hangup is None or threading.current_thread() is not threading.main_thread()
+                        or signal.getsignal(hangup) == signal.SIG_IGN):
+                    yield
+                    return
+                previous = signal.signal(hangup, self.handle_exit)
+                try:
+                    yield
+                finally:
+                    signal.signal(hangup, previous)
 
         async def main_loop(self) -> None:
             # Entered once started, before serving; every uvicorn shuts down (the app's
