@@ -300,10 +300,24 @@ def test_a_debug_log_shows_no_header_secret(make_server: Any) -> None:
     assert cookie.split("=", 1)[1] not in log
 
 
+def test_the_access_log_names_the_real_client_not_a_forwarded_one(make_server: Any) -> None:
+    # uvicorn trusted X-Forwarded-For from 127.0.0.1 (its proxy_headers default): any local
+    # process wrote the client address of its choice in the access log
+    server = make_server(args=["--log-level", "info", "--access-log"])
+    with httpx.Client(base_url=server.url) as c:
+        r = c.get("/api/health?probe=forged", headers={"Authorization": f"token {server.token}",
+                                                       "X-Forwarded-For": "203.0.113.66"})
+        assert r.status_code == 200
+    server.stop()
+    (line,) = [x for x in server.log_text().splitlines() if "probe=forged" in x]
+    assert "203.0.113.66" not in line and "127.0.0.1:" in line, line
+
+
 def test_the_access_log_keeps_a_line_whose_client_looks_like_a_header(make_server: Any) -> None:
-    # uvicorn takes the client address from X-Forwarded-For (trusted from 127.0.0.1): one that
-    # read like a header line ("cookie: x") made the header redaction flatten the access
-    # record's args, and uvicorn's formatter failed ("--- Logging error ---"): the line was lost
+    # uvicorn took the client address from X-Forwarded-For (trusted from 127.0.0.1, before
+    # serve turned that off: above): one that read like a header line ("cookie: x") made the
+    # header redaction flatten the access record's args, and uvicorn's formatter failed
+    # ("--- Logging error ---"): the line was lost
     server = make_server(args=["--log-level", "info", "--access-log"])
     with httpx.Client(base_url=server.url) as c:
         r = c.get("/api/health?probe=1", headers={"Authorization": f"token {server.token}",

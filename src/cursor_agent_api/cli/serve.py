@@ -393,6 +393,9 @@ def serve(
         ws_per_message_deflate=False,  # loopback: compression only costs CPU
         timeout_graceful_shutdown=5,
         server_header=False,
+        # no proxy is trusted: X-Forwarded-For from 127.0.0.1 (uvicorn's default) let any
+        # local process write the client address in the access log
+        proxy_headers=False,
     )
     for name in ("uvicorn.access", "uvicorn.error", "uvicorn", "cursor_agent_api"):
         logger = logging.getLogger(name)
