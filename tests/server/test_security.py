@@ -356,3 +356,25 @@ def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
             assert "access-control-allow-origin" not in resp.headers
         assert len(csps) == 1, "one CSP for pages, files and the API"
         assert browser.get("/api/health").headers["cache-control"] == "no-store"
+
+
+def test_a_refused_websocket_is_not_logged_as_an_error(make_server: Any) -> None:
+    # every WebSocket refused with its HTTP answer (401 no sign-in, 403 a foreign Origin) made
+    # uvicorn log "ERROR: ASGI callable returned without completing handshake." (its
+    # websockets-sansio forgets that the answer ended the handshake): a routine refusal is not
+    # an error, and whoever alerts on ERROR lines was paged for each
+    import websockets.sync.client
+
+    server = make_server(args=["--log-level", "info"])
+    with server.client() as c:
+        chat = new_chat(c)
+    url = server.url.replace("http", "ws", 1) + f"/api/chats/{chat['id']}/stream"
+    for headers, status in (({}, 401), ({"Origin": "http://evil.example",
+                                         "Authorization": f"token {server.token}"}, 403)):
+        with pytest.raises(InvalidStatus) as refused:
+            websockets.sync.client.connect(url, additional_headers=headers)  # type: ignore[arg-type]
+        assert refused.value.response.status_code == status
+    server.stop()
+    log = server.log_text()
+    assert '"WebSocket /api/chats/' in log  # (the refusals are logged, at INFO)
+    assert "without completing handshake" not in log, log

@@ -402,6 +402,10 @@ def serve(
         logger.addFilter(RedactTokens())
         for handler in logger.handlers:  # what children propagate passes here, not there
             handler.addFilter(RedactTokens())
+    # a refused WebSocket (401, 403) is no ERROR (uvicorn's websockets-sansio logs one)
+    from ..server.checks.asgi import RefusedUpgrades
+
+    logging.getLogger("uvicorn.error").addFilter(RefusedUpgrades())
     # before any agent starts: it runs as this user, and would read the token (and the
     # database URL) from /proc/<this pid>/environ; logged once logging is set up
     make_non_dumpable()
