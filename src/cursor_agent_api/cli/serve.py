@@ -2,7 +2,8 @@
 
 Binds 127.0.0.1 by default. At start it prints, once, on stdout: the link to
 open, with a one-time login code (it signs one browser in, then it is dead, so
-the browser's history keeps no password), and the token for program clients
+the browser's history keeps no password; when stdout is not a terminal, a log,
+it works for 10 minutes: :func:`open_lines`), and the token for program clients
 when it was generated here. Everything else (logs) goes to stderr, with tokens
 and codes redacted. ``--port 0`` picks a free port (the printed URL tells which).
 
@@ -26,13 +27,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
+
+if TYPE_CHECKING:  # (the server extra may be missing: imported where serve starts)
+    from ..server.auth import Auth
+    from ..server.settings import ServerSettings
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -92,7 +97,7 @@ def exposure_warnings(host: str) -> list[str]:
     return lines
 
 
-def open_lines(settings: Any, auth: Any, terminal: bool) -> list[str]:
+def open_lines(settings: ServerSettings, auth: Auth, terminal: bool) -> list[str]:
     """``serve``'s ``Open:`` line: the link with a new one-time sign-in code, and, when stdout is
     not a ``terminal``, a second line for the code's lifetime.
 
