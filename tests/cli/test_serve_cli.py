@@ -90,7 +90,10 @@ def test_missing_asyncpg_names_the_postgres_extra(cli_env: dict[str, str],
 TOKEN = "serve-cli-test-token-0123456789"
 
 
-def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> str:
+def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str],
+                       stdout: list[str] | None = None) -> str:
+    """Start serve (stdout a pipe), ask for its health, stop it: its log (and, in ``stdout``,
+    what it printed there)."""
     log = tmp_path / "serve.log"
     with log.open("wb") as err:
         proc = subprocess.Popen(
@@ -109,8 +112,71 @@ def _serve_one_request(env: dict[str, str], tmp_path: Path, args: list[str]) -> 
             os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(60)
             if proc.stdout is not None:
+                if stdout is not None:
+                    stdout += proc.stdout.read().splitlines()
                 proc.stdout.close()
     return log.read_text()
+
+
+def test_under_nohup_a_hang_up_is_still_ignored(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # serve stops on SIGHUP as on SIGTERM (tests/server/test_restart.py), but not when it was
+    # started to ignore it (nohup, SIG_IGN inherited)
+    proc = subprocess.Popen(
+        [*SERVE, "--port", "0", "--simulate", "--token", TOKEN, "--database-url",
+         f"sqlite+aiosqlite:///{tmp_path / 'server.sqlite3'}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=cli_env,
+        cwd=cli_env["TEST_WS"], start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    try:
+        assert proc.stdout is not None
+        url = next(x for x in iter(proc.stdout.readline, "") if x.startswith("Open: "))
+        url = url.split("Open: ", 1)[1].strip().split("/?code=")[0]
+        proc.send_signal(signal.SIGHUP)
+        with httpx.Client(base_url=url, timeout=30,
+                          headers={"Authorization": f"token {TOKEN}"}) as client:
+            for _ in range(3):  # (a signal is handled between two of the loop's steps)
+                assert client.get("/api/health").status_code == 200
+        assert proc.poll() is None
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_a_link_printed_to_a_log_says_it_expires(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # under a supervisor stdout is a log file or the journal: anyone who read it later signed
+    # in with the printed code, good until used; it now says it lasts 10 minutes, and how to
+    # get another link (the expiry itself: below, on the auth module's clock)
+    printed: list[str] = []
+    _serve_one_request(cli_env, tmp_path, [], stdout=printed)
+    (note,) = [line for line in printed if "stdout is not a terminal" in line]
+    assert "for 10 minutes" in note and "POST /api/auth/codes with the token" in note
+    assert not note.startswith("Open: ")  # the Open: line is the link alone, as it was
+
+
+def test_a_code_printed_to_a_log_is_refused_after_ten_minutes() -> None:
+    from cursor_agent_api.cli.serve import open_lines
+    from cursor_agent_api.server.auth import Auth
+    from cursor_agent_api.server.settings import ServerSettings
+    from cursor_agent_api.server.store import Store
+
+    settings = ServerSettings(token="a" * 16, port=1)
+    now = [0.0]
+    auth = Auth(settings, Store("sqlite+aiosqlite://"), code_clock=lambda: now[0])
+
+    def printed_code(terminal: bool) -> str:
+        lines = open_lines(settings, auth, terminal)
+        return next(x for x in lines if x.startswith("Open: ")).split("code=", 1)[1]
+
+    to_log, to_log_late = printed_code(terminal=False), printed_code(terminal=False)
+    on_terminal = printed_code(terminal=True)
+    now[0] = 599.0
+    assert auth.redeem_code(to_log)
+    now[0] = 600.0
+    assert not auth.redeem_code(to_log_late)
+    now[0] = 10 * 365 * 86400.0  # on a terminal, as before: good until used
+    assert auth.redeem_code(on_terminal)
 
 
 def test_access_log_is_off_by_default(cli_env: dict[str, str], tmp_path: Path) -> None:

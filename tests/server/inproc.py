@@ -36,7 +36,8 @@ class InProcServer:
             **settings,
         )
         self.app = create_app(self.settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                                proxy_headers=False)  # as serve's
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="inproc-server", daemon=True)
         self.url = ""

@@ -99,6 +99,35 @@ def test_cookie_from_one_server_is_refused_by_another(make_server: Any, tmp_path
         assert {c.name for c in browser.cookies.jar} == {cookie_name(first.port), cookie_name(second.port)}
 
 
+def test_two_servers_on_one_port_behind_two_forwards_keep_their_sessions(make_server: Any) -> None:
+    # two machines, a server on the same port on each, reached through two SSH port forwards
+    # (127.0.0.1:19765 and :19766): one browser, one jar (cookies ignore ports). The cookie
+    # was named after the bound port, the same on both: signing in to one signed out of the
+    # other. It is named after the port in the browser's address (the Host header's)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    first = make_server(args=["--port", str(port)])
+    second = make_server(args=["--host", "127.0.0.2", "--port", str(port)])
+    forwards = {first: "127.0.0.1:19765", second: "127.0.0.1:19766"}
+    jar: dict[str, str] = {}  # the browser's cookies for 127.0.0.1, every port
+
+    def get(server: Server, path: str, **params: str) -> httpx.Response:
+        cookie = "; ".join(f"{k}={v}" for k, v in jar.items())
+        with server.anon(follow_redirects=False) as c:
+            r = c.get(path, params=params, headers={"Host": forwards[server], "Cookie": cookie})
+        if "set-cookie" in r.headers:
+            name, value = r.headers["set-cookie"].split(";")[0].split("=", 1)
+            jar[name] = value
+        return r
+
+    for server in (first, second):
+        assert get(server, "/", code=server.login_code).status_code == 303
+    assert sorted(jar) == [cookie_name(19765), cookie_name(19766)]
+    for server in (first, second):
+        assert get(server, "/api/chats").status_code == 200, forwards[server]
+
+
 def _new_code(server: Server) -> str:
     """A fresh one-time code for ``server`` (its printed one may be spent): sign in with the
     token on the login endpoint, in a throwaway client, to mint one."""

@@ -81,6 +81,24 @@ def test_graceful_shutdown_stops_and_marks_every_run(make_server: Any) -> None:
         assert all("shut down" in s["error"] for s in statuses)
 
 
+def test_a_hang_up_shuts_down_as_sigterm_does(make_server: Any) -> None:
+    # closing the terminal or the SSH session (SIGHUP) killed the server at once: its runs
+    # stayed "running" until a next start marked them ("server stopped"); it now shuts down
+    # as on SIGTERM, stopping and marking them itself
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "silence"})
+    with server.client() as c:
+        run = c.post(f"/api/chats/{new_chat(c)['id']}/runs", json={"prompt": "hi"}).json()
+        pid = int(poll(lambda: c.get(f"/api/runs/{run['id']}").json()["pid"]))
+    assert server.proc is not None
+    server.proc.send_signal(signal.SIGHUP)
+    assert server.proc.wait(60) in (0, -signal.SIGHUP)  # uvicorn re-raises the signal it caught
+    poll(lambda: not alive(pid), 30)
+    again = make_server()
+    with again.client() as c:
+        marked = c.get(f"/api/runs/{run['id']}").json()
+        assert marked["status"] == "interrupted" and "shut down" in marked["error"], marked
+
+
 def test_ignore_sigterm_agent_is_killed_on_shutdown(make_server: Any) -> None:
     server = make_server(sim_env={"CURSOR_AGENT_SIM_FAULT": "ignore-sigterm"})
     with server.client() as c:

@@ -300,10 +300,24 @@ def test_a_debug_log_shows_no_header_secret(make_server: Any) -> None:
     assert cookie.split("=", 1)[1] not in log
 
 
+def test_the_access_log_names_the_real_client_not_a_forwarded_one(make_server: Any) -> None:
+    # uvicorn trusted X-Forwarded-For from 127.0.0.1 (its proxy_headers default): any local
+    # process wrote the client address of its choice in the access log
+    server = make_server(args=["--log-level", "info", "--access-log"])
+    with httpx.Client(base_url=server.url) as c:
+        r = c.get("/api/health?probe=forged", headers={"Authorization": f"token {server.token}",
+                                                       "X-Forwarded-For": "203.0.113.66"})
+        assert r.status_code == 200
+    server.stop()
+    (line,) = [x for x in server.log_text().splitlines() if "probe=forged" in x]
+    assert "203.0.113.66" not in line and "127.0.0.1:" in line, line
+
+
 def test_the_access_log_keeps_a_line_whose_client_looks_like_a_header(make_server: Any) -> None:
-    # uvicorn takes the client address from X-Forwarded-For (trusted from 127.0.0.1): one that
-    # read like a header line ("cookie: x") made the header redaction flatten the access
-    # record's args, and uvicorn's formatter failed ("--- Logging error ---"): the line was lost
+    # uvicorn took the client address from X-Forwarded-For (trusted from 127.0.0.1, before
+    # serve turned that off: above): one that read like a header line ("cookie: x") made the
+    # header redaction flatten the access record's args, and uvicorn's formatter failed
+    # ("--- Logging error ---"): the line was lost
     server = make_server(args=["--log-level", "info", "--access-log"])
     with httpx.Client(base_url=server.url) as c:
         r = c.get("/api/health?probe=1", headers={"Authorization": f"token {server.token}",
@@ -342,3 +356,25 @@ def test_pages_carry_a_strict_content_security_policy(server: Server) -> None:
             assert "access-control-allow-origin" not in resp.headers
         assert len(csps) == 1, "one CSP for pages, files and the API"
         assert browser.get("/api/health").headers["cache-control"] == "no-store"
+
+
+def test_a_refused_websocket_is_not_logged_as_an_error(make_server: Any) -> None:
+    # every WebSocket refused with its HTTP answer (401 no sign-in, 403 a foreign Origin) made
+    # uvicorn log "ERROR: ASGI callable returned without completing handshake." (its
+    # websockets-sansio forgets that the answer ended the handshake): a routine refusal is not
+    # an error, and whoever alerts on ERROR lines was paged for each
+    import websockets.sync.client
+
+    server = make_server(args=["--log-level", "info"])
+    with server.client() as c:
+        chat = new_chat(c)
+    url = server.url.replace("http", "ws", 1) + f"/api/chats/{chat['id']}/stream"
+    for headers, status in (({}, 401), ({"Origin": "http://evil.example",
+                                         "Authorization": f"token {server.token}"}, 403)):
+        with pytest.raises(InvalidStatus) as refused:
+            websockets.sync.client.connect(url, additional_headers=headers)  # type: ignore[arg-type]
+        assert refused.value.response.status_code == status
+    server.stop()
+    log = server.log_text()
+    assert '"WebSocket /api/chats/' in log  # (the refusals are logged, at INFO)
+    assert "without completing handshake" not in log, log

@@ -32,7 +32,9 @@ def test_simulate_runs_the_bundled_simulator(tmp_path: Path, db_url: str) -> Non
         open_url = proc.stdout.readline().strip().split("Open: ", 1)[1]
         base, code = open_url.split("/?code=")
         assert len(code) >= 32, "a one-time code of at least 128 bits"
-        token = proc.stdout.readline().strip().split("Token: ", 1)[1].split()[0]
+        # (stdout a pipe: the line after Open: says how long the link works)
+        token_line = next(x for x in iter(proc.stdout.readline, "") if x.startswith("Token: "))
+        token = token_line.strip().split("Token: ", 1)[1].split()[0]
         assert len(token) >= 32, "a random token of at least 128 bits"
         import httpx
 

@@ -16,6 +16,7 @@ import pytest
 from inproc import InProcServer
 from server_helpers import PG_ENV, Server, is_run_end, new_chat
 
+from cursor_agent_api.server.auth import cookie_name
 from cursor_agent_api.server.websocket import CLOSE_SIGNED_OUT
 
 
@@ -130,11 +131,14 @@ def test_logout_on_another_server_closes_the_socket(
     first = make_inproc(token=TOKEN)
     second = make_inproc(token=TOKEN, session_check_interval=0.2 if via == "check" else 3600)
     cookie = _inproc_login(first)
+    # a cluster is one address to a browser: its cookie has one name (after that address's
+    # port); here each server has its own port, so the browser's cookie is named for each
+    at_second = f"{cookie_name(int(second.url.rsplit(':', 1)[1]))}={cookie.split('=', 1)[1]}"
     with second.client() as c:
         chat = new_chat(c)
 
     async def scenario() -> tuple[list[dict[str, Any]], int | None]:
-        ws = await _open(_ws_url(second.url, chat["id"]), additional_headers={"Cookie": cookie})
+        ws = await _open(_ws_url(second.url, chat["id"]), additional_headers={"Cookie": at_second})
         try:
             await asyncio.to_thread(_logout, first.url, cookie)
             return await _until_closed(ws)

@@ -2,7 +2,8 @@
 
 Binds 127.0.0.1 by default. At start it prints, once, on stdout: the link to
 open, with a one-time login code (it signs one browser in, then it is dead, so
-the browser's history keeps no password), and the token for program clients
+the browser's history keeps no password; when stdout is not a terminal, a log,
+it works for 10 minutes: :func:`open_lines`), and the token for program clients
 when it was generated here. Everything else (logs) goes to stderr, with tokens
 and codes redacted, written by a thread of its own so that a stderr nobody reads never
 blocks the event loop (:mod:`.log_output`; the lines at start are written before the server
@@ -22,11 +23,13 @@ import contextlib
 import copy
 import gc
 import logging
+import signal
 import socket
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -34,6 +37,10 @@ from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
+
+if TYPE_CHECKING:  # (the server extra may be missing: imported where serve starts)
+    from ..server.auth import Auth
+    from ..server.settings import ServerSettings
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
@@ -91,6 +98,37 @@ def exposure_warnings(host: str) -> list[str]:
                      "with --allow-host NAME (the name or address it is reached by: any other "
                      "Host is refused, 403)")
     return lines
+
+
+def open_lines(settings: ServerSettings, auth: Auth, terminal: bool) -> list[str]:
+    """``serve``'s ``Open:`` line: the link with a new one-time sign-in code, and, when stdout is
+    not a ``terminal``, a second line for the code's lifetime.
+
+    On a terminal the code is good until it is used. Elsewhere stdout is a log (a file, the
+    journal) that others may read later: the code works for ``settings.printed_code_seconds``
+    only, and the second line says so and how to get another link.
+
+    Example:
+        >>> from cursor_agent_api.server.auth import Auth
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> from cursor_agent_api.server.store import Store
+        >>> settings = ServerSettings(token="a" * 16, port=1)
+        >>> now = [0.0]
+        >>> auth = Auth(settings, Store("sqlite+aiosqlite://"), code_clock=lambda: now[0])
+        >>> opened, note = open_lines(settings, auth, terminal=False)
+        >>> print(note)  # doctest: +ELLIPSIS
+          (stdout is not a terminal: the link works once, for 10 minutes; a new one: POST ...)
+        >>> now[0] = 600.0; auth.redeem_code(opened.split("code=")[1])
+        False
+    """
+    if terminal:
+        return [f"Open: {settings.login_url(auth.issue_code())}"]
+    seconds = settings.printed_code_seconds
+    code = auth.issue_code(ttl_seconds=seconds)
+    lifetime = f"{seconds / 60:g} minutes" if seconds % 60 == 0 else f"{seconds:g} seconds"
+    return [f"Open: {settings.login_url(code)}",
+            f"  (stdout is not a terminal: the link works once, for {lifetime}; a new one: "
+            "POST /api/auth/codes with the token)"]
 
 
 def argv_secret_warnings(token: str | None, database_url: str | None) -> list[str]:
@@ -370,12 +408,19 @@ def serve(
         ws_per_message_deflate=False,  # loopback: compression only costs CPU
         timeout_graceful_shutdown=5,
         server_header=False,
+        # no proxy is trusted: X-Forwarded-For from 127.0.0.1 (uvicorn's default) let any
+        # local process write the client address in the access log
+        proxy_headers=False,
     )
     for name in ("uvicorn.access", "uvicorn.error", "uvicorn", "cursor_agent_api"):
         logger = logging.getLogger(name)
         logger.addFilter(RedactTokens())
         for handler in logger.handlers:  # what children propagate passes here, not there
             handler.addFilter(RedactTokens())
+    # a refused WebSocket (401, 403) is no ERROR (uvicorn's websockets-sansio logs one)
+    from ..server.checks.asgi import RefusedUpgrades
+
+    logging.getLogger("uvicorn.error").addFilter(RefusedUpgrades())
     # before any agent starts: it runs as this user, and would read the token (and the
     # database URL) from /proc/<this pid>/environ; logged once logging is set up
     make_non_dumpable()
@@ -396,7 +441,8 @@ def serve(
             label += f" dispatching to workers (queue {queue_name!r})"
         click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
         # A one-time code, not the token: the link in the browser's history is dead.
-        click.echo(f"Open: {settings.login_url(app.state.auth.issue_code())}")
+        for line in open_lines(settings, app.state.auth, sys.stdout.isatty()):
+            click.echo(line)
         if token is None:
             click.echo(f"Token: {settings.token}  (for programs: 'Authorization: token …')")
         sys.stdout.flush()
@@ -407,10 +453,22 @@ def serve(
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             # Once shut down, uvicorn ends the process with the signal that stopped it (no
-            # `finally` runs after): the log lines still queued are written before.
+            # `finally` runs after): the log lines still queued are written before. SIGHUP (its
+            # terminal or SSH session closed) stops it as SIGTERM does: gracefully, its runs
+            # marked interrupted (it died at once, its runs left "running"); unless it was
+            # started to ignore it (nohup)
             with super().capture_signals():
                 try:
-                    yield
+                    hangup = getattr(signal, "SIGHUP", None)
+                    if (hangup is None or threading.current_thread() is not threading.main_thread()
+                            or signal.getsignal(hangup) == signal.SIG_IGN):
+                        yield
+                        return
+                    previous = signal.signal(hangup, self.handle_exit)
+                    try:
+                        yield
+                    finally:
+                        signal.signal(hangup, previous)
                 finally:
                     log_lines.close()
 

@@ -3,9 +3,10 @@
 The token (``--token``) is the server's one long-lived secret: program clients send it in
 ``Authorization: token T`` (or ``Bearer T``, or ``?token=T``: :mod:`.checks.authentication`
 checks requests). A browser gets a **session** instead: a random id in an HttpOnly,
-SameSite=Strict cookie whose name carries the server's port (:func:`cookie_name`), so two
-servers in one browser do not overwrite each other. The session lives in the database
-(table ``auth_sessions``), so it survives a restart, and can be revoked:
+SameSite=Strict cookie whose name carries the port in the browser's address
+(:func:`cookie_name`, :meth:`Auth.cookie_name_for`), so two servers in one browser do not
+overwrite each other. The session lives in the database (table ``auth_sessions``), so it
+survives a restart, and can be revoked:
 
 * the database holds ``sha256(id)``, never the id, so a reader of the database file cannot
   sign in with what it finds there;
@@ -46,6 +47,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .checks.host import host_port
 from .session_watch import SESSIONS_CHANNEL, SessionListener, SessionWatch, SessionWatches
 from .settings import ServerSettings
 from .store import describe_error
@@ -64,10 +66,12 @@ _CODE_LIMIT = 64
 
 
 def cookie_name(port: int) -> str:
-    """The session cookie's name for the server on ``port``.
+    """The session cookie's name for the server a browser reaches on ``port``.
 
     Browsers send a 127.0.0.1 cookie to every port of 127.0.0.1: with one name per port,
-    two servers in one browser each keep their own session.
+    two servers in one browser each keep their own session. The port is the one in the
+    browser's address (:meth:`Auth.cookie_name_for`): two servers bound to the same port on
+    two machines, reached through two SSH port forwards, have two names.
 
     Example:
         >>> cookie_name(1) != cookie_name(2)
@@ -186,7 +190,6 @@ class Auth:
         self.code_clock = code_clock or elapsed_clock
         """The codes' clock: they live in this process only, so a step of the wall clock
         (NTP) neither kills nor stretches them, and time asleep counts (:func:`elapsed_clock`)."""
-        self.cookie_name = cookie_name(settings.port)
         self.throttle = LoginThrottle(settings.login_failure_burst, settings.login_failure_refill_seconds)
         self._codes: OrderedDict[str, float | None] = OrderedDict()
         # sha256(id) -> True when its fingerprint is this token's (rows never change).
@@ -224,6 +227,19 @@ class Auth:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
+
+    def cookie_name_for(self, host: str) -> str:
+        """The session cookie's name for a request whose ``Host`` header is ``host``: named
+        after the port the browser sees (a port forward's, a proxy's), else this server's.
+
+        Example:
+            >>> from cursor_agent_api.server.settings import ServerSettings
+            >>> from cursor_agent_api.server.store import Store
+            >>> auth = Auth(ServerSettings(token="a" * 16, port=8765), Store("sqlite+aiosqlite://"))
+            >>> auth.cookie_name_for("127.0.0.1:19765"), auth.cookie_name_for("agent.example")
+            ('cursor_agent_api_session_19765', 'cursor_agent_api_session_8765')
+        """
+        return cookie_name(host_port(host) or self.settings.port)
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -473,25 +489,26 @@ class Auth:
                 logger.warning("cannot tell the other servers of a sign-out (%s): their sockets "
                                "close at the next check", describe_error(e))
 
-    def set_cookie(self, sid: str) -> tuple[bytes, bytes]:
-        """The ``Set-Cookie`` header that carries session ``sid``.
+    def set_cookie(self, sid: str, host: str) -> tuple[bytes, bytes]:
+        """The ``Set-Cookie`` header that carries session ``sid``, for a request to ``host``
+        (its ``Host`` header: :meth:`cookie_name_for`).
 
         Example:
             >>> from cursor_agent_api.server.settings import ServerSettings
             >>> from cursor_agent_api.server.store import Store
             >>> auth = Auth(ServerSettings(token="a" * 16, port=9), Store("sqlite+aiosqlite://"))
-            >>> auth.set_cookie("abc")[1].decode().split(";")[0]
+            >>> auth.set_cookie("abc", "127.0.0.1:9")[1].decode().split(";")[0]
             'cursor_agent_api_session_9=abc'
         """
         value = (
-            f"{self.cookie_name}={sid}; HttpOnly; SameSite=Strict; Path=/; "
+            f"{self.cookie_name_for(host)}={sid}; HttpOnly; SameSite=Strict; Path=/; "
             f"Max-Age={int(self.settings.session_max_seconds)}"
         )
         return (b"set-cookie", value.encode())
 
-    def clear_cookie(self) -> tuple[bytes, bytes]:
-        """The ``Set-Cookie`` header that removes the session cookie from the browser."""
-        value = f"{self.cookie_name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+    def clear_cookie(self, host: str) -> tuple[bytes, bytes]:
+        """The ``Set-Cookie`` header that removes the session cookie (of a request to ``host``)."""
+        value = f"{self.cookie_name_for(host)}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
         return (b"set-cookie", value.encode())
 
 

@@ -322,7 +322,7 @@ async def login(body: LoginIn, request: Request) -> Response:
     auth = _auth(request)
     if not _check_secret(auth, body.token):
         raise HTTPException(401, "invalid token")
-    name, value = auth.set_cookie(await auth.create_session())
+    name, value = auth.set_cookie(await auth.create_session(), request.headers.get("host", ""))
     return Response(status_code=204, headers={name.decode(): value.decode()})
 
 
@@ -345,10 +345,11 @@ async def new_login_code(request: Request) -> dict[str, Any]:
 async def logout(request: Request) -> Response:
     """End this browser's session (it cannot be used again) and clear its cookie."""
     auth = _auth(request)
-    sid = request.cookies.get(auth.cookie_name)
+    host = request.headers.get("host", "")
+    sid = request.cookies.get(auth.cookie_name_for(host))
     if sid:
         await auth.revoke_session(sid)
-    name, value = auth.clear_cookie()
+    name, value = auth.clear_cookie(host)
     return Response(status_code=204, headers={name.decode(): value.decode()})
 
 

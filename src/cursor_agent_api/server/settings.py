@@ -147,6 +147,9 @@ class ServerSettings:
     session_check_interval: float = 30.0
     """Seconds between two checks that a WebSocket's session is still live (it expired, or
     another server sharing the database signed it out); a logout here closes it at once."""
+    printed_code_seconds: float = 600.0
+    """Seconds the sign-in code ``serve`` prints is good for when its stdout is not a terminal
+    (a log file or a journal, read by others later); on a terminal it is good until used."""
     login_failure_burst: int = 10
     login_failure_refill_seconds: float = 5.0
     # The store (docs/server.md, "When the database is unavailable" and "Size limits").

@@ -265,7 +265,7 @@ def _session_of(ws: WebSocket, auth: Auth) -> str | None:
     token = token_from_request(request_headers(ws.scope), query)
     if token is not None and auth.token_matches(token):
         return None
-    return ws.cookies.get(auth.cookie_name) or None
+    return ws.cookies.get(auth.cookie_name_for(ws.headers.get("host", ""))) or None
 
 
 _ENDINGS = (WebSocketDisconnect, RuntimeError, SessionEndedError, ChatDeletedError)

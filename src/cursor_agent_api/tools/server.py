@@ -410,7 +410,8 @@ class ToolServer:
         # the SDK's session manager runs around the server here, not in a Starlette lifespan:
         # cancelled with its loop (asyncio.run's end), a lifespan prints a traceback
         config = _OwnLoggingConfig(self._guard, log_level="warning", lifespan="off",
-                                access_log=False, timeout_graceful_shutdown=1)
+                                access_log=False, timeout_graceful_shutdown=1,
+                                proxy_headers=False)  # no X-Forwarded-* trusted
         server = self._server = _QuietServer(config)
         self._task = asyncio.get_running_loop().create_task(
             _serve(server, sock, lowlevel.session_manager.run()))

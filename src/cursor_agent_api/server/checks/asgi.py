@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import contextvars
+import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -55,6 +57,34 @@ def request_method(scope: Scope) -> str:
     return str(scope.get("method", "GET")) if scope["type"] == "http" else "WEBSOCKET"
 
 
+_REFUSED_UPGRADE: contextvars.ContextVar[bool] = contextvars.ContextVar("refused_upgrade", default=False)
+"""Set by :func:`deny` in the task of a WebSocket upgrade it answered with an HTTP refusal."""
+
+INCOMPLETE_HANDSHAKE = "ASGI callable returned without completing handshake."
+"""What uvicorn's ``websockets-sansio`` logs at ERROR after every upgrade refused with an HTTP
+answer (the ``websocket.http.response`` extension): it never notes that answer as the
+handshake's end (uvicorn PR #3138, open)."""
+
+
+class RefusedUpgrades(logging.Filter):
+    """Drops uvicorn's :data:`INCOMPLETE_HANDSHAKE` error for an upgrade that :func:`deny`
+    refused (a 401 or 403 is routine, the client got its answer); an application that really
+    returned without answering still gets the error. For the ``uvicorn.error`` logger.
+
+    Example:
+        >>> record = logging.LogRecord("uvicorn.error", logging.ERROR, "", 0,
+        ...                            INCOMPLETE_HANDSHAKE, None, None)
+        >>> RefusedUpgrades().filter(record)  # no refusal in this context: a real error
+        True
+        >>> contextvars.copy_context().run(lambda: (_REFUSED_UPGRADE.set(True),
+        ...                                         RefusedUpgrades().filter(record))[1])
+        False
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_REFUSED_UPGRADE.get() and record.getMessage() == INCOMPLETE_HANDSHAKE)
+
+
 async def deny(
     scope: Scope,
     send: Send,
@@ -72,6 +102,7 @@ async def deny(
     length = (b"content-length", str(len(body)).encode())
     if scope["type"] == "websocket":
         if "websocket.http.response" in (scope.get("extensions") or {}):
+            _REFUSED_UPGRADE.set(True)  # (uvicorn then logs an error: RefusedUpgrades)
             await send(
                 {
                     "type": "websocket.http.response.start",

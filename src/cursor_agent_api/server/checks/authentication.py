@@ -114,7 +114,7 @@ class Authentication:
         from_header = header_token(headers)
         from_query = query_value(query, "token")
         presented = from_header if from_header is not None else from_query
-        sid = cookies(headers.get("cookie", "")).get(self.auth.cookie_name)
+        sid = cookies(headers.get("cookie", "")).get(self.auth.cookie_name_for(headers.get("host", "")))
         protected = is_protected(path)
         # A browser link (?token= or ?code= on a GET outside /api) becomes a session cookie,
         # and the answer is a redirect to the same URL without the secret.
@@ -181,7 +181,7 @@ class Authentication:
                 await _throttled(scope, send, throttled)
                 return
             if sid is not None:
-                cookie = self.auth.set_cookie(sid)
+                cookie = self.auth.set_cookie(sid, request_headers(scope).get("host", ""))
             else:
                 if protected:
                     await self._unauthorized(scope, send, "invalid token or login code")

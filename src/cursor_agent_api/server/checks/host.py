@@ -12,6 +12,7 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from .asgi import ASGIApp, Receive, Scope, Send, deny, is_request, request_headers
@@ -25,6 +26,32 @@ def host_name(host: str) -> str:
     if host.count(":") == 1:
         return host.split(":", 1)[0]
     return host
+
+
+_PORT = re.compile(r"[0-9]{1,5}")
+
+
+def host_port(host: str) -> int | None:
+    """The port a ``Host`` header names (the one in the browser's address), or ``None`` when it
+    names none, or none that is a port.
+
+    Example:
+        >>> host_port("127.0.0.1:19765"), host_port("[::1]:80"), host_port("example.com")
+        (19765, 80, None)
+        >>> host_port("127.0.0.1:99999"), host_port("127.0.0.1:8x"), host_port("::1")
+        (None, None, None)
+    """
+    host = host.strip()
+    if host.startswith("["):
+        port = host.partition("]")[2]
+    elif host.count(":") == 1:
+        port = host[host.find(":"):]
+    else:
+        return None
+    if not port.startswith(":") or not _PORT.fullmatch(port[1:]):
+        return None
+    number = int(port[1:])
+    return number if 0 < number < 65536 else None
 
 
 class HostCheck:

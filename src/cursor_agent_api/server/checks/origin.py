@@ -42,6 +42,19 @@ def origin_allowed(origin: str, host: str, allowed: frozenset[str]) -> bool:
     return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
 
 
+def refused_origin(origin: str) -> str:
+    """The 403's detail for a foreign ``origin``: what it is, and the fix when it is the address
+    the server is reached at (a proxy that rewrites ``Host``; the origin itself is not named in
+    the option: a page of another site must not hand the user a command that lets it in).
+
+    Example:
+        >>> refused_origin("https://agent.example")  # doctest: +ELLIPSIS
+        "Origin 'https://agent.example' is not allowed (not this server's own address); behind ...
+    """
+    return (f"Origin {origin!r} is not allowed (not this server's own address); behind a "
+            "proxy that rewrites the Host header, start the server with --allow-origin <origin>")
+
+
 class OriginCheck:
     """Refuses (403) a WebSocket upgrade or state-changing request from a foreign ``Origin``."""
 
@@ -59,6 +72,6 @@ class OriginCheck:
                 and origin is not None
                 and not origin_allowed(origin, headers.get("host", ""), self.allowed)
             ):
-                await deny(scope, send, 403, f"Origin {origin!r} is not allowed")
+                await deny(scope, send, 403, refused_origin(origin))
                 return
         await self.app(scope, receive, send)
