@@ -59,3 +59,24 @@ def test_delete_is_disabled_while_a_run_is_active(make_server: Any, browser: Any
     with server.client() as c:
         assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
     expect(page.locator("#delete-chat-button")).to_be_enabled()
+
+
+def test_a_chat_deleted_with_more_than_a_page_listed_leaves_the_list(
+        make_server: Any, browser: Any) -> None:
+    """With "More chats" shown (more than the list's page of 200), a refresh keeps the pages it
+    does not fetch again as they were: the deleted chat must not come back from them."""
+    server = make_server()
+    with server.client() as c:
+        chats = [new_chat(c) for _ in range(205)]
+    doomed = chats[-1]  # the newest: first in the list
+    page = open_ui(browser, server)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(200)
+    page.get_by_role("button", name="More chats").click()
+    expect(page.locator("#chat-list .chat-item")).to_have_count(205)
+    open_chat(page, server, doomed["id"])
+    page.once("dialog", lambda d: d.accept())
+    page.locator("#delete-chat-button").click()
+    expect(page.locator("#welcome-view")).to_be_visible()
+    expect(page.locator(_item(doomed["id"]))).to_have_count(0)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(204)
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -548,6 +548,8 @@ async function deleteChat() {
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
   if (state.chat?.id === chat.id) location.hash = "#/";
+  // (a refresh keeps the pages it does not fetch again as they were: not this chat)
+  state.chats = state.chats.filter((c) => c.id !== chat.id);
   await refreshChats();
 }
 
