@@ -105,3 +105,44 @@ def test_old_chats_opened_at_once_are_folded_once_each(make_server: Any) -> None
     assert late is False
     with server.client() as c:
         assert c.get(f"/api/chats/{chat['id']}/turns").json() == before
+
+
+def unfolded(db_url: str, chat_id: str) -> set[str]:
+    """The chat's runs whose ``turn`` is not stored (SQL NULL or JSON null)."""
+
+    async def main() -> set[str]:
+        store = Store(db_url)
+        await store.start()
+        try:
+            async with store.connect() as conn:
+                rows = await conn.execute(runs.select().where(runs.c.chat_id == chat_id))
+                return {str(r.id) for r in rows if r.turn is None}
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def test_a_page_of_turns_folds_only_its_own_old_runs(make_server: Any) -> None:
+    """A page of ``…/turns`` folds the old runs it shows, not every old run of the chat: each
+    page read a column of every run of the chat (the JSON of their state) to find the ones to
+    fold, a cost that grew with the chat, not with the page."""
+    server: Server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(RECORDING)})
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        run_ids = []
+        for _ in range(3):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+            wait_run(c, run["id"])
+            run_ids.append(run["id"])
+        before = c.get(f"/api/chats/{chat['id']}/turns").json()
+    forget_turns(server.db_url)
+    assert unfolded(server.db_url, chat["id"]) == set(run_ids)
+    with server.client() as c:
+        newest = c.get(f"/api/chats/{chat['id']}/turns", params={"limit": 1}).json()
+    assert [r["run"]["id"] for r in newest["runs"]] == run_ids[-1:]
+    assert newest["runs"] == before["runs"][-1:]  # folded for the page, as before
+    assert unfolded(server.db_url, chat["id"]) == set(run_ids[:-1])  # the others not read
+    with server.client() as c:
+        assert c.get(f"/api/chats/{chat['id']}/turns").json() == before
+    assert unfolded(server.db_url, chat["id"]) == set()

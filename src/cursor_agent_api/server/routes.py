@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Annotated, Any, Literal
 
@@ -42,7 +43,7 @@ from .store import (
     json_bytes,
     resolve_pointer,
 )
-from .turns import backfill_turns, whole_tool_output
+from .turns import backfill_page, whole_tool_output
 from .webui import stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -770,10 +771,13 @@ async def chat_turns(
     """
     s = _settings(request)
     await _run_of_chat_or_404(request, chat_id, before_run)
-    await backfill_turns(_store(request), chat_id, s.max_field_bytes)
-    page = await _store(request).read_chat_turns(
-        chat_id, before_run=before_run, limit=limit, max_bytes=s.max_page_bytes
+    store = _store(request)
+    read = functools.partial(
+        store.read_chat_turns, chat_id, before_run=before_run, limit=limit, max_bytes=s.max_page_bytes
     )
+    page = await read()
+    if await backfill_page(store, chat_id, page.runs, s.max_field_bytes):
+        page = await read()  # (runs written before the folded state: folded, now shown)
     if page.last_seq < 0:
         raise HTTPException(404, f"no chat with id {chat_id!r}")
     last, run_rows, text_rows, call_rows = page.last_seq, page.runs, page.texts, page.calls

@@ -42,6 +42,7 @@ from ..protocol.changes import (
     TurnInfo,
 )
 from ..protocol.tools import ToolCall, ToolStatus
+from .models import ACTIVE_STATUSES
 from .store import AppendOnce, EventRecord, ExtraWrites, NewRecord, Store, agent_payload
 
 if TYPE_CHECKING:
@@ -315,6 +316,20 @@ async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> in
     count = 0
     for run_id in await store.unfolded_runs(chat_id):
         count += await refold_run(store, chat_id, run_id, max_field_bytes)
+    return count
+
+
+async def backfill_page(
+    store: Store, chat_id: str, run_rows: list[dict[str, Any]], max_field_bytes: int
+) -> int:
+    """:func:`backfill_turns` for the runs of a page (``run_rows``, as read with their
+    ``turn``): those finished without a stored state are folded and stored; the chat's other
+    runs are not read (a page of a long chat costs what the page holds). Returns how many
+    it folded: the page, read again, then shows them."""
+    count = 0
+    for row in run_rows:
+        if row.get("turn") is None and row.get("status") not in ACTIVE_STATUSES:
+            count += await refold_run(store, chat_id, str(row["id"]), max_field_bytes)
     return count
 
 
