@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable
 
 import pytest
+
 from conftest import CLI
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
