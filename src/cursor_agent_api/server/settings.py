@@ -29,6 +29,9 @@ SESSION_IDLE_SECONDS = 7 * 24 * 3600.0
 SESSION_MAX_SECONDS = 30 * 24 * 3600.0
 """No browser session lasts longer than this after its sign-in."""
 
+_SQLITE = "sqlite+aiosqlite"
+"""The driver of the default database (:func:`sqlite_url`)."""
+
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -62,6 +65,22 @@ def check_token(token: str) -> str | None:
     return None
 
 
+def sqlite_url(path: Path | str) -> str:
+    """The ``sqlite+aiosqlite`` URL of the file ``path``, whatever characters it holds: a
+    ``?``, ``#`` or ``%XX`` in a directory's name is escaped, not read as URL syntax.
+
+    Example:
+        >>> sqlite_url("/data/what?now/50% off/server.sqlite3")
+        'sqlite+aiosqlite:////data/what%3Fnow/50%25 off/server.sqlite3'
+        >>> from sqlalchemy.engine import make_url
+        >>> make_url(sqlite_url("/d/a%41b#c")).database
+        '/d/a%41b#c'
+    """
+    from sqlalchemy.engine import URL
+
+    return URL.create(_SQLITE, database=str(path)).render_as_string(hide_password=False)
+
+
 def default_database_url() -> str:
     """The default SQLite file: ``server.sqlite3`` in the tool's home, beside the saved chats.
 
@@ -72,7 +91,7 @@ def default_database_url() -> str:
         >>> default_database_url().startswith("sqlite+aiosqlite:///")
         True
     """
-    return f"sqlite+aiosqlite:///{home_dir() / 'server.sqlite3'}"
+    return sqlite_url(home_dir() / "server.sqlite3")
 
 
 def earlier_default_database(database_url: str) -> str | None:
@@ -86,18 +105,23 @@ def earlier_default_database(database_url: str) -> str | None:
         True
     """
     from platformdirs import user_data_dir
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
 
-    sqlite = "sqlite+aiosqlite:///"  # the form of default_database_url()
-    if not database_url.startswith(sqlite):
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
         return None
-    new = Path(database_url[len(sqlite):])
+    if url.drivername != _SQLITE or not url.database:  # the form of default_database_url()
+        return None
+    new = Path(url.database)
     old = Path(user_data_dir("cursor-agent-api", appauthor=False)) / new.name
     if new.exists() or old == new or not old.is_file():
         return None
     return (
         f"this server starts a new, empty database {new} ($CURSOR_AGENT_API_HOME); the one of "
         f"versions before 11-23 is {old}: to keep using it, stop the server and start it with "
-        f"--database-url sqlite+aiosqlite:///{old}, or move that file (and its -wal) over {new}"
+        f"--database-url {sqlite_url(old)}, or move that file (and its -wal) over {new}"
     )
 
 
