@@ -327,7 +327,7 @@ def _parents_by_ps() -> list[tuple[int, int]]:
                                 timeout=10, check=False).stdout.split()
     except (OSError, subprocess.SubprocessError):
         return []
-    return [(int(a), int(b)) for a, b in zip(listed[::2], listed[1::2])
+    return [(int(a), int(b)) for a, b in zip(listed[::2], listed[1::2], strict=False)
             if a.isdigit() and b.isdigit()]
 
 
