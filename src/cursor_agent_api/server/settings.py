@@ -29,9 +29,6 @@ SESSION_IDLE_SECONDS = 7 * 24 * 3600.0
 SESSION_MAX_SECONDS = 30 * 24 * 3600.0
 """No browser session lasts longer than this after its sign-in."""
 
-_SQLITE = "sqlite+aiosqlite"
-"""The driver of the default database (:func:`sqlite_url`)."""
-
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -65,22 +62,6 @@ def check_token(token: str) -> str | None:
     return None
 
 
-def sqlite_url(path: Path | str) -> str:
-    """The ``sqlite+aiosqlite`` URL of the file ``path``, whatever characters it holds: a
-    ``?``, ``#`` or ``%XX`` in a directory's name is escaped, not read as URL syntax.
-
-    Example:
-        >>> sqlite_url("/data/what?now/50% off/server.sqlite3")
-        'sqlite+aiosqlite:////data/what%3Fnow/50%25 off/server.sqlite3'
-        >>> from sqlalchemy.engine import make_url
-        >>> make_url(sqlite_url("/d/a%41b#c")).database
-        '/d/a%41b#c'
-    """
-    from sqlalchemy.engine import URL
-
-    return URL.create(_SQLITE, database=str(path)).render_as_string(hide_password=False)
-
-
 def default_database_url() -> str:
     """The default SQLite file: ``server.sqlite3`` in the tool's home, beside the saved chats.
 
@@ -91,6 +72,8 @@ def default_database_url() -> str:
         >>> default_database_url().startswith("sqlite+aiosqlite:///")
         True
     """
+    from .store.urls import sqlite_url
+
     return sqlite_url(home_dir() / "server.sqlite3")
 
 
@@ -105,16 +88,13 @@ def earlier_default_database(database_url: str) -> str | None:
         True
     """
     from platformdirs import user_data_dir
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
 
-    try:
-        url = make_url(database_url)
-    except ArgumentError:
+    from .store.urls import sqlite_path, sqlite_url
+
+    path = sqlite_path(database_url)  # the form of default_database_url()
+    if path is None:
         return None
-    if url.drivername != _SQLITE or not url.database:  # the form of default_database_url()
-        return None
-    new = Path(url.database)
+    new = Path(path)
     old = Path(user_data_dir("cursor-agent-api", appauthor=False)) / new.name
     if new.exists() or old == new or not old.is_file():
         return None
