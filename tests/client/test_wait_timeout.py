@@ -67,7 +67,7 @@ def test_async_wait_under_a_timeout_leaves_the_stream_closable(sim):
         stream = await client.query_stream("hi")
         deadline = time.monotonic() + 30  # (as above: system/init may come after the first)
         while not stream.events and time.monotonic() < deadline:
-            with pytest.raises(TimeoutError):
+            with pytest.raises(asyncio.TimeoutError):  # (TimeoutError's alias from 3.11 on)
                 await asyncio.wait_for(stream.wait(), 0.5)
             assert not stream.done
         assert [e.type for e in stream.events] == [EventType.SYSTEM_INIT]

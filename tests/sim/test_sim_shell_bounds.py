@@ -35,6 +35,28 @@ def test_a_command_past_its_time_is_killed_with_what_it_started(tmp_path: Path) 
 
 
 @pytest.mark.timeout(60)
+def test_without_proc_what_it_started_is_killed_too(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS has no /proc: what the command started is found with ps."""
+    from cursor_agent_api.runtime import groups
+
+    monkeypatch.setattr(groups, "HAVE_PROC", False)
+    monkeypatch.setattr(groups, "stat_fields", lambda pid: None)
+    pid_file = tmp_path / "sleeper.pid"
+    outcome, *_ = run_shell(tmp_path, f"sleep 1000 & echo $! > {pid_file}; wait", timeout_ms=2000)
+    assert list(outcome) == ["timeout", "isBackground"]
+    sleeper = int(pid_file.read_text())
+    try:
+        deadline = time.monotonic() + 20
+        while running(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not running(sleeper), "the command's sleep was left running"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(sleeper, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
 def test_endless_output_is_cut_and_the_command_stopped(tmp_path: Path) -> None:
     outcome, code, out, _err, _ms = run_shell(tmp_path, "yes")
     assert len(out.encode()) == MAX_SHELL_OUTPUT and out.startswith("y\ny\n")

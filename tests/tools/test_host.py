@@ -72,3 +72,26 @@ def test_the_last_turn_ending_off_the_loop_after_a_close_stops_the_server(tmp_pa
         return False
 
     assert asyncio.run(main(), debug=True)  # debug: asyncio refuses calls from other threads
+
+
+def test_the_relay_socket_under_a_long_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A TMPDIR too long for a socket's path (macOS's /var/folders/…, a CI's): the relay's
+    socket goes to a private directory in /tmp instead of failing to bind."""
+    long_dir = tmp_path / ("t" * 60) / ("u" * 60)
+    long_dir.mkdir(parents=True)
+    monkeypatch.setattr("tempfile.tempdir", str(long_dir))
+    host = ToolHost(TOOLS, transport="relay")
+
+    async def main() -> str:
+        await host.start()
+        try:
+            path = host._socket_dir
+            assert path is not None
+            sock = Path(path) / "mcp.sock"
+            assert sock.is_socket() and (Path(path).stat().st_mode & 0o777) == 0o700
+            return str(sock)
+        finally:
+            await host.aclose()
+
+    sock = asyncio.run(main())
+    assert len(sock.encode()) <= 103 and not Path(sock).parent.exists()

@@ -6,6 +6,8 @@
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
   line on stderr, then exit status 1, 2;
+* :func:`standard_output` — at the start: a closed stdout, and characters the terminal's
+  encoding lacks (written as ``?``), are no failure;
 * :func:`output_failure`, :func:`writing_output` — stdout cannot be written (a full disk):
   one line, ``cannot write the output: REASON``; a closed pipe (``| head``) is click's to end
   quietly;
@@ -129,9 +131,27 @@ class _ClosedBinary(io.RawIOBase):
 
 
 def standard_output() -> None:
-    """At the command's start: a closed standard output becomes :class:`ClosedOutput`."""
+    """At the command's start: a closed standard output becomes :class:`ClosedOutput`, and
+    stdout and stderr write what their encoding cannot (``é``, ``▶`` on an ASCII or Latin-1
+    terminal) as ``?`` instead of failing with a ``UnicodeEncodeError`` mid-turn.
+
+    Example:
+        >>> import io
+        >>> out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+        >>> _replace_unencodable(out); _ = out.write("▶ é"); out.flush()
+        >>> out.buffer.getvalue()
+        b'? ?'
+    """
     if sys.stdout is None:
         sys.stdout = ClosedOutput()
+    for stream in (sys.stdout, sys.stderr):
+        _replace_unencodable(stream)
+
+
+def _replace_unencodable(stream: object) -> None:
+    if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+        with contextlib.suppress(ValueError, OSError):  # closed, or not reconfigurable
+            stream.reconfigure(errors="replace")
 
 
 @contextlib.contextmanager

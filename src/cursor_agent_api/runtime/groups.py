@@ -42,6 +42,7 @@ __all__ = [
     "group_members",
     "held_by_this_process",
     "live_start_time",
+    "process_alive",
     "signal_group",
     "start_time",
     "stat_fields",
@@ -109,6 +110,34 @@ def live_start_time(pid: int | str) -> int | None:
         return int(fields[19])
     except (IndexError, ValueError):
         return None
+
+
+def process_alive(pid: int, started: int | None) -> bool:
+    """Whether ``pid`` still runs as the process that started at ``started`` (clock ticks).
+
+    With ``/proc``: the pid runs (not a zombie) with that start time (any, if ``started`` is
+    ``None``). Without ``/proc`` (macOS), no start time can be read: the pid alone decides
+    (``kill(pid, 0)``), so a pid reused by another process counts as alive — a run stays
+    owned until that process ends too.
+
+    Example:
+        >>> process_alive(os.getpid(), start_time(os.getpid())), process_alive(2 ** 22 + 12345, None)
+        (True, False)
+    """
+    if pid <= 0:
+        return False
+    now = live_start_time(pid)
+    if now is not None:
+        return started is None or now == started
+    if HAVE_PROC:
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except OSError:  # ProcessLookupError: gone
+        return False
+    return True
 
 
 def group_members(pgid: int, not_before: int | None = None) -> list[int] | None:

@@ -8,7 +8,9 @@ else's process is never signalled. (Linux does not reuse a pid while a
 process group of that id still has members; a member that started before our
 leader cannot be part of our group.)
 
-Linux only (``/proc``); elsewhere the check finds nothing and signals nothing.
+Linux only (``/proc``); elsewhere the check finds nothing and signals nothing (a recorded
+group id without a start time proves nothing: after pid reuse it may be a stranger's group),
+while :func:`identity_alive` falls back to the pid alone.
 
 Example:
     >>> import os
@@ -25,7 +27,7 @@ import os
 import socket
 
 from ..runtime import groups
-from ..runtime.groups import live_start_time, start_time
+from ..runtime.groups import process_alive, start_time
 
 
 def process_start_time(pid: int) -> int | None:
@@ -84,6 +86,9 @@ def identity_alive(identity: str) -> bool | None:
     ``None`` when it cannot be told: the identity is from another host (or malformed).
     A server that was killed but not yet reaped by its parent (a zombie) is not running:
     its pid and start time stay in ``/proc`` until then, but it owns nothing any more.
+    Without ``/proc`` (macOS) the start time is ``None`` and the pid alone decides
+    (:func:`~cursor_agent_api.runtime.groups.process_alive`): a dead server's pid taken by
+    another process keeps its runs owned until that process ends.
 
     Example:
         >>> identity_alive(server_identity())
@@ -95,6 +100,6 @@ def identity_alive(identity: str) -> bool | None:
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     host, pid, start = parts
-    if host != socket.gethostname():
+    if host != socket.gethostname() or not (start.isdigit() or start == "None"):
         return None
-    return str(live_start_time(int(pid))) == start
+    return process_alive(int(pid), int(start) if start.isdigit() else None)

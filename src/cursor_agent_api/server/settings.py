@@ -72,7 +72,9 @@ def default_database_url() -> str:
         >>> default_database_url().startswith("sqlite+aiosqlite:///")
         True
     """
-    return f"sqlite+aiosqlite:///{home_dir() / 'server.sqlite3'}"
+    from .store.urls import sqlite_url
+
+    return sqlite_url(home_dir() / "server.sqlite3")
 
 
 def earlier_default_database(database_url: str) -> str | None:
@@ -87,17 +89,19 @@ def earlier_default_database(database_url: str) -> str | None:
     """
     from platformdirs import user_data_dir
 
-    sqlite = "sqlite+aiosqlite:///"  # the form of default_database_url()
-    if not database_url.startswith(sqlite):
+    from .store.urls import sqlite_path, sqlite_url
+
+    path = sqlite_path(database_url)  # the form of default_database_url()
+    if path is None:
         return None
-    new = Path(database_url[len(sqlite):])
+    new = Path(path)
     old = Path(user_data_dir("cursor-agent-api", appauthor=False)) / new.name
     if new.exists() or old == new or not old.is_file():
         return None
     return (
         f"this server starts a new, empty database {new} ($CURSOR_AGENT_API_HOME); the one of "
         f"versions before 11-23 is {old}: to keep using it, stop the server and start it with "
-        f"--database-url sqlite+aiosqlite:///{old}, or move that file (and its -wal) over {new}"
+        f"--database-url {sqlite_url(old)}, or move that file (and its -wal) over {new}"
     )
 
 

@@ -281,22 +281,20 @@ MAX_SHELL_OUTPUT = 1024 * 1024
 
 
 def _descendants(pid: int) -> list[int]:
-    """The live descendants of ``pid`` (Linux ``/proc``, read by the package's one reader,
-    :func:`~cursor_agent_api.runtime.groups.stat_fields`; none elsewhere). Imported here, when
-    a command is stopped: the simulator starts without the runtime."""
-    from ..runtime.groups import stat_fields
+    """The live descendants of ``pid``: from Linux ``/proc``, read by the package's one reader
+    (:func:`~cursor_agent_api.runtime.groups.stat_fields`), elsewhere (macOS) from
+    ``ps -A -o pid= -o ppid=``. Imported here, when a command is stopped: the simulator
+    starts without the runtime.
+
+    Example:
+        >>> _descendants(2 ** 22 + 12345)
+        []
+    """
+    from ..runtime import groups
 
     children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        fields = stat_fields(entry)
-        if fields is not None:  # index 1: the parent's pid
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    for child, parent in _parents() if groups.HAVE_PROC else _parents_by_ps():
+        children.setdefault(parent, []).append(child)
     out: list[int] = []
     todo = list(children.get(pid, []))
     while todo:
@@ -304,6 +302,33 @@ def _descendants(pid: int) -> list[int]:
         out.append(child)
         todo += children.get(child, [])
     return out
+
+
+def _parents() -> list[tuple[int, int]]:
+    """``(pid, parent's pid)`` of every process, from ``/proc``."""
+    from ..runtime.groups import stat_fields
+
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        fields = stat_fields(entry) if entry.isdigit() else None
+        if fields is not None:  # index 1: the parent's pid
+            found.append((int(entry), int(fields[1])))
+    return found
+
+
+def _parents_by_ps() -> list[tuple[int, int]]:
+    """``(pid, parent's pid)`` of every process, from ``ps`` (POSIX: macOS, the BSDs)."""
+    try:
+        listed = subprocess.run(["ps", "-A", "-o", "pid=", "-o", "ppid="], capture_output=True,
+                                timeout=10, check=False).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [(int(a), int(b)) for a, b in zip(listed[::2], listed[1::2], strict=False)
+            if a.isdigit() and b.isdigit()]
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from .functions import LocalInvocation, Tool
     from .server import ToolServer
 
-__all__ = ["TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
+__all__ = ["SOCKET_PATH_MAX", "TOKEN_ENV_PREFIX", "ToolHost", "TurnScope", "open_turn", "prepare_turn"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
@@ -67,6 +67,29 @@ TRANSPORT_ENV = "CURSOR_AGENT_API_TOOLS_TRANSPORT"
 """``http`` (the default: loopback HTTP, the token through ``${env:…}`` in the entry's headers)
 or ``relay`` (a stdio relay entry that reaches the host over a private Unix socket: for a CLI
 build that does not expand ``${env:…}`` in headers)."""
+
+
+SOCKET_PATH_MAX = 103
+"""Bytes a Unix socket's path may have: ``sun_path`` holds 104 on macOS (108 on Linux), its
+terminating NUL included."""
+
+
+def socket_dir() -> str:
+    """A new private directory (0700) for the relay's socket ``mcp.sock``: in the temporary
+    directory, or in ``/tmp`` when ``$TMPDIR`` is too long for a socket's path (macOS's
+    ``/var/folders/…``, a CI's deep directories: :data:`SOCKET_PATH_MAX`).
+
+    Example:
+        >>> d = socket_dir()
+        >>> len(os.path.join(d, "mcp.sock")) <= SOCKET_PATH_MAX, os.stat(d).st_mode & 0o777
+        (True, 448)
+        >>> os.rmdir(d)
+    """
+    made = tempfile.mkdtemp(prefix="cursor-agent-api-tools-")
+    if len(os.fsencode(os.path.join(made, "mcp.sock"))) <= SOCKET_PATH_MAX:
+        return made
+    os.rmdir(made)
+    return tempfile.mkdtemp(prefix="cagt-", dir="/tmp")
 
 
 class ToolHost:
@@ -146,7 +169,7 @@ class ToolHost:
             if not self.server.running:
                 if self.transport == "relay":
                     self._close_socket_dir()
-                    self._socket_dir = tempfile.mkdtemp(prefix="cursor-agent-api-tools-")  # 0700
+                    self._socket_dir = socket_dir()
                     await self.server.start(os.path.join(self._socket_dir, "mcp.sock"))
                 else:
                     await self.server.start()

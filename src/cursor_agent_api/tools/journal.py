@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..files import lock_file, replace_file
-from ..runtime.groups import held_by_this_process, start_time
+from ..runtime.groups import held_by_this_process, process_alive, start_time
 
 __all__ = ["HELD", "Journal", "alive", "sweep", "this_holder"]
 
@@ -54,20 +54,12 @@ def this_holder() -> dict[str, Any]:
 
 
 def alive(holder: Mapping[str, Any]) -> bool:
-    """Whether the holder's process still runs (the same process: its pid and start time)."""
+    """Whether the holder's process still runs (the same process: its pid and start time;
+    without ``/proc``, the pid alone: :func:`~cursor_agent_api.runtime.groups.process_alive`)."""
     pid, started = holder.get("pid"), holder.get("start")
-    if not isinstance(pid, int):
+    if not isinstance(pid, int) or not isinstance(started, (int, type(None))):
         return False
-    now = start_time(pid)
-    if now is not None or os.path.isdir("/proc"):
-        return now is not None and (started is None or now == started)
-    try:  # no /proc: the pid alone
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(pid, started)
 
 
 def _is_dict(state: Any) -> bool:

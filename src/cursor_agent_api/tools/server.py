@@ -384,7 +384,15 @@ class ToolServer:
             return
         if unix_path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.bind(unix_path)
+            try:
+                sock.bind(unix_path)
+            except OSError as exc:
+                sock.close()
+                size = len(os.fsencode(unix_path))
+                hint = (f" ({size} bytes; a socket's path may have 103 on macOS, 107 on Linux: "
+                        "set TMPDIR to a shorter directory)" if size > 103 else "")
+                raise OSError(f"cannot serve the tools on the Unix socket {unix_path}{hint}: "
+                              f"{exc.strerror or exc}") from exc
             os.chmod(unix_path, 0o600)
             hosts = [RELAY_AUTHORITY]
             self._port = 0

@@ -33,6 +33,34 @@ POSTGRES_EXTRA = "pip install 'cursor-agent-api[postgres]'"
 _FORMS = "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
 
 
+def sqlite_url(path: os.PathLike[str] | str) -> str:
+    """The ``sqlite+aiosqlite`` URL of the file ``path``, whatever characters it holds: a
+    ``?``, ``#`` or ``%XX`` in a directory's name is escaped, not read as URL syntax.
+
+    Example:
+        >>> sqlite_url("/data/what?now/50% off/server.sqlite3")
+        'sqlite+aiosqlite:////data/what%3Fnow/50%25 off/server.sqlite3'
+        >>> sqlite_path(sqlite_url("/d/a%41b#c"))
+        '/d/a%41b#c'
+    """
+    url = URL.create(SQLITE_DRIVER, database=os.fspath(path))
+    return url.render_as_string(hide_password=False)
+
+
+def sqlite_path(database_url: str) -> str | None:
+    """The file of a ``sqlite+aiosqlite`` URL (unescaped); ``None`` for another URL.
+
+    Example:
+        >>> sqlite_path("sqlite+aiosqlite:////d/what%3Fnow/db"), sqlite_path("postgres://h/d")
+        ('/d/what?now/db', None)
+    """
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        return None
+    return url.database or None if url.drivername == SQLITE_DRIVER else None
+
+
 def _shown(url: URL) -> str:
     """The URL as it may be shown: no password, and no query (``?password=…`` is one).
 
@@ -78,7 +106,7 @@ def database_url_problem(url: str) -> str | None:
     """
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
-        return f"not a URL: for an SQLite file use {SQLITE_DRIVER}:///{path}"
+        return f"not a URL: for an SQLite file use {sqlite_url(path)}"
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError):
