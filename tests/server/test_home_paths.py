@@ -39,3 +39,16 @@ def test_the_earlier_database_is_named_by_a_url_that_opens_it(
     assert said is not None
     assert f"{tmp_path}/new?home/server.sqlite3" in said  # the path, as it is
     assert f"--database-url sqlite+aiosqlite:///{tmp_path}/old%3Fdir/server.sqlite3" in said
+
+
+def test_the_simulated_database_is_named_in_the_home_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve --simulate`` keeps its chats in ``server-simulated.sqlite3``: its name was made
+    by replacing ``server.sqlite3`` anywhere in the URL, a directory of the home's path too."""
+    home = tmp_path / "server.sqlite3" / "home"
+    monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(home))
+    from cursor_agent_api.cli.serve import serve_database_url
+    from cursor_agent_api.server.store.urls import sqlite_path
+
+    assert sqlite_path(serve_database_url(simulate=True)) == str(home / "server-simulated.sqlite3")
+    assert sqlite_path(serve_database_url(simulate=False)) == str(home / "server.sqlite3")

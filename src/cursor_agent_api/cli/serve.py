@@ -43,6 +43,14 @@ if TYPE_CHECKING:  # (the server extra may be missing: imported where serve star
     from ..server.settings import ServerSettings
 
 
+def serve_database_url(*, simulate: bool) -> str:
+    """The default database of ``serve``: ``server.sqlite3`` in the tool's home, and
+    ``server-simulated.sqlite3`` beside it for ``--simulate`` (simulated chats kept apart)."""
+    from ..server.settings import default_database_url
+
+    return default_database_url("server-simulated.sqlite3" if simulate else "server.sqlite3")
+
+
 def listen_socket(host: str, port: int) -> socket.socket:
     """A bound, listening TCP socket with ``TCP_NODELAY`` (raises ``OSError``).
 
@@ -298,7 +306,7 @@ def serve(
         from ..server import ServerSettings, create_app
         from ..server.non_dumpable import make_non_dumpable
         from ..server.security import RedactTokens
-        from ..server.settings import check_token, default_database_url, new_token
+        from ..server.settings import check_token, new_token
         from ..server.websocket import MAX_CLIENT_MESSAGE
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
@@ -326,9 +334,7 @@ def serve(
     for warning in argv_secret_warnings(token, database_url):
         click.echo(warning, err=True)
     if database_url is None:
-        database_url = default_database_url()
-        if simulate:
-            database_url = database_url.replace("server.sqlite3", "server-simulated.sqlite3")
+        database_url = serve_database_url(simulate=simulate)
         from ..server.settings import earlier_default_database
 
         moved = earlier_default_database(database_url)

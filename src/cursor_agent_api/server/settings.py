@@ -62,8 +62,8 @@ def check_token(token: str) -> str | None:
     return None
 
 
-def default_database_url() -> str:
-    """The default SQLite file: ``server.sqlite3`` in the tool's home, beside the saved chats.
+def default_database_url(name: str = "server.sqlite3") -> str:
+    """The default SQLite file: ``name`` in the tool's home, beside the saved chats.
 
     The home is :func:`~cursor_agent_api.home.home_dir`: ``$CURSOR_AGENT_API_HOME``, else the
     per-user data directory.
@@ -74,7 +74,7 @@ def default_database_url() -> str:
     """
     from .store.urls import sqlite_url
 
-    return sqlite_url(home_dir() / "server.sqlite3")
+    return sqlite_url(home_dir() / name)
 
 
 def earlier_default_database(database_url: str) -> str | None:
