@@ -128,3 +128,18 @@ def test_a_worker_stops_the_agent_of_a_run_ended_elsewhere(one_server: Cluster) 
         nxt = _start(c, chat["id"], "run `sleep 1`")  # the worker goes on
         assert wait_run(c, nxt["id"])["status"] == "succeeded"
     w.stop()
+
+
+def test_sighup_drains_a_worker_as_sigterm_does(one_server: Cluster) -> None:
+    """Its terminal or SSH session closed: the worker stops as on SIGTERM (it died at once,
+    without its exit line, its runs left to the API servers' sweep), as ``serve`` does."""
+    w = one_server.worker("d4")
+    (server,) = one_server.servers
+    with server.client() as c:
+        run = _start(c, new_chat(c, force=True)["id"], "run `sleep 3`")
+    w.proc.send_signal(signal.SIGHUP)
+    poll(lambda: w.proc.poll() is not None, 60)
+    assert DRAINING in w.log_text(), w.log_text()
+    assert w.proc.returncode == 0, w.log_text()
+    with server.client() as c:
+        assert wait_run(c, run["id"], 30)["status"] == "succeeded", one_server.logs()

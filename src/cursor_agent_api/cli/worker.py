@@ -8,7 +8,7 @@ credentials (``CURSOR_API_KEY`` in its environment, passed on to the agent); it 
 nothing and listens on no port. On stdout it prints one line once it takes jobs (a line
 that cannot be written, stdout a full disk, stops it as ``serve``: one line, exit 1; a
 closed pipe, quietly); logs go to stderr, written off the event loop as ``serve``'s.
-SIGTERM or Ctrl-C: no new job is taken, runs that end within
+SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that end within
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
 second SIGTERM or Ctrl-C stops them at once.
 

@@ -23,7 +23,7 @@ run the stored run ``run_id``. For each job it
 
 **Cancel**: an abort from any API server cancels the job's task; the worker stops the
 agent's process group through the client and records ``cancelled``. **SIGTERM or
-SIGINT** (:meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
+SIGINT** (or SIGHUP; :meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
 left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
 normally, the rest are stopped and recorded ``interrupted``. While it drains, the worker
 keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
@@ -457,11 +457,13 @@ class Worker:
 
 @contextlib.contextmanager
 def _signals(handler: Callable[[], None]) -> Iterator[None]:
-    """SIGTERM and SIGINT call ``handler`` (on the running loop) while inside; nothing where
-    the loop cannot take signals (not the main thread)."""
+    """SIGTERM, SIGINT and SIGHUP (its terminal or SSH session closed; not when it was
+    started to ignore it: ``nohup``) call ``handler`` (on the running loop) while inside;
+    nothing where the loop cannot take signals (not the main thread)."""
     loop = asyncio.get_running_loop()
     installed = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    hangup = [] if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else [signal.SIGHUP]
+    for signum in (signal.SIGTERM, signal.SIGINT, *hangup):
         try:
             loop.add_signal_handler(signum, handler)
         except (ValueError, RuntimeError, NotImplementedError):
