@@ -36,6 +36,22 @@ def forget_turns(db_url: str) -> None:
     asyncio.run(main())
 
 
+def three_old_runs(make_server: Any) -> tuple[Server, dict[str, Any], list[str], Any]:
+    """A server, a chat with three runs of :data:`RECORDING` (their ids, and the chat's
+    turns as read then), the runs then made to look written before the state."""
+    server: Server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(RECORDING)})
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+        run_ids = []
+        for _ in range(3):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+            wait_run(c, run["id"])
+            run_ids.append(run["id"])
+        before = c.get(f"/api/chats/{chat['id']}/turns").json()
+    forget_turns(server.db_url)
+    return server, chat, run_ids, before
+
+
 def items_of(c: Any, chat_id: str, run_id: str) -> list[dict[str, Any]]:
     turns = c.get(f"/api/chats/{chat_id}/turns").json()
     return next(r["items"] for r in turns["runs"] if r["run"]["id"] == run_id)
@@ -78,16 +94,7 @@ def test_old_chats_opened_at_once_are_folded_once_each(make_server: Any) -> None
     from cursor_agent_api.server.store import replace_turn
     from cursor_agent_api.server.turns import FoldedBatch, backfill_turns
 
-    server: Server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(RECORDING)})
-    with server.client() as c:
-        chat = new_chat(c, stream_partial_output=True)
-        run_ids = []
-        for _ in range(3):
-            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
-            wait_run(c, run["id"])
-            run_ids.append(run["id"])
-        before = c.get(f"/api/chats/{chat['id']}/turns").json()
-    forget_turns(server.db_url)
+    server, chat, run_ids, before = three_old_runs(make_server)
 
     async def main() -> tuple[list[int], Any]:
         store = Store(server.db_url)
@@ -127,16 +134,7 @@ def test_a_page_of_turns_folds_only_its_own_old_runs(make_server: Any) -> None:
     """A page of ``…/turns`` folds the old runs it shows, not every old run of the chat: each
     page read a column of every run of the chat (the JSON of their state) to find the ones to
     fold, a cost that grew with the chat, not with the page."""
-    server: Server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(RECORDING)})
-    with server.client() as c:
-        chat = new_chat(c, stream_partial_output=True)
-        run_ids = []
-        for _ in range(3):
-            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
-            wait_run(c, run["id"])
-            run_ids.append(run["id"])
-        before = c.get(f"/api/chats/{chat['id']}/turns").json()
-    forget_turns(server.db_url)
+    server, chat, run_ids, before = three_old_runs(make_server)
     assert unfolded(server.db_url, chat["id"]) == set(run_ids)
     with server.client() as c:
         newest = c.get(f"/api/chats/{chat['id']}/turns", params={"limit": 1}).json()
