@@ -96,7 +96,7 @@ def test_each_listed_line_is_the_subcommands_own() -> None:
     imports nothing, is the first sentence of the subcommand's own help."""
     from cursor_agent_api.cli import SUBCOMMANDS
 
-    assert sorted(SUBCOMMANDS) == ["chat", "replay", "run", "serve", "sessions", "worker"]
+    assert sorted(SUBCOMMANDS) == ["chat", "compact", "replay", "run", "serve", "sessions", "worker"]
     for name, lazy in SUBCOMMANDS.items():
         command = main.get_command(click.Context(main), name)
         assert isinstance(command, click.Command)

@@ -85,6 +85,7 @@ class QueueDispatcher:
         self._counts = {"running": 0, "queued": 0}
         self._workers: dict[str, Any] = {"alive": None, "stalled": None, "checked_ms": None,
                                          "lost_runs": 0, "last_lost": None}
+        self._lost_now: list[dict[str, Any]] = []  # interrupted by the sweep under way
 
     # ---- life ------------------------------------------------------------------------
 
@@ -274,15 +275,21 @@ class QueueDispatcher:
         await self._count_workers(within)
 
     async def _count_workers(self, within: float) -> None:
-        """The workers alive and stalled (:meth:`~..store.Store.worker_counts`), for :meth:`health`."""
-        self._workers.update(await self.store.worker_counts(within), checked_ms=now_ms())
+        """The workers alive and stalled (:meth:`~..store.Store.worker_counts`), for :meth:`health`,
+        with the runs of lost workers this sweep interrupted: all as of one sweep (a health
+        read during a sweep sees the last sweep's figures, never half of this one's)."""
+        counts = await self.store.worker_counts(within)
+        lost, self._lost_now = self._lost_now, []
+        self._workers.update(counts, checked_ms=now_ms())
+        self._workers["lost_runs"] += len(lost)
+        if lost:
+            self._workers["last_lost"] = lost[-1]
 
     async def _interrupt_lost(self, run: dict[str, Any]) -> None:
-        """:func:`interrupt_lost_run`, counted for :meth:`health`."""
+        """:func:`interrupt_lost_run`, counted for :meth:`health` (at the sweep's end)."""
         if await interrupt_lost_run(self.log, run):
             worker = run.get("worker") or run.get("server_id") or "unknown"
-            self._workers["lost_runs"] += 1
-            self._workers["last_lost"] = {"worker": str(worker), "at_ms": now_ms()}
+            self._lost_now.append({"worker": str(worker), "at_ms": now_ms()})
 
     @staticmethod
     async def _each(
