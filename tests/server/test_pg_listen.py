@@ -104,6 +104,41 @@ def test_a_failed_ping_reconnects_once(db_url: str, tmp_path: Path, warnings: li
     assert [w for w in warnings if "is back" in w] == ["the LISTEN connection is back"], warnings
 
 
+def test_a_slow_ping_is_not_a_lost_connection(db_url: str, tmp_path: Path, warnings: list[str]) -> None:
+    """A ping answered later than a short quiet interval (here 0.05 s: a loaded machine, a
+    busy database) is an answer: the ping waited only as long as the interval, and the
+    fresh clone's run saw a second reconnect that nothing had caused."""
+
+    async def main() -> None:
+        store = Store(db_url)
+        await store.start()
+        relay = Relay(store, Hub(), ServerSettings(database_url=db_url, roots=(tmp_path,),
+                                                   notify_poll_interval=0.05))
+        pings = 0
+        settled = asyncio.Event()
+        real_ping = store.ping
+
+        async def slow_ping(conn: Any) -> None:
+            nonlocal pings
+            await asyncio.sleep(0.3)  # six intervals, well within the ping's least wait
+            await real_ping(conn)
+            pings += 1
+            if pings >= 3:
+                settled.set()
+
+        store.ping = slow_ping  # type: ignore[method-assign]
+        await relay.start()
+        try:
+            await asyncio.wait_for(settled.wait(), 60)
+            assert relay.reconnects == 0, warnings
+        finally:
+            await relay.close()
+            await store.close()
+
+    asyncio.run(main())
+    assert warnings == [], warnings
+
+
 def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
     db_url: str, warnings: list[str]
 ) -> None:

@@ -10,8 +10,10 @@ new records (:class:`.notify.Relay`), their listener for logouts
   end of a connection that was given up (closed after a failed ping, which ends it again)
   never reaches the next one;
 * **the ping**: a connection that stays quiet for ``ping_interval`` seconds must answer
-  ``SELECT 1`` within as long; one that does not (a host that stopped answering, a
-  firewall that dropped the connection without a word) is given up and opened again;
+  ``SELECT 1`` within as long (:data:`PING_LEAST_WAIT` at least: a short interval must not
+  take a loaded machine's slow answer for a lost connection); one that does not (a host
+  that stopped answering, a firewall that dropped the connection without a word) is given
+  up and opened again;
 * **the reconnecting**, with a backoff up to 5 s, one log line when the connection is
   lost and one when it is back; and closing;
 * **its state** for ``GET /api/health`` (:meth:`PgListener.view`): connected or not, since
@@ -40,6 +42,9 @@ MAX_BACKOFF = 5.0
 
 PING_INTERVAL = 5.0
 """Seconds a LISTEN connection may stay quiet before it is pinged (and the ping's timeout)."""
+
+PING_LEAST_WAIT = 2.0
+"""The ping's timeout, in seconds, when the interval is shorter."""
 
 
 class PgListener:
@@ -118,7 +123,7 @@ class PgListener:
             with anyio.move_on_after(interval) as waited:
                 first = await wake.get()
             if waited.cancelled_caught:
-                with anyio.fail_after(interval):
+                with anyio.fail_after(max(interval, PING_LEAST_WAIT)):
                     await self.store.ping(conn)  # still there?
                 await self.idle()
                 continue
