@@ -92,7 +92,7 @@ def test_old_chats_opened_at_once_are_folded_once_each(make_server: Any) -> None
     folded and stored once, with no deadlock (PostgreSQL answered 503 "deadlock detected"),
     and a fold that comes second changes nothing."""
     from cursor_agent_api.server.store import replace_turn
-    from cursor_agent_api.server.turns import FoldedBatch, backfill_turns
+    from cursor_agent_api.server.turns import FoldedBatch, backfill_page
 
     server, chat, run_ids, before = three_old_runs(make_server)
 
@@ -100,7 +100,8 @@ def test_old_chats_opened_at_once_are_folded_once_each(make_server: Any) -> None
         store = Store(server.db_url)
         await store.start()
         try:
-            counts = await asyncio.gather(*(backfill_turns(store, chat["id"], 65536) for _ in range(4)))
+            page = (await store.read_chat_turns(chat["id"])).runs  # every run, none folded
+            counts = await asyncio.gather(*(backfill_page(store, chat["id"], page, 65536) for _ in range(4)))
             # a fold of a run that has its state by then (an empty one: it would erase it)
             late = await replace_turn(store, FoldedBatch(chat["id"], run_ids[0], [], [], 0, {}), [], 65536)
             return list(counts), late

@@ -62,15 +62,20 @@ async def _listen_connections(store: Store) -> int:
         await conn.close()
 
 
+async def _quick_relay(db_url: str, tmp_path: Path) -> tuple[Store, Relay]:
+    """A started store, and a relay on it (not started) pinging after 0.05 s of quiet."""
+    store = Store(db_url)
+    await store.start()
+    return store, Relay(store, Hub(), ServerSettings(database_url=db_url, roots=(tmp_path,),
+                                                     notify_poll_interval=0.05))
+
+
 def test_a_failed_ping_reconnects_once(db_url: str, tmp_path: Path, warnings: list[str]) -> None:
     """The relay's ping fails once: one reconnect, then the new connection is pinged (it is
     not taken for lost because the old one ended after it opened)."""
 
     async def main() -> None:
-        store = Store(db_url)
-        await store.start()
-        relay = Relay(store, Hub(), ServerSettings(database_url=db_url, roots=(tmp_path,),
-                                                   notify_poll_interval=0.05))
+        store, relay = await _quick_relay(db_url, tmp_path)
         pings = 0
         settled = asyncio.Event()
         real_ping, real_reconnected = store.ping, relay.reconnected
@@ -110,10 +115,7 @@ def test_a_slow_ping_is_not_a_lost_connection(db_url: str, tmp_path: Path, warni
     fresh clone's run saw a second reconnect that nothing had caused."""
 
     async def main() -> None:
-        store = Store(db_url)
-        await store.start()
-        relay = Relay(store, Hub(), ServerSettings(database_url=db_url, roots=(tmp_path,),
-                                                   notify_poll_interval=0.05))
+        store, relay = await _quick_relay(db_url, tmp_path)
         pings = 0
         settled = asyncio.Event()
         real_ping = store.ping

@@ -309,23 +309,14 @@ async def append_folded(
     )
 
 
-async def backfill_turns(store: Store, chat_id: str, max_field_bytes: int) -> int:
-    """Fold the finished runs of a chat that have no stored turn state yet (runs written
-    before the state existed: ``runs.turn`` is NULL) from their records, and store it.
-    Returns how many runs it folded (0 once done: a later call reads one column)."""
-    count = 0
-    for run_id in await store.unfolded_runs(chat_id):
-        count += await refold_run(store, chat_id, run_id, max_field_bytes)
-    return count
-
-
 async def backfill_page(
     store: Store, chat_id: str, run_rows: list[dict[str, Any]], max_field_bytes: int
 ) -> int:
-    """:func:`backfill_turns` for the runs of a page (``run_rows``, as read with their
-    ``turn``): those finished without a stored state are folded and stored; the chat's other
-    runs are not read (a page of a long chat costs what the page holds). Returns how many
-    it folded: the page, read again, then shows them."""
+    """Fold the runs of a page (``run_rows``, as read with their ``turn``) that finished
+    without a stored turn state (written before the state existed: ``runs.turn`` NULL) from
+    their records, and store it; the chat's other runs are not read (a page of a long chat
+    costs what the page holds). Returns how many it folded: the page, read again, then shows
+    them."""
     count = 0
     for row in run_rows:
         if row.get("turn") is None and row.get("status") not in ACTIVE_STATUSES:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Text, and_, cast, insert, or_, select, update
+from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -122,21 +122,6 @@ class RunRows(LogWrites):
             page, more = await fill_page(conn, chat_id, before_run, limit, max_bytes, read)
         page.reverse()
         return page, more
-
-    async def unfolded_runs(self, chat_id: str) -> list[str]:
-        """The ids of the chat's finished runs that have no stored turn state yet (written
-        before the state existed: ``turn`` NULL), oldest first. Reads neither the runs'
-        prompts nor their states: once every run is folded, an empty answer."""
-        async with self.connect() as conn:
-            res = await conn.execute(
-                select(runs.c.id)
-                .where(runs.c.chat_id == chat_id,
-                       # SQL's NULL, or JSON's null (a None written through the JSON type)
-                       or_(runs.c.turn.is_(None), cast(runs.c.turn, Text) == "null"),
-                       runs.c.status.notin_(("queued", "running")))
-                .order_by(runs.c.created_ms, runs.c.id)
-            )
-            return [str(r[0]) for r in res]
 
     async def active_runs(self) -> list[dict[str, Any]]:
         """Runs still marked queued or running."""
