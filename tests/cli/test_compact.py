@@ -63,3 +63,21 @@ def test_compact_of_a_missing_file_says_so_and_creates_nothing(tmp_path: Path) -
     done = _compact("--database-url", "postgres://u@h/d")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "postgresql+asyncpg://" in done.stderr
+
+
+def test_compact_simulate_takes_serve_simulates_database(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    path = home / "server-simulated.sqlite3"  # serve --simulate's database (cli/serve.py)
+    asyncio.run(_a_deleted_chat(f"sqlite+aiosqlite:///{path}"))
+    (home / "server.sqlite3").write_bytes(b"")  # serve's own database: left alone
+
+    done = _compact("--simulate", env={"CURSOR_AGENT_API_HOME": str(home)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"compacted {path}: "), done.stdout
+    assert path.stat().st_size < 1_000_000
+    other = tmp_path / "given.sqlite3"  # as for serve: a given URL wins over --simulate's default
+    asyncio.run(_a_deleted_chat(f"sqlite+aiosqlite:///{other}"))
+    done = _compact("--simulate", "--database-url", f"sqlite+aiosqlite:///{other}")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"compacted {other}: "), done.stdout

@@ -4,7 +4,8 @@
 until it is rewritten. Stop the server, run ``compact`` (SQLite's ``VACUUM``, then a
 checkpoint that empties the WAL), start the server again. It takes about as long as copying
 the file. It reads the same database URL as ``serve`` (``--database-url``,
-``CURSOR_AGENT_API_DATABASE_URL``, else the default file). For PostgreSQL it does nothing
+``CURSOR_AGENT_API_DATABASE_URL``, else the default file; with ``--simulate``, the default
+file of ``serve --simulate``). For PostgreSQL it does nothing
 and says why (autovacuum makes the space reusable; ``VACUUM FULL`` gives it back).
 
 Example:
@@ -44,14 +45,18 @@ def _mb(n: int) -> str:
     help="The server's database, as for serve (default: its default SQLite file). "
     "[env: CURSOR_AGENT_API_DATABASE_URL]",
 )
-def compact(database_url: str | None) -> None:
+@click.option(
+    "--simulate",
+    is_flag=True,
+    help="Without a database URL: the default database of serve --simulate.",
+)
+def compact(database_url: str | None, simulate: bool) -> None:
     """Give a SQLite database's free pages back (VACUUM); run it while the server is stopped."""
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
         raise click.ClickException(
             f"compact needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
-    from ..server.settings import default_database_url
     from ..server.store.compaction import DatabaseBusyError, compact_sqlite, sqlite_path
     from ..server.store.urls import database_url_problem, is_postgres
     from .console import CliError, CliUsageError, given_as
@@ -60,7 +65,9 @@ def compact(database_url: str | None) -> None:
         problem = database_url_problem(database_url)
         if problem is not None:
             raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
-    url = database_url or default_database_url()
+    from .serve import serve_database_url
+
+    url = database_url or serve_database_url(simulate=simulate)
     if is_postgres(url):
         click.echo(POSTGRES_NOTE)
         return
