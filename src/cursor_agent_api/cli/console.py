@@ -1,7 +1,8 @@
 """How the command line talks to a person: consoles, error messages, one-line failures.
 
 * :func:`make_console` — a rich console that wraps lines only on a terminal (a pipe or
-  a log gets every message whole, on one line);
+  a log gets every message whole, on one line) and writes escape codes only there, whatever
+  ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` say (:func:`is_terminal`);
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
@@ -39,14 +40,38 @@ from ..errors import AuthenticationError, CursorAgentError
 def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     """A console for stdout (or stderr) that hard-wraps nothing unless it is a terminal.
 
+    On a pipe or a file it is no terminal even when ``FORCE_COLOR`` or ``TTY_COMPATIBLE=1``
+    (set workflow-wide by many CI setups) say so: ``ans=$(cursor-agent-api run …)`` captures
+    plain text, never a spinner's frames, and nothing is cut to 80 columns. On a terminal,
+    rich decides as usual (``NO_COLOR``, ``TTY_COMPATIBLE=0``).
+
     Example:
-        >>> make_console().soft_wrap  # the doctest's stdout is not a terminal
-        True
+        >>> import os
+        >>> os.environ["FORCE_COLOR"] = "1"
+        >>> console = make_console()  # the doctest's stdout is not a terminal
+        >>> console.soft_wrap, console.is_terminal
+        (True, False)
+        >>> del os.environ["FORCE_COLOR"]
     """
+    if not is_terminal(sys.stderr if stderr else sys.stdout):
+        kwargs.setdefault("force_terminal", False)
     console = Console(stderr=stderr, highlight=False, **kwargs)
     if "soft_wrap" not in kwargs:
         console.soft_wrap = not console.is_terminal
     return console
+
+
+def is_terminal(stream: Any) -> bool:
+    """True if ``stream`` is a terminal (``None``, a closed stdin, is not).
+
+    Example:
+        >>> is_terminal(None)
+        False
+    """
+    try:
+        return stream is not None and bool(stream.isatty())
+    except ValueError:  # a closed file
+        return False
 
 
 def error_text(exc: BaseException, *, simulated: bool = False) -> str:

@@ -30,7 +30,7 @@ from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..sessions import ConversationSession
-from .console import CliUsageError, error_text, make_console, output_failure
+from .console import CliUsageError, error_text, is_terminal, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
@@ -169,19 +169,6 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     finally:
         recorder.close()
     sys.exit(outcome.exit_code)
-
-
-def is_terminal(stream: Any) -> bool:
-    """True if ``stream`` is a terminal (``None``, a closed stdin, is not).
-
-    Example:
-        >>> is_terminal(None)
-        False
-    """
-    try:
-        return stream is not None and bool(stream.isatty())
-    except ValueError:  # a closed file
-        return False
 
 
 def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, TerminalSteering | None]:
