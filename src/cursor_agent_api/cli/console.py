@@ -2,7 +2,8 @@
 
 * :func:`make_console` — a rich console that wraps lines only on a terminal (a pipe or
   a log gets every message whole, on one line) and writes escape codes only there, whatever
-  ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` say (:func:`is_terminal`);
+  ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` say (:func:`is_terminal`); a closed pipe is a
+  ``BrokenPipeError`` for the command to handle, not rich's ``SystemExit`` (:class:`PipeConsole`);
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
@@ -55,10 +56,33 @@ def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     """
     if not is_terminal(sys.stderr if stderr else sys.stdout):
         kwargs.setdefault("force_terminal", False)
-    console = Console(stderr=stderr, highlight=False, **kwargs)
+    console = PipeConsole(stderr=stderr, highlight=False, **kwargs)
     if "soft_wrap" not in kwargs:
         console.soft_wrap = not console.is_terminal
     return console
+
+
+class PipeConsole(Console):
+    """A rich console whose write to a closed pipe (``| head -1``) raises ``BrokenPipeError``
+    (and writes nothing more), where rich's own exits on the spot (``SystemExit(1)``): a turn
+    is then cancelled and saved (:mod:`.turns`), and click ends any other command quietly.
+
+    Example:
+        >>> class Closed(io.StringIO):
+        ...     def write(self, text: str) -> int:
+        ...         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+        >>> console = PipeConsole(file=Closed())
+        >>> console.print("hi")
+        Traceback (most recent call last):
+        ...
+        BrokenPipeError: [Errno 32] Broken pipe
+        >>> console.print("nothing more"); console.quiet
+        True
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
 
 def is_terminal(stream: Any) -> bool:
