@@ -29,6 +29,8 @@ from rich.text import Text
 from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
+from ..protocol import AgentResult
+from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
 from .console import CliUsageError, error_text, is_terminal, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
@@ -36,7 +38,7 @@ from .render import printable
 from .saved_chats import SavedChats
 from .steer import TerminalSteering, unattended_plans
 from .turns import Recorder, run_turn
-from .views import AgentFormatView, make_view
+from .views import AgentFormatView, JsonView, NdjsonView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
@@ -161,7 +163,11 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}", style="bold red"))
+        if isinstance(view, (JsonView, NdjsonView)):  # the one JSON answer, as every failure
+            _not_started(view, exc)
+        else:
+            err.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
+                           style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)
@@ -189,6 +195,16 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
         steering = TerminalSteering(err)
         return config.with_overrides(**steering.fields()), steering
     return config.with_overrides(on_plan=unattended_plans(err, force=config.force_approve)), None
+
+
+def _not_started(view: JsonView | NdjsonView, exc: CursorAgentError) -> None:
+    """What ``-o json`` and ``-o ndjson`` say when the agent could not start: the result
+    object, the closing ``result:error`` event, as for any failed turn (``error_type``
+    ``AgentNotFoundError``). A closed pipe is click's to end quietly."""
+    result = AgentResult(success=False, result="", session_id=None, error=str(exc),
+                         exception=exc, exit_code=exc.exit_code)
+    view.handle(client_result_event(exc), ())
+    view.finish(result, continue_hint="")
 
 
 def _stop(view: Any) -> None:
