@@ -42,17 +42,32 @@ from .views import AgentFormatView, JsonView, NdjsonView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
-    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none,
-    :class:`CliUsageError` (one line) when it is not UTF-8 text."""
+    """The prompt from the words, the file, or stdin (``-`` alone, as a word or as the file,
+    is stdin); ``click.UsageError`` when there is none, :class:`CliUsageError` (one line) when
+    it cannot be read or is not UTF-8 text. A file's bytes are the prompt as they are, as
+    stdin's: CRLF stays CRLF.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile(suffix=".txt") as f:
+        ...     _ = f.write(b"line1\\r\\nline2"); f.flush()
+        ...     read_prompt((), Path(f.name))
+        'line1\\r\\nline2'
+    """
     if words and prompt_file is not None:
         raise click.UsageError("give the prompt as arguments or with --prompt-file, not both")
+    if words == ("-",):  # `run -`: stdin, as `replay -` and `--prompt-file -` read it
+        prompt_file = Path("-")
     if prompt_file is not None:
+        if str(prompt_file) == "-":
+            return utf8_prompt(read_stdin(), "the prompt on stdin")
         try:
-            if str(prompt_file) == "-":
-                return utf8_prompt(read_stdin(), "the prompt on stdin")
-            return prompt_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc}") from None
+            data = prompt_file.read_bytes()
+        except OSError as exc:
+            raise CliUsageError(f"cannot read --prompt-file {printable(str(prompt_file))}: "
+                                f"{exc.strerror or exc}") from None
+        return utf8_prompt(data.decode("utf-8", "surrogateescape"),
+                           f"the prompt in --prompt-file {printable(str(prompt_file))}")
     if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
         return utf8_prompt(" ".join(words), "the prompt")
     if sys.stdin is not None and not is_terminal(sys.stdin):  # None: stdin closed (<&-)
