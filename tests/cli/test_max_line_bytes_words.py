@@ -7,9 +7,11 @@ library's events and result, in the library's words."""
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 from collections.abc import Callable
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -53,3 +55,26 @@ def test_the_views_name_the_flag(kind: str) -> None:
     assert "error: a line of 34 bytes exceeded --max-line-bytes=10; it was dropped (raise " \
            "--max-line-bytes to keep such lines)" in out.getvalue()
     assert "max_line_bytes" not in out.getvalue()
+
+
+def test_the_dropin_json_says_the_failure_its_exit_status_says(cli: Run,
+                                                               tmp_path: Path) -> None:
+    """``--output-format json`` printed the agent's ``"is_error":false`` object and exited 1
+    after a dropped line: a script reading ``is_error`` and one reading ``$?`` disagreed. The
+    object now says the failure, in the flag's words; the agent's other fields stay."""
+    agent = tmp_path / "agent"
+    agent.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        f"echo '{{\"type\":\"assistant\",\"text\":\"{'x' * 400}\"}}'\n"
+        "echo '{\"type\":\"result\",\"subtype\":\"success\",\"duration_ms\":5,"
+        "\"duration_api_ms\":5,\"is_error\":false,\"result\":\"ok\",\"session_id\":\"s1\","
+        "\"request_id\":\"r1\"}'\n")
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR)
+    proc = cli("run", "--agent-binary", str(agent), "--trust", "--max-line-bytes", "300",
+               "--output-format", "json", "hi", stdin="")
+    assert proc.returncode == 1, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    result = json.loads(line)
+    assert result["is_error"] is True and result["subtype"] == "error", result
+    assert "exceeded --max-line-bytes=300 and were dropped" in result["error"]
+    assert (result["result"], result["session_id"], result["request_id"]) == ("ok", "s1", "r1")

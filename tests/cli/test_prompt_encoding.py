@@ -4,6 +4,7 @@ another encoding) is one clear line naming where, never a traceback; nothing is 
 from __future__ import annotations
 
 import glob
+import json
 import os
 import subprocess
 import sys
@@ -63,3 +64,39 @@ def test_piped_chat_stops_at_a_line_that_is_not_utf8(cli_env: dict[str, str],
     assert proc.returncode == 2
     assert proc.stdout.count("✓ done") == 1  # the first line ran; the script stops at the bad one
     assert "not UTF-8" in proc.stdout + proc.stderr
+
+
+def test_run_with_a_prompt_file_that_is_not_utf8(cli_env: dict[str, str],
+                                                 tmp_path: os.PathLike[str]) -> None:
+    """The same one line as the same bytes on stdin (not Python's codec wording and the usage
+    block), naming the file."""
+    path = os.path.join(tmp_path, "latin1.txt")
+    with open(path, "wb") as f:
+        f.write(b"caf\xe9 au lait")
+    proc = run_cli(cli_env, "run", "--simulate", "--trust", "--prompt-file", path)
+    on_stdin = run_cli(cli_env, "run", "--simulate", "--trust", stdin=b"caf\xe9 au lait")
+    assert proc.returncode == on_stdin.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line == on_stdin.stderr.strip().replace("on stdin", f"in --prompt-file {path}")
+    assert nothing_sent(cli_env)
+    missing = run_cli(cli_env, "run", "--simulate", "--trust", "--prompt-file", path + ".gone")
+    assert missing.returncode == 2
+    assert missing.stderr.splitlines() == [
+        f"Error: cannot read --prompt-file {path}.gone: No such file or directory"]
+
+
+@pytest.mark.parametrize("how", [["--prompt-file", "FILE"], ["-"], ["--prompt-file", "-"]])
+def test_the_prompt_is_its_bytes_wherever_it_comes_from(
+        cli_env: dict[str, str], tmp_path: os.PathLike[str], how: list[str]) -> None:
+    """CRLF and a lone CR reach the agent as they are from a file, ``-`` or stdin (no
+    universal newlines); ``run -`` reads stdin as ``--prompt-file -`` and ``replay -`` do,
+    never sends the prompt "-"."""
+    text = b"line1\r\nline2\rline3"
+    path = os.path.join(tmp_path, "crlf.txt")
+    with open(path, "wb") as f:
+        f.write(text)
+    args = [path if a == "FILE" else a for a in how]
+    proc = run_cli(cli_env, "run", "--simulate", "--trust", "-o", "json", *args, stdin=text)
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout)["result"]
+    assert 'You said: "line1\r\nline2\rline3"' in said, said

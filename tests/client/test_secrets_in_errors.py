@@ -106,3 +106,25 @@ def test_acp_the_key_printed_by_the_agent_is_masked(tmp_path: Path) -> None:
         result = client.query("x")
     assert not result.success
     _assert_clean(result, KEY, ENV_SECRET)
+
+
+INHERITED = "echo \"Error: key $CURSOR_API_KEY, token $GITHUB_TOKEN, in $PWD\" >&2\nexit 1"
+
+
+@pytest.mark.parametrize("transport", ["print", "acp"])
+def test_inherited_secrets_printed_by_the_agent_are_masked(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str) -> None:
+    """A CI job exports ``CURSOR_API_KEY`` (the command line takes the key nowhere else) and
+    a ``GITHUB_TOKEN``: the agent inherits them, so they are masked as ``api_key`` is; ``PWD``
+    (the folder, which errors quote) is not."""
+    monkeypatch.setenv("CURSOR_API_KEY", KEY)
+    monkeypatch.setenv("GITHUB_TOKEN", ENV_SECRET)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PWD", str(tmp_path))
+    body = INHERITED if transport == "acp" else "cat >/dev/null\n" + INHERITED
+    with CursorAgentClient(agent_binary=_agent(tmp_path, body), transport=transport,
+                           timeout=20) as client:
+        result = client.query("x")
+    assert not result.success
+    _assert_clean(result, KEY, ENV_SECRET)
+    assert f"key ***, token ***, in {tmp_path}" in (result.stderr or "")

@@ -33,10 +33,10 @@ from rich.text import Text
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir, private_dir
-from .console import CliUsageError, error_text, make_console, writing_output
+from .console import CliUsageError, error_text, is_terminal, make_console, writing_output
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
-from .run import acp_steering, is_terminal, load_session, read_stdin, utf8_prompt
+from .run import acp_steering, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
 from .turn_signals import LateInterrupt
 from .turns import Recorder, run_turn

@@ -1,7 +1,9 @@
 """How the command line talks to a person: consoles, error messages, one-line failures.
 
 * :func:`make_console` — a rich console that wraps lines only on a terminal (a pipe or
-  a log gets every message whole, on one line);
+  a log gets every message whole, on one line) and writes escape codes only there, whatever
+  ``FORCE_COLOR`` or ``TTY_COMPATIBLE`` say (:func:`is_terminal`); a closed pipe is a
+  ``BrokenPipeError`` for the command to handle, not rich's ``SystemExit`` (:class:`PipeConsole`);
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
@@ -39,14 +41,61 @@ from ..errors import AuthenticationError, CursorAgentError
 def make_console(*, stderr: bool = False, **kwargs: Any) -> Console:
     """A console for stdout (or stderr) that hard-wraps nothing unless it is a terminal.
 
+    On a pipe or a file it is no terminal even when ``FORCE_COLOR`` or ``TTY_COMPATIBLE=1``
+    (set workflow-wide by many CI setups) say so: ``ans=$(cursor-agent-api run …)`` captures
+    plain text, never a spinner's frames, and nothing is cut to 80 columns. On a terminal,
+    rich decides as usual (``NO_COLOR``, ``TTY_COMPATIBLE=0``).
+
     Example:
-        >>> make_console().soft_wrap  # the doctest's stdout is not a terminal
-        True
+        >>> import os
+        >>> os.environ["FORCE_COLOR"] = "1"
+        >>> console = make_console()  # the doctest's stdout is not a terminal
+        >>> console.soft_wrap, console.is_terminal
+        (True, False)
+        >>> del os.environ["FORCE_COLOR"]
     """
-    console = Console(stderr=stderr, highlight=False, **kwargs)
+    if not is_terminal(sys.stderr if stderr else sys.stdout):
+        kwargs.setdefault("force_terminal", False)
+    console = PipeConsole(stderr=stderr, highlight=False, **kwargs)
     if "soft_wrap" not in kwargs:
         console.soft_wrap = not console.is_terminal
     return console
+
+
+class PipeConsole(Console):
+    """A rich console whose write to a closed pipe (``| head -1``) raises ``BrokenPipeError``
+    (and writes nothing more), where rich's own exits on the spot (``SystemExit(1)``): a turn
+    is then cancelled and saved (:mod:`.turns`), and click ends any other command quietly.
+
+    Example:
+        >>> class Closed(io.StringIO):
+        ...     def write(self, text: str) -> int:
+        ...         raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+        >>> console = PipeConsole(file=Closed())
+        >>> console.print("hi")
+        Traceback (most recent call last):
+        ...
+        BrokenPipeError: [Errno 32] Broken pipe
+        >>> console.print("nothing more"); console.quiet
+        True
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def is_terminal(stream: Any) -> bool:
+    """True if ``stream`` is a terminal (``None``, a closed stdin, is not).
+
+    Example:
+        >>> is_terminal(None)
+        False
+    """
+    try:
+        return stream is not None and bool(stream.isatty())
+    except ValueError:  # a closed file
+        return False
 
 
 def error_text(exc: BaseException, *, simulated: bool = False) -> str:

@@ -29,28 +29,45 @@ from rich.text import Text
 from ..client import check_prompt
 from ..config import AgentConfig
 from ..errors import CursorAgentError
+from ..protocol import AgentResult
+from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
-from .console import CliUsageError, error_text, make_console, output_failure
+from .console import CliUsageError, error_text, is_terminal, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
 from .steer import TerminalSteering, unattended_plans
 from .turns import Recorder, run_turn
-from .views import AgentFormatView, make_view
+from .views import AgentFormatView, JsonView, NdjsonView, make_view
 
 
 def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
-    """The prompt from the words, the file, or stdin; ``click.UsageError`` when there is none,
-    :class:`CliUsageError` (one line) when it is not UTF-8 text."""
+    """The prompt from the words, the file, or stdin (``-`` alone, as a word or as the file,
+    is stdin); ``click.UsageError`` when there is none, :class:`CliUsageError` (one line) when
+    it cannot be read or is not UTF-8 text. A file's bytes are the prompt as they are, as
+    stdin's: CRLF stays CRLF.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile(suffix=".txt") as f:
+        ...     _ = f.write(b"line1\\r\\nline2"); f.flush()
+        ...     read_prompt((), Path(f.name))
+        'line1\\r\\nline2'
+    """
     if words and prompt_file is not None:
         raise click.UsageError("give the prompt as arguments or with --prompt-file, not both")
+    if words == ("-",):  # `run -`: stdin, as `replay -` and `--prompt-file -` read it
+        prompt_file = Path("-")
     if prompt_file is not None:
+        if str(prompt_file) == "-":
+            return utf8_prompt(read_stdin(), "the prompt on stdin")
         try:
-            if str(prompt_file) == "-":
-                return utf8_prompt(read_stdin(), "the prompt on stdin")
-            return prompt_file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise click.UsageError(f"cannot read --prompt-file {prompt_file}: {exc}") from None
+            data = prompt_file.read_bytes()
+        except OSError as exc:
+            raise CliUsageError(f"cannot read --prompt-file {printable(str(prompt_file))}: "
+                                f"{exc.strerror or exc}") from None
+        return utf8_prompt(data.decode("utf-8", "surrogateescape"),
+                           f"the prompt in --prompt-file {printable(str(prompt_file))}")
     if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
         return utf8_prompt(" ".join(words), "the prompt")
     if sys.stdin is not None and not is_terminal(sys.stdin):  # None: stdin closed (<&-)
@@ -161,7 +178,11 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
                                steering=steering)
     except CursorAgentError as exc:  # the agent could not even start
         _stop(view)
-        err.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}", style="bold red"))
+        if isinstance(view, (JsonView, NdjsonView)):  # the one JSON answer, as every failure
+            _not_started(view, exc)
+        else:
+            err.print(Text(f"✗ {printable(error_text(exc, simulated=simulate))}",
+                           style="bold red"))
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)
@@ -169,19 +190,6 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     finally:
         recorder.close()
     sys.exit(outcome.exit_code)
-
-
-def is_terminal(stream: Any) -> bool:
-    """True if ``stream`` is a terminal (``None``, a closed stdin, is not).
-
-    Example:
-        >>> is_terminal(None)
-        False
-    """
-    try:
-        return stream is not None and bool(stream.isatty())
-    except ValueError:  # a closed file
-        return False
 
 
 def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, TerminalSteering | None]:
@@ -202,6 +210,16 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
         steering = TerminalSteering(err)
         return config.with_overrides(**steering.fields()), steering
     return config.with_overrides(on_plan=unattended_plans(err, force=config.force_approve)), None
+
+
+def _not_started(view: JsonView | NdjsonView, exc: CursorAgentError) -> None:
+    """What ``-o json`` and ``-o ndjson`` say when the agent could not start: the result
+    object, the closing ``result:error`` event, as for any failed turn (``error_type``
+    ``AgentNotFoundError``). A closed pipe is click's to end quietly."""
+    result = AgentResult(success=False, result="", session_id=None, error=str(exc),
+                         exception=exc, exit_code=exc.exit_code)
+    view.handle(client_result_event(exc), ())
+    view.finish(result, continue_hint="")
 
 
 def _stop(view: Any) -> None:

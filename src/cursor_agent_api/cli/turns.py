@@ -7,7 +7,8 @@ itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a
 terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
 command, with status 143 or 129 (:func:`ending_signals`). A signal arriving while the chat
 is saved and the turn's end shown is held until they are: the chat id is saved and said
-first (:mod:`.turn_signals`).
+first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``) cancels the turn too:
+it is saved, its chat id said on stderr, and the command ends quietly with status 1.
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
@@ -20,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,17 +125,24 @@ def _warn_on_stderr(message: str) -> None:
 class _Shown:
     """The turn's view, until its output cannot be written (a full disk, an I/O error): then
     the turn goes on unshown and is saved; :meth:`report` says so on stderr, with the turn's
-    outcome and chat id. A closed pipe (``| head``) still ends the command (quietly: click).
+    outcome and chat id. A closed pipe (``| head``: :attr:`closed`) cancels the turn, which is
+    saved; :meth:`report` then says only its chat id (stdout, now ``/dev/null``, takes what
+    is left quietly).
 
     Example:
         >>> shown = _Shown()
         >>> def full(): raise OSError(errno.ENOSPC, "No space left on device")
-        >>> shown.call(full); shown.call(print, "not shown"); shown.lost
-        OSError(28, 'No space left on device')
+        >>> shown.call(full); shown.call(print, "not shown"); shown.lost, shown.closed
+        (OSError(28, 'No space left on device'), False)
     """
 
     def __init__(self) -> None:
         self.lost: OSError | None = None
+
+    @property
+    def closed(self) -> bool:
+        """The output is a pipe nobody reads any more: the turn is to be cancelled."""
+        return self.lost is not None and self.lost.errno == errno.EPIPE
 
     def call(self, show: Callable[..., None], *args: object, **kwargs: object) -> None:
         if self.lost is not None:
@@ -140,20 +150,34 @@ class _Shown:
         try:
             show(*args, **kwargs)
         except OSError as exc:
-            if exc.errno == errno.EPIPE:
-                raise
             self.lost = exc
+            if exc.errno == errno.EPIPE:
+                _quiet_stdout()
 
     def report(self, result: AgentResult, hint: str, *, simulated: bool) -> None:
         """Say the lost output, and what the view would have ended with, on stderr."""
         if self.lost is None:
             return
         err = make_console(stderr=True)
+        if self.closed:  # whoever closed it asked for no more: the chat id alone, quietly
+            with contextlib.suppress(OSError):  # stderr was that pipe too
+                for line in chat_lines(result, hint):
+                    err.print(line, soft_wrap=True)
+            return
         err.print(Text(printable(f"✗ {output_failure(self.lost)}"), style="bold red"),
                   soft_wrap=True)
         lines = [] if result.success else outcome_lines(result, simulated=simulated)
         for line in [*lines, *chat_lines(result, hint)]:
             err.print(line, soft_wrap=True)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at ``/dev/null`` once its reader is gone: what is still buffered, and the
+    flush at exit, go nowhere instead of failing with a ``BrokenPipeError`` traceback."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 @dataclass(slots=True)
@@ -168,19 +192,22 @@ class TurnOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too);
-        128 + N when signal N of :data:`ENDING_SIGNALS` ended it.
+        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too,
+        and a turn cancelled because its output was closed); 128 + N when signal N of
+        :data:`ENDING_SIGNALS` ended it.
 
         Example:
             >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
             >>> TurnOutcome(r, True).exit_code, TurnOutcome(r, True, terminated=1).exit_code
             (130, 129)
+            >>> TurnOutcome(r, False, output_lost=True).exit_code  # | head -1
+            1
         """
         if self.terminated is not None:
             return 128 + self.terminated
         if self.result.success:
             return 1 if self.output_lost else 0
-        if self.interrupted or self.result.cancelled:
+        if self.interrupted or (self.result.cancelled and not self.output_lost):
             return 130
         return 1
 
@@ -274,11 +301,16 @@ def _run_turn(
                                   and event.subtype == "request")
                 else:
                     shown.call(view.handle, event, changes)
+                if shown.closed:  # | head -1: nobody reads on; cancelled, then saved
+                    break
         finally:
             events.close()
-        stop_with = signal.SIGKILL  # the agent's output is over: a signal kills it at once
-        result = session.finalize_stream(prompt, stream)
-        signals.hold()
+        if shown.closed:
+            result, terminated = _stop(session, prompt, stream, stop_with, signals, steering)
+        else:
+            stop_with = signal.SIGKILL  # the agent's output is over: a signal kills it at once
+            result = session.finalize_stream(prompt, stream)
+            signals.hold()
     except KeyboardInterrupt as exc:
         interrupted, terminated = True, _ended_by(exc)
         result, again = _stop(session, prompt, stream, stop_with, signals, steering)

@@ -304,7 +304,9 @@ def cli_result_line(event: AgentEvent, result: AgentResult) -> bytes:
 
     The agent's own line when it has every field of :data:`RESULT_FIELDS`; otherwise the
     object completed from the turn (``request_id`` only if known, as the CLI may omit it),
-    in the CLI's order, the agent's other fields after.
+    in the CLI's order, the agent's other fields after. A turn that failed on this side
+    although the agent said success (a line over ``--max-line-bytes`` was dropped) says so, as
+    its exit status does: ``subtype`` ``error``, ``is_error`` true, and ``error`` the reason.
 
     Example:
         >>> from cursor_agent_api.protocol import parse_event
@@ -314,9 +316,12 @@ def cli_result_line(event: AgentEvent, result: AgentResult) -> bytes:
     """
     data = event.data
     line = event.line
-    if line is not None and all(k in data for k in RESULT_FIELDS):
+    failed_here = event.type is EventType.RESULT_SUCCESS and not result.success \
+        and not result.cancelled
+    if line is not None and all(k in data for k in RESULT_FIELDS) and not failed_here:
         return line if isinstance(line, bytes) else line.encode()
-    success = event.type is EventType.RESULT_SUCCESS
+    success = event.type is EventType.RESULT_SUCCESS and not failed_here
+    overrides: dict[str, Any] = {"subtype": "error", "is_error": True} if failed_here else {}
     known: dict[str, Any] = {
         "type": "result",
         "subtype": "success" if success else "error",
@@ -329,12 +334,15 @@ def cli_result_line(event: AgentEvent, result: AgentResult) -> bytes:
     }
     out: dict[str, Any] = {}
     for key in RESULT_FIELDS:
-        value = data[key] if key in data else known[key]
+        value = overrides[key] if key in overrides else data[key] if key in data else known[key]
         if value is not None or key in data:
             out[key] = value
     for key, value in data.items():
         if key not in out:
             out[key] = value
+    if failed_here:
+        out["error"] = (error_text(result.exception) if result.exception
+                        else result.error or "the turn failed")
     return orjson.dumps(out)
 
 

@@ -404,7 +404,8 @@ class AcpTurn:
         events: list[AgentEvent] = []
         conn = self.transport.connection
         stderr = conn.stderr if conn is not None and failure is not None else ""
-        failure, stderr = scrub_failure(self.config, failure, stderr)  # runtime/scrub.py
+        failure, stderr = scrub_failure(self.config, failure, stderr,  # runtime/scrub.py
+                                        self.transport.env)
         cancelled = False
         if failure is not None:
             code = "timeout" if isinstance(failure, AgentTimeoutError) else "exit"

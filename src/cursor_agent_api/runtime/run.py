@@ -528,7 +528,8 @@ class AgentRun:
         stderr = self._stderr.text()
         failure = self._failure(exit_code, stderr)
         if failure is not None or stderr:  # the config's secrets masked (runtime/scrub.py)
-            exc, stderr = scrub_failure(self.config, failure[0] if failure else None, stderr)
+            exc, stderr = scrub_failure(self.config, failure[0] if failure else None, stderr,
+                                        self.env or None)  # the agent's environment
             if failure is not None and exc is not None:
                 failure = exc, failure[1]
         cancelled = False

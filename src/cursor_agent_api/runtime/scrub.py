@@ -1,14 +1,17 @@
-"""The config's secrets masked in what a failed turn reports (its error and stderr tail).
+"""The secrets the agent is given masked in what a failed turn reports (its error and stderr tail).
 
 The agent's stderr is quoted in a turn's error message and kept as its ``stderr``; an agent
 may print its key, or a CLI build that refuses ``--header=Authorization: Bearer …`` echoes
 the option (commander.js does). Both transports pass the turn's error and stderr through
-:func:`scrub_failure` once, when the turn ends: each known secret value — ``api_key``, every
-``env`` value whose name says it is one (:data:`SECRET_NAME`: ``…KEY``, ``…TOKEN``,
-``…SECRET``, ``…PASSWORD``, …; ``MODE=production`` is no secret, and masking every env value
-garbled messages that quote it), every header's value — becomes ``***``. Values shorter than
-:data:`MIN_SECRET_CHARS` are left alone: masking ``1`` or ``on`` would garble every message
-and hides nothing worth hiding.
+:func:`scrub_failure` once, when the turn ends: each secret value the agent was given becomes
+``***`` — ``api_key``, every header's value, and the value of every variable of the agent's
+environment (``config.env`` or inherited: ``CURSOR_API_KEY`` exported in a CI job, a
+``GITHUB_TOKEN``) whose name says it is one (:data:`SECRET_NAME`: ``…KEY``, ``…TOKEN``,
+``…SECRET``, ``…PASSWORD``, …; ``MODE=production`` is no secret, and masking every value
+garbled messages that quote it). The few such names that hold a path, never a secret
+(:data:`NOT_SECRET_NAMES`: ``PWD``, the workspace every trust error quotes), are left alone, and
+so are values shorter than :data:`MIN_SECRET_CHARS`: masking ``1`` or ``on`` would garble
+every message and hides nothing worth hiding.
 
 Example:
     >>> from cursor_agent_api.config import AgentConfig
@@ -23,13 +26,17 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from .argv import build_env
 
 if TYPE_CHECKING:
     from ..config import AgentConfig
     from ..errors import CursorAgentError
 
-__all__ = ["MASK", "MIN_SECRET_CHARS", "SECRET_NAME", "config_secrets", "scrub", "scrub_failure"]
+__all__ = ["MASK", "MIN_SECRET_CHARS", "NOT_SECRET_NAMES", "SECRET_NAME", "config_secrets",
+           "scrub", "scrub_failure"]
 
 MIN_SECRET_CHARS = 6
 """Secret values shorter than this are not masked (too short to be a credential, too common
@@ -39,22 +46,35 @@ MASK = "***"
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|COOKIE|PRIVATE|SIGNATURE",
                          re.IGNORECASE)
-"""An ``env`` variable whose name matches holds a secret: its value is masked."""
+"""A variable of the agent's environment whose name matches holds a secret: its value is
+masked (but :data:`NOT_SECRET_NAMES`)."""
+
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY"})
+"""Names :data:`SECRET_NAME` matches that hold a path, not a secret (the current
+folder, a socket, a file): masking them would garble every message that quotes the folder."""
 
 
-def config_secrets(config: AgentConfig) -> tuple[str, ...]:
-    """The secret values of ``config`` worth masking, longest first (so a secret that holds
-    another is masked whole).
+def config_secrets(config: AgentConfig, env: Mapping[str, str] | None = None
+                   ) -> tuple[str, ...]:
+    """The secret values the agent gets worth masking, longest first (so a secret that holds
+    another is masked whole): ``config``'s, and those of ``env``, the agent's environment
+    (:func:`~.argv.build_env`'s by default: the inherited one with ``config.env`` over it).
 
     Example:
         >>> from cursor_agent_api.config import AgentConfig
         >>> config_secrets(AgentConfig(api_key="sk-abcdefabcdef", env={"DB_PASSWORD": "hunter2hunter2",
         ...     "API_TOKEN": "1", "MODE": "production", "C_KEY": None},
-        ...     headers=["Authorization: Bearer tok123456"]))
+        ...     headers=["Authorization: Bearer tok123456"]), env={})
         ('Bearer tok123456', 'sk-abcdefabcdef', 'hunter2hunter2')
+        >>> config_secrets(AgentConfig(), env={"CURSOR_API_KEY": "sk-from-the-ci-job",
+        ...     "PWD": "/home/ci/work", "HOME": "/home/ci"})
+        ('sk-from-the-ci-job',)
     """
+    given = dict(build_env(config) if env is None else env)
+    given.update((k, v) for k, v in config.env.items() if v is not None)
     values = {config.api_key or ""}
-    values.update(v for k, v in config.env.items() if v is not None and SECRET_NAME.search(k))
+    values.update(v for k, v in given.items()
+                  if SECRET_NAME.search(k) and k not in NOT_SECRET_NAMES)
     values.update(h.partition(":")[2].strip() for h in config.headers)
     return tuple(sorted((v for v in values if len(v) >= MIN_SECRET_CHARS),
                         key=lambda v: (-len(v), v)))
@@ -73,10 +93,11 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
-def scrub_failure(config: AgentConfig, failure: CursorAgentError | None,
-                  stderr: str) -> tuple[CursorAgentError | None, str]:
+def scrub_failure(config: AgentConfig, failure: CursorAgentError | None, stderr: str,
+                  env: Mapping[str, str] | None = None) -> tuple[CursorAgentError | None, str]:
     """The turn's error (changed in place: message, ``str()`` and ``stderr``) and its stderr
-    tail, with ``config``'s secrets masked. Costs nothing when there is neither.
+    tail, with the secrets the agent got masked (:func:`config_secrets`; ``env``: the agent's
+    environment, built from ``config`` when not given). Costs nothing when there is neither.
 
     Example:
         >>> from cursor_agent_api.config import AgentConfig
@@ -85,7 +106,7 @@ def scrub_failure(config: AgentConfig, failure: CursorAgentError | None,
     """
     if failure is None and not stderr:
         return None, stderr
-    secrets = config_secrets(config)
+    secrets = config_secrets(config, env)
     if not secrets:
         return failure, stderr
     if failure is not None:
