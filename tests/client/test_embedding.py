@@ -248,3 +248,35 @@ def test_a_forked_child_exiting_leaves_the_parents_turns_alone(
     injected = "injected True True" if tools else "injected False False"
     assert done.stdout.splitlines() == [injected, "turn True None"], done.stderr
     assert done.returncode == 0, done.stderr
+
+
+FORK_WHILE_HELD_LOCKED = '''
+import threading
+from cursor_agent_api.tools.journal import HELD
+class Holder:
+    def exit(self):
+        pass
+holder = Holder()
+HELD.hold(holder)
+taken, fork_now = threading.Event(), threading.Event()
+def busy():  # another thread of the host, inside the registry's lock when the fork comes
+    with HELD._lock:
+        taken.set()
+        fork_now.wait()
+thread = threading.Thread(target=busy)
+thread.start()
+taken.wait()
+child = os.fork()
+if child == 0:
+    HELD.hold(Holder())  # the child's own (a turn with tools): the lock is its own
+    sys.exit(0)  # a normal exit: the registry is released at exit
+fork_now.set()
+thread.join()
+print("child", os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]), flush=True)
+'''
+
+
+def test_a_fork_while_another_thread_holds_the_at_exit_registry_does_not_hang_the_child(
+        tmp_path: Path) -> None:
+    done = host(tmp_path, AgentConfig(), FORK_WHILE_HELD_LOCKED, timeout=30)
+    assert done.stdout.splitlines() == ["child 0"], done.stderr

@@ -169,12 +169,18 @@ class _Exits(Protocol):
 
 class HeldAtExit:
     """What this process holds (anything with ``exit()``), released at a normal exit (a
-    forked child holds none of its parent's)."""
+    forked child holds none of its parent's, and gets a lock of its own: one a thread of the
+    parent held at the fork would never be released in the child)."""
 
     def __init__(self) -> None:
         self._held: dict[int, _Exits] = held_by_this_process({})
         self._lock = threading.Lock()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._new_lock)
         atexit.register(self.release_all)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def hold(self, holder: _Exits) -> None:
         with self._lock:
