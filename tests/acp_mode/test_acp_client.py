@@ -13,7 +13,7 @@ import pytest
 from acp_fake import FakeAgent
 
 from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient, EventType
-from cursor_agent_api.errors import AgentProcessError
+from cursor_agent_api.errors import AgentProcessError, TurnCancelledError
 from cursor_agent_api.permissions import (
     Allow,
     Answer,
@@ -219,6 +219,7 @@ def test_cancel_keeps_the_session(fake: FakeAgent) -> None:
         after = client.query("history", resume=first.session_id)
         assert _pids(client) == [pid]
     assert cancelled.cancelled and not cancelled.success
+    assert isinstance(cancelled.exception, TurnCancelledError)  # not a bare CursorAgentError
     assert after.success and after.result == "earlier: say hello | slow"
 
 
