@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ProtocolError,
         SessionError,
         SessionFileError,
+        TurnCancelledError,
         UsageLimitError,
         WorkspaceTrustError,
     )
@@ -111,6 +112,7 @@ __all__ = [
     "ToolKind",
     "ToolStatus",
     "Transcript",
+    "TurnCancelledError",
     "Usage",
     "UsageLimitError",
     "WorkspaceTrustError",
@@ -143,6 +145,7 @@ _HOMES = {
     "ProtocolError": ".errors",
     "SessionError": ".errors",
     "SessionFileError": ".errors",
+    "TurnCancelledError": ".errors",
     "UsageLimitError": ".errors",
     "WorkspaceTrustError": ".errors",
     "Accept": ".permissions",

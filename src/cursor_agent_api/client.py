@@ -949,6 +949,14 @@ class AsyncStreamingResponse(_TurnStream):
     and ends the iteration; :meth:`wait` / leaving ``async with`` waits until
     the group is gone; :attr:`result` once ended.
 
+    A cancel of the consuming task that lands while it waits for the next event
+    (``asyncio.timeout``, ``wait_for``, a failing ``TaskGroup`` sibling, ``task.cancel()``)
+    ends the stream as it would end an async generator, ``async with`` or not: the turn is
+    cancelled (SIGTERM to the group; ACP: ``session/cancel``) and its end awaited, then the
+    cancellation propagates; :attr:`result` is cancelled and iterating on ends at once. To
+    wait for an event with a timeout and keep the turn, do not cancel the step: wait for
+    it with ``asyncio.wait({step}, timeout=...)`` (see docs/client.md).
+
     Example:
         >>> async for event in client.query_stream("Hello"):  # doctest: +SKIP
         ...     print(event.text)
@@ -994,15 +1002,38 @@ class AsyncStreamingResponse(_TurnStream):
         return self
 
     async def __anext__(self) -> AgentEvent:
+        return await self._step(give_up=True)
+
+    async def _step(self, *, give_up: bool) -> AgentEvent:
+        """The next event. ``give_up``: a cancel (``asyncio.timeout``, ``wait_for``, a failing
+        ``TaskGroup`` sibling, ``task.cancel()``) that lands while it waits ends the stream as
+        it would end an async generator: the turn is cancelled and its end awaited (as
+        :meth:`AsyncCursorAgentClient.query` does) before the cancellation propagates; later
+        steps end the iteration. Without ``give_up`` (:meth:`wait`, a waiter) the turn goes
+        on."""
         event = self._next_in_batch()
         if event is None and not self._started:
-            await self.start()
+            await self.start()  # (a start cut short stops itself: the stream never runs)
         while event is None:
             if self._ended or self._stopped:
                 raise StopAsyncIteration
-            self._take(await self._queue.get())
+            try:
+                item = await self._queue.get()
+            except BaseException:
+                if give_up:
+                    await self._given_up()
+                raise
+            self._take(item)
             event = self._next_in_batch()
         return event
+
+    async def _given_up(self) -> None:
+        """The consumer was interrupted while it waited: cancel the turn, await its end (a
+        second interruption stops only this wait; the turn is cancelled either way)."""
+        self.cancel()
+        if self._spawned:
+            with contextlib.suppress(BaseException):
+                await self._run.wait()
 
     async def with_changes(self) -> AsyncGenerator[tuple[AgentEvent, Changes], None]:
         """Iterate the events, each with what it changed in :attr:`transcript` (see
@@ -1039,13 +1070,19 @@ class AsyncStreamingResponse(_TurnStream):
     async def wait(self) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
 
+        A waiter: cancelling it (``asyncio.wait_for(stream.wait(), t)`` running out) leaves
+        the turn running, as the sync ``wait(timeout=...)`` does; iterating on, waiting again,
+        :meth:`cancel` and :meth:`aclose` still work. (A cancel that lands in an ``async for``
+        over the stream ends the turn: see the class.)
+
         Example:
             >>> result = await client.query_stream("hi").wait()  # doctest: +SKIP
         """
         if not self._started:
             await self.start()
-        async for _ in self:
-            pass
+        with contextlib.suppress(StopAsyncIteration):
+            while True:
+                await self._step(give_up=False)
         if not self._spawned:
             raise RuntimeError("the stream was cancelled before it started")
         return await self._run.wait()

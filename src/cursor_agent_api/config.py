@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import json
@@ -25,7 +26,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .permissions import CanUseTool, OnPlan, OnQuestion, PermissionMode, check_rule
 from .protocol import DEFAULT_MAX_LINE_BYTES
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_RESULT_GRACE",
     "AgentConfig",
     "OutputFormat",
+    "OutputFormatName",
     "is_chat_id",
     "is_model_slug",
 ]
@@ -78,6 +80,38 @@ class OutputFormat(str, enum.Enum):
     TEXT = "text"
     JSON = "json"
     STREAM_JSON = "stream-json"
+
+
+OutputFormatName = Literal["text", "json", "stream-json"]
+"""What ``AgentConfig(output_format=...)`` takes besides an :class:`OutputFormat`: its value."""
+
+
+class _OutputFormatField:
+    """``AgentConfig.output_format``: set from an :class:`OutputFormat` or its value (a type
+    checker takes both), read as an :class:`OutputFormat` (a dataclass field with a
+    descriptor: ``__set__``'s type is the constructor's). A value that is neither is kept as
+    given, for :meth:`AgentConfig.validate` to refuse naming the field.
+
+    Example:
+        >>> AgentConfig(output_format="json").output_format
+        <OutputFormat.JSON: 'json'>
+        >>> AgentConfig().output_format is OutputFormat.STREAM_JSON
+        True
+    """
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._attr = f"_{name}"
+
+    def __get__(self, obj: object, owner: type | None = None) -> OutputFormat:
+        if obj is None:  # the class's: the field's default (what dataclass reads)
+            return OutputFormat.STREAM_JSON
+        value: OutputFormat = getattr(obj, self._attr)
+        return value
+
+    def __set__(self, obj: object, value: OutputFormat | OutputFormatName) -> None:
+        with contextlib.suppress(ValueError, TypeError):  # (validate() refuses it)
+            value = OutputFormat(value)
+        setattr(obj, self._attr, value)
 
 
 _CHAT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -286,7 +320,7 @@ class AgentConfig:
     api_key: str | None = field(default=None, repr=False)
     headers: list[str] = field(default_factory=list)
     agent_binary: str = "agent"
-    output_format: OutputFormat = OutputFormat.STREAM_JSON
+    output_format: _OutputFormatField = _OutputFormatField()
     stream_partial_output: bool = False
     trust: bool = False
     resume: str | None = None

@@ -15,6 +15,8 @@
     ├── UsageLimitError              the account hit its usage limit
     ├── AgentProcessError            any other failure exit: carries the exit code and stderr
     ├── AgentTimeoutError            the turn ran past ``timeout`` or was silent past ``idle_timeout``
+    ├── TurnCancelledError           the turn was cancelled on request (``cancel()``, a cancelled
+    │                                task, ACP ``session/cancel``): nothing failed
     ├── ProtocolError                the output could not be read (e.g. a line over the size limit)
     └── AcpRequestError              ACP mode: the agent answered a request with a JSON-RPC error
 
@@ -275,6 +277,22 @@ class AgentTimeoutError(CursorAgentError):
     )
 
 
+class TurnCancelledError(CursorAgentError):
+    """The turn was cancelled on request before its result: ``stream.cancel()``, a cancelled
+    task that awaited it (``asyncio.timeout``, ``wait_for``, ``task.cancel()``), ACP's
+    ``session/cancel``. Nothing failed; ``result.cancelled`` is true. (A turn stopped because
+    its event loop shut down is a plain :class:`CursorAgentError`; an agent stopped by a
+    signal from outside is an :class:`AgentProcessError`.)
+
+    Example:
+        >>> err = TurnCancelledError("the turn was cancelled")
+        >>> isinstance(err, CursorAgentError), str(err).startswith("the turn was cancelled")
+        (True, True)
+    """
+
+    remedy = "nothing failed: it was stopped on request; send the prompt again to run it"
+
+
 class ProtocolError(CursorAgentError):
     """The agent's output could not be read (a line over ``max_line_bytes``, ...).
 
@@ -347,6 +365,7 @@ __all__ = [
     "ProtocolError",
     "SessionError",
     "SessionFileError",
+    "TurnCancelledError",
     "UsageLimitError",
     "WorkspaceTrustError",
 ]

@@ -13,7 +13,7 @@ import pytest
 from acp_fake import FakeAgent
 
 from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient, EventType
-from cursor_agent_api.errors import AgentProcessError
+from cursor_agent_api.errors import AgentProcessError, TurnCancelledError
 from cursor_agent_api.permissions import (
     Allow,
     Answer,
@@ -219,7 +219,38 @@ def test_cancel_keeps_the_session(fake: FakeAgent) -> None:
         after = client.query("history", resume=first.session_id)
         assert _pids(client) == [pid]
     assert cancelled.cancelled and not cancelled.success
+    assert isinstance(cancelled.exception, TurnCancelledError)  # not a bare CursorAgentError
     assert after.success and after.result == "earlier: say hello | slow"
+
+
+def test_a_cancelled_consumer_cancels_the_turn_and_the_session_goes_on(fake: FakeAgent) -> None:
+    # review of a bot (F1): a bot that keeps its stream and cancels the reply's task (a timeout);
+    # the turn is cancelled (session/cancel) before the cancellation propagates
+    async def main() -> None:
+        async with AsyncCursorAgentClient(fake.config()) as client:
+            first = await client.query("say hello")
+            (pid,) = _pids(client)
+            stream = client.query_stream("slow", resume=first.session_id)
+            working = asyncio.Event()
+
+            async def reply() -> None:
+                async for event in stream:
+                    if event.type is EventType.ASSISTANT_DELTA:
+                        working.set()  # then it waits for the next event
+
+            task = asyncio.create_task(reply())
+            await working.wait()
+            task.cancel()  # what asyncio.timeout / wait_for do as the reply takes too long
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert stream.done, "the turn went on after its consumer was cancelled"
+            result = stream.result
+            assert result is not None and result.cancelled
+            after = await client.query("history", resume=first.session_id)
+            assert _pids(client) == [pid]
+        assert after.result == "earlier: say hello | slow"
+
+    asyncio.run(main())
 
 
 def test_cancel_without_support_stops_the_group_and_loads_the_session(fake: FakeAgent) -> None:

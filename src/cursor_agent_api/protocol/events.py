@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,6 +30,9 @@ from .ansi import json_text, strip_ansi
 from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth, wire_int
 from .surrogates import loads_replacing_lone_surrogates
 from .tools import ToolCall, tool_call_from_event_data
+
+if TYPE_CHECKING:
+    from ..errors import CursorAgentError
 
 
 class EventType(str, enum.Enum):
@@ -216,7 +219,7 @@ class AgentEvent:
         return None
 
     @property
-    def exception(self) -> Exception | None:
+    def exception(self) -> CursorAgentError | None:
         """The typed error of a ``RESULT_ERROR`` the client added because the agent wrote
         no result (``data["added_by_client"]`` is then true); ``None`` for every other event."""
         return None

@@ -54,6 +54,7 @@ from ..errors import (
     AgentStartError,
     AgentTimeoutError,
     CursorAgentError,
+    TurnCancelledError,
 )
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
@@ -431,7 +432,7 @@ class AcpTurn:
             result.error = str(failure)
         elif cancelled:
             result.success = False
-            result.exception = CursorAgentError(
+            result.exception = TurnCancelledError(
                 "the turn was cancelled (session/cancel); the session goes on" if self._prompt_sent
                 else "the turn was cancelled before its prompt was sent")
             result.error = str(result.exception)

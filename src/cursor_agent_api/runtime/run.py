@@ -60,6 +60,7 @@ from ..errors import (
     AgentTimeoutError,
     CursorAgentError,
     ProtocolError,
+    TurnCancelledError,
 )
 from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, resolve_binary
@@ -502,7 +503,7 @@ class AgentRun:
                 "its process group was stopped", exit_code=exit_code, stderr=stderr), "idle_timeout"
         if reason == StopReason.CANCEL:
             assert self._cancel_signal is not None
-            return CursorAgentError(
+            return TurnCancelledError(
                 f"the turn was cancelled ({_signal_name(self._cancel_signal)} to the agent's "
                 "process group) before its result", exit_code=exit_code, stderr=stderr), "cancelled"
         if reason == StopReason.SHUTDOWN:

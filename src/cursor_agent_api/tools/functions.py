@@ -41,10 +41,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, overload
 
 import anyio.to_thread
 import pydantic
+import typing_extensions
 
 from .schema import ArgumentError, ArgumentSpec
 
@@ -55,6 +56,8 @@ log = logging.getLogger("cursor_agent_api.tools")
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 _T = TypeVar("_T")
+_P = typing_extensions.ParamSpec("_P", default=...)
+_R = typing_extensions.TypeVar("_R", default=Any)
 
 
 async def _in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
@@ -173,8 +176,10 @@ def _json_ready(value: Any) -> Any:
     return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=lambda _: None)
 
 
-class Tool:
-    """A function the agent can call over MCP. Made by :func:`tool`; still callable as before.
+class Tool(Generic[_P, _R]):
+    """A function the agent can call over MCP. Made by :func:`tool`; still callable as before,
+    with the function's signature (``Tool[P, R]``: its parameters and return type, for a
+    type checker; a bare ``Tool`` is any tool).
 
     Example:
         >>> @tool(name="add", description="Add two numbers.")
@@ -184,11 +189,11 @@ class Tool:
         ('add', ['a', 'b'])
     """
 
-    def __init__(self, fn: Callable[..., Any], *, name: str | None = None,
+    def __init__(self, fn: Callable[_P, _R], *, name: str | None = None,
                  description: str | None = None, input_schema: Any = None) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
-        self.fn = fn
+        self.fn: Callable[_P, _R] = fn
         self.name = name if name is not None else getattr(fn, "__name__", "")
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
@@ -203,7 +208,7 @@ class Tool:
         """The JSON Schema of the tool's input, as ``tools/list`` shows it."""
         return self.spec.schema
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
@@ -239,10 +244,11 @@ class Tool:
         began = time.perf_counter()
         try:
             args, kwargs = self.spec.bind(arguments)
+            fn: Callable[..., Any] = self.fn  # called with the arguments the agent sent
             if self.is_async:
-                value = await self.fn(*args, **kwargs)
+                value = await fn(*args, **kwargs)
             else:
-                value = await _in_daemon_thread(lambda: self.fn(*args, **kwargs),
+                value = await _in_daemon_thread(lambda: fn(*args, **kwargs),
                                                 f"tool {self.name}")
             if inspect.isawaitable(value):  # a sync wrapper around an async function
                 value = await value
@@ -262,15 +268,15 @@ class Tool:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
+def tool(fn: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 @overload
 def tool(*, name: str | None = None, description: str | None = None,
-         input_schema: Any = None) -> Callable[[Callable[..., Any]], Tool]: ...
+         input_schema: Any = None) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
 def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
          description: str | None = None, input_schema: Any = None
-         ) -> Tool | Callable[[Callable[..., Any]], Tool]:
+         ) -> Tool[..., Any] | Callable[[Callable[..., Any]], Tool[..., Any]]:
     """Make a function a tool the agent can call: ``@tool`` or ``@tool(name=…, description=…)``.
 
     The name is the function's, the description its docstring, the input schema comes from
@@ -288,7 +294,7 @@ def tool(fn: Callable[..., Any] | None = None, /, *, name: str | None = None,
     if fn is not None:
         return Tool(fn, name=name, description=description, input_schema=input_schema)
 
-    def wrap(f: Callable[..., Any]) -> Tool:
+    def wrap(f: Callable[..., Any]) -> Tool[..., Any]:
         return Tool(f, name=name, description=description, input_schema=input_schema)
 
     return wrap
