@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from rich.text import Text
 
 from ..config import is_chat_id
-from ..errors import CursorAgentError, SessionError
+from ..errors import SessionError, TurnCancelledError
 from ..protocol import AgentEvent, AgentResult, EventType
 from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
@@ -213,9 +213,16 @@ class TurnOutcome:
 
 
 def _not_started() -> AgentResult:
+    """The result of a turn interrupted (Ctrl-C, SIGTERM) while its agent was starting:
+    cancelled on request, as any cancelled turn.
+
+    Example:
+        >>> type(_not_started().exception).__name__, _not_started().cancelled
+        ('TurnCancelledError', True)
+    """
     error = "interrupted while the agent was starting; the prompt was not sent"
     return AgentResult(success=False, result="", session_id=None, error=error,
-                       exception=CursorAgentError(error), cancelled=True)
+                       exception=TurnCancelledError(error), cancelled=True)
 
 
 def run_turn(
