@@ -8,11 +8,14 @@ import json
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CLI
+# (not from conftest: which conftest a bare import finds depends on the run)
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
 
 CHAT = "0d8c1f9e-5b7a-4c3d-9e2f-1a2b3c4d5e6f"
 

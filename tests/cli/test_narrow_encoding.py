@@ -6,11 +6,14 @@ from __future__ import annotations
 import glob
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
 
-from conftest import CLI
+# (not from conftest: which conftest a bare import finds depends on the run)
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
