@@ -23,6 +23,7 @@ const state = {
   busy: false, // a prompt is on its way
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
+  drafts: new Map(), // chat id -> a prompt not sent because its chat was left: back in its box
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -418,6 +419,7 @@ async function openChat(id) {
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns);
+  restoreDraft(id);
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -472,12 +474,13 @@ function onRunChange(changed) {
 /** After a run whose tool call was rejected (print mode, tools not allowed): allow them for
  * this chat (force) and send the same prompt again. */
 function allowToolsOffer(run, changes) {
+  const chatId = state.chat.id; // the run's chat: the prompt goes there, even if the page left it
   const button = h("button", { type: "button", class: "primary", text: "Allow tools for this chat and run again" });
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      await setOptions(changes);
-      await startPrompt(run.prompt || "");
+      await setOptions(chatId, changes);
+      await startPrompt(chatId, run.prompt || "");
     } catch (err) {
       if (err.status === 401) return showLogin("You were signed out: sign in again.");
       showAlert(`Could not run it again: ${err.message}`);
@@ -513,9 +516,10 @@ function syncMode(transportId, modeId) {
   if (!acp) $(modeId).value = "agent";
 }
 
-/** PATCH the open chat's options (409 while a run is active); the header shows the new ones. */
-async function setOptions(changes) {
-  const chat = await api.updateChat(state.chat.id, { options: changes });
+/** PATCH chat `chatId`'s options (409 while a run is active); if it is still open, the header
+ * shows the new ones. */
+async function setOptions(chatId, changes) {
+  const chat = await api.updateChat(chatId, { options: changes });
   if (state.chat?.id !== chat.id) return;
   state.chat.options = chat.options;
   showChatHeader();
@@ -528,7 +532,7 @@ async function saveOptions(ev) {
   changes.transport = $("copt-transport").value;
   changes.mode = changes.transport === "acp" ? $("copt-mode").value : "agent";
   try {
-    await setOptions(changes);
+    await setOptions(state.chat.id, changes);
     toggleOptions(false);
     $("options-button").focus();
   } catch (err) {
@@ -602,15 +606,18 @@ async function settled(check, ms) {
 async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
-  if (!prompt.trim() || !state.chat || state.busy) return;
+  const chat = state.chat; // the chat it was typed in: it goes there or nowhere
+  if (!prompt.trim() || !chat || state.busy) return;
   state.busy = true;
   const stops = state.stops;
+  const left = () => state.chat?.id !== chat.id;
   try {
     // A run that is just ending (its process exiting after the answer, or its last records
     // still being replayed) gets a moment before the prompt is refused.
-    if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops, 3000))) {
+    if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops || left(), 3000))) {
       return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
     }
+    if (left()) return keepDraft(chat, prompt);
     if (state.stops !== stops) {
       // Stop means stop: what was typed during the run is not sent on its own afterwards.
       return showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
@@ -620,7 +627,7 @@ async function sendPrompt() {
     // the prompt was not sent and nothing was typed meanwhile.
     if (input.value === prompt) input.value = "";
     try {
-      await startPrompt(prompt);
+      await startPrompt(chat.id, prompt);
     } catch (err) {
       if (!input.value) input.value = prompt;
       throw err;
@@ -633,10 +640,32 @@ async function sendPrompt() {
   }
 }
 
-/** Start a run of the open chat; then the list (and the header) pick up its new title. */
-async function startPrompt(prompt) {
-  await api.startRun(state.chat.id, prompt);
-  showAlert("");
+/** A prompt waiting for its chat's run to end when the page left that chat (Back, another
+ * chat, New chat) is not sent anywhere: it goes back in that chat's prompt box when the chat
+ * opens again, and the page says so. (Sent to the chat now open, it went where it was not
+ * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
+ * have left it to cancel.) */
+function keepDraft(chat, prompt) {
+  const input = $("prompt");
+  state.drafts.set(chat.id, prompt);
+  if (input.value === prompt) input.value = "";
+  showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
+    + "while its run was going. It is back in that chat's prompt box when you open it again.");
+}
+
+/** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
+function restoreDraft(id) {
+  const draft = state.drafts.get(id);
+  if (draft === undefined || $("prompt").value) return;
+  $("prompt").value = draft;
+  state.drafts.delete(id);
+}
+
+/** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if
+ * the page went elsewhere meanwhile); then the list (and the header) pick up its new title. */
+async function startPrompt(chatId, prompt) {
+  await api.startRun(chatId, prompt);
+  if (state.chat?.id === chatId) showAlert("");
   refreshChats();
 }
 
