@@ -6,9 +6,10 @@ chat open; a sign-out in another tab shows the sign-in form; the page retries it
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 from server_helpers import Server, new_chat
 from test_ui import open_chat, open_ui, send
 
@@ -102,3 +103,58 @@ def test_allow_tools_runs_again_in_its_own_chat_when_the_page_left_it(
         assert c.get(f"/api/chats/{x['id']}").json()["options"]["force"] is True
     assert page.errors == []  # type: ignore[attr-defined]
     cancel_all(server, x)
+
+
+CHATS = 205  # more than a page of the list (200): "More chats" shows the rest
+
+
+def paused(context: Any, server: Server, fragment: str = "") -> Page:
+    """A page whose timers (the list's refresh) run only when the test says (the page loads
+    without any: fetches are not timers)."""
+    page: Page = context.new_page()
+    page.clock.install()
+    page.clock.pause_at(time.time() + 1)  # (Python: seconds) before the page has any timer
+    page.goto(f"{server.url}/?token={server.token}{fragment}")
+    expect(page.locator("#chat-list .chat-item").first).to_be_attached()
+    return page
+
+
+def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: Any, browser: Any) -> None:
+    """With "More chats" shown, a refresh kept the pages it did not fetch again as they were:
+    a chat deleted elsewhere stayed listed for good, even after opening it said it was gone."""
+    server = make_server()
+    with server.client() as c:
+        chats = [new_chat(c) for _ in range(CHATS)]
+    newest, oldest, old = chats[-1], chats[0], chats[1]  # first listed; the last two
+    page = paused(browser, server)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    expect(page.locator("#chat-list .chat-item")).to_have_count(200)
+    page.get_by_role("button", name="More chats").click()
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
+
+    with server.client() as c:  # another tab deletes one on each page
+        for chat in (newest, oldest):
+            assert c.delete(f"/api/chats/{chat['id']}").status_code == 204
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/chats?" in r.url else None)
+    page.clock.run_for(11_000)  # the next refresh
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 2)
+    for chat in (newest, oldest):
+        expect(page.locator(item(chat["id"]))).to_have_count(0)
+    assert any("limit=1&" in u for u in asked)  # the one chat asked for, then every page again
+    assert any("offset=200" in u for u in asked)
+
+    asked.clear()  # nothing changed since: the first page and the one chat only
+    with page.expect_request(lambda r: r.url.endswith("/api/health")):  # (the refresh's end)
+        page.clock.run_for(11_000)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 2)
+    assert [u.split("?")[1] for u in asked] == ["limit=200&offset=0", f"limit=1&offset={CHATS - 3}"]
+
+    with server.client() as c:  # deleted elsewhere, opened here before any refresh
+        assert c.delete(f"/api/chats/{old['id']}").status_code == 204
+    page.locator(item(old["id"]) + " a").click()
+    expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
+    expect(page.locator(item(old["id"]))).to_have_count(0)
+    expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 3)
+    assert errors == []

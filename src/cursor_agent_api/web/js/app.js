@@ -199,41 +199,17 @@ function route() {
  * changed since the last refresh is at the top. So a refresh fetches pages from the first only
  * until a page ends with a chat unchanged since (same `updated_ms`); the chats after it are
  * kept as they were (a refresh every 2 s while a chat runs fetched every page shown: "More
- * chats" made that 5 requests for 1,000 chats). `all`: fetch every page shown (at the start,
- * and for "More chats"). */
+ * chats" made that 5 requests for 1,000 chats). A chat deleted among the kept ones is not a
+ * change of order: one chat, the last listed, is asked for where it should be, and if it is not
+ * there every page shown is fetched again. `all`: fetch every page shown (at the start, and for
+ * "More chats"). */
 async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
   try {
-    // page by page (the server gives at most 500 at once), a chat seen twice (the order
-    // changed between pages) listed once
-    const known = new Map(state.chats.map((c) => [c.id, c]));
-    const seen = new Set();
-    const chats = [];
-    let full = false;
-    let rest = false; // the pages after the last fetched are unchanged: kept
-    for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
-      const page = (await api.listChats(LIST_PAGE, offset)).chats;
-      for (const chat of page) {
-        if (seen.has(chat.id)) continue;
-        seen.add(chat.id);
-        chats.push(chat);
-      }
-      full = page.length === LIST_PAGE;
-      if (!full) break;
-      const last = page[page.length - 1];
-      if (!all && known.get(last.id)?.updated_ms === last.updated_ms) {
-        rest = offset + LIST_PAGE < state.listLimit;
-        break;
-      }
-    }
-    if (rest) {
-      for (const chat of state.chats) if (!seen.has(chat.id)) chats.push(chat);
-      state.moreChats ||= chats.length > state.listLimit; // (new chats pushed some past the limit)
-      chats.length = Math.min(chats.length, state.listLimit);
-    } else {
-      state.moreChats = full;
-    }
-    state.chats = chats;
+    let listed = await fetchChats(all);
+    if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
+    state.chats = listed.chats;
+    state.moreChats = listed.more;
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     await checkStore(); // (a database that cannot be read either: the list fails too)
@@ -243,6 +219,56 @@ async function refreshChats({ all = false } = {}) {
   renderChats();
   await checkStore();
   scheduleRefresh();
+}
+
+/** The chats to list: {chats, more (the server may have older ones), kept (some were kept
+ * from the last refresh, not fetched)}. Page by page (the server gives at most 500 at once),
+ * a chat seen twice (the order changed between pages) listed once. */
+async function fetchChats(all) {
+  const known = new Map(state.chats.map((c) => [c.id, c]));
+  const seen = new Set();
+  const chats = [];
+  let full = false;
+  let keptAfter = null; // the unchanged chat that ended the last page fetched
+  for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
+    const page = (await api.listChats(LIST_PAGE, offset)).chats;
+    for (const chat of page) {
+      if (seen.has(chat.id)) continue;
+      seen.add(chat.id);
+      chats.push(chat);
+    }
+    full = page.length === LIST_PAGE;
+    if (!full) break;
+    const last = page[page.length - 1];
+    if (!all && known.get(last.id)?.updated_ms === last.updated_ms) {
+      if (offset + LIST_PAGE < state.listLimit) keptAfter = last.id;
+      break;
+    }
+  }
+  if (keptAfter === null) return { chats, more: full, kept: false };
+  // the chats listed after it, as they were (those that changed since are in the pages fetched;
+  // those listed before it and not fetched again are gone)
+  const from = state.chats.findIndex((c) => c.id === keptAfter) + 1;
+  for (const chat of state.chats.slice(from)) if (!seen.has(chat.id)) chats.push(chat);
+  const more = state.moreChats || chats.length > state.listLimit; // (new chats pushed some past it)
+  chats.length = Math.min(chats.length, state.listLimit);
+  return { chats, more, kept: true };
+}
+
+/** Whether the last of `chats` is where the server lists it, unchanged: else a chat listed
+ * before it (one kept from the last refresh) was deleted, or moved, since. One chat asked for. */
+async function lastInPlace(chats) {
+  if (!chats.length) return true;
+  const mine = chats[chats.length - 1];
+  const [theirs] = (await api.listChats(1, chats.length - 1)).chats;
+  return theirs?.id === mine.id && theirs.updated_ms === mine.updated_ms;
+}
+
+/** A chat gone from the server (deleted here, or found deleted on opening it): out of the
+ * list now (a refresh keeps the pages it does not fetch again as they were). */
+function dropChat(id) {
+  state.chats = state.chats.filter((c) => c.id !== id);
+  renderChats();
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -409,6 +435,7 @@ async function openChat(id) {
     if (state.opening !== opening) return;
     if (err.status === 401) return showLogin();
     show("welcome-view");
+    if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     return showAlert(err.status === 404 ? "That chat does not exist on this server." : err.message);
   }
   state.chat = chat;
@@ -552,8 +579,7 @@ async function deleteChat() {
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
   if (state.chat?.id === chat.id) location.hash = "#/";
-  // (a refresh keeps the pages it does not fetch again as they were: not this chat)
-  state.chats = state.chats.filter((c) => c.id !== chat.id);
+  dropChat(chat.id);
   await refreshChats();
 }
 
