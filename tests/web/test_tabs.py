@@ -158,3 +158,31 @@ def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: An
     expect(page.locator(item(old["id"]))).to_have_count(0)
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 3)
     assert errors == []
+
+
+def test_a_chat_that_failed_to_open_opens_on_the_next_click(make_server: Any, browser: Any) -> None:
+    """Its address was already the chat's: a click changed nothing; and the alert that the
+    server could not be reached stayed once it answered again."""
+    server = make_server()
+    with server.client() as c:
+        chat = titled(c, "chat X")
+    page = paused(browser, server)
+    link = page.locator(item(chat["id"]) + " a")
+    page.route("**/api/chats/**", lambda r: r.abort())  # the server cannot be reached
+    link.click()
+    expect(page.locator("#alert")).to_contain_text("cannot be reached")
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.unroute("**/api/chats/**")
+    page.clock.run_for(11_000)  # the list's refresh: the server answers again
+    expect(page.locator("#alert")).to_be_hidden()
+    link.click()
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+
+    page.route("**/api/chats/**", lambda r: r.abort())  # and by keyboard
+    page.get_by_role("button", name="New chat").click()
+    link.click()
+    expect(page.locator("#alert")).to_contain_text("cannot be reached")
+    page.unroute("**/api/chats/**")
+    link.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-title")).to_have_text("chat X")

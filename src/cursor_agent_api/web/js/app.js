@@ -126,10 +126,18 @@ function show(viewId) {
   for (const id of ["login-view", "welcome-view", "new-view", "chat-view"]) $(id).hidden = id !== viewId;
 }
 
-function showAlert(message) {
+/** The page's alert; `unreachable`: it says the server could not be reached, and goes by
+ * itself once the chats list is fetched again. */
+function showAlert(message, { unreachable = false } = {}) {
   const el = $("alert");
   el.textContent = message;
   el.hidden = !message;
+  el.dataset.unreachable = unreachable ? "yes" : "";
+}
+
+/** The server answered again: an alert that it could not be reached is over. */
+function clearUnreachable() {
+  if ($("alert").dataset.unreachable) showAlert("");
 }
 
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
@@ -216,6 +224,7 @@ async function refreshChats({ all = false } = {}) {
     scheduleRefresh(); // the stream shows the connection state; the list retries later
     return;
   }
+  clearUnreachable();
   renderChats();
   await checkStore();
   scheduleRefresh();
@@ -336,10 +345,19 @@ function chatItem(id) {
     time: h("time"),
   };
   const li = h("li", { class: "chat-item", dataset: { chatId: id } },
-    h("a", { href: `#/chat/${encodeURIComponent(id)}`, onclick: () => toggleMenu(false) },
+    h("a", { href: `#/chat/${encodeURIComponent(id)}`, onclick: (ev) => onChatLink(ev, id) },
       parts.title, parts.ws, h("span", { class: "chat-item-meta" }, parts.pill, " ", parts.time)));
   li.parts = parts;
   return li;
+}
+
+/** A click (or Enter) on a chat's link. The address is already that chat's when its opening
+ * failed (the server was unreachable): no hash change would come, so it opens it again. */
+function onChatLink(ev, id) {
+  toggleMenu(false);
+  if (new URL(ev.currentTarget.href).hash !== location.hash || state.chat?.id === id) return;
+  ev.preventDefault();
+  route();
 }
 
 /** Show `chat` in its item: only the texts and attributes that changed are written. */
@@ -436,7 +454,8 @@ async function openChat(id) {
     if (err.status === 401) return showLogin();
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
-    return showAlert(err.status === 404 ? "That chat does not exist on this server." : err.message);
+    return showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
+      { unreachable: err.status === 0 });
   }
   state.chat = chat;
   show("chat-view");
