@@ -6,6 +6,7 @@ chat open; a sign-out in another tab shows the sign-in form; the page retries it
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -186,3 +187,40 @@ def test_a_chat_that_failed_to_open_opens_on_the_next_click(make_server: Any, br
     link.focus()
     page.keyboard.press("Enter")
     expect(page.locator("#chat-title")).to_have_text("chat X")
+
+
+STOPPING = "() => document.getElementById('run-state').textContent"
+MENU_OPEN = re.compile(r"\bmenu-open\b")
+
+
+def test_escape_for_an_input_method_or_the_chats_menu_does_not_stop_the_run(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server(sim_env=HELD)
+    with server.client() as c:
+        chat = titled(c, "chat X")
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "start")
+    expect(page.locator("#run-state")).to_have_text("The agent is working…")
+    page.get_by_label("Prompt").fill("にほんご")
+    # the Esc that ends a composition (dispatched: Playwright has no input method)
+    state = page.evaluate("""() => {
+      document.getElementById('prompt').dispatchEvent(new KeyboardEvent('keydown',
+        { key: 'Escape', isComposing: true, bubbles: true, cancelable: true }));
+      return document.getElementById('run-state').textContent;
+    }""")
+    assert state == "The agent is working…"
+
+    page.set_viewport_size({"width": 375, "height": 700})  # the list is a menu
+    page.get_by_role("button", name="Chats").click()
+    expect(page.locator("body")).to_have_class(MENU_OPEN)
+    page.keyboard.press("Escape")
+    expect(page.locator("body")).not_to_have_class(MENU_OPEN)
+    expect(page.get_by_role("button", name="Chats")).to_be_focused()
+    assert page.evaluate(STOPPING) == "The agent is working…"
+    page.keyboard.press("Escape")  # now it stops the run
+    expect(page.locator("#stop-button")).to_be_hidden()
+    with server.client() as c:
+        assert [r["status"] for r in c.get(f"/api/chats/{chat['id']}/runs").json()["runs"]] == ["cancelled"]
+    assert page.errors == []  # type: ignore[attr-defined]

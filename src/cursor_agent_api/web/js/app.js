@@ -96,18 +96,23 @@ function bindStaticHandlers() {
   for (const [transport, mode] of [["opt-transport", "opt-mode"], ["copt-transport", "copt-mode"]]) {
     $(transport).addEventListener("change", () => syncMode(transport, mode));
   }
-  document.addEventListener("keydown", (ev) => {
-    if (ev.key === "Escape" && state.timeline?.activeRun && !$("chat-view").hidden) {
-      ev.preventDefault();
-      stopRun();
-    } else if (ev.key === "Escape" && !$("chat-options").hidden) {
-      toggleOptions(false);
-      $("options-button").focus();
-    } else if (ev.key === "Escape" && document.body.classList.contains("menu-open")) {
-      toggleMenu(false);
-      $("menu-toggle").focus();
-    }
-  });
+  document.addEventListener("keydown", onEscape);
+}
+
+/** Esc closes what is open (the Chats menu, the options form) before it stops the run; an Esc
+ * that ends an input method's composition (Japanese, say) is the input method's. */
+function onEscape(ev) {
+  if (ev.key !== "Escape" || ev.isComposing) return;
+  if (document.body.classList.contains("menu-open") && getComputedStyle($("menu-toggle")).display !== "none") {
+    toggleMenu(false);
+    $("menu-toggle").focus();
+  } else if (!$("chat-options").hidden) {
+    toggleOptions(false);
+    $("options-button").focus();
+  } else if (state.timeline?.activeRun && !$("chat-view").hidden) {
+    ev.preventDefault();
+    stopRun();
+  }
 }
 
 function toggleMenu(open) {
