@@ -224,3 +224,25 @@ def test_escape_for_an_input_method_or_the_chats_menu_does_not_stop_the_run(
     with server.client() as c:
         assert [r["status"] for r in c.get(f"/api/chats/{chat['id']}/runs").json()["runs"]] == ["cancelled"]
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_skip_link_focuses_the_prompt_and_the_chat_stays_open(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = titled(c, "chat X")
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    page.get_by_label("Prompt").fill("a draft")
+    page.get_by_role("link", name="Skip to the prompt").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Prompt")).to_be_focused()
+    expect(page.locator("#chat-view")).to_be_visible()
+    assert page.evaluate("location.hash") == f"#/chat/{chat['id']}"
+    expect(page.get_by_label("Prompt")).to_have_value("a draft")
+    expect(page.locator("#conn")).to_have_text("Live")
+    page.goto(f"{server.url}/#/new")  # no chat open: the view's first field
+    page.get_by_role("link", name="Skip to the prompt").focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_label("Workspace root")).to_be_focused()
+    assert page.evaluate("location.hash") == "#/new"
+    assert page.errors == []  # type: ignore[attr-defined]

@@ -97,6 +97,7 @@ function bindStaticHandlers() {
     $(transport).addEventListener("change", () => syncMode(transport, mode));
   }
   document.addEventListener("keydown", onEscape);
+  $("skip-link").addEventListener("click", skipToPrompt);
 }
 
 /** Esc closes what is open (the Chats menu, the options form) before it stops the run; an Esc
@@ -113,6 +114,15 @@ function onEscape(ev) {
     ev.preventDefault();
     stopRun();
   }
+}
+
+/** The skip link moves the focus; its "#prompt" must not become the address (no route: the
+ * open chat stays open). Without a chat open, to the first field of the view shown. */
+function skipToPrompt(ev) {
+  ev.preventDefault();
+  const view = ["chat-view", "new-view", "login-view", "welcome-view"].map($).find((el) => !el.hidden);
+  const target = view?.id === "chat-view" ? $("prompt") : view?.querySelector("input, select, textarea, button, a[href]");
+  target?.focus();
 }
 
 function toggleMenu(open) {
