@@ -246,3 +246,25 @@ def test_the_skip_link_focuses_the_prompt_and_the_chat_stays_open(make_server: A
     expect(page.get_by_label("Workspace root")).to_be_focused()
     assert page.evaluate("location.hash") == "#/new"
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_after_a_sign_out_in_another_tab_the_next_action_shows_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = titled(c, "chat X")
+    tab = open_ui(browser, server)
+    # (their lists' refresh, which would show the sign-in form by itself, waits for the test)
+    creating, opening = paused(browser, server, "#/new"), paused(browser, server)
+    expect(creating.locator("#new-view")).to_be_visible()
+    expect(opening.locator(item(chat["id"]))).to_be_visible()
+    tab.get_by_role("button", name="Sign out").click()
+    expect(tab.locator("#login-view")).to_be_visible()
+
+    creating.get_by_role("button", name="Create chat").click()
+    expect(creating.locator("#login-view")).to_be_visible()
+    expect(creating.locator("#alert")).to_contain_text(SIGNED_OUT)
+    opening.locator(item(chat["id"]) + " a").click()
+    expect(opening.locator("#login-view")).to_be_visible()
+    expect(opening.locator("#alert")).to_contain_text(SIGNED_OUT)

@@ -434,6 +434,7 @@ async function onCreateChat(ev) {
     await refreshChats();
     location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
   } catch (err) {
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
     showAlert(`Could not create the chat: ${err.message}`);
   }
 }
@@ -466,7 +467,7 @@ async function openChat(id) {
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening) return;
-    if (err.status === 401) return showLogin();
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     return showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
