@@ -2,7 +2,7 @@
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
 import { api, ApiError } from "./api.js";
-import { h, replace, formatAgo, showControls } from "./dom.js";
+import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
@@ -613,7 +613,12 @@ async function deleteChat() {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
-  if (state.chat?.id === chat.id) location.hash = "#/";
+  if (state.chat?.id === chat.id) {
+    location.hash = "#/";
+    route(); // now, not at the hash change: the focus goes to the welcome view's link
+    $("welcome-new-link").focus(); // (it was on Delete, now gone with the chat)
+    announce("The chat was deleted.");
+  }
   dropChat(chat.id);
   await refreshChats();
 }
