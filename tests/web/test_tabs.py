@@ -268,3 +268,32 @@ def test_after_a_sign_out_in_another_tab_the_next_action_shows_the_sign_in_form(
     opening.locator(item(chat["id"]) + " a").click()
     expect(opening.locator("#login-view")).to_be_visible()
     expect(opening.locator("#alert")).to_contain_text(SIGNED_OUT)
+
+
+def test_the_page_tries_its_settings_again_when_they_fail_at_load(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = titled(c, "chat X")
+    open_ui(browser, server)  # signed in (the context's cookie)
+    page: Page = browser.new_page()
+    page.add_init_script(ALERTS)
+    calls: list[str] = []
+
+    def first_fails(route: Any) -> None:  # the server restarting as the page loads
+        calls.append(route.request.url)
+        route.abort() if len(calls) == 1 else route.continue_()
+
+    page.route("**/api/config", first_fails)
+    page.goto(f"{server.url}/#/chat/{chat['id']}")
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert len(calls) == 2
+    said = page.evaluate("() => window.__alerts")
+    assert any("Trying again in 1 s (or reload the page)" in a for a in said), said
+
+
+ALERTS = """new MutationObserver(() => {
+  const text = document.getElementById('alert')?.textContent;
+  if (text) (window.__alerts ||= []).push(text);
+}).observe(document, { subtree: true, childList: true, characterData: true });"""

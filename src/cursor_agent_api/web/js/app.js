@@ -12,6 +12,7 @@ const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or r
 const ACTIVE = new Set(["queued", "running"]);
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
+const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
@@ -37,16 +38,8 @@ async function boot() {
   // session cookie, and redirects a refused one here with ?signin=refused.
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
-  try {
-    state.config = await api.config();
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
-      return showLogin(linkRefused
-        ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
-        : "");
-    }
-    return showAlert(`Cannot load the server's settings: ${err.message}`);
-  }
+  state.config = await loadConfig(linkRefused);
+  if (!state.config) return;
   document.body.classList.remove("signed-out");
   $("sim-badge").hidden = !state.config.simulate;
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
@@ -54,6 +47,28 @@ async function boot() {
   await refreshChats();
   window.addEventListener("hashchange", route);
   route();
+}
+
+/** GET /api/config, tried again (after 1, 2, 5, 10, then every 30 s) while the server cannot be
+ * reached or fails (restarting as the page loads, say), the page saying so; null when signed
+ * out (the sign-in form shows). */
+async function loadConfig(linkRefused) {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await api.config();
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        showLogin(linkRefused
+          ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
+          : "");
+        return null;
+      }
+      const wait = CONFIG_RETRY_MS[Math.min(attempt, CONFIG_RETRY_MS.length - 1)];
+      showAlert(`Cannot load the server's settings: ${err.message}. Trying again in ${wait / 1000} s (or reload the page).`,
+        { unreachable: true });
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /** The server swaps a link's secret for the cookie and strips it; a refused one comes back as
