@@ -38,8 +38,11 @@ def test_delete_asks_then_deletes_and_the_list_drops_the_chat(make_server: Any, 
         assert c.get(f"/api/chats/{chat['id']}").status_code == 200
 
     page.once("dialog", lambda d: d.accept())
-    page.locator("#delete-chat-button").click()
+    page.locator("#delete-chat-button").focus()  # by keyboard
+    page.keyboard.press("Enter")
     expect(page.locator("#welcome-view")).to_be_visible()
+    # the focus was on Delete, gone with the chat: it goes to the welcome view's link
+    expect(page.get_by_role("link", name="new chat", exact=True)).to_be_focused()
     expect(page.locator(_item(chat["id"]))).to_have_count(0)
     expect(page.locator(_item(other["id"]))).to_have_count(1)
     with server.client() as c:

@@ -2,7 +2,7 @@
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
 import { api, ApiError } from "./api.js";
-import { h, replace, formatAgo, showControls } from "./dom.js";
+import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
@@ -12,6 +12,7 @@ const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or r
 const ACTIVE = new Set(["queued", "running"]);
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
+const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
@@ -23,6 +24,7 @@ const state = {
   busy: false, // a prompt is on its way
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
+  drafts: new Map(), // chat id -> a prompt not sent because its chat was left: back in its box
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -36,16 +38,8 @@ async function boot() {
   // session cookie, and redirects a refused one here with ?signin=refused.
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
-  try {
-    state.config = await api.config();
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
-      return showLogin(linkRefused
-        ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
-        : "");
-    }
-    return showAlert(`Cannot load the server's settings: ${err.message}`);
-  }
+  state.config = await loadConfig(linkRefused);
+  if (!state.config) return;
   document.body.classList.remove("signed-out");
   $("sim-badge").hidden = !state.config.simulate;
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
@@ -53,6 +47,28 @@ async function boot() {
   await refreshChats();
   window.addEventListener("hashchange", route);
   route();
+}
+
+/** GET /api/config, tried again (after 1, 2, 5, 10, then every 30 s) while the server cannot be
+ * reached or fails (restarting as the page loads, say), the page saying so; null when signed
+ * out (the sign-in form shows). */
+async function loadConfig(linkRefused) {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      return await api.config();
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) {
+        showLogin(linkRefused
+          ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
+          : "");
+        return null;
+      }
+      const wait = CONFIG_RETRY_MS[Math.min(attempt, CONFIG_RETRY_MS.length - 1)];
+      showAlert(`Cannot load the server's settings: ${err.message}. Trying again in ${wait / 1000} s (or reload the page).`,
+        { unreachable: true });
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /** The server swaps a link's secret for the cookie and strips it; a refused one comes back as
@@ -95,18 +111,33 @@ function bindStaticHandlers() {
   for (const [transport, mode] of [["opt-transport", "opt-mode"], ["copt-transport", "copt-mode"]]) {
     $(transport).addEventListener("change", () => syncMode(transport, mode));
   }
-  document.addEventListener("keydown", (ev) => {
-    if (ev.key === "Escape" && state.timeline?.activeRun && !$("chat-view").hidden) {
-      ev.preventDefault();
-      stopRun();
-    } else if (ev.key === "Escape" && !$("chat-options").hidden) {
-      toggleOptions(false);
-      $("options-button").focus();
-    } else if (ev.key === "Escape" && document.body.classList.contains("menu-open")) {
-      toggleMenu(false);
-      $("menu-toggle").focus();
-    }
-  });
+  document.addEventListener("keydown", onEscape);
+  $("skip-link").addEventListener("click", skipToPrompt);
+}
+
+/** Esc closes what is open (the Chats menu, the options form) before it stops the run; an Esc
+ * that ends an input method's composition (Japanese, say) is the input method's. */
+function onEscape(ev) {
+  if (ev.key !== "Escape" || ev.isComposing) return;
+  if (document.body.classList.contains("menu-open") && getComputedStyle($("menu-toggle")).display !== "none") {
+    toggleMenu(false);
+    $("menu-toggle").focus();
+  } else if (!$("chat-options").hidden) {
+    toggleOptions(false);
+    $("options-button").focus();
+  } else if (state.timeline?.activeRun && !$("chat-view").hidden) {
+    ev.preventDefault();
+    stopRun();
+  }
+}
+
+/** The skip link moves the focus; its "#prompt" must not become the address (no route: the
+ * open chat stays open). Without a chat open, to the first field of the view shown. */
+function skipToPrompt(ev) {
+  ev.preventDefault();
+  const view = ["chat-view", "new-view", "login-view", "welcome-view"].map($).find((el) => !el.hidden);
+  const target = view?.id === "chat-view" ? $("prompt") : view?.querySelector("input, select, textarea, button, a[href]");
+  target?.focus();
 }
 
 function toggleMenu(open) {
@@ -125,10 +156,18 @@ function show(viewId) {
   for (const id of ["login-view", "welcome-view", "new-view", "chat-view"]) $(id).hidden = id !== viewId;
 }
 
-function showAlert(message) {
+/** The page's alert; `unreachable`: it says the server could not be reached, and goes by
+ * itself once the chats list is fetched again. */
+function showAlert(message, { unreachable = false } = {}) {
   const el = $("alert");
   el.textContent = message;
   el.hidden = !message;
+  el.dataset.unreachable = unreachable ? "yes" : "";
+}
+
+/** The server answered again: an alert that it could not be reached is over. */
+function clearUnreachable() {
+  if ($("alert").dataset.unreachable) showAlert("");
 }
 
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
@@ -198,50 +237,77 @@ function route() {
  * changed since the last refresh is at the top. So a refresh fetches pages from the first only
  * until a page ends with a chat unchanged since (same `updated_ms`); the chats after it are
  * kept as they were (a refresh every 2 s while a chat runs fetched every page shown: "More
- * chats" made that 5 requests for 1,000 chats). `all`: fetch every page shown (at the start,
- * and for "More chats"). */
+ * chats" made that 5 requests for 1,000 chats). A chat deleted among the kept ones is not a
+ * change of order: one chat, the last listed, is asked for where it should be, and if it is not
+ * there every page shown is fetched again. `all`: fetch every page shown (at the start, and for
+ * "More chats"). */
 async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
   try {
-    // page by page (the server gives at most 500 at once), a chat seen twice (the order
-    // changed between pages) listed once
-    const known = new Map(state.chats.map((c) => [c.id, c]));
-    const seen = new Set();
-    const chats = [];
-    let full = false;
-    let rest = false; // the pages after the last fetched are unchanged: kept
-    for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
-      const page = (await api.listChats(LIST_PAGE, offset)).chats;
-      for (const chat of page) {
-        if (seen.has(chat.id)) continue;
-        seen.add(chat.id);
-        chats.push(chat);
-      }
-      full = page.length === LIST_PAGE;
-      if (!full) break;
-      const last = page[page.length - 1];
-      if (!all && known.get(last.id)?.updated_ms === last.updated_ms) {
-        rest = offset + LIST_PAGE < state.listLimit;
-        break;
-      }
-    }
-    if (rest) {
-      for (const chat of state.chats) if (!seen.has(chat.id)) chats.push(chat);
-      state.moreChats ||= chats.length > state.listLimit; // (new chats pushed some past the limit)
-      chats.length = Math.min(chats.length, state.listLimit);
-    } else {
-      state.moreChats = full;
-    }
-    state.chats = chats;
+    let listed = await fetchChats(all);
+    if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
+    state.chats = listed.chats;
+    state.moreChats = listed.more;
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     await checkStore(); // (a database that cannot be read either: the list fails too)
     scheduleRefresh(); // the stream shows the connection state; the list retries later
     return;
   }
+  clearUnreachable();
   renderChats();
   await checkStore();
   scheduleRefresh();
+}
+
+/** The chats to list: {chats, more (the server may have older ones), kept (some were kept
+ * from the last refresh, not fetched)}. Page by page (the server gives at most 500 at once),
+ * a chat seen twice (the order changed between pages) listed once. */
+async function fetchChats(all) {
+  const known = new Map(state.chats.map((c) => [c.id, c]));
+  const seen = new Set();
+  const chats = [];
+  let full = false;
+  let keptAfter = null; // the unchanged chat that ended the last page fetched
+  for (let offset = 0; offset < state.listLimit; offset += LIST_PAGE) {
+    const page = (await api.listChats(LIST_PAGE, offset)).chats;
+    for (const chat of page) {
+      if (seen.has(chat.id)) continue;
+      seen.add(chat.id);
+      chats.push(chat);
+    }
+    full = page.length === LIST_PAGE;
+    if (!full) break;
+    const last = page[page.length - 1];
+    if (!all && known.get(last.id)?.updated_ms === last.updated_ms) {
+      if (offset + LIST_PAGE < state.listLimit) keptAfter = last.id;
+      break;
+    }
+  }
+  if (keptAfter === null) return { chats, more: full, kept: false };
+  // the chats listed after it, as they were (those that changed since are in the pages fetched;
+  // those listed before it and not fetched again are gone)
+  const from = state.chats.findIndex((c) => c.id === keptAfter) + 1;
+  for (const chat of state.chats.slice(from)) if (!seen.has(chat.id)) chats.push(chat);
+  const more = state.moreChats || chats.length > state.listLimit; // (new chats pushed some past it)
+  chats.length = Math.min(chats.length, state.listLimit);
+  return { chats, more, kept: true };
+}
+
+/** Whether the last of `chats` is where the server lists it, unchanged: else a chat listed
+ * before it (one kept from the last refresh) was deleted, or moved, since. One chat asked for. */
+async function lastInPlace(chats) {
+  if (!chats.length) return true;
+  const mine = chats[chats.length - 1];
+  const [theirs] = (await api.listChats(1, chats.length - 1)).chats;
+  return theirs?.id === mine.id && theirs.updated_ms === mine.updated_ms;
+}
+
+/** A chat gone from the server (deleted here, or found deleted on opening it): out of the
+ * list now (a refresh keeps the pages it does not fetch again as they were). */
+function dropChat(id) {
+  state.chats = state.chats.filter((c) => c.id !== id);
+  renderChats();
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -309,10 +375,19 @@ function chatItem(id) {
     time: h("time"),
   };
   const li = h("li", { class: "chat-item", dataset: { chatId: id } },
-    h("a", { href: `#/chat/${encodeURIComponent(id)}`, onclick: () => toggleMenu(false) },
+    h("a", { href: `#/chat/${encodeURIComponent(id)}`, onclick: (ev) => onChatLink(ev, id) },
       parts.title, parts.ws, h("span", { class: "chat-item-meta" }, parts.pill, " ", parts.time)));
   li.parts = parts;
   return li;
+}
+
+/** A click (or Enter) on a chat's link. The address is already that chat's when its opening
+ * failed (the server was unreachable): no hash change would come, so it opens it again. */
+function onChatLink(ev, id) {
+  toggleMenu(false);
+  if (new URL(ev.currentTarget.href).hash !== location.hash || state.chat?.id === id) return;
+  ev.preventDefault();
+  route();
 }
 
 /** Show `chat` in its item: only the texts and attributes that changed are written. */
@@ -374,6 +449,7 @@ async function onCreateChat(ev) {
     await refreshChats();
     location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
   } catch (err) {
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
     showAlert(`Could not create the chat: ${err.message}`);
   }
 }
@@ -406,9 +482,11 @@ async function openChat(id) {
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening) return;
-    if (err.status === 401) return showLogin();
+    if (err.status === 401) return showLogin("You were signed out: sign in again.");
     show("welcome-view");
-    return showAlert(err.status === 404 ? "That chat does not exist on this server." : err.message);
+    if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
+    return showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
+      { unreachable: err.status === 0 });
   }
   state.chat = chat;
   show("chat-view");
@@ -418,6 +496,7 @@ async function openChat(id) {
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns);
+  restoreDraft(id);
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -472,12 +551,13 @@ function onRunChange(changed) {
 /** After a run whose tool call was rejected (print mode, tools not allowed): allow them for
  * this chat (force) and send the same prompt again. */
 function allowToolsOffer(run, changes) {
+  const chatId = state.chat.id; // the run's chat: the prompt goes there, even if the page left it
   const button = h("button", { type: "button", class: "primary", text: "Allow tools for this chat and run again" });
   button.addEventListener("click", async () => {
     button.disabled = true;
     try {
-      await setOptions(changes);
-      await startPrompt(run.prompt || "");
+      await setOptions(chatId, changes);
+      await startPrompt(chatId, run.prompt || "");
     } catch (err) {
       if (err.status === 401) return showLogin("You were signed out: sign in again.");
       showAlert(`Could not run it again: ${err.message}`);
@@ -513,9 +593,10 @@ function syncMode(transportId, modeId) {
   if (!acp) $(modeId).value = "agent";
 }
 
-/** PATCH the open chat's options (409 while a run is active); the header shows the new ones. */
-async function setOptions(changes) {
-  const chat = await api.updateChat(state.chat.id, { options: changes });
+/** PATCH chat `chatId`'s options (409 while a run is active); if it is still open, the header
+ * shows the new ones. */
+async function setOptions(chatId, changes) {
+  const chat = await api.updateChat(chatId, { options: changes });
   if (state.chat?.id !== chat.id) return;
   state.chat.options = chat.options;
   showChatHeader();
@@ -528,7 +609,7 @@ async function saveOptions(ev) {
   changes.transport = $("copt-transport").value;
   changes.mode = changes.transport === "acp" ? $("copt-mode").value : "agent";
   try {
-    await setOptions(changes);
+    await setOptions(state.chat.id, changes);
     toggleOptions(false);
     $("options-button").focus();
   } catch (err) {
@@ -547,9 +628,13 @@ async function deleteChat() {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
-  if (state.chat?.id === chat.id) location.hash = "#/";
-  // (a refresh keeps the pages it does not fetch again as they were: not this chat)
-  state.chats = state.chats.filter((c) => c.id !== chat.id);
+  if (state.chat?.id === chat.id) {
+    location.hash = "#/";
+    route(); // now, not at the hash change: the focus goes to the welcome view's link
+    $("welcome-new-link").focus(); // (it was on Delete, now gone with the chat)
+    announce("The chat was deleted.");
+  }
+  dropChat(chat.id);
   await refreshChats();
 }
 
@@ -602,15 +687,18 @@ async function settled(check, ms) {
 async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
-  if (!prompt.trim() || !state.chat || state.busy) return;
+  const chat = state.chat; // the chat it was typed in: it goes there or nowhere
+  if (!prompt.trim() || !chat || state.busy) return;
   state.busy = true;
   const stops = state.stops;
+  const left = () => state.chat?.id !== chat.id;
   try {
     // A run that is just ending (its process exiting after the answer, or its last records
     // still being replayed) gets a moment before the prompt is refused.
-    if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops, 3000))) {
+    if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops || left(), 3000))) {
       return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
     }
+    if (left()) return keepDraft(chat, prompt);
     if (state.stops !== stops) {
       // Stop means stop: what was typed during the run is not sent on its own afterwards.
       return showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
@@ -620,7 +708,7 @@ async function sendPrompt() {
     // the prompt was not sent and nothing was typed meanwhile.
     if (input.value === prompt) input.value = "";
     try {
-      await startPrompt(prompt);
+      await startPrompt(chat.id, prompt);
     } catch (err) {
       if (!input.value) input.value = prompt;
       throw err;
@@ -633,10 +721,32 @@ async function sendPrompt() {
   }
 }
 
-/** Start a run of the open chat; then the list (and the header) pick up its new title. */
-async function startPrompt(prompt) {
-  await api.startRun(state.chat.id, prompt);
-  showAlert("");
+/** A prompt waiting for its chat's run to end when the page left that chat (Back, another
+ * chat, New chat) is not sent anywhere: it goes back in that chat's prompt box when the chat
+ * opens again, and the page says so. (Sent to the chat now open, it went where it was not
+ * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
+ * have left it to cancel.) */
+function keepDraft(chat, prompt) {
+  const input = $("prompt");
+  state.drafts.set(chat.id, prompt);
+  if (input.value === prompt) input.value = "";
+  showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
+    + "while its run was going. It is back in that chat's prompt box when you open it again.");
+}
+
+/** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
+function restoreDraft(id) {
+  const draft = state.drafts.get(id);
+  if (draft === undefined || $("prompt").value) return;
+  $("prompt").value = draft;
+  state.drafts.delete(id);
+}
+
+/** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if
+ * the page went elsewhere meanwhile); then the list (and the header) pick up its new title. */
+async function startPrompt(chatId, prompt) {
+  await api.startRun(chatId, prompt);
+  if (state.chat?.id === chatId) showAlert("");
   refreshChats();
 }
 
