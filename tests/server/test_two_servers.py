@@ -4,11 +4,13 @@ relay to it; its answers say so, and where to go, instead of an unexplained 409.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from collections.abc import Callable
 from typing import Any
 
-from server_helpers import Server, all_events, new_chat, poll, wait_run
+from inproc import InProcServer
+from server_helpers import Server, all_events, is_run_end, new_chat, poll, wait_run, ws_collect
 
 HELD = {"CURSOR_AGENT_SIM_FAULT": "silence"}
 """The first server's agent: ``system/init``, then nothing until stopped, so that its run is
@@ -52,7 +54,9 @@ def _run_of_a_dead_server(
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait()
         run = b.get(f"/api/runs/{run['id']}").json()
-    assert run["status"] == "running"
+    # running, unless the survivor's periodic look (every 10 s) came first: then the
+    # cancel and the prompt below find it ended, as they do when they end it themselves
+    assert run["status"] in ("running", "interrupted")
     return second, chat, run
 
 
@@ -88,3 +92,31 @@ def test_a_prompt_on_a_chat_whose_run_was_left_by_a_dead_server_is_taken(
         assert (old["status"], old["error_type"]) == ("interrupted", "ServerRestart")
         assert wait_run(b, p.json()["id"])["status"] == "succeeded"
     assert "Traceback" not in survivor.log_text()
+
+
+def test_the_run_of_a_killed_server_is_ended_by_the_survivor_unasked(
+    make_server: Callable[..., Server], make_inproc: Callable[..., InProcServer],
+) -> None:
+    """Review of 2026-11-24, wave 16: a run of a server killed -9 stayed ``running`` on the
+    survivor until someone cancelled it or prompted the chat. Now each server looks for the
+    runs of dead server processes of its host every ``dead_owner_check_interval`` s and
+    ends them ``interrupted``; a client watching the chat there sees the end as any other."""
+    first = make_server(token=TOKEN, sim_env=HELD)
+    survivor = make_inproc(token=TOKEN, dead_owner_check_interval=0.05)
+    with first.client() as a, survivor.client() as b:
+        chat = new_chat(a)
+        run = a.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "count"}).json()
+        poll(lambda: b.get(f"/api/runs/{run['id']}").json()["status"] == "running")
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait()
+        url = survivor.url.replace("http://", "ws://") + f"/api/chats/{chat['id']}/stream?after_seq=0"
+        msgs = asyncio.run(ws_collect(url, lambda m: is_run_end(m, run["id"]), timeout=60,
+                                      additional_headers={"Authorization": f"token {TOKEN}"}))
+        assert msgs[-1]["event"]["subtype"] == "interrupted"
+        after = b.get(f"/api/runs/{run['id']}").json()
+        assert (after["status"], after["error_type"]) == ("interrupted", "ServerRestart")
+        assert b.get(f"/api/chats/{chat['id']}").json()["status"] != "running"
+        p = b.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})
+        assert p.status_code == 202, p.text
+        assert wait_run(b, p.json()["id"])["status"] == "succeeded"
+    assert "Traceback" not in first.log_text()

@@ -3,8 +3,9 @@
 Start-up (the lifespan): open the store and run the migrations, mark runs
 left active by a previous server ``interrupted`` (stopping their leftover
 process groups; while the database cannot be written, in the background:
-:mod:`.recovery`), then serve. Shutdown: stop every run and mark it, close the
-store. A start-up that fails closes what it opened. The web UI, when the package
+:mod:`.recovery`), then serve; meanwhile, the runs another server of this host left
+when it was killed are ended too (:mod:`.dispatch.dead_owners`). Shutdown: stop every
+run and mark it, close the store. A start-up that fails closes what it opened. The web UI, when the package
 ships one (``cursor_agent_api/web/``), is served at ``/``.
 
 Example:
@@ -31,9 +32,11 @@ from .. import __version__
 from . import routes, websocket
 from .auth import Auth
 from .dispatch import open_dispatcher
+from .dispatch.dead_owners import DeadOwnerWatch
 from .hub import Hub
 from .log import EventLog
 from .recovery import Recovery
+from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
 from .store import DatabaseError, Store, StoreUnavailableError, describe_error, is_transient, tune_memory
@@ -116,6 +119,12 @@ def create_app(settings: ServerSettings) -> FastAPI:
             app.state.recovery = recovery
             opened.push_async_callback(recovery.stop)
             await recovery.start()
+            if isinstance(runs, RunManager):  # in queue mode, the sweep ends the lost workers' runs
+                # another server of this host killed: its runs ended in time, not left running
+                watch = DeadOwnerWatch(runs.end_dead_owners_runs,
+                                       interval=settings.dead_owner_check_interval)
+                watch.start()
+                opened.push_async_callback(watch.stop)
             yield
 
     app = FastAPI(

@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -331,6 +332,49 @@ class RunManager:
         """
         return self._left_by_dead_owner(run) and await self._interrupt_orphan(run)
 
+    async def end_dead_owners_runs(self) -> list[str]:
+        """End, as :meth:`recover` does, the active runs whose owner, a server process of
+        this host, is dead (another server on this database was killed: its runs are not
+        left ``running`` until someone acts or it restarts); the ids ended. Reads the active
+        runs of this host only (from the index ``ix_runs_status``, never the ended runs);
+        each server calls it every ``dead_owner_check_interval`` s (:mod:`.dispatch.dead_owners`).
+
+        Example:
+            >>> import socket, tempfile
+            >>> from cursor_agent_api.server.hub import Hub
+            >>> from cursor_agent_api.server.log import EventLog
+            >>> from cursor_agent_api.server.store import Store
+            >>> async def demo() -> tuple[list[bool], dict[str, str]]:
+            ...     url = f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3"
+            ...     store = Store(url)
+            ...     await store.start()
+            ...     log = EventLog(store, Hub(), 65536)
+            ...     runs = RunManager(ServerSettings(token="t" * 16, database_url=url), log)
+            ...     owners = {"alive": runs.server_id, "dead": f"{socket.gethostname()}:999999999:1",
+            ...               "elsewhere": "another-host:999999999:1"}
+            ...     ids = {}
+            ...     for name, owner in owners.items():
+            ...         chat = await store.create_chat(workspace="/w", model=None, options={}, title=name)
+            ...         run, _ = await store.create_run(chat["id"], "hi", lambda r: run_record("queued", r),
+            ...                                         server_id=owner)
+            ...         ids[run["id"]] = name
+            ...     ended = await runs.end_dead_owners_runs()
+            ...     again = await runs.end_dead_owners_runs()  # nothing left to do
+            ...     status = {ids[i]: (await store.get_run(i))["status"] for i in ids}
+            ...     await store.close()
+            ...     return [[ids[i] for i in ended] == ["dead"], again == []], status
+            >>> asyncio.run(demo())
+            ([True, True], {'alive': 'queued', 'dead': 'interrupted', 'elsewhere': 'queued'})
+        """
+        ended: list[str] = []
+        if self._closing:
+            return ended
+        for row in await self.store.local_runs(socket.gethostname()):
+            if self._left_by_dead_owner(row) and await self._interrupt_orphan(row):
+                _said_dead_owner(row)
+                ended.append(str(row["id"]))
+        return ended
+
     def _left_by_dead_owner(self, run: dict[str, Any]) -> bool:
         """``run`` is active and its owner, a server process of this host, is dead."""
         owner = run.get("server_id")
@@ -427,10 +471,7 @@ class RunManager:
             return False
         # False: another server ended it meanwhile (the chat is free too)
         if await self._interrupt_orphan(row):
-            logger.warning(
-                "run %s of chat %s was left active by server process %s, which is gone: "
-                "marked interrupted", row["id"], chat_id, row.get("server_id"),
-            )
+            _said_dead_owner(row)
         return True
 
     async def _create_run(self, chat: dict[str, Any], prompt: str) -> dict[str, Any]:
@@ -1078,6 +1119,13 @@ class RunManager:
             if row is not None:
                 return str(row["status"])
         return "unknown"
+
+
+def _said_dead_owner(row: dict[str, Any]) -> None:
+    logger.warning(
+        "run %s of chat %s was left active by server process %s, which is gone: marked interrupted",
+        row["id"], row["chat_id"], row.get("server_id"),
+    )
 
 
 async def answered_or_unknown(store: Any, run_id: str, request_id: str) -> None:

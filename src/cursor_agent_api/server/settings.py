@@ -178,6 +178,10 @@ class ServerSettings:
     stalled_after: float = 30.0
     sweep_interval: float = 5.0
     notify_poll_interval: float = 5.0
+    dead_owner_check_interval: float = 10.0
+    """In-process dispatch: seconds between two looks at the active runs owned by another
+    server process of this host; those whose process is gone (killed) are ended
+    ``interrupted`` (:mod:`.dispatch.dead_owners`, docs/server.md)."""
 
     @property
     def base_url(self) -> str:

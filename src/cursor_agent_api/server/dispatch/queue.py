@@ -46,7 +46,7 @@ from ..log import EventLog
 from ..models import RunStatus
 from ..runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, run_record, run_view
 from ..settings import ServerSettings
-from ..store import AppendOnce, Store, describe_error, is_transient, new_id, now_ms
+from ..store import AppendOnce, NewRecord, Store, describe_error, is_transient, new_id, now_ms
 from ..store.claims import OrphanedRun
 from . import CancelNotAppliedError, run_ends
 from .jobs import TASK_NAME, make_app, worker_queue
@@ -417,16 +417,23 @@ def lost_message(worker: str, seq: int | None) -> str:
 
 async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     """Mark a run whose worker is gone ``interrupted``, with a ``worker/lost`` record; True
-    if this call marked it (it is not re-run). Its error says where (:func:`lost_message`)."""
-    worker = run.get("worker") or run.get("server_id") or "unknown"
-    message = lost_message(str(worker), run.get("last_seq"))
+    if this call marked it (it is not re-run). Its error says where (:func:`lost_message`):
+    the seq the run had reached when its end was committed, not when ``run`` was read (a
+    worker that looked lost may have gone on writing meanwhile)."""
+    worker = str(run.get("worker") or run.get("server_id") or "unknown")
+    message = ""
+
+    def said(stored: dict[str, Any]) -> tuple[str, list[NewRecord]]:
+        nonlocal message
+        message = lost_message(worker, stored.get("last_seq"))
+        return message, [run_ends.lost_worker_note(stored, message)]
+
     marked = await run_ends.finish_if_active(
         log,
         run,
         RunStatus.INTERRUPTED.value,
-        error=message,
         error_type="WorkerLost",
-        notes=[run_ends.lost_worker_note(run, message)],
+        said=said,
         # its open requests closed with its end (the worker cannot write to a run that is over)
         close_requests=("restart", f"worker {worker} was lost while this request waited for an answer"),
     )

@@ -10,7 +10,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..log import EventLog
@@ -44,20 +44,28 @@ async def finish_if_active(
     error_type: str | None = None,
     notes: Sequence[NewRecord] = (),
     close_requests: tuple[str, str] | None = None,
+    said: Callable[[dict[str, Any]], tuple[str, Sequence[NewRecord]]] | None = None,
 ) -> bool:
     """Record the end of ``run`` (``notes``, then its ``run/<status>`` record) if its status
     is still one of ``only``; False (nothing written) otherwise. ``close_requests``
     (``by``, ``reason``): the run's requests still open are answered ``cancelled`` with the
-    end (:func:`~..requests.cancelled_answers`).
+    end (:func:`~..requests.cancelled_answers`). ``said``: the end's ``error`` and ``notes``
+    are built from the run as stored when the end is built (its ``last_seq``), instead.
 
-    What the end says (the turn's state closed, the open requests) is read from the store
-    before its transaction; if the chat has records written since (a worker that looked lost
-    went on writing until its run's end), the end is built again from them."""
+    What the end says (the turn's state closed, the open requests, ``said``) is read from
+    the store before its transaction; if the chat has records written since (a worker that
+    looked lost went on writing until its run's end), the end is built again from them."""
     run_id = str(run["id"])
     chat_id = str(run["chat_id"])
     store = log.store
     for attempt in range(_END_ATTEMPTS):
         (seen,) = [n for _, n in await store.chat_last_seqs([chat_id])] or [0]
+        if said is not None:  # read after ``seen``: a record written since fails the commit
+            stored = await store.get_run(run_id)
+            if stored is None:
+                return False  # its chat was deleted
+            run = stored
+            error, notes = said(run)
         values: dict[str, Any] = {
             "status": status,
             "ended_ms": now_ms(),
