@@ -42,6 +42,7 @@ __all__ = [
     "group_members",
     "held_by_this_process",
     "live_start_time",
+    "pid_namespace",
     "process_alive",
     "signal_group",
     "start_time",
@@ -54,6 +55,23 @@ HAVE_PROC = os.path.isdir("/proc/self")
 
 _DEAD = (b"Z", b"X")
 """States (field 3) of a process that has exited: a zombie not yet reaped, or dead."""
+
+
+def pid_namespace() -> str:
+    """This process's PID namespace: the inode of ``/proc/self/ns/pid`` (``""`` without
+    ``/proc``). Two processes of one host see each other's pids only if they share it (two
+    containers on the host's network, with one host name, do not).
+
+    Example:
+        >>> pid_namespace() == (str(os.stat("/proc/self/ns/pid").st_ino) if HAVE_PROC else "")
+        True
+    """
+    if not HAVE_PROC:
+        return ""
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return ""
 
 
 def stat_fields(pid: int | str) -> list[bytes] | None:

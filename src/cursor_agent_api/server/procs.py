@@ -27,7 +27,7 @@ import os
 import socket
 
 from ..runtime import groups
-from ..runtime.groups import process_alive, start_time
+from ..runtime.groups import pid_namespace, process_alive, start_time
 
 
 def process_start_time(pid: int) -> int | None:
@@ -70,17 +70,20 @@ async def stop_recorded_group(
 
 
 def server_identity() -> str:
-    """Who owns a run: ``host:pid:start-time`` of this server process.
+    """Who owns a run: ``host:pid:start-time`` of this server process, with ``@namespace``
+    (:func:`~cursor_agent_api.runtime.groups.pid_namespace`) after the start time where there
+    is one.
 
     Example:
         >>> server_identity().split(":")[1] == str(os.getpid())
         True
     """
     pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{process_start_time(pid)}"
+    ns = pid_namespace()
+    return f"{socket.gethostname()}:{pid}:{process_start_time(pid)}" + (f"@{ns}" if ns else "")
 
 
-def identity_alive(identity: str) -> bool | None:
+def identity_alive(identity: str, *, certain: bool = False) -> bool | None:
     """Is the server process named by :func:`server_identity` still running?
 
     ``None`` when it cannot be told: the identity is from another host (or malformed).
@@ -90,16 +93,29 @@ def identity_alive(identity: str) -> bool | None:
     (:func:`~cursor_agent_api.runtime.groups.process_alive`): a dead server's pid taken by
     another process keeps its runs owned until that process ends.
 
+    An identity of another PID namespace of this host (another container with the same host
+    name), or one written without its namespace (an older server), is looked up in this one
+    all the same: that is how a server restarted in a new container ends its previous
+    process's runs. With ``certain``, such an identity cannot be told (``None``): what asks
+    on its own, on a timer (:mod:`.dispatch.dead_owners`), must not take a live server of
+    another namespace for a dead one.
+
     Example:
-        >>> identity_alive(server_identity())
-        True
+        >>> identity_alive(server_identity()), identity_alive(server_identity(), certain=True)
+        (True, True)
         >>> identity_alive("another-host:1:1") is None
         True
+        >>> host = socket.gethostname()
+        >>> identity_alive(f"{host}:999999999:1@1"), identity_alive(f"{host}:999999999:1@1", certain=True)
+        (False, None)
     """
     parts = identity.rsplit(":", 2)
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     host, pid, start = parts
+    start, _, ns = start.partition("@")
     if host != socket.gethostname() or not (start.isdigit() or start == "None"):
+        return None
+    if certain and ns != pid_namespace():
         return None
     return process_alive(int(pid), int(start) if start.isdigit() else None)

@@ -343,15 +343,17 @@ class RunManager:
             >>> import socket, tempfile
             >>> from cursor_agent_api.server.hub import Hub
             >>> from cursor_agent_api.server.log import EventLog
+            >>> from cursor_agent_api.runtime.groups import pid_namespace
             >>> from cursor_agent_api.server.store import Store
-            >>> async def demo() -> tuple[list[bool], dict[str, str]]:
+            >>> async def demo() -> tuple[list[bool], list[str]]:
             ...     url = f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3"
             ...     store = Store(url)
             ...     await store.start()
             ...     log = EventLog(store, Hub(), 65536)
             ...     runs = RunManager(ServerSettings(token="t" * 16, database_url=url), log)
-            ...     owners = {"alive": runs.server_id, "dead": f"{socket.gethostname()}:999999999:1",
-            ...               "elsewhere": "another-host:999999999:1"}
+            ...     here = f"{socket.gethostname()}:999999999:1"  # this host, a pid no process has
+            ...     owners = {"alive": runs.server_id, "dead": f"{here}@{pid_namespace()}",
+            ...               "other-namespace": f"{here}@1", "elsewhere": "another-host:999999999:1"}
             ...     ids = {}
             ...     for name, owner in owners.items():
             ...         chat = await store.create_chat(workspace="/w", model=None, options={}, title=name)
@@ -362,27 +364,28 @@ class RunManager:
             ...     again = await runs.end_dead_owners_runs()  # nothing left to do
             ...     status = {ids[i]: (await store.get_run(i))["status"] for i in ids}
             ...     await store.close()
-            ...     return [[ids[i] for i in ended] == ["dead"], again == []], status
-            >>> asyncio.run(demo())
-            ([True, True], {'alive': 'queued', 'dead': 'interrupted', 'elsewhere': 'queued'})
+            ...     return [[ids[i] for i in ended] == ["dead"], again == []], list(status.values())
+            >>> asyncio.run(demo())  # alive, dead, other namespace, elsewhere
+            ([True, True], ['queued', 'interrupted', 'queued', 'queued'])
         """
         ended: list[str] = []
         if self._closing:
             return ended
         for row in await self.store.local_runs(socket.gethostname()):
-            if self._left_by_dead_owner(row) and await self._interrupt_orphan(row):
+            if self._left_by_dead_owner(row, certain=True) and await self._interrupt_orphan(row):
                 _said_dead_owner(row)
                 ended.append(str(row["id"]))
         return ended
 
-    def _left_by_dead_owner(self, run: dict[str, Any]) -> bool:
-        """``run`` is active and its owner, a server process of this host, is dead."""
+    def _left_by_dead_owner(self, run: dict[str, Any], *, certain: bool = False) -> bool:
+        """``run`` is active and its owner, a server process of this host, is dead
+        (``certain``: and of this PID namespace, :func:`.procs.identity_alive`)."""
         owner = run.get("server_id")
         return (
             run.get("status") in ACTIVE_STATUSES
             and str(run["id"]) not in self._active
             and bool(owner)
-            and identity_alive(str(owner)) is False
+            and identity_alive(str(owner), certain=certain) is False
         )
 
     async def _interrupt_orphan(self, row: dict[str, Any]) -> bool:

@@ -1,16 +1,17 @@
 """In-process dispatch: the runs a killed server of this host left active are ended in time.
 
 Several servers may share one database (docs/server.md, "Several servers, one database"); each
-runs its own runs. One that is killed (SIGKILL, the OOM killer) leaves its runs ``running``.
-Its restart ends them, and so does a cancel or a prompt sent to another server; without
-either they stayed ``running``. :class:`DeadOwnerWatch` has each server look every
-``dead_owner_check_interval`` seconds (10 by default) at the active runs owned by a process
-of its own host (:meth:`~..runs.RunManager.end_dead_owners_runs`: one indexed query of the
-active runs, nothing more when none is left by a dead process): those whose process is gone
-are ended ``interrupted`` as a restart ends them, and every client sees that end as any
-other. Runs of servers on other hosts are left to them: whether such a process lives cannot
-be told from here. A look that fails (the database away) is logged and tried again at the
-next one.
+runs its own runs. One that is killed (SIGKILL, the OOM killer) leaves its runs ``running``. Its
+restart ends them, and so does a cancel or a prompt sent to another server; without either they
+stayed ``running``. :class:`DeadOwnerWatch` has each server look every
+``dead_owner_check_interval`` seconds (10 by default) at the active runs owned by a process of
+its own host (:meth:`~..runs.RunManager.end_dead_owners_runs`: one indexed query of the active
+runs, nothing more when none is left by a dead process): those whose process is gone are ended
+``interrupted`` as a restart ends them, and every client sees that end as any other. Runs of
+servers on other hosts are left to them, and so are those of servers of another PID namespace of
+this host (another container with the same host name): whether such a process lives cannot be
+told from here (``identity_alive(..., certain=True)``). A look that fails (the database away) is
+logged and tried again at the next one.
 
 Example:
     >>> import asyncio
