@@ -44,14 +44,17 @@ to mask without garbling the text)."""
 
 MASK = "***"
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH|CREDENTIAL|COOKIE|PRIVATE|SIGNATURE",
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASS|PWD|AUTH(?!OR)|CREDENTIAL|COOKIE|PRIVATE|SIGNATURE",
                          re.IGNORECASE)
 """A variable of the agent's environment whose name matches holds a secret: its value is
-masked (but :data:`NOT_SECRET_NAMES`)."""
+masked (but :data:`NOT_SECRET_NAMES`). ``AUTHOR`` is no ``AUTH``: a CI job's
+``GIT_AUTHOR_NAME`` is a name, which messages quote."""
 
-NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY"})
+NOT_SECRET_NAMES = frozenset({"PWD", "OLDPWD", "SSH_AUTH_SOCK", "XAUTHORITY", "GIT_ASKPASS",
+                              "SSH_ASKPASS", "SUDO_ASKPASS"})
 """Names :data:`SECRET_NAME` matches that hold a path, not a secret (the current
-folder, a socket, a file): masking them would garble every message that quotes the folder."""
+folder, a socket, a file, a program): masking them would garble every message that quotes
+them."""
 
 
 def config_secrets(config: AgentConfig, env: Mapping[str, str] | None = None
@@ -67,8 +70,9 @@ def config_secrets(config: AgentConfig, env: Mapping[str, str] | None = None
         ...     headers=["Authorization: Bearer tok123456"]), env={})
         ('Bearer tok123456', 'sk-abcdefabcdef', 'hunter2hunter2')
         >>> config_secrets(AgentConfig(), env={"CURSOR_API_KEY": "sk-from-the-ci-job",
-        ...     "PWD": "/home/ci/work", "HOME": "/home/ci"})
-        ('sk-from-the-ci-job',)
+        ...     "PWD": "/home/ci/work", "HOME": "/home/ci", "GIT_AUTHOR_NAME": "Jane Doe",
+        ...     "GIT_ASKPASS": "/usr/lib/git-core/git-gui--askpass", "GH_AUTH": "gho_abcdef"})
+        ('sk-from-the-ci-job', 'gho_abcdef')
     """
     given = dict(build_env(config) if env is None else env)
     given.update((k, v) for k, v in config.env.items() if v is not None)

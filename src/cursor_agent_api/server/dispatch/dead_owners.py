@@ -11,7 +11,7 @@ runs, nothing more when none is left by a dead process): those whose process is 
 servers on other hosts are left to them, and so are those of servers of another PID namespace of
 this host (another container with the same host name): whether such a process lives cannot be
 told from here (``identity_alive(..., certain=True)``). A look that fails (the database away) is
-logged and tried again at the next one.
+tried again at the next one; the failure is logged once, and again once a look works.
 
 Example:
     >>> import asyncio
@@ -63,16 +63,27 @@ class DeadOwnerWatch:
                 await self._task
 
     async def _watch(self) -> None:
+        failing = False  # the looks fail (the database away): said once, until one works again
         while True:
             await asyncio.sleep(self.interval)
             try:
                 await self.check()
             except Exception as e:  # the database may be away for a while: the next look
-                if not is_transient(e):
-                    logger.exception("looking for runs left by a dead server process failed")
-                    continue
-                logger.warning("looking for runs left by a dead server process failed (%s); "
-                               "trying again in %g s", describe_error(e), self.interval)
+                if failing:
+                    logger.debug("looking for runs left by a dead server process failed again",
+                                 exc_info=True)
+                elif not is_transient(e):
+                    logger.exception("looking for runs left by a dead server process failed; "
+                                     "trying again every %g s (said once)", self.interval)
+                else:
+                    logger.warning("looking for runs left by a dead server process failed (%s); "
+                                   "trying again every %g s (said once)", describe_error(e),
+                                   self.interval)
+                failing = True
+                continue
+            if failing:
+                logger.info("looking for runs left by a dead server process works again")
+                failing = False
 
 
 __all__ = ["DeadOwnerWatch"]
