@@ -63,6 +63,7 @@ WARM = (
 )
 """Imported once by the launcher (a module missing here is imported by each child)."""
 MAX_MESSAGE = 1 << 20
+_LINUX = sys.platform.startswith("linux")
 
 
 # --- the launcher's side ---------------------------------------------------------------
@@ -98,7 +99,7 @@ def _die_with(parent: int) -> None:
     """On Linux, have the kernel send this process SIGTERM when ``parent`` (the launcher)
     ends, however it ends (SIGKILL included): a test run interrupted or killed leaves no
     server behind. Elsewhere the launcher's loop stops its children when its caller goes."""
-    if not sys.platform.startswith("linux"):
+    if not _LINUX:
         return
     import ctypes
 
@@ -132,9 +133,10 @@ def serve(fd: int) -> dict[str, Any] | None:
             continue
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 3)
         if not data:  # its caller has gone (Ctrl-C, a crash): what it started goes too
-            for child in children:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child, signal.SIGTERM)
+            if not _LINUX:  # (on Linux the kernel signals them once this process ends)
+                for child in children:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGTERM)
             return None
         request = json.loads(data)
         try:
