@@ -28,10 +28,18 @@ find_bin() {
 }
 
 BIN="$(find_bin || true)"
+if [ -z "$BIN" ] && [ "${1:-}" = "stop" ]; then
+    exit 0  # no PostgreSQL installed: no cluster to stop
+fi
 if [ -z "$BIN" ]; then
     log "installing PostgreSQL from the OS packages"
     if [ "$(id -u)" -ne 0 ]; then
         log "not root: install the 'postgresql' package first"; exit 1
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        log "no apt-get (not Debian or Ubuntu): install PostgreSQL's server (initdb, pg_ctl) so" \
+            "that /usr/lib/postgresql/*/bin has them, or use SKIP_POSTGRES=1 with scripts/test.sh"
+        exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
@@ -64,7 +72,7 @@ fi
 if ! "${AS[@]}" "$BIN/pg_ctl" -D "$PGDATA_DIR/data" status >/dev/null 2>&1; then
     log "starting on 127.0.0.1:$PGPORT"
     "${AS[@]}" "$BIN/pg_ctl" -D "$PGDATA_DIR/data" -w -t 60 -l "$PGDATA_DIR/server.log" \
-        -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k $PGDATA_DIR -c max_connections=300 -c fsync=off" \
+        -o "-c listen_addresses=127.0.0.1 -p $PGPORT -k '$PGDATA_DIR' -c max_connections=300 -c fsync=off" \
         start >&2
 fi
 

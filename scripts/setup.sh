@@ -17,6 +17,11 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
   echo "setup: Python 3.10 or newer is needed ($python is $("$python" -V 2>&1))" >&2
   exit 1
 fi
+# a .venv whose pip does not run (a setup interrupted while it made it) is made again
+if [ -x .venv/bin/python ] && ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+  echo "setup: .venv has no working pip (an interrupted setup?): making it again" >&2
+  rm -rf .venv
+fi
 if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi

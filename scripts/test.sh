@@ -35,10 +35,25 @@ with_sigint='import signal, sys; signal.signal(signal.SIGINT, signal.default_int
 import pytest; sys.exit(pytest.main())'
 if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   echo "== PostgreSQL =="
-  # a cluster already listening (the developer's own) is used, and left running afterwards
-  already_up=0
-  if (exec 3<>"/dev/tcp/127.0.0.1/${PGPORT:-54329}") 2>/dev/null; then already_up=1; fi
-  url="$(scripts/postgres.sh)"
+  # A cluster already listening (the developer's own) is used, and left running afterwards. One
+  # this script started is stopped by the last test.sh using it: each holds a shared lock on
+  # $PGDATA_DIR.lock while it runs; at its end, one that can take the lock alone (no other run
+  # uses the cluster) stops the cluster if a test.sh started it (the .started-by-test-sh mark).
+  # Without flock(1) a cluster this run started is left running.
+  pg_dir="${PGDATA_DIR:-/tmp/cursor-agent-api-pg}"
+  pg_mark="$pg_dir.started-by-test-sh"
+  pg_lock=""
+  if command -v flock >/dev/null 2>&1; then
+    exec {pg_lock}>>"$pg_dir.lock"
+    flock -s "$pg_lock"
+  fi
+  if ! (exec 3<>"/dev/tcp/127.0.0.1/${PGPORT:-54329}") 2>/dev/null && [ -n "$pg_lock" ]; then
+    touch "$pg_mark"
+  fi
+  pg_sh() {  # (the cluster must not inherit the lock: it would hold it for ever)
+    if [ -n "$pg_lock" ]; then scripts/postgres.sh "$@" {pg_lock}>&-; else scripts/postgres.sh "$@"; fi
+  }
+  url="$(pg_sh)"
   pg_log="$(mktemp -t cursor-agent-api-pg-pass.XXXXXX)"
   echo "(its pytest pass starts now, alongside the rest; its output follows the SQLite pass's)"
   # (a command started with & ignores SIGINT: this one takes it back, so that the trap below
@@ -51,7 +66,10 @@ if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   # KeyboardInterrupt, whose teardown stops the servers its tests started.
   trap 'if [ -n "$pg_pid" ]; then kill -INT "$pg_pid" 2>/dev/null; wait "$pg_pid" || true; fi
         rm -f "$pg_log"
-        if [ "$already_up" = 0 ]; then scripts/postgres.sh stop >/dev/null 2>&1 || true; fi' EXIT
+        if [ -n "$pg_lock" ] && flock -xn "$pg_lock" && [ -f "$pg_mark" ]; then
+          pg_sh stop >/dev/null 2>&1 || true
+          rm -f "$pg_mark"
+        fi' EXIT
 fi
 echo "== browser for the web UI tests (Debian's chromium) =="
 scripts/browser.sh

@@ -9,9 +9,10 @@ its own stdin (``/dev/null``), stdout and stderr (the caller's pipe and log file
 directory, ``sys.argv`` and environment (``os.environ`` replaced), then
 ``sys.exit(cursor_agent_api.cli.main())`` with Python's own shutdown; only the
 interpreter's start and the imports are shared. The launcher reaps its children and
-reports each exit status; :class:`Launched` has the part of ``Popen`` that the harness
-uses (``pid``, ``stdout``, ``poll``, ``wait``, ``send_signal``, ``terminate``, ``kill``,
-``returncode``).
+reports each exit status; its children end with it (SIGTERM), and it ends, stopping them,
+when its caller goes (a test run interrupted or killed leaves no server behind).
+:class:`Launched` has the part of ``Popen`` that the harness uses (``pid``, ``stdout``,
+``poll``, ``wait``, ``send_signal``, ``terminate``, ``kill``, ``returncode``).
 
 The console script itself is started as a real program by the CLI and docs tests. To run
 the server tests that way too, set ``CURSOR_AGENT_API_TEST_EXEC=1``; a start whose
@@ -62,6 +63,7 @@ WARM = (
 )
 """Imported once by the launcher (a module missing here is imported by each child)."""
 MAX_MESSAGE = 1 << 20
+_LINUX = sys.platform.startswith("linux")
 
 
 # --- the launcher's side ---------------------------------------------------------------
@@ -79,15 +81,34 @@ def _send(sock: socket.socket, message: dict[str, Any]) -> None:
     sock.send(json.dumps(message).encode())
 
 
-def _reap(sock: socket.socket) -> None:
+def _reap(sock: socket.socket) -> set[int]:
+    reaped: set[int] = set()
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid == 0:
-            return
-        _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+            return reaped
+        reaped.add(pid)
+        with contextlib.suppress(OSError):  # its caller may have gone
+            _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+
+
+def _die_with(parent: int) -> None:
+    """On Linux, have the kernel send this process SIGTERM when ``parent`` (the launcher)
+    ends, however it ends (SIGKILL included): a test run interrupted or killed leaves no
+    server behind. Elsewhere the launcher's loop stops its children when its caller goes."""
+    if not _LINUX:
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # it ended before the prctl: no signal will come
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def serve(fd: int) -> dict[str, Any] | None:
@@ -101,15 +122,21 @@ def serve(fd: int) -> dict[str, Any] | None:
     signal.signal(signal.SIGCHLD, lambda *_: None)
     sys.stdout.flush()
     sys.stderr.flush()
+    launcher_pid = os.getpid()
+    children: set[int] = set()
     while True:
         ready, _, _ = select.select([sock, wake_r], [], [])
         if wake_r in ready:
             os.read(wake_r, 4096)
-            _reap(sock)
+            children -= _reap(sock)
         if sock not in ready:
             continue
         data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 3)
-        if not data:
+        if not data:  # its caller has gone (Ctrl-C, a crash): what it started goes too
+            if not _LINUX:  # (on Linux the kernel signals them once this process ends)
+                for child in children:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(child, signal.SIGTERM)
             return None
         request = json.loads(data)
         try:
@@ -126,6 +153,7 @@ def serve(fd: int) -> dict[str, Any] | None:
             os.close(wake_w)
             sock.close()
             os.setsid()
+            _die_with(launcher_pid)
             for target, received in enumerate(fds):
                 os.dup2(received, target)
             for received in fds:
@@ -139,6 +167,7 @@ def serve(fd: int) -> dict[str, Any] | None:
             return dict(request)
         for received in fds:
             os.close(received)
+        children.add(pid)
         _send(sock, {"started": pid})
 
 

@@ -193,17 +193,11 @@ class Server:
         # a new session, stdout a pipe: forked by launcher.py from a process that imported
         # the server already, or exec'd (CURSOR_AGENT_API_TEST_EXEC=1)
         self.proc = launcher.popen(cmd, cwd=self.root, env=env, stderr=self.log)
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + START_TIMEOUT
-        buf = b""
-        while not (b"Open: " in buf and b"\n" in buf.split(b"Open: ", 1)[1]):
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                self.stop()
-                raise AssertionError(f"server did not start: {buf!r}\n{self.log_text()}")
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
-            if ready:
-                buf += os.read(self.proc.stdout.fileno(), 4096)
+        try:
+            buf = self._wait_for_open_line()
+        except BaseException:  # Ctrl-C (KeyboardInterrupt) too: no server outlives its start
+            self.stop()
+            raise
         self.first_lines = buf.decode().splitlines()
         open_line = next(line for line in self.first_lines if line.startswith("Open: "))
         link = open_line.split("Open: ", 1)[1].strip()
@@ -211,6 +205,19 @@ class Server:
         self.login_code = query.partition("code=")[2]
         self.port = int(self.url.rsplit(":", 1)[1])
         return self
+
+    def _wait_for_open_line(self) -> bytes:
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        buf = b""
+        while not (b"Open: " in buf and b"\n" in buf.split(b"Open: ", 1)[1]):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                raise AssertionError(f"server did not start: {buf!r}\n{self.log_text()}")
+            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            if ready:
+                buf += os.read(self.proc.stdout.fileno(), 4096)
+        return buf
 
     def log_text(self) -> str:
         try:

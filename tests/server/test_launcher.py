@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import select
 import signal
+import socket
 import subprocess
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -95,3 +99,82 @@ def test_a_forked_command_has_its_directory_and_standard_files(
         assert proc.wait(60) == 1
         proc.stdout.close()
     assert "is not a stream-json recording (it is empty)" in (tmp_path / "replay.log").read_text()
+
+
+def _until_eof(stdout: Any) -> bytes:
+    """Read ``stdout`` (a server's pipe) to its end: its process has ended (60 s at most)."""
+    out = b""
+    while True:
+        ready, _, _ = select.select([stdout], [], [], 60)
+        assert ready, f"the process is still running: {out!r}"
+        data = os.read(stdout.fileno(), 4096)
+        if not data:
+            return out
+        out += data
+
+
+def test_a_forked_server_ends_when_the_launcher_is_killed(
+    make_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A test process killed (or interrupted) leaves no server listening for ever."""
+    monkeypatch.delenv(launcher.EXEC_ENV, raising=False)
+    own = launcher.Launcher()
+    monkeypatch.setattr(launcher, "_launcher", own)
+    server = make_server()
+    assert isinstance(server.proc, launcher.Launched)
+    try:
+        own.proc.kill()
+        own.proc.wait(30)
+        _until_eof(server.proc.stdout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.proc.pid, signal.SIGKILL)
+        own.sock.close()
+    server.proc.returncode = -signal.SIGTERM  # its launcher, which would have said so, is gone
+
+
+def test_a_forked_server_ends_when_its_caller_goes(
+    make_server: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher hears its caller go (end of file) and stops what it started."""
+    monkeypatch.delenv(launcher.EXEC_ENV, raising=False)
+    own = launcher.Launcher()
+    monkeypatch.setattr(launcher, "_launcher", own)
+    server = make_server()
+    assert isinstance(server.proc, launcher.Launched)
+    try:
+        own.sock.shutdown(socket.SHUT_RDWR)
+        assert own.proc.wait(60) == 0
+        _until_eof(server.proc.stdout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.proc.pid, signal.SIGKILL)
+        own.sock.close()
+    server.proc.returncode = -signal.SIGTERM
+
+
+def test_a_start_interrupted_while_waiting_stops_its_server(
+    tmp_path: Path, db_url: str, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while ``Server.start`` waits for the "Open:" line: the server it started is
+    stopped before the KeyboardInterrupt goes on (the fixture never heard of it)."""
+    started: list[Any] = []
+    real_select = select.select
+
+    def interrupted(rlist: Any, *args: Any) -> Any:
+        started.append(rlist[0])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(select, "select", interrupted)
+    server = Server(tmp_path, db_url, workspace, uuid.uuid4().hex)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            server.start()
+        monkeypatch.setattr(select, "select", real_select)
+        assert started
+        assert server.proc.poll() is not None, "the server outlived its interrupted start"
+    finally:
+        monkeypatch.setattr(select, "select", real_select)
+        if server.proc is not None and server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(30)
