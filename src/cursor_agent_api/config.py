@@ -384,11 +384,9 @@ class AgentConfig:
         for name in ("force_approve", "approve_mcps", "stream_partial_output", "trust",
                      "keep_events", "keep_content"):
             _check_bool(name, getattr(self, name))
-        try:
-            self.output_format = OutputFormat(self.output_format)
-        except ValueError:
+        if not isinstance(self.output_format, OutputFormat):  # (its field converts a value)
             raise _fail("output_format", "must be 'stream-json', 'json' or 'text'",
-                        self.output_format) from None
+                        self.output_format)
         self.headers = _check_str_list("headers", self.headers)
         for header in self.headers:
             name, sep, _ = header.partition(":")
