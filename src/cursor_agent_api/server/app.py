@@ -72,7 +72,14 @@ client may send `{"op": "ping", "nonce"}` (answered by `pong`). Close codes: 400
 (reconnect with `after_seq` = the last seq), 4401 the session the socket was opened with ended
 (signed out or expired: sign in again), 4400 bad request (such as an `after_seq` that is not
 a decimal integer from 0 to 2^63-1), 4404 no such chat (or it was deleted), 1013 the database
-failed a read (reconnect later with `after_seq` = the last seq)."""
+failed a read (reconnect later with `after_seq` = the last seq). Each close is preceded by
+`{"op": "error", "detail", "code"}` (the codes: `docs/websocket.md`, "Error codes").
+
+## Errors
+
+Every error answer, whatever its status, is an `ErrorBody`: `{"detail", "code"}` (`detail`
+for people, `code` stable for programs: `docs/server.md`, "Error codes"); a 422 also has
+`errors`, a `submit_uncertain` 503 `run_id`."""
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -1,7 +1,8 @@
 """The REST API (JSON; OpenAPI at ``/openapi.json``). See ``docs/server.md``.
 
-Every error answer is ``{"detail": "<what happened and what to do>"}`` with a
-4xx status; a refused request writes nothing.
+Every error answer is an :class:`.errors.ErrorBody`, ``{"detail": "<what happened and
+what to do>", "code": "<the case>"}`` (raised as :class:`.errors.ApiError`); a refused
+request writes nothing.
 
 Example:
     >>> ChatCreate(workspace=".", options={"force": True}).options.force

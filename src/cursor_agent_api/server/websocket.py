@@ -66,6 +66,11 @@ CLOSE_SIGNED_OUT = 4401
 """The session the socket was opened with ended (:mod:`.session_watch`)."""
 CLOSE_TRY_AGAIN = 1013
 """RFC 6455's 'Try Again Later': the database failed a read; reconnect with ``after_seq``."""
+ERROR_CODES = (
+    "invalid_after_seq", "after_seq_beyond_last", "chat_not_found", "chat_deleted", "signed_out",
+    "database_unavailable", "invalid_json", "unknown_message", "binary_frame", "nonce_too_deep",
+)
+"""The ``code`` of an ``error`` message (docs/websocket.md, "Error codes")."""
 
 
 def control(op: str, seq: int, **fields: Any) -> str:
