@@ -156,12 +156,18 @@ def test_the_document_describes_errors_and_authentication(make_inproc: Any) -> N
     assert schemes["token"] == {**schemes["token"], "type": "apiKey", "in": "header", "name": "Authorization"}
     assert {"token": []} in spec["security"]
     assert spec["paths"]["/api/auth/login"]["post"]["security"] == []
-    assert "HTTPValidationError" not in spec["components"]["schemas"]
+    schemas = spec["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas
+    assert set(schemas["ValidationErrorBody"]["required"]) == {"detail", "code", "errors"}
     for path, ops in spec["paths"].items():
         for method, op in ops.items():
             for status in ("401", "422", "503"):
                 ref = op["responses"][status]["content"]["application/json"]["schema"]["$ref"]
-                assert ref.endswith("/ErrorBody"), (method, path, status)
+                assert ref.endswith("/ValidationErrorBody" if status == "422" else "/ErrorBody"), (
+                    method,
+                    path,
+                    status,
+                )
     force = spec["components"]["schemas"]["ChatOptionsUpdate"]["properties"]["force"]
     assert force == {**force, "type": "boolean"} and "anyOf" not in force, "not nullable"
 

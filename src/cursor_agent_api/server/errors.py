@@ -165,10 +165,13 @@ class ErrorBody(BaseModel):
         pattern=r"^[a-z][a-z0-9_]*$",
         description="the case, for programs (stable): see docs/server.md, 'Error codes'",
     )
-    errors: list[FieldError] = Field(
-        default_factory=list, description="422 only: the problems by field (at most 5)"
-    )
     run_id: str = Field(default="", description="submit_uncertain only: the run it may be stored as")
+
+
+class ValidationErrorBody(ErrorBody):
+    """A 422: an :class:`ErrorBody` that lists the problems by field."""
+
+    errors: list[FieldError] = Field(description="the problems by field (at most 5)")
 
 
 def _description(status: int) -> str:
@@ -184,7 +187,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         >>> error_responses(404)[404]["description"].startswith("codes: `not_found`")
         True
     """
-    return {s: {"model": ErrorBody, "description": _description(s)} for s in statuses}
+    return {s: {"model": ValidationErrorBody if s == 422 else ErrorBody, "description": _description(s)}
+            for s in statuses}
 
 
-__all__ = ["CODES", "ApiError", "ErrorBody", "FieldError", "code_for", "error_body", "error_responses"]
+__all__ = [
+    "CODES", "ApiError", "ErrorBody", "FieldError", "ValidationErrorBody", "code_for", "error_body",
+    "error_responses",
+]
