@@ -59,7 +59,7 @@ _FALLBACK_PAGE = """<!doctype html>
 MAX_ERRORS = 5
 """A 422 lists at most this many problems; it never echoes the request's values."""
 
-_WEBSOCKET_DOC = """
+_DESCRIPTION_SECTIONS = """
 
 ## WebSocket
 
@@ -142,7 +142,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         version=__version__,
         description="Run Cursor's coding agent over HTTP and WebSocket, with a durable, "
         "replayable event log. Every /api call needs the token or a session cookie."
-        + _WEBSOCKET_DOC,
+        + _DESCRIPTION_SECTIONS,
         lifespan=lifespan,
         # No Swagger UI / ReDoc: they load their scripts from a CDN and need inline script,
         # on the origin that holds the token cookie. /openapi.json is the description.
