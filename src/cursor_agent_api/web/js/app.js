@@ -514,6 +514,7 @@ function showChatHeader() {
   const chat = state.chat;
   const title = showControls(chat.title || "Untitled chat");
   $("chat-title").textContent = title;
+  $("chat-title").title = title; // shown in two lines at most: the whole title on hover
   document.title = `${title} — cursor-agent-api`;
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
   const acpMode = { plan: "plan mode: you accept or reject its plans", ask: "ask mode" }[chat.options?.mode];
@@ -521,6 +522,7 @@ function showChatHeader() {
     ? ["ACP: you approve each tool call", acpMode].filter(Boolean).join(", ") : "print mode";
   $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", mode, opts]
     .filter(Boolean).join(" · ");
+  $("chat-meta").title = $("chat-meta").textContent; // one line on a phone: the rest on hover
   $("chat-view").dataset.transport = chat.options?.transport || "print";
 }
 
