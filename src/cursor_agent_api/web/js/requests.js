@@ -46,6 +46,9 @@ export function createRequestCard(request, answer, whole = null) {
   });
   const held = (b) => b.dataset.yes !== undefined && card.dataset.cut === "true";
   const send = async (body, buttons) => {
+    // A disabled button loses the focus to <body>: it goes to the card first, where the
+    // decision will show (and Tab finds the buttons again if the answer is not sent).
+    if (card.contains(document.activeElement)) card.focus();
     for (const b of buttons) b.disabled = true;
     try {
       showAnswer(card, await answer(body));
