@@ -299,18 +299,22 @@ export class Timeline {
   text(runId, kind, index, text, done) {
     const key = `${runId}:${kind}:${index}`;
     let entry = this.texts.get(key);
-    if (!entry) {
+    const isNew = !entry;
+    if (isNew) {
       this.foldThinking();
-      // While text streams in, aria-busy keeps screen readers from reading every fragment.
-      const el = h("div", { class: "msg assistant", "aria-busy": done ? null : "true" });
-      this.container.append(el);
-      entry = { el, text: "", runId };
+      // Text streaming in is not announced piece by piece (aria-live off, as live thinking);
+      // once complete it is swapped for one node with the whole text (settle), which the log
+      // announces once. (aria-busy did not do it: NVDA ignores what changes while busy and
+      // reads nothing when it clears.) A text complete at once is added complete.
+      const el = h("div", { class: "msg assistant", "aria-live": done ? null : "off" });
+      entry = { el, text: "", runId, streaming: !done };
       this.texts.set(key, entry);
     }
     if (done) {
       entry.text = text;
       this.render(entry);
     }
+    if (isNew) this.container.append(entry.el);
     return entry;
   }
 
@@ -323,7 +327,7 @@ export class Timeline {
   /** A run ended: its texts still streaming are complete as they are. */
   finishTexts(runId) {
     for (const entry of this.texts.values()) {
-      if (entry.runId === runId && entry.el.hasAttribute("aria-busy")) this.render(entry);
+      if (entry.runId === runId && entry.streaming) this.render(entry);
     }
   }
 
@@ -488,10 +492,25 @@ export class Timeline {
 
   render(entry, done = true) {
     this.dirty.delete(entry);
+    if (done && entry.streaming) return this.settle(entry);
     // Only the blocks that may have changed are rendered again (a long answer streaming in).
     entry.markdown ??= new GrowingMarkdown(entry.el);
     entry.markdown.show(entry.text, addCodeCopyButtons);
-    if (done) entry.el.removeAttribute("aria-busy");
+  }
+
+  /** A streamed text is complete: one node with its whole text takes the place of the one it
+   * streamed into, so the log announces it once, whole. The focus, if on one of its copy
+   * buttons, goes to the same button of the new node. */
+  settle(entry) {
+    entry.streaming = false;
+    const old = entry.el;
+    const el = h("div", { class: "msg assistant" });
+    entry.markdown = new GrowingMarkdown(el);
+    entry.markdown.show(entry.text, addCodeCopyButtons);
+    const focused = [...old.querySelectorAll("button")].indexOf(document.activeElement);
+    old.replaceWith(el);
+    entry.el = el;
+    if (focused >= 0) el.querySelectorAll("button")[focused]?.focus();
   }
 
   /** Once per frame: render the streaming texts that changed (`entry`, if any, is one), show

@@ -1,0 +1,70 @@
+"""What a screen reader user hears as the conversation changes (modelled by live_regions.py).
+
+Review of 2026-11-25: a streamed answer was filled while aria-busy and never read (NVDA
+ignores changes while busy and reads nothing when it clears); opening a chat queued its
+whole history for reading."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from live_regions import announced, record
+from playwright.sync_api import expect
+from test_reflow import new_chat
+from test_ui import open_chat, open_ui
+
+from cursor_agent_api.sim import wire
+
+SID = "0c8a3f55-5b4e-4c57-9d7c-1b0e4fd2a7a1"
+FIRST = "The notes file has **two** lines."
+SECOND = "Run it with:\n\n```\nmake test\n```\n\nThat is all."
+
+
+def _streamed_script(path: Path, ws: str) -> Path:
+    """Two answers streamed in pieces around a tool call."""
+    t = 1789644625717
+    lines: list[dict[str, Any]] = [wire.system_init(SID, ws, "Auto"), wire.user(SID, "explain")]
+    for n, (text, mc) in enumerate(((FIRST, "m-0-a"), (SECOND, "m-1-b"))):
+        pieces = [text[i:i + 7] for i in range(0, len(text), 7)]
+        lines += [wire.assistant_delta(SID, p, t + 10 * n + i) for i, p in enumerate(pieces)]
+        lines.append(wire.assistant_segment(SID, text, mc, t + 10 * n + 9))
+        if n == 0:
+            args = wire.read_args(f"{ws}/notes.txt")
+            lines.append(wire.tool_call_started(SID, "c-read", "readToolCall", args, model_call_id=mc,
+                                                started_at_ms=t + 5, timestamp_ms=t + 5))
+            lines.append(wire.tool_call_completed(SID, "c-read", "readToolCall",
+                                                  wire.read_success(f"{ws}/notes.txt", "a\nb\n"),
+                                                  args=args, model_call_id=mc, started_at_ms=t + 5,
+                                                  completed_at_ms=t + 6, timestamp_ms=t + 6))
+    lines.append(wire.result_success(SID, "req", FIRST + SECOND, 42, wire.usage(10, 5)))
+    with path.open("wb") as f:
+        for line in lines:
+            f.write(orjson.dumps(line) + b"\n")
+    return path
+
+
+def test_each_streamed_answer_is_announced_once_whole(
+    make_server: Any, browser: Any, tmp_path: Path, workspace: Path
+) -> None:
+    script = _streamed_script(tmp_path / "streamed.ndjson", str(workspace / "project"))
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    page = open_ui(browser, server)
+    open_chat(page, server, new_chat(server, stream_partial_output=True))
+    record(page)
+    box = page.get_by_label("Prompt")
+    box.fill("explain")
+    box.press("Enter")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    answers = page.locator(".msg.assistant")
+    expect(answers).to_have_count(2)
+    expect(answers.first.locator("strong")).to_have_text("two")
+    whole = [(t or "").strip() for t in answers.all_text_contents()]
+    heard = announced(page, "timeline")
+    for text in whole:
+        assert heard.count(text) == 1, (text, heard)
+    # no piece of an answer on the way
+    pieces = [h for h in heard if h not in whole and any(w in h for w in ("has two", "make test", "That is"))]
+    assert not pieces, pieces
+    assert page.errors == []  # type: ignore[attr-defined]
