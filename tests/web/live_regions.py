@@ -4,7 +4,9 @@ Each node added (or text changed) inside a live region — the nearest ancestor 
 `aria-live` or role log / status / alert — is one announcement, read as its text; nothing
 is announced inside `aria-live="off"` or while an ancestor is `aria-busy="true"`, and an
 attribute change (clearing aria-busy) announces nothing: what NVDA does
-(nvaccess/nvda#20871). Install with `record(page)`, before the changes to watch."""
+(nvaccess/nvda#20871). A live region (other than an alert) added with its content is not
+announced: only what changes in a region that was there before is. Install with
+`record(page)`, before the changes to watch."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ from typing import Any
 
 RECORDER = r"""
 window.__announced = [];
+const isRegion = (e) => e.nodeType === 1
+  && (e.hasAttribute('aria-live') || ['log', 'status'].includes(e.getAttribute('role')));
 const regionOf = (node) => {
+  if (isRegion(node)) return null; // a region arriving with its content
   let busy = false;
   for (let e = node.nodeType === 1 ? node : node.parentElement; e; e = e.parentElement) {
     if (e.getAttribute('aria-busy') === 'true') busy = true;
@@ -40,3 +45,8 @@ def record(page: Any) -> None:
 def announced(page: Any, region: str | None = None) -> list[str]:
     """The texts announced since `record`, of `region` (an element id or role) or of all."""
     return [text for where, text in page.evaluate("window.__announced") if region in (None, where)]
+
+
+def announced_by_region(page: Any) -> list[tuple[str, str]]:
+    """Each announcement since `record` as (region, text)."""
+    return [(where, text) for where, text in page.evaluate("window.__announced")]

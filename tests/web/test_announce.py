@@ -6,12 +6,14 @@ whole history for reading."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
-from live_regions import announced, record
+from live_regions import announced, announced_by_region, record
 from playwright.sync_api import expect
+from server_helpers import wait_run
 from test_reflow import new_chat
 from test_ui import open_chat, open_ui
 
@@ -20,6 +22,12 @@ from cursor_agent_api.sim import wire
 SID = "0c8a3f55-5b4e-4c57-9d7c-1b0e4fd2a7a1"
 FIRST = "The notes file has **two** lines."
 SECOND = "Run it with:\n\n```\nmake test\n```\n\nThat is all."
+
+
+def titled_chat(client: Any, title: str) -> dict[str, Any]:
+    r = client.post("/api/chats", json={"workspace": "project", "title": title, "options": {"trust": True}})
+    assert r.status_code == 201, r.text
+    return dict(r.json())
 
 
 def _streamed_script(path: Path, ws: str) -> Path:
@@ -67,4 +75,72 @@ def test_each_streamed_answer_is_announced_once_whole(
     # no piece of an answer on the way
     pieces = [h for h in heard if h not in whole and any(w in h for w in ("has two", "make test", "That is"))]
     assert not pieces, pieces
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_opening_a_chat_says_what_opened_and_does_not_read_its_history(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        older = titled_chat(c, "three small runs")
+        for prompt in ("read notes.txt and explain it", "run `ls`", "read notes.txt again"):
+            run = c.post(f"/api/chats/{older['id']}/runs", json={"prompt": prompt}).json()
+            wait_run(c, run["id"])
+        newer = titled_chat(c, "empty one")
+    page = open_ui(browser, server)
+    open_chat(page, server, newer["id"])
+    expect(page.locator("#chat-title")).to_have_text("empty one")
+    expect(page.locator("#announce")).to_have_text("Opened empty one: no turns yet.")
+    record(page)
+    page.locator(f"#chat-list li[data-chat-id='{older['id']}'] a").click()
+    expect(page.locator("#chat-title")).to_have_text("three small runs")
+    expect(page.locator(".msg.user")).to_have_count(3)
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    expect(page.get_by_label("Prompt")).to_be_focused()
+    expect(page.locator("#announce")).to_have_text("Opened three small runs: 3 turns.")
+    # the one line, and nothing of the history or its result (the connection's state, short,
+    # is said as it changes)
+    heard = [(where, text) for where, text in announced_by_region(page) if where != "conn"]
+    assert heard == [("announce", "Opened three small runs: 3 turns.")], heard
+    # the log still announces what happens next
+    box = page.get_by_label("Prompt")
+    box.fill("say hello")
+    box.press("Enter")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    assert "You: say hello" in announced(page, "timeline")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_earlier_turns_are_not_read_out_and_the_focus_stays_near(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = titled_chat(c, "five turns")
+        for n in range(5):
+            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": f"say hello {n}"}).json()
+            wait_run(c, run["id"])
+    page = open_ui(browser, server)
+
+    def two_per_page(route: Any) -> None:  # the page asks for 30 runs a page: 2 here
+        route.continue_(url=re.sub(r"limit=\d+", "limit=2", route.request.url))
+
+    page.route(re.compile(r".*/turns\?.*"), two_per_page)
+    open_chat(page, server, chat["id"])
+    expect(page.locator("#announce")).to_have_text(
+        "Opened five turns: 2 turns shown (Show earlier turns, at the top, loads more).")
+    record(page)
+    earlier = page.get_by_role("button", name="Show earlier turns")
+    earlier.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.user")).to_have_count(4)
+    expect(earlier).to_be_focused()  # the next page's button
+    expect(page.locator("#announce")).to_have_text("Showed 2 earlier turns, above.")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.user")).to_have_count(5)
+    expect(page.locator("#timeline")).to_be_focused()  # no more pages: the conversation
+    expect(page.locator("#announce")).to_have_text("Showed 1 earlier turn, above.")
+    heard = announced(page)
+    assert not [h for h in heard if "hello" in h], heard
     assert page.errors == []  # type: ignore[attr-defined]

@@ -495,7 +495,8 @@ async function openChat(id) {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
-  state.timeline.load(turns);
+  state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
+  announce(openedLine(chat, turns));
   restoreDraft(id);
   updateRunControls();
   markCurrentInList();
@@ -507,6 +508,13 @@ async function openChat(id) {
     onSignedOut: () => showLogin("You were signed out: sign in again."),
   }).start();
   $("prompt").focus();
+}
+
+/** What a screen reader hears when a chat opens (its history is not read out). */
+function openedLine(chat, turns) {
+  const n = (turns.runs || []).length;
+  const count = n ? `${n} turn${n === 1 ? "" : "s"}${turns.has_more ? " shown (Show earlier turns, at the top, loads more)" : ""}` : "no turns yet";
+  return `Opened ${showControls(chat.title || "Untitled chat")}: ${count}.`;
 }
 
 /** The open chat's title, workspace, model and options, in the header and the tab's title. */
