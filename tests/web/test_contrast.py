@@ -15,12 +15,14 @@ from test_ui import open_chat, open_ui
 # Each visible, enabled button: its text colour against the first opaque background behind it.
 CONTRASTS = """() => {
   const rgb = (s) => (s.match(/[\\d.]+/g) || []).map(Number);
-  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+  const lum = ([r, g, b]) => [r, g, b]
+    .map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
     .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
   const backdrop = (el) => { for (let e = el; e; e = e.parentElement) {
       const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] === 1) return c; }
     return [255, 255, 255]; };
-  return [...document.querySelectorAll('button')].filter((b) => b.checkVisibility() && !b.disabled).map((b) => {
+  const shown = [...document.querySelectorAll('button')].filter((b) => b.checkVisibility() && !b.disabled);
+  return shown.map((b) => {
     const fg = lum(rgb(getComputedStyle(b).color)); const bg = lum(backdrop(b));
     return [b.textContent.trim(), (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05)]; });
 }"""

@@ -30,7 +30,8 @@ def new_chat(server: Server, **options: Any) -> str:
 def fully_in_view(page: Page, element_id: str) -> bool:
     return bool(page.evaluate(
         """(id) => { const b = document.getElementById(id).getBoundingClientRect();
-          return b.top >= -0.5 && b.bottom <= innerHeight + 0.5 && b.left >= -0.5 && b.right <= innerWidth + 0.5; }""",
+          return b.top >= -0.5 && b.bottom <= innerHeight + 0.5
+            && b.left >= -0.5 && b.right <= innerWidth + 0.5; }""",
         element_id))
 
 

@@ -85,7 +85,8 @@ def test_a_card_arriving_while_the_focus_is_nowhere_takes_it_itself(
 
 
 FOCUSED = """() => { const a = document.activeElement;
-  return a === document.body ? 'body' : (a.closest('.card.request') ? 'card:' + a.tagName : a.id || a.tagName); }"""
+  if (a === document.body) return 'body';
+  return a.closest('.card.request') ? 'card:' + a.tagName : a.id || a.tagName; }"""
 
 
 def test_answering_by_keyboard_keeps_the_focus_on_the_card(make_server: Any, browser: Any) -> None:
