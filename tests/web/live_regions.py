@@ -5,7 +5,7 @@ Each node added (or text changed) inside a live region — the nearest ancestor 
 is announced inside `aria-live="off"` or while an ancestor is `aria-busy="true"`, and an
 attribute change (clearing aria-busy) announces nothing: what NVDA does
 (nvaccess/nvda#20871). A live region (other than an alert) added with its content is not
-announced: only what changes in a region that was there before is. Install with
+announced by itself, only by a live region around it; what changes in it later is. Install with
 `record(page)`, before the changes to watch."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 RECORDER = r"""
 window.__announced = [];
-const isRegion = (e) => e.nodeType === 1
+const isRegion = (e) => e.nodeType === 1 && e.getAttribute('aria-live') !== 'off'
   && (e.hasAttribute('aria-live') || ['log', 'status'].includes(e.getAttribute('role')));
 const regionOf = (node) => {
-  if (isRegion(node)) return null; // a region arriving with its content
+  if (isRegion(node)) node = node.parentElement; // a region arriving with its content: only a
+  if (!node) return null;                        // region around it can announce it
   let busy = false;
   for (let e = node.nodeType === 1 ? node : node.parentElement; e; e = e.parentElement) {
     if (e.getAttribute('aria-busy') === 'true') busy = true;
