@@ -107,7 +107,7 @@ def test_opening_a_chat_says_what_opened_and_does_not_read_its_history(
     box = page.get_by_label("Prompt")
     box.fill("say hello")
     box.press("Enter")
-    expect(page.locator("#result-bar")).to_contain_text("Done")
+    expect(page.locator(".msg.user")).to_have_count(4)  # (the result bar says Done already)
     assert "You: say hello" in announced(page, "timeline")
     assert page.errors == []  # type: ignore[attr-defined]
 
@@ -143,4 +143,30 @@ def test_earlier_turns_are_not_read_out_and_the_focus_stays_near(
     expect(page.locator("#announce")).to_have_text("Showed 1 earlier turn, above.")
     heard = announced(page)
     assert not [h for h in heard if "hello" in h], heard
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_waiting_card_is_announced_once_and_its_decision_once(
+    make_server: Any, browser: Any
+) -> None:
+    """Review of 2026-11-25: a card was read twice (the log read the whole card, buttons and
+    help included, and the status region said it again), its decision up to three times."""
+    server = make_server()
+    page = open_ui(browser, server)
+    open_chat(page, server, new_chat(server, transport="acp"))
+    record(page)
+    box = page.get_by_label("Prompt")
+    box.fill("run `echo heard-once`")
+    box.press("Enter")
+    card = page.locator(".card.request-permission").first
+    expect(page.locator("#announce")).to_contain_text("echo heard-once")
+    card.get_by_role("button", name="Allow once").click()
+    expect(card.locator(".request-decision")).to_have_text("Allowed once")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    heard = announced(page)
+    about_card = [h for h in heard if h.startswith(("Allow?", "The agent asks"))]
+    assert about_card == [
+        "The agent asks to run: Shell command echo heard-once. Its card is at the end of the conversation."
+    ], heard
+    assert heard.count("Allowed once") == 1, heard
     assert page.errors == []  # type: ignore[attr-defined]
