@@ -82,3 +82,61 @@ def test_a_card_arriving_while_the_focus_is_nowhere_takes_it_itself(
     expect(page.locator("#result-bar")).to_be_visible()
     assert card.get_attribute("data-decision") != "allow-once"
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+FOCUSED = """() => { const a = document.activeElement;
+  if (a === document.body) return 'body';
+  return a.closest('.card.request') ? 'card:' + a.tagName : a.id || a.tagName; }"""
+
+
+def test_answering_by_keyboard_keeps_the_focus_on_the_card(make_server: Any, browser: Any) -> None:
+    """Review of 2026-11-25: Enter on Allow once (or Answer) dropped the focus to <body>, so a
+    keyboard or screen reader user was thrown to the top of the page."""
+    server = make_server()
+    page = acp_chat(browser, server)
+    send(page, "run `echo kept-focus`")
+    card = page.locator(".card.request-permission").first
+    allow = card.get_by_role("button", name="Allow once")
+    allow.focus()
+    page.keyboard.press("Enter")
+    expect(card).to_have_attribute("data-decision", "allow-once")
+    assert page.evaluate(FOCUSED) == "card:ARTICLE"
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    expect(card).to_be_focused()  # still there once the run is over
+
+    send(page, "ask me how to proceed")
+    q = page.locator(".card.request-question").first
+    q.get_by_label("Stop").check()
+    q.get_by_role("button", name="Answer").focus()
+    page.keyboard.press("Enter")
+    expect(q).to_have_attribute("data-decision", "answered")
+    expect(q).to_be_focused()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_an_answer_not_sent_leaves_the_focus_on_its_card(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = acp_chat(browser, server)
+    send(page, "run `echo not-sent-first`")
+    card = page.locator(".card.request-permission").first
+    refused: list[str] = []
+
+    def refuse_once(route: Any) -> None:
+        if refused:
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.fulfill(status=503, json={"detail": "try again"})
+
+    page.route("**/api/runs/*/requests/*", refuse_once)
+    card.get_by_role("button", name="Allow once").focus()
+    page.keyboard.press("Enter")
+    expect(card.locator(".request-error")).to_contain_text("Not sent")
+    expect(card).to_be_focused()
+    expect(card.get_by_role("button", name="Allow once")).to_be_enabled()
+    page.keyboard.press("Tab")  # the buttons are reached again from the card
+    expect(card.get_by_role("button", name="Allow once")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(card).to_have_attribute("data-decision", "allow-once")
+    expect(card).to_be_focused()
+    assert refused

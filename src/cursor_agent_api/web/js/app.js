@@ -495,7 +495,8 @@ async function openChat(id) {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
-  state.timeline.load(turns);
+  state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
+  announce(openedLine(chat, turns));
   restoreDraft(id);
   updateRunControls();
   markCurrentInList();
@@ -509,11 +510,19 @@ async function openChat(id) {
   $("prompt").focus();
 }
 
+/** What a screen reader hears when a chat opens (its history is not read out). */
+function openedLine(chat, turns) {
+  const n = (turns.runs || []).length;
+  const count = n ? `${n} turn${n === 1 ? "" : "s"}${turns.has_more ? " shown (Show earlier turns, at the top, loads more)" : ""}` : "no turns yet";
+  return `Opened ${showControls(chat.title || "Untitled chat")}: ${count}.`;
+}
+
 /** The open chat's title, workspace, model and options, in the header and the tab's title. */
 function showChatHeader() {
   const chat = state.chat;
   const title = showControls(chat.title || "Untitled chat");
   $("chat-title").textContent = title;
+  $("chat-title").title = title; // shown in two lines at most: the whole title on hover
   document.title = `${title} — cursor-agent-api`;
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
   const acpMode = { plan: "plan mode: you accept or reject its plans", ask: "ask mode" }[chat.options?.mode];
@@ -521,6 +530,7 @@ function showChatHeader() {
     ? ["ACP: you approve each tool call", acpMode].filter(Boolean).join(", ") : "print mode";
   $("chat-meta").textContent = [showControls(chat.workspace), chat.model ? `model ${chat.model}` : "default model", mode, opts]
     .filter(Boolean).join(" · ");
+  $("chat-meta").title = $("chat-meta").textContent; // one line on a phone: the rest on hover
   $("chat-view").dataset.transport = chat.options?.transport || "print";
 }
 

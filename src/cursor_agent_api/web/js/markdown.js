@@ -46,6 +46,7 @@ export class GrowingMarkdown {
   /** Show `text`; `decorate(fragment)` is called on the new nodes before they are added. */
   show(text, decorate = () => {}) {
     const source = normalize(text);
+    if (source === this.source) return; // shown already: nothing is added again (nor announced)
     let last = this.kept[this.kept.length - 1];
     if (this.source === null || !source.startsWith(this.source) || (last && last.node.parentNode !== this.el)) {
       this.kept = [];

@@ -40,12 +40,18 @@ const shownAnswer = new WeakMap(); // card -> the answer it shows (a card rebuil
  * person's answer and resolves to the answer record's payload. `whole`: `{url, bytes}` when
  * the server cut the request (`url` gives its whole payload as JSON), else null. */
 export function createRequestCard(request, answer, whole = null) {
+  // The log does not read a card out (aria-live off): the page announces it in one line
+  // (timeline.js), and its decision line, a status region there from the start, says the
+  // decision once.
   const card = h("article", {
-    class: `card request request-${request.kind}`, role: "group", tabindex: "-1",
+    class: `card request request-${request.kind}`, role: "group", tabindex: "-1", "aria-live": "off",
     dataset: { requestId: request.request_id, kind: request.kind, state: "pending" },
   });
   const held = (b) => b.dataset.yes !== undefined && card.dataset.cut === "true";
   const send = async (body, buttons) => {
+    // A disabled button loses the focus to <body>: it goes to the card first, where the
+    // decision will show (and Tab finds the buttons again if the answer is not sent).
+    if (card.contains(document.activeElement)) card.focus();
     for (const b of buttons) b.disabled = true;
     try {
       showAnswer(card, await answer(body));
@@ -62,6 +68,7 @@ export function createRequestCard(request, answer, whole = null) {
     if (req.kind === "permission") onEscape = permission(card, req, raw, send);
     else if (req.kind === "question") onEscape = question(card, req, raw, send);
     else if (req.kind === "plan") onEscape = plan(card, req, send);
+    card.append(h("p", { class: "request-decision", role: "status" }));
     if (cut) {
       for (const b of card.querySelectorAll("button[data-yes]")) b.disabled = true;
       const note = cutNote(cut.url, cut.bytes, (text) => build(JSON.parse(text), null), "request");
@@ -224,12 +231,9 @@ export function showAnswer(card, answer) {
   if (labels.length) text += `: ${labels.join(", ")}`;
   const why = BY[answer.by];
   if (why) text += ` (${why})`;
-  let line = card.querySelector(".request-decision");
-  if (!line) {
-    line = h("p", { class: "request-decision", role: "status" });
-    card.append(line);
-  }
-  line.textContent = showControls(text);
+  const line = card.querySelector(".request-decision");
+  text = showControls(text);
+  if (line.textContent !== text) line.textContent = text; // (an answer shown again: said once)
   card.classList.toggle("status-rejected", ["reject", "rejected", "skipped", "cancelled"].includes(decision));
   card.classList.toggle("status-succeeded", ["allow-once", "allow-always", "answered", "accepted"].includes(decision));
   if (hadFocus) card.focus();

@@ -81,10 +81,11 @@ export class Timeline {
     // made the page taller: a position at or below where the page put it is no scroll up.
     this.stick = true;
     this.autoTop = Infinity;
-    container.addEventListener("scroll", () => {
-      this.stick = container.scrollTop + 1 >= this.autoTop || this.nearBottom();
+    this.onScroll = () => {
+      this.stick = this.container.scrollTop + 1 >= this.autoTop || this.nearBottom();
       if (!this.stick) this.autoTop = Infinity;  // the reader scrolled away: theirs from now on
-    }, { passive: true });
+    };
+    container.addEventListener("scroll", this.onScroll, { passive: true });
     this.reset();
   }
 
@@ -118,13 +119,15 @@ export class Timeline {
     // status on the way (the chats list was drawn twice per run: a long chat froze the tab).
     this.loading = true;
     try {
-      for (const { run, items } of state.runs || []) {
-        const status = run.status;
-        this.runStatus(run, "queued");
-        for (const item of items) this.item(run.id, item);
-        if (FINAL.has(status)) this.runStatus(run, status);
-        else run.status = status;
-      }
+      this.quietly(() => {
+        for (const { run, items } of state.runs || []) {
+          const status = run.status;
+          this.runStatus(run, "queued");
+          for (const item of items) this.item(run.id, item);
+          if (FINAL.has(status)) this.runStatus(run, status);
+          else run.status = status;
+        }
+      });
     } finally {
       this.loading = false;
     }
@@ -148,16 +151,30 @@ export class Timeline {
       } catch (err) {
         button.disabled = false;
         button.textContent = `Could not load earlier turns (${err.message}): try again`;
+        if (document.activeElement === document.body) button.focus();
       }
     });
     this.container.prepend(button);
   }
 
-  /** Show a page of earlier runs above those shown, the reader's view kept where it is. */
+  /** Show a page of earlier runs above those shown, the reader's view kept where it is; the
+   * focus (it was on the button) goes to the next "Show earlier turns", or the conversation. */
   prepend(state) {
+    const { scrollTop, scrollHeight } = this.container;
+    const shown = this.runs.size;
+    this.quietly(() => this.prependRuns(state));
+    this.container.scrollTop = scrollTop + this.container.scrollHeight - scrollHeight;
+    const a = document.activeElement; // (nowhere: the button lost it when it was disabled)
+    if (!a || a === document.body) {
+      (this.container.querySelector(".earlier-turns") || this.container).focus({ preventScroll: true });
+    }
+    const n = this.runs.size - shown;
+    announce(`Showed ${n} earlier turn${n === 1 ? "" : "s"}, above.`);
+  }
+
+  prependRuns(state) {
     const keep = [this.container, this.latestRun, this.thinking, this.lastError];
     const box = h("div");
-    const height = this.container.scrollHeight;
     this.container = box;
     this.thinking = null;
     this.lastError = null;
@@ -182,7 +199,33 @@ export class Timeline {
     (button || this.container.firstChild)?.before(...box.childNodes);
     button?.remove();
     this.offerEarlier(state);
-    this.container.scrollTop += this.container.scrollHeight - height;
+  }
+
+  /** Run `fill` out of a screen reader's hearing: a chat's history (load) or a page of
+   * earlier turns (prepend) is not read out as if it had just happened (the whole history
+   * was queued for reading). The conversation and the result bar are filled as fresh copies
+   * of themselves, then put in their place: a live region that arrives with its content is
+   * not announced, only what changes in it afterwards. The focus, if in them, is kept. */
+  quietly(fill) {
+    const old = [this.container, this.resultBar];
+    const focused = old.find((el) => el.contains(document.activeElement)) ? document.activeElement : null;
+    const [container, resultBar] = old.map((el) => {
+      const fresh = el.cloneNode(false);
+      fresh.append(...el.childNodes);
+      return fresh;
+    });
+    old[0].removeEventListener("scroll", this.onScroll);
+    container.addEventListener("scroll", this.onScroll, { passive: true });
+    this.container = container;
+    this.resultBar = resultBar;
+    try {
+      fill();
+    } finally {
+      old[0].replaceWith(container);
+      old[1].replaceWith(resultBar);
+    }
+    if (focused === old[0]) container.focus({ preventScroll: true });
+    else if (focused?.isConnected) focused.focus({ preventScroll: true });
   }
 
   item(runId, item) {
@@ -299,18 +342,22 @@ export class Timeline {
   text(runId, kind, index, text, done) {
     const key = `${runId}:${kind}:${index}`;
     let entry = this.texts.get(key);
-    if (!entry) {
+    const isNew = !entry;
+    if (isNew) {
       this.foldThinking();
-      // While text streams in, aria-busy keeps screen readers from reading every fragment.
-      const el = h("div", { class: "msg assistant", "aria-busy": done ? null : "true" });
-      this.container.append(el);
-      entry = { el, text: "", runId };
+      // Text streaming in is not announced piece by piece (aria-live off, as live thinking);
+      // once complete it is swapped for one node with the whole text (settle), which the log
+      // announces once. (aria-busy did not do it: NVDA ignores what changes while busy and
+      // reads nothing when it clears.) A text complete at once is added complete.
+      const el = h("div", { class: "msg assistant", "aria-live": done ? null : "off" });
+      entry = { el, text: "", runId, streaming: !done };
       this.texts.set(key, entry);
     }
     if (done) {
       entry.text = text;
       this.render(entry);
     }
+    if (isNew) this.container.append(entry.el);
     return entry;
   }
 
@@ -323,7 +370,7 @@ export class Timeline {
   /** A run ended: its texts still streaming are complete as they are. */
   finishTexts(runId) {
     for (const entry of this.texts.values()) {
-      if (entry.runId === runId && entry.el.hasAttribute("aria-busy")) this.render(entry);
+      if (entry.runId === runId && entry.streaming) this.render(entry);
     }
   }
 
@@ -488,10 +535,25 @@ export class Timeline {
 
   render(entry, done = true) {
     this.dirty.delete(entry);
+    if (done && entry.streaming) return this.settle(entry);
     // Only the blocks that may have changed are rendered again (a long answer streaming in).
     entry.markdown ??= new GrowingMarkdown(entry.el);
     entry.markdown.show(entry.text, addCodeCopyButtons);
-    if (done) entry.el.removeAttribute("aria-busy");
+  }
+
+  /** A streamed text is complete: one node with its whole text takes the place of the one it
+   * streamed into, so the log announces it once, whole. The focus, if on one of its copy
+   * buttons, goes to the same button of the new node. */
+  settle(entry) {
+    entry.streaming = false;
+    const old = entry.el;
+    const el = h("div", { class: "msg assistant" });
+    entry.markdown = new GrowingMarkdown(el);
+    entry.markdown.show(entry.text, addCodeCopyButtons);
+    const focused = [...old.querySelectorAll("button")].indexOf(document.activeElement);
+    old.replaceWith(el);
+    entry.el = el;
+    if (focused >= 0) el.querySelectorAll("button")[focused]?.focus();
   }
 
   /** Once per frame: render the streaming texts that changed (`entry`, if any, is one), show
