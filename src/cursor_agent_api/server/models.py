@@ -194,6 +194,9 @@ tool_calls = Table(
     Column("started_seq", BigInteger, nullable=True),
     Column("completed_seq", BigInteger, nullable=True),
     Column("idx", Integer, nullable=False),
+    # What the server cut of args/result/output ({"field", "bytes"} each; NULL: written
+    # before migration 0009, which kept it under the result's "_cut": webui.stored_cuts)
+    Column("cuts", JSON, nullable=True),
     UniqueConstraint("run_id", "idx", name="uq_tool_calls_run_idx"),
 )
 

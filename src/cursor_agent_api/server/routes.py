@@ -44,7 +44,7 @@ from .store import (
     resolve_pointer,
 )
 from .turns import backfill_page, whole_tool_output
-from .webui import stored_output, text_item, tool_call_item
+from .webui import stored_cuts, stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -674,15 +674,11 @@ async def event_value(
 
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     # (str: a row's keys are SQLAlchemy's quoted names, which orjson does not take as keys)
-    view = {str(k): v for k, v in row.items() if k not in ("id", "idx")}
+    view = {str(k): v for k, v in row.items() if k not in ("id", "idx", "cuts")}
     view["index"] = row["idx"]
     view["output"] = stored_output(row)
-    cuts: list[dict[str, Any]] = []
-    result = view.get("result")
-    if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)
-        result = dict(result)
-        cuts += result.pop("_cut")
-        view["result"] = result or None
+    view["result"], stored = stored_cuts(row)  # cut when stored (store.writes._tool_row)
+    cuts = list(stored)
     for key in ("args", "result", "output"):
         view[key] = cut_value(view.get(key), max_field_bytes, f"/{key}", cuts)
     if cuts:

@@ -181,11 +181,44 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     return view
 
 
+def _is_cut_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(c, dict) and set(c) == {"field", "bytes"} and isinstance(c["field"], str)
+        and c["field"].startswith(("/args", "/result", "/output")) and type(c["bytes"]) is int
+        for c in value
+    )
+
+
+def stored_cuts(row: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """A stored tool call's result as the agent gave it (cut), and what the server cut of
+    the call (``{"field": <JSON pointer>, "bytes": <whole size>}`` each).
+
+    Since migration 0009 the cuts are in their own column (``cuts``) and the result is the
+    agent's, whatever its keys. A row written before has no ``cuts`` (NULL): that version
+    kept the list under the result's ``"_cut"`` key, which is taken for the server's when
+    it is such a list, and left in the result (the agent's) when it is anything else.
+
+    Example:
+        >>> stored_cuts({"result": {"ok": 1, "_cut": 5}, "cuts": []})
+        ({'ok': 1, '_cut': 5}, [])
+        >>> old = {"result": {"ok": 1, "_cut": [{"field": "/args/a", "bytes": 9}]}, "cuts": None}
+        >>> stored_cuts(old)
+        ({'ok': 1}, [{'field': '/args/a', 'bytes': 9}])
+        >>> stored_cuts({"result": {"_cut": "abc"}})
+        ({'_cut': 'abc'}, [])
+    """
+    result = row.get("result")
+    cuts = row.get("cuts")
+    if isinstance(cuts, list):
+        return result, cuts
+    if isinstance(result, dict) and _is_cut_list(result.get("_cut")):
+        return {k: v for k, v in result.items() if k != "_cut"} or None, list(result["_cut"])
+    return result, []
+
+
 def _call_of(row: dict[str, Any]) -> ToolCall:
     args = row.get("args")
-    result = row.get("result")
-    if isinstance(result, dict) and "_cut" in result:
-        result = {k: v for k, v in result.items() if k != "_cut"} or None
+    result, _ = stored_cuts(row)
     try:
         kind = ToolKind(row["kind"])
     except ValueError:
@@ -269,9 +302,9 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
         >>> item["type"], item["view"]["kind"], item["seq"]
         ('tool_call', 'ls', 3)
     """
-    result = row.get("result")
-    cuts = result.get("_cut") if isinstance(result, dict) else None
-    view = view_of(_call_of(_marked(row, cuts) if isinstance(cuts, list) else row))
+    result, cuts = stored_cuts(row)
+    row = {**row, "result": result, "cuts": []}
+    view = view_of(_call_of(_marked(row, cuts) if cuts else row))
     if cuts:
         view["truncated"] = True
         for key, value in list(view.items()):  # the fields made of a cut string are cut
@@ -310,6 +343,7 @@ __all__ = [
     "WHOLE_FIELDS",
     "WebUIFiles",
     "shown_read_range",
+    "stored_cuts",
     "stored_output",
     "text_item",
     "tool_call_item",
