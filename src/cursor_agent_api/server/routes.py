@@ -617,10 +617,18 @@ async def list_events(
     ``max_field_bytes`` is cut: the record lists it in ``truncated``
     (``{"field": <JSON pointer>, "bytes": <whole size>}``) and
     ``GET /api/chats/{id}/events/{seq}/value?field=<pointer>`` gives the whole value.
-    Page on with ``after_seq = next_after_seq`` while ``has_more``.
+    Page on with ``after_seq = next_after_seq`` while ``has_more``. An ``after_seq`` past
+    the chat's ``last_seq`` is a 400, as on the WebSocket (4400): the client's records are
+    not this database's (say, the last commits before a power loss): start again from 0.
     """
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
+    if after_seq > chat["last_seq"]:
+        raise HTTPException(
+            400,
+            f"after_seq {after_seq} is beyond the chat's last seq {chat['last_seq']}: "
+            "the records you have are not this database's; start again from after_seq=0",
+        )
     await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
         chat_id,
