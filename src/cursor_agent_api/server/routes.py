@@ -43,7 +43,7 @@ from .store import (
     json_bytes,
     resolve_pointer,
 )
-from .turns import backfill_page, whole_tool_output
+from .turns import backfill_page, turn_view, whole_tool_output
 from .webui import stored_cuts, stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
@@ -690,8 +690,13 @@ def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     for key in ("args", "result", "output"):
         view[key] = cut_value(view.get(key), max_field_bytes, f"/{key}", cuts)
     if cuts:
-        # The whole values are in the records of the call (started_seq, completed_seq).
-        view["truncated"] = cuts
+        # The whole values are in the records of the call (started_seq, completed_seq); a
+        # field cut when stored and again here (the output made of a cut result) is listed
+        # once, with its whole size (the stored cut's).
+        first: dict[str, dict[str, Any]] = {}
+        for cut in cuts:
+            first.setdefault(cut["field"], cut)
+        view["truncated"] = list(first.values())
     return view
 
 
@@ -803,7 +808,7 @@ async def chat_turns(
     for r in run_rows:
         mine = items.get(str(r["id"]), [])
         mine.sort(key=lambda i: (i["seq"], _ITEM_ORDER.get(i["type"], 3), i["index"]))
-        runs.append({"run": run_view(r), "turn": r.get("turn"), "items": mine})
+        runs.append({"run": run_view(r), "turn": turn_view(r.get("turn")), "items": mine})
     body = {"chat_id": chat_id, "last_seq": last, "has_more": page.has_more,
             "next_before_run": str(run_rows[0]["id"]) if run_rows else None, "runs": runs}
     return Response(orjson.dumps(body), media_type="application/json")

@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
 
 TEXT_LIMIT = 200_000
-"""Characters of one text field a view carries; longer texts are cut (``truncated``)."""
+"""Characters of one text field a view carries; longer texts are cut (listed in ``cut``)."""
 
 TOOL_RECORD_TYPES = frozenset({"tool-call-started", "tool-call-completed"})
 """Record types whose JSON form carries a ``tool_call`` view."""
@@ -55,7 +55,9 @@ class WebUIFiles(StaticFiles):
 
 
 WHOLE_FIELDS = ("output", "stdout", "stderr", "diff", "new_content")
-"""The text fields of a view that may be cut; a view lists those it cut in ``cut``, and
+"""The text fields of a view that may be cut; a view lists those it cut in ``cut`` (empty:
+nothing cut; a view has no ``truncated``, which is everywhere else a list of
+``{"field", "bytes"}``), and
 ``GET /api/runs/{id}/tool-calls/{index}/output?field=<name>`` gives each one whole. A list's
 cut item (a grep's line, a glob's path) is in ``output``: the whole list, one item per line."""
 
@@ -68,7 +70,6 @@ _MARK = "\ufdd0"  # a noncharacter: marks the strings the store cut, to find the
 
 def _cut(text: str | None, view: dict[str, Any], field: str) -> str | None:
     if text is not None and len(text) > TEXT_LIMIT:
-        view["truncated"] = True
         view["cut"].append(field)
         return text[:TEXT_LIMIT]
     return text
@@ -137,7 +138,6 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
         "summary": tc.summary(),
         "duration_ms": tc.duration_ms,
         "error": tc.error_message,
-        "truncated": False,
         "cut": [],
     }
     view["output"] = _cut(tc.output, view, "output")
@@ -306,7 +306,6 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
     row = {**row, "result": result, "cuts": []}
     view = view_of(_call_of(_marked(row, cuts) if cuts else row))
     if cuts:
-        view["truncated"] = True
         for key, value in list(view.items()):  # the fields made of a cut string are cut
             view[key], marked = _unmarked(value)  # a list's too (grep's matches, glob's files)
             if marked and key in WHOLE_FIELDS and key not in view["cut"]:
