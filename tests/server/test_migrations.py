@@ -295,7 +295,7 @@ which replaces the index of ``chat_id`` alone (tests/server/test_run_index.py)."
 
 
 def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: str) -> None:
-    """Migrations 0007 and 0008 on a database with runs: ``ix_runs_chat_order`` replaces
+    """Migrations 0007, 0008 and 0010 on a database with runs: ``ix_runs_chat_order`` replaces
     ``ix_runs_chat_id``, ``ix_tool_calls_chat_order`` (its second column an expression:
     the call's place) ``ix_tool_calls_chat_id``; the runs read as before
     (tests/server/test_run_index.py: the pages' plans use them)."""
@@ -307,6 +307,7 @@ def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: s
     assert run_indexes(db_url) == ORDERED
     names = index_names(db_url, "tool_calls")
     assert "ix_tool_calls_chat_order" in names and "ix_tool_calls_chat_id" not in names
+    assert "ix_chats_recent" in index_names(db_url, "chats")  # 0010: GET /api/chats's order
 
 
 def test_an_upgrade_keeps_the_tool_calls_an_earlier_version_cut(db_url: str) -> None:

@@ -382,15 +382,40 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
     return chat_view(chat)
 
 
+ChatsCursor = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[0-9]{1,19}:[A-Za-z0-9-]{1,36}$",
+        description="the next_before of the previous page: this page starts after its last chat",
+    ),
+]
+"""Where a page of ``GET /api/chats`` starts: ``<updated_ms>:<id>`` of the previous page's
+last chat (its key in the order, not its place: see docs/server.md, "Pages of chats")."""
+
+
 @router.get("/chats", tags=["chats"])
 async def list_chats(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+    before: ChatsCursor = None,
 ) -> dict[str, Any]:
-    """Chats, most recently active first, with the status of each one's latest run."""
-    rows = await _store(request).list_chats(limit=limit, offset=offset)
-    return {"chats": [chat_view(r) for r in rows]}
+    """Chats, most recently active first, with the status of each one's latest run: a page
+    of ``limit``. Page on with ``before = next_before`` while ``has_more`` (no chat skipped
+    or repeated while others become active); ``offset`` still skips that many."""
+    key = None
+    if before is not None:
+        at, chat_id = before.split(":", 1)
+        if int(at) > MAX_SEQ:
+            raise HTTPException(422, "before must be the next_before of a page of GET /api/chats")
+        key = (int(at), chat_id)
+    rows, has_more = await _store(request).list_chats(limit=limit, offset=offset, before=key)
+    last = rows[-1] if rows else None
+    return {
+        "chats": [chat_view(r) for r in rows],
+        "has_more": has_more,
+        "next_before": f"{last['updated_ms']}:{last['id']}" if last is not None else None,
+    }
 
 
 @router.get("/chats/{chat_id}", tags=["chats"])
