@@ -28,11 +28,12 @@ depends_on = None
 
 def upgrade() -> None:
     """Add ``tool_calls.cuts`` (NULL in the rows there are)."""
-    with op.batch_alter_table("tool_calls") as batch:
-        batch.add_column(sa.Column("cuts", sa.JSON(), nullable=True))
+    op.add_column("tool_calls", sa.Column("cuts", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
-    """Drop ``tool_calls.cuts`` (the calls written since read as if nothing was cut)."""
-    with op.batch_alter_table("tool_calls") as batch:
-        batch.drop_column("cuts")
+    """Drop ``tool_calls.cuts`` (the calls written since read as if nothing was cut).
+
+    An ``ALTER TABLE … DROP COLUMN`` on SQLite too (3.35+), not a batch's copy of the table,
+    which would lose the expression index ``ix_tool_calls_chat_order`` (0008)."""
+    op.drop_column("tool_calls", "cuts")
