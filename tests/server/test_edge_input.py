@@ -101,3 +101,4 @@ def test_rest_events_refuse_a_seq_past_the_chats_as_the_websocket_does(server: S
         assert past.status_code == 400, past.text
         detail = past.json()["detail"]
         assert f"beyond the chat's last seq {last}" in detail and "after_seq=0" in detail
+        assert past.json()["code"] == "after_seq_beyond_last" and past.json()["last_seq"] == last

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,14 +26,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from . import routes, websocket
-from .auth import Auth
+from .auth import Auth, cookie_name
 from .dispatch import open_dispatcher
 from .dispatch.dead_owners import DeadOwnerWatch
+from .errors import ApiError, error_body
 from .hub import Hub
 from .log import EventLog
 from .recovery import Recovery
@@ -56,7 +59,7 @@ _FALLBACK_PAGE = """<!doctype html>
 MAX_ERRORS = 5
 """A 422 lists at most this many problems; it never echoes the request's values."""
 
-_WEBSOCKET_DOC = """
+_DESCRIPTION_SECTIONS = """
 
 ## WebSocket
 
@@ -69,7 +72,14 @@ client may send `{"op": "ping", "nonce"}` (answered by `pong`). Close codes: 400
 (reconnect with `after_seq` = the last seq), 4401 the session the socket was opened with ended
 (signed out or expired: sign in again), 4400 bad request (such as an `after_seq` that is not
 a decimal integer from 0 to 2^63-1), 4404 no such chat (or it was deleted), 1013 the database
-failed a read (reconnect later with `after_seq` = the last seq)."""
+failed a read (reconnect later with `after_seq` = the last seq). Each close is preceded by
+`{"op": "error", "detail", "code"}` (the codes: `docs/websocket.md`, "Error codes").
+
+## Errors
+
+Every error answer, whatever its status, is an `ErrorBody`: `{"detail", "code"}` (`detail`
+for people, `code` stable for programs: `docs/server.md`, "Error codes"); a 422 also has
+`errors`, a `submit_uncertain` 503 `run_id`."""
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -132,13 +142,14 @@ def create_app(settings: ServerSettings) -> FastAPI:
         version=__version__,
         description="Run Cursor's coding agent over HTTP and WebSocket, with a durable, "
         "replayable event log. Every /api call needs the token or a session cookie."
-        + _WEBSOCKET_DOC,
+        + _DESCRIPTION_SECTIONS,
         lifespan=lifespan,
         # No Swagger UI / ReDoc: they load their scripts from a CDN and need inline script,
         # on the origin that holds the token cookie. /openapi.json is the description.
         docs_url=None,
         redoc_url=None,
     )
+    app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     app.state.settings = settings
     app.state.store = store
     app.state.hub = hub
@@ -146,20 +157,25 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.auth = auth
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = list(exc.errors())
         if any(e.get("type") == "json_invalid" for e in errors):
-            return JSONResponse({"detail": "request body is not valid JSON"}, status_code=400)
-        return JSONResponse(
-            {"detail": f"invalid request: {_describe(errors)}", "errors": _plain(errors)},
-            status_code=422,
-        )
+            return _error(ApiError(400, "invalid_json", "request body is not valid JSON"))
+        if _not_json(request, errors):
+            kind = request.headers.get("content-type") or "none"
+            return _error(ApiError(
+                422, "body_not_json",
+                f"the body must be JSON sent with 'Content-Type: application/json' (it came as "
+                f"{_short(kind)!r}; curl -d sends application/x-www-form-urlencoded: add "
+                "-H 'Content-Type: application/json')",
+                errors=_plain(errors),
+            ))
+        return _error(ApiError(422, "invalid_request", f"invalid request: {_describe(errors)}",
+                               errors=_plain(errors)))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return JSONResponse(
-            {"detail": exc.detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
-        )
+        return _error(exc)
 
     @app.exception_handler(DatabaseError)
     @app.exception_handler(StoreUnavailableError)
@@ -168,17 +184,17 @@ def create_app(settings: ServerSettings) -> FastAPI:
         reason = describe_error(exc)
         if is_transient(exc):
             store.health.failed(reason, exc)
-            return JSONResponse(
-                {"detail": f"the database is unavailable ({reason}); nothing was changed: try again shortly"},
-                status_code=503,
+            return _error(ApiError(
+                503, "database_unavailable",
+                f"the database is unavailable ({reason}); nothing was changed: try again shortly",
                 headers={"Retry-After": "5"},
-            )
+            ))
         logger.error("database error: %s", reason)
-        return JSONResponse({"detail": f"database error: {reason}"}, status_code=500)
+        return _error(ApiError(500, "database_error", f"database error: {reason}"))
 
     @app.exception_handler(BodyTooLargeError)
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=413)
+        return _error(ApiError(413, "body_too_large", str(exc)))
 
     app.include_router(routes.router)
     app.include_router(websocket.router)
@@ -195,6 +211,64 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     app.add_middleware(SecurityMiddleware, settings=settings, auth=auth)
     return app
+
+
+def security_schemes(port: int) -> dict[str, Any]:
+    """How a request authenticates (docs/server.md, "Security"): any one of these.
+
+    Example:
+        >>> security_schemes(8765)["session"]["name"]
+        'cursor_agent_api_session_8765'
+    """
+    return {
+        "token": {"type": "apiKey", "in": "header", "name": "Authorization",
+                  "description": "the server's token, as 'Authorization: token <token>'"},
+        "token_query": {"type": "apiKey", "in": "query", "name": "token",
+                        "description": "the token in the query (?token=…): for WebSockets and links"},
+        "session": {"type": "apiKey", "in": "cookie", "name": cookie_name(port),
+                    "description": "the session cookie POST /api/auth/login sets (HttpOnly); its "
+                                   "name ends with the port the browser sees"},
+    }
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """FastAPI's document, with the security schemes every ``/api`` route needs (but those
+    that say ``security: []``, sign-in and sign-out), made once.
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> doc = create_app(ServerSettings(token="t", database_url="sqlite+aiosqlite://")).openapi()
+        >>> doc["security"], doc["paths"]["/api/auth/login"]["post"]["security"]
+        ([{'token': []}, {'token_query': []}, {'session': []}], [])
+    """
+    if app.openapi_schema is None:
+        doc = get_openapi(title=app.title, version=app.version, description=app.description,
+                          routes=app.routes)
+        schemes = security_schemes(app.state.settings.port)
+        doc.setdefault("components", {})["securitySchemes"] = schemes
+        doc["security"] = [{name: []} for name in schemes]
+        app.openapi_schema = doc
+    return app.openapi_schema
+
+
+def _error(exc: StarletteHTTPException) -> JSONResponse:
+    """The JSON answer of ``exc``: its :func:`.errors.error_body`, status and headers."""
+    return JSONResponse(error_body(exc), status_code=exc.status_code, headers=exc.headers)
+
+
+def _not_json(request: Request, errors: list[Any]) -> bool:
+    """The body is not an object because it was not sent as JSON (``curl -d``'s form type).
+
+    Example:
+        >>> from starlette.requests import Request
+        >>> form = Request({"type": "http", "headers": [(b"content-type", b"text/plain")]})
+        >>> _not_json(form, [{"loc": ("body",), "type": "model_attributes_type"}])
+        True
+    """
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        return False
+    return any(tuple(e.get("loc", ())) == ("body",) for e in errors)
 
 
 def _plain(errors: list[Any]) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The REST API (JSON; OpenAPI at ``/openapi.json``). See ``docs/server.md``.
 
-Every error answer is ``{"detail": "<what happened and what to do>"}`` with a
-4xx status; a refused request writes nothing.
+Every error answer is an :class:`.errors.ErrorBody`, ``{"detail": "<what happened and
+what to do>", "code": "<the case>"}`` (raised as :class:`.errors.ApiError`); a refused
+request writes nothing.
 
 Example:
     >>> ChatCreate(workspace=".", options={"force": True}).options.force
@@ -20,18 +21,32 @@ import logging
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from .. import __version__
 from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
 from .dispatch.queue import QueueDispatcher
+from .errors import ApiError, error_responses
 from .hub import Hub
 from .models import RunStatus
 from .requests import AlreadyAnsweredError, AnswerIn, UnknownRequestError, pair_requests, request_records
 from .runs import RunNotActiveError, ServerClosingError, SubmitUncertainError, answered_or_unknown, run_view
+from .schemas import (
+    CancelPending,
+    ChatList,
+    ChatView,
+    EventsPage,
+    LoginCode,
+    RunsPage,
+    RunView,
+    ToolCallsPage,
+    TurnsPage,
+    ok,
+)
 from .security import WorkspaceError, resolve_workspace, token_from_request
 from .settings import WS_PROTOCOL_VERSION, ServerSettings
 from .store import (
@@ -58,10 +73,19 @@ async def _ids_without_nul(request: Request) -> None:
     for name, value in named.items():
         if isinstance(value, str) and "\x00" in value:
             what = name.removesuffix("_id")
-            raise HTTPException(404, f"no {what} with id {value!r}")
+            raise ApiError(404, f"{what}_not_found", f"no {what} with id {value!r}")
 
 
-router = APIRouter(prefix="/api", dependencies=[Depends(_ids_without_nul)])
+NOT_FOUND = error_responses(404)
+NO_SECURITY: dict[str, Any] = {"security": []}
+"""A route that needs neither the token nor a session (sign-in, sign-out)."""
+
+router = APIRouter(
+    prefix="/api",
+    dependencies=[Depends(_ids_without_nul)],
+    # what any route may answer (the security checks, the body limit, the database)
+    responses=error_responses(400, 401, 403, 413, 422, 429, 500, 503),
+)
 
 _DEFAULT_TITLE = "New chat in "
 _MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
@@ -130,24 +154,51 @@ class ChatCreate(BaseModel):
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+def _option(description: str) -> Any:
+    """A field of :class:`ChatOptionsUpdate`: optional, not nullable (its schema has no default)."""
+    return Field(default=None, description=description, json_schema_extra=_no_default)
+
+
 class ChatOptionsUpdate(BaseModel):
-    """The options a ``PATCH /api/chats/{id}`` changes; those left out keep their value."""
+    """The options a ``PATCH /api/chats/{id}`` changes; those left out keep their value
+    (``null`` is not a value: an option is left out or given).
+
+    Example:
+        >>> ChatOptionsUpdate(force=None)
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatOptionsUpdate
+        force
+          Value error, must be given a value, not null (leave an option out to keep it) ...
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    force: StrictBool | None = Field(default=None, description="auto-approve tool calls (--force)")
-    approve_mcps: StrictBool | None = Field(default=None, description="auto-approve MCP servers")
-    trust: StrictBool | None = Field(default=None, description="trust the workspace (--trust)")
-    stream_partial_output: StrictBool | None = Field(
-        default=None, description="token-level assistant deltas (--stream-partial-output)"
+    # (None: left out. The schema says what is accepted: no null, no default.)
+    force: StrictBool | SkipJsonSchema[None] = _option("auto-approve tool calls (--force)")
+    approve_mcps: StrictBool | SkipJsonSchema[None] = _option("auto-approve MCP servers")
+    trust: StrictBool | SkipJsonSchema[None] = _option("trust the workspace (--trust)")
+    stream_partial_output: StrictBool | SkipJsonSchema[None] = _option(
+        "token-level assistant deltas (--stream-partial-output)"
     )
-    transport: Literal["print", "acp"] | None = Field(default=None, description="'print' or 'acp'")
-    mode: Literal["agent", "plan", "ask"] | None = Field(
-        default=None, description="ACP chats: 'agent', 'plan' or 'ask'"
+    transport: Literal["print", "acp"] | SkipJsonSchema[None] = _option("'print' or 'acp'")
+    mode: Literal["agent", "plan", "ask"] | SkipJsonSchema[None] = _option(
+        "ACP chats: 'agent', 'plan' or 'ask'"
     )
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _given(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must be given a value, not null (leave an option out to keep it)")
+        return value
+
     def changes(self) -> dict[str, Any]:
-        """The options given (an explicit ``null`` is refused by the route).
+        """The options given.
 
         Example:
             >>> ChatOptionsUpdate(force=True).changes()
@@ -232,7 +283,7 @@ def chat_view(row: dict[str, Any], latest_run: dict[str, Any] | None = None) -> 
 async def _chat_or_404(request: Request, chat_id: str) -> dict[str, Any]:
     chat = await _store(request).get_chat(chat_id)
     if chat is None:
-        raise HTTPException(404, f"no chat with id {chat_id!r}")
+        raise ApiError(404, "chat_not_found", f"no chat with id {chat_id!r}")
     return chat
 
 
@@ -242,13 +293,13 @@ async def _run_of_chat_or_404(request: Request, chat_id: str, run_id: str | None
         return
     run = await _store(request).get_run(run_id)
     if run is None or run["chat_id"] != chat_id:
-        raise HTTPException(404, f"chat {chat_id!r} has no run with id {run_id!r}")
+        raise ApiError(404, "run_not_found", f"chat {chat_id!r} has no run with id {run_id!r}")
 
 
 async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
     run = await _store(request).get_run(run_id)
     if run is None:
-        raise HTTPException(404, f"no run with id {run_id!r}")
+        raise ApiError(404, "run_not_found", f"no run with id {run_id!r}")
     return run
 
 
@@ -311,10 +362,11 @@ def _check_secret(auth: Auth, token: str) -> bool:
     try:
         return auth.check_secret(token=token)
     except Throttled as throttled:
-        raise HTTPException(429, str(throttled), headers={"Retry-After": str(throttled.seconds)}) from None
+        raise ApiError(429, "throttled", str(throttled),
+                       headers={"Retry-After": str(throttled.seconds)}) from None
 
 
-@router.post("/auth/login", status_code=204, tags=["auth"])
+@router.post("/auth/login", status_code=204, tags=["auth"], openapi_extra=NO_SECURITY)
 async def login(body: LoginIn, request: Request) -> Response:
     """Exchange the token for a new session cookie (HttpOnly, SameSite=Strict, per port).
 
@@ -322,12 +374,12 @@ async def login(body: LoginIn, request: Request) -> Response:
     """
     auth = _auth(request)
     if not _check_secret(auth, body.token):
-        raise HTTPException(401, "invalid token")
+        raise ApiError(401, "invalid_token", "invalid token")
     name, value = auth.set_cookie(await auth.create_session(), request.headers.get("host", ""))
     return Response(status_code=204, headers={name.decode(): value.decode()})
 
 
-@router.post("/auth/codes", status_code=201, tags=["auth"])
+@router.post("/auth/codes", status_code=201, tags=["auth"], responses=ok(LoginCode, 201))
 async def new_login_code(request: Request) -> dict[str, Any]:
     """A new one-time login code and the link that uses it (valid once, for 5 minutes).
 
@@ -337,12 +389,13 @@ async def new_login_code(request: Request) -> dict[str, Any]:
     """
     presented = token_from_request({k.lower(): v for k, v in request.headers.items()}, request.url.query)
     if presented is None or not _check_secret(_auth(request), presented):
-        raise HTTPException(403, "a login link can only be made with the token ('Authorization: token …')")
+        raise ApiError(403, "token_required",
+                       "a login link can only be made with the token ('Authorization: token …')")
     code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
     return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}
 
 
-@router.post("/auth/logout", status_code=204, tags=["auth"])
+@router.post("/auth/logout", status_code=204, tags=["auth"], openapi_extra=NO_SECURITY)
 async def logout(request: Request) -> Response:
     """End this browser's session (it cannot be used again) and clear its cookie."""
     auth = _auth(request)
@@ -360,20 +413,22 @@ async def logout(request: Request) -> Response:
 def _check_mode(options: dict[str, Any]) -> None:
     """A session mode other than ``agent`` needs an ACP chat (422): print mode has none."""
     if options.get("mode", "agent") != "agent" and options.get("transport") != "acp":
-        raise HTTPException(
-            422, f"mode {options.get('mode')!r} needs transport 'acp' (a session mode is ACP's); "
+        raise ApiError(
+            422, "mode_needs_acp",
+            f"mode {options.get('mode')!r} needs transport 'acp' (a session mode is ACP's); "
             "print-mode chats run in mode 'agent'"
         )
 
 
-@router.post("/chats", status_code=201, tags=["chats"])
+@router.post("/chats", status_code=201, tags=["chats"], responses=ok(ChatView, 201))
 async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
     """Create a chat in a workspace under the allowed roots."""
     s = _settings(request)
     try:
         workspace = resolve_workspace(body.workspace, s.roots)
     except WorkspaceError as e:
-        raise HTTPException(e.status, str(e)) from None
+        code = "invalid_workspace" if e.status == 400 else "workspace_not_allowed"
+        raise ApiError(e.status, code, str(e)) from None
     title = body.title or f"{_DEFAULT_TITLE}{workspace.name or workspace}"
     _check_mode(body.options.model_dump())
     chat = await _store(request).create_chat(
@@ -393,7 +448,7 @@ ChatsCursor = Annotated[
 last chat (its key in the order, not its place: see docs/server.md, "Pages of chats")."""
 
 
-@router.get("/chats", tags=["chats"])
+@router.get("/chats", tags=["chats"], responses=ok(ChatList))
 async def list_chats(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
@@ -407,7 +462,8 @@ async def list_chats(
     if before is not None:
         at, chat_id = before.split(":", 1)
         if int(at) > MAX_SEQ:
-            raise HTTPException(422, "before must be the next_before of a page of GET /api/chats")
+            raise ApiError(422, "invalid_cursor", "before must be the next_before of a page of "
+                           "GET /api/chats", loc=("query", "before"))
         key = (int(at), chat_id)
     rows, has_more = await _store(request).list_chats(limit=limit, offset=offset, before=key)
     last = rows[-1] if rows else None
@@ -418,7 +474,7 @@ async def list_chats(
     }
 
 
-@router.get("/chats/{chat_id}", tags=["chats"])
+@router.get("/chats/{chat_id}", tags=["chats"], responses={**ok(ChatView), **NOT_FOUND})
 async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
     """One chat, with its latest run."""
     chat = await _chat_or_404(request, chat_id)
@@ -426,7 +482,8 @@ async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
     return chat_view(chat, runs[-1] if runs else {"status": None})
 
 
-@router.patch("/chats/{chat_id}", tags=["chats"])
+@router.patch("/chats/{chat_id}", tags=["chats"],
+              responses={**ok(ChatView), **error_responses(404, 409)})
 async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[str, Any]:
     """Rename a chat and/or change its options (those given; the others keep their value).
 
@@ -434,13 +491,14 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
     running is refused (409), so a run never starts with options other than those shown.
     """
     if body.title is None and body.options is None:
-        raise HTTPException(422, "nothing to change: give a title, options, or both")
+        raise ApiError(422, "nothing_to_change", "nothing to change: give a title, options, or both")
     changes = body.options.changes() if body.options is not None else {}
     if body.options is not None and (not changes or len(changes) != len(body.options.model_fields_set)):
-        raise HTTPException(
-            422,
+        raise ApiError(
+            422, "invalid_options",
             "options must name at least one option, each true or false (transport: 'print' or "
             "'acp'; mode: 'agent', 'plan' or 'ask')",
+            loc=("body", "options"),
         )
     await _chat_or_404(request, chat_id)  # (deleted meanwhile: update_chat's 404)
     values: dict[str, Any] = {}
@@ -458,17 +516,17 @@ async def update_chat(chat_id: str, body: ChatUpdate, request: Request) -> dict[
             chat_id, idle_only=bool(changes), merge_options=merge if changes else None, **values
         )
     except ActiveRunError:
-        raise HTTPException(
-            409,
+        raise ApiError(
+            409, "options_locked",
             "this chat has a queued or running run: its options can change once the run has "
             "ended (or cancel it: POST /api/runs/{id}/cancel)",
         ) from None
     except NotFoundError:  # deleted since it was read
-        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
+        raise ApiError(404, "chat_not_found", f"no chat with id {chat_id!r}") from None
     return chat_view(row)
 
 
-@router.delete("/chats/{chat_id}", status_code=204, tags=["chats"])
+@router.delete("/chats/{chat_id}", status_code=204, tags=["chats"], responses=error_responses(404, 409))
 async def delete_chat(chat_id: str, request: Request) -> Response:
     """Delete a chat and everything of it: its runs, records, tool calls and folded turns
     (and, with ``--dispatch queue``, its runs' finished jobs), in one transaction. 409 while
@@ -479,10 +537,10 @@ async def delete_chat(chat_id: str, request: Request) -> Response:
     try:
         counts = await _store(request).delete_chat(chat_id)
     except NotFoundError:
-        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
+        raise ApiError(404, "chat_not_found", f"no chat with id {chat_id!r}") from None
     except ActiveRunError:
-        raise HTTPException(
-            409,
+        raise ApiError(
+            409, "delete_refused",
             "this chat has a queued or running run: cancel it (POST /api/runs/{id}/cancel) "
             "or wait for it to end, then delete the chat",
         ) from None
@@ -495,32 +553,35 @@ async def delete_chat(chat_id: str, request: Request) -> Response:
 # ---- runs ----------------------------------------------------------------------------
 
 
-@router.post("/chats/{chat_id}/runs", status_code=202, tags=["runs"])
+@router.post("/chats/{chat_id}/runs", status_code=202, tags=["runs"],
+             responses={**ok(RunView, 202, "the run, queued"), **error_responses(404, 409)})
 async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str, Any]:
     """Post a prompt: queues a run (202). 409 while the chat has a queued or running run."""
     s = _settings(request)
     size = len(body.prompt.encode("utf-8"))
     if size > s.max_prompt_bytes:
-        raise HTTPException(
-            413, f"prompt is {size} bytes; the limit is {s.max_prompt_bytes} (--max-prompt-bytes)"
+        raise ApiError(
+            413, "prompt_too_large",
+            f"prompt is {size} bytes; the limit is {s.max_prompt_bytes} (--max-prompt-bytes)"
         )
     if "\x00" in body.prompt:
-        raise HTTPException(400, "prompt must not contain NUL characters")
+        raise ApiError(400, "invalid_prompt", "prompt must not contain NUL characters")
     chat = await _chat_or_404(request, chat_id)
     try:
         run = await _runs(request).submit(chat, body.prompt)
     except ActiveRunError:
-        raise HTTPException(
-            409,
+        raise ApiError(
+            409, "chat_busy",
             "this chat already has a queued or running run: wait for it to end or "
             "cancel it (POST /api/runs/{id}/cancel)",
         ) from None
     except NotFoundError:  # deleted since it was read: nothing was stored
-        raise HTTPException(404, f"no chat with id {chat_id!r}") from None
+        raise ApiError(404, "chat_not_found", f"no chat with id {chat_id!r}") from None
     except ServerClosingError:
-        raise HTTPException(503, "the server is shutting down") from None
+        raise ApiError(503, "server_closing", "the server is shutting down") from None
     except SubmitUncertainError as e:  # not "nothing was changed": it may have been stored
-        raise HTTPException(503, str(e), headers={"Retry-After": "5"}) from None
+        raise ApiError(503, "submit_uncertain", str(e), headers={"Retry-After": "5"},
+                       run_id=e.run_id) from None
     if chat.get("last_seq") == 0 and str(chat["title"]).startswith(_DEFAULT_TITLE):
         # A chat created without a title is named after its first prompt.
         first_line = body.prompt.strip().splitlines()[0] if body.prompt.strip() else ""
@@ -542,7 +603,7 @@ RunsLimit = Annotated[int, Query(ge=1, le=1000)]
 """The ``limit`` of a page of runs (``GET …/runs``, ``GET …/turns``)."""
 
 
-@router.get("/chats/{chat_id}/runs", tags=["runs"])
+@router.get("/chats/{chat_id}/runs", tags=["runs"], responses={**ok(RunsPage), **NOT_FOUND})
 async def list_runs(
     chat_id: str,
     request: Request,
@@ -563,13 +624,14 @@ async def list_runs(
     return Response(json_bytes(body), media_type="application/json")
 
 
-@router.get("/runs/{run_id}", tags=["runs"])
+@router.get("/runs/{run_id}", tags=["runs"], responses={**ok(RunView), **NOT_FOUND})
 async def get_run(run_id: str, request: Request) -> dict[str, Any]:
     """One run."""
     return run_view(await _run_or_404(request, run_id))
 
 
-@router.post("/runs/{run_id}/cancel", tags=["runs"])
+@router.post("/runs/{run_id}/cancel", tags=["runs"], responses={
+    **ok(RunView, 200, "the run, cancelled"), **ok(CancelPending, 202), **error_responses(404, 409)})
 async def cancel_run(run_id: str, request: Request, response: Response) -> dict[str, Any]:
     """Stop a queued or running run; answers once it is marked (``cancelled``). 409 if over,
     also when it ended otherwise while the cancel was under way (its result was in), and
@@ -578,7 +640,7 @@ async def cancel_run(run_id: str, request: Request, response: Response) -> dict[
     when it is not marked yet after the wait: the cancel stays requested (``detail`` says so)."""
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final:
-        raise HTTPException(409, f"run {run_id} is already {run['status']}")
+        raise ApiError(409, "run_over", f"run {run_id} is already {run['status']}")
     try:
         await _runs(request).cancel(run_id)
     except CancelNotAppliedError as e:
@@ -589,15 +651,15 @@ async def cancel_run(run_id: str, request: Request, response: Response) -> dict[
     except RunNotActiveError as e:  # where it is, in the message
         run = await _run_or_404(request, run_id)  # it may have ended meanwhile (or been ended)
         if RunStatus(run["status"]).final:
-            raise HTTPException(409, f"run {run_id} is already {run['status']}") from None
-        raise HTTPException(409, str(e)) from None
+            raise ApiError(409, "run_over", f"run {run_id} is already {run['status']}") from None
+        raise ApiError(409, "run_elsewhere", str(e)) from None
     run = await _run_or_404(request, run_id)
     if RunStatus(run["status"]).final and run["status"] != RunStatus.CANCELLED:
-        raise HTTPException(409, f"run {run_id} is already {run['status']}")
+        raise ApiError(409, "run_over", f"run {run_id} is already {run['status']}")
     return run_view(run)
 
 
-@router.post("/runs/{run_id}/requests/{request_id}", tags=["runs"])
+@router.post("/runs/{run_id}/requests/{request_id}", tags=["runs"], responses=error_responses(404, 409))
 async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: Request) -> dict[str, Any]:
     """Answer what an ACP run asks (a ``request`` record): a permission request
     (``{"decision": "allow-once" | "allow-always" | "reject"}``), a question
@@ -614,20 +676,24 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
             return dict(await answer(run_id, request_id, body))
         await answered_or_unknown(_store(request), run_id, request_id)
     except UnknownRequestError:
-        raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}") from None
+        raise ApiError(404, "request_not_found", f"run {run_id!r} has no request {request_id!r}") from None
     except AlreadyAnsweredError as e:
-        raise HTTPException(409, str(e)) from None
+        raise ApiError(409, "already_answered", str(e)) from None
     except ValueError as e:
-        raise HTTPException(422, str(e)) from None
+        raise ApiError(422, "answer_mismatch", str(e)) from None
     except AnswerNotTakenError as e:  # queue mode: the run's worker did not take it in time
-        raise HTTPException(503, str(e), headers={"Retry-After": "2"}) from None
-    raise HTTPException(404, f"run {run_id!r} has no request {request_id!r}")  # pragma: no cover
+        raise ApiError(503, "answer_not_taken", str(e), headers={"Retry-After": "2"}) from None
+    raise ApiError(  # pragma: no cover
+        404, "request_not_found", f"run {run_id!r} has no request {request_id!r}")
 
 
 # ---- events and tool calls -----------------------------------------------------------
 
 
-@router.get("/chats/{chat_id}/events", tags=["events"])
+@router.get(
+    "/chats/{chat_id}/events", tags=["events"],
+    responses={**ok(EventsPage), **error_responses(400), **NOT_FOUND},
+)
 async def list_events(
     chat_id: str,
     request: Request,
@@ -649,10 +715,12 @@ async def list_events(
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
     if after_seq > chat["last_seq"]:
-        raise HTTPException(
+        raise ApiError(
             400,
+            "after_seq_beyond_last",
             f"after_seq {after_seq} is beyond the chat's last seq {chat['last_seq']}: "
             "the records you have are not this database's; start again from after_seq=0",
+            last_seq=chat["last_seq"],
         )
     await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
@@ -677,7 +745,10 @@ async def list_events(
 @router.get(
     "/chats/{chat_id}/events/{seq}/value",
     tags=["events"],
-    responses={200: {"content": {"text/plain": {}, "application/json": {}}}},
+    responses={200: {"description": "the value: a string as text, anything else as JSON",
+                     "content": {"text/plain": {"schema": {"type": "string"}},
+                                 "application/json": {"schema": {"description": "any JSON value"}}}},
+               **NOT_FOUND},
 )
 async def event_value(
     chat_id: str,
@@ -692,13 +763,14 @@ async def event_value(
     await _chat_or_404(request, chat_id)
     rec = await _store(request).get_event(chat_id, seq)
     if rec is None:
-        raise HTTPException(404, f"chat {chat_id!r} has no record {seq}")
+        raise ApiError(404, "record_not_found", f"chat {chat_id!r} has no record {seq}")
     rec = rec.restored()
     try:
         value = resolve_pointer({"payload": rec.payload, "raw": rec.raw}, field)
     except KeyError:
-        raise HTTPException(
-            404, "no such field in this record: give a JSON pointer such as /raw or /payload/text"
+        raise ApiError(
+            404, "record_not_found",
+            "no such field in this record: give a JSON pointer such as /raw or /payload/text"
         ) from None
     if isinstance(value, str):
         return Response(value.encode("utf-8", "replace"), media_type="text/plain; charset=utf-8")
@@ -755,7 +827,7 @@ ToolCallsLimit = Annotated[int, Query(ge=1, le=5000)]
 AfterSeq = Annotated[int, Query(ge=0, le=MAX_SEQ)]
 
 
-@router.get("/chats/{chat_id}/tool-calls", tags=["events"])
+@router.get("/chats/{chat_id}/tool-calls", tags=["events"], responses={**ok(ToolCallsPage), **NOT_FOUND})
 async def chat_tool_calls(
     chat_id: str,
     request: Request,
@@ -772,7 +844,7 @@ async def chat_tool_calls(
     return await _tool_calls_page(request, chat_id, run_id, after_seq, limit)
 
 
-@router.get("/runs/{run_id}/tool-calls", tags=["events"])
+@router.get("/runs/{run_id}/tool-calls", tags=["events"], responses={**ok(ToolCallsPage), **NOT_FOUND})
 async def run_tool_calls(
     run_id: str, request: Request, after_seq: AfterSeq = 0, limit: ToolCallsLimit = TOOL_CALLS_PAGE
 ) -> Response:
@@ -784,7 +856,7 @@ async def run_tool_calls(
 _ITEM_ORDER = {"text": 0, "thinking": 0, "tool_call": 1, "request": 2, "error": 3}
 
 
-@router.get("/chats/{chat_id}/turns", tags=["chats"])
+@router.get("/chats/{chat_id}/turns", tags=["chats"], responses={**ok(TurnsPage), **NOT_FOUND})
 async def chat_turns(
     chat_id: str,
     request: Request,
@@ -813,7 +885,7 @@ async def chat_turns(
     if await backfill_page(store, chat_id, page.runs, s.max_field_bytes):
         page = await read()  # (runs written before the folded state: folded, now shown)
     if page.last_seq < 0:
-        raise HTTPException(404, f"no chat with id {chat_id!r}")
+        raise ApiError(404, "chat_not_found", f"no chat with id {chat_id!r}")
     last, run_rows, text_rows, call_rows = page.last_seq, page.runs, page.texts, page.calls
     items: dict[str, list[dict[str, Any]]] = {str(r["id"]): [] for r in run_rows}
     for row in text_rows:
@@ -842,7 +914,8 @@ async def chat_turns(
 @router.get(
     "/runs/{run_id}/tool-calls/{index}/output",
     tags=["events"],
-    responses={200: {"content": {"text/plain": {}}}},
+    responses={200: {"description": "the whole field, as text",
+                     "content": {"text/plain": {"schema": {"type": "string"}}}}, **NOT_FOUND},
 )
 async def tool_call_output(
     run_id: str,
@@ -855,10 +928,10 @@ async def tool_call_output(
     ``new_content`` (a write's content)."""
     row = await _store(request).get_tool_call(run_id, index)
     if row is None:
-        raise HTTPException(404, f"run {run_id!r} has no tool call {index}")
+        raise ApiError(404, "tool_call_not_found", f"run {run_id!r} has no tool call {index}")
     output = await whole_tool_output(_store(request), row, field)
     if output is None:
-        raise HTTPException(404, "the records of this tool call are not in the log")
+        raise ApiError(404, "tool_call_not_found", "the records of this tool call are not in the log")
     return Response(output.encode("utf-8", "replace"), media_type="text/plain; charset=utf-8")
 
 

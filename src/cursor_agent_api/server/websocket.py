@@ -66,6 +66,11 @@ CLOSE_SIGNED_OUT = 4401
 """The session the socket was opened with ended (:mod:`.session_watch`)."""
 CLOSE_TRY_AGAIN = 1013
 """RFC 6455's 'Try Again Later': the database failed a read; reconnect with ``after_seq``."""
+ERROR_CODES = (
+    "invalid_after_seq", "after_seq_beyond_last", "chat_not_found", "chat_deleted", "signed_out",
+    "database_unavailable", "invalid_json", "unknown_message", "binary_frame", "nonce_too_deep",
+)
+"""The ``code`` of an ``error`` message (docs/websocket.md, "Error codes")."""
 
 
 def control(op: str, seq: int, **fields: Any) -> str:
@@ -121,7 +126,7 @@ class _Stream:
         """The ``error`` and the close (4401), once; then SessionEndedError. Holds the lock."""
         if not self.signed_out:
             self.signed_out = True
-            await self.ws.send_text(control("error", self.last, detail=SIGNED_OUT))
+            await self.ws.send_text(control("error", self.last, detail=SIGNED_OUT, code="signed_out"))
             await self.ws.close(CLOSE_SIGNED_OUT, "signed out")
         raise SessionEndedError
 
@@ -146,7 +151,7 @@ class _Stream:
         await self.sub.deleted.wait()  # (shared by the subscribers that replace this one)
         detail = f"chat {self.chat_id!r} was deleted"
         async with self.lock:
-            await self.ws.send_text(control("error", self.last, detail=detail))
+            await self.ws.send_text(control("error", self.last, detail=detail, code="chat_deleted"))
             await self.ws.close(CLOSE_NOT_FOUND, close_reason(detail))
         raise ChatDeletedError
 
@@ -156,7 +161,8 @@ class _Stream:
         detail = (f"the database is unavailable ({describe_error(exc)}): reconnect with "
                   f"after_seq={self.last}")
         async with self.lock:
-            await self.ws.send_text(control("error", self.last, detail=detail))
+            await self.ws.send_text(control("error", self.last, detail=detail,
+                                            code="database_unavailable"))
             await self.ws.close(CLOSE_TRY_AGAIN, "the database is unavailable")
 
     async def replay(self) -> None:
@@ -211,7 +217,7 @@ class _Stream:
                 raise WebSocketDisconnect(message.get("code", 1000), message.get("reason"))
             text = message.get("text")
             if text is None:  # a binary frame
-                await self.send(control("error", self.last, detail=BINARY_FRAME))
+                await self.send(control("error", self.last, detail=BINARY_FRAME, code="binary_frame"))
             else:
                 await self.send(answer(text, self.last))
 
@@ -233,20 +239,20 @@ def answer(text: str, seq: int) -> str:
         >>> answer('{"op": "ping", "nonce": [1]}', 4)
         '{"op":"pong","seq":4,"nonce":[1]}'
         >>> answer("{", 4)
-        '{"op":"error","seq":4,"detail":"message is not valid JSON"}'
+        '{"op":"error","seq":4,"detail":"message is not valid JSON","code":"invalid_json"}'
         >>> "nested too deeply" in answer('{"op": "ping", "nonce": ' + "[" * 300 + "]" * 300 + "}", 4)
         True
     """
     try:
         msg = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return control("error", seq, detail="message is not valid JSON")
+        return control("error", seq, detail="message is not valid JSON", code="invalid_json")
     if isinstance(msg, dict) and msg.get("op") == "ping":
         try:
             return control("pong", seq, nonce=msg.get("nonce"))
         except orjson.JSONEncodeError:  # deeper than orjson writes (it reads 1024 levels)
-            return control("error", seq, detail=DEEP_NONCE)
-    return control("error", seq, detail=UNKNOWN_MESSAGE)
+            return control("error", seq, detail=DEEP_NONCE, code="nonce_too_deep")
+    return control("error", seq, detail=UNKNOWN_MESSAGE, code="unknown_message")
 
 
 async def _alive(auth: Auth, key: str) -> bool:
@@ -307,10 +313,11 @@ def close_reason(detail: str) -> str:
     return detail.encode()[:MAX_CLOSE_REASON].decode(errors="ignore")
 
 
-async def _refuse(ws: WebSocket, code: int, detail: str) -> None:
+async def _refuse(ws: WebSocket, close: int, code: str, detail: str, **fields: Any) -> None:
+    """Open, send the ``error`` (``detail``, its ``code`` and ``fields``), close with ``close``."""
     await ws.accept()
-    await ws.send_text(control("error", 0, detail=detail))
-    await ws.close(code, close_reason(detail))
+    await ws.send_text(control("error", 0, detail=detail, code=code, **fields))
+    await ws.close(close, close_reason(detail))
 
 
 @router.websocket("/api/chats/{chat_id}/stream")
@@ -322,7 +329,7 @@ async def chat_stream(ws: WebSocket, chat_id: str) -> None:
     try:
         # the session may have ended between the authentication check and the watch
         if watch is not None and not await _alive(auth, watch.key):
-            await _refuse(ws, CLOSE_SIGNED_OUT, SIGNED_OUT)
+            await _refuse(ws, CLOSE_SIGNED_OUT, "signed_out", SIGNED_OUT)
             return
         await _serve(ws, chat_id, watch)
     finally:
@@ -337,19 +344,22 @@ async def _serve(ws: WebSocket, chat_id: str, watch: SessionWatch | None) -> Non
     after = parse_after_seq(ws.query_params.get("after_seq", "0"))
     if after is None:
         await _refuse(
-            ws, CLOSE_BAD_REQUEST, f"after_seq must be a decimal integer from 0 to {MAX_SEQ}"
+            ws, CLOSE_BAD_REQUEST, "invalid_after_seq",
+            f"after_seq must be a decimal integer from 0 to {MAX_SEQ}"
         )
         return
     chat = await store.get_chat(chat_id)
     if chat is None:
-        await _refuse(ws, CLOSE_NOT_FOUND, f"no chat with id {chat_id!r}")
+        await _refuse(ws, CLOSE_NOT_FOUND, "chat_not_found", f"no chat with id {chat_id!r}")
         return
     if after > chat["last_seq"]:
         # Every published seq is committed first, so a larger one never came from here.
         await _refuse(
             ws,
             CLOSE_BAD_REQUEST,
+            "after_seq_beyond_last",
             f"after_seq {after} is beyond the chat's last seq {chat['last_seq']}: reconnect with after_seq=0",
+            last_seq=chat["last_seq"],
         )
         return
     await ws.accept()

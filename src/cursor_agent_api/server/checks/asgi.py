@@ -1,7 +1,7 @@
 """What every check shares: the ASGI types, the request's headers, and the refusal.
 
 A check is a plain ASGI middleware: it either passes the request on to the app it
-wraps or answers it itself with :func:`deny` (a JSON ``{"detail": ...}`` for HTTP,
+wraps or answers it itself with :func:`deny` (a JSON ``{"detail", "code"}`` for HTTP,
 a refused upgrade for a WebSocket). Scopes other than ``http`` and ``websocket``
 (the lifespan) pass through every check untouched.
 
@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
+
+from ..errors import code_for
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -91,14 +93,16 @@ async def deny(
     status: int,
     message: str,
     extra: list[tuple[bytes, bytes]] | None = None,
+    code: str | None = None,
 ) -> None:
-    """Answer ``status`` with ``{"detail": message}`` (and the ``extra`` headers).
+    """Answer ``status`` with ``{"detail": message, "code": code}`` (and the ``extra``
+    headers; ``code``: the status's generic one by default, :mod:`..errors`).
 
     A WebSocket upgrade is refused with that HTTP answer when the server supports
     it (the ``websocket.http.response`` extension), else closed with code 1008.
     A 401 says ``WWW-Authenticate: token``.
     """
-    body = orjson.dumps({"detail": message})
+    body = orjson.dumps({"detail": message, "code": code or code_for(status)})
     length = (b"content-length", str(len(body)).encode())
     if scope["type"] == "websocket":
         if "websocket.http.response" in (scope.get("extensions") or {}):

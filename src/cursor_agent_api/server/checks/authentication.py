@@ -139,7 +139,8 @@ class Authentication:
                 if not await self._token_ok(scope, send, presented):
                     return
         except (DatabaseError, StoreUnavailableError):
-            await deny(scope, send, 503, "the server's database is unavailable; retry shortly")
+            await deny(scope, send, 503, "the server's database is unavailable; retry shortly",
+                       code="database_unavailable")
             return
         await self.app(scope, receive, send)
 

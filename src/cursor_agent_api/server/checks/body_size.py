@@ -46,7 +46,7 @@ class BodySizeLimit:
         length = request_headers(scope).get("content-length")
         if length is not None:
             if not length.isdigit():
-                await deny(scope, send, 400, "invalid Content-Length")
+                await deny(scope, send, 400, "invalid Content-Length", code="invalid_content_length")
                 return
             if int(length) > self.limit:
                 await deny(scope, send, 413, self.too_large())

@@ -71,6 +71,7 @@ class HostCheck:
                     403,
                     f"Host {host!r} is not allowed (DNS rebinding "
                     "protection); use http://127.0.0.1 or start with --allow-host",
+                    code="host_not_allowed",
                 )
                 return
         await self.app(scope, receive, send)

@@ -72,6 +72,6 @@ class OriginCheck:
                 and origin is not None
                 and not origin_allowed(origin, headers.get("host", ""), self.allowed)
             ):
-                await deny(scope, send, 403, refused_origin(origin))
+                await deny(scope, send, 403, refused_origin(origin), code="origin_not_allowed")
                 return
         await self.app(scope, receive, send)
