@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import orjson
-from server_helpers import Server, new_chat
+from server_helpers import Server, new_chat, wait_run
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -56,8 +56,9 @@ def test_rest_after_seq_and_offset_past_64_bits_are_422(server: Server) -> None:
             assert r.headers["x-content-type-options"] == "nosniff"
             assert "content-security-policy" in r.headers
             assert len(r.content) < 4096
+        # The largest is a number, refused as beyond the chat (as the WebSocket's 4400).
         top = c.get(f"/api/chats/{chat['id']}/events", params={"after_seq": 2**63 - 1})
-        assert top.status_code == 200 and top.json()["events"] == []
+        assert top.status_code == 400 and "beyond the chat's last seq 0" in top.json()["detail"]
         assert c.get("/api/chats", params={"offset": 2**63 - 1}).json()["chats"] == []
 
 
@@ -82,3 +83,22 @@ def test_model_must_look_like_a_model_id(server: Server) -> None:
             r = c.post("/api/chats", json={"workspace": "project", "model": model})
             assert r.status_code == 201, (model, r.text)
             assert r.json()["model"] == model
+
+
+def test_rest_events_refuse_a_seq_past_the_chats_as_the_websocket_does(server: Server) -> None:
+    """A cursor past the chat's last seq (a client's state from before a power loss, or from
+    another database) was a silent 200 echoing it back, while the WebSocket refused it: a
+    poller missed the records that took those seqs again, untold. Now a 400 that names the
+    last seq and says to start again from 0; the last seq itself is an empty page."""
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+        wait_run(c, run["id"])
+        last = c.get(f"/api/chats/{chat['id']}").json()["last_seq"]
+        at = c.get(f"/api/chats/{chat['id']}/events", params={"after_seq": last})
+        assert at.status_code == 200 and at.json()["events"] == [] and at.json()["next_after_seq"] == last
+        past = c.get(f"/api/chats/{chat['id']}/events", params={"after_seq": last + 1})
+        assert past.status_code == 400, past.text
+        detail = past.json()["detail"]
+        assert f"beyond the chat's last seq {last}" in detail and "after_seq=0" in detail
+        assert past.json()["code"] == "after_seq_beyond_last" and past.json()["last_seq"] == last

@@ -10,6 +10,7 @@ start failed on "duplicate column name"). SQLite and PostgreSQL.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -294,7 +295,7 @@ which replaces the index of ``chat_id`` alone (tests/server/test_run_index.py)."
 
 
 def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: str) -> None:
-    """Migrations 0007 and 0008 on a database with runs: ``ix_runs_chat_order`` replaces
+    """Migrations 0007, 0008 and 0010 on a database with runs: ``ix_runs_chat_order`` replaces
     ``ix_runs_chat_id``, ``ix_tool_calls_chat_order`` (its second column an expression:
     the call's place) ``ix_tool_calls_chat_id``; the runs read as before
     (tests/server/test_run_index.py: the pages' plans use them)."""
@@ -306,6 +307,42 @@ def test_an_upgrade_indexes_a_chats_runs_and_tool_calls_in_their_order(db_url: s
     assert run_indexes(db_url) == ORDERED
     names = index_names(db_url, "tool_calls")
     assert "ix_tool_calls_chat_order" in names and "ix_tool_calls_chat_id" not in names
+    assert "ix_chats_recent" in index_names(db_url, "chats")  # 0010: GET /api/chats's order
+
+
+def test_an_upgrade_keeps_the_tool_calls_an_earlier_version_cut(db_url: str) -> None:
+    """Migration 0009 gives ``tool_calls`` its own ``cuts`` column (what the server cut,
+    which the earlier versions wrote under the result's ``"_cut"`` key); an old row keeps
+    its result, ``cuts`` NULL, and reads as the earlier version meant it."""
+    from cursor_agent_api.server.webui import stored_cuts
+
+    at_0004(db_url)
+    cut = [{"field": "/result/success/content", "bytes": 5000}]
+    old = {"success": {"content": "x"}, "_cut": cut}
+
+    async def add_row() -> None:
+        engine = create_async_engine(db_url)
+        async with engine.begin() as conn:
+            await conn.execute(text(
+                "INSERT INTO tool_calls (chat_id, run_id, call_id, kind, name, status, args, result,"
+                " output, idx) VALUES ('c1', 'r1', 't1', 'read', 'readToolCall', 'succeeded', '{}',"
+                " :result, '', 0)"), {"result": json.dumps(old)})
+        await engine.dispose()
+
+    async def read_row() -> dict[str, Any]:
+        store = Store(db_url)
+        try:
+            await store.start()
+            row = await store.get_tool_call("r1", 0)
+            assert row is not None
+            return row
+        finally:
+            await store.close()
+
+    asyncio.run(add_row())
+    row = asyncio.run(read_row())
+    assert schema_state(db_url)[0] == HEAD and row["cuts"] is None and row["result"] == old
+    assert stored_cuts(row) == ({"success": {"content": "x"}}, cut)
 
 
 def test_the_migrations_keep_their_own_sql() -> None:

@@ -5,7 +5,8 @@
 32,769-run chat: 32,769 rows sorted per page). Migration 0007 adds ``ix_runs_chat_order``
 ``(chat_id, created_ms, id)``; the database's own plan must read the page from it, with no
 sort. The same for a page of ``GET …/tool-calls`` (paged since: ``ix_tool_calls_chat_order``,
-migration 0008). SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``). A plan, not a
+migration 0008), and a page of ``GET /api/chats`` (paged by a key since: ``ix_chats_recent``,
+migration 0010). SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``). A plan, not a
 timing.
 """
 
@@ -18,6 +19,7 @@ from sqlalchemy import Select, text
 from test_many_runs import _add_runs
 
 from cursor_agent_api.server.store import Store
+from cursor_agent_api.server.store.chats import chats_page_query
 from cursor_agent_api.server.store.run_order import newest_ids_query
 from cursor_agent_api.server.store.turn_state import call_places_query
 
@@ -123,3 +125,31 @@ def test_a_page_of_runs_is_read_from_the_index_in_order(db_url: str) -> None:
 
 def test_a_page_of_tool_calls_is_read_from_the_index_in_order(db_url: str) -> None:
     _assert_read_in_order(asyncio.run(_call_plans(db_url)), "ix_tool_calls_chat_order")
+
+
+async def _chat_plans(db_url: str) -> dict[str, list[str]]:
+    """The plan of a page of chats (CALLS of them), the first and one from a key."""
+    store = Store(db_url)
+    await store.start()
+    try:
+        async with store.transaction() as conn:
+            await conn.execute(text(
+                "INSERT INTO chats (id, workspace, options, title, created_ms, updated_ms, last_seq, num) "
+                "SELECT 'chat-' || i, '/w', '{}', 't', i, i, 0, i FROM " + _series(store, CALLS)
+            ))
+        async with store.connect() as conn:
+            if not store.is_sqlite:
+                await conn.execute(text("ANALYZE chats"))
+            later = chats_page_query((2500, "chat-2500")).limit(101)
+            ids = [r.id for r in await conn.execute(later)]
+            assert ids == [f"chat-{i}" for i in range(2499, 2398, -1)]
+            return {
+                "first page": await _plan(store, conn, chats_page_query(None).limit(101)),
+                "a page from a key": await _plan(store, conn, later),
+            }
+    finally:
+        await store.close()
+
+
+def test_a_page_of_chats_is_read_from_the_index_in_order(db_url: str) -> None:
+    _assert_read_in_order(asyncio.run(_chat_plans(db_url)), "ix_chats_recent")

@@ -80,7 +80,7 @@ REDRAW = """async () => {
   tl.apply({ type: 'run', subtype: 'queued', seq: 1,
             payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
   window.view = { call_id: 'c', kind: 'write', status: 'succeeded', path: '/ws/a', new_content: 'cut...',
-                  truncated: true, cut: ['new_content'] };
+                  cut: ['new_content'] };
   tl.apply({ type: 'event', run_id: 'r1', seq: 2 },
            [{ kind: 'tool_call_opened', index: 0, view: window.view }]);
 }"""
@@ -177,18 +177,22 @@ def test_a_glob_cut_at_2000_says_of_how_many(make_server: Any, browser: Any) -> 
 
 
 def test_a_stored_cut_row_names_the_fields_it_cut() -> None:
-    """The chat's state is made from the store's rows, cut when stored (``_cut`` pointers into
-    args/result): the card lists the view fields made of a cut string."""
+    """The chat's state is made from the store's rows, cut when stored (``cuts``: pointers into
+    args/result; rows before migration 0009 had them under the result's ``_cut``): the card
+    lists the view fields made of a cut string. A view's ``cut`` says it all: it has no
+    ``truncated`` (a list of ``{field, bytes}`` everywhere else in the API)."""
+    cuts = [{"field": "/args/fileText", "bytes": 900_000}]
     row = {"idx": 0, "call_id": "c", "kind": "write", "name": "writeToolCall", "status": "succeeded",
            "args": {"path": "/ws/a", "fileText": "line\nline"},
-           "result": {"success": {"path": "/ws/a", "linesCreated": 2},
-                      "_cut": [{"field": "/args/fileText", "bytes": 900_000}]},
+           "result": {"success": {"path": "/ws/a", "linesCreated": 2}, "_cut": cuts},
            "started_seq": 3, "completed_seq": 4}
-    view = tool_call_item(row)["view"]
-    assert view["truncated"] is True
-    assert "new_content" in view["cut"]
-    assert view["new_content"] == "line\nline"  # the mark that found it is gone
-    assert "output" not in view["cut"]
+    now = {**row, "result": {"success": {"path": "/ws/a", "linesCreated": 2}}, "cuts": cuts}
+    for stored in (row, now):
+        view = tool_call_item(stored)["view"]
+        assert "truncated" not in view
+        assert "new_content" in view["cut"]
+        assert view["new_content"] == "line\nline"  # the mark that found it is gone
+        assert "output" not in view["cut"]
 
 
 LONG_LINE = "x" * 50  # stands for a long minified line the store cut
@@ -220,7 +224,7 @@ def test_a_cut_list_item_leaves_no_mark_and_show_all_fetches_the_whole_list(kind
     list, one line per item, as ``…/output?field=output`` gives it)."""
     view = tool_call_item(_cut_row(kind))["view"]
     assert "\ufdd0" not in json.dumps(view, ensure_ascii=False)
-    assert view["truncated"] is True and view["cut"] == ["output"]
+    assert "truncated" not in view and view["cut"] == ["output"]
     assert set(view["cut"]) <= set(WHOLE_FIELDS)
     if kind == "grep":
         assert view["matches"][0]["text"] == LONG_LINE

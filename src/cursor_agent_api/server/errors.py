@@ -36,6 +36,9 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_content_length": (400, "the Content-Length header is not a number"),
     "invalid_workspace": (400, "the workspace is missing, not a directory or not a usable path"),
     "invalid_prompt": (400, "the prompt holds a NUL character"),
+    "after_seq_beyond_last": (400, "GET …/events: after_seq is past the chat's last seq (in "
+                                   "last_seq): the records you have are not this database's "
+                                   "(say, from before a power loss): start again from 0"),
     # 401, 403
     "unauthorized": (401, "no token or session cookie, or a wrong one: send "
                           "'Authorization: token T' or sign in"),
@@ -74,6 +77,7 @@ CODES: dict[str, tuple[int, str]] = {
     "body_not_json": (422, "the body was not sent as JSON: send it with "
                            "Content-Type: application/json"),
     "nothing_to_change": (422, "PATCH without a title or options"),
+    "invalid_cursor": (422, "GET /api/chats: before is not the next_before of a page"),
     "invalid_options": (422, "options that name no option, or a value that is not allowed"),
     "mode_needs_acp": (422, "a session mode other than 'agent' needs transport 'acp'"),
     "answer_mismatch": (422, "the answer does not fit the request it answers"),
@@ -166,6 +170,7 @@ class ErrorBody(BaseModel):
         description="the case, for programs (stable): see docs/server.md, 'Error codes'",
     )
     run_id: str = Field(default="", description="submit_uncertain only: the run it may be stored as")
+    last_seq: int = Field(default=0, description="after_seq_beyond_last only: the chat's last seq")
 
 
 class ValidationErrorBody(ErrorBody):

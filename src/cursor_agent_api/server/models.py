@@ -96,6 +96,8 @@ chats = Table(
     # the chat's integer key in ``events`` (its id is a 36-character string; see ``events``)
     Column("num", BigInteger, nullable=True),
     Index("uq_chats_num", "num", unique=True),
+    # the chats most recently active first, a page at a time (GET /api/chats; migration 0010)
+    Index("ix_chats_recent", "updated_ms", "id"),
 )
 
 runs = Table(
@@ -194,6 +196,9 @@ tool_calls = Table(
     Column("started_seq", BigInteger, nullable=True),
     Column("completed_seq", BigInteger, nullable=True),
     Column("idx", Integer, nullable=False),
+    # What the server cut of args/result/output ({"field", "bytes"} each; NULL: written
+    # before migration 0009, which kept it under the result's "_cut": webui.stored_cuts)
+    Column("cuts", JSON, nullable=True),
     UniqueConstraint("run_id", "idx", name="uq_tool_calls_run_idx"),
 )
 

@@ -58,8 +58,8 @@ from .store import (
     json_bytes,
     resolve_pointer,
 )
-from .turns import backfill_page, whole_tool_output
-from .webui import stored_output, text_item, tool_call_item
+from .turns import backfill_page, turn_view, whole_tool_output
+from .webui import stored_cuts, stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -437,15 +437,41 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
     return chat_view(chat)
 
 
+ChatsCursor = Annotated[
+    str | None,
+    Query(
+        pattern=r"^[0-9]{1,19}:[A-Za-z0-9-]{1,36}$",
+        description="the next_before of the previous page: this page starts after its last chat",
+    ),
+]
+"""Where a page of ``GET /api/chats`` starts: ``<updated_ms>:<id>`` of the previous page's
+last chat (its key in the order, not its place: see docs/server.md, "Pages of chats")."""
+
+
 @router.get("/chats", tags=["chats"], responses=ok(ChatList))
 async def list_chats(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
+    before: ChatsCursor = None,
 ) -> dict[str, Any]:
-    """Chats, most recently active first, with the status of each one's latest run."""
-    rows = await _store(request).list_chats(limit=limit, offset=offset)
-    return {"chats": [chat_view(r) for r in rows]}
+    """Chats, most recently active first, with the status of each one's latest run: a page
+    of ``limit``. Page on with ``before = next_before`` while ``has_more`` (no chat skipped
+    or repeated while others become active); ``offset`` still skips that many."""
+    key = None
+    if before is not None:
+        at, chat_id = before.split(":", 1)
+        if int(at) > MAX_SEQ:
+            raise ApiError(422, "invalid_cursor", "before must be the next_before of a page of "
+                           "GET /api/chats", loc=("query", "before"))
+        key = (int(at), chat_id)
+    rows, has_more = await _store(request).list_chats(limit=limit, offset=offset, before=key)
+    last = rows[-1] if rows else None
+    return {
+        "chats": [chat_view(r) for r in rows],
+        "has_more": has_more,
+        "next_before": f"{last['updated_ms']}:{last['id']}" if last is not None else None,
+    }
 
 
 @router.get("/chats/{chat_id}", tags=["chats"], responses={**ok(ChatView), **NOT_FOUND})
@@ -664,7 +690,10 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
 # ---- events and tool calls -----------------------------------------------------------
 
 
-@router.get("/chats/{chat_id}/events", tags=["events"], responses={**ok(EventsPage), **NOT_FOUND})
+@router.get(
+    "/chats/{chat_id}/events", tags=["events"],
+    responses={**ok(EventsPage), **error_responses(400), **NOT_FOUND},
+)
 async def list_events(
     chat_id: str,
     request: Request,
@@ -679,10 +708,20 @@ async def list_events(
     ``max_field_bytes`` is cut: the record lists it in ``truncated``
     (``{"field": <JSON pointer>, "bytes": <whole size>}``) and
     ``GET /api/chats/{id}/events/{seq}/value?field=<pointer>`` gives the whole value.
-    Page on with ``after_seq = next_after_seq`` while ``has_more``.
+    Page on with ``after_seq = next_after_seq`` while ``has_more``. An ``after_seq`` past
+    the chat's ``last_seq`` is a 400, as on the WebSocket (4400): the client's records are
+    not this database's (say, the last commits before a power loss): start again from 0.
     """
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
+    if after_seq > chat["last_seq"]:
+        raise ApiError(
+            400,
+            "after_seq_beyond_last",
+            f"after_seq {after_seq} is beyond the chat's last seq {chat['last_seq']}: "
+            "the records you have are not this database's; start again from after_seq=0",
+            last_seq=chat["last_seq"],
+        )
     await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
         chat_id,
@@ -740,20 +779,21 @@ async def event_value(
 
 def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
     # (str: a row's keys are SQLAlchemy's quoted names, which orjson does not take as keys)
-    view = {str(k): v for k, v in row.items() if k not in ("id", "idx")}
+    view = {str(k): v for k, v in row.items() if k not in ("id", "idx", "cuts")}
     view["index"] = row["idx"]
     view["output"] = stored_output(row)
-    cuts: list[dict[str, Any]] = []
-    result = view.get("result")
-    if isinstance(result, dict) and "_cut" in result:  # cut when stored (see runs._tool_row)
-        result = dict(result)
-        cuts += result.pop("_cut")
-        view["result"] = result or None
+    view["result"], stored = stored_cuts(row)  # cut when stored (store.writes._tool_row)
+    cuts = list(stored)
     for key in ("args", "result", "output"):
         view[key] = cut_value(view.get(key), max_field_bytes, f"/{key}", cuts)
     if cuts:
-        # The whole values are in the records of the call (started_seq, completed_seq).
-        view["truncated"] = cuts
+        # The whole values are in the records of the call (started_seq, completed_seq); a
+        # field cut when stored and again here (the output made of a cut result) is listed
+        # once, with its whole size (the stored cut's).
+        first: dict[str, dict[str, Any]] = {}
+        for cut in cuts:
+            first.setdefault(cut["field"], cut)
+        view["truncated"] = list(first.values())
     return view
 
 
@@ -865,7 +905,7 @@ async def chat_turns(
     for r in run_rows:
         mine = items.get(str(r["id"]), [])
         mine.sort(key=lambda i: (i["seq"], _ITEM_ORDER.get(i["type"], 3), i["index"]))
-        runs.append({"run": run_view(r), "turn": r.get("turn"), "items": mine})
+        runs.append({"run": run_view(r), "turn": turn_view(r.get("turn")), "items": mine})
     body = {"chat_id": chat_id, "last_seq": last, "has_more": page.has_more,
             "next_before_run": str(run_rows[0]["id"]) if run_rows else None, "runs": runs}
     return Response(orjson.dumps(body), media_type="application/json")

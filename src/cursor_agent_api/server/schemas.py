@@ -70,9 +70,11 @@ class ChatView(_Open):
 
 
 class ChatList(_Open):
-    """``GET /api/chats``."""
+    """``GET /api/chats``: most recently active first; page on with ``before = next_before``."""
 
     chats: list[ChatView]
+    has_more: bool
+    next_before: str | None
 
 
 class RunsPage(_Open):

@@ -55,6 +55,30 @@ FINAL_RUN_STATUSES = frozenset({"succeeded", "failed", "cancelled", "interrupted
 _RUNNING = ToolStatus.RUNNING
 
 
+def result_fields(result: dict[str, Any]) -> dict[str, Any]:
+    """A turn's ``result``: the result event's fields, without the change's ``kind`` (a
+    ``result_received`` change names itself; the turn's result is not a change). Runs
+    stored before kept it: this reads them the same.
+
+    Example:
+        >>> result_fields({"kind": "result_received", "success": True, "duration_ms": 5})
+        {'success': True, 'duration_ms': 5}
+    """
+    return {k: v for k, v in result.items() if k != "kind"}
+
+
+def turn_view(turn: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A stored ``runs.turn`` as ``GET …/turns`` shows it (its ``result``: :func:`result_fields`).
+
+    Example:
+        >>> turn_view({"errors": 0, "result": {"kind": "result_received", "success": False}})
+        {'errors': 0, 'result': {'success': False}}
+    """
+    if turn is None or not isinstance(turn.get("result"), dict):
+        return turn
+    return {**turn, "result": result_fields(turn["result"])}
+
+
 @dataclass(slots=True)
 class FoldedBatch:
     """A batch of one run's agent events, folded: the records to store and each one's changes.
@@ -129,11 +153,12 @@ class RunFold:
             elif isinstance(c, ErrorReported):
                 self.errors += 1
             elif isinstance(c, ResultReceived):
-                self.result = c.to_dict()
+                self.result = result_fields(c.to_dict())
 
     def turn(self) -> dict[str, Any]:
         """What is known of the turn (``runs.turn``): the session, model, cwd, request, the
-        result event's fields, how many errors.
+        result event's fields (:func:`result_fields`), how many error messages (``errors``:
+        a count; the messages are the turn's ``error`` items).
 
         Example:
             >>> RunFold("c", "r").turn()["result"] is None
@@ -421,5 +446,7 @@ __all__ = [
     "changes_json",
     "is_final_run_record",
     "load_run_fold",
+    "result_fields",
+    "turn_view",
     "whole_tool_output",
 ]

@@ -31,7 +31,7 @@ from starlette.staticfiles import StaticFiles
 from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
 
 TEXT_LIMIT = 200_000
-"""Characters of one text field a view carries; longer texts are cut (``truncated``)."""
+"""Characters of one text field a view carries; longer texts are cut (listed in ``cut``)."""
 
 TOOL_RECORD_TYPES = frozenset({"tool-call-started", "tool-call-completed"})
 """Record types whose JSON form carries a ``tool_call`` view."""
@@ -55,7 +55,9 @@ class WebUIFiles(StaticFiles):
 
 
 WHOLE_FIELDS = ("output", "stdout", "stderr", "diff", "new_content")
-"""The text fields of a view that may be cut; a view lists those it cut in ``cut``, and
+"""The text fields of a view that may be cut; a view lists those it cut in ``cut`` (empty:
+nothing cut; a view has no ``truncated``, which is everywhere else a list of
+``{"field", "bytes"}``), and
 ``GET /api/runs/{id}/tool-calls/{index}/output?field=<name>`` gives each one whole. A list's
 cut item (a grep's line, a glob's path) is in ``output``: the whole list, one item per line."""
 
@@ -68,7 +70,6 @@ _MARK = "\ufdd0"  # a noncharacter: marks the strings the store cut, to find the
 
 def _cut(text: str | None, view: dict[str, Any], field: str) -> str | None:
     if text is not None and len(text) > TEXT_LIMIT:
-        view["truncated"] = True
         view["cut"].append(field)
         return text[:TEXT_LIMIT]
     return text
@@ -137,7 +138,6 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
         "summary": tc.summary(),
         "duration_ms": tc.duration_ms,
         "error": tc.error_message,
-        "truncated": False,
         "cut": [],
     }
     view["output"] = _cut(tc.output, view, "output")
@@ -181,11 +181,44 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
     return view
 
 
+def _is_cut_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(c, dict) and set(c) == {"field", "bytes"} and isinstance(c["field"], str)
+        and c["field"].startswith(("/args", "/result", "/output")) and type(c["bytes"]) is int
+        for c in value
+    )
+
+
+def stored_cuts(row: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    """A stored tool call's result as the agent gave it (cut), and what the server cut of
+    the call (``{"field": <JSON pointer>, "bytes": <whole size>}`` each).
+
+    Since migration 0009 the cuts are in their own column (``cuts``) and the result is the
+    agent's, whatever its keys. A row written before has no ``cuts`` (NULL): that version
+    kept the list under the result's ``"_cut"`` key, which is taken for the server's when
+    it is such a list, and left in the result (the agent's) when it is anything else.
+
+    Example:
+        >>> stored_cuts({"result": {"ok": 1, "_cut": 5}, "cuts": []})
+        ({'ok': 1, '_cut': 5}, [])
+        >>> old = {"result": {"ok": 1, "_cut": [{"field": "/args/a", "bytes": 9}]}, "cuts": None}
+        >>> stored_cuts(old)
+        ({'ok': 1}, [{'field': '/args/a', 'bytes': 9}])
+        >>> stored_cuts({"result": {"_cut": "abc"}})
+        ({'_cut': 'abc'}, [])
+    """
+    result = row.get("result")
+    cuts = row.get("cuts")
+    if isinstance(cuts, list):
+        return result, cuts
+    if isinstance(result, dict) and _is_cut_list(result.get("_cut")):
+        return {k: v for k, v in result.items() if k != "_cut"} or None, list(result["_cut"])
+    return result, []
+
+
 def _call_of(row: dict[str, Any]) -> ToolCall:
     args = row.get("args")
-    result = row.get("result")
-    if isinstance(result, dict) and "_cut" in result:
-        result = {k: v for k, v in result.items() if k != "_cut"} or None
+    result, _ = stored_cuts(row)
     try:
         kind = ToolKind(row["kind"])
     except ValueError:
@@ -269,11 +302,10 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
         >>> item["type"], item["view"]["kind"], item["seq"]
         ('tool_call', 'ls', 3)
     """
-    result = row.get("result")
-    cuts = result.get("_cut") if isinstance(result, dict) else None
-    view = view_of(_call_of(_marked(row, cuts) if isinstance(cuts, list) else row))
+    result, cuts = stored_cuts(row)
+    row = {**row, "result": result, "cuts": []}
+    view = view_of(_call_of(_marked(row, cuts) if cuts else row))
     if cuts:
-        view["truncated"] = True
         for key, value in list(view.items()):  # the fields made of a cut string are cut
             view[key], marked = _unmarked(value)  # a list's too (grep's matches, glob's files)
             if marked and key in WHOLE_FIELDS and key not in view["cut"]:
@@ -310,6 +342,7 @@ __all__ = [
     "WHOLE_FIELDS",
     "WebUIFiles",
     "shown_read_range",
+    "stored_cuts",
     "stored_output",
     "text_item",
     "tool_call_item",

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Select, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..models import chats, runs
@@ -29,6 +29,30 @@ from .engine import StoreEngine
 from .errors import ActiveRunError, NotFoundError
 from .ids import new_id, now_ms
 from .keys import _next_num, _row_dict, id_batches
+
+
+def chats_page_query(before: tuple[int, str] | None) -> Select[Any]:
+    """The chats, most recently active first, from after ``before`` (``(updated_ms, id)``),
+    each with its latest run's ``status``: read from ``ix_chats_recent`` backwards, from
+    ``before`` on (a range of ``updated_ms``, not a scan of the chats before it).
+
+    Example:
+        >>> q = chats_page_query((5, "c"))
+        >>> "chats.updated_ms <= " in str(q), "ORDER BY chats.updated_ms DESC, chats.id DESC" in str(q)
+        (True, True)
+    """
+    latest = (
+        select(runs.c.status)
+        .where(runs.c.chat_id == chats.c.id)
+        .order_by(runs.c.created_ms.desc(), runs.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    q = select(chats, latest.label("status"))
+    if before is not None:
+        at, chat_id = before
+        q = q.where(chats.c.updated_ms <= at, or_(chats.c.updated_ms < at, chats.c.id < chat_id))
+    return q.order_by(chats.c.updated_ms.desc(), chats.c.id.desc())
 
 
 class ChatRows(StoreEngine):
@@ -138,24 +162,38 @@ class ChatRows(StoreEngine):
             )
             return bool(res.rowcount)
 
-    async def list_chats(self, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Chats, most recently active first, each with its latest run's status."""
-        latest = (
-            select(runs.c.status)
-            .where(runs.c.chat_id == chats.c.id)
-            .order_by(runs.c.created_ms.desc(), runs.c.id.desc())
-            .limit(1)
-            .scalar_subquery()
-        )
-        q = (
-            select(chats, latest.label("status"))
-            .order_by(chats.c.updated_ms.desc(), chats.c.id)
-            .limit(limit)
-            .offset(offset)
-        )
+    async def list_chats(
+        self, *, limit: int = 100, offset: int = 0, before: tuple[int, str] | None = None
+    ) -> tuple[list[dict[str, Any]], bool]:
+        """Chats, most recently active first (``updated_ms``, then ``id``, both descending),
+        each with its latest run's status; and whether more are left.
+
+        ``before``: the ``(updated_ms, id)`` of the last chat of the previous page, which
+        this page starts after (a key, not a position: a chat that becomes active between
+        two pages moves before it, and no chat is skipped or shown twice); ``offset`` skips
+        that many from there. Read from ``ix_chats_recent`` (migration 0010).
+
+        Example:
+            >>> import asyncio, tempfile
+            >>> from cursor_agent_api.server.store import Store
+            >>> async def demo() -> tuple[int, bool, int, bool, str]:
+            ...     store = Store(f"sqlite+aiosqlite:///{tempfile.mkdtemp()}/db.sqlite3")
+            ...     await store.start()
+            ...     for title in "abc":
+            ...         await store.create_chat(workspace="/w", model=None, options={}, title=title)
+            ...     first, more = await store.list_chats(limit=2)
+            ...     key = (first[-1]["updated_ms"], first[-1]["id"])
+            ...     rest, left = await store.list_chats(limit=2, before=key)
+            ...     await store.close()
+            ...     titles = "".join(sorted(c["title"] for c in first + rest))
+            ...     return len(first), more, len(rest), left, titles
+            >>> asyncio.run(demo())
+            (2, True, 1, False, 'abc')
+        """
+        q = chats_page_query(before).limit(limit + 1).offset(offset)
         async with self.connect() as conn:
-            res = await conn.execute(q)
-            return [dict(r._mapping) for r in res]
+            rows = [dict(r._mapping) for r in await conn.execute(q)]
+        return rows[:limit], len(rows) > limit
 
     # ---- runs --------------------------------------------------------------------------
 

@@ -1060,15 +1060,14 @@ def _tool_row(
         "completed_seq": None if running else rec.seq,
     }
     # The whole values are in the call's records: the table keeps them cut (not twice), and
-    # what was cut under the result's "_cut" key (GET …/tool-calls shows it as ``truncated``).
+    # what was cut in its own column, "cuts" (GET …/tool-calls shows it as ``truncated``):
+    # never in the agent's result, whose keys are the agent's (migration 0009).
     cuts: list[dict[str, Any]] = []
     for key in ("args", "result", "output"):
         row[key] = cut_value(row[key], limit, f"/{key}", cuts)
-    if cuts:
-        result = row["result"]
-        row["result"] = {**result, "_cut": cuts} if isinstance(result, dict) else {"_cut": cuts}
+    row["cuts"] = cuts
     # The output is a function of the result (``ToolCall.output``): not stored a second
-    # time, derived when read (``webui.stored_output``); a cut one is noted in "_cut".
+    # time, derived when read (``webui.stored_output``); a cut one is noted in "cuts".
     row["output"] = ""
     return row
 

@@ -81,7 +81,7 @@ export function drawCard(card, view, workspace = "") {
     view.error && status !== "succeeded" && kind !== "shell"
       ? h("p", { class: "card-error", text: view.error }) : null,
     // once the call has ended, its timeline adds "Show all" for each cut field (timeline.js)
-    view.truncated && status === "running"
+    view.cut?.length > 0 && status === "running"
       ? h("p", { class: "card-note", text: "Output cut: Show all comes when the call has ended." }) : null,
   );
 }

@@ -421,14 +421,13 @@ export class Timeline {
   draw(entry) {
     drawCard(entry.el, entry.view, this.workspace);
     addCardCopyButtons(entry.el);
-    if (!entry.view.truncated || entry.view.status === "running") return;
+    if (!entry.view.cut?.length || entry.view.status === "running") return;
     // Cut by the server: "Show all" for each cut field fetches it whole; what it loaded is
     // kept (entry.whole) and shown again when the card is redrawn.
     entry.whole ??= new Map();
     const card = entry.el;
     const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
-    const fields = entry.view.cut?.length ? entry.view.cut : ["output"];
-    for (const field of fields) {
+    for (const field of entry.view.cut) {
       const what = (field === "output" && LIST_NAMES[entry.view.kind]) || FIELD_NAMES[field] || field;
       const show = (text) => card.append(h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text));
       if (entry.whole.has(field)) show(entry.whole.get(field));
