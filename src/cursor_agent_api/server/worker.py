@@ -404,11 +404,12 @@ class Worker:
         chat = await self.store.get_chat(str(run["chat_id"]))
         assert chat is not None  # a chat is not deleted while its run's job is held
         try:
-            workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
+            workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots,
+                                          worker=self.settings.name)
         except WorkspaceError as e:
             roots = ", ".join(str(r) for r in self.settings.server.roots)
-            return await self._refuse(run, f"{e} on worker {self.settings.name} (its roots: {roots})",
-                                      "WorkspaceError", "workspace refused")
+            error = str(e) if e.outside else f"{e} on worker {self.settings.name} (its roots: {roots})"
+            return await self._refuse(run, error, "WorkspaceError", "workspace refused")
         if self.settings.worktrees is not None:
             try:
                 tree = await asyncio.to_thread(
