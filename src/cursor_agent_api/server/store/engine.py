@@ -54,7 +54,9 @@ def run_migrations(sync_connection: Any) -> None:
     first): a start while another process holds it serves, as writes wait. pysqlite itself
     would run each ``CREATE``/``ALTER`` outside any
     transaction (committed at once), so the transaction is begun here by hand. On
-    PostgreSQL (transactional DDL) the migrations take an advisory lock (``env.py``).
+    PostgreSQL (transactional DDL) the migrations take an advisory lock (here and in
+    ``env.py``); a migration due while processes of the older version use the database
+    (workers, API servers) is refused: :class:`SchemaInUseError`, nothing changed.
 
     A failure is a :class:`MigrationError` that names the migration and what went wrong.
     """
@@ -68,6 +70,9 @@ def run_migrations(sync_connection: Any) -> None:
         if _sqlite_revision(sync_connection) == _last_migration().split("_")[0]:
             return  # up to date: no write lock (a start while another process writes serves)
         sync_connection.exec_driver_sql("BEGIN IMMEDIATE")  # (Alembic reads the version again)
+    elif sync_connection.dialect.name == "postgresql" and _upgrade_alone(sync_connection):
+        sync_connection.commit()  # up to date: the lock released, Alembic not needed
+        return
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = sync_connection
@@ -90,6 +95,61 @@ def run_migrations(sync_connection: Any) -> None:
             "changed, the next start tries again"
         ) from exc
     sync_connection.commit()
+
+
+LIVE_WITHIN = 60.0
+"""Seconds since its last heartbeat within which a worker counts as running (its
+``--heartbeat`` is 10 s by default, 600 s at most)."""
+
+_LIVE_SERVERS = ("cursor-agent-api-listen", "cursor-agent-api-sessions")
+"""The ``application_name`` of an API server's listening connections (every version since
+the distributed mode: ``notify.LISTEN_APPLICATION_NAME``, ``session_watch.SESSIONS_APPLICATION_NAME``)."""
+
+
+class SchemaInUseError(Exception):
+    """A migration is due but other processes of an older version use the database (workers
+    sending heartbeats, API servers listening): upgrading the schema under them would make
+    their writes fail (their runs stuck). Nothing was changed; stop them first
+    (``docs/distributed.md``, "Upgrading a cluster")."""
+
+
+def _upgrade_alone(sync_connection: Any) -> bool:
+    """On PostgreSQL, before a migration: take the migrations' lock (the one ``env.py`` takes:
+    the processes starting at once migrate one after the other, and the one that migrates
+    checks alone), then refuse with :class:`SchemaInUseError` when a migration is due while
+    older processes use the database: workers whose heartbeat is under :data:`LIVE_WITHIN`
+    seconds old, API servers with a listening connection open. A new database, or one up
+    to date, is not checked. True when it is up to date (nothing to migrate)."""
+    from sqlalchemy import text
+
+    from ..migrations.env import MIGRATION_LOCK
+
+    sync_connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+    if sync_connection.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
+        return False  # a new database: nobody's
+    current = sync_connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    last = _last_migration().split("_")[0]
+    if current is not None and str(current) == last:
+        return True
+    if current is None or str(current) > last:
+        return False  # nothing recorded yet; or newer: SchemaTooNewError, from Alembic
+    workers = 0
+    if sync_connection.execute(text("SELECT to_regclass('procrastinate_workers')")).scalar() is not None:
+        workers = int(sync_connection.execute(
+            text("SELECT count(*) FROM procrastinate_workers "
+                 "WHERE last_heartbeat > now() - make_interval(secs => :within)"),
+            {"within": LIVE_WITHIN}).scalar() or 0)
+    servers = int(sync_connection.execute(
+        text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+             "AND pid <> pg_backend_pid() AND application_name = ANY(:names)"),
+        {"names": list(_LIVE_SERVERS)}).scalar() or 0)
+    if workers or servers:
+        using = " and ".join([f"{workers} worker(s)"] * bool(workers)
+                             + [f"{servers} API server connection(s)"] * bool(servers))
+        raise SchemaInUseError(
+            f"the schema is at {current}, this version's at {last}, and {using} of the older "
+            "version use it: stop them first (docs/distributed.md: Upgrading a cluster)")
+    return False
 
 
 def _sqlite_revision(sync_connection: Any) -> str | None:
