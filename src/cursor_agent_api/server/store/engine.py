@@ -382,6 +382,20 @@ class StoreEngine:
                 st = os.stat(path)
                 self._file = (path, st.st_dev, st.st_ino)
 
+    async def schema_past_ours(self) -> str | None:
+        """The schema's revision when a newer version upgraded it since this process started
+        (past this version's last migration: this process's writes may fail now), else
+        ``None``. One small read; PostgreSQL only (``None`` on SQLite)."""
+        if self.is_sqlite:
+            return None
+        from sqlalchemy import text
+
+        async with self.connect() as conn:
+            current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        if current is not None and str(current) > _last_migration().split("_")[0]:
+            return str(current)
+        return None
+
     def file_problem(self) -> str | None:
         """What is wrong with the SQLite file the store has open, or ``None``: deleted,
         moved or replaced while the server runs, its writes would go to a file no restart
