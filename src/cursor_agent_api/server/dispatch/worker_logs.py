@@ -55,37 +55,6 @@ def is_database_error(error: BaseException) -> bool:
         ("psycopg", "asyncpg", "sqlalchemy"))
 
 
-def answers_later(error: BaseException) -> bool:
-    """Whether ``error`` says the database did not answer, for now (refused or lost
-    connections, a timeout, too many connections, a shutdown: starting again later may
-    work), not that it answered "no" for a lasting reason (a wrong password or user, a
-    database that does not exist, a schema too new, a failed migration: starting again
-    fails the same way until someone changes something).
-
-    Example:
-        >>> answers_later(ConnectionRefusedError(111, "Connect call failed"))
-        True
-        >>> from sqlalchemy.exc import DBAPIError
-        >>> class Refused(Exception):
-        ...     sqlstate = "28P01"  # invalid_password
-        >>> answers_later(DBAPIError(None, None, Refused("password authentication failed")))
-        False
-        >>> from ..store.errors import SchemaTooNewError
-        >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
-        False
-    """
-    from sqlalchemy.exc import DBAPIError
-
-    from ..store.errors import _PG_TRANSIENT, _sqlstate  # (the store's own reading of SQLSTATEs)
-
-    cause = unwrap_error(error)
-    if isinstance(cause, DBAPIError):
-        code = _sqlstate(cause)
-        if code is not None:  # what PostgreSQL said, connecting or not
-            return code.startswith(_PG_TRANSIENT)
-    return is_transient(cause)
-
-
 def lost_task_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """The event loop's exception handler (see the module's text)."""
     error = context.get("exception")
@@ -97,4 +66,4 @@ def lost_task_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
     loop.default_exception_handler(context)
 
 
-__all__ = ["answers_later", "is_database_error", "lost_task_errors", "one_line_queue_errors"]
+__all__ = ["is_database_error", "lost_task_errors", "one_line_queue_errors"]

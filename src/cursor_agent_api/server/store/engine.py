@@ -33,6 +33,7 @@ from .errors import (
     driver_errors_wrapped,
     error_text,
     is_transient,
+    unwrap_error,
 )
 from .health import StoreFaults, StoreHealth
 
@@ -97,6 +98,9 @@ def run_migrations(sync_connection: Any) -> None:
     sync_connection.commit()
 
 
+MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
+"""The PostgreSQL advisory lock the migrations hold (here and in ``migrations/env.py``)."""
+
 LIVE_WITHIN = 60.0
 """Seconds since its last heartbeat within which a worker counts as running (its
 ``--heartbeat`` is 10 s by default, 600 s at most)."""
@@ -121,8 +125,6 @@ def _upgrade_alone(sync_connection: Any) -> bool:
     seconds old, API servers with a listening connection open. A new database, or one up
     to date, is not checked. True when it is up to date (nothing to migrate)."""
     from sqlalchemy import text
-
-    from ..migrations.env import MIGRATION_LOCK
 
     sync_connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
     if sync_connection.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
@@ -184,6 +186,36 @@ def _failed_migration(start: str | None, applied: int) -> str:
     """
     pending = [n for n in _migrations() if start is None or n.split("_")[0] > start]
     return pending[applied] if applied < len(pending) else "?"
+
+
+def answers_later(error: BaseException) -> bool:
+    """Whether ``error``, opening or using the database, says it did not answer, for now
+    (refused or lost connections, a timeout, too many connections, a shutdown: trying again
+    later may work), not that it answered "no" for a lasting reason (a wrong password or
+    user, a database that does not exist, a schema too new or in use, a failed migration:
+    trying again fails the same way until someone changes something).
+
+    Example:
+        >>> answers_later(ConnectionRefusedError(111, "Connect call failed"))
+        True
+        >>> from sqlalchemy.exc import DBAPIError
+        >>> class Refused(Exception):
+        ...     sqlstate = "28P01"  # invalid_password
+        >>> answers_later(DBAPIError(None, None, Refused("password authentication failed")))
+        False
+        >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
+        False
+    """
+    from sqlalchemy.exc import DBAPIError
+
+    from .errors import _PG_TRANSIENT, _sqlstate  # (the store's own reading of SQLSTATEs)
+
+    cause = unwrap_error(error)
+    if isinstance(cause, DBAPIError):
+        code = _sqlstate(cause)
+        if code is not None:  # what PostgreSQL said, connecting or not
+            return code.startswith(_PG_TRANSIENT)
+    return is_transient(cause)
 
 
 class OneLinePoolErrors(logging.Filter):
