@@ -59,7 +59,7 @@ def test_a_secret_on_the_command_line_is_warned_about(cli_env: dict[str, str], c
     # every local user reads argv (ps): the token and a database password belong in the
     # environment; serve and worker took them there without a word
     url = "postgresql+asyncpg://me:hunter2@127.0.0.1:1/app"  # (nothing listens: it stops)
-    token = ["--token", "t" * 32] if command == "serve" else []
+    token = ["--token", "t" * 32] if command == "serve" else ["--simulate"]  # (no agent here)
     argv = [sys.executable, "-m", "cursor_agent_api.cli", command, *token, "--database-url", url,
             *(["--port", "0"] if command == "serve" else [])]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=cli_env,
@@ -71,7 +71,8 @@ def test_a_secret_on_the_command_line_is_warned_about(cli_env: dict[str, str], c
         assert any("--token" in w and "CURSOR_AGENT_API_TOKEN" in w for w in warned), warned
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": url, "CURSOR_AGENT_API_TOKEN": "t" * 32}
     quiet = subprocess.run([sys.executable, "-m", "cursor_agent_api.cli", command,
-                            *(["--port", "0"] if command == "serve" else [])], capture_output=True,
+                            *(["--port", "0"] if command == "serve" else ["--simulate"])],
+                           capture_output=True,
                            text=True, timeout=60, env=env, check=False, cwd=cli_env["TEST_WS"])
     assert quiet.returncode == 1 and "on the command line" not in quiet.stderr, quiet.stderr
 

@@ -439,6 +439,8 @@ def serve(
             missing = missing_agent(settings)
             if missing is not None:  # said once the database is open, before the URL
                 click.echo(f"warning: {missing}", err=True)
+            for warning in beside_workers:
+                click.echo(f"warning: {warning}", err=True)
             readable = agents_read_secrets_warning("its token and database URL")
             if readable is not None:  # root's agents read it, not dumpable as it is
                 click.echo(readable, err=True)
@@ -493,6 +495,7 @@ def serve(
             await super().main_loop()
 
     server: Any = _Server(config)
+    beside_workers: list[str] = []  # (a database of serve --dispatch queue's workers)
 
     async def main() -> str | None:
         # The store is opened here, on the server's loop, before the app's start-up (which
@@ -500,6 +503,8 @@ def serve(
         # the start-up's traceback.
         problem = await _open_store(app.state.store, settings.database_url)
         if problem is None:
+            if dispatch != "queue":
+                beside_workers.extend(await _queue_workers_warning(app.state.store))
             await server.serve(sockets=[sock])
         return problem
 
@@ -535,3 +540,22 @@ async def _open_store(store: Any, url: str) -> str | None:
         shown = shown_url(url)
         return f"cannot open the database {shown}: {describe_error(e)}"
     return None
+
+
+async def _queue_workers_warning(store: Any) -> list[str]:
+    """A ``serve`` without ``--dispatch queue`` on a database whose queue workers are alive
+    (a heartbeat within a minute): a warning that its runs do not go to them (it runs its
+    agents itself, on this machine) — most likely ``--dispatch queue`` was forgotten. Its
+    runs are left alone by the queue servers' sweeps. Nothing on SQLite, or when the count
+    cannot be read."""
+    if store.is_sqlite:
+        return []
+    try:
+        alive = (await store.worker_counts(60.0))["alive"]
+    except Exception:  # the queue's tables missing, the database away: nothing to say
+        return []
+    if not alive:
+        return []
+    return [f"{alive} queue worker(s) take runs from this database, but this server runs its "
+            "agents itself, on this machine (no --dispatch queue): start it with --dispatch "
+            "queue to hand its runs to them (docs/distributed.md)"]

@@ -16,6 +16,12 @@ The database URL carries a password: give it in the environment
 (``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
 the machine can read.
 
+Without ``--simulate`` the agent must be there when the worker starts, found as each run
+finds it (on ``PATH``, or ``--agent-binary``): else the worker refuses to start (exit 2)
+rather than take runs it would fail. A database it cannot open is said in one line; the
+advice to start it again is given only when the database did not answer (a wrong password,
+no such database or a schema too new are said with their own remedy, as ``serve`` says them).
+
 Example:
     $ export CURSOR_AGENT_API_DATABASE_URL=postgresql+asyncpg://u:pw@db/app
     $ cursor-agent-api worker --root /srv/ws
@@ -31,6 +37,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
@@ -112,6 +119,7 @@ def worker(
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.non_dumpable import make_non_dumpable
+        from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
         from ..server.store.urls import database_url_problem, is_postgres
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
@@ -158,6 +166,11 @@ def worker(
         idle_timeout=idle_timeout,
         shutdown_grace_seconds=shutdown_grace,
     )
+    if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
+        unfound = unfound_agent(server)
+        if unfound is not None:
+            raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
+                                f"{AgentNotFoundError.cli_remedy}")
     settings = WorkerSettings(
         server=server,
         name=name or default_worker_name(),
@@ -204,14 +217,17 @@ def worker(
 
 SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "
              "restarts them (docs/distributed.md)")
-"""What to do when a worker stopped for its database."""
+"""What to do when a worker stopped because its database did not answer (for now)."""
 
 
 def stopped_message(error: BaseException, database_url: str, *, started: bool) -> str:
     """The worker's last line when ``error`` stopped it: the database (its password hidden)
-    and what it said, then what to do, when it is the database that failed — at the start
-    (before any job was taken) or later (Procrastinate's worker stops when it cannot reach
-    it). Any other error is named as is.
+    and what it said, when it is the database that failed — at the start (before any job was
+    taken) or later (Procrastinate's worker stops when it cannot reach it). Then, when the
+    database did not answer (for now: :func:`~..server.store.engine.answers_later`),
+    what to do; a lasting cause (a wrong password, no such database, a schema too new) is
+    said as ``serve`` says it, with its own remedy when it has one. Any other error is named
+    as is.
 
     Example:
         >>> url = "postgresql+asyncpg://me:secret@db/app"
@@ -220,16 +236,23 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
         >>> stopped_message(ConnectionResetError(104, "Connection reset by peer"), url, started=True)
         ... # doctest: +ELLIPSIS
         'the worker stopped: its database postgresql+asyncpg://me:***@db/app failed: [Errno 104] ...'
+        >>> from cursor_agent_api.server.store.errors import SchemaTooNewError
+        >>> stopped_message(SchemaTooNewError("the database was upgraded by a newer "
+        ...                 "cursor-agent-api: upgrade cursor-agent-api"), url, started=False)
+        ... # doctest: +ELLIPSIS
+        'cannot open the database ...: the database was upgraded ... (SchemaTooNewError)'
         >>> stopped_message(ValueError("no such queue"), url, started=True)
         'the worker stopped: no such queue (ValueError)'
     """
     from ..server.dispatch.worker_logs import is_database_error
     from ..server.store import describe_error
+    from ..server.store.engine import answers_later
     from ..server.store.urls import shown_url
 
     what, shown = describe_error(error), shown_url(database_url)
+    then = f"; {SUPERVISE}" if answers_later(error) else ""
     if not started:
-        return f"cannot open the database {shown}: {what}; {SUPERVISE}"
+        return f"cannot open the database {shown}: {what}{then}"
     if is_database_error(error):
-        return f"the worker stopped: its database {shown} failed: {what}; {SUPERVISE}"
+        return f"the worker stopped: its database {shown} failed: {what}{then}"
     return f"the worker stopped: {what}"

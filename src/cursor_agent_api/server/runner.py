@@ -100,10 +100,34 @@ def run_binary(settings: ServerSettings) -> str:
     return simulator_binary() if settings.simulate else "agent"
 
 
+def unfound_agent(settings: ServerSettings) -> str | None:
+    """The agent program the runs would start, when it cannot be found; ``None`` if it is
+    there. Resolved as each run resolves it
+    (:func:`~cursor_agent_api.runtime.argv.resolve_binary`, with the agent's environment:
+    ``--agent-env PATH=…`` when given, ``cursor-agent`` for a missing ``agent``).
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> unfound_agent(ServerSettings(token="t", agent_binary="/no/such/agent"))
+        '/no/such/agent'
+        >>> unfound_agent(ServerSettings(token="t", agent_binary="sh")) is None
+        True
+    """
+    from ..runtime.argv import build_env, resolve_binary
+
+    binary = run_binary(settings)
+    config = AgentConfig(agent_binary=binary, env=agent_env(settings))
+    env = build_env(config)
+    found = resolve_binary(config, env)
+    if shutil.which(found, path=env.get("PATH", os.defpath)) is not None:
+        return None
+    return binary
+
+
 def missing_agent(settings: ServerSettings) -> str | None:
     """A warning for ``serve``'s start-up when its runs' agent cannot be found (each run
     would fail with :class:`~cursor_agent_api.errors.AgentNotFoundError`); ``None`` if it is
-    there. Looked up on the agent's ``PATH`` (``--agent-env PATH=…`` when given).
+    there (:func:`unfound_agent`).
 
     Example:
         >>> from cursor_agent_api.server.settings import ServerSettings
@@ -113,9 +137,8 @@ def missing_agent(settings: ServerSettings) -> str | None:
         >>> missing_agent(ServerSettings(token="t", agent_binary="sh")) is None
         True
     """
-    binary = run_binary(settings)
-    path = settings.agent_env.get("PATH", os.environ.get("PATH", os.defpath))
-    if shutil.which(binary, path=path) is not None:
+    binary = unfound_agent(settings)
+    if binary is None:
         return None
     return (f"the agent {binary} cannot be found: every run will fail until it can — "
             f"{AgentNotFoundError.cli_remedy}")

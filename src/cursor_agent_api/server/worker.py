@@ -31,7 +31,9 @@ begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared l
 chats are not freed while their agents run. A second signal stops the runs at once
 (``interrupted``). **At start** the worker stops what is left of the agent groups
 recorded by dead workers of this host (checked by process start time,
-:func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``.
+:func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``. **A schema
+upgraded under it** by a newer version (seen at a heartbeat: :meth:`Worker._check_schema`)
+stops it as SIGTERM does, its runs' reason and its last line saying why.
 
 Example:
     >>> default_worker_name().count("-") >= 1
@@ -65,6 +67,7 @@ from .runs import ActiveRun, RunManager, RunNotActiveError
 from .security import WorkspaceError, resolve_workspace
 from .settings import ServerSettings
 from .store import RunEndedError, Store, describe_error, is_transient
+from .store.errors import SchemaTooNewError
 from .worktrees import WorktreeError, chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
@@ -100,10 +103,12 @@ class _WorkerRuns(RunManager):
         """The runs whose agent runs now (not starting, not ending)."""
         return [run_id for run_id, active in self._active.items() if active.phase == "streaming"]
 
-    @staticmethod
-    def _stopped_error(active: ActiveRun) -> str | None:
+    stop_reason = "the run was stopped because its worker shut down"
+    """The error of the runs a stop ends (the schema upgraded under the worker: that)."""
+
+    def _stopped_error(self, active: ActiveRun) -> str | None:  # type: ignore[override]
         if active.shutdown and not active.cancel_requested:
-            return "the run was stopped because its worker shut down"
+            return self.stop_reason
         return None
 
 
@@ -138,6 +143,8 @@ class Worker:
         self._shutdown: asyncio.Task[None] | None = None
         self._taking: asyncio.Task[None] | None = None  # Procrastinate's worker
         self._draining = False
+        self.schema_moved: SchemaTooNewError | None = None
+        """Set when a newer version upgraded the schema under this worker (it then stops)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_ready: Callable[[], None] | None = None
 
@@ -183,6 +190,8 @@ class Worker:
                     raise failed
                 if self._shutdown is not None:
                     await asyncio.gather(self._shutdown, return_exceptions=True)
+                if self.schema_moved is not None:
+                    raise self.schema_moved
         finally:
             for task in list(self._tasks):
                 task.cancel()
@@ -248,9 +257,29 @@ class Worker:
                 for worker_id in ids:  # one: this worker's
                     await jobs.update_heartbeat(worker_id)
                 await self._stop_runs_ended_elsewhere()
+                await self._check_schema()
             except Exception as e:  # the database may be away for a while: try again later
                 logger.warning("a heartbeat failed: %s", describe_error(e))
             await asyncio.sleep(self.settings.heartbeat)
+
+    async def _check_schema(self) -> None:
+        """At each beat: when a newer version upgraded the schema under this worker (its
+        writes may fail from now on: a run that never ends), stop as at SIGTERM (no new job;
+        the runs get ``--shutdown-grace`` seconds, then end ``interrupted`` with the reason),
+        and exit with that reason as the last line."""
+        if self.schema_moved is not None:
+            return
+        revision = await self.store.schema_past_ours()
+        if revision is None:
+            return
+        self.schema_moved = SchemaTooNewError(
+            f"the database was upgraded by a newer cursor-agent-api (schema {revision}) while "
+            "this worker ran: upgrade it (docs/distributed.md: Upgrading a cluster)")
+        self.runs.stop_reason = (f"the run was stopped because its worker's database was upgraded "
+                                 f"by a newer cursor-agent-api (schema {revision})")
+        logger.error("%s; stopping", self.schema_moved)
+        if not self._draining:  # (already stopping: not a second stop, which is "at once")
+            self.stop()
 
     async def _stop_runs_ended_elsewhere(self) -> None:
         """Stop the agent of a run of this worker that the store says is over: an API server
@@ -404,11 +433,12 @@ class Worker:
         chat = await self.store.get_chat(str(run["chat_id"]))
         assert chat is not None  # a chat is not deleted while its run's job is held
         try:
-            workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots)
+            workspace = resolve_workspace(str(chat["workspace"]), self.settings.server.roots,
+                                          worker=self.settings.name)
         except WorkspaceError as e:
             roots = ", ".join(str(r) for r in self.settings.server.roots)
-            return await self._refuse(run, f"{e} on worker {self.settings.name} (its roots: {roots})",
-                                      "WorkspaceError", "workspace refused")
+            error = str(e) if e.outside else f"{e} on worker {self.settings.name} (its roots: {roots})"
+            return await self._refuse(run, error, "WorkspaceError", "workspace refused")
         if self.settings.worktrees is not None:
             try:
                 tree = await asyncio.to_thread(

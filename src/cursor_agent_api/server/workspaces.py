@@ -21,13 +21,19 @@ class WorkspaceError(Exception):
         403
     """
 
-    def __init__(self, message: str, status: int = 400) -> None:
+    def __init__(self, message: str, status: int = 400, *, outside: bool = False) -> None:
         super().__init__(message)
         self.status = status
+        self.outside = outside
+        """Refused for lying outside the roots (the message names them and what to do)."""
 
 
-def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
+def resolve_workspace(requested: str, roots: tuple[Path, ...], *, worker: str | None = None) -> Path:
     """The real directory ``requested`` names, if it lies under one of ``roots``.
+
+    ``roots`` are the API server's, or with ``worker`` that worker's (``serve --dispatch
+    queue``): a workspace outside them is refused naming whose roots they are and which
+    command to start with ``--root``.
 
     A relative path is taken from the first root. The path is resolved
     (symlinks followed, ``..`` collapsed) *before* the check, so neither can
@@ -49,6 +55,12 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
         Traceback (most recent call last):
         ...
         cursor_agent_api.server.workspaces.WorkspaceError: workspace '~root': '~user' is not expanded ...
+        >>> try:
+        ...     resolve_workspace("/", (root,), worker="w1")
+        ... except WorkspaceError as e:
+        ...     print(*str(e).replace(str(root), "ROOT").split(": "), sep="\\n")
+        workspace '/' is outside worker w1's roots (ROOT)
+        start the worker with --root to allow another directory
     """
     if not requested or "\x00" in requested:
         raise WorkspaceError("workspace must be a non-empty path", 400)
@@ -72,10 +84,10 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
         # Tell "outside" from "missing" without revealing what exists outside.
         lexical = Path(*_normalize(candidate.parts)) if candidate.parts else candidate
         if not any(_under(lexical, r) for r in roots):
-            raise WorkspaceError(_outside(requested, roots), 403) from None
+            raise WorkspaceError(_outside(requested, roots, worker), 403, outside=True) from None
         raise WorkspaceError(f"workspace {requested!r} does not exist", 400) from None
     if not any(_under(resolved, r) for r in roots):
-        raise WorkspaceError(_outside(requested, roots), 403)
+        raise WorkspaceError(_outside(requested, roots, worker), 403, outside=True)
     if not resolved.is_dir():
         raise WorkspaceError(f"workspace {requested!r} is not a directory", 400)
     try:
@@ -87,8 +99,11 @@ def resolve_workspace(requested: str, roots: tuple[Path, ...]) -> Path:
     return resolved
 
 
-def _outside(requested: str, roots: tuple[Path, ...]) -> str:
+def _outside(requested: str, roots: tuple[Path, ...], worker: str | None) -> str:
     listed = ", ".join(str(r) for r in roots)
+    if worker is not None:  # the worker that took the run is what needs the root
+        return (f"workspace {requested!r} is outside worker {worker}'s roots ({listed}): start "
+                "the worker with --root to allow another directory")
     return (
         f"workspace {requested!r} is outside the allowed roots ({listed}); "
         "start the server with --root to allow another directory"

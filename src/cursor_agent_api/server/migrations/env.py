@@ -13,8 +13,7 @@ from alembic import context
 from sqlalchemy import text
 
 from cursor_agent_api.server.models import metadata
-
-MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
+from cursor_agent_api.server.store.engine import MIGRATION_LOCK  # (the store takes it too)
 
 
 def run_migrations_online() -> None:

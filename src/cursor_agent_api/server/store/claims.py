@@ -223,6 +223,10 @@ class QueueRows(StoreEngine):
 
     async def unqueued_runs(self, created_before_ms: int) -> list[dict[str, Any]]:
         """Queued runs created before ``created_before_ms`` that no job carries: the API server
-        that stored them stopped before it deferred their job."""
+        that stored them stopped before it deferred their job. Only the queue's runs: a
+        ``serve`` without ``--dispatch queue`` on the same database stores its runs with its
+        own ``server_id`` (waiting under its ``--max-runs``, never given a job); a run for the
+        queue has none until a worker claims it."""
         return await self._runs_where(runs.c.status == "queued", runs.c.job_id.is_(None),
+                                      runs.c.server_id.is_(None),
                                       runs.c.created_ms < created_before_ms, _NO_JOB)

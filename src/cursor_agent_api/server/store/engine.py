@@ -33,6 +33,7 @@ from .errors import (
     driver_errors_wrapped,
     error_text,
     is_transient,
+    unwrap_error,
 )
 from .health import StoreFaults, StoreHealth
 
@@ -54,7 +55,9 @@ def run_migrations(sync_connection: Any) -> None:
     first): a start while another process holds it serves, as writes wait. pysqlite itself
     would run each ``CREATE``/``ALTER`` outside any
     transaction (committed at once), so the transaction is begun here by hand. On
-    PostgreSQL (transactional DDL) the migrations take an advisory lock (``env.py``).
+    PostgreSQL (transactional DDL) the migrations take an advisory lock (here and in
+    ``env.py``); a migration due while processes of the older version use the database
+    (workers, API servers) is refused: :class:`SchemaInUseError`, nothing changed.
 
     A failure is a :class:`MigrationError` that names the migration and what went wrong.
     """
@@ -68,6 +71,9 @@ def run_migrations(sync_connection: Any) -> None:
         if _sqlite_revision(sync_connection) == _last_migration().split("_")[0]:
             return  # up to date: no write lock (a start while another process writes serves)
         sync_connection.exec_driver_sql("BEGIN IMMEDIATE")  # (Alembic reads the version again)
+    elif sync_connection.dialect.name == "postgresql" and _upgrade_alone(sync_connection):
+        sync_connection.commit()  # up to date: the lock released, Alembic not needed
+        return
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     cfg.attributes["connection"] = sync_connection
@@ -90,6 +96,62 @@ def run_migrations(sync_connection: Any) -> None:
             "changed, the next start tries again"
         ) from exc
     sync_connection.commit()
+
+
+MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
+"""The PostgreSQL advisory lock the migrations hold (here and in ``migrations/env.py``)."""
+
+LIVE_WITHIN = 60.0
+"""Seconds since its last heartbeat within which a worker counts as running (its
+``--heartbeat`` is 10 s by default, 600 s at most)."""
+
+_LIVE_SERVERS = ("cursor-agent-api-listen", "cursor-agent-api-sessions")
+"""The ``application_name`` of an API server's listening connections (every version since
+the distributed mode: ``notify.LISTEN_APPLICATION_NAME``, ``session_watch.SESSIONS_APPLICATION_NAME``)."""
+
+
+class SchemaInUseError(Exception):
+    """A migration is due but other processes of an older version use the database (workers
+    sending heartbeats, API servers listening): upgrading the schema under them would make
+    their writes fail (their runs stuck). Nothing was changed; stop them first
+    (``docs/distributed.md``, "Upgrading a cluster")."""
+
+
+def _upgrade_alone(sync_connection: Any) -> bool:
+    """On PostgreSQL, before a migration: take the migrations' lock (the one ``env.py`` takes:
+    the processes starting at once migrate one after the other, and the one that migrates
+    checks alone), then refuse with :class:`SchemaInUseError` when a migration is due while
+    older processes use the database: workers whose heartbeat is under :data:`LIVE_WITHIN`
+    seconds old, API servers with a listening connection open. A new database, or one up
+    to date, is not checked. True when it is up to date (nothing to migrate)."""
+    from sqlalchemy import text
+
+    sync_connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+    if sync_connection.execute(text("SELECT to_regclass('alembic_version')")).scalar() is None:
+        return False  # a new database: nobody's
+    current = sync_connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    last = _last_migration().split("_")[0]
+    if current is not None and str(current) == last:
+        return True
+    if current is None or str(current) > last:
+        return False  # nothing recorded yet; or newer: SchemaTooNewError, from Alembic
+    workers = 0
+    if sync_connection.execute(text("SELECT to_regclass('procrastinate_workers')")).scalar() is not None:
+        workers = int(sync_connection.execute(
+            text("SELECT count(*) FROM procrastinate_workers "
+                 "WHERE last_heartbeat > now() - make_interval(secs => :within)"),
+            {"within": LIVE_WITHIN}).scalar() or 0)
+    servers = int(sync_connection.execute(
+        text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+             "AND pid <> pg_backend_pid() AND application_name = ANY(:names)"),
+        {"names": list(_LIVE_SERVERS)}).scalar() or 0)
+    if workers or servers:
+        using = " and ".join([f"{workers} worker(s)"] * bool(workers)
+                             + [f"{servers} API server connection(s)"] * bool(servers))
+        raise SchemaInUseError(
+            f"the schema is at {current}, this version's at {last}, and {using} of the older "
+            "version use it: stop them first (docs/distributed.md: Upgrading a cluster)")
+    return False
 
 
 def _sqlite_revision(sync_connection: Any) -> str | None:
@@ -124,6 +186,36 @@ def _failed_migration(start: str | None, applied: int) -> str:
     """
     pending = [n for n in _migrations() if start is None or n.split("_")[0] > start]
     return pending[applied] if applied < len(pending) else "?"
+
+
+def answers_later(error: BaseException) -> bool:
+    """Whether ``error``, opening or using the database, says it did not answer, for now
+    (refused or lost connections, a timeout, too many connections, a shutdown: trying again
+    later may work), not that it answered "no" for a lasting reason (a wrong password or
+    user, a database that does not exist, a schema too new or in use, a failed migration:
+    trying again fails the same way until someone changes something).
+
+    Example:
+        >>> answers_later(ConnectionRefusedError(111, "Connect call failed"))
+        True
+        >>> from sqlalchemy.exc import DBAPIError
+        >>> class Refused(Exception):
+        ...     sqlstate = "28P01"  # invalid_password
+        >>> answers_later(DBAPIError(None, None, Refused("password authentication failed")))
+        False
+        >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
+        False
+    """
+    from sqlalchemy.exc import DBAPIError
+
+    from .errors import _PG_TRANSIENT, _sqlstate  # (the store's own reading of SQLSTATEs)
+
+    cause = unwrap_error(error)
+    if isinstance(cause, DBAPIError):
+        code = _sqlstate(cause)
+        if code is not None:  # what PostgreSQL said, connecting or not
+            return code.startswith(_PG_TRANSIENT)
+    return is_transient(cause)
 
 
 class OneLinePoolErrors(logging.Filter):
@@ -321,6 +413,20 @@ class StoreEngine:
             if path and path != ":memory:" and not path.startswith("file:"):
                 st = os.stat(path)
                 self._file = (path, st.st_dev, st.st_ino)
+
+    async def schema_past_ours(self) -> str | None:
+        """The schema's revision when a newer version upgraded it since this process started
+        (past this version's last migration: this process's writes may fail now), else
+        ``None``. One small read; PostgreSQL only (``None`` on SQLite)."""
+        if self.is_sqlite:
+            return None
+        from sqlalchemy import text
+
+        async with self.connect() as conn:
+            current = (await conn.execute(text("SELECT version_num FROM alembic_version"))).scalar()
+        if current is not None and str(current) > _last_migration().split("_")[0]:
+            return str(current)
+        return None
 
     def file_problem(self) -> str | None:
         """What is wrong with the SQLite file the store has open, or ``None``: deleted,
