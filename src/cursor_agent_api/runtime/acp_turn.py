@@ -61,6 +61,7 @@ from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
 from .outcome import client_result_event
 from .scrub import scrub_failure
+from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from .acp_connection import AcpConnection
@@ -140,6 +141,7 @@ class AcpTurn:
         cannot be started."""
         if self._loop is not None:
             raise RuntimeError("AcpTurn.start() was already called")
+        check_workspace(self.config.workspace)  # the session's cwd (the process may be running)
         loop = self._loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         self._started_at = loop.time()
