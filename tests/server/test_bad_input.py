@@ -33,6 +33,7 @@ def test_malformed_json_and_invalid_fields(server: Server) -> None:
             ("/api/chats", {"workspace": "project", "model": "bad model!;rm"}, "model"),
             ("/api/chats", {"workspace": 7}, "workspace"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": ""}, "prompt"),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": "  \n\t "}, "prompt is empty"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": 12}, "prompt"),
             (f"/api/chats/{chat['id']}/runs", {}, "prompt"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": "x", "model": "m"}, "model"),

@@ -481,6 +481,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         )
     if "\x00" in body.prompt:
         raise HTTPException(400, "prompt must not contain NUL characters")
+    if not body.prompt.strip():
+        raise HTTPException(422, "the prompt is empty (only whitespace): type a prompt")
     chat = await _chat_or_404(request, chat_id)
     try:
         run = await _runs(request).submit(chat, body.prompt)
