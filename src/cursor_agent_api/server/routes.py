@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Res
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from .. import __version__
+from ..config import MODEL_ID_PATTERN, MODEL_ID_RULE
 from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
@@ -64,7 +65,7 @@ async def _ids_without_nul(request: Request) -> None:
 router = APIRouter(prefix="/api", dependencies=[Depends(_ids_without_nul)])
 
 _DEFAULT_TITLE = "New chat in "
-_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
+_MODEL_PATTERN = f"^{MODEL_ID_PATTERN}$"  # the library's own rule (config.py)
 LOGIN_CODE_TTL_SECONDS = 300
 """How long a code from ``POST /api/auth/codes`` stays valid (the one ``serve`` prints: until used)."""
 MAX_SEQ = 2**63 - 1
@@ -124,7 +125,7 @@ class ChatCreate(BaseModel):
         None,
         max_length=200,
         pattern=_MODEL_PATTERN,
-        description="a model id such as 'gpt-5' (letters, digits and . _ : / + -; no spaces)",
+        description=f"a model id: {MODEL_ID_RULE}",
     )
     title: Annotated[str | None, AfterValidator(_no_nul)] = Field(None, max_length=500)
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
