@@ -71,6 +71,10 @@ def test_unknown_ids_are_404(server: Server) -> None:
             assert r.status_code == 404, (method, path, r.status_code)
             assert missing in r.json()["detail"]
         assert c.get("/api/nope").status_code == 404
+        for path in ("/api/chats/" + "x" * 5000, "/api/runs/" + "y" * 5000):  # was: echoed whole
+            r = c.get(path)
+            assert r.status_code == 404 and "(5000 characters)" in r.json()["detail"], r.text[:200]
+            assert len(r.json()["detail"]) < 200
 
     async def ws() -> tuple[list[dict[str, Any]], int | None]:
         import orjson

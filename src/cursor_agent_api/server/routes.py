@@ -60,6 +60,8 @@ async def _ids_without_nul(request: Request) -> None:
         if isinstance(value, str) and "\x00" in value:
             what = name.removesuffix("_id")
             raise HTTPException(404, f"no {what} with id {value!r}")
+        if name in ("chat_id", "run_id") and isinstance(value, str) and len(value) > 64:  # UUIDs
+            raise HTTPException(404, f"no {name[:-3]} with id {value[:64]!r}… ({len(value)} characters)")
 
 
 router = APIRouter(prefix="/api", dependencies=[Depends(_ids_without_nul)])
