@@ -473,6 +473,8 @@ class AgentConfig:
         self.permission_timeout = _check_seconds("permission_timeout", self.permission_timeout)
         self.images = [os.fspath(p) for p in _check_str_list("images", [
             os.fspath(p) if isinstance(p, os.PathLike) else p for p in self.images])]
+        if any(not p.strip() for p in self.images):
+            raise _fail("images", "must be paths of image files (one is empty)", self.images)
         if self.images and self.transport != "acp":
             raise _fail("images", "need transport='acp' (print mode takes text prompts only)",
                         self.images)

@@ -41,6 +41,7 @@ import asyncio
 import base64
 import contextlib
 import mimetypes
+import os
 import signal as signal_module
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -248,6 +249,8 @@ class AcpTurn:
                 raise CursorAgentError("the agent does not accept images (it did not advertise "
                                        "promptCapabilities.image)")
             for path in self.config.images:
+                if os.path.isdir(path):
+                    raise CursorAgentError(f"{path!r} is a directory, not an image file")
                 mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
                 if not mime.startswith("image/"):
                     raise CursorAgentError(f"{path!r} is not an image file ({mime})")
