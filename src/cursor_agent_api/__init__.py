@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         SessionFileError,
         TurnCancelledError,
         UsageLimitError,
+        WorkspaceNotFoundError,
         WorkspaceTrustError,
     )
     from .permissions import (
@@ -115,6 +116,7 @@ __all__ = [
     "TurnCancelledError",
     "Usage",
     "UsageLimitError",
+    "WorkspaceNotFoundError",
     "WorkspaceTrustError",
     "__version__",
     "create_chat",
@@ -147,6 +149,7 @@ _HOMES = {
     "SessionFileError": ".errors",
     "TurnCancelledError": ".errors",
     "UsageLimitError": ".errors",
+    "WorkspaceNotFoundError": ".errors",
     "WorkspaceTrustError": ".errors",
     "Accept": ".permissions",
     "Allow": ".permissions",

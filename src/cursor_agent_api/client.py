@@ -268,7 +268,8 @@ def _same(value: T) -> T:
 
 def check_prompt(prompt: object) -> str | bytes:
     r"""``prompt``, checked where every prompt enters (the clients, sync and async, and so the
-    sessions): ``TypeError`` if it is neither str nor bytes; ``ValueError`` naming the
+    sessions): ``TypeError`` if it is neither str nor bytes; ``ValueError`` if it is empty or
+    only whitespace (there is nothing to send: no agent starts); ``ValueError`` naming the
     position if a str cannot be sent as UTF-8 — a lone surrogate, such as the ``\udce9`` that
     a byte which is not UTF-8 becomes when read with ``surrogateescape`` (a Latin-1 file on
     a pipe, ``sys.argv``). Bytes are sent as given.
@@ -280,9 +281,16 @@ def check_prompt(prompt: object) -> str | bytes:
         Traceback (most recent call last):
         ...
         ValueError: the prompt is not UTF-8 text: character 14 is the byte 0xE9, which is not ...
+        >>> check_prompt(" \n\t")
+        Traceback (most recent call last):
+        ...
+        ValueError: the prompt is empty (only whitespace): there is nothing to send
     """
     if not isinstance(prompt, (str, bytes)):
         raise TypeError(f"prompt must be str or bytes, got {type(prompt).__name__}")
+    if not prompt.strip():
+        raise ValueError("the prompt is empty" + (" (only whitespace)" if prompt else "")
+                         + ": there is nothing to send")
     if isinstance(prompt, str) and not prompt.isascii():
         try:
             prompt.encode("utf-8")

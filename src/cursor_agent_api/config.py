@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_KILL_GRACE",
     "DEFAULT_RESULT_GRACE",
+    "MODEL_ID_PATTERN",
+    "MODEL_ID_RULE",
     "AgentConfig",
     "OutputFormat",
     "OutputFormatName",
@@ -115,7 +117,15 @@ class _OutputFormatField:
 
 
 _CHAT_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+@\[\]-]*")
+MODEL_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._:/+@-]*(?:\[[A-Za-z0-9._:/+@=,-]*\])?"
+"""What a ``model`` may be, here and in the server's requests (a regex, anchored by its user):
+a slug of ``agent models`` (``gpt-5``, ``sonnet-4.6``) or an ACP model id, a slug with its
+parameters in brackets (``default[]``, ``claude-opus-5[thinking=true]``)."""
+MODEL_ID_RULE = ("a slug of letters, digits and . _ : / + @ - (starting with a letter or digit, "
+                 "no spaces), optionally with ACP parameters in brackets: default[], "
+                 "gpt-5[effort=high], claude-opus-5[thinking=true]")
+""":data:`MODEL_ID_PATTERN` in words, for the messages that refuse a model."""
+_MODEL = re.compile(MODEL_ID_PATTERN)
 
 
 def is_chat_id(value: object) -> bool:
@@ -132,11 +142,16 @@ def is_chat_id(value: object) -> bool:
 
 
 def is_model_slug(value: object) -> bool:
-    """True if ``value`` can be a model slug: no spaces, no leading dash (never an option).
+    """True if ``value`` can be a model slug or ACP model id (:data:`MODEL_ID_RULE`): no
+    spaces, no leading dash (never an option).
 
     Example:
         >>> is_model_slug("sonnet-4.6"), is_model_slug("gpt 5"), is_model_slug("-f")
         (True, False, False)
+        >>> is_model_slug("claude-opus-5[thinking=true]"), is_model_slug("gpt-5[a=1,b=2]")
+        (True, True)
+        >>> is_model_slug("gpt-5[x]y"), is_model_slug("a=b")
+        (False, False)
     """
     return isinstance(value, str) and len(value) <= 200 and _MODEL.fullmatch(value) is not None
 
@@ -367,8 +382,7 @@ class AgentConfig:
         self.workspace = _check_optional_text("workspace", self.workspace)
         self.model = _check_optional_text("model", self.model)
         if self.model is not None and not is_model_slug(self.model):
-            raise _fail("model", "must be a model slug: no spaces, not starting with '-' "
-                        "(see list_models())", self.model)
+            raise _fail("model", f"must be {MODEL_ID_RULE} (see list_models())", self.model)
         self.resume = _check_optional_text("resume", self.resume)
         if self.resume is not None and not is_chat_id(self.resume):
             raise _fail("resume", "must be a UUID, the form of every chat id "
@@ -459,6 +473,8 @@ class AgentConfig:
         self.permission_timeout = _check_seconds("permission_timeout", self.permission_timeout)
         self.images = [os.fspath(p) for p in _check_str_list("images", [
             os.fspath(p) if isinstance(p, os.PathLike) else p for p in self.images])]
+        if any(not p.strip() for p in self.images):
+            raise _fail("images", "must be paths of image files (one is empty)", self.images)
         if self.images and self.transport != "acp":
             raise _fail("images", "need transport='acp' (print mode takes text prompts only)",
                         self.images)

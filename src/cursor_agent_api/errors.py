@@ -5,8 +5,9 @@
     CursorAgentError                 base: catch this to catch everything below
     ├── AgentStartError              the agent cannot be started: the system is out of open files,
     │   │                            processes or memory (``errno`` says which)
-    │   └── AgentNotFoundError       the agent binary cannot be started (not installed, not on PATH,
-    │                                not executable)
+    │   ├── AgentNotFoundError       the agent binary cannot be started (not installed, not on PATH,
+    │   │                            not executable)
+    │   └── WorkspaceNotFoundError   the workspace is not an existing directory (missing, a file)
     ├── AuthenticationError          not logged in, or the API key is invalid
     ├── WorkspaceTrustError          the workspace is not trusted (pass trust=True / --trust)
     ├── InvalidModelError            the model slug is not available
@@ -99,7 +100,9 @@ def _phrasings(template: str) -> tuple[str, str]:
 class AgentStartError(CursorAgentError):
     """The agent process could not be started, though its binary is there: the system is out
     of a resource a new process needs (open files, processes, memory). ``errno`` says which;
-    the remedy names the limit. :meth:`of` turns the ``OSError`` of a failed start into this
+    the remedy names the limit. Its subclasses: the binary cannot be started
+    (:class:`AgentNotFoundError`), the workspace to start it in is not there
+    (:class:`WorkspaceNotFoundError`). :meth:`of` turns the ``OSError`` of a failed start into this
     error or its subclass :class:`AgentNotFoundError`.
 
     Example:
@@ -172,6 +175,24 @@ class AgentNotFoundError(AgentStartError):
         "to try without it, use the bundled simulator ({cursor-agent-sim, or --simulate on the command line"
         "|--simulate})"
     )
+
+
+class WorkspaceNotFoundError(AgentStartError):
+    """The workspace a turn (or a new chat) would run in is not an existing directory: it
+    does not exist, or it is a file. Checked before the agent starts, in both transports
+    (``runtime/workspace.py``); ``errno`` is ``ENOENT`` or ``ENOTDIR``.
+
+    Example:
+        >>> err = WorkspaceNotFoundError("the workspace directory does not exist: '/x'")
+        >>> isinstance(err, AgentStartError), "existing directory" in str(err)
+        (True, True)
+        >>> print(err.cli_message().split(" — ")[1])  # doctest: +NORMALIZE_WHITESPACE
+        pass --workspace an existing directory (or create it); a chat's workspace must still
+        be there when it runs
+    """
+
+    remedy = ("{set AgentConfig(workspace=...) to|pass --workspace} an existing directory (or "
+              "create it); a chat's workspace must still be there when it runs")
 
 
 class AuthenticationError(CursorAgentError):
@@ -367,5 +388,6 @@ __all__ = [
     "SessionFileError",
     "TurnCancelledError",
     "UsageLimitError",
+    "WorkspaceNotFoundError",
     "WorkspaceTrustError",
 ]

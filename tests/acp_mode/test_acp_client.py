@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from acp_fake import FakeAgent
 
-from cursor_agent_api import AsyncCursorAgentClient, CursorAgentClient, EventType
+from cursor_agent_api import AgentConfig, AsyncCursorAgentClient, CursorAgentClient, EventType
 from cursor_agent_api.errors import AgentProcessError, TurnCancelledError
 from cursor_agent_api.permissions import (
     Allow,
@@ -365,6 +365,16 @@ def test_image_prompts(fake: FakeAgent, tmp_path: Any) -> None:
     with CursorAgentClient(fake.config(env={"FAKE_ACP_NO_IMAGE": "1"})) as client:
         refused = client.query("what is this?", images=[str(image)])
     assert not refused.success and "promptCapabilities.image" in (refused.error or "")
+
+
+def test_an_empty_image_path_or_a_folder_is_named_for_what_it_is(fake: FakeAgent,
+                                                                tmp_path: Any) -> None:
+    # was: [""] refused only when a turn ran; a folder was "not an image file (application/...)"
+    with pytest.raises(ValueError, match="images must be paths of image files"):
+        AgentConfig(transport="acp", images=[""])
+    with CursorAgentClient(fake.config()) as client:
+        folder = client.query("what is this?", images=[str(tmp_path)])
+    assert not folder.success and "is a directory, not an image file" in (folder.error or "")
 
 
 def test_edits_and_mcp_calls_are_mapped(fake: FakeAgent) -> None:

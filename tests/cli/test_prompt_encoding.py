@@ -100,3 +100,14 @@ def test_the_prompt_is_its_bytes_wherever_it_comes_from(
     assert proc.returncode == 0, proc.stderr
     said = json.loads(proc.stdout)["result"]
     assert 'You said: "line1\r\nline2\rline3"' in said, said
+
+
+def test_piped_chat_lines_ending_in_crlf_are_sent_without_the_cr(cli_env: dict[str, str]) -> None:
+    # was: each prompt went with its trailing "\r" (echoed as "say hi\x0d")
+    proc = run_cli(cli_env, "chat", "--simulate", "--trust", stdin=b"say hi\r\nsay bye\r\n")
+    assert proc.returncode == 0, proc.stderr[-600:]
+    assert proc.stdout.count("✓ done") == 2
+    assert "\\x0d" not in proc.stdout and "\r" not in proc.stdout, proc.stdout
+    (chat,) = glob.glob(os.path.join(cli_env["CURSOR_AGENT_API_HOME"], "chats", "*.json"))
+    with open(chat, encoding="utf-8") as f:
+        assert "\\r" not in f.read()  # nor in the saved chat

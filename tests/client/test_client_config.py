@@ -35,7 +35,7 @@ from cursor_agent_api.sim import messages
         ({"kill_grace": 0}, ValueError, "kill_grace"),
         ({"result_grace": -1}, ValueError, "result_grace"),
         ({"model": ""}, ValueError, "AgentConfig.model must not be empty"),
-        ({"model": "gpt 5"}, ValueError, "model slug"),
+        ({"model": "gpt 5"}, ValueError, "no spaces"),
         ({"workspace": 3}, TypeError, "workspace"),
         ({"headers": "X-A: 1"}, TypeError, "list of strings"),
         ({"headers": ["no colon"]}, ValueError, "Name: Value"),

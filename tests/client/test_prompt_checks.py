@@ -92,3 +92,15 @@ def test_text_and_bytes_pass_as_given() -> None:
     assert check_prompt(b"caf\xe9") == b"caf\xe9"  # bytes: sent as given
     with pytest.raises(TypeError):
         check_prompt(5)
+
+
+@pytest.mark.parametrize("prompt", ["", "  \n\t ", b" \r\n"], ids=["empty", "whitespace", "bytes"])
+@pytest.mark.parametrize("transport", ["print", "acp"])
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda f: f.__name__)
+def test_an_empty_prompt_is_refused_before_any_agent_runs(
+        entry: Callable[[AgentConfig, Any], Any], sim: Callable[..., AgentConfig],
+        argvs: list[list[str]], transport: str, prompt: str | bytes) -> None:
+    # was: print mode ran the agent for its "No prompt provided"; ACP mode sent it and succeeded
+    with pytest.raises(ValueError, match="the prompt is empty"):
+        entry(sim(transport=transport), prompt)
+    assert argvs == []  # nothing ran

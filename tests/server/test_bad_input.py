@@ -33,6 +33,7 @@ def test_malformed_json_and_invalid_fields(server: Server) -> None:
             ("/api/chats", {"workspace": "project", "model": "bad model!;rm"}, "model"),
             ("/api/chats", {"workspace": 7}, "workspace"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": ""}, "prompt"),
+            (f"/api/chats/{chat['id']}/runs", {"prompt": "  \n\t "}, "prompt is empty"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": 12}, "prompt"),
             (f"/api/chats/{chat['id']}/runs", {}, "prompt"),
             (f"/api/chats/{chat['id']}/runs", {"prompt": "x", "model": "m"}, "model"),
@@ -70,6 +71,10 @@ def test_unknown_ids_are_404(server: Server) -> None:
             assert r.status_code == 404, (method, path, r.status_code)
             assert missing in r.json()["detail"]
         assert c.get("/api/nope").status_code == 404
+        for path in ("/api/chats/" + "x" * 5000, "/api/runs/" + "y" * 5000):  # was: echoed whole
+            r = c.get(path)
+            assert r.status_code == 404 and "(5000 characters)" in r.json()["detail"], r.text[:200]
+            assert len(r.json()["detail"]) < 200
 
     async def ws() -> tuple[list[dict[str, Any]], int | None]:
         import orjson

@@ -411,3 +411,15 @@ def test_a_refusal_by_an_inner_check_carries_the_headers(tmp_path: Path) -> None
         assert answer.status in (403, 413)
         assert answer.headers[b"content-security-policy"] == CONTENT_SECURITY_POLICY.encode()
 
+
+
+def test_a_prompt_over_the_body_limit_is_told_the_prompt_limit() -> None:
+    # was: "request body larger than 10 bytes", which a person who typed a prompt cannot act on
+    for headers, body in (({"content-length": "11"}, [b"x" * 11]), ({}, [b"x" * 6, b"y" * 6])):
+        answer = request(BodySizeLimit(Reached(), 10, 8), "/api/chats/abc/runs", method="POST",
+                         headers=headers, body=body)
+        assert answer.status == 413
+        assert "prompt is too long" in answer.detail and "at most 8 bytes" in answer.detail
+    other = request(BodySizeLimit(Reached(), 10, 8), "/api/chats", method="POST",
+                    headers={"content-length": "11"}, body=[b"x" * 11])
+    assert other.detail == "request body larger than 10 bytes"

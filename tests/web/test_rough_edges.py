@@ -442,3 +442,21 @@ def test_a_chat_opened_twice_while_loading_shows_each_record_once(
     send_after_done(page, "list the files")
     expect(page.locator("#result-bar")).to_contain_text("Done")
     expect(page.locator(".msg.user")).to_have_count(1)
+
+
+def test_an_empty_or_too_long_prompt_is_not_sent_and_the_page_says_why(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        limit = c.get("/api/config").json()["max_prompt_bytes"]
+        page = open_ui(browser, server)
+        open_chat(page, server, chat["id"])
+        send(page, "  \n ")  # was: nothing happened, whatever the alert said before stayed
+        expect(page.locator("#alert")).to_contain_text("Type a prompt")
+        long = "x" * (limit + 1)  # was: sent, and the server's 413 named the request body
+        send(page, long)
+        expect(page.locator("#alert")).to_contain_text(f"limit of {limit}")
+        expect(page.get_by_label("Prompt")).to_have_value(long)  # nothing lost
+        assert c.get(f"/api/chats/{chat['id']}/runs").json()["runs"] == []

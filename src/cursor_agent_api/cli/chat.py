@@ -194,7 +194,8 @@ def _read_line() -> str:
     line = read_stdin(line=True)
     if not line:
         raise EOFError
-    shown = printable(line.rstrip("\n")).encode("utf-8", "backslashreplace").decode("utf-8")
+    line = line.rstrip("\r\n")  # a CRLF file (Windows) or a terminal that sends CR: not in the prompt
+    shown = printable(line).encode("utf-8", "backslashreplace").decode("utf-8")
     with writing_output():
         sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
-    return line.rstrip("\n")
+    return line

@@ -88,7 +88,8 @@ def read_stdin(*, line: bool = False) -> str:
 
 
 def utf8_prompt(text: str, what: str) -> str:
-    r"""``text`` if it can be sent as UTF-8, else :class:`CliUsageError` naming where.
+    r"""``text`` if it can be sent (UTF-8, not empty: :func:`~cursor_agent_api.client.check_prompt`),
+    else :class:`CliUsageError` naming where.
 
     Example:
         >>> utf8_prompt("caf\udce9", "the prompt")  # doctest: +ELLIPSIS
@@ -151,9 +152,7 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     if output_format is not None and output != "auto":
         raise CliUsageError("--output-format and --output: give one of them")
     saved = SavedChats()
-    prompt = read_prompt(words, prompt_file)
-    if not prompt.strip():
-        raise click.UsageError("the prompt is empty")
+    prompt = read_prompt(words, prompt_file)  # (an empty one refused there, by check_prompt)
     console = make_console(soft_wrap=output != "live")
     err = make_console(stderr=True)
     if simulate:

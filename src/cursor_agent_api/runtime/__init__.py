@@ -16,7 +16,8 @@
   (whose turn is :class:`AgentRun`) and :func:`transport_for`, the one place a config picks one;
   :mod:`.script` — the in-memory script transport (tests);
 * :mod:`.portal` — the private event-loop thread the sync API drives it on;
-* :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``.
+* :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``;
+* :mod:`.workspace` — the one check that a workspace is there, before either transport starts.
 
 The package exports what is public: the transport seam a transport author plugs into
 (:class:`Transport`, :class:`Turn`, :class:`SubprocessTransport`, :func:`transport_for`, and

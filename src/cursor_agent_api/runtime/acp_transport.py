@@ -76,6 +76,7 @@ from .acp_steering import Steering
 from .argv import build_env, global_flags, resolve_binary, trailing_flags
 from .groups import held_by_this_process, stop_groups
 from .stderr import CLASSIFIED_CHARS, known_failure
+from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from ..protocol import AgentEvent
@@ -284,6 +285,7 @@ class AcpTransport:
             if conn is not None:
                 await conn.close()
             cfg = self.config
+            check_workspace(cfg.workspace)  # the process's cwd: not a "binary not found"
             conn = AcpConnection(self._build_argv(), env=self.env, cwd=cfg.workspace,
                                  on_request=self._on_request, on_notification=self._on_notification,
                                  on_stray_error=self._on_stray_error, on_noise=self._on_noise,
@@ -502,6 +504,7 @@ class AcpTransport:
     async def new_session(self, config: AgentConfig, *, bounded: bool = True) -> str:
         """``session/new`` in ``config``'s workspace: a new session's id (not yet prompted).
         ``bounded=False``: no ``ACP_REQUEST_TIMEOUT`` (the caller has a deadline of its own)."""
+        check_workspace(config.workspace)
         conn = await self.connect()
         cwd = self._cwd(config)
         scope = self._scope(config)

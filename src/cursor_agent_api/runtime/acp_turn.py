@@ -41,6 +41,7 @@ import asyncio
 import base64
 import contextlib
 import mimetypes
+import os
 import signal as signal_module
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
 from .outcome import client_result_event
 from .scrub import scrub_failure
+from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from .acp_connection import AcpConnection
@@ -140,6 +142,7 @@ class AcpTurn:
         cannot be started."""
         if self._loop is not None:
             raise RuntimeError("AcpTurn.start() was already called")
+        check_workspace(self.config.workspace)  # the session's cwd (the process may be running)
         loop = self._loop = asyncio.get_running_loop()
         self._done = loop.create_future()
         self._started_at = loop.time()
@@ -246,6 +249,8 @@ class AcpTurn:
                 raise CursorAgentError("the agent does not accept images (it did not advertise "
                                        "promptCapabilities.image)")
             for path in self.config.images:
+                if os.path.isdir(path):
+                    raise CursorAgentError(f"{path!r} is a directory, not an image file")
                 mime = mimetypes.guess_type(path)[0] or "application/octet-stream"
                 if not mime.startswith("image/"):
                     raise CursorAgentError(f"{path!r} is not an image file ({mime})")

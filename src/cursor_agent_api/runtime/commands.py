@@ -17,7 +17,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ from .argv import build_env, resolve_binary
 from .run import AgentRun, StopReason
 from .stderr import classify_failure
 from .transport import run_to_end
+from .workspace import check_workspace
 
 __all__ = [
     "AccountStatus",
@@ -237,8 +237,7 @@ async def create_chat(config: AgentConfig, *, timeout: float | None = DEFAULT_CO
         cursor_agent_api.errors.SessionError: `create-chat` printed no chat id ...
     """
     cwd = config.workspace
-    if cwd is not None and not os.path.isdir(cwd):
-        raise SessionError(f"cannot create a chat: the workspace {cwd!r} is not a directory")
+    check_workspace(cwd)
     code, out, err = await run_command(config, ["create-chat"], timeout=timeout,
                                        first_line=True, cwd=cwd)
     first = strip_ansi(out).strip().splitlines()

@@ -71,6 +71,7 @@ from .scrub import scrub_failure
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
 from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
+from .workspace import check_workspace
 
 __all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
 
@@ -168,6 +169,8 @@ class AgentRun:
         self.config = config
         self.cwd = cwd
         self._spawn = spawn
+        # a turn of the agent (argv built from config: --workspace=...), not a short command
+        self._agent_turn = spawn is None and argv is None
         self.env: dict[str, str] = {}
         if spawn is None:
             self.env = build_env(config) if env is None else env
@@ -229,6 +232,8 @@ class AgentRun:
         """Spawn the agent, send the prompt on stdin and close it, start the supervisor."""
         if self._loop is not None:
             raise RuntimeError("AgentRun.start() was already called")
+        if self._agent_turn:
+            check_workspace(self.config.workspace)
         loop = self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         self._done = loop.create_future()

@@ -76,6 +76,7 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_request": (422, "the request does not fit the API (errors lists the problems)"),
     "body_not_json": (422, "the body was not sent as JSON: send it with "
                            "Content-Type: application/json"),
+    "empty_prompt": (422, "the prompt is empty or only whitespace: type a prompt"),
     "nothing_to_change": (422, "PATCH without a title or options"),
     "invalid_cursor": (422, "GET /api/chats: before is not the next_before of a page"),
     "invalid_options": (422, "options that name no option, or a value that is not allowed"),

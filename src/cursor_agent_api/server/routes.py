@@ -26,6 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, f
 from pydantic.json_schema import SkipJsonSchema
 
 from .. import __version__
+from ..config import MODEL_ID_PATTERN, MODEL_ID_RULE
 from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
@@ -74,6 +75,10 @@ async def _ids_without_nul(request: Request) -> None:
         if isinstance(value, str) and "\x00" in value:
             what = name.removesuffix("_id")
             raise ApiError(404, f"{what}_not_found", f"no {what} with id {value!r}")
+        if name in ("chat_id", "run_id") and isinstance(value, str) and len(value) > 64:  # UUIDs
+            what = name.removesuffix("_id")
+            raise ApiError(404, f"{what}_not_found",
+                           f"no {what} with id {value[:64]!r}… ({len(value)} characters)")
 
 
 NOT_FOUND = error_responses(404)
@@ -88,7 +93,7 @@ router = APIRouter(
 )
 
 _DEFAULT_TITLE = "New chat in "
-_MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/+\-]*$"
+_MODEL_PATTERN = f"^{MODEL_ID_PATTERN}$"  # the library's own rule (config.py)
 LOGIN_CODE_TTL_SECONDS = 300
 """How long a code from ``POST /api/auth/codes`` stays valid (the one ``serve`` prints: until used)."""
 MAX_SEQ = 2**63 - 1
@@ -148,7 +153,7 @@ class ChatCreate(BaseModel):
         None,
         max_length=200,
         pattern=_MODEL_PATTERN,
-        description="a model id such as 'gpt-5' (letters, digits and . _ : / + -; no spaces)",
+        description=f"a model id: {MODEL_ID_RULE}",
     )
     title: Annotated[str | None, AfterValidator(_no_nul)] = Field(None, max_length=500)
     options: ChatOptions = Field(default_factory=lambda: ChatOptions())
@@ -566,6 +571,8 @@ async def start_run(chat_id: str, body: PromptIn, request: Request) -> dict[str,
         )
     if "\x00" in body.prompt:
         raise ApiError(400, "invalid_prompt", "prompt must not contain NUL characters")
+    if not body.prompt.strip():
+        raise ApiError(422, "empty_prompt", "the prompt is empty (only whitespace): type a prompt")
     chat = await _chat_or_404(request, chat_id)
     try:
         run = await _runs(request).submit(chat, body.prompt)

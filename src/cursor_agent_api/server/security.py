@@ -73,7 +73,8 @@ class SecurityMiddleware:
         self.chain: ASGIApp = SecurityHeaders(
             HostCheck(
                 OriginCheck(
-                    BodySizeLimit(Authentication(app, auth), settings.max_body_bytes),
+                    BodySizeLimit(Authentication(app, auth), settings.max_body_bytes,
+                                  settings.max_prompt_bytes),
                     settings.allowed_origins,
                 ),
                 settings.host_allowlist(),

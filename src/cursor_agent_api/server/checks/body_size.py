@@ -16,7 +16,12 @@ Example:
 
 from __future__ import annotations
 
+import re
+
 from .asgi import SAFE_METHODS, ASGIApp, Message, Receive, Scope, Send, deny, request_headers
+
+_RUNS = re.compile(r"/api/chats/[^/]+/runs/?")
+"""The path of ``POST /api/chats/{id}/runs``: its body is a prompt."""
 
 
 class BodyTooLargeError(Exception):
@@ -26,18 +31,29 @@ class BodyTooLargeError(Exception):
 class BodySizeLimit:
     """Keeps request bodies at or under ``limit`` bytes (413 otherwise)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, prompt_limit: int | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.prompt_limit = prompt_limit
 
-    def too_large(self) -> str:
-        """The 413's message.
+    def too_large(self, scope: Scope | None = None) -> str:
+        r"""The 413's message; for a prompt (``POST …/runs``) it names the prompt's own limit.
 
         Example:
             >>> BodySizeLimit(None, 10).too_large()  # type: ignore[arg-type]
             'request body larger than 10 bytes'
+            >>> told = BodySizeLimit(None, 10, 8).too_large(  # type: ignore[arg-type]
+            ...     {"method": "POST", "path": "/api/chats/c/runs"})
+            >>> print(*told.split("; "), sep="\n")
+            the prompt is too long: request body larger than 10 bytes
+            a prompt may be at most 8 bytes (--max-prompt-bytes)
         """
-        return f"request body larger than {self.limit} bytes"
+        text = f"request body larger than {self.limit} bytes"
+        if (self.prompt_limit is not None and scope is not None
+                and scope.get("method") == "POST" and _RUNS.fullmatch(scope.get("path", ""))):
+            return (f"the prompt is too long: {text}; a prompt may be at most "
+                    f"{self.prompt_limit} bytes (--max-prompt-bytes)")
+        return text
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -49,13 +65,13 @@ class BodySizeLimit:
                 await deny(scope, send, 400, "invalid Content-Length", code="invalid_content_length")
                 return
             if int(length) > self.limit:
-                await deny(scope, send, 413, self.too_large())
+                await deny(scope, send, 413, self.too_large(scope))
                 return
-            receive = self._limited(receive)
+            receive = self._limited(receive, scope)
         elif scope.get("method", "GET") not in SAFE_METHODS:
             buffered = await self._read_bounded(receive)
             if buffered is None:
-                await deny(scope, send, 413, self.too_large())
+                await deny(scope, send, 413, self.too_large(scope))
                 return
             receive = buffered
         await self.app(scope, receive, send)
@@ -87,7 +103,7 @@ class BodySizeLimit:
 
         return replay
 
-    def _limited(self, receive: Receive) -> Receive:
+    def _limited(self, receive: Receive, scope: Scope) -> Receive:
         """``receive``, raising :class:`BodyTooLargeError` once the body passes the limit."""
         seen = 0
 
@@ -97,7 +113,7 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise BodyTooLargeError(self.too_large())
+                    raise BodyTooLargeError(self.too_large(scope))
             return message
 
         return limited

@@ -698,7 +698,10 @@ async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
   const chat = state.chat; // the chat it was typed in: it goes there or nowhere
-  if (!prompt.trim() || !chat || state.busy) return;
+  if (!chat || state.busy) return;
+  if (!prompt.trim()) return showAlert("Type a prompt first: the box is empty.");
+  const size = new TextEncoder().encode(prompt).length, limit = state.config?.max_prompt_bytes;
+  if (limit && size > limit) return showAlert(`The prompt was not sent: it is ${size} bytes, over the server's limit of ${limit}; it is still in the box.`);
   state.busy = true;
   const stops = state.stops;
   const left = () => state.chat?.id !== chat.id;
