@@ -165,7 +165,8 @@ def test_an_app_that_raises_gets_a_500_with_the_headers_and_the_error_goes_on() 
     with pytest.raises(RuntimeError, match="boom"):  # still logged by whoever is outside
         asyncio.run(SecurityHeaders(broken)(scope, None, send))  # type: ignore[arg-type]
     answer = Answer(sent)
-    assert answer.status == 500 and answer.body == b"Internal Server Error"
+    assert answer.status == 500 and orjson.loads(answer.body)["code"] == "internal_error"
+    assert answer.headers[b"content-type"] == b"application/json"
     assert answer.headers[b"content-security-policy"] == CONTENT_SECURITY_POLICY.encode()
     assert answer.headers[b"cache-control"] == b"no-store"
 

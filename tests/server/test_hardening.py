@@ -49,7 +49,10 @@ def test_an_unexpected_error_answers_500_with_the_security_headers(tmp_path: Pat
 
     response = asyncio.run(get())
     assert response.status_code == 500
-    assert response.text == "Internal Server Error"  # Starlette's words, no traceback
+    # an ErrorBody like every other error answer (docs/server.md, "Error codes"), no traceback
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == {
+        "detail": "internal error: the server's log has the details", "code": "internal_error"}
     assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert response.headers["x-content-type-options"] == "nosniff"
     assert response.headers["x-frame-options"] == "DENY"

@@ -6,8 +6,9 @@ No CORS header is ever sent.
 
 It also answers for the app when the app raises before answering: Starlette's
 last-resort 500 is written by its outermost middleware, outside this one, and
-would go out bare. Here the 500 goes out first, with the headers, and the
-exception goes on up to be logged as before.
+would go out bare (and as text). Here the 500 goes out first, with the headers,
+as the API's error body (``{"detail", "code": "internal_error"}``, :mod:`..errors`),
+and the exception goes on up to be logged as before.
 
 Example:
     >>> import asyncio
@@ -22,6 +23,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import orjson
 
 from .asgi import ASGIApp, Message, Receive, Scope, Send
 
@@ -40,7 +43,9 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 )
 """What every HTTP answer carries (an answer's own value of one of them wins)."""
 
-_INTERNAL_ERROR = b"Internal Server Error"  # Starlette's own words for it
+_INTERNAL_ERROR = orjson.dumps(
+    {"detail": "internal error: the server's log has the details", "code": "internal_error"})
+"""The last-resort 500's body: an error body like every other (no traceback, nothing of the error)."""
 
 
 def headers_for(path: str) -> list[tuple[bytes, bytes]]:
@@ -87,7 +92,7 @@ class SecurityHeaders:
                         "type": "http.response.start",
                         "status": 500,
                         "headers": [
-                            (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-type", b"application/json"),
                             (b"content-length", str(len(_INTERNAL_ERROR)).encode()),
                         ],
                     }
