@@ -102,3 +102,22 @@ def test_rest_events_refuse_a_seq_past_the_chats_as_the_websocket_does(server: S
         detail = past.json()["detail"]
         assert f"beyond the chat's last seq {last}" in detail and "after_seq=0" in detail
         assert past.json()["code"] == "after_seq_beyond_last" and past.json()["last_seq"] == last
+
+
+def test_rest_tool_calls_refuse_a_seq_past_the_chats_as_events_do(server: Server) -> None:
+    """The tool-call pages take the same cursor (a record's seq) as the events: one past the
+    chat's last seq was a silent empty page, so a poller from before a power loss missed the
+    calls whose records took those seqs again. Both routes (the chat's, the run's) now answer
+    the events' 400; the last seq itself is an empty page."""
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+        wait_run(c, run["id"])
+        last = c.get(f"/api/chats/{chat['id']}").json()["last_seq"]
+        for path in (f"/api/chats/{chat['id']}/tool-calls", f"/api/runs/{run['id']}/tool-calls"):
+            at = c.get(path, params={"after_seq": last})
+            assert at.status_code == 200 and at.json()["tool_calls"] == [], (path, at.text)
+            past = c.get(path, params={"after_seq": last + 1})
+            assert past.status_code == 400, (path, past.text)
+            assert past.json()["code"] == "after_seq_beyond_last" and past.json()["last_seq"] == last
+            assert "after_seq=0" in past.json()["detail"]

@@ -36,7 +36,7 @@ CODES: dict[str, tuple[int, str]] = {
     "invalid_content_length": (400, "the Content-Length header is not a number"),
     "invalid_workspace": (400, "the workspace is missing, not a directory or not a usable path"),
     "invalid_prompt": (400, "the prompt holds a NUL character"),
-    "after_seq_beyond_last": (400, "GET …/events: after_seq is past the chat's last seq (in "
+    "after_seq_beyond_last": (400, "GET …/events and …/tool-calls: after_seq is past the chat's last seq (in "
                                    "last_seq): the records you have are not this database's "
                                    "(say, from before a power loss): start again from 0"),
     # 401, 403

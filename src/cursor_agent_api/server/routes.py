@@ -697,6 +697,20 @@ async def answer_request(run_id: str, request_id: str, body: AnswerIn, request: 
 # ---- events and tool calls -----------------------------------------------------------
 
 
+def _seq_in_chat(chat: dict[str, Any], after_seq: int) -> None:
+    """Refuse a cursor (``after_seq``: a record's seq) past the chat's ``last_seq``, as the
+    WebSocket does (4400): the client's records are not this database's (say, the last
+    commits before a power loss); it must start again from 0. Events and tool calls."""
+    if after_seq > chat["last_seq"]:
+        raise ApiError(
+            400,
+            "after_seq_beyond_last",
+            f"after_seq {after_seq} is beyond the chat's last seq {chat['last_seq']}: "
+            "the records you have are not this database's; start again from after_seq=0",
+            last_seq=chat["last_seq"],
+        )
+
+
 @router.get(
     "/chats/{chat_id}/events", tags=["events"],
     responses={**ok(EventsPage), **error_responses(400), **NOT_FOUND},
@@ -721,14 +735,7 @@ async def list_events(
     """
     s = _settings(request)
     chat = await _chat_or_404(request, chat_id)
-    if after_seq > chat["last_seq"]:
-        raise ApiError(
-            400,
-            "after_seq_beyond_last",
-            f"after_seq {after_seq} is beyond the chat's last seq {chat['last_seq']}: "
-            "the records you have are not this database's; start again from after_seq=0",
-            last_seq=chat["last_seq"],
-        )
+    _seq_in_chat(chat, after_seq)
     await _run_of_chat_or_404(request, chat_id, run_id)
     recs, has_more = await _store(request).read_page(
         chat_id,
@@ -834,7 +841,10 @@ ToolCallsLimit = Annotated[int, Query(ge=1, le=5000)]
 AfterSeq = Annotated[int, Query(ge=0, le=MAX_SEQ)]
 
 
-@router.get("/chats/{chat_id}/tool-calls", tags=["events"], responses={**ok(ToolCallsPage), **NOT_FOUND})
+@router.get(
+    "/chats/{chat_id}/tool-calls", tags=["events"],
+    responses={**ok(ToolCallsPage), **error_responses(400), **NOT_FOUND},
+)
 async def chat_tool_calls(
     chat_id: str,
     request: Request,
@@ -845,18 +855,23 @@ async def chat_tool_calls(
     """A page of the tool calls of the chat (or of one run), in the order they started:
     those started (or first seen) after record ``after_seq``, at most ``limit``, fewer when
     they pass about ``max_page_bytes``. Page on with ``after_seq = next_after_seq`` while
-    ``has_more``."""
-    await _chat_or_404(request, chat_id)
+    ``has_more``. An ``after_seq`` past the chat's ``last_seq`` is a 400, as for the events."""
+    _seq_in_chat(await _chat_or_404(request, chat_id), after_seq)
     await _run_of_chat_or_404(request, chat_id, run_id)
     return await _tool_calls_page(request, chat_id, run_id, after_seq, limit)
 
 
-@router.get("/runs/{run_id}/tool-calls", tags=["events"], responses={**ok(ToolCallsPage), **NOT_FOUND})
+@router.get(
+    "/runs/{run_id}/tool-calls", tags=["events"],
+    responses={**ok(ToolCallsPage), **error_responses(400), **NOT_FOUND},
+)
 async def run_tool_calls(
     run_id: str, request: Request, after_seq: AfterSeq = 0, limit: ToolCallsLimit = TOOL_CALLS_PAGE
 ) -> Response:
     """A page of the tool calls of one run (as ``GET /api/chats/{id}/tool-calls``)."""
     run = await _run_or_404(request, run_id)
+    if after_seq:  # (0 is always in the chat: no second read for a first page)
+        _seq_in_chat(await _chat_or_404(request, str(run["chat_id"])), after_seq)
     return await _tool_calls_page(request, str(run["chat_id"]), run_id, after_seq, limit)
 
 
