@@ -42,3 +42,22 @@ def test_serve_warns_at_start_up_when_the_agent_is_missing(make_server: Callable
 
 def test_no_warning_when_the_agent_is_there(server: Server) -> None:
     assert "cannot be found" not in server.log_text()
+
+
+def test_a_chats_deleted_workspace_fails_its_run_with_advice_for_the_servers_users(
+        server: Server) -> None:
+    """The workspace removed after the chat was made: the run fails naming it, with what a
+    web or API user can do (serve and worker have no --workspace, which the command line's
+    remedy named)."""
+    import shutil
+
+    (server.root / "gone").mkdir()
+    with server.client() as client:
+        chat = new_chat(client, workspace="gone")
+        shutil.rmtree(server.root / "gone")
+        posted = client.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"})
+        run = wait_run(client, posted.json()["id"])
+    assert run["status"] == "failed" and run["error_type"] == "WorkspaceNotFoundError", run
+    assert "gone" in run["error"] and "does not exist" in run["error"]
+    assert "--workspace" not in run["error"] and "AgentConfig" not in run["error"]
+    assert "create it again, or start a new chat" in run["error"]

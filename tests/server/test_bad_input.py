@@ -90,6 +90,24 @@ def test_unknown_ids_are_404(server: Server) -> None:
     assert code == 4404 and msgs[0]["op"] == "error" and missing in msgs[0]["detail"]
 
 
+def test_a_nul_in_any_path_parameter_is_a_documented_404(server: Server) -> None:
+    """A NUL in ``{seq}`` or ``{index}`` answered codes the API does not have
+    (``seq_not_found``, ``index_not_found``): each parameter's 404 is its documented code."""
+    from cursor_agent_api.server.errors import CODES
+
+    with server.client() as c:
+        chat = new_chat(c)
+        for path, code in (
+            (f"/api/chats/{chat['id']}/events/1%00/value", "record_not_found"),
+            ("/api/runs/r/tool-calls/1%00/output", "tool_call_not_found"),
+            ("/api/chats/a%00b", "chat_not_found"),
+            ("/api/runs/r/requests/a%00b", "request_not_found"),
+        ):
+            r = c.post(path, json={"decision": "allow"}) if "requests" in path else c.get(path)
+            assert r.status_code == 404, (path, r.text)
+            assert r.json()["code"] == code and code in CODES, (path, r.json())
+
+
 def test_a_run_id_query_naming_no_run_of_the_chat_is_404(server: Server) -> None:
     """``?run_id=`` names a run of the chat: an unknown one, or another chat's, is a 404 (as
     docs/server.md says), not an empty page that looks like a run with no records."""

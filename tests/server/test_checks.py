@@ -424,3 +424,12 @@ def test_a_prompt_over_the_body_limit_is_told_the_prompt_limit() -> None:
     other = request(BodySizeLimit(Reached(), 10, 8), "/api/chats", method="POST",
                     headers={"content-length": "11"}, body=[b"x" * 11])
     assert other.detail == "request body larger than 10 bytes"
+
+
+def test_a_prompt_over_the_body_limit_but_under_its_own_is_told_the_body_limit() -> None:
+    # with --max-prompt-bytes above --max-body-bytes, the 413 said a 1.5 MB prompt was over a
+    # 2 MB limit: the limit it passed is the body's, so that is the one to raise
+    answer = request(BodySizeLimit(Reached(), 10, 20), "/api/chats/abc/runs", method="POST",
+                     headers={"content-length": "15"}, body=[b"x" * 15])
+    assert answer.status == 413 and "prompt is too long" in answer.detail
+    assert "--max-body-bytes" in answer.detail and "at most 20 bytes" not in answer.detail

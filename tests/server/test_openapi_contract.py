@@ -59,6 +59,8 @@ def test_every_answer_of_a_walk_fits_the_openapi_document(make_inproc: Any) -> N
             c.post("/api/chats", json={"workspace": "project", "options": {"trust": True}}), "/api/chats"
         ).json()
         cid = chat["id"]
+        fresh = api.check(c.get(f"/api/chats/{cid}"), "/api/chats/{chat_id}").json()  # no run yet
+        assert fresh["latest_run"] is None and fresh["status"] == "idle"
         run = api.check(
             c.post(f"/api/chats/{cid}/runs", json={"prompt": "list the files and read notes.txt"}),
             "/api/chats/{chat_id}/runs",

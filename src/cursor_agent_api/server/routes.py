@@ -72,13 +72,21 @@ async def _ids_without_nul(request: Request) -> None:
     query = request.query_params.get("run_id")
     named = {**request.path_params, **({"run_id": query} if query is not None else {})}
     for name, value in named.items():
+        code, what = _NOT_FOUND_BY_PARAMETER.get(name, ("not_found", name))
         if isinstance(value, str) and "\x00" in value:
-            what = name.removesuffix("_id")
-            raise ApiError(404, f"{what}_not_found", f"no {what} with id {value!r}")
+            raise ApiError(404, code, f"no {what} {value!r}")
         if name in ("chat_id", "run_id") and isinstance(value, str) and len(value) > 64:  # UUIDs
-            what = name.removesuffix("_id")
-            raise ApiError(404, f"{what}_not_found",
-                           f"no {what} with id {value[:64]!r}… ({len(value)} characters)")
+            raise ApiError(404, code, f"no {what} {value[:64]!r}… ({len(value)} characters)")
+
+
+_NOT_FOUND_BY_PARAMETER = {
+    "chat_id": ("chat_not_found", "chat with id"),
+    "run_id": ("run_not_found", "run with id"),
+    "request_id": ("request_not_found", "request with id"),
+    "seq": ("record_not_found", "record with seq"),
+    "index": ("tool_call_not_found", "tool call with index"),
+}
+"""A path parameter's 404: its code (``errors.CODES``) and what it names."""
 
 
 NOT_FOUND = error_responses(404)
@@ -481,10 +489,12 @@ async def list_chats(
 
 @router.get("/chats/{chat_id}", tags=["chats"], responses={**ok(ChatView), **NOT_FOUND})
 async def get_chat(chat_id: str, request: Request) -> dict[str, Any]:
-    """One chat, with its latest run."""
+    """One chat, with its latest run (``null`` before its first)."""
     chat = await _chat_or_404(request, chat_id)
     runs = await _store(request).list_runs(chat_id, limit=1)
-    return chat_view(chat, runs[-1] if runs else {"status": None})
+    if not runs:
+        return {**chat_view(chat), "latest_run": None}
+    return chat_view(chat, runs[-1])
 
 
 @router.patch("/chats/{chat_id}", tags=["chats"],

@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from ..errors import CursorAgentError
+from ..errors import CursorAgentError, WorkspaceNotFoundError
 from ..protocol import AgentEvent
 from .dispatch import CancelNotAppliedError
 from .log import EventLog
@@ -174,6 +174,11 @@ _UNCERTAIN_ERROR = (
     "the database failed while this prompt was being stored, and the server answered that it "
     "was not taken: it was not run (post it again)"
 )
+
+CHAT_WORKSPACE_GONE = ("the chat's workspace must be there when it runs: create it again, or "
+                       "start a new chat in an existing directory")
+"""The remedy of a run whose chat's workspace is gone (``WorkspaceNotFoundError``), in the
+words of the server's users, not the command line's (``--workspace``) or Python's."""
 
 SETTLE_WAIT = 10.0
 """How long a prompt posted again waits for the server to end its chat's uncertain run (the
@@ -623,8 +628,11 @@ class RunManager:
             status = RunStatus.INTERRUPTED
             error = "the run was stopped because the server shut down"
         except CursorAgentError as e:  # expected (no agent binary…): whole, no traceback
-            # The remedy in the command line's words: `serve`'s flags (--agent-binary, --simulate).
-            status, error, error_type = RunStatus.FAILED, e.cli_message(), type(e).__name__
+            # The remedy in the command line's words: `serve`'s flags (--agent-binary, --simulate);
+            # a chat's workspace gone: what the chat's user can do (serve has no --workspace).
+            error = (f"{e.message} — {CHAT_WORKSPACE_GONE}" if isinstance(e, WorkspaceNotFoundError)
+                     else e.cli_message())
+            status, error_type = RunStatus.FAILED, type(e).__name__
             logger.warning("run %s failed: %s (%s)", active.run_id, " ".join(error.split()), error_type)
         except Exception as e:
             logger.exception("run %s failed", active.run_id)

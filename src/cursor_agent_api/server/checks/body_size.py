@@ -47,10 +47,15 @@ class BodySizeLimit:
             >>> print(*told.split("; "), sep="\n")
             the prompt is too long: request body larger than 10 bytes
             a prompt may be at most 8 bytes (--max-prompt-bytes)
+            >>> BodySizeLimit(None, 10, 20).too_large(  # type: ignore[arg-type]
+            ...     {"method": "POST", "path": "/api/chats/c/runs"})
+            'the prompt is too long: request body larger than 10 bytes (--max-body-bytes)'
         """
         text = f"request body larger than {self.limit} bytes"
         if (self.prompt_limit is not None and scope is not None
                 and scope.get("method") == "POST" and _RUNS.fullmatch(scope.get("path", ""))):
+            if self.prompt_limit >= self.limit:  # the body's limit is the one it passed
+                return f"the prompt is too long: {text} (--max-body-bytes)"
             return (f"the prompt is too long: {text}; a prompt may be at most "
                     f"{self.prompt_limit} bytes (--max-prompt-bytes)")
         return text

@@ -169,8 +169,9 @@ class ChatRows(StoreEngine):
         each with its latest run's status; and whether more are left.
 
         ``before``: the ``(updated_ms, id)`` of the last chat of the previous page, which
-        this page starts after (a key, not a position: a chat that becomes active between
-        two pages moves before it, and no chat is skipped or shown twice); ``offset`` skips
+        this page starts after (a key, not a position: no chat is shown twice, and none that
+        stayed in place is skipped; one that becomes active between two pages moves before
+        the first, where a new first page shows it); ``offset`` skips
         that many from there. Read from ``ix_chats_recent`` (migration 0010).
 
         Example:
