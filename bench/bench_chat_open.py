@@ -113,7 +113,7 @@ class Serve:
         cmd = [
             str(BIN / "cursor-agent-api"), "serve", "--port", "0", "--token", self.token,
             "--database-url", f"sqlite+aiosqlite:///{db}", "--root", str(root),
-            "--agent-binary", str(BIN / "cursor-agent-sim"), "--log-level", "warning",
+            "--log-level", "warning",  # (--simulate: the bundled simulator, replaying the script)
             "--agent-env", f"CURSOR_CONFIG_DIR={tmp / 'cfg'}",
             "--agent-env", f"CURSOR_AGENT_SIM_SCRIPT={script}", "--simulate",
         ]
