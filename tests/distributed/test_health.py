@@ -84,9 +84,12 @@ def test_health_counts_the_workers_and_the_runs_of_lost_ones(db_url: str, tmp_pa
                                          "VALUES (now() - interval '1 hour') RETURNING id")
             chat = new_chat(c, workspace=str(root))
             run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
-            pg_execute(db_url, "UPDATE procrastinate_jobs SET status = 'doing', worker_id = $1 "
-                               "WHERE id = (SELECT job_id FROM runs WHERE id = $2)", lost["id"], run["id"])
-            pg_execute(db_url, "UPDATE runs SET status = 'running', worker = 'w9', worker_id = $1 "
+            # the job taken and the run running at once, in one statement: as two, a sweep
+            # between them (every 0.2 s; a loaded machine's gap) saw a stalled job of a run
+            # still queued, failed the job, and the run was left to the 60 s abandoned check
+            pg_execute(db_url, "WITH taken AS (UPDATE procrastinate_jobs SET status = 'doing', "
+                               "worker_id = $1 WHERE id = (SELECT job_id FROM runs WHERE id = $2)) "
+                               "UPDATE runs SET status = 'running', worker = 'w9', worker_id = $1 "
                                "WHERE id = $2", lost["id"], run["id"])
             counted = _until(c, lambda h: h["workers"]["lost_runs"] == 1)
             workers = counted["workers"]

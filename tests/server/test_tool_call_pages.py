@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 from inproc import InProcServer
 from server_helpers import new_chat, wait_run
-from sqlalchemy import insert
+from sqlalchemy import insert, update
 
-from cursor_agent_api.server.models import tool_calls
+from cursor_agent_api.server.models import chats, tool_calls
 from cursor_agent_api.server.store import Store
 
 BUDGET = 60_000
@@ -25,7 +25,9 @@ SHARED = 1010  # the place of two calls (one record that stored both)
 
 
 async def _add_calls(db_url: str, chat_id: str, run_id: str) -> None:
-    """30 more calls of the run, at places 1000… (two of them at SHARED), some big."""
+    """30 more calls of the run, at places 1000… (two of them at SHARED), some big; the
+    chat's ``last_seq`` moved past them, as the records that would have made them would
+    (a cursor past it is refused: ``after_seq_beyond_last``)."""
     rows = []
     for k in range(30):
         place = 1000 + k if k != 11 else SHARED
@@ -41,6 +43,7 @@ async def _add_calls(db_url: str, chat_id: str, run_id: str) -> None:
     try:
         async with store.transaction() as conn:
             await conn.execute(insert(tool_calls), rows)
+            await conn.execute(update(chats).where(chats.c.id == chat_id).values(last_seq=1030))
     finally:
         await store.close()
 
