@@ -224,7 +224,7 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
     """The worker's last line when ``error`` stopped it: the database (its password hidden)
     and what it said, when it is the database that failed — at the start (before any job was
     taken) or later (Procrastinate's worker stops when it cannot reach it). Then, when the
-    database did not answer (for now: :func:`~..server.store.engine.answers_later`),
+    database did not answer (for now: :func:`~..server.store.errors.answers_later`),
     what to do; a lasting cause (a wrong password, no such database, a schema too new) is
     said as ``serve`` says it, with its own remedy when it has one. Any other error is named
     as is.
@@ -246,7 +246,7 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
     """
     from ..server.dispatch.worker_logs import is_database_error
     from ..server.store import describe_error
-    from ..server.store.engine import answers_later
+    from ..server.store.errors import answers_later
     from ..server.store.urls import shown_url
 
     what, shown = describe_error(error), shown_url(database_url)

@@ -33,7 +33,6 @@ from .errors import (
     driver_errors_wrapped,
     error_text,
     is_transient,
-    unwrap_error,
 )
 from .health import StoreFaults, StoreHealth
 
@@ -186,36 +185,6 @@ def _failed_migration(start: str | None, applied: int) -> str:
     """
     pending = [n for n in _migrations() if start is None or n.split("_")[0] > start]
     return pending[applied] if applied < len(pending) else "?"
-
-
-def answers_later(error: BaseException) -> bool:
-    """Whether ``error``, opening or using the database, says it did not answer, for now
-    (refused or lost connections, a timeout, too many connections, a shutdown: trying again
-    later may work), not that it answered "no" for a lasting reason (a wrong password or
-    user, a database that does not exist, a schema too new or in use, a failed migration:
-    trying again fails the same way until someone changes something).
-
-    Example:
-        >>> answers_later(ConnectionRefusedError(111, "Connect call failed"))
-        True
-        >>> from sqlalchemy.exc import DBAPIError
-        >>> class Refused(Exception):
-        ...     sqlstate = "28P01"  # invalid_password
-        >>> answers_later(DBAPIError(None, None, Refused("password authentication failed")))
-        False
-        >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
-        False
-    """
-    from sqlalchemy.exc import DBAPIError
-
-    from .errors import _PG_TRANSIENT, _sqlstate  # (the store's own reading of SQLSTATEs)
-
-    cause = unwrap_error(error)
-    if isinstance(cause, DBAPIError):
-        code = _sqlstate(cause)
-        if code is not None:  # what PostgreSQL said, connecting or not
-            return code.startswith(_PG_TRANSIENT)
-    return is_transient(cause)
 
 
 class OneLinePoolErrors(logging.Filter):

@@ -296,3 +296,28 @@ class MigrationError(Exception):
 class SchemaTooNewError(Exception):
     """The database's schema is newer than this version's migrations (a newer
     cursor-agent-api upgraded it); nothing was changed."""
+
+
+def answers_later(error: BaseException) -> bool:
+    """Whether ``error``, opening or using the database, says it did not answer, for now
+    (refused or lost connections, a timeout, too many connections, a shutdown: trying again
+    later may work), not that it answered "no" for a lasting reason (a wrong password or
+    user, a database that does not exist, a schema too new or in use, a failed migration:
+    trying again fails the same way until someone changes something).
+
+    Example:
+        >>> answers_later(ConnectionRefusedError(111, "Connect call failed"))
+        True
+        >>> class Refused(Exception):
+        ...     sqlstate = "28P01"  # invalid_password
+        >>> answers_later(DBAPIError(None, None, Refused("password authentication failed")))
+        False
+        >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
+        False
+    """
+    cause = unwrap_error(error)
+    if isinstance(cause, DBAPIError):
+        code = _sqlstate(cause)
+        if code is not None:  # what PostgreSQL said, connecting or not
+            return code.startswith(_PG_TRANSIENT)
+    return is_transient(cause)
