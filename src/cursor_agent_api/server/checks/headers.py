@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import orjson
 
+from ..errors import code_for
 from .asgi import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_SECURITY_POLICY = (
@@ -44,7 +45,7 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
 """What every HTTP answer carries (an answer's own value of one of them wins)."""
 
 _INTERNAL_ERROR = orjson.dumps(
-    {"detail": "internal error: the server's log has the details", "code": "internal_error"})
+    {"detail": "internal error: the server's log has the details", "code": code_for(500)})
 """The last-resort 500's body: an error body like every other (no traceback, nothing of the error)."""
 
 
