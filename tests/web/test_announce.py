@@ -250,6 +250,18 @@ def test_a_card_updated_in_place_shows_what_a_card_drawn_at_its_end_shows(
     assert first == second
 
 
+def test_folded_thinking_is_not_read_out_as_it_folds(make_server: Any, browser: Any) -> None:
+    """Review of 2026-11-25: live thinking is not read out, but the "Thought" block that took
+    its place when it folded was, whole."""
+    page = _timeline_page(make_server, browser)
+    record(page)
+    page.evaluate("() => window.change({ kind: 'thinking_appended', block: 0, text: 'pondering the notes' })")
+    page.evaluate("() => window.change({ kind: 'thinking_closed', block: 0 })")
+    page.evaluate("() => window.change({ kind: 'segment_replaced', segment: 0, text: 'The answer.' })")
+    expect(page.locator(".thinking-folded")).to_have_count(1)
+    expect(page.locator(".msg.assistant")).to_have_text("The answer.")
+    assert announced(page) == ["The answer."], announced(page)
+
 
 def test_a_tool_call_is_said_once_as_it_ends_not_read_out_at_each_change(
     make_server: Any, browser: Any

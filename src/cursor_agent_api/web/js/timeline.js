@@ -389,12 +389,13 @@ export class Timeline {
     this.schedule(); // its text is shown once per frame (not per delta)
   }
 
-  /** Thinking is no longer the latest thing: fold it into a closed <details>. */
+  /** Thinking is no longer the latest thing: fold it into a closed <details>, which the log
+   * does not read out (live thinking was not read either). */
   foldThinking() {
     const t = this.thinking;
     if (!t) return;
     this.thinking = null;
-    const folded = h("details", { class: "thinking thinking-folded" },
+    const folded = h("details", { class: "thinking thinking-folded", "aria-live": "off" },
       h("summary", { text: "Thought" }), h("p", { class: "thinking-text", text: t.text }));
     t.el.replaceWith(folded);
   }
