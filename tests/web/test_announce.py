@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 from live_regions import announced, announced_by_region, record
+from netproxy import CuttableProxy
 from playwright.sync_api import expect
 from server_helpers import wait_run
 from test_reflow import new_chat
@@ -280,3 +281,34 @@ def test_a_tool_call_is_said_once_as_it_ends_not_read_out_at_each_change(
     # nothing of the card itself (its header while running, its description, its output)
     assert not [h for h in heard if "running…" in h or "Run ls" in h or h.startswith("stdout")], heard
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_connection_is_said_when_it_is_lost_and_back_not_at_each_open(
+    make_server: Any, browser: Any
+) -> None:
+    """Review of 2026-11-25: "Connecting…", "Catching up…" and "Live" were said each time a
+    chat opened."""
+    server = make_server()
+    proxy = CuttableProxy(server.port)
+    try:
+        with server.client() as c:
+            first = titled_chat(c, "first")["id"]
+            second = titled_chat(c, "second")["id"]
+        page = browser.new_page()
+        page.goto(f"{proxy.url}/?token={server.token}")
+        expect(page.locator("#welcome-view")).to_be_visible()
+        record(page)
+        for chat in (first, second, first):
+            page.locator(f"#chat-list li[data-chat-id='{chat}'] a").click()
+            expect(page.locator("#conn")).to_have_text("Live")
+        assert [h for h in announced(page) if not h.startswith("Opened")] == [], announced(page)
+        proxy.cut()
+        expect(page.locator("#conn")).to_have_text("Reconnecting…")
+        expect(page.locator("#announce")).to_have_text("Lost the connection to the server: reconnecting…")
+        proxy.restore()
+        expect(page.locator("#conn")).to_have_text("Live")
+        expect(page.locator("#announce")).to_have_text("Connected again.")
+        heard = [h for h in announced(page) if not h.startswith("Opened")]
+        assert heard == ["Lost the connection to the server: reconnecting…", "Connected again."], heard
+    finally:
+        proxy.close()
