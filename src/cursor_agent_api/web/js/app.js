@@ -464,6 +464,7 @@ function closeChat() {
   if (state.stream) state.stream.stop();
   state.stream = null;
   state.chat = null;
+  state.timeline?.close();
   state.timeline = null;
   setConn("");
 }

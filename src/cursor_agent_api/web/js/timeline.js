@@ -86,7 +86,24 @@ export class Timeline {
       if (!this.stick) this.autoTop = Infinity;  // the reader scrolled away: theirs from now on
     };
     container.addEventListener("scroll", this.onScroll, { passive: true });
+    // Zoom or a resized window changes the conversation's size, and the page keeps its
+    // scrollTop: a view at the end went above it until the next record. It stays at the end
+    // as on a new record (a reader who scrolled away stays where they were).
+    this.size = null; // {el, width, height}: the container's last size
+    this.resized = new ResizeObserver(([e]) => {
+      const { width, height } = e.contentRect;
+      const was = this.size;
+      this.size = { el: e.target, width, height };
+      if (was?.el === e.target && (was.width !== width || was.height !== height) && this.stick) this.scrollToEnd();
+    });
+    this.resized.observe(container);
     this.reset();
+  }
+
+  /** The page shows another chat (or none): this one stops watching the conversation. */
+  close() {
+    this.resized.disconnect();
+    this.container.removeEventListener("scroll", this.onScroll);
   }
 
   reset() {
@@ -217,6 +234,8 @@ export class Timeline {
     });
     old[0].removeEventListener("scroll", this.onScroll);
     container.addEventListener("scroll", this.onScroll, { passive: true });
+    this.resized.unobserve(old[0]);
+    this.resized.observe(container);
     this.container = container;
     this.resultBar = resultBar;
     try {
