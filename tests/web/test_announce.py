@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 from live_regions import announced, announced_by_region, record
+from netproxy import CuttableProxy
 from playwright.sync_api import expect
 from server_helpers import wait_run
 from test_reflow import new_chat
@@ -170,3 +171,144 @@ def test_a_waiting_card_is_announced_once_and_its_decision_once(
     ], heard
     assert heard.count("Allowed once") == 1, heard
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+TIMELINE = """async () => {
+  const { Timeline } = await import('/js/timeline.js');
+  document.getElementById('welcome-view').hidden = true;
+  document.getElementById('chat-view').hidden = false;
+  const tl = new Timeline(document.getElementById('timeline'), document.getElementById('result-bar'),
+                          { onRunChange: () => {}, workspace: '/ws' });
+  tl.apply({ type: 'run', subtype: 'queued', seq: 1,
+            payload: { run: { id: 'r1', status: 'running', prompt: 'hi' } } }, []);
+  window.tl = tl;
+  window.seq = 2;
+  window.frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r)));
+  window.change = async (...changes) => {
+    tl.apply({ type: 'event', run_id: 'r1', seq: window.seq++ }, changes);
+    await window.frame();
+  };
+}"""
+
+RUNNING = {"call_id": "c-ls", "kind": "shell", "status": "running", "command": "ls",
+           "description": "List the files"}
+DONE = {**RUNNING, "status": "succeeded", "stdout": "a.txt\nb.txt\n", "exit_code": 0, "duration_ms": 5}
+FAILED = {"call_id": "c-false", "kind": "shell", "status": "failed", "command": "false", "stdout": "",
+          "stderr": "no such thing\n", "exit_code": 1, "duration_ms": 3}
+
+
+def _timeline_page(make_server: Any, browser: Any) -> Any:
+    page = open_ui(browser, make_server())
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.evaluate(TIMELINE)
+    return page
+
+
+def test_a_tool_card_is_updated_in_place_and_its_end_said_in_one_short_line(
+    make_server: Any, browser: Any
+) -> None:
+    """Review of 2026-11-25: a card was rebuilt whole at each change of its call, so the log
+    read it again each time ("Shell ls running…", then the whole card, output included, at
+    its end), and the focus on one of its buttons was lost."""
+    page = _timeline_page(make_server, browser)
+    record(page)
+    page.evaluate("(v) => window.change({ kind: 'tool_call_opened', index: 0, view: v })", RUNNING)
+    page.evaluate("""() => {
+      const card = document.querySelector('.card.tool-shell');
+      window.kept = [card, card.querySelector('.card-head'), card.querySelector('.card-summary'),
+                     card.querySelector('.card-desc'), card.querySelector('button.copy')];
+      window.kept[4].focus();
+    }""")
+    page.evaluate("(v) => window.change({ kind: 'tool_call_changed', index: 0, view: v })", DONE)
+    card = page.locator(".card.tool-shell")
+    expect(card).to_have_attribute("data-status", "succeeded")
+    expect(card.locator("pre")).to_have_text("a.txt\nb.txt\n")
+    # the same nodes, updated; the focus where it was
+    assert page.evaluate("""() => { const card = document.querySelector('.card.tool-shell');
+      const now = [card, card.querySelector('.card-head'), card.querySelector('.card-summary'),
+                   card.querySelector('.card-desc'), card.querySelector('button.copy')];
+      return now.map((n, i) => n === window.kept[i]); }""") == [True] * 5
+    assert page.evaluate("document.activeElement === window.kept[4]")
+    page.evaluate("(v) => window.change({ kind: 'tool_call_opened', index: 1, view: v })", FAILED)
+    expect(page.locator(".card.tool-shell")).to_have_count(2)
+    heard = announced(page)
+    assert heard == ["Shell ls: done", "Shell false: failed (exit 1)"], heard
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_card_updated_in_place_shows_what_a_card_drawn_at_its_end_shows(
+    make_server: Any, browser: Any
+) -> None:
+    page = _timeline_page(make_server, browser)
+    page.evaluate("(v) => window.change({ kind: 'tool_call_opened', index: 0, view: v })", RUNNING)
+    page.evaluate("(v) => window.change({ kind: 'tool_call_changed', index: 0, view: v })", DONE)
+    page.evaluate("(v) => window.change({ kind: 'tool_call_opened', index: 1, view: v })",
+                  {**DONE, "call_id": "c-ls2"})
+    cards = page.locator(".card.tool-shell")
+    expect(cards).to_have_count(2)
+    first, second = page.eval_on_selector_all(
+        ".card.tool-shell", "cards => cards.map((c) => c.outerHTML.replace(/c-ls2?/, ''))")
+    assert first == second
+
+
+def test_folded_thinking_is_not_read_out_as_it_folds(make_server: Any, browser: Any) -> None:
+    """Review of 2026-11-25: live thinking is not read out, but the "Thought" block that took
+    its place when it folded was, whole."""
+    page = _timeline_page(make_server, browser)
+    record(page)
+    page.evaluate("() => window.change({ kind: 'thinking_appended', block: 0, text: 'pondering the notes' })")
+    page.evaluate("() => window.change({ kind: 'thinking_closed', block: 0 })")
+    page.evaluate("() => window.change({ kind: 'segment_replaced', segment: 0, text: 'The answer.' })")
+    expect(page.locator(".thinking-folded")).to_have_count(1)
+    expect(page.locator(".msg.assistant")).to_have_text("The answer.")
+    assert announced(page) == ["The answer."], announced(page)
+
+
+def test_a_tool_call_is_said_once_as_it_ends_not_read_out_at_each_change(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    page = open_ui(browser, server)
+    open_chat(page, server, new_chat(server, force=True))
+    record(page)
+    box = page.get_by_label("Prompt")
+    box.fill("run `ls`")
+    box.press("Enter")
+    expect(page.locator(".card.tool-shell")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#result-bar")).to_contain_text("Done")
+    heard = announced(page)
+    assert [h for h in heard if h.startswith("Shell")] == ["Shell ls: done"], heard
+    # nothing of the card itself (its header while running, its description, its output)
+    assert not [h for h in heard if "running…" in h or "Run ls" in h or h.startswith("stdout")], heard
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_connection_is_said_when_it_is_lost_and_back_not_at_each_open(
+    make_server: Any, browser: Any
+) -> None:
+    """Review of 2026-11-25: "Connecting…", "Catching up…" and "Live" were said each time a
+    chat opened."""
+    server = make_server()
+    proxy = CuttableProxy(server.port)
+    try:
+        with server.client() as c:
+            first = titled_chat(c, "first")["id"]
+            second = titled_chat(c, "second")["id"]
+        page = browser.new_page()
+        page.goto(f"{proxy.url}/?token={server.token}")
+        expect(page.locator("#welcome-view")).to_be_visible()
+        record(page)
+        for chat in (first, second, first):
+            page.locator(f"#chat-list li[data-chat-id='{chat}'] a").click()
+            expect(page.locator("#conn")).to_have_text("Live")
+        assert [h for h in announced(page) if not h.startswith("Opened")] == [], announced(page)
+        proxy.cut()
+        expect(page.locator("#conn")).to_have_text("Reconnecting…")
+        expect(page.locator("#announce")).to_have_text("Lost the connection to the server: reconnecting…")
+        proxy.restore()
+        expect(page.locator("#conn")).to_have_text("Live")
+        expect(page.locator("#announce")).to_have_text("Connected again.")
+        heard = [h for h in announced(page) if not h.startswith("Opened")]
+        assert heard == ["Lost the connection to the server: reconnecting…", "Connected again."], heard
+    finally:
+        proxy.close()

@@ -131,3 +131,30 @@ def test_a_reader_back_in_the_middle_of_a_grown_page_stays_there(page: Any) -> N
                   "await window.frame(); await window.frame(); }", middle)
     page.evaluate("window.feed('cards', 1)")
     assert page.evaluate("document.getElementById('timeline').scrollTop") == middle
+
+
+def test_zooming_in_at_the_end_keeps_the_view_at_the_end(page: Any) -> None:
+    """Review of 2026-11-25: zooming in (or making the window smaller) while the view was at
+    the end left it above the end until the next record came. A viewport half as wide and
+    half as tall is what 200% zoom makes of the page's layout."""
+    page.evaluate(SETUP)
+    page.evaluate("window.feed('cards', 60)")
+    assert page.evaluate("window.atBottom()")
+    page.set_viewport_size({"width": 550, "height": 400})
+    page.evaluate("async () => { await window.frame(); await window.frame(); }")
+    assert page.evaluate("window.atBottom()")
+    page.set_viewport_size({"width": 1100, "height": 800})  # and back (zooming out)
+    page.evaluate("async () => { await window.frame(); await window.frame(); }")
+    assert page.evaluate("window.atBottom()")
+
+
+def test_zooming_in_after_scrolling_up_leaves_the_view_where_it_was(page: Any) -> None:
+    page.evaluate(SETUP)
+    page.evaluate("window.feed('cards', 60)")
+    page.evaluate("async () => { document.getElementById('timeline').scrollTop = 100; "
+                  "await window.frame(); }")
+    page.set_viewport_size({"width": 550, "height": 400})
+    page.evaluate("async () => { await window.frame(); await window.frame(); }")
+    assert not page.evaluate("window.atBottom()")
+    page.evaluate("window.feed('cards', 1)")  # still the reader's: a record does not move it
+    assert not page.evaluate("window.atBottom()")

@@ -21,6 +21,7 @@ const state = {
   chat: null, // the open chat
   stream: null,
   timeline: null,
+  connLost: false, // the open chat's stream lost its connection (said), and is not back yet
   busy: false, // a prompt is on its way
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
@@ -463,6 +464,7 @@ function closeChat() {
   if (state.stream) state.stream.stop();
   state.stream = null;
   state.chat = null;
+  state.timeline?.close();
   state.timeline = null;
   setConn("");
 }
@@ -667,12 +669,25 @@ const CONN_TEXT = {
   closed: "",
 };
 
+/** Show the open chat's connection state in the top bar. A screen reader hears only what
+ * matters, in the status region: the connection lost (a failed connection, waiting to try
+ * again), back, or ended by an error — not "Connecting…" and "Live" each time a chat opens,
+ * nor a reconnection that catches up at once (a resync). */
 function setConn(status, detail) {
   const el = $("conn");
   el.dataset.state = status || "";
   if (status === "error") el.textContent = `Stream error: ${detail}`;
   else el.textContent = CONN_TEXT[status] ?? "";
   if (status === "reconnecting" && detail) el.title = detail;
+  if (status === "reconnecting" && detail && !state.connLost) {
+    announce("Lost the connection to the server: reconnecting…");
+    state.connLost = true;
+  } else if (status === "live" && state.connLost) {
+    announce("Connected again.");
+  } else if (status === "error") {
+    announce(`Stream error: ${detail}`);
+  }
+  if (!["reconnecting", "connecting", "replaying"].includes(status)) state.connLost = false;
 }
 
 /** Repeated connection failures: a restarted server with a new token needs a new sign-in. */

@@ -1,9 +1,13 @@
-// Tool-call cards. A card is created when a call opens and redrawn when it changes, from
-// the card fields (`view`) the server sends with each tool-call change and in the chat's
-// state (see server/webui.py: the page never reads the agent's wire format itself).
-// Every value is shown as text.
+// Tool-call cards. A card is created when a call opens and updated in place when it changes
+// (only what changed: morph), from the card fields (`view`) the server sends with each
+// tool-call change and in the chat's state (see server/webui.py: the page never reads the
+// agent's wire format itself). Every value is shown as text.
+//
+// The conversation's log does not read a card out (aria-live off: it read the whole card
+// again at each change); the page says its end in one line instead (cardLine, timeline.js).
 
-import { h, replace, formatDuration, lineCount, showControlsDeep } from "./dom.js";
+import { addCardCopyButtons } from "./copy.js";
+import { h, morph, formatDuration, lineCount, showControlsDeep } from "./dom.js";
 
 const LABELS = {
   shell: "Shell", read: "Read", write: "Write", edit: "Edit", delete: "Delete", ls: "List",
@@ -19,7 +23,29 @@ const STATUS_TEXT = {
 
 /** A new, empty card element for a call. */
 export function createCard() {
-  return h("article", { class: "card", role: "group" });
+  return h("article", { class: "card", role: "group", "aria-live": "off" });
+}
+
+/** What a screen reader hears when a call has ended: "Shell ls: done", "Read a.py: failed",
+ * "Shell make: failed (exit 2)"; null while it runs. */
+export function cardLine(view, workspace = "") {
+  const status = view.status || "running";
+  if (status === "running") return null;
+  view = showControlsDeep(relativeView(view, workspace));
+  const what = headline(view).split("\n")[0];
+  const short = what.length > 80 ? `${what.slice(0, 80)}…` : what;
+  const exit = view.kind === "shell" && status !== "succeeded" && view.exit_code ? ` (exit ${view.exit_code})` : "";
+  return `${[labelOf(view), short].filter(Boolean).join(" ")}: ${STATUS_TEXT[status] || status}${exit}`;
+}
+
+function kindOf(view) {
+  return LABELS[view.kind] ? view.kind : "unknown";
+}
+
+function labelOf(view) {
+  const kind = kindOf(view);
+  return kind === "unknown" || kind === "function" ? view.name || LABELS[kind]
+    : kind === "mcp" && view.own_tool === true ? "Your tool" : LABELS[kind];
 }
 
 /** A path as the user thinks of it: relative to the chat's workspace when inside it. */
@@ -53,23 +79,25 @@ function relativeView(view, workspace) {
   return v;
 }
 
-/** Draw `view` into `card` (replacing what it showed); `workspace` shortens paths. Bidi
- * controls (U+202E…) in any field are shown as visible markers, never applied. */
-export function drawCard(card, view, workspace = "") {
+/** Show `view` in `card`, its copy buttons included, then the nodes `more` (kept as they
+ * are: the timeline's "Show all" notes); `workspace` shortens paths. The card is updated in
+ * place: the nodes of what did not change are kept (morph), so the focus on one of its
+ * buttons stays, and so does a block the reader opened. Bidi controls (U+202E…) in any field
+ * are shown as visible markers, never applied. */
+export function drawCard(card, view, workspace = "", more = []) {
   view = showControlsDeep(relativeView(view, workspace));
-  const kind = LABELS[view.kind] ? view.kind : "unknown";
+  const kind = kindOf(view);
   const status = view.status || "running";
   card.className = `card tool tool-${kind} status-${status}`;
   card.dataset.kind = kind;
   card.dataset.status = status;
-  const label = kind === "unknown" || kind === "function" ? view.name || LABELS[kind]
-    : kind === "mcp" && view.own_tool === true ? "Your tool" : LABELS[kind];
+  const label = labelOf(view);
   const summary = headline(view);
   card.setAttribute("aria-label", `${label} ${summary} — ${STATUS_TEXT[status] || status}`);
   const statusText = status === "running" ? STATUS_TEXT.running
     : kind === "shell" && view.exit_code !== null && view.exit_code !== undefined
       ? `${STATUS_TEXT[status] || status} · exit ${view.exit_code}` : STATUS_TEXT[status] || status;
-  replace(card,
+  const fresh = h("div", { dataset: { kind } },
     h("header", { class: "card-head" },
       h("span", { class: "card-kind", text: label }),
       h("code", { class: "card-summary", text: summary }),
@@ -84,6 +112,8 @@ export function drawCard(card, view, workspace = "") {
     view.cut?.length > 0 && status === "running"
       ? h("p", { class: "card-note", text: "Output cut: Show all comes when the call has ended." }) : null,
   );
+  addCardCopyButtons(fresh);
+  morph(card, [...fresh.childNodes, more], { held: more.flat(Infinity) });
 }
 
 function headline(view) {

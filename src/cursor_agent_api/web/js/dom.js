@@ -57,6 +57,60 @@ export function replace(el, ...children) {
   return append(el, children);
 }
 
+/** Make el's children those of `children` (as h() takes them) by changing only what
+ * differs: a child of the same tag (or a text) in the same place is kept, its attributes,
+ * text and children brought up to date the same way; the others are put in or taken out.
+ * `held` nodes (among `children`) are kept as they are, and are never reused for another
+ * node, now or later: their state is their own (a "Show all" loading, whose note goes once
+ * loaded). A kept <details> stays open or closed as the reader left it. So what did not
+ * change keeps its nodes: the focus on one of them, and the reader's place. */
+export function morph(el, children, { held = [] } = {}) {
+  const wanted = [];
+  append({ append: (node) => wanted.push(node) }, children);
+  for (const node of held) heldNodes.add(node);
+  let at = el.firstChild;
+  for (const want of wanted) {
+    if (want === at) {
+      at = at.nextSibling;
+    } else if (at && !heldNodes.has(at) && !heldNodes.has(want) && sameKind(at, want)) {
+      morphNode(at, want);
+      at = at.nextSibling;
+    } else {
+      el.insertBefore(want, at);
+    }
+  }
+  while (at) {
+    const next = at.nextSibling;
+    at.remove();
+    at = next;
+  }
+  return el;
+}
+
+const heldNodes = new WeakSet();
+
+function sameKind(a, b) {
+  if (a.nodeType !== b.nodeType) return false;
+  return a.nodeType !== Node.ELEMENT_NODE || a.tagName === b.tagName;
+}
+
+function morphNode(have, want) {
+  if (have.nodeType !== Node.ELEMENT_NODE) {
+    if (have.nodeValue !== want.nodeValue) have.nodeValue = want.nodeValue;
+    return;
+  }
+  const keepOpen = have.tagName === "DETAILS";
+  for (const { name } of [...have.attributes]) {
+    if (!want.hasAttribute(name) && !(keepOpen && name === "open")) have.removeAttribute(name);
+  }
+  for (const { name, value } of [...want.attributes]) {
+    if (keepOpen && name === "open") continue;
+    if (have.getAttribute(name) !== value) have.setAttribute(name, value);
+  }
+  if (have.tagName === "INPUT" && have.checked !== want.checked) have.checked = want.checked;
+  morph(have, [...want.childNodes]);
+}
+
 /** "1.2 s", "850 ms", "2 min 5 s". */
 export function formatDuration(ms) {
   if (ms === null || ms === undefined) return "";

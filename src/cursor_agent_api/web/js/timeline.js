@@ -14,8 +14,8 @@
 
 import { h, replace, announce, formatDuration, lineCount } from "./dom.js";
 import { GrowingMarkdown } from "./markdown.js";
-import { createCard, drawCard } from "./cards.js";
-import { addCardCopyButtons, addCodeCopyButtons } from "./copy.js";
+import { cardLine, createCard, drawCard } from "./cards.js";
+import { addCodeCopyButtons } from "./copy.js";
 import { cutNote, wholeText } from "./cut.js";
 import { createRequestCard, focusRequest, showAnswer } from "./requests.js";
 
@@ -86,7 +86,24 @@ export class Timeline {
       if (!this.stick) this.autoTop = Infinity;  // the reader scrolled away: theirs from now on
     };
     container.addEventListener("scroll", this.onScroll, { passive: true });
+    // Zoom or a resized window changes the conversation's size, and the page keeps its
+    // scrollTop: a view at the end went above it until the next record. It stays at the end
+    // as on a new record (a reader who scrolled away stays where they were).
+    this.size = null; // {el, width, height}: the container's last size
+    this.resized = new ResizeObserver(([e]) => {
+      const { width, height } = e.contentRect;
+      const was = this.size;
+      this.size = { el: e.target, width, height };
+      if (was?.el === e.target && (was.width !== width || was.height !== height) && this.stick) this.scrollToEnd();
+    });
+    this.resized.observe(container);
     this.reset();
+  }
+
+  /** The page shows another chat (or none): this one stops watching the conversation. */
+  close() {
+    this.resized.disconnect();
+    this.container.removeEventListener("scroll", this.onScroll);
   }
 
   reset() {
@@ -101,6 +118,7 @@ export class Timeline {
     this.lastError = null; // {el, message} of the last error block
     this.rejected = new Map(); // run id -> Set of the kinds of its rejected tool calls
     this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
+    this.ended = []; // what to say of the calls that ended since the last frame (cardLine)
     this.dirty = new Set();
     this.frame = 0;
     this.stick = true;
@@ -216,6 +234,8 @@ export class Timeline {
     });
     old[0].removeEventListener("scroll", this.onScroll);
     container.addEventListener("scroll", this.onScroll, { passive: true });
+    this.resized.unobserve(old[0]);
+    this.resized.observe(container);
     this.container = container;
     this.resultBar = resultBar;
     try {
@@ -388,12 +408,13 @@ export class Timeline {
     this.schedule(); // its text is shown once per frame (not per delta)
   }
 
-  /** Thinking is no longer the latest thing: fold it into a closed <details>. */
+  /** Thinking is no longer the latest thing: fold it into a closed <details>, which the log
+   * does not read out (live thinking was not read either). */
   foldThinking() {
     const t = this.thinking;
     if (!t) return;
     this.thinking = null;
-    const folded = h("details", { class: "thinking thinking-folded" },
+    const folded = h("details", { class: "thinking thinking-folded", "aria-live": "off" },
       h("summary", { text: "Thought" }), h("p", { class: "thinking-text", text: t.text }));
     t.el.replaceWith(folded);
   }
@@ -410,7 +431,12 @@ export class Timeline {
       this.cards.set(key, entry);
       this.container.append(entry.el);
     }
+    const over = entry.view && (entry.view.status || "running") !== "running"; // said already
     entry.view = view;
+    if (!over && !this.loading) {
+      const line = cardLine(view, this.workspace);
+      if (line) this.ended.push(line);
+    }
     if (view.status === "rejected" && runId) {
       if (!this.rejected.has(runId)) this.rejected.set(runId, new Set());
       this.rejected.get(runId).add(view.kind);
@@ -418,26 +444,26 @@ export class Timeline {
     this.draw(entry);
   }
 
+  /** Show the card's view, in place; then, once the call has ended, for each field the
+   * server cut, "Show all" (which fetches it whole) or what it loaded. Those notes are made
+   * once (entry.notes) and kept across updates of the card. */
   draw(entry) {
-    drawCard(entry.el, entry.view, this.workspace);
-    addCardCopyButtons(entry.el);
-    if (!entry.view.cut?.length || entry.view.status === "running") return;
-    // Cut by the server: "Show all" for each cut field fetches it whole; what it loaded is
-    // kept (entry.whole) and shown again when the card is redrawn.
-    entry.whole ??= new Map();
-    const card = entry.el;
-    const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
-    for (const field of entry.view.cut) {
-      const what = (field === "output" && LIST_NAMES[entry.view.kind]) || FIELD_NAMES[field] || field;
-      const show = (text) => card.append(h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text));
-      if (entry.whole.has(field)) show(entry.whole.get(field));
-      else {
-        card.append(cutNote(`${base}?field=${encodeURIComponent(field)}`, null, (text) => {
-          entry.whole.set(field, text);
-          show(text);
-        }, what));
+    const more = [];
+    if (entry.view.cut?.length && entry.view.status !== "running") {
+      entry.notes ??= new Map();
+      const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
+      for (const field of entry.view.cut) {
+        const what = (field === "output" && LIST_NAMES[entry.view.kind]) || FIELD_NAMES[field] || field;
+        if (!entry.notes.has(field)) {
+          entry.notes.set(field, [cutNote(`${base}?field=${encodeURIComponent(field)}`, null, (text) => {
+            entry.notes.set(field, [h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text)]);
+            this.draw(entry);
+          }, what)]);
+        }
+        more.push(entry.notes.get(field));
       }
     }
+    drawCard(entry.el, entry.view, this.workspace, more);
   }
 
   /** Where the whole request of record `seq` is, when the server cut it (`truncated`). */
@@ -562,6 +588,7 @@ export class Timeline {
     if (this.frame) return;
     const flush = () => {
       this.frame = 0;
+      this.sayEnded();
       for (const entry of this.dirty) this.render(entry, false);
       const t = this.thinking;
       if (t && t.shown !== t.text.length) {
@@ -571,6 +598,18 @@ export class Timeline {
       if (this.stick) this.scrollToEnd();
     };
     this.frame = document.hidden ? setTimeout(flush, 50) : requestAnimationFrame(flush);
+  }
+
+  /** Say, in one line, the calls that ended since the last frame: each ("Shell ls: done"),
+   * or for a burst (a reconnect catching up) how many. */
+  sayEnded() {
+    const lines = this.ended;
+    if (!lines.length) return;
+    this.ended = [];
+    if (lines.length <= 3) return announce(lines.join(". "));
+    const done = lines.filter((line) => line.endsWith(": done")).length;
+    const other = lines.length - done;
+    announce(`${lines.length} tool calls ended: ${done} done${other ? `, ${other} did not (failed, rejected or stopped)` : ""}.`);
   }
 
   nearBottom() {
