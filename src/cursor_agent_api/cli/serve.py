@@ -558,14 +558,17 @@ async def _open_store(store: Any, url: str) -> str | None:
 
 async def _queue_workers_warning(store: Any) -> list[str]:
     """A ``serve`` without ``--dispatch queue`` on a database whose queue workers are alive
-    (a heartbeat within a minute): a warning that its runs do not go to them (it runs its
+    (a heartbeat within :data:`~..server.store.engine.LIVE_WITHIN`, a minute, as the
+    migrations count them): a warning that its runs do not go to them (it runs its
     agents itself, on this machine) — most likely ``--dispatch queue`` was forgotten. Its
     runs are left alone by the queue servers' sweeps. Nothing on SQLite, or when the count
     cannot be read."""
+    from ..server.store.engine import LIVE_WITHIN
+
     if store.is_sqlite:
         return []
     try:
-        alive = (await store.worker_counts(60.0))["alive"]
+        alive = (await store.worker_counts(LIVE_WITHIN))["alive"]
     except Exception:  # the queue's tables missing, the database away: nothing to say
         return []
     if not alive:

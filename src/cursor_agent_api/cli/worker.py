@@ -75,10 +75,11 @@ from .superuser import agents_read_secrets_warning
 )
 @click.option(
     "--heartbeat",
-    type=click.FloatRange(0.1, 600.0),
+    type=click.FloatRange(min=0.1),
     default=10.0,
     show_default=True,
-    help="Seconds between this worker's heartbeats (keep it well under the API servers' --stalled-after).",
+    help="Seconds between this worker's heartbeats, at most 30 (it counts as running for a "
+    "minute after its last one); keep it well under the API servers' --stalled-after.",
 )
 @click.option(
     "--shutdown-grace",
@@ -127,6 +128,7 @@ def worker(
         from ..server.non_dumpable import make_non_dumpable
         from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
+        from ..server.store.engine import LIVE_WITHIN, LONGEST_HEARTBEAT
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
@@ -138,6 +140,11 @@ def worker(
         raise click.ClickException(
             f"the worker needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
+    if heartbeat > LONGEST_HEARTBEAT:
+        raise CliUsageError(
+            f"--heartbeat {heartbeat:g} is over {LONGEST_HEARTBEAT:g}: a worker counts as running "
+            f"for {LIVE_WITHIN:g} s after its last heartbeat (a schema upgrade waits for the "
+            "running ones, docs/distributed.md), so two heartbeats must fit in that time")
     check_simulate_or_binary(simulate, agent_binary)
     missing = first_missing(QUEUE_MODULES)
     if missing is not None:
