@@ -194,7 +194,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.exception_handler(BodyTooLargeError)
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
-        return _error(ApiError(413, "body_too_large", str(exc)))
+        return _error(ApiError(413, exc.code, str(exc)))  # (body_too_large, prompt_too_large)
 
     app.include_router(routes.router)
     app.include_router(websocket.router)
