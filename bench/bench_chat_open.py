@@ -265,7 +265,7 @@ async def server_writes(script: Path, db: Path, batch: int = 500) -> tuple[int, 
     lines = script.read_bytes().splitlines(keepends=True)
 
     def batches(count: int) -> Iterator[list[Any]]:
-        for start in range(0, count, batch):
+        for start in range(0, min(count, len(lines)), batch):  # (a short turn: its lines)
             parser = EventReader(max_line_bytes=64 * 1024 * 1024)
             yield parser.feed(b"".join(lines[start : start + batch])) + parser.close()
 

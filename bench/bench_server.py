@@ -213,9 +213,11 @@ def raw_insert_rate(db: Path, n: int, payload: dict[str, Any], raw: str) -> floa
     chat = str(uuid.uuid4())
     conn.execute(
         "INSERT INTO chats (id, workspace, options, title, created_ms, updated_ms, "
-        "last_seq) VALUES (?, '/w', '{}', 'bench', 0, 0, 0)",
+        "last_seq, num) VALUES (?, '/w', '{}', 'bench', 0, 0, 0, "
+        "(SELECT coalesce(max(num), 0) + 1 FROM chats))",
         (chat,),
     )
+    (key,) = conn.execute("SELECT num FROM chats WHERE id = ?", (chat,)).fetchone()
     conn.commit()
     body = orjson.dumps(payload).decode()
     t0 = time.perf_counter()
@@ -224,10 +226,10 @@ def raw_insert_rate(db: Path, n: int, payload: dict[str, Any], raw: str) -> floa
         rows = []
         for _ in range(min(500, n - start)):
             seq += 1
-            rows.append((chat, None, seq, 0, "agent", "assistant:delta", None, body, raw))
+            rows.append((key, None, seq, 0, "agent", "assistant:delta", None, body, raw))
         conn.execute("UPDATE chats SET last_seq = last_seq + ? WHERE id = ?", (len(rows), chat))
         conn.executemany(
-            "INSERT INTO events (chat_id, run_id, seq, ts_ms, source, type, "
+            "INSERT INTO events (chat_key, run_key, seq, ts_ms, source, type, "
             "subtype, payload, raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             rows,
         )

@@ -91,6 +91,19 @@ def test_sessions_imports_no_server_nor_markdown(tmp_path: Path, cli_env: dict[s
                    "sqlalchemy") == []
 
 
+@pytest.mark.parametrize(("command", "url"), [("serve", "mysql://x"), ("worker", "sqlite:///x"),
+                                              ("worker", "sqlite+aiosqlite:///x")])
+def test_a_refused_database_url_imports_no_server(tmp_path: Path, cli_env: dict[str, str],
+                                                  command: str, url: str) -> None:
+    """``serve`` and ``worker`` refuse a database URL they cannot use before they import the
+    server (FastAPI, uvicorn) or SQLAlchemy: the one line comes at once (it took over a
+    second, all of it imports)."""
+    modules = _imported(tmp_path, cli_env, command, "--simulate", "--database-url", url)
+    assert "cursor_agent_api.cli.serve" in modules  # (the refusal itself: test_database_urls)
+    assert _loaded(modules, "cursor_agent_api.server", "cursor_agent_api.runtime", "fastapi",
+                   "starlette", "uvicorn", "sqlalchemy") == []
+
+
 def test_each_listed_line_is_the_subcommands_own() -> None:
     """The line ``--help`` shows for a subcommand, kept beside its module so that listing
     imports nothing, is the first sentence of the subcommand's own help."""

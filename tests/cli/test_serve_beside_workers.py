@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import asyncpg
+import pytest
 from sqlalchemy.engine import make_url
 
 from cursor_agent_api.server.store import Store
@@ -70,3 +71,23 @@ def test_a_plain_serve_without_workers_says_nothing_of_them(
         cli_env: dict[str, str], postgres_url: str, tmp_path: Path) -> None:
     said = _serve_start_lines(cli_env, postgres_url, tmp_path)
     assert "queue worker" not in said, said
+
+
+def test_live_workers_are_those_the_migrations_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The warning counts the workers alive within the window the refusal to migrate counts
+    them in (one constant, LIVE_WITHIN; it was a second 60.0 of its own)."""
+    from cursor_agent_api.cli.serve import _queue_workers_warning
+    from cursor_agent_api.server.store import engine
+
+    asked: list[float] = []
+
+    class Workers:
+        is_sqlite = False
+
+        async def worker_counts(self, within: float) -> dict[str, int]:
+            asked.append(within)
+            return {"alive": 2, "stalled": 0}
+
+    monkeypatch.setattr(engine, "LIVE_WITHIN", 123.0)
+    said = asyncio.run(_queue_workers_warning(Workers()))
+    assert asked == [123.0] and said[0].startswith("2 queue worker(s) take runs")

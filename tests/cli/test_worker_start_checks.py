@@ -105,3 +105,21 @@ def test_a_database_that_does_not_answer_keeps_the_advice(cli_env: dict[str, str
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.splitlines()[-1].endswith(
         f"; {SUPERVISE}; run workers under a supervisor that restarts them (docs/distributed.md)")
+
+
+def test_a_heartbeat_the_live_window_cannot_hold_is_refused(cli_env: dict[str, str]) -> None:
+    # a worker with --heartbeat 90 was taken, and counted as stopped between its heartbeats: a
+    # newer version's start migrated the schema under it
+    from cursor_agent_api.server.store import engine
+
+    longest = getattr(engine, "LONGEST_HEARTBEAT", 600.0)  # (600: the old code's limit)
+    assert longest * 2 <= engine.LIVE_WITHIN
+    proc = _worker(cli_env, _refused_url(), "--simulate", "--heartbeat", f"{longest + 1:g}")
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line == (f"Error: --heartbeat {longest + 1:g} is over {longest:g}: a worker counts as "
+                    f"running for {engine.LIVE_WITHIN:g} s after its last heartbeat (a schema "
+                    "upgrade waits for the running ones, docs/distributed.md), so two heartbeats "
+                    "must fit in that time"), line
+    ok = _worker(cli_env, _refused_url(), "--simulate", "--heartbeat", f"{longest:g}")
+    assert ok.returncode == 1 and "cannot open the database" in ok.stderr  # taken: on to its database

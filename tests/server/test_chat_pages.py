@@ -64,7 +64,8 @@ def test_pages_of_chats_neither_skip_nor_repeat_while_chats_change(
 def test_a_cursor_that_is_not_a_next_before_is_422(make_inproc: Callable[..., InProcServer]) -> None:
     server = make_inproc()
     with server.client() as c:
-        for bad in ("x", "12", ":abc", "1:a;b", f"{2**63}:abc", "1:" + "a" * 37):
+        for bad in ("x", "12", ":abc", "1:a;b", f"{2**63}:abc", f"-{2**63 + 1}:abc", "--1:abc",
+                    "1:" + "a" * 37):
             r = c.get("/api/chats", params={"before": bad})
             assert r.status_code == 422, (bad, r.text)
             assert "before" in r.text
@@ -72,3 +73,24 @@ def test_a_cursor_that_is_not_a_next_before_is_422(make_inproc: Callable[..., In
         assert empty == {"chats": [], "has_more": False, "next_before": None}
 
 
+
+
+def test_a_chat_updated_before_1970_pages_on(make_inproc: Callable[..., InProcServer],
+                                             db_url: str) -> None:
+    """A clock before 1970 writes a negative ``updated_ms``: the ``next_before`` the server hands
+    out for it is taken back (its pattern refused the minus sign: 422)."""
+    server = make_inproc()
+    with server.client() as c:
+        ids = [new_chat(c)["id"] for _ in range(3)]
+        asyncio.run(_active_now(db_url, ids[1], -5000))
+        asyncio.run(_active_now(db_url, ids[2], -(2**63)))  # the column's least
+        seen, before = [], None
+        while True:
+            params: dict[str, object] = {"limit": 1} if before is None else {"limit": 1, "before": before}
+            r = c.get("/api/chats", params=params)
+            assert r.status_code == 200, (before, r.text)
+            seen += _ids(r.json())
+            before = r.json()["next_before"]
+            if not r.json()["has_more"]:
+                break
+        assert seen == [ids[0], ids[1], ids[2]]

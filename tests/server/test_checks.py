@@ -79,6 +79,10 @@ class Answer:
     def detail(self) -> str:
         return str(orjson.loads(self.body)["detail"])
 
+    @property
+    def code(self) -> str:
+        return str(orjson.loads(self.body)["code"])
+
 
 def request(
     app: ASGIApp,
@@ -419,11 +423,25 @@ def test_a_prompt_over_the_body_limit_is_told_the_prompt_limit() -> None:
     for headers, body in (({"content-length": "11"}, [b"x" * 11]), ({}, [b"x" * 6, b"y" * 6])):
         answer = request(BodySizeLimit(Reached(), 10, 8), "/api/chats/abc/runs", method="POST",
                          headers=headers, body=body)
-        assert answer.status == 413
+        assert answer.status == 413 and answer.code == "prompt_too_large"  # (was body_too_large)
         assert "prompt is too long" in answer.detail and "at most 8 bytes" in answer.detail
     other = request(BodySizeLimit(Reached(), 10, 8), "/api/chats", method="POST",
                     headers={"content-length": "11"}, body=[b"x" * 11])
-    assert other.detail == "request body larger than 10 bytes"
+    assert other.detail == "request body larger than 10 bytes" and other.code == "body_too_large"
+
+
+def test_a_prompt_longer_than_declared_is_prompt_too_large_too() -> None:
+    # the body's code said the body, its message the prompt (the code a client acts on, the
+    # message a person reads); a prompt is the body's only field: prompt_too_large, as the
+    # route's own check of the prompt answers (the app answers the error's code)
+    with pytest.raises(BodyTooLargeError, match="prompt is too long") as longer:
+        request(BodySizeLimit(Reached(), 10, 8), "/api/chats/abc/runs", method="POST",
+                headers={"content-length": "5"}, body=[b"x" * 6, b"y" * 6])
+    assert getattr(longer.value, "code", "body_too_large") == "prompt_too_large"
+    with pytest.raises(BodyTooLargeError) as elsewhere:
+        request(BodySizeLimit(Reached(), 10, 8), "/api/chats", method="POST",
+                headers={"content-length": "5"}, body=[b"x" * 6, b"y" * 6])
+    assert getattr(elsewhere.value, "code", "body_too_large") == "body_too_large"
 
 
 def test_a_prompt_over_the_body_limit_but_under_its_own_is_told_the_body_limit() -> None:

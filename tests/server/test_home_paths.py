@@ -48,7 +48,7 @@ def test_the_simulated_database_is_named_in_the_home_only(
     home = tmp_path / "server.sqlite3" / "home"
     monkeypatch.setenv("CURSOR_AGENT_API_HOME", str(home))
     from cursor_agent_api.cli.serve import serve_database_url
-    from cursor_agent_api.server.store.urls import sqlite_path
+    from cursor_agent_api.database_urls import sqlite_path
 
     assert sqlite_path(serve_database_url(simulate=True)) == str(home / "server-simulated.sqlite3")
     assert sqlite_path(serve_database_url(simulate=False)) == str(home / "server.sqlite3")

@@ -217,3 +217,21 @@ def test_a_websocket_refusal_names_its_case(make_inproc: Any) -> None:
     assert (beyond["code"], beyond["last_seq"], code) == ("after_seq_beyond_last", 0, 4400)
     missing, code = asyncio.run(refusal("0", "nope"))
     assert (missing["code"], code) == ("chat_not_found", 4404)
+
+
+def test_the_session_scheme_names_the_cookie_the_browser_gets(make_inproc: Any) -> None:
+    # the document named the cookie after the server's --port (0 here, as for `serve --port
+    # 0`; a port forward's or a proxy's port differs too); the sign-in names it after the
+    # port in the browser's address (the Host header's)
+    server: InProcServer = make_inproc()
+    with server.client() as c:
+        code = c.post("/api/auth/codes").json()["code"]
+        for host in (server.url.removeprefix("http://"), "127.0.0.1:19765"):
+            spec = c.get("/openapi.json", headers={"Host": host}).json()
+            named = spec["components"]["securitySchemes"]["session"]["name"]
+            if host.endswith(":19765"):
+                signed_in = c.get("/", params={"code": code}, headers={"Host": host},
+                                  follow_redirects=False)
+                assert signed_in.status_code == 303, signed_in.text
+                assert signed_in.headers["set-cookie"].startswith(f"{named}="), (named, signed_in.headers)
+            assert named == f"cursor_agent_api_session_{host.rpartition(':')[2]}"

@@ -21,6 +21,7 @@ STORE_MAY_IMPORT = (
     "cursor_agent_api.protocol",
     "cursor_agent_api.server.models",
     "cursor_agent_api.server.sqlite_file",
+    "cursor_agent_api.database_urls",  # text only (no SQL, no import of its own)
 )
 
 

@@ -57,8 +57,8 @@ def compact(database_url: str | None, simulate: bool) -> None:
         raise click.ClickException(
             f"compact needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
+    from ..database_urls import database_url_problem, is_postgres
     from ..server.store.compaction import DatabaseBusyError, compact_sqlite, sqlite_path
-    from ..server.store.urls import database_url_problem, is_postgres
     from .console import CliError, CliUsageError, given_as
 
     if database_url is not None:

@@ -139,10 +139,29 @@ def open_lines(settings: ServerSettings, auth: Auth, terminal: bool) -> list[str
             "POST /api/auth/codes with the token)"]
 
 
+def refuse_database_url(database_url: str) -> None:
+    """``serve``'s and ``worker``'s refusal of a database URL they cannot use: one line naming
+    the fix, exit 2 (:func:`~cursor_agent_api.database_urls.database_url_problem`). Called
+    before either imports the server: only the URL's text is read.
+
+    Example:
+        >>> refuse_database_url("sqlite+aiosqlite:///x.db")
+        >>> refuse_database_url("mysql://x")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        cursor_agent_api.cli.console.CliUsageError: --database-url mysql://x: unsupported database; ...
+    """
+    from ..database_urls import database_url_problem
+    from .console import CliUsageError, given_as
+
+    problem = database_url_problem(database_url)
+    if problem is not None:
+        raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
+
+
 def argv_secret_warnings(token: str | None, database_url: str | None) -> list[str]:
     """``serve``'s and ``worker``'s warnings for a secret given on the command line: the
     token, a database URL with a password (each belongs in its environment variable)."""
-    from ..server.store.urls import holds_password
+    from ..database_urls import holds_password
     from .console import secret_on_argv
 
     found = []
@@ -300,6 +319,8 @@ def serve(
     access_log: bool,
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
+    if database_url is not None:  # before the server's imports: a wrong URL is said at once
+        refuse_database_url(database_url)
     try:
         import uvicorn
 
@@ -324,13 +345,6 @@ def serve(
         problem = check_token(token)
         if problem is not None:
             raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
-    if database_url is not None:
-        from ..server.store.urls import database_url_problem
-        from .console import CliUsageError, given_as
-
-        problem = database_url_problem(database_url)
-        if problem is not None:
-            raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
     for warning in argv_secret_warnings(token, database_url):
         click.echo(warning, err=True)
     if database_url is None:
@@ -341,7 +355,7 @@ def serve(
         if moved is not None:
             click.echo(f"warning: {moved}", err=True)
     if dispatch == "queue":
-        from ..server.store.urls import is_postgres
+        from ..database_urls import is_postgres
         from .console import CliUsageError
 
         if not is_postgres(database_url):
@@ -530,8 +544,8 @@ def serve(
 
 async def _open_store(store: Any, url: str) -> str | None:
     """Open the server's store (its migrations run): what is wrong, or None."""
+    from ..database_urls import shown_url
     from ..server.store import describe_error
-    from ..server.store.urls import shown_url
 
     try:
         await store.start()
@@ -544,14 +558,17 @@ async def _open_store(store: Any, url: str) -> str | None:
 
 async def _queue_workers_warning(store: Any) -> list[str]:
     """A ``serve`` without ``--dispatch queue`` on a database whose queue workers are alive
-    (a heartbeat within a minute): a warning that its runs do not go to them (it runs its
+    (a heartbeat within :data:`~..server.store.engine.LIVE_WITHIN`, a minute, as the
+    migrations count them): a warning that its runs do not go to them (it runs its
     agents itself, on this machine) — most likely ``--dispatch queue`` was forgotten. Its
     runs are left alone by the queue servers' sweeps. Nothing on SQLite, or when the count
     cannot be read."""
+    from ..server.store.engine import LIVE_WITHIN
+
     if store.is_sqlite:
         return []
     try:
-        alive = (await store.worker_counts(60.0))["alive"]
+        alive = (await store.worker_counts(LIVE_WITHIN))["alive"]
     except Exception:  # the queue's tables missing, the database away: nothing to say
         return []
     if not alive:

@@ -41,7 +41,7 @@ from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
-from .serve import argv_secret_warnings, freeze_start_up_objects
+from .serve import argv_secret_warnings, freeze_start_up_objects, refuse_database_url
 from .superuser import agents_read_secrets_warning
 
 
@@ -75,10 +75,11 @@ from .superuser import agents_read_secrets_warning
 )
 @click.option(
     "--heartbeat",
-    type=click.FloatRange(0.1, 600.0),
+    type=click.FloatRange(min=0.1),
     default=10.0,
     show_default=True,
-    help="Seconds between this worker's heartbeats (keep it well under the API servers' --stalled-after).",
+    help="Seconds between this worker's heartbeats, at most 30 (it counts as running for a "
+    "minute after its last one); keep it well under the API servers' --stalled-after.",
 )
 @click.option(
     "--shutdown-grace",
@@ -114,14 +115,20 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from .console import CliUsageError, given_as, writing_output
+    from ..database_urls import is_postgres
+    from .console import CliUsageError, writing_output
 
+    refuse_database_url(database_url)  # before the server's imports: said at once
+    if not is_postgres(database_url):
+        raise CliUsageError(
+            "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
+        )
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.non_dumpable import make_non_dumpable
         from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
-        from ..server.store.urls import database_url_problem, is_postgres
+        from ..server.store.engine import LIVE_WITHIN, LONGEST_HEARTBEAT
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
@@ -133,14 +140,12 @@ def worker(
         raise click.ClickException(
             f"the worker needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
-    check_simulate_or_binary(simulate, agent_binary)
-    problem = database_url_problem(database_url)
-    if problem is not None:
-        raise CliUsageError(f"{given_as('database_url', '--database-url')} {problem}")
-    if not is_postgres(database_url):
+    if heartbeat > LONGEST_HEARTBEAT:
         raise CliUsageError(
-            "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
-        )
+            f"--heartbeat {heartbeat:g} is over {LONGEST_HEARTBEAT:g}: a worker counts as running "
+            f"for {LIVE_WITHIN:g} s after its last heartbeat (a schema upgrade waits for the "
+            "running ones, docs/distributed.md), so two heartbeats must fit in that time")
+    check_simulate_or_binary(simulate, agent_binary)
     missing = first_missing(QUEUE_MODULES)
     if missing is not None:
         raise click.ClickException(
@@ -244,10 +249,10 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
         >>> stopped_message(ValueError("no such queue"), url, started=True)
         'the worker stopped: no such queue (ValueError)'
     """
+    from ..database_urls import shown_url
     from ..server.dispatch.worker_logs import is_database_error
     from ..server.store import describe_error
     from ..server.store.errors import answers_later
-    from ..server.store.urls import shown_url
 
     what, shown = describe_error(error), shown_url(database_url)
     then = f"; {SUPERVISE}" if answers_later(error) else ""

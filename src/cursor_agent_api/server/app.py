@@ -148,6 +148,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
         # on the origin that holds the token cookie. /openapi.json is the description.
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,  # served below: its session cookie named as each browser's is
     )
     app.openapi = functools.partial(_openapi, app)  # type: ignore[method-assign]
     app.state.settings = settings
@@ -194,7 +195,11 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
     @app.exception_handler(BodyTooLargeError)
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
-        return _error(ApiError(413, "body_too_large", str(exc)))
+        return _error(ApiError(413, exc.code, str(exc)))  # (body_too_large, prompt_too_large)
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def _openapi_json(request: Request) -> JSONResponse:
+        return JSONResponse(openapi_for(app, request.headers.get("host", "")))
 
     app.include_router(routes.router)
     app.include_router(websocket.router)
@@ -214,7 +219,9 @@ def create_app(settings: ServerSettings) -> FastAPI:
 
 
 def security_schemes(port: int) -> dict[str, Any]:
-    """How a request authenticates (docs/server.md, "Security"): any one of these.
+    """How a request authenticates (docs/server.md, "Security"): any one of these. The
+    session cookie's name is that of a browser that reaches the server on ``port``
+    (:func:`openapi_for` names it for each request).
 
     Example:
         >>> security_schemes(8765)["session"]["name"]
@@ -226,8 +233,12 @@ def security_schemes(port: int) -> dict[str, Any]:
         "token_query": {"type": "apiKey", "in": "query", "name": "token",
                         "description": "the token in the query (?token=…): for WebSockets and links"},
         "session": {"type": "apiKey", "in": "cookie", "name": cookie_name(port),
-                    "description": "the session cookie POST /api/auth/login sets (HttpOnly); its "
-                                   "name ends with the port the browser sees"},
+                    "description": "the session cookie POST /api/auth/login sets (HttpOnly), "
+                                   "named cursor_agent_api_session_<PORT>: PORT is the port in "
+                                   "the Host header the browser sends (the one in its address: "
+                                   "a port forward's, a proxy's), or the server's own when the "
+                                   "Host names none. The name here is the one for the Host "
+                                   "this document was asked with"},
     }
 
 
@@ -249,6 +260,26 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         doc["security"] = [{name: []} for name in schemes]
         app.openapi_schema = doc
     return app.openapi_schema
+
+
+def openapi_for(app: FastAPI, host: str) -> dict[str, Any]:
+    """``/openapi.json`` for a request whose ``Host`` header is ``host``: the document
+    (:func:`_openapi`), its session scheme naming the cookie a browser at that address gets
+    (:meth:`~.auth.Auth.cookie_name_for`, the rule the sign-in follows; the bound port can
+    differ: a port forward, a proxy, ``--port 0``).
+
+    Example:
+        >>> from cursor_agent_api.server.settings import ServerSettings
+        >>> app = create_app(ServerSettings(token="t", port=8765, database_url="sqlite+aiosqlite://"))
+        >>> scheme = lambda host: openapi_for(app, host)["components"]["securitySchemes"]["session"]
+        >>> scheme("127.0.0.1:19765")["name"], scheme("agent.example")["name"]
+        ('cursor_agent_api_session_19765', 'cursor_agent_api_session_8765')
+    """
+    doc = app.openapi()
+    components = doc["components"]
+    schemes = components["securitySchemes"]
+    session = {**schemes["session"], "name": app.state.auth.cookie_name_for(host)}
+    return {**doc, "components": {**components, "securitySchemes": {**schemes, "session": session}}}
 
 
 def _error(exc: StarletteHTTPException) -> JSONResponse:

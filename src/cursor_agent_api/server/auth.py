@@ -47,11 +47,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from ..database_urls import is_postgres
 from .checks.host import host_port
 from .session_watch import SESSIONS_CHANNEL, SessionListener, SessionWatch, SessionWatches
 from .settings import ServerSettings
 from .store import describe_error
-from .store.urls import is_postgres
 
 if TYPE_CHECKING:
     from .store import Store

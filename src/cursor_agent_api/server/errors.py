@@ -71,7 +71,8 @@ CODES: dict[str, tuple[int, str]] = {
                               "a cancel or a restart)"),
     # 413
     "body_too_large": (413, "the body is over max_body_bytes"),
-    "prompt_too_large": (413, "the prompt is over max_prompt_bytes"),
+    "prompt_too_large": (413, "the prompt is over max_prompt_bytes, or its request's body (the "
+                              "prompt and nothing else) over max_body_bytes"),
     # 422
     "invalid_request": (422, "the request does not fit the API (errors lists the problems)"),
     "body_not_json": (422, "the body was not sent as JSON: send it with "

@@ -453,7 +453,7 @@ async def create_chat(body: ChatCreate, request: Request) -> dict[str, Any]:
 ChatsCursor = Annotated[
     str | None,
     Query(
-        pattern=r"^[0-9]{1,19}:[A-Za-z0-9-]{1,36}$",
+        pattern=r"^-?[0-9]{1,19}:[A-Za-z0-9-]{1,36}$",  # (a clock before 1970: negative)
         description="the next_before of the previous page: this page starts after its last chat",
     ),
 ]
@@ -474,7 +474,7 @@ async def list_chats(
     key = None
     if before is not None:
         at, chat_id = before.split(":", 1)
-        if int(at) > MAX_SEQ:
+        if not -MAX_SEQ - 1 <= int(at) <= MAX_SEQ:  # the column's range (BIGINT)
             raise ApiError(422, "invalid_cursor", "before must be the next_before of a page of "
                            "GET /api/chats", loc=("query", "before"))
         key = (int(at), chat_id)

@@ -72,7 +72,7 @@ def default_database_url(name: str = "server.sqlite3") -> str:
         >>> default_database_url().startswith("sqlite+aiosqlite:///")
         True
     """
-    from .store.urls import sqlite_url
+    from ..database_urls import sqlite_url
 
     return sqlite_url(home_dir() / name)
 
@@ -89,7 +89,7 @@ def earlier_default_database(database_url: str) -> str | None:
     """
     from platformdirs import user_data_dir
 
-    from .store.urls import sqlite_path, sqlite_url
+    from ..database_urls import sqlite_path, sqlite_url
 
     path = sqlite_path(database_url)  # the form of default_database_url()
     if path is None:

@@ -1,6 +1,8 @@
 """The request-size check: no HTTP request body larger than ``max_body_bytes`` reaches the app.
 
-* A declared ``Content-Length`` over the limit is 413 at once, one that is not a
+* A declared ``Content-Length`` over the limit is 413 (``body_too_large``; on ``POST …/runs``,
+  whose body is the prompt and nothing else, ``prompt_too_large``, as the route's own check
+  of the prompt answers) at once, one that is not a
   decimal number 400; a body that turns out longer than declared raises
   :class:`BodyTooLargeError` while the app reads it (the app answers 413).
 * A state-changing request without a length (chunked) is read here first,
@@ -25,7 +27,11 @@ _RUNS = re.compile(r"/api/chats/[^/]+/runs/?")
 
 
 class BodyTooLargeError(Exception):
-    """Raised while reading a request body past the limit (answered with 413)."""
+    """Raised while reading a request body past the limit (answered with 413 and ``code``)."""
+
+    def __init__(self, message: str, code: str = "body_too_large") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class BodySizeLimit:
@@ -35,6 +41,26 @@ class BodySizeLimit:
         self.app = app
         self.limit = limit
         self.prompt_limit = prompt_limit
+
+    def refusal(self, scope: Scope) -> BodyTooLargeError:
+        """The 413's message and code: ``prompt_too_large`` for a prompt (the message names
+        the prompt), ``body_too_large`` for any other body.
+
+        Example:
+            >>> told = BodySizeLimit(None, 10, 8).refusal(  # type: ignore[arg-type]
+            ...     {"method": "POST", "path": "/api/chats/c/runs"})
+            >>> told.code, str(told).startswith("the prompt is too long")
+            ('prompt_too_large', True)
+            >>> BodySizeLimit(None, 10).refusal({"method": "PUT"}).code  # type: ignore[arg-type]
+            'body_too_large'
+        """
+        code = "prompt_too_large" if self._is_prompt(scope) else "body_too_large"
+        return BodyTooLargeError(self.too_large(scope), code)
+
+    def _is_prompt(self, scope: Scope | None) -> bool:
+        """Whether the request is ``POST …/runs`` (its body: a prompt), with a prompt limit."""
+        return (self.prompt_limit is not None and scope is not None
+                and scope.get("method") == "POST" and bool(_RUNS.fullmatch(scope.get("path", ""))))
 
     def too_large(self, scope: Scope | None = None) -> str:
         r"""The 413's message; for a prompt (``POST …/runs``) it names the prompt's own limit.
@@ -52,8 +78,7 @@ class BodySizeLimit:
             'the prompt is too long: request body larger than 10 bytes (--max-body-bytes)'
         """
         text = f"request body larger than {self.limit} bytes"
-        if (self.prompt_limit is not None and scope is not None
-                and scope.get("method") == "POST" and _RUNS.fullmatch(scope.get("path", ""))):
+        if self._is_prompt(scope) and self.prompt_limit is not None:
             if self.prompt_limit >= self.limit:  # the body's limit is the one it passed
                 return f"the prompt is too long: {text} (--max-body-bytes)"
             return (f"the prompt is too long: {text}; a prompt may be at most "
@@ -70,16 +95,20 @@ class BodySizeLimit:
                 await deny(scope, send, 400, "invalid Content-Length", code="invalid_content_length")
                 return
             if int(length) > self.limit:
-                await deny(scope, send, 413, self.too_large(scope))
+                await self._deny(scope, send)
                 return
             receive = self._limited(receive, scope)
         elif scope.get("method", "GET") not in SAFE_METHODS:
             buffered = await self._read_bounded(receive)
             if buffered is None:
-                await deny(scope, send, 413, self.too_large(scope))
+                await self._deny(scope, send)
                 return
             receive = buffered
         await self.app(scope, receive, send)
+
+    async def _deny(self, scope: Scope, send: Send) -> None:
+        refused = self.refusal(scope)
+        await deny(scope, send, 413, str(refused), code=refused.code)
 
     async def _read_bounded(self, receive: Receive) -> Receive | None:
         """The whole body, read now, replayed to the app; ``None`` past the limit."""
@@ -118,7 +147,7 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise BodyTooLargeError(self.too_large(scope))
+                    raise self.refusal(scope)
             return message
 
         return limited

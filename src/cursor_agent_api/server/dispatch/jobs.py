@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..store.urls import libpq_url
+from ...database_urls import libpq_url
 
 TASK_NAME = "cursor_agent_api.run"
 """The one task: run the stored run ``run_id``."""

@@ -9,8 +9,8 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
 * :mod:`.chats`, :mod:`.runs`: their rows (:mod:`.run_order`: a chat's runs a page at a time;
   :mod:`.chat_deletes`: a chat deleted with all of it);
   :mod:`.claims`: the distributed queue's;
-  :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN;
-  :mod:`.urls`: database URLs;
+  :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN
+  (database URLs: :mod:`cursor_agent_api.database_urls`, text only, for the CLI too);
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values
   the store takes and gives; :mod:`.errors`, :mod:`.health`, :mod:`.memory`: what can go
   wrong, whether writes succeed, big values' memory.

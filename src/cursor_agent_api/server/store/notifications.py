@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy import text
 
+from ...database_urls import libpq_url
 from .engine import StoreEngine
-from .urls import libpq_url
 
 _NOTIFY = text("SELECT pg_notify(:channel, :payload)")
 
