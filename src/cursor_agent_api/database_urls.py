@@ -9,10 +9,9 @@ the URL never appear in the message. An SQLite URL must name a file: without one
 unset in ``sqlite+aiosqlite:///$DB``) or with ``:memory:``, SQLite keeps the database in memory
 and every chat would be lost when the server stops, so it is refused too.
 
-Only text is read and written here: the URL is parsed and rendered as SQLAlchemy's
-``make_url`` and ``URL.render_as_string`` do (:class:`_Url`), without importing SQLAlchemy
-(nor the server), so ``serve`` and ``worker`` refuse a wrong URL before they load either
-(``tests/cli/test_database_urls.py`` checks both: the same parse, and nothing heavy loaded).
+It lives outside the server package, and reads URLs with SQLAlchemy's own ``make_url`` (its URL
+module only: no dialect, no driver), so that ``serve`` and ``worker`` refuse a wrong URL before
+they import the server, FastAPI or uvicorn (``tests/cli/test_lazy_imports.py``).
 
 Example:
     >>> database_url_problem("sqlite:///x.db")
@@ -27,96 +26,15 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
-from dataclasses import dataclass, replace
-from urllib.parse import parse_qs, quote, unquote
+from urllib.parse import unquote
+
+from sqlalchemy.engine.url import URL, make_url
+from sqlalchemy.exc import ArgumentError
 
 SQLITE_DRIVER = "sqlite+aiosqlite"
 POSTGRES_DRIVER = "postgresql+asyncpg"
 POSTGRES_EXTRA = "pip install 'cursor-agent-api[postgres]'"
 _FORMS = "sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
-
-_PATTERN = re.compile(  # SQLAlchemy's own (sqlalchemy.engine.url._parse_url)
-    r"""
-        (?P<name>[\w\+]+)://
-        (?:
-            (?P<username>[^:/]*)
-            (?::(?P<password>[^@]*))?
-        @)?
-        (?:
-            (?:
-                \[(?P<ipv6host>[^/\?]+)\] |
-                (?P<ipv4host>[^/:\?]+)
-            )?
-            (?::(?P<port>[^/\?]*))?
-        )?
-        (?:/(?P<database>[^\?]*))?
-        (?:\?(?P<query>.*))?
-        """,
-    re.X,
-)
-
-
-@dataclass(frozen=True)
-class _Url:
-    """A database URL's parts, parsed as SQLAlchemy's ``make_url`` parses them (user, password
-    and database unescaped), rendered as its ``render_as_string`` renders them (the query kept
-    as it was written). :meth:`parse` raises ``ValueError`` for what is no URL.
-
-    Example:
-        >>> url = _Url.parse("postgresql+asyncpg://me:p%40ss@[::1]:5432/app?sslmode=require")
-        >>> url.password, url.host, url.port, url.database, url.params()
-        ('p@ss', '::1', 5432, 'app', {'sslmode': ['require']})
-        >>> url.render(hide_password=False)
-        'postgresql+asyncpg://me:p%40ss@[::1]:5432/app?sslmode=require'
-        >>> _Url.parse("no url")
-        Traceback (most recent call last):
-        ValueError: not a database URL: 'no url'
-    """
-
-    drivername: str
-    username: str | None = None
-    password: str | None = None
-    host: str | None = None
-    port: int | None = None
-    database: str | None = None
-    query: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> _Url:
-        match = _PATTERN.match(text)
-        if match is None:
-            raise ValueError(f"not a database URL: {text!r}")
-        part = match.groupdict()
-        username, password, database = (None if part[k] is None else unquote(part[k])
-                                        for k in ("username", "password", "database"))
-        port = int(part["port"]) if part["port"] else None  # (ValueError: not a number)
-        return cls(part["name"], username, password, part["ipv4host"] or part["ipv6host"], port,
-                   database, part["query"])
-
-    @property
-    def backend(self) -> str:
-        """The database's name, without the driver (``postgresql`` of ``postgresql+asyncpg``)."""
-        return self.drivername.partition("+")[0]
-
-    def params(self) -> dict[str, list[str]]:
-        """The query's parameters (blank ones left out, as SQLAlchemy leaves them)."""
-        return parse_qs(self.query or "")
-
-    def render(self, *, hide_password: bool) -> str:
-        text = self.drivername + "://"
-        if self.username is not None:
-            text += quote(self.username, safe=" +")
-            if self.password is not None:
-                text += ":" + ("***" if hide_password else quote(self.password, safe=" +"))
-            text += "@"
-        if self.host is not None:
-            text += f"[{self.host}]" if ":" in self.host else self.host
-        if self.port is not None:
-            text += f":{self.port}"
-        if self.database is not None:
-            text += "/" + quote(self.database, safe=" +/")
-        return text + (f"?{self.query}" if self.query else "")
 
 
 def sqlite_url(path: os.PathLike[str] | str) -> str:
@@ -129,7 +47,8 @@ def sqlite_url(path: os.PathLike[str] | str) -> str:
         >>> sqlite_path(sqlite_url("/d/a%41b#c"))
         '/d/a%41b#c'
     """
-    return _Url(SQLITE_DRIVER, database=os.fspath(path)).render(hide_password=False)
+    url = URL.create(SQLITE_DRIVER, database=os.fspath(path))
+    return url.render_as_string(hide_password=False)
 
 
 def sqlite_path(database_url: str) -> str | None:
@@ -140,20 +59,20 @@ def sqlite_path(database_url: str) -> str | None:
         ('/d/what?now/db', None)
     """
     try:
-        url = _Url.parse(database_url)
-    except ValueError:
+        url = make_url(database_url)
+    except ArgumentError:
         return None
     return url.database or None if url.drivername == SQLITE_DRIVER else None
 
 
-def _shown(url: _Url) -> str:
+def _shown(url: URL) -> str:
     """The URL as it may be shown: no password, and no query (``?password=…`` is one).
 
     Example:
-        >>> _shown(_Url.parse("postgres://me:pw@db/app?password=pw&sslmode=require"))
+        >>> _shown(make_url("postgres://me:pw@db/app?password=pw&sslmode=require"))
         'postgres://me:***@db/app?…'
     """
-    text = replace(url, query=None).render(hide_password=True)
+    text = url.set(query={}).render_as_string(hide_password=True)
     return f"{text}?…" if url.query else text
 
 
@@ -161,7 +80,7 @@ def database_url_problem(url: str) -> str | None:
     """What is wrong with ``url`` and how to fix it, in one line; ``None`` if it is usable.
 
     Only the URL's text is read (its scheme compared as a string): no SQLAlchemy dialect is
-    loaded (nor SQLAlchemy), so an unknown scheme is this line, not a ``NoSuchModuleError`` traceback. (The
+    loaded, so an unknown scheme is this line, not a ``NoSuchModuleError`` traceback. (The
     examples below wrap the one line.)
 
     Example:
@@ -193,18 +112,18 @@ def database_url_problem(url: str) -> str | None:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
         return f"not a URL: for an SQLite file use {sqlite_url(path)}"
     try:
-        parsed = _Url.parse(url)
-    except ValueError:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
         return f"not a database URL: use {_FORMS}"
     shown = _shown(parsed)
     backend, _, driver = parsed.drivername.partition("+")  # text: no dialect is loaded
     if backend == "sqlite":
         if driver != "aiosqlite":
-            fixed = _shown(replace(parsed, drivername=SQLITE_DRIVER))
+            fixed = _shown(parsed.set(drivername=SQLITE_DRIVER))
             return f"{shown} has no async driver: use {fixed}"
         return _sqlite_file_problem(parsed, shown)
     if backend in ("postgresql", "postgres"):
-        fixed = _shown(replace(parsed, drivername=POSTGRES_DRIVER))
+        fixed = _shown(parsed.set(drivername=POSTGRES_DRIVER))
         if backend == "postgres":  # Heroku's, Render's, Fly's DATABASE_URL; SQLAlchemy has none
             extra = "" if driver == "asyncpg" else f" (the postgres extra: {POSTGRES_EXTRA})"
             return f"{shown}: the scheme is postgresql, not postgres: use {fixed}{extra}"
@@ -219,14 +138,14 @@ def database_url_problem(url: str) -> str | None:
     return f"{shown}: unsupported database; use {_FORMS}"
 
 
-def _sqlite_file_problem(url: _Url, shown: str) -> str | None:
+def _sqlite_file_problem(url: URL, shown: str) -> str | None:
     """Why an SQLite URL names no file that outlives the process (none, or in memory)."""
     database = url.database or ""
     if not database.strip():
         return (f"{shown} names no database file (SQLite would keep it in memory, and lose "
                 f"every chat when the server stops): use {SQLITE_DRIVER}:///PATH")
     if database == ":memory:" or database.startswith("file::memory:") \
-            or url.params().get("mode") == ["memory"]:
+            or url.query.get("mode") == "memory":
         return (f"{unquote(shown)} is an in-memory database (every chat lost when the server "
                 f"stops): use {SQLITE_DRIVER}:///PATH")
     return None
@@ -239,7 +158,7 @@ def shown_url(url: str) -> str:
         >>> shown_url("postgresql+asyncpg://me:secret@db/app")
         'postgresql+asyncpg://me:***@db/app'
     """
-    return _shown(_Url.parse(url))
+    return _shown(make_url(url))
 
 
 def holds_password(url: str) -> bool:
@@ -252,10 +171,10 @@ def holds_password(url: str) -> bool:
         True
     """
     try:
-        parsed = _Url.parse(url)
-    except ValueError:  # (said elsewhere: database_url_problem)
+        parsed = make_url(url)
+    except Exception:  # (said elsewhere: database_url_problem)
         return False
-    return bool(parsed.password) or "password" in parsed.params()
+    return bool(parsed.password) or "password" in parsed.query
 
 
 def libpq_url(database_url: str) -> str:
@@ -263,7 +182,7 @@ def libpq_url(database_url: str) -> str:
 
     The password stays in the URL given to the drivers; it is never printed.
     """
-    return replace(_Url.parse(database_url), drivername="postgresql").render(hide_password=False)
+    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
 def is_postgres(database_url: str) -> bool:
@@ -273,4 +192,4 @@ def is_postgres(database_url: str) -> bool:
         >>> is_postgres("sqlite+aiosqlite:///x.db"), is_postgres("postgresql+asyncpg://h/db")
         (False, True)
     """
-    return _Url.parse(database_url).backend in ("postgresql", "postgres")
+    return make_url(database_url).get_backend_name() in ("postgresql", "postgres")

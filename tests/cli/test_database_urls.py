@@ -70,30 +70,3 @@ def test_from_the_environment_it_names_the_variable(cli_env: dict[str, str],
     assert line.startswith("Error: CURSOR_AGENT_API_DATABASE_URL postgres://me:***@")
     assert "use postgresql+asyncpg://" in line and "hunter2" not in line
 
-
-SAME_PARSE = [
-    "postgresql+asyncpg://me:p%40ss%2Fw@db.example:5432/app?sslmode=require&password=x",
-    "postgres://me@[::1]:5432/app",
-    "sqlite+aiosqlite:////d/what%3Fnow/50%25 off/server.sqlite3",
-    "sqlite+aiosqlite:///relative/x.db",
-    "sqlite+aiosqlite://",
-    "postgresql+asyncpg://user with space:pw+plus@h/db",
-    "foo://",
-]
-
-
-@pytest.mark.parametrize("url", SAME_PARSE)
-def test_the_text_parse_is_sqlalchemys(url: str) -> None:
-    """database_urls reads and writes URLs without SQLAlchemy: as SQLAlchemy does."""
-    from sqlalchemy.engine import make_url
-
-    from cursor_agent_api.database_urls import _Url
-
-    ours, theirs = _Url.parse(url), make_url(url)
-    assert (ours.drivername, ours.username, ours.password, ours.host, ours.port, ours.database) \
-        == (theirs.drivername, theirs.username, theirs.password, theirs.host, theirs.port,
-            theirs.database)
-    assert {k: v[-1] for k, v in ours.params().items()} == dict(theirs.query)
-    without_query = theirs.set(query={})
-    assert ours.__class__(**{**ours.__dict__, "query": None}).render(hide_password=False) \
-        == without_query.render_as_string(hide_password=False)

@@ -96,12 +96,12 @@ def test_sessions_imports_no_server_nor_markdown(tmp_path: Path, cli_env: dict[s
 def test_a_refused_database_url_imports_no_server(tmp_path: Path, cli_env: dict[str, str],
                                                   command: str, url: str) -> None:
     """``serve`` and ``worker`` refuse a database URL they cannot use before they import the
-    server (FastAPI, uvicorn) or SQLAlchemy: the one line comes at once (it took over a
-    second, all of it imports)."""
+    server (FastAPI, uvicorn, the app): the one line comes at once (it took over a second, all
+    of it imports). SQLAlchemy's URL module, which reads the URL, is the one import it needs."""
     modules = _imported(tmp_path, cli_env, command, "--simulate", "--database-url", url)
     assert "cursor_agent_api.cli.serve" in modules  # (the refusal itself: test_database_urls)
     assert _loaded(modules, "cursor_agent_api.server", "cursor_agent_api.runtime", "fastapi",
-                   "starlette", "uvicorn", "sqlalchemy") == []
+                   "starlette", "uvicorn", "sqlalchemy.ext.asyncio", "sqlalchemy.orm") == []
 
 
 def test_each_listed_line_is_the_subcommands_own() -> None:

@@ -1,5 +1,6 @@
 """The store owns all SQL: no module outside ``server/store/`` imports SQLAlchemy or a database
-driver (the schema aside: ``server/models.py`` and the migrations), and the store imports
+driver (the schema aside: ``server/models.py`` and the migrations; and the database URLs'
+module, which reads URLs with SQLAlchemy's URL class and nothing else of it), and the store imports
 neither the fold (``server/turns.py``) nor the page's views: only the protocol's types, the
 schema and itself.
 
@@ -21,8 +22,12 @@ STORE_MAY_IMPORT = (
     "cursor_agent_api.protocol",
     "cursor_agent_api.server.models",
     "cursor_agent_api.server.sqlite_file",
-    "cursor_agent_api.database_urls",  # text only (no SQL, no import of its own)
+    "cursor_agent_api.database_urls",
 )
+# The URLs' module, outside the server so the CLI can check a URL before importing it, reads
+# URLs as SQLAlchemy does, with its URL class: no SQL.
+URLS = "cursor_agent_api.database_urls"
+URLS_MAY_IMPORT = ("sqlalchemy.engine.url", "sqlalchemy.exc")
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -74,6 +79,8 @@ def violations(root: Path = SRC) -> list[str]:
             if _within(name, STORE):
                 if _within(imported, "cursor_agent_api") and not _within(imported, STORE_MAY_IMPORT):
                     out.append(f"{name} (the store) imports {imported}")
+            elif name == URLS and _within(imported, URLS_MAY_IMPORT):
+                continue
             elif not _within(name, SCHEMA) and _within(imported, DATABASE_LIBRARIES):
                 out.append(f"{name} imports {imported}: its SQL belongs in {STORE}")
     return out

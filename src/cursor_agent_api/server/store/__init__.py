@@ -10,7 +10,7 @@ migrations) imports SQLAlchemy (``tests/server/test_sql_owner.py`` checks it).
   :mod:`.chat_deletes`: a chat deleted with all of it);
   :mod:`.claims`: the distributed queue's;
   :mod:`.auth_sessions`: the browser sessions'; :mod:`.notifications`: NOTIFY and LISTEN
-  (database URLs: :mod:`cursor_agent_api.database_urls`, text only, for the CLI too);
+  (database URLs: :mod:`cursor_agent_api.database_urls`, outside the server, for the CLI too);
 * :mod:`.records`, :mod:`.cuts`, :mod:`.encoding`, :mod:`.keys`, :mod:`.ids`: the values
   the store takes and gives; :mod:`.errors`, :mod:`.health`, :mod:`.memory`: what can go
   wrong, whether writes succeed, big values' memory.
