@@ -31,8 +31,8 @@ from cursor_agent_api import (
     query,
     query_stream,
 )
-from cursor_agent_api.runtime.script import Script, ScriptTransport
 from cursor_agent_api.sim import messages, wire
+from cursor_agent_api.testing import Script, ScriptTransport
 
 SID = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 INIT = wire.system_init(SID, "/ws", "Auto")

@@ -208,9 +208,10 @@ class ProcessListener(Protocol):
 
 
 class RunProcess(Protocol):
-    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or the script
-    transport's in-memory stand-in (:class:`~.script.ScriptProcess`). ``pid``/``pgid`` are
-    ``None`` without a process; :meth:`release` lets go at once (the loop shuts down)."""
+    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or a stand-in
+    (the script transport's :class:`~cursor_agent_api.testing.script.ScriptProcess`).
+    ``pid``/``pgid`` are ``None`` without a process; :meth:`release` lets go at once (the
+    loop shuts down)."""
 
     @property
     def pid(self) -> int | None: ...

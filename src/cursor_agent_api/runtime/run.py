@@ -21,9 +21,9 @@ agent reaped and its group empty). How a turn ends:
   ``keep_content=False``); past it, the same: the stream goes on, ``ProtocolError``.
 
 It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
-process for another (the script transport's in-memory agent, :mod:`.script`) and keeps every
-rule above. The sync and the async faces read the events it hands to its sink: stdout has one
-reader, the loop.
+process for another (the script transport's in-memory agent, :mod:`cursor_agent_api.testing`)
+and keeps every rule above. The sync and the async faces read the events it hands to its sink:
+stdout has one reader, the loop.
 
 What does not live here: argv/env (:mod:`.argv`), the stop rules
 (:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync

@@ -15,11 +15,13 @@ any project that has ``cursor-agent-api`` and pytest installed — no import nee
 * ``make_cursor_sim_config`` — a factory: ``make_cursor_sim_config(fault=..., script=...,
   speed=..., **AgentConfig_fields)``.
 
-And two plain helpers for any harness, which work without pytest: :func:`sim_binary` (where
+And plain helpers for any harness, which work without pytest: :func:`sim_binary` (where
 the ``cursor-agent-sim`` executable is) and :func:`sim_env` (the environment variables that
-select a fault, a script, a speed and a config dir). They live in
-:mod:`cursor_agent_api.sim.harness`; this module imports pytest only to define the fixtures,
-and only when pytest is installed.
+select a fault, a script, a speed and a config dir), which live in
+:mod:`cursor_agent_api.sim.harness`; and :class:`ScriptTransport` with its :class:`Script`
+(:mod:`.script`: an in-memory agent playing given lines, no process, passed as
+``AgentConfig(transport=...)``). This module imports pytest only to define the fixtures, and
+only when pytest is installed.
 
 Example:
     >>> sim_env(fault="crash", config_dir="/tmp/cfg")
@@ -30,9 +32,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sim.harness import sim_binary, sim_env
+from ..sim.harness import sim_binary, sim_env
+from .script import Script, ScriptTransport
 
-__all__ = ["sim_binary", "sim_env"]
+__all__ = ["Script", "ScriptTransport", "sim_binary", "sim_env"]
 
 _FIXTURES = (
     "cursor_sim_config",
@@ -44,7 +47,7 @@ _FIXTURES = (
 )
 
 try:
-    from . import _testing_fixtures as _fixtures
+    from .. import _testing_fixtures as _fixtures
 except ModuleNotFoundError as e:  # the default install has no pytest: the helpers still work
     if e.name != "pytest":
         raise
