@@ -1,6 +1,7 @@
 """The runtime: agent processes and the lifecycle of a turn. Knows processes, nothing of HTTP.
 
-* :mod:`.argv` — argv and environment of the agent (prompt on stdin, key in the env);
+* :mod:`.argv` — what the agent starts with: binary, argv, environment (prompt on stdin, key
+  in the env), and the one check that its workspace is there;
 * :mod:`.process` — spawn in a new process group, signal the group, reap; on Linux through
   the owner guard (:mod:`._guard`, a script): the agent's group goes when its owner dies;
 * :mod:`.groups` — the one ``/proc`` reader (start times, group members) and the one
@@ -15,8 +16,7 @@
 * :mod:`.transport` — the seam: :class:`Turn`, :class:`Transport`, the subprocess transport
   (whose turn is :class:`AgentRun`) and :func:`transport_for`, the one place a config picks one;
 * :mod:`.portal` — the private event-loop thread the sync API drives it on;
-* :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``;
-* :mod:`.workspace` — the one check that a workspace is there, before either transport starts.
+* :mod:`.commands` — the short subcommands: ``status``, ``models``, ``create-chat``.
 
 The package exports what is public: the transport seam a transport author plugs into
 (:class:`Transport`, :class:`Turn`, :class:`SubprocessTransport`, :func:`transport_for`, and

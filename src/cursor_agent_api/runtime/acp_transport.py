@@ -73,10 +73,9 @@ from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_setup import SessionSetups
 from .acp_steering import Steering
-from .argv import build_env, global_flags, resolve_binary, trailing_flags
+from .argv import build_env, check_workspace, global_flags, resolve_binary, trailing_flags
 from .groups import held_by_this_process, stop_groups
 from .stderr import CLASSIFIED_CHARS, known_failure
-from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from ..protocol import AgentEvent

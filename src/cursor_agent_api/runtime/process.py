@@ -4,8 +4,7 @@ What lives here: :class:`AgentProcess` (asyncio subprocess started with
 ``start_new_session=True``, so the agent's pgid is its pid and its shell
 commands and helpers share that group). What does not: when to stop
 (:mod:`.stop_policy` decides that, once), reading ``/proc`` and stopping a group
-(:mod:`.groups`; :func:`group_alive`, :func:`group_members` and :func:`signal_group`
-are re-exported here).
+(:mod:`.groups`).
 
 Example:
     >>> normalize_exit_code(-9)
@@ -25,18 +24,9 @@ from collections.abc import Awaitable, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
-from .groups import HAVE_PROC, group_alive, group_members, signal_group, start_time, stop_groups
+from .groups import HAVE_PROC, group_alive, signal_group, start_time, stop_groups
 
-__all__ = [
-    "OWNER_GUARD",
-    "AgentProcess",
-    "ProcessListener",
-    "RunProcess",
-    "group_alive",
-    "group_members",
-    "normalize_exit_code",
-    "signal_group",
-]
+__all__ = ["OWNER_GUARD", "AgentProcess", "ProcessListener", "RunProcess", "normalize_exit_code"]
 
 _GUARD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
 
@@ -224,7 +214,7 @@ class RunProcess(Protocol):
     @property
     def exit_code(self) -> int | None: ...
     def alive(self) -> bool: ...
-    def write_stdin(self, data: bytes, *, close: bool = True) -> None: ...
+    def write_stdin(self, data: bytes) -> None: ...
     def abandon_pipes(self) -> None: ...
     def close(self) -> None: ...
     def release(self) -> None: ...

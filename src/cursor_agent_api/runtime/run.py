@@ -63,17 +63,16 @@ from ..errors import (
     TurnCancelledError,
 )
 from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
-from .argv import build_argv, build_env, resolve_binary
+from .argv import build_argv, build_env, check_workspace, resolve_binary
 from .groups import held_by_this_process, stop_groups
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
-from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
-from .workspace import check_workspace
+from .stop_policy import CLOSE_PIPES, Signal, StopPolicy, StopReason, Wait
 
-__all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
+__all__ = ["AgentRun"]
 
 _LIMIT = "{max_line_bytes|--max-line-bytes}"
 """The line limit as a ProtocolError names it: the library's parameter, the command line's flag."""
@@ -243,7 +242,7 @@ class AgentRun:
         else:
             self.process, self._stdout_transport = await self._spawn_agent(loop)
         _LIVE.add(self)
-        self.process.write_stdin(self._prompt or b"", close=True)
+        self.process.write_stdin(self._prompt or b"")
         self._task = loop.create_task(self._supervise())
 
     async def _spawn_agent(self, loop: asyncio.AbstractEventLoop
@@ -412,8 +411,7 @@ class AgentRun:
         cfg = self.config
         policy = self._policy = StopPolicy(
             started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
-            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
-            poll=POLL)
+            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace)
         if self._cancel_signal is not None:
             policy.cancel(self._cancel_signal)
         try:

@@ -198,7 +198,7 @@ class ScriptProcess:
         """True until the script has exited."""
         return not self._exited.done()
 
-    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
+    def write_stdin(self, data: bytes) -> None:
         """Take the prompt and start playing (the script "reads stdin to EOF" first).
 
         A script that cannot play (see :meth:`Script.check`, :meth:`Script.chunks`) raises
