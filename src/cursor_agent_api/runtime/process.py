@@ -2,7 +2,8 @@
 
 What lives here: :class:`AgentProcess` (asyncio subprocess started with
 ``start_new_session=True``, so the agent's pgid is its pid and its shell
-commands and helpers share that group). What does not: when to stop
+commands and helpers share that group), and the net under every agent either transport
+starts: one still running when the interpreter exits is stopped then. What does not: when to stop
 (:mod:`.stop_policy` decides that, once), reading ``/proc`` and stopping a group
 (:mod:`.groups`).
 
@@ -14,17 +15,19 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import errno
 import os
 import signal as signal_module
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
-from .groups import HAVE_PROC, group_alive, signal_group, start_time, stop_groups
+from .groups import HAVE_PROC, group_alive, held_by_this_process, signal_group, start_time, stop_groups
 
 __all__ = ["OWNER_GUARD", "AgentProcess", "ProcessListener", "RunProcess", "normalize_exit_code"]
 
@@ -268,6 +271,23 @@ class _NoListener:
 _NO_LISTENER = _NoListener()
 
 
+_RUNNING: weakref.WeakSet[AgentProcess] = held_by_this_process(weakref.WeakSet())
+"""The agents started and not let go of (:meth:`AgentProcess.close`, :meth:`AgentProcess.release`):
+the interpreter's exit stops their groups (a forked child's, none: they are its parent's)."""
+
+
+def _stop_running_at_exit() -> None:
+    """atexit: an agent still running when the interpreter exits (a sync stream left open in a
+    script, a daemon loop thread, a client's ``agent acp`` never closed) gets SIGTERM, up to
+    1 s, then SIGKILL — never an orphan."""
+    pgids = [process.pgid for process in list(_RUNNING) if process.alive()]
+    if pgids:
+        stop_groups(pgids, grace=1.0)
+
+
+atexit.register(_stop_running_at_exit)
+
+
 class AgentProcess:
     """An agent process started in a new session (its own process group).
 
@@ -382,6 +402,7 @@ class AgentProcess:
                 os.close(status_r)
             raise
         process = cls(transport, argv, exited)
+        _RUNNING.add(process)
         if cancel is not None:  # cancelled while the start completed: stop what it started
             if status_r >= 0:
                 os.close(status_r)
@@ -459,10 +480,11 @@ class AgentProcess:
     def close(self) -> None:
         """Release the transport (call once the agent has exited)."""
         if self._exited.done():
-            self.transport.close()
+            self.release()
 
     def release(self) -> None:
-        """Release the transport now (the loop is shutting down)."""
+        """Release the transport now (the loop is shutting down); the exit no longer stops it."""
+        _RUNNING.discard(self)
         self.transport.close()
 
     # ---- signals -----------------------------------------------------------------------

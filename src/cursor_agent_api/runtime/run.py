@@ -45,11 +45,9 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import signal as signal_module
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -64,7 +62,6 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, check_workspace, resolve_binary
-from .groups import held_by_this_process, stop_groups
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
@@ -97,23 +94,6 @@ def _signal_name(sig: int) -> str:
         return signal_module.Signals(sig).name
     except ValueError:
         return f"signal {sig}"
-
-
-_LIVE: weakref.WeakSet[AgentRun] = held_by_this_process(weakref.WeakSet())
-"""Runs whose agent may still be alive: the interpreter's exit stops their groups (a forked
-child's, none: they are its parent's)."""
-
-
-def _stop_live_runs_at_exit() -> None:
-    """atexit: a turn still running when the interpreter exits (a sync stream left open in a
-    script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
-    pgids = [run.process.pgid for run in list(_LIVE)
-             if run.process is not None and run.process.pgid is not None and run.result is None]
-    if pgids:
-        stop_groups(pgids, grace=1.0)
-
-
-atexit.register(_stop_live_runs_at_exit)
 
 
 class _StdoutProtocol(asyncio.Protocol):
@@ -241,7 +221,6 @@ class AgentRun:
             self.process, self._stdout_transport = await self._spawn(self)
         else:
             self.process, self._stdout_transport = await self._spawn_agent(loop)
-        _LIVE.add(self)
         self.process.write_stdin(self._prompt or b"")
         self._task = loop.create_task(self._supervise())
 
@@ -451,14 +430,12 @@ class AgentRun:
                 proc.release()
             if self._stdout_transport is not None:
                 self._stdout_transport.close()
-            _LIVE.discard(self)
             if self._sink is not None:
                 self._sink.close()
             if not self._done.done():
                 self._done.cancel()
             raise
         result = self._finish()
-        _LIVE.discard(self)
         proc.close()
         self.result = result
         if self._sink is not None:
