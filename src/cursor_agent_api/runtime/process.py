@@ -315,10 +315,8 @@ class AgentProcess:
         (143, False)
     """
 
-    def __init__(self, transport: asyncio.SubprocessTransport, argv: Sequence[str],
-                 exited: asyncio.Future[None]) -> None:
+    def __init__(self, transport: asyncio.SubprocessTransport, exited: asyncio.Future[None]) -> None:
         self.transport = transport
-        self.argv = list(argv)
         self.pid: int = transport.get_pid()
         self.pgid: int = self.pid
         # asyncio's transport has the Popen; uvloop's has none (then popen is None)
@@ -401,7 +399,7 @@ class AgentProcess:
             if status_r >= 0:
                 os.close(status_r)
             raise
-        process = cls(transport, argv, exited)
+        process = cls(transport, exited)
         _RUNNING.add(process)
         if cancel is not None:  # cancelled while the start completed: stop what it started
             if status_r >= 0:
