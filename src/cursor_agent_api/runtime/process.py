@@ -203,15 +203,11 @@ class ProcessListener(Protocol):
 class RunProcess(Protocol):
     """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or a stand-in
     (the script transport's :class:`~cursor_agent_api.testing.script.ScriptProcess`).
-    ``pid``/``pgid`` are ``None`` without a process; :meth:`release` lets go at once (the
-    loop shuts down)."""
+    ``pid`` is ``None`` without a process; :meth:`release` lets go at once (the loop shuts
+    down)."""
 
     @property
     def pid(self) -> int | None: ...
-    @property
-    def pgid(self) -> int | None: ...
-    @property
-    def popen(self) -> subprocess.Popen[bytes] | None: ...
     @property
     def has_exited(self) -> bool: ...
     @property

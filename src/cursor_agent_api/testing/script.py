@@ -37,8 +37,6 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 if TYPE_CHECKING:
-    import subprocess
-
     from ..config import AgentConfig
     from ..runtime.run import AgentRun
     from ..runtime.sinks import EventSink
@@ -165,9 +163,7 @@ class ScriptTransport:
 class ScriptProcess:
     """The scripted agent of one turn: both the run's process and its stdout reader."""
 
-    pid: int | None = None
-    pgid: int | None = None
-    popen: subprocess.Popen[bytes] | None = None
+    pid: int | None = None  # no process (and no group, no Popen)
 
     def __init__(self, transport: ScriptTransport, run: AgentRun) -> None:
         self._transport = transport
