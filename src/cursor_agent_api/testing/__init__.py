@@ -30,10 +30,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..sim.harness import sim_binary, sim_env
-from .script import Script, ScriptTransport
+
+if TYPE_CHECKING:
+    from .script import Script, ScriptTransport
 
 __all__ = ["Script", "ScriptTransport", "sim_binary", "sim_env"]
 
@@ -51,16 +53,6 @@ try:
 except ModuleNotFoundError as e:  # the default install has no pytest: the helpers still work
     if e.name != "pytest":
         raise
-
-    def __getattr__(name: str) -> Any:
-        """The fixtures without pytest: a clear ``ImportError`` instead of a missing name."""
-        if name in _FIXTURES:
-            raise ImportError(
-                f"{name} is a pytest fixture of cursor_agent_api.testing and pytest is not "
-                "installed (pip install pytest); outside pytest, use sim_binary() and sim_env()"
-            )
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 else:
     # re-exported here, where the pytest11 entry point makes pytest look for them
     cursor_sim_config = _fixtures.cursor_sim_config
@@ -70,3 +62,25 @@ else:
     make_cursor_sim_config = _fixtures.make_cursor_sim_config
     pytest_configure = _fixtures.pytest_configure
     __all__ += list(_FIXTURES)
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`Script` and :class:`ScriptTransport`, imported on first use (this module loads in
+    every pytest run, as its plugin, and they need asyncio); without pytest, a fixture's name is
+    a clear ``ImportError`` instead of a missing name.
+
+    Example:
+        >>> from cursor_agent_api.testing import ScriptTransport
+        >>> ScriptTransport(["x"], exit_code=3).script.exit_code
+        3
+    """
+    if name in ("Script", "ScriptTransport"):
+        from . import script
+
+        return getattr(script, name)
+    if name in _FIXTURES:
+        raise ImportError(
+            f"{name} is a pytest fixture of cursor_agent_api.testing and pytest is not "
+            "installed (pip install pytest); outside pytest, use sim_binary() and sim_env()"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
