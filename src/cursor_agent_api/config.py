@@ -303,7 +303,7 @@ class AgentConfig:
     ``transport`` says how a turn runs: ``"print"``, the default (``agent --print`` per turn, a
     child process), ``"acp"`` (one long-lived ``agent acp`` per client, steered: docs/acp.md), or
     a :class:`~cursor_agent_api.runtime.transport.Transport` object such as the in-memory
-    :class:`~cursor_agent_api.runtime.script.ScriptTransport` of the tests. ACP mode's
+    :class:`~cursor_agent_api.testing.ScriptTransport` of the tests. ACP mode's
     settings: ``can_use_tool``,
     ``on_question``, ``on_plan`` (callbacks, sync or async; see
     :mod:`cursor_agent_api.permissions`), ``permission_mode`` (``"deny"``, ``"allow"``,

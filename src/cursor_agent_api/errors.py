@@ -180,7 +180,7 @@ class AgentNotFoundError(AgentStartError):
 class WorkspaceNotFoundError(AgentStartError):
     """The workspace a turn (or a new chat) would run in is not an existing directory: it
     does not exist, or it is a file. Checked before the agent starts, in both transports
-    (``runtime/workspace.py``); ``errno`` is ``ENOENT`` or ``ENOTDIR``.
+    (``runtime/argv.py``); ``errno`` is ``ENOENT`` or ``ENOTDIR``.
 
     Example:
         >>> err = WorkspaceNotFoundError("the workspace directory does not exist: '/x'")

@@ -19,7 +19,7 @@ from cursor_agent_api import (
     CursorAgentError,
     TurnCancelledError,
 )
-from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.testing import Script, ScriptTransport
 
 INIT = {"type": "system", "subtype": "init", "session_id": "8b72ae6d-ab42-4854-991e-6ecf580e66c2"}
 

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from cursor_agent_api.runtime.process import OWNER_GUARD, group_members
+from cursor_agent_api.runtime.groups import group_members
+from cursor_agent_api.runtime.process import OWNER_GUARD
 
 pytestmark = pytest.mark.skipif(not OWNER_GUARD, reason="the owner guard is Linux-only")
 

@@ -31,8 +31,8 @@ from cursor_agent_api import (
     query,
     query_stream,
 )
-from cursor_agent_api.runtime.script import Script, ScriptTransport
 from cursor_agent_api.sim import messages, wire
+from cursor_agent_api.testing import Script, ScriptTransport
 
 SID = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 INIT = wire.system_init(SID, "/ws", "Auto")
@@ -381,3 +381,20 @@ def test_stream_holds_no_event_it_handed_out():
             client.query_stream("q") as s:
         seen = [holds(s, event) for event in s]
     assert len(seen) == len(lines) and not any(seen)
+
+
+def test_the_script_transport_lives_in_testing_and_loads_on_first_use() -> None:
+    """cursor_agent_api.testing is the pytest plugin every pytest run loads: it imports neither
+    the runtime nor asyncio until the script transport is asked for; the runtime's old names
+    for it are the same classes."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cursor_agent_api.testing as testing\n"
+        "print(sorted(m for m in ('asyncio', 'cursor_agent_api.runtime') if m in sys.modules))\n"
+        "from cursor_agent_api import runtime\n"
+        "print(runtime.ScriptTransport is testing.ScriptTransport, runtime.Script is testing.Script)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["[]", "True True"], done.stderr

@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from cursor_agent_api import AgentConfig, AgentProcessError, CursorAgentClient, EventType
-from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.testing import Script, ScriptTransport
 
 RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": "4", "session_id": "s"}
 

@@ -22,7 +22,7 @@ from cursor_agent_api import (
     AsyncCursorAgentClient,
     ConversationSession,
 )
-from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.testing import Script, ScriptTransport
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 LINES = [{"type": "system", "subtype": "init", "session_id": CHAT},

@@ -24,7 +24,7 @@ import pytest
 
 from cursor_agent_api import AsyncConversationSession, AsyncCursorAgentClient
 from cursor_agent_api.client import AsyncStreamingResponse
-from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.testing import Script, ScriptTransport
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 LINES = [{"type": "system", "subtype": "init", "session_id": CHAT},

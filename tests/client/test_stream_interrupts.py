@@ -16,7 +16,7 @@ import pytest
 
 from cursor_agent_api import AgentConfig, ConversationSession, CursorAgentClient
 from cursor_agent_api.protocol import AgentEvent, EventType
-from cursor_agent_api.runtime.script import Script, ScriptTransport
+from cursor_agent_api.testing import Script, ScriptTransport
 
 CHAT = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
 

@@ -80,7 +80,7 @@ def test_async_wait_under_a_timeout_leaves_the_stream_closable(sim):
 
 @pytest.mark.timeout(30)
 def test_sync_wait_refuses_a_nan_timeout():
-    from cursor_agent_api.runtime.script import ScriptTransport
+    from cursor_agent_api.testing import ScriptTransport
 
     silent = ScriptTransport([{"type": "system", "subtype": "init"}], hang=True)
     with CursorAgentClient(transport=silent) as client, client.query_stream("hi") as stream:

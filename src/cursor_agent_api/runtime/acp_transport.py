@@ -42,10 +42,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
@@ -73,10 +71,9 @@ from ..protocol.events import raw_event
 from .acp_connection import AcpConnection, RpcFailure
 from .acp_setup import SessionSetups
 from .acp_steering import Steering
-from .argv import build_env, global_flags, resolve_binary, trailing_flags
-from .groups import held_by_this_process, stop_groups
+from .argv import build_env, check_workspace, global_flags, resolve_binary, trailing_flags
+from .groups import stop_groups
 from .stderr import CLASSIFIED_CHARS, known_failure
-from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from ..protocol import AgentEvent
@@ -167,20 +164,6 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
             value = tuple(value)
         key.append((f.name, value))
     return tuple(key)
-
-
-_LIVE: weakref.WeakSet[AcpTransport] = held_by_this_process(weakref.WeakSet())
-"""Transports whose ``agent acp`` may be running: stopped at exit (not a forked child's)."""
-
-
-def _stop_live_at_exit() -> None:
-    """atexit: every ``agent acp`` still running gets SIGTERM, then SIGKILL — never an orphan."""
-    pgids = [t._conn.pid for t in list(_LIVE) if t._conn is not None and t._conn.pid is not None]
-    if pgids:
-        stop_groups([p for p in pgids if p is not None], grace=1.0)
-
-
-atexit.register(_stop_live_at_exit)
 
 
 @dataclass(slots=True)
@@ -303,7 +286,6 @@ class AcpTransport:
                 started.set_result(None)
             if spawned is not None and not spawned.done():
                 spawned.set_result(None)
-            _LIVE.add(self)
             self._watch = loop.create_task(self._watch_process(conn, self._generation))
             self._watch._log_destroy_pending = False  # type: ignore[attr-defined]  # (a loop closed as it ran)
             try:
@@ -338,7 +320,6 @@ class AcpTransport:
         conn, self._conn = self._conn, None
         if conn is not None:
             await conn.close()
-        _LIVE.discard(self)
 
     # ---- lifetime: turns, retirement, the event loop ------------------------------------
 
@@ -384,7 +365,6 @@ class AcpTransport:
             if self._turns or conn is None:
                 return
             self._conn = None
-            _LIVE.discard(self)
             await conn.close()
 
     async def _watch_process(self, conn: AcpConnection, generation: int) -> None:
@@ -400,7 +380,6 @@ class AcpTransport:
         except asyncio.CancelledError:
             if self._conn is conn:
                 self._conn = None
-                _LIVE.discard(self)
             with contextlib.suppress(Exception):
                 await conn.close()
             raise  # (the tool server's loop ends too: its MCP sessions with it)
@@ -447,7 +426,6 @@ class AcpTransport:
         if conn is not None:
             self._process_ended(self._generation)
         if conn is not None and conn.process is not None:
-            _LIVE.discard(self)
             process = conn.process
             await asyncio.to_thread(stop_groups, [process.pgid], grace=conn.kill_grace)
             with contextlib.suppress(Exception):  # its transport belongs to the old loop
@@ -668,12 +646,6 @@ class AcpTransport:
             "sessionId": session_id, "configId": config_id, "value": value}, bounded=bounded)
         self.session_setup.option_set(session_id, config_id, value, result)
         return result
-
-    async def list_sessions(self) -> list[dict[str, Any]]:
-        """``session/list``: the agent's ACP sessions (``sessionId, cwd, title, updatedAt``)."""
-        result = await self._session_request("session/list", {})
-        sessions = result.get("sessions") if isinstance(result, dict) else None
-        return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
     def answer_between_turns(self, config: AgentConfig) -> None:
         """Requests that belong to no running turn are answered by ``config``'s settings

@@ -60,9 +60,9 @@ from ..errors import (
 from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
+from .argv import check_workspace
 from .outcome import client_result_event
 from .scrub import scrub_failure
-from .workspace import check_workspace
 
 if TYPE_CHECKING:
     from .acp_connection import AcpConnection

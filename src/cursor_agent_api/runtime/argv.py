@@ -1,8 +1,10 @@
-"""Building what the agent process is started with: argv and environment.
+"""What the agent process is started with: its binary, argv, environment and workspace.
 
-What lives here: :func:`resolve_binary`, :func:`build_argv` and
-:func:`build_env`. The prompt never goes in argv (it is written on stdin, then
-stdin is closed) and neither does the API key (it goes in ``CURSOR_API_KEY``):
+What lives here: :func:`resolve_binary`, :func:`build_argv`, :func:`build_env`, and
+:func:`check_workspace`, the one check that the workspace is there, which both transports
+(print mode's :class:`~.run.AgentRun`, ACP's :class:`~.acp_turn.AcpTurn` and its process) and
+``create_chat`` make before they start anything. The prompt never goes in argv (it is written
+on stdin, then stdin is closed) and neither does the API key (it goes in ``CURSOR_API_KEY``):
 argv is visible to every local user through ``ps``. What does not: spawning
 (:mod:`.process`), the turn's lifecycle (:mod:`.run`).
 
@@ -16,16 +18,19 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 from collections.abc import Mapping
 
 from ..config import AgentConfig
+from ..errors import WorkspaceNotFoundError
 
 __all__ = [
     "FALLBACK_BINARIES",
     "build_argv",
     "build_env",
+    "check_workspace",
     "global_flags",
     "resolve_binary",
     "trailing_flags",
@@ -146,3 +151,32 @@ def build_env(config: AgentConfig, base: Mapping[str, str] | None = None) -> dic
     if config.api_key is not None:
         env["CURSOR_API_KEY"] = config.api_key
     return env
+
+
+def check_workspace(workspace: str | None) -> None:
+    """Raise :class:`~cursor_agent_api.errors.WorkspaceNotFoundError` unless ``workspace`` is
+    ``None`` (the current directory) or an existing directory: a workspace that is missing, or
+    a file, is named, the same in both modes (not the agent's stderr in one and a "binary not
+    found" from a failed ``chdir`` in the other).
+
+    Example:
+        >>> check_workspace(None), check_workspace(".")
+        (None, None)
+        >>> check_workspace("/nonexistent/dir")
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.errors.WorkspaceNotFoundError: the workspace directory does not exist: ...
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile() as f:
+        ...     check_workspace(f.name)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.errors.WorkspaceNotFoundError: the workspace is not a directory: ...
+    """
+    if workspace is None or os.path.isdir(workspace):
+        return
+    if os.path.lexists(workspace):
+        raise WorkspaceNotFoundError(f"the workspace is not a directory: {workspace!r}",
+                                     errno=errno.ENOTDIR)
+    raise WorkspaceNotFoundError(f"the workspace directory does not exist: {workspace!r}",
+                                 errno=errno.ENOENT)

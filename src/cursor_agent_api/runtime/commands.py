@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from ..config import AgentConfig, OutputFormat
 from ..errors import AgentProcessError, AgentTimeoutError, SessionError
 from ..protocol import AgentEvent, Changes, strip_ansi
-from .argv import build_env, resolve_binary
-from .run import AgentRun, StopReason
+from .argv import build_env, check_workspace, resolve_binary
+from .run import AgentRun
 from .stderr import classify_failure
+from .stop_policy import StopReason
 from .transport import run_to_end
-from .workspace import check_workspace
 
 __all__ = [
     "AccountStatus",

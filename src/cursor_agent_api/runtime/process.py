@@ -2,10 +2,10 @@
 
 What lives here: :class:`AgentProcess` (asyncio subprocess started with
 ``start_new_session=True``, so the agent's pgid is its pid and its shell
-commands and helpers share that group). What does not: when to stop
+commands and helpers share that group), and the net under every agent either transport
+starts: one still running when the interpreter exits is stopped then. What does not: when to stop
 (:mod:`.stop_policy` decides that, once), reading ``/proc`` and stopping a group
-(:mod:`.groups`; :func:`group_alive`, :func:`group_members` and :func:`signal_group`
-are re-exported here).
+(:mod:`.groups`).
 
 Example:
     >>> normalize_exit_code(-9)
@@ -15,28 +15,21 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import errno
 import os
 import signal as signal_module
 import subprocess
 import sys
+import weakref
 from collections.abc import Awaitable, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
-from .groups import HAVE_PROC, group_alive, group_members, signal_group, start_time, stop_groups
+from .groups import HAVE_PROC, group_alive, held_by_this_process, signal_group, start_time, stop_groups
 
-__all__ = [
-    "OWNER_GUARD",
-    "AgentProcess",
-    "ProcessListener",
-    "RunProcess",
-    "group_alive",
-    "group_members",
-    "normalize_exit_code",
-    "signal_group",
-]
+__all__ = ["OWNER_GUARD", "AgentProcess", "ProcessListener", "RunProcess", "normalize_exit_code"]
 
 _GUARD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_guard.py")
 
@@ -208,22 +201,19 @@ class ProcessListener(Protocol):
 
 
 class RunProcess(Protocol):
-    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or the script
-    transport's in-memory stand-in (:class:`~.script.ScriptProcess`). ``pid``/``pgid`` are
-    ``None`` without a process; :meth:`release` lets go at once (the loop shuts down)."""
+    """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or a stand-in
+    (the script transport's :class:`~cursor_agent_api.testing.script.ScriptProcess`).
+    ``pid`` is ``None`` without a process; :meth:`release` lets go at once (the loop shuts
+    down)."""
 
     @property
     def pid(self) -> int | None: ...
-    @property
-    def pgid(self) -> int | None: ...
-    @property
-    def popen(self) -> subprocess.Popen[bytes] | None: ...
     @property
     def has_exited(self) -> bool: ...
     @property
     def exit_code(self) -> int | None: ...
     def alive(self) -> bool: ...
-    def write_stdin(self, data: bytes, *, close: bool = True) -> None: ...
+    def write_stdin(self, data: bytes) -> None: ...
     def abandon_pipes(self) -> None: ...
     def close(self) -> None: ...
     def release(self) -> None: ...
@@ -277,6 +267,23 @@ class _NoListener:
 _NO_LISTENER = _NoListener()
 
 
+_RUNNING: weakref.WeakSet[AgentProcess] = held_by_this_process(weakref.WeakSet())
+"""The agents started and not let go of (:meth:`AgentProcess.close`, :meth:`AgentProcess.release`):
+the interpreter's exit stops their groups (a forked child's, none: they are its parent's)."""
+
+
+def _stop_running_at_exit() -> None:
+    """atexit: an agent still running when the interpreter exits (a sync stream left open in a
+    script, a daemon loop thread, a client's ``agent acp`` never closed) gets SIGTERM, up to
+    1 s, then SIGKILL — never an orphan."""
+    pgids = [process.pgid for process in list(_RUNNING) if process.alive()]
+    if pgids:
+        stop_groups(pgids, grace=1.0)
+
+
+atexit.register(_stop_running_at_exit)
+
+
 class AgentProcess:
     """An agent process started in a new session (its own process group).
 
@@ -304,10 +311,8 @@ class AgentProcess:
         (143, False)
     """
 
-    def __init__(self, transport: asyncio.SubprocessTransport, argv: Sequence[str],
-                 exited: asyncio.Future[None]) -> None:
+    def __init__(self, transport: asyncio.SubprocessTransport, exited: asyncio.Future[None]) -> None:
         self.transport = transport
-        self.argv = list(argv)
         self.pid: int = transport.get_pid()
         self.pgid: int = self.pid
         # asyncio's transport has the Popen; uvloop's has none (then popen is None)
@@ -390,7 +395,8 @@ class AgentProcess:
             if status_r >= 0:
                 os.close(status_r)
             raise
-        process = cls(transport, argv, exited)
+        process = cls(transport, exited)
+        _RUNNING.add(process)
         if cancel is not None:  # cancelled while the start completed: stop what it started
             if status_r >= 0:
                 os.close(status_r)
@@ -468,10 +474,11 @@ class AgentProcess:
     def close(self) -> None:
         """Release the transport (call once the agent has exited)."""
         if self._exited.done():
-            self.transport.close()
+            self.release()
 
     def release(self) -> None:
-        """Release the transport now (the loop is shutting down)."""
+        """Release the transport now (the loop is shutting down); the exit no longer stops it."""
+        _RUNNING.discard(self)
         self.transport.close()
 
     # ---- signals -----------------------------------------------------------------------

@@ -21,9 +21,9 @@ agent reaped and its group empty). How a turn ends:
   ``keep_content=False``); past it, the same: the stream goes on, ``ProtocolError``.
 
 It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
-process for another (the script transport's in-memory agent, :mod:`.script`) and keeps every
-rule above. The sync and the async faces read the events it hands to its sink: stdout has one
-reader, the loop.
+process for another (the script transport's in-memory agent, :mod:`cursor_agent_api.testing`)
+and keeps every rule above. The sync and the async faces read the events it hands to its sink:
+stdout has one reader, the loop.
 
 What does not live here: argv/env (:mod:`.argv`), the stop rules
 (:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
@@ -45,11 +45,9 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import os
 import signal as signal_module
-import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -63,17 +61,15 @@ from ..errors import (
     TurnCancelledError,
 )
 from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
-from .argv import build_argv, build_env, resolve_binary
-from .groups import held_by_this_process, stop_groups
+from .argv import build_argv, build_env, check_workspace, resolve_binary
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
 from .sinks import EventSink
 from .stderr import StderrTail, classify_failure, stderr_summary
-from .stop_policy import CLOSE_PIPES, DRAIN_GRACE, POLL, Signal, StopPolicy, StopReason, Wait
-from .workspace import check_workspace
+from .stop_policy import CLOSE_PIPES, Signal, StopPolicy, StopReason, Wait
 
-__all__ = ["DRAIN_GRACE", "AgentRun", "StopReason"]
+__all__ = ["AgentRun"]
 
 _LIMIT = "{max_line_bytes|--max-line-bytes}"
 """The line limit as a ProtocolError names it: the library's parameter, the command line's flag."""
@@ -98,23 +94,6 @@ def _signal_name(sig: int) -> str:
         return signal_module.Signals(sig).name
     except ValueError:
         return f"signal {sig}"
-
-
-_LIVE: weakref.WeakSet[AgentRun] = held_by_this_process(weakref.WeakSet())
-"""Runs whose agent may still be alive: the interpreter's exit stops their groups (a forked
-child's, none: they are its parent's)."""
-
-
-def _stop_live_runs_at_exit() -> None:
-    """atexit: a turn still running when the interpreter exits (a sync stream left open in a
-    script, a daemon loop thread) gets SIGTERM, up to 1 s, then SIGKILL — never an orphan."""
-    pgids = [run.process.pgid for run in list(_LIVE)
-             if run.process is not None and run.process.pgid is not None and run.result is None]
-    if pgids:
-        stop_groups(pgids, grace=1.0)
-
-
-atexit.register(_stop_live_runs_at_exit)
 
 
 class _StdoutProtocol(asyncio.Protocol):
@@ -242,8 +221,7 @@ class AgentRun:
             self.process, self._stdout_transport = await self._spawn(self)
         else:
             self.process, self._stdout_transport = await self._spawn_agent(loop)
-        _LIVE.add(self)
-        self.process.write_stdin(self._prompt or b"", close=True)
+        self.process.write_stdin(self._prompt or b"")
         self._task = loop.create_task(self._supervise())
 
     async def _spawn_agent(self, loop: asyncio.AbstractEventLoop
@@ -412,8 +390,7 @@ class AgentRun:
         cfg = self.config
         policy = self._policy = StopPolicy(
             started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
-            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace, drain_grace=DRAIN_GRACE,
-            poll=POLL)
+            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace)
         if self._cancel_signal is not None:
             policy.cancel(self._cancel_signal)
         try:
@@ -453,14 +430,12 @@ class AgentRun:
                 proc.release()
             if self._stdout_transport is not None:
                 self._stdout_transport.close()
-            _LIVE.discard(self)
             if self._sink is not None:
                 self._sink.close()
             if not self._done.done():
                 self._done.cancel()
             raise
         result = self._finish()
-        _LIVE.discard(self)
         proc.close()
         self.result = result
         if self._sink is not None:

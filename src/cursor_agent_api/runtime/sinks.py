@@ -61,13 +61,19 @@ class EventSink:
         self.low_water = low_water
         self._pending = 0
         self._paused_cb: Callable[[], None] | None = None
+        self._armed = 0  # how many times pause() armed a callback
         self._stopped = False
         self._lock = threading.Lock()
 
     @property
+    def backlog(self) -> int:
+        """Events (or units of weight) put and not yet consumed."""
+        return self._pending
+
+    @property
     def full(self) -> bool:
         """True while ``high_water`` or more events wait to be consumed."""
-        return self._pending >= self.high_water and not self._stopped
+        return self.backlog >= self.high_water and not self._stopped
 
     @property
     def stopped(self) -> bool:
@@ -77,9 +83,10 @@ class EventSink:
     def pause(self, on_drain: Callable[[], None]) -> bool:
         """Arm ``on_drain`` for when the backlog falls under ``low_water``; False if it has."""
         with self._lock:
-            if self._stopped or self._pending < self.low_water:
+            if self._stopped or self.backlog < self.low_water:
                 return False
             self._paused_cb = on_drain
+            self._armed += 1
             return True
 
     def _took(self, n: int) -> Callable[[], None] | None:
@@ -140,26 +147,11 @@ class ThreadEventQueue(EventSink):
         self._put_events = 0  # written by the loop's thread only
         self.handed = 0
         """Events handed out (written by the consumer only, as it lets each batch go)."""
-        self._armed = 0  # how many times pause() armed a callback
 
     @property
     def backlog(self) -> int:
         """Events put and not yet handed out."""
         return self._put_events - self.handed
-
-    @property
-    def full(self) -> bool:
-        """True while ``high_water`` or more events wait to be handed out."""
-        return self.backlog >= self.high_water and not self._stopped
-
-    def pause(self, on_drain: Callable[[], None]) -> bool:
-        """Arm ``on_drain`` for when the backlog falls under ``low_water``; False if it has."""
-        with self._lock:
-            if self._stopped or self.backlog < self.low_water:
-                return False
-            self._paused_cb = on_drain
-            self._armed += 1
-            return True
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """The loop the run lives on (where the drain callback is called)."""

@@ -9,14 +9,15 @@ Shaped like httpx's transports: the client never knows how a turn runs, only thi
 * :class:`Transport` — ``open_turn(config, prompt, sink=...)``: a turn, not started.
 * :class:`SubprocessTransport` — the agent CLI as a child process in its own group
   (:class:`~.run.AgentRun`); the default (``AgentConfig(transport="print")``).
-* :class:`~.script.ScriptTransport` — an in-memory agent playing given lines (tests).
+* :class:`~cursor_agent_api.testing.ScriptTransport` — an in-memory agent playing given lines
+  (tests; it lives in :mod:`cursor_agent_api.testing`).
 
 :func:`transport_for` is the one place a config becomes a transport.
 
 Example:
     >>> import asyncio
     >>> from cursor_agent_api.config import AgentConfig
-    >>> from cursor_agent_api.runtime.script import ScriptTransport
+    >>> from cursor_agent_api.testing import ScriptTransport
     >>> script = ScriptTransport(['{"type":"result","result":"hi"}'])
     >>> async def main():
     ...     turn = transport_for(AgentConfig(transport=script)).open_turn(AgentConfig(), "q")
@@ -94,7 +95,7 @@ async def run_to_end(turn: Turn) -> AgentResult:
     grace, SIGKILL) and waits for its end before the cancellation propagates.
 
     Example:
-        >>> from cursor_agent_api.runtime.script import ScriptTransport
+        >>> from cursor_agent_api.testing import ScriptTransport
         >>> turn = ScriptTransport(['{"type":"result","result":"hi"}']).open_turn(AgentConfig(), "q")
         >>> asyncio.run(run_to_end(turn)).result
         'hi'

@@ -1,11 +1,13 @@
 """The in-memory script transport: an agent that plays given lines, without a process.
 
-:class:`ScriptTransport` opens an :class:`~.run.AgentRun` (the same lifecycle core as the
-subprocess transport: the stop policy, the fold, the end-of-turn rules) whose "process" is
-a :class:`ScriptProcess`: it takes the prompt, writes the script's stdout lines (optionally
-``delay`` seconds apart, honouring back-pressure), its stderr, and exits with its exit
-code, or with ``128 + N`` when signal N reaches it first (unless the script ignores N;
-nothing ignores SIGKILL). With ``hang=True`` it stays silent after its lines until signalled.
+A testing aid, not part of the runtime: it plugs into the runtime's seam as any transport
+would. :class:`ScriptTransport` opens an :class:`~cursor_agent_api.runtime.run.AgentRun` (the
+same lifecycle core as the subprocess transport: the stop policy, the fold, the end-of-turn
+rules) whose "process" is a :class:`ScriptProcess`: it takes the prompt, writes the script's
+stdout lines (optionally ``delay`` seconds apart, honouring back-pressure), its stderr, and
+exits with its exit code, or with ``128 + N`` when signal N reaches it first (unless the
+script ignores N; nothing ignores SIGKILL). With ``hang=True`` it stays silent after its
+lines until signalled.
 
 A mistake in the script is a ``TypeError`` out of the turn's start, naming what is wrong (a
 line JSON cannot encode, a callable that returns no :class:`Script`, a field of the wrong
@@ -34,13 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..config import AgentConfig
-from .sinks import EventSink
-
 if TYPE_CHECKING:
-    import subprocess
-
-    from .run import AgentRun
+    from ..config import AgentConfig
+    from ..runtime.run import AgentRun
+    from ..runtime.sinks import EventSink
 
 __all__ = ["Script", "ScriptProcess", "ScriptTransport"]
 
@@ -149,8 +148,8 @@ class ScriptTransport:
 
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
                   sink: EventSink | None = None) -> AgentRun:
-        """An :class:`~.run.AgentRun` played by a :class:`ScriptProcess`."""
-        from .run import AgentRun
+        """An :class:`~cursor_agent_api.runtime.run.AgentRun` played by a :class:`ScriptProcess`."""
+        from ..runtime.run import AgentRun  # imported here: this module loads with the plugin
 
         turn = AgentRun(config, prompt, sink=sink, spawn=self._spawn)
         self.turns.append(turn)
@@ -164,9 +163,7 @@ class ScriptTransport:
 class ScriptProcess:
     """The scripted agent of one turn: both the run's process and its stdout reader."""
 
-    pid: int | None = None
-    pgid: int | None = None
-    popen: subprocess.Popen[bytes] | None = None
+    pid: int | None = None  # no process (and no group, no Popen)
 
     def __init__(self, transport: ScriptTransport, run: AgentRun) -> None:
         self._transport = transport
@@ -197,7 +194,7 @@ class ScriptProcess:
         """True until the script has exited."""
         return not self._exited.done()
 
-    def write_stdin(self, data: bytes, *, close: bool = True) -> None:
+    def write_stdin(self, data: bytes) -> None:
         """Take the prompt and start playing (the script "reads stdin to EOF" first).
 
         A script that cannot play (see :meth:`Script.check`, :meth:`Script.chunks`) raises

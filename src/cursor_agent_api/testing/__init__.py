@@ -15,11 +15,13 @@ any project that has ``cursor-agent-api`` and pytest installed — no import nee
 * ``make_cursor_sim_config`` — a factory: ``make_cursor_sim_config(fault=..., script=...,
   speed=..., **AgentConfig_fields)``.
 
-And two plain helpers for any harness, which work without pytest: :func:`sim_binary` (where
+And plain helpers for any harness, which work without pytest: :func:`sim_binary` (where
 the ``cursor-agent-sim`` executable is) and :func:`sim_env` (the environment variables that
-select a fault, a script, a speed and a config dir). They live in
-:mod:`cursor_agent_api.sim.harness`; this module imports pytest only to define the fixtures,
-and only when pytest is installed.
+select a fault, a script, a speed and a config dir), which live in
+:mod:`cursor_agent_api.sim.harness`; and :class:`ScriptTransport` with its :class:`Script`
+(:mod:`.script`: an in-memory agent playing given lines, no process, passed as
+``AgentConfig(transport=...)``). This module imports pytest only to define the fixtures, and
+only when pytest is installed.
 
 Example:
     >>> sim_env(fault="crash", config_dir="/tmp/cfg")
@@ -28,11 +30,14 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .sim.harness import sim_binary, sim_env
+from ..sim.harness import sim_binary, sim_env
 
-__all__ = ["sim_binary", "sim_env"]
+if TYPE_CHECKING:
+    from .script import Script, ScriptTransport
+
+__all__ = ["Script", "ScriptTransport", "sim_binary", "sim_env"]
 
 _FIXTURES = (
     "cursor_sim_config",
@@ -44,20 +49,10 @@ _FIXTURES = (
 )
 
 try:
-    from . import _testing_fixtures as _fixtures
+    from .. import _testing_fixtures as _fixtures
 except ModuleNotFoundError as e:  # the default install has no pytest: the helpers still work
     if e.name != "pytest":
         raise
-
-    def __getattr__(name: str) -> Any:
-        """The fixtures without pytest: a clear ``ImportError`` instead of a missing name."""
-        if name in _FIXTURES:
-            raise ImportError(
-                f"{name} is a pytest fixture of cursor_agent_api.testing and pytest is not "
-                "installed (pip install pytest); outside pytest, use sim_binary() and sim_env()"
-            )
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 else:
     # re-exported here, where the pytest11 entry point makes pytest look for them
     cursor_sim_config = _fixtures.cursor_sim_config
@@ -67,3 +62,25 @@ else:
     make_cursor_sim_config = _fixtures.make_cursor_sim_config
     pytest_configure = _fixtures.pytest_configure
     __all__ += list(_FIXTURES)
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`Script` and :class:`ScriptTransport`, imported on first use (this module loads in
+    every pytest run, as its plugin, and they need asyncio); without pytest, a fixture's name is
+    a clear ``ImportError`` instead of a missing name.
+
+    Example:
+        >>> from cursor_agent_api.testing import ScriptTransport
+        >>> ScriptTransport(["x"], exit_code=3).script.exit_code
+        3
+    """
+    if name in ("Script", "ScriptTransport"):
+        from . import script
+
+        return getattr(script, name)
+    if name in _FIXTURES:
+        raise ImportError(
+            f"{name} is a pytest fixture of cursor_agent_api.testing and pytest is not "
+            "installed (pip install pytest); outside pytest, use sim_binary() and sim_env()"
+        )
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
