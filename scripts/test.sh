@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Quick start, second command: set everything up, then run the linters and the whole test suite.
-# The suite runs once on SQLite; the server tests run again on PostgreSQL (installed from the OS
-# packages and started on 127.0.0.1 by scripts/postgres.sh), with the distributed mode's tests
-# (tests/distributed: API servers and workers on that database). SKIP_POSTGRES=1 skips that.
+# The suite runs once on SQLite; the tests that can reach PostgreSQL run again on it (installed
+# from the OS packages and started on 127.0.0.1 by scripts/postgres.sh): those marked
+# `postgresql` in tests/server, tests/distributed (the distributed mode: API servers and workers
+# on that database; all of it) and tests/cli. tests/conftest.py marks them, by a simple rule: a
+# test that takes a database fixture (`db_url`, `postgres_url`), is in tests/distributed, or is in
+# a module that names the variable (PG_ENV) itself. No other test can reach PostgreSQL (the
+# product never reads CURSOR_AGENT_API_TEST_DATABASE_URL; those fixtures are its only readers),
+# so a second run of one would repeat the SQLite pass. SKIP_POSTGRES=1 skips that pass.
 # The tests run in parallel (pytest-xdist), one worker per CPU and one more; PYTEST_WORKERS=N sets
 # how many (PYTEST_WORKERS=0: in this process, one at a time). The PostgreSQL pass runs alongside
-# the linters and the SQLite pass, in one more process (PYTEST_PG_WORKERS=N: with N workers): much
-# of the suite's time is spent waiting on servers, agents and browsers, not computing
-# (BENCHMARKS.md). Its output is kept and shown after the SQLite pass's; the command fails if
-# either pass fails.
+# the linters and the SQLite pass, in one more process with 2 workers (PYTEST_PG_WORKERS=N: with
+# N; 0: one at a time): much of the suite's time is spent waiting on servers, agents and
+# browsers, not computing (BENCHMARKS.md). Its output is kept and shown after the SQLite pass's;
+# the command fails if either pass fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
@@ -59,8 +64,8 @@ if [ "${SKIP_POSTGRES:-0}" != "1" ] && [ "$#" -eq 0 ]; then
   # (a command started with & ignores SIGINT: this one takes it back, so that the trap below
   # can interrupt it at any moment)
   CURSOR_AGENT_API_TEST_DATABASE_URL="$url" .venv/bin/python -c "$with_sigint" \
-    -n "${PYTEST_PG_WORKERS:-0}" --dist worksteal --durations=15 -p no:cacheprovider \
-    tests/server tests/distributed >"$pg_log" 2>&1 &
+    -n "${PYTEST_PG_WORKERS:-2}" --dist worksteal --durations=15 -p no:cacheprovider \
+    -m postgresql tests/server tests/distributed tests/cli >"$pg_log" 2>&1 &
   pg_pid=$!
   # An early failure (ruff, mypy) or Ctrl-C ends the PostgreSQL pass too: SIGINT is pytest's
   # KeyboardInterrupt, whose teardown stops the servers its tests started.
@@ -84,7 +89,7 @@ if [ -n "$pg_pid" ]; then
   pg_status=0
   wait "$pg_pid" || pg_status=$?
   pg_pid=""
-  echo "== pytest tests/server tests/distributed (PostgreSQL) =="
+  echo "== pytest -m postgresql tests/server tests/distributed tests/cli (PostgreSQL) =="
   cat "$pg_log"
   if [ "$pg_status" -eq 5 ]; then
     echo "pytest collected no tests: that is a failure here" >&2

@@ -22,6 +22,35 @@ import pytest
 
 _WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
 
+# The tests that can reach PostgreSQL are marked ``postgresql``: scripts/test.sh's PostgreSQL
+# pass runs only those (``-m postgresql``), since every other test runs the same with or without
+# CURSOR_AGENT_API_TEST_DATABASE_URL and would only repeat the SQLite pass. A test gets a
+# PostgreSQL database from a fixture (tests/server's and tests/distributed's ``db_url``,
+# tests/cli's ``postgres_url``) or from the distributed mode's cluster (all of tests/distributed);
+# a module whose text names the variable (``PG_ENV``) may read it itself, and is kept whole.
+_PG_FIXTURES = frozenset({"db_url", "postgres_url"})
+_PG_NAMES = ("PG_ENV", "CURSOR_AGENT_API_TEST_DATABASE_URL")
+_DISTRIBUTED = Path(__file__).parent / "distributed"
+
+
+def _can_reach_postgresql(item: pytest.Item, names_it: dict[Path, bool]) -> bool:
+    if _PG_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    path = Path(item.path)
+    if _DISTRIBUTED in path.parents:
+        return True
+    if path not in names_it:
+        text = path.read_text(errors="replace") if path.suffix == ".py" else ""
+        names_it[path] = any(name in text for name in _PG_NAMES)
+    return names_it[path]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    names_it: dict[Path, bool] = {}
+    for item in items:
+        if _can_reach_postgresql(item, names_it):
+            item.add_marker(pytest.mark.postgresql)
+
 # No test writes into the user's own per-user data directory (~/.local/share: the simulator's
 # chats, sessions and trusted folders, the tools' journals, a default server database): each
 # process of the suite, and every process it starts, gets one of its own, removed at its end.

@@ -7,10 +7,9 @@ batch's transaction requires the run to be active, and the worker stops the agen
 from __future__ import annotations
 
 import signal
-import time
 
 from cluster import Cluster
-from server_helpers import all_events, new_chat, poll
+from server_helpers import alive, all_events, new_chat, poll
 
 
 def test_a_lost_workers_late_records_are_not_stored_after_the_runs_end(one_server: Cluster) -> None:
@@ -21,17 +20,18 @@ def test_a_lost_workers_late_records_are_not_stored_after_the_runs_end(one_serve
             chat = new_chat(c, force=True)
             run_id = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "run `sleep 6`"}).json()["id"]
 
-            def started() -> bool:
+            def started() -> int | None:  # the agent's pid, once it runs
                 run = c.get(f"/api/runs/{run_id}").json()
-                return run["status"] == "running" and bool(run["pid"])
+                return int(run["pid"]) if run["status"] == "running" and run["pid"] else None
 
-            poll(started, 60)
+            agent_pid = poll(started, 60)
             # the agent has started its command: its tool call is stored
             poll(lambda: any(e["type"] == "tool-call-started" for e in all_events(c, chat["id"])), 60)
             worker.proc.send_signal(signal.SIGSTOP)
             try:
                 poll(lambda: c.get(f"/api/runs/{run_id}").json()["status"] == "interrupted", 60)
-                time.sleep(7)  # the command ends meanwhile: the agent's output waits in the pipe
+                # the command ends meanwhile, and the agent with it: its output waits in the pipe
+                poll(lambda: not alive(agent_pid), 60)
             finally:
                 worker.proc.send_signal(signal.SIGCONT)
             # the worker reads that output (refused: the run is over), stops the agent, and
