@@ -100,7 +100,7 @@ export class ChatStream {
       if (this.ws === ws) this.ws = null;
       if (this.stopped) return;
       if (ev.code === 4401) {
-        this.onState("error", "signed out");
+        this.onState("closed"); // (the sign-in form says why: not a stream error too)
         this.onSignedOut();
         return;
       }
