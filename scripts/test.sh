@@ -5,7 +5,8 @@
 # `postgresql` in tests/server, tests/distributed (the distributed mode: API servers and workers
 # on that database; all of it) and tests/cli. tests/conftest.py marks them, by a simple rule: a
 # test that takes a database fixture (`db_url`, `postgres_url`), is in tests/distributed, or is in
-# a module that names the variable (PG_ENV) itself. No other test can reach PostgreSQL (the
+# a module that names the variable (PG_ENV) itself (a test that takes a fixture another way is
+# marked by hand; the fixtures fail one that is not). No other test can reach PostgreSQL (the
 # product never reads CURSOR_AGENT_API_TEST_DATABASE_URL; those fixtures are its only readers),
 # so a second run of one would repeat the SQLite pass. SKIP_POSTGRES=1 skips that pass.
 # The tests run in parallel (pytest-xdist), one worker per CPU and one more; PYTEST_WORKERS=N sets

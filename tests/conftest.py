@@ -27,7 +27,10 @@ _WATCHED = (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD)
 # CURSOR_AGENT_API_TEST_DATABASE_URL and would only repeat the SQLite pass. A test gets a
 # PostgreSQL database from a fixture (tests/server's and tests/distributed's ``db_url``,
 # tests/cli's ``postgres_url``) or from the distributed mode's cluster (all of tests/distributed);
-# a module whose text names the variable (``PG_ENV``) may read it itself, and is kept whole.
+# a module whose text names the variable (``PG_ENV``) may read it itself, and is kept whole. A
+# test that takes one of those fixtures another way (``request.getfixturevalue``) is not seen
+# by this rule: it is marked by hand, and the fixtures refuse an unmarked test (pg_marked), so
+# none runs in neither pass.
 _PG_FIXTURES = frozenset({"db_url", "postgres_url"})
 _PG_NAMES = ("PG_ENV", "CURSOR_AGENT_API_TEST_DATABASE_URL")
 _DISTRIBUTED = Path(__file__).parent / "distributed"
@@ -50,6 +53,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _can_reach_postgresql(item, names_it):
             item.add_marker(pytest.mark.postgresql)
+
+
+@pytest.fixture
+def pg_marked(request: pytest.FixtureRequest) -> None:
+    """Taken by the fixtures that give a test a PostgreSQL database: a test not marked
+    ``postgresql`` (it took one through ``request.getfixturevalue``, which the marking rule
+    cannot see) fails, saying so, in both passes: otherwise the PostgreSQL pass would leave it
+    out and the SQLite pass skip it."""
+    if request.node.get_closest_marker("postgresql") is None:
+        pytest.fail("this test takes a PostgreSQL database through request.getfixturevalue: mark "
+                    "it @pytest.mark.postgresql (or pytest.param(..., marks=pytest.mark.postgresql)), "
+                    "or scripts/test.sh's PostgreSQL pass leaves it out (tests/conftest.py)")
 
 # No test writes into the user's own per-user data directory (~/.local/share: the simulator's
 # chats, sessions and trusted folders, the tools' journals, a default server database): each

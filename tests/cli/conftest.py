@@ -88,7 +88,7 @@ def cli(cli_env: dict[str, str]) -> Callable[..., subprocess.CompletedProcess[st
 
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
+def postgres_url(pg_marked: None) -> Iterator[str]:
     """A fresh PostgreSQL database of the test's own (``worker``'s queue lives there), dropped
     afterwards; the test is skipped without ``CURSOR_AGENT_API_TEST_DATABASE_URL``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "server"))

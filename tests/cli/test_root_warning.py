@@ -50,8 +50,11 @@ def _command(command: str, tmp_path: Path, postgres: Callable[[], str]) -> list[
     return ["worker", "--simulate", "--root", str(tmp_path), "--database-url", postgres()]
 
 
+WORKER = pytest.param("worker", marks=pytest.mark.postgresql)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not _full_caps(), reason="not root here")
-@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize("command", ["serve", WORKER])  # (WORKER takes PostgreSQL)
 def test_run_as_root_it_says_its_agents_can_read_its_secrets(
         cli_env: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest,
         command: str) -> None:
@@ -63,7 +66,7 @@ def test_run_as_root_it_says_its_agents_can_read_its_secrets(
     assert ("its token and database URL" if command == "serve" else "its database URL") in line
 
 
-@pytest.mark.parametrize("command", ["serve", "worker"])
+@pytest.mark.parametrize("command", ["serve", WORKER])  # (WORKER takes PostgreSQL)
 def test_as_an_ordinary_user_it_says_nothing_of_it(
         cli_env: dict[str, str], tmp_path: Path, request: pytest.FixtureRequest,
         command: str) -> None:

@@ -38,7 +38,7 @@ def one_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def db_url() -> Iterator[str]:
+def db_url(pg_marked: None) -> Iterator[str]:
     """A fresh PostgreSQL database of its own for a test, dropped afterwards."""
     base = os.environ.get(PG_ENV)
     if not base:

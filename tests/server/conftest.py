@@ -22,7 +22,7 @@ from server_helpers import PG_ENV, Server, marked_processes, pg_database, stop_s
 
 
 @pytest.fixture
-def db_url(tmp_path: Path) -> Iterator[str]:
+def db_url(tmp_path: Path, pg_marked: None) -> Iterator[str]:
     """A fresh database: SQLite in tmp_path, or PostgreSQL when the env var is set."""
     base = os.environ.get(PG_ENV)
     if not base:

@@ -235,3 +235,14 @@ def test_the_session_scheme_names_the_cookie_the_browser_gets(make_inproc: Any) 
                 assert signed_in.status_code == 303, signed_in.text
                 assert signed_in.headers["set-cookie"].startswith(f"{named}="), (named, signed_in.headers)
             assert named == f"cursor_agent_api_session_{host.rpartition(':')[2]}"
+
+
+def test_head_of_the_document_answers_as_its_get(make_inproc: Any) -> None:
+    # the document served per request (its cookie named from Host) answered GET only: HEAD,
+    # 200 from FastAPI's own route before, became 404
+    server: InProcServer = make_inproc()
+    with server.client() as c:
+        got, head = c.get("/openapi.json"), c.head("/openapi.json")
+    assert got.status_code == head.status_code == 200, head.text
+    assert head.headers["content-type"] == got.headers["content-type"] == "application/json"
+    assert head.content == b""

@@ -197,7 +197,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     async def _too_large(_request: Request, exc: BodyTooLargeError) -> JSONResponse:
         return _error(ApiError(413, exc.code, str(exc)))  # (body_too_large, prompt_too_large)
 
-    @app.get("/openapi.json", include_in_schema=False)
+    @app.api_route("/openapi.json", methods=["GET", "HEAD"], include_in_schema=False)
     async def _openapi_json(request: Request) -> JSONResponse:
         return JSONResponse(openapi_for(app, request.headers.get("host", "")))
 
