@@ -24,23 +24,31 @@ RECORDING = (Path(__file__).parents[1] / "data" / "cursor-real"
 _PROBE = """
 import json, sys
 from cursor_agent_api.cli import main
+code = 0
 try:
     main(sys.argv[2:], prog_name="cursor-agent-api")
-except SystemExit:
-    pass
+except SystemExit as e:
+    code = e.code
 with open(sys.argv[1], "w") as f:
-    json.dump(sorted(sys.modules), f)
+    json.dump({"modules": sorted(sys.modules), "code": code}, f)
 """
 
 
-def _imported(tmp_path: Path, env: dict[str, str], *args: str) -> set[str]:
-    """The modules loaded by ``cursor-agent-api ARGS``, run in a fresh Python."""
+def _probe(tmp_path: Path, env: dict[str, str], *args: str) -> tuple[set[str], object, str]:
+    """``cursor-agent-api ARGS`` run in a fresh Python: the modules it loaded, its exit code,
+    its stderr."""
     out = tmp_path / "modules.json"
     done = subprocess.run([sys.executable, "-c", _PROBE, str(out), *args], env=env,
                           capture_output=True, text=True, timeout=120, check=False,
                           cwd=env.get("TEST_WS"))
     assert out.exists(), done.stderr
-    return set(json.loads(out.read_text()))
+    found = json.loads(out.read_text())
+    return set(found["modules"]), found["code"], done.stderr
+
+
+def _imported(tmp_path: Path, env: dict[str, str], *args: str) -> set[str]:
+    """The modules loaded by ``cursor-agent-api ARGS``, run in a fresh Python."""
+    return _probe(tmp_path, env, *args)[0]
 
 
 def _loaded(modules: set[str], *heavy: str) -> list[str]:
@@ -102,6 +110,40 @@ def test_a_refused_database_url_imports_no_server(tmp_path: Path, cli_env: dict[
     assert "cursor_agent_api.cli.serve" in modules  # (the refusal itself: test_database_urls)
     assert _loaded(modules, "cursor_agent_api.server", "cursor_agent_api.runtime", "fastapi",
                    "starlette", "uvicorn", "sqlalchemy.ext.asyncio", "sqlalchemy.orm") == []
+
+
+SERVER = ("cursor_agent_api.server", "cursor_agent_api.runtime", "fastapi", "starlette", "uvicorn",
+          "sqlalchemy.ext.asyncio", "sqlalchemy.orm", "procrastinate")
+"""(SQLAlchemy's URL module, which reads a database URL, is no server import.)"""
+QUEUE_DB = ("--database-url", "postgresql+asyncpg://nobody@127.0.0.1:9/nowhere")  # never opened
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (("serve", "--token", "fifteen-chars15"), "the token must be at least 16 characters long"),
+    (("serve", "--token", "has a space in it!"), "the token must be printable ASCII"),
+    (("serve", "--simulate", "--agent-binary", "/bin/true"), "--simulate and --agent-binary"),
+    (("serve", "--simulate", "--agent-env", "oops"), "'oops' is not NAME=VALUE"),
+    (("serve", "--simulate", "--dispatch", "queue"), "--dispatch queue needs a PostgreSQL database"),
+    (("serve", "--simulate", "--dispatch", "queue", "--database-url", "sqlite+aiosqlite:///x.db"),
+     "--dispatch queue needs a PostgreSQL database"),
+    (("worker", *QUEUE_DB, "--simulate", "--heartbeat", "31"), "--heartbeat 31 is over 30"),
+    (("worker", *QUEUE_DB, "--simulate", "--agent-binary", "/bin/true"),
+     "--simulate and --agent-binary"),
+    (("worker", *QUEUE_DB, "--simulate", "--agent-env", "oops"), "'oops' is not NAME=VALUE"),
+], ids=["serve-short-token", "serve-odd-token", "serve-simulate-and-binary", "serve-agent-env",
+        "serve-queue-default-database", "serve-queue-on-sqlite", "worker-heartbeat",
+        "worker-simulate-and-binary", "worker-agent-env"])
+def test_a_refused_option_imports_no_server(tmp_path: Path, cli_env: dict[str, str],
+                                            args: tuple[str, ...], said: str) -> None:
+    """Every refusal ``serve`` and ``worker`` can make from their options' text or numbers (a
+    token, two options that conflict, an --agent-env, --dispatch queue without PostgreSQL, a
+    heartbeat too long) comes before they import the server: a usage error (exit 2) said at
+    once, not after a second of imports. (The database URL's: the test above.)"""
+    env = {k: v for k, v in cli_env.items()
+           if k not in ("CURSOR_AGENT_API_TOKEN", "CURSOR_AGENT_API_DATABASE_URL")}
+    modules, code, stderr = _probe(tmp_path, env, *args)
+    assert code == 2 and said in stderr and "Traceback" not in stderr, (code, stderr)
+    assert _loaded(modules, *SERVER) == []
 
 
 def test_each_listed_line_is_the_subcommands_own() -> None:

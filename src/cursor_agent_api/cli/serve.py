@@ -35,6 +35,7 @@ import click
 
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 
@@ -94,8 +95,6 @@ def exposure_warnings(host: str) -> list[str]:
         listening on 0.0.0.0: anyone who can reach it and has the token can run the agent ...
         the Open: link is for this machine (127.0.0.1); from another one, start with --allow-host NAME ...
     """
-    from ..server.settings import LOOPBACK_HOSTS, WILDCARD_HOSTS
-
     if host in LOOPBACK_HOSTS:
         return []
     lines = [f"listening on {host}: anyone who can reach it and has the token can run "
@@ -319,15 +318,33 @@ def serve(
     access_log: bool,
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
-    if database_url is not None:  # before the server's imports: a wrong URL is said at once
+    # What the options' text tells is refused before the server's imports (a second of CPU)
+    if database_url is not None:
         refuse_database_url(database_url)
+    check_simulate_or_binary(simulate, agent_binary)
+    if token is not None:
+        problem = check_token(token)
+        if problem is not None:
+            raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
+    if dispatch == "queue":
+        from ..database_urls import is_postgres
+        from .console import CliUsageError
+
+        if database_url is None or not is_postgres(database_url):  # (the default is SQLite)
+            raise CliUsageError(
+                "--dispatch queue needs a PostgreSQL database (the job queue lives in it): "
+                "give --database-url postgresql+asyncpg://USER@HOST/DB"
+            )
+    extra_env = parse_agent_env(agent_env, pass_env)
+    for warning in argv_secret_warnings(token, database_url):
+        click.echo(warning, err=True)
     try:
         import uvicorn
 
         from ..server import ServerSettings, create_app
         from ..server.non_dumpable import make_non_dumpable
         from ..server.security import RedactTokens
-        from ..server.settings import check_token, new_token
+        from ..server.settings import new_token
         from ..server.websocket import MAX_CLIENT_MESSAGE
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
@@ -340,13 +357,6 @@ def serve(
         raise click.ClickException(
             f"the server needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
-    check_simulate_or_binary(simulate, agent_binary)
-    if token is not None:
-        problem = check_token(token)
-        if problem is not None:
-            raise click.BadParameter(problem, param_hint="'--token' / CURSOR_AGENT_API_TOKEN")
-    for warning in argv_secret_warnings(token, database_url):
-        click.echo(warning, err=True)
     if database_url is None:
         database_url = serve_database_url(simulate=simulate)
         from ..server.settings import earlier_default_database
@@ -355,14 +365,6 @@ def serve(
         if moved is not None:
             click.echo(f"warning: {moved}", err=True)
     if dispatch == "queue":
-        from ..database_urls import is_postgres
-        from .console import CliUsageError
-
-        if not is_postgres(database_url):
-            raise CliUsageError(
-                "--dispatch queue needs a PostgreSQL database (the job queue lives in it): "
-                "give --database-url postgresql+asyncpg://USER@HOST/DB"
-            )
         missing = first_missing(QUEUE_MODULES)
         if missing is not None:
             raise click.ClickException(
@@ -376,7 +378,7 @@ def serve(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
         agent_binary=agent_binary,
-        agent_env=parse_agent_env(agent_env, pass_env),
+        agent_env=extra_env,
         simulate=simulate,
         max_concurrent_runs=max_runs,
         max_prompt_bytes=max_prompt_bytes,
@@ -558,7 +560,7 @@ async def _open_store(store: Any, url: str) -> str | None:
 
 async def _queue_workers_warning(store: Any) -> list[str]:
     """A ``serve`` without ``--dispatch queue`` on a database whose queue workers are alive
-    (a heartbeat within :data:`~..server.store.engine.LIVE_WITHIN`, a minute, as the
+    (a heartbeat within :data:`~..server_options.LIVE_WITHIN`, a minute, as the
     migrations count them): a warning that its runs do not go to them (it runs its
     agents itself, on this machine) — most likely ``--dispatch queue`` was forgotten. Its
     runs are left alone by the queue servers' sweeps. Nothing on SQLite, or when the count

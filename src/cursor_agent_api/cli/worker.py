@@ -39,6 +39,7 @@ import click
 
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from ..server_options import heartbeat_problem
 from .log_output import LogLines
 from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects, refuse_database_url
@@ -118,17 +119,24 @@ def worker(
     from ..database_urls import is_postgres
     from .console import CliUsageError, writing_output
 
-    refuse_database_url(database_url)  # before the server's imports: said at once
+    # What the options' text tells is refused before the server's imports (a second of CPU)
+    refuse_database_url(database_url)
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
         )
+    problem = heartbeat_problem(heartbeat)
+    if problem is not None:
+        raise CliUsageError(problem)
+    check_simulate_or_binary(simulate, agent_binary)
+    extra_env = parse_agent_env(agent_env, pass_env)
+    for warning in argv_secret_warnings(None, database_url):
+        click.echo(warning, err=True)
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.non_dumpable import make_non_dumpable
         from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
-        from ..server.store.engine import LIVE_WITHIN, LONGEST_HEARTBEAT
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
         raise click.ClickException(
@@ -140,19 +148,11 @@ def worker(
         raise click.ClickException(
             f"the worker needs the 'server' extra ({missing} is missing): {install_command('server')}"
         )
-    if heartbeat > LONGEST_HEARTBEAT:
-        raise CliUsageError(
-            f"--heartbeat {heartbeat:g} is over {LONGEST_HEARTBEAT:g}: a worker counts as running "
-            f"for {LIVE_WITHIN:g} s after its last heartbeat (a schema upgrade waits for the "
-            "running ones, docs/distributed.md), so two heartbeats must fit in that time")
-    check_simulate_or_binary(simulate, agent_binary)
     missing = first_missing(QUEUE_MODULES)
     if missing is not None:
         raise click.ClickException(
             f"the worker needs the 'postgres' extra ({missing} is missing): {install_command('postgres')}"
         )
-    for warning in argv_secret_warnings(None, database_url):
-        click.echo(warning, err=True)
     log_lines = LogLines(sys.stderr)  # the loop queues its log lines; a thread writes them
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         handlers=[log_lines.handler()])
@@ -164,7 +164,7 @@ def worker(
         database_url=database_url,
         roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
         agent_binary=agent_binary,
-        agent_env=parse_agent_env(agent_env, pass_env),
+        agent_env=extra_env,
         simulate=simulate,
         max_concurrent_runs=concurrency,
         run_timeout=run_timeout,

@@ -16,24 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..home import home_dir
+from ..server_options import LOOPBACK_HOSTS as LOOPBACK_HOSTS  # (checked before the server imports)
+from ..server_options import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
+from ..server_options import WILDCARD_HOSTS as WILDCARD_HOSTS
+from ..server_options import check_token as check_token
 
 WS_PROTOCOL_VERSION = 1
 """Version of the WebSocket protocol documented in ``docs/websocket.md``."""
-
-MIN_TOKEN_LENGTH = 16
-"""``serve`` refuses a shorter ``--token``."""
 
 SESSION_IDLE_SECONDS = 7 * 24 * 3600.0
 """A browser session unused this long ends (the expiry slides with every use)."""
 
 SESSION_MAX_SECONDS = 30 * 24 * 3600.0
 """No browser session lasts longer than this after its sign-in."""
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
-"""Bind addresses meaning "every interface": never a ``Host`` a browser sends (not allowed),
-and not an address to open (:attr:`ServerSettings.base_url` names the loopback one)."""
 
 
 def new_token() -> str:
@@ -44,22 +39,6 @@ def new_token() -> str:
         48
     """
     return secrets.token_hex(24)
-
-
-def check_token(token: str) -> str | None:
-    """Why ``token`` cannot be the server's token, or ``None`` if it can.
-
-    Example:
-        >>> check_token("short")
-        'the token must be at least 16 characters long (it is 5)'
-        >>> check_token("x" * 16) is None
-        True
-    """
-    if len(token) < MIN_TOKEN_LENGTH:
-        return f"the token must be at least {MIN_TOKEN_LENGTH} characters long (it is {len(token)})"
-    if not token.isascii() or not token.isprintable() or any(c.isspace() for c in token):
-        return "the token must be printable ASCII without spaces (it travels in an HTTP header)"
-    return None
 
 
 def default_database_url(name: str = "server.sqlite3") -> str:

@@ -23,6 +23,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from ...server_options import LIVE_WITHIN as LIVE_WITHIN  # (checked before the server imports)
+from ...server_options import LONGEST_HEARTBEAT as LONGEST_HEARTBEAT
 from ..sqlite_file import prepare_sqlite_file
 from .encoding import json_dumps
 from .errors import (
@@ -99,16 +101,6 @@ def run_migrations(sync_connection: Any) -> None:
 
 MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs")
 """The PostgreSQL advisory lock the migrations hold (here and in ``migrations/env.py``)."""
-
-LIVE_WITHIN = 60.0
-"""Seconds since its last heartbeat within which a worker counts as running: for the refusal
-to migrate under it, and for ``serve``'s warning beside queue workers. A worker's
-``--heartbeat`` (10 s by default) is at most half of it (:data:`LONGEST_HEARTBEAT`)."""
-
-LONGEST_HEARTBEAT = LIVE_WITHIN / 2
-"""The longest ``--heartbeat`` a worker takes: two of its heartbeats fit in
-:data:`LIVE_WITHIN`, so a worker that is running always counts as running (one late
-heartbeat included)."""
 
 _LIVE_SERVERS = ("cursor-agent-api-listen", "cursor-agent-api-sessions")
 """The ``application_name`` of an API server's listening connections (every version since
