@@ -64,7 +64,7 @@ def heartbeat_problem(heartbeat: float) -> str | None:
         >>> heartbeat_problem(31.0)  # doctest: +ELLIPSIS
         '--heartbeat 31 is over 30: a worker counts as running for 60 s after its last ...'
     """
-    if heartbeat > LONGEST_HEARTBEAT:
+    if not heartbeat <= LONGEST_HEARTBEAT:  # (nan too: asyncio.sleep(nan) never wakes)
         return (f"--heartbeat {heartbeat:g} is over {LONGEST_HEARTBEAT:g}: a worker counts as "
                 f"running for {LIVE_WITHIN:g} s after its last heartbeat (a schema upgrade waits "
                 "for the running ones, docs/distributed.md), so two heartbeats must fit in that "

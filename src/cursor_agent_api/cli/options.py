@@ -19,7 +19,7 @@ import click
 
 from ..config import AgentConfig, is_chat_id
 from .console import CliUsageError
-from .runner_options import check_simulate_or_binary
+from .runner_options import Seconds, check_simulate_or_binary
 from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,9 +70,9 @@ def _agent_options(func: F, *, chat: bool) -> F:
         click.option("--approve-mcps", is_flag=True, help="Approve MCP servers."),
         click.option("--resume", "resume", default=None, metavar="CHAT_ID",
                      help="Continue this chat."),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--timeout", type=Seconds(min=0, min_open=True), default=None,
                      help="Seconds for the whole turn (default: none)."),
-        click.option("--idle-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--idle-timeout", type=Seconds(min=0, min_open=True), default=None,
                      help="Seconds without any output before giving up (default: off)."),
         click.option("--partial/--no-partial", default=None, help=partial_help),
         click.option("--stream-partial-output", is_flag=True,

@@ -15,7 +15,7 @@ Example:
     >>> print(CliRunner().invoke(cmd, ["--run-timeout", "30"]).output.strip())
     ['agent_binary', 'agent_env', 'idle_timeout', 'log_level', 'pass_env', 'roots', 'run_timeout', 'simulate']
     >>> print(CliRunner().invoke(cmd, ["--run-timeout", "nan"]).output.splitlines()[-1])
-    Error: Invalid value for '--run-timeout': nan is not a positive number of seconds
+    Error: Invalid value for '--run-timeout': nan is not a number of seconds.
 """
 
 from __future__ import annotations
@@ -27,20 +27,40 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["check_seconds", "check_simulate_or_binary", "parse_agent_env", "runner_options"]
+__all__ = ["Seconds", "check_simulate_or_binary", "parse_agent_env", "runner_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def check_seconds(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """An option's callback: ``None``, or a positive, finite number of seconds.
+class Seconds(click.FloatRange):
+    """A number of seconds from the command line: ``FloatRange``'s bounds, and finite.
 
-    ``nan``, ``inf``, ``0`` and negative numbers are a usage error (click's ``FloatRange``
-    lets ``nan`` through).
+    ``FloatRange`` lets ``nan`` through (every comparison with it is false) and ``inf`` past a
+    missing upper bound; a time limit, a heartbeat or a grace of either never ends
+    (``asyncio.sleep(nan)`` never wakes). Every option of the command line that takes seconds
+    has this type.
+
+    Example:
+        >>> import click
+        >>> @click.command()
+        ... @click.option("--wait", type=Seconds(min=0, min_open=True))
+        ... def cmd(wait: float) -> None:
+        ...     click.echo(wait)
+        >>> from click.testing import CliRunner
+        >>> print(CliRunner().invoke(cmd, ["--wait", "1.5"]).output.strip())
+        1.5
+        >>> print(CliRunner().invoke(cmd, ["--wait", "nan"]).output.splitlines()[-1])
+        Error: Invalid value for '--wait': nan is not a number of seconds.
     """
-    if value is not None and (not math.isfinite(value) or value <= 0):
-        raise click.BadParameter(f"{value} is not a positive number of seconds", ctx, param)
-    return value
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value} is not a number of seconds.", param, ctx)
+        return seconds
 
 
 def check_simulate_or_binary(simulate: bool, agent_binary: str | None) -> None:
@@ -103,11 +123,11 @@ def runner_options(func: F) -> F:
         click.option("--pass-env", "pass_env", multiple=True, metavar="NAME",
                      help="Copy this variable of this command's environment to the agent "
                           "(repeatable)."),
-        click.option("--run-timeout", type=float, default=None, metavar="SECONDS",
-                     callback=check_seconds,
+        click.option("--run-timeout", type=Seconds(min=0, min_open=True), default=None,
+                     metavar="SECONDS",
                      help="Seconds a turn may last (default: no limit)."),
-        click.option("--idle-timeout", type=float, default=None, metavar="SECONDS",
-                     callback=check_seconds,
+        click.option("--idle-timeout", type=Seconds(min=0, min_open=True), default=None,
+                     metavar="SECONDS",
                      help="Seconds a turn may stay silent (default: no limit; real agents "
                           "are silent 30 s+)."),
         click.option("--log-level", default="info", show_default=True,

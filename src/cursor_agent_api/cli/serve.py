@@ -37,7 +37,7 @@ from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from .log_output import LogLines
-from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
+from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 
 if TYPE_CHECKING:  # (the server extra may be missing: imported where serve starts)
     from ..server.auth import Auth
@@ -256,7 +256,7 @@ def freeze_start_up_objects() -> int:
 )
 @click.option(
     "--permission-timeout",
-    type=click.FloatRange(min=0.001),
+    type=Seconds(min=0.001),
     default=900.0,
     show_default=True,
     help="Seconds an ACP chat's permission request, question or plan waits for an answer "
@@ -279,7 +279,7 @@ def freeze_start_up_objects() -> int:
 )
 @click.option(
     "--stalled-after",
-    type=click.FloatRange(1.0, 3600.0),
+    type=Seconds(1.0, 3600.0),
     default=30.0,
     show_default=True,
     help="With --dispatch queue: seconds without a worker's heartbeat before its runs are "

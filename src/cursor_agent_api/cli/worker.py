@@ -41,7 +41,7 @@ from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
 from ..server_options import heartbeat_problem
 from .log_output import LogLines
-from .runner_options import check_simulate_or_binary, parse_agent_env, runner_options
+from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import argv_secret_warnings, freeze_start_up_objects, refuse_database_url
 from .superuser import agents_read_secrets_warning
 
@@ -76,7 +76,7 @@ from .superuser import agents_read_secrets_warning
 )
 @click.option(
     "--heartbeat",
-    type=click.FloatRange(min=0.1),
+    type=Seconds(min=0.1),
     default=10.0,
     show_default=True,
     help="Seconds between this worker's heartbeats, at most 30 (it counts as running for a "
@@ -84,7 +84,7 @@ from .superuser import agents_read_secrets_warning
 )
 @click.option(
     "--shutdown-grace",
-    type=click.FloatRange(0.0, 86400.0),
+    type=Seconds(0.0, 86400.0),
     default=10.0,
     show_default=True,
     help="On SIGTERM or Ctrl-C: seconds runs may take to finish before they are stopped "
