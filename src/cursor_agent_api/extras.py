@@ -27,6 +27,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Iterable
 
 __all__ = ["QUEUE_MODULES", "SERVER_MODULES", "first_missing", "install_command", "is_missing_dependency",
@@ -72,5 +73,25 @@ def first_missing(modules: Iterable[str]) -> str | None:
         try:
             importlib.import_module(module)
         except ImportError:
+            return module
+    return None
+
+
+def first_absent(modules: Iterable[str]) -> str | None:
+    """The first of ``modules`` that is not installed, found without importing any of them
+    (:func:`importlib.util.find_spec` of a top-level name reads the import path only): cheap
+    enough for a command to ask before it checks its options, which may need one of them.
+
+    Example:
+        >>> first_absent(["json", "no_such_module_here", "os"])
+        'no_such_module_here'
+        >>> first_absent(["json"]) is None
+        True
+    """
+    for module in modules:
+        try:
+            if importlib.util.find_spec(module) is None:
+                return module
+        except (ImportError, ValueError):
             return module
     return None

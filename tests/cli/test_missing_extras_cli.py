@@ -49,3 +49,19 @@ def test_a_missing_module_of_the_server_extra_is_one_line_naming_it(
     assert proc.stderr.splitlines() == [
         f"Error: {who} needs the 'server' extra ({module} is missing): "
         "pip install 'cursor-agent-api[server]'"]
+
+
+@pytest.mark.parametrize(("argv", "who"), [(["serve", "--simulate", "--port", "0"], "the server"),
+                                           (["worker", "--simulate"], "the worker")])
+@pytest.mark.parametrize("url", [URL, "sqlite+aiosqlite:///server.sqlite3"])
+def test_without_sqlalchemy_a_database_url_is_still_one_line_naming_the_extra(
+        cli_env: dict[str, str], argv: list[str], who: str, url: str) -> None:
+    """The database URL is checked before the server's imports, with SQLAlchemy's URL class:
+    without SQLAlchemy that check was a traceback ("No module named 'sqlalchemy.engine'"), for
+    every worker and any serve given a URL (review of tonight's change, finding 1)."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": url, "CURSOR_AGENT_API_TOKEN": "t" * 32}
+    proc = _without("sqlalchemy", argv, env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"Error: {who} needs the 'server' extra (sqlalchemy is missing): "
+        "pip install 'cursor-agent-api[server]'"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
-from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, install_command
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
@@ -136,6 +136,27 @@ def open_lines(settings: ServerSettings, auth: Auth, terminal: bool) -> list[str
     return [f"Open: {settings.login_url(code)}",
             f"  (stdout is not a terminal: the link works once, for {lifetime}; a new one: "
             "POST /api/auth/codes with the token)"]
+
+
+def server_extra_missing(who: str, module: str) -> click.ClickException:
+    """The one line for ``serve``/``worker`` (``who``: "the server", "the worker") when a
+    module of the ``server`` extra is missing.
+
+    Example:
+        >>> server_extra_missing("the worker", "sqlalchemy").message
+        "the worker needs the 'server' extra (sqlalchemy is missing): pip install 'cursor-agent-api[server]'"
+    """
+    return click.ClickException(
+        f"{who} needs the 'server' extra ({module} is missing): {install_command('server')}")
+
+
+def refuse_absent_server_extra(who: str) -> None:
+    """Refuse at once when a module of the ``server`` extra is not installed at all: asked
+    without importing anything, before the options are checked (the database URL's check
+    reads it with SQLAlchemy's URL class)."""
+    absent = first_absent(SERVER_MODULES)
+    if absent is not None:
+        raise server_extra_missing(who, absent)
 
 
 def refuse_database_url(database_url: str) -> None:
@@ -319,6 +340,7 @@ def serve(
 ) -> None:
     """Serve agents over HTTP and WebSocket, with a durable, replayable event log."""
     # What the options' text tells is refused before the server's imports (a second of CPU)
+    refuse_absent_server_extra("the server")
     if database_url is not None:
         refuse_database_url(database_url)
     check_simulate_or_binary(simulate, agent_binary)
@@ -347,16 +369,11 @@ def serve(
         from ..server.settings import new_token
         from ..server.websocket import MAX_CLIENT_MESSAGE
     except ImportError as e:  # pragma: no cover - depends on the installation
-        raise click.ClickException(
-            f"the server needs the 'server' extra ({e.name} is missing): "
-            "pip install 'cursor-agent-api[server]'"
-        ) from None
+        raise server_extra_missing("the server", str(e.name)) from None
 
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
-        raise click.ClickException(
-            f"the server needs the 'server' extra ({missing} is missing): {install_command('server')}"
-        )
+        raise server_extra_missing("the server", missing)
     if database_url is None:
         database_url = serve_database_url(simulate=simulate)
         from ..server.settings import earlier_default_database

@@ -42,7 +42,13 @@ from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_comma
 from ..server_options import heartbeat_problem
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
-from .serve import argv_secret_warnings, freeze_start_up_objects, refuse_database_url
+from .serve import (
+    argv_secret_warnings,
+    freeze_start_up_objects,
+    refuse_absent_server_extra,
+    refuse_database_url,
+    server_extra_missing,
+)
 from .superuser import agents_read_secrets_warning
 
 
@@ -116,11 +122,13 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from ..database_urls import is_postgres
     from .console import CliUsageError, writing_output
 
     # What the options' text tells is refused before the server's imports (a second of CPU)
+    refuse_absent_server_extra("the worker")
     refuse_database_url(database_url)
+    from ..database_urls import is_postgres
+
     if not is_postgres(database_url):
         raise CliUsageError(
             "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
@@ -145,9 +153,7 @@ def worker(
         ) from None
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
-        raise click.ClickException(
-            f"the worker needs the 'server' extra ({missing} is missing): {install_command('server')}"
-        )
+        raise server_extra_missing("the worker", missing)
     missing = first_missing(QUEUE_MODULES)
     if missing is not None:
         raise click.ClickException(
