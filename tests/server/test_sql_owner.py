@@ -23,6 +23,7 @@ STORE_MAY_IMPORT = (
     "cursor_agent_api.server.models",
     "cursor_agent_api.server.sqlite_file",
     "cursor_agent_api.database_urls",
+    "cursor_agent_api.server_options",  # the workers' live window, shared with the CLI
 )
 # The URLs' module, outside the server so the CLI can check a URL before importing it, reads
 # URLs as SQLAlchemy does, with its URL class: no SQL.
