@@ -2,7 +2,8 @@
 error a missing one gives: an ``ImportError`` naming the extra and the ``pip install`` that
 brings it, never a bare ``No module named …``.
 
-What lives here: :func:`install_command`, :func:`missing_extra` (the error, from the
+What lives here: :func:`install_command`, :func:`needs_extra` (the command line's one line
+for a missing module of an extra), :func:`missing_extra` (the error, from the
 ``ImportError`` the import raised), :func:`is_missing_dependency` (an import failed because a
 third-party module is absent, not because of a fault of this package's own modules) and
 :func:`first_missing` (the first of some modules that does not import: the job queue's
@@ -30,8 +31,8 @@ import importlib
 import importlib.util
 from collections.abc import Iterable
 
-__all__ = ["QUEUE_MODULES", "SERVER_MODULES", "first_missing", "install_command", "is_missing_dependency",
-           "missing_extra"]
+__all__ = ["QUEUE_MODULES", "SERVER_MODULES", "first_absent", "first_missing", "install_command",
+           "is_missing_dependency", "missing_extra", "needs_extra"]
 
 SERVER_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "aiosqlite", "alembic")
 """The ``server`` extra's modules; the store's (``aiosqlite``, ``alembic``) are imported only
@@ -45,6 +46,17 @@ QUEUE_MODULES = ("procrastinate", "psycopg", "psycopg_pool")
 def install_command(extra: str) -> str:
     """The command that installs ``extra``."""
     return f"pip install 'cursor-agent-api[{extra}]'"
+
+
+def needs_extra(who: str, extra: str, module: str) -> str:
+    """The command line's one line when ``module`` of ``extra`` is missing, for ``who`` (the
+    command or the option that needs it).
+
+    Example:
+        >>> needs_extra("the worker", "server", "sqlalchemy")
+        "the worker needs the 'server' extra (sqlalchemy is missing): pip install 'cursor-agent-api[server]'"
+    """
+    return f"{who} needs the '{extra}' extra ({module} is missing): {install_command(extra)}"
 
 
 def missing_extra(extra: str, what: str, error: ImportError) -> ImportError:

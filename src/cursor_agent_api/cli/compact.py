@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import click
 
-from ..extras import SERVER_MODULES, first_missing, install_command
+from ..extras import SERVER_MODULES, first_missing, needs_extra
 
 POSTGRES_NOTE = (
     "nothing to do on PostgreSQL: autovacuum makes the space of deleted rows reusable (the "
@@ -54,9 +54,7 @@ def compact(database_url: str | None, simulate: bool) -> None:
     """Give a SQLite database's free pages back (VACUUM); run it while the server is stopped."""
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
-        raise click.ClickException(
-            f"compact needs the 'server' extra ({missing} is missing): {install_command('server')}"
-        )
+        raise click.ClickException(needs_extra("compact", "server", missing))
     from ..database_urls import database_url_problem, is_postgres
     from ..server.store.compaction import DatabaseBusyError, compact_sqlite, sqlite_path
     from .console import CliError, CliUsageError, given_as

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
-from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, install_command
+from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
@@ -138,25 +138,13 @@ def open_lines(settings: ServerSettings, auth: Auth, terminal: bool) -> list[str
             "POST /api/auth/codes with the token)"]
 
 
-def server_extra_missing(who: str, module: str) -> click.ClickException:
-    """The one line for ``serve``/``worker`` (``who``: "the server", "the worker") when a
-    module of the ``server`` extra is missing.
-
-    Example:
-        >>> server_extra_missing("the worker", "sqlalchemy").message
-        "the worker needs the 'server' extra (sqlalchemy is missing): pip install 'cursor-agent-api[server]'"
-    """
-    return click.ClickException(
-        f"{who} needs the 'server' extra ({module} is missing): {install_command('server')}")
-
-
 def refuse_absent_server_extra(who: str) -> None:
     """Refuse at once when a module of the ``server`` extra is not installed at all: asked
     without importing anything, before the options are checked (the database URL's check
     reads it with SQLAlchemy's URL class)."""
     absent = first_absent(SERVER_MODULES)
     if absent is not None:
-        raise server_extra_missing(who, absent)
+        raise click.ClickException(needs_extra(who, "server", absent))
 
 
 def refuse_database_url(database_url: str) -> None:
@@ -369,11 +357,11 @@ def serve(
         from ..server.settings import new_token
         from ..server.websocket import MAX_CLIENT_MESSAGE
     except ImportError as e:  # pragma: no cover - depends on the installation
-        raise server_extra_missing("the server", str(e.name)) from None
+        raise click.ClickException(needs_extra("the server", "server", str(e.name))) from None
 
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
-        raise server_extra_missing("the server", missing)
+        raise click.ClickException(needs_extra("the server", "server", missing))
     if database_url is None:
         database_url = serve_database_url(simulate=simulate)
         from ..server.settings import earlier_default_database
@@ -384,10 +372,7 @@ def serve(
     if dispatch == "queue":
         missing = first_missing(QUEUE_MODULES)
         if missing is not None:
-            raise click.ClickException(
-                f"--dispatch queue needs the 'postgres' extra ({missing} is missing): "
-                f"{install_command('postgres')}"
-            )
+            raise click.ClickException(needs_extra("--dispatch queue", "postgres", missing))
     settings = ServerSettings(
         token=token or new_token(),
         host=host,

@@ -38,7 +38,7 @@ from pathlib import Path
 import click
 
 from ..errors import AgentNotFoundError
-from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, install_command
+from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
@@ -47,7 +47,6 @@ from .serve import (
     freeze_start_up_objects,
     refuse_absent_server_extra,
     refuse_database_url,
-    server_extra_missing,
 )
 from .superuser import agents_read_secrets_warning
 
@@ -153,12 +152,10 @@ def worker(
         ) from None
     missing = first_missing(SERVER_MODULES)
     if missing is not None:
-        raise server_extra_missing("the worker", missing)
+        raise click.ClickException(needs_extra("the worker", "server", missing))
     missing = first_missing(QUEUE_MODULES)
     if missing is not None:
-        raise click.ClickException(
-            f"the worker needs the 'postgres' extra ({missing} is missing): {install_command('postgres')}"
-        )
+        raise click.ClickException(needs_extra("the worker", "postgres", missing))
     log_lines = LogLines(sys.stderr)  # the loop queues its log lines; a thread writes them
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         handlers=[log_lines.handler()])
