@@ -73,7 +73,7 @@ import collections, json, sys, tempfile, time
 sys.path.insert(0, {bench!r})
 import bench_client as b
 from cursor_agent_api.protocol import framing, reader, transcript
-from cursor_agent_api.runtime import run, sinks
+from cursor_agent_api.runtime import process, run, sinks
 flavour, n_lat, stages = {flavour!r}, {n_lat}, {stages!r}
 keep = flavour.endswith("keep_events=True")
 spent = collections.Counter()
@@ -90,7 +90,7 @@ def wrap(owner, name, label):
     setattr(owner, name, timed)
 
 modules = {{"framing": framing, "reader": reader, "transcript": transcript, "run": run,
-           "sinks": sinks}}
+           "process": process, "sinks": sinks}}
 for owner, name, label in stages:
     module, cls = owner.split(".")
     wrap(getattr(modules[module], cls), name, label)
@@ -210,7 +210,7 @@ def path_costs(sides: dict[str, Path], repeats: int, callgrind: bool) -> None:
 
 
 STAGES = [  # (owner, attribute, label): wall time inside, per line; nested stages include inner
-    ("run._StdoutProtocol", "data_received", "data_received: read to handed on (all below)"),
+    ("process._StdoutProtocol", "data_received", "data_received: read to handed on (all below)"),
     ("framing.LineFramer", "feed", "  framing (LineFramer.feed)"),
     ("reader.EventReader", "feed", "  framing + parse (EventReader.feed)"),
     ("transcript.Transcript", "add", "  fold (Transcript.add)"),

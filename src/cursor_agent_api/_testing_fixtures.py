@@ -1,6 +1,7 @@
 """The pytest fixtures of :mod:`cursor_agent_api.testing` (the plugin loaded through the
 ``pytest11`` entry point). This module imports pytest; :mod:`cursor_agent_api.testing` imports
-it only when pytest is installed, so its helpers work without pytest."""
+it only when pytest is installed, so its helpers work without pytest. What pytest gets from
+here is listed once, as ``cursor_agent_api.testing._FIXTURES``."""
 
 from __future__ import annotations
 
@@ -13,15 +14,6 @@ import pytest
 
 from .home import HOME_ENV
 from .sim.harness import CLI_VARS, SIM_VARS, sim_binary, sim_env
-
-__all__ = [
-    "cursor_sim_config",
-    "cursor_sim_config_dir",
-    "cursor_sim_home",
-    "cursor_sim_workspace",
-    "make_cursor_sim_config",
-    "pytest_configure",
-]
 
 
 def _make_config(workspace: Path, config_dir: Path) -> Callable[..., Any]:

@@ -338,7 +338,8 @@ _ONE_CONSUMER = ("another thread is iterating this stream: a stream has one cons
 
 class _TurnStream:
     """The one stream-iteration core of both faces: batches from the turn's queue, handed out
-    one event at a time, each with what it changed when asked (:meth:`with_changes`).
+    one event at a time, each with what it changed when asked (:meth:`with_changes`: the
+    turn put each batch with its changes, so they travel together).
 
     The faces add only the waiting: :class:`StreamingResponse` blocks on a
     :class:`~cursor_agent_api.runtime.sinks.ThreadEventQueue`, :class:`AsyncStreamingResponse`
@@ -353,10 +354,10 @@ class _TurnStream:
         self.prompt = prompt
         """The prompt of the turn (what a session records with its result)."""
         self._events = EventLog()
-        # the batches taken from the turn and not yet handed out in full: held[0] is the one
-        # being handed out (``_ready``: counted in ``events``), ``_index`` its next event. The
-        # sync stream shares its queue's deque (the queue stores what it takes there, so a
-        # Ctrl-C cannot lose it); the async stream keeps its own
+        # the batches taken from the turn and not yet handed out in full, each (events, their
+        # changes): held[0] is the one being handed out (``_ready``: counted in ``events``),
+        # ``_index`` its next event. The sync stream shares its queue's deque (the queue
+        # stores what it takes there, so a Ctrl-C cannot lose it); the async stream keeps its own
         self._held: collections.deque[Any] = collections.deque()
         self._counted: ThreadEventQueue | None = None  # told how many events were handed out
         self._index = 0
@@ -366,18 +367,12 @@ class _TurnStream:
         self._stopped = False
         self._cancelled = False
         self._handed = False
-        self._changes: Changes = ()
-        # each event's changes, kept from before the turn starts (with_changes() may come
-        # later): the turn folds every event before handing it on, in order, so the folds
-        # are in step with the events
-        folds: collections.deque[tuple[AgentEvent, Changes]] = collections.deque()
-        self._folds = folds
-        run.on_fold = lambda event, changes: folds.append((event, changes))  # deque: thread-safe
+        self._changes: Changes = ()  # of the event handed out last (with_changes() reads it)
 
     @property
     def _batch(self) -> list[AgentEvent]:
         """The batch being handed out (empty when none is: nothing handed out is held)."""
-        return self._held[0] if self._ready else _EMPTY
+        return self._held[0][0] if self._ready else _EMPTY
 
     def _next_in_batch(self) -> AgentEvent | None:
         """Hand out the next event of the batch taken (with its changes), or ``None``.
@@ -389,14 +384,11 @@ class _TurnStream:
         if not self._ready:
             return None
         held = self._held
-        batch = held[0]
+        events, changes = held[0]
         i = self._index
-        n = len(batch)
-        event = batch[i]
-        folds = self._folds
-        if not folds or folds[0][0] is not event:
-            raise RuntimeError("the stream handed on an event it did not fold")
-        self._changes = folds[0][1]
+        n = len(events)
+        event: AgentEvent = events[i]
+        self._changes = changes[i]
         self._handed = True
         # the commit: no call from here on (a pending Ctrl-C is raised only after a call or
         # at a backward jump), so the event is either handed out in full or still the next
@@ -409,7 +401,6 @@ class _TurnStream:
                 counted.handed += n
         else:
             self._index = i + 1
-        del folds[0]
         return event
 
     def _let_go(self, n: int) -> None:
@@ -421,21 +412,23 @@ class _TurnStream:
             self._counted.handed += n
 
     def _adopt(self, item: Any) -> None:
-        """Take an item (``held[0]`` for the sync stream): a batch to hand out, an end marker,
-        or nothing (cancelled). Safe to repeat after a Ctrl-C part-way: the events log is
-        cut back to where this batch began before it is written again."""
-        if type(item) is list:
-            if not item or self._stopped:  # cancelled while this was on its way
+        """Take an item (``held[0]`` for the sync stream): a batch to hand out (its events and
+        their changes), an end marker, or nothing (cancelled). Safe to repeat after a Ctrl-C
+        part-way: the events log is cut back to where this batch began before it is written
+        again."""
+        if type(item) is tuple:
+            events = item[0]
+            if not events or self._stopped:  # cancelled while this was on its way
                 if self._held and self._held[0] is item:
-                    self._let_go(len(item))
+                    self._let_go(len(events))
                 return
             if self._keep:
                 log, mark = self._events, self._log_mark
-                if mark is not None and mark[0] is item:
+                if mark is not None and mark[0] is events:
                     log.truncate(mark[1])  # a Ctrl-C came part-way through the last try
                 else:
-                    self._log_mark = (item, len(log))
-                log.extend(item)
+                    self._log_mark = (events, len(log))
+                log.extend(events)
                 self._log_mark = None
             self._ready = True
         elif item is END:
@@ -445,7 +438,7 @@ class _TurnStream:
 
     def _take(self, item: Any) -> None:
         """Take an item from an async queue (which let it go): hold it, then adopt it."""
-        if type(item) is list:
+        if type(item) is tuple:
             self._held.append(item)
         self._adopt(item)
 
@@ -579,16 +572,14 @@ class StreamingResponse(_TurnStream):
             raise RuntimeError(_ONE_CONSUMER)
         self._busy = True
         try:
-            held, folds = self._held, self._folds
+            held = self._held
             while True:
                 if self._ready:  # _next_in_batch, inline: its return would be a call
-                    batch = held[0]
+                    events, changes = held[0]
                     i = self._index
-                    n = len(batch)
-                    event = batch[i]
-                    if not folds or folds[0][0] is not event:
-                        raise RuntimeError("the stream handed on an event it did not fold")
-                    self._changes = folds[0][1]
+                    n = len(events)
+                    event: AgentEvent = events[i]
+                    self._changes = changes[i]
                     self._handed = True
                     # the commit: no call from here to the return
                     if i + 1 == n:  # hold no event once handed out (big lines' memory)
@@ -598,7 +589,6 @@ class StreamingResponse(_TurnStream):
                         self._queue.handed += n
                     else:
                         self._index = i + 1
-                    del folds[0]
                     self._busy = False
                     return event
                 if self._ended or self._stopped:
@@ -994,8 +984,7 @@ class AsyncStreamingResponse(_TurnStream):
             self._started = True
             try:
                 if self._opener is not None:  # a session's next turn: opened once the last ended
-                    on_fold, self._run = self._run.on_fold, await self._opener()
-                    self._run.on_fold = on_fold
+                    self._run = await self._opener()
                 await self._run.start()
             except BaseException:
                 self._stopped = True

@@ -24,6 +24,7 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -447,6 +448,8 @@ class AgentConfig:
                 raise _fail(name, "must be an integer number of bytes", value, TypeError)
             if value < 1:
                 raise _fail(name, "must be at least 1", value)
+            if value > sys.maxsize:  # past 64 bits: no buffer is that long, nor can JSON save it
+                raise _fail(name, f"must be at most {sys.maxsize}", value)
 
     def _validate_acp(self) -> None:
         """The ACP fields: ``transport`` ``"print"`` (``agent --print``, the default) or

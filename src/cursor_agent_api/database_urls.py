@@ -31,6 +31,8 @@ from urllib.parse import unquote
 from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from .home import home_dir
+
 SQLITE_DRIVER = "sqlite+aiosqlite"
 POSTGRES_DRIVER = "postgresql+asyncpg"
 POSTGRES_EXTRA = "pip install 'cursor-agent-api[postgres]'"
@@ -49,6 +51,20 @@ def sqlite_url(path: os.PathLike[str] | str) -> str:
     """
     url = URL.create(SQLITE_DRIVER, database=os.fspath(path))
     return url.render_as_string(hide_password=False)
+
+
+def default_database_url(name: str = "server.sqlite3") -> str:
+    """The default SQLite file: ``name`` in the tool's home, beside the saved chats.
+
+    The home is :func:`~cursor_agent_api.home.home_dir`: ``$CURSOR_AGENT_API_HOME``, else the
+    per-user data directory. Here, not in the server's settings, so that a command can name
+    it without importing the server (``compact`` of a missing file).
+
+    Example:
+        >>> default_database_url().startswith("sqlite+aiosqlite:///")
+        True
+    """
+    return sqlite_url(home_dir() / name)
 
 
 def sqlite_path(database_url: str) -> str | None:

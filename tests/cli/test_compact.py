@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_lazy_imports import _probe as probe
+
 from cursor_agent_api.server.store import NewRecord, Store
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
@@ -81,3 +83,27 @@ def test_compact_simulate_takes_serve_simulates_database(tmp_path: Path) -> None
     done = _compact("--simulate", "--database-url", f"sqlite+aiosqlite:///{other}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"compacted {other}: "), done.stdout
+
+
+def _server_modules_after(tmp_path: Path, *args: str, env: dict[str, str]) -> tuple[list[str], object]:
+    """``compact ARGS`` run in a fresh Python: the server's modules (and FastAPI's) it loaded,
+    and its exit code."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+    modules, code, _ = probe(tmp_path, {**base, **env}, "compact", *args)
+    heavy = [m for m in sorted(modules)
+             if m.split(".")[:2] == ["cursor_agent_api", "server"] or m.split(".")[0] == "fastapi"]
+    return heavy, code
+
+
+def test_compact_refuses_a_missing_file_before_importing_the_server(tmp_path: Path) -> None:
+    """The server's modules (a second to import) were loaded before a missing file was told;
+    now the file is looked for first: the one line, exit 1, nothing of the server. The same
+    for the default file (``--simulate``'s here) and for PostgreSQL's note."""
+    home = tmp_path / "home"
+    missing = f"sqlite+aiosqlite:///{tmp_path / 'nothing.sqlite3'}"
+    assert _server_modules_after(tmp_path, "--database-url", missing, env={}) == ([], 1)
+    assert _server_modules_after(tmp_path, "--simulate",
+                                 env={"CURSOR_AGENT_API_HOME": str(home)}) == ([], 1)
+    assert not home.exists()
+    assert _server_modules_after(tmp_path, "--database-url",
+                                 "postgresql+asyncpg://u@127.0.0.1:1/none", env={}) == ([], 0)

@@ -224,3 +224,31 @@ def test_the_name_of_an_unknown_tool_is_shown_inert() -> None:
     assert proc.returncode == 0, proc.stderr
     assert b"\x1b" not in proc.stdout, proc.stdout
     assert "✓ x\\x1b]0;PWNED\\x07\\x1b[2JToolCall  succeeded" in proc.stdout.decode()
+
+
+def test_a_file_name_with_escape_sequences_is_shown_inert(tmp_path: Path) -> None:
+    """``replay *.ndjson`` in a folder someone else filled: the name of a file that is not a
+    recording, or cannot be read, is said with its escapes visible (``\\x1b]0;``), never
+    obeyed (a window title, a screen clear)."""
+    evil = "x\x1b]0;PWNED\x07\x1b[2J"
+    not_json = tmp_path / f"{evil}.ndjson"
+    not_json.write_text("not json\n")
+    for args in ([str(not_json)], [str(not_json), "--summary"],
+                 [str(tmp_path / f"{evil}-missing.ndjson")]):
+        proc = replay(*args)
+        assert proc.returncode in (1, 2), proc.stderr
+        assert b"\x1b" not in proc.stderr and b"\x07" not in proc.stderr, proc.stderr
+        assert b"x\\x1b]0;PWNED\\x07\\x1b[2J" in proc.stderr, proc.stderr
+
+
+def test_a_file_name_with_a_newline_stays_on_its_line(tmp_path: Path) -> None:
+    """A newline or tab in a file name is shown as ``\\n`` / ``\\t``: a name cannot forge a
+    second line of the command's output ("… all good, 0 problems")."""
+    forged = "bad\tname\ncursor-agent-api replay: all good"
+    not_json = tmp_path / f"{forged}.ndjson"
+    not_json.write_text("not json\n")
+    for args in ([str(not_json)], [str(tmp_path / f"{forged}-missing.ndjson")]):
+        proc = replay(*args)
+        assert proc.returncode in (1, 2), proc.stderr
+        assert proc.stderr.count(b"\n") == 1, proc.stderr
+        assert b"bad\\tname\\ncursor-agent-api replay: all good" in proc.stderr, proc.stderr

@@ -29,3 +29,12 @@ def test_a_number_of_seconds_that_is_none_is_refused(command: str, option: str, 
     (line,) = [x for x in result.output.splitlines() if x.startswith("Error:")]
     assert f"'{option}'" in line and value in line, line
     assert "Traceback" not in result.output
+
+
+def test_a_word_for_seconds_is_said_in_words() -> None:
+    """``--timeout abc``: "'abc' is not a number of seconds", not click's "is not a valid
+    seconds" (the type's name read as a noun)."""
+    result = CliRunner().invoke(main, ["run", "--simulate", "--timeout", "abc", "hello"])
+    assert result.exit_code == 2, result.output
+    (line,) = [x for x in result.output.splitlines() if x.startswith("Error:")]
+    assert line == "Error: Invalid value for '--timeout': 'abc' is not a number of seconds.", line

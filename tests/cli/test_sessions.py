@@ -148,3 +148,25 @@ def test_the_saved_chats_directory_and_files_are_private(tmp_path: Path) -> None
     assert path is not None
     assert stat.S_IMODE(chats.root.stat().st_mode) == 0o700
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("columns", [30, 50, 80])
+def test_list_at_a_narrow_terminal_loses_no_column(cli_env: dict[str, str], home: Path,
+                                                   columns: int) -> None:
+    """At a terminal too narrow for the table (a split pane, a phone, or 80 columns with a
+    long first prompt), no chat's id is cut and no column dropped: each chat is shown on
+    lines of its own instead — id whole, then turns, last used, workspace, first prompt."""
+    import re
+
+    from pty_session import run_on_pty
+
+    chat_id = str(uuid.uuid4())
+    saved_chat(home, chat_id, "a first prompt that is rather long " * 3)
+    got = run_on_pty(["sessions", "list"], {**cli_env, "COLUMNS": str(columns)},
+                     cli_env["TEST_WS"], stdout_tty=True, term="xterm")  # (dumb: 80 columns)
+    assert got.returncode == 0, got.screen
+    screen = got.screen.replace("\r", "")
+    assert chat_id in screen, screen  # whole, on one line
+    assert re.search(r"\b1 turn\b", screen), screen
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", screen), screen  # last used
+    assert "a first prompt" in screen, screen

@@ -59,8 +59,10 @@ def test_ctrl_c_in_run_cancels_with_130(cli_env: dict[str, str]) -> None:
 
 
 def test_chat_ctrl_c_cancels_the_turn_and_the_chat_goes_on(cli_env: dict[str, str]) -> None:
+    # Each turn paced (8 events) so that the second one is still going when Ctrl-C comes, right
+    # after its spinner shows (a turn over first fails the test: no "turn cancelled").
     child = spawn(["chat", "--simulate", "--trust"], cli_env,
-                  {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.3"})
+                  {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.1"})
     try:
         child.expect("Ctrl-D leaves")
         child.expect("› ")

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -337,3 +338,29 @@ def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
     last = json.loads(lines[-1])
     assert last["type"] == "result:error", last
     assert "interrupted while the agent was starting" in last["text"]
+
+
+def test_ctrl_c_while_the_prompt_is_read_from_a_pipe_exits_130(cli_env: dict[str, str]) -> None:
+    """``slow-producer | cursor-agent-api run --trust``, then Ctrl-C while ``run`` still reads
+    its prompt: exit 130, as every Ctrl-C (was click's "Aborted!" and 1), nothing sent."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cursor_agent_api.cli", "run", "--simulate", "--trust"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=cli_env["TEST_WS"], env=cli_env)
+    try:
+        for _ in range(1200):  # until it blocks reading the pipe: no event says so (a bound
+            # of 60 s, a hang guard)
+            with open(f"/proc/{proc.pid}/wchan") as f:
+                if "pipe_read" in f.read():
+                    break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("run never waited for its prompt")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert b"Aborted" not in err and b"Traceback" not in err, err

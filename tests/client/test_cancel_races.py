@@ -88,9 +88,9 @@ def test_an_acp_request_with_a_timeout_keeps_a_cancel_that_lands_as_the_answer_c
 
 
 def test_a_start_cancelled_right_after_the_spawn_leaves_no_process(tmp_path) -> None:
-    """Ctrl-C can land while the turn connects the agent's stdout, after the spawn: the start
-    is cancelled before the run knows its process, and nothing would ever stop it. The
-    spawn is undone there (the group killed)."""
+    """Ctrl-C can land while the spawn connects the agent's stdout, once the process runs:
+    the start is cancelled before the run knows its process, and nothing would ever stop it.
+    The spawn is undone there (the group killed) before the cancel goes on."""
     from cursor_agent_api.runtime import process as process_module
     from cursor_agent_api.runtime.groups import group_alive
 
@@ -102,22 +102,16 @@ def test_a_start_cancelled_right_after_the_spawn_leaves_no_process(tmp_path) -> 
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
-        original = process_module.AgentProcess.spawn.__func__  # type: ignore[attr-defined]
-
         connect = loop.connect_read_pipe
 
-        async def connect_read_pipe(*args, **kwargs):  # type: ignore[no-untyped-def]
+        async def connect_read_pipe(protocol_factory, pipe):  # type: ignore[no-untyped-def]
+            if not isinstance(protocol_factory(), process_module._StdoutProtocol):
+                return await connect(protocol_factory, pipe)  # the owner guard's status pipe
             loop.connect_read_pipe = connect  # type: ignore[method-assign]
+            pgids.extend(proc.pgid for proc in process_module._RUNNING)  # the agent runs
             raise asyncio.CancelledError  # the cancel lands here
 
-        async def spawn(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
-            proc = await original(cls, *args, **kwargs)
-            pgids.append(proc.pgid)
-            # the next connection is the turn's own stdout (the spawn's pipes are made)
-            loop.connect_read_pipe = connect_read_pipe  # type: ignore[method-assign]
-            return proc
-
-        process_module.AgentProcess.spawn = classmethod(spawn)  # type: ignore[method-assign]
+        loop.connect_read_pipe = connect_read_pipe  # type: ignore[method-assign]
         try:
             run = AgentRun(AgentConfig(agent_binary=str(agent)), "hi")
             try:
@@ -128,7 +122,7 @@ def test_a_start_cancelled_right_after_the_spawn_leaves_no_process(tmp_path) -> 
                 raise AssertionError("the start was not cancelled")
             alive_as_cancelled.append(group_alive(pgids[0]))  # gone before the cancel goes on
         finally:
-            process_module.AgentProcess.spawn = classmethod(original)  # type: ignore[method-assign]
+            loop.connect_read_pipe = connect  # type: ignore[method-assign]
 
     asyncio.run(main())
     assert len(pgids) == 1

@@ -44,6 +44,8 @@ from cursor_agent_api.sim import messages
         ({"env": {"A=B": "1"}}, ValueError, "env"),
         ({"env": {"A": 1}}, TypeError, "env"),
         ({"max_line_bytes": 0}, ValueError, "max_line_bytes"),
+        ({"max_line_bytes": 2**64}, ValueError, "max_line_bytes must be at most"),  # JSON: 64 bits
+        ({"stderr_tail_bytes": 2**64}, ValueError, "stderr_tail_bytes must be at most"),
         ({"force_approve": "yes"}, TypeError, "force_approve"),
         ({"output_format": "xml"}, ValueError, "output_format"),
         ({"api_key": "a\nb"}, ValueError, "api_key"),
@@ -157,15 +159,15 @@ def test_parse_models_and_status():
 def test_thread_queue_back_pressure_and_stop():
     drained = []
     q = ThreadEventQueue(high_water=4, low_water=2)
-    q.put([1, 2, 3, 4])
+    q.put([1, 2, 3, 4], [(), (), (), ()])
     assert q.full and q.pause(lambda: drained.append(True))
-    assert q.get() == [1, 2, 3, 4] and drained == [True]
-    q.put([5])
+    assert q.get() == ([1, 2, 3, 4], [(), (), (), ()]) and drained == [True]
+    q.put([5], [()])
     q.close()
-    assert q.get() == [5] and q.get() is END
+    assert q.get() == ([5], [()]) and q.get() is END
     q2 = ThreadEventQueue()
     q2.stop()
-    q2.put([1])  # dropped after stop
+    q2.put([1], [()])  # dropped after stop
     assert q2.get() is STOPPED and q2.stopped and not q2.full
 
 

@@ -12,6 +12,7 @@ import asyncio
 import pytest
 
 from cursor_agent_api import AgentConfig, AgentProcessError, CursorAgentClient, EventType
+from cursor_agent_api.runtime.sinks import AsyncEventQueue
 from cursor_agent_api.testing import Script, ScriptTransport
 
 RESULT = {"type": "result", "subtype": "success", "is_error": False, "result": "4", "session_id": "s"}
@@ -68,17 +69,20 @@ def test_a_script_mutated_after_it_was_made_is_checked_at_start():
 
 
 def test_a_failure_while_playing_ends_the_turn_with_it():
-    """Whatever goes wrong inside the playing task (here: an observer of the fold) ends the
-    turn: exit code 1, the error on its stderr — not a task dead in the background."""
+    """Whatever goes wrong inside the playing task (here: the sink the turn hands its events
+    to) ends the turn: exit code 1, the error on its stderr — not a task dead in the
+    background."""
     transport = ScriptTransport(["a banner line", RESULT])
 
-    def observer(event, changes):
-        if event.type is EventType.RAW:  # the banner; the client's own result event folds fine
-            raise RuntimeError("observer broke")
+    class BrokenSink(AsyncEventQueue):
+        def put(self, events, changes):
+            if any(event.type is EventType.RAW for event in events):  # the banner; the
+                raise RuntimeError("observer broke")  # client's own result event goes in fine
+            super().put(events, changes)
 
     async def main():
-        turn = transport.open_turn(AgentConfig(transport=transport, timeout=5), "hi")
-        turn.on_fold = observer
+        turn = transport.open_turn(AgentConfig(transport=transport, timeout=5), "hi",
+                                   sink=BrokenSink())
         await turn.start()
         return await turn.wait()
 

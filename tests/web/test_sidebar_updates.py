@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from playwright.sync_api import expect
-from server_helpers import new_chat, wait_run
+from playwright.sync_api import Page, expect
+from server_helpers import new_chat, poll, wait_run
 from test_ui import open_ui
 
 # Counts the changes of the list's children (items added, removed or moved) from now on.
@@ -120,6 +120,18 @@ HELD = {"CURSOR_AGENT_SIM_FAULT": "silence"}
 CHATS = 205  # more than a page of the list (200): "More chats" shows the rest
 
 
+def next_refresh(page: Page, asked: list[str]) -> None:
+    """Move the page's clock on, a quarter second at a time, until it refreshes the list's
+    first page (its timer is set once the previous refresh is drawn: moving the clock by the
+    whole period at once could come before that)."""
+    refreshes = sum("limit=200&offset=0" in u for u in asked)
+    for _ in range(200):  # 50 s of the page's time: five periods of 10 s
+        page.clock.run_for(250)
+        if sum("limit=200&offset=0" in u for u in asked) > refreshes:
+            return
+    raise AssertionError(f"no refresh of the list in 50 s of the page's time: {asked}")
+
+
 def test_a_refresh_while_a_chat_runs_fetches_only_what_can_have_changed(
     make_server: Any, browser: Any
 ) -> None:
@@ -132,7 +144,11 @@ def test_a_refresh_while_a_chat_runs_fetches_only_what_can_have_changed(
     with server.client() as c:
         chats = [new_chat(c) for _ in range(CHATS)]
     oldest = chats[0]  # listed last: on the second page
-    page = open_ui(browser, server)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.clock.install()  # the list's refresh timers fire when the test moves the clock
+    page.goto(f"{server.url}/?token={server.token}")
     expect(page.locator("#chat-list .chat-item")).to_have_count(200)
     with page.expect_request(lambda r: "/api/chats?limit=200&offset=200" in r.url):
         page.get_by_role("button", name="More chats").click()
@@ -143,11 +159,14 @@ def test_a_refresh_while_a_chat_runs_fetches_only_what_can_have_changed(
     page.on("request", lambda r: asked.append(r.url) if "/api/chats?" in r.url else None)
     with server.client() as c:
         run = c.post(f"/api/chats/{oldest['id']}/runs", json={"prompt": "count"}).json()
+        # running on the server before the page's clock moves: its refreshes come as fast as
+        # the test moves the clock, and the list draws what the server says at each of them
+        poll(lambda: c.get(f"/api/runs/{run['id']}").json()["status"] == "running", 60)
     first = "() => document.querySelector('#chat-list .chat-item').dataset.chatId"
-    # the next refreshes (10 s, then every 2 s once the run shows): three of them
+    # the next refreshes (10 s, then every 2 s once the run shows): three of them, each made
+    # by moving the page's clock on until its timer fires
     for _ in range(3):
-        with page.expect_request(lambda r: "/api/chats?limit=200&offset=0" in r.url, timeout=30_000):
-            pass
+        next_refresh(page, asked)
     expect(page.locator(item(oldest["id"]) + " .pill")).to_have_text("running")
     assert page.evaluate(first) == oldest["id"]  # moved to the top
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
@@ -155,8 +174,10 @@ def test_a_refresh_while_a_chat_runs_fetches_only_what_can_have_changed(
 
     with server.client() as c:
         assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+        assert wait_run(c, run["id"])["status"] == "cancelled"
+    next_refresh(page, asked)
     expect(page.locator(item(oldest["id"]) + " .pill")).to_have_text("cancelled")
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
     assert page.evaluate(first) == oldest["id"]
     assert [u for u in asked if "offset=200" in u] == [], asked
-    assert page.errors == []  # type: ignore[attr-defined]
+    assert errors == []

@@ -183,7 +183,9 @@ def test_stop_mid_run_with_the_button_and_with_esc(
 
 
 def test_reload_mid_run_catches_up_every_event_once(make_server: Any, browser: Any) -> None:
-    server = make_server(sim_env=SLOW)
+    # Paced so that the reload comes mid-run (checked below: the run went on after the page
+    # had loaded again), not slower: after the first card, 14 more events.
+    server = make_server(sim_env={**SLOW, "CURSOR_AGENT_SIM_DELAY": "0.25"})
     with server.client() as c:
         chat = new_chat(c)
         page = open_ui(browser, server)
@@ -191,12 +193,15 @@ def test_reload_mid_run_catches_up_every_event_once(make_server: Any, browser: A
         send(page, "list the files and read notes.txt, grep TODO and glob *.txt")
         expect(page.locator(".card").first).to_be_attached()
         page.reload()  # mid-run
+        reloaded_at = c.get(f"/api/chats/{chat['id']}").json()["last_seq"]
         expect(page.locator("#result-bar")).to_contain_text("Done")
         run = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][-1]
         run = wait_run(c, run["id"])
         assert run["status"] == "succeeded"
         events = c.get(f"/api/chats/{chat['id']}/events", params={"limit": 5000}).json()["events"]
         calls = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]
+    last_from_the_agent = max(e["seq"] for e in events if e["source"] == "agent")
+    assert reloaded_at < last_from_the_agent, "the agent was done before the page loaded again"
 
     ids = call_ids(page)
     assert len(ids) == len(set(ids)) == len(calls) >= 3
@@ -256,7 +261,9 @@ def test_reconnects_after_a_server_restart(make_server: Any, browser: Any, shot:
     first = make_server()
     with first.client() as c:
         chat = new_chat(c)
-    page = open_ui(browser, first)
+    page = browser.new_page()
+    page.clock.install()  # (it runs; the test moves it past the reconnect's backoff)
+    page.goto(f"{first.url}/?token={first.token}")
     open_chat(page, first, chat["id"])
     send(page, "list the files")
     expect(page.locator("#result-bar")).to_contain_text("Done")
@@ -265,6 +272,7 @@ def test_reconnects_after_a_server_restart(make_server: Any, browser: Any, shot:
     shot(page, "reconnecting")
     # The same database, port and token: the page catches up by itself.
     second = make_server(token=first.token, args=["--port", str(first.port)])
+    page.clock.run_for(5_000)  # the longest backoff: the page's timer tries again now
     expect(page.locator("#conn")).to_have_text("Live")
     send_after_done(page, "grep TODO")
     expect(page.locator(".card.tool-grep")).to_have_attribute("data-status", "succeeded")
@@ -327,22 +335,29 @@ def test_without_the_token_the_page_asks_for_it(
 
 
 def test_network_drop_mid_run_then_catch_up(make_server: Any, browser: Any, shot: Any) -> None:
-    server = make_server(sim_env=SLOW)
+    # Paced so that the cut comes mid-run (checked below: the page has not seen the end), not
+    # slower: after the first card, 14 more events.
+    server = make_server(sim_env={**SLOW, "CURSOR_AGENT_SIM_DELAY": "0.2"})
     proxy = CuttableProxy(server.port)
     try:
         with server.client() as c:
             chat = new_chat(c)
             page = browser.new_page()
+            page.clock.install()  # (it runs; the test moves it past the reconnect's backoff)
             page.goto(f"{proxy.url}/?token={server.token}#/chat/{chat['id']}")
             expect(page.locator("#conn")).to_have_text("Live")
             send(page, "list the files and read notes.txt, grep TODO and glob *.txt")
             expect(page.locator(".card").first).to_be_attached()
             proxy.cut()
             expect(page.locator("#conn")).to_have_text("Reconnecting…")
+            expect(page.locator("#result-bar")).not_to_contain_text("Done")  # cut mid-run
             shot(page, "network-down")
             run_id = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][-1]["id"]
             assert wait_run(c, run_id)["status"] == "succeeded"  # the run went on alone
             proxy.restore()
+            # The page tries again by itself, after a backoff of up to 5 s by then: its clock is
+            # moved past that instead of waiting for it.
+            page.clock.run_for(5_000)
             expect(page.locator("#conn")).to_have_text("Live")
             expect(page.locator("#result-bar")).to_contain_text("Done")
             calls = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]

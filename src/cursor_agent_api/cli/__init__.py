@@ -10,6 +10,9 @@ Example:
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import click
 
 from .. import __version__
@@ -37,7 +40,20 @@ SUBCOMMANDS = {
 and each subcommand pay only for their own imports), and its line in ``--help``."""
 
 
-@click.group(cls=LazyGroup, lazy_commands=SUBCOMMANDS,
+class CommandLine(LazyGroup):
+    """The group: a Ctrl-C that no subcommand handled — while ``run`` still reads its prompt
+    from a pipe, while a module is imported — ends the command with status 130, as every
+    Ctrl-C does (click would say "Aborted!" and exit 1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo(err=True)  # the line the ^C was typed on ends
+            sys.exit(130)
+
+
+@click.group(cls=CommandLine, lazy_commands=SUBCOMMANDS,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cursor-agent-api")
 def main() -> None:

@@ -36,10 +36,10 @@ from ..home import home_dir, private_dir
 from .console import CliUsageError, error_text, is_terminal, make_console, writing_output
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
-from .run import acp_steering, load_session, read_stdin, utf8_prompt
+from .run import acp_steering, as_utf8, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
 from .turn_signals import LateInterrupt
-from .turns import Recorder, run_turn
+from .turns import open_recorder, run_turn
 from .views import make_view
 
 PROMPT = "› "
@@ -83,12 +83,14 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
             console.print(*args, **kwargs)
 
     saved = SavedChats()
+    recorder = open_recorder(record)  # a bad --record is said first, alone
     if simulate:
-        say(SIMULATED_BANNER, style="bold yellow")
-    try:
-        recorder = Recorder(record)
-    except OSError as exc:
-        raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
+        try:
+            say(SIMULATED_BANNER, style="bold yellow")
+        except BaseException:  # stdout cannot be written: no chat, the file as it was
+            recorder.close()
+            raise
+    recorder.begin()  # the chat starts: an earlier recording in the file goes
     interactive = is_terminal(sys.stdin)
     if interactive:
         _setup_readline()
@@ -119,7 +121,7 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
     try:
         while True:
             try:
-                prompt = input(PROMPT) if interactive else _read_line()
+                prompt = _ask() if interactive else _read_line()
                 if prompt.strip():
                     utf8_prompt(prompt, "this line")
             except EOFError:
@@ -180,7 +182,7 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                 session.session_id, simulate, session.config.workspace,
                 acp=config.transport == "acp")),
             style="dim",
-        ))
+        ), soft_wrap=True)  # whole, for the terminal to wrap: a newline would break a paste
     sys.exit(status)
 
 
@@ -190,12 +192,35 @@ def _stop(view: object) -> None:
         stop()
 
 
+def _ask() -> str:
+    """A line typed at the terminal. When the output is a pipe or a file (``chat | tee
+    chat.log``; ``input()`` wrote its mark there), the line is written after the mark, as
+    :func:`_read_line` writes a piped one: the log holds what was asked (and a ``tee`` to the
+    terminal shows the line twice, after the terminal's own echo: README.md says so)."""
+    logged = not is_terminal(sys.stdout)
+    try:
+        line = as_utf8(input(PROMPT), sys.stdin.encoding)
+    except EOFError:  # Ctrl-D: the mark's line ends
+        if logged:
+            _log("")
+        raise
+    if logged:
+        _log(line)
+    return line
+
+
+def _log(line: str) -> None:
+    shown = printable(line).encode("utf-8", "backslashreplace").decode("utf-8")
+    with writing_output():
+        sys.stdout.write(shown + "\n")  # a byte that is not UTF-8 as \udcXX
+
+
 def _read_line() -> str:
     line = read_stdin(line=True)
     if not line:
         raise EOFError
     line = line.rstrip("\r\n")  # a CRLF file (Windows) or a terminal that sends CR: not in the prompt
-    shown = printable(line).encode("utf-8", "backslashreplace").decode("utf-8")
     with writing_output():
-        sys.stdout.write(PROMPT + shown + "\n")  # a byte that is not UTF-8 echoed as \udcXX
+        sys.stdout.write(PROMPT)
+    _log(line)
     return line

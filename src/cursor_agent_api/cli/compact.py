@@ -6,7 +6,9 @@ checkpoint that empties the WAL), start the server again. It takes about as long
 the file. It reads the same database URL as ``serve`` (``--database-url``,
 ``CURSOR_AGENT_API_DATABASE_URL``, else the default file; with ``--simulate``, the default
 file of ``serve --simulate``). For PostgreSQL it does nothing
-and says why (autovacuum makes the space reusable; ``VACUUM FULL`` gives it back).
+and says why (autovacuum makes the space reusable; ``VACUUM FULL`` gives it back). A missing
+file, a wrong URL and PostgreSQL are told before the server's modules are imported (a
+second, about); only a file to compact needs them.
 
 Example:
     $ cursor-agent-api serve          # … then DELETE /api/chats/{id}; stop the server
@@ -16,9 +18,11 @@ Example:
 
 from __future__ import annotations
 
+import os
+
 import click
 
-from ..extras import SERVER_MODULES, first_missing, needs_extra
+from ..extras import SERVER_MODULES, first_absent, first_missing, needs_extra
 
 POSTGRES_NOTE = (
     "nothing to do on PostgreSQL: autovacuum makes the space of deleted rows reusable (the "
@@ -52,11 +56,10 @@ def _mb(n: int) -> str:
 )
 def compact(database_url: str | None, simulate: bool) -> None:
     """Give a SQLite database's free pages back (VACUUM); run it while the server is stopped."""
-    missing = first_missing(SERVER_MODULES)
-    if missing is not None:
-        raise click.ClickException(needs_extra("compact", "server", missing))
-    from ..database_urls import database_url_problem, is_postgres
-    from ..server.store.compaction import DatabaseBusyError, compact_sqlite, sqlite_path
+    absent = first_absent(SERVER_MODULES)  # (nothing imported: the URL's check needs one)
+    if absent is not None:
+        raise click.ClickException(needs_extra("compact", "server", absent))
+    from ..database_urls import database_url_problem, is_postgres, sqlite_path
     from .console import CliError, CliUsageError, given_as
 
     if database_url is not None:
@@ -72,13 +75,24 @@ def compact(database_url: str | None, simulate: bool) -> None:
     path = sqlite_path(url)
     if path is None:
         raise CliUsageError("compact needs an SQLite file or a PostgreSQL database")
+    path = os.path.expanduser(path)
+    from .render import printable
+
+    shown = printable(path, one_line=True)  # a name the user typed: never obeyed, one line
+    if not os.path.isfile(path):  # said before the server's imports
+        raise CliError(f"no database file {shown}")
+    missing = first_missing(SERVER_MODULES)
+    if missing is not None:
+        raise click.ClickException(needs_extra("compact", "server", missing))
+    from ..server.store.compaction import DatabaseBusyError, compact_sqlite
+
     try:
         done = compact_sqlite(path)
     except FileNotFoundError:
-        raise CliError(f"no database file {path}") from None
+        raise CliError(f"no database file {shown}") from None
     except DatabaseBusyError:
         raise CliError(
-            f"the database {path} is busy (another process holds its write lock): stop the "
+            f"the database {shown} is busy (another process holds its write lock): stop the "
             "server, then run compact again"
         ) from None
-    click.echo(f"compacted {path}: {_mb(done.before)} -> {_mb(done.after)} ({done.free_pages} free pages)")
+    click.echo(f"compacted {shown}: {_mb(done.before)} -> {_mb(done.after)} ({done.free_pages} free pages)")

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import io
@@ -198,9 +199,33 @@ def standard_output() -> None:
 
 
 def _replace_unencodable(stream: object) -> None:
-    if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+    # "surrogateescape": Python's choice in the C locale when its UTF-8 mode is off
+    if isinstance(stream, io.TextIOWrapper) and stream.errors in ("strict", "surrogateescape"):
         with contextlib.suppress(ValueError, OSError):  # closed, or not reconfigurable
-            stream.reconfigure(errors="replace")
+            stream.reconfigure(errors=_UNENCODABLE)
+
+
+_UNENCODABLE = "cursor_agent_api.unencodable"
+
+
+def _unencodable(exc: UnicodeError) -> tuple[str | bytes, int]:
+    r"""The error handler of :func:`standard_output`: a lone surrogate of ``surrogateescape``
+    (a byte of a name that was not text in the locale) is written as that byte, as before;
+    any other character the encoding lacks as ``?``.
+
+    Example:
+        >>> "é \udce9".encode("ascii", _UNENCODABLE)
+        b'? \xe9'
+    """
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start:exc.end]
+    if all("\udc80" <= c <= "\udcff" for c in chunk):
+        return bytes(ord(c) - 0xDC00 for c in chunk), exc.end
+    return "?" * len(chunk), exc.end
+
+
+codecs.register_error(_UNENCODABLE, _unencodable)
 
 
 @contextlib.contextmanager

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ..config import AgentConfig, is_chat_id
+from ..config import MODEL_ID_RULE, AgentConfig, is_chat_id, is_model_slug
 from .console import CliUsageError
+from .render import printable
 from .runner_options import Seconds, check_simulate_or_binary
 from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
+from .typed_path import TypedPath
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -61,7 +64,7 @@ def _agent_options(func: F, *, chat: bool) -> F:
         partial_help = ("Stream the text token by token (default: on, except with "
                         "--output-format, where it is off as in `agent --print`).")
     options = [
-        click.option("--workspace", "-w", type=click.Path(file_okay=False, path_type=Path),
+        click.option("--workspace", "-w", type=TypedPath(file_okay=False, path_type=Path),
                      default=None, help="Directory the agent works in (default: the current one)."),
         click.option("--model", "-m", default=None, help="Model slug, e.g. sonnet-4.6."),
         click.option("--force", "-f", "--yolo", "force_approve", is_flag=True,
@@ -93,7 +96,7 @@ def _agent_options(func: F, *, chat: bool) -> F:
                      help="--acp: reject these calls without asking (repeatable; wins over --allow)."),
         click.option("--simulate", is_flag=True,
                      help="Run the bundled simulator instead of Cursor's agent."),
-        click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+        click.option("--record", type=TypedPath(dir_okay=False, path_type=Path), default=None,
                      help="Write the agent's stream-json lines, as received, to this file "
                           "(with --acp: the events mapped from ACP); `replay` reads it."),
         click.option("--output", "-o", "output", type=click.Choice(outputs),
@@ -163,11 +166,57 @@ def build_config(
     elif agent_binary:
         fields["agent_binary"] = agent_binary
     if workspace is not None and not workspace.is_dir():
-        raise click.UsageError(f"--workspace {workspace}: no such directory")
+        raise click.UsageError(f"--workspace {printable(str(workspace), one_line=True)}: "
+                               "no such directory")
+    if model is not None and not is_model_slug(model):
+        why = ("is empty (a variable that was not set?)" if not model.strip()
+               else f"is not {MODEL_ID_RULE}")
+        raise click.BadParameter(f"{model!r} {why}: pick a slug from `agent models`",
+                                 param_hint="'--model'")
+    filled = {}  # the fields the command line filled in itself, and where it took them
+    if workspace is None:
+        filled["workspace"] = ("the current folder is the workspace when --workspace is not "
+                               "given, and it {why}: cd to another folder, or pass --workspace")
+    if simulate:
+        filled["agent_binary"] = "the simulator's path (--simulate) {why}"
     try:
         return AgentConfig(**fields)
     except (TypeError, ValueError) as exc:
-        raise click.UsageError(str(exc)) from None
+        raise in_cli_words(exc, filled) from None
+
+
+OPTION_OF_FIELD = {
+    "workspace": "--workspace", "model": "--model", "headers": "--header",
+    "agent_binary": "--agent-binary", "allowed_tools": "--allow", "denied_tools": "--deny",
+    "max_line_bytes": "--max-line-bytes", "timeout": "--timeout",
+    "idle_timeout": "--idle-timeout", "resume": "--resume",
+}
+"""The option of ``run`` and ``chat`` that sets each :class:`AgentConfig` field."""
+
+_FIELD_NAMED = re.compile(r"AgentConfig\.(\w+)(?:\[\d+\])?(?: items)?:? ")
+
+
+def in_cli_words(exc: Exception, filled: dict[str, str] | None = None) -> click.UsageError:
+    """:class:`AgentConfig`'s refusal of a value (``AgentConfig.FIELD why``) as the usage error
+    of the option the user typed: click's ``Invalid value for '--OPTION': why``. A field the
+    command line filled in itself (``filled``: its sentence, with ``{why}``) is not blamed on
+    an option the user did not give.
+
+    Example:
+        >>> try:
+        ...     AgentConfig(headers=["no colon"])
+        ... except ValueError as exc:
+        ...     print(in_cli_words(exc).format_message())
+        Invalid value for '--header': must look like 'Name: Value', got one starting 'no'
+    """
+    message = str(exc)
+    named = _FIELD_NAMED.match(message)
+    if named is None or named.group(1) not in OPTION_OF_FIELD:
+        return click.UsageError(message)
+    if filled and named.group(1) in filled:
+        return click.UsageError(filled[named.group(1)].format(why=message[named.end():]))
+    return click.BadParameter(message[named.end():],
+                              param_hint=f"'{OPTION_OF_FIELD[named.group(1)]}'")
 
 
 def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str | None:
@@ -203,7 +252,8 @@ def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str |
     except ChatLookupError:
         if not is_chat_id(resume):
             raise CliUsageError(
-                f"--resume {resume}: no saved chat matches it, and it is not a chat id "
+                f"--resume {printable(resume, one_line=True)}: no saved chat matches it, "
+                "and it is not a chat id "
                 "(a UUID) — see `cursor-agent-api sessions list`") from None
         return resume  # a chat of the agent's own, not saved here
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
@@ -64,9 +65,11 @@ r"""Bidirectional-text controls (marks, embeddings, overrides, isolates): applie
 terminal, they make ``cat notes\u202e; rm -rf ~ #\u202c.txt`` read differently from what runs."""
 
 
-def printable(text: str) -> str:
+def printable(text: str, *, one_line: bool = False) -> str:
     r"""``text`` with every control character but newline and tab shown as ``\xNN``, and
-    every bidi control as ``⟨U+202E⟩`` (as the web page shows them).
+    every bidi control as ``⟨U+202E⟩`` (as the web page shows them); with ``one_line`` (a
+    name inside a one-line message: a path the user typed) newline and tab too, as ``\n``
+    and ``\t``.
 
     What the agent wrote is data: an escape sequence in it must not move the cursor,
     retitle the window or change colours on the reader's terminal, nor a bidi control
@@ -77,10 +80,48 @@ def printable(text: str) -> str:
         'a\\x1b[31mred\nb\\x07'
         >>> printable("notes\u202etxt.sh")
         'notes⟨U+202E⟩txt.sh'
+        >>> print(printable("a\nb\tc\x1b", one_line=True))
+        a\nb\tc\x1b
     """
+    if one_line:
+        text = text.replace("\n", "\\n").replace("\t", "\\t")
     text = text.replace("\r\n", "\n")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
     return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+
+
+_JSON_UNSAFE = re.compile(
+    rb"\x7f|\xc2[\x80-\x9f]|\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
+"""In UTF-8 JSON: DEL, the C1 controls and the bidi controls, which JSON may leave as they
+are (only C0 must be escaped) — and in JSON text they can only stand inside a string."""
+
+
+def inert_json(data: bytes) -> bytes:
+    r"""UTF-8 JSON ``data`` with DEL, every C1 control (``U+009B`` is CSI: xterm obeys it) and
+    every bidi control written as its ``\u`` escape: the same JSON value, which a terminal
+    that shows it (``-o json``, ``cat run.json``) shows and never obeys.
+
+    Example:
+        >>> import orjson
+        >>> orjson.dumps("red\u009b31m notes\u202etxt.sh é")
+        b'"red\xc2\x9b31m notes\xe2\x80\xaetxt.sh \xc3\xa9"'
+        >>> inert_json(orjson.dumps("red\u009b31m notes\u202etxt.sh é"))
+        b'"red\\u009b31m notes\\u202etxt.sh \xc3\xa9"'
+        >>> orjson.loads(_) == "red\u009b31m notes\u202etxt.sh é"
+        True
+    """
+    return _JSON_UNSAFE.sub(lambda m: b"\\u%04x" % ord(m.group().decode()), data)
+
+
+def json_line(value: object) -> bytes:
+    r"""``value`` as one line of JSON for the command's output (``-o json``, ``-o ndjson``,
+    ``--json``), through :func:`inert_json`.
+
+    Example:
+        >>> json_line({"text": "red" + chr(0x1b) + "[2J" + chr(0x9b) + "31m"})
+        b'{"text":"red\\u001b[2J\\u009b31m"}\n'
+    """
+    return inert_json(orjson.dumps(value, option=orjson.OPT_APPEND_NEWLINE))
 
 
 def error_text_of(event: AgentEvent) -> str:

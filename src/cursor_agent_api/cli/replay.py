@@ -18,12 +18,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, NoReturn
 
 import click
-import orjson
 
 from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventType, Transcript
 from ..protocol.reason import failure_reason
 from .console import make_console, output_failure
-from .render import TurnRenderer
+from .render import TurnRenderer, json_line, printable
 
 
 def summarize(t: Transcript, raw_tail: Iterable[str] = (), *,
@@ -146,15 +145,16 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     incomplete, and says so) or the output cannot be written, 2 when the input cannot be
     read, 130 on Ctrl-C.
     """
+    shown = printable(file, one_line=True)  # a name from a glob is data: its escapes shown, never obeyed
     try:
         src = _open_input(file)
     except OSError as exc:
-        click.echo(f"cursor-agent-api replay: cannot read {file}: {exc.strerror}", err=True)
+        click.echo(f"cursor-agent-api replay: cannot read {shown}: {exc.strerror}", err=True)
         sys.exit(2)
     except _ClosedStdin:
         click.echo("cursor-agent-api replay: cannot read standard input: it is closed", err=True)
         sys.exit(2)
-    name = "standard input" if file == "-" else file
+    name = "standard input" if file == "-" else shown
     try:
         if summary:
             t = Transcript(keep_events=False)
@@ -174,8 +174,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             t.close()
             if t.object_lines == 0 and not summary_reader.oversize_lines:
                 _not_a_recording(name, empty=t.raw_lines == 0)
-            sys.stdout.buffer.write(orjson.dumps(summarize(t, raw_tail, dropped=summary_reader),
-                                                 option=orjson.OPT_APPEND_NEWLINE))
+            sys.stdout.buffer.write(json_line(summarize(t, raw_tail, dropped=summary_reader)))
             sys.stdout.flush()
             if summary_reader.oversize_lines:
                 sys.exit(1)
@@ -211,7 +210,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         sys.stdout.flush()
         sys.exit(130)
     except _ReadError as exc:
-        why = f"{file} is a directory" if exc.directory else f"cannot read {file}: {exc}"
+        why = f"{shown} is a directory" if exc.directory else f"cannot read {shown}: {exc}"
         click.echo(f"cursor-agent-api replay: {why}", err=True)
         sys.exit(2)
     except OSError as exc:  # writing the rendering (a closed pipe is click's to end quietly)

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import errno
 import sys
 from collections.abc import Collection
@@ -37,7 +38,8 @@ from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
 from .steer import TerminalSteering, unattended_plans
-from .turns import Recorder, run_turn
+from .turns import open_recorder, run_turn
+from .typed_path import TypedPath
 from .views import AgentFormatView, JsonView, NdjsonView, make_view
 
 
@@ -60,16 +62,21 @@ def read_prompt(words: tuple[str, ...], prompt_file: Path | None) -> str:
         prompt_file = Path("-")
     if prompt_file is not None:
         if str(prompt_file) == "-":
+            if sys.stdin is None:  # closed (<&-): not an empty prompt, no prompt at all
+                raise CliUsageError("cannot read the prompt from standard input: it is closed "
+                                    "— give the prompt as arguments, with --prompt-file FILE, "
+                                    "or pipe it in")
             return utf8_prompt(read_stdin(), "the prompt on stdin")
+        shown = printable(str(prompt_file), one_line=True)  # typed: never obeyed, one line
         try:
             data = prompt_file.read_bytes()
         except OSError as exc:
-            raise CliUsageError(f"cannot read --prompt-file {printable(str(prompt_file))}: "
+            raise CliUsageError(f"cannot read --prompt-file {shown}: "
                                 f"{exc.strerror or exc}") from None
         return utf8_prompt(data.decode("utf-8", "surrogateescape"),
-                           f"the prompt in --prompt-file {printable(str(prompt_file))}")
+                           f"the prompt in --prompt-file {shown}")
     if words:  # argv: a byte that is not UTF-8 arrives as a lone surrogate (surrogateescape)
-        return utf8_prompt(" ".join(words), "the prompt")
+        return utf8_prompt(as_utf8(" ".join(words), sys.getfilesystemencoding()), "the prompt")
     if sys.stdin is not None and not is_terminal(sys.stdin):  # None: stdin closed (<&-)
         return utf8_prompt(read_stdin(), "the prompt on stdin")
     raise click.UsageError("no prompt: give it as arguments, with --prompt-file, or on stdin")
@@ -85,6 +92,23 @@ def read_stdin(*, line: bool = False) -> str:
         return sys.stdin.readline() if line else sys.stdin.read()
     data = raw.readline() if line else raw.read()
     return str(data.decode("utf-8", "surrogateescape"))
+
+
+def as_utf8(text: str, encoding: str | None) -> str:
+    r"""``text`` as the terminal typed it: decoded in ``encoding``, the locale's, which in the
+    C locale without Python's UTF-8 mode (``LC_ALL=C PYTHONUTF8=0``) is ASCII - there each
+    byte of ``é`` is a lone surrogate - and read again as UTF-8 (what it is, on the terminals
+    of today). Another encoding (UTF-8, Latin-1) decoded it already.
+
+    Example:
+        >>> as_utf8("caf\udcc3\udca9", "ascii"), as_utf8("caf\udce9", "ascii")
+        ('café', 'caf\udce9')
+        >>> as_utf8("café", "latin-1")
+        'café'
+    """
+    if encoding is None or codecs.lookup(encoding).name != "ascii":
+        return text
+    return text.encode("ascii", "surrogateescape").decode("utf-8", "surrogateescape")
 
 
 def utf8_prompt(text: str, what: str) -> str:
@@ -125,7 +149,7 @@ def load_session(config: AgentConfig, saved: SavedChats,
 
 @click.command()
 @click.argument("words", nargs=-1)
-@click.option("--prompt-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--prompt-file", type=TypedPath(dir_okay=False, path_type=Path), default=None,
               help="Read the prompt from this file ('-' = stdin).")
 @click.option("--output-format", type=click.Choice(["text", "json", "stream-json"]),
               default=None,
@@ -155,19 +179,18 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
     prompt = read_prompt(words, prompt_file)  # (an empty one refused there, by check_prompt)
     console = make_console(soft_wrap=output != "live")
     err = make_console(stderr=True)
+    recorder = open_recorder(record)  # a bad --record is said first, alone
     if simulate:
         to_err = output in ("json", "ndjson") or output_format is not None
         try:
             (err if to_err else console).print(SIMULATED_BANNER, style="bold yellow")
         except OSError as exc:  # stdout cannot be written (a full disk): no turn runs unseen
+            recorder.close()
             if exc.errno == errno.EPIPE:
                 raise  # a closed pipe: click ends quietly
             err.print(Text(printable(f"✗ {output_failure(exc)}"), style="bold red"))
             sys.exit(1)
-    try:
-        recorder = Recorder(record)
-    except OSError as exc:
-        raise click.UsageError(f"cannot write --record {record}: {exc.strerror}") from None
+    recorder.begin()  # the turn starts: an earlier recording in the file goes
     view = (AgentFormatView(output_format, err, simulated=simulate) if output_format
             else make_view(output, console, err=err, simulated=simulate))
     config, steering = acp_steering(config, err)

@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 import click
 
+from .typed_path import TypedPath
+
 __all__ = ["Seconds", "check_simulate_or_binary", "parse_agent_env", "runner_options"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,16 +53,33 @@ class Seconds(click.FloatRange):
         1.5
         >>> print(CliRunner().invoke(cmd, ["--wait", "nan"]).output.splitlines()[-1])
         Error: Invalid value for '--wait': nan is not a number of seconds.
+        >>> print(CliRunner().invoke(cmd, ["--wait", "soon"]).output.splitlines()[-1])
+        Error: Invalid value for '--wait': 'soon' is not a number of seconds.
+        >>> print(CliRunner().invoke(cmd, ["--wait", "0"]).output.splitlines()[-1])
+        Error: Invalid value for '--wait': 0.0 is not in the range x>0.
     """
 
     name = "seconds"
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> Any:
-        seconds = super().convert(value, param, ctx)
+        try:
+            seconds = super().convert(value, param, ctx)
+        except click.BadParameter:
+            if isinstance(value, float) or _is_number(value):
+                raise  # out of the range: click's words name the range
+            self.fail(f"{value!r} is not a number of seconds.", param, ctx)
         if not math.isfinite(seconds):
             self.fail(f"{value} is not a number of seconds.", param, ctx)
         return seconds
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def check_simulate_or_binary(simulate: bool, agent_binary: str | None) -> None:
@@ -111,7 +130,7 @@ def parse_agent_env(pairs: tuple[str, ...], names: tuple[str, ...]) -> dict[str,
 def runner_options(func: F) -> F:
     """Decorate a click command with the options that set up the agents it runs."""
     options = [
-        click.option("--root", "roots", multiple=True, type=click.Path(file_okay=False, exists=True),
+        click.option("--root", "roots", multiple=True, type=TypedPath(file_okay=False, exists=True),
                      help="A directory workspaces may live under (repeatable; default: the "
                           "current directory)."),
         click.option("--simulate", is_flag=True,

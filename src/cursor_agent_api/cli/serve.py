@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # (the server extra may be missing: imported where serve star
 def serve_database_url(*, simulate: bool) -> str:
     """The default database of ``serve``: ``server.sqlite3`` in the tool's home, and
     ``server-simulated.sqlite3`` beside it for ``--simulate`` (simulated chats kept apart)."""
-    from ..server.settings import default_database_url
+    from ..database_urls import default_database_url
 
     return default_database_url("server-simulated.sqlite3" if simulate else "server.sqlite3")
 

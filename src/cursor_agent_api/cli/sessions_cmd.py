@@ -13,14 +13,13 @@ import sys
 from typing import Any
 
 import click
-import orjson
 from rich.table import Table
 from rich.text import Text
 
 from ..errors import SessionError
 from ..sessions import read_session_file
 from .console import CliError, CliUsageError, error_text, make_console, writing_output
-from .render import printable
+from .render import json_line, printable
 from .saved_chats import ChatLookupError, ChatSummary, SavedChats
 
 
@@ -56,10 +55,10 @@ def list_(as_json: bool) -> None:
 def _list(chats: list[ChatSummary], as_json: bool) -> None:
     if as_json:
         for c in chats:
-            sys.stdout.buffer.write(orjson.dumps({
+            sys.stdout.buffer.write(json_line({
                 "chat_id": c.chat_id, "workspace": c.workspace, "first_prompt": c.first_prompt,
                 "turns": c.turns, "last_used": c.last_used, "model": c.model,
-            }, option=orjson.OPT_APPEND_NEWLINE))
+            }))
         sys.stdout.flush()
         return
     console = make_console()
@@ -82,7 +81,20 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
         table.add_row(Text(printable(c.chat_id)), Text(printable(c.workspace or "")),
                       Text(_one_line(printable(c.first_prompt))), str(c.turns),
                       _when(c.last_used))
-    console.print(table)
+    natural = console.measure(table, options=console.options.update_width(1_000_000)).maximum
+    if natural <= console.width:  # every cell whole
+        console.print(table)
+        return
+    # Too narrow for the table, which would cut ids and drop whole columns: each chat on
+    # lines of its own, the id whole (the terminal wraps it), the prompt cut at the width.
+    for c in chats:
+        turns = f"{c.turns} turn{'' if c.turns == 1 else 's'}"
+        console.print(Text(printable(c.chat_id), style="bold"), soft_wrap=True)
+        console.print(Text(f"  {turns} · {_when(c.last_used)}"
+                           + (f" · {printable(c.workspace)}" if c.workspace else "")),
+                      soft_wrap=True)
+        console.print(Text("  " + _one_line(printable(c.first_prompt)), no_wrap=True,
+                           overflow="ellipsis"))
 
 
 @sessions.command()

@@ -23,12 +23,14 @@ import errno
 import functools
 import os
 import signal
+import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+import click
 from rich.text import Text
 
 from ..config import is_chat_id
@@ -47,7 +49,8 @@ if TYPE_CHECKING:
     from ..client import StreamingResponse
     from .steer import TerminalSteering
 
-__all__ = ["ENDING_SIGNALS", "Recorder", "Terminated", "TurnOutcome", "ending_signals", "run_turn"]
+__all__ = ["ENDING_SIGNALS", "Recorder", "Terminated", "TurnOutcome", "ending_signals", "open_recorder",
+           "run_turn"]
 
 _RESULTS = frozenset((EventType.RESULT_SUCCESS, EventType.RESULT_ERROR))
 
@@ -59,12 +62,16 @@ class Recorder:
 
     A file that cannot be written (a full disk, an I/O error) stops the recording, never the
     turn: the failure is said once, on stderr, by :meth:`report` (after the turn is shown)
-    or :meth:`close`.
+    or :meth:`close`. The file is opened (created if missing) at once, so that a path that
+    cannot be written is said before anything else; it is emptied by :meth:`begin`, when the
+    turn starts: a run refused before that leaves an earlier recording as it was, and removes
+    a file it created.
 
     Example:
         >>> from cursor_agent_api.protocol import parse_event
         >>> said = []
         >>> recorder = Recorder(Path("/dev/full"), warn=said.append)
+        >>> recorder.begin()
         >>> recorder.write(parse_event('{"type":"user"}'))
         >>> recorder.close()
         >>> said  # doctest: +ELLIPSIS
@@ -73,9 +80,24 @@ class Recorder:
 
     def __init__(self, path: Path | None, *, warn: Callable[[str], None] | None = None) -> None:
         self._path = path
-        self._file: BinaryIO | None = open(path, "wb") if path else None  # noqa: SIM115
+        self._created = path is not None and not path.exists()
+        self._file: BinaryIO | None = open(path, "ab") if path else None  # noqa: SIM115
+        self._begun = False
         self._warn = warn or _warn_on_stderr
         self._failure = ""
+
+    def begin(self) -> None:
+        """The turn starts: empty the file (a regular one: a device or a pipe has nothing
+        to empty) of what an earlier run recorded."""
+        self._begun = True
+        file = self._file
+        if file is None:
+            return
+        try:
+            if stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                file.truncate(0)
+        except OSError as exc:
+            self._fail(exc)
 
     def write(self, event: AgentEvent) -> None:
         """Append the event's stream-json line (:func:`~.views.agent_line`: the agent's
@@ -95,7 +117,7 @@ class Recorder:
     def _fail(self, exc: OSError) -> None:
         self._failure = printable(
             f"⚠ --record {self._path}: recording stopped ({exc.strerror or exc}); the turn "
-            "goes on, the file holds the lines written before")
+            "goes on, the file holds the lines written before", one_line=True)
         file, self._file = self._file, None
         if file is not None:
             with contextlib.suppress(OSError):  # its buffer cannot be written either
@@ -115,7 +137,27 @@ class Recorder:
                 file.close()
             except OSError as exc:  # its last lines could not be written
                 self._fail(exc)
+            if not self._begun and self._created and self._path is not None:
+                with contextlib.suppress(OSError):  # the run was refused before its turn
+                    self._path.unlink()
         self.report()
+
+
+def open_recorder(record: Path | None) -> Recorder:
+    """The :class:`Recorder` of ``--record``; a file that cannot be created is a usage error
+    (exit 2). Called before the command prints anything (``--simulate``'s banner included):
+    a run that cannot start announces nothing.
+
+    Example:
+        >>> open_recorder(Path("/nonexistent/run.jsonl"))
+        Traceback (most recent call last):
+        click.exceptions.UsageError: cannot write --record /nonexistent/run.jsonl: No such file or directory
+    """
+    try:
+        return Recorder(record)
+    except OSError as exc:
+        raise click.UsageError(f"cannot write --record {printable(str(record), one_line=True)}: "
+                               f"{exc.strerror}") from None
 
 
 def _warn_on_stderr(message: str) -> None:

@@ -51,10 +51,12 @@ from ..protocol import (
     ToolCallChanged,
     ToolCallOpened,
 )
-from .console import error_text
+from .console import error_text, is_terminal
 from .render import (
     TurnRenderer,
     error_text_of,
+    inert_json,
+    json_line,
     printable,
     raw_line_text,
     tool_line,
@@ -126,7 +128,8 @@ def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
     """The footer's chat id and how to continue (nothing without a chat id)."""
     lines = []
     if result.session_id:
-        hint = f" · continue: {continue_hint}" if continue_hint else ""
+        hint = (f" · continue: {printable(continue_hint, one_line=True)}" if continue_hint
+                else "")  # (it names the workspace the user typed)
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
@@ -181,7 +184,7 @@ class JsonView:
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Print the result object."""
-        sys.stdout.buffer.write(orjson.dumps(result.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.write(json_line(result.to_dict()))
         sys.stdout.flush()
 
 
@@ -190,7 +193,7 @@ class NdjsonView:
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Write the event's line and flush."""
-        sys.stdout.buffer.write(orjson.dumps(event.to_dict(), option=orjson.OPT_APPEND_NEWLINE))
+        sys.stdout.buffer.write(json_line(event.to_dict()))
         sys.stdout.flush()
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
@@ -209,7 +212,11 @@ class AgentFormatView:
       has every field, else completed; nothing when the agent wrote no result, as the CLI;
     * ``text``: the final answer and a newline, on success.
 
-    A failed turn says why on stderr, once, in the command line's words.
+    A failed turn says why on stderr, once, in the command line's words. At a terminal
+    (``out`` not given, stdout a terminal) what the agent wrote is shown as data, not as it
+    came: the answer through :func:`~.render.printable`, a line that is not JSON as
+    ``replay`` shows it, the JSON lines through :func:`~.render.inert_json` — a pipe or a
+    file gets the agent's bytes.
 
     Example:
         >>> from io import StringIO
@@ -230,6 +237,7 @@ class AgentFormatView:
         self.simulated = simulated
         self.err = err
         self._out = out
+        self.terminal = out is None and is_terminal(sys.stdout)
         self.result_event: AgentEvent | None = None
 
     def _write(self, data: bytes) -> None:
@@ -248,15 +256,21 @@ class AgentFormatView:
                                                          EventType.RESULT_ERROR):
             self.result_event = event
         if self.output_format == "stream-json":
+            if self.terminal:  # the agent's escapes shown, not obeyed
+                line = (raw_line_text(event).encode() if event.type is EventType.RAW
+                        else inert_json(line))
             self._write(line + b"\n")
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """``json``/``text``: write the result; on failure, say why on stderr."""
         if self.output_format == "json" and self.result_event is not None:
-            self._write(cli_result_line(self.result_event, result) + b"\n")
+            line = cli_result_line(self.result_event, result)
+            self._write((inert_json(line) if self.terminal else line) + b"\n")
         elif self.output_format == "text" and result.success:
-            answer = result.result if result.result is not None else result.text
-            self._write((answer or "").encode("utf-8", "surrogateescape") + b"\n")
+            answer = (result.result if result.result is not None else result.text) or ""
+            if self.terminal:
+                answer = printable(answer)
+            self._write(answer.encode("utf-8", "surrogateescape") + b"\n")
         if result.cancelled:
             self.err.print(Text("⊘ cancelled", style="yellow"))
         elif not result.success:
@@ -473,9 +487,11 @@ class LiveView:
         if final.strip():  # each link and image with its target: nothing hides where it goes
             from .answer_markdown import AnswerMarkdown
 
-            self.console.print(AnswerMarkdown(final))
+            # laid out at the terminal's width, whatever the console's soft_wrap: a code
+            # block's long line is wrapped, not cut off
+            self.console.print(AnswerMarkdown(final), soft_wrap=False)
         for line in footer_lines(result, continue_hint, simulated=self.simulated):
-            self.console.print(line)
+            self.console.print(line, soft_wrap=True)  # the command to continue stays whole
 
     def stop(self) -> None:
         """Stop the live region without a result (used on an unexpected exit)."""

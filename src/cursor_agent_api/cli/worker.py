@@ -49,6 +49,7 @@ from .serve import (
     refuse_database_url,
 )
 from .superuser import agents_read_secrets_warning
+from .typed_path import TypedPath
 
 
 @click.command("worker")
@@ -97,7 +98,7 @@ from .superuser import agents_read_secrets_warning
 )
 @click.option(
     "--worktrees",
-    type=click.Path(file_okay=False),
+    type=TypedPath(file_okay=False),
     default=None,
     help="Give each chat whose workspace is a git repository its own worktree and branch "
     "(cursor-agent/CHAT) in this directory. Worktrees are never removed automatically.",

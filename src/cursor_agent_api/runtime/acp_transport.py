@@ -404,8 +404,8 @@ class AcpTransport:
         """Bind the transport to the running loop. Used last on another loop that is still
         running (another thread's), ``RuntimeError``; on one that has closed or stopped, the
         process started there is stopped (its group signalled from here: that loop cannot
-        run it any more), the turns begun there forgotten, and the next use starts a new
-        process on this loop, where the sessions are ``session/load``ed."""
+        run it any more; not once gone), the turns begun there forgotten, and the next use
+        starts a new process on this loop, where the sessions are ``session/load``ed."""
         loop = asyncio.get_running_loop()
         old = self._loop
         if old is loop:
@@ -427,7 +427,8 @@ class AcpTransport:
             self._process_ended(self._generation)
         if conn is not None and conn.process is not None:
             process = conn.process
-            await asyncio.to_thread(stop_groups, [process.pgid], grace=conn.kill_grace)
+            if process.alive():  # (once gone, its group's number may be someone else's)
+                await asyncio.to_thread(stop_groups, [process.pgid], grace=conn.kill_grace)
             with contextlib.suppress(Exception):  # its transport belongs to the old loop
                 process.release()
 
@@ -750,8 +751,7 @@ class AcpTransport:
     def open_turn(self, config: AgentConfig, prompt: str | bytes | None, *,
                   sink: EventSink | None = None) -> AcpTurn:
         """A turn of ``config`` (``config.resume``: the session) with ``prompt``; call
-        ``start()`` on it. Its events are folded once and go to ``sink`` (a consumer's
-        ``on_fold`` is set before ``start()``, so it sees every fold)."""
+        ``start()`` on it. Its events are folded once and go to ``sink`` with their changes."""
         from .acp_turn import AcpTurn
 
         return AcpTurn(self, config, prompt, sink=sink)

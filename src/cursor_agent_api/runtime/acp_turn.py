@@ -3,8 +3,8 @@
 :class:`AcpTurn` opens (or continues, or loads) its session on the client's
 :class:`~.acp_transport.AcpTransport`, sends ``session/prompt`` and folds what the agent sends
 (mapped by :class:`~cursor_agent_api.protocol.acp_mapper.AcpMapper`) into its
-:class:`~cursor_agent_api.protocol.Transcript` once, handing each event and its changes to
-``on_fold`` and the events to the sink, in order. It ends with exactly one result event: the
+:class:`~cursor_agent_api.protocol.Transcript` once, handing the events, in order, to the sink, each
+batch with what each event changed. It ends with exactly one result event: the
 mapper's (``end_turn``: success; ``cancelled``: ``AgentResult.cancelled``), or the client's
 when the turn failed (:func:`~.outcome.client_result_event`, a typed error).
 
@@ -57,7 +57,7 @@ from ..errors import (
     CursorAgentError,
     TurnCancelledError,
 )
-from ..protocol import AgentEvent, AgentResult, Changes, Transcript, error_event
+from ..protocol import AgentEvent, AgentResult, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
 from .acp_steering import Steering
 from .argv import check_workspace
@@ -87,8 +87,6 @@ class AcpTurn:
         self._sink = sink
         self._transcript = Transcript(keep_events=config.keep_events,
                                       keep_content=config.keep_content)
-        self.on_fold: Callable[[AgentEvent, Changes], None] | None = None
-        """Called with each event and what it changed in :attr:`transcript`, in order."""
         self.mapper = AcpMapper("")
         self.steering = Steering(config, mapper=self.mapper, emit=self.deliver,
                                  on_cancel=lambda: self.cancel())
@@ -227,16 +225,13 @@ class AcpTurn:
         self._loop.create_task(self.transport.kill())
 
     def deliver(self, events: list[AgentEvent]) -> None:
-        """Fold events once, hand them on (view hook, then the sink)."""
+        """Fold events once, hand them on to the sink with what each changed."""
         if not events or self.result is not None:
             return
-        add, observe = self._transcript.add, self.on_fold
-        for event in events:
-            changes = add(event)
-            if observe is not None:
-                observe(event, changes)
+        add = self._transcript.add
+        changes = [add(event) for event in events]
         if self._sink is not None:
-            self._sink.put(events)
+            self._sink.put(events, changes)
 
     def on_update(self, update: dict[str, Any]) -> None:
         """A ``session/update`` of this turn's session."""

@@ -25,6 +25,7 @@ from ..errors import AgentProcessError, AgentTimeoutError, SessionError
 from ..protocol import AgentEvent, Changes, strip_ansi
 from .argv import build_env, check_workspace, resolve_binary
 from .run import AgentRun
+from .sinks import EventSink
 from .stderr import classify_failure
 from .stop_policy import StopReason
 from .transport import run_to_end
@@ -154,19 +155,10 @@ async def run_command(
                                    timeout=timeout, idle_timeout=None, keep_events=False,
                                    keep_content=True,
                                    max_line_bytes=min(limit, config.max_line_bytes))
-    run = AgentRun(config, None, argv=argv, env=env, cwd=cwd)
-    printed = 0
-
-    def on_fold(event: AgentEvent, changes: Changes) -> None:
-        # each complete line of text output is an event
-        nonlocal printed
-        printed += len(event.line or b"") + 1
-        if first_line or printed > limit:
-            run.cancel()
-
-    run.on_fold = on_fold
+    output = _Output(first_line=first_line, limit=limit)
+    run = output.run = AgentRun(config, None, argv=argv, env=env, cwd=cwd, sink=output)
     result = await run_to_end(run)  # a cancelled caller: the group still goes
-    if printed > limit:
+    if output.printed > limit:
         raise AgentProcessError(
             f"`{' '.join(args)}` printed more than {_size(limit)}; its process group was stopped",
             exit_code=result.exit_code, stderr=result.stderr)
@@ -175,6 +167,26 @@ async def run_command(
             f"`{' '.join(args)}` did not finish within {timeout:g} s; its process group was stopped",
             exit_code=result.exit_code, stderr=result.stderr)
     return result.exit_code, result.text, result.stderr or ""
+
+
+class _Output(EventSink):
+    """Where a short command's turn hands its output lines (one event each, kept nowhere: it
+    is never full): it counts their bytes and stops the command at its first line
+    (``first_line``) or once past ``limit``."""
+
+    def __init__(self, *, first_line: bool, limit: int) -> None:
+        super().__init__(high_water=1, low_water=1)
+        self.first_line, self.limit, self.printed = first_line, limit, 0
+        self.run: AgentRun | None = None
+
+    def put(self, events: list[AgentEvent], changes: list[Changes]) -> None:
+        for event in events:
+            self.printed += len(event.line or b"") + 1
+            if (self.first_line or self.printed > self.limit) and self.run is not None:
+                self.run.cancel()
+
+    def close(self) -> None:
+        """The command has ended."""
 
 
 def _size(n: int) -> str:

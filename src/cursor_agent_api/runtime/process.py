@@ -2,7 +2,8 @@
 
 What lives here: :class:`AgentProcess` (asyncio subprocess started with
 ``start_new_session=True``, so the agent's pgid is its pid and its shell
-commands and helpers share that group), and the net under every agent either transport
+commands and helpers share that group; its stdout on a pipe of its own, read by the loop
+straight into the listener), and the net under every agent either transport
 starts: one still running when the interpreter exits is stopped then. What does not: when to stop
 (:mod:`.stop_policy` decides that, once), reading ``/proc`` and stopping a group
 (:mod:`.groups`).
@@ -27,7 +28,15 @@ from collections.abc import Awaitable, Sequence
 from typing import Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
-from .groups import HAVE_PROC, group_alive, held_by_this_process, signal_group, start_time, stop_groups
+from .groups import (
+    HAVE_PROC,
+    group_alive,
+    held_by_this_process,
+    live_start_time,
+    signal_group,
+    start_time,
+    stop_groups,
+)
 
 __all__ = ["OWNER_GUARD", "AgentProcess", "ProcessListener", "RunProcess", "normalize_exit_code"]
 
@@ -203,8 +212,9 @@ class ProcessListener(Protocol):
 class RunProcess(Protocol):
     """What a turn (:class:`~.run.AgentRun`) drives: :class:`AgentProcess`, or a stand-in
     (the script transport's :class:`~cursor_agent_api.testing.script.ScriptProcess`).
-    ``pid`` is ``None`` without a process; :meth:`release` lets go at once (the loop shuts
-    down)."""
+    ``pid`` is ``None`` without a process; :meth:`pause_stdout`/:meth:`resume_stdout` are
+    the turn's back-pressure (no more ``stdout_data`` until resumed); :meth:`release` lets
+    go at once (the loop shuts down)."""
 
     @property
     def pid(self) -> int | None: ...
@@ -214,6 +224,8 @@ class RunProcess(Protocol):
     def exit_code(self) -> int | None: ...
     def alive(self) -> bool: ...
     def write_stdin(self, data: bytes) -> None: ...
+    def pause_stdout(self) -> None: ...
+    def resume_stdout(self) -> None: ...
     def abandon_pipes(self) -> None: ...
     def close(self) -> None: ...
     def release(self) -> None: ...
@@ -237,21 +249,42 @@ class _Protocol(asyncio.SubprocessProtocol):
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
         assert isinstance(data, bytes)
-        if fd == 1:
-            self.listener.stdout_data(data)
-        elif fd == 2:
+        if fd == 2:
             self.listener.stderr_data(data)
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        if fd == 1:
-            self.listener.stdout_eof()
-        elif fd == 2:
+        if fd == 2:
             self.listener.stderr_eof()
 
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
         self.listener.exited()
+
+
+class _StdoutProtocol(asyncio.Protocol):
+    """The agent's stdout, on a pipe of its own connected straight to the loop: each read goes
+    to the listener in the loop's callback, where a subprocess pipe would hand it on through
+    ``call_soon``, one loop iteration later per chunk."""
+
+    def __init__(self, listener: ProcessListener) -> None:
+        self.listener = listener
+
+    def data_received(self, data: bytes) -> None:
+        self.listener.stdout_data(data)
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.listener.stdout_eof()
+
+
+def _close_fds(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class _NoListener:
@@ -268,14 +301,16 @@ _NO_LISTENER = _NoListener()
 
 
 _RUNNING: weakref.WeakSet[AgentProcess] = held_by_this_process(weakref.WeakSet())
-"""The agents started and not let go of (:meth:`AgentProcess.close`, :meth:`AgentProcess.release`):
-the interpreter's exit stops their groups (a forked child's, none: they are its parent's)."""
+"""The agents started and not let go of (:meth:`AgentProcess.close`, :meth:`AgentProcess.release`)
+nor seen gone (reaped, their group empty: :meth:`AgentProcess.alive`): the interpreter's exit
+stops their groups (a forked child's, none: they are its parent's)."""
 
 
 def _stop_running_at_exit() -> None:
     """atexit: an agent still running when the interpreter exits (a sync stream left open in a
     script, a daemon loop thread, a client's ``agent acp`` never closed) gets SIGTERM, up to
-    1 s, then SIGKILL — never an orphan."""
+    1 s, then SIGKILL — never an orphan. One seen gone is not signalled: its group's number
+    may belong to someone else by now."""
     pgids = [process.pgid for process in list(_RUNNING) if process.alive()]
     if pgids:
         stop_groups(pgids, grace=1.0)
@@ -290,9 +325,18 @@ class AgentProcess:
     ``pid`` is the agent's pid and ``pgid`` its process group (the same number);
     ``popen`` the :class:`subprocess.Popen` behind the asyncio transport (for
     inspection: stop it with :meth:`stop`, not with ``popen.kill()``). Output
-    goes to a :class:`ProcessListener` as it arrives. :meth:`stop` signals the
+    goes to a :class:`ProcessListener` as it arrives; :meth:`pause_stdout` holds stdout back
+    until :meth:`resume_stdout`. :meth:`stop` signals the
     whole group, escalates to SIGKILL after ``kill_grace`` and waits until the
     agent is reaped and no live process is left in the group.
+
+    Once the agent is reaped and its group seen empty, the process is *gone* for good (no
+    member is left to fork a new one into the group): the group's number is then free for
+    the system to give to an unrelated new session, so from then on :meth:`signal`,
+    :meth:`kill_now`, :meth:`stop` and the interpreter's exit never signal it, and
+    :meth:`alive` is False without looking. The check runs when the agent is reaped and
+    whenever the group is looked at; a group whose leader's pid runs as a process started
+    at another time than the agent has been reused, and counts as empty.
 
     Example:
         >>> import asyncio
@@ -313,11 +357,17 @@ class AgentProcess:
 
     def __init__(self, transport: asyncio.SubprocessTransport, exited: asyncio.Future[None]) -> None:
         self.transport = transport
+        self._stdout: asyncio.ReadTransport | None = None  # connected by spawn()
         self.pid: int = transport.get_pid()
         self.pgid: int = self.pid
         # asyncio's transport has the Popen; uvloop's has none (then popen is None)
         self.popen: subprocess.Popen[bytes] | None = transport.get_extra_info("subprocess")
         self._exited = exited
+        # the agent's start time, to tell its group from a later one with the same number
+        # (None: already reaped, or no /proc)
+        self._started = start_time(self.pid)
+        self._gone = False
+        exited.add_done_callback(lambda _: self._seen_gone())  # the common case: at its exit
 
     @classmethod
     async def spawn(
@@ -327,13 +377,13 @@ class AgentProcess:
         *,
         env: dict[str, str] | None,
         cwd: str | None = None,
-        stdout_fd: int | None = None,
         kill_grace: float = 2.0,
     ) -> AgentProcess:
         """Start ``argv`` with piped stdio in a new session; output goes to ``listener``.
 
-        With ``stdout_fd`` (the write end of a pipe the caller reads itself), stdout
-        goes there instead and ``listener.stdout_*`` are never called. With
+        stdout is a pipe of its own, connected straight to the loop (``connect_read_pipe``:
+        a chunk reaches ``listener.stdout_data`` in the loop's read callback, one loop
+        iteration sooner than through asyncio's subprocess pipes). With
         :data:`OWNER_GUARD` (Linux), the agent is started through the owner guard, which
         execs it in place (same pid, group, pipes and exit status) and leaves a watcher
         that stops the group (SIGTERM, SIGKILL after ``kill_grace``) if this process dies.
@@ -342,8 +392,9 @@ class AgentProcess:
         missing or cannot be executed, :class:`~cursor_agent_api.errors.AgentStartError` when
         the system is out of what a new process needs (open files, processes, memory); the
         same with the guard or without it (the guard reports a failed start on a status pipe).
-        Cancelled while it starts, it lets the start complete, kills the whole group and sees
-        it gone (:meth:`undo`) before the cancel goes on.
+        Cancelled while it starts (or connecting stdout fails), it lets the start complete,
+        kills the whole group and sees it gone (:meth:`undo`) before the cancel (or error) goes
+        on: the caller never holds a process it did not get.
         """
         if signal_module.getsignal(signal_module.SIGCHLD) is signal_module.SIG_IGN:
             raise AgentStartError(
@@ -354,9 +405,11 @@ class AgentProcess:
         loop = asyncio.get_running_loop()
         exited: asyncio.Future[None] = loop.create_future()
         protocol = _Protocol(listener, exited)
-        status_r = status_w = -1
+        status_r = status_w = stdout_r = stdout_w = -1
+        start: asyncio.Future[tuple[asyncio.SubprocessTransport, _Protocol]] | None = None
         cancel: asyncio.CancelledError | None = None
         try:
+            stdout_r, stdout_w = os.pipe()
             if argv and _guard_available():
                 status_r, status_w = os.pipe()
             guard = _guard_prefix(kill_grace, status_w) if status_w >= 0 else []
@@ -364,27 +417,25 @@ class AgentProcess:
                 lambda: protocol,
                 *guard, *argv,
                 stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE if stdout_fd is None else stdout_fd,
+                stdout=stdout_w,
                 stderr=subprocess.PIPE,
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
                 pass_fds=(status_w,) if status_w >= 0 else (),
             ))
-            if status_w >= 0:  # the child has its copy once the start is over
-                start.add_done_callback(lambda _: os.close(status_w))
+            # the child has its copies once the start is over
+            start.add_done_callback(lambda _: _close_fds(stdout_w, status_w))
             # a cancel must not land in there, after the fork: asyncio would SIGKILL the
             # agent alone, then wait until every process holding its pipes closes them (a
             # child of the agent: maybe never); uvloop would leave the group running
             cancel = await _outlast(start)
             transport, _ = start.result()
-        except OSError as exc:
-            if status_r >= 0:
-                os.close(status_r)
+        except OSError as exc:  # out of file descriptors, processes, memory; no executable
+            _close_fds(status_r, stdout_r, *((status_w, stdout_w) if start is None else ()))
             raise cancel or AgentStartError.of(argv[0] if argv else "", exc) from exc
         except RuntimeError as exc:
-            if status_r >= 0:
-                os.close(status_r)
+            _close_fds(status_r, stdout_r)
             if "thread" not in str(exc):
                 raise
             # the loop's child watcher (3.11: a thread per child) could not start its thread:
@@ -392,27 +443,37 @@ class AgentProcess:
             await _stop_unwatched(protocol)
             raise cancel or AgentStartError.of(argv[0], OSError(errno.EAGAIN, str(exc))) from exc
         except BaseException:
-            if status_r >= 0:
-                os.close(status_r)
+            _close_fds(status_r, stdout_r, *((status_w, stdout_w) if start is None else ()))
             raise
         process = cls(transport, exited)
         _RUNNING.add(process)
         if cancel is not None:  # cancelled while the start completed: stop what it started
-            if status_r >= 0:
-                os.close(status_r)
+            _close_fds(status_r, stdout_r)
             await process.undo()
             raise cancel
         if status_r >= 0:
             try:
                 report = await _read_to_eof(loop, status_r)
             except BaseException:  # cancelled while the guard starts: stop what it started
+                _close_fds(stdout_r)
                 await process.undo()
                 raise
             if report:  # the guard could not start the agent, and exits at once
+                _close_fds(stdout_r)
                 protocol.listener = _NO_LISTENER
                 await process.wait()
                 process.close()
                 raise _guard_failure(argv[0], report)
+        stdout, pipe = _StdoutProtocol(listener), os.fdopen(stdout_r, "rb", buffering=0)
+        try:
+            process._stdout, _ = await loop.connect_read_pipe(lambda: stdout, pipe)
+        except BaseException:
+            # cancelled (Ctrl-C) or failed here, the caller never learns of its process: undo
+            # the start, or nothing would ever stop it (tests/client/test_cancel_races.py)
+            stdout.listener = _NO_LISTENER
+            pipe.close()
+            await process.undo()
+            raise
         return process
 
     async def undo(self) -> None:
@@ -444,8 +505,34 @@ class AgentProcess:
         return self._exited.done()
 
     def alive(self) -> bool:
-        """True while the agent or any live process of its group exists."""
-        return not self._exited.done() or group_alive(self.pgid)
+        """True while the agent or any live process of its group exists (False for good
+        once it is gone: see the class)."""
+        return not self._seen_gone()
+
+    def _seen_gone(self) -> bool:
+        """True once the agent is reaped and its group was seen empty (latched: the process
+        then leaves :data:`_RUNNING`). Until the agent is reaped its pid, the group's number,
+        cannot be reused."""
+        if not self._gone and self._reaped() and not self._group_left():
+            self._gone = True
+            _RUNNING.discard(self)
+        return self._gone
+
+    def _reaped(self) -> bool:
+        """The agent's exit reached the loop, or its pid no longer exists with the agent's
+        start time (not even as a zombie): reaped where the loop never heard of it (the
+        child watcher's thread, after the loop was closed while the agent ran)."""
+        if self._exited.done():
+            return True
+        return self._started is not None and start_time(self.pid) != self._started
+
+    def _group_left(self) -> bool:
+        """Whether the group still has a live process (the agent reaped): not when its
+        number is led by a process started at another time than the agent (reused)."""
+        if not group_alive(self.pgid):
+            return False
+        leader = live_start_time(self.pgid)
+        return leader is None or self._started is None or leader == self._started
 
     # ---- stdio ---------------------------------------------------------------------------
 
@@ -464,12 +551,23 @@ class AgentProcess:
             if close:
                 writer.write_eof()
 
+    def pause_stdout(self) -> None:
+        """Back-pressure: read no more of stdout until :meth:`resume_stdout`."""
+        if self._stdout is not None and not self._stdout.is_closing():
+            self._stdout.pause_reading()
+
+    def resume_stdout(self) -> None:
+        """Read stdout again."""
+        if self._stdout is not None and not self._stdout.is_closing():
+            self._stdout.resume_reading()
+
     def abandon_pipes(self) -> None:
         """Close our ends of stdout/stderr (a process outside the group still holds them)."""
-        for fd in (1, 2):
-            pipe = self.transport.get_pipe_transport(fd)
-            if pipe is not None and not pipe.is_closing():
-                pipe.close()
+        if self._stdout is not None:
+            self._stdout.close()
+        pipe = self.transport.get_pipe_transport(2)
+        if pipe is not None and not pipe.is_closing():
+            pipe.close()
 
     def close(self) -> None:
         """Release the transport (call once the agent has exited)."""
@@ -477,15 +575,19 @@ class AgentProcess:
             self.release()
 
     def release(self) -> None:
-        """Release the transport now (the loop is shutting down); the exit no longer stops it."""
+        """Release the transport and stdout now (the loop is shutting down); the exit no
+        longer stops it."""
         _RUNNING.discard(self)
         self.transport.close()
+        if self._stdout is not None:
+            self._stdout.close()
 
     # ---- signals -----------------------------------------------------------------------
 
     def signal(self, sig: int) -> bool:
-        """Send ``sig`` to the whole group; False when nothing was left to signal."""
-        return signal_group(self.pgid, sig)
+        """Send ``sig`` to the whole group; False when nothing was left to signal (nothing
+        is sent once it is gone)."""
+        return not self._seen_gone() and signal_group(self.pgid, sig)
 
     async def wait(self) -> int | None:
         """Wait for the agent itself (not its group) to exit; its normalized exit code."""
@@ -512,7 +614,7 @@ class AgentProcess:
             except asyncio.TimeoutError:
                 return False
         delay = 0.005
-        while group_alive(self.pgid):
+        while not self._seen_gone():
             now = loop.time()
             if deadline is not None and now >= deadline:
                 return False
@@ -521,7 +623,10 @@ class AgentProcess:
         return True
 
     def kill_now(self) -> None:
-        """Last resort without a loop (interpreter or loop shutting down): SIGKILL the group."""
+        """Last resort without a loop (interpreter or loop shutting down): SIGKILL the group
+        (nothing once it is gone)."""
+        if self._seen_gone():
+            return
         with contextlib.suppress(OSError):
             os.killpg(self.pgid, signal_module.SIGKILL)
         if not self._exited.done():

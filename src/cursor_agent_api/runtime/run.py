@@ -22,8 +22,10 @@ agent reaped and its group empty). How a turn ends:
 
 It is the subprocess transport's :class:`~.transport.Turn`; a ``spawn`` function swaps the
 process for another (the script transport's in-memory agent, :mod:`cursor_agent_api.testing`)
-and keeps every rule above. The sync and the async faces read the events it hands to its sink:
-stdout has one reader, the loop.
+and keeps every rule above. The process reports to the run (a :class:`~.process.ProcessListener`)
+on the loop; the sync and the async faces read what it hands to its sink: each batch of
+events with what each changed in the transcript (the turn is folded once, here). stdout has
+one reader, the loop.
 
 What does not live here: argv/env (:mod:`.argv`), the stop rules
 (:mod:`.stop_policy`), /proc and stopping a group (:mod:`.groups`), the thread the sync
@@ -46,21 +48,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal as signal_module
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from ..config import AgentConfig, OutputFormat
 from ..errors import (
     AgentProcessError,
-    AgentStartError,
     AgentTimeoutError,
     CursorAgentError,
     ProtocolError,
     TurnCancelledError,
 )
-from ..protocol import AgentEvent, AgentResult, Changes, EventReader, EventType, Transcript, error_event
+from ..protocol import AgentEvent, AgentResult, EventReader, EventType, Transcript, error_event
 from .argv import build_argv, build_env, check_workspace, resolve_binary
 from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
@@ -75,18 +75,9 @@ _LIMIT = "{max_line_bytes|--max-line-bytes}"
 """The line limit as a ProtocolError names it: the library's parameter, the command line's flag."""
 
 
-class StdoutReader(Protocol):
-    """What the run does with the reader of the agent's stdout (an asyncio read transport)."""
-
-    def pause_reading(self) -> None: ...
-    def resume_reading(self) -> None: ...
-    def is_closing(self) -> bool: ...
-    def close(self) -> None: ...
-
-
-Spawner = Callable[["AgentRun"], Awaitable[tuple[RunProcess, StdoutReader]]]
-"""Starts a turn's agent reporting to the run (a :class:`~.process.ProcessListener`):
-its process and its stdout reader. The subprocess transport's is :meth:`AgentRun._spawn_agent`."""
+Spawner = Callable[["AgentRun"], Awaitable[RunProcess]]
+"""Starts a turn's agent reporting to the run (a :class:`~.process.ProcessListener`): its
+process. Without one, the run spawns an :class:`~.process.AgentProcess`."""
 
 
 def _signal_name(sig: int) -> str:
@@ -96,27 +87,12 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-class _StdoutProtocol(asyncio.Protocol):
-    """The agent's stdout, read by the loop, straight into :meth:`AgentRun.stdout_data`."""
-
-    def __init__(self, run: AgentRun) -> None:
-        self.run = run
-
-    def data_received(self, data: bytes) -> None:
-        self.run.stdout_data(data)
-
-    def eof_received(self) -> bool:
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.run.stdout_eof()
-
-
 class AgentRun:
     """One turn of one agent process. Loop-bound: create, start and use it on one event loop.
 
     ``start()`` spawns (raising :class:`~cursor_agent_api.errors.AgentNotFoundError`
-    if the binary cannot be started); events go to ``sink`` as they are read;
+    if the binary cannot be started); events go to ``sink`` as they are read, each batch
+    with what each event changed in :attr:`transcript` (``sink.put(events, changes)``);
     ``wait()`` returns the :class:`~cursor_agent_api.protocol.AgentResult` once the
     agent is reaped and its group is gone. ``argv``/``env`` default to what
     ``config`` builds; tests, benchmarks and the short commands (:mod:`.commands`) pass
@@ -163,9 +139,6 @@ class AgentRun:
         self._reader = EventReader(config.max_line_bytes)
         self._transcript = Transcript(keep_events=config.keep_events,
                                       keep_content=config.keep_content)
-        self.on_fold: Callable[[AgentEvent, Changes], None] | None = None
-        """Called with each event and what it changed in :attr:`transcript`, in the order of
-        the events, on the thread that folded it (a view's hook: the turn is folded once)."""
         self._text_mode = config.output_format is OutputFormat.TEXT
         # text mode: stdout exactly as written, the turn's result; kept (keep_content) up to
         # max_line_bytes, the bound of a result's text in the other formats
@@ -187,7 +160,6 @@ class AgentRun:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[AgentResult] | None = None
         self._done: asyncio.Future[AgentResult] | None = None
-        self._stdout_transport: StdoutReader | None = None
         self._policy: StopPolicy | None = None
 
     # ---- public ------------------------------------------------------------------------
@@ -217,39 +189,13 @@ class AgentRun:
         self._wake = asyncio.Event()
         self._done = loop.create_future()
         self._started_at = self._last_activity = loop.time()
-        if self._spawn is not None:
-            self.process, self._stdout_transport = await self._spawn(self)
+        if self._spawn is None:  # a start cut short is undone inside spawn(): no process left
+            self.process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
+                                                    kill_grace=self.config.kill_grace)
         else:
-            self.process, self._stdout_transport = await self._spawn_agent(loop)
+            self.process = await self._spawn(self)
         self.process.write_stdin(self._prompt or b"")
         self._task = loop.create_task(self._supervise())
-
-    async def _spawn_agent(self, loop: asyncio.AbstractEventLoop
-                           ) -> tuple[AgentProcess, StdoutReader]:
-        # stdout on a pipe of our own, connected straight to the loop: the transport
-        # calls stdout_data() itself, one loop iteration sooner than a subprocess pipe
-        try:
-            read_fd, write_fd = os.pipe()
-        except OSError as exc:  # out of file descriptors: as if the spawn itself had failed
-            raise AgentStartError.of(self.argv[0], exc) from exc
-        try:
-            process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
-                                               stdout_fd=write_fd,
-                                               kill_grace=self.config.kill_grace)
-        except BaseException:
-            os.close(read_fd)
-            raise
-        finally:
-            os.close(write_fd)
-        try:
-            transport, _ = await loop.connect_read_pipe(
-                lambda: _StdoutProtocol(self), os.fdopen(read_fd, "rb", buffering=0))
-        except BaseException:
-            # cancelled (Ctrl-C) or failed here, the run never learns of its process: undo
-            # the spawn, or nothing would ever stop it (tests/client/test_cancel_races.py)
-            await process.undo()
-            raise
-        return process, transport
 
     async def wait(self) -> AgentResult:
         """Wait for the end of the run; its result. Cancelling the waiter does not stop the run."""
@@ -339,31 +285,27 @@ class AgentRun:
 
     def _deliver(self, events: list[AgentEvent]) -> None:
         transcript = self._transcript
-        add, observe = transcript.add, self.on_fold
-        for event in events:
-            changes = add(event)
-            if observe is not None:
-                observe(event, changes)
+        add = transcript.add
+        changes = [add(event) for event in events]  # each event folded once, here
         if self._result_at is None and transcript.result_event is not None:
             assert self._loop is not None
             self._result_at = self._loop.time()
             self._poke()
         sink = self._sink
         if sink is not None:
-            sink.put(events)
-            if sink.full and not self._paused and self._stdout_transport is not None \
+            sink.put(events, changes)
+            if sink.full and not self._paused and self.process is not None \
                     and sink.pause(self._resume):
                 self._paused = True
-                self._stdout_transport.pause_reading()
+                self.process.pause_stdout()
 
     def _resume(self) -> None:
         if self._paused:
             self._paused = False
             assert self._loop is not None
             self._last_activity = self._loop.time()
-            transport = self._stdout_transport
-            if transport is not None and not transport.is_closing():
-                transport.resume_reading()
+            if self.process is not None:
+                self.process.resume_stdout()
             self._poke()
 
     async def _sleep(self, until: float | None) -> None:
@@ -412,8 +354,6 @@ class AgentRun:
                     proc.signal(action.sig)
                 elif action is CLOSE_PIPES:
                     proc.abandon_pipes()
-                    if self._stdout_transport is not None:
-                        self._stdout_transport.close()
                     self._stderr_done = True
                     self.stdout_eof()
                 else:
@@ -428,8 +368,6 @@ class AgentRun:
                 await asyncio.wait_for(proc.wait_gone(None), 5.0)
             with contextlib.suppress(Exception):
                 proc.release()
-            if self._stdout_transport is not None:
-                self._stdout_transport.close()
             if self._sink is not None:
                 self._sink.close()
             if not self._done.done():

@@ -3,15 +3,17 @@
 What lives here: :class:`AsyncEventQueue` (consumer on the same event loop)
 and :class:`ThreadEventQueue` (consumer on another thread: the sync API). The
 run puts each batch of events as soon as a chunk of output completes them —
-nothing waits to fill a batch — and pauses reading stdout while more than
-``high_water`` events wait to be consumed, so memory stays flat even with a
-slow consumer. What does not: the run itself (:mod:`.run`).
+nothing waits to fill a batch — with what each event changed in the turn's transcript
+(``put(events, changes)``: the two lists in step; the consumer takes them together, a
+tuple: a batch), and pauses reading stdout while more than ``high_water`` events wait to
+be consumed, so memory stays flat even with a slow consumer. What does not: the run
+itself (:mod:`.run`).
 
 Example:
     >>> q = ThreadEventQueue(high_water=2, low_water=1)
-    >>> q.put(["e1", "e2"]); q.close()
+    >>> q.put(["e1", "e2"], [(), ()]); q.close()
     >>> q.full, q.get(), q.get() is END
-    (True, ['e1', 'e2'], True)
+    (True, (['e1', 'e2'], [(), ()]), True)
 """
 
 from __future__ import annotations
@@ -46,13 +48,13 @@ DEFAULT_LOW_WATER = 1024
 class EventSink:
     """What a run writes to (on the loop's thread): the base of both queues.
 
-    ``put`` a batch, ``close`` at the end; ``full`` says the consumer is behind;
-    ``pause(on_drain)`` arms a callback run on the loop once it has caught up
-    (returns False when it already has).
+    ``put`` a batch (the events and their changes), ``close`` at the end; ``full`` says the
+    consumer is behind; ``pause(on_drain)`` arms a callback run on the loop once it has
+    caught up (returns False when it already has).
 
     Example:
         >>> sink: EventSink = ThreadEventQueue(high_water=1, low_water=1)
-        >>> sink.put(["event"]); sink.full
+        >>> sink.put(["event"], [()]); sink.full
         True
     """
 
@@ -104,8 +106,8 @@ class EventSink:
             cb, self._paused_cb = self._paused_cb, None
             return cb
 
-    def put(self, batch: list[Any]) -> None:  # pragma: no cover - abstract
-        """Hand over a batch of events."""
+    def put(self, events: list[Any], changes: list[Any]) -> None:  # pragma: no cover - abstract
+        """Hand over a batch of events and, in step, what each changed."""
         raise NotImplementedError
 
     def close(self) -> None:  # pragma: no cover - abstract
@@ -128,7 +130,7 @@ class ThreadEventQueue(EventSink):
 
     Example:
         >>> q = ThreadEventQueue()
-        >>> q.put(["e1", "e2"]); q.head(), q.head(), q.backlog
+        >>> q.put(["e1", "e2"], [(), ()]); q.head()[0], q.head()[0], q.backlog
         (['e1', 'e2'], ['e1', 'e2'], 2)
         >>> q.release(); q.backlog, q.taken
         (0, deque([]))
@@ -157,19 +159,19 @@ class ThreadEventQueue(EventSink):
         """The loop the run lives on (where the drain callback is called)."""
         self._loop = loop
 
-    def put(self, batch: list[Any]) -> None:
+    def put(self, events: list[Any], changes: list[Any]) -> None:
         """Hand over a batch (dropped once the consumer stopped)."""
         if self._stopped:
             return
-        self._put_events += len(batch)
-        self._q.put(batch)
+        self._put_events += len(events)
+        self._q.put((events, changes))
 
     def close(self) -> None:
         """No more batches: ``head`` returns :data:`END` after the last one."""
         self._q.put(END)
 
     def head(self, timeout: float | None = None) -> Any:
-        """The consumer's item: ``taken[0]`` — the next batch (a list), :data:`END` or
+        """The consumer's item: ``taken[0]`` — the next batch (a tuple), :data:`END` or
         :data:`STOPPED`, taken from the turn if none is held; it stays there until
         :meth:`release`. Blocks, at most ``timeout`` seconds if given (``TimeoutError``
         then, and nothing is taken).
@@ -210,20 +212,20 @@ class ThreadEventQueue(EventSink):
     def release(self) -> None:
         """Let ``taken[0]`` go (the consumer has handed out all of it)."""
         item = self.taken.popleft()
-        if type(item) is list:
-            self.handed += len(item)
+        if type(item) is tuple:
+            self.handed += len(item[0])
 
     def get(self, timeout: float | None = None) -> Any:
         """:meth:`head`, let go at once: the next batch, :data:`END` or :data:`STOPPED` (a
         consumer that needs no Ctrl-C safety).
 
         Example:
-            >>> q = ThreadEventQueue(); q.put([1]); q.close()
+            >>> q = ThreadEventQueue(); q.put([1], [()]); q.close()
             >>> q.get(), q.get() is END
-            ([1], True)
+            (([1], [()]), True)
         """
         item = self.head(timeout)
-        if type(item) is list:
+        if type(item) is tuple:
             self.release()
             self._drain()
         return item
@@ -261,10 +263,10 @@ class AsyncEventQueue(EventSink):
     Example:
         >>> async def main():
         ...     q = AsyncEventQueue()
-        ...     q.put([1]); q.close()
+        ...     q.put([1], [()]); q.close()
         ...     return await q.get(), (await q.get()) is END
         >>> asyncio.run(main())
-        ([1], True)
+        (([1], [()]), True)
     """
 
     def __init__(
@@ -279,12 +281,12 @@ class AsyncEventQueue(EventSink):
         if w is not None and not w.done():
             w.set_result(None)
 
-    def put(self, batch: list[Any]) -> None:
+    def put(self, events: list[Any], changes: list[Any]) -> None:
         """Hand over a batch (dropped once the consumer stopped)."""
         if self._stopped:
             return
-        self._pending += len(batch)
-        self._items.append(batch)
+        self._pending += len(events)
+        self._items.append((events, changes))
         self._wake()
 
     def close(self) -> None:
@@ -293,7 +295,7 @@ class AsyncEventQueue(EventSink):
         self._wake()
 
     async def get(self) -> Any:
-        """Next batch, :data:`END` or :data:`STOPPED`."""
+        """Next batch (``(events, changes)``), :data:`END` or :data:`STOPPED`."""
         while not self._items:
             if self._stopped:
                 return STOPPED
@@ -303,8 +305,8 @@ class AsyncEventQueue(EventSink):
             finally:
                 self._waiter = None
         item = self._items.popleft()
-        if type(item) is list:
-            cb = self._took(len(item))
+        if type(item) is tuple:
+            cb = self._took(len(item[0]))
             if cb is not None:
                 cb()
         return item
@@ -330,7 +332,7 @@ class HeldEventQueue(AsyncEventQueue):
         >>> class Line:
         ...     line = b"x" * 20000
         >>> q = HeldEventQueue(high_water=4, low_water=1)
-        >>> q.put([Line()]); q.full
+        >>> q.put([Line()], [()]); q.full
         True
         >>> q._took(1); q.full, q.release(1), q.full
         (True, None, False)
@@ -343,18 +345,18 @@ class HeldEventQueue(AsyncEventQueue):
         self._weights: collections.deque[int] = collections.deque()  # per event, in order
         self.eager = False
 
-    def put(self, batch: list[Any]) -> None:
+    def put(self, events: list[Any], changes: list[Any]) -> None:
         """Hand over a batch, each event weighed by its line."""
         if self._stopped:
             return
         weight = 0
-        for event in batch:
+        for event in events:
             line = getattr(event, "line", None)
             w = 1 + (len(line) // self.UNIT if isinstance(line, (bytes, str)) else 0)
             self._weights.append(w)
             weight += w
-        super().put(batch)
-        self._pending += weight - len(batch)
+        super().put(events, changes)
+        self._pending += weight - len(events)
 
     def _took(self, n: int) -> Callable[[], None] | None:
         if self.eager:

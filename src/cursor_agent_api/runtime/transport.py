@@ -3,9 +3,10 @@
 Shaped like httpx's transports: the client never knows how a turn runs, only this surface.
 
 * :class:`Turn` — one turn of the agent: ``start()``, ``wait()``, ``cancel(sig)``,
-  ``cancel_threadsafe(sig)``, ``add_done_callback(fn)``, ``transcript``, ``on_fold``,
-  ``pid``, ``done``, ``result``. A turn folds each event once (``transcript``, ``on_fold``)
-  and hands the events, in order, to the :class:`~.sinks.EventSink` it was opened with.
+  ``cancel_threadsafe(sig)``, ``add_done_callback(fn)``, ``transcript``, ``pid``, ``done``,
+  ``result``. A turn folds each event once (``transcript``) and hands the events, in order,
+  to the :class:`~.sinks.EventSink` it was opened with, each batch with what each event
+  changed (``sink.put(events, changes)``).
 * :class:`Transport` — ``open_turn(config, prompt, sink=...)``: a turn, not started.
 * :class:`SubprocessTransport` — the agent CLI as a child process in its own group
   (:class:`~.run.AgentRun`); the default (``AgentConfig(transport="print")``).
@@ -36,7 +37,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from ..config import AgentConfig
-from ..protocol import AgentEvent, AgentResult, Changes, Transcript
+from ..protocol import AgentResult, Transcript
 from .sinks import EventSink
 
 __all__ = ["SubprocessTransport", "Transport", "Turn", "run_to_end", "transport_for"]
@@ -45,9 +46,6 @@ __all__ = ["SubprocessTransport", "Transport", "Turn", "run_to_end", "transport_
 @runtime_checkable
 class Turn(Protocol):
     """One turn of the agent, loop-bound (create, start and use it on one event loop)."""
-
-    on_fold: Callable[[AgentEvent, Changes], None] | None
-    """Called with each event and what it changed in :attr:`transcript`, in order."""
 
     @property
     def transcript(self) -> Transcript:

@@ -1,7 +1,8 @@
 """Server settings: one frozen dataclass, filled by ``cursor-agent-api serve``.
 
-Nothing here opens a socket or a file; :func:`default_database_url` only
-computes a path (the directory is created when the store starts).
+Nothing here opens a socket or a file; :func:`default_database_url` (kept in
+:mod:`cursor_agent_api.database_urls`) only computes a path (the directory is created when the
+store starts).
 
 Example:
     >>> s = ServerSettings(token="t" * 32)
@@ -15,7 +16,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..home import home_dir
+from ..database_urls import default_database_url as default_database_url
 from ..server_options import LOOPBACK_HOSTS as LOOPBACK_HOSTS  # (checked before the server imports)
 from ..server_options import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
 from ..server_options import WILDCARD_HOSTS as WILDCARD_HOSTS
@@ -39,21 +40,6 @@ def new_token() -> str:
         48
     """
     return secrets.token_hex(24)
-
-
-def default_database_url(name: str = "server.sqlite3") -> str:
-    """The default SQLite file: ``name`` in the tool's home, beside the saved chats.
-
-    The home is :func:`~cursor_agent_api.home.home_dir`: ``$CURSOR_AGENT_API_HOME``, else the
-    per-user data directory.
-
-    Example:
-        >>> default_database_url().startswith("sqlite+aiosqlite:///")
-        True
-    """
-    from ..database_urls import sqlite_url
-
-    return sqlite_url(home_dir() / name)
 
 
 def earlier_default_database(database_url: str) -> str | None:

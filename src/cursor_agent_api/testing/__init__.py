@@ -47,6 +47,9 @@ _FIXTURES = (
     "make_cursor_sim_config",
     "pytest_configure",
 )
+"""What :mod:`cursor_agent_api._testing_fixtures` defines for pytest, its fixtures and hook:
+re-exported here (where the ``pytest11`` entry point makes pytest look for them) when pytest
+is installed, a clear ``ImportError`` otherwise. The one list of them."""
 
 try:
     from .. import _testing_fixtures as _fixtures
@@ -54,13 +57,7 @@ except ModuleNotFoundError as e:  # the default install has no pytest: the helpe
     if e.name != "pytest":
         raise
 else:
-    # re-exported here, where the pytest11 entry point makes pytest look for them
-    cursor_sim_config = _fixtures.cursor_sim_config
-    cursor_sim_config_dir = _fixtures.cursor_sim_config_dir
-    cursor_sim_home = _fixtures.cursor_sim_home
-    cursor_sim_workspace = _fixtures.cursor_sim_workspace
-    make_cursor_sim_config = _fixtures.make_cursor_sim_config
-    pytest_configure = _fixtures.pytest_configure
+    globals().update({name: getattr(_fixtures, name) for name in _FIXTURES})
     __all__ += list(_FIXTURES)
 
 

@@ -155,13 +155,13 @@ class ScriptTransport:
         self.turns.append(turn)
         return turn
 
-    async def _spawn(self, run: AgentRun) -> tuple[ScriptProcess, ScriptProcess]:
-        proc = ScriptProcess(self, run)
-        return proc, proc
+    async def _spawn(self, run: AgentRun) -> ScriptProcess:
+        return ScriptProcess(self, run)
 
 
 class ScriptProcess:
-    """The scripted agent of one turn: both the run's process and its stdout reader."""
+    """The scripted agent of one turn: the run's process
+    (:class:`~cursor_agent_api.runtime.process.RunProcess`), reporting to the run."""
 
     pid: int | None = None  # no process (and no group, no Popen)
 
@@ -274,6 +274,14 @@ class ScriptProcess:
             return False
         return True
 
+    def pause_stdout(self) -> None:
+        """Back-pressure: write no more lines until resumed."""
+        self._resumed.clear()
+
+    def resume_stdout(self) -> None:
+        """Write lines again."""
+        self._resumed.set()
+
     def abandon_pipes(self) -> None:
         """Stop writing."""
         self._closing = True
@@ -283,22 +291,8 @@ class ScriptProcess:
         if self._task is not None:
             self._task.cancel()
 
-    # ---- the stdout reader -------------------------------------------------------------
-
-    def pause_reading(self) -> None:
-        """Back-pressure: write no more lines until resumed."""
-        self._resumed.clear()
-
-    def resume_reading(self) -> None:
-        """Write lines again."""
-        self._resumed.set()
-
-    def is_closing(self) -> bool:
-        """True once stdout is closed."""
-        return self._closing
-
     def close(self) -> None:
-        """Both roles: the pipes closed or the turn over; nothing more is written."""
+        """The turn is over: nothing more is written."""
         self._closing = True
         if self._exited.done():
             self.release()

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import AgentConfig
 from ..extras import is_missing_dependency, missing_extra
-from ..protocol import AgentEvent, AgentResult, Changes, Transcript
+from ..protocol import AgentResult, Transcript
 from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
 from ..runtime.argv import build_env
 from ..runtime.transport import Turn
@@ -384,14 +384,6 @@ class ScopedTurn:
         self.scope = scope
         if scope.host is not None:
             inner.transcript.link_local = scope.link
-
-    @property
-    def on_fold(self) -> Callable[[AgentEvent, Changes], None] | None:
-        return self._inner.on_fold
-
-    @on_fold.setter
-    def on_fold(self, fn: Callable[[AgentEvent, Changes], None] | None) -> None:
-        self._inner.on_fold = fn
 
     @property
     def transcript(self) -> Transcript:

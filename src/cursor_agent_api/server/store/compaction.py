@@ -30,8 +30,6 @@ import os
 import sqlite3
 from dataclasses import dataclass
 
-from sqlalchemy.engine import make_url
-
 BUSY_TIMEOUT = 5.0
 """Seconds ``compact`` waits for another process's write lock before it gives up."""
 
@@ -48,19 +46,6 @@ class Compacted:
     before: int
     after: int
     free_pages: int
-
-
-def sqlite_path(database_url: str) -> str | None:
-    """The file of an SQLite URL, ``None`` for another database (or an in-memory one).
-
-    Example:
-        >>> sqlite_path("sqlite+aiosqlite:////var/lib/x.sqlite3"), sqlite_path("postgresql://h/d")
-        ('/var/lib/x.sqlite3', None)
-    """
-    url = make_url(database_url)
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
-        return None
-    return os.path.expanduser(url.database or "")
 
 
 def _size(path: str) -> int:

@@ -1,0 +1,69 @@
+"""A Ctrl-C in the first moments of ``cursor-agent-api`` (while Python imports the command
+line: click, the group) ends it quietly with status 130, as a Ctrl-C at any later moment does;
+it showed Python's ``KeyboardInterrupt`` traceback, because the console script imported the
+command line before any of the project's code could catch it.
+
+The Ctrl-C is not typed (its moment would be a matter of timing): the script pyproject.toml
+declares is run as pip writes it, with an import hook that raises ``KeyboardInterrupt`` when
+``click`` is imported, where a Ctrl-C of that moment raises it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pytest's own dependency before 3.11
+    import tomli as tomllib
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+HOOK = """
+import sys
+
+class CtrlCDuringImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "click":
+            raise KeyboardInterrupt
+        return None
+
+sys.meta_path.insert(0, CtrlCDuringImport())
+"""
+
+
+def _console_script() -> str:
+    """The script pip writes for the ``cursor-agent-api`` entry point, minus its shebang."""
+    entry = tomllib.loads(PYPROJECT.read_text())["project"]["scripts"]["cursor-agent-api"]
+    module, _, attribute = entry.partition(":")
+    return (f"import sys\nfrom {module} import {attribute}\n"
+            f"sys.argv[0] = 'cursor-agent-api'\nsys.exit({attribute}())\n")
+
+
+def test_a_ctrl_c_while_the_command_line_loads_exits_130_quietly() -> None:
+    proc = subprocess.run([sys.executable, "-c", HOOK + _console_script(), "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 130, proc.stderr[-500:]
+    assert proc.stderr == "\n", proc.stderr[-500:]
+    assert proc.stdout == ""
+
+
+def test_the_console_script_runs_the_command_line() -> None:
+    proc = subprocess.run([sys.executable, "-c", _console_script(), "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stdout.startswith("Usage: cursor-agent-api [OPTIONS] COMMAND"), proc.stdout[:200]
+
+
+def test_with_stderr_closed_an_early_ctrl_c_writes_nothing_to_stdout() -> None:
+    """``2>&-``: ``sys.stderr`` is None, and ``print(file=None)`` would write the ending line
+    to stdout (which may be ``-o json`` going into ``jq``)."""
+    proc = subprocess.run([sys.executable, "-c", HOOK + _console_script(), "--help"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                          timeout=60, check=False,
+                          preexec_fn=lambda: os.close(2))
+    assert proc.returncode == 130
+    assert proc.stdout == ""
