@@ -183,7 +183,8 @@ class _ClosedBinary(io.RawIOBase):
 def standard_output() -> None:
     """At the command's start: a closed standard output becomes :class:`ClosedOutput`, and
     stdout and stderr write what their encoding cannot (``é``, ``▶`` on an ASCII or Latin-1
-    terminal) as ``?`` instead of failing with a ``UnicodeEncodeError`` mid-turn.
+    terminal) as ``?`` instead of failing with a ``UnicodeEncodeError`` mid-turn, and a byte
+    that was not text (a lone surrogate: a Latin-1 file name typed) as ``\\xNN``, inert.
 
     Example:
         >>> import io
@@ -210,19 +211,21 @@ _UNENCODABLE = "cursor_agent_api.unencodable"
 
 def _unencodable(exc: UnicodeError) -> tuple[str | bytes, int]:
     r"""The error handler of :func:`standard_output`: a lone surrogate of ``surrogateescape``
-    (a byte of a name that was not text in the locale) is written as that byte, as before;
-    any other character the encoding lacks as ``?``.
+    (a byte of a name or an argument that was not text in the locale) is written as
+    ``\xNN``, as :func:`~.render.printable` shows it, never as that raw byte (no character on
+    a UTF-8 terminal; on an 8-bit one, ``\x9b`` is CSI); any other character the encoding
+    lacks as ``?``. Text that passed through ``printable`` has no surrogate left: this is
+    for what did not (click's own messages).
 
     Example:
-        >>> "é \udce9".encode("ascii", _UNENCODABLE)
-        b'? \xe9'
+        >>> "é \udce9\udc9b".encode("ascii", _UNENCODABLE)
+        b'? \\xe9\\x9b'
     """
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     chunk = exc.object[exc.start:exc.end]
-    if all("\udc80" <= c <= "\udcff" for c in chunk):
-        return bytes(ord(c) - 0xDC00 for c in chunk), exc.end
-    return "?" * len(chunk), exc.end
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else "?"
+                   for c in chunk), exc.end
 
 
 codecs.register_error(_UNENCODABLE, _unencodable)

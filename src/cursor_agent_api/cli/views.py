@@ -128,8 +128,9 @@ def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
     """The footer's chat id and how to continue (nothing without a chat id)."""
     lines = []
     if result.session_id:
-        hint = (f" · continue: {printable(continue_hint, one_line=True)}" if continue_hint
-                else "")  # (it names the workspace the user typed)
+        # (it names the workspace the user typed, quoted by continue_command as one inert
+        # line that pastes back as typed: one_line's \\ would change the path pasted)
+        hint = f" · continue: {printable(continue_hint)}" if continue_hint else ""
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
