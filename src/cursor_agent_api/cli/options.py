@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..config import MODEL_ID_RULE, AgentConfig, is_chat_id, is_model_slug
+from ..config import MODEL_ID_MAX_LENGTH, AgentConfig, is_chat_id, model_id_problem
 from .console import CliUsageError
 from .render import printable
 from .runner_options import Seconds, check_simulate_or_binary
@@ -168,10 +168,13 @@ def build_config(
     if workspace is not None and not workspace.is_dir():
         raise click.UsageError(f"--workspace {printable(str(workspace), one_line=True)}: "
                                "no such directory")
-    if model is not None and not is_model_slug(model):
-        why = ("is empty (a variable that was not set?)" if not model.strip()
-               else f"is not {MODEL_ID_RULE}")
-        raise click.BadParameter(f"{model!r} {why}: pick a slug from `agent models`",
+    problem = None if model is None else model_id_problem(model)
+    if model is not None and problem is not None:
+        if not model.strip():
+            problem = "is empty (a variable that was not set?)"
+        shown = (repr(model) if len(model) <= MODEL_ID_MAX_LENGTH  # past it: the length is news
+                 else f"{model[:40]!r}…")
+        raise click.BadParameter(f"{shown} {problem}: pick a slug from `agent models`",
                                  param_hint="'--model'")
     filled = {}  # the fields the command line filled in itself, and where it took them
     if workspace is None:
