@@ -6,6 +6,7 @@
   ``BrokenPipeError`` for the command to handle, not rich's ``SystemExit`` (:class:`PipeConsole`);
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
+  :func:`error_text_named` the same for its message alone (an event's);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
   line on stderr, then exit status 1, 2;
 * :func:`standard_output` — at the start: a closed stdout, and characters the terminal's
@@ -116,6 +117,31 @@ def error_text(exc: BaseException, *, simulated: bool = False) -> str:
             text = text.replace("`agent login`", "`cursor-agent-sim login`")
         return text
     return str(exc)
+
+
+def error_text_named(text: str, error_type: object, *, simulated: bool = False) -> str:
+    """``text``, an error's message in Python's words (``str()`` of the error named
+    ``error_type``: what an ``ERROR`` event of the runtime holds, the error itself gone), with
+    its remedy in the command line's words, as :func:`error_text` gives it.
+
+    Example:
+        >>> from cursor_agent_api.errors import WorkspaceTrustError
+        >>> error_text_named(str(WorkspaceTrustError("not trusted")), "WorkspaceTrustError")
+        'not trusted — pass --trust, or --force'
+        >>> error_text_named("the agent said: x", "WorkspaceTrustError")  # no remedy of ours
+        'the agent said: x'
+    """
+    from .. import errors
+
+    kind = getattr(errors, error_type, None) if isinstance(error_type, str) else None
+    if not (isinstance(kind, type) and issubclass(kind, CursorAgentError)):
+        return text
+    python = f" — {kind.remedy}"
+    if kind.remedy and text.endswith(python):
+        text = text[:-len(python)] + (f" — {kind.cli_remedy}" if kind.cli_remedy else "")
+    if simulated and issubclass(kind, AuthenticationError):
+        text = text.replace("`agent login`", "`cursor-agent-sim login`")
+    return text
 
 
 class CliError(click.ClickException):
