@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_KILL_GRACE",
     "DEFAULT_RESULT_GRACE",
+    "MODEL_ID_MAX_LENGTH",
     "MODEL_ID_PATTERN",
     "MODEL_ID_RULE",
     "AgentConfig",
@@ -45,6 +46,7 @@ __all__ = [
     "OutputFormatName",
     "is_chat_id",
     "is_model_slug",
+    "model_id_problem",
 ]
 
 TRANSPORT_NAMES = ("print", "acp")
@@ -142,9 +144,33 @@ def is_chat_id(value: object) -> bool:
     return isinstance(value, str) and _CHAT_ID.fullmatch(value) is not None
 
 
+MODEL_ID_MAX_LENGTH = 200
+"""The longest ``model`` accepted, in characters (here and in the server's requests)."""
+
+
+def model_id_problem(value: str) -> str | None:
+    """What keeps ``value`` from being a model id, in words that follow "the model"
+    (``must …``), or ``None`` if it is one: the length, when that is what failed, names
+    :data:`MODEL_ID_MAX_LENGTH`; anything else, :data:`MODEL_ID_RULE`.
+
+    Example:
+        >>> model_id_problem("sonnet-4.6") is None
+        True
+        >>> model_id_problem("a" * 201)
+        'must be at most 200 characters long (it has 201)'
+        >>> model_id_problem("gpt 5")  # doctest: +ELLIPSIS
+        'must be a slug of letters, digits and . _ : / + @ - (starting with a letter or digit, ...'
+    """
+    if _MODEL.fullmatch(value) is None:
+        return f"must be {MODEL_ID_RULE}"
+    if len(value) > MODEL_ID_MAX_LENGTH:
+        return f"must be at most {MODEL_ID_MAX_LENGTH} characters long (it has {len(value):,})"
+    return None
+
+
 def is_model_slug(value: object) -> bool:
-    """True if ``value`` can be a model slug or ACP model id (:data:`MODEL_ID_RULE`): no
-    spaces, no leading dash (never an option).
+    """True if ``value`` can be a model slug or ACP model id (:data:`MODEL_ID_RULE`, at most
+    :data:`MODEL_ID_MAX_LENGTH` characters): no spaces, no leading dash (never an option).
 
     Example:
         >>> is_model_slug("sonnet-4.6"), is_model_slug("gpt 5"), is_model_slug("-f")
@@ -154,7 +180,7 @@ def is_model_slug(value: object) -> bool:
         >>> is_model_slug("gpt-5[x]y"), is_model_slug("a=b")
         (False, False)
     """
-    return isinstance(value, str) and len(value) <= 200 and _MODEL.fullmatch(value) is not None
+    return isinstance(value, str) and model_id_problem(value) is None
 
 
 def _fail(name: str, why: str, value: Any, exc: type[Exception] = ValueError) -> Exception:
@@ -382,8 +408,12 @@ class AgentConfig:
         """
         self.workspace = _check_optional_text("workspace", self.workspace)
         self.model = _check_optional_text("model", self.model)
-        if self.model is not None and not is_model_slug(self.model):
-            raise _fail("model", f"must be {MODEL_ID_RULE} (see list_models())", self.model)
+        problem = None if self.model is None else model_id_problem(self.model)
+        if problem is not None and len(self.model or "") > MODEL_ID_MAX_LENGTH:
+            # (a value past the limit is not repeated: its length is the news)
+            raise ValueError(f"AgentConfig.model {problem} (see list_models())")
+        if problem is not None:
+            raise _fail("model", f"{problem} (see list_models())", self.model)
         self.resume = _check_optional_text("resume", self.resume)
         if self.resume is not None and not is_chat_id(self.resume):
             raise _fail("resume", "must be a UUID, the form of every chat id "

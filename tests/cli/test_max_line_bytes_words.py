@@ -2,7 +2,9 @@
 ``--max-line-bytes``, not the library's parameter ``max_line_bytes`` — in the error line each
 dropped line gets and in the footer alike (the footer's remedy named the flag, its message and
 the error lines the parameter). The data outputs (``--output ndjson``/``json``) are the
-library's events and result, in the library's words."""
+library's events and result, their shape the same, and what the library wrote in them (its
+error events, the result's ``error``) in the command line's words too, as the other views
+(they kept the library's until the ``-o json`` error review: test_json_error_words.py)."""
 
 from __future__ import annotations
 
@@ -32,13 +34,15 @@ def test_run_names_the_flag(cli: Run) -> None:
     assert "line(s) of the agent's output exceeded --max-line-bytes=300 and were dropped" in said
 
 
-def test_the_data_outputs_keep_the_librarys_words(cli: Run) -> None:
+def test_the_data_outputs_name_the_flag_too(cli: Run) -> None:
     proc = cli("run", "--simulate", "--trust", "--max-line-bytes", "300", "--output", "ndjson",
                "read notes.txt")
     events = [json.loads(line) for line in proc.stdout.splitlines()]
-    errors = [e["text"] for e in events if e["type"] == "error"]
-    assert errors and all("exceeded max_line_bytes=300" in text for text in errors)
-    assert "exceeded max_line_bytes=300" in events[-1]["text"]  # the result:error
+    errors = [e for e in events if e["type"] == "error"]
+    assert errors and all("exceeded --max-line-bytes=300" in e["text"] == e["data"]["message"]
+                          for e in errors), errors
+    assert "exceeded --max-line-bytes=300" in events[-1]["text"]  # the result:error
+    assert "max_line_bytes" not in proc.stdout
 
 
 @pytest.mark.parametrize("kind", ["live", "text"])

@@ -210,9 +210,9 @@ def _ask() -> str:
 
 
 def _log(line: str) -> None:
-    shown = printable(line).encode("utf-8", "backslashreplace").decode("utf-8")
+    shown = printable(line)  # a byte that is not UTF-8 (a lone surrogate) as \xNN
     with writing_output():
-        sys.stdout.write(shown + "\n")  # a byte that is not UTF-8 as \udcXX
+        sys.stdout.write(shown + "\n")
 
 
 def _read_line() -> str:

@@ -6,6 +6,7 @@
   ``BrokenPipeError`` for the command to handle, not rich's ``SystemExit`` (:class:`PipeConsole`);
 * :func:`error_text` — an exception as the command line says it: the typed errors'
   remedies in the command line's words (``--trust``, not ``trust=True``);
+  :func:`error_text_named` the same for its message alone (an event's);
 * :class:`CliError`, :class:`CliUsageError` — an expected failure, a bad argument: one
   line on stderr, then exit status 1, 2;
 * :func:`standard_output` — at the start: a closed stdout, and characters the terminal's
@@ -118,6 +119,31 @@ def error_text(exc: BaseException, *, simulated: bool = False) -> str:
     return str(exc)
 
 
+def error_text_named(text: str, error_type: object, *, simulated: bool = False) -> str:
+    """``text``, an error's message in Python's words (``str()`` of the error named
+    ``error_type``: what an ``ERROR`` event of the runtime holds, the error itself gone), with
+    its remedy in the command line's words, as :func:`error_text` gives it.
+
+    Example:
+        >>> from cursor_agent_api.errors import WorkspaceTrustError
+        >>> error_text_named(str(WorkspaceTrustError("not trusted")), "WorkspaceTrustError")
+        'not trusted — pass --trust, or --force'
+        >>> error_text_named("the agent said: x", "WorkspaceTrustError")  # no remedy of ours
+        'the agent said: x'
+    """
+    from .. import errors
+
+    kind = getattr(errors, error_type, None) if isinstance(error_type, str) else None
+    if not (isinstance(kind, type) and issubclass(kind, CursorAgentError)):
+        return text
+    python = f" — {kind.remedy}"
+    if kind.remedy and text.endswith(python):
+        text = text[:-len(python)] + (f" — {kind.cli_remedy}" if kind.cli_remedy else "")
+    if simulated and issubclass(kind, AuthenticationError):
+        text = text.replace("`agent login`", "`cursor-agent-sim login`")
+    return text
+
+
 class CliError(click.ClickException):
     """An expected failure: ``Error: MESSAGE`` on one line of stderr, then exit status 1.
 
@@ -183,7 +209,8 @@ class _ClosedBinary(io.RawIOBase):
 def standard_output() -> None:
     """At the command's start: a closed standard output becomes :class:`ClosedOutput`, and
     stdout and stderr write what their encoding cannot (``é``, ``▶`` on an ASCII or Latin-1
-    terminal) as ``?`` instead of failing with a ``UnicodeEncodeError`` mid-turn.
+    terminal) as ``?`` instead of failing with a ``UnicodeEncodeError`` mid-turn, and a byte
+    that was not text (a lone surrogate: a Latin-1 file name typed) as ``\\xNN``, inert.
 
     Example:
         >>> import io
@@ -210,19 +237,21 @@ _UNENCODABLE = "cursor_agent_api.unencodable"
 
 def _unencodable(exc: UnicodeError) -> tuple[str | bytes, int]:
     r"""The error handler of :func:`standard_output`: a lone surrogate of ``surrogateescape``
-    (a byte of a name that was not text in the locale) is written as that byte, as before;
-    any other character the encoding lacks as ``?``.
+    (a byte of a name or an argument that was not text in the locale) is written as
+    ``\xNN``, as :func:`~.render.printable` shows it, never as that raw byte (no character on
+    a UTF-8 terminal; on an 8-bit one, ``\x9b`` is CSI); any other character the encoding
+    lacks as ``?``. Text that passed through ``printable`` has no surrogate left: this is
+    for what did not (click's own messages).
 
     Example:
-        >>> "é \udce9".encode("ascii", _UNENCODABLE)
-        b'? \xe9'
+        >>> "é \udce9\udc9b".encode("ascii", _UNENCODABLE)
+        b'? \\xe9\\x9b'
     """
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
     chunk = exc.object[exc.start:exc.end]
-    if all("\udc80" <= c <= "\udcff" for c in chunk):
-        return bytes(ord(c) - 0xDC00 for c in chunk), exc.end
-    return "?" * len(chunk), exc.end
+    return "".join(f"\\x{ord(c) - 0xDC00:02x}" if "\udc80" <= c <= "\udcff" else "?"
+                   for c in chunk), exc.end
 
 
 codecs.register_error(_UNENCODABLE, _unencodable)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..config import MODEL_ID_RULE, AgentConfig, is_chat_id, is_model_slug
+from ..config import MODEL_ID_MAX_LENGTH, AgentConfig, is_chat_id, model_id_problem
 from .console import CliUsageError
 from .render import printable
 from .runner_options import Seconds, check_simulate_or_binary
@@ -168,10 +168,13 @@ def build_config(
     if workspace is not None and not workspace.is_dir():
         raise click.UsageError(f"--workspace {printable(str(workspace), one_line=True)}: "
                                "no such directory")
-    if model is not None and not is_model_slug(model):
-        why = ("is empty (a variable that was not set?)" if not model.strip()
-               else f"is not {MODEL_ID_RULE}")
-        raise click.BadParameter(f"{model!r} {why}: pick a slug from `agent models`",
+    problem = None if model is None else model_id_problem(model)
+    if model is not None and problem is not None:
+        if not model.strip():
+            problem = "is empty (a variable that was not set?)"
+        shown = (repr(model) if len(model) <= MODEL_ID_MAX_LENGTH  # past it: the length is news
+                 else f"{model[:40]!r}…")
+        raise click.BadParameter(f"{shown} {problem}: pick a slug from `agent models`",
                                  param_hint="'--model'")
     filled = {}  # the fields the command line filled in itself, and where it took them
     if workspace is None:
@@ -306,6 +309,35 @@ def continue_command(chat_id: str, simulated: bool, workspace: str | None, *,
 
 
 def _quote(text: str) -> str:
+    r"""``text`` as one shell word that pastes back as ``text``: :func:`shlex.quote`'s, or,
+    when it holds a character a terminal would obey or a line break (a newline, an escape,
+    a bidi control, a byte that was not text), ANSI-C quoting (``$'…'``: bash, zsh, ksh,
+    POSIX.1-2024 sh) with each such character escaped, so that the line shown is inert.
+
+    Example:
+        >>> print(_quote("/tmp/my ws"), _quote("/tmp/a\\b"))
+        '/tmp/my ws' '/tmp/a\b'
+        >>> print(_quote("/tmp/a\nb\x1b[2J\u202e'\\c\udce9"))
+        $'/tmp/a\nb\x1b[2J\u202e\'\\c\xe9'
+    """
     import shlex
 
-    return shlex.quote(text)
+    if printable(text) == text and "\n" not in text and "\t" not in text:
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(char: str) -> str:
+    """One character inside ``$'…'``."""
+    code = ord(char)
+    if char in "\\'":
+        return "\\" + char
+    if char in "\n\t\r":
+        return repr(char)[1:-1]
+    if code < 0x20 or code == 0x7F:
+        return f"\\x{code:02x}"
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not text (surrogateescape): that byte
+        return f"\\x{code - 0xDC00:02x}"
+    if printable(char) != char:  # a C1 or bidi control: the character, by its code point
+        return f"\\u{code:04x}"
+    return char

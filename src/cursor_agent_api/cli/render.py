@@ -65,11 +65,28 @@ r"""Bidirectional-text controls (marks, embeddings, overrides, isolates): applie
 terminal, they make ``cat notes\u202e; rm -rf ~ #\u202c.txt`` read differently from what runs."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate: with ``surrogateescape`` (argv, file names), ``U+DC80``-``U+DCFF`` is a
+byte that was not text (``\\xe9`` of a Latin-1 name); written as that byte, it is no
+character on a UTF-8 terminal, and on an 8-bit one ``\\x9b`` is CSI."""
+
+
+def _surrogate_shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # surrogateescape's: the byte it stands for
+        return f"\\x{code - 0xDC00:02x}"
+    return f"⟨U+{code:04X}⟩"
+
+
 def printable(text: str, *, one_line: bool = False) -> str:
-    r"""``text`` with every control character but newline and tab shown as ``\xNN``, and
-    every bidi control as ``⟨U+202E⟩`` (as the web page shows them); with ``one_line`` (a
-    name inside a one-line message: a path the user typed) newline and tab too, as ``\n``
-    and ``\t``.
+    r"""``text`` with every control character but newline and tab shown as ``\xNN``, every
+    byte that was not text (a lone surrogate of ``surrogateescape``: a Latin-1 file name) as
+    ``\xNN`` too, and every bidi control as ``⟨U+202E⟩`` (as the web page shows them).
+
+    With ``one_line`` (a name inside a one-line message: a path the user typed) newline and
+    tab too, as ``\n`` and ``\t``, and a backslash as ``\\``: what is shown then reads back
+    one way only (a name holding the two characters ``\`` ``n`` shows as ``\\n``, one
+    holding a newline as ``\n``).
 
     What the agent wrote is data: an escape sequence in it must not move the cursor,
     retitle the window or change colours on the reader's terminal, nor a bidi control
@@ -82,11 +99,14 @@ def printable(text: str, *, one_line: bool = False) -> str:
         'notes⟨U+202E⟩txt.sh'
         >>> print(printable("a\nb\tc\x1b", one_line=True))
         a\nb\tc\x1b
+        >>> print(printable("a\\nb", one_line=True), printable("caf\udce9\udc9b", one_line=True))
+        a\\nb caf\xe9\x9b
     """
     if one_line:
-        text = text.replace("\n", "\\n").replace("\t", "\\t")
+        text = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
     text = text.replace("\r\n", "\n")
     text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    text = _SURROGATE.sub(_surrogate_shown, text)
     return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
 
 

@@ -73,8 +73,9 @@ def _safe(text: str | None) -> str:
 
 
 def _one_line(text: str | None) -> str:
-    """A name, a path, a label: escaped, a newline in it shown as ``\\n``."""
-    return _safe(text).replace("\n", "\\n")
+    """A name, a path, a label: escaped, on one line (:func:`~.render.printable`'s
+    ``one_line``: a newline in it shown as ``\\n``, a backslash as ``\\\\``)."""
+    return printable(text or "", one_line=True)
 
 
 def _framed(text: str, style: str = "") -> list[Text]:

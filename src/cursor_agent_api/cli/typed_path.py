@@ -6,7 +6,7 @@ click names the refused path in its message (``Directory '…' is a file.``); mo
 messages quote it with ``repr``, but not all of them in every release the project accepts
 (click 8.1's ``File '…' is a directory.`` put it as typed), so an escape sequence in the name
 was obeyed by the terminal and a newline split the error in two. :class:`TypedPath` passes
-click's message through :func:`~.render.printable` with ``one_line``, whatever click's wording.
+the path through :func:`~.render.printable` with ``one_line``, whatever click's wording.
 
 Example:
     >>> import os, tempfile
@@ -39,7 +39,32 @@ class TypedPath(click.Path):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as exc:
-            from .render import printable  # (loaded only for a refusal)
-
-            raise click.BadParameter(printable(exc.message, one_line=True), ctx=exc.ctx,
+            raise click.BadParameter(_inert(exc.message, os.fspath(value)), ctx=exc.ctx,
                                      param=exc.param, param_hint=exc.param_hint) from None
+
+
+def _inert(message: str, typed: str) -> str:
+    r"""click's ``message`` with the path it names (quoted, by ``repr`` or not) shown as
+    :func:`~.render.printable` shows a path in one line, between single quotes; the rest of the
+    message through ``printable`` as well.
+
+    click's ``repr`` already escapes the path (``'a\x1b'``); ``printable`` on top would show
+    its backslashes doubled, so the path is put back as typed first.
+
+    Example:
+        >>> print(_inert("Directory 'a\\x1b[2J\\nb' is a file.", "a\x1b[2J\nb"))
+        Directory 'a\x1b[2J\nb' is a file.
+        >>> print(_inert("File 'a\\nb' is a directory.", "a\\nb"))
+        File 'a\\nb' is a directory.
+        >>> print(_inert("Path 'x' does not exist.", "y"))  # (not found: all of it inert)
+        Path 'x' does not exist.
+    """
+    from .render import printable  # (loaded only for a refusal)
+
+    shown = click.format_filename(typed)
+    for form in (repr(shown), f"'{shown}'"):
+        before, found, after = message.partition(form)
+        if found:
+            return (f"{printable(before, one_line=True)}'{printable(typed, one_line=True)}'"
+                    f"{printable(after, one_line=True)}")
+    return printable(message, one_line=True)

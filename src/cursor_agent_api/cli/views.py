@@ -37,6 +37,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from ..errors import CursorAgentError
 from ..protocol import (
     AgentEvent,
     AgentResult,
@@ -51,7 +52,7 @@ from ..protocol import (
     ToolCallChanged,
     ToolCallOpened,
 )
-from .console import error_text, is_terminal
+from .console import error_text, error_text_named, is_terminal
 from .render import (
     TurnRenderer,
     error_text_of,
@@ -128,8 +129,9 @@ def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
     """The footer's chat id and how to continue (nothing without a chat id)."""
     lines = []
     if result.session_id:
-        hint = (f" · continue: {printable(continue_hint, one_line=True)}" if continue_hint
-                else "")  # (it names the workspace the user typed)
+        # (it names the workspace the user typed, quoted by continue_command as one inert
+        # line that pastes back as typed: one_line's \\ would change the path pasted)
+        hint = f" · continue: {printable(continue_hint)}" if continue_hint else ""
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
@@ -177,27 +179,82 @@ class TextView:
 
 
 class JsonView:
-    """One JSON object, the final :class:`AgentResult`, on stdout."""
+    """One JSON object, the final :class:`AgentResult`, on stdout; its ``error`` in the
+    command line's words (:func:`~.console.error_text`: ``--trust``, not ``trust=True``).
+
+    Example:
+        >>> import io, contextlib
+        >>> from cursor_agent_api.errors import WorkspaceTrustError
+        >>> failed = WorkspaceTrustError("not trusted")
+        >>> out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+        >>> with contextlib.redirect_stdout(out):
+        ...     JsonView().finish(AgentResult(False, "", None, error=str(failed),
+        ...                                   exception=failed), continue_hint="")
+        >>> orjson.loads(out.buffer.getvalue())["error"]
+        'not trusted — pass --trust, or --force'
+    """
+
+    def __init__(self, *, simulated: bool = False) -> None:
+        self.simulated = simulated
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Nothing until the end."""
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Print the result object."""
-        sys.stdout.buffer.write(json_line(result.to_dict()))
+        data = result.to_dict()
+        if result.exception is not None:
+            data["error"] = error_text(result.exception, simulated=self.simulated)
+        sys.stdout.buffer.write(json_line(data))
         sys.stdout.flush()
 
 
 class NdjsonView:
-    """The normalized events (``AgentEvent.to_dict()``), one per line, as they arrive."""
+    """The normalized events (``AgentEvent.to_dict()``), one per line, as they arrive; the
+    errors this library adds (:func:`event_in_cli_words`) in the command line's words."""
+
+    def __init__(self, *, simulated: bool = False) -> None:
+        self.simulated = simulated
 
     def handle(self, event: AgentEvent, changes: Changes) -> None:
         """Write the event's line and flush."""
-        sys.stdout.buffer.write(json_line(event.to_dict()))
+        sys.stdout.buffer.write(json_line(event_in_cli_words(event, simulated=self.simulated)))
         sys.stdout.flush()
 
     def finish(self, result: AgentResult, *, continue_hint: str) -> None:
         """Nothing more: the last events said it all."""
+
+
+def event_in_cli_words(event: AgentEvent, *, simulated: bool = False) -> dict[str, Any]:
+    """``event.to_dict()``, with what this library wrote in it (never the agent's words) in
+    the command line's words: the ``error`` of the result it added when the agent wrote none
+    (and its ``text``), the ``message`` (and ``text``) of its ``ERROR`` events — a line over
+    ``--max-line-bytes``, the runtime's failures. The shape is the same.
+
+    Example:
+        >>> from cursor_agent_api.protocol import EventReader
+        >>> (event,) = EventReader(max_line_bytes=4).feed(b'{"type":"user"}\\n')
+        >>> event.text  # doctest: +ELLIPSIS
+        'a line of 15 bytes exceeded max_line_bytes=4; ...'
+        >>> event_in_cli_words(event)["text"]  # doctest: +ELLIPSIS
+        'a line of 15 bytes exceeded --max-line-bytes=4; ...'
+    """
+    out = event.to_dict()
+    data = event.data
+    exception = getattr(event, "exception", None)  # a result the client added: its error
+    if isinstance(exception, CursorAgentError) and isinstance(data.get("error"), str):
+        words = error_text(exception, simulated=simulated)
+        out["data"] = {**data, "error": words}
+        if out["text"] == data["error"]:
+            out["text"] = words
+    elif event.type is EventType.ERROR and isinstance(data.get("message"), str) and (
+            data.get("code") == "line_too_long" or "error_type" in data):
+        words = (error_text_of(event) if data.get("code") == "line_too_long"
+                 else error_text_named(data["message"], data["error_type"], simulated=simulated))
+        out["data"] = {**data, "message": words}
+        if out["text"] == data["message"]:
+            out["text"] = words
+    return out
 
 
 class AgentFormatView:
@@ -514,9 +571,9 @@ def make_view(output: str, console: Console, *, err: Console | None = None,
         'JsonView'
     """
     if output == "json":
-        return JsonView()
+        return JsonView(simulated=simulated)
     if output == "ndjson":
-        return NdjsonView()
+        return NdjsonView(simulated=simulated)
     if output == "live" or (output == "auto" and console.is_terminal):
         return LiveView(console, simulated=simulated)
     return TextView(console, err=err, simulated=simulated)
