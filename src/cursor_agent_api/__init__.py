@@ -12,7 +12,11 @@ Example:
 """
 
 from importlib import import_module
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False
+"""``typing.TYPE_CHECKING`` without importing ``typing`` (type checkers take any
+``TYPE_CHECKING`` as true): the console script imports this package before its ``try`` that
+turns a Ctrl-C into exit 130, and ``typing`` was the first module loaded then."""
 
 if TYPE_CHECKING:
     from .client import (

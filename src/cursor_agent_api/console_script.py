@@ -5,7 +5,8 @@ The command line is imported here, inside a ``try``: a Ctrl-C typed while Python
 (click, the group: most of the first ~60 ms) ends the command with status 130 after a new
 line, as a Ctrl-C at any later moment does (:class:`~cursor_agent_api.cli.CommandLine`),
 rather than with Python's ``KeyboardInterrupt`` traceback. What comes before this function
-runs (Python's own start, this package's ``__init__``) no entry point can cover.
+runs no entry point can cover: Python's own start, and this package's ``__init__`` and this
+module, which load nothing Python had not loaded already (``typing`` is left for later).
 
 Example:
     >>> try:
@@ -19,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing before the ``try``)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

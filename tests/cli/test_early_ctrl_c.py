@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pytest's own dependency before 3.11
@@ -27,12 +29,16 @@ import sys
 
 class CtrlCDuringImport:
     def find_spec(self, name, path=None, target=None):
-        if name == "click":
+        if name == {module!r}:
             raise KeyboardInterrupt
         return None
 
 sys.meta_path.insert(0, CtrlCDuringImport())
 """
+FIRST_IMPORTS = ["click", "typing"]
+"""Modules the command's first moments import: click (the command line) and typing, the
+first module not already loaded at Python's start, which this package's ``__init__`` and the
+console script imported (for ``TYPE_CHECKING``) before the script's ``try``."""
 
 
 def _console_script() -> str:
@@ -43,8 +49,10 @@ def _console_script() -> str:
             f"sys.argv[0] = 'cursor-agent-api'\nsys.exit({attribute}())\n")
 
 
-def test_a_ctrl_c_while_the_command_line_loads_exits_130_quietly() -> None:
-    proc = subprocess.run([sys.executable, "-c", HOOK + _console_script(), "--help"],
+@pytest.mark.parametrize("module", FIRST_IMPORTS)
+def test_a_ctrl_c_while_the_command_line_loads_exits_130_quietly(module: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", HOOK.format(module=module) + _console_script(),
+                           "--help"],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 130, proc.stderr[-500:]
     assert proc.stderr == "\n", proc.stderr[-500:]
@@ -61,8 +69,8 @@ def test_the_console_script_runs_the_command_line() -> None:
 def test_with_stderr_closed_an_early_ctrl_c_writes_nothing_to_stdout() -> None:
     """``2>&-``: ``sys.stderr`` is None, and ``print(file=None)`` would write the ending line
     to stdout (which may be ``-o json`` going into ``jq``)."""
-    proc = subprocess.run([sys.executable, "-c", HOOK + _console_script(), "--help"],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    proc = subprocess.run([sys.executable, "-c", HOOK.format(module="click") + _console_script(),
+                           "--help"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                           timeout=60, check=False,
                           preexec_fn=lambda: os.close(2))
     assert proc.returncode == 130
