@@ -26,7 +26,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, f
 from pydantic.json_schema import SkipJsonSchema
 
 from .. import __version__
-from ..config import MODEL_ID_PATTERN, MODEL_ID_RULE
+from ..config import MODEL_ID_MAX_LENGTH, MODEL_ID_PATTERN, MODEL_ID_RULE
 from .auth import Auth, Throttled
 from .dispatch import CancelNotAppliedError, Dispatcher
 from .dispatch.answers import AnswerNotTakenError
@@ -159,7 +159,7 @@ class ChatCreate(BaseModel):
     )
     model: str | None = Field(
         None,
-        max_length=200,
+        max_length=MODEL_ID_MAX_LENGTH,
         pattern=_MODEL_PATTERN,
         description=f"a model id: {MODEL_ID_RULE}",
     )
