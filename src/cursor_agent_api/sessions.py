@@ -502,7 +502,30 @@ class _SessionState(Generic[_C]):
             >>> ConversationSession.load(path).session_id == chat
             True
         """
-        replace_file(Path(path), orjson.dumps(self.to_dict(), option=orjson.OPT_INDENT_2), mode=0o600)
+        data = self.to_dict()
+        try:
+            text = orjson.dumps(data, option=orjson.OPT_INDENT_2)
+        except orjson.JSONEncodeError as exc:  # a lone surrogate: a byte that is not UTF-8
+            workspace = data["workspace"]
+            if _inert_path(workspace) == workspace:  # (not the path: nothing else should be)
+                raise SessionError(f"{os.fspath(path)}: cannot save this session: {exc}") from None
+            raise SessionError(
+                f"{os.fspath(path)}: cannot save this session: the workspace's path is not "
+                f"UTF-8 text, which a session file (JSON) cannot hold ({_inert_path(workspace)}):"
+                " rename the folder, or work in another one") from None
+        replace_file(Path(path), text, mode=0o600)
+
+
+def _inert_path(path: str) -> str:
+    r"""``path`` with the bytes that are not UTF-8 (decoded by Python as lone surrogates)
+    written ``\xNN``.
+
+    Example:
+        >>> import os
+        >>> _inert_path(os.fsdecode(b"/home/caf\xe9"))
+        '/home/caf\\xe9'
+    """
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 class ConversationSession(_SessionState[CursorAgentClient]):

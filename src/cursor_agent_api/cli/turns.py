@@ -410,15 +410,11 @@ def _save(saved: SavedChats, session: ConversationSession) -> str:
     whose path is not UTF-8, which the JSON file cannot hold), the one-line warning to show
     once the turn is shown, else ``""``. The turn is not lost with the file: the agent keeps
     the chat, ``--resume ID`` continues it."""
-    import orjson
-
     try:
         saved.save(session)
-    except (OSError, SessionError, orjson.JSONEncodeError) as exc:
+    except (OSError, SessionError) as exc:
         reason = str(exc)
-        if isinstance(exc, orjson.JSONEncodeError):  # a lone surrogate: only a path typed has one
-            reason = "the workspace's path is not UTF-8 text, which the file cannot hold"
-        elif isinstance(exc, OSError) and exc.strerror:
+        if isinstance(exc, OSError) and exc.strerror:
             reason = exc.strerror + (f": {exc.filename}" if exc.filename else "")
         return printable(f"⚠ this turn was not saved in {saved.root} ({reason}); the agent "
                          f"keeps the chat: --resume {session.session_id} continues it")
