@@ -202,3 +202,33 @@ def test_enter_pressed_again_on_a_prompt_waiting_for_a_run_sends_it_once(
         second = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][1]
         assert c.post(f"/api/runs/{second['id']}/cancel").status_code == 200
         assert errors == []
+
+
+def test_a_prompt_in_another_chat_does_not_depend_on_the_one_on_its_way(
+    make_server: Any, browser: Any
+) -> None:
+    # chat X's prompt waits for X's run; the page goes to chat Y, whose prompt waits its turn:
+    # X's prompt is kept for X (the page left it), and Y's goes all the same
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = new_chat(c), new_chat(c)
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page = paused(browser, server)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_chat(page, server, x["id"])
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "more for X")  # waits for X's run (the page's clock stands still)
+        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        expect(page.locator("#conn")).to_have_text("Live")
+        send(page, "hello Y")  # waits for X's prompt to be done
+        page.clock.run_for(100)  # X's prompt looks again: its chat was left
+        expect(page.locator(".msg.user")).to_have_count(1)
+        assert prompts(c, y["id"]) == ["hello Y"]
+        assert prompts(c, x["id"]) == ["hello X"]
+        expect(page.locator("#alert")).not_to_contain_text("not sent either")
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        for run in c.get(f"/api/chats/{y['id']}/runs").json()["runs"]:
+            c.post(f"/api/runs/{run['id']}/cancel")
+        assert errors == []

@@ -22,7 +22,7 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  sending: null, // the prompt on its way: {prompt, taken (out of the box, its request made), done}
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), done}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
@@ -714,16 +714,16 @@ async function settled(check, ms) {
 
 /** Enter or Send. A prompt sent while the one before it is still on its way (waiting for a run
  * to end, or its request not answered yet) waits in the box for that one, then goes as if sent
- * at that moment; if that one was not sent, neither is this one, and the page says so. The
- * same prompt sent again before it went is the one on its way; of several sent meanwhile (the
- * box edited), the last goes. */
+ * at that moment; if that one, in the same chat, was not sent, neither is this one, and the page
+ * says so. The same prompt sent again before it went is the one on its way; of several sent
+ * meanwhile (the box edited), the last goes. */
 async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
   const chat = state.chat; // the chat it was typed in: it goes there or nowhere
   if (!chat) return;
   const ahead = state.sending;
-  if (ahead && !ahead.taken && ahead.prompt === prompt) return; // Enter again: it is on its way
+  if (ahead && !ahead.taken && ahead.chatId === chat.id && ahead.prompt === prompt) return; // Enter again: it is on its way
   if (!prompt.trim()) {
     // (with a prompt on its way, an empty box is an Enter pressed again as that one went)
     return ahead ? undefined : showAlert("Type a prompt first: the box is empty.");
@@ -737,12 +737,12 @@ async function sendPrompt() {
     const sent = await ahead.done;
     if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
     state.waiting = null;
-    if (!sent) {
+    if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const why = $("alert").hidden ? "" : `${$("alert").textContent} `;
       return showAlert(`${why}The prompt you sent after it was not sent either: it is in the box; press Enter to send it.`);
     }
   }
-  const sending = { prompt, taken: false };
+  const sending = { chatId: chat.id, prompt, taken: false };
   sending.done = new Promise((resolve) => { sending.finish = resolve; });
   state.sending = sending;
   let sent = false;
