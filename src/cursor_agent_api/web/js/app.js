@@ -22,7 +22,9 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  busy: false, // a prompt is on its way
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), done}
+  waiting: null, // the prompt sent while another was on its way: it goes once that one is done
+  alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   drafts: new Map(), // chat id -> a prompt not sent because its chat was left: back in its box
@@ -161,6 +163,7 @@ function show(viewId) {
  * itself once the chats list is fetched again. */
 function showAlert(message, { unreachable = false } = {}) {
   const el = $("alert");
+  state.alerts += 1;
   el.textContent = message;
   el.hidden = !message;
   el.dataset.unreachable = unreachable ? "yes" : "";
@@ -709,43 +712,85 @@ async function settled(check, ms) {
   return true;
 }
 
+/** Enter or Send. A prompt sent while the one before it is still on its way (waiting for a run
+ * to end, or its request not answered yet) waits in the box for that one, then goes as if sent
+ * at that moment; if that one, in the same chat, was not sent, neither is this one, and the page
+ * says so. The same prompt sent again before it went is the one on its way; of several sent
+ * meanwhile (the box edited), the last goes. */
 async function sendPrompt() {
   const input = $("prompt");
   const prompt = input.value;
   const chat = state.chat; // the chat it was typed in: it goes there or nowhere
-  if (!chat || state.busy) return;
-  if (!prompt.trim()) return showAlert("Type a prompt first: the box is empty.");
+  if (!chat) return;
+  const ahead = state.sending;
+  if (ahead && !ahead.taken && ahead.chatId === chat.id && ahead.prompt === prompt) return; // Enter again: it is on its way
+  if (!prompt.trim()) {
+    // (with a prompt on its way, an empty box is an Enter pressed again as that one went)
+    return ahead ? undefined : showAlert("Type a prompt first: the box is empty.");
+  }
   const size = new TextEncoder().encode(prompt).length, limit = state.config?.max_prompt_bytes;
   if (limit && size > limit) return showAlert(`The prompt was not sent: it is ${size} bytes, over the server's limit of ${limit}; it is still in the box.`);
-  state.busy = true;
-  const stops = state.stops;
+  const stops = state.stops; // a Stop pressed from now on drops this prompt
+  if (ahead) {
+    const waiting = {};
+    state.waiting = waiting;
+    const sent = await ahead.done;
+    if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
+    state.waiting = null;
+    if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
+      const why = $("alert").hidden ? "" : `${$("alert").textContent} `;
+      return showAlert(`${why}The prompt you sent after it was not sent either: it is in the box; press Enter to send it.`);
+    }
+  }
+  const sending = { chatId: chat.id, prompt, taken: false };
+  sending.done = new Promise((resolve) => { sending.finish = resolve; });
+  state.sending = sending;
+  let sent = false;
+  try {
+    sent = await deliver(chat, prompt, stops, sending);
+  } finally {
+    state.sending = null;
+    sending.finish(sent);
+  }
+}
+
+/** Send `prompt` to `chat` once its run has ended (a moment is waited for); true once the
+ * server has taken it, false (the page saying why) if it was not sent. */
+async function deliver(chat, prompt, stops, sending) {
+  const input = $("prompt");
   const left = () => state.chat?.id !== chat.id;
   try {
     // A run that is just ending (its process exiting after the answer, or its last records
     // still being replayed) gets a moment before the prompt is refused.
     if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops || left(), 3000))) {
-      return showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
+      showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
+      return false;
     }
-    if (left()) return keepDraft(chat, prompt);
+    if (left()) {
+      keepDraft(chat, prompt);
+      return false;
+    }
     if (state.stops !== stops) {
       // Stop means stop: what was typed during the run is not sent on its own afterwards.
-      return showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
+      showAlert("Your prompt was not sent, because you stopped the run: it is still in the box; press Enter to send it.");
+      return false;
     }
     // The box empties as the prompt goes (not when the server has answered: a request
     // the run sends meanwhile takes the focus only from an empty box); it comes back if
     // the prompt was not sent and nothing was typed meanwhile.
     if (input.value === prompt) input.value = "";
+    sending.taken = true;
     try {
       await startPrompt(chat.id, prompt);
     } catch (err) {
       if (!input.value) input.value = prompt;
       throw err;
     }
+    return true;
   } catch (err) {
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
-    showAlert(`The prompt was not sent: ${err.message}`);
-  } finally {
-    state.busy = false;
+    if (err.status === 401) showLogin("You were signed out: sign in again.");
+    else showAlert(`The prompt was not sent: ${err.message}`);
+    return false;
   }
 }
 
@@ -773,8 +818,9 @@ function restoreDraft(id) {
 /** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if
  * the page went elsewhere meanwhile); then the list (and the header) pick up its new title. */
 async function startPrompt(chatId, prompt) {
+  const alerts = state.alerts; // an alert shown from now on is newer than this request: it stays
   await api.startRun(chatId, prompt);
-  if (state.chat?.id === chatId) showAlert("");
+  if (state.chat?.id === chatId && state.alerts === alerts) showAlert("");
   refreshChats();
 }
 
