@@ -5,6 +5,7 @@ the other way, the footer's ``continue:`` command, pastes back as the path typed
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -57,12 +58,16 @@ def test_a_record_path_holding_a_backslash_is_shown_doubled(cli: Cli, tmp_path: 
         proc.stderr
 
 
-@pytest.mark.parametrize("name", ["a\\b", "w\x1b]0;T\x07x", "tab\there"])
-def test_the_continue_command_pastes_back_as_the_workspace_typed(cli: Cli, tmp_path: Path,
-                                                                 name: str) -> None:
+@pytest.mark.parametrize("shell", ["bash", "dash"])  # (dash: Debian's /bin/sh, without $'…')
+@pytest.mark.parametrize("name", ["a\\b", "w\x1b]0;T\x07x", "tab\there", "notes\u202etxt",
+                                  "caf\udce9 100%", "x\x1b'$(touch PWNED) #", "it's\there"])
+def test_the_continue_command_pastes_back_as_the_workspace_typed(
+        cli: Cli, tmp_path: Path, name: str, shell: str) -> None:
     """The footer's ``continue: cursor-agent-api chat --resume ID --workspace W``, read by
-    bash, names the workspace the run had: a backslash is not doubled, an escape or a tab
-    (shown inert) is ``$'…'``'s ``\\x1b``, ``\\t``, not a literal backslash."""
+    bash or by dash, names the workspace the run had, and runs nothing else: a backslash is
+    not doubled, a character a terminal would obey is shown inert and pastes back as itself,
+    a quote in the name ends no quoting (``$'…'``, which dash does not know, let a name run a
+    command there)."""
     workspace = tmp_path / name
     workspace.mkdir()
     proc = cli("run", "--simulate", "--trust", "--workspace", str(workspace), "hi", stdin="")
@@ -70,7 +75,8 @@ def test_the_continue_command_pastes_back_as_the_workspace_typed(cli: Cli, tmp_p
     found = re.search(r"continue: (cursor-agent-api chat .*)", proc.stdout)
     assert found is not None, proc.stdout
     hint = found.group(1)
-    assert "\x1b" not in hint and "\x07" not in hint and "\t" not in hint, hint
-    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {hint}"], capture_output=True,
-                           check=True).stdout.split(b"\0")
-    assert words[words.index(b"--workspace") + 1] == str(workspace).encode(), hint
+    assert printable(hint) == hint and "\t" not in hint, hint  # inert, one line
+    words = subprocess.run([shell, "-c", f"printf '%s\\0' {hint}"], capture_output=True,
+                           check=True, cwd=tmp_path).stdout.split(b"\0")
+    assert words[words.index(b"--workspace") + 1] == os.fsencode(workspace), hint
+    assert not (tmp_path / "PWNED").exists()

@@ -310,34 +310,31 @@ def continue_command(chat_id: str, simulated: bool, workspace: str | None, *,
 
 def _quote(text: str) -> str:
     r"""``text`` as one shell word that pastes back as ``text``: :func:`shlex.quote`'s, or,
-    when it holds a character a terminal would obey or a line break (a newline, an escape,
-    a bidi control, a byte that was not text), ANSI-C quoting (``$'…'``: bash, zsh, ksh,
-    POSIX.1-2024 sh) with each such character escaped, so that the line shown is inert.
+    when it holds a character a terminal would obey (an escape, a tab, a bidi control, a byte
+    that was not text), ``"$(printf '…')"`` with each byte that is not printable ASCII
+    written as printf's octal escape, so that the line shown is inert. Any POSIX shell reads
+    it (bash, dash, zsh, ksh); ``$'…'`` is not one (dash takes its ``\'`` as the end of the
+    quoting: a name could then run a command). A name ending with a newline would lose it
+    (the shell's command substitution drops it); ``--workspace`` refuses newlines anyway.
 
     Example:
         >>> print(_quote("/tmp/my ws"), _quote("/tmp/a\\b"))
         '/tmp/my ws' '/tmp/a\b'
-        >>> print(_quote("/tmp/a\nb\x1b[2J\u202e'\\c\udce9"))
-        $'/tmp/a\nb\x1b[2J\u202e\'\\c\xe9'
+        >>> print(_quote("/tmp/a\tb\x1b[2J\u202e'\\c\udce9 100%"))
+        "$(printf '/tmp/a\011b\033[2J\342\200\256'\''\\c\351 100%%')"
     """
     import shlex
 
     if printable(text) == text and "\n" not in text and "\t" not in text:
         return shlex.quote(text)
-    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+    return "\"$(printf '" + "".join(_printf_byte(b) for b in os.fsencode(text)) + "')\""
 
 
-def _ansi_c(char: str) -> str:
-    """One character inside ``$'…'``."""
-    code = ord(char)
-    if char in "\\'":
-        return "\\" + char
-    if char in "\n\t\r":
-        return repr(char)[1:-1]
-    if code < 0x20 or code == 0x7F:
-        return f"\\x{code:02x}"
-    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not text (surrogateescape): that byte
-        return f"\\x{code - 0xDC00:02x}"
-    if printable(char) != char:  # a C1 or bidi control: the character, by its code point
-        return f"\\u{code:04x}"
-    return char
+def _printf_byte(byte: int) -> str:
+    """One byte of a name inside ``printf '…'``: printable ASCII as itself (``'``, ``\\`` and
+    ``%`` escaped), any other as its octal escape."""
+    char = chr(byte)
+    escaped = {"'": "'\\''", "\\": "\\\\", "%": "%%"}.get(char)
+    if escaped is not None:
+        return escaped
+    return char if 0x20 <= byte < 0x7F else f"\\{byte:03o}"
