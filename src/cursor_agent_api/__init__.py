@@ -16,7 +16,7 @@ from importlib import import_module
 TYPE_CHECKING = False
 """``typing.TYPE_CHECKING`` without importing ``typing`` (type checkers take any
 ``TYPE_CHECKING`` as true): the console script imports this package before its ``try`` that
-turns a Ctrl-C into exit 130, and ``typing`` was the first module loaded then."""
+turns a Ctrl-C into exit 130, and loading ``typing`` was most of that moment."""
 
 if TYPE_CHECKING:
     from .client import (

@@ -36,9 +36,10 @@ class CtrlCDuringImport:
 sys.meta_path.insert(0, CtrlCDuringImport())
 """
 FIRST_IMPORTS = ["click", "typing"]
-"""Modules the command's first moments import: click (the command line) and typing, the
-first module not already loaded at Python's start, which this package's ``__init__`` and the
-console script imported (for ``TYPE_CHECKING``) before the script's ``try``."""
+"""Modules the command's first moments import: click (the command line) and typing, which
+this package's ``__init__`` and the console script imported (for ``TYPE_CHECKING``) before the
+script's ``try``: most of the time before it. (``importlib``, ``warnings`` and ``__future__``,
+about a millisecond, are still loaded before it.)"""
 
 
 def _console_script() -> str:
