@@ -121,7 +121,7 @@ def test_a_permission_timeout_answers_reject_once(fake: FakeAgent) -> None:
         release.set()
     assert _decisions(result) == [("reject_once", "reject-once")]
     assert result.tool_calls[0].status is ToolStatus.REJECTED
-    assert "permission_timeout" in (result.tool_calls[0].error_message or "")
+    assert "permission timeout" in (result.tool_calls[0].error_message or "")
 
 
 @pytest.mark.parametrize(("fields", "expected"), [({}, "reject-once"),

@@ -44,7 +44,7 @@ def test_the_turn_timeout_bounds_an_unanswered_setup_request(fake: FakeAgent, me
             assert client.query("say warm up", timeout=60).success
         result = client.query("say hi", session_mode="plan")
     assert isinstance(result.exception, AgentTimeoutError), result.error
-    assert f"timeout=2 s waiting for the agent's answer to {method}" in str(result.error)
+    assert f"timeout (2 s) waiting for the agent's answer to {method}" in str(result.error)
 
 
 def test_a_turn_timeout_replaces_the_request_timeout(fake: FakeAgent,
@@ -57,7 +57,7 @@ def test_a_turn_timeout_replaces_the_request_timeout(fake: FakeAgent,
         monkeypatch.setattr(acp_transport, "ACP_REQUEST_TIMEOUT", 0.2)
         result = client.query("say hi", session_mode="plan", timeout=1.5)
     assert isinstance(result.exception, AgentTimeoutError), result.error
-    assert "timeout=1.5 s waiting for the agent's answer to session/set_mode" in str(result.error)
+    assert "timeout (1.5 s) waiting for the agent's answer to session/set_mode" in str(result.error)
 
 
 def test_the_turn_timeout_bounds_an_unanswered_session_load(fake: FakeAgent) -> None:

@@ -34,7 +34,7 @@ def test_a_timed_out_turn_keeps_what_the_agent_says_after_the_cancel(fake: FakeA
         retry = client.query("say again", resume=sid)
         history = client.query("history", resume=sid)
     assert isinstance(timed_out.exception, AgentTimeoutError) and not timed_out.success
-    assert "timeout=0.5 s waiting for the agent's answer to session/prompt" in str(timed_out.error)
+    assert "timeout (0.5 s) waiting for the agent's answer to session/prompt" in str(timed_out.error)
     assert not timed_out.cancelled and timed_out.session_id == sid
     assert retry.success and retry.result == "again "  # (was " (stopped late)again ")
     assert timed_out.text == "working (stopped late)"

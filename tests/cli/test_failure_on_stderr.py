@@ -37,3 +37,15 @@ def test_a_success_stays_on_stdout(cli: Run) -> None:
     assert proc.returncode == 0
     assert "✓ done" in proc.stdout and "The workspace contains" in proc.stdout
     assert "✓" not in proc.stderr
+
+
+@pytest.mark.parametrize("flag", ["--timeout", "--idle-timeout"])
+def test_a_timed_out_turn_is_told_in_the_command_line_s_words(cli: Run, flag: str) -> None:
+    """The message said ``past timeout=1 s`` / ``for idle_timeout=1 s``: the library's
+    argument, where the person typed ``--timeout 1``; only its remedy named the flags."""
+    proc = cli("run", "--simulate", "--trust", flag, "1", "list the files",
+               extra_env={"CURSOR_AGENT_SIM_FAULT": "silence"})
+    assert proc.returncode == 1
+    (line,) = [ln for ln in proc.stderr.splitlines() if "✗" in ln]
+    assert "timeout=" not in line and "1 s" in line, line
+    assert "--timeout / --idle-timeout" in line, line

@@ -119,7 +119,7 @@ def test_silence_until_idle_timeout(run_stream):
     turn = run_stream(config(Script([INIT], hang=True), idle_timeout=0.3), "q")
     r = turn.result
     assert not r.success and isinstance(r.exception, AgentTimeoutError)
-    assert "idle_timeout=0.3 s" in r.error and r.exit_code == 143
+    assert "0.3 s (its idle timeout)" in r.error and r.exit_code == 143
     assert turn.events[-2].data["code"] == "idle_timeout"
     assert_client_result(turn.events, r)
 
@@ -127,7 +127,7 @@ def test_silence_until_idle_timeout(run_stream):
 def test_whole_turn_timeout(run_query):
     r = run_query(config(Script(TURN, delay=0.5), timeout=0.6), "q")
     assert not r.success and isinstance(r.exception, AgentTimeoutError)
-    assert "timeout=0.6 s" in r.error and r.exit_code == 143
+    assert "its timeout (0.6 s)" in r.error and r.exit_code == 143
 
 
 def test_utf8_split_across_writes(run_stream):

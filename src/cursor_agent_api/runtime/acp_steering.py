@@ -205,7 +205,7 @@ class Steering:
             except _Cancelled:
                 return self._answer_permission(rid, params, None, "cancelled", None)
             except _TimedOut:
-                decision = Deny(f"no decision within permission_timeout={cfg.permission_timeout:g} s")
+                decision = Deny(f"no decision within the permission timeout ({cfg.permission_timeout:g} s)")
             except Exception as exc:
                 decision = Deny(f"can_use_tool raised {type(exc).__name__}: {exc}")
         if decision is None:
@@ -251,7 +251,7 @@ class Steering:
         except _Cancelled:
             return None
         except _TimedOut:
-            return Skip(f"no answer within permission_timeout={self.config.permission_timeout:g} s")
+            return Skip(f"no answer within the permission timeout ({self.config.permission_timeout:g} s)")
         except Exception as exc:
             return Skip(f"on_question raised {type(exc).__name__}: {exc}")
         return answer if isinstance(answer, (Answer, Skip)) else Skip("on_question gave no Answer")
@@ -340,8 +340,8 @@ class Steering:
             except _Cancelled:
                 decision = None
             except _TimedOut:
-                decision = Reject(f"no answer within permission_timeout="
-                                  f"{self.config.permission_timeout:g} s")
+                decision = Reject(f"no answer within the permission timeout "
+                                  f"({self.config.permission_timeout:g} s)")
             except Exception as exc:
                 decision = Reject(f"on_plan raised {type(exc).__name__}: {exc}")
         outcome: dict[str, Any]

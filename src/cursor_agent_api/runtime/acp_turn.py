@@ -271,7 +271,7 @@ class AcpTurn:
         except TimeoutError:
             self.stop_reason = "timeout"
             failure = AgentTimeoutError(
-                f"the turn ran past timeout={self.config.timeout:g} s waiting for the agent's "
+                f"the turn ran past its timeout ({self.config.timeout:g} s) waiting for the agent's "
                 f"answer to {self.waiting_for}; it was cancelled")
             if self._answer is not None:  # the prompt is sent, or its task sends none now
                 self.cancel()  # the agent stops working on it; the session goes on

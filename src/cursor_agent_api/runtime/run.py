@@ -411,13 +411,13 @@ class AgentRun:
             return classified, "result_error"
         if reason == StopReason.TIMEOUT:
             return AgentTimeoutError(
-                f"the turn ran past timeout={cfg.timeout:g} s without a result; "
+                f"the turn ran past its timeout ({cfg.timeout:g} s) without a result; "
                 "the agent's process group was stopped", exit_code=exit_code,
                 stderr=stderr), "timeout"
         if reason == StopReason.IDLE:
             assert cfg.idle_timeout is not None
             return AgentTimeoutError(
-                f"the agent wrote nothing for idle_timeout={cfg.idle_timeout:g} s; "
+                f"the agent wrote nothing for {cfg.idle_timeout:g} s (its idle timeout); "
                 "its process group was stopped", exit_code=exit_code, stderr=stderr), "idle_timeout"
         if reason == StopReason.CANCEL:
             assert self._cancel_signal is not None
