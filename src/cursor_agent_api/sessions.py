@@ -492,7 +492,9 @@ class _SessionState(Generic[_C]):
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the session to ``path`` as JSON, atomically (temp file + ``os.replace``).
 
-        The file is created readable by its owner only (it holds the prompts).
+        The file is created readable by its owner only (it holds the prompts). A session that
+        JSON cannot hold (a workspace whose path is not UTF-8 text) is a ``ValueError`` naming
+        the path; nothing is written then.
 
         Example:
             >>> import tempfile, os
@@ -508,8 +510,8 @@ class _SessionState(Generic[_C]):
         except orjson.JSONEncodeError as exc:  # a lone surrogate: a byte that is not UTF-8
             workspace = data["workspace"]
             if _inert_path(workspace) == workspace:  # (not the path: nothing else should be)
-                raise SessionError(f"{os.fspath(path)}: cannot save this session: {exc}") from None
-            raise SessionError(
+                raise ValueError(f"{os.fspath(path)}: cannot save this session: {exc}") from None
+            raise ValueError(
                 f"{os.fspath(path)}: cannot save this session: the workspace's path is not "
                 f"UTF-8 text, which a session file (JSON) cannot hold ({_inert_path(workspace)}):"
                 " rename the folder, or work in another one") from None

@@ -412,7 +412,7 @@ def _save(saved: SavedChats, session: ConversationSession) -> str:
     the chat, ``--resume ID`` continues it."""
     try:
         saved.save(session)
-    except (OSError, SessionError) as exc:
+    except (OSError, SessionError, ValueError) as exc:  # (ValueError: a path JSON cannot hold)
         reason = str(exc)
         if isinstance(exc, OSError) and exc.strerror:
             reason = exc.strerror + (f": {exc.filename}" if exc.filename else "")
