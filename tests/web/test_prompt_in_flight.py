@@ -167,8 +167,10 @@ def test_a_prompt_sent_while_the_one_before_is_being_sent_is_not_sent_if_that_on
         release(page)
         alert = page.locator("#alert")
         expect(alert).to_contain_text("The prompt was not sent: the database is locked")
-        expect(alert).to_contain_text("The prompt you sent after it was not sent either")
-        expect(page.get_by_label("Prompt")).to_have_value("list the files")  # nothing lost
+        expect(alert).to_contain_text("The prompt you sent after it was not sent either: both "
+                                      "are in the box")
+        # nothing lost: the first back in the box, before the one that waited there
+        expect(page.get_by_label("Prompt")).to_have_value("read notes.txt\n\nlist the files")
         assert prompts(c, chat["id"]) == []
         expect(page.locator(".msg.user")).to_have_count(0)
         assert page.errors == []  # type: ignore[attr-defined]
@@ -232,3 +234,67 @@ def test_a_prompt_in_another_chat_does_not_depend_on_the_one_on_its_way(
         for run in c.get(f"/api/chats/{y['id']}/runs").json()["runs"]:
             c.post(f"/api/runs/{run['id']}/cancel")
         assert errors == []
+
+
+def test_a_prompt_that_goes_in_one_chat_keeps_the_alert_about_another(
+    make_server: Any, browser: Any
+) -> None:
+    # "your prompt for X was not sent" was cleared by the next prompt to go, in chat Y: the
+    # person lost the only word about it. It stays until X opens (the prompt back in its box).
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x = new_chat(c)
+        y = new_chat(c)
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        browser.add_init_script(HOLD_PROMPT_ANSWERS)
+        page = paused(browser, server)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_chat(page, server, x["id"])
+        release(page)  # (answers go at once: their count says when the page has read them)
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "more for X")  # waits for X's run (the page's clock stands still)
+        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        expect(page.locator("#conn")).to_have_text("Live")
+        page.clock.run_for(100)  # X's prompt looks again: its chat was left
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
+        send(page, "hello Y")
+        wait_read(page, 1)  # Y's prompt went, and the page has done what it does with that
+        assert prompts(c, y["id"]) == ["hello Y"]
+        expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
+        page.evaluate("() => { location.hash = '#/'; }")  # elsewhere: still true
+        expect(page.locator("#welcome-view")).to_be_visible()
+        expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
+        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")  # X: the prompt is back
+        expect(page.get_by_label("Prompt")).to_have_value("more for X")
+        expect(alert).to_be_hidden()
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        for run in c.get(f"/api/chats/{y['id']}/runs").json()["runs"]:
+            c.post(f"/api/runs/{run['id']}/cancel")
+        assert errors == []
+
+
+def test_a_prompt_that_fails_while_the_box_holds_other_text_goes_back_before_it(
+    make_server: Any, browser: Any
+) -> None:
+    # its text was put back only into an empty box: typed after it, anything lost it for good
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+        page = held_page(browser, server, chat["id"])
+        page.route(f"**/api/chats/{chat['id']}/runs", lambda route: route.fulfill(
+            status=503, json={"detail": "the database is locked"})
+            if route.request.method == "POST" else route.continue_())
+        send(page, "read notes.txt")
+        wait_held(page, 1)
+        box = page.get_by_label("Prompt")
+        expect(box).to_have_value("")
+        box.fill("and a thought typed meanwhile")  # not sent
+        release(page)
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("The prompt was not sent: the database is locked")
+        expect(alert).to_contain_text("it is back in the box, before what you typed after it")
+        expect(box).to_have_value("read notes.txt\n\nand a thought typed meanwhile")
+        assert prompts(c, chat["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]

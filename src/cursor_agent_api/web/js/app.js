@@ -160,13 +160,22 @@ function show(viewId) {
 }
 
 /** The page's alert; `unreachable`: it says the server could not be reached, and goes by
- * itself once the chats list is fetched again. */
-function showAlert(message, { unreachable = false } = {}) {
+ * itself once the chats list is fetched again ("list": the list itself could not be fetched,
+ * which stays true whatever view is shown); `chat`: the id of the chat it is about (a prompt
+ * of that chat not sent), so that what happens in another chat does not clear it. */
+function showAlert(message, { unreachable = false, chat = "" } = {}) {
   const el = $("alert");
   state.alerts += 1;
   el.textContent = message;
   el.hidden = !message;
-  el.dataset.unreachable = unreachable ? "yes" : "";
+  el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
+  el.dataset.chat = chat;
+}
+
+/** Whether the alert shown is about a chat other than `chatId` (null: no chat). */
+function alertAboutAnotherChat(chatId) {
+  const about = $("alert").dataset.chat;
+  return Boolean(about) && about !== chatId;
 }
 
 /** The server answered again: an alert that it could not be reached is over. */
@@ -207,18 +216,21 @@ async function onLogin(ev) {
 }
 
 function route() {
-  showAlert("");
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
+  let id = null;
   if (m) {
-    let id;
     try {
       id = decodeURIComponent(m[1]);
     } catch {
       id = null; // a malformed %-escape: no chat has that id
     }
-    if (id !== null) return openChat(id);
   }
+  // The alert is about what was shown, except what stays true in any view: the list that cannot
+  // be fetched (it goes once it is), and a prompt of another chat not sent (it goes as that
+  // chat opens, the prompt back in its box).
+  if ($("alert").dataset.unreachable !== "list" && !alertAboutAnotherChat(id)) showAlert("");
+  if (id !== null) return openChat(id);
   closeChat();
   if (m) {
     show("welcome-view");
@@ -255,7 +267,14 @@ async function refreshChats({ all = false } = {}) {
   } catch (err) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     await checkStore(); // (a database that cannot be read either: the list fails too)
-    scheduleRefresh(); // the stream shows the connection state; the list retries later
+    const wait = scheduleRefresh(); // the list retries later
+    // An open chat's stream shows the connection state in the top bar; with none open, the
+    // page would show nothing at all: the alert says so (unless it says something else).
+    const el = $("alert");
+    if (!state.chat && (el.hidden || el.dataset.unreachable === "list")) {
+      showAlert(`The chats could not be loaded: ${err.message}. Trying again in ${wait / 1000} s.`,
+        { unreachable: "list" });
+    }
     return;
   }
   clearUnreachable();
@@ -339,11 +358,14 @@ async function checkStore() {
 }
 
 /** The list is refreshed every 10 s, and every 2 s while one of its chats has a run going
- * (its end must show even when that chat is not open) or the server cannot write its database. */
+ * (its end must show even when that chat is not open) or the server cannot write its database.
+ * Returns the wait, in ms. */
 function scheduleRefresh() {
   clearTimeout(state.listTimer);
   const active = state.storeDegraded || state.chats.some((c) => ACTIVE.has(c.status));
-  state.listTimer = setTimeout(() => refreshChats(), active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS);
+  const wait = active ? ACTIVE_LIST_REFRESH_MS : LIST_REFRESH_MS;
+  state.listTimer = setTimeout(() => refreshChats(), wait);
+  return wait;
 }
 
 /** Draw the list from state.chats, in place: each chat keeps its item (keyed by chat id),
@@ -494,6 +516,7 @@ async function openChat(id) {
       { unreachable: err.status === 0 });
   }
   state.chat = chat;
+  if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
   show("chat-view");
   showChatHeader();
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
@@ -738,8 +761,12 @@ async function sendPrompt() {
     if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
     state.waiting = null;
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
-      const why = $("alert").hidden ? "" : `${$("alert").textContent} `;
-      return showAlert(`${why}The prompt you sent after it was not sent either: it is in the box; press Enter to send it.`);
+      const said = $("alert").hidden ? "" : $("alert").textContent;
+      const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
+      const both = $("prompt").value !== prompt && $("prompt").value.includes(prompt);
+      return showAlert(`${why}The prompt you sent after it was not sent either: ${both
+        ? "both are in the box, one after the other; edit it and press Enter to send it."
+        : "it is in the box; press Enter to send it."}`);
     }
   }
   const sending = { chatId: chat.id, prompt, taken: false };
@@ -783,15 +810,31 @@ async function deliver(chat, prompt, stops, sending) {
     try {
       await startPrompt(chat.id, prompt);
     } catch (err) {
-      if (!input.value) input.value = prompt;
+      err.putBack = putBack(chat, prompt);
       throw err;
     }
     return true;
   } catch (err) {
     if (err.status === 401) showLogin("You were signed out: sign in again.");
-    else showAlert(`The prompt was not sent: ${err.message}`);
+    else showAlert(`The prompt was not sent: ${err.message}${err.putBack?.note ?? ""}`, { chat: err.putBack?.chat });
     return false;
   }
+}
+
+/** A prompt taken out of the box whose request failed goes back where it was typed, and
+ * nothing typed since is lost: into its box, before what was typed after it (a blank line
+ * between), or, if the page left its chat meanwhile, into that chat's kept prompt (back in its
+ * box as it opens). Returns what the alert adds: {note, chat (the chat left, if so)}. */
+function putBack(chat, prompt) {
+  const input = $("prompt");
+  const join = (before, after) => (after && after !== before ? `${before}\n\n${after}` : before);
+  if (state.chat?.id !== chat.id) {
+    state.drafts.set(chat.id, join(prompt, state.drafts.get(chat.id)));
+    return { note: `; it is back in the prompt box of “${showControls(chat.title || "Untitled chat")}” when you open it again`, chat: chat.id };
+  }
+  const typed = input.value;
+  input.value = join(prompt, typed);
+  return { note: typed && typed !== prompt ? "; it is back in the box, before what you typed after it" : "" };
 }
 
 /** A prompt waiting for its chat's run to end when the page left that chat (Back, another
@@ -804,7 +847,7 @@ function keepDraft(chat, prompt) {
   state.drafts.set(chat.id, prompt);
   if (input.value === prompt) input.value = "";
   showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
-    + "while its run was going. It is back in that chat's prompt box when you open it again.");
+    + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
 /** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
@@ -820,7 +863,8 @@ function restoreDraft(id) {
 async function startPrompt(chatId, prompt) {
   const alerts = state.alerts; // an alert shown from now on is newer than this request: it stays
   await api.startRun(chatId, prompt);
-  if (state.chat?.id === chatId && state.alerts === alerts) showAlert("");
+  // (an alert about another chat's prompt not sent stays: it goes as that chat opens)
+  if (state.chat?.id === chatId && state.alerts === alerts && !alertAboutAnotherChat(chatId)) showAlert("");
   refreshChats();
 }
 

@@ -8,13 +8,18 @@ const FEEDBACK_MS = 1500;
 
 /** A "Copy" button labelled "Copy <what>" that copies getText(button). What it copies is found
  * from the button when it is pressed (a card updated in place keeps its buttons, and the
- * text they copy may have changed since). */
+ * text they copy may have changed since). A card's buttons name their field instead
+ * (cardCopyButton): `what` and `getText` are then unused. */
 export function copyButton(what, getText) {
   const button = h("button", { type: "button", class: "copy", "aria-label": `Copy ${what}`, text: "Copy" });
   button.addEventListener("click", async () => {
-    const ok = await copyText(getText(button));
+    // a card's button (kept by a drawing of the card where it is another field's) copies the
+    // field it names now, and says that one
+    const field = button.dataset.copies;
+    const named = field ? button.dataset.what : what;
+    const ok = await copyText(field ? fieldText(button, field) : getText(button));
     button.textContent = ok ? "Copied" : "Copy failed";
-    announce(ok ? `Copied the ${what}.` : `Could not copy the ${what}: select it and press Ctrl+C.`);
+    announce(ok ? `Copied the ${named}.` : `Could not copy the ${named}: select it and press Ctrl+C.`);
     clearTimeout(button.copyTimer);
     button.copyTimer = setTimeout(() => { button.textContent = "Copy"; }, FEEDBACK_MS);
   });
@@ -47,28 +52,49 @@ function fallbackCopy(text) {
   return ok;
 }
 
-// The text a card's copy button copies: the element next to it (its command before it, the
-// block after its row).
-const before = (button) => button.previousElementSibling?.textContent || "";
-const below = (button) => button.parentElement?.nextElementSibling?.textContent || "";
+// A card's copy button names its field (data-copies), and the field's element says which it is
+// (data-copy-field): at each drawing of the card both are written from the card's fields, so a
+// button kept from an earlier drawing (morph keeps nodes by their place) copies its own field.
+function cardCopyButton(what, field) {
+  const button = copyButton(what, null);
+  button.dataset.copies = field;
+  button.dataset.what = what;
+  return button;
+}
+
+/** The text of field `field` of the card holding `button` (a diff without its last newline). */
+function fieldText(button, field) {
+  const card = button.closest("[data-kind]");
+  const el = [...(card?.querySelectorAll("[data-copy-field]") || [])].find((e) => e.dataset.copyField === field);
+  const text = el?.textContent || "";
+  return field === "diff" ? text.replace(/\n$/, "") : text;
+}
 
 /** Copy buttons in a tool card (or in what will be its content, `card` having its
  * data-kind): its command, each output block and its diff. */
 export function addCardCopyButtons(card) {
   if (card.dataset.kind === "shell") {
     const summary = card.querySelector(".card-summary");
-    if (summary && summary.textContent) summary.after(copyButton("command", before));
+    if (summary && summary.textContent) {
+      summary.dataset.copyField = "command";
+      summary.after(cardCopyButton("command", "command"));
+    }
   }
   for (const details of card.querySelectorAll("details.card-output")) {
     const pre = details.querySelector(":scope > pre");
     if (!pre) continue;
     const label = (details.querySelector("summary")?.textContent || "output").replace(/\s*\(.*$/, "");
-    pre.before(h("div", { class: "copy-row" }, copyButton(label, below)));
+    pre.dataset.copyField = label;
+    pre.before(h("div", { class: "copy-row" }, cardCopyButton(label, label)));
   }
   for (const pre of card.querySelectorAll("pre.diff")) {
-    pre.before(h("div", { class: "copy-row" }, copyButton("diff", (b) => below(b).replace(/\n$/, ""))));
+    pre.dataset.copyField = "diff";
+    pre.before(h("div", { class: "copy-row" }, cardCopyButton("diff", "diff")));
   }
 }
+
+// A code block's button copies the block after its row.
+const below = (button) => button.parentElement?.nextElementSibling?.textContent || "";
 
 /** Copy buttons on the code blocks of a rendered Markdown message. */
 export function addCodeCopyButtons(root) {
