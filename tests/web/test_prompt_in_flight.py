@@ -6,7 +6,8 @@ so a prompt typed during a run could fall in that gap.
 The answer is held by the page itself, not by Playwright (a ``page.route`` handler that holds
 an answer blocks the sync API's dispatch): an init script wraps ``window.fetch`` so the
 prompt's POST, answered by the server (the run started), reaches the page only once the test
-calls ``release``. ``answers_read`` says how many such answers the page has read: the page's
+calls ``release``. ``asked`` counts the prompts the page has sent; ``answers_read`` says
+how many such answers the page has read: the page's
 own handling of an answer runs in the same turn of its event loop, so once the test sees the
 count go up, that handling is over."""
 
@@ -27,10 +28,11 @@ HOLD_PROMPT_ANSWERS = r"""
   const realFetch = window.fetch.bind(window);
   let release;
   const gate = new Promise((resolve) => { release = resolve; });
-  window.__promptAnswers = { held: 0, read: 0, release: () => release() };
+  window.__promptAnswers = { asked: 0, held: 0, read: 0, release: () => release() };
   window.fetch = async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input), location.href);
     const prompt = (init?.method || "GET") === "POST" && /^\/api\/chats\/[^/]+\/runs$/.test(url.pathname);
+    if (prompt) window.__promptAnswers.asked += 1;
     const response = await realFetch(input, init);
     if (!prompt) return response;
     window.__promptAnswers.held += 1;
@@ -202,7 +204,13 @@ def test_enter_pressed_again_on_a_prompt_waiting_for_a_run_sends_it_once(
         assert prompts(c, chat["id"]) == ["list the files", "and then this"]
         expect(page.get_by_label("Prompt")).to_have_value("")
         second = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][1]
+        expect(page.locator("#stop-button")).to_be_visible()  # (the page follows the second run)
         assert c.post(f"/api/runs/{second['id']}/cancel").status_code == 200
+        expect(page.locator("#stop-button")).to_be_hidden()
+        page.clock.run_for(200)  # a second copy, had it waited behind the second run, goes now
+        # (it would have asked within that run of the clock: its steps are timers and promises)
+        assert page.evaluate("() => window.__promptAnswers.asked") == 2
+        assert prompts(c, chat["id"]) == ["list the files", "and then this"]
         assert errors == []
 
 
@@ -298,3 +306,36 @@ def test_a_prompt_that_fails_while_the_box_holds_other_text_goes_back_before_it(
         expect(box).to_have_value("read notes.txt\n\nand a thought typed meanwhile")
         assert prompts(c, chat["id"]) == []
         assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
+    make_server: Any, browser: Any
+) -> None:
+    # X's first prompt waits for X's run, its second for the first; the page goes to chat Y:
+    # the second was left in Y's box with "press Enter to send it", which sent it to Y, and
+    # only the first came back in X's box
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = new_chat(c), new_chat(c)
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page = paused(browser, server)
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        open_chat(page, server, x["id"])
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "P1 for X")  # waits for X's run (the page's clock stands still)
+        send(page, "P2 for X")  # waits for P1
+        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        expect(page.locator("#conn")).to_have_text("Live")
+        page.clock.run_for(100)  # P1 looks again: its chat was left
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("Your prompts for “hello X” were not sent")
+        expect(alert).not_to_contain_text("press Enter")
+        box = page.get_by_label("Prompt")
+        expect(box).to_have_value("")  # nothing of X's in Y's box
+        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        expect(box).to_have_value("P1 for X\n\nP2 for X")
+        assert prompts(c, y["id"]) == []
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        assert errors == []

@@ -760,6 +760,10 @@ async function sendPrompt() {
     const sent = await ahead.done;
     if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
     state.waiting = null;
+    if (!sent && ahead.chatId === chat.id && state.chat?.id !== chat.id) {
+      // the page left that chat: this one is kept for it too, after the one it followed
+      return keepDraft(chat, prompt, { after: true });
+    }
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
@@ -827,13 +831,12 @@ async function deliver(chat, prompt, stops, sending) {
  * box as it opens). Returns what the alert adds: {note, chat (the chat left, if so)}. */
 function putBack(chat, prompt) {
   const input = $("prompt");
-  const join = (before, after) => (after && after !== before ? `${before}\n\n${after}` : before);
   if (state.chat?.id !== chat.id) {
-    state.drafts.set(chat.id, join(prompt, state.drafts.get(chat.id)));
+    state.drafts.set(chat.id, joinPrompts(prompt, state.drafts.get(chat.id)));
     return { note: `; it is back in the prompt box of “${showControls(chat.title || "Untitled chat")}” when you open it again`, chat: chat.id };
   }
   const typed = input.value;
-  input.value = join(prompt, typed);
+  input.value = joinPrompts(prompt, typed);
   return { note: typed && typed !== prompt ? "; it is back in the box, before what you typed after it" : "" };
 }
 
@@ -842,12 +845,22 @@ function putBack(chat, prompt) {
  * opens again, and the page says so. (Sent to the chat now open, it went where it was not
  * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
  * have left it to cancel.) */
-function keepDraft(chat, prompt) {
+function keepDraft(chat, prompt, { after = false } = {}) {
   const input = $("prompt");
-  state.drafts.set(chat.id, prompt);
+  state.drafts.set(chat.id, joinPrompts(state.drafts.get(chat.id), prompt));
   if (input.value === prompt) input.value = "";
-  showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
-    + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+  const title = showControls(chat.title || "Untitled chat");
+  showAlert(after
+    ? `Your prompts for “${title}” were not sent: you left that chat while its run was going. `
+      + "They are back in that chat's prompt box, one after the other, when you open it again."
+    : `Your prompt for “${title}” was not sent: you left that chat `
+      + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+}
+
+/** Two prompts as one text, `before` first, a blank line between (either may be missing). */
+function joinPrompts(before, after) {
+  if (!before) return after ?? "";
+  return after && after !== before ? `${before}\n\n${after}` : before;
 }
 
 /** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
