@@ -339,3 +339,30 @@ def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
         assert prompts(c, x["id"]) == ["hello X"]
         assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
         assert errors == []
+
+
+def test_a_prompt_that_fails_after_the_page_left_its_chat_goes_back_to_that_chat(
+    make_server: Any, browser: Any
+) -> None:
+    # not into the box of the chat open when its answer comes: into its own, as that opens
+    server = make_server()
+    with server.client() as c:
+        x, y = new_chat(c), new_chat(c)
+        page = held_page(browser, server, x["id"])
+        page.route(f"**/api/chats/{x['id']}/runs", lambda route: route.fulfill(
+            status=503, json={"detail": "the database is locked"})
+            if route.request.method == "POST" else route.continue_())
+        send(page, "read notes.txt")
+        wait_held(page, 1)
+        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        expect(page.locator("#conn")).to_have_text("Live")
+        release(page)
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("The prompt was not sent: the database is locked")
+        expect(alert).to_contain_text("it is back in the prompt box of")
+        box = page.get_by_label("Prompt")
+        expect(box).to_have_value("")  # not in Y's box
+        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        expect(box).to_have_value("read notes.txt")
+        assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]
