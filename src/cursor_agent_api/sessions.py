@@ -527,7 +527,10 @@ def _inert_path(path: str) -> str:
         >>> _inert_path(os.fsdecode(b"/home/caf\xe9"))
         '/home/caf\\xe9'
     """
-    return os.fsencode(path).decode("utf-8", "backslashreplace")
+    try:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte decodes to (a caller's): its code point
+        return path.encode("utf-8", "backslashreplace").decode()
 
 
 class ConversationSession(_SessionState[CursorAgentClient]):

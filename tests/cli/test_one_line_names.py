@@ -80,3 +80,15 @@ def test_the_continue_command_pastes_back_as_the_workspace_typed(
                            check=True, cwd=tmp_path).stdout.split(b"\0")
     assert words[words.index(b"--workspace") + 1] == os.fsencode(workspace), hint
     assert not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize("shell", ["bash", "dash"])
+def test_a_quoted_name_starting_with_a_dash_is_not_taken_for_printf_s_option(shell: str) -> None:
+    """``"$(printf '-lead\\033')"``: printf took ``-l`` for an option and gave an empty word.
+    (The command line's workspace is absolute; a library caller's or a file's need not be.)"""
+    from cursor_agent_api.cli.options import _quote
+
+    name = "-lead\x1b"
+    words = subprocess.run([shell, "-c", f"printf '%s\\0' {_quote(name)}"], capture_output=True,
+                           check=True).stdout.split(b"\0")
+    assert words[0] == name.encode(), _quote(name)

@@ -33,3 +33,13 @@ def test_a_workspace_whose_path_is_not_utf8_is_a_value_error_naming_it(tmp_path:
     assert str(path) in message
     assert "rename the folder" in message and "check the chat id" not in message
     assert path.read_bytes() == before
+
+
+def test_a_surrogate_no_byte_decodes_to_is_named_too(tmp_path: Path) -> None:
+    """A library caller's ``\\ud800`` (not a byte Python decoded): ``os.fsencode`` raised its own
+    ``UnicodeEncodeError`` while the message was being made, naming no path."""
+    session = ConversationSession(AgentConfig(workspace=f"{tmp_path}/a\ud800b"), session_id=CHAT)
+    with pytest.raises(ValueError) as raised:
+        session.save(tmp_path / "chat.json")
+    assert "the workspace's path is not UTF-8 text" in str(raised.value)
+    assert "a\\ud800b" in str(raised.value)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 from server_helpers import new_chat, wait_run
 from test_tabs import paused
@@ -329,7 +330,9 @@ def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
         expect(page.locator("#conn")).to_have_text("Live")
         page.clock.run_for(100)  # P1 looks again: its chat was left
         alert = page.locator("#alert")
-        expect(alert).to_contain_text("Your prompts for “hello X” were not sent")
+        expect(alert).to_contain_text("Your prompt for “hello X” was not sent: you left that chat")
+        expect(alert).to_contain_text("The prompt you sent after it was not sent either: it is "
+                                      "kept for that chat too, after it.")
         expect(alert).not_to_contain_text("press Enter")
         box = page.get_by_label("Prompt")
         expect(box).to_have_value("")  # nothing of X's in Y's box
@@ -364,5 +367,37 @@ def test_a_prompt_that_fails_after_the_page_left_its_chat_goes_back_to_that_chat
         expect(box).to_have_value("")  # not in Y's box
         page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
         expect(box).to_have_value("read notes.txt")
+        assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("second", ["list the files", "read notes.txt"])
+def test_a_prompt_kept_after_one_that_failed_keeps_its_reason_and_each_copy(
+    make_server: Any, browser: Any, second: str
+) -> None:
+    # the first fails (503) as the page goes to chat Y, the second waiting behind it: the alert
+    # said "you left that chat while its run was going" (no run; the server's reason gone), and
+    # the same text sent twice was kept once under "one after the other"
+    server = make_server()
+    with server.client() as c:
+        x, y = new_chat(c), new_chat(c)
+        page = held_page(browser, server, x["id"])
+        page.route(f"**/api/chats/{x['id']}/runs", lambda route: route.fulfill(
+            status=503, json={"detail": "the database is locked"})
+            if route.request.method == "POST" else route.continue_())
+        send(page, "read notes.txt")
+        wait_held(page, 1)
+        send(page, second)  # waits for the first
+        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        expect(page.locator("#conn")).to_have_text("Live")
+        release(page)
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("The prompt was not sent: the database is locked")
+        expect(alert).to_contain_text("it is kept for that chat too, after it")
+        expect(alert).not_to_contain_text("while its run was going")
+        box = page.get_by_label("Prompt")
+        expect(box).to_have_value("")
+        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        expect(box).to_have_value(f"read notes.txt\n\n{second}")
         assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
         assert page.errors == []  # type: ignore[attr-defined]

@@ -327,7 +327,10 @@ def _quote(text: str) -> str:
 
     if printable(text) == text and "\n" not in text and "\t" not in text:
         return shlex.quote(text)
-    return "\"$(printf '" + "".join(_printf_byte(b) for b in os.fsencode(text)) + "')\""
+    body = "".join(_printf_byte(b) for b in os.fsencode(text))
+    if body.startswith("-"):  # (printf would take it for an option)
+        body = "\\055" + body[1:]
+    return "\"$(printf '" + body + "')\""
 
 
 def _printf_byte(byte: int) -> str:

@@ -760,13 +760,17 @@ async function sendPrompt() {
     const sent = await ahead.done;
     if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
     state.waiting = null;
-    if (!sent && ahead.chatId === chat.id && state.chat?.id !== chat.id) {
-      // the page left that chat: this one is kept for it too, after the one it followed
-      return keepDraft(chat, prompt, { after: true });
-    }
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
+      if (state.chat?.id !== chat.id) {
+        // the page left that chat: this one is kept for it, after the one it followed (even
+        // if it is the same text: it was sent twice), and the alert that says why stays
+        const kept = state.drafts.get(chat.id);
+        state.drafts.set(chat.id, kept ? `${kept}\n\n${prompt}` : prompt);
+        if ($("prompt").value === prompt) $("prompt").value = "";
+        return showAlert(`${why}The prompt you sent after it was not sent either: it is kept for that chat too, after it.`, { chat: chat.id });
+      }
       const both = $("prompt").value !== prompt && $("prompt").value.includes(prompt);
       return showAlert(`${why}The prompt you sent after it was not sent either: ${both
         ? "both are in the box, one after the other; edit it and press Enter to send it."
@@ -845,16 +849,12 @@ function putBack(chat, prompt) {
  * opens again, and the page says so. (Sent to the chat now open, it went where it was not
  * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
  * have left it to cancel.) */
-function keepDraft(chat, prompt, { after = false } = {}) {
+function keepDraft(chat, prompt) {
   const input = $("prompt");
   state.drafts.set(chat.id, joinPrompts(state.drafts.get(chat.id), prompt));
   if (input.value === prompt) input.value = "";
-  const title = showControls(chat.title || "Untitled chat");
-  showAlert(after
-    ? `Your prompts for “${title}” were not sent: you left that chat while its run was going. `
-      + "They are back in that chat's prompt box, one after the other, when you open it again."
-    : `Your prompt for “${title}” was not sent: you left that chat `
-      + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+  showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
+    + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
 /** Two prompts as one text, `before` first, a blank line between (either may be missing). */
