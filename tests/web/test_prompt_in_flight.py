@@ -76,6 +76,27 @@ def prompts(c: Any, chat_id: str) -> list[str]:
     return [r["prompt"] for r in c.get(f"/api/chats/{chat_id}/runs").json()["runs"]]
 
 
+def refuse_prompts(page: Page, chat_id: str) -> None:
+    """The chat's prompts answered 503 "the database is locked" (its other requests go)."""
+    page.route(f"**/api/chats/{chat_id}/runs", lambda route: route.fulfill(
+        status=503, json={"detail": "the database is locked"})
+        if route.request.method == "POST" else route.continue_())
+
+
+def go(page: Page, chat_id: str | None) -> None:
+    """The page to that chat (``None``: the welcome view), as a link or Back takes it."""
+    target = f"#/chat/{chat_id}" if chat_id else "#/"
+    page.evaluate(f"() => {{ location.hash = '{target}'; }}")
+
+
+def paused_page(browser: Any, server: Any) -> tuple[Page, list[str]]:
+    """A page whose clock stands still (:func:`test_tabs.paused`), and its script errors."""
+    page = paused(browser, server)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return page, errors
+
+
 def test_a_prompt_sent_while_the_one_before_is_being_sent_goes_once_that_is_answered(
     make_server: Any, browser: Any
 ) -> None:
@@ -161,9 +182,7 @@ def test_a_prompt_sent_while_the_one_before_is_being_sent_is_not_sent_if_that_on
     with server.client() as c:
         chat = new_chat(c)
         page = held_page(browser, server, chat["id"])
-        page.route(f"**/api/chats/{chat['id']}/runs", lambda route: route.fulfill(
-            status=503, json={"detail": "the database is locked"})
-            if route.request.method == "POST" else route.continue_())
+        refuse_prompts(page, chat["id"])
         send(page, "read notes.txt")
         wait_held(page, 1)
         send(page, "list the files")
@@ -186,9 +205,7 @@ def test_enter_pressed_again_on_a_prompt_waiting_for_a_run_sends_it_once(
     with server.client() as c:
         chat = new_chat(c)
         browser.add_init_script(HOLD_PROMPT_ANSWERS)
-        page = paused(browser, server)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page, errors = paused_page(browser, server)
         open_chat(page, server, chat["id"])
         send(page, "list the files")
         wait_held(page, 1)
@@ -224,13 +241,11 @@ def test_a_prompt_in_another_chat_does_not_depend_on_the_one_on_its_way(
     with server.client() as c:
         x, y = new_chat(c), new_chat(c)
         held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
-        page = paused(browser, server)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page, errors = paused_page(browser, server)
         open_chat(page, server, x["id"])
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "more for X")  # waits for X's run (the page's clock stands still)
-        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        go(page, y["id"])
         expect(page.locator("#conn")).to_have_text("Live")
         send(page, "hello Y")  # waits for X's prompt to be done
         page.clock.run_for(100)  # X's prompt looks again: its chat was left
@@ -256,14 +271,12 @@ def test_a_prompt_that_goes_in_one_chat_keeps_the_alert_about_another(
         y = new_chat(c)
         held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
         browser.add_init_script(HOLD_PROMPT_ANSWERS)
-        page = paused(browser, server)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page, errors = paused_page(browser, server)
         open_chat(page, server, x["id"])
         release(page)  # (answers go at once: their count says when the page has read them)
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "more for X")  # waits for X's run (the page's clock stands still)
-        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        go(page, y["id"])
         expect(page.locator("#conn")).to_have_text("Live")
         page.clock.run_for(100)  # X's prompt looks again: its chat was left
         alert = page.locator("#alert")
@@ -272,10 +285,10 @@ def test_a_prompt_that_goes_in_one_chat_keeps_the_alert_about_another(
         wait_read(page, 1)  # Y's prompt went, and the page has done what it does with that
         assert prompts(c, y["id"]) == ["hello Y"]
         expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
-        page.evaluate("() => { location.hash = '#/'; }")  # elsewhere: still true
+        go(page, None)  # elsewhere: still true
         expect(page.locator("#welcome-view")).to_be_visible()
         expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
-        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")  # X: the prompt is back
+        go(page, x["id"])  # X: the prompt is back
         expect(page.get_by_label("Prompt")).to_have_value("more for X")
         expect(alert).to_be_hidden()
         assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
@@ -292,9 +305,7 @@ def test_a_prompt_that_fails_while_the_box_holds_other_text_goes_back_before_it(
     with server.client() as c:
         chat = new_chat(c)
         page = held_page(browser, server, chat["id"])
-        page.route(f"**/api/chats/{chat['id']}/runs", lambda route: route.fulfill(
-            status=503, json={"detail": "the database is locked"})
-            if route.request.method == "POST" else route.continue_())
+        refuse_prompts(page, chat["id"])
         send(page, "read notes.txt")
         wait_held(page, 1)
         box = page.get_by_label("Prompt")
@@ -319,14 +330,12 @@ def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
     with server.client() as c:
         x, y = new_chat(c), new_chat(c)
         held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
-        page = paused(browser, server)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page, errors = paused_page(browser, server)
         open_chat(page, server, x["id"])
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "P1 for X")  # waits for X's run (the page's clock stands still)
         send(page, "P2 for X")  # waits for P1
-        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        go(page, y["id"])
         expect(page.locator("#conn")).to_have_text("Live")
         page.clock.run_for(100)  # P1 looks again: its chat was left
         alert = page.locator("#alert")
@@ -336,7 +345,7 @@ def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
         expect(alert).not_to_contain_text("press Enter")
         box = page.get_by_label("Prompt")
         expect(box).to_have_value("")  # nothing of X's in Y's box
-        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        go(page, x["id"])
         expect(box).to_have_value("P1 for X\n\nP2 for X")
         assert prompts(c, y["id"]) == []
         assert prompts(c, x["id"]) == ["hello X"]
@@ -352,12 +361,10 @@ def test_a_prompt_that_fails_after_the_page_left_its_chat_goes_back_to_that_chat
     with server.client() as c:
         x, y = new_chat(c), new_chat(c)
         page = held_page(browser, server, x["id"])
-        page.route(f"**/api/chats/{x['id']}/runs", lambda route: route.fulfill(
-            status=503, json={"detail": "the database is locked"})
-            if route.request.method == "POST" else route.continue_())
+        refuse_prompts(page, x["id"])
         send(page, "read notes.txt")
         wait_held(page, 1)
-        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        go(page, y["id"])
         expect(page.locator("#conn")).to_have_text("Live")
         release(page)
         alert = page.locator("#alert")
@@ -365,7 +372,7 @@ def test_a_prompt_that_fails_after_the_page_left_its_chat_goes_back_to_that_chat
         expect(alert).to_contain_text("it is back in the prompt box of")
         box = page.get_by_label("Prompt")
         expect(box).to_have_value("")  # not in Y's box
-        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        go(page, x["id"])
         expect(box).to_have_value("read notes.txt")
         assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
         assert page.errors == []  # type: ignore[attr-defined]
@@ -382,13 +389,11 @@ def test_a_prompt_kept_after_one_that_failed_keeps_its_reason_and_each_copy(
     with server.client() as c:
         x, y = new_chat(c), new_chat(c)
         page = held_page(browser, server, x["id"])
-        page.route(f"**/api/chats/{x['id']}/runs", lambda route: route.fulfill(
-            status=503, json={"detail": "the database is locked"})
-            if route.request.method == "POST" else route.continue_())
+        refuse_prompts(page, x["id"])
         send(page, "read notes.txt")
         wait_held(page, 1)
         send(page, second)  # waits for the first
-        page.evaluate(f"() => {{ location.hash = '#/chat/{y['id']}'; }}")
+        go(page, y["id"])
         expect(page.locator("#conn")).to_have_text("Live")
         release(page)
         alert = page.locator("#alert")
@@ -397,7 +402,7 @@ def test_a_prompt_kept_after_one_that_failed_keeps_its_reason_and_each_copy(
         expect(alert).not_to_contain_text("while its run was going")
         box = page.get_by_label("Prompt")
         expect(box).to_have_value("")
-        page.evaluate(f"() => {{ location.hash = '#/chat/{x['id']}'; }}")
+        go(page, x["id"])
         expect(box).to_have_value(f"read notes.txt\n\n{second}")
         assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
         assert page.errors == []  # type: ignore[attr-defined]
