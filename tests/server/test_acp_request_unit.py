@@ -48,6 +48,8 @@ def test_a_plan_nobody_answers_is_rejected_at_the_timeout() -> None:
         log, _reqs, steering = _steering(0.01)
         decision = await steering.on_plan(Plan("s", "Rename", "…"))
         assert isinstance(decision, Reject) and "0.01 s" in decision.reason
+        # in the runtime's words (not "permission_timeout", a setting's spelling)
+        assert decision.reason == "no answer within the permission timeout (0.01 s)"
         assert log.records[-1].payload["decision"] == "rejected"
         assert log.records[-1].payload["by"] == "timeout"
 

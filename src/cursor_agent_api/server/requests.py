@@ -305,7 +305,7 @@ class RunRequests:
             with anyio.fail_after(self.timeout):  # not wait_for: it can lose a cancel
                 return await asyncio.shield(pending.future)
         except TimeoutError:
-            reason = f"no answer within {self.timeout:g} s (permission_timeout)"
+            reason = f"no answer within the permission timeout ({self.timeout:g} s)"
             return await self.settle(pending, {"decision": _TIMEOUT_DECISION[kind], "reason": reason},
                                      by="timeout")
 
