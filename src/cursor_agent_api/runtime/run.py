@@ -152,15 +152,13 @@ class AgentRun:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started_at = 0.0
         self._last_activity = 0.0
-        self._result_at: float | None = None
-        self._cancel_signal: int | None = None
         self._stdout_done = False
         self._stderr_done = False
         self._paused = False
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[AgentResult] | None = None
         self._done: asyncio.Future[AgentResult] | None = None
-        self._policy: StopPolicy | None = None
+        self._policy: StopPolicy | None = None  # the stop policy: made by start(), fed here
 
     # ---- public ------------------------------------------------------------------------
 
@@ -189,6 +187,10 @@ class AgentRun:
         self._wake = asyncio.Event()
         self._done = loop.create_future()
         self._started_at = self._last_activity = loop.time()
+        cfg = self.config
+        self._policy = StopPolicy(
+            started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
+            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace)
         if self._spawn is None:  # a start cut short is undone inside spawn(): no process left
             self.process = await AgentProcess.spawn(self.argv, self, env=self.env, cwd=self.cwd,
                                                     kill_grace=self.config.kill_grace)
@@ -216,12 +218,11 @@ class AgentRun:
         Call on the loop's thread (from another thread: ``loop.call_soon_threadsafe``).
         A second call with SIGKILL escalates at once.
         """
-        if self.result is not None or self.process is None:
+        policy = self._policy
+        if self.result is not None or self.process is None or policy is None:
             return
-        if self._cancel_signal is None or sig == signal_module.SIGKILL:
-            self._cancel_signal = sig
-            if self._policy is not None:
-                self._policy.cancel(sig)
+        if policy.cancel_signal is None or sig == signal_module.SIGKILL:
+            policy.cancel(sig)
             self._poke()
 
     def cancel_threadsafe(self, sig: int = signal_module.SIGTERM) -> None:
@@ -287,9 +288,11 @@ class AgentRun:
         transcript = self._transcript
         add = transcript.add
         changes = [add(event) for event in events]  # each event folded once, here
-        if self._result_at is None and transcript.result_event is not None:
+        policy = self._policy
+        if transcript.result_event is not None and policy is not None \
+                and policy.result_at is None:
             assert self._loop is not None
-            self._result_at = self._loop.time()
+            policy.result_seen(self._loop.time())
             self._poke()
         sink = self._sink
         if sink is not None:
@@ -329,17 +332,11 @@ class AgentRun:
         proc = self.process
         loop = self._loop
         assert proc is not None and loop is not None and self._done is not None
-        cfg = self.config
-        policy = self._policy = StopPolicy(
-            started_at=self._started_at, timeout=cfg.timeout, idle_timeout=cfg.idle_timeout,
-            result_grace=cfg.result_grace, kill_grace=cfg.kill_grace)
-        if self._cancel_signal is not None:
-            policy.cancel(self._cancel_signal)
+        policy = self._policy
+        assert policy is not None
         try:
             while True:
                 now = loop.time()
-                if self._result_at is not None:
-                    policy.result_seen(self._result_at)
                 exited = proc.has_exited
                 group_empty = exited and not proc.alive()
                 action = policy.step(
@@ -420,9 +417,10 @@ class AgentRun:
                 f"the agent wrote nothing for {cfg.idle_timeout:g} s (its idle timeout); "
                 "its process group was stopped", exit_code=exit_code, stderr=stderr), "idle_timeout"
         if reason == StopReason.CANCEL:
-            assert self._cancel_signal is not None
+            cancelled = self._policy.cancel_signal if self._policy is not None else None
+            assert cancelled is not None
             return TurnCancelledError(
-                f"the turn was cancelled ({_signal_name(self._cancel_signal)} to the agent's "
+                f"the turn was cancelled ({_signal_name(cancelled)} to the agent's "
                 "process group) before its result", exit_code=exit_code, stderr=stderr), "cancelled"
         if reason == StopReason.SHUTDOWN:
             return CursorAgentError("the event loop running the turn shut down",
