@@ -16,7 +16,7 @@ from netproxy import CuttableProxy
 from playwright.sync_api import expect
 from server_helpers import wait_run
 from test_reflow import new_chat
-from test_ui import open_chat, open_ui
+from test_ui import goes_live, open_chat, open_ui
 
 from cursor_agent_api.sim import wire
 
@@ -299,8 +299,7 @@ def test_the_connection_is_said_when_it_is_lost_and_back_not_at_each_open(
         expect(page.locator("#welcome-view")).to_be_visible()
         record(page)
         for chat in (first, second, first):
-            page.locator(f"#chat-list li[data-chat-id='{chat}'] a").click()
-            expect(page.locator("#conn")).to_have_text("Live")
+            goes_live(page, page.locator(f"#chat-list li[data-chat-id='{chat}'] a").click)
         assert [h for h in announced(page) if not h.startswith("Opened")] == [], announced(page)
         proxy.cut()
         expect(page.locator("#conn")).to_have_text("Reconnecting…")

@@ -8,6 +8,7 @@ Screenshots of the main states go to test-artifacts/web/.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,28 @@ def open_ui(context: Any, server: Server, fragment: str = "") -> Page:
     return page
 
 
+def goes_live(page: Page, act: Callable[[], object]) -> None:
+    """Do ``act`` (which opens a chat), then wait until that chat is open and live.
+
+    The "Live" a chat open before still shows does not count: the page goes to a chat on
+    the next turn of its event loop and shows it once the server has answered. Each status
+    the page sets is a new text node in ``#conn``, so the wait is for a "Live" set after
+    ``act``."""
+    page.evaluate("() => { window.__connBefore = document.getElementById('conn').firstChild; }")
+    act()
+    page.wait_for_function(
+        "() => { const el = document.getElementById('conn');"
+        " return el.firstChild !== window.__connBefore && el.textContent === 'Live'; }"
+    )
+
+
 def open_chat(page: Page, server: Server, chat_id: str) -> None:
-    page.goto(f"{server.url}/#/chat/{chat_id}")
-    expect(page.locator("#conn")).to_have_text("Live")
+    """Go to the chat's address and wait until it is open and live (see :func:`goes_live`)."""
+    url = f"{server.url}/#/chat/{chat_id}"
+    if page.url == url:  # already there: going again changes nothing
+        expect(page.locator("#conn")).to_have_text("Live")
+        return
+    goes_live(page, lambda: page.goto(url))
 
 
 def send(page: Page, prompt: str) -> None:
