@@ -226,10 +226,13 @@ class NdjsonView:
 
 
 def event_in_cli_words(event: AgentEvent, *, simulated: bool = False) -> dict[str, Any]:
-    """``event.to_dict()``, with what this library wrote in it (never the agent's words) in
-    the command line's words: the ``error`` of the result it added when the agent wrote none
-    (and its ``text``), the ``message`` (and ``text``) of its ``ERROR`` events — a line over
-    ``--max-line-bytes``, the runtime's failures. The shape is the same.
+    """``event.to_dict()``, with what this library wrote in it in the command line's words:
+    the ``error`` of the result it added when the agent wrote none (and its ``text``), the
+    ``message`` (and ``text``) of its ``ERROR`` events — a line over ``--max-line-bytes``, the
+    runtime's failures. The shape is the same. An ``ERROR`` event naming an ``error_type``
+    keeps its words but one: a message ending in this library's remedy for that error has the
+    command line's remedy there instead (:func:`~.console.error_text_named`); any other text,
+    the agent's included, is left as it came.
 
     Example:
         >>> from cursor_agent_api.protocol import EventReader
