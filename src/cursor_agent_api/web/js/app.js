@@ -13,6 +13,7 @@ const ACTIVE = new Set(["queued", "running"]);
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
+const KEPT_KEY = "cursor-agent-api:kept-prompts"; // sessionStorage, across the reload after signing in
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
@@ -27,7 +28,9 @@ const state = {
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
-  drafts: new Map(), // chat id -> a prompt not sent because its chat was left: back in its box
+  drafts: new Map(), // chat id -> {title, prompt}: a prompt not sent because its chat was left: back in its box
+  orphans: null, // {titles, prompt}: prompts kept for chats deleted since, for the next chat to open
+  signedOutOf: null, // the chat open when the page was signed out: the box's text is kept for it
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -41,13 +44,19 @@ async function boot() {
   // session cookie, and redirects a refused one here with ?signin=refused.
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
+  unstashKept();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
   document.body.classList.remove("signed-out");
   $("sim-badge").hidden = !state.config.simulate;
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
-  await refreshChats();
+  await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
+  const [kept] = state.drafts;
+  if (kept && $("alert").hidden) {
+    showAlert(`Your prompt for “${showControls(kept[1].title || "Untitled chat")}” was kept while you were signed out, `
+      + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept[0] });
+  }
   window.addEventListener("hashchange", route);
   route();
 }
@@ -162,14 +171,16 @@ function show(viewId) {
 /** The page's alert; `unreachable`: it says the server could not be reached, and goes by
  * itself once the chats list is fetched again ("list": the list itself could not be fetched,
  * which stays true whatever view is shown); `chat`: the id of the chat it is about (a prompt
- * of that chat not sent), so that what happens in another chat does not clear it. */
-function showAlert(message, { unreachable = false, chat = "" } = {}) {
+ * of that chat not sent), so that what happens in another chat does not clear it;
+ * `untilChat`: it stays until a chat opens (prompts of a deleted chat wait for one). */
+function showAlert(message, { unreachable = false, chat = "", untilChat = false } = {}) {
   const el = $("alert");
   state.alerts += 1;
   el.textContent = message;
   el.hidden = !message;
   el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
   el.dataset.chat = chat;
+  el.dataset.untilChat = untilChat ? "yes" : "";
 }
 
 /** Whether the alert shown is about a chat other than `chatId` (null: no chat). */
@@ -185,6 +196,7 @@ function clearUnreachable() {
 
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
+  if (state.chat) state.signedOutOf = state.chat;
   closeChat();
   clearTimeout(state.listTimer);
   document.body.classList.add("signed-out"); // no chats list, no "New chat"
@@ -194,7 +206,8 @@ function showLogin(reason = "") {
   $("login-token").focus();
 }
 
-/** Sign out: the server deletes the session (its sockets close with 4401); the sign-in form. */
+/** Sign out: the server deletes the session (its sockets close with 4401); the sign-in form.
+ * The prompts kept for chats (and the box's text) go too: not for whoever signs in next here. */
 async function signOut() {
   try {
     await api.logout();
@@ -202,6 +215,15 @@ async function signOut() {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin("You signed out.");
+  state.drafts.clear();
+  state.orphans = null;
+  state.signedOutOf = null;
+  $("prompt").value = "";
+  try {
+    sessionStorage.removeItem(KEPT_KEY); // (read at each load already: never left there)
+  } catch {
+    // storage refused: nothing was kept in it
+  }
 }
 
 async function onLogin(ev) {
@@ -209,6 +231,7 @@ async function onLogin(ev) {
   try {
     await api.login($("login-token").value.trim());
     $("login-token").value = "";
+    stashKept();
     location.reload();
   } catch (err) {
     showAlert(err.status === 401 ? "That token is not this server's token." : err.message);
@@ -229,7 +252,8 @@ function route() {
   // The alert is about what was shown, except what stays true in any view: the list that cannot
   // be fetched (it goes once it is), and a prompt of another chat not sent (it goes as that
   // chat opens, the prompt back in its box).
-  if ($("alert").dataset.unreachable !== "list" && !alertAboutAnotherChat(id)) showAlert("");
+  const el = $("alert");
+  if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
   if (id !== null) return openChat(id);
   closeChat();
   if (m) {
@@ -281,6 +305,7 @@ async function refreshChats({ all = false } = {}) {
   renderChats();
   await checkStore();
   scheduleRefresh();
+  await checkDrafts();
 }
 
 /** The chats to list: {chats, more (the server may have older ones), kept (some were kept
@@ -331,6 +356,26 @@ async function lastInPlace(chats) {
 function dropChat(id) {
   state.chats = state.chats.filter((c) => c.id !== id);
   renderChats();
+}
+
+/** After a refresh of the list: a chat with a prompt kept for it that the list no longer shows
+ * is asked for (one request; none while every such chat is listed); if it is gone (deleted in
+ * another tab or by the command line), its prompt is orphaned (see orphanDraft). A listed one's
+ * title is kept up to date for the alerts. */
+async function checkDrafts() {
+  const listed = new Map(state.chats.map((c) => [c.id, c]));
+  for (const [id, kept] of state.drafts) {
+    const chat = listed.get(id);
+    if (chat) {
+      kept.title = chat.title;
+      continue;
+    }
+    try {
+      await api.getChat(id);
+    } catch (err) {
+      if (err.status === 404) orphanDraft(id);
+    }
+  }
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -512,8 +557,10 @@ async function openChat(id) {
     if (err.status === 401) return showLogin("You were signed out: sign in again.");
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
-    return showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
+    showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
       { unreachable: err.status === 0 });
+    if (err.status === 404) orphanDraft(id); // (a prompt kept for it: the alert says where it goes)
+    return;
   }
   state.chat = chat;
   if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
@@ -526,6 +573,7 @@ async function openChat(id) {
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
   announce(openedLine(chat, turns));
   restoreDraft(id);
+  placeOrphans();
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -673,6 +721,7 @@ async function deleteChat() {
     announce("The chat was deleted.");
   }
   dropChat(chat.id);
+  orphanDraft(chat.id); // (kept for it, not restored: the box held text when it opened)
   await refreshChats();
 }
 
@@ -766,8 +815,8 @@ async function sendPrompt() {
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
-        const kept = state.drafts.get(chat.id);
-        state.drafts.set(chat.id, kept ? `${kept}\n\n${prompt}` : prompt);
+        const kept = state.drafts.get(chat.id)?.prompt;
+        keepFor(chat, kept ? `${kept}\n\n${prompt}` : prompt);
         if ($("prompt").value === prompt) $("prompt").value = "";
         return showAlert(`${why}The prompt you sent after it was not sent either: it is kept for that chat too, after it.`, { chat: chat.id });
       }
@@ -818,13 +867,17 @@ async function deliver(chat, prompt, stops, sending) {
     try {
       await startPrompt(chat.id, prompt);
     } catch (err) {
+      // signed out: the page leaves the chat for the sign-in form, so the prompt is kept for
+      // that chat, back in its box when it opens after signing in (the page reloads: see stashKept)
+      if (err.status === 401) showLogin("You were signed out: sign in again.");
       err.putBack = putBack(chat, prompt);
       throw err;
     }
     return true;
   } catch (err) {
-    if (err.status === 401) showLogin("You were signed out: sign in again.");
-    else showAlert(`The prompt was not sent: ${err.message}${err.putBack?.note ?? ""}`, { chat: err.putBack?.chat });
+    const { note = "", chat: about } = err.putBack ?? {};
+    if (err.status === 401) showAlert(`You were signed out: sign in again. Your prompt was not sent${note}.`, { chat: about });
+    else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
     return false;
   }
 }
@@ -836,7 +889,7 @@ async function deliver(chat, prompt, stops, sending) {
 function putBack(chat, prompt) {
   const input = $("prompt");
   if (state.chat?.id !== chat.id) {
-    state.drafts.set(chat.id, joinPrompts(prompt, state.drafts.get(chat.id)));
+    keepFor(chat, joinPrompts(prompt, state.drafts.get(chat.id)?.prompt));
     return { note: `; it is back in the prompt box of “${showControls(chat.title || "Untitled chat")}” when you open it again`, chat: chat.id };
   }
   const typed = input.value;
@@ -851,10 +904,15 @@ function putBack(chat, prompt) {
  * have left it to cancel.) */
 function keepDraft(chat, prompt) {
   const input = $("prompt");
-  state.drafts.set(chat.id, joinPrompts(state.drafts.get(chat.id), prompt));
+  keepFor(chat, joinPrompts(state.drafts.get(chat.id)?.prompt, prompt));
   if (input.value === prompt) input.value = "";
   showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+}
+
+/** What is kept for `chat` (left with prompts not sent) is now `prompt`. */
+function keepFor(chat, prompt) {
+  state.drafts.set(chat.id, { title: chat.title || "", prompt });
 }
 
 /** Two prompts as one text, `before` first, a blank line between (either may be missing). */
@@ -867,8 +925,89 @@ function joinPrompts(before, after) {
 function restoreDraft(id) {
   const draft = state.drafts.get(id);
   if (draft === undefined || $("prompt").value) return;
-  $("prompt").value = draft;
+  $("prompt").value = draft.prompt;
   state.drafts.delete(id);
+}
+
+/** Chat `id` is gone (deleted in another tab, by the command line, or here): what was kept for
+ * it has no chat to go back to. It goes into the box of the chat open now (placeOrphans), or,
+ * with none open, of the next chat to open, and the alert says so and stays until then. It is
+ * never sent by itself: Enter sends it to the chat it is in, which the alert names. */
+function orphanDraft(id) {
+  const kept = state.drafts.get(id);
+  if (!kept) return;
+  state.drafts.delete(id);
+  const orphans = state.orphans ?? { titles: [], prompt: "" };
+  orphans.titles.push(kept.title);
+  orphans.prompt = joinPrompts(orphans.prompt, kept.prompt);
+  state.orphans = orphans;
+  if (state.chat && state.chat.id !== id) return placeOrphans(); // (not into the deleted chat's own box)
+  const one = orphans.titles.length === 1;
+  showAlert(`${deletedChats(orphans.titles)}, with ${one ? "a prompt" : "prompts"} of yours kept for ${one ? "it" : "them"}, never sent. `
+    + `${one ? "It is" : "They are"} kept until you open a chat: then ${one ? "it goes" : "they go"} into that chat's prompt box, not sent.`,
+  { untilChat: true });
+}
+
+/** The prompts of deleted chats (orphanDraft) into the open chat's box, before what is typed
+ * there (a blank line between, as a prompt whose request failed); the alert says whose they
+ * were, and where Enter would send them. */
+function placeOrphans() {
+  const orphans = state.orphans;
+  if (!orphans || !state.chat) return;
+  state.orphans = null;
+  const input = $("prompt");
+  const typed = input.value;
+  input.value = joinPrompts(orphans.prompt, typed);
+  const one = orphans.titles.length === 1;
+  const where = typed && typed !== orphans.prompt ? ", before what you typed" : "";
+  showAlert(`${deletedChats(orphans.titles)}, with ${one ? "a prompt" : "prompts"} of yours kept for ${one ? "it" : "them"}, never sent. `
+    + `${one ? "It is" : "They are"} now in this chat's prompt box${where}: written for the deleted chat, if you send `
+    + `${one ? "it, it goes" : "them, they go"} to this chat, “${showControls(state.chat.title || "Untitled chat")}”. Edit or clear the box as you see fit.`);
+}
+
+/** "The chat “A” was deleted", "The chats “A”, “B” were deleted". */
+function deletedChats(titles) {
+  const names = titles.map((t) => `“${showControls(t || "Untitled chat")}”`).join(", ");
+  return titles.length === 1 ? `The chat ${names} was deleted` : `The chats ${names} were deleted`;
+}
+
+/** Just before the reload that follows signing in: the prompts kept for chats (and the box's
+ * text, for the chat open when the page was signed out) into this tab's sessionStorage, which
+ * the reloaded page reads back and empties at once (unstashKept). Only then: a sign-in proved
+ * the token; sessionStorage is this tab's and this origin's (host and port) only; Sign out
+ * drops them first. Storage refused (disabled, full): they are lost with the reload, as before. */
+function stashKept() {
+  const drafts = new Map(state.drafts);
+  const typed = $("prompt").value, chat = state.signedOutOf;
+  if (typed && chat) drafts.set(chat.id, { title: chat.title || "", prompt: joinPrompts(drafts.get(chat.id)?.prompt, typed) });
+  if (!drafts.size && !state.orphans) return;
+  try {
+    sessionStorage.setItem(KEPT_KEY, JSON.stringify({ drafts: [...drafts], orphans: state.orphans }));
+  } catch {
+    // (nothing else to do: the reload loses them, as it did before they were kept)
+  }
+}
+
+/** The prompts stashKept kept across the reload, back in memory (and out of sessionStorage):
+ * each back in its own chat's box as that chat opens; a chat gone meanwhile is orphanDraft's. */
+function unstashKept() {
+  let kept;
+  try {
+    const stored = sessionStorage.getItem(KEPT_KEY);
+    sessionStorage.removeItem(KEPT_KEY);
+    kept = JSON.parse(stored ?? "null");
+  } catch {
+    return; // (storage refused, or not this page's JSON: nothing to restore)
+  }
+  const text = (v) => typeof v === "string" && v !== "";
+  for (const entry of Array.isArray(kept?.drafts) ? kept.drafts : []) {
+    const [id, draft] = Array.isArray(entry) ? entry : [];
+    if (text(id) && text(draft?.prompt)) state.drafts.set(id, { title: text(draft.title) ? draft.title : "", prompt: draft.prompt });
+  }
+  const orphans = kept?.orphans;
+  if (text(orphans?.prompt) && Array.isArray(orphans.titles)) {
+    state.orphans = { titles: orphans.titles.map((t) => (text(t) ? t : "")), prompt: orphans.prompt };
+  }
 }
 
 /** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if

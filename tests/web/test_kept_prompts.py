@@ -1,0 +1,177 @@
+"""Prompts the page keeps for a chat it left (not sent: see test_prompt_in_flight.py), in two
+cases where one was lost: the chat deleted elsewhere (another tab, the command line) while a
+prompt is kept for it, and the reload that follows signing in again after a 401."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from playwright.sync_api import Page, expect
+from server_helpers import wait_run
+from test_prompt_in_flight import (
+    HELD_RUN,
+    go,
+    held_page,
+    paused_page,
+    prompts,
+    release,
+    wait_held,
+)
+from test_ui import send
+
+KEPT_FOR_X = "Your prompt for “chat X” was not sent: you left that chat"
+
+
+def titled(c: Any, title: str) -> dict[str, Any]:
+    r = c.post("/api/chats", json={"workspace": "project", "options": {"trust": True}, "title": title})
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+def keep_for_x(c: Any, page: Page, x: dict[str, Any], y_id: str | None) -> None:
+    """A prompt typed in chat X while its run goes, then the page goes to ``y_id`` (None: the
+    welcome view): the prompt is kept for X (the page's clock stands still), X's run ends."""
+    held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+    go(page, x["id"])
+    expect(page.locator("#stop-button")).to_be_visible()
+    send(page, "more for X")  # waits for X's run
+    go(page, y_id)
+    if y_id:
+        expect(page.locator("#conn")).to_have_text("Live")
+    else:
+        expect(page.locator("#welcome-view")).to_be_visible()
+    page.clock.run_for(100)  # the prompt looks again: its chat was left
+    expect(page.locator("#alert")).to_contain_text(KEPT_FOR_X)
+    assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+    assert wait_run(c, held["id"])["status"] == "cancelled"
+
+
+def test_a_prompt_kept_for_a_chat_deleted_elsewhere_goes_into_the_open_chats_box(
+    make_server: Any, browser: Any
+) -> None:
+    # the alert kept promising "back in that chat's prompt box when you open it": the chat was
+    # gone, and so was the prompt, without a word
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page, errors = paused_page(browser, server)
+        keep_for_x(c, page, x, y["id"])
+        box = page.get_by_label("Prompt")
+        box.fill("typed in Y")  # not sent
+        assert c.delete(f"/api/chats/{x['id']}").status_code == 204  # another tab, the CLI
+        page.clock.run_for(11_000)  # the list's next refresh: X is not listed
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("The chat “chat X” was deleted")
+        expect(box).to_have_value("more for X\n\ntyped in Y")  # before what was typed
+        expect(alert).to_contain_text("now in this chat's prompt box, before what you typed")
+        expect(alert).to_contain_text("it goes to this chat, “chat Y”")
+        expect(alert).not_to_contain_text("when you open it again")
+        expect(page.locator(f'.chat-item[data-chat-id="{x["id"]}"]')).to_have_count(0)
+        assert prompts(c, y["id"]) == []  # not sent
+        assert errors == []
+
+
+def test_a_prompt_kept_for_a_chat_found_deleted_on_opening_it_waits_for_a_chat_to_open(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page, errors = paused_page(browser, server)
+        keep_for_x(c, page, x, None)
+        assert c.delete(f"/api/chats/{x['id']}").status_code == 204
+        go(page, x["id"])  # its link, before the list's refresh: 404
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("The chat “chat X” was deleted")
+        expect(alert).to_contain_text("kept until you open a chat")
+        go(page, None)  # elsewhere: still true
+        expect(page.locator("#welcome-view")).to_be_visible()
+        expect(alert).to_contain_text("kept until you open a chat")
+        go(page, y["id"])
+        expect(page.locator("#conn")).to_have_text("Live")
+        expect(page.get_by_label("Prompt")).to_have_value("more for X")
+        expect(alert).to_contain_text("now in this chat's prompt box")
+        expect(alert).to_contain_text("it goes to this chat, “chat Y”")
+        assert prompts(c, y["id"]) == []
+        assert errors == []
+
+
+def sign_in(page: Page, token: str) -> None:
+    """The sign-in form, as a person fills it; the page reloads, signed in."""
+    expect(page.locator("#login-view")).to_be_visible()
+    page.get_by_label("Token").fill(token)
+    with page.expect_navigation():
+        page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#sidebar")).to_be_visible()
+
+
+def test_prompts_not_sent_because_of_a_401_are_back_after_signing_in_again(
+    make_server: Any, browser: Any
+) -> None:
+    # the first prompt answered 401, the second waiting behind it: both were lost with the
+    # reload that follows signing in again
+    server = make_server()
+    with server.client() as c:
+        x = titled(c, "chat X")
+        page = held_page(browser, server, x["id"])
+        page.route(f"**/api/chats/{x['id']}/runs", lambda route: route.fulfill(
+            status=401, json={"detail": "not signed in"})
+            if route.request.method == "POST" else route.continue_())
+        send(page, "P1 for X")
+        wait_held(page, 1)
+        send(page, "P2 for X")  # waits for the first
+        release(page)
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("You were signed out: sign in again.")
+        expect(alert).to_contain_text("The prompt you sent after it was not sent either")
+        page.unroute(f"**/api/chats/{x['id']}/runs")
+        sign_in(page, server.token)
+        expect(page.locator("#conn")).to_have_text("Live")  # the page comes back to chat X
+        expect(page.get_by_label("Prompt")).to_have_value("P1 for X\n\nP2 for X")
+        assert page.evaluate("() => sessionStorage.length") == 0  # kept across the reload only
+        assert prompts(c, x["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_signing_out_drops_the_prompts_kept_for_chats(make_server: Any, browser: Any) -> None:
+    # they would go to whoever signs in next in this tab
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page, errors = paused_page(browser, server)
+        keep_for_x(c, page, x, y["id"])
+        page.get_by_label("Prompt").fill("typed in Y")
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(page, server.token)
+        assert page.evaluate("() => sessionStorage.length") == 0
+        go(page, x["id"])
+        expect(page.locator("#chat-title")).to_have_text("chat X")
+        page.clock.run_for(100)
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        assert errors == []
+
+
+def test_a_session_ended_elsewhere_keeps_the_typed_prompt_for_its_chat(
+    make_server: Any, browser: Any
+) -> None:
+    # typed, not sent, when the session ended (the stream closed 4401): lost with the reload
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = held_page(browser, server, x["id"])
+    page.get_by_label("Prompt").fill("a long thought for X")
+    cookie = "; ".join(f"{k['name']}={k['value']}" for k in browser.cookies())
+    assert httpx.post(f"{server.url}/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
+    expect(page.locator("#alert")).to_contain_text("You were signed out")
+    go(page, y["id"])  # signing in comes back to chat Y: X's text is not in its box
+    sign_in(page, server.token)
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(page.locator("#conn")).to_have_text("Live")
+    box = page.get_by_label("Prompt")
+    expect(box).to_have_value("")
+    expect(page.locator("#alert")).to_contain_text("Your prompt for “chat X”")
+    go(page, x["id"])
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(box).to_have_value("a long thought for X")
+    assert page.errors == []  # type: ignore[attr-defined]
