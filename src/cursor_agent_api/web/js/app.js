@@ -3,6 +3,7 @@
 
 import { api, ApiError } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
+import { KeptPrompts, joinPrompts } from "./kept.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
@@ -13,7 +14,6 @@ const ACTIVE = new Set(["queued", "running"]);
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
-const KEPT_KEY = "cursor-agent-api:kept-prompts"; // sessionStorage, across the reload after signing in
 const OPTION_BOXES = { trust: "copt-trust", force: "copt-force", approve_mcps: "copt-mcps", stream_partial_output: "copt-partial" };
 
 const state = {
@@ -28,8 +28,7 @@ const state = {
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
-  drafts: new Map(), // chat id -> {title, prompt}: a prompt not sent because its chat was left: back in its box
-  orphans: null, // {titles, prompt}: prompts kept for chats deleted since, for the next chat to open
+  kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
   signedOutOf: null, // the chat open when the page was signed out: the box's text is kept for it
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
@@ -44,7 +43,7 @@ async function boot() {
   // session cookie, and redirects a refused one here with ?signin=refused.
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
-  unstashKept();
+  state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
   document.body.classList.remove("signed-out");
@@ -52,10 +51,10 @@ async function boot() {
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
-  const [kept] = state.drafts;
+  const kept = state.kept.first();
   if (kept && $("alert").hidden) {
-    showAlert(`Your prompt for “${showControls(kept[1].title || "Untitled chat")}” was kept while you were signed out, `
-      + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept[0] });
+    showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
+      + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept.id });
   }
   window.addEventListener("hashchange", route);
   route();
@@ -215,15 +214,9 @@ async function signOut() {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin("You signed out.");
-  state.drafts.clear();
-  state.orphans = null;
+  state.kept.clear();
   state.signedOutOf = null;
   $("prompt").value = "";
-  try {
-    sessionStorage.removeItem(KEPT_KEY); // (read at each load already: never left there)
-  } catch {
-    // storage refused: nothing was kept in it
-  }
 }
 
 async function onLogin(ev) {
@@ -231,7 +224,7 @@ async function onLogin(ev) {
   try {
     await api.login($("login-token").value.trim());
     $("login-token").value = "";
-    stashKept();
+    state.kept.stash(state.signedOutOf, $("prompt").value); // (the page reloads: see KeptPrompts.stash)
     location.reload();
   } catch (err) {
     showAlert(err.status === 401 ? "That token is not this server's token." : err.message);
@@ -363,13 +356,7 @@ function dropChat(id) {
  * another tab or by the command line), its prompt is orphaned (see orphanDraft). A listed one's
  * title is kept up to date for the alerts. */
 async function checkDrafts() {
-  const listed = new Map(state.chats.map((c) => [c.id, c]));
-  for (const [id, kept] of state.drafts) {
-    const chat = listed.get(id);
-    if (chat) {
-      kept.title = chat.title;
-      continue;
-    }
+  for (const id of state.kept.unlisted(state.chats)) {
     try {
       await api.getChat(id);
     } catch (err) {
@@ -815,8 +802,8 @@ async function sendPrompt() {
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
-        const kept = state.drafts.get(chat.id)?.prompt;
-        keepFor(chat, kept ? `${kept}\n\n${prompt}` : prompt);
+        const kept = state.kept.get(chat.id);
+        state.kept.set(chat, kept ? `${kept}\n\n${prompt}` : prompt);
         if ($("prompt").value === prompt) $("prompt").value = "";
         return showAlert(`${why}The prompt you sent after it was not sent either: it is kept for that chat too, after it.`, { chat: chat.id });
       }
@@ -868,7 +855,7 @@ async function deliver(chat, prompt, stops, sending) {
       await startPrompt(chat.id, prompt);
     } catch (err) {
       // signed out: the page leaves the chat for the sign-in form, so the prompt is kept for
-      // that chat, back in its box when it opens after signing in (the page reloads: see stashKept)
+      // that chat, back in its box when it opens after signing in (across the reload: KeptPrompts.stash)
       if (err.status === 401) showLogin("You were signed out: sign in again.");
       err.putBack = putBack(chat, prompt);
       throw err;
@@ -889,7 +876,7 @@ async function deliver(chat, prompt, stops, sending) {
 function putBack(chat, prompt) {
   const input = $("prompt");
   if (state.chat?.id !== chat.id) {
-    keepFor(chat, joinPrompts(prompt, state.drafts.get(chat.id)?.prompt));
+    state.kept.set(chat, joinPrompts(prompt, state.kept.get(chat.id)));
     return { note: `; it is back in the prompt box of “${showControls(chat.title || "Untitled chat")}” when you open it again`, chat: chat.id };
   }
   const typed = input.value;
@@ -904,29 +891,16 @@ function putBack(chat, prompt) {
  * have left it to cancel.) */
 function keepDraft(chat, prompt) {
   const input = $("prompt");
-  keepFor(chat, joinPrompts(state.drafts.get(chat.id)?.prompt, prompt));
+  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
   if (input.value === prompt) input.value = "";
   showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
-/** What is kept for `chat` (left with prompts not sent) is now `prompt`. */
-function keepFor(chat, prompt) {
-  state.drafts.set(chat.id, { title: chat.title || "", prompt });
-}
-
-/** Two prompts as one text, `before` first, a blank line between (either may be missing). */
-function joinPrompts(before, after) {
-  if (!before) return after ?? "";
-  return after && after !== before ? `${before}\n\n${after}` : before;
-}
-
 /** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
 function restoreDraft(id) {
-  const draft = state.drafts.get(id);
-  if (draft === undefined || $("prompt").value) return;
-  $("prompt").value = draft.prompt;
-  state.drafts.delete(id);
+  if (state.kept.get(id) === undefined || $("prompt").value) return;
+  $("prompt").value = state.kept.take(id);
 }
 
 /** Chat `id` is gone (deleted in another tab, by the command line, or here): what was kept for
@@ -934,14 +908,9 @@ function restoreDraft(id) {
  * with none open, of the next chat to open, and the alert says so and stays until then. It is
  * never sent by itself: Enter sends it to the chat it is in, which the alert names. */
 function orphanDraft(id) {
-  const kept = state.drafts.get(id);
-  if (!kept) return;
-  state.drafts.delete(id);
-  const orphans = state.orphans ?? { titles: [], prompt: "" };
-  orphans.titles.push(kept.title);
-  orphans.prompt = joinPrompts(orphans.prompt, kept.prompt);
-  state.orphans = orphans;
+  if (!state.kept.orphan(id)) return;
   if (state.chat && state.chat.id !== id) return placeOrphans(); // (not into the deleted chat's own box)
+  const { orphans } = state.kept;
   const one = orphans.titles.length === 1;
   showAlert(`${deletedChats(orphans.titles)}, with ${one ? "a prompt" : "prompts"} of yours kept for ${one ? "it" : "them"}, never sent. `
     + `${one ? "It is" : "They are"} kept until you open a chat: then ${one ? "it goes" : "they go"} into that chat's prompt box, not sent.`,
@@ -952,9 +921,8 @@ function orphanDraft(id) {
  * there (a blank line between, as a prompt whose request failed); the alert says whose they
  * were, and where Enter would send them. */
 function placeOrphans() {
-  const orphans = state.orphans;
-  if (!orphans || !state.chat) return;
-  state.orphans = null;
+  if (!state.kept.orphans || !state.chat) return;
+  const orphans = state.kept.takeOrphans();
   const input = $("prompt");
   const typed = input.value;
   input.value = joinPrompts(orphans.prompt, typed);
@@ -969,45 +937,6 @@ function placeOrphans() {
 function deletedChats(titles) {
   const names = titles.map((t) => `“${showControls(t || "Untitled chat")}”`).join(", ");
   return titles.length === 1 ? `The chat ${names} was deleted` : `The chats ${names} were deleted`;
-}
-
-/** Just before the reload that follows signing in: the prompts kept for chats (and the box's
- * text, for the chat open when the page was signed out) into this tab's sessionStorage, which
- * the reloaded page reads back and empties at once (unstashKept). Only then: a sign-in proved
- * the token; sessionStorage is this tab's and this origin's (host and port) only; Sign out
- * drops them first. Storage refused (disabled, full): they are lost with the reload, as before. */
-function stashKept() {
-  const drafts = new Map(state.drafts);
-  const typed = $("prompt").value, chat = state.signedOutOf;
-  if (typed && chat) drafts.set(chat.id, { title: chat.title || "", prompt: joinPrompts(drafts.get(chat.id)?.prompt, typed) });
-  if (!drafts.size && !state.orphans) return;
-  try {
-    sessionStorage.setItem(KEPT_KEY, JSON.stringify({ drafts: [...drafts], orphans: state.orphans }));
-  } catch {
-    // (nothing else to do: the reload loses them, as it did before they were kept)
-  }
-}
-
-/** The prompts stashKept kept across the reload, back in memory (and out of sessionStorage):
- * each back in its own chat's box as that chat opens; a chat gone meanwhile is orphanDraft's. */
-function unstashKept() {
-  let kept;
-  try {
-    const stored = sessionStorage.getItem(KEPT_KEY);
-    sessionStorage.removeItem(KEPT_KEY);
-    kept = JSON.parse(stored ?? "null");
-  } catch {
-    return; // (storage refused, or not this page's JSON: nothing to restore)
-  }
-  const text = (v) => typeof v === "string" && v !== "";
-  for (const entry of Array.isArray(kept?.drafts) ? kept.drafts : []) {
-    const [id, draft] = Array.isArray(entry) ? entry : [];
-    if (text(id) && text(draft?.prompt)) state.drafts.set(id, { title: text(draft.title) ? draft.title : "", prompt: draft.prompt });
-  }
-  const orphans = kept?.orphans;
-  if (text(orphans?.prompt) && Array.isArray(orphans.titles)) {
-    state.orphans = { titles: orphans.titles.map((t) => (text(t) ? t : "")), prompt: orphans.prompt };
-  }
 }
 
 /** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if

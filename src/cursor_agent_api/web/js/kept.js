@@ -1,0 +1,127 @@
+// The prompts the page could not send, kept for their chats (docs/web.md, "Prompt"): a prompt
+// of a chat the page left while it waited, one whose request failed while the page was
+// elsewhere, what was in the box when the session ended. Each goes back into its own chat's box
+// as that chat opens. Those of a chat deleted since are "orphans": they go into the box of the
+// chat open then. They cross the reload that follows signing in again in the tab's
+// sessionStorage, once. Data only: app.js puts them in the box and says so.
+
+const STORAGE_KEY = "cursor-agent-api:kept-prompts";
+
+/** Two prompts as one text, `before` first, a blank line between (either may be missing; the
+ * same text twice is kept once). */
+export function joinPrompts(before, after) {
+  if (!before) return after ?? "";
+  return after && after !== before ? `${before}\n\n${after}` : before;
+}
+
+export class KeptPrompts {
+  constructor() {
+    this.byChat = new Map(); // chat id -> {title, prompt}
+    this.orphans = null; // {titles, prompt}: kept for chats deleted since, for the next chat to open
+  }
+
+  /** The prompt kept for chat `id` (undefined: none). */
+  get(id) {
+    return this.byChat.get(id)?.prompt;
+  }
+
+  /** What is kept for `chat` ({id, title}) is now `prompt`. */
+  set(chat, prompt) {
+    this.byChat.set(chat.id, { title: chat.title || "", prompt });
+  }
+
+  /** The prompt kept for chat `id`, no longer kept (undefined: none). */
+  take(id) {
+    const kept = this.byChat.get(id);
+    this.byChat.delete(id);
+    return kept?.prompt;
+  }
+
+  /** The first chat something is kept for, as {id, title} (undefined: none). */
+  first() {
+    const [entry] = this.byChat;
+    return entry && { id: entry[0], title: entry[1].title };
+  }
+
+  /** The ids of the chats something is kept for that `chats` (the list) does not hold; the
+   * titles of those it holds are brought up to date, for the alerts. */
+  unlisted(chats) {
+    const listed = new Map(chats.map((c) => [c.id, c]));
+    const missing = [];
+    for (const [id, kept] of this.byChat) {
+      const chat = listed.get(id);
+      if (chat) kept.title = chat.title || "";
+      else missing.push(id);
+    }
+    return missing;
+  }
+
+  /** Chat `id` is gone: what was kept for it joins the orphans. False if nothing was. */
+  orphan(id) {
+    const kept = this.byChat.get(id);
+    if (!kept) return false;
+    this.byChat.delete(id);
+    const orphans = this.orphans ?? { titles: [], prompt: "" };
+    orphans.titles.push(kept.title);
+    orphans.prompt = joinPrompts(orphans.prompt, kept.prompt);
+    this.orphans = orphans;
+    return true;
+  }
+
+  /** The orphans, {titles, prompt}, no longer kept (null: none). */
+  takeOrphans() {
+    const orphans = this.orphans;
+    this.orphans = null;
+    return orphans;
+  }
+
+  /** Forget everything kept, here and in the tab's storage (Sign out). */
+  clear() {
+    this.byChat.clear();
+    this.orphans = null;
+    try {
+      sessionStorage.removeItem(STORAGE_KEY); // (read at each load already: never left there)
+    } catch {
+      // storage refused: nothing was kept in it
+    }
+  }
+
+  /** Just before the reload that follows signing in: everything kept, and `typed` (the box's
+   * text) for `chat` (the chat open when the page was signed out), into the tab's
+   * sessionStorage, which the reloaded page reads back and empties at once (unstash). Only then:
+   * a sign-in proved the token; sessionStorage is this tab's and this origin's (host and port)
+   * only; Sign out clears it first. Storage refused (disabled, full): they are lost with the
+   * reload, as before they were kept. */
+  stash(chat, typed) {
+    const byChat = new Map(this.byChat);
+    if (typed && chat) byChat.set(chat.id, { title: chat.title || "", prompt: joinPrompts(byChat.get(chat.id)?.prompt, typed) });
+    if (!byChat.size && !this.orphans) return;
+    try {
+      sessionStorage.setItem(STORAGE_KEY, JSON.stringify({ drafts: [...byChat], orphans: this.orphans }));
+    } catch {
+      // (nothing else to do: the reload loses them)
+    }
+  }
+
+  /** What stash kept across the reload, back in memory and out of the tab's storage (anything
+   * malformed is passed over: the page loads all the same). */
+  unstash() {
+    let kept;
+    try {
+      const stored = sessionStorage.getItem(STORAGE_KEY);
+      sessionStorage.removeItem(STORAGE_KEY);
+      kept = JSON.parse(stored ?? "null");
+    } catch {
+      return; // (storage refused, or not this page's JSON: nothing to restore)
+    }
+    const text = (v) => typeof v === "string" && v !== "";
+    for (const entry of Array.isArray(kept?.drafts) ? kept.drafts : []) {
+      const [id, draft] = Array.isArray(entry) ? entry : [];
+      if (text(id) && text(draft?.prompt)) this.set({ id, title: text(draft.title) ? draft.title : "" }, draft.prompt);
+    }
+    const orphans = kept?.orphans;
+    if (text(orphans?.prompt) && Array.isArray(orphans.titles)) {
+      this.orphans = { titles: orphans.titles.map((t) => (text(t) ? t : "")), prompt: orphans.prompt };
+    }
+  }
+}
