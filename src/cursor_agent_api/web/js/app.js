@@ -55,6 +55,8 @@ async function boot() {
   if (kept && $("alert").hidden) {
     showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
       + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept.id });
+  } else if ($("alert").hidden) {
+    sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
   window.addEventListener("hashchange", route);
   route();
@@ -95,6 +97,12 @@ function dropSignInFromAddress() {
 }
 
 function bindStaticHandlers() {
+  // Signed out (the session ended, not by Sign out): the prompts kept for chats cross the page's
+  // going (the reload after signing in, the sign-in link opened in this tab) in the tab's storage.
+  window.addEventListener("pagehide", () => {
+    if (document.body.classList.contains("signed-out")) state.kept.stash(state.signedOutOf, $("prompt").value);
+  });
+  window.addEventListener("pageshow", (ev) => { if (ev.persisted) state.kept.unstash(); }); // (back from the cache: out of storage)
   $("menu-toggle").addEventListener("click", () => toggleMenu());
   $("new-chat-button").addEventListener("click", () => { location.hash = "#/new"; toggleMenu(false); });
   $("login-form").addEventListener("submit", onLogin);
@@ -214,7 +222,7 @@ async function signOut() {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin("You signed out.");
-  state.kept.clear();
+  state.kept.close(); // (a prompt still on its way is not kept either: see deliver)
   state.signedOutOf = null;
   $("prompt").value = "";
 }
@@ -224,8 +232,8 @@ async function onLogin(ev) {
   try {
     await api.login($("login-token").value.trim());
     $("login-token").value = "";
-    state.kept.stash(state.signedOutOf, $("prompt").value); // (the page reloads: see KeptPrompts.stash)
-    location.reload();
+    location.reload(); // (what is kept crosses it: see bindStaticHandlers' pagehide)
+
   } catch (err) {
     showAlert(err.status === 401 ? "That token is not this server's token." : err.message);
   }
@@ -363,6 +371,7 @@ async function checkDrafts() {
       if (err.status === 404) orphanDraft(id);
     }
   }
+  placeOrphans(); // (waiting for the open chat's box to be empty: see orphanDraft)
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -560,7 +569,7 @@ async function openChat(id) {
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
   announce(openedLine(chat, turns));
   restoreDraft(id);
-  placeOrphans();
+  placeOrphans({ opening: true });
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -799,6 +808,7 @@ async function sendPrompt() {
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
+      if (state.kept.closed) return; // (Sign out meanwhile: nothing kept, nothing said)
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
@@ -837,6 +847,7 @@ async function deliver(chat, prompt, stops, sending) {
       showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
       return false;
     }
+    if (state.kept.closed) return false; // signed out meanwhile (Sign out): dropped, and nothing said
     if (left()) {
       keepDraft(chat, prompt);
       return false;
@@ -862,6 +873,7 @@ async function deliver(chat, prompt, stops, sending) {
     }
     return true;
   } catch (err) {
+    if (state.kept.closed) return false; // (Sign out meanwhile: the sign-in form says so)
     const { note = "", chat: about } = err.putBack ?? {};
     if (err.status === 401) showAlert(`You were signed out: sign in again. Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
@@ -891,52 +903,75 @@ function putBack(chat, prompt) {
  * have left it to cancel.) */
 function keepDraft(chat, prompt) {
   const input = $("prompt");
-  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
   if (input.value === prompt) input.value = "";
-  showAlert(`Your prompt for “${showControls(chat.title || "Untitled chat")}” was not sent: you left that chat `
+  if (state.kept.closed) return; // (Sign out: nothing is kept, the sign-in form says why)
+  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
+  const title = `“${showControls(chat.title || "Untitled chat")}”`;
+  if (document.body.classList.contains("signed-out")) { // the session ended as it waited
+    return showAlert(`You were signed out: sign in again. Your prompt for ${title} was not sent: `
+      + "it is back in that chat's prompt box when you open it after signing in.", { chat: chat.id });
+  }
+  showAlert(`Your prompt for ${title} was not sent: you left that chat `
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
-/** A prompt kept by keepDraft, back in the box as its chat opens (unless something is typed). */
+/** A prompt kept for chat `id`, back in the box as that chat opens: before what the box holds
+ * (typed in the chat open before: the box is the page's), a blank line between, the page saying so. */
 function restoreDraft(id) {
-  if (state.kept.get(id) === undefined || $("prompt").value) return;
-  $("prompt").value = state.kept.take(id);
+  const kept = state.kept.take(id);
+  if (kept === undefined) return;
+  const input = $("prompt");
+  const typed = input.value;
+  input.value = joinPrompts(kept, typed);
+  if (typed && typed !== kept) {
+    showAlert("Your prompt kept for this chat, not sent, is back in the box, before what was already in it. Edit the box before you press Enter.");
+  }
 }
 
 /** Chat `id` is gone (deleted in another tab, by the command line, or here): what was kept for
- * it has no chat to go back to. It goes into the box of the chat open now (placeOrphans), or,
- * with none open, of the next chat to open, and the alert says so and stays until then. It is
- * never sent by itself: Enter sends it to the chat it is in, which the alert names. */
+ * it has no chat to go back to. It goes into the box of the chat open now if that box is empty
+ * and no prompt of it is on its way (placeOrphans), else as soon as it is (at the list's next
+ * refresh), or into the box of the next chat to open; the alert says so and stays until then.
+ * It is never sent by itself: Enter sends it to the chat it is in, which the alert names. */
 function orphanDraft(id) {
   if (!state.kept.orphan(id)) return;
-  if (state.chat && state.chat.id !== id) return placeOrphans(); // (not into the deleted chat's own box)
-  const { orphans } = state.kept;
-  const one = orphans.titles.length === 1;
-  showAlert(`${deletedChats(orphans.titles)}, with ${one ? "a prompt" : "prompts"} of yours kept for ${one ? "it" : "them"}, never sent. `
-    + `${one ? "It is" : "They are"} kept until you open a chat: then ${one ? "it goes" : "they go"} into that chat's prompt box, not sent.`,
-  { untilChat: true });
+  if (state.chat && state.chat.id !== id && placeOrphans()) return; // (not into the deleted chat's own box)
+  sayOrphansKept();
 }
 
-/** The prompts of deleted chats (orphanDraft) into the open chat's box, before what is typed
- * there (a blank line between, as a prompt whose request failed); the alert says whose they
- * were, and where Enter would send them. */
-function placeOrphans() {
-  if (!state.kept.orphans || !state.chat) return;
-  const orphans = state.kept.takeOrphans();
+/** The alert while prompts of deleted chats wait for a box (it stays until a chat opens). */
+function sayOrphansKept() {
+  const { orphans } = state.kept;
+  if (!orphans) return;
+  const one = orphans.titles.length === 1;
+  const where = state.chat ? "into this chat's prompt box once it is empty, or into the next chat's you open"
+    : "into the prompt box of the next chat you open";
+  showAlert(`${orphansDeleted(orphans)} ${one ? "It goes" : "They go"} ${where}, not sent.`, { untilChat: true });
+}
+
+/** The prompts of deleted chats (orphanDraft) into the open chat's box; true once they are.
+ * As a chat opens (`opening`), before what the box holds (a blank line between); otherwise only
+ * into an empty box with no prompt on its way (never in front of text being typed). The alert
+ * says whose they were, and where Enter would send them. */
+function placeOrphans({ opening = false } = {}) {
   const input = $("prompt");
+  if (!state.kept.orphans || !state.chat) return false;
+  if (!opening && (input.value || state.sending || state.waiting)) return false;
+  const orphans = state.kept.takeOrphans();
   const typed = input.value;
   input.value = joinPrompts(orphans.prompt, typed);
   const one = orphans.titles.length === 1;
-  const where = typed && typed !== orphans.prompt ? ", before what you typed" : "";
-  showAlert(`${deletedChats(orphans.titles)}, with ${one ? "a prompt" : "prompts"} of yours kept for ${one ? "it" : "them"}, never sent. `
-    + `${one ? "It is" : "They are"} now in this chat's prompt box${where}: written for the deleted chat, if you send `
+  const where = typed && typed !== orphans.prompt ? ", before what was already in it" : "";
+  showAlert(`${orphansDeleted(orphans)} ${one ? "It is" : "They are"} now in this chat's prompt box${where}: written for the deleted chat, if you send `
     + `${one ? "it, it goes" : "them, they go"} to this chat, “${showControls(state.chat.title || "Untitled chat")}”. Edit or clear the box as you see fit.`);
+  return true;
 }
 
-/** "The chat “A” was deleted", "The chats “A”, “B” were deleted". */
-function deletedChats(titles) {
+/** "The chat “A” was deleted, with a prompt of yours kept for it, never sent." (or the chats). */
+function orphansDeleted({ titles }) {
   const names = titles.map((t) => `“${showControls(t || "Untitled chat")}”`).join(", ");
-  return titles.length === 1 ? `The chat ${names} was deleted` : `The chats ${names} were deleted`;
+  return titles.length === 1 ? `The chat ${names} was deleted, with a prompt of yours kept for it, never sent.`
+    : `The chats ${names} were deleted, with prompts of yours kept for them, never sent.`;
 }
 
 /** Start a run of chat `chatId` (the one the prompt was typed or the offer clicked in, even if

@@ -18,6 +18,7 @@ export class KeptPrompts {
   constructor() {
     this.byChat = new Map(); // chat id -> {title, prompt}
     this.orphans = null; // {titles, prompt}: kept for chats deleted since, for the next chat to open
+    this.closed = false; // after Sign out: nothing is kept any more in this page
   }
 
   /** The prompt kept for chat `id` (undefined: none). */
@@ -25,9 +26,9 @@ export class KeptPrompts {
     return this.byChat.get(id)?.prompt;
   }
 
-  /** What is kept for `chat` ({id, title}) is now `prompt`. */
+  /** What is kept for `chat` ({id, title}) is now `prompt` (nothing, once closed). */
   set(chat, prompt) {
-    this.byChat.set(chat.id, { title: chat.title || "", prompt });
+    if (!this.closed) this.byChat.set(chat.id, { title: chat.title || "", prompt });
   }
 
   /** The prompt kept for chat `id`, no longer kept (undefined: none). */
@@ -75,24 +76,22 @@ export class KeptPrompts {
     return orphans;
   }
 
-  /** Forget everything kept, here and in the tab's storage (Sign out). */
-  clear() {
+  /** Sign out: forget everything kept, and keep nothing from now on in this page (a prompt
+   * still on its way when it was pressed included): nothing is left for whoever signs in next. */
+  close() {
     this.byChat.clear();
     this.orphans = null;
-    try {
-      sessionStorage.removeItem(STORAGE_KEY); // (read at each load already: never left there)
-    } catch {
-      // storage refused: nothing was kept in it
-    }
+    this.closed = true;
   }
 
-  /** Just before the reload that follows signing in: everything kept, and `typed` (the box's
-   * text) for `chat` (the chat open when the page was signed out), into the tab's
-   * sessionStorage, which the reloaded page reads back and empties at once (unstash). Only then:
-   * a sign-in proved the token; sessionStorage is this tab's and this origin's (host and port)
-   * only; Sign out clears it first. Storage refused (disabled, full): they are lost with the
-   * reload, as before they were kept. */
+  /** As a page whose session ended (not by Sign out) goes (the reload after signing in with the
+   * form, the sign-in link opened in this tab): everything kept, and `typed` (the box's text)
+   * for `chat` (the chat open when the session ended), into the tab's sessionStorage, which the
+   * next load of this server's page in the tab reads back and empties at once (unstash).
+   * sessionStorage is this tab's and this origin's (host and port) only, and goes with the tab.
+   * Storage refused (disabled, full): they are lost with the reload, as before they were kept. */
   stash(chat, typed) {
+    if (this.closed) return;
     const byChat = new Map(this.byChat);
     if (typed && chat) byChat.set(chat.id, { title: chat.title || "", prompt: joinPrompts(byChat.get(chat.id)?.prompt, typed) });
     if (!byChat.size && !this.orphans) return;
