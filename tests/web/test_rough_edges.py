@@ -86,7 +86,10 @@ def test_the_list_shows_the_end_of_a_run_that_is_no_longer_open(
         page.goto(f"{server.url}/?token={server.token}#/chat/{chat['id']}")
         expect(page.locator("#conn")).to_have_text("Live")
         page.clock.pause_at(page.evaluate("Date.now()") + 1000)
-        send(page, "list the files and read notes.txt")
+        # (the list fetched as the prompt went: its refresh timer is set once it has come back,
+        # so the clock below is moved after that, not before)
+        with page.expect_response(lambda r: r.url.endswith("/api/health")):
+            send(page, "list the files and read notes.txt")
         expect(page.locator(".chat-item .pill")).to_have_text("running")
         page.evaluate("location.hash = '#/'")  # leave the chat while it runs
         expect(page.locator("#welcome-view")).to_be_visible()
