@@ -9,7 +9,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 from server_helpers import poll
-from test_ui import open_ui
+from test_ui import open_ui, shows_result
 
 
 def send(page: Page, prompt: str) -> None:
@@ -194,7 +194,8 @@ def test_plan_mode_accept_one_plan_and_reject_another(make_server: Any, browser:
     page.locator("#copt-mode").select_option("agent")
     page.get_by_role("button", name="Save options").click()
     expect(page.locator("#chat-meta")).not_to_contain_text("plan mode")
-    send(page, "create alpha.txt with hello")
+    # (the stop button hidden and the two plan cards were so before the run: its end is waited for)
+    shows_result(page, lambda: send(page, "create alpha.txt with hello"))
     poll(lambda: (project / "alpha.txt").exists())  # agent mode: the edit is made
     expect(page.locator("#stop-button")).to_be_hidden()
     expect(page.locator(".card.request-plan")).to_have_count(2)

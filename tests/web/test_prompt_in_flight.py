@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import Page, expect
 from server_helpers import new_chat, wait_run
 from test_tabs import paused
-from test_ui import open_chat, open_ui, send
+from test_ui import goes_live, open_chat, open_ui, send
 
 HELD_RUN = {"CURSOR_AGENT_SIM_FAULT": "silence"}
 """The agent: ``system/init``, then nothing until stopped (a run that stays running)."""
@@ -245,8 +245,7 @@ def test_a_prompt_in_another_chat_does_not_depend_on_the_one_on_its_way(
         open_chat(page, server, x["id"])
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "more for X")  # waits for X's run (the page's clock stands still)
-        go(page, y["id"])
-        expect(page.locator("#conn")).to_have_text("Live")
+        goes_live(page, lambda: go(page, y["id"]))  # (not X's "Live")
         send(page, "hello Y")  # waits for X's prompt to be done
         page.clock.run_for(100)  # X's prompt looks again: its chat was left
         expect(page.locator(".msg.user")).to_have_count(1)
@@ -276,8 +275,7 @@ def test_a_prompt_that_goes_in_one_chat_keeps_the_alert_about_another(
         release(page)  # (answers go at once: their count says when the page has read them)
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "more for X")  # waits for X's run (the page's clock stands still)
-        go(page, y["id"])
-        expect(page.locator("#conn")).to_have_text("Live")
+        goes_live(page, lambda: go(page, y["id"]))  # (not X's "Live")
         page.clock.run_for(100)  # X's prompt looks again: its chat was left
         alert = page.locator("#alert")
         expect(alert).to_contain_text("Your prompt for “hello X” was not sent")
@@ -335,8 +333,7 @@ def test_two_prompts_waiting_in_a_chat_the_page_leaves_are_both_kept_for_it(
         expect(page.locator("#stop-button")).to_be_visible()
         send(page, "P1 for X")  # waits for X's run (the page's clock stands still)
         send(page, "P2 for X")  # waits for P1
-        go(page, y["id"])
-        expect(page.locator("#conn")).to_have_text("Live")
+        goes_live(page, lambda: go(page, y["id"]))  # (not X's "Live")
         page.clock.run_for(100)  # P1 looks again: its chat was left
         alert = page.locator("#alert")
         expect(alert).to_contain_text("Your prompt for “hello X” was not sent: you left that chat")
@@ -364,8 +361,7 @@ def test_a_prompt_that_fails_after_the_page_left_its_chat_goes_back_to_that_chat
         refuse_prompts(page, x["id"])
         send(page, "read notes.txt")
         wait_held(page, 1)
-        go(page, y["id"])
-        expect(page.locator("#conn")).to_have_text("Live")
+        goes_live(page, lambda: go(page, y["id"]))  # (not X's "Live")
         release(page)
         alert = page.locator("#alert")
         expect(alert).to_contain_text("The prompt was not sent: the database is locked")
@@ -393,8 +389,7 @@ def test_a_prompt_kept_after_one_that_failed_keeps_its_reason_and_each_copy(
         send(page, "read notes.txt")
         wait_held(page, 1)
         send(page, second)  # waits for the first
-        go(page, y["id"])
-        expect(page.locator("#conn")).to_have_text("Live")
+        goes_live(page, lambda: go(page, y["id"]))  # (not X's "Live")
         release(page)
         alert = page.locator("#alert")
         expect(alert).to_contain_text("The prompt was not sent: the database is locked")

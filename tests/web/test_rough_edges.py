@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 from playwright.sync_api import Page, expect
 from server_helpers import new_chat, wait_run
-from test_ui import SLOW, open_chat, open_ui, send, send_after_done
+from test_ui import SLOW, open_chat, open_ui, send, send_after_done, shows_result
 
 from cursor_agent_api.sim import wire
 
@@ -30,8 +30,7 @@ def test_only_the_chat_pane_scrolls_never_the_page(make_server: Any, browser: An
     open_chat(page, server, chat["id"])
     for prompt in ("list the files and read notes.txt, grep TODO and glob *.txt",
                    "read evil.html", "run `seq 1 40`"):
-        send_after_done(page, prompt)
-        expect(page.locator("#result-bar")).to_contain_text("Done")
+        shows_result(page, lambda p=prompt: send_after_done(page, p))  # (not the run before's Done)
     timeline = page.locator("#timeline")
     assert page.evaluate("timeline.scrollHeight > timeline.clientHeight")  # a long chat
     size = page.evaluate("[document.scrollingElement.scrollHeight, innerHeight]")
@@ -87,7 +86,10 @@ def test_the_list_shows_the_end_of_a_run_that_is_no_longer_open(
         page.goto(f"{server.url}/?token={server.token}#/chat/{chat['id']}")
         expect(page.locator("#conn")).to_have_text("Live")
         page.clock.pause_at(page.evaluate("Date.now()") + 1000)
-        send(page, "list the files and read notes.txt")
+        # (the list fetched as the prompt went: its refresh timer is set once it has come back,
+        # so the clock below is moved after that, not before)
+        with page.expect_response(lambda r: r.url.endswith("/api/health")):
+            send(page, "list the files and read notes.txt")
         expect(page.locator(".chat-item .pill")).to_have_text("running")
         page.evaluate("location.hash = '#/'")  # leave the chat while it runs
         expect(page.locator("#welcome-view")).to_be_visible()
@@ -440,6 +442,7 @@ def test_a_chat_opened_twice_while_loading_shows_each_record_once(
     page = open_ui(browser, server)
     open_chat(page, server, chat["id"])
     page.goto(f"{server.url}/#/")
+    expect(page.locator("#welcome-view")).to_be_visible()  # the chat closed: its "Live" gone
     page.evaluate(f"""() => {{
         history.replaceState(null, "", "#/chat/{chat['id']}");
         dispatchEvent(new HashChangeEvent("hashchange"));

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 from server_helpers import Server, new_chat
-from test_ui import open_chat, open_ui, send
+from test_ui import goes_live, open_chat, open_ui, send
 
 HELD = {"CURSOR_AGENT_SIM_FAULT": "silence"}
 """The agent: ``system/init``, then nothing until stopped (a run that stays running)."""
@@ -186,11 +186,12 @@ def test_a_chat_that_failed_to_open_opens_on_the_next_click(make_server: Any, br
 
     page.route("**/api/chats/**", lambda r: r.abort())  # and by keyboard
     page.get_by_role("button", name="New chat").click()
+    expect(page.locator("#new-view")).to_be_visible()  # X closed (else the link reopens it as open)
     link.click()
     expect(page.locator("#alert")).to_contain_text("cannot be reached")
     page.unroute("**/api/chats/**")
     link.focus()
-    page.keyboard.press("Enter")
+    goes_live(page, lambda: page.keyboard.press("Enter"))  # (the title still says "chat X")
     expect(page.locator("#chat-title")).to_have_text("chat X")
 
 
@@ -246,6 +247,7 @@ def test_the_skip_link_focuses_the_prompt_and_the_chat_stays_open(make_server: A
     expect(page.get_by_label("Prompt")).to_have_value("a draft")
     expect(page.locator("#conn")).to_have_text("Live")
     page.goto(f"{server.url}/#/new")  # no chat open: the view's first field
+    expect(page.locator("#new-view")).to_be_visible()  # (the page goes there at its hash change)
     page.get_by_role("link", name="Skip to the prompt").focus()
     page.keyboard.press("Enter")
     expect(page.get_by_label("Workspace root")).to_be_focused()

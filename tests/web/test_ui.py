@@ -54,6 +54,24 @@ def open_chat(page: Page, server: Server, chat_id: str) -> None:
     goes_live(page, lambda: page.goto(url))
 
 
+def shows_result(page: Page, act: Callable[[], object], label: str = "Done") -> None:
+    """Do ``act`` (which starts a run), then wait until the result bar shows that run's
+    result, ``label`` ("Done", "Stopped", …).
+
+    The run before's result does not count: it stays in ``#result-bar`` (hidden once the new
+    run is queued, its text still there) until the new run ends, and the page hears of the
+    new run over its WebSocket, later than the prompt is sent. Each result the page shows is
+    a new element in the bar, so the wait is for one shown after ``act``."""
+    page.evaluate("() => { window.__resultBefore = document.querySelector('#result-bar .result-status'); }")
+    act()
+    page.wait_for_function(
+        "(label) => { const el = document.querySelector('#result-bar .result-status');"
+        " return el !== null && el !== window.__resultBefore && !el.parentElement.hidden"
+        " && el.textContent === label; }",
+        arg=label,
+    )
+
+
 def send(page: Page, prompt: str) -> None:
     box = page.get_by_label("Prompt")
     box.fill(prompt)
@@ -117,7 +135,7 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     shot(page, "answer")
 
     # Continue the chat: a shell command (force is on), its card and the final answer.
-    send_after_done(page, "run `echo hi; echo oops >&2; exit 3`")
+    shows_result(page, lambda: send_after_done(page, "run `echo hi; echo oops >&2; exit 3`"))
     shell = page.locator(".card.tool-shell")
     expect(shell).to_have_attribute("data-status", "failed")
     expect(shell.locator(".card-summary")).to_have_text("echo hi; echo oops >&2; exit 3")
@@ -140,7 +158,8 @@ def test_token_exchange_new_chat_prompt_tool_cards_and_answer(
     # Leave, open it again from the list as an old chat, and continue it (the agent resumes).
     page.evaluate("location.hash = '#/'")
     expect(page.locator("#welcome-view")).to_be_visible()
-    page.locator(".chat-item a").first.click()
+    # (the cards of the chat shown before stay in the hidden view until another opens)
+    goes_live(page, page.locator(".chat-item a").first.click)
     expect(page.locator(".card")).to_have_count(3)
     expect(page.locator(".msg.user")).to_have_count(2)
     send_after_done(page, "what did I ask before?")
@@ -294,9 +313,8 @@ def test_reconnects_after_a_server_restart(make_server: Any, browser: Any, shot:
     second = make_server(token=first.token, args=["--port", str(first.port)])
     page.clock.run_for(5_000)  # the longest backoff: the page's timer tries again now
     expect(page.locator("#conn")).to_have_text("Live")
-    send_after_done(page, "grep TODO")
+    shows_result(page, lambda: send_after_done(page, "grep TODO"))
     expect(page.locator(".card.tool-grep")).to_have_attribute("data-status", "succeeded")
-    expect(page.locator("#result-bar")).to_contain_text("Done")
     with second.client() as c:
         calls = c.get(f"/api/chats/{chat['id']}/tool-calls").json()["tool_calls"]
     ids = call_ids(page)
