@@ -231,8 +231,9 @@ def event_in_cli_words(event: AgentEvent, *, simulated: bool = False) -> dict[st
     ``message`` (and ``text``) of its ``ERROR`` events — a line over ``--max-line-bytes``, the
     runtime's failures. The shape is the same. An ``ERROR`` event naming an ``error_type``
     keeps its words but one: a message ending in this library's remedy for that error has the
-    command line's remedy there instead (:func:`~.console.error_text_named`); any other text,
-    the agent's included, is left as it came.
+    command line's remedy there instead (:func:`~.console.error_text_named`; under the
+    simulator, an authentication error's `` `agent login` `` also becomes the simulator's
+    login); any other text, the agent's included, is left as it came.
 
     Example:
         >>> from cursor_agent_api.protocol import EventReader

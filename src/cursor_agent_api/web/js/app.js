@@ -11,6 +11,7 @@ const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
 const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
 const ACTIVE = new Set(["queued", "running"]);
+const SIGNED_OUT = "You were signed out: sign in again."; // the session ended (not by Sign out)
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
@@ -121,7 +122,7 @@ function bindStaticHandlers() {
     refreshChats({ all: true });
   });
   // a fetch outside api.js (a cut value's "Show all", cut.js) answered 401: sign in again
-  window.addEventListener("signed-out", () => showLogin("You were signed out: sign in again."));
+  window.addEventListener("signed-out", () => showLogin(SIGNED_OUT));
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
@@ -290,7 +291,7 @@ async function refreshChats({ all = false } = {}) {
     state.chats = listed.chats;
     state.moreChats = listed.more;
   } catch (err) {
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status === 401) return showLogin(SIGNED_OUT);
     await checkStore(); // (a database that cannot be read either: the list fails too)
     const wait = scheduleRefresh(); // the list retries later
     // An open chat's stream shows the connection state in the top bar; with none open, the
@@ -516,7 +517,7 @@ async function onCreateChat(ev) {
     await refreshChats();
     location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
   } catch (err) {
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status === 401) return showLogin(SIGNED_OUT);
     showAlert(`Could not create the chat: ${err.message}`);
   }
 }
@@ -550,7 +551,7 @@ async function openChat(id) {
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening) return;
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status === 401) return showLogin(SIGNED_OUT);
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
@@ -577,7 +578,7 @@ async function openChat(id) {
     onRecord: (rec, changes) => state.timeline.apply(rec, changes),
     onState: setConn,
     onTrouble: checkAuth,
-    onSignedOut: () => showLogin("You were signed out: sign in again."),
+    onSignedOut: () => showLogin(SIGNED_OUT),
   }).start();
   $("prompt").focus();
 }
@@ -641,7 +642,7 @@ function allowToolsOffer(run, changes) {
       await setOptions(chatId, changes);
       await startPrompt(chatId, run.prompt || "");
     } catch (err) {
-      if (err.status === 401) return showLogin("You were signed out: sign in again.");
+      if (err.status === 401) return showLogin(SIGNED_OUT);
       showAlert(`Could not run it again: ${err.message}`);
     } finally {
       button.disabled = false;
@@ -695,7 +696,7 @@ async function saveOptions(ev) {
     toggleOptions(false);
     $("options-button").focus();
   } catch (err) {
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status === 401) return showLogin(SIGNED_OUT);
     showAlert(`The options were not changed: ${err.message}`);
   }
 }
@@ -707,7 +708,7 @@ async function deleteChat() {
   try {
     await api.deleteChat(chat.id);
   } catch (err) {
-    if (err.status === 401) return showLogin("You were signed out: sign in again.");
+    if (err.status === 401) return showLogin(SIGNED_OUT);
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
   if (state.chat?.id === chat.id) {
@@ -867,7 +868,7 @@ async function deliver(chat, prompt, stops, sending) {
     } catch (err) {
       // signed out: the page leaves the chat for the sign-in form, so the prompt is kept for
       // that chat, back in its box when it opens after signing in (across the reload: KeptPrompts.stash)
-      if (err.status === 401) showLogin("You were signed out: sign in again.");
+      if (err.status === 401) showLogin(SIGNED_OUT);
       err.putBack = putBack(chat, prompt);
       throw err;
     }
@@ -875,7 +876,7 @@ async function deliver(chat, prompt, stops, sending) {
   } catch (err) {
     if (state.kept.closed) return false; // (Sign out meanwhile: the sign-in form says so)
     const { note = "", chat: about } = err.putBack ?? {};
-    if (err.status === 401) showAlert(`You were signed out: sign in again. Your prompt was not sent${note}.`, { chat: about });
+    if (err.status === 401) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
     return false;
   }
@@ -908,7 +909,7 @@ function keepDraft(chat, prompt) {
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
   const title = `“${showControls(chat.title || "Untitled chat")}”`;
   if (document.body.classList.contains("signed-out")) { // the session ended as it waited
-    return showAlert(`You were signed out: sign in again. Your prompt for ${title} was not sent: `
+    return showAlert(`${SIGNED_OUT} Your prompt for ${title} was not sent: `
       + "it is back in that chat's prompt box when you open it after signing in.", { chat: chat.id });
   }
   showAlert(`Your prompt for ${title} was not sent: you left that chat `
@@ -989,7 +990,7 @@ async function answerRequest(runId, requestId, body) {
   try {
     return await api.answerRequest(runId, requestId, body);
   } catch (err) {
-    if (err.status === 401) showLogin("You were signed out: sign in again.");
+    if (err.status === 401) showLogin(SIGNED_OUT);
     throw err;
   }
 }
