@@ -17,6 +17,7 @@ from test_prompt_in_flight import (
     prompts,
     release,
     wait_held,
+    wait_read,
 )
 from test_ui import goes_live, open_chat, open_ui, send
 
@@ -267,3 +268,80 @@ def test_a_kept_prompt_is_not_hidden_by_text_in_the_box(make_server: Any, browse
         expect(page.locator("#alert")).to_contain_text("is back in the box, before what was already in it")
         assert prompts(c, x["id"]) == ["hello X"]
         assert errors == []
+
+
+def test_a_kept_prompt_is_not_joined_to_a_prompt_waiting_for_another_chat(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 4: X's kept prompt went in front of "for Y", still in the box as it waited for Y's
+    # run: Y's prompt was then both kept for Y and in X's box (an Enter sent it to X)
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page, errors = paused_page(browser, server)
+        keep_for_x(c, page, x, y["id"])  # "more for X" kept for X, the page in Y
+        held = c.post(f"/api/chats/{y['id']}/runs", json={"prompt": "hello Y"}).json()
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "for Y")  # waits for Y's run (the page's clock stands still)
+        box = page.get_by_label("Prompt")
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(box).to_have_value("more for X")
+        page.clock.run_for(100)  # Y's prompt looks again: its chat was left
+        expect(page.locator("#alert")).to_contain_text("Your prompt for “chat Y” was not sent")
+        expect(box).to_have_value("more for X")
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(box).to_have_value("for Y\n\nmore for X")  # Y's own, before what the box held
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        wait_run(c, held["id"])
+        assert errors == []
+
+
+def test_text_typed_once_signed_in_again_elsewhere_is_not_kept_for_the_chat_left(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 4: the page stayed 'signed out' (its body's class) after another tab signed in and
+    # it opened chat Y: what was typed in Y crossed a reload as X's, and came back in X's box
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    signed_out_elsewhere(page, server)
+    other = open_ui(browser, server)  # another tab signs in (the browser's cookie)
+    expect(other.locator("#sidebar")).to_be_visible()
+    goes_live(page, lambda: go(page, y["id"]))  # a link, or Back, in the signed-out tab
+    box = page.get_by_label("Prompt")
+    box.fill("typed in Y")
+    page.reload()
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(box).to_have_value("")  # a reload while signed in keeps nothing (as before)
+    expect(page.locator("#alert")).to_be_hidden()
+    goes_live(page, lambda: go(page, x["id"]))
+    expect(box).to_have_value("")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_401_after_sign_out_leaves_its_words(make_server: Any, browser: Any) -> None:
+    # Review 4: a prompt's request answered 401 after Sign out replaced "You signed out." by
+    # "You were signed out: sign in again."
+    server = make_server()
+    with server.client() as c:
+        y = titled(c, "chat Y")
+        page = held_page(browser, server, y["id"])
+        page.route(f"**/api/chats/{y['id']}/runs", lambda route: route.fulfill(
+            status=401, json={"detail": "not signed in"})
+            if route.request.method == "POST" else route.continue_())
+        send(page, "secret P")
+        wait_held(page, 1)
+        page.get_by_role("button", name="Sign out").click()
+        alert = page.locator("#alert")
+        expect(alert).to_have_text("You signed out.")
+        release(page)
+        wait_read(page, 1)  # the page has read the 401, and done what it does with it
+        expect(alert).to_have_text("You signed out.")
+        page.unroute(f"**/api/chats/{y['id']}/runs")
+        sign_in(page, server.token)
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        assert prompts(c, y["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]

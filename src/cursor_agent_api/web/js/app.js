@@ -30,6 +30,7 @@ const state = {
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
+  signedOut: false, // the session ended (the sign-in form shown); false again once the server answers
   signedOutOf: null, // the chat open when the page was signed out: the box's text is kept for it
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
@@ -101,7 +102,7 @@ function bindStaticHandlers() {
   // Signed out (the session ended, not by Sign out): the prompts kept for chats cross the page's
   // going (the reload after signing in, the sign-in link opened in this tab) in the tab's storage.
   window.addEventListener("pagehide", () => {
-    if (document.body.classList.contains("signed-out")) state.kept.stash(state.signedOutOf, $("prompt").value);
+    if (state.signedOut) state.kept.stash(state.signedOutOf, $("prompt").value);
   });
   window.addEventListener("pageshow", (ev) => { if (ev.persisted) state.kept.unstash(); }); // (back from the cache: out of storage)
   $("menu-toggle").addEventListener("click", () => toggleMenu());
@@ -204,6 +205,7 @@ function clearUnreachable() {
 
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
+  state.signedOut = true;
   if (state.chat) state.signedOutOf = state.chat;
   closeChat();
   clearTimeout(state.listTimer);
@@ -234,7 +236,6 @@ async function onLogin(ev) {
     await api.login($("login-token").value.trim());
     $("login-token").value = "";
     location.reload(); // (what is kept crosses it: see bindStaticHandlers' pagehide)
-
   } catch (err) {
     showAlert(err.status === 401 ? "That token is not this server's token." : err.message);
   }
@@ -290,6 +291,7 @@ async function refreshChats({ all = false } = {}) {
     if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
     state.chats = listed.chats;
     state.moreChats = listed.more;
+    state.signedOut = false; // (signed in again in another tab, say: the cookie is the browser's)
   } catch (err) {
     if (err.status === 401) return showLogin(SIGNED_OUT);
     await checkStore(); // (a database that cannot be read either: the list fails too)
@@ -560,6 +562,7 @@ async function openChat(id) {
     return;
   }
   state.chat = chat;
+  state.signedOut = false; // the server answered: signed in (in another tab, say)
   if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
   show("chat-view");
   showChatHeader();
@@ -569,6 +572,7 @@ async function openChat(id) {
   });
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
   announce(openedLine(chat, turns));
+  clearOnItsWay(id);
   restoreDraft(id);
   placeOrphans({ opening: true });
   updateRunControls();
@@ -801,7 +805,7 @@ async function sendPrompt() {
   if (limit && size > limit) return showAlert(`The prompt was not sent: it is ${size} bytes, over the server's limit of ${limit}; it is still in the box.`);
   const stops = state.stops; // a Stop pressed from now on drops this prompt
   if (ahead) {
-    const waiting = {};
+    const waiting = { chatId: chat.id, prompt };
     state.waiting = waiting;
     const sent = await ahead.done;
     if (state.waiting !== waiting) return; // sent again since (the box edited): that one goes
@@ -868,7 +872,7 @@ async function deliver(chat, prompt, stops, sending) {
     } catch (err) {
       // signed out: the page leaves the chat for the sign-in form, so the prompt is kept for
       // that chat, back in its box when it opens after signing in (across the reload: KeptPrompts.stash)
-      if (err.status === 401) showLogin(SIGNED_OUT);
+      if (err.status === 401 && !state.kept.closed) showLogin(SIGNED_OUT); // (not after Sign out)
       err.putBack = putBack(chat, prompt);
       throw err;
     }
@@ -908,12 +912,22 @@ function keepDraft(chat, prompt) {
   if (state.kept.closed) return; // (Sign out: nothing is kept, the sign-in form says why)
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
   const title = `“${showControls(chat.title || "Untitled chat")}”`;
-  if (document.body.classList.contains("signed-out")) { // the session ended as it waited
+  if (state.signedOut) { // the session ended as it waited
     return showAlert(`${SIGNED_OUT} Your prompt for ${title} was not sent: `
       + "it is back in that chat's prompt box when you open it after signing in.", { chat: chat.id });
   }
   showAlert(`Your prompt for ${title} was not sent: you left that chat `
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+}
+
+/** As chat `id` opens: a prompt on its way to another chat (waiting for that chat's run) leaves
+ * the box, where it stayed while it waited: it is not this chat's, and it goes (or is kept for
+ * its chat: keepDraft) from its own copy. What is put back in the box next is not joined to it. */
+function clearOnItsWay(id) {
+  const input = $("prompt");
+  for (const onWay of [state.sending, state.waiting]) {
+    if (onWay && !onWay.taken && onWay.chatId !== id && input.value === onWay.prompt) input.value = "";
+  }
 }
 
 /** A prompt kept for chat `id`, back in the box as that chat opens: before what the box holds
@@ -981,7 +995,8 @@ async function startPrompt(chatId, prompt) {
   const alerts = state.alerts; // an alert shown from now on is newer than this request: it stays
   await api.startRun(chatId, prompt);
   // (an alert about another chat's prompt not sent stays: it goes as that chat opens)
-  if (state.chat?.id === chatId && state.alerts === alerts && !alertAboutAnotherChat(chatId)) showAlert("");
+  if (state.chat?.id === chatId && state.alerts === alerts && !alertAboutAnotherChat(chatId)
+    && !$("alert").dataset.untilChat) showAlert("");
   refreshChats();
 }
 

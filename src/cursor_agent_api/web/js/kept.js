@@ -2,8 +2,9 @@
 // of a chat the page left while it waited, one whose request failed while the page was
 // elsewhere, what was in the box when the session ended. Each goes back into its own chat's box
 // as that chat opens. Those of a chat deleted since are "orphans": they go into the box of the
-// chat open then. They cross the reload that follows signing in again in the tab's
-// sessionStorage, once. Data only: app.js puts them in the box and says so.
+// chat open then. While the page is signed out (its session ended), they cross its going (the
+// reload after signing in, the sign-in link opened in the tab) in the tab's sessionStorage,
+// read back and removed by the next load. Data only: app.js puts them in the box and says so.
 
 const STORAGE_KEY = "cursor-agent-api:kept-prompts";
 
