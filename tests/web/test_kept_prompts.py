@@ -253,9 +253,9 @@ def test_prompts_of_a_deleted_chat_crossing_the_reload_are_said(make_server: Any
         assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_a_kept_prompt_is_not_hidden_by_text_in_the_box(make_server: Any, browser: Any) -> None:
-    # Review 3: the box is the page's; with text in it as X opened, X's kept prompt stayed
-    # hidden, and its alert went as X opened
+def test_a_kept_prompt_and_text_typed_elsewhere_each_stay_their_chats(make_server: Any, browser: Any) -> None:
+    # Review 3: with text in the box as X opened, X's kept prompt stayed hidden (the box was the
+    # page's, and its text went on to X: an Enter sent it there)
     server = make_server(sim_env=HELD_RUN)
     with server.client() as c:
         x, y = titled(c, "chat X"), titled(c, "chat Y")
@@ -264,10 +264,47 @@ def test_a_kept_prompt_is_not_hidden_by_text_in_the_box(make_server: Any, browse
         box = page.get_by_label("Prompt")
         box.fill("typed in Y")
         goes_live(page, lambda: go(page, x["id"]))
-        expect(box).to_have_value("more for X\n\ntyped in Y")
-        expect(page.locator("#alert")).to_contain_text("is back in the box, before what was already in it")
-        assert prompts(c, x["id"]) == ["hello X"]
+        expect(box).to_have_value("more for X")
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(box).to_have_value("typed in Y")
+        assert prompts(c, x["id"]) == ["hello X"] and prompts(c, y["id"]) == []
         assert errors == []
+
+
+def test_text_typed_in_a_chat_is_not_sent_to_the_next(make_server: Any, browser: Any) -> None:
+    # (stale-waits helper) the box kept its text from chat to chat: typed in Y, sent to X
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page = open_ui(browser, server)
+        open_chat(page, server, y["id"])
+        box = page.get_by_label("Prompt")
+        box.fill("typed in Y")
+        open_chat(page, server, x["id"])
+        expect(box).to_have_value("")
+        box.press("Enter")
+        expect(page.locator("#alert")).to_contain_text("Type a prompt first")
+        open_chat(page, server, y["id"])
+        expect(box).to_have_value("typed in Y")
+        assert prompts(c, x["id"]) == [] and prompts(c, y["id"]) == []
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_text_typed_in_a_chat_deleted_here_goes_with_it(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page = open_ui(browser, server)
+        page.on("dialog", lambda dialog: dialog.accept())
+        open_chat(page, server, x["id"])
+        box = page.get_by_label("Prompt")
+        box.fill("half a thought for X")
+        page.get_by_role("button", name="Delete").click()
+        expect(page.locator("#welcome-view")).to_be_visible()
+        open_chat(page, server, y["id"])
+        expect(box).to_have_value("")
+        expect(page.locator("#alert")).to_be_hidden()
+        assert page.errors == []  # type: ignore[attr-defined]
 
 
 def test_a_kept_prompt_is_not_joined_to_a_prompt_waiting_for_another_chat(
@@ -290,7 +327,9 @@ def test_a_kept_prompt_is_not_joined_to_a_prompt_waiting_for_another_chat(
         expect(page.locator("#alert")).to_contain_text("Your prompt for “chat Y” was not sent")
         expect(box).to_have_value("more for X")
         goes_live(page, lambda: go(page, y["id"]))
-        expect(box).to_have_value("for Y\n\nmore for X")  # Y's own, before what the box held
+        expect(box).to_have_value("for Y")  # Y's own: X's stays X's
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(box).to_have_value("more for X")
         assert prompts(c, x["id"]) == ["hello X"]
         assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
         wait_run(c, held["id"])

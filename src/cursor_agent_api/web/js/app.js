@@ -31,7 +31,6 @@ const state = {
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
   signedOut: false, // the session ended (the sign-in form shown); false again once the server answers
-  signedOutOf: null, // the chat open when the page was signed out: the box's text is kept for it
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -102,7 +101,7 @@ function bindStaticHandlers() {
   // Signed out (the session ended, not by Sign out): the prompts kept for chats cross the page's
   // going (the reload after signing in, the sign-in link opened in this tab) in the tab's storage.
   window.addEventListener("pagehide", () => {
-    if (state.signedOut) state.kept.stash(state.signedOutOf, $("prompt").value);
+    if (state.signedOut) state.kept.stash();
   });
   window.addEventListener("pageshow", (ev) => { if (ev.persisted) state.kept.unstash(); }); // (back from the cache: out of storage)
   $("menu-toggle").addEventListener("click", () => toggleMenu());
@@ -206,8 +205,7 @@ function clearUnreachable() {
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
   state.signedOut = true;
-  if (state.chat) state.signedOutOf = state.chat;
-  closeChat();
+  closeChat(); // (what is typed in the open chat's box is kept for it: keepTyped)
   clearTimeout(state.listTimer);
   document.body.classList.add("signed-out"); // no chats list, no "New chat"
   toggleMenu(false);
@@ -226,7 +224,6 @@ async function signOut() {
   }
   showLogin("You signed out.");
   state.kept.close(); // (a prompt still on its way is not kept either: see deliver)
-  state.signedOutOf = null;
   $("prompt").value = "";
 }
 
@@ -532,6 +529,7 @@ function closeChat() {
   document.title = "cursor-agent-api";
   if (state.stream) state.stream.stop();
   state.stream = null;
+  keepTyped(state.chat);
   state.chat = null;
   state.timeline?.close();
   state.timeline = null;
@@ -716,13 +714,14 @@ async function deleteChat() {
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
   if (state.chat?.id === chat.id) {
+    $("prompt").value = ""; // what was typed in it goes with it (not kept for it: keepTyped)
     location.hash = "#/";
     route(); // now, not at the hash change: the focus goes to the welcome view's link
     $("welcome-new-link").focus(); // (it was on Delete, now gone with the chat)
     announce("The chat was deleted.");
   }
   dropChat(chat.id);
-  orphanDraft(chat.id); // (kept for it, not restored: the box held text when it opened)
+  orphanDraft(chat.id); // (anything still kept for it has no chat now: see orphanDraft)
   await refreshChats();
 }
 
@@ -920,6 +919,18 @@ function keepDraft(chat, prompt) {
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
+/** As the page leaves `chat`: what is typed in its box and not sent stays that chat's, back in
+ * its box when it opens again (the box shows in every chat: sent from another, it went where it
+ * was not typed). A prompt on its way stays as it is (it goes, or is kept, from its own copy). */
+function keepTyped(chat) {
+  const input = $("prompt");
+  const typed = input.value;
+  if (!chat || !typed) return;
+  if ([state.sending, state.waiting].some((onWay) => onWay && !onWay.taken && onWay.prompt === typed)) return;
+  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
+  input.value = "";
+}
+
 /** As chat `id` opens: a prompt on its way to another chat (waiting for that chat's run) leaves
  * the box, where it stayed while it waited: it is not this chat's, and it goes (or is kept for
  * its chat: keepDraft) from its own copy. What is put back in the box next is not joined to it. */
@@ -930,8 +941,8 @@ function clearOnItsWay(id) {
   }
 }
 
-/** A prompt kept for chat `id`, back in the box as that chat opens: before what the box holds
- * (typed in the chat open before: the box is the page's), a blank line between, the page saying so. */
+/** A prompt kept for chat `id`, back in the box as that chat opens: before what the box holds,
+ * if anything (a blank line between), the page saying so. */
 function restoreDraft(id) {
   const kept = state.kept.take(id);
   if (kept === undefined) return;

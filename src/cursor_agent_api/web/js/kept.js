@@ -1,6 +1,6 @@
 // The prompts the page could not send, kept for their chats (docs/web.md, "Prompt"): a prompt
 // of a chat the page left while it waited, one whose request failed while the page was
-// elsewhere, what was in the box when the session ended. Each goes back into its own chat's box
+// elsewhere, what was typed in a chat's box and not sent when the page left that chat. Each goes back into its own chat's box
 // as that chat opens. Those of a chat deleted since are "orphans": they go into the box of the
 // chat open then. While the page is signed out (its session ended), they cross its going (the
 // reload after signing in, the sign-in link opened in the tab) in the tab's sessionStorage,
@@ -86,18 +86,15 @@ export class KeptPrompts {
   }
 
   /** As a page whose session ended (not by Sign out) goes (the reload after signing in with the
-   * form, the sign-in link opened in this tab): everything kept, and `typed` (the box's text)
-   * for `chat` (the chat open when the session ended), into the tab's sessionStorage, which the
-   * next load of this server's page in the tab reads back and empties at once (unstash).
+   * form, the sign-in link opened in this tab): everything kept (what was typed in the chat open
+   * when the session ended included) into the tab's sessionStorage, which the next load of this
+   * server's page in the tab reads back and empties at once (unstash).
    * sessionStorage is this tab's and this origin's (host and port) only, and goes with the tab.
    * Storage refused (disabled, full): they are lost with the reload, as before they were kept. */
-  stash(chat, typed) {
-    if (this.closed) return;
-    const byChat = new Map(this.byChat);
-    if (typed && chat) byChat.set(chat.id, { title: chat.title || "", prompt: joinPrompts(byChat.get(chat.id)?.prompt, typed) });
-    if (!byChat.size && !this.orphans) return;
+  stash() {
+    if (this.closed || (!this.byChat.size && !this.orphans)) return;
     try {
-      sessionStorage.setItem(STORAGE_KEY, JSON.stringify({ drafts: [...byChat], orphans: this.orphans }));
+      sessionStorage.setItem(STORAGE_KEY, JSON.stringify({ drafts: [...this.byChat], orphans: this.orphans }));
     } catch {
       // (nothing else to do: the reload loses them)
     }
