@@ -384,3 +384,76 @@ def test_a_401_after_sign_out_leaves_its_words(make_server: Any, browser: Any) -
         expect(page.get_by_label("Prompt")).to_have_value("")
         assert prompts(c, y["id"]) == []
         assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_text_typed_in_one_chat_is_kept_even_if_another_chat_has_it_on_its_way(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 5: "yes" typed in Y was dropped as Y was left, because "yes" was on its way to X
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y, z = titled(c, "chat X"), titled(c, "chat Y"), titled(c, "chat Z")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "yes")  # waits for X's run (the page's clock stands still)
+        box = page.get_by_label("Prompt")
+        goes_live(page, lambda: go(page, y["id"]))
+        box.fill("yes")  # typed in Y: the same words
+        goes_live(page, lambda: go(page, z["id"]))
+        expect(box).to_have_value("")
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(box).to_have_value("yes")
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        wait_run(c, held["id"])
+        assert errors == []
+
+
+def test_a_chat_deleted_here_drops_its_text_even_once_left(make_server: Any, browser: Any) -> None:
+    # Review 5: left before the server answered the delete, its text went to the next chat's box
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page = open_ui(browser, server)
+        page.on("dialog", lambda dialog: dialog.accept())
+        held: list[Any] = []
+        page.route(f"**/api/chats/{x['id']}",
+                   lambda r: held.append(r) if r.request.method == "DELETE" else r.continue_())
+        open_chat(page, server, x["id"])
+        box = page.get_by_label("Prompt")
+        box.fill("half a thought for X")
+        page.get_by_role("button", name="Delete").click()
+        while not held:  # (the route's handler runs during the test's calls)
+            page.wait_for_timeout(50)
+        goes_live(page, lambda: go(page, y["id"]))
+        held[0].continue_()
+        # out of the list: in the same turn as what the page does with what was kept for it
+        expect(page.locator(f'.chat-item[data-chat-id="{x["id"]}"]')).to_have_count(0)
+        expect(box).to_have_value("")
+        expect(page.locator("#alert")).not_to_contain_text("was deleted")
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_the_box_takes_no_typing_while_a_chat_loads(make_server: Any, browser: Any) -> None:
+    # Review 5: typed while a chat loaded (under the chat before's header), the text belonged to
+    # no chat: the load failing, it showed in the next chat's box
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        page = open_ui(browser, server)
+        held: list[Any] = []
+        page.route("**/api/chats/nope**", lambda r: held.append(r))
+        open_chat(page, server, x["id"])
+        box = page.get_by_label("Prompt")
+        go(page, "nope")
+        while len(held) < 2:  # the chat and its turns: both asked
+            page.wait_for_timeout(50)
+        expect(box).not_to_be_editable()
+        for r in held:
+            r.fulfill(status=404, json={"detail": "no such chat"})
+        expect(page.locator("#welcome-view")).to_be_visible()
+        open_chat(page, server, y["id"])
+        expect(box).to_be_editable()
+        expect(box).to_have_value("")
+        assert page.errors == []  # type: ignore[attr-defined]

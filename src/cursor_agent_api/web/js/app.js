@@ -530,6 +530,7 @@ function closeChat() {
   if (state.stream) state.stream.stop();
   state.stream = null;
   keepTyped(state.chat);
+  $("prompt").readOnly = true; // until a chat opens: typed meanwhile, it belonged to no chat
   state.chat = null;
   state.timeline?.close();
   state.timeline = null;
@@ -570,6 +571,7 @@ async function openChat(id) {
   });
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
   announce(openedLine(chat, turns));
+  $("prompt").readOnly = false;
   clearOnItsWay(id);
   restoreDraft(id);
   placeOrphans({ opening: true });
@@ -721,7 +723,7 @@ async function deleteChat() {
     announce("The chat was deleted.");
   }
   dropChat(chat.id);
-  orphanDraft(chat.id); // (anything still kept for it has no chat now: see orphanDraft)
+  state.kept.take(chat.id); // what was kept for it goes with it (the page left it meanwhile, say)
   await refreshChats();
 }
 
@@ -926,7 +928,8 @@ function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
   if (!chat || !typed) return;
-  if ([state.sending, state.waiting].some((onWay) => onWay && !onWay.taken && onWay.prompt === typed)) return;
+  const onItsWay = (onWay) => onWay && !onWay.taken && onWay.chatId === chat.id && onWay.prompt === typed;
+  if ([state.sending, state.waiting].some(onItsWay)) return;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }
