@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 from test_announce import titled_chat
 from test_ui import goes_live, open_chat, open_ui
 
@@ -40,14 +40,19 @@ LATE_HASHCHANGE = r"""
 went on a later turn of its event loop than the test's next step)."""
 
 
-def test_open_chat_returns_once_the_chat_it_names_is_shown_and_live(make_server: Any, browser: Any) -> None:
+def slow_page(make_server: Any, browser: Any) -> tuple[Any, Page, str, str]:
+    """A server with chats "first" and "second", and a page slow to go to a chat."""
     server = make_server()
     with server.client() as c:
         first = titled_chat(c, "first")["id"]
         second = titled_chat(c, "second")["id"]
     browser.add_init_script(SLOW_CHAT_FETCH)
     browser.add_init_script(LATE_HASHCHANGE)
-    page = open_ui(browser, server)
+    return server, open_ui(browser, server), first, second
+
+
+def test_open_chat_returns_once_the_chat_it_names_is_shown_and_live(make_server: Any, browser: Any) -> None:
+    server, page, first, second = slow_page(make_server, browser)
     open_chat(page, server, first)
     assert page.locator("#chat-title").inner_text() == "first"
     open_chat(page, server, second)
@@ -58,13 +63,7 @@ def test_open_chat_returns_once_the_chat_it_names_is_shown_and_live(make_server:
 
 
 def test_goes_live_waits_for_a_chat_opened_from_the_list(make_server: Any, browser: Any) -> None:
-    server = make_server()
-    with server.client() as c:
-        first = titled_chat(c, "first")["id"]
-        second = titled_chat(c, "second")["id"]
-    browser.add_init_script(SLOW_CHAT_FETCH)
-    browser.add_init_script(LATE_HASHCHANGE)
-    page = open_ui(browser, server)
+    _, page, first, second = slow_page(make_server, browser)
     for chat, title in ((first, "first"), (second, "second"), (first, "first")):
         goes_live(page, page.locator(f"#chat-list li[data-chat-id='{chat}'] a").click)
         assert page.locator("#chat-title").inner_text() == title

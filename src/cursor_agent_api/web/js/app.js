@@ -921,15 +921,20 @@ function keepDraft(chat, prompt) {
     + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
 }
 
+/** Whether the box holds a prompt on its way (sent, waiting for its run, not taken yet) to a
+ * chat `to(chatId)` accepts: that text is not typed text, it goes (or is kept) from its own copy. */
+function boxOnItsWay(to) {
+  const text = $("prompt").value;
+  return [state.sending, state.waiting].some((p) => p && !p.taken && p.prompt === text && to(p.chatId));
+}
+
 /** As the page leaves `chat`: what is typed in its box and not sent stays that chat's, back in
  * its box when it opens again (the box shows in every chat: sent from another, it went where it
  * was not typed). A prompt on its way stays as it is (it goes, or is kept, from its own copy). */
 function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
-  if (!chat || !typed) return;
-  const onItsWay = (onWay) => onWay && !onWay.taken && onWay.chatId === chat.id && onWay.prompt === typed;
-  if ([state.sending, state.waiting].some(onItsWay)) return;
+  if (!chat || !typed || boxOnItsWay((to) => to === chat.id)) return;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }
@@ -938,10 +943,7 @@ function keepTyped(chat) {
  * the box, where it stayed while it waited: it is not this chat's, and it goes (or is kept for
  * its chat: keepDraft) from its own copy. What is put back in the box next is not joined to it. */
 function clearOnItsWay(id) {
-  const input = $("prompt");
-  for (const onWay of [state.sending, state.waiting]) {
-    if (onWay && !onWay.taken && onWay.chatId !== id && input.value === onWay.prompt) input.value = "";
-  }
+  if (boxOnItsWay((to) => to !== id)) $("prompt").value = "";
 }
 
 /** A prompt kept for chat `id`, back in the box as that chat opens: before what the box holds,
