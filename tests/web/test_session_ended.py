@@ -45,8 +45,9 @@ COUNT_401_READ = r"""
 """
 
 
-def answer_401(page: Page, pattern: str, method: str = "") -> None:
-    """Requests to ``pattern`` (of ``method``, if given) answered 401, as for an ended session."""
+def answer_401(page: Any, pattern: str, method: str = "") -> None:
+    """Requests to ``pattern`` (of ``method``, if given) answered 401, as for an ended session
+    (``page``: a page, or a browser context: its pages from their first load)."""
 
     def handle(route: Route) -> None:
         if method and route.request.method != method:
@@ -57,12 +58,15 @@ def answer_401(page: Page, pattern: str, method: str = "") -> None:
     page.route(pattern, handle)
 
 
-def expect_signed_out(page: Page) -> None:
-    """The sign-in form, its token field focused, saying why: said once since ``record``."""
+def expect_signed_out(page: Page, *, recorded: bool = True) -> None:
+    """The sign-in form, its token field focused, saying why: said once since ``record``
+    (unless not ``recorded``)."""
     expect(page.locator("#login-view")).to_be_visible()
     expect(page.locator("#alert")).to_have_text(SIGNED_OUT)
     expect(page.get_by_label("Token")).to_be_focused()
     expect(page.locator("#chat-view")).to_be_hidden()
+    if not recorded:
+        return
     heard = [h for h in announced(page) if "signed out" in h.lower() or "sign in" in h.lower()]
     assert heard == [SIGNED_OUT], heard
 
@@ -194,4 +198,17 @@ def test_a_chat_whose_two_requests_are_answered_401_says_it_once(make_server: An
     page.wait_for_function("() => window.__read401 >= 2")  # (the page has read both, and done with them)
     expect_signed_out(page)
     assert page.evaluate("() => window.__read401") == 2
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_session_ending_as_the_page_loads_leaves_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    # the settings came, then the chats list was answered 401: the sign-in form showed, and the
+    # page went on to its route, which put the welcome view over it with no word
+    server = make_server()
+    answer_401(browser, "**/api/chats?*")
+    page = open_ui(browser, server)
+    expect_signed_out(page, recorded=False)
+    expect(page.locator("#welcome-view")).to_be_hidden()
     assert page.errors == []  # type: ignore[attr-defined]

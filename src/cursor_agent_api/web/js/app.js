@@ -53,6 +53,7 @@ async function boot() {
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
+  if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
   const kept = state.kept.first();
   if (kept && $("alert").hidden) {
     showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
