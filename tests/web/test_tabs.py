@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Page, expect
@@ -125,6 +126,37 @@ def paused(context: Any, server: Server, fragment: str = "") -> Page:
     return page
 
 
+HEALTH_READ = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__healthRead = 0; // GET /api/health answers the page has read: a refresh's last request
+  window.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    if (!String(input instanceof Request ? input.url : input).endsWith("/api/health")) return response;
+    const json = response.json.bind(response);
+    response.json = async () => {
+      try {
+        return await json();
+      } finally {
+        window.__healthRead += 1;
+      }
+    };
+    return response;
+  };
+})();
+"""
+
+
+def refreshed(page: Page, act: Callable[[], object]) -> None:
+    """Do ``act`` (which refreshes the list), then wait until that refresh has read its health
+    check, and so has set the timer of the next one (the same turn of the page's event loop):
+    the list drawn is not enough, the page's clock moved before that timer is set fires none.
+    Needs :data:`HEALTH_READ` (an init script)."""
+    before = page.evaluate("() => window.__healthRead")
+    act()
+    page.wait_for_function("(n) => window.__healthRead > n", arg=before)
+
+
 def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: Any, browser: Any) -> None:
     """With "More chats" shown, a refresh kept the pages it did not fetch again as they were:
     a chat deleted elsewhere stayed listed for good, even after opening it said it was gone."""
@@ -132,11 +164,12 @@ def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: An
     with server.client() as c:
         chats = [new_chat(c) for _ in range(CHATS)]
     newest, oldest, old = chats[-1], chats[0], chats[1]  # first listed; the last two
+    browser.add_init_script(HEALTH_READ)
     page = paused(browser, server)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     expect(page.locator("#chat-list .chat-item")).to_have_count(200)
-    page.get_by_role("button", name="More chats").click()
+    refreshed(page, lambda: page.get_by_role("button", name="More chats").click())
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
 
     with server.client() as c:  # another tab deletes one on each page
@@ -144,7 +177,7 @@ def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: An
             assert c.delete(f"/api/chats/{chat['id']}").status_code == 204
     asked: list[str] = []
     page.on("request", lambda r: asked.append(r.url) if "/api/chats?" in r.url else None)
-    page.clock.run_for(11_000)  # the next refresh
+    refreshed(page, lambda: page.clock.run_for(11_000))  # the next refresh
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 2)
     for chat in (newest, oldest):
         expect(page.locator(item(chat["id"]))).to_have_count(0)
@@ -152,8 +185,7 @@ def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: An
     assert any("offset=200" in u for u in asked)
 
     asked.clear()  # nothing changed since: the first page and the one chat only
-    with page.expect_request(lambda r: r.url.endswith("/api/health")):  # (the refresh's end)
-        page.clock.run_for(11_000)
+    refreshed(page, lambda: page.clock.run_for(11_000))
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS - 2)
     assert [u.split("?")[1] for u in asked] == ["limit=200&offset=0", f"limit=1&offset={CHATS - 3}"]
 

@@ -1,6 +1,7 @@
 // The REST API, as the page uses it. Authentication is the HttpOnly cookie the
 // server set when the token URL was opened (or after the login form): the page
-// never sees or stores the token itself.
+// never sees or stores the token itself. Whatever a request is, a 401 outside the sign-in
+// requests means one thing, decided here: the session ended (SessionEnded, whenSessionEnds).
 
 export class ApiError extends Error {
   constructor(status, detail) {
@@ -9,8 +10,25 @@ export class ApiError extends Error {
   }
 }
 
-async function call(method, path, body) {
-  const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+/** A request answered 401, other than the sign-in requests' own (where 401 means a wrong
+ * token, not signed in yet, or already signed out): the session the page signed in with has
+ * ended (signed out in another tab, expired, the server restarted with a new token). */
+export class SessionEnded extends ApiError {}
+
+let onSessionEnded = () => {};
+
+/** `handler()` is told each time a request finds the session ended, before the request's
+ * caller hears of it (its SessionEnded error): the page shows its sign-in form (app.js). */
+export function whenSessionEnds(handler) {
+  onSessionEnded = handler;
+}
+
+const SIGN_IN = { signIn: true }; // a sign-in request: its 401 is its own answer
+
+/** `path`'s answer: its JSON (null for 204), or its text (`text`). Fails with an ApiError
+ * (status 0: the server cannot be reached), a SessionEnded for a 401 unless `signIn`. */
+async function call(method, path, body, { signIn = false, text = false } = {}) {
+  const init = { method, headers: { Accept: text ? "*/*" : "application/json" }, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -21,6 +39,7 @@ async function call(method, path, body) {
   } catch {
     throw new ApiError(0, "the server cannot be reached (is `cursor-agent-api serve` running?)");
   }
+  if (response.ok && text) return response.text();
   if (response.status === 204) return null;
   let data = null;
   try {
@@ -30,7 +49,9 @@ async function call(method, path, body) {
   }
   if (!response.ok) {
     const detail = data && typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`;
-    throw new ApiError(response.status, detail);
+    if (response.status !== 401 || signIn) throw new ApiError(response.status, detail);
+    onSessionEnded();
+    throw new SessionEnded(401, detail);
   }
   return data;
 }
@@ -38,10 +59,10 @@ async function call(method, path, body) {
 const enc = encodeURIComponent;
 
 export const api = {
-  config: () => call("GET", "/api/config"),
+  config: () => call("GET", "/api/config", undefined, SIGN_IN), // (401: not signed in yet)
   health: () => call("GET", "/api/health"),
-  login: (token) => call("POST", "/api/auth/login", { token }),
-  logout: () => call("POST", "/api/auth/logout"),
+  login: (token) => call("POST", "/api/auth/login", { token }, SIGN_IN), // (401: a wrong token)
+  logout: () => call("POST", "/api/auth/logout", undefined, SIGN_IN), // (401: already signed out)
   listChats: (limit, offset = 0) => call("GET", `/api/chats?limit=${limit}&offset=${offset}`),
   getChat: (id) => call("GET", `/api/chats/${enc(id)}`),
   // a page of the chat's turns: the newest `limit` runs before run `beforeRun` (if any)
@@ -53,4 +74,6 @@ export const api = {
   startRun: (chatId, prompt) => call("POST", `/api/chats/${enc(chatId)}/runs`, { prompt }),
   cancelRun: (runId) => call("POST", `/api/runs/${enc(runId)}/cancel`),
   answerRequest: (runId, requestId, body) => call("POST", `/api/runs/${enc(runId)}/requests/${enc(requestId)}`, body),
+  // a value the server cut, whole, as text (cut.js: `url` is the server's own address for it)
+  wholeValue: (url) => call("GET", url, undefined, { text: true }),
 };

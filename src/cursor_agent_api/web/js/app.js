@@ -1,7 +1,7 @@
 // The page: chats list, new-chat form, one open chat with its live stream,
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
-import { api, ApiError } from "./api.js";
+import { api, ApiError, SessionEnded, whenSessionEnds } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { KeptPrompts, joinPrompts } from "./kept.js";
 import { ChatStream } from "./stream.js";
@@ -44,6 +44,7 @@ async function boot() {
   // session cookie, and redirects a refused one here with ?signin=refused.
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
+  whenSessionEnds(sessionEnded);
   state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
@@ -52,6 +53,7 @@ async function boot() {
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
+  if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
   const kept = state.kept.first();
   if (kept && $("alert").hidden) {
     showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
@@ -121,8 +123,6 @@ function bindStaticHandlers() {
     state.listLimit += LIST_PAGE;
     refreshChats({ all: true });
   });
-  // a fetch outside api.js (a cut value's "Show all", cut.js) answered 401: sign in again
-  window.addEventListener("signed-out", () => showLogin(SIGNED_OUT));
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
   $("chat-options-cancel").addEventListener("click", () => toggleOptions(false));
@@ -214,6 +214,17 @@ function showLogin(reason = "") {
   $("login-token").focus();
 }
 
+/** The session the page signed in with has ended (signed out in another tab, expired, the
+ * server restarted with a new token): a request answered 401, whichever it was (api.js), or the
+ * open chat's stream closed with 4401. The sign-in form says so, once: after Sign out it keeps
+ * saying "You signed out.", and a sign-in form that already says something (the session ended
+ * before, a prompt not sent, a wrong token) keeps its words. What the page keeps for chats is
+ * kept (showLogin, KeptPrompts.stash). */
+function sessionEnded() {
+  if (state.kept.closed || (!$("login-view").hidden && !$("alert").hidden)) return;
+  showLogin(SIGNED_OUT);
+}
+
 /** Sign out: the server deletes the session (its sockets close with 4401); the sign-in form.
  * The prompts kept for chats (and the box's text) go too: not for whoever signs in next here. */
 async function signOut() {
@@ -290,7 +301,7 @@ async function refreshChats({ all = false } = {}) {
     state.moreChats = listed.more;
     state.signedOut = false; // (signed in again in another tab, say: the cookie is the browser's)
   } catch (err) {
-    if (err.status === 401) return showLogin(SIGNED_OUT);
+    if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
     await checkStore(); // (a database that cannot be read either: the list fails too)
     const wait = scheduleRefresh(); // the list retries later
     // An open chat's stream shows the connection state in the top bar; with none open, the
@@ -516,7 +527,7 @@ async function onCreateChat(ev) {
     await refreshChats();
     location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
   } catch (err) {
-    if (err.status === 401) return showLogin(SIGNED_OUT);
+    if (err instanceof SessionEnded) return;
     showAlert(`Could not create the chat: ${err.message}`);
   }
 }
@@ -551,8 +562,7 @@ async function openChat(id) {
     [chat, turns] = await Promise.all([api.getChat(id), api.turns(id, TURNS_PAGE)]);
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
-    if (state.opening !== opening) return;
-    if (err.status === 401) return showLogin(SIGNED_OUT);
+    if (state.opening !== opening || err instanceof SessionEnded) return;
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
@@ -566,7 +576,7 @@ async function openChat(id) {
   show("chat-view");
   showChatHeader();
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
-    onRunChange, workspace: chat.workspace, chatId: id, onAnswer: answerRequest,
+    onRunChange, workspace: chat.workspace, chatId: id, onAnswer: api.answerRequest,
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
@@ -582,7 +592,7 @@ async function openChat(id) {
     onRecord: (rec, changes) => state.timeline.apply(rec, changes),
     onState: setConn,
     onTrouble: checkAuth,
-    onSignedOut: () => showLogin(SIGNED_OUT),
+    onSignedOut: sessionEnded,
   }).start();
   $("prompt").focus();
 }
@@ -646,8 +656,7 @@ function allowToolsOffer(run, changes) {
       await setOptions(chatId, changes);
       await startPrompt(chatId, run.prompt || "");
     } catch (err) {
-      if (err.status === 401) return showLogin(SIGNED_OUT);
-      showAlert(`Could not run it again: ${err.message}`);
+      if (!(err instanceof SessionEnded)) showAlert(`Could not run it again: ${err.message}`);
     } finally {
       button.disabled = false;
     }
@@ -700,8 +709,7 @@ async function saveOptions(ev) {
     toggleOptions(false);
     $("options-button").focus();
   } catch (err) {
-    if (err.status === 401) return showLogin(SIGNED_OUT);
-    showAlert(`The options were not changed: ${err.message}`);
+    if (!(err instanceof SessionEnded)) showAlert(`The options were not changed: ${err.message}`);
   }
 }
 
@@ -712,7 +720,7 @@ async function deleteChat() {
   try {
     await api.deleteChat(chat.id);
   } catch (err) {
-    if (err.status === 401) return showLogin(SIGNED_OUT);
+    if (err instanceof SessionEnded) return;
     if (err.status !== 404) return showAlert(`The chat was not deleted: ${err.message}`);
   }
   if (state.chat?.id === chat.id) {
@@ -767,12 +775,13 @@ function setConn(status, detail) {
   if (!["reconnecting", "connecting", "replaying"].includes(status)) state.connLost = false;
 }
 
-/** Repeated connection failures: a restarted server with a new token needs a new sign-in. */
+/** Repeated connection failures: a restarted server with a new token needs a new sign-in
+ * (a 401: sessionEnded). */
 async function checkAuth() {
   try {
     await api.health();
-  } catch (err) {
-    if (err.status === 401) showLogin();
+  } catch {
+    // (anything else: the stream says what is wrong with the connection)
   }
 }
 
@@ -871,9 +880,9 @@ async function deliver(chat, prompt, stops, sending) {
     try {
       await startPrompt(chat.id, prompt);
     } catch (err) {
-      // signed out: the page leaves the chat for the sign-in form, so the prompt is kept for
-      // that chat, back in its box when it opens after signing in (across the reload: KeptPrompts.stash)
-      if (err.status === 401 && !state.kept.closed) showLogin(SIGNED_OUT); // (not after Sign out)
+      // signed out: the page has left the chat for the sign-in form (sessionEnded), so the
+      // prompt is kept for that chat, back in its box when it opens after signing in (across
+      // the reload: KeptPrompts.stash)
       err.putBack = putBack(chat, prompt);
       throw err;
     }
@@ -881,7 +890,7 @@ async function deliver(chat, prompt, stops, sending) {
   } catch (err) {
     if (state.kept.closed) return false; // (Sign out meanwhile: the sign-in form says so)
     const { note = "", chat: about } = err.putBack ?? {};
-    if (err.status === 401) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
+    if (err instanceof SessionEnded) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
     return false;
   }
@@ -1016,16 +1025,6 @@ async function startPrompt(chatId, prompt) {
   refreshChats();
 }
 
-/** Answer a request of an ACP run (a card's button); the answer record's payload. */
-async function answerRequest(runId, requestId, body) {
-  try {
-    return await api.answerRequest(runId, requestId, body);
-  } catch (err) {
-    if (err.status === 401) showLogin(SIGNED_OUT);
-    throw err;
-  }
-}
-
 async function stopRun() {
   const run = state.timeline?.activeRun;
   if (!run) return;
@@ -1035,11 +1034,12 @@ async function stopRun() {
   try {
     await api.cancelRun(run.id);
   } catch (err) {
+    if (err instanceof SessionEnded) return; // (the sign-in form has the focus: sessionEnded)
     if (err.status !== 409) showAlert(`Could not stop the run: ${err.message}`);
   } finally {
     $("stop-button").disabled = false;
-    $("prompt").focus(); // the Stop button disappears with the run: keep the focus useful
   }
+  $("prompt").focus(); // the Stop button disappears with the run: keep the focus useful
 }
 
 boot();

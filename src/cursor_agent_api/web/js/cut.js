@@ -3,6 +3,7 @@
 // all" fetches the whole value (…/events/{seq}/value?field=…, …/tool-calls/{index}/output)
 // and shows it as text.
 
+import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 
 function size(bytes) {
@@ -12,8 +13,8 @@ function size(bytes) {
 }
 
 /** A note "Cut … Show all"; `url` gives the whole value (text), `bytes` its size if known,
- * `what` names it ("output", "content", ...); `show(text)` gets it once fetched. A 401 (the
- * session ended) sends the page to its sign-in form (the `signed-out` event, app.js). */
+ * `what` names it ("output", "content", ...); `show(text)` gets it once fetched. (A 401, the
+ * session ended, shows the page's sign-in form: api.js.) */
 export function cutNote(url, bytes, show, what = "") {
   const label = () => {
     const named = what ? `Show all ${what}` : "Show all";
@@ -26,10 +27,7 @@ export function cutNote(url, bytes, show, what = "") {
     button.disabled = true;
     button.textContent = "Loading…";
     try {
-      const response = await fetch(url, { credentials: "same-origin" });
-      if (response.status === 401) window.dispatchEvent(new CustomEvent("signed-out"));
-      if (!response.ok) throw new Error(`HTTP ${response.status}`);
-      show(await response.text());
+      show(await api.wholeValue(url));
       note.remove();
     } catch (e) {
       button.disabled = false;

@@ -1,0 +1,214 @@
+"""Every 401 the page gets (its session ended: signed out in another tab, expired, the server
+restarted with a new token) leads to the same sign-in form, saying "You were signed out: sign in
+again." once, whichever request got it (api.js decides it for all of them; the sign-in
+requests' own 401 means something else). The stream's repeated failures (its check of the
+session) showed the form without a word, and Stop answered 401 said "Could not stop the run"
+over the chat as if nothing had ended.
+
+Other paths are tested where they live: a prompt (test_kept_prompts), "Show all"
+(test_card_fields), creating and opening a chat (test_tabs), the stream closed with 4401
+(test_signed_out_stream)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from live_regions import announced, record
+from playwright.sync_api import Page, Route, expect
+from server_helpers import new_chat, wait_run
+from test_prompt_in_flight import HELD_RUN, go
+from test_request_focus import acp_chat
+from test_tabs import paused
+from test_ui import goes_live, open_chat, open_ui, send
+
+SIGNED_OUT = "You were signed out: sign in again."
+
+COUNT_401_READ = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__read401 = 0; // answers 401 the page has read (its handling of them over: same turn)
+  window.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    if (response.status !== 401) return response;
+    const json = response.json.bind(response);
+    response.json = async () => {
+      try {
+        return await json();
+      } finally {
+        window.__read401 += 1;
+      }
+    };
+    return response;
+  };
+})();
+"""
+
+
+def answer_401(page: Any, pattern: str, method: str = "") -> None:
+    """Requests to ``pattern`` (of ``method``, if given) answered 401, as for an ended session
+    (``page``: a page, or a browser context: its pages from their first load)."""
+
+    def handle(route: Route) -> None:
+        if method and route.request.method != method:
+            route.continue_()
+        else:
+            route.fulfill(status=401, json={"detail": "authentication required"})
+
+    page.route(pattern, handle)
+
+
+def expect_signed_out(page: Page, *, recorded: bool = True) -> None:
+    """The sign-in form, its token field focused, saying why: said once since ``record``
+    (unless not ``recorded``)."""
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text(SIGNED_OUT)
+    expect(page.get_by_label("Token")).to_be_focused()
+    expect(page.locator("#chat-view")).to_be_hidden()
+    if not recorded:
+        return
+    heard = [h for h in announced(page) if "signed out" in h.lower() or "sign in" in h.lower()]
+    assert heard == [SIGNED_OUT], heard
+
+
+def test_a_server_restarted_with_a_new_token_shows_the_sign_in_form_saying_why(
+    make_server: Any, browser: Any
+) -> None:
+    # the stream's reconnections are refused (401 at the upgrade); after three, the page asks
+    # GET /api/health, which says 401: the sign-in form showed, with no word of why
+    first = make_server()
+    with first.client() as c:
+        chat = new_chat(c)
+    page = paused(browser, first)  # (its timers run when the test says: the stream's backoff)
+    goes_live(page, lambda: go(page, chat["id"]))
+    record(page)
+    conn = page.locator("#conn")
+    first.stop()
+    expect(conn).to_have_attribute("title", "reconnecting in 0.3 s")  # (the socket it had closed)
+    second = make_server(args=["--port", str(first.port)])
+    assert second.token != first.token
+    for wait, next_title in ((250, "reconnecting in 0.5 s"), (500, "reconnecting in 1 s")):
+        page.clock.run_for(wait)
+        expect(conn).to_have_attribute("title", next_title)  # one more refused reconnection
+    page.clock.run_for(1000)  # the third: the page checks its session
+    expect_signed_out(page)
+    assert page.evaluate("() => document.body.classList.contains('signed-out')")
+
+
+def test_stop_answered_401_shows_the_sign_in_form(make_server: Any, browser: Any) -> None:
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        chat = new_chat(c)
+        page = open_ui(browser, server)
+        open_chat(page, server, chat["id"])
+        send(page, "list the files")
+        stop = page.get_by_role("button", name="Stop")
+        expect(stop).to_be_visible()
+        answer_401(page, "**/api/runs/*/cancel")
+        record(page)
+        stop.click()
+        expect_signed_out(page)
+        assert "Could not stop" not in (page.locator("#alert").text_content() or "")
+        run = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][0]
+        assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+        assert wait_run(c, run["id"])["status"] == "cancelled"
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_an_answer_to_an_approval_answered_401_shows_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    page = acp_chat(browser, server)
+    page.get_by_label("Prompt").fill("run `echo approve-me`")
+    page.get_by_label("Prompt").press("Enter")
+    card = page.locator(".card.request-permission").first
+    expect(card).to_be_visible()
+    answer_401(page, "**/api/runs/*/requests/*")
+    record(page)
+    card.get_by_role("button", name="Reject").click()
+    expect_signed_out(page)
+    with server.client() as c:
+        (chat,) = c.get("/api/chats").json()["chats"]
+        run = c.get(f"/api/chats/{chat['id']}/runs").json()["runs"][0]
+        assert c.post(f"/api/runs/{run['id']}/cancel").status_code == 200
+        assert wait_run(c, run["id"])["status"] == "cancelled"
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_show_earlier_turns_answered_401_shows_the_sign_in_form(make_server: Any, browser: Any) -> None:
+    # it said "Could not load earlier turns (authentication required): try again"
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+
+    def more_than_shown(route: Route) -> None:
+        if "before_run=" in route.request.url:
+            route.fulfill(status=401, json={"detail": "authentication required"})
+            return
+        turns = route.fetch().json()  # the chat's first page, said to have more before it
+        route.fulfill(json={**turns, "has_more": True, "next_before_run": "r-earlier"})
+
+    page.route(f"**/api/chats/{chat['id']}/turns*", more_than_shown)
+    open_chat(page, server, chat["id"])
+    earlier = page.get_by_role("button", name="Show earlier turns")
+    expect(earlier).to_be_visible()
+    record(page)
+    earlier.click()
+    expect_signed_out(page)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("action", ["delete", "options"])
+def test_the_open_chats_own_actions_answered_401_show_the_sign_in_form(
+    make_server: Any, browser: Any, action: str
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    answer_401(page, f"**/api/chats/{chat['id']}", "DELETE" if action == "delete" else "PATCH")
+    record(page)
+    if action == "delete":
+        page.once("dialog", lambda d: d.accept())
+        page.get_by_role("button", name="Delete").click()
+    else:
+        page.get_by_role("button", name="Options").click()
+        page.get_by_role("button", name="Save options").click()
+    expect_signed_out(page)
+    with server.client() as c:
+        assert c.get(f"/api/chats/{chat['id']}").status_code == 200  # (not deleted)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_chat_whose_two_requests_are_answered_401_says_it_once(make_server: Any, browser: Any) -> None:
+    # the chat and its turns are asked for at once: both answers are 401, one sign-in form
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+    browser.add_init_script(COUNT_401_READ)
+    page = open_ui(browser, server)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    answer_401(page, f"**/api/chats/{chat['id']}")
+    answer_401(page, f"**/api/chats/{chat['id']}/turns*")
+    record(page)
+    go(page, chat["id"])
+    page.wait_for_function("() => window.__read401 >= 2")  # (the page has read both, and done with them)
+    expect_signed_out(page)
+    assert page.evaluate("() => window.__read401") == 2
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_session_ending_as_the_page_loads_leaves_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    # the settings came, then the chats list was answered 401: the sign-in form showed, and the
+    # page went on to its route, which put the welcome view over it with no word
+    server = make_server()
+    answer_401(browser, "**/api/chats?*")
+    page = open_ui(browser, server)
+    expect_signed_out(page, recorded=False)
+    expect(page.locator("#welcome-view")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
