@@ -69,9 +69,8 @@ class LoopThread:
     """An asyncio event loop on its own daemon thread, started and stopped by reference count.
 
     ``acquire()`` starts it if needed and returns the loop; ``release()`` stops
-    it with the last reference (from any thread, the loop's own included). An owner that
-    keeps one reference however often it asks (the sync client, from its first call to its
-    ``close()``) takes it with :meth:`hold` and gives it up with :meth:`let_go`.
+    it with the last reference (from any thread, the loop's own included); :meth:`hold` is
+    an owner's one reference (the sync client's, from its first call to its ``close()``).
     ``call(fn, *args)`` runs ``fn(*args)`` (a coroutine function) on the loop
     and waits for its value. A loop that can never answer is a ``RuntimeError``, not a wait
     for ever (:meth:`check_caller`): called from the loop's own thread, or once its thread is
@@ -139,37 +138,30 @@ class LoopThread:
             raise RuntimeError("LoopThread is not running: call acquire() first")
         return loop
 
-    def acquire(self) -> asyncio.AbstractEventLoop:
-        """Take a reference; start the loop thread if it is not running."""
-        return self._acquire(hold=False)
-
     def hold(self) -> asyncio.AbstractEventLoop:
-        """The owner's reference: taken by the first call (as :meth:`acquire` takes one), kept
-        by the later ones, from any thread at once, until :meth:`let_go`; the loop.
+        """The owner's one reference: taken by the first call, kept by the later ones (from any
+        threads at once) until :meth:`let_go`; the loop.
 
         Example:
             >>> portal = LoopThread()
-            >>> portal.hold() is portal.hold()
+            >>> portal.hold() is portal.hold(), portal._refs, portal.let_go(), portal.let_go()
+            (True, 1, True, False)
+            >>> portal.release(); portal._thread is None
             True
-            >>> portal._refs, portal.let_go(), portal.let_go()
-            (1, True, False)
-            >>> portal.release(); portal._refs, portal._thread
-            (0, None)
         """
-        return self._acquire(hold=True)
+        return self.acquire(hold=True)
 
     def let_go(self) -> bool:
-        """Whether the owner held its reference (:meth:`hold`); from now on it does not (the
-        next :meth:`hold` takes a new one). The caller gives the one it held back with
-        :meth:`release`, once it no longer needs the loop."""
+        """Whether the owner held its reference (:meth:`hold`), which it gives back with
+        :meth:`release` once done with the loop; the next :meth:`hold` takes a new one."""
         with self._lock:
             held, self._held = self._held, False
         return held
 
-    def _acquire(self, *, hold: bool) -> asyncio.AbstractEventLoop:
+    def acquire(self, *, hold: bool = False) -> asyncio.AbstractEventLoop:
+        """Take a reference (``hold``: the owner's, see :meth:`hold`); start the loop thread if
+        it is not running."""
         with self._lock:
-            if hold and self._held:  # (the reference held keeps the loop running)
-                return self.loop
             stopping = self._stopping if self._loop is None else None
         if stopping is not None and stopping is not threading.current_thread():
             # the last loop, released on its own thread, may still be finishing (its tasks
@@ -179,7 +171,7 @@ class LoopThread:
         with self._lock:
             if self._stopping is stopping:
                 self._stopping = None
-            if hold and self._held:  # another thread took it meanwhile
+            if hold and self._held:  # (then the loop runs: no stopping thread was joined)
                 return self.loop
             if self._loop is None:
                 loop = asyncio.new_event_loop()
