@@ -12,6 +12,7 @@ in-memory script transport (no process): :class:`ScriptProcess` records the sign
 from __future__ import annotations
 
 import _thread
+import asyncio
 import signal
 import threading
 from collections.abc import Callable
@@ -75,6 +76,12 @@ def _ended(client: CursorAgentClient, stream: Any) -> threading.Event:
     return ended
 
 
+def _callbacks_done(portal: Any) -> None:
+    """Once this returns, every turn's done callback that has begun has ended: a turn's lets
+    its reference on the loop go just after it has handed the result to the waiting caller."""
+    portal.call(asyncio.sleep, 0)
+
+
 @pytest.mark.timeout(120)
 def test_first_calls_from_many_threads_at_once_hold_the_loop_thread_once() -> None:
     # a client holds one reference on its loop thread from its first call, made from any
@@ -86,12 +93,14 @@ def test_first_calls_from_many_threads_at_once_hold_the_loop_thread_once() -> No
         assert all(isinstance(r, AgentResult) and r.success for r in results)
         portal = client._portal
         thread = portal._thread
+        _callbacks_done(portal)
         assert thread is not None and portal._refs == 1  # the client's hold, and nothing else
         client.close()
         thread.join(30)
         assert not thread.is_alive() and portal._refs == 0
         client.close()  # idempotent
         assert client.query("y").success  # usable again: the hold is taken again
+        _callbacks_done(portal)
         assert portal._refs == 1
         client.close()
         assert portal._refs == 0
