@@ -35,7 +35,6 @@ import functools
 import math
 import signal as signal_module
 import subprocess
-import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Iterator
@@ -447,7 +446,11 @@ class _TurnStream:
             raise RuntimeError("with_changes() must come before the stream's first event")
 
     def _stop(self, sig: int, cancel_turn: Callable[[int], None], started: bool) -> None:
-        # the consumer goes first: nothing the turn adds as it stops is handed out
+        # the consumer goes first: nothing the turn adds as it stops is handed out. Safe from
+        # several threads at once with no lock: the flags are only ever set; queue.stop() gives
+        # the drain callback to one caller (under the queue's lock) and each STOPPED means the
+        # same; the turn's cancel runs on its loop, one call at a time, and only the first
+        # (or a SIGKILL) acts (tests/client/test_stream_threads.py)
         self._stopped = True
         self._queue.stop()
         if started and self._run.result is None:
@@ -556,7 +559,6 @@ class StreamingResponse(_TurnStream):
         self._held = queue.taken  # what the queue takes is stored there first (Ctrl-C safe)
         self._counted = queue
         self._finished = finished
-        self._lock = threading.Lock()
         self._busy = False  # a thread is inside __next__ (one consumer at a time)
 
     def __iter__(self) -> Iterator[AgentEvent]:
@@ -628,15 +630,14 @@ class StreamingResponse(_TurnStream):
 
         Returns at once; iteration ends at once (a blocked ``next()`` in another
         thread wakes up). ``cancel(signal.SIGKILL)`` kills at once. No effect once
-        the turn has ended.
+        the turn has ended. From any thread, several at once too: the turn is stopped once.
 
         Example:
             >>> stream.cancel()          # doctest: +SKIP
             >>> stream.wait().cancelled  # doctest: +SKIP
             True
         """
-        with self._lock:
-            self._stop(signal, self._run.cancel_threadsafe, True)
+        self._stop(signal, self._run.cancel_threadsafe, True)
 
     def wait(self, timeout: float | None = None) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
@@ -719,18 +720,13 @@ class CursorAgentClient:
     def __init__(self, config: AgentConfig | None = None, *, tools: Any = None, **fields: Any) -> None:
         self.config = _make_config(config, fields)
         self._tools = _make_tools(tools)  # @tool functions: served while the client is open
-        self._portal = LoopThread()
-        self._lock = threading.Lock()
-        self._holding = False
+        self._portal = LoopThread()  # held from the first call to close(): hold(), let_go()
         self._acp = _AcpHolder(self.config, _scope_ender(self._tools))
 
     # plumbing --------------------------------------------------------------------------
 
     def _loop(self) -> LoopThread:
-        with self._lock:
-            if not self._holding:
-                self._portal.acquire()
-                self._holding = True
+        self._portal.hold()
         return self._portal
 
     def close(self) -> None:
@@ -741,8 +737,7 @@ class CursorAgentClient:
         Example:
             >>> CursorAgentClient().close()
         """
-        with self._lock:
-            holding, self._holding = self._holding, False
+        holding = self._portal.let_go()
         if holding and not self._portal.reachable:
             # the interpreter is exiting (its atexit hooks stopped the agents), or this is a
             # forked child (they are the parent's): nothing to wait for, and no one to answer

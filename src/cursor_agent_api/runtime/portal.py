@@ -69,7 +69,8 @@ class LoopThread:
     """An asyncio event loop on its own daemon thread, started and stopped by reference count.
 
     ``acquire()`` starts it if needed and returns the loop; ``release()`` stops
-    it with the last reference (from any thread, the loop's own included).
+    it with the last reference (from any thread, the loop's own included); :meth:`hold` is
+    an owner's one reference (the sync client's, from its first call to its ``close()``).
     ``call(fn, *args)`` runs ``fn(*args)`` (a coroutine function) on the loop
     and waits for its value. A loop that can never answer is a ``RuntimeError``, not a wait
     for ever (:meth:`check_caller`): called from the loop's own thread, or once its thread is
@@ -89,6 +90,7 @@ class LoopThread:
         self.name = name
         self._lock = threading.Lock()
         self._refs = 0
+        self._held = False  # one of the references is the owner's (hold(), until let_go())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: threading.Thread | None = None  # released on its own thread, not joined
@@ -136,8 +138,29 @@ class LoopThread:
             raise RuntimeError("LoopThread is not running: call acquire() first")
         return loop
 
-    def acquire(self) -> asyncio.AbstractEventLoop:
-        """Take a reference; start the loop thread if it is not running."""
+    def hold(self) -> asyncio.AbstractEventLoop:
+        """The owner's one reference: taken by the first call, kept by the later ones (from any
+        threads at once) until :meth:`let_go`; the loop.
+
+        Example:
+            >>> portal = LoopThread()
+            >>> portal.hold() is portal.hold(), portal._refs, portal.let_go(), portal.let_go()
+            (True, 1, True, False)
+            >>> portal.release(); portal._thread is None
+            True
+        """
+        return self.acquire(hold=True)
+
+    def let_go(self) -> bool:
+        """Whether the owner held its reference (:meth:`hold`), which it gives back with
+        :meth:`release` once done with the loop; the next :meth:`hold` takes a new one."""
+        with self._lock:
+            held, self._held = self._held, False
+        return held
+
+    def acquire(self, *, hold: bool = False) -> asyncio.AbstractEventLoop:
+        """Take a reference (``hold``: the owner's, see :meth:`hold`); start the loop thread if
+        it is not running."""
         with self._lock:
             stopping = self._stopping if self._loop is None else None
         if stopping is not None and stopping is not threading.current_thread():
@@ -148,6 +171,8 @@ class LoopThread:
         with self._lock:
             if self._stopping is stopping:
                 self._stopping = None
+            if hold and self._held:  # (then the loop runs: no stopping thread was joined)
+                return self.loop
             if self._loop is None:
                 loop = asyncio.new_event_loop()
                 started = threading.Event()
@@ -158,6 +183,7 @@ class LoopThread:
                 started.wait()
                 self._loop, self._thread = loop, thread
             self._refs += 1
+            self._held = self._held or hold
             return self._loop
 
     def release(self) -> None:

@@ -156,8 +156,8 @@ class AgentRun:
         self._stderr_done = False
         self._paused = False
         self._wake: asyncio.Event | None = None
+        # the supervisor (made by start()): its outcome is the turn's (wait(), done callbacks)
         self._task: asyncio.Task[AgentResult] | None = None
-        self._done: asyncio.Future[AgentResult] | None = None
         self._policy: StopPolicy | None = None  # the stop policy: made by start(), fed here
 
     # ---- public ------------------------------------------------------------------------
@@ -185,7 +185,6 @@ class AgentRun:
             check_workspace(self.config.workspace)
         loop = self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        self._done = loop.create_future()
         self._started_at = self._last_activity = loop.time()
         cfg = self.config
         self._policy = StopPolicy(
@@ -201,16 +200,16 @@ class AgentRun:
 
     async def wait(self) -> AgentResult:
         """Wait for the end of the run; its result. Cancelling the waiter does not stop the run."""
-        if self._done is None:
+        if self._task is None:
             raise RuntimeError("AgentRun.wait() before start()")
-        return await asyncio.shield(self._done)
+        return await asyncio.shield(self._task)
 
     def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
         """Call ``fn(future)`` on the loop once the run has ended (its result, or cancelled
         when the loop shut down first). Call after :meth:`start`."""
-        if self._done is None:
+        if self._task is None:
             raise RuntimeError("AgentRun.add_done_callback() before start()")
-        self._done.add_done_callback(fn)
+        self._task.add_done_callback(fn)
 
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``sig`` to the group now, SIGKILL after ``kill_grace``. Returns at once.
@@ -331,7 +330,7 @@ class AgentRun:
     async def _supervise(self) -> AgentResult:
         proc = self.process
         loop = self._loop
-        assert proc is not None and loop is not None and self._done is not None
+        assert proc is not None and loop is not None
         policy = self._policy
         assert policy is not None
         try:
@@ -367,17 +366,13 @@ class AgentRun:
                 proc.release()
             if self._sink is not None:
                 self._sink.close()
-            if not self._done.done():
-                self._done.cancel()
-            raise
+            raise  # (a loop's shutdown: the turn ends cancelled, for wait() and its callbacks)
         result = self._finish()
         proc.close()
         self.result = result
         if self._sink is not None:
             self._sink.close()
-        if not self._done.done():
-            self._done.set_result(result)
-        return result
+        return result  # the turn's outcome: wait() and the done callbacks have it
 
     def _failure(self, exit_code: int | None, stderr: str) -> tuple[CursorAgentError, str] | None:
         """The turn's error and its ERROR-event code; ``None`` if the turn succeeded."""
