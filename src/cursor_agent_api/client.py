@@ -528,8 +528,9 @@ class StreamingResponse(_TurnStream):
       waits until the group is gone and returns the result;
     * as a context manager it stops the process on exit if the turn is not over;
     * one consumer: iterate it from one thread at a time (another thread's ``next()`` or
-      ``wait(timeout=...)`` while one waits in either raises ``RuntimeError``; :meth:`cancel`
-      works from any thread).
+      ``wait(timeout=...)`` while one waits in either raises ``RuntimeError``; once every
+      event is handed out, any number of threads may :meth:`wait`; :meth:`cancel` works from
+      any thread).
       A Ctrl-C inside ``next()`` loses nothing: iterating on yields the next event.
 
     Process-level failures (a crash, a timeout) arrive as an ``ERROR`` event
@@ -570,6 +571,8 @@ class StreamingResponse(_TurnStream):
         # next() has handed out nothing and the next one goes on from the same event; the
         # batches wait in the queue's `taken` (ThreadEventQueue.head). `_busy` is tested
         # and set with no call between (atomic under the GIL), and cleared with the commit.
+        if not self._ready and (self._ended or self._stopped):
+            raise StopIteration  # every event handed out: nothing to consume, any thread may ask
         if self._busy:
             raise RuntimeError(_ONE_CONSUMER)
         self._busy = True
@@ -656,24 +659,29 @@ class StreamingResponse(_TurnStream):
         if math.isnan(timeout):  # no deadline is ever reached: it would wait forever
             raise ValueError("wait(timeout=...) must be a number of seconds or None, got nan")
         deadline = time.monotonic() + timeout
+        try:
+            if self._ready or not (self._ended or self._stopped):  # (else: all handed out)
+                self._consume_until(deadline)
+            return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
+        except (TimeoutError, concurrent.futures.TimeoutError):
+            raise TimeoutError(f"the turn did not end within {timeout:g} s") from None
+
+    def _consume_until(self, deadline: float) -> None:
+        """Hand out (and drop) every event left, as the one consumer, until ``deadline``."""
         if self._busy:  # one consumer, as in __next__ (tested and set with no call between)
             raise RuntimeError(_ONE_CONSUMER)
         self._busy = True
         try:
-            try:
-                while not (self._ended or self._stopped):
-                    while self._next_in_batch() is not None:  # hand out the batch taken
-                        pass
-                    if self._ended or self._stopped:
-                        break
-                    self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
-                while self._next_in_batch() is not None:
+            while not (self._ended or self._stopped):
+                while self._next_in_batch() is not None:  # hand out the batch taken
                     pass
-            finally:
-                self._busy = False
-            return wait_for(self._finished, max(deadline - time.monotonic(), 0.0))
-        except (TimeoutError, concurrent.futures.TimeoutError):
-            raise TimeoutError(f"the turn did not end within {timeout:g} s") from None
+                if self._ended or self._stopped:
+                    break
+                self._adopt(self._queue.head(max(deadline - time.monotonic(), 0.0)))
+            while self._next_in_batch() is not None:
+                pass
+        finally:
+            self._busy = False
 
     def close(self) -> None:
         """Stop the turn if it is still running and wait until its process group is gone.
@@ -737,18 +745,25 @@ class CursorAgentClient:
         Example:
             >>> CursorAgentClient().close()
         """
+        if (self._acp.transports or self._tools is not None) and self._portal.reachable:
+            # what it stops is waited for on the loop: from the loop's own thread (a callback)
+            # that is a RuntimeError that says so, before anything is let go (close it again
+            # from another thread)
+            self._portal.check_caller()
         holding = self._portal.let_go()
         if holding and not self._portal.reachable:
             # the interpreter is exiting (its atexit hooks stopped the agents), or this is a
             # forked child (they are the parent's): nothing to wait for, and no one to answer
             self._portal.release()
         elif holding:
-            if self._acp.transports:
-                with contextlib.suppress(Exception):
-                    self._portal.call(self._acp.aclose)
-            if self._tools is not None:
-                self._portal.call(self._tools.aclose)
-            self._portal.release()
+            try:
+                if self._acp.transports:
+                    with contextlib.suppress(Exception):
+                        self._portal.call(self._acp.aclose)
+                if self._tools is not None:
+                    self._portal.call(self._tools.aclose)
+            finally:  # (a Ctrl-C in the waits above: the loop stops all the same)
+                self._portal.release()
 
     def __enter__(self) -> CursorAgentClient:
         return self

@@ -182,6 +182,26 @@ def test_two_threads_waiting_for_one_end_both_get_the_result() -> None:
 
 
 @pytest.mark.timeout(60)
+def test_a_stream_with_every_event_handed_out_is_waited_for_beside_its_consumer() -> None:
+    # Once every event is handed out there is nothing left to consume: a thread that waits for
+    # the end, or asks for the next event, is no second consumer, even at the instant another
+    # thread is inside next() (its one-consumer flag set for a few bytecodes: set here, as that
+    # thread would have it, since a thread switch cannot be placed there on purpose).
+    script = Script(_lines(5), hang=True)
+    with CursorAgentClient(_config(script, result_grace=0.5)) as client:
+        stream = client.query_stream("x")
+        assert _texts(list(stream)) == [f"t{i}" for i in range(5)]
+        stream._busy = True  # another thread inside next(), at its end too
+        try:
+            with pytest.raises(StopIteration):
+                next(stream)
+            assert stream.wait(timeout=30).result == "ok"
+            assert stream.wait().result == "ok"
+        finally:
+            stream._busy = False
+
+
+@pytest.mark.timeout(60)
 def test_ctrl_c_inside_wait_then_waiting_again_gets_the_end_and_every_event_once() -> None:
     n = 300
     with CursorAgentClient(_config(Script(_lines(n), delay=0.0005))) as client:

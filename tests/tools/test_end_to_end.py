@@ -144,6 +144,38 @@ def test_close_during_a_turn_waits_for_it(sim: Callable[..., Any], user_workspac
     _check_calls(result)
 
 
+def test_close_from_the_loop_thread_is_refused_and_lets_nothing_go(sim: Callable[..., Any],
+                                                                   workspace: Path) -> None:
+    """close() from the client's own loop thread (a callback) cannot wait for the tool server
+    to stop: a RuntimeError that says so, and the client still holds its loop, so close() from
+    another thread then stops it (before: the hold was let go first, and the loop ran for ever)."""
+    import threading
+
+    client = CursorAgentClient(sim(), tools=TOOLS)
+    _check_calls(client.query(PROMPT))
+    portal = client._portal
+    thread = portal._thread
+    assert thread is not None
+    said: list[BaseException | None] = []
+    done = threading.Event()
+
+    def on_the_loop() -> None:
+        try:
+            client.close()
+            said.append(None)
+        except BaseException as e:  # (what close() raised: checked below)
+            said.append(e)
+        done.set()
+
+    portal.loop.call_soon_threadsafe(on_the_loop)
+    assert done.wait(30)
+    assert isinstance(said[0], RuntimeError) and "loop thread" in str(said[0])
+    assert thread.is_alive()
+    client.close()
+    thread.join(30)
+    assert not thread.is_alive()
+
+
 def test_a_tool_that_calls_sys_exit_fails_as_a_call_not_the_client(sim: Callable[..., Any],
                                                                      workspace: Path) -> None:
     # argparse and click call sys.exit() on bad input, and the agent's arguments are untrusted:

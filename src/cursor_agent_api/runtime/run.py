@@ -199,16 +199,18 @@ class AgentRun:
         self._task = loop.create_task(self._supervise())
 
     async def wait(self) -> AgentResult:
-        """Wait for the end of the run; its result. Cancelling the waiter does not stop the run."""
+        """Wait for the end of the run; its result. Cancelling the waiter does not stop the run.
+        Call once :meth:`start` has returned (before, ``RuntimeError``)."""
         if self._task is None:
-            raise RuntimeError("AgentRun.wait() before start()")
+            raise RuntimeError("AgentRun.wait() before start() returned")
         return await asyncio.shield(self._task)
 
     def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
-        """Call ``fn(future)`` on the loop once the run has ended (its result, or cancelled
-        when the loop shut down first). Call after :meth:`start`."""
+        """Call ``fn(future)`` on the loop once the run has ended (its result; cancelled when
+        the loop shut down first; an exception only from a bug). Call once :meth:`start` has
+        returned (before, ``RuntimeError``)."""
         if self._task is None:
-            raise RuntimeError("AgentRun.add_done_callback() before start()")
+            raise RuntimeError("AgentRun.add_done_callback() before start() returned")
         self._task.add_done_callback(fn)
 
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
