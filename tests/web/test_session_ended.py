@@ -5,7 +5,8 @@ requests' own 401 means something else). The stream's repeated failures (its che
 session) showed the form without a word, and Stop answered 401 said "Could not stop the run"
 over the chat as if nothing had ended.
 
-Other paths are tested where they live: a prompt (test_kept_prompts), "Show all"
+A session that ends with a request of the list on its way, and a 401 after Sign out and Back,
+are tested at the end. Other paths are tested where they live: a prompt (test_kept_prompts), "Show all"
 (test_card_fields), creating and opening a chat (test_tabs), the stream closed with 4401
 (test_signed_out_stream)."""
 
@@ -17,7 +18,8 @@ import pytest
 from live_regions import announced, record
 from playwright.sync_api import Page, Route, expect
 from server_helpers import new_chat, wait_run
-from test_prompt_in_flight import HELD_RUN, go
+from test_kept_prompts import sign_in, titled
+from test_prompt_in_flight import HELD_RUN, go, paused_page
 from test_request_focus import acp_chat
 from test_tabs import paused
 from test_ui import goes_live, open_chat, open_ui, send
@@ -37,6 +39,26 @@ COUNT_401_READ = r"""
         return await json();
       } finally {
         window.__read401 += 1;
+      }
+    };
+    return response;
+  };
+})();
+"""
+
+COUNT_LISTS_READ = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__listsRead = 0; // chats lists the page has read (its handling of them over: same turn)
+  window.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    if (!String(input).includes("/api/chats?")) return response;
+    const json = response.json.bind(response);
+    response.json = async () => {
+      try {
+        return await json();
+      } finally {
+        window.__listsRead += 1;
       }
     };
     return response;
@@ -211,4 +233,73 @@ def test_a_session_ending_as_the_page_loads_leaves_the_sign_in_form(
     page = open_ui(browser, server)
     expect_signed_out(page, recorded=False)
     expect(page.locator("#welcome-view")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_list_asked_before_the_session_ended_and_answered_after_keeps_the_box_for_the_sign_in(
+    make_server: Any, browser: Any
+) -> None:
+    # A refresh of the list, let in just before another tab signed out, answered after the
+    # stream's 4401 showed the sign-in form: its answer said "signed in" again, so the text typed
+    # in the open chat's box was not kept across the sign-in's reload (review 6 of the one 401
+    # path; on the code before, a later refresh's 401 mended it within 10 s, unless one signed
+    # in first)
+    server = make_server()
+    with server.client() as c:
+        x = titled(c, "chat X")
+    browser.add_init_script(COUNT_LISTS_READ)
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    page.get_by_label("Prompt").fill("typed for X, not sent")
+    held: list[Any] = []
+
+    def hold(route: Route) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append((route, route.fetch()))  # answered while the session is good
+
+    page.route("**/api/chats?*", hold)
+    read = page.evaluate("() => window.__listsRead")
+    page.clock.run_for(11_000)  # the next refresh of the list
+    for _ in range(1200):  # (the handler runs while the page is waited on: fetched, held)
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the list's refresh did not come"
+    with server.client() as c:  # another tab signs out: the server deletes the page's session
+        cookie = "; ".join(f"{k['name']}={k['value']}" for k in page.context.cookies())
+        assert c.post("/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
+    expect(page.locator("#alert")).to_have_text(SIGNED_OUT)  # the stream's 4401
+    route, response = held[0]
+    route.fulfill(response=response)
+    page.wait_for_function("n => window.__listsRead > n", arg=read)  # the old answer read, handled
+    page.unroute("**/api/chats?*")
+    sign_in(page, server.token)
+    expect(page.locator("#conn")).to_have_text("Live")  # back in chat X (its address)
+    expect(page.get_by_label("Prompt")).to_have_value("typed for X, not sent")
+    assert errors == []
+
+
+def test_a_401_after_sign_out_and_back_to_a_view_shows_the_sign_in_form_again(
+    make_server: Any, browser: Any
+) -> None:
+    # After Sign out, Back leads to the welcome view (shown with no request); New chat, Create:
+    # the 401 did nothing at all, the new-chat form stayed with no word (review 6)
+    server = make_server()
+    with server.client() as c:
+        x = titled(c, "chat X")
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("#alert")).to_have_text("You signed out.")
+    go(page, None)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.evaluate("() => { location.hash = '#/new'; }")
+    expect(page.locator("#new-view")).to_be_visible()
+    page.locator("#new-form button[type=submit]").click()
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text("You signed out.")
+    expect(page.locator("#new-view")).to_be_hidden()
+    expect(page.get_by_label("Token")).to_be_focused()
     assert page.errors == []  # type: ignore[attr-defined]

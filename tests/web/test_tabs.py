@@ -169,6 +169,7 @@ def test_an_expanded_list_drops_the_chats_deleted_in_another_tab(make_server: An
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     expect(page.locator("#chat-list .chat-item")).to_have_count(200)
+    page.wait_for_function("() => window.__healthRead >= 1")  # the load's own refresh is over
     refreshed(page, lambda: page.get_by_role("button", name="More chats").click())
     expect(page.locator("#chat-list .chat-item")).to_have_count(CHATS)
 

@@ -12,6 +12,7 @@ const LIST_REFRESH_MS = 10_000;
 const ACTIVE_LIST_REFRESH_MS = 2_000; // while a chat in the list is queued or running
 const ACTIVE = new Set(["queued", "running"]);
 const SIGNED_OUT = "You were signed out: sign in again."; // the session ended (not by Sign out)
+const SIGNED_OUT_HERE = "You signed out."; // by this page's Sign out
 const TURNS_PAGE = 30; // a chat opens with its newest runs; "Show earlier turns" loads more
 const LIST_PAGE = 200; // chats fetched a page at a time; "More chats" shows the next page
 const CONFIG_RETRY_MS = [1_000, 2_000, 5_000, 10_000, 30_000]; // the settings at load, tried again
@@ -217,12 +218,16 @@ function showLogin(reason = "") {
 /** The session the page signed in with has ended (signed out in another tab, expired, the
  * server restarted with a new token): a request answered 401, whichever it was (api.js), or the
  * open chat's stream closed with 4401. The sign-in form says so, once: after Sign out it keeps
- * saying "You signed out.", and a sign-in form that already says something (the session ended
- * before, a prompt not sent, a wrong token) keeps its words. What the page keeps for chats is
- * kept (showLogin, KeptPrompts.stash). */
+ * saying "You signed out." (a view Back brought gives way to it again, saying that), and a
+ * sign-in form that already says something (the session ended before, a prompt not sent, a
+ * wrong token) keeps its words; the page is signed out all the same (a list asked for before
+ * and answered after had said otherwise). What the page keeps for chats is kept (showLogin,
+ * KeptPrompts.stash). */
 function sessionEnded() {
-  if (state.kept.closed || (!$("login-view").hidden && !$("alert").hidden)) return;
-  showLogin(SIGNED_OUT);
+  if ($("login-view").hidden) return showLogin(state.kept.closed ? SIGNED_OUT_HERE : SIGNED_OUT);
+  state.signedOut = true; // (the form shows: its words stay, if it has some)
+  clearTimeout(state.listTimer);
+  if ($("alert").hidden && !state.kept.closed) showAlert(SIGNED_OUT);
 }
 
 /** Sign out: the server deletes the session (its sockets close with 4401); the sign-in form.
@@ -233,7 +238,7 @@ async function signOut() {
   } catch (err) {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
-  showLogin("You signed out.");
+  showLogin(SIGNED_OUT_HERE);
   state.kept.close(); // (a prompt still on its way is not kept either: see deliver)
   $("prompt").value = "";
 }
@@ -294,9 +299,11 @@ function route() {
  * "More chats"). */
 async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
+  const signedOut = state.signedOut;
   try {
     let listed = await fetchChats(all);
     if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
+    if (state.signedOut && !signedOut) return; // asked before the session ended: that answer is old
     state.chats = listed.chats;
     state.moreChats = listed.more;
     state.signedOut = false; // (signed in again in another tab, say: the cookie is the browser's)
