@@ -35,10 +35,11 @@ def _start(c: httpx.Client, chat_id: str, prompt: str) -> dict[str, Any]:
 
 
 def _heartbeat(db_url: str, run_id: str) -> Any:
-    """The last heartbeat of the worker that runs ``run_id``, as the API servers' sweep sees it."""
-    (row,) = pg_execute(db_url, "SELECT w.last_heartbeat FROM procrastinate_workers w "
-                                "JOIN runs r ON r.worker_id = w.id WHERE r.id = $1", run_id)
-    return row[0]
+    """The last heartbeat of the worker that runs ``run_id``, as the API servers' sweep sees
+    it; ``None`` once that worker is no longer registered."""
+    rows = pg_execute(db_url, "SELECT w.last_heartbeat FROM procrastinate_workers w "
+                              "JOIN runs r ON r.worker_id = w.id WHERE r.id = $1", run_id)
+    return rows[0][0] if rows else None
 
 
 def test_a_draining_worker_keeps_its_run_and_its_chat_until_the_run_ends(one_server: Cluster) -> None:
@@ -57,11 +58,15 @@ def test_a_draining_worker_keeps_its_run_and_its_chat_until_the_run_ends(one_ser
         # Three heartbeats after the drain began (Procrastinate's own stop with its stop: one
         # of them may have been under way); the chat takes no other prompt meanwhile.
         beats = [_heartbeat(one_server.db_url, run["id"])]
+
+        def a_later_heartbeat() -> Any:
+            beat = _heartbeat(one_server.db_url, run["id"])
+            return beat if beat is not None and beat > beats[-1] else None
+
         while len(beats) < 4:
             r = _post(c, chat["id"], "reply with exactly: too early")
             assert r.status_code == 409, (r.status_code, r.text, one_server.logs())
-            poll(lambda: _heartbeat(one_server.db_url, run["id"]) > beats[-1], 30)
-            beats.append(_heartbeat(one_server.db_url, run["id"]))
+            beats.append(poll(a_later_heartbeat, 20))
         assert alive(run["pid"]), "the agent still runs"
         gate.touch()
         done = wait_run(c, run["id"], 60)
