@@ -241,11 +241,12 @@ def test_a_lost_listen_connection_is_reestablished(cluster: Cluster) -> None:
 def test_sigterm_lets_short_runs_finish_and_interrupts_the_rest(cluster: Cluster) -> None:
     """The short run ends after the SIGTERM, when the test opens its gate (a ``sleep 1`` could
     end before the signal, or outlast a 5 s grace on a loaded machine); the long one outlasts
-    the grace (15 s: the short one's end, once its command is over, fits in it however slow
-    the machine)."""
+    the grace (10 s: the short one's end, once its command is over, fits in it however slow
+    the machine; and it is over long before the simulator ends the long one's command, 30 s
+    after it started)."""
     # An API server and a worker of their own queue: the other workers take none of these runs.
     server = cluster.server("--queue", "term")
-    worker = cluster.worker("wterm", "--queue", "term", "--shutdown-grace", "15")
+    worker = cluster.worker("wterm", "--queue", "term", "--shutdown-grace", "10")
     command, gate = cluster.gate("short")
     with server.client() as c:
         short_chat, long_chat = new_chat(c, force=True), new_chat(c, force=True)
@@ -253,8 +254,10 @@ def test_sigterm_lets_short_runs_finish_and_interrupts_the_rest(cluster: Cluster
         long = _post(c, long_chat["id"], "run `sleep 600`")
         runs = [poll(lambda r=r: _running(c, r["id"]), 60) for r in (short, long)]
         assert {r["worker"] for r in runs} == {"wterm"}
-        # the short run is at its command (its tool call stored): only the gate holds it
-        poll(lambda: any(e["type"] == "tool-call-started" for e in all_events(c, short_chat["id"])), 60)
+        # both at their commands (their tool calls stored): only the gate holds the short one
+        for chat in (short_chat, long_chat):
+            poll(lambda chat=chat: any(e["type"] == "tool-call-started" for e in all_events(c, chat["id"])),
+                 60)
         worker.proc.send_signal(signal.SIGTERM)
         poll(lambda: "stopping:" in worker.log_text(), 30)
         gate.touch()

@@ -67,7 +67,6 @@ def test_a_draining_worker_keeps_its_run_and_its_chat_until_the_run_ends(one_ser
             r = _post(c, chat["id"], "reply with exactly: too early")
             assert r.status_code == 409, (r.status_code, r.text, one_server.logs())
             beats.append(poll(a_later_heartbeat, 20))
-        assert alive(run["pid"]), "the agent still runs"
         gate.touch()
         done = wait_run(c, run["id"], 60)
         assert done["status"] == "succeeded", (done, one_server.logs())
