@@ -142,12 +142,15 @@ class WorkerProc:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def stop(self, timeout: float = 60.0) -> int | None:
-        """SIGTERM, then wait."""
+    def stop(self, timeout: float = 60.0, *, signalled: bool = False) -> int | None:
+        """SIGTERM (unless ``signalled`` already: a second one would stop its runs at once,
+        and one that comes as it finishes its shutdown kills it before it stops its agents),
+        then wait."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if not signalled:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -250,7 +253,7 @@ class Cluster:
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for worker in self.workers.values():
-            worker.stop()
+            worker.stop(signalled=True)
         for server in self.servers:
             server.stop()
         leftover = marked_processes(self.marker)
