@@ -36,6 +36,7 @@ from server_helpers import (  # noqa: E402
     Server,
     marked_processes,
     pg_database,
+    poll,
 )
 
 SKIP_REASON = (
@@ -43,7 +44,13 @@ SKIP_REASON = (
     "(scripts/test.sh does, for its PostgreSQL pass; or: export "
     f'{PG_ENV}="$(scripts/postgres.sh)")'
 )
-STALLED_AFTER = 3.0
+STALLED_AFTER = 60.0
+"""The API servers' ``--stalled-after``: far beyond any gap a loaded machine leaves between a
+live worker's heartbeats (every :data:`HEARTBEAT` s; 3 s was not always enough: a live worker
+was declared lost, and its run interrupted). A test that needs a lost worker makes it so for
+certain: stopped (SIGSTOP) or killed first, then :meth:`Cluster.lose`."""
+LOST_WITHIN = STALLED_AFTER + 60.0
+"""How long a test waits for the sweep to end a lost worker's run (:meth:`Cluster.lose`)."""
 HEARTBEAT = 0.5
 
 
@@ -135,12 +142,15 @@ class WorkerProc:
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
-    def stop(self, timeout: float = 60.0) -> int | None:
-        """SIGTERM, then wait."""
+    def stop(self, timeout: float = 60.0, *, signalled: bool = False) -> int | None:
+        """SIGTERM (unless ``signalled`` already: a second one would stop its runs at once,
+        and one that comes as it finishes its shutdown kills it before it stops its agents),
+        then wait."""
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            if not signalled:
+                self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
@@ -196,6 +206,39 @@ class Cluster:
         self.workers[name] = worker
         return worker
 
+    def lose(self, worker: WorkerProc, run_id: str) -> None:
+        """Declare ``worker``, which runs run ``run_id``, lost for certain without waiting
+        :data:`STALLED_AFTER`: its last heartbeat made an hour old. ``worker`` must have been
+        killed or stopped (SIGSTOP) first, so that no heartbeat of its own follows; this
+        waits until it is. The API servers' next sweep (every 5 s) interrupts its runs. (A
+        heartbeat it sent just before it stopped may still land after this: then the sweep
+        declares it lost :data:`STALLED_AFTER` s later; a test waits that long.)"""
+        pid = worker.proc.pid
+
+        def halted() -> bool:
+            if worker.proc.poll() is not None:
+                return True
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            return stat[stat.rfind(")") + 2 :].split()[0] in ("T", "t", "Z")
+
+        poll(halted, 60)
+        rows = pg_execute(
+            self.db_url,
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
+            "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id",
+            run_id,
+        )
+        assert len(rows) == 1, f"run {run_id} has no registered worker"
+
+    def gate(self, name: str) -> tuple[str, Path]:
+        """A shell command for the agent (``run `...` ``) that waits until the test opens the
+        gate, and the gate: the path to create. A run so waits where the test says, however
+        slow the machine (the simulator stops a command after 30 s).
+
+        Example: ``command, gate = cluster.gate("short")``; later ``gate.touch()``."""
+        path = self.tmp / f"gate-{name}-{uuid.uuid4().hex[:8]}"
+        return f"while [ ! -e {path} ]; do sleep 0.1; done", path
+
     def invocations(self) -> int:
         return len(self.invocations_file.read_text().split())
 
@@ -210,7 +253,7 @@ class Cluster:
             if proc is not None and proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for worker in self.workers.values():
-            worker.stop()
+            worker.stop(signalled=True)
         for server in self.servers:
             server.stop()
         leftover = marked_processes(self.marker)

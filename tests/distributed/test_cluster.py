@@ -7,11 +7,12 @@ worker starts a replacement, so that each finds three workers.
 from __future__ import annotations
 
 import asyncio
+import signal
 import statistics
 import time
 from typing import Any
 
-from cluster import Cluster, pg_execute
+from cluster import LOST_WITHIN, Cluster, pg_execute
 from server_helpers import (
     FINAL,
     alive,
@@ -155,7 +156,8 @@ def test_a_killed_worker_interrupts_its_run_and_nothing_is_run_again(cluster: Cl
         name = running["worker"]
         cluster.workers[name].kill()
         poll(lambda: not alive(running["pid"]), 30)  # the owner guard stops the agent's group
-        done = wait_run(c, run["id"], 60)
+        cluster.lose(cluster.workers[name], run["id"])  # (not a minute of --stalled-after)
+        done = wait_run(c, run["id"], LOST_WITHIN)
         assert done["status"] == "interrupted", (done, cluster.logs())
         assert name in done["error"]
         events = all_events(c, chat["id"])
@@ -237,18 +239,32 @@ def test_a_lost_listen_connection_is_reestablished(cluster: Cluster) -> None:
 
 
 def test_sigterm_lets_short_runs_finish_and_interrupts_the_rest(cluster: Cluster) -> None:
+    """The short run ends after the SIGTERM, when the test opens its gate (a ``sleep 1`` could
+    end before the signal, or outlast a 5 s grace on a loaded machine); the long one outlasts
+    the grace (10 s: the short one's end, once its command is over, fits in it however slow
+    the machine; and it is over long before the simulator ends the long one's command, 30 s
+    after it started)."""
     # An API server and a worker of their own queue: the other workers take none of these runs.
     server = cluster.server("--queue", "term")
-    worker = cluster.worker("wterm", "--queue", "term", "--shutdown-grace", "5")
+    worker = cluster.worker("wterm", "--queue", "term", "--shutdown-grace", "10")
+    command, gate = cluster.gate("short")
     with server.client() as c:
         short_chat, long_chat = new_chat(c, force=True), new_chat(c, force=True)
-        short = _post(c, short_chat["id"], "run `sleep 1`")
-        long = _post(c, long_chat["id"], "run `sleep 60`")
+        short = _post(c, short_chat["id"], f"run `{command}`")
+        long = _post(c, long_chat["id"], "run `sleep 600`")
         runs = [poll(lambda r=r: _running(c, r["id"]), 60) for r in (short, long)]
         assert {r["worker"] for r in runs} == {"wterm"}
+        # both at their commands (their tool calls stored): only the gate holds the short one
+        for chat in (short_chat, long_chat):
+            poll(lambda chat=chat: any(e["type"] == "tool-call-started" for e in all_events(c, chat["id"])),
+                 60)
+        worker.proc.send_signal(signal.SIGTERM)
+        poll(lambda: "stopping:" in worker.log_text(), 30)
+        gate.touch()
+        poll(lambda: worker.proc.poll() is not None, 60)  # (a second signal: "stop at once")
         assert worker.stop() == 0
-        assert wait_run(c, short["id"], 5)["status"] == "succeeded", cluster.logs()
-        stopped = wait_run(c, long["id"], 5)
+        assert wait_run(c, short["id"], 30)["status"] == "succeeded", cluster.logs()
+        stopped = wait_run(c, long["id"], 30)
         assert stopped["status"] == "interrupted"
         assert "worker shut down" in stopped["error"]
         assert not alive(runs[1]["pid"])

@@ -2,17 +2,16 @@
 runs: it keeps sending heartbeats and taking cancels, so that no API server declares it
 lost (which would free the chat while its agent runs); a second signal stops its runs at
 once; and a worker whose run was ended elsewhere (declared lost) stops its agent. One API
-server (``--stalled-after 3``) and workers of each test's own."""
+server and workers of each test's own."""
 
 from __future__ import annotations
 
 import signal
-import time
 from typing import Any
 
 import httpx
 import pytest
-from cluster import STALLED_AFTER, Cluster, pg_execute
+from cluster import Cluster, pg_execute
 from server_helpers import alive, all_events, new_chat, poll, wait_run
 
 DRAINING = "stopping:"
@@ -35,23 +34,41 @@ def _start(c: httpx.Client, chat_id: str, prompt: str) -> dict[str, Any]:
     return dict(run)
 
 
+def _heartbeat(db_url: str, run_id: str) -> Any:
+    """The last heartbeat of the worker that runs ``run_id``, as the API servers' sweep sees
+    it; ``None`` once that worker is no longer registered."""
+    rows = pg_execute(db_url, "SELECT w.last_heartbeat FROM procrastinate_workers w "
+                              "JOIN runs r ON r.worker_id = w.id WHERE r.id = $1", run_id)
+    return rows[0][0] if rows else None
+
+
 def test_a_draining_worker_keeps_its_run_and_its_chat_until_the_run_ends(one_server: Cluster) -> None:
+    """Its heartbeats go on while it drains: seen in the database, where the sweep reads
+    them (not by waiting for the sweep: a loaded machine may delay a live worker's heartbeats
+    for seconds, so the API servers' --stalled-after is a minute, longer than this test)."""
     (server,) = one_server.servers
     w1 = one_server.worker("d1", "--shutdown-grace", "60")
+    command, gate = one_server.gate("drain")  # the run goes on until the test says
     with server.client() as c:
         chat = new_chat(c, force=True)
-        # Longer than the API server's --stalled-after: its sweep would have declared w1 lost.
-        run = _start(c, chat["id"], f"run `sleep {STALLED_AFTER * 3:.0f}`")
+        run = _start(c, chat["id"], f"run `{command}`")
         w2 = one_server.worker("d2")  # could take a second run of the chat, were the chat freed
         w1.proc.send_signal(signal.SIGTERM)
-        refused = 0
-        while alive(run["pid"]):  # the chat takes no other prompt while its agent runs
+        poll(lambda: DRAINING in w1.log_text(), 30)
+        # Three heartbeats after the drain began (Procrastinate's own stop with its stop: one
+        # of them may have been under way); the chat takes no other prompt meanwhile.
+        beats = [_heartbeat(one_server.db_url, run["id"])]
+
+        def a_later_heartbeat() -> Any:
+            beat = _heartbeat(one_server.db_url, run["id"])
+            return beat if beat is not None and beat > beats[-1] else None
+
+        while len(beats) < 4:
             r = _post(c, chat["id"], "reply with exactly: too early")
             assert r.status_code == 409, (r.status_code, r.text, one_server.logs())
-            refused += 1
-            time.sleep(0.5)
-        assert refused > 0
-        done = wait_run(c, run["id"], 30)
+            beats.append(poll(a_later_heartbeat, 20))
+        gate.touch()
+        done = wait_run(c, run["id"], 60)
         assert done["status"] == "succeeded", (done, one_server.logs())
         assert done["error"] is None
         kinds = [(e["type"], e["subtype"]) for e in all_events(c, chat["id"])]
@@ -125,21 +142,24 @@ def test_a_worker_stops_the_agent_of_a_run_ended_elsewhere(one_server: Cluster) 
         assert (after["status"], after["error"]) == ("interrupted", "worker d-cut was lost")
         kinds = [(e["type"], e["subtype"]) for e in all_events(c, chat["id"])]
         assert ("run", "cancelled") not in kinds, "the first end stays the only one"
-        nxt = _start(c, chat["id"], "run `sleep 1`")  # the worker goes on
-        assert wait_run(c, nxt["id"])["status"] == "succeeded"
+        nxt = _post(c, chat["id"], "reply with exactly: still working")  # the worker goes on
+        assert nxt.status_code == 202, nxt.text
+        assert wait_run(c, nxt.json()["id"])["status"] == "succeeded"
     w.stop()
 
 
 def test_sighup_drains_a_worker_as_sigterm_does(one_server: Cluster) -> None:
     """Its terminal or SSH session closed: the worker stops as on SIGTERM (it died at once,
     without its exit line, its runs left to the API servers' sweep), as ``serve`` does."""
-    w = one_server.worker("d4")
+    w = one_server.worker("d4", "--shutdown-grace", "60")
     (server,) = one_server.servers
+    command, gate = one_server.gate("sighup")  # the run goes on until the drain began
     with server.client() as c:
-        run = _start(c, new_chat(c, force=True)["id"], "run `sleep 3`")
+        run = _start(c, new_chat(c, force=True)["id"], f"run `{command}`")
     w.proc.send_signal(signal.SIGHUP)
+    poll(lambda: DRAINING in w.log_text(), 30)
+    gate.touch()
     poll(lambda: w.proc.poll() is not None, 60)
-    assert DRAINING in w.log_text(), w.log_text()
     assert w.proc.returncode == 0, w.log_text()
     with server.client() as c:
         assert wait_run(c, run["id"], 30)["status"] == "succeeded", one_server.logs()

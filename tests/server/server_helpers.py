@@ -308,6 +308,21 @@ async def ws_collect(
     return msgs
 
 
+def noting_live(
+    until: Callable[[dict[str, Any]], bool], live: asyncio.Event
+) -> Callable[[dict[str, Any]], bool]:
+    """``until`` for :func:`ws_collect`, setting ``live`` at the socket's ``live``: a test
+    starts a run once its socket is subscribed, not after a sleep (on a loaded machine the
+    run's records could come before, replayed rather than live)."""
+
+    def check(msg: dict[str, Any]) -> bool:
+        if msg.get("op") == "live":
+            live.set()
+        return until(msg)
+
+    return check
+
+
 async def ws_until_closed(base_url: str, chat_id: str, token: str) -> tuple[list[dict[str, Any]], int | None]:
     """Every message of the chat's socket (opened with the token, from seq 0) until the server
     closes it, and its close code; each message awaited 30 s at most (a hang's bound)."""

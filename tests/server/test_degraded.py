@@ -421,10 +421,11 @@ def test_long_fields_are_cut_with_a_flag_and_the_whole_value_is_one_request_away
         ws_url = f"{base}/api/chats/{chat['id']}/stream?after_seq=0&token={server.token}"
 
         async def live() -> list[dict[str, Any]]:
-            from server_helpers import is_run_end
+            from server_helpers import is_run_end, noting_live
 
-            task = asyncio.create_task(ws_collect(ws_url, is_run_end))
-            await asyncio.sleep(0.5)
+            subscribed = asyncio.Event()
+            task = asyncio.create_task(ws_collect(ws_url, noting_live(is_run_end, subscribed)))
+            await asyncio.wait_for(subscribed.wait(), 60)
             await asyncio.to_thread(_start, c, chat["id"])
             return await task
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import Server, is_run_end, new_chat, wait_run, ws_collect
+from server_helpers import Server, is_run_end, new_chat, noting_live, wait_run, ws_collect
 
 from cursor_agent_api.protocol import Transcript
 
@@ -70,8 +70,10 @@ def test_stored_turn_equals_the_transcript_of_the_recording(make_server: Any, re
         chat = new_chat(c, stream_partial_output=True, force=True)
 
         async def live() -> list[dict[str, Any]]:
-            listener = asyncio.create_task(ws_collect(server.ws_url(chat["id"]), is_run_end))
-            await asyncio.sleep(0.2)
+            subscribed = asyncio.Event()
+            until = noting_live(is_run_end, subscribed)
+            listener = asyncio.create_task(ws_collect(server.ws_url(chat["id"]), until))
+            await asyncio.wait_for(subscribed.wait(), 60)
             r = await asyncio.to_thread(c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "go"})
             assert r.status_code == 202, r.text
             return await listener

@@ -15,6 +15,7 @@ from server_helpers import (
     event_seqs,
     is_run_end,
     new_chat,
+    noting_live,
     poll,
     wait_run,
     write_script,
@@ -126,8 +127,10 @@ def test_two_subscribers_get_identical_streams(make_server: Any, tmp_path: Path)
         chat = new_chat(c, stream_partial_output=True)
 
         async def both() -> list[list[dict[str, Any]]]:
-            tasks = [asyncio.create_task(ws_collect(server.ws_url(chat["id"]), is_run_end)) for _ in range(2)]
-            await asyncio.sleep(0.2)
+            subscribed = [asyncio.Event(), asyncio.Event()]
+            tasks = [asyncio.create_task(ws_collect(server.ws_url(chat["id"]), noting_live(is_run_end, s)))
+                     for s in subscribed]
+            await asyncio.wait_for(asyncio.gather(*(s.wait() for s in subscribed)), 60)
             await asyncio.to_thread(c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "count"})
             return list(await asyncio.gather(*tasks))
 

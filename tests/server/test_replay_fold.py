@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 from inproc import InProcServer
-from server_helpers import is_run_end, new_chat, wait_run, write_script, ws_collect
+from server_helpers import is_run_end, new_chat, noting_live, wait_run, write_script, ws_collect
 
 from cursor_agent_api.sim import wire
 
@@ -34,8 +34,10 @@ def test_replayed_changes_are_the_live_ones_for_values_over_the_field_limit(
         ws_url = f"{server.url.replace('http', 'ws')}/api/chats/{chat['id']}/stream?token={server.token}"
 
         async def live() -> list[dict[str, Any]]:
-            task = asyncio.create_task(ws_collect(ws_url + "&after_seq=0", is_run_end))
-            await asyncio.sleep(0.5)
+            subscribed = asyncio.Event()
+            until = noting_live(is_run_end, subscribed)
+            task = asyncio.create_task(ws_collect(ws_url + "&after_seq=0", until))
+            await asyncio.wait_for(subscribed.wait(), 60)
             r = await asyncio.to_thread(c.post, f"/api/chats/{chat['id']}/runs", json={"prompt": "go"})
             assert r.status_code == 202, r.text
             return await task

@@ -11,6 +11,22 @@ from playwright.sync_api import expect
 from server_helpers import new_chat
 from test_ui import open_ui
 
+TURNS_HANDLED = """() => ({ done: new Promise((resolve) => {
+  // Resolved once the page's code that awaited a chat's turns (GET .../turns) has run: a task
+  // queued when the answer's body is read runs after the awaiting code's microtasks.
+  const json = Response.prototype.json;
+  Response.prototype.json = function () {
+    const body = json.call(this);
+    if (/\\/turns(\\?|$)/.test(this.url)) {
+      const after = () => setTimeout(() => { Response.prototype.json = json; resolve(true); });
+      body.then(after, after);
+    }
+    return body;
+  };
+}) })"""
+"""An object whose ``done`` is a promise resolved once the page has handled the answer to
+its next ``/turns`` request: what a test checks then had its chance to go wrong."""
+
 
 def titled(c: Any, title: str) -> dict[str, Any]:
     r = c.post("/api/chats", json={"workspace": "project", "title": title})
@@ -82,8 +98,11 @@ def test_new_chat_while_a_chat_is_still_loading_wins(make_server: Any, browser: 
         page.wait_for_timeout(50)
     page.get_by_role("button", name="New chat").click()
     expect(page.locator("#new-view")).to_be_visible()
+    handled = page.evaluate_handle(TURNS_HANDLED)
     held[0].continue_()  # the chat's state arrives after the person went elsewhere
-    page.wait_for_timeout(500)
+    # the page had its chance: its code after the answer ran (not a fixed wait, which a
+    # loaded machine's server or browser can outlast: then nothing was checked)
+    page.evaluate("(handled) => handled.done", handled)
     visible = page.evaluate(
         "['new-view', 'chat-view', 'welcome-view'].filter((id) => !document.getElementById(id).hidden)")
     assert visible == ["new-view"]
