@@ -414,11 +414,13 @@ def test_timeout_cancels_and_fails_typed(fake: FakeAgent) -> None:
 
 
 def test_a_sync_stream_folds_nothing_before_its_consumer_asks(fake: FakeAgent) -> None:
-    import time as _time
+    import concurrent.futures
 
     with CursorAgentClient(fake.config()) as client:
         stream = client.query_stream("say a b c")
-        _time.sleep(0.5)  # the turn runs meanwhile: its events must wait for the consumer
+        # the whole turn runs before the consumer asks: its events must wait for it
+        concurrent.futures.wait([stream._finished], timeout=60)
+        assert stream._finished.done(), "the turn never ended"
         pairs = list(stream.with_changes())
         result = stream.wait()
     assert result.success and [e for e, _ in pairs] == result.events

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import os
 import signal
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import CodeType, FrameType
 
 import pytest
 
@@ -21,6 +24,7 @@ from cursor_agent_api import (
 )
 from cursor_agent_api.runtime.groups import group_alive
 from cursor_agent_api.runtime.run import AgentRun
+from cursor_agent_api.runtime.sinks import ThreadEventQueue
 
 
 def _exited(pid: int) -> bool:
@@ -332,7 +336,12 @@ def test_keyboard_interrupt_as_the_start_is_handed_to_the_loop_leaves_nothing_ru
         with pytest.raises(KeyboardInterrupt):
             client.query("hi")
         assert interrupted
-        time.sleep(1.0)  # a start that went on would have spawned by now
+        # the start handed to the loop has ended: stopped, or (went it on) spawned and started
+        concurrent.futures.wait(interrupted, timeout=60)
+        assert interrupted[0].done(), "the start handed to the loop never ended"
+        deadline = time.monotonic() + 30  # a group killed part-way is gone a moment later
+        while [pgid for pgid in spawned if group_alive(pgid)] and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert not [pgid for pgid in spawned if group_alive(pgid)], "the start went on"
         env = {**client.config.env, "CURSOR_AGENT_SIM_FAULT": None}  # the agent answers now
         assert client.query("What is 2 + 2?", env=env).success  # the loop still runs
@@ -442,16 +451,29 @@ def test_an_outsider_holding_stdout_does_not_spin_the_loop(sim, spawned, tmp_pat
 
 
 
-def _interrupt_the_loop_thread_once_started(spawned: list[object]) -> threading.Thread:
+def _main_thread_codes() -> list[CodeType]:
+    """The code objects on the main thread's stack now, innermost first."""
+    frame: FrameType | None = sys._current_frames().get(threading.main_thread().ident or 0)
+    codes = []
+    while frame is not None:
+        codes.append(frame.f_code)
+        frame = frame.f_back
+    return codes
+
+
+def _interrupt_the_loop_thread_once_started(
+        spawned: list[object], blocked: Callable[[list[CodeType]], bool]) -> threading.Thread:
     """Ctrl-C as the kernel may deliver it: to another thread than the main one (here the
     client's loop thread, which sits in epoll). Python runs the handler in the main thread,
-    but only once that thread runs bytecode again."""
+    but only once that thread runs bytecode again. It is sent once the agent is spawned and
+    the main thread's stack says it is ``blocked`` in the wait under test."""
     def interrupt() -> None:
         for _ in range(6000):
-            if spawned:
+            if spawned and blocked(_main_thread_codes()):
                 break
             time.sleep(0.01)
-        time.sleep(0.2)  # the main thread is waiting by now
+        else:
+            raise AssertionError(f"the main thread never waited: {_main_thread_codes()}")
         loop_thread = next(t for t in threading.enumerate() if t.name.startswith("cursor-agent"))
         assert loop_thread.ident is not None
         signal.pthread_kill(loop_thread.ident, signal.SIGINT)
@@ -461,9 +483,21 @@ def _interrupt_the_loop_thread_once_started(spawned: list[object]) -> threading.
     return thread
 
 
-def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_query(sim, spawned):
+def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_query(sim, spawned, monkeypatch):
+    import cursor_agent_api.client as client_module
+    from cursor_agent_api.runtime import portal
+
+    waits = []  # the client's waits: the start's, then the turn's end's
+    real = client_module.wait_for
+
+    def counted(future, timeout=None, **kwargs):
+        waits.append(future)
+        return real(future, timeout, **kwargs)
+
+    monkeypatch.setattr(client_module, "wait_for", counted)
     with CursorAgentClient(sim("silence")) as client:
-        t = _interrupt_the_loop_thread_once_started(spawned)
+        t = _interrupt_the_loop_thread_once_started(
+            spawned, lambda codes: len(waits) == 2 and portal.wait_for.__code__ in codes)
         with pytest.raises(KeyboardInterrupt):
             client.query("hi")  # the agent never answers: only the interrupt can end this
         t.join()
@@ -473,7 +507,8 @@ def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_query(sim, spawned
 def test_ctrl_c_delivered_to_the_loop_thread_still_interrupts_a_blocked_next(sim, spawned):
     with CursorAgentClient(sim("silence")) as client:
         stream = client.query_stream("hi")
-        t = _interrupt_the_loop_thread_once_started(spawned)
+        t = _interrupt_the_loop_thread_once_started(
+            spawned, lambda codes: ThreadEventQueue.head.__code__ in codes)
         with pytest.raises(KeyboardInterrupt):
             for _ in stream:  # the agent says nothing more: only the interrupt ends this
                 pass

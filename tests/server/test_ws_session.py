@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -159,8 +160,35 @@ def test_a_session_that_expires_closes_its_sockets(
     with srv.client() as c:
         chat = new_chat(c)
 
+    # the socket's checks, each with the clock it ran at and its answer (a check the clock
+    # moved under is left out): the test waits for two at the clock as it is now
+    checks: list[tuple[float, bool]] = []
+    checked = threading.Condition()
+    session_alive = srv.app.state.auth.session_alive
+
+    async def counted_session_alive(key: str) -> bool:
+        at = now[0]
+        alive: bool = await session_alive(key)
+        with checked:
+            if now[0] == at:
+                checks.append((at, alive))
+            checked.notify_all()
+        return alive
+
+    srv.app.state.auth.session_alive = counted_session_alive
+
+    def two_checks_at(at: float) -> list[bool]:
+        """The answers of the checks at the clock ``at``: two, or up to the first 'ended'."""
+        def answers() -> list[bool]:
+            return [alive for t, alive in checks if t == at]
+
+        with checked:
+            assert checked.wait_for(lambda: len(answers()) >= 2 or not all(answers()), 60), checks
+            return answers()
+
     async def ping(ws: Any, nonce: int) -> None:
-        await asyncio.sleep(1)  # several checks: the live session keeps its socket
+        # two checks at this clock found the session live, and the socket still answers
+        assert all(await asyncio.to_thread(two_checks_at, now[0])), checks
         await ws.send(json.dumps({"op": "ping", "nonce": nonce}))
         assert json.loads(await asyncio.wait_for(ws.recv(), 30))["nonce"] == nonce
 

@@ -4,9 +4,11 @@ dir, which every later turn's sweep opens and locks (20,000 of them: 7.9 s per t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cursor_agent_api.tools.approvals import ApprovalInjection
@@ -46,14 +48,19 @@ def test_a_sweep_removes_journals_that_hold_nothing(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["bad"]
 
 
-def _wait_for_a_waiter(lock: Path) -> None:
-    """Until someone waits for the ``flock`` on ``lock`` (a ``->`` line of /proc/locks)."""
-    inode = f":{os.stat(lock).st_ino} "
-    for _ in range(1000):
-        if any("->" in line and inode in line for line in Path("/proc/locks").read_text().splitlines()):
-            return
+def _wait_for_a_waiter(lock: Path, who: str, unless: Callable[[], bool] = lambda: False) -> bool:
+    """Until someone waits for the ``flock`` on the file ``lock`` names (a ``->`` line of
+    /proc/locks): True then; False as soon as ``unless()`` is true instead."""
+    for _ in range(3000):
+        if unless():
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            inode = f":{os.stat(lock).st_ino} "
+            if any("->" in line and inode in line
+                   for line in Path("/proc/locks").read_text().splitlines()):
+                return True
         time.sleep(0.01)
-    raise AssertionError("A never waited for the lock")
+    raise AssertionError(f"{who} never waited for the lock")
 
 
 def test_a_turn_waiting_on_a_removed_journal_locks_the_new_one(tmp_path: Path) -> None:
@@ -83,7 +90,9 @@ def test_a_turn_waiting_on_a_removed_journal_locks_the_new_one(tmp_path: Path) -
 
         t = threading.Thread(target=lock, daemon=True)
         t.start()
-        c_held_with_a.append(got.wait(0.5) and not a_free.is_set())
+        # C waits for the lock A holds, or (A holding the removed file's) gets the new one
+        waits = _wait_for_a_waiter(directory / "lock", "C", unless=got.is_set)
+        c_held_with_a.append(not waits and not a_free.is_set())
         c_tried.set()
         t.join(10)
 
@@ -92,7 +101,7 @@ def test_a_turn_waiting_on_a_removed_journal_locks_the_new_one(tmp_path: Path) -
         thread_a = threading.Thread(target=run_a, daemon=True)
         thread_a.start()
         a_waiting.wait(10)
-        _wait_for_a_waiter(directory / "lock")
+        _wait_for_a_waiter(directory / "lock", "A")
         b.delete()  # B, the last holder, leaves: the directory goes
     thread_c = threading.Thread(target=run_c, daemon=True)
     thread_c.start()
