@@ -26,45 +26,38 @@ from test_ui import goes_live, open_chat, open_ui, send
 
 SIGNED_OUT = "You were signed out: sign in again."
 
-COUNT_401_READ = r"""
-(() => {
-  const realFetch = window.fetch.bind(window);
-  window.__read401 = 0; // answers 401 the page has read (its handling of them over: same turn)
-  window.fetch = async (input, init) => {
-    const response = await realFetch(input, init);
-    if (response.status !== 401) return response;
-    const json = response.json.bind(response);
-    response.json = async () => {
-      try {
-        return await json();
-      } finally {
-        window.__read401 += 1;
-      }
-    };
-    return response;
-  };
-})();
-"""
 
-COUNT_LISTS_READ = r"""
+def counting_reads(counter: str, counted: str) -> str:
+    """An init script: ``window[counter]`` counts the answers the page has read (their JSON;
+    its handling of each over in the same turn) among those for which the JavaScript expression
+    ``counted`` (of ``response`` and ``input``) is true."""
+    return r"""
 (() => {
   const realFetch = window.fetch.bind(window);
-  window.__listsRead = 0; // chats lists the page has read (its handling of them over: same turn)
+  window.COUNTER = 0;
   window.fetch = async (input, init) => {
     const response = await realFetch(input, init);
-    if (!String(input).includes("/api/chats?")) return response;
+    if (!(COUNTED)) return response;
     const json = response.json.bind(response);
     response.json = async () => {
       try {
         return await json();
       } finally {
-        window.__listsRead += 1;
+        window.COUNTER += 1;
       }
     };
     return response;
   };
 })();
-"""
+""".replace("COUNTER", counter).replace("COUNTED", counted)
+
+
+COUNT_401_READ = counting_reads("__read401", "response.status === 401")
+"""Answers 401 the page has read: ``window.__read401``."""
+
+COUNT_LISTS_READ = counting_reads("__listsRead", 'String(input).includes("/api/chats?")')
+"""Chats lists the page has read: ``window.__listsRead``."""
+
 
 
 def answer_401(page: Any, pattern: str, method: str = "") -> None:
