@@ -218,7 +218,7 @@ function showLogin(reason = "") {
 /** The session the page signed in with has ended (signed out in another tab, expired, the
  * server restarted with a new token): a request answered 401, whichever it was (api.js), or the
  * open chat's stream closed with 4401. The sign-in form says so, once: after Sign out it keeps
- * saying "You signed out." (a view Back brought gives way to it again, saying that), and a
+ * saying "You signed out." (a view shown since gives way to it again, saying that), and a
  * sign-in form that already says something (the session ended before, a prompt not sent, a
  * wrong token) keeps its words; the page is signed out all the same (a list asked for before
  * and answered after had said otherwise). What the page keeps for chats is kept (showLogin,
@@ -265,6 +265,10 @@ function route() {
       id = null; // a malformed %-escape: no chat has that id
     }
   }
+  // While signed out only the sign-in form shows, saying why: Back or a link to a view that
+  // asks nothing of the server leaves it as it is; a chat is asked for (signed in again in
+  // another tab, it opens; if not, its 401 keeps the form).
+  if (state.signedOut) return id === null ? undefined : openChat(id);
   // The alert is about what was shown, except what stays true in any view: the list that cannot
   // be fetched (it goes once it is), and a prompt of another chat not sent (it goes as that
   // chat opens, the prompt back in its box).
