@@ -203,11 +203,17 @@ function clearUnreachable() {
   if ($("alert").dataset.unreachable) showAlert("");
 }
 
+/** The page is signed out: its list is no longer refreshed, and what it keeps for chats crosses
+ * its next load (pagehide: KeptPrompts.stash). */
+function markSignedOut() {
+  state.signedOut = true;
+  clearTimeout(state.listTimer);
+}
+
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
-  state.signedOut = true;
+  markSignedOut();
   closeChat(); // (what is typed in the open chat's box is kept for it: keepTyped)
-  clearTimeout(state.listTimer);
   document.body.classList.add("signed-out"); // no chats list, no "New chat"
   toggleMenu(false);
   show("login-view");
@@ -225,8 +231,7 @@ function showLogin(reason = "") {
  * KeptPrompts.stash). */
 function sessionEnded() {
   if ($("login-view").hidden) return showLogin(state.kept.closed ? SIGNED_OUT_HERE : SIGNED_OUT);
-  state.signedOut = true; // (the form shows: its words stay, if it has some)
-  clearTimeout(state.listTimer);
+  markSignedOut(); // (the form shows: its words stay, if it has some)
   if ($("alert").hidden && !state.kept.closed) showAlert(SIGNED_OUT);
 }
 
