@@ -160,31 +160,43 @@ class LoopThread:
 
     def acquire(self, *, hold: bool = False) -> asyncio.AbstractEventLoop:
         """Take a reference (``hold``: the owner's, see :meth:`hold`); start the loop thread if
-        it is not running."""
-        with self._lock:
-            stopping = self._stopping if self._loop is None else None
-        if stopping is not None and stopping is not threading.current_thread():
-            # the last loop, released on its own thread, may still be finishing (its tasks
-            # cancelled, an agent acp stopped): it ends before a new loop takes over (joined
-            # outside the lock: what it finishes may release a reference)
+        it is not running.
+
+        A loop released on its own thread may still be finishing (its tasks cancelled, an
+        ``agent acp`` stopped): it ends before a new loop takes over. It is joined outside the
+        lock (what it finishes may release a reference), then everything is looked at again,
+        as if for the first time: meanwhile another ``acquire()`` may have started a loop, and
+        that loop's last reference may have been let go on its own thread too. What is seen
+        and what is done about it are one locked section.
+
+        Example:
+            >>> portal = LoopThread()
+            >>> portal.acquire() is portal.acquire(), portal._refs
+            (True, 2)
+            >>> portal.release(); portal.release(); portal._thread is None
+            True
+        """
+        while True:
+            with self._lock:
+                stopping = self._stopping
+                if stopping is None or stopping is threading.current_thread() \
+                        or not stopping.is_alive():
+                    self._stopping = None
+                    if hold and self._held:  # (then the loop runs)
+                        return self.loop
+                    if self._loop is None:
+                        loop = asyncio.new_event_loop()
+                        started = threading.Event()
+                        thread = threading.Thread(
+                            target=self._main, args=(loop, started), name=self.name, daemon=True
+                        )
+                        thread.start()
+                        started.wait()
+                        self._loop, self._thread = loop, thread
+                    self._refs += 1
+                    self._held = self._held or hold
+                    return self._loop
             stopping.join()
-        with self._lock:
-            if self._stopping is stopping:
-                self._stopping = None
-            if hold and self._held:  # (then the loop runs: no stopping thread was joined)
-                return self.loop
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                started = threading.Event()
-                thread = threading.Thread(
-                    target=self._main, args=(loop, started), name=self.name, daemon=True
-                )
-                thread.start()
-                started.wait()
-                self._loop, self._thread = loop, thread
-            self._refs += 1
-            self._held = self._held or hold
-            return self._loop
 
     def release(self) -> None:
         """Drop a reference; the last one stops the loop (joins it unless on its thread)."""
