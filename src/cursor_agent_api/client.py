@@ -981,6 +981,11 @@ class AsyncStreamingResponse(_TurnStream):
         self._started = False
         self._spawned = False
         self._opener: Callable[[], Awaitable[Turn]] | None = None
+        # a start under way (another task may hold the stream meanwhile): done once it
+        # returned or raised; what it raised; the signal of a cancel that came meanwhile
+        self._starting: asyncio.Future[None] | None = None
+        self._start_error: BaseException | None = None
+        self._cancel_signal = int(signal_module.SIGTERM)
 
     async def start(self) -> AsyncStreamingResponse:
         """Start the agent (idempotent); raises AgentNotFoundError if it cannot start.
@@ -992,15 +997,36 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._started:
             self._started = True
+            starting = self._starting = asyncio.get_running_loop().create_future()
             try:
                 if self._opener is not None:  # a session's next turn: opened once the last ended
                     self._run = await self._opener()
                 await self._run.start()
-            except BaseException:
+            except BaseException as exc:
+                # another task waiting meanwhile (wait(), a step) wakes and gets this error
+                self._start_error = exc
                 self._stopped = True
+                self._queue.stop()
                 raise
-            self._spawned = True
+            else:
+                self._spawned = True
+                if self._stopped:  # cancelled by another task meanwhile: the turn stops now
+                    self._stop(self._cancel_signal, self._run.cancel, True)
+            finally:
+                starting.set_result(None)
         return self
+
+    def _start_failed(self) -> None:
+        """Raise what the stream's start raised, if that was an error (a start cut short by
+        a cancel or a Ctrl-C: the stream just never ran)."""
+        if isinstance(self._start_error, Exception):
+            raise self._start_error
+
+    async def _start_settled(self) -> None:
+        """Wait until a start under way in another task has returned or raised (cancelling
+        this wait leaves the start alone)."""
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
 
     def __await__(self) -> Generator[Any, None, AsyncStreamingResponse]:
         return self.start().__await__()
@@ -1023,6 +1049,7 @@ class AsyncStreamingResponse(_TurnStream):
             await self.start()  # (a start cut short stops itself: the stream never runs)
         while event is None:
             if self._ended or self._stopped:
+                self._start_failed()
                 raise StopAsyncIteration
             try:
                 item = await self._queue.get()
@@ -1063,7 +1090,8 @@ class AsyncStreamingResponse(_TurnStream):
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.
 
-        Call it on the stream's event loop. Iteration ends at once.
+        Call it on the stream's event loop. Iteration ends at once. While another task
+        starts the stream, the turn is stopped as soon as its start has returned.
 
         Example:
             >>> stream.cancel()               # doctest: +SKIP
@@ -1072,6 +1100,8 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._started:
             self._started = True  # never start it
+        elif not self._spawned and (not self._stopped or signal == signal_module.SIGKILL):
+            self._cancel_signal = int(signal)  # a start under way: applied once it returns
         self._stop(signal, self._run.cancel, self._spawned)
 
     async def wait(self) -> AgentResult:
@@ -1080,7 +1110,8 @@ class AsyncStreamingResponse(_TurnStream):
         A waiter: cancelling it (``asyncio.wait_for(stream.wait(), t)`` running out) leaves
         the turn running, as the sync ``wait(timeout=...)`` does; iterating on, waiting again,
         :meth:`cancel` and :meth:`aclose` still work. (A cancel that lands in an ``async for``
-        over the stream ends the turn: see the class.)
+        over the stream ends the turn: see the class.) A start that failed (here or in another
+        task meanwhile) raises its error here, as every later step does.
 
         Example:
             >>> result = await client.query_stream("hi").wait()  # doctest: +SKIP
@@ -1090,6 +1121,8 @@ class AsyncStreamingResponse(_TurnStream):
         with contextlib.suppress(StopAsyncIteration):
             while True:
                 await self._step(give_up=False)
+        await self._start_settled()  # (cancelled while another task starts it)
+        self._start_failed()
         if not self._spawned:
             raise RuntimeError("the stream was cancelled before it started")
         return await self._run.wait()
@@ -1102,7 +1135,9 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._spawned:
             self.cancel()
-            return
+            await self._start_settled()  # a start under way: the turn it starts is cancelled
+            if not self._spawned:
+                return
         if self._run.result is None:
             self.cancel()
         await self._run.wait()
