@@ -7,6 +7,9 @@ one reference, however many threads take it at once."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable
 
@@ -73,6 +76,99 @@ def test_acquire_waits_for_every_loop_released_on_its_own_thread_while_it_waited
         portal.release()
         for thread in seconds:
             thread.join()
+
+
+def test_an_acquire_while_a_last_release_from_another_thread_joins_waits_for_that_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the last reference let go off the loop's thread: release() stops the loop and joins it
+    # outside its lock; an acquire() from a third thread in that window waits for the old
+    # loop's end as well, rather than start a second loop beside it
+    portal = LoopThread()
+    old = portal.acquire()
+    old_thread = _finishes_once_joined(portal, monkeypatch)
+    seen: dict[str, object] = {}
+
+    def meanwhile() -> None:  # (release() has left its lock, and not joined yet)
+        other = threading.Thread(target=lambda: seen.setdefault("loop", portal.acquire()))
+        other.start()
+        other.join()
+        seen["old alive"] = old_thread.is_alive()
+
+    monkeypatch.setattr(portal, "_lock", _ThenOnce(portal._lock, meanwhile))
+    portal.release()  # the last reference, from this thread: not the loop's
+    try:
+        assert seen["loop"] is not old
+        assert seen["old alive"] is False, "a new loop started while the old one was finishing"
+        assert portal._refs == 1 and old.is_closed()
+    finally:
+        portal.release()
+
+
+def test_the_stopping_loop_s_own_thread_may_use_the_portal_while_others_wait_for_it() -> None:
+    # what a loop finishes at its end (a task cancelled there) may call the sync API on that
+    # same thread: it cannot wait for itself, so it gets a loop of its own; an acquire() from
+    # another thread meanwhile waits until the old loop and that one have both finished
+    portal = LoopThread()
+    portal.acquire()
+    old_thread = portal._thread
+    assert old_thread is not None
+    seen: dict[str, object] = {}
+
+    async def finishing() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # (on the stopping thread, in its loop's end)
+            portal.acquire()
+            seen["inner"] = portal.call(asyncio.sleep, 0, "answered")
+            seen["inner thread"] = portal._thread
+            portal.release()
+            raise
+
+    async def plant() -> None:
+        asyncio.get_running_loop().create_task(finishing())
+        await asyncio.sleep(0)
+
+    portal.call(plant)
+    _release_on_the_loop(portal)
+    portal.acquire()
+    try:
+        inner = seen["inner thread"]
+        assert seen["inner"] == "answered"
+        assert isinstance(inner, threading.Thread) and inner is not old_thread
+        assert not old_thread.is_alive() and not inner.is_alive()
+        assert portal._thread not in (old_thread, inner) and portal._refs == 1
+    finally:
+        portal.release()
+
+
+def test_the_sync_client_at_interpreter_exit_raises_rather_than_hang() -> None:
+    # a user's __del__ calling the sync client as the interpreter finalizes: no thread can
+    # start any more, so the first call is the RuntimeError of a loop thread that is gone
+    script = textwrap.dedent("""
+        import asyncio
+        import os
+        from cursor_agent_api import CursorAgentClient
+        from cursor_agent_api.runtime.portal import LoopThread
+
+        class AtExit:
+            def __del__(self, write=os.write, Portal=LoopThread, Client=CursorAgentClient):
+                for use in (lambda: Portal().acquire(),
+                            lambda: Client(agent_binary="/nonexistent").query("hi")):
+                    try:
+                        use()
+                    except RuntimeError as exc:
+                        write(1, f"RuntimeError: {exc}\\n".encode())
+
+        asyncio.get_event_loop_policy()  # (a program that used asyncio)
+        at_exit = AtExit()
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)  # (the bug: it waited for ever)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 2, done.stdout + done.stderr
+    assert all(line.startswith("RuntimeError: the sync client's event-loop thread is gone")
+               for line in lines), lines
 
 
 def test_an_owner_s_hold_taken_from_many_threads_at_once_is_one_reference() -> None:
@@ -154,7 +250,8 @@ class _ThenOnce:
     between what a locked section saw and what that thread does next."""
 
     def __init__(self, lock: threading.Lock, then: Callable[[], None]) -> None:
-        self._lock, self._then, self._thread = lock, then, threading.current_thread()
+        self._lock, self._thread = lock, threading.current_thread()
+        self._then: Callable[[], None] | None = then
 
     def __enter__(self) -> None:
         self._lock.acquire()
