@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -139,6 +140,49 @@ def test_the_stopping_loop_s_own_thread_may_use_the_portal_while_others_wait_for
         assert portal._thread not in (old_thread, inner) and portal._refs == 1
     finally:
         portal.release()
+
+
+def test_a_loop_started_and_released_by_a_stopping_loop_may_use_the_portal_as_it_stops(
+        ) -> None:
+    # loop K stops; what it finishes starts loop L (on K's thread) and releases it: K joins L.
+    # What L finishes uses the portal too: on L's thread, it must not wait for K (which waits
+    # for L): it gets a loop of its own, and everything ends
+    portal = LoopThread()
+    portal.acquire()
+    seen: list[str] = []
+
+    async def finishing_l() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # (on L's thread, in L's end, while K joins L)
+            portal.acquire()
+            seen.append(portal.call(asyncio.sleep, 0, "L's end answered"))
+            portal.release()
+            raise
+
+    async def finishing_k() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # (on K's thread, in K's end)
+            portal.acquire()  # starts L
+            portal.call(_plant, finishing_l)
+            portal.release()  # L's last reference, on K's thread: K joins L
+            seen.append("K's end released L")
+            raise
+
+    portal.call(_plant, finishing_k)
+    releaser = threading.Thread(target=portal.release, daemon=True)  # K's last reference
+    releaser.start()
+    releaser.join(60)  # (the deadlock this pins never ends: then the test fails)
+    assert not releaser.is_alive(), "the release waits for ever (L's end waits for K, K for L)"
+    assert seen == ["L's end answered", "K's end released L"]
+    assert portal._refs == 0 and not any(t.is_alive() for t in portal._stopping)
+
+
+async def _plant(coro: Callable[[], Any]) -> None:
+    """Start ``coro()`` as a task of the running loop, and let it run to its first wait."""
+    asyncio.get_running_loop().create_task(coro())
+    await asyncio.sleep(0)
 
 
 def test_the_sync_client_at_interpreter_exit_raises_rather_than_hang() -> None:

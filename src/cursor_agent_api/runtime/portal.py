@@ -173,7 +173,8 @@ class LoopThread:
         again, as if for the first time: meanwhile another ``acquire()`` may have started a
         loop, and that loop's last reference may have been let go too. What is seen and what
         is done about it are one locked section. On a stopping loop's own thread (what it
-        finishes uses the sync API), that loop is not waited for: it cannot wait for itself.
+        finishes uses the sync API), no stopping loop is waited for: it cannot wait for itself,
+        and another may be joining it (the loop it started there and released).
         ``RuntimeError`` as the interpreter finalizes (no thread can start then, nor answer).
 
         Example:
@@ -189,7 +190,9 @@ class LoopThread:
         while True:
             with self._lock:
                 self._stopping = [t for t in self._stopping if t.is_alive()]
-                stopping = [t for t in self._stopping if t is not me]
+                # a stopping loop's own thread waits for none: not for itself, nor for another
+                # one that may be joining it (its finishing code released a loop it started)
+                stopping = [] if me in self._stopping else self._stopping
                 if not stopping:
                     if hold and self._held:  # (then the loop runs)
                         return self.loop
@@ -222,8 +225,8 @@ class LoopThread:
             assert loop is not None and thread is not None
             if not (thread.is_alive() and not sys.is_finalizing()):
                 return  # nothing runs it any more (and a join would wait for ever)
+            loop.call_soon_threadsafe(loop.stop)  # (first: only a stopping loop is listed)
             self._stopping.append(thread)
-            loop.call_soon_threadsafe(loop.stop)
         if threading.current_thread() is not thread:
             thread.join()
 
