@@ -661,11 +661,12 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             if self._never_ran(stream):
                 self._drop(stream)
                 continue
+            elsewhere = stream._starting is not None and not stream._starting.done()
             try:
                 await self.finalize_stream(stream)
             except Exception:
-                if not self._never_ran(stream):
-                    raise
+                if not (elsewhere and self._never_ran(stream)):
+                    raise  # (its start failed here: this turn has the error, as a send would)
                 # its start (under way in another task) failed: that task has the error; the
                 # stream was dropped, and this turn goes on
 

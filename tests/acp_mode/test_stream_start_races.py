@@ -17,6 +17,7 @@ where the test wants it."""
 from __future__ import annotations
 
 import asyncio
+import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -191,3 +192,103 @@ def test_a_session_stream_settling_one_whose_start_fails_drops_it_and_runs(
     started, ran, history, prompts = asyncio.run(main())
     assert (started, ran) == ("TypeError", "returned")
     assert history == ["two"] and prompts == [b"one", b"two"]  # "one" never ran: dropped
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("how", ["session.aclose", "stream.aclose", "cancel, wait"])
+def test_closing_a_session_stream_whose_start_waits_for_a_turn_that_never_ends(
+        kind: str, how: str, fake: FakeAgent) -> None:
+    """The second stream's start (in a task iterating it) waits for the first turn, which
+    never ends: closing or cancelling the second means it never starts — nothing waits for
+    the first turn's end for it (session.aclose() closes the newest first, then stops the
+    first)."""
+    async def main() -> tuple[str, str, bool, bool]:
+        session = AsyncConversationSession(_config(kind, fake, hangs=True))
+        first = await session.send_stream("one").start()
+        second = session.send_stream("two")
+
+        async def consume() -> list[Any]:
+            return [e async for e in second]
+
+        consumer = asyncio.ensure_future(consume())
+        await _parked(first._queue)  # the second's start settles the first: waits for its end
+        if how == "cancel, wait":
+            second.cancel()
+        closer = asyncio.ensure_future(session.aclose() if how == "session.aclose"
+                                       else second.aclose() if how == "stream.aclose"
+                                       else second.wait())
+        closed = await _outcome(closer)  # "still waiting": it waited for the first turn
+        first.cancel()
+        consumed = await _outcome(consumer)
+        await session.aclose()
+        return closed, consumed, first.result is not None and first.result.cancelled, \
+            second._spawned
+
+    closed, consumed, first_cancelled, second_ran = asyncio.run(main())
+    assert closed == ("RuntimeError" if how == "cancel, wait" else "returned")
+    assert consumed == "RuntimeError"  # the stream was cancelled before it started
+    assert first_cancelled and not second_ran
+
+
+def test_a_session_stream_settling_an_unstarted_one_whose_start_fails_raises_its_error(
+        ) -> None:
+    """Nobody else started the first stream: the second's start does, and its error is the
+    second's (as a send() after it would raise it), not swallowed."""
+    async def main() -> tuple[str, list[bytes]]:
+        transport = ScriptTransport(lambda prompt: _cannot_play(prompt) if prompt == b"one"
+                                    else Script([INIT, RESULT]))
+        session = AsyncConversationSession(transport=transport)
+        session.send_stream("one")
+        second = session.send_stream("two")
+        ran = await _outcome(asyncio.ensure_future(session.finalize_stream(second)))
+        await session.aclose()
+        return ran, transport.prompts
+
+    assert asyncio.run(main()) == ("TypeError", [b"one"])  # "two" never ran
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failed_start_raised_again_keeps_its_traceback(kind: str, fake: FakeAgent) -> None:
+    """Each later step raises the start's error with the traceback it had (as an asyncio
+    future does), not one growing by a frame or more each time."""
+    async def main() -> list[int]:
+        async with AsyncCursorAgentClient(_config(kind, fake, starts=False)) as client:
+            stream = client.query_stream("q")
+            with pytest.raises(START_ERRORS):
+                await stream.start()
+            sizes = []
+            for _ in range(4):
+                with pytest.raises(START_ERRORS) as failed:
+                    await anext(stream)
+                sizes.append(len(traceback.extract_tb(failed.value.__traceback__)))
+            return sizes
+
+    sizes = asyncio.run(main())
+    assert len(set(sizes)) == 1, sizes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_step_cancelled_during_another_tasks_start_awaits_the_turns_end(
+        kind: str, fake: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer's step, parked while another task starts the stream, is cancelled (say, a
+    timeout): the turn is cancelled and its end awaited before the cancellation propagates."""
+    async def main() -> tuple[bool, bool]:
+        config = _config(kind, fake, hangs=True)
+        go = asyncio.Event()
+        _at_spawn(config, monkeypatch, go.wait)
+        async with AsyncCursorAgentClient(config) as client:
+            stream = client.query_stream("q")
+            starter = asyncio.ensure_future(stream.start())
+            await asyncio.sleep(0)  # the start has begun: it waits at the spawn
+            step = asyncio.ensure_future(anext(stream))
+            await _parked(stream._queue)
+            step.cancel()
+            go.set()
+            await asyncio.wait({step}, timeout=60)  # (a hung turn fails the test)
+            assert step.cancelled()
+            ended = stream.result is not None  # when the step's cancellation came out
+            await asyncio.gather(starter, return_exceptions=True)
+            result = await asyncio.wait_for(stream.wait(), 60)  # (a hung turn fails the test)
+            return ended, result.cancelled
+
+    assert asyncio.run(main()) == (True, True)
