@@ -1013,8 +1013,10 @@ class AsyncStreamingResponse(_TurnStream):
                     self._run = await self._open(self._opener)
                 await self._run.start()
             except BaseException as exc:
-                # another task waiting meanwhile (wait(), a step) wakes and gets this error
-                self._start_error, self._start_tb = exc, exc.__traceback__
+                # another task waiting meanwhile (wait(), a step) wakes and gets this error;
+                # a start a cancel cut short has none: the stream just never ran
+                if not self._stopped:
+                    self._start_error, self._start_tb = exc, exc.__traceback__
                 self._stopped = True
                 self._queue.stop()
                 raise

@@ -665,10 +665,10 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             try:
                 await self.finalize_stream(stream)
             except Exception:
-                if not (elsewhere and self._never_ran(stream)):
+                if not (self._never_ran(stream) and (elsewhere or stream._start_error is None)):
                     raise  # (its start failed here: this turn has the error, as a send would)
-                # its start (under way in another task) failed: that task has the error; the
-                # stream was dropped, and this turn goes on
+                # its start failed under way in another task (that task has the error), or a
+                # cancel cut it short: the stream was dropped, and this turn goes on
 
     async def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).

@@ -218,16 +218,19 @@ def test_closing_a_session_stream_whose_start_waits_for_a_turn_that_never_ends(
                                        else second.aclose() if how == "stream.aclose"
                                        else second.wait())
         closed = await _outcome(closer)  # "still waiting": it waited for the first turn
+        # session.aclose() stops every stream not yet recorded, the first one included
+        closed_first = first.result is not None and first.result.cancelled
         first.cancel()
         consumed = await _outcome(consumer)
         await session.aclose()
         return closed, consumed, first.result is not None and first.result.cancelled, \
-            second._spawned
+            second._spawned, closed_first
 
-    closed, consumed, first_cancelled, second_ran = asyncio.run(main())
+    closed, consumed, first_cancelled, second_ran, closed_first = asyncio.run(main())
     assert closed == ("RuntimeError" if how == "cancel, wait" else "returned")
     assert consumed == "RuntimeError"  # the stream was cancelled before it started
     assert first_cancelled and not second_ran
+    assert closed_first == (how == "session.aclose")
 
 
 def test_a_session_stream_settling_an_unstarted_one_whose_start_fails_raises_its_error(
@@ -245,6 +248,32 @@ def test_a_session_stream_settling_an_unstarted_one_whose_start_fails_raises_its
         return ran, transport.prompts
 
     assert asyncio.run(main()) == ("TypeError", [b"one"])  # "two" never ran
+
+
+def test_a_session_stream_settling_one_cancelled_as_it_starts_drops_it_and_runs() -> None:
+    """The second stream's start settles the first (recorded), then starts the middle one,
+    which is cancelled (from elsewhere) while it waits for its turn to open: the middle one
+    never ran, so it is dropped and the session goes on: the second runs."""
+    async def main() -> tuple[str, list[bytes], list[str]]:
+        transport = ScriptTransport(lambda prompt: Script([INIT, RESULT]))
+        session = AsyncConversationSession(transport=transport)
+        first = session.send_stream("one")
+        await first.start()
+        middle = session.send_stream("two")
+        second = session.send_stream("three")
+        opener = middle._opener
+        assert opener is not None
+
+        async def cancelled_as_it_opens() -> Any:
+            middle.cancel()  # (a cancel from elsewhere, landing in the middle one's opener)
+            return await opener()
+
+        middle._opener = cancelled_as_it_opens
+        ran = await _outcome(asyncio.ensure_future(session.finalize_stream(second)))
+        await session.aclose()
+        return ran, transport.prompts, [turn.prompt for turn in session.history]
+
+    assert asyncio.run(main()) == ("returned", [b"one", b"three"], ["one", "three"])
 
 
 @pytest.mark.parametrize("kind", KINDS)

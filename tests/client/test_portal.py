@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -176,6 +177,61 @@ def test_a_loop_started_and_released_by_a_stopping_loop_may_use_the_portal_as_it
     releaser.join(60)  # (the deadlock this pins never ends: then the test fails)
     assert not releaser.is_alive(), "the release waits for ever (L's end waits for K, K for L)"
     assert seen == ["L's end answered", "K's end released L"]
+    assert portal._refs == 0 and not any(t.is_alive() for t in portal._stopping)
+
+
+def test_a_loop_s_thread_waiting_for_a_stopping_loop_never_waits_for_itself(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # loop J stops; what it finishes starts loop K (on J's thread). A callback on K's thread
+    # uses the portal: J still finishing, it waits for J. Meanwhile K's last reference is let
+    # go from another thread (K stops too). Once J has ended, K's acquire() looks again: it is
+    # itself stopping now, and must wait for no one (not join itself)
+    portal = LoopThread()
+    portal.acquire()
+    j_thread = portal._thread
+    assert j_thread is not None
+    k_waits_for_j = threading.Event()
+    real_join = j_thread.join
+
+    def join(timeout: float | None = None) -> None:
+        k_waits_for_j.set()
+        real_join(timeout)
+
+    monkeypatch.setattr(j_thread, "join", join)
+    k_used: list[str] = []
+    releasers: list[threading.Thread] = []
+    released = threading.Event()
+
+    def on_k() -> None:  # (on K's thread)
+        try:
+            portal.acquire()
+            portal.release()
+            k_used.append("used")
+        except BaseException as exc:  # (what the test reports)
+            k_used.append(repr(exc))
+
+    async def finishing_j() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:  # (on J's thread, in J's end)
+            k_loop = portal.acquire()  # starts K
+            k_thread = portal._thread
+            k_loop.call_soon_threadsafe(on_k)
+            assert k_waits_for_j.wait(60)
+            releaser = threading.Thread(target=portal.release, daemon=True)  # K's last one
+            releasers.append(releaser)
+            releaser.start()
+            released.set()
+            while k_thread not in portal._stopping:  # (listed, under the lock: then joined)
+                time.sleep(0.001)
+            raise
+
+    portal.call(_plant, finishing_j)
+    _release_on_the_loop(portal)  # J's last reference, on its thread: J stops
+    assert released.wait(60)
+    releasers[0].join(60)
+    assert not releasers[0].is_alive(), "K never ended"
+    assert k_used == ["used"], k_used
     assert portal._refs == 0 and not any(t.is_alive() for t in portal._stopping)
 
 

@@ -191,8 +191,10 @@ class LoopThread:
             with self._lock:
                 self._stopping = [t for t in self._stopping if t.is_alive()]
                 # a stopping loop's own thread waits for none: not for itself, nor for another
-                # one that may be joining it (its finishing code released a loop it started)
-                stopping = [] if me in self._stopping else self._stopping
+                # one that may be joining it (its finishing code released a loop it started).
+                # (A copy: a release meanwhile lists its loop, maybe this thread's, in the
+                # next look, not in this one's joins)
+                stopping = [] if me in self._stopping else list(self._stopping)
                 if not stopping:
                     if hold and self._held:  # (then the loop runs)
                         return self.loop
