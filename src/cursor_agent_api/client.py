@@ -946,6 +946,12 @@ class CursorAgentClient:
 # ---- async -----------------------------------------------------------------------------
 
 
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take what a task given up on raised (asyncio would log it as never retrieved)."""
+    if not task.cancelled():
+        task.exception()
+
+
 class AsyncStreamingResponse(_TurnStream):
     """A running turn, iterated with ``async for`` (the async ``StreamingResponse``).
 
@@ -981,6 +987,15 @@ class AsyncStreamingResponse(_TurnStream):
         self._started = False
         self._spawned = False
         self._opener: Callable[[], Awaitable[Turn]] | None = None
+        # a start under way (another task may hold the stream meanwhile): done once it
+        # returned or raised; what it raised; the signal of a cancel that came meanwhile
+        self._starting: asyncio.Future[None] | None = None
+        self._start_error: BaseException | None = None
+        self._start_tb: TracebackType | None = None
+        # a session's opener under way (it waits for the previous turns): a cancel ends it
+        self._opening: asyncio.Future[None] | None = None
+        self._opener_task: asyncio.Future[Turn] | None = None  # (kept: it may go on alone)
+        self._cancel_signal = int(signal_module.SIGTERM)
 
     async def start(self) -> AsyncStreamingResponse:
         """Start the agent (idempotent); raises AgentNotFoundError if it cannot start.
@@ -992,15 +1007,59 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._started:
             self._started = True
+            starting = self._starting = asyncio.get_running_loop().create_future()
             try:
                 if self._opener is not None:  # a session's next turn: opened once the last ended
-                    self._run = await self._opener()
+                    self._run = await self._open(self._opener)
                 await self._run.start()
-            except BaseException:
+            except BaseException as exc:
+                # another task waiting meanwhile (wait(), a step) wakes and gets this error;
+                # a start a cancel cut short has none: the stream just never ran
+                if not self._stopped:
+                    self._start_error, self._start_tb = exc, exc.__traceback__
                 self._stopped = True
+                self._queue.stop()
                 raise
-            self._spawned = True
+            else:
+                self._spawned = True
+                if self._stopped:  # cancelled by another task meanwhile: the turn stops now
+                    self._stop(self._cancel_signal, self._run.cancel, True)
+            finally:
+                starting.set_result(None)
         return self
+
+    async def _open(self, opener: Callable[[], Awaitable[Turn]]) -> Turn:
+        """The turn ``opener`` opens (once the session's previous turns have ended, which may
+        be never), in a task of its own that :meth:`cancel` stops waiting for: a cancel before
+        the turn is opened means no turn ever starts, and nothing waits for the previous ones
+        for it. The opener goes on without it (a previous turn it started runs, and is
+        recorded when it ends), then gives up (the stream is stopped); a cancel of this task
+        cancels the opener, as it would cancel it awaited here."""
+        opening = self._opener_task = asyncio.ensure_future(opener())
+        stop = self._opening = asyncio.get_running_loop().create_future()
+        try:
+            await asyncio.wait({opening, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            opening.cancel()
+            raise
+        finally:
+            self._opening = None
+            opening.add_done_callback(_retrieved)
+        if not opening.done() or self._stopped:
+            raise RuntimeError("the stream was cancelled before it started")
+        return opening.result()
+
+    def _start_failed(self) -> None:
+        """Raise what the stream's start raised, if that was an error (a start cut short by
+        a cancel or a Ctrl-C: the stream just never ran)."""
+        if isinstance(self._start_error, Exception):  # (its traceback as saved, not grown)
+            raise self._start_error.with_traceback(self._start_tb)
+
+    async def _start_settled(self) -> None:
+        """Wait until a start under way in another task has returned or raised (cancelling
+        this wait leaves the start alone)."""
+        if self._starting is not None and not self._starting.done():
+            await asyncio.shield(self._starting)
 
     def __await__(self) -> Generator[Any, None, AsyncStreamingResponse]:
         return self.start().__await__()
@@ -1023,6 +1082,7 @@ class AsyncStreamingResponse(_TurnStream):
             await self.start()  # (a start cut short stops itself: the stream never runs)
         while event is None:
             if self._ended or self._stopped:
+                self._start_failed()
                 raise StopAsyncIteration
             try:
                 item = await self._queue.get()
@@ -1038,8 +1098,9 @@ class AsyncStreamingResponse(_TurnStream):
         """The consumer was interrupted while it waited: cancel the turn, await its end (a
         second interruption stops only this wait; the turn is cancelled either way)."""
         self.cancel()
-        if self._spawned:
-            with contextlib.suppress(BaseException):
+        with contextlib.suppress(BaseException):
+            await self._start_settled()  # (another task's start: its turn is cancelled)
+            if self._spawned:
                 await self._run.wait()
 
     async def with_changes(self) -> AsyncGenerator[tuple[AgentEvent, Changes], None]:
@@ -1063,7 +1124,8 @@ class AsyncStreamingResponse(_TurnStream):
     def cancel(self, signal: int = signal_module.SIGTERM) -> None:
         """Stop the turn: ``signal`` to the group now, SIGKILL after grace; returns at once.
 
-        Call it on the stream's event loop. Iteration ends at once.
+        Call it on the stream's event loop. Iteration ends at once. While another task
+        starts the stream, the turn is stopped as soon as its start has returned.
 
         Example:
             >>> stream.cancel()               # doctest: +SKIP
@@ -1072,6 +1134,11 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._started:
             self._started = True  # never start it
+        elif self._opening is not None:
+            if not self._opening.done():
+                self._opening.set_result(None)  # no turn opened yet: none will be (see _open)
+        elif not self._spawned and (not self._stopped or signal == signal_module.SIGKILL):
+            self._cancel_signal = int(signal)  # a start under way: applied once it returns
         self._stop(signal, self._run.cancel, self._spawned)
 
     async def wait(self) -> AgentResult:
@@ -1080,7 +1147,8 @@ class AsyncStreamingResponse(_TurnStream):
         A waiter: cancelling it (``asyncio.wait_for(stream.wait(), t)`` running out) leaves
         the turn running, as the sync ``wait(timeout=...)`` does; iterating on, waiting again,
         :meth:`cancel` and :meth:`aclose` still work. (A cancel that lands in an ``async for``
-        over the stream ends the turn: see the class.)
+        over the stream ends the turn: see the class.) A start that failed (here or in another
+        task meanwhile) raises its error here, as every later step does.
 
         Example:
             >>> result = await client.query_stream("hi").wait()  # doctest: +SKIP
@@ -1090,6 +1158,8 @@ class AsyncStreamingResponse(_TurnStream):
         with contextlib.suppress(StopAsyncIteration):
             while True:
                 await self._step(give_up=False)
+        await self._start_settled()  # (cancelled while another task starts it)
+        self._start_failed()
         if not self._spawned:
             raise RuntimeError("the stream was cancelled before it started")
         return await self._run.wait()
@@ -1102,7 +1172,9 @@ class AsyncStreamingResponse(_TurnStream):
         """
         if not self._spawned:
             self.cancel()
-            return
+            await self._start_settled()  # a start under way: the turn it starts is cancelled
+            if not self._spawned:
+                return
         if self._run.result is None:
             self.cancel()
         await self._run.wait()

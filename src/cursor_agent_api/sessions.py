@@ -326,7 +326,8 @@ class _SessionState(Generic[_C]):
         """True for a stream that will never run: cancelled before it started, or whose
         start failed or was cut short (only an async stream starts after it is returned)."""
         return isinstance(stream, AsyncStreamingResponse) and stream._started \
-            and stream._stopped and not stream._spawned
+            and stream._stopped and not stream._spawned \
+            and (stream._starting is None or stream._starting.done())  # (none under way)
 
     def _drop(self, stream: Any) -> None:
         with contextlib.suppress(ValueError):
@@ -659,8 +660,15 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             stream = self._streams[0]
             if self._never_ran(stream):
                 self._drop(stream)
-            else:
+                continue
+            elsewhere = stream._starting is not None and not stream._starting.done()
+            try:
                 await self.finalize_stream(stream)
+            except Exception:
+                if not (self._never_ran(stream) and (elsewhere or stream._start_error is None)):
+                    raise  # (its start failed here: this turn has the error, as a send would)
+                # its start failed under way in another task (that task has the error), or a
+                # cancel cut it short: the stream was dropped, and this turn goes on
 
     async def create_chat(self) -> str:
         """Pre-create the chat with ``agent create-chat`` (only before the first turn).

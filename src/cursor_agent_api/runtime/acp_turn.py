@@ -95,8 +95,9 @@ class AcpTurn:
         self.result: AgentResult | None = None
         self.stop_reason: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._done: asyncio.Future[AgentResult] | None = None
-        self._task: asyncio.Task[None] | None = None
+        # the turn (made by start(), once it has begun): its outcome is the turn's (wait(),
+        # done callbacks)
+        self._task: asyncio.Task[AgentResult] | None = None
         self._cancel_signal: int | None = None
         self._escalation: asyncio.TimerHandle | None = None
         self._killed = False
@@ -142,7 +143,6 @@ class AcpTurn:
             raise RuntimeError("AcpTurn.start() was already called")
         check_workspace(self.config.workspace)  # the session's cwd (the process may be running)
         loop = self._loop = asyncio.get_running_loop()
-        self._done = loop.create_future()
         self._started_at = loop.time()
         # wait only until the process runs: an unanswered initialize is the turn's to bound
         spawned: asyncio.Future[None] = loop.create_future()
@@ -165,16 +165,20 @@ class AcpTurn:
         self._task = loop.create_task(self._run())
 
     async def wait(self) -> AgentResult:
-        """The turn's result, once it has ended (cancelling the waiter does not stop it)."""
-        if self._done is None:
-            raise RuntimeError("AcpTurn.wait() before start()")
-        return await asyncio.shield(self._done)
+        """The turn's result, once it has ended (cancelling the waiter does not stop it).
+        Call once :meth:`start` has returned (before, or after a start that raised,
+        ``RuntimeError``)."""
+        if self._task is None:
+            raise RuntimeError("AcpTurn.wait() before start() returned")
+        return await asyncio.shield(self._task)
 
     def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
-        """Call ``fn(future)`` on the loop once the turn has ended."""
-        if self._done is None:
-            raise RuntimeError("AcpTurn.add_done_callback() before start()")
-        self._done.add_done_callback(fn)
+        """Call ``fn(future)`` on the loop once the turn has ended (its result; cancelled when
+        the loop shut down first). Call once :meth:`start` has returned (before,
+        ``RuntimeError``)."""
+        if self._task is None:
+            raise RuntimeError("AcpTurn.add_done_callback() before start() returned")
+        self._task.add_done_callback(fn)
 
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
         """Cancel the turn, keeping the session: ``session/cancel``, pending requests answered
@@ -261,7 +265,7 @@ class AcpTurn:
         assert self._loop is not None
         return int((self._loop.time() - self._started_at) * 1000)
 
-    async def _run(self) -> None:
+    async def _run(self) -> AgentResult:
         failure: CursorAgentError | None = None
         stop: str | None = None
         notes: list[AgentEvent] = []
@@ -306,7 +310,8 @@ class AcpTurn:
             with contextlib.suppress(Exception):
                 await self.transport.turn_ended(self)
         finally:
-            self._finish(stop, failure)
+            result = self._finish(stop, failure)
+        return result  # the turn's outcome: wait() and the done callbacks have it
 
     def _shut_down(self) -> None:
         """The turn's task was cancelled from outside (only its loop ending does that, as
@@ -323,8 +328,6 @@ class AcpTurn:
         self.transport.turn_dropped(self)
         if self._sink is not None:
             self._sink.close()
-        if self._done is not None and not self._done.done():
-            self._done.cancel()
 
     async def _setup_and_prompt(self, notes: list[AgentEvent]) -> str:
         """Open the session and get the connection for the prompt (``cancel()`` stops either
@@ -398,7 +401,7 @@ class AcpTurn:
             # e.g. "plan": before the prompt
             await self.transport.set_mode(sid, mode, bounded=self.config.timeout is None)
 
-    def _finish(self, stop: str | None, failure: CursorAgentError | None) -> None:
+    def _finish(self, stop: str | None, failure: CursorAgentError | None) -> AgentResult:
         if self._escalation is not None:
             self._escalation.cancel()
         self.steering.cancel_pending()  # a late request of this turn is answered cancelled
@@ -445,5 +448,4 @@ class AcpTurn:
         self.result = result
         if self._sink is not None:
             self._sink.close()
-        if self._done is not None and not self._done.done():
-            self._done.set_result(result)
+        return result

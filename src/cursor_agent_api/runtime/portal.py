@@ -65,6 +65,12 @@ def wait_for(future: concurrent.futures.Future[T], timeout: float | None = None,
                 check()
 
 
+_GONE: Final = (
+    "the sync client's event-loop thread is gone: the interpreter is exiting, or this process "
+    "was forked after the client was used (its agent, turns and tool server are the "
+    "parent's): make a new client in the child")
+
+
 class LoopThread:
     """An asyncio event loop on its own daemon thread, started and stopped by reference count.
 
@@ -93,7 +99,9 @@ class LoopThread:
         self._held = False  # one of the references is the owner's (hold(), until let_go())
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._stopping: threading.Thread | None = None  # released on its own thread, not joined
+        # loop threads stopped by a last release, maybe still finishing: an acquire() waits
+        # for them (but its own) before it starts a loop
+        self._stopping: list[threading.Thread] = []
 
     @property
     def reachable(self) -> bool:
@@ -125,10 +133,7 @@ class LoopThread:
                 "async callback) would wait for itself for ever: use AsyncCursorAgentClient "
                 "there, or call the sync client from another thread")
         if not self.reachable:
-            raise RuntimeError(
-                "the sync client's event-loop thread is gone: the interpreter is exiting, or "
-                "this process was forked after the client was used (its agent, turns and "
-                "tool server are the parent's): make a new client in the child")
+            raise RuntimeError(_GONE)
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -160,34 +165,57 @@ class LoopThread:
 
     def acquire(self, *, hold: bool = False) -> asyncio.AbstractEventLoop:
         """Take a reference (``hold``: the owner's, see :meth:`hold`); start the loop thread if
-        it is not running."""
-        with self._lock:
-            stopping = self._stopping if self._loop is None else None
-        if stopping is not None and stopping is not threading.current_thread():
-            # the last loop, released on its own thread, may still be finishing (its tasks
-            # cancelled, an agent acp stopped): it ends before a new loop takes over (joined
-            # outside the lock: what it finishes may release a reference)
-            stopping.join()
-        with self._lock:
-            if self._stopping is stopping:
-                self._stopping = None
-            if hold and self._held:  # (then the loop runs: no stopping thread was joined)
-                return self.loop
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                started = threading.Event()
-                thread = threading.Thread(
-                    target=self._main, args=(loop, started), name=self.name, daemon=True
-                )
-                thread.start()
-                started.wait()
-                self._loop, self._thread = loop, thread
-            self._refs += 1
-            self._held = self._held or hold
-            return self._loop
+        it is not running.
+
+        A loop whose last reference was let go may still be finishing (its tasks cancelled,
+        an ``agent acp`` stopped): it ends before a new loop takes over. It is joined outside
+        the lock (what it finishes may release a reference), then everything is looked at
+        again, as if for the first time: meanwhile another ``acquire()`` may have started a
+        loop, and that loop's last reference may have been let go too. What is seen and what
+        is done about it are one locked section. On a stopping loop's own thread (what it
+        finishes uses the sync API), no stopping loop is waited for: it cannot wait for itself,
+        and another may be joining it (the loop it started there and released).
+        ``RuntimeError`` as the interpreter finalizes (no thread can start then, nor answer).
+
+        Example:
+            >>> portal = LoopThread()
+            >>> portal.acquire() is portal.acquire(), portal._refs
+            (True, 2)
+            >>> portal.release(); portal.release(); portal._thread is None
+            True
+        """
+        if sys.is_finalizing():  # (a __del__ at exit: a new thread would never start)
+            raise RuntimeError(_GONE)
+        me = threading.current_thread()
+        while True:
+            with self._lock:
+                self._stopping = [t for t in self._stopping if t.is_alive()]
+                # a stopping loop's own thread waits for none: not for itself, nor for another
+                # one that may be joining it (its finishing code released a loop it started).
+                # (A copy: a release meanwhile lists its loop, maybe this thread's, in the
+                # next look, not in this one's joins)
+                stopping = [] if me in self._stopping else list(self._stopping)
+                if not stopping:
+                    if hold and self._held:  # (then the loop runs)
+                        return self.loop
+                    if self._loop is None:
+                        loop = asyncio.new_event_loop()
+                        started = threading.Event()
+                        thread = threading.Thread(
+                            target=self._main, args=(loop, started), name=self.name, daemon=True
+                        )
+                        thread.start()
+                        started.wait()
+                        self._loop, self._thread = loop, thread
+                    self._refs += 1
+                    self._held = self._held or hold
+                    return self._loop
+            for thread in stopping:
+                thread.join()
 
     def release(self) -> None:
-        """Drop a reference; the last one stops the loop (joins it unless on its thread)."""
+        """Drop a reference; the last one stops the loop, and joins it unless on its thread
+        (an :meth:`acquire` meanwhile, from any thread, waits for its end as well)."""
         with self._lock:
             if self._refs <= 0:
                 return
@@ -196,12 +224,11 @@ class LoopThread:
                 return
             loop, thread = self._loop, self._thread
             self._loop = self._thread = None
-            if threading.current_thread() is thread:
-                self._stopping = thread  # joined by the next acquire()
-        assert loop is not None and thread is not None
-        if not (thread.is_alive() and not sys.is_finalizing()):
-            return  # nothing runs it any more (and a join would wait for ever)
-        loop.call_soon_threadsafe(loop.stop)
+            assert loop is not None and thread is not None
+            if not (thread.is_alive() and not sys.is_finalizing()):
+                return  # nothing runs it any more (and a join would wait for ever)
+            loop.call_soon_threadsafe(loop.stop)  # (first: only a stopping loop is listed)
+            self._stopping.append(thread)
         if threading.current_thread() is not thread:
             thread.join()
 

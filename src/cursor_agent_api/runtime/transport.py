@@ -67,7 +67,9 @@ class Turn(Protocol):
         """Start the turn (``AgentNotFoundError`` when the agent cannot start)."""
 
     async def wait(self) -> AgentResult:
-        """Wait for the end of the turn; cancelling the waiter does not stop the turn."""
+        """Wait for the end of the turn; cancelling the waiter does not stop the turn. Call
+        once :meth:`start` has returned: before (not started, starting, or a start that
+        raised), ``RuntimeError``, as there is no turn to wait for."""
 
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
         """Stop the turn (on the loop's thread); returns at once."""
@@ -76,7 +78,9 @@ class Turn(Protocol):
         """:meth:`cancel` from any thread."""
 
     def add_done_callback(self, fn: Callable[[asyncio.Future[AgentResult]], None]) -> None:
-        """Call ``fn(future)`` on the loop once the turn has ended (after :meth:`start`)."""
+        """Call ``fn(future)`` on the loop once the turn has ended (its result; cancelled when
+        the loop shut down first). Call once :meth:`start` has returned (before,
+        ``RuntimeError``, as :meth:`wait`)."""
 
 
 @runtime_checkable
