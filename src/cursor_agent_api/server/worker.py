@@ -29,9 +29,12 @@ normally, the rest are stopped and recorded ``interrupted``. While it drains, th
 keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
 begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared lost, its
 chats are not freed while their agents run. A second signal stops the runs at once
-(``interrupted``). **At start** the worker stops what is left of the agent groups
-recorded by dead workers of this host (checked by process start time,
-:func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``. **A schema
+(``interrupted``). A signal that comes once the drain is over, while the worker cleans up
+(its ``agent acp`` processes stopped, its store closed), is logged ("already stopping:
+finishing cleanup") and the cleanup goes on: the worker exits as it would have. **At
+start** the worker stops what is left of the agent groups recorded by dead workers of this
+host (checked by process start time, :func:`~.procs.stop_recorded_group`) and marks their
+runs ``interrupted``. **A schema
 upgraded under it** by a newer version (seen at a heartbeat: :meth:`Worker._check_schema`)
 stops it as SIGTERM does, its runs' reason and its last line saying why.
 
@@ -143,6 +146,7 @@ class Worker:
         self._shutdown: asyncio.Task[None] | None = None
         self._taking: asyncio.Task[None] | None = None  # Procrastinate's worker
         self._draining = False
+        self._cleaning = False  # (set as the cleanup begins)
         self.schema_moved: SchemaTooNewError | None = None
         """Set when a newer version upgraded the schema under this worker (it then stops)."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -160,6 +164,9 @@ class Worker:
         await self.store.start()
         # ACP runs' answers, from API servers
         answers = AnswerListener(self.store, self._answer, ping_interval=s.server.notify_poll_interval)
+        # From the drain's start to the cleanup's end: a signal during the cleanup is only
+        # said (stop()), a repeated SIGTERM does not end the worker half cleaned up.
+        signals = contextlib.ExitStack()
         try:
             await answers.start()
             async with self.app.open_async():
@@ -181,10 +188,10 @@ class Worker:
                     name="procrastinate-worker",
                 )
                 self._spawn(self._beat(), "heartbeats")
-                with _signals(self.stop):
-                    if self.on_ready is not None:
-                        self.on_ready()
-                    await asyncio.wait([self._taking])
+                signals.enter_context(_signals(self.stop))
+                if self.on_ready is not None:
+                    self.on_ready()
+                await asyncio.wait([self._taking])
                 failed = None if self._taking.cancelled() else self._taking.exception()
                 if failed is not None:
                     raise failed
@@ -193,12 +200,14 @@ class Worker:
                 if self.schema_moved is not None:
                     raise self.schema_moved
         finally:
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await answers.close()
-            await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
-            await self.store.close()
+            self._cleaning = True
+            with signals:
+                for task in list(self._tasks):
+                    task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                await answers.close()
+                await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
+                await self.store.close()
 
     @property
     def draining(self) -> bool:
@@ -208,7 +217,9 @@ class Worker:
     def stop(self) -> None:
         """Stop the worker: the first call drains (no new job; the runs get
         ``--shutdown-grace`` seconds to end), the next stops the runs at once
-        (``interrupted``). SIGTERM and SIGINT call it (on the worker's event loop).
+        (``interrupted``); once the drain is over (the worker cleans up: its ``agent acp``
+        processes stopped, its store closed), a call only says so. SIGTERM, SIGINT and
+        SIGHUP call it (on the worker's event loop), until the cleanup has ended.
 
         Example:
             >>> import asyncio
@@ -221,7 +232,10 @@ class Worker:
             >>> asyncio.run(demo())
             True
         """
-        if not self._draining:
+        if self._cleaning or (self._taking is not None and self._taking.done()):
+            # the drain is over (the runs ended or were stopped): nothing to start now
+            logger.warning("already stopping: finishing cleanup")
+        elif not self._draining:
             self._draining = True
             running = len(self._stops)
             logger.warning(

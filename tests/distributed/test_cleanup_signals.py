@@ -1,0 +1,136 @@
+"""A signal that reaches a worker after its drain, while it cleans up (its ``agent acp``
+clients stopped, its store closed: an operator or systemd repeating SIGTERM, a second
+Ctrl-C), is said in its log and the cleanup finishes; the worker exits with its normal
+status. Its handlers used to be removed as the drain ended: such a signal killed it there,
+mid-cleanup, with no line saying so (audit of 2026-11-25).
+
+The worker is the real ``cursor-agent-api worker`` in a subprocess (its own signal
+handlers; the default ones would end the test process), its cleanup held at the ACP
+clients' close until the test opens a pipe: the signals land there for certain."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from server_helpers import poll
+
+from cursor_agent_api.server.settings import ServerSettings
+from cursor_agent_api.server.worker import Worker, WorkerSettings
+
+ALREADY = "already stopping: finishing cleanup"
+"""What a worker logs for a signal that comes during its cleanup."""
+WITHIN = 60.0
+"""A failure's limit only: each step is waited for by what it says or writes."""
+
+_CHILD = """
+import asyncio, os, sys
+from cursor_agent_api.cli import main
+from cursor_agent_api.server.runner import AcpClients
+from cursor_agent_api.server.store import Store
+
+SAID, GATE = {said}, {gate}
+real_aclose, real_close = AcpClients.aclose, Store.close
+
+async def held_aclose(self):  # the cleanup waits here until the test writes to GATE
+    os.write(SAID, b"closing\\n")
+    loop = asyncio.get_running_loop()
+    opened = loop.create_future()
+    loop.add_reader(GATE, lambda: opened.done() or opened.set_result(None))
+    try:
+        await opened
+    finally:
+        loop.remove_reader(GATE)
+    await real_aclose(self)
+
+async def close(self):
+    await real_close(self)
+    os.write(SAID, b"closed\\n")
+
+AcpClients.aclose, Store.close = held_aclose, close
+sys.argv = ["cursor-agent-api", "worker", "--simulate", "--name", "w-cleanup",
+            "--root", {root!r}, "--database-url", {url!r}, "--log-level", "warning"]
+sys.exit(main())
+"""
+
+
+def _read(fd: int) -> bytes:
+    ready, _, _ = select.select([fd], [], [], WITHIN)
+    assert ready, "nothing said within the limit"
+    return os.read(fd, 100)
+
+
+def test_signals_during_a_workers_cleanup_are_logged_and_the_cleanup_finishes(
+    db_url: str, tmp_path: Path
+) -> None:
+    said_r, said_w = os.pipe()
+    gate_r, gate_w = os.pipe()
+    log_path = tmp_path / "worker.log"
+    script = _CHILD.format(said=said_w, gate=gate_r, root=str(tmp_path), url=db_url)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=log,
+                                stdin=subprocess.DEVNULL, cwd=tmp_path, env=env,
+                                pass_fds=(said_w, gate_r), start_new_session=True)
+    os.close(said_w)
+    os.close(gate_r)
+
+    def logged() -> str:
+        return log_path.read_text(errors="replace")
+
+    try:
+        assert proc.stdout is not None
+        out = b""
+        while b"taking runs" not in out:
+            ready, _, _ = select.select([proc.stdout], [], [], WITHIN)
+            chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
+            assert chunk, f"the worker did not start: {out!r}\n{logged()}"
+            out += chunk
+        proc.send_signal(signal.SIGTERM)  # the drain: no run to wait for; then the cleanup
+        assert _read(said_r) == b"closing\n", logged()
+        # Repeated, a Ctrl-C, its terminal closed: each said, none ends it mid-cleanup.
+        for n, signum in enumerate((signal.SIGTERM, signal.SIGINT, signal.SIGHUP), 1):
+            proc.send_signal(signum)
+            poll(lambda n=n: logged().count(ALREADY) >= n or proc.poll() is not None, WITHIN)
+            assert proc.poll() is None, (signum, proc.returncode, logged())
+        os.write(gate_w, b"open")
+        assert proc.wait(WITHIN) == 0, logged()
+        assert _read(said_r) == b"closed\n", logged()  # the store was closed after the clients
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(WITHIN)
+        if proc.stdout is not None:
+            proc.stdout.close()
+        os.close(said_r)
+        os.close(gate_w)
+    text = logged()
+    assert text.count(ALREADY) == 3, text
+    assert "Traceback" not in text, text
+    assert "Task was destroyed" not in text and "never awaited" not in text, text
+
+
+def test_a_stop_once_the_drain_is_over_only_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """Procrastinate's worker has ended (its drain, or its database failed): a stop starts
+    nothing (no poll of cancels, no stop of the runs: a task nobody would await, its run
+    manager's clients already closing) and says so, each time."""
+    url = "postgresql+asyncpg://u@127.0.0.1/db"  # (nothing is connected to)
+    worker = Worker(WorkerSettings(server=ServerSettings(database_url=url)))
+
+    async def main() -> None:
+        worker._taking = asyncio.create_task(asyncio.sleep(0))
+        await worker._taking
+        worker.stop()
+        worker.stop()
+        assert (worker._tasks, worker._shutdown) == (set(), None)
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api.worker"):
+        asyncio.run(main())
+    said = [r.getMessage() for r in caplog.records if r.name == "cursor_agent_api.worker"]
+    assert said == [ALREADY] * 2, said
