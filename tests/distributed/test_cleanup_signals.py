@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from server_helpers import poll
@@ -134,3 +135,119 @@ def test_a_stop_once_the_drain_is_over_only_says_so(caplog: pytest.LogCaptureFix
         asyncio.run(main())
     said = [r.getMessage() for r in caplog.records if r.name == "cursor_agent_api.worker"]
     assert said == [ALREADY] * 2, said
+
+
+def test_a_stop_while_the_runs_are_being_stopped_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """A third signal, the runs already being stopped (the second's stop), is said, as one
+    during the cleanup is (it was silently ignored); nothing more is started."""
+    url = "postgresql+asyncpg://u@127.0.0.1/db"  # (nothing is connected to)
+    worker = Worker(WorkerSettings(server=ServerSettings(database_url=url)))
+
+    async def main() -> None:
+        ended = asyncio.Event()
+        stops: list[str] = []
+
+        async def shutdown() -> None:
+            stops.append("runs stopped")
+            await ended.wait()
+
+        worker.runs.shutdown = shutdown  # type: ignore[method-assign]
+        worker._taking = asyncio.create_task(ended.wait())  # Procrastinate's worker, draining
+        worker.stop()
+        worker.stop()
+        stopping = worker._shutdown
+        worker.stop()
+        assert stopping is not None and worker._shutdown is stopping
+        ended.set()
+        for task in worker._tasks:  # the drain's poll of cancels
+            task.cancel()
+        await asyncio.gather(worker._taking, stopping, *worker._tasks, return_exceptions=True)
+        assert stopping.result() is None and stops == ["runs stopped"]
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api.worker"):
+        asyncio.run(main())
+    said = [r.getMessage() for r in caplog.records if r.name == "cursor_agent_api.worker"]
+    assert [line.split(":")[0] for line in said] == ["stopping", "stopping now",
+                                                     "already stopping the runs"], said
+
+
+def _worker(db_url: str, tmp_path: Path) -> Worker:
+    server = ServerSettings(token="t" * 16, database_url=db_url, roots=(tmp_path,), dispatch="queue",
+                            simulate=True)
+    return Worker(WorkerSettings(server=server, name="w-early"))
+
+
+def test_a_worker_whose_ready_line_fails_drains_before_its_queue_closes(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``on_ready`` raises (the CLI's ready line on a closed stdout): Procrastinate's worker
+    is stopped as at SIGTERM while the queue is open, and run() raises the error. It used to
+    go on after run() had left, its queue closed under it: its failure never retrieved."""
+    worker = _worker(db_url, tmp_path)
+
+    def ready() -> None:
+        raise OSError("stdout closed")
+
+    worker.on_ready = ready
+    with caplog.at_level("WARNING", logger="cursor_agent_api.worker"), \
+            pytest.raises(OSError, match="stdout closed"):
+        asyncio.run(worker.run())
+    taking = worker._taking
+    assert taking is not None and taking.done()
+    assert taking.cancelled() or taking.exception() is None, taking
+    said = [r.getMessage() for r in caplog.records if r.name == "cursor_agent_api.worker"]
+    assert len(said) == 1 and said[0].startswith("stopping: no new run is taken"), said
+
+
+def test_a_stop_during_a_cleanup_reached_before_procrastinates_end_only_says_so(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """run() cancelled in process, and again while Procrastinate's stop waits for a job (its
+    grace): the cleanup begins with Procrastinate's worker still going. A signal then only
+    says so: no stop of the runs (a task nobody would await, its clients being closed)."""
+    worker = _worker(db_url, tmp_path)
+
+    async def main() -> None:
+        ready, stopping, cleaning = asyncio.Event(), asyncio.Event(), asyncio.Event()
+        released, cleaned = asyncio.Event(), asyncio.Event()
+
+        async def taking(**kwargs: Any) -> None:  # Procrastinate's worker, its stop held by a job
+            while not released.is_set():
+                try:
+                    await released.wait()
+                except asyncio.CancelledError:
+                    stopping.set()
+
+        real_aclose = worker.runs.acp_clients.aclose
+
+        async def held_aclose() -> None:
+            cleaning.set()
+            await cleaned.wait()
+            await real_aclose()
+
+        worker.app.run_worker_async = taking  # type: ignore[method-assign]
+        worker.runs.acp_clients.aclose = held_aclose  # type: ignore[method-assign]
+        worker.on_ready = ready.set
+        run = asyncio.create_task(worker.run())
+        try:
+            await asyncio.wait_for(ready.wait(), WITHIN)
+            run.cancel()  # the drain begins
+            await asyncio.wait_for(stopping.wait(), WITHIN)
+            run.cancel()  # again, while the drain waits: on to the cleanup
+            await asyncio.wait_for(cleaning.wait(), WITHIN)
+            worker.stop()  # a signal during the cleanup
+            assert (worker._shutdown, worker._tasks) == (None, set())
+        finally:  # (also when an assertion failed: nothing is left waiting)
+            cleaned.set()
+            await asyncio.wait([run], timeout=WITHIN)
+            released.set()
+            if worker._shutdown is not None:
+                await asyncio.wait([worker._shutdown], timeout=WITHIN)
+        assert run.cancelled()
+        assert worker._taking is not None
+        await worker._taking
+
+    with caplog.at_level("WARNING", logger="cursor_agent_api.worker"):
+        asyncio.run(main())
+    said = [r.getMessage() for r in caplog.records if r.name == "cursor_agent_api.worker"]
+    assert said[-1] == ALREADY, said

@@ -25,13 +25,16 @@ run the stored run ``run_id``. For each job it
 agent's process group through the client and records ``cancelled``. **SIGTERM or
 SIGINT** (or SIGHUP; :meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
 left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
-normally, the rest are stopped and recorded ``interrupted``. While it drains, the worker
-keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
-begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared lost, its
-chats are not freed while their agents run. A second signal stops the runs at once
-(``interrupted``). A signal that comes once the drain is over, while the worker cleans up
-(its ``agent acp`` processes stopped, its store closed), is logged ("already stopping:
-finishing cleanup") and the cleanup goes on: the worker exits as it would have. **At
+normally, the rest are stopped and recorded ``interrupted`` (one whose cancel is still being
+applied then is stopped with them, recorded ``cancelled``: a job does not end before its
+run). While it drains, the worker keeps sending heartbeats and taking cancels
+(Procrastinate stops both as its own stop begins: :meth:`Worker._beat`,
+:meth:`Worker._poll_aborts`): it is not declared lost, its chats are not freed while their
+agents run. A second signal stops the runs at once
+(``interrupted``); a further one says so. A signal that comes once the drain is over, while
+the worker cleans up (its ``agent acp`` processes stopped, its store closed), is logged
+("already stopping: finishing cleanup") and the cleanup goes on (after it, as the process
+exits, a signal has its default effect). **At
 start** the worker stops what is left of the agent groups recorded by dead workers of this
 host (checked by process start time, :func:`~.procs.stop_recorded_group`) and marks their
 runs ``interrupted``. **A schema
@@ -189,14 +192,15 @@ class Worker:
                 )
                 self._spawn(self._beat(), "heartbeats")
                 signals.enter_context(_signals(self.stop))
-                if self.on_ready is not None:
-                    self.on_ready()
-                await asyncio.wait([self._taking])
+                try:
+                    if self.on_ready is not None:
+                        self.on_ready()
+                    await asyncio.wait([self._taking])
+                finally:
+                    await self._stop_taking()
                 failed = None if self._taking.cancelled() else self._taking.exception()
                 if failed is not None:
                     raise failed
-                if self._shutdown is not None:
-                    await asyncio.gather(self._shutdown, return_exceptions=True)
                 if self.schema_moved is not None:
                     raise self.schema_moved
         finally:
@@ -209,6 +213,21 @@ class Worker:
                 await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
                 await self.store.close()
 
+    async def _stop_taking(self) -> None:
+        """Procrastinate's worker ends before the queue closes: when :meth:`run` leaves
+        early (``on_ready`` failed: its stdout closed; or it was cancelled), it drains as at
+        SIGTERM (it used to go on, its queue closed under it: its worker never unregistered,
+        its failure never retrieved)."""
+        assert self._taking is not None
+        if not self._taking.done():
+            if not self._draining:
+                self.stop()
+            await asyncio.wait([self._taking])
+        if self._shutdown is not None:
+            await asyncio.gather(self._shutdown, return_exceptions=True)
+        if not self._taking.cancelled():
+            self._taking.exception()  # (retrieved: run() raises it, or what ended it early)
+
     @property
     def draining(self) -> bool:
         """Whether :meth:`stop` was called (no new job is taken)."""
@@ -217,9 +236,10 @@ class Worker:
     def stop(self) -> None:
         """Stop the worker: the first call drains (no new job; the runs get
         ``--shutdown-grace`` seconds to end), the next stops the runs at once
-        (``interrupted``); once the drain is over (the worker cleans up: its ``agent acp``
-        processes stopped, its store closed), a call only says so. SIGTERM, SIGINT and
-        SIGHUP call it (on the worker's event loop), until the cleanup has ended.
+        (``interrupted``); a call once they are being stopped, or once the drain is over
+        (the worker cleans up: its ``agent acp`` processes stopped, its store closed), only
+        says so. SIGTERM, SIGINT and SIGHUP call it (on the worker's event loop), until the
+        cleanup has ended.
 
         Example:
             >>> import asyncio
@@ -252,6 +272,8 @@ class Worker:
             for stop in self._stops.values():
                 stop.shutdown = True
             self._shutdown = asyncio.create_task(self.runs.shutdown())
+        else:
+            logger.warning("already stopping the runs")
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -374,9 +396,17 @@ class Worker:
             except asyncio.CancelledError:  # Procrastinate aborts the job: stop the run, record it
                 if body.done():
                     raise
-                await self._stop(context, run_id, stop)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(body)
+                # The job ends once its run has: Procrastinate's stop waits for its jobs, the
+                # cleanup for its stop. Aborted again meanwhile (its stop, the grace over, while
+                # a user's cancel waits up to 15 s for an agent that does not end): every run
+                # is stopped now, as by a second signal.
+                stopping = asyncio.create_task(self._stop(context, run_id, stop))
+                while not (stopping.done() and body.done()):
+                    try:
+                        await asyncio.wait([stopping, body])
+                    except asyncio.CancelledError:
+                        self._stop_now(stop)
+                stopping.result()
                 raise  # the job ends "aborted"
         finally:
             self._stops.pop(run_id, None)
@@ -391,9 +421,14 @@ class Worker:
             with contextlib.suppress(RunNotActiveError, CancelNotAppliedError):
                 await self.runs.cancel(run_id)
         else:
-            stop.shutdown = True
-            if self._shutdown is None:  # every run still going: stop them, mark them interrupted
-                self._shutdown = asyncio.create_task(self.runs.shutdown())
+            self._stop_now(stop)
+
+    def _stop_now(self, stop: _Stop) -> None:
+        """Stop every run still going (marked interrupted; one a user cancelled: cancelled),
+        once; :meth:`run` waits for it."""
+        stop.shutdown = True
+        if self._shutdown is None:
+            self._shutdown = asyncio.create_task(self.runs.shutdown())
 
     async def _execute(self, context: Any, run_id: str, stop: _Stop) -> str:
         try:
