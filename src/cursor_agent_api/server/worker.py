@@ -216,8 +216,8 @@ class Worker:
     async def _stop_taking(self) -> None:
         """Procrastinate's worker ends before the queue closes: when :meth:`run` leaves
         early (``on_ready`` failed: its stdout closed; or it was cancelled), it drains as at
-        SIGTERM (it used to go on, its queue closed under it: its worker never unregistered,
-        its failure never retrieved)."""
+        SIGTERM (it used to start only then, its queue already closed: it failed, its
+        failure never retrieved)."""
         assert self._taking is not None
         if not self._taking.done():
             if not self._draining:
