@@ -14,6 +14,7 @@ stop of the runs replaced by stand-ins that say what they are asked."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from types import SimpleNamespace
 from typing import Any
 
@@ -75,3 +76,39 @@ def test_a_second_abort_stops_the_run_and_the_job_ends_after_it(window: str) -> 
         await asyncio.gather(*worker._tasks, return_exceptions=True)
 
     asyncio.run(main())
+
+
+def test_a_run_that_fails_as_a_users_cancel_stops_it_leaves_no_unretrieved_error() -> None:
+    """The run's body raises after a user's cancel (its failure logged by the worker, the job
+    ends aborted): its exception is retrieved, not left to asyncio's "Task exception was
+    never retrieved" as the task is collected (review 11)."""
+    url = "postgresql+asyncpg://u@127.0.0.1/db"  # (nothing is connected to)
+    worker = Worker(WorkerSettings(server=ServerSettings(database_url=url)))
+    context = SimpleNamespace(job=SimpleNamespace(id=1, worker_id=1),
+                              abort_reason=lambda: AbortReason.USER_REQUEST)
+    unhandled: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: unhandled.append(ctx))
+        running, stopped = asyncio.Event(), asyncio.Event()
+
+        async def execute(context: Any, run_id: str, stop: Any) -> str:
+            running.set()
+            await stopped.wait()
+            raise RuntimeError("the run failed as it was stopped")
+
+        async def cancel(run_id: str, *, wait: float = 15.0) -> None:
+            stopped.set()
+
+        worker._execute = execute  # type: ignore[method-assign]
+        worker.runs.cancel = cancel  # type: ignore[method-assign]
+        job = asyncio.create_task(worker._job(context, "r1"))
+        await asyncio.wait_for(running.wait(), WITHIN)
+        job.cancel()  # a user's cancel
+        done, _ = await asyncio.wait([job], timeout=WITHIN)
+        assert done and job.cancelled()  # the job ends "aborted"
+        del job, done
+        gc.collect()  # the run's task is collected: an unretrieved error is reported now
+
+    asyncio.run(main())
+    assert unhandled == [], [ctx.get("message") for ctx in unhandled]

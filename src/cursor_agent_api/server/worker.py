@@ -26,8 +26,10 @@ agent's process group through the client and records ``cancelled``. **SIGTERM or
 SIGINT** (or SIGHUP; :meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
 left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
 normally, the rest are stopped and recorded ``interrupted`` (one whose cancel is still being
-applied then is stopped with them, recorded ``cancelled``: a job does not end before its
-run). While it drains, the worker keeps sending heartbeats and taking cancels
+applied then is stopped with them, normally recorded ``cancelled``, ``interrupted`` if its
+run's task itself has to be cancelled: a job does not end before its run; one aborted twice
+before its run began waits for its claim or worktree step, bounded by their timeouts).
+While it drains, the worker keeps sending heartbeats and taking cancels
 (Procrastinate stops both as its own stop begins: :meth:`Worker._beat`,
 :meth:`Worker._poll_aborts`): it is not declared lost, its chats are not freed while their
 agents run. A second signal stops the runs at once
@@ -196,8 +198,10 @@ class Worker:
                     if self.on_ready is not None:
                         self.on_ready()
                     await asyncio.wait([self._taking])
-                finally:
-                    await self._stop_taking()
+                except BaseException:  # run() leaves early, raising this
+                    await self._stop_taking(early=True)
+                    raise
+                await self._stop_taking()
                 failed = None if self._taking.cancelled() else self._taking.exception()
                 if failed is not None:
                     raise failed
@@ -213,20 +217,22 @@ class Worker:
                 await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
                 await self.store.close()
 
-    async def _stop_taking(self) -> None:
+    async def _stop_taking(self, *, early: bool = False) -> None:
         """Procrastinate's worker ends before the queue closes: when :meth:`run` leaves
-        early (``on_ready`` failed: its stdout closed; or it was cancelled), it drains as at
-        SIGTERM (it used to start only then, its queue already closed: it failed, its
-        failure never retrieved)."""
+        ``early`` (``on_ready`` failed: its stdout closed; or it was cancelled), it drains as
+        at SIGTERM, without the signal's line (none came) (it used to start only then, its
+        queue already closed: it failed, its failure never retrieved). Its failure is then
+        said in one line: :meth:`run` raises what made it leave."""
         assert self._taking is not None
         if not self._taking.done():
             if not self._draining:
-                self.stop()
+                self._drain()
             await asyncio.wait([self._taking])
         if self._shutdown is not None:
             await asyncio.gather(self._shutdown, return_exceptions=True)
-        if not self._taking.cancelled():
-            self._taking.exception()  # (retrieved: run() raises it, or what ended it early)
+        failed = None if self._taking.cancelled() else self._taking.exception()
+        if failed is not None and early:
+            logger.warning("the queue's worker failed as it stopped: %s", describe_error(failed))
 
     @property
     def draining(self) -> bool:
@@ -256,17 +262,13 @@ class Worker:
             # the drain is over (the runs ended or were stopped): nothing to start now
             logger.warning("already stopping: finishing cleanup")
         elif not self._draining:
-            self._draining = True
-            running = len(self._stops)
             logger.warning(
                 "stopping: no new run is taken; waiting up to %g s for %d run(s) to end "
                 "(the same signal again stops them now)",
                 self.settings.shutdown_grace,
-                running,
+                len(self._stops),
             )
-            self._spawn(self._poll_aborts(), "cancels")
-            if self._taking is not None:
-                self._taking.cancel()  # Procrastinate's graceful stop
+            self._drain()
         elif self._shutdown is None:
             logger.warning("stopping now: the runs still going are stopped (interrupted)")
             for stop in self._stops.values():
@@ -274,6 +276,14 @@ class Worker:
             self._shutdown = asyncio.create_task(self.runs.shutdown())
         else:
             logger.warning("already stopping the runs")
+
+    def _drain(self) -> None:
+        """The drain (:meth:`stop`'s first call, or :meth:`run` leaving early): no new job
+        is taken (Procrastinate's graceful stop); cancels are still taken meanwhile."""
+        self._draining = True
+        self._spawn(self._poll_aborts(), "cancels")
+        if self._taking is not None:
+            self._taking.cancel()  # Procrastinate's graceful stop
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -395,6 +405,7 @@ class Worker:
                 return await asyncio.shield(body)
             except asyncio.CancelledError:  # Procrastinate aborts the job: stop the run, record it
                 if body.done():
+                    _retrieve(body)
                     raise
                 # The job ends once its run has: Procrastinate's stop waits for its jobs, the
                 # cleanup for its stop. Aborted again meanwhile (its stop, the grace over, while
@@ -406,6 +417,7 @@ class Worker:
                         await asyncio.wait([stopping, body])
                     except asyncio.CancelledError:
                         self._stop_now(stop)
+                _retrieve(body)
                 stopping.result()
                 raise  # the job ends "aborted"
         finally:
@@ -532,6 +544,13 @@ class Worker:
         logger.warning("run %s is already %s (ended by another process): its agent is not started",
                        run_id, status)
         return status
+
+
+def _retrieve(body: asyncio.Task[str]) -> None:
+    """A job's run, ended as its job is aborted: its failure (logged by
+    :meth:`Worker._execute`) is retrieved, not reported again as never retrieved."""
+    if not body.cancelled():
+        body.exception()
 
 
 @contextlib.contextmanager
