@@ -30,6 +30,8 @@ ALREADY = "already stopping: finishing cleanup"
 WITHIN = 20.0
 """A failure's limit only: each step is waited for by what it says or writes (well under
 pytest-timeout's 120 s, all steps together: a regression fails, it does not hang)."""
+STARTS_WITHIN = 60.0
+"""The limit for the worker's start (a new Python importing the package, on a loaded machine)."""
 
 _CHILD = """
 import asyncio, os, sys
@@ -90,7 +92,7 @@ def test_signals_during_a_workers_cleanup_are_logged_and_the_cleanup_finishes(
         assert proc.stdout is not None
         out = b""
         while b"taking runs" not in out:
-            ready, _, _ = select.select([proc.stdout], [], [], WITHIN)
+            ready, _, _ = select.select([proc.stdout], [], [], STARTS_WITHIN)
             chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
             assert chunk, f"the worker did not start: {out!r}\n{logged()}"
             out += chunk
