@@ -195,7 +195,7 @@ def test_a_worker_whose_ready_line_fails_drains_before_its_queue_closes(
     worker.on_ready = ready
     with caplog.at_level("WARNING", logger="cursor_agent_api.worker"), \
             pytest.raises(OSError, match="stdout closed"):
-        asyncio.run(worker.run())
+        asyncio.run(asyncio.wait_for(worker.run(), STARTS_WITHIN))  # (a regression fails)
     taking = worker._taking
     assert taking is not None and taking.done()
     assert taking.cancelled() or taking.exception() is None, taking
