@@ -9,6 +9,8 @@ import subprocess
 import sys
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+DRAIN = "stopping: no new run is taken"
+"""The line of a signal's stop: no signal comes here (review 11: it was said, "0 run(s)")."""
 
 
 def _worker_to(stdout: int, env: dict[str, str], url: str) -> subprocess.CompletedProcess[str]:
@@ -26,6 +28,7 @@ def test_a_ready_line_that_cannot_be_printed_is_one_line_and_exit_1(
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines()[-1] == "Error: cannot write the output: No space left on device"
+    assert DRAIN not in proc.stderr, proc.stderr
 
 
 def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], postgres_url: str) -> None:
@@ -38,6 +41,7 @@ def test_a_closed_pipe_ends_it_quietly(cli_env: dict[str, str], postgres_url: st
         os.close(write)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "Error" not in proc.stderr
+    assert DRAIN not in proc.stderr, proc.stderr
 
 
 def _refused_url() -> str:

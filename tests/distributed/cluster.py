@@ -143,8 +143,7 @@ class WorkerProc:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def stop(self, timeout: float = 60.0, *, signalled: bool = False) -> int | None:
-        """SIGTERM (unless ``signalled`` already: a second one would stop its runs at once,
-        and one that comes as it finishes its shutdown kills it before it stops its agents),
+        """SIGTERM (unless ``signalled`` already: a second one would stop its runs at once),
         then wait."""
         if self.proc is None:
             return None

@@ -25,13 +25,21 @@ run the stored run ``run_id``. For each job it
 agent's process group through the client and records ``cancelled``. **SIGTERM or
 SIGINT** (or SIGHUP; :meth:`Worker.stop`): no new job is taken (one fetched at that very moment is
 left queued, for another worker); runs that end within ``--shutdown-grace`` seconds end
-normally, the rest are stopped and recorded ``interrupted``. While it drains, the worker
-keeps sending heartbeats and taking cancels (Procrastinate stops both as its own stop
-begins: :meth:`Worker._beat`, :meth:`Worker._poll_aborts`): it is not declared lost, its
-chats are not freed while their agents run. A second signal stops the runs at once
-(``interrupted``). **At start** the worker stops what is left of the agent groups
-recorded by dead workers of this host (checked by process start time,
-:func:`~.procs.stop_recorded_group`) and marks their runs ``interrupted``. **A schema
+normally, the rest are stopped and recorded ``interrupted`` (one whose cancel is still being
+applied then is stopped with them, normally recorded ``cancelled``, ``interrupted`` if its
+run's task itself has to be cancelled: a job does not end before its run; one aborted twice
+before its run began waits for its claim or worktree step, bounded by their timeouts).
+While it drains, the worker keeps sending heartbeats and taking cancels
+(Procrastinate stops both as its own stop begins: :meth:`Worker._beat`,
+:meth:`Worker._poll_aborts`): it is not declared lost, its chats are not freed while their
+agents run. A second signal stops the runs at once
+(``interrupted``); a further one says so. A signal that comes once the drain is over, while
+the worker cleans up (its ``agent acp`` processes stopped, its store closed), is logged
+("already stopping: finishing cleanup") and the cleanup goes on (after it, as the process
+exits, a signal has its default effect). **At
+start** the worker stops what is left of the agent groups recorded by dead workers of this
+host (checked by process start time, :func:`~.procs.stop_recorded_group`) and marks their
+runs ``interrupted``. **A schema
 upgraded under it** by a newer version (seen at a heartbeat: :meth:`Worker._check_schema`)
 stops it as SIGTERM does, its runs' reason and its last line saying why.
 
@@ -143,6 +151,7 @@ class Worker:
         self._shutdown: asyncio.Task[None] | None = None
         self._taking: asyncio.Task[None] | None = None  # Procrastinate's worker
         self._draining = False
+        self._cleaning = False  # (set as the cleanup begins)
         self.schema_moved: SchemaTooNewError | None = None
         """Set when a newer version upgraded the schema under this worker (it then stops)."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -160,6 +169,9 @@ class Worker:
         await self.store.start()
         # ACP runs' answers, from API servers
         answers = AnswerListener(self.store, self._answer, ping_interval=s.server.notify_poll_interval)
+        # From the drain's start to the cleanup's end: a signal during the cleanup is only
+        # said (stop()), a repeated SIGTERM does not end the worker half cleaned up.
+        signals = contextlib.ExitStack()
         try:
             await answers.start()
             async with self.app.open_async():
@@ -181,24 +193,46 @@ class Worker:
                     name="procrastinate-worker",
                 )
                 self._spawn(self._beat(), "heartbeats")
-                with _signals(self.stop):
+                signals.enter_context(_signals(self.stop))
+                try:
                     if self.on_ready is not None:
                         self.on_ready()
                     await asyncio.wait([self._taking])
+                except BaseException:  # run() leaves early, raising this
+                    await self._stop_taking(early=True)
+                    raise
+                await self._stop_taking()
                 failed = None if self._taking.cancelled() else self._taking.exception()
                 if failed is not None:
                     raise failed
-                if self._shutdown is not None:
-                    await asyncio.gather(self._shutdown, return_exceptions=True)
                 if self.schema_moved is not None:
                     raise self.schema_moved
         finally:
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            await answers.close()
-            await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
-            await self.store.close()
+            self._cleaning = True
+            with signals:
+                for task in list(self._tasks):
+                    task.cancel()
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+                await answers.close()
+                await self.runs.acp_clients.aclose()  # the shared `agent acp` processes
+                await self.store.close()
+
+    async def _stop_taking(self, *, early: bool = False) -> None:
+        """Procrastinate's worker ends before the queue closes: when :meth:`run` leaves
+        ``early`` (``on_ready`` failed: its stdout closed; or it was cancelled), it drains as
+        at SIGTERM, without the signal's line (none came) (it used to start only then, its
+        queue already closed: it failed, its failure never retrieved). Its failure is then
+        said in one line: :meth:`run` raises what made it leave."""
+        assert self._taking is not None
+        if not self._taking.done():
+            if not self._draining:
+                self._drain()
+            await asyncio.wait([self._taking])
+        if self._shutdown is not None:
+            await asyncio.gather(self._shutdown, return_exceptions=True)
+        failed = None if self._taking.cancelled() else self._taking.exception()
+        if failed is not None and early:
+            logger.warning("the queue's worker failed as it stopped: %s", describe_error(failed))
 
     @property
     def draining(self) -> bool:
@@ -208,7 +242,10 @@ class Worker:
     def stop(self) -> None:
         """Stop the worker: the first call drains (no new job; the runs get
         ``--shutdown-grace`` seconds to end), the next stops the runs at once
-        (``interrupted``). SIGTERM and SIGINT call it (on the worker's event loop).
+        (``interrupted``); a call once they are being stopped, or once the drain is over
+        (the worker cleans up: its ``agent acp`` processes stopped, its store closed), only
+        says so. SIGTERM, SIGINT and SIGHUP call it (on the worker's event loop), until the
+        cleanup has ended.
 
         Example:
             >>> import asyncio
@@ -221,23 +258,32 @@ class Worker:
             >>> asyncio.run(demo())
             True
         """
-        if not self._draining:
-            self._draining = True
-            running = len(self._stops)
+        if self._cleaning or (self._taking is not None and self._taking.done()):
+            # the drain is over (the runs ended or were stopped): nothing to start now
+            logger.warning("already stopping: finishing cleanup")
+        elif not self._draining:
             logger.warning(
                 "stopping: no new run is taken; waiting up to %g s for %d run(s) to end "
                 "(the same signal again stops them now)",
                 self.settings.shutdown_grace,
-                running,
+                len(self._stops),
             )
-            self._spawn(self._poll_aborts(), "cancels")
-            if self._taking is not None:
-                self._taking.cancel()  # Procrastinate's graceful stop
+            self._drain()
         elif self._shutdown is None:
             logger.warning("stopping now: the runs still going are stopped (interrupted)")
             for stop in self._stops.values():
                 stop.shutdown = True
             self._shutdown = asyncio.create_task(self.runs.shutdown())
+        else:
+            logger.warning("already stopping the runs")
+
+    def _drain(self) -> None:
+        """The drain (:meth:`stop`'s first call, or :meth:`run` leaving early): no new job
+        is taken (Procrastinate's graceful stop); cancels are still taken meanwhile."""
+        self._draining = True
+        self._spawn(self._poll_aborts(), "cancels")
+        if self._taking is not None:
+            self._taking.cancel()  # Procrastinate's graceful stop
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -359,10 +405,20 @@ class Worker:
                 return await asyncio.shield(body)
             except asyncio.CancelledError:  # Procrastinate aborts the job: stop the run, record it
                 if body.done():
+                    _retrieve(body)
                     raise
-                await self._stop(context, run_id, stop)
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.shield(body)
+                # The job ends once its run has: Procrastinate's stop waits for its jobs, the
+                # cleanup for its stop. Aborted again meanwhile (its stop, the grace over, while
+                # a user's cancel waits up to 15 s for an agent that does not end): every run
+                # is stopped now, as by a second signal.
+                stopping = asyncio.create_task(self._stop(context, run_id, stop))
+                while not (stopping.done() and body.done()):
+                    try:
+                        await asyncio.wait([stopping, body])
+                    except asyncio.CancelledError:
+                        self._stop_now(stop)
+                _retrieve(body)
+                stopping.result()
                 raise  # the job ends "aborted"
         finally:
             self._stops.pop(run_id, None)
@@ -377,9 +433,14 @@ class Worker:
             with contextlib.suppress(RunNotActiveError, CancelNotAppliedError):
                 await self.runs.cancel(run_id)
         else:
-            stop.shutdown = True
-            if self._shutdown is None:  # every run still going: stop them, mark them interrupted
-                self._shutdown = asyncio.create_task(self.runs.shutdown())
+            self._stop_now(stop)
+
+    def _stop_now(self, stop: _Stop) -> None:
+        """Stop every run still going (marked interrupted; one a user cancelled: cancelled),
+        once; :meth:`run` waits for it."""
+        stop.shutdown = True
+        if self._shutdown is None:
+            self._shutdown = asyncio.create_task(self.runs.shutdown())
 
     async def _execute(self, context: Any, run_id: str, stop: _Stop) -> str:
         try:
@@ -483,6 +544,13 @@ class Worker:
         logger.warning("run %s is already %s (ended by another process): its agent is not started",
                        run_id, status)
         return status
+
+
+def _retrieve(body: asyncio.Task[str]) -> None:
+    """A job's run, ended as its job is aborted: its failure (logged by
+    :meth:`Worker._execute`) is retrieved, not reported again as never retrieved."""
+    if not body.cancelled():
+        body.exception()
 
 
 @contextlib.contextmanager
