@@ -503,10 +503,12 @@ function drawChatItem(li, chat) {
   set(time, "textContent", formatAgo(chat.updated_ms));
 }
 
+/** The open chat's item (or the opening one's) is the list's current page. */
 function markCurrentInList() {
+  const current = state.chat?.id ?? state.opening?.id;
   for (const li of $("chat-list").children) {
     const link = li.querySelector("a");
-    if (li.dataset.chatId === state.chat?.id) link.setAttribute("aria-current", "page");
+    if (li.dataset.chatId === current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
 }
@@ -571,6 +573,7 @@ async function openChat(id) {
   // or two streams would feed one timeline and show every record twice.
   const opening = { id };
   state.opening = opening;
+  if (!state.signedOut) showOpening(id); // (signed out: the sign-in form stays until an answer)
   let chat;
   let turns;
   try {
@@ -579,6 +582,7 @@ async function openChat(id) {
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening || err instanceof SessionEnded) return;
+    state.opening = null; // (not opening any more: not the list's current chat)
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
@@ -591,6 +595,7 @@ async function openChat(id) {
   if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
   show("chat-view");
   showChatHeader();
+  $("send-button").disabled = false;
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: api.answerRequest,
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
@@ -611,6 +616,28 @@ async function openChat(id) {
     onSignedOut: sessionEnded,
   }).start();
   $("prompt").focus();
+}
+
+/** Chat `id` is opening (its state asked for, a slow or large chat): the chat view shows at
+ * once, saying so, under the chat's title if the list has it ("Loading…" if not). Nothing of the
+ * chat shown before stays (its header, its conversation, its result); the box takes no typing
+ * (closeChat), and Send, Options and Delete are off, until the chat is open. */
+function showOpening(id) {
+  const listed = state.chats.find((c) => c.id === id);
+  const title = listed ? showControls(listed.title || "Untitled chat") : "Loading…";
+  $("chat-title").textContent = title;
+  $("chat-title").title = title;
+  if (listed) document.title = `${title} — cursor-agent-api`;
+  $("chat-meta").textContent = "";
+  $("chat-meta").title = "";
+  // (out of the log's hearing: "Opened …" is said once the chat is open)
+  replace($("timeline"), h("p", { class: "notice loading", "aria-live": "off", text: "Loading the conversation…" }));
+  replace($("result-bar"));
+  $("result-bar").hidden = true;
+  updateRunControls(); // (no run: no Stop)
+  for (const button of ["send-button", "options-button", "delete-chat-button"]) $(button).disabled = true;
+  show("chat-view");
+  markCurrentInList();
 }
 
 /** What a screen reader hears when a chat opens (its history is not read out). */
