@@ -18,7 +18,7 @@ import pytest
 from live_regions import announced, record
 from playwright.sync_api import Page, Route, expect
 from server_helpers import new_chat, wait_run
-from test_kept_prompts import sign_in, titled
+from test_kept_prompts import sign_in, signed_out_elsewhere, titled
 from test_prompt_in_flight import HELD_RUN, go, paused_page
 from test_request_focus import acp_chat
 from test_tabs import paused
@@ -304,4 +304,100 @@ def test_after_sign_out_back_and_links_leave_the_sign_in_form_saying_why(
         for view in ("#welcome-view", "#new-view", "#chat-view"):
             expect(page.locator(view)).to_be_hidden()
         expect(page.locator("#alert")).to_have_text("You signed out.")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+COUNT_FAILED_FETCHES = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__fetchFailed = 0;
+  window.fetch = async (input, init) => {
+    try {
+      return await realFetch(input, init);
+    } catch (err) {
+      window.__fetchFailed += 1; // (the page's handling of it is over in the same turn)
+      throw err;
+    }
+  };
+})();
+"""
+"""Requests of the page that got no answer at all: ``window.__fetchFailed``."""
+
+
+@pytest.mark.parametrize("out", ["Sign out", "elsewhere"])
+@pytest.mark.parametrize("answer", ["opens", "404"])
+def test_a_chat_answered_while_signed_out_makes_the_page_a_signed_in_page_again(
+    make_server: Any, browser: Any, answer: str, out: str
+) -> None:
+    # Signed out, then signed in again in another tab: a chat's address answered 404 (deleted
+    # meanwhile) showed the welcome view under a page that still counted itself signed out (no
+    # list, and Back kept what showed), and one that opened showed it without the list, under
+    # "You were signed out". An answer other than 401 says the page is signed in: it is a
+    # signed-in page again, its list refreshed.
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    if out == "Sign out":
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#alert")).to_have_text("You signed out.")
+    else:
+        signed_out_elsewhere(page, server)
+    expect(page.locator("#sidebar")).to_be_hidden()
+    other = open_ui(browser, server)  # another tab signs in (the browser's cookie)
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    with server.client() as c:
+        w = titled(c, "chat W")  # new since the page's list was fetched
+        if answer == "404":
+            assert c.delete(f"/api/chats/{y['id']}").status_code == 204
+    listed = [w, x] if answer == "404" else [w, y, x]
+    if answer == "opens":
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(page.locator("#chat-title")).to_have_text("chat Y")
+        expect(page.locator("#alert")).to_be_hidden()
+    else:
+        go(page, y["id"])
+        expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
+        expect(page.locator("#welcome-view")).to_be_visible()
+    expect(page.locator("#login-view")).to_be_hidden()
+    expect(page.locator("#sidebar")).to_be_visible()  # the list, refreshed
+    expect(page.locator(".chat-item")).to_have_count(len(listed))
+    expect(page.locator(".chat-item-title")).to_have_text([chat["title"] for chat in listed])
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    if answer == "opens":  # what is typed and left is kept for its chat again (Sign out dropped it)
+        page.get_by_label("Prompt").fill("typed in Y")
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("typed in Y")
+    else:
+        goes_live(page, page.go_back)  # Back: chat X, the address before
+        expect(page.locator("#chat-title")).to_have_text("chat X")
+        expect(page.locator("#alert")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_chat_that_gets_no_answer_while_signed_out_leaves_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    # signed out, a chat's address that got no answer (the server unreachable) showed the
+    # welcome view saying the chat did not open, under a page with no list: no answer says
+    # nothing of the session, so only the sign-in form shows, saying why
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    browser.add_init_script(COUNT_FAILED_FETCHES)
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    record(page)
+    signed_out_elsewhere(page, server)
+    expect_signed_out(page)
+    page.route(f"**/api/chats/{y['id']}**", lambda route: route.abort())
+    go(page, y["id"])
+    page.wait_for_function("() => window.__fetchFailed >= 2")  # the chat and its turns
+    expect_signed_out(page)
+    for view in ("#welcome-view", "#new-view"):
+        expect(page.locator(view)).to_be_hidden()
     assert page.errors == []  # type: ignore[attr-defined]

@@ -210,6 +210,20 @@ function markSignedOut() {
   clearTimeout(state.listTimer);
 }
 
+/** The server answered one of the page's requests for chat `id` with something other than 401
+ * while the page counted itself signed out: it is signed in (again, in another tab: the cookie
+ * is the browser's). It is a signed-in page again: the list shows and is refreshed (and again
+ * every 10 s), what is typed and left is kept for its chat (after Sign out too), and the alert
+ * that said to sign in goes as route() would clear it. Nothing while signed in. */
+function signedInAgain(id) {
+  if (!state.signedOut) return;
+  state.signedOut = false;
+  state.kept.reopen();
+  document.body.classList.remove("signed-out");
+  clearAlertFor(id);
+  refreshChats();
+}
+
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
   markSignedOut();
@@ -259,6 +273,15 @@ async function onLogin(ev) {
   }
 }
 
+/** As the page goes to chat `id` (null: another view): the alert is about what was shown,
+ * except what stays true in any view: the list that cannot be fetched (it goes once it is), a
+ * prompt of another chat not sent (it goes as that chat opens, the prompt back in its box), and
+ * prompts of deleted chats waiting for a box (untilChat). */
+function clearAlertFor(id) {
+  const el = $("alert");
+  if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
+}
+
 function route() {
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
@@ -271,14 +294,11 @@ function route() {
     }
   }
   // While signed out only the sign-in form shows, saying why: Back or a link to a view that
-  // asks nothing of the server leaves it as it is; a chat is asked for (signed in again in
-  // another tab, it opens; if not, its 401 keeps the form).
+  // asks nothing of the server leaves it as it is; a chat is asked for: any answer but 401
+  // (signed in again in another tab) makes the page a signed-in page again (signedInAgain),
+  // showing the chat or why not; a 401, or no answer at all, keeps the form as it is.
   if (state.signedOut) return id === null ? undefined : openChat(id);
-  // The alert is about what was shown, except what stays true in any view: the list that cannot
-  // be fetched (it goes once it is), and a prompt of another chat not sent (it goes as that
-  // chat opens, the prompt back in its box).
-  const el = $("alert");
-  if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
+  clearAlertFor(id);
   if (id !== null) return openChat(id);
   closeChat();
   if (m) {
@@ -583,6 +603,8 @@ async function openChat(id) {
   } catch (err) {
     if (state.opening !== opening || err instanceof SessionEnded) return;
     state.opening = null; // (not opening any more: not the list's current chat)
+    if (state.signedOut && err.status === 0) return; // no answer says nothing of the session: the form stays
+    signedInAgain(id); // (any other answer than 401 does: signed in, in another tab, say)
     show("welcome-view");
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
@@ -591,7 +613,7 @@ async function openChat(id) {
     return;
   }
   state.chat = chat;
-  state.signedOut = false; // the server answered: signed in (in another tab, say)
+  signedInAgain(id); // (the server answered: signed in, in another tab, say)
   if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
   show("chat-view");
   showChatHeader();
