@@ -144,3 +144,32 @@ def test_an_answer_for_a_chat_left_while_it_opened_paints_nothing(
     expect(page.locator(f'.chat-item[data-chat-id="{a["id"]}"]')).to_have_count(1)  # (not dropped)
     assert page.evaluate("location.hash") == f"#/chat/{b['id']}"
     assert errors == []
+
+
+@pytest.mark.parametrize("how", ["404", "500", "no answer"])
+def test_a_chat_that_did_not_open_leaves_neither_its_title_nor_its_place_in_the_list(
+    make_server: Any, browser: Any, how: str
+) -> None:
+    # The chat showed as it opened (its title in the tab, its item the list's current page); once
+    # it failed, the tab still named it, and after a 500 or no answer its item stayed current.
+    server = make_server()
+    with server.client() as c:
+        x, y = with_turn(c, "chat X"), with_turn(c, "chat Y")
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    held = hold(page, f"**/api/chats/{y['id']}")
+    go(page, y["id"])
+    until_held(page, held)
+    expect_opening(page, "chat Y", y["id"])
+    assert page.title() == "chat Y — cursor-agent-api"
+    if how == "no answer":
+        held[0].abort()
+    else:
+        held[0].fulfill(status=int(how), json={"detail": "boom"})
+    expect(page.locator("#welcome-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text(
+        "That chat does not exist on this server." if how == "404" else re.compile("^The chat did not open: ")
+    )
+    assert page.title() == "cursor-agent-api"
+    expect(page.locator(".chat-item a[aria-current]")).to_have_count(0)
+    assert errors == []

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from live_regions import announced, record
 from playwright.sync_api import Page, Route, expect
@@ -332,7 +333,7 @@ def test_a_chat_answered_while_signed_out_makes_the_page_a_signed_in_page_again(
     # Signed out, then signed in again in another tab: a chat's address answered 404 (deleted
     # meanwhile) showed the welcome view under a page that still counted itself signed out (no
     # list, and Back kept what showed), and one that opened showed it without the list, under
-    # "You were signed out". An answer other than 401 says the page is signed in: it is a
+    # "You were signed out". The chat or a 404 says the page is signed in: it is a
     # signed-in page again, its list refreshed.
     server = make_server()
     with server.client() as c:
@@ -401,3 +402,101 @@ def test_a_chat_that_gets_no_answer_while_signed_out_leaves_the_sign_in_form(
     for view in ("#welcome-view", "#new-view"):
         expect(page.locator(view)).to_be_hidden()
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("out", ["Sign out", "elsewhere"])
+@pytest.mark.parametrize("status", [403, 502, 503])
+def test_a_chat_answered_with_an_error_while_signed_out_leaves_the_sign_in_form(
+    make_server: Any, browser: Any, status: int, out: str
+) -> None:
+    # Signed out, a chat's address answered 502 (a proxy in front of a server down), 503 (the
+    # server's session store unavailable: it answers before it knows the cookie is dead) or 403
+    # (its host check) made the page a signed-in page again: the chats list of whoever signed out
+    # showed, with no sign-in form. Every /api path asks for a session first: only a 2xx or a 404
+    # proves one.
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "secret chat X"), titled(c, "secret chat Y")
+    y_path = f"/api/chats/{y['id']}"
+    browser.add_init_script(counting_reads("__readY", f'String(input).includes("{y_path}")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    if out == "Sign out":
+        page.get_by_role("button", name="Sign out").click()
+        said = "You signed out."
+    else:
+        signed_out_elsewhere(page, server)
+        said = SIGNED_OUT
+    expect(page.locator("#alert")).to_have_text(said)
+    expect(page.locator("#sidebar")).to_be_hidden()
+    page.route("**/api/**", lambda route: route.fulfill(status=status, body="Bad Gateway"))
+    go(page, y["id"])
+    page.wait_for_function("() => window.__readY >= 2")  # the chat and its turns, read
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text(said)
+    for hidden in ("#sidebar", "#welcome-view", "#chat-view", "#new-view"):
+        expect(page.locator(hidden)).to_be_hidden()
+    assert page.evaluate("document.body.classList.contains('signed-out')")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_a_list_refresh_across_the_session_end_leaves_no_refresh_behind(
+    make_server: Any, browser: Any, elsewhere: bool
+) -> None:
+    # A refresh of the list whose check of the server (health) was answered 401 showed the form,
+    # then set the next refresh all the same: 10 s later, signed in again in another tab, its
+    # list counted the page signed in under the form, and the prompt kept for the chat was lost
+    # at the form's sign-in (only a signed-out page keeps them across the reload).
+    from test_chat_opening import until_held
+
+    server = make_server()
+    with server.client() as c:
+        x = titled(c, "chat X")
+    browser.add_init_script(COUNT_LISTS_ASKED)
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    page.get_by_label("Prompt").fill("kept for X")
+    held: list[Route] = []
+    page.route("**/api/health", lambda route: held.append(route) if not held else route.continue_())
+    page.clock.run_for(10_500)  # the list's refresh: the list, then the health check (held)
+    until_held(page, held)
+    signed_out_elsewhere_now(page, server)
+    held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # that 401 read, the refresh over
+    expect(page.locator("#login-view")).to_be_visible()
+    if elsewhere:
+        other = open_ui(browser, server)  # signed in again in another tab
+        expect(other.locator("#sidebar")).to_be_visible()
+        other.close()
+    asked = page.evaluate("window.__listsAsked")
+    page.clock.run_for(30_500)  # three refreshes' time (a timer's request is asked as it fires)
+    assert page.evaluate("window.__listsAsked") == asked  # none
+    assert page.evaluate("document.body.classList.contains('signed-out')")
+    sign_in(page, server.token)
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.get_by_label("Prompt")).to_be_editable()
+    expect(page.get_by_label("Prompt")).to_have_value("kept for X")
+    assert errors == []
+
+
+def signed_out_elsewhere_now(page: Page, server: Any) -> None:
+    """The page's session ended (signed out with its cookie, as another tab does), nothing asked
+    of the page meanwhile."""
+    cookie = "; ".join(f"{k['name']}={k['value']}" for k in page.context.cookies())
+    assert httpx.post(f"{server.url}/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
+
+
+
+COUNT_LISTS_ASKED = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__listsAsked = 0;
+  window.fetch = (input, init) => {
+    if (String(input).includes("/api/chats?")) window.__listsAsked += 1;
+    return realFetch(input, init);
+  };
+})();
+"""
+"""Chats lists the page has asked for: ``window.__listsAsked`` (counted as the request goes)."""

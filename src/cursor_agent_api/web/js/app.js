@@ -210,8 +210,9 @@ function markSignedOut() {
   clearTimeout(state.listTimer);
 }
 
-/** The server answered one of the page's requests for chat `id` with something other than 401
- * while the page counted itself signed out: it is signed in (again, in another tab: the cookie
+/** The server answered one of the page's requests for chat `id` with what only a session gets
+ * (the chat, or a 404: every /api path asks for a session first) while the page counted itself
+ * signed out: it is signed in (again, in another tab: the cookie
  * is the browser's). It is a signed-in page again: the list shows and is refreshed (and again
  * every 10 s), what is typed and left is kept for its chat (after Sign out too), and the alert
  * that said to sign in goes as route() would clear it. Nothing while signed in. */
@@ -294,9 +295,9 @@ function route() {
     }
   }
   // While signed out only the sign-in form shows, saying why: Back or a link to a view that
-  // asks nothing of the server leaves it as it is; a chat is asked for: any answer but 401
+  // asks nothing of the server leaves it as it is; a chat is asked for: the chat or a 404
   // (signed in again in another tab) makes the page a signed-in page again (signedInAgain),
-  // showing the chat or why not; a 401, or no answer at all, keeps the form as it is.
+  // showing the chat or why not; any other answer, or none at all, keeps the form as it is.
   if (state.signedOut) return id === null ? undefined : openChat(id);
   clearAlertFor(id);
   if (id !== null) return openChat(id);
@@ -328,17 +329,19 @@ function route() {
  * "More chats"). */
 async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
-  const signedOut = state.signedOut;
+  // Only a signed-in page refreshes its list (signedInAgain is what makes it one again; a list
+  // that answered says nothing of the form shown meanwhile).
+  if (state.signedOut) return;
   try {
     let listed = await fetchChats(all);
     if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
-    if (state.signedOut && !signedOut) return; // asked before the session ended: that answer is old
+    if (state.signedOut) return; // asked before the session ended: that answer is old
     state.chats = listed.chats;
     state.moreChats = listed.more;
-    state.signedOut = false; // (signed in again in another tab, say: the cookie is the browser's)
   } catch (err) {
     if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
     await checkStore(); // (a database that cannot be read either: the list fails too)
+    if (state.signedOut) return; // (its 401: the sign-in form shows, and the list waits for it)
     const wait = scheduleRefresh(); // the list retries later
     // An open chat's stream shows the connection state in the top bar; with none open, the
     // page would show nothing at all: the alert says so (unless it says something else).
@@ -352,6 +355,7 @@ async function refreshChats({ all = false } = {}) {
   clearUnreachable();
   renderChats();
   await checkStore();
+  if (state.signedOut) return; // (its 401: no refresh left behind across the session's end)
   scheduleRefresh();
   await checkDrafts();
 }
@@ -575,7 +579,7 @@ async function onCreateChat(ev) {
 function closeChat() {
   state.opening = null; // a chat still loading is not shown once the page went elsewhere
   toggleOptions(false);
-  document.title = "cursor-agent-api";
+  showTitle(null);
   if (state.stream) state.stream.stop();
   state.stream = null;
   keepTyped(state.chat);
@@ -603,9 +607,13 @@ async function openChat(id) {
   } catch (err) {
     if (state.opening !== opening || err instanceof SessionEnded) return;
     state.opening = null; // (not opening any more: not the list's current chat)
-    if (state.signedOut && err.status === 0) return; // no answer says nothing of the session: the form stays
-    signedInAgain(id); // (any other answer than 401 does: signed in, in another tab, say)
+    // Signed out, only a 404 proves a session (every /api path asks for one first): a 403, a
+    // 5xx (a proxy's 502, the session store's 503) or no answer says nothing of it: the form stays.
+    if (state.signedOut && err.status !== 404) return;
+    signedInAgain(id); // (signed in, in another tab, say)
     show("welcome-view");
+    showTitle(null); // (the tab no longer names the chat that did not open)
+    markCurrentInList();
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
       { unreachable: err.status === 0 });
@@ -646,10 +654,7 @@ async function openChat(id) {
  * (closeChat), and Send, Options and Delete are off, until the chat is open. */
 function showOpening(id) {
   const listed = state.chats.find((c) => c.id === id);
-  const title = listed ? showControls(listed.title || "Untitled chat") : "Loading…";
-  $("chat-title").textContent = title;
-  $("chat-title").title = title;
-  if (listed) document.title = `${title} — cursor-agent-api`;
+  showTitle(listed ? showControls(listed.title || "Untitled chat") : "Loading…", { tab: Boolean(listed) });
   $("chat-meta").textContent = "";
   $("chat-meta").title = "";
   // (out of the log's hearing: "Opened …" is said once the chat is open)
@@ -662,6 +667,18 @@ function showOpening(id) {
   markCurrentInList();
 }
 
+/** `title` in the chat's header (shown in two lines at most: the whole title on hover) and,
+ * unless `tab` is false, in the tab's title; null: the tab's title names no chat. */
+function showTitle(title, { tab = true } = {}) {
+  if (title === null) {
+    document.title = "cursor-agent-api";
+    return;
+  }
+  $("chat-title").textContent = title;
+  $("chat-title").title = title;
+  if (tab) document.title = `${title} — cursor-agent-api`;
+}
+
 /** What a screen reader hears when a chat opens (its history is not read out). */
 function openedLine(chat, turns) {
   const n = (turns.runs || []).length;
@@ -672,10 +689,7 @@ function openedLine(chat, turns) {
 /** The open chat's title, workspace, model and options, in the header and the tab's title. */
 function showChatHeader() {
   const chat = state.chat;
-  const title = showControls(chat.title || "Untitled chat");
-  $("chat-title").textContent = title;
-  $("chat-title").title = title; // shown in two lines at most: the whole title on hover
-  document.title = `${title} — cursor-agent-api`;
+  showTitle(showControls(chat.title || "Untitled chat"));
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
   const acpMode = { plan: "plan mode: you accept or reject its plans", ask: "ask mode" }[chat.options?.mode];
   const mode = chat.options?.transport === "acp"
