@@ -481,6 +481,37 @@ def test_a_list_refresh_across_the_session_end_leaves_no_refresh_behind(
     assert errors == []
 
 
+def test_a_401_asked_before_the_page_signed_in_again_leaves_it_signed_in(
+    make_server: Any, browser: Any
+) -> None:
+    # Signed out, chat Z asked for (slow), then signed in again in another tab and chat Y opened
+    # here: Z's 401, answered before that sign-in and read after it, signed the page out again
+    from test_chat_opening import hold, until_held
+
+    server = make_server()
+    with server.client() as c:
+        x, y, z = titled(c, "chat X"), titled(c, "chat Y"), titled(c, "chat Z")
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    signed_out_elsewhere(page, server)
+    held = hold(page, f"**/api/chats/{z['id']}")  # Z's state, asked for while signed out
+    go(page, z["id"])
+    until_held(page, held)
+    other = open_ui(browser, server)  # another tab signs in
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
+    expect(page.locator("#sidebar")).to_be_visible()
+    held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # read (its handling over)
+    expect(page.locator("#login-view")).to_be_hidden()
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def signed_out_elsewhere_now(page: Page, server: Any) -> None:
     """The page's session ended (signed out with its cookie, as another tab does), nothing asked
     of the page meanwhile."""

@@ -1,7 +1,7 @@
 // The page: chats list, new-chat form, one open chat with its live stream,
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
-import { api, ApiError, SessionEnded, whenSessionEnds } from "./api.js";
+import { api, ApiError, SessionEnded, sessionAgain, whenSessionEnds } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { KeptPrompts, joinPrompts } from "./kept.js";
 import { ChatStream } from "./stream.js";
@@ -25,13 +25,14 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), done}
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts, done}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
-  signedOut: false, // the session ended (the sign-in form shown); false again once the server answers
+  signOuts: 0, // Sign out pressed (and done) so far: a prompt on its way across one is dropped
+  signedOut: false, // the session ended (the sign-in form shown); false again once signed in again (signedInAgain)
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -219,6 +220,7 @@ function markSignedOut() {
 function signedInAgain(id) {
   if (!state.signedOut) return;
   state.signedOut = false;
+  sessionAgain(); // (a 401 to a request asked before now does not sign it out again)
   state.kept.reopen();
   document.body.classList.remove("signed-out");
   clearAlertFor(id);
@@ -259,7 +261,8 @@ async function signOut() {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin(SIGNED_OUT_HERE);
-  state.kept.close(); // (a prompt still on its way is not kept either: see deliver)
+  state.signOuts += 1; // (a prompt still on its way is not kept either: see sendPrompt)
+  state.kept.close();
   $("prompt").value = "";
 }
 
@@ -893,6 +896,9 @@ async function sendPrompt() {
   const size = new TextEncoder().encode(prompt).length, limit = state.config?.max_prompt_bytes;
   if (limit && size > limit) return showAlert(`The prompt was not sent: it is ${size} bytes, over the server's limit of ${limit}; it is still in the box.`);
   const stops = state.stops; // a Stop pressed from now on drops this prompt
+  // A Sign out from now on drops it too, signed in again in another tab since or not (Sign out
+  // keeps nothing for whoever signs in next: KeptPrompts.close, which signing in again reopens).
+  const signOuts = state.signOuts;
   if (ahead) {
     const waiting = { chatId: chat.id, prompt };
     state.waiting = waiting;
@@ -902,7 +908,7 @@ async function sendPrompt() {
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
-      if (state.kept.closed) return; // (Sign out meanwhile: nothing kept, nothing said)
+      if (state.signOuts !== signOuts) return; // (Sign out meanwhile: nothing kept, nothing said)
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
@@ -917,7 +923,7 @@ async function sendPrompt() {
         : "it is in the box; press Enter to send it."}`);
     }
   }
-  const sending = { chatId: chat.id, prompt, taken: false };
+  const sending = { chatId: chat.id, prompt, taken: false, signOuts };
   sending.done = new Promise((resolve) => { sending.finish = resolve; });
   state.sending = sending;
   let sent = false;
@@ -941,7 +947,7 @@ async function deliver(chat, prompt, stops, sending) {
       showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
       return false;
     }
-    if (state.kept.closed) return false; // signed out meanwhile (Sign out): dropped, and nothing said
+    if (state.signOuts !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said
     if (left()) {
       keepDraft(chat, prompt);
       return false;
@@ -967,7 +973,7 @@ async function deliver(chat, prompt, stops, sending) {
     }
     return true;
   } catch (err) {
-    if (state.kept.closed) return false; // (Sign out meanwhile: the sign-in form says so)
+    if (state.signOuts !== sending.signOuts) return false; // (Sign out meanwhile: the form says so)
     const { note = "", chat: about } = err.putBack ?? {};
     if (err instanceof SessionEnded) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
