@@ -512,6 +512,43 @@ def test_a_401_asked_before_the_page_signed_in_again_leaves_it_signed_in(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_prompt_on_its_way_at_sign_out_answered_after_signing_in_again_is_not_kept(
+    make_server: Any, browser: Any, status: int
+) -> None:
+    # Review 14: a prompt whose POST /runs was on its way as Sign out was pressed, answered with
+    # an error only once the page was signed in again (another tab, then a chat opened here),
+    # went back into its chat's kept prompt: back in its box for whoever signed in
+    from test_chat_opening import hold, until_held
+
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    runs = hold(page, f"**/api/chats/{x['id']}/runs")
+    send(page, "secret for X")
+    until_held(page, runs)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("#login-view")).to_be_visible()
+    other = open_ui(browser, server)  # another tab signs in
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
+    expect(page.locator("#sidebar")).to_be_visible()
+    runs[0].fulfill(status=status, headers={"x-held": "1"}, json={"detail": "no"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # read (its handling over)
+    goes_live(page, lambda: go(page, x["id"]))
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.get_by_label("Prompt")).to_be_editable()
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    expect(page.locator("#alert")).to_be_hidden()
+    with server.client() as c:
+        assert c.get(f"/api/chats/{x['id']}/turns?limit=10").json().get("runs", []) == []
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 def signed_out_elsewhere_now(page: Page, server: Any) -> None:
     """The page's session ended (signed out with its cookie, as another tab does), nothing asked
     of the page meanwhile."""

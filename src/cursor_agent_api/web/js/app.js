@@ -967,8 +967,9 @@ async function deliver(chat, prompt, stops, sending) {
     } catch (err) {
       // signed out: the page has left the chat for the sign-in form (sessionEnded), so the
       // prompt is kept for that chat, back in its box when it opens after signing in (across
-      // the reload: KeptPrompts.stash)
-      err.putBack = putBack(chat, prompt);
+      // the reload: KeptPrompts.stash); after Sign out, nowhere (signed in again meanwhile
+      // or not: a prompt on its way then is not kept)
+      if (state.signOuts === sending.signOuts) err.putBack = putBack(chat, prompt);
       throw err;
     }
     return true;
