@@ -215,6 +215,41 @@ def test_a_prompt_on_its_way_at_sign_out_is_dropped_too(make_server: Any, browse
         wait_run(c, held["id"])
 
 
+def test_a_prompt_on_its_way_at_sign_out_is_dropped_after_signing_in_again_elsewhere(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 10: signed in again in another tab, a chat opened here made the page a signed-in
+    # page again (prompts kept again from then on): the prompt that was on its way at Sign out
+    # was then kept for its chat, and came back in its box for whoever signed in
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "secret for X")  # waits for X's run (the page's clock stands still)
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#login-view")).to_be_visible()
+        other = open_ui(browser, server)  # someone signs in, in another tab
+        expect(other.locator("#sidebar")).to_be_visible()
+        other.close()
+        go(page, y["id"])  # this tab goes to chat Y: it opens, a signed-in page again
+        expect(page.locator("#chat-title")).to_have_text("chat Y")
+        expect(page.get_by_label("Prompt")).to_be_editable()
+        page.clock.run_for(100)  # the prompt looks again: the page left its chat
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#chat-title")).to_have_text("chat X")
+        expect(page.get_by_label("Prompt")).to_be_editable()
+        page.clock.run_for(100)
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        expect(page.locator("#alert")).to_be_hidden()
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        wait_run(c, held["id"])
+
+
 def test_signing_in_again_by_the_link_keeps_the_prompts_too(make_server: Any, browser: Any) -> None:
     # Review 3: only the form's reload kept them; the link serve printed (opened in the tab)
     # lost them without a word

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from live_regions import announced, record
 from playwright.sync_api import Page, Route, expect
 from server_helpers import new_chat, wait_run
-from test_kept_prompts import sign_in, titled
+from test_kept_prompts import sign_in, signed_out_elsewhere, titled
 from test_prompt_in_flight import HELD_RUN, go, paused_page
 from test_request_focus import acp_chat
 from test_tabs import paused
@@ -305,3 +306,265 @@ def test_after_sign_out_back_and_links_leave_the_sign_in_form_saying_why(
             expect(page.locator(view)).to_be_hidden()
         expect(page.locator("#alert")).to_have_text("You signed out.")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+COUNT_FAILED_FETCHES = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__fetchFailed = 0;
+  window.fetch = async (input, init) => {
+    try {
+      return await realFetch(input, init);
+    } catch (err) {
+      window.__fetchFailed += 1; // (the page's handling of it is over in the same turn)
+      throw err;
+    }
+  };
+})();
+"""
+"""Requests of the page that got no answer at all: ``window.__fetchFailed``."""
+
+
+@pytest.mark.parametrize("out", ["Sign out", "elsewhere"])
+@pytest.mark.parametrize("answer", ["opens", "404"])
+def test_a_chat_answered_while_signed_out_makes_the_page_a_signed_in_page_again(
+    make_server: Any, browser: Any, answer: str, out: str
+) -> None:
+    # Signed out, then signed in again in another tab: a chat's address answered 404 (deleted
+    # meanwhile) showed the welcome view under a page that still counted itself signed out (no
+    # list, and Back kept what showed), and one that opened showed it without the list, under
+    # "You were signed out". The chat or a 404 says the page is signed in: it is a
+    # signed-in page again, its list refreshed.
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    if out == "Sign out":
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.locator("#alert")).to_have_text("You signed out.")
+    else:
+        signed_out_elsewhere(page, server)
+    expect(page.locator("#sidebar")).to_be_hidden()
+    other = open_ui(browser, server)  # another tab signs in (the browser's cookie)
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    with server.client() as c:
+        w = titled(c, "chat W")  # new since the page's list was fetched
+        if answer == "404":
+            assert c.delete(f"/api/chats/{y['id']}").status_code == 204
+    listed = [w, x] if answer == "404" else [w, y, x]
+    if answer == "opens":
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(page.locator("#chat-title")).to_have_text("chat Y")
+        expect(page.locator("#alert")).to_be_hidden()
+    else:
+        go(page, y["id"])
+        expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
+        expect(page.locator("#welcome-view")).to_be_visible()
+    expect(page.locator("#login-view")).to_be_hidden()
+    expect(page.locator("#sidebar")).to_be_visible()  # the list, refreshed
+    expect(page.locator(".chat-item")).to_have_count(len(listed))
+    expect(page.locator(".chat-item-title")).to_have_text([chat["title"] for chat in listed])
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    if answer == "opens":  # what is typed and left is kept for its chat again (Sign out dropped it)
+        page.get_by_label("Prompt").fill("typed in Y")
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        goes_live(page, lambda: go(page, y["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("typed in Y")
+    else:
+        goes_live(page, page.go_back)  # Back: chat X, the address before
+        expect(page.locator("#chat-title")).to_have_text("chat X")
+        expect(page.locator("#alert")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_chat_that_gets_no_answer_while_signed_out_leaves_the_sign_in_form(
+    make_server: Any, browser: Any
+) -> None:
+    # signed out, a chat's address that got no answer (the server unreachable) showed the
+    # welcome view saying the chat did not open, under a page with no list: no answer says
+    # nothing of the session, so only the sign-in form shows, saying why
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    browser.add_init_script(COUNT_FAILED_FETCHES)
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    record(page)
+    signed_out_elsewhere(page, server)
+    expect_signed_out(page)
+    page.route(f"**/api/chats/{y['id']}**", lambda route: route.abort())
+    go(page, y["id"])
+    page.wait_for_function("() => window.__fetchFailed >= 2")  # the chat and its turns
+    expect_signed_out(page)
+    for view in ("#welcome-view", "#new-view"):
+        expect(page.locator(view)).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("out", ["Sign out", "elsewhere"])
+@pytest.mark.parametrize("status", [403, 502, 503])
+def test_a_chat_answered_with_an_error_while_signed_out_leaves_the_sign_in_form(
+    make_server: Any, browser: Any, status: int, out: str
+) -> None:
+    # Signed out, a chat's address answered 502 (a proxy in front of a server down), 503 (the
+    # server's session store unavailable: it answers before it knows the cookie is dead) or 403
+    # (its host check) made the page a signed-in page again: the chats list of whoever signed out
+    # showed, with no sign-in form. Every /api path asks for a session first: only a 2xx or a 404
+    # proves one.
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "secret chat X"), titled(c, "secret chat Y")
+    y_path = f"/api/chats/{y['id']}"
+    browser.add_init_script(counting_reads("__readY", f'String(input).includes("{y_path}")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    if out == "Sign out":
+        page.get_by_role("button", name="Sign out").click()
+        said = "You signed out."
+    else:
+        signed_out_elsewhere(page, server)
+        said = SIGNED_OUT
+    expect(page.locator("#alert")).to_have_text(said)
+    expect(page.locator("#sidebar")).to_be_hidden()
+    page.route("**/api/**", lambda route: route.fulfill(status=status, body="Bad Gateway"))
+    go(page, y["id"])
+    page.wait_for_function("() => window.__readY >= 2")  # the chat and its turns, read
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text(said)
+    for hidden in ("#sidebar", "#welcome-view", "#chat-view", "#new-view"):
+        expect(page.locator(hidden)).to_be_hidden()
+    assert page.evaluate("document.body.classList.contains('signed-out')")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("elsewhere", [False, True])
+def test_a_list_refresh_across_the_session_end_leaves_no_refresh_behind(
+    make_server: Any, browser: Any, elsewhere: bool
+) -> None:
+    # A refresh of the list whose check of the server (health) was answered 401 showed the form,
+    # then set the next refresh all the same: 10 s later, signed in again in another tab, its
+    # list counted the page signed in under the form, and the prompt kept for the chat was lost
+    # at the form's sign-in (only a signed-out page keeps them across the reload).
+    from test_chat_opening import until_held
+
+    server = make_server()
+    with server.client() as c:
+        x = titled(c, "chat X")
+    browser.add_init_script(COUNT_LISTS_ASKED)
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    page.get_by_label("Prompt").fill("kept for X")
+    held: list[Route] = []
+    page.route("**/api/health", lambda route: held.append(route) if not held else route.continue_())
+    page.clock.run_for(10_500)  # the list's refresh: the list, then the health check (held)
+    until_held(page, held)
+    signed_out_elsewhere_now(page, server)
+    held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # that 401 read, the refresh over
+    expect(page.locator("#login-view")).to_be_visible()
+    if elsewhere:
+        other = open_ui(browser, server)  # signed in again in another tab
+        expect(other.locator("#sidebar")).to_be_visible()
+        other.close()
+    asked = page.evaluate("window.__listsAsked")
+    page.clock.run_for(30_500)  # three refreshes' time (a timer's request is asked as it fires)
+    assert page.evaluate("window.__listsAsked") == asked  # none
+    assert page.evaluate("document.body.classList.contains('signed-out')")
+    sign_in(page, server.token)
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.get_by_label("Prompt")).to_be_editable()
+    expect(page.get_by_label("Prompt")).to_have_value("kept for X")
+    assert errors == []
+
+
+def test_a_401_asked_before_the_page_signed_in_again_leaves_it_signed_in(
+    make_server: Any, browser: Any
+) -> None:
+    # Signed out, chat Z asked for (slow), then signed in again in another tab and chat Y opened
+    # here: Z's 401, answered before that sign-in and read after it, signed the page out again
+    from test_chat_opening import hold, until_held
+
+    server = make_server()
+    with server.client() as c:
+        x, y, z = titled(c, "chat X"), titled(c, "chat Y"), titled(c, "chat Z")
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    signed_out_elsewhere(page, server)
+    held = hold(page, f"**/api/chats/{z['id']}")  # Z's state, asked for while signed out
+    go(page, z["id"])
+    until_held(page, held)
+    other = open_ui(browser, server)  # another tab signs in
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
+    expect(page.locator("#sidebar")).to_be_visible()
+    held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # read (its handling over)
+    expect(page.locator("#login-view")).to_be_hidden()
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_prompt_on_its_way_at_sign_out_answered_after_signing_in_again_is_not_kept(
+    make_server: Any, browser: Any, status: int
+) -> None:
+    # Review 14: a prompt whose POST /runs was on its way as Sign out was pressed, answered with
+    # an error only once the page was signed in again (another tab, then a chat opened here),
+    # went back into its chat's kept prompt: back in its box for whoever signed in
+    from test_chat_opening import hold, until_held
+
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page = open_ui(browser, server)
+    open_chat(page, server, x["id"])
+    runs = hold(page, f"**/api/chats/{x['id']}/runs")
+    send(page, "secret for X")
+    until_held(page, runs)
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.locator("#login-view")).to_be_visible()
+    other = open_ui(browser, server)  # another tab signs in
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
+    expect(page.locator("#sidebar")).to_be_visible()
+    runs[0].fulfill(status=status, headers={"x-held": "1"}, json={"detail": "no"})
+    page.wait_for_function("() => window.__heldRead >= 1")  # read (its handling over)
+    goes_live(page, lambda: go(page, x["id"]))
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.get_by_label("Prompt")).to_be_editable()
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    expect(page.locator("#alert")).to_be_hidden()
+    with server.client() as c:
+        assert c.get(f"/api/chats/{x['id']}/turns?limit=10").json().get("runs", []) == []
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def signed_out_elsewhere_now(page: Page, server: Any) -> None:
+    """The page's session ended (signed out with its cookie, as another tab does), nothing asked
+    of the page meanwhile."""
+    cookie = "; ".join(f"{k['name']}={k['value']}" for k in page.context.cookies())
+    assert httpx.post(f"{server.url}/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
+
+
+
+COUNT_LISTS_ASKED = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__listsAsked = 0;
+  window.fetch = (input, init) => {
+    if (String(input).includes("/api/chats?")) window.__listsAsked += 1;
+    return realFetch(input, init);
+  };
+})();
+"""
+"""Chats lists the page has asked for: ``window.__listsAsked`` (counted as the request goes)."""

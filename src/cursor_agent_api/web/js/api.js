@@ -1,7 +1,8 @@
 // The REST API, as the page uses it. Authentication is the HttpOnly cookie the
 // server set when the token URL was opened (or after the login form): the page
 // never sees or stores the token itself. Whatever a request is, a 401 outside the sign-in
-// requests means one thing, decided here: the session ended (SessionEnded, whenSessionEnds).
+// requests means one thing, decided here: the session ended (SessionEnded, whenSessionEnds);
+// one asked before the page was last signed in again (sessionAgain) tells of an older session.
 
 export class ApiError extends Error {
   constructor(status, detail) {
@@ -23,11 +24,22 @@ export function whenSessionEnds(handler) {
   onSessionEnded = handler;
 }
 
+let signedIn = 0; // the page's sign-ins again (signedInAgain): a 401 to a request asked before the last is old
+
+/** The page is signed in again (in another tab: app.js's signedInAgain): a 401 to a request
+ * asked before now tells of the session that ended then, not of this one: its caller gets it
+ * as an ApiError, and the page stays signed in. */
+export function sessionAgain() {
+  signedIn += 1;
+}
+
 const SIGN_IN = { signIn: true }; // a sign-in request: its 401 is its own answer
 
 /** `path`'s answer: its JSON (null for 204), or its text (`text`). Fails with an ApiError
- * (status 0: the server cannot be reached), a SessionEnded for a 401 unless `signIn`. */
+ * (status 0: the server cannot be reached), a SessionEnded for a 401 unless `signIn` or the
+ * request was asked before the page was last signed in again (sessionAgain). */
 async function call(method, path, body, { signIn = false, text = false } = {}) {
+  const asked = signedIn;
   const init = { method, headers: { Accept: text ? "*/*" : "application/json" }, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -49,7 +61,7 @@ async function call(method, path, body, { signIn = false, text = false } = {}) {
   }
   if (!response.ok) {
     const detail = data && typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`;
-    if (response.status !== 401 || signIn) throw new ApiError(response.status, detail);
+    if (response.status !== 401 || signIn || asked !== signedIn) throw new ApiError(response.status, detail);
     onSessionEnded();
     throw new SessionEnded(401, detail);
   }

@@ -1,7 +1,7 @@
 // The page: chats list, new-chat form, one open chat with its live stream,
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
-import { api, ApiError, SessionEnded, whenSessionEnds } from "./api.js";
+import { api, ApiError, SessionEnded, sessionAgain, whenSessionEnds } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { KeptPrompts, joinPrompts } from "./kept.js";
 import { ChatStream } from "./stream.js";
@@ -25,13 +25,14 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), done}
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts, done}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
-  signedOut: false, // the session ended (the sign-in form shown); false again once the server answers
+  signOuts: 0, // Sign out pressed (and done) so far: a prompt on its way across one is dropped
+  signedOut: false, // the session ended (the sign-in form shown); false again once signed in again (signedInAgain)
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
   listLimit: LIST_PAGE, // how many chats the list shows (more after "More chats")
@@ -210,6 +211,22 @@ function markSignedOut() {
   clearTimeout(state.listTimer);
 }
 
+/** The server answered one of the page's requests for chat `id` with what only a session gets
+ * (the chat, or a 404: every /api path asks for a session first) while the page counted itself
+ * signed out: it is signed in (again, in another tab: the cookie
+ * is the browser's). It is a signed-in page again: the list shows and is refreshed (and again
+ * every 10 s), what is typed and left is kept for its chat (after Sign out too), and the alert
+ * that said to sign in goes as route() would clear it. Nothing while signed in. */
+function signedInAgain(id) {
+  if (!state.signedOut) return;
+  state.signedOut = false;
+  sessionAgain(); // (a 401 to a request asked before now does not sign it out again)
+  state.kept.reopen();
+  document.body.classList.remove("signed-out");
+  clearAlertFor(id);
+  refreshChats();
+}
+
 /** The sign-in form; `reason` says why it is shown (empty: simply not signed in yet). */
 function showLogin(reason = "") {
   markSignedOut();
@@ -244,7 +261,8 @@ async function signOut() {
     if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin(SIGNED_OUT_HERE);
-  state.kept.close(); // (a prompt still on its way is not kept either: see deliver)
+  state.signOuts += 1; // (a prompt still on its way is not kept either: see sendPrompt)
+  state.kept.close();
   $("prompt").value = "";
 }
 
@@ -259,6 +277,15 @@ async function onLogin(ev) {
   }
 }
 
+/** As the page goes to chat `id` (null: another view): the alert is about what was shown,
+ * except what stays true in any view: the list that cannot be fetched (it goes once it is), a
+ * prompt of another chat not sent (it goes as that chat opens, the prompt back in its box), and
+ * prompts of deleted chats waiting for a box (untilChat). */
+function clearAlertFor(id) {
+  const el = $("alert");
+  if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
+}
+
 function route() {
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
@@ -271,14 +298,11 @@ function route() {
     }
   }
   // While signed out only the sign-in form shows, saying why: Back or a link to a view that
-  // asks nothing of the server leaves it as it is; a chat is asked for (signed in again in
-  // another tab, it opens; if not, its 401 keeps the form).
+  // asks nothing of the server leaves it as it is; a chat is asked for: the chat or a 404
+  // (signed in again in another tab) makes the page a signed-in page again (signedInAgain),
+  // showing the chat or why not; any other answer, or none at all, keeps the form as it is.
   if (state.signedOut) return id === null ? undefined : openChat(id);
-  // The alert is about what was shown, except what stays true in any view: the list that cannot
-  // be fetched (it goes once it is), and a prompt of another chat not sent (it goes as that
-  // chat opens, the prompt back in its box).
-  const el = $("alert");
-  if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
+  clearAlertFor(id);
   if (id !== null) return openChat(id);
   closeChat();
   if (m) {
@@ -308,17 +332,19 @@ function route() {
  * "More chats"). */
 async function refreshChats({ all = false } = {}) {
   clearTimeout(state.listTimer);
-  const signedOut = state.signedOut;
+  // Only a signed-in page refreshes its list (signedInAgain is what makes it one again; a list
+  // that answered says nothing of the form shown meanwhile).
+  if (state.signedOut) return;
   try {
     let listed = await fetchChats(all);
     if (listed.kept && !(await lastInPlace(listed.chats))) listed = await fetchChats(true);
-    if (state.signedOut && !signedOut) return; // asked before the session ended: that answer is old
+    if (state.signedOut) return; // asked before the session ended: that answer is old
     state.chats = listed.chats;
     state.moreChats = listed.more;
-    state.signedOut = false; // (signed in again in another tab, say: the cookie is the browser's)
   } catch (err) {
     if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
     await checkStore(); // (a database that cannot be read either: the list fails too)
+    if (state.signedOut) return; // (its 401: the sign-in form shows, and the list waits for it)
     const wait = scheduleRefresh(); // the list retries later
     // An open chat's stream shows the connection state in the top bar; with none open, the
     // page would show nothing at all: the alert says so (unless it says something else).
@@ -332,6 +358,7 @@ async function refreshChats({ all = false } = {}) {
   clearUnreachable();
   renderChats();
   await checkStore();
+  if (state.signedOut) return; // (its 401: no refresh left behind across the session's end)
   scheduleRefresh();
   await checkDrafts();
 }
@@ -503,10 +530,12 @@ function drawChatItem(li, chat) {
   set(time, "textContent", formatAgo(chat.updated_ms));
 }
 
+/** The open chat's item (or the opening one's) is the list's current page. */
 function markCurrentInList() {
+  const current = state.chat?.id ?? state.opening?.id;
   for (const li of $("chat-list").children) {
     const link = li.querySelector("a");
-    if (li.dataset.chatId === state.chat?.id) link.setAttribute("aria-current", "page");
+    if (li.dataset.chatId === current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
   }
 }
@@ -553,7 +582,7 @@ async function onCreateChat(ev) {
 function closeChat() {
   state.opening = null; // a chat still loading is not shown once the page went elsewhere
   toggleOptions(false);
-  document.title = "cursor-agent-api";
+  showTitle(null);
   if (state.stream) state.stream.stop();
   state.stream = null;
   keepTyped(state.chat);
@@ -571,6 +600,7 @@ async function openChat(id) {
   // or two streams would feed one timeline and show every record twice.
   const opening = { id };
   state.opening = opening;
+  if (!state.signedOut) showOpening(id); // (signed out: the sign-in form stays until an answer)
   let chat;
   let turns;
   try {
@@ -579,7 +609,14 @@ async function openChat(id) {
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
     if (state.opening !== opening || err instanceof SessionEnded) return;
+    state.opening = null; // (not opening any more: not the list's current chat)
+    // Signed out, only a 404 proves a session (every /api path asks for one first): a 403, a
+    // 5xx (a proxy's 502, the session store's 503) or no answer says nothing of it: the form stays.
+    if (state.signedOut && err.status !== 404) return;
+    signedInAgain(id); // (signed in, in another tab, say)
     show("welcome-view");
+    showTitle(null); // (the tab no longer names the chat that did not open)
+    markCurrentInList();
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
     showAlert(err.status === 404 ? "That chat does not exist on this server." : `The chat did not open: ${err.message}`,
       { unreachable: err.status === 0 });
@@ -587,10 +624,11 @@ async function openChat(id) {
     return;
   }
   state.chat = chat;
-  state.signedOut = false; // the server answered: signed in (in another tab, say)
+  signedInAgain(id); // (the server answered: signed in, in another tab, say)
   if ($("alert").dataset.unreachable === "list") showAlert(""); // the server answered
   show("chat-view");
   showChatHeader();
+  $("send-button").disabled = false;
   state.timeline = new Timeline($("timeline"), $("result-bar"), {
     onRunChange, workspace: chat.workspace, chatId: id, onAnswer: api.answerRequest,
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
@@ -613,6 +651,37 @@ async function openChat(id) {
   $("prompt").focus();
 }
 
+/** Chat `id` is opening (its state asked for, a slow or large chat): the chat view shows at
+ * once, saying so, under the chat's title if the list has it ("Loading…" if not). Nothing of the
+ * chat shown before stays (its header, its conversation, its result); the box takes no typing
+ * (closeChat), and Send, Options and Delete are off, until the chat is open. */
+function showOpening(id) {
+  const listed = state.chats.find((c) => c.id === id);
+  showTitle(listed ? showControls(listed.title || "Untitled chat") : "Loading…", { tab: Boolean(listed) });
+  $("chat-meta").textContent = "";
+  $("chat-meta").title = "";
+  // (out of the log's hearing: "Opened …" is said once the chat is open)
+  replace($("timeline"), h("p", { class: "notice loading", "aria-live": "off", text: "Loading the conversation…" }));
+  replace($("result-bar"));
+  $("result-bar").hidden = true;
+  updateRunControls(); // (no run: no Stop)
+  for (const button of ["send-button", "options-button", "delete-chat-button"]) $(button).disabled = true;
+  show("chat-view");
+  markCurrentInList();
+}
+
+/** `title` in the chat's header (shown in two lines at most: the whole title on hover) and,
+ * unless `tab` is false, in the tab's title; null: the tab's title names no chat. */
+function showTitle(title, { tab = true } = {}) {
+  if (title === null) {
+    document.title = "cursor-agent-api";
+    return;
+  }
+  $("chat-title").textContent = title;
+  $("chat-title").title = title;
+  if (tab) document.title = `${title} — cursor-agent-api`;
+}
+
 /** What a screen reader hears when a chat opens (its history is not read out). */
 function openedLine(chat, turns) {
   const n = (turns.runs || []).length;
@@ -623,10 +692,7 @@ function openedLine(chat, turns) {
 /** The open chat's title, workspace, model and options, in the header and the tab's title. */
 function showChatHeader() {
   const chat = state.chat;
-  const title = showControls(chat.title || "Untitled chat");
-  $("chat-title").textContent = title;
-  $("chat-title").title = title; // shown in two lines at most: the whole title on hover
-  document.title = `${title} — cursor-agent-api`;
+  showTitle(showControls(chat.title || "Untitled chat"));
   const opts = Object.entries(chat.options || {}).filter(([, on]) => on === true).map(([k]) => k).join(", ");
   const acpMode = { plan: "plan mode: you accept or reject its plans", ask: "ask mode" }[chat.options?.mode];
   const mode = chat.options?.transport === "acp"
@@ -830,6 +896,9 @@ async function sendPrompt() {
   const size = new TextEncoder().encode(prompt).length, limit = state.config?.max_prompt_bytes;
   if (limit && size > limit) return showAlert(`The prompt was not sent: it is ${size} bytes, over the server's limit of ${limit}; it is still in the box.`);
   const stops = state.stops; // a Stop pressed from now on drops this prompt
+  // A Sign out from now on drops it too, signed in again in another tab since or not (Sign out
+  // keeps nothing for whoever signs in next: KeptPrompts.close, which signing in again reopens).
+  const signOuts = state.signOuts;
   if (ahead) {
     const waiting = { chatId: chat.id, prompt };
     state.waiting = waiting;
@@ -839,7 +908,7 @@ async function sendPrompt() {
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
-      if (state.kept.closed) return; // (Sign out meanwhile: nothing kept, nothing said)
+      if (state.signOuts !== signOuts) return; // (Sign out meanwhile: nothing kept, nothing said)
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
@@ -854,7 +923,7 @@ async function sendPrompt() {
         : "it is in the box; press Enter to send it."}`);
     }
   }
-  const sending = { chatId: chat.id, prompt, taken: false };
+  const sending = { chatId: chat.id, prompt, taken: false, signOuts };
   sending.done = new Promise((resolve) => { sending.finish = resolve; });
   state.sending = sending;
   let sent = false;
@@ -878,7 +947,7 @@ async function deliver(chat, prompt, stops, sending) {
       showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
       return false;
     }
-    if (state.kept.closed) return false; // signed out meanwhile (Sign out): dropped, and nothing said
+    if (state.signOuts !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said
     if (left()) {
       keepDraft(chat, prompt);
       return false;
@@ -898,13 +967,14 @@ async function deliver(chat, prompt, stops, sending) {
     } catch (err) {
       // signed out: the page has left the chat for the sign-in form (sessionEnded), so the
       // prompt is kept for that chat, back in its box when it opens after signing in (across
-      // the reload: KeptPrompts.stash)
-      err.putBack = putBack(chat, prompt);
+      // the reload: KeptPrompts.stash); after Sign out, nowhere (signed in again meanwhile
+      // or not: a prompt on its way then is not kept)
+      if (state.signOuts === sending.signOuts) err.putBack = putBack(chat, prompt);
       throw err;
     }
     return true;
   } catch (err) {
-    if (state.kept.closed) return false; // (Sign out meanwhile: the sign-in form says so)
+    if (state.signOuts !== sending.signOuts) return false; // (Sign out meanwhile: the form says so)
     const { note = "", chat: about } = err.putBack ?? {};
     if (err instanceof SessionEnded) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });

@@ -85,6 +85,11 @@ export class KeptPrompts {
     this.closed = true;
   }
 
+  /** Signed in again (in another tab) after Sign out: prompts are kept again from now on. */
+  reopen() {
+    this.closed = false;
+  }
+
   /** As a page whose session ended (not by Sign out) goes (the reload after signing in with the
    * form, the sign-in link opened in this tab): everything kept (what was typed in the chat open
    * when the session ended included) into the tab's sessionStorage, which the next load of this
