@@ -10,6 +10,7 @@ not answer; the lasting cause is said as ``serve`` says it."""
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -123,3 +124,29 @@ def test_a_heartbeat_the_live_window_cannot_hold_is_refused(cli_env: dict[str, s
                     "must fit in that time"), line
     ok = _worker(cli_env, _refused_url(), "--simulate", "--heartbeat", f"{longest:g}")
     assert ok.returncode == 1 and "cannot open the database" in ok.stderr  # taken: on to its database
+
+
+def test_ctrl_c_while_a_worker_starts_exits_130(cli_env: dict[str, str]) -> None:
+    # A Ctrl-C before the worker takes signals itself (here: its database connecting, the host
+    # silent) ended it with status 0, as if it had done its work: a supervisor or a script
+    # read a success. It now exits 130, as `run` and `replay` do.
+    with socket.socket() as silent:  # accepts, never answers (a host that stopped answering)
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        url = f"postgresql+asyncpg://someone:hunter2@127.0.0.1:{silent.getsockname()[1]}/app"
+        proc = subprocess.Popen(
+            [*CLI, "worker", "--root", cli_env["TEST_WS"], "--name", "w-start", "--simulate"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cli_env["TEST_WS"],
+            env={**cli_env, "CURSOR_AGENT_API_DATABASE_URL": url})
+        try:
+            silent.settimeout(60)
+            held, _ = silent.accept()  # the worker is connecting to its database
+            with held:
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "taking runs" not in out and "Traceback" not in err

@@ -213,8 +213,8 @@ def worker(
     log_lines.start()
     try:
         asyncio.run(serve_worker(settings, on_ready=ready))
-    except KeyboardInterrupt:  # pragma: no cover - the worker handles the signal itself
-        pass
+    except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start) or after
+        sys.exit(130)  # (its cleanup): not a success, as every command's Ctrl-C
     except Exception as e:
         if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
             with writing_output():
