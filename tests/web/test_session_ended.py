@@ -549,6 +549,49 @@ def test_a_prompt_on_its_way_at_sign_out_answered_after_signing_in_again_is_not_
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_a_list_answered_401_for_the_session_before_signing_in_again_is_asked_again(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 14: a list refresh asked before the session ended, answered 401 only once the page
+    # was signed in again (another tab, then a 404 here), said "The chats could not be loaded:
+    # …" on a signed-in page, until the next refresh. That answer tells of the old session: the
+    # list is asked again at once, and nothing is said
+    import re
+
+    from test_chat_opening import until_held
+
+    server = make_server()
+    with server.client() as c:
+        x, gone = titled(c, "chat X"), titled(c, "chat gone")
+        assert c.delete(f"/api/chats/{gone['id']}").status_code == 204
+    browser.add_init_script(COUNT_LISTS_ASKED)
+    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    held: list[Route] = []
+    page.route(re.compile(r".*/api/chats\?limit=.*"),
+               lambda route: held.append(route) if not held else route.continue_())
+    page.clock.run_for(10_500)  # the list's refresh (held)
+    until_held(page, held)
+    signed_out_elsewhere(page, server)
+    other = open_ui(browser, server)  # another tab signs in
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.close()
+    go(page, gone["id"])  # its 404: a signed-in page again (its list asked and shown)
+    expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
+    go(page, None)
+    expect(page.locator("#alert")).to_be_hidden()
+    asked = page.evaluate("() => window.__listsAsked")
+    held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
+    page.wait_for_function("() => window.__heldRead >= 1")
+    # asked again at once (the page's clock stands still: no refresh comes on its own)
+    page.wait_for_function(f"() => window.__listsAsked > {asked}", timeout=15_000)
+    expect(page.locator("#login-view")).to_be_hidden()
+    expect(page.locator("#sidebar")).to_be_visible()
+    expect(page.locator("#alert")).to_be_hidden()
+    assert errors == []
+
+
 def signed_out_elsewhere_now(page: Page, server: Any) -> None:
     """The page's session ended (signed out with its cookie, as another tab does), nothing asked
     of the page meanwhile."""

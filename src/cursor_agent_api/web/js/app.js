@@ -343,6 +343,9 @@ async function refreshChats({ all = false } = {}) {
     state.moreChats = listed.more;
   } catch (err) {
     if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
+    // a 401 that ended no session: asked before the page was signed in again, it tells of the
+    // session that ended then (api.js): the list is asked again now, under this one
+    if (err.status === 401) return refreshChats({ all });
     await checkStore(); // (a database that cannot be read either: the list fails too)
     if (state.signedOut) return; // (its 401: the sign-in form shows, and the list waits for it)
     const wait = scheduleRefresh(); // the list retries later
