@@ -182,11 +182,27 @@ def test_a_session_ended_elsewhere_keeps_the_typed_prompt_for_its_chat(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def signed_out_elsewhere(page: Page, server: Any) -> None:
-    """The page's session ended (signed out in another tab): the page shows the sign-in form."""
+def signed_out_elsewhere_now(page: Page, server: Any) -> None:
+    """The page's session ended (signed out with its cookie, as another tab does), nothing asked
+    of the page meanwhile."""
     cookie = "; ".join(f"{k['name']}={k['value']}" for k in page.context.cookies())
     assert httpx.post(f"{server.url}/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
+
+
+def signed_out_elsewhere(page: Page, server: Any) -> None:
+    """The page's session ended (signed out in another tab): the page shows the sign-in form."""
+    signed_out_elsewhere_now(page, server)
     expect(page.locator("#alert")).to_contain_text("You were signed out")
+
+
+def signed_in_elsewhere(browser: Any, server: Any, *, close: bool = True) -> Page:
+    """Another tab of the browser signs in (by the link the server printed): its cookie is the
+    browser's, this page's too. The tab, closed unless ``close`` is False."""
+    other = open_ui(browser, server)
+    expect(other.locator("#sidebar")).to_be_visible()
+    if close:
+        other.close()
+    return other
 
 
 def test_a_prompt_on_its_way_at_sign_out_is_dropped_too(make_server: Any, browser: Any) -> None:
@@ -231,9 +247,7 @@ def test_a_prompt_on_its_way_at_sign_out_is_dropped_after_signing_in_again_elsew
         send(page, "secret for X")  # waits for X's run (the page's clock stands still)
         page.get_by_role("button", name="Sign out").click()
         expect(page.locator("#login-view")).to_be_visible()
-        other = open_ui(browser, server)  # someone signs in, in another tab
-        expect(other.locator("#sidebar")).to_be_visible()
-        other.close()
+        signed_in_elsewhere(browser, server)  # someone signs in, in another tab
         go(page, y["id"])  # this tab goes to chat Y: it opens, a signed-in page again
         expect(page.locator("#chat-title")).to_have_text("chat Y")
         expect(page.get_by_label("Prompt")).to_be_editable()
@@ -382,8 +396,7 @@ def test_text_typed_once_signed_in_again_elsewhere_is_not_kept_for_the_chat_left
     page = open_ui(browser, server)
     open_chat(page, server, x["id"])
     signed_out_elsewhere(page, server)
-    other = open_ui(browser, server)  # another tab signs in (the browser's cookie)
-    expect(other.locator("#sidebar")).to_be_visible()
+    signed_in_elsewhere(browser, server, close=False)  # another tab signs in (the browser's cookie)
     goes_live(page, lambda: go(page, y["id"]))  # a link, or Back, in the signed-out tab
     box = page.get_by_label("Prompt")
     box.fill("typed in Y")

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 from live_regions import announced, record
 from playwright.sync_api import Page, Route, expect
 from server_helpers import new_chat, wait_run
-from test_kept_prompts import sign_in, signed_out_elsewhere, titled
+from test_kept_prompts import (
+    sign_in,
+    signed_in_elsewhere,
+    signed_out_elsewhere,
+    signed_out_elsewhere_now,
+    titled,
+)
 from test_prompt_in_flight import HELD_RUN, go, paused_page
 from test_request_focus import acp_chat
 from test_tabs import paused
@@ -346,9 +351,7 @@ def test_a_chat_answered_while_signed_out_makes_the_page_a_signed_in_page_again(
     else:
         signed_out_elsewhere(page, server)
     expect(page.locator("#sidebar")).to_be_hidden()
-    other = open_ui(browser, server)  # another tab signs in (the browser's cookie)
-    expect(other.locator("#sidebar")).to_be_visible()
-    other.close()
+    signed_in_elsewhere(browser, server)  # another tab signs in (the browser's cookie)
     with server.client() as c:
         w = titled(c, "chat W")  # new since the page's list was fetched
         if answer == "404":
@@ -467,9 +470,7 @@ def test_a_list_refresh_across_the_session_end_leaves_no_refresh_behind(
     page.wait_for_function("() => window.__heldRead >= 1")  # that 401 read, the refresh over
     expect(page.locator("#login-view")).to_be_visible()
     if elsewhere:
-        other = open_ui(browser, server)  # signed in again in another tab
-        expect(other.locator("#sidebar")).to_be_visible()
-        other.close()
+        signed_in_elsewhere(browser, server)  # signed in again in another tab
     asked = page.evaluate("window.__listsAsked")
     page.clock.run_for(30_500)  # three refreshes' time (a timer's request is asked as it fires)
     assert page.evaluate("window.__listsAsked") == asked  # none
@@ -498,9 +499,7 @@ def test_a_401_asked_before_the_page_signed_in_again_leaves_it_signed_in(
     held = hold(page, f"**/api/chats/{z['id']}")  # Z's state, asked for while signed out
     go(page, z["id"])
     until_held(page, held)
-    other = open_ui(browser, server)  # another tab signs in
-    expect(other.locator("#sidebar")).to_be_visible()
-    other.close()
+    signed_in_elsewhere(browser, server)  # another tab signs in
     goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
     expect(page.locator("#sidebar")).to_be_visible()
     held[0].fulfill(status=401, headers={"x-held": "1"}, json={"detail": "authentication required"})
@@ -532,9 +531,7 @@ def test_a_prompt_on_its_way_at_sign_out_answered_after_signing_in_again_is_not_
     until_held(page, runs)
     page.get_by_role("button", name="Sign out").click()
     expect(page.locator("#login-view")).to_be_visible()
-    other = open_ui(browser, server)  # another tab signs in
-    expect(other.locator("#sidebar")).to_be_visible()
-    other.close()
+    signed_in_elsewhere(browser, server)  # another tab signs in
     goes_live(page, lambda: go(page, y["id"]))  # Y opens: a signed-in page again
     expect(page.locator("#sidebar")).to_be_visible()
     runs[0].fulfill(status=status, headers={"x-held": "1"}, json={"detail": "no"})
@@ -574,9 +571,7 @@ def test_a_list_answered_401_for_the_session_before_signing_in_again_is_asked_ag
     page.clock.run_for(10_500)  # the list's refresh (held)
     until_held(page, held)
     signed_out_elsewhere(page, server)
-    other = open_ui(browser, server)  # another tab signs in
-    expect(other.locator("#sidebar")).to_be_visible()
-    other.close()
+    signed_in_elsewhere(browser, server)  # another tab signs in
     go(page, gone["id"])  # its 404: a signed-in page again (its list asked and shown)
     expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
     go(page, None)
@@ -590,13 +585,6 @@ def test_a_list_answered_401_for_the_session_before_signing_in_again_is_asked_ag
     expect(page.locator("#sidebar")).to_be_visible()
     expect(page.locator("#alert")).to_be_hidden()
     assert errors == []
-
-
-def signed_out_elsewhere_now(page: Page, server: Any) -> None:
-    """The page's session ended (signed out with its cookie, as another tab does), nothing asked
-    of the page meanwhile."""
-    cookie = "; ".join(f"{k['name']}={k['value']}" for k in page.context.cookies())
-    assert httpx.post(f"{server.url}/api/auth/logout", headers={"Cookie": cookie}).status_code == 204
 
 
 
