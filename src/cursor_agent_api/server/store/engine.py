@@ -26,6 +26,7 @@ from sqlalchemy.pool import NullPool
 from ...server_options import LIVE_WITHIN as LIVE_WITHIN  # (checked before the server imports)
 from ...server_options import LONGEST_HEARTBEAT as LONGEST_HEARTBEAT
 from ..sqlite_file import prepare_sqlite_file
+from .closing import PooledConnections
 from .encoding import json_dumps
 from .errors import (
     MigrationError,
@@ -247,6 +248,7 @@ class StoreEngine:
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
+        self._pooled: PooledConnections | None = None  # PostgreSQL: closed within a bound
         self._closed = False
         self._run_nums: dict[str, int] = {}
         self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
@@ -323,6 +325,8 @@ class StoreEngine:
                                       "command_timeout": self.statement_timeout}
         engine = create_async_engine(url, **kwargs)
         _one_line_pool_errors(engine)
+        if not self.is_sqlite:
+            self._pooled = PooledConnections(engine)
         if self.is_sqlite:
             busy_ms = self.busy_timeout * 1000
 
@@ -437,7 +441,12 @@ class StoreEngine:
         self.faults.check(purpose)
 
     async def close(self) -> None:
-        """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`."""
+        """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`.
+
+        On PostgreSQL the pool's connections are closed within :attr:`connect_timeout`
+        seconds, together: those the database did not answer by then are dropped, said in one
+        line (:class:`~.closing.PooledConnections`), rather than each waited for up to the
+        statement timeout."""
         if self._engine is not None:
             self._closed = True
         if self._inline_writer is not None:
@@ -446,6 +455,9 @@ class StoreEngine:
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
+        if self._pooled is not None:
+            await self._pooled.close(within=self.connect_timeout)
+            self._pooled = None
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
