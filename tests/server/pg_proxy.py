@@ -1,10 +1,12 @@
 """A TCP proxy in front of PostgreSQL, to make its database fail for one test without
-stopping the cluster the other tests use (:class:`PgProxy`)."""
+stopping the cluster the other tests use (:class:`PgProxy`, :func:`proxied`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -108,3 +110,19 @@ class PgProxy:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
         self.loop.close()
+
+
+@contextlib.contextmanager
+def proxied(db_url: str) -> Iterator[tuple[PgProxy, str]]:
+    """A started :class:`PgProxy` in front of ``db_url``'s PostgreSQL, and the URL through it;
+    released (its held connections cut) and closed on the way out."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy.start()
+    try:
+        yield proxy, url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    finally:
+        proxy.release()
+        proxy.close()

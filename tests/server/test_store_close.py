@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-from pg_proxy import PgProxy
+from pg_proxy import PgProxy, proxied
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -32,19 +32,6 @@ HANG_GUARD = 120.0
 CLOSING_FAILED = "Exception closing connection"
 """What SQLAlchemy's pool logs for each connection whose graceful close failed."""
 DROPPED = f"the database did not answer while closing: {POOLED} connection(s) dropped"
-
-
-@contextlib.contextmanager
-def _proxied(db_url: str) -> Iterator[tuple[PgProxy, str]]:
-    """A :class:`PgProxy` in front of the test's database, and the URL through it."""
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
-    proxy.start()
-    try:
-        yield proxy, url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    finally:
-        proxy.release()
-        proxy.close()
 
 
 @contextlib.asynccontextmanager
@@ -89,7 +76,7 @@ def test_closing_a_store_whose_database_stopped_answering_drops_its_connections_
             proxy.hold()
             await asyncio.wait_for(store.close(), HANG_GUARD)
 
-    with _proxied(db_url) as (proxy, through), caplog.at_level(logging.WARNING):
+    with proxied(db_url) as (proxy, through), caplog.at_level(logging.WARNING):
         asyncio.run(main(proxy, through))
     failed = [r for r in caplog.records if r.getMessage().startswith(CLOSING_FAILED)]
     assert not failed, [r.getMessage() for r in failed]  # the old code: one per connection
