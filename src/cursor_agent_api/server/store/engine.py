@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,6 @@ from sqlalchemy.pool import NullPool
 from ...server_options import LIVE_WITHIN as LIVE_WITHIN  # (checked before the server imports)
 from ...server_options import LONGEST_HEARTBEAT as LONGEST_HEARTBEAT
 from ..sqlite_file import prepare_sqlite_file
-from .closing import PooledConnections
 from .encoding import json_dumps
 from .errors import (
     MigrationError,
@@ -42,6 +42,7 @@ from .health import StoreFaults, StoreHealth
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SQLITE_PAGE_SIZE = 16384
 """The page size of a new SQLite database (``PRAGMA page_size``)."""
+_logger = logging.getLogger("cursor_agent_api.server")
 _SQLITE_PRAGMAS = ("synchronous=NORMAL", "foreign_keys=ON")
 """Every SQLite connection's settings, besides its busy timeout."""
 
@@ -220,6 +221,76 @@ def _one_line_pool_errors(engine: AsyncEngine) -> None:
     target: logging.Logger = getattr(pool_logger, "logger", pool_logger)  # (InstanceLogger: echo_pool)
     if not any(isinstance(f, OneLinePoolErrors) for f in target.filters):
         target.addFilter(OneLinePoolErrors())
+
+
+class PooledConnections:
+    """The connections ``engine``'s pool (PostgreSQL's) opens, followed from now on, and
+    their close within a bound (:meth:`close`).
+
+    SQLAlchemy's ``engine.dispose()`` closes the pool's connections one after the other, each
+    gracefully: asyncpg sends its goodbye (``Terminate``) and waits for the database to end
+    the connection, up to the ``command_timeout`` (``store_statement_timeout``, 60 s). A host
+    that stopped answering (packets dropped: the connections stay open) held a stop (SIGTERM)
+    of a worker or an API server that long per connection, up to 10 minutes for the pool's
+    10, each logged as an "Exception closing connection". :meth:`close` closes them together
+    within one bound (``store_connect_timeout``: a goodbye is one round trip, as a
+    connection's opening is) and drops those still unanswered then (asyncpg's
+    ``Connection.terminate()``), in one line; ``dispose()`` then finds them closed. The
+    connections are known through the pool's public ``connect`` event (its
+    ``ConnectionPoolEntry``, whose ``driver_connection`` is asyncpg's); one checked out at
+    that moment (a request still in flight) is left to the pool, as ``dispose()`` leaves it.
+
+    Example:
+        >>> async def demo() -> int:
+        ...     engine = create_async_engine("postgresql+asyncpg://u@127.0.0.1/db")  # unconnected
+        ...     dropped = await PooledConnections(engine).close(within=1.0)
+        ...     await engine.dispose()
+        ...     return dropped
+        >>> asyncio.run(demo())
+        0
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        # a pool entry lives as long as the pool keeps it (its connection opened again in it
+        # after a failure: the event again)
+        self._entries: weakref.WeakSet[Any] = weakref.WeakSet()
+        event.listen(engine.sync_engine.pool, "connect", self._connected)
+
+    def _connected(self, _dbapi_connection: Any, entry: Any) -> None:
+        self._entries.add(entry)
+
+    def idle(self) -> list[Any]:
+        """The driver's connections open in the pool, not checked out."""
+        conns = []
+        for entry in list(self._entries):
+            if entry.dbapi_connection is None or entry.in_use:
+                continue
+            conn = entry.driver_connection
+            if conn is not None and not conn.is_closed():
+                conns.append(conn)
+        return conns
+
+    async def close(self, *, within: float) -> int:
+        """Close the pool's idle connections together, gracefully, within ``within`` seconds;
+        drop those the database did not answer by then (logged in one line). How many were
+        dropped."""
+        results = await asyncio.gather(*(_close(conn, within) for conn in self.idle()))
+        dropped = results.count(False)
+        if dropped:
+            _logger.warning("the database did not answer while closing: %d connection(s) dropped "
+                            "(after %g s)", dropped, within)
+        return dropped
+
+
+async def _close(conn: Any, within: float) -> bool:
+    """Close asyncpg's ``conn`` gracefully within ``within`` seconds, else drop it: whether it
+    closed gracefully."""
+    try:
+        await conn.close(timeout=within)
+    except Exception:  # no answer in time (TimeoutError), or the connection broke meanwhile
+        conn.terminate()  # (asyncpg aborted it already: this makes sure)
+        return False
+    return True
 
 
 class StoreEngine:
@@ -445,7 +516,7 @@ class StoreEngine:
 
         On PostgreSQL the pool's connections are closed within :attr:`connect_timeout`
         seconds, together: those the database did not answer by then are dropped, said in one
-        line (:class:`~.closing.PooledConnections`), rather than each waited for up to the
+        line (:class:`PooledConnections`), rather than each waited for up to the
         statement timeout."""
         if self._engine is not None:
             self._closed = True
