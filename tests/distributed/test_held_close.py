@@ -93,7 +93,7 @@ def test_a_worker_stopped_while_its_database_does_not_answer_drops_its_connectio
                 proc.stdout.close()
     text = logged()
     assert "Exception closing connection" not in text, text  # the old code: one per connection
-    dropped = re.findall(r"the database did not answer while closing: (\d+) connection\(s\) "
-                         r"dropped \(after 1 s\)", text)
+    dropped = re.findall(r"the database's connections did not close cleanly \(no answer within "
+                         r"1 s, or the connection broke\): (\d+) connection\(s\) dropped", text)
     assert len(dropped) == 1 and int(dropped[0]) >= POOLED, text
     assert "Traceback" not in text, text

@@ -234,9 +234,9 @@ class PooledConnections:
     of a worker or an API server that long per connection, up to 10 minutes for the pool's
     10, each logged as an "Exception closing connection". :meth:`close` closes them together
     within one bound (``store_connect_timeout``: a goodbye is one round trip, as a
-    connection's opening is) and drops those still unanswered then (asyncpg's
-    ``Connection.terminate()``), in one line; ``dispose()`` then finds them closed. The
-    connections are known through the pool's public ``connect`` event (its
+    connection's opening is) and drops those still unanswered then, or whose close failed
+    otherwise (asyncpg's ``Connection.terminate()``), in one line; ``dispose()`` then finds
+    them closed. The connections are known through the pool's public ``connect`` event (its
     ``ConnectionPoolEntry``, whose ``driver_connection`` is asyncpg's); one checked out at
     that moment (a request still in flight) is left to the pool, as ``dispose()`` leaves it.
 
@@ -272,13 +272,14 @@ class PooledConnections:
 
     async def close(self, *, within: float) -> int:
         """Close the pool's idle connections together, gracefully, within ``within`` seconds;
-        drop those the database did not answer by then (logged in one line). How many were
-        dropped."""
+        drop those that did not close cleanly (no answer by then, or the connection broke
+        meanwhile), logged in one line. How many were dropped."""
         results = await asyncio.gather(*(_close(conn, within) for conn in self.idle()))
         dropped = results.count(False)
         if dropped:
-            _logger.warning("the database did not answer while closing: %d connection(s) dropped "
-                            "(after %g s)", dropped, within)
+            _logger.warning("the database's connections did not close cleanly (no answer within "
+                            "%g s, or the connection broke): %d connection(s) dropped",
+                            within, dropped)
         return dropped
 
 
@@ -288,7 +289,10 @@ async def _close(conn: Any, within: float) -> bool:
     try:
         await conn.close(timeout=within)
     except Exception:  # no answer in time (TimeoutError), or the connection broke meanwhile
-        conn.terminate()  # (asyncpg aborted it already: this makes sure)
+        # (asyncpg aborted it already: this makes sure; a failure here must not keep the
+        # engine's dispose() from running)
+        with contextlib.suppress(Exception):
+            conn.terminate()
         return False
     return True
 
