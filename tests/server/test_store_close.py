@@ -93,9 +93,10 @@ def test_closing_a_store_whose_database_answers_closes_its_connections_normally(
     db_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A database that answers: each connection is closed gracefully (none dropped, nothing
-    logged), and PostgreSQL has none of them left. Gracefully: each said goodbye (the proxy
-    in between saw PostgreSQL's Terminate as its last bytes); one dropped (its socket reset)
-    leaves PostgreSQL too, without it."""
+    logged), and PostgreSQL has none of them left. Gracefully: the proxy in between saw each
+    say goodbye (PostgreSQL's Terminate as its last bytes) and wait for the database to end
+    the connection. A connection dropped (``terminate()``) leaves PostgreSQL too, and sends
+    the goodbye as well, but hangs up at once: :meth:`PgProxy.goodbyes` tells them apart."""
     if make_url(db_url).get_backend_name() != "postgresql":
         pytest.skip("PostgreSQL's pool")
 
@@ -121,8 +122,8 @@ def test_closing_a_store_whose_database_answers_closes_its_connections_normally(
 
 def test_a_connection_whose_drop_fails_too_is_counted_dropped() -> None:
     """A connection whose graceful close failed and whose drop (``terminate()``) raises as
-    well: counted dropped, and the failure goes no further (the engine's ``dispose()`` after
-    the close still runs)."""
+    well: counted dropped, and the failure goes no further (so that the store's close goes
+    on to the engine's ``dispose()``)."""
 
     class Broken:
         async def close(self, *, timeout: float) -> None:
