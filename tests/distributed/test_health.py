@@ -15,9 +15,8 @@ from typing import Any
 import httpx
 from cluster import pg_execute  # (puts tests/server on the path)
 from inproc import InProcServer
-from pg_proxy import PgProxy
+from pg_proxy import proxied
 from server_helpers import new_chat, poll
-from sqlalchemy.engine import make_url
 
 # (stalled_after: the worker inserted "alive" below must stay so until the count, however slow
 # a loaded machine is to get there; 3 s was not always enough. The lost one is an hour old.)
@@ -43,32 +42,30 @@ def _until(c: httpx.Client, ok: Any) -> dict[str, Any]:
 
 
 def test_health_says_when_the_relay_is_down_and_back(db_url: str, tmp_path: Path) -> None:
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
-    proxy.start()
-    through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     root = tmp_path / "root"
     root.mkdir()
-    server = InProcServer(tmp_path, through, root, uuid.uuid4().hex, dispatch="queue", **QUICK).start()
-    try:
-        with server.client() as c:
-            up = _until(c, lambda h: h["workers"]["checked_ms"] is not None)
-            assert up["status"] == "ok", up
-            assert up["relay"] == {"connected": True, "down_since_ms": None, "reconnects": 0,
-                                   "last_error": None}, up
-            proxy.stop()  # its connections cut, new ones refused
-            down = _until(c, lambda h: not h["relay"]["connected"])
-            assert down["status"] == "degraded", down
-            assert isinstance(down["relay"]["down_since_ms"], int), down
-            assert down["relay"]["last_error"], down
-            proxy.start()
-            back = _until(c, lambda h: h["relay"]["connected"])
-            assert back["relay"]["reconnects"] >= 1 and back["relay"]["down_since_ms"] is None, back
-            assert back["relay"]["last_error"], "the last failure is kept"
-            assert back["status"] == "ok", back
-    finally:
-        server.stop()
-        proxy.close()
+    with proxied(db_url) as (proxy, through):
+        server = InProcServer(tmp_path, through, root, uuid.uuid4().hex, dispatch="queue",
+                              **QUICK).start()
+        try:
+            with server.client() as c:
+                up = _until(c, lambda h: h["workers"]["checked_ms"] is not None)
+                assert up["status"] == "ok", up
+                assert up["relay"] == {"connected": True, "down_since_ms": None, "reconnects": 0,
+                                       "last_error": None}, up
+                proxy.stop()  # its connections cut, new ones refused
+                down = _until(c, lambda h: not h["relay"]["connected"])
+                assert down["status"] == "degraded", down
+                assert isinstance(down["relay"]["down_since_ms"], int), down
+                assert down["relay"]["last_error"], down
+                proxy.start()
+                back = _until(c, lambda h: h["relay"]["connected"])
+                assert back["relay"]["reconnects"] >= 1, back
+                assert back["relay"]["down_since_ms"] is None, back
+                assert back["relay"]["last_error"], "the last failure is kept"
+                assert back["status"] == "ok", back
+        finally:
+            server.stop()
 
 
 def test_health_counts_the_workers_and_the_runs_of_lost_ones(db_url: str, tmp_path: Path) -> None:

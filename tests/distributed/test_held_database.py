@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,8 @@ import httpx
 import pytest
 from cluster import SIM  # (puts tests/server on the path)
 from inproc import InProcServer
-from pg_proxy import PgProxy
+from pg_proxy import PgProxy, proxied
 from server_helpers import new_chat
-from sqlalchemy.engine import make_url
 
 from cursor_agent_api.server.dispatch import queue as queue_module
 from cursor_agent_api.server.dispatch.worker_logs import one_line_queue_errors
@@ -36,20 +34,6 @@ from cursor_agent_api.server.worker import Worker, WorkerSettings
 WAITS = {"store_connect_timeout": 1.0, "store_statement_timeout": 1.0}
 ANSWER_WITHIN = 30.0
 """Seconds a request may take here: 1 + 1 s of waits and psycopg's cancel (up to 10 s)."""
-
-
-@contextlib.contextmanager
-def _proxied(db_url: str) -> Iterator[tuple[PgProxy, str]]:
-    """A :class:`PgProxy` in front of the test's database, and the URL through it; released
-    (its held connections cut) and closed on the way out."""
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
-    proxy.start()
-    try:
-        yield proxy, url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-    finally:
-        proxy.release()
-        proxy.close()
 
 
 def _assert_503(r: httpx.Response) -> None:
@@ -67,7 +51,7 @@ def test_a_cancel_and_a_run_are_answered_when_the_queues_database_stops_answerin
     host answers again, the cancel works."""
     root = tmp_path / "root"
     root.mkdir()
-    with _proxied(db_url) as (proxy, through):
+    with proxied(db_url) as (proxy, through):
         real = queue_module.make_app
         monkeypatch.setattr(queue_module, "make_app", lambda _url, **kw: real(through, **kw))
         server = InProcServer(tmp_path, db_url, root, uuid.uuid4().hex, dispatch="queue", **WAITS).start()
@@ -143,7 +127,7 @@ def test_a_worker_whose_database_stops_answering_stops_within_the_waits(
         return error
 
     one_line_queue_errors("w1")  # as serve_worker does
-    with _proxied(db_url) as (proxy, through), caplog.at_level("WARNING"):
+    with proxied(db_url) as (proxy, through), caplog.at_level("WARNING"):
         error = asyncio.run(main(proxy, through))
     assert isinstance(error, StoreUnavailableError) and is_transient(error), repr(error)
     assert "the database did not answer the job queue within 2 s" in str(error)

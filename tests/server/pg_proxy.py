@@ -1,11 +1,17 @@
 """A TCP proxy in front of PostgreSQL, to make its database fail for one test without
-stopping the cluster the other tests use (:class:`PgProxy`)."""
+stopping the cluster the other tests use (:class:`PgProxy`, :func:`proxied`)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
+
+TERMINATE = b"X\x00\x00\x00\x04"
+"""PostgreSQL's Terminate message (a client's goodbye: ``X``, its length 4), nothing after it."""
 
 
 class PgProxy:
@@ -16,6 +22,8 @@ class PgProxy:
     host that stops answering (packets dropped): connections stay open, new ones are taken,
     and nothing is forwarded either way until :meth:`release` cuts them. :meth:`hold_open` holds
     only the connections open now (a firewall that dropped them): new ones are forwarded.
+    :meth:`goodbyes` says, per client connection forwarded, whether the client said goodbye
+    (PostgreSQL's ``Terminate``, :data:`TERMINATE`, as its last bytes) before it ended.
 
     Example (the server's URL through it)::
 
@@ -34,6 +42,10 @@ class PgProxy:
         self.open: set[asyncio.StreamWriter] = set()
         self.holding = False
         self.held: set[asyncio.StreamWriter] = set()  # (hold_open) the clients' ends held
+        # (goodbyes) the client connections forwarded, and per one ended whether it said goodbye
+        self.ended = threading.Condition()
+        self.forwarded = 0
+        self.said_goodbye: list[bool] = []
 
     def _call(self, coro: Any) -> None:
         asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
@@ -57,10 +69,18 @@ class PgProxy:
             writer.transport.abort()
             return
         self.open |= {writer, up_writer}
+        with self.ended:
+            self.forwarded += 1
+        last = bytearray()  # the client's last bytes (as many as TERMINATE's)
+        client_left = False  # the client ended its connection (not the proxy, for the database)
+        waited = False  # the client was there still when the database ended the connection
 
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            nonlocal client_left, waited
             try:
                 while data := await src.read(65536):
+                    if src is reader:
+                        last[:] = (last + data)[-len(TERMINATE):]
                     if self.holding or writer in self.held:
                         continue  # dropped
                     dst.write(data)
@@ -68,9 +88,30 @@ class PgProxy:
             except OSError:
                 pass
             finally:
+                if src is reader:
+                    client_left = True
+                else:
+                    waited = not client_left and _still_there(writer)
                 dst.transport.abort()
 
-        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            with self.ended:
+                self.said_goodbye.append(bytes(last) == TERMINATE and waited)
+                self.ended.notify_all()
+
+    def goodbyes(self, timeout: float = 60.0) -> list[bool]:
+        """Once every client connection forwarded so far has ended (waited for up to
+        ``timeout`` seconds: a hang's limit), per one whether the client closed it gracefully,
+        in the order they ended: it sent PostgreSQL's goodbye (:data:`TERMINATE`) as its last
+        bytes and was still there when the database ended the connection (a graceful close
+        waits for that). A connection dropped did not: asyncpg's ``terminate()`` sends the
+        goodbye too, if it can, but hangs up at once."""
+        with self.ended:
+            assert self.ended.wait_for(lambda: len(self.said_goodbye) >= self.forwarded,
+                                       timeout), (self.forwarded, self.said_goodbye)
+            return list(self.said_goodbye)
 
     def stop(self) -> None:
         self._call(self._stop())
@@ -108,3 +149,32 @@ class PgProxy:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(30)
         self.loop.close()
+
+
+def _still_there(writer: asyncio.StreamWriter) -> bool:
+    """Whether the peer of ``writer``'s socket has not hung up (no end of its stream, nor a
+    reset, waiting to be read): asked of the kernel, whatever asyncio has read yet."""
+    sock = writer.get_extra_info("socket")
+    try:
+        with socket.fromfd(sock.fileno(), sock.family, sock.type) as peek:
+            return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:  # nothing to read: open
+        return True
+    except OSError:  # reset, or closed here already (the proxy stopped)
+        return False
+
+
+@contextlib.contextmanager
+def proxied(db_url: str) -> Iterator[tuple[PgProxy, str]]:
+    """A started :class:`PgProxy` in front of ``db_url``'s PostgreSQL, and the URL through it;
+    released (its held connections cut) and closed on the way out."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
+    proxy.start()
+    try:
+        yield proxy, url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    finally:
+        proxy.release()
+        proxy.close()

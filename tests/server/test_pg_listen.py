@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_proxy import PgProxy
+from pg_proxy import PgProxy, proxied
 from server_helpers import PG_ENV
 
 from cursor_agent_api.server.dispatch.answers import ANSWERS_CHANNEL, AnswerListener, encode_answer
@@ -147,13 +147,8 @@ def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
     """The worker's LISTEN connection for answers is held (nothing forwarded, the TCP
     connection up): its ping notices, it is opened again, and the next answer is taken —
     with one line in the log each way."""
-    from sqlalchemy.engine import make_url
 
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
-
-    async def main() -> None:
-        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    async def main(proxy: PgProxy, through: str) -> None:
         store = Store(db_url)
         await store.start()
         answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
@@ -184,11 +179,8 @@ def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
             await listener.close()
             await store.close()
 
-    try:
-        proxy.start()
-        asyncio.run(main())
-    finally:
-        proxy.close()
+    with proxied(db_url) as (proxy, through):
+        asyncio.run(main(proxy, through))
     label = "the LISTEN connection for answers"
     assert [w for w in warnings if w.startswith(label)] == [
         f"{label} failed (TimeoutError); reconnecting", f"{label} is back"], warnings

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 from inproc import InProcServer
-from pg_proxy import PgProxy
+from pg_proxy import PgProxy, proxied
 from server_helpers import PG_ENV, all_events, new_chat, wait_run, write_script, ws_until_closed
 from sqlalchemy import event
 
@@ -235,24 +235,18 @@ def _served_through_a_proxy(
     run)``; the server is stopped and the proxy closed on the way out."""
     if not os.environ.get(PG_ENV):
         pytest.skip(f"needs PostgreSQL ({PG_ENV})")
-    from sqlalchemy.engine import make_url
-
-    url = make_url(db_url)
-    proxy = PgProxy(url.host or "127.0.0.1", url.port or 5432)
     server: InProcServer | None = None
-    try:
-        proxy.start()
-        through = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
-        server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex, **settings).start()
-        with server.client() as c:
-            chat = new_chat(c)
-            run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
-            wait_run(c, run["id"])
-            yield proxy, c, chat, run
-    finally:
-        if server is not None:
-            server.stop()
-        proxy.close()
+    with proxied(db_url) as (proxy, through):
+        try:
+            server = InProcServer(tmp_path, through, workspace, uuid.uuid4().hex, **settings).start()
+            with server.client() as c:
+                chat = new_chat(c)
+                run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "hi"}).json()
+                wait_run(c, run["id"])
+                yield proxy, c, chat, run
+        finally:
+            if server is not None:
+                server.stop()
 
 
 def test_postgresql_stopped_is_a_json_503(

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from .health import StoreFaults, StoreHealth
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SQLITE_PAGE_SIZE = 16384
 """The page size of a new SQLite database (``PRAGMA page_size``)."""
+_logger = logging.getLogger("cursor_agent_api.server")
 _SQLITE_PRAGMAS = ("synchronous=NORMAL", "foreign_keys=ON")
 """Every SQLite connection's settings, besides its busy timeout."""
 
@@ -221,6 +223,80 @@ def _one_line_pool_errors(engine: AsyncEngine) -> None:
         target.addFilter(OneLinePoolErrors())
 
 
+class PooledConnections:
+    """The connections ``engine``'s pool (PostgreSQL's) opens, followed from now on, and
+    their close within a bound (:meth:`close`).
+
+    SQLAlchemy's ``engine.dispose()`` closes the pool's connections one after the other, each
+    gracefully: asyncpg sends its goodbye (``Terminate``) and waits for the database to end
+    the connection, up to the ``command_timeout`` (``store_statement_timeout``, 60 s). A host
+    that stopped answering (packets dropped: the connections stay open) held a stop (SIGTERM)
+    of a worker or an API server that long per connection, up to 10 minutes for the pool's
+    10, each logged as an "Exception closing connection". :meth:`close` closes them together
+    within one bound (``store_connect_timeout``: a goodbye is one round trip, as a
+    connection's opening is) and drops those still unanswered then, or whose close failed
+    otherwise (asyncpg's ``Connection.terminate()``), in one line; ``dispose()`` then finds
+    them closed. The connections are known through the pool's public ``connect`` event (its
+    ``ConnectionPoolEntry``, whose ``driver_connection`` is asyncpg's); one checked out at
+    that moment (a request still in flight) is left to the pool, as ``dispose()`` leaves it.
+
+    Example:
+        >>> async def demo() -> int:
+        ...     engine = create_async_engine("postgresql+asyncpg://u@127.0.0.1/db")  # unconnected
+        ...     dropped = await PooledConnections(engine).close(within=1.0)
+        ...     await engine.dispose()
+        ...     return dropped
+        >>> asyncio.run(demo())
+        0
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        # a pool entry lives as long as the pool keeps it (its connection opened again in it
+        # after a failure: the event again)
+        self._entries: weakref.WeakSet[Any] = weakref.WeakSet()
+        event.listen(engine.sync_engine.pool, "connect", self._connected)
+
+    def _connected(self, _dbapi_connection: Any, entry: Any) -> None:
+        self._entries.add(entry)
+
+    def idle(self) -> list[Any]:
+        """The driver's connections open in the pool, not checked out."""
+        conns = []
+        for entry in list(self._entries):
+            if entry.dbapi_connection is None or entry.in_use:
+                continue
+            conn = entry.driver_connection
+            if conn is not None and not conn.is_closed():
+                conns.append(conn)
+        return conns
+
+    async def close(self, *, within: float) -> int:
+        """Close the pool's idle connections together, gracefully, within ``within`` seconds;
+        drop those that did not close cleanly (no answer by then, or the connection broke
+        meanwhile), logged in one line. How many were dropped."""
+        results = await asyncio.gather(*(_close(conn, within) for conn in self.idle()))
+        dropped = results.count(False)
+        if dropped:
+            _logger.warning("the database's connections did not close cleanly (no answer within "
+                            "%g s, or the connection broke): %d connection(s) dropped",
+                            within, dropped)
+        return dropped
+
+
+async def _close(conn: Any, within: float) -> bool:
+    """Close asyncpg's ``conn`` gracefully within ``within`` seconds, else drop it: whether it
+    closed gracefully."""
+    try:
+        await conn.close(timeout=within)
+    except Exception:  # no answer in time (TimeoutError), or the connection broke meanwhile
+        # (asyncpg aborted it already: this makes sure; a failure here must not keep the
+        # engine's dispose() from running)
+        with contextlib.suppress(Exception):
+            conn.terminate()
+        return False
+    return True
+
+
 class StoreEngine:
     """The engine of the server's database (an SQLite file or PostgreSQL) and its life:
     :meth:`start` once (creates the SQLite directory, sets WAL, runs the migrations),
@@ -247,6 +323,7 @@ class StoreEngine:
         # one, or a read of one): each costs a few copies of itself, not of all of them.
         self._big_values = asyncio.Lock()
         self._engine: AsyncEngine | None = None
+        self._pooled: PooledConnections | None = None  # PostgreSQL: closed within a bound
         self._closed = False
         self._run_nums: dict[str, int] = {}
         self._chats: dict[str, tuple[int, int]] = {}  # chat id: (its key, last_seq committed)
@@ -323,6 +400,8 @@ class StoreEngine:
                                       "command_timeout": self.statement_timeout}
         engine = create_async_engine(url, **kwargs)
         _one_line_pool_errors(engine)
+        if not self.is_sqlite:
+            self._pooled = PooledConnections(engine)
         if self.is_sqlite:
             busy_ms = self.busy_timeout * 1000
 
@@ -437,7 +516,12 @@ class StoreEngine:
         self.faults.check(purpose)
 
     async def close(self) -> None:
-        """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`."""
+        """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`.
+
+        On PostgreSQL the pool's connections are closed within :attr:`connect_timeout`
+        seconds, together: those the database did not answer by then are dropped, said in one
+        line (:class:`PooledConnections`), rather than each waited for up to the
+        statement timeout."""
         if self._engine is not None:
             self._closed = True
         if self._inline_writer is not None:
@@ -446,6 +530,9 @@ class StoreEngine:
         if self._writer is not None:
             await self._writer.close()
             self._writer = None
+        if self._pooled is not None:
+            await self._pooled.close(within=self.connect_timeout)
+            self._pooled = None
         if self._engine is not None:
             await self._engine.dispose()
             self._engine = None
