@@ -5,10 +5,10 @@ process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled: the 
 the stream's closing result event (the library's, saying so) and the result; the chat
 itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a closed
 terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
-command, with status 143 or 129 (:func:`ending_signals`). A signal arriving while the chat
-is saved and the turn's end shown is held until they are: the chat id is saved and said
-first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``) cancels the turn too:
-it is saved, its chat id said on stderr, and the command ends quietly with status 1.
+command, which dies from the signal (:func:`ending_signals`, :mod:`.signal_exit`). A signal
+arriving while the chat is saved and the turn's end shown is held until they are: the chat
+id is saved and said first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``)
+cancels the turn too: it is saved, its chat id said on stderr, and the command ends quietly with status 1.
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
@@ -42,6 +42,7 @@ from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
+from .signal_exit import SignalExit
 from .turn_signals import ENDING_SIGNALS, LateInterrupt, Terminated, TurnSignals, ending_signals
 from .views import TurnView, agent_line, chat_lines, outcome_lines
 
@@ -253,6 +254,24 @@ class TurnOutcome:
             return 130
         return 1
 
+    @property
+    def ended_by(self) -> signal.Signals | None:
+        """The signal the command received that cancelled the turn (Ctrl-C: SIGINT; a
+        SIGTERM or SIGHUP), which ends the command as it would have
+        (:mod:`.signal_exit`); ``None`` when the turn ended otherwise (cancelled by someone
+        else — its agent killed — it exits with 130).
+
+        Example:
+            >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
+            >>> TurnOutcome(r, True).ended_by, TurnOutcome(r, True, terminated=15).ended_by
+            (<Signals.SIGINT: 2>, <Signals.SIGTERM: 15>)
+            >>> print(TurnOutcome(r, False).ended_by)  # not by a signal it received
+            None
+        """
+        if self.terminated is not None:
+            return signal.Signals(self.terminated)
+        return signal.SIGINT if self.interrupted else None
+
 
 def _not_started() -> AgentResult:
     """The result of a turn interrupted (Ctrl-C, SIGTERM) while its agent was starting:
@@ -283,7 +302,7 @@ def run_turn(
     With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
     (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
     SIGTERM or SIGHUP during the turn cancel it as Ctrl-C does; once it is saved and shown,
-    ``SystemExit(128 + N)`` ends the command (:func:`ending_signals`). A signal arriving
+    :class:`~.signal_exit.SignalExit` ends the command (:func:`ending_signals`). A signal arriving
     while the chat is saved and the end shown waits until they are
     (:class:`~.turn_signals.TurnSignals`).
     """
@@ -296,7 +315,7 @@ def run_turn(
         if held in ENDING_SIGNALS and outcome.terminated is None:
             outcome.terminated = held  # a SIGTERM after a Ctrl-C (a CI's cancel) ends it
         if outcome.terminated is not None:
-            raise SystemExit(outcome.exit_code)
+            raise SignalExit(outcome.terminated)
         if held is not None:  # a Ctrl-C as the turn ended by itself: as one right after it
             raise LateInterrupt(outcome)
     return outcome

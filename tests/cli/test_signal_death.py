@@ -1,0 +1,163 @@
+"""A command stopped by a signal it received dies from that signal, once its cleanup is done,
+so that the shell loop that ran it stops too.
+
+Shells wait for their foreground command and look at how it ended ("wait and cooperative
+exit"): one that *exited* with status 130 is taken to have handled the Ctrl-C itself, and
+``for f in a b c; do cursor-agent-api run …; done`` went on to its next iteration — one
+Ctrl-C per iteration. Each loop here runs in a process group of its own, and the Ctrl-C is
+sent to the group, as a terminal sends it; the agent is in a group of its own (it gets the
+cancel from the command). Nothing is timed: the signal is sent once a line shows the turn
+(or the rendering) under way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
+SHELLS = [shell for shell in ("bash", "dash", "zsh") if shutil.which(shell)]
+LOOP = 'for delay in 1.0 0 0; do CURSOR_AGENT_SIM_DELAY=$delay "$@"; echo "next $?"; done'
+"""The first iteration's turn is slow (one event a second: the Ctrl-C lands in it), the next
+ones quick: a loop that goes on ends soon, and the test sees it did."""
+
+
+@contextmanager
+def _group(args: list[str], env: dict[str, str], *, stdin: int | None = subprocess.DEVNULL
+           ) -> Iterator[subprocess.Popen[str]]:
+    """``args`` in a session (process group) of its own; killed after 120 s (a hang guard,
+    not a timing) or when the test ends."""
+    proc = subprocess.Popen(args, cwd=env["TEST_WS"], env=env, text=True, stdin=stdin,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    guard.start()
+    try:
+        yield proc
+    finally:
+        guard.cancel()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+def _read_until(proc: subprocess.Popen[str], mark: str) -> list[str]:
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line.rstrip("\n"))
+        if mark in line:
+            return seen
+    raise AssertionError(f"the output ended before {mark!r}: {seen}")
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_ctrl_c_in_run_stops_the_shell_loop(cli_env: dict[str, str], shell: str) -> None:
+    env = {**cli_env, "CURSOR_AGENT_SIM_FAULT": "slow"}
+    run = [*CLI, "run", "--simulate", "--trust", "--output", "text", "list the files"]
+    with _group([shell, "-c", LOOP, shell, *run], env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        seen = _read_until(proc, "▶")  # the first turn's agent runs
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        out = seen + proc.stdout.read().splitlines()
+        err = proc.stderr.read()
+        proc.wait()
+    assert not any(line.startswith("next") for line in out), out  # the loop went on
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out)  # the shell itself stopped
+    assert "⊘ cancelled" in err and "Traceback" not in err, err
+    assert any(line.startswith("chat ") and "continue:" in line for line in out), out  # said first
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_ctrl_c_in_replay_stops_the_shell_loop(cli_env: dict[str, str], shell: str) -> None:
+    """Each iteration replays the loop's standard input: the first renders a line, the
+    Ctrl-C comes; a loop that goes on reads the end of the input (the test closes it)."""
+    with _group([shell, "-c", LOOP, shell, *CLI, "replay", "-"], cli_env,
+                stdin=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
+        proc.stdin.flush()
+        seen = _read_until(proc, "first line")  # rendered: replay reads on
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.stdin.close()
+        out = seen + proc.stdout.read().splitlines()
+        err = proc.stderr.read()
+        proc.wait()
+    assert not any(line.startswith("next") for line in out), out
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out)
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_run_dies_from_the_signal_after_saying_the_chat(cli_env: dict[str, str],
+                                                        sig: int) -> None:
+    """To the command only (``kill``, ``timeout``): it dies from the signal, once the turn is
+    cancelled and saved and its chat id said (the output flushed before the death)."""
+    env = {**cli_env, "CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "1.0"}
+    run = [*CLI, "run", "--simulate", "--trust", "--output", "text", "list the files"]
+    with _group(run, env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        seen = _read_until(proc, "▶")
+        proc.send_signal(sig)
+        out = seen + proc.stdout.read().splitlines()
+        err = proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -sig, (proc.returncode, err)
+    assert "⊘ cancelled" in err and "Traceback" not in err, err
+    listed = subprocess.run([*CLI, "sessions", "list", "--json"], capture_output=True, text=True,
+                            env=cli_env, cwd=cli_env["TEST_WS"], timeout=60, check=True)
+    (chat,) = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert f"chat {chat['chat_id']} · continue:" in out[-1], out
+
+
+EXIT_BY_SIGNAL = """
+import atexit, signal, sys
+from cursor_agent_api.cli.signal_exit import exit_by_signal
+{setup}
+atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
+print("buffered, not yet flushed", end="")
+exit_by_signal(signal.{sig})
+print("still running")
+"""
+
+
+def _exit_by_signal(sig: str, setup: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", EXIT_BY_SIGNAL.format(sig=sig, setup=setup)],
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_exit_by_signal_flushes_runs_the_exit_handlers_and_dies(sig: str) -> None:
+    done = _exit_by_signal(sig)
+    assert done.returncode == -signal.Signals[sig], done
+    assert done.stdout == "buffered, not yet flushed"
+    assert done.stderr == "exit handlers ran\n"
+
+
+def test_a_sigint_ignored_since_the_start_still_ends_the_command() -> None:
+    """``nohup``, a background job: SIGINT ignored from the start (SIG_IGN inherited)."""
+    done = _exit_by_signal("SIGINT", "signal.signal(signal.SIGINT, signal.SIG_IGN)")
+    assert done.returncode == -signal.SIGINT, done
+    assert "still running" not in done.stdout
+
+
+def test_a_blocked_signal_ends_the_command_with_the_shells_status() -> None:
+    """A signal mask that blocks it (a parent's): the kill cannot end the process, which
+    exits with 128 + N, the status a shell shows for the signal."""
+    done = _exit_by_signal("SIGTERM", "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})")
+    assert done.returncode == 128 + signal.SIGTERM, done
+    assert done.stdout == "buffered, not yet flushed" and "still running" not in done.stdout
+    assert done.stderr == "exit handlers ran\n"
