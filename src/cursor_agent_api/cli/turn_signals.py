@@ -46,8 +46,9 @@ class Terminated(KeyboardInterrupt):
     it takes every path a Ctrl-C takes (the stream's Ctrl-C safety included).
 
     Example:
-        >>> Terminated(signal.SIGTERM).signum
-        15
+        >>> ended = Terminated(signal.SIGTERM)
+        >>> isinstance(ended, KeyboardInterrupt), ended.signum == signal.SIGTERM
+        (True, True)
     """
 
     def __init__(self, signum: int) -> None:
