@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -161,3 +162,26 @@ def test_a_blocked_signal_ends_the_command_with_the_shells_status() -> None:
     assert done.returncode == 128 + signal.SIGTERM, done
     assert done.stdout == "buffered, not yet flushed" and "still running" not in done.stdout
     assert done.stderr == "exit handlers ran\n"
+
+
+def test_called_as_a_function_the_command_ends_with_the_status_not_the_death(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``main.main([...])`` (here through click's ``CliRunner``) is a function call in
+    someone else's process: a Ctrl-C the command handled ends it with ``SignalExit`` (status
+    130), which its caller gets; only the program itself dies from the signal."""
+    from click.testing import CliRunner
+
+    from cursor_agent_api.cli import main, replay
+    from cursor_agent_api.cli.signal_exit import SignalExit
+
+    def ctrl_c(src: object) -> Iterator[bytes]:  # the Ctrl-C lands as replay reads
+        yield b'{"type":"assistant","message":{"content":"first line\\n"}}\n'
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(replay, "_chunks", ctrl_c)
+    recording = tmp_path / "turn.ndjson"
+    recording.write_text("")
+    result = CliRunner().invoke(main, ["replay", str(recording)])
+    assert result.exit_code == 130, result.output
+    assert isinstance(result.exception, SignalExit) and result.exception.signum == signal.SIGINT
+    assert "first line" in result.output

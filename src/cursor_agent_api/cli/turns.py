@@ -258,8 +258,8 @@ class TurnOutcome:
     def ended_by(self) -> signal.Signals | None:
         """The signal the command received that cancelled the turn (Ctrl-C: SIGINT; a
         SIGTERM or SIGHUP), which ends the command as it would have
-        (:mod:`.signal_exit`); ``None`` when the turn ended otherwise (cancelled by someone
-        else — its agent killed — it exits with 130).
+        (:mod:`.signal_exit`); ``None`` when the turn ended otherwise (one cancelled with no
+        signal to the command, its agent saying so, exits with 130).
 
         Example:
             >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
