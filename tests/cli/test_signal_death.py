@@ -185,3 +185,60 @@ def test_called_as_a_function_the_command_ends_with_the_status_not_the_death(
     assert result.exit_code == 130, result.output
     assert isinstance(result.exception, SignalExit) and result.exception.signum == signal.SIGINT
     assert "first line" in result.output
+
+
+CONSOLE_SCRIPT = [sys.executable, "-c", "import sys\nfrom cursor_agent_api.console_script import main"
+                  "\nsys.argv[0] = 'cursor-agent-api'\nsys.exit(main())\n"]
+"""The script pip writes for ``[project.scripts]`` (tests/cli/test_early_ctrl_c.py checks that
+it is the entry point pyproject.toml declares)."""
+
+
+@pytest.mark.parametrize("program", [CLI, CONSOLE_SCRIPT], ids=["python -m", "console script"])
+def test_the_program_entry_points_die_from_the_signal(cli_env: dict[str, str],
+                                                      program: list[str]) -> None:
+    """The two ways the command runs as a program end it by the signal (the group's
+    ``main()`` only raises ``SignalExit``)."""
+    with _group([*program, "replay", "-"], cli_env, stdin=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
+        proc.stdin.flush()
+        _read_until(proc, "first line")
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.close()
+        err = proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+    assert "Traceback" not in err, err
+
+
+HOST = """
+import sys
+from cursor_agent_api.cli import main
+sys.argv = ["host", "replay", "-"]
+try:
+    main()
+except SystemExit as ended:
+    print("host: the command ended with", ended.code, flush=True)
+print("host: goes on", flush=True)
+"""
+
+
+def test_a_program_that_calls_main_gets_the_status_and_goes_on(
+        cli_env: dict[str, str]) -> None:
+    """A Python program that sets ``sys.argv`` and calls the group's ``main()`` in a
+    ``try`` is not the command line's program: a Ctrl-C the command handled ends the call
+    with ``SystemExit(130)``; only the entry points (the console script, ``python -m``) die
+    from the signal. (It was decided by ``args is None``: the host was killed.)"""
+    with _group([sys.executable, "-c", HOST], cli_env, stdin=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
+        proc.stdin.flush()
+        seen = _read_until(proc, "first line")
+        proc.send_signal(signal.SIGINT)
+        proc.stdin.close()
+        out = seen + proc.stdout.read().splitlines()
+        err = proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == 0, (proc.returncode, out, err)
+    assert out[-2:] == ["host: the command ended with 130", "host: goes on"], out
+    assert "Traceback" not in err, err

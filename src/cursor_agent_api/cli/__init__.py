@@ -11,14 +11,13 @@ Example:
 from __future__ import annotations
 
 import signal
-from collections.abc import Sequence
 from typing import Any
 
 import click
 
 from .. import __version__
 from .lazy_group import LazyCommand, LazyGroup
-from .signal_exit import SignalExit, exit_by_signal
+from .signal_exit import SignalExit
 
 SUBCOMMANDS = {
     "chat": LazyCommand("cursor_agent_api.cli.chat:chat",
@@ -45,22 +44,15 @@ and each subcommand pay only for their own imports), and its line in ``--help``.
 class CommandLine(LazyGroup):
     """The group: a Ctrl-C that no subcommand handled — while ``run`` still reads its prompt
     from a pipe, while a module is imported — ends the command as every Ctrl-C does (click
-    would say "Aborted!" and exit 1): it dies from the SIGINT, a shell's ``$?`` 130.
+    would say "Aborted!" and exit 1): with :class:`~.signal_exit.SignalExit` (status 130).
 
-    Run as the program (on its own command line, ``sys.argv``: the console script, ``python
-    -m``), a command stopped by a signal it received (:class:`~.signal_exit.SignalExit`)
-    dies from that signal once its cleanup is done (:func:`~.signal_exit.exit_by_signal`),
-    so that a shell loop running it stops too. Given its arguments (``main.main([...])``,
-    click's ``CliRunner``), it ends with the ``SystemExit`` (status 128 + N).
+    ``main()`` is a function call, whoever makes it: a command stopped by a signal it
+    received ends it with that ``SystemExit`` (status 128 + N), which its caller gets (a
+    program that calls it in a ``try``, click's ``CliRunner``). Only the program's entry
+    points — the console script (:mod:`cursor_agent_api.console_script`) and ``python -m
+    cursor_agent_api.cli`` — then die from the signal (:func:`~.signal_exit.exit_by_signal`),
+    so that a shell loop running the command stops too.
     """
-
-    def main(self, args: Sequence[str] | None = None, *rest: Any, **kwargs: Any) -> Any:
-        try:
-            return super().main(args, *rest, **kwargs)
-        except SignalExit as ended:
-            if args is not None:  # called as a function: its caller's process lives on
-                raise
-            exit_by_signal(ended.signum)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

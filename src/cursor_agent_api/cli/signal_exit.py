@@ -12,10 +12,11 @@ signal its default action back and send it to themselves, as CPython does for an
 ``subprocess`` sees ``-2``, ``-15`` or ``-1``.
 
 Deep in a command, :class:`SignalExit` (a ``SystemExit`` with status 128 + N) unwinds it,
-every ``finally`` and ``with`` run; the command line, run as the program, then dies
-from the signal (:func:`exit_by_signal`, from :class:`~cursor_agent_api.cli.CommandLine`).
-Called as a function with its arguments (``main.main([...])``, click's ``CliRunner``), the
-command ends with that ``SystemExit``: its caller's process is not killed.
+every ``finally`` and ``with`` run, and the group's ``main()`` ends with it: a function call,
+whoever makes it (a program that sets ``sys.argv`` and calls it in a ``try``, click's
+``CliRunner``), its caller's process not killed. The program's entry points — the console
+script (:mod:`cursor_agent_api.console_script`) and ``python -m cursor_agent_api.cli`` — catch
+it and die from the signal (:func:`exit_by_signal`).
 
 Example:
     >>> import signal
@@ -31,7 +32,11 @@ import contextlib
 import os
 import signal
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see console_script)
+
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["SignalExit", "exit_by_signal"]
 
