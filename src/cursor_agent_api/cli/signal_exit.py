@@ -1,15 +1,15 @@
 """A command that a signal it received stopped ends as that signal would end it: it dies
 from it, once its cleanup is done.
 
-A shell waits for its foreground command, then looks at how it ended ("wait and cooperative
-exit": bash, dash, zsh). A command that *died* from Ctrl-C (SIGINT) stops the loop or script
-that ran it; one that *exited*, even with status 130, is taken to have handled the Ctrl-C
-itself, and ``for f in a b c; do cursor-agent-api run …; done`` went on to the next
-iteration: one Ctrl-C per iteration. So the commands stopped by Ctrl-C, SIGTERM or SIGHUP
-— once the turn is stopped, the chat saved and its id said, the output flushed — give the
-signal its default action back and send it to themselves, as CPython does for an uncaught
-``KeyboardInterrupt``. A shell's ``$?`` is 130, 143 or 129 as before; Python's
-``subprocess`` sees ``-2``, ``-15`` or ``-1``.
+bash waits for its foreground command, then looks at how it ended ("wait and cooperative
+exit"): a command that *died* from Ctrl-C (SIGINT) stops the loop or script that ran it; one
+that *exited*, even with status 130, is taken to have handled the Ctrl-C itself, and ``for f
+in a b c; do cursor-agent-api run …; done`` went on to the next iteration: one Ctrl-C per
+iteration (dash stops the loop itself, whatever the command does). So the commands stopped by
+Ctrl-C, SIGTERM or SIGHUP — once the turn is stopped, the chat saved and its id said, the
+output flushed — give the signal its default action back and send it to themselves, as
+CPython does for an uncaught ``KeyboardInterrupt``. A shell's ``$?`` is 130, 143 or 129 as
+before; Python's ``subprocess`` sees ``-2``, ``-15`` or ``-1``.
 
 Deep in a command, :class:`SignalExit` (a ``SystemExit`` with status 128 + N) unwinds it,
 every ``finally`` and ``with`` run, and the group's ``main()`` ends with it: a function call,
