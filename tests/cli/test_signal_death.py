@@ -161,6 +161,32 @@ def test_a_blocked_signal_ends_the_command_with_the_shells_status() -> None:
     assert done.stderr == "exit handlers ran\n"
 
 
+EXIT_IN_A_THREAD = """
+import atexit, signal, sys, threading
+from cursor_agent_api.cli.signal_exit import exit_by_signal
+atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
+print("buffered, not yet flushed", end="")
+thread = threading.Thread(target=exit_by_signal, args=(signal.{sig},))
+thread.start()
+thread.join()
+print("still running")
+"""
+
+
+@pytest.mark.parametrize(("sig", "status"), [("SIGTERM", -signal.SIGTERM),
+                                             ("SIGINT", 128 + signal.SIGINT)])
+def test_exit_by_signal_outside_the_main_thread_ends_the_process(sig: str, status: int) -> None:
+    """Only the main thread may give a signal its default action back. SIGTERM has it (Python
+    takes no SIGTERM by default): the process dies from it. SIGINT has Python's handler,
+    which another thread cannot take away: the process exits with 128 + N, the shell's status
+    for it. (It ended only that thread: the program went on and exited 0.)"""
+    done = subprocess.run([sys.executable, "-c", EXIT_IN_A_THREAD.format(sig=sig)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == status, done
+    assert done.stdout == "buffered, not yet flushed"
+    assert done.stderr == "exit handlers ran\n"
+
+
 def test_called_as_a_function_the_command_ends_with_the_status_not_the_death(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """``main.main([...])`` (here through click's ``CliRunner``) is a function call in

@@ -32,6 +32,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see console_script)
 
@@ -68,8 +69,11 @@ def exit_by_signal(signum: int) -> NoReturn:
     first: stdout and stderr flushed, the exit handlers run (the agents' process groups
     stopped, chat's history saved). The signal's default action is set back first, so a
     signal ignored since the start (``nohup``, a background job's SIGINT) ends it all the
-    same. When the signal is blocked (a parent's signal mask) the kill does not end it:
-    ``sys.exit(128 + signum)``, the status a shell would have shown.
+    same. The process exits with ``128 + signum``, the status a shell would have shown, when
+    the signal cannot end it: blocked (a parent's signal mask), or called outside the main
+    thread while a Python handler takes it (SIGINT's ``KeyboardInterrupt``: only the main
+    thread may set a handler; a signal with its default action, SIGTERM by default, is still
+    sent). Never ends only the thread it is called in.
 
     Example (in a process of its own: it ends the process)::
 
@@ -83,7 +87,8 @@ def exit_by_signal(signum: int) -> NoReturn:
     _flush()
     atexit._run_exitfuncs()  # what the interpreter's exit runs; run once (then cleared)
     _flush()
-    with contextlib.suppress(ValueError):  # not the main thread: the status below
+    if threading.current_thread() is threading.main_thread():  # (the only one that may)
         signal.signal(signum, signal.SIG_DFL)
-        os.kill(os.getpid(), signum)
-    sys.exit(128 + signum)
+    if signal.getsignal(signum) == signal.SIG_DFL:
+        signal.pthread_kill(threading.get_ident(), signum)  # to this thread: it dies here
+    os._exit(128 + signum)  # blocked, or a handler another thread cannot take away
