@@ -215,8 +215,8 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
         raise SignalExit(signal.SIGINT) from None
     finally:
         recorder.close()
-    if outcome.ended_by is not None:
-        raise SignalExit(outcome.ended_by)
+    if outcome.interrupted:  # by Ctrl-C (SIGTERM and SIGHUP: run_turn raised SignalExit)
+        raise SignalExit(signal.SIGINT)
     sys.exit(outcome.exit_code)
 
 

@@ -225,8 +225,10 @@ def _quiet_stdout() -> None:
 
 @dataclass(slots=True)
 class TurnOutcome:
-    """What a turn ended with, for the exit code. ``terminated``: the signal of
-    :data:`ENDING_SIGNALS` that cancelled it (the command ends with it)."""
+    """What a turn ended with, for the exit code. ``interrupted``: cancelled by a Ctrl-C
+    (SIGINT) the command received. ``terminated``: the signal of :data:`ENDING_SIGNALS` that
+    cancelled it, for :func:`run_turn`, which then ends the command with it
+    (:class:`~.signal_exit.SignalExit`): the outcomes it returns have none."""
 
     result: AgentResult
     interrupted: bool
@@ -235,42 +237,25 @@ class TurnOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too,
-        and a turn cancelled because its output was closed); 128 + N when signal N of
-        :data:`ENDING_SIGNALS` ended it.
+        """The status of a turn that no signal to the command ended: 0 success, 130 cancelled
+        (its agent saying so), 1 any other failure (the output lost too, and a turn cancelled
+        because its output was closed). One that a signal to the command ended ends the
+        command with :class:`~.signal_exit.SignalExit` instead (128 + N, that class's
+        status): :func:`run_turn` raises it for SIGTERM and SIGHUP, its caller for a Ctrl-C
+        (``interrupted``).
 
         Example:
             >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
-            >>> TurnOutcome(r, True).exit_code, TurnOutcome(r, True, terminated=1).exit_code
-            (130, 129)
+            >>> TurnOutcome(r, False).exit_code
+            130
             >>> TurnOutcome(r, False, output_lost=True).exit_code  # | head -1
             1
         """
-        if self.terminated is not None:
-            return 128 + self.terminated
         if self.result.success:
             return 1 if self.output_lost else 0
-        if self.interrupted or (self.result.cancelled and not self.output_lost):
+        if self.result.cancelled and not self.output_lost:
             return 130
         return 1
-
-    @property
-    def ended_by(self) -> signal.Signals | None:
-        """The signal the command received that cancelled the turn (Ctrl-C: SIGINT; a
-        SIGTERM or SIGHUP), which ends the command as it would have
-        (:mod:`.signal_exit`); ``None`` when the turn ended otherwise (one cancelled with no
-        signal to the command, its agent saying so, exits with 130).
-
-        Example:
-            >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
-            >>> TurnOutcome(r, True).ended_by, TurnOutcome(r, True, terminated=15).ended_by
-            (<Signals.SIGINT: 2>, <Signals.SIGTERM: 15>)
-            >>> print(TurnOutcome(r, False).ended_by)  # not by a signal it received
-            None
-        """
-        if self.terminated is not None:
-            return signal.Signals(self.terminated)
-        return signal.SIGINT if self.interrupted else None
 
 
 def _not_started() -> AgentResult:
