@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,14 @@ def finish(child: pexpect.spawn) -> int:
     return int(child.exitstatus)
 
 
+def killed_by(child: pexpect.spawn) -> int:
+    """The signal the command died from (a Ctrl-C: SIGINT, so that a shell loop stops)."""
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.signalstatus is not None, child.exitstatus
+    return int(child.signalstatus)
+
+
 def test_live_run_shows_progress_then_the_answer(cli_env: dict[str, str]) -> None:
     child = spawn(["run", "--simulate", "--trust", "--force", "run ls -la"], cli_env,
                   {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.05"})
@@ -46,14 +55,14 @@ def test_live_run_shows_progress_then_the_answer(cli_env: dict[str, str]) -> Non
         child.terminate(force=True)
 
 
-def test_ctrl_c_in_run_cancels_with_130(cli_env: dict[str, str]) -> None:
+def test_ctrl_c_in_run_cancels_then_dies_from_the_sigint(cli_env: dict[str, str]) -> None:
     child = spawn(["run", "--simulate", "--trust", "write a poem"], cli_env,
                   {"CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.5"})
     try:
         child.expect(r"\d+\.\d s")
         child.sendintr()
         child.expect("cancelled")
-        assert finish(child) == 130
+        assert killed_by(child) == signal.SIGINT
     finally:
         child.terminate(force=True)
 
@@ -86,13 +95,13 @@ def test_chat_ctrl_c_cancels_the_turn_and_the_chat_goes_on(cli_env: dict[str, st
         child.terminate(force=True)
 
 
-def test_ctrl_c_on_replay_stdin_exits_130(cli_env: dict[str, str]) -> None:
+def test_ctrl_c_on_replay_stdin_dies_from_the_sigint(cli_env: dict[str, str]) -> None:
     child = spawn(["replay", "-"], cli_env)
     try:
         child.sendline('{"type":"assistant","message":{"content":"first line"}}')
         child.expect("\nfirst line")  # rendered (the terminal's echo has the JSON around it)
         child.sendintr()
-        assert finish(child) == 130
+        assert killed_by(child) == signal.SIGINT
     finally:
         child.terminate(force=True)
 

@@ -1,8 +1,9 @@
 """How a turn of ``run`` or ``chat`` ends when the command is asked to stop.
 
 SIGTERM (``timeout``, a CI cancel, ``docker stop``, ``kill``) and SIGHUP (a closed terminal)
-end the turn as Ctrl-C does — cancelled, saved, its chat id said — then the command, with
-status 143 or 129 (they killed it at once: nothing said, nothing saved). After any of them,
+end the turn as Ctrl-C does — cancelled, saved, its chat id said — then the command, which
+dies from the signal (they killed it at once: nothing said, nothing saved; it exited with
+status 143 or 129 since, which a shell loop took for a handled signal and went on). After any of them,
 ``--output ndjson`` ends with the stream's closing event saying the turn was cancelled (it
 ended with whatever event came last); each output mode says the cancel in its own way.
 
@@ -87,13 +88,12 @@ def saved_chats(env: dict[str, str]) -> list[dict[str, object]]:
     return [json.loads(line) for line in listed.stdout.splitlines()]
 
 
-@pytest.mark.parametrize(("sig", "status"), [(signal.SIGTERM, 143), (signal.SIGHUP, 129)],
-                         ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_run_stopped_by_a_signal_is_cancelled_saved_and_said(cli_env: dict[str, str],
-                                                             sig: int, status: int) -> None:
+                                                             sig: int) -> None:
     ended = signalled(["run", "--simulate", "--trust", "--output", "text", "list the files"],
                       cli_env, [sig], first_line="▶")
-    assert ended.returncode == status, ended.stderr
+    assert ended.returncode == -sig, ended.stderr
     assert "⊘ cancelled" in ended.stderr and "Traceback" not in ended.stderr
     (chat,) = saved_chats(cli_env)
     assert f"chat {chat['chat_id']} · continue: cursor-agent-api chat --resume" in ended.stdout
@@ -102,7 +102,7 @@ def test_run_stopped_by_a_signal_is_cancelled_saved_and_said(cli_env: dict[str, 
 def test_ndjson_ends_with_the_closing_event_of_the_cancel(cli_env: dict[str, str]) -> None:
     ended = signalled(["run", "--simulate", "--trust", "--output", "ndjson", "list the files"],
                       cli_env, [signal.SIGTERM], first_line='"system:init"')
-    assert ended.returncode == 143, ended.stderr
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
     last = json.loads(ended.stdout.splitlines()[-1])
     assert last["type"] == "result:error", last
     assert "the turn was cancelled" in json.dumps(last)
@@ -120,7 +120,7 @@ def test_ctrl_c_says_the_cancel_in_every_output_mode(cli_env: dict[str, str], tm
     agent's first line is recorded."""
     ended = signalled(["run", "--simulate", "--trust", *output, "list the files"], cli_env,
                       [signal.SIGINT], first_line='"system"', fifo=tmp_path / "turn.fifo")
-    assert ended.returncode == 130, ended.stderr
+    assert ended.returncode == -signal.SIGINT, ended.stderr
     mode = output[1]
     if output[0] == "--output" and mode == "ndjson":
         last = json.loads(ended.stdout.splitlines()[-1])
@@ -142,7 +142,7 @@ def test_chat_stopped_by_sigterm_sends_no_further_prompt(cli_env: dict[str, str]
     ended = signalled(["chat", "--simulate", "--trust", "--output", "text"], cli_env,
                       [signal.SIGTERM], first_line="▶",
                       stdin=b"list the files\nnow write a poem\n")
-    assert ended.returncode == 143, ended.stderr
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
     assert "⊘ cancelled" in ended.stdout and "Traceback" not in ended.stderr
     assert "now write a poem" not in ended.stdout  # the next prompt was not even read
     (chat,) = saved_chats(cli_env)
@@ -156,9 +156,9 @@ def test_a_second_signal_still_ends_it(cli_env: dict[str, str]) -> None:
     ended = signalled(["run", "--simulate", "--trust", "--output", "text", "list the files"],
                       cli_env, [signal.SIGTERM, signal.SIGTERM], first_line="▶",
                       extra={"CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm"})
-    # 143: through the turn's handler; -15: it landed after the turn was saved (the
-    # handler gone, the default action)
-    assert ended.returncode in (143, -signal.SIGTERM), ended.stderr
+    # through the turn's handler, or landed after the turn was saved (the handler gone, the
+    # default action): either way it dies from the SIGTERM
+    assert ended.returncode == -signal.SIGTERM, ended.stderr
     assert "Traceback" not in ended.stderr
 
 
@@ -169,6 +169,7 @@ def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> Non
     import inspect
 
     from cursor_agent_api.cli import turns
+    from cursor_agent_api.cli.signal_exit import SignalExit
 
     lines, start = inspect.getsourcelines(turns.ending_signals.__wrapped__)  # type: ignore[attr-defined]
     finally_at = next(i for i, line in enumerate(lines) if line.strip() == "finally:")
@@ -191,11 +192,11 @@ def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> Non
         pytest.skip("SIGTERM is handled by the test runner here")
     sys.settrace(tracer)
     try:
-        with pytest.raises(SystemExit) as ended, turns.ending_signals():
+        with pytest.raises(SignalExit) as ended, turns.ending_signals():
             pass  # the turn ended normally
     finally:
         sys.settrace(None)
-    assert sent and ended.value.code == 143
+    assert sent and ended.value.signum == signal.SIGTERM and ended.value.code == 143
     for sig in (signal.SIGTERM, signal.SIGHUP):
         assert signal.getsignal(sig) is signal.SIG_DFL
 
@@ -239,12 +240,14 @@ def _signalling_chats(root: Path, signals: tuple[int, ...]) -> Any:
 
 def _turn_ended_by(first: int, *, at_save: tuple[int, ...] = (), at_finish: tuple[int, ...] = (),
                    config: Any, root: Path) -> tuple[int | None, str, Any]:
-    """Run a turn of the simulator as ``run``/``chat`` do, in this process: the exit status it
-    ended the command with (``None``: it returned), what it showed, the saved chats."""
+    """Run a turn of the simulator as ``run``/``chat`` do, in this process: the status of the
+    signal it ended the command with, 128 + N (``None``: it returned), what it showed, the
+    saved chats."""
     from io import StringIO
 
     from rich.console import Console
 
+    from cursor_agent_api.cli.signal_exit import SignalExit
     from cursor_agent_api.cli.turns import Recorder, run_turn
     from cursor_agent_api.sessions import ConversationSession
 
@@ -260,8 +263,8 @@ def _turn_ended_by(first: int, *, at_save: tuple[int, ...] = (), at_finish: tupl
         try:
             run_turn(session, "list the files", view, Recorder(None), saved=saved,
                      simulated=True)
-        except SystemExit as exc:
-            code = int(str(exc.code))
+        except SignalExit as exc:  # the command then dies from exc.signum
+            code = 128 + exc.signum
     return code, out.getvalue(), saved
 
 
@@ -310,6 +313,7 @@ def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
     # every interrupted turn, with the closing result:error event. Sent as the client's
     # query_stream begins (sys.settrace): it lands there.
     from cursor_agent_api.cli.saved_chats import SavedChats
+    from cursor_agent_api.cli.signal_exit import SignalExit
     from cursor_agent_api.cli.turns import Recorder, run_turn
     from cursor_agent_api.cli.views import NdjsonView
     from cursor_agent_api.client import CursorAgentClient
@@ -327,12 +331,12 @@ def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
     with ConversationSession(make_cursor_sim_config()) as session:
         sys.settrace(tracer)
         try:
-            with pytest.raises(SystemExit) as ended:
+            with pytest.raises(SignalExit) as ended:
                 run_turn(session, "list the files", NdjsonView(), Recorder(None),
                          saved=SavedChats(tmp_path / "chats"), simulated=True)
         finally:
             sys.settrace(None)
-    assert sent and ended.value.code == 143
+    assert sent and ended.value.signum == signal.SIGTERM
     lines = capsysbinary.readouterr().out.splitlines()
     assert lines, "nothing on stdout"
     last = json.loads(lines[-1])
@@ -340,9 +344,11 @@ def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
     assert "interrupted while the agent was starting" in last["text"]
 
 
-def test_ctrl_c_while_the_prompt_is_read_from_a_pipe_exits_130(cli_env: dict[str, str]) -> None:
+def test_ctrl_c_while_the_prompt_is_read_from_a_pipe_dies_from_it(cli_env: dict[str, str]
+                                                                   ) -> None:
     """``slow-producer | cursor-agent-api run --trust``, then Ctrl-C while ``run`` still reads
-    its prompt: exit 130, as every Ctrl-C (was click's "Aborted!" and 1), nothing sent."""
+    its prompt: it dies from the SIGINT, as at every Ctrl-C (was click's "Aborted!" and 1,
+    then exit 130), nothing sent."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "cursor_agent_api.cli", "run", "--simulate", "--trust"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -362,5 +368,5 @@ def test_ctrl_c_while_the_prompt_is_read_from_a_pipe_exits_130(cli_env: dict[str
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    assert proc.returncode == -signal.SIGINT, err
     assert b"Aborted" not in err and b"Traceback" not in err, err

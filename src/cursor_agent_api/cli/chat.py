@@ -9,9 +9,10 @@ chat resumes in its own folder with its own model; ``--workspace``/``--model`` g
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
 first failed turn (the next prompts assumed it worked), at a line that is not UTF-8
-text (exit status 2: it was not sent), and at Ctrl-C (exit status 130: the turn is
-cancelled, the next prompts are not sent); at a terminal, such a line is refused and the
-chat goes on, and Ctrl-C cancels the turn only.
+text (exit status 2: it was not sent), and at Ctrl-C (the turn is cancelled, the next
+prompts are not sent, the chat id said; then the chat dies from the SIGINT, a shell's ``$?``
+130, so that a shell loop running it stops too: :mod:`.signal_exit`); at a terminal, such a
+line is refused and the chat goes on, and Ctrl-C cancels the turn only.
 
 Example:
     $ cursor-agent-api chat --simulate --trust
@@ -23,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -38,13 +40,15 @@ from .options import SIMULATED_BANNER, chat_agent_options, continue_command, wit
 from .render import printable
 from .run import acp_steering, as_utf8, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
+from .signal_exit import SignalExit
 from .turn_signals import LateInterrupt
 from .turns import open_recorder, run_turn
 from .views import make_view
 
 PROMPT = "› "
 PIPED_STOP = "⊘ Ctrl-C — the chat stops; the prompts still on its input are not sent"
-"""What a chat whose prompts come from a pipe says when Ctrl-C stops it (exit status 130)."""
+"""What a chat whose prompts come from a pipe says when Ctrl-C stops it (then it dies from the
+SIGINT)."""
 LATE_CTRL_C = "⊘ Ctrl-C came once the turn had completed: nothing was cancelled — the chat goes on"
 """What a chat at a terminal says for a Ctrl-C that came while a turn that had ended by
 itself was saved and shown (held until then: :class:`~.turn_signals.LateInterrupt`)."""
@@ -109,13 +113,14 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
     ))
     status = 0
     lost = False  # the output could not be written: stdout is done with
+    stopped = False  # by a Ctrl-C, its prompts from a pipe: it then dies from the SIGINT
 
-    def piped_stop() -> bool:  # Ctrl-C: a chat whose prompts come from a pipe stops (130)
-        nonlocal status
+    def piped_stop() -> bool:  # Ctrl-C: a chat whose prompts come from a pipe stops
+        nonlocal stopped
         if interactive:
             return False
         say(PIPED_STOP, style="yellow")  # its next prompts assumed this one ran
-        status = 130
+        stopped = True
         return True
 
     try:
@@ -183,6 +188,8 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
                 acp=config.transport == "acp")),
             style="dim",
         ), soft_wrap=True)  # whole, for the terminal to wrap: a newline would break a paste
+    if stopped:
+        raise SignalExit(signal.SIGINT)
     sys.exit(status)
 
 

@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import errno
+import signal
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
@@ -23,6 +24,7 @@ from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventTyp
 from ..protocol.reason import failure_reason
 from .console import make_console, output_failure
 from .render import TurnRenderer, json_line, printable
+from .signal_exit import SignalExit
 
 
 def summarize(t: Transcript, raw_tail: Iterable[str] = (), *,
@@ -143,7 +145,8 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     --summary's "success"), 1 when the input holds no JSON event (not a stream-json
     recording), when a line of it exceeded --max-line-bytes (it was dropped: the turn is
     incomplete, and says so) or the output cannot be written, 2 when the input cannot be
-    read, 130 on Ctrl-C.
+    read. Ctrl-C: what was rendered is flushed, then the command dies from the SIGINT (a
+    shell's $? 130), so that a shell loop running it stops too.
     """
     shown = printable(file, one_line=True)  # a name from a glob is data: its escapes shown, never obeyed
     try:
@@ -208,7 +211,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             sys.exit(1)
     except KeyboardInterrupt:
         sys.stdout.flush()
-        sys.exit(130)
+        raise SignalExit(signal.SIGINT) from None
     except _ReadError as exc:
         why = f"{shown} is a directory" if exc.directory else f"cannot read {shown}: {exc}"
         click.echo(f"cursor-agent-api replay: {why}", err=True)

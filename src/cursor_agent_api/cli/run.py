@@ -2,8 +2,10 @@
 
 The prompt comes from the arguments, ``--prompt-file FILE`` (``-`` = stdin), or
 standard input when it is not a terminal. Exit codes: 0 success, 1 failed turn
-(the typed error's message and its remedy), 2 usage error, 130 Ctrl-C; 143 SIGTERM, 129
-SIGHUP (the turn cancelled and saved first, as at a Ctrl-C: :mod:`.turns`).
+(the typed error's message and its remedy), 2 usage error. Ctrl-C, SIGTERM and SIGHUP
+cancel the turn and save it (:mod:`.turns`); then the command dies from the signal, so
+that a shell loop running it stops too (a shell's ``$?``: 130, 143, 129;
+:mod:`.signal_exit`). A turn cancelled otherwise exits with 130.
 
 ``--output-format text|json|stream-json`` makes it a drop-in for ``agent -p``: the same
 output, byte for byte where the agent wrote it (see :class:`~.views.AgentFormatView`).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import signal
 import sys
 from collections.abc import Collection
 from pathlib import Path
@@ -37,6 +40,7 @@ from .console import CliUsageError, error_text, is_terminal, make_console, outpu
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
+from .signal_exit import SignalExit
 from .steer import TerminalSteering, unattended_plans
 from .turns import open_recorder, run_turn
 from .typed_path import TypedPath
@@ -208,9 +212,11 @@ def run(config: AgentConfig, given: frozenset[str], words: tuple[str, ...],
         sys.exit(1)
     except KeyboardInterrupt:
         _stop(view)
-        sys.exit(130)
+        raise SignalExit(signal.SIGINT) from None
     finally:
         recorder.close()
+    if outcome.interrupted:  # by Ctrl-C (SIGTERM and SIGHUP: run_turn raised SignalExit)
+        raise SignalExit(signal.SIGINT)
     sys.exit(outcome.exit_code)
 
 

@@ -6,11 +6,11 @@ As the turn goes (:class:`TurnSignals`):
   agent's process group);
 * while the agent is being stopped, the next one kills it (SIGKILL);
 * once the agent has ended, while the chat is saved and the turn's end shown, one signal is
-  held: it acts once the chat id is saved and said (SIGTERM and SIGHUP end the command with
-  143 or 129; a Ctrl-C on a turn already cancelled adds nothing; one on a turn that ended by
-  itself cancelled nothing: :class:`LateInterrupt`). One more while held ends the command at
-  once, so a save or a view that cannot finish (a lock held, a pipe nobody reads) never
-  keeps it running.
+  held: it acts once the chat id is saved and said (SIGTERM and SIGHUP end the command: it
+  dies from the signal, :mod:`.signal_exit`; a Ctrl-C on a turn already cancelled adds
+  nothing; one on a turn that ended by itself cancelled nothing: :class:`LateInterrupt`).
+  One more while held ends the command at once, so a save or a view that cannot finish (a
+  lock held, a pipe nobody reads) never keeps it running.
 
 SIGTERM and SIGHUP (:data:`ENDING_SIGNALS`) then end the command: :func:`ending_signals`.
 
@@ -30,6 +30,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .signal_exit import SignalExit
+
 if TYPE_CHECKING:
     from .turns import TurnOutcome
 
@@ -44,24 +46,20 @@ class Terminated(KeyboardInterrupt):
     it takes every path a Ctrl-C takes (the stream's Ctrl-C safety included).
 
     Example:
-        >>> Terminated(signal.SIGTERM).exit_code
-        143
+        >>> ended = Terminated(signal.SIGTERM)
+        >>> isinstance(ended, KeyboardInterrupt), ended.signum == signal.SIGTERM
+        (True, True)
     """
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal.Signals(signum).name)
         self.signum = signum
 
-    @property
-    def exit_code(self) -> int:
-        """The shell's status for a process ended by the signal: 128 + its number."""
-        return 128 + self.signum
-
 
 class LateInterrupt(KeyboardInterrupt):
     """A Ctrl-C held while a turn that ended by itself was saved and its end shown, raised
     once they are: it cancelled nothing (the turn completed). A ``KeyboardInterrupt`` (``run``
-    ends with 130 as for any Ctrl-C); ``chat`` says what happened and goes on. ``outcome``:
+    ends as at any Ctrl-C: it dies from the SIGINT); ``chat`` says what happened and goes on. ``outcome``:
     the turn's, as it ended.
 
     Example:
@@ -140,13 +138,14 @@ _DEFAULTS: tuple[tuple[signal.Signals, Callable[..., Any] | int], ...] = (
 def ending_signals() -> Iterator[TurnSignals]:
     """While the block runs, Ctrl-C, SIGTERM and SIGHUP are handled by the
     :class:`TurnSignals` it gives (in the main thread, where Python runs signal handlers); a
-    ``Terminated`` that leaves the block ends the command: ``SystemExit(128 + N)``, and so
+    ``Terminated`` that leaves the block ends the command: :class:`~.signal_exit.SignalExit`
+    (a ``SystemExit(128 + N)``: the command then dies from the signal), and so
     does a SIGTERM or SIGHUP held and not taken (a Ctrl-C so: ``KeyboardInterrupt``, once
     the handlers are given back). Only a signal left at its default action is taken: one
     ignored (``nohup``) or handled by someone else stays so. The previous handlers come back
-    when the block ends, so outside a turn the signals act as always; exiting through
-    ``SystemExit`` runs the interpreter's exit handlers (the runtime's, which stop what is
-    left of any agent's process group).
+    when the block ends, so outside a turn the signals act as always; the exit handlers
+    (the runtime's, which stop what is left of any agent's process group) run before the
+    command dies (:func:`~.signal_exit.exit_by_signal`).
 
     Example:
         >>> before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, unless a host process set it
@@ -167,7 +166,7 @@ def ending_signals() -> Iterator[TurnSignals]:
     try:
         yield signals
     except Terminated as exc:
-        raise SystemExit(exc.exit_code) from None
+        raise SignalExit(exc.signum) from None
     finally:
         try:
             for sig, default in taken:
@@ -176,10 +175,10 @@ def ending_signals() -> Iterator[TurnSignals]:
             for sig, default in taken:
                 signal.signal(sig, default)
             if isinstance(exc, Terminated):
-                raise SystemExit(exc.exit_code) from None
+                raise SignalExit(exc.signum) from None
             raise
     held = signals.take()
     if held in ENDING_SIGNALS:
-        raise SystemExit(128 + held)
+        raise SignalExit(held)
     if held is not None:
         raise KeyboardInterrupt

@@ -5,10 +5,10 @@ process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled: the 
 the stream's closing result event (the library's, saying so) and the result; the chat
 itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a closed
 terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
-command, with status 143 or 129 (:func:`ending_signals`). A signal arriving while the chat
-is saved and the turn's end shown is held until they are: the chat id is saved and said
-first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``) cancels the turn too:
-it is saved, its chat id said on stderr, and the command ends quietly with status 1.
+command, which dies from the signal (:func:`ending_signals`, :mod:`.signal_exit`). A signal
+arriving while the chat is saved and the turn's end shown is held until they are: the chat
+id is saved and said first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``)
+cancels the turn too: it is saved, its chat id said on stderr, and the command ends quietly with status 1.
 
 Example:
     >>> from cursor_agent_api.protocol import parse_event
@@ -42,6 +42,7 @@ from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
+from .signal_exit import SignalExit
 from .turn_signals import ENDING_SIGNALS, LateInterrupt, Terminated, TurnSignals, ending_signals
 from .views import TurnView, agent_line, chat_lines, outcome_lines
 
@@ -224,8 +225,10 @@ def _quiet_stdout() -> None:
 
 @dataclass(slots=True)
 class TurnOutcome:
-    """What a turn ended with, for the exit code. ``terminated``: the signal of
-    :data:`ENDING_SIGNALS` that cancelled it (the command ends with it)."""
+    """What a turn ended with, for the exit code. ``interrupted``: cancelled by a Ctrl-C
+    (SIGINT) the command received. ``terminated``: the signal of :data:`ENDING_SIGNALS` that
+    cancelled it, for :func:`run_turn`, which then ends the command with it
+    (:class:`~.signal_exit.SignalExit`): the outcomes it returns have none."""
 
     result: AgentResult
     interrupted: bool
@@ -234,22 +237,23 @@ class TurnOutcome:
 
     @property
     def exit_code(self) -> int:
-        """0 success, 130 interrupted or cancelled, 1 any other failure (the output lost too,
-        and a turn cancelled because its output was closed); 128 + N when signal N of
-        :data:`ENDING_SIGNALS` ended it.
+        """The status of a turn that no signal to the command ended: 0 success, 130 cancelled
+        (its agent saying so), 1 any other failure (the output lost too, and a turn cancelled
+        because its output was closed). One that a signal to the command ended ends the
+        command with :class:`~.signal_exit.SignalExit` instead (128 + N, that class's
+        status): :func:`run_turn` raises it for SIGTERM and SIGHUP, its caller for a Ctrl-C
+        (``interrupted``).
 
         Example:
             >>> r = AgentResult(success=False, result="", session_id=None, cancelled=True)
-            >>> TurnOutcome(r, True).exit_code, TurnOutcome(r, True, terminated=1).exit_code
-            (130, 129)
+            >>> TurnOutcome(r, False).exit_code
+            130
             >>> TurnOutcome(r, False, output_lost=True).exit_code  # | head -1
             1
         """
-        if self.terminated is not None:
-            return 128 + self.terminated
         if self.result.success:
             return 1 if self.output_lost else 0
-        if self.interrupted or (self.result.cancelled and not self.output_lost):
+        if self.result.cancelled and not self.output_lost:
             return 130
         return 1
 
@@ -283,7 +287,7 @@ def run_turn(
     With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
     (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
     SIGTERM or SIGHUP during the turn cancel it as Ctrl-C does; once it is saved and shown,
-    ``SystemExit(128 + N)`` ends the command (:func:`ending_signals`). A signal arriving
+    :class:`~.signal_exit.SignalExit` ends the command (:func:`ending_signals`). A signal arriving
     while the chat is saved and the end shown waits until they are
     (:class:`~.turn_signals.TurnSignals`).
     """
@@ -296,7 +300,7 @@ def run_turn(
         if held in ENDING_SIGNALS and outcome.terminated is None:
             outcome.terminated = held  # a SIGTERM after a Ctrl-C (a CI's cancel) ends it
         if outcome.terminated is not None:
-            raise SystemExit(outcome.exit_code)
+            raise SignalExit(outcome.terminated)
         if held is not None:  # a Ctrl-C as the turn ended by itself: as one right after it
             raise LateInterrupt(outcome)
     return outcome

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from .serve import (
     refuse_absent_server_extra,
     refuse_database_url,
 )
+from .signal_exit import SignalExit
 from .superuser import agents_read_secrets_warning
 from .typed_path import TypedPath
 
@@ -214,7 +216,7 @@ def worker(
     try:
         asyncio.run(serve_worker(settings, on_ready=ready))
     except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start) or after
-        sys.exit(130)  # (its cleanup): not a success, as every command's Ctrl-C
+        raise SignalExit(signal.SIGINT) from None  # (its cleanup): as every command's Ctrl-C
     except Exception as e:
         if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
             with writing_output():
