@@ -27,7 +27,6 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing before th
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from types import ModuleType
 
 __all__ = ["main"]
 
@@ -35,35 +34,19 @@ __all__ = ["main"]
 def main(args: Sequence[str] | None = None) -> None:
     """Run ``cursor-agent-api`` with ``args`` (default: ``sys.argv[1:]``), as the program: a
     command stopped by a signal it received dies from it once its cleanup is done
-    (:func:`~cursor_agent_api.cli.signal_exit.exit_by_signal`), a Ctrl-C while the command line
+    (:func:`~cursor_agent_api.signal_exit.exit_by_signal`), a Ctrl-C while the command line
     loads too."""
     try:
         from .cli import main as command_line
-        from .cli.signal_exit import SignalExit, exit_by_signal
+        from .signal_exit import SignalExit, exit_by_signal
     except KeyboardInterrupt:
         if sys.stderr is not None:  # (closed: print would write to stdout)
             print(file=sys.stderr)  # the line the ^C was typed on ends
-        _signal_exit().exit_by_signal(2)  # SIGINT (``signal`` not loaded for one number)
+        # (beside this module, not in cli/: importing it loads no more than Python's own
+        # modules, not cli/__init__ and click again, the ~60 ms the Ctrl-C cut short)
+        from .signal_exit import exit_by_signal
+        exit_by_signal(2)  # SIGINT (``signal`` not loaded for one number)
     try:
         command_line.main(args)
     except SignalExit as ended:
         exit_by_signal(ended.signum)
-
-
-def _signal_exit() -> ModuleType:
-    """:mod:`cursor_agent_api.cli.signal_exit`, loaded from its file if the interrupted import
-    did not load it: importing it would import its package first (``cli/__init__``: click, the
-    ~60 ms the Ctrl-C cut short) to end the command. It needs nothing beyond Python's own
-    modules."""
-    import importlib.util
-    import os
-
-    name = "cursor_agent_api.cli.signal_exit"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = os.path.join(os.path.dirname(__file__), "cli", "signal_exit.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None  # a .py file of this package
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

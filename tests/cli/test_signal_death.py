@@ -123,7 +123,7 @@ def test_run_dies_from_the_signal_after_saying_the_chat(cli_env: dict[str, str],
 
 EXIT_BY_SIGNAL = """
 import atexit, signal, sys
-from cursor_agent_api.cli.signal_exit import exit_by_signal
+from cursor_agent_api.signal_exit import exit_by_signal
 {setup}
 atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
 print("buffered, not yet flushed", end="")
@@ -163,7 +163,7 @@ def test_a_blocked_signal_ends_the_command_with_the_shells_status() -> None:
 
 EXIT_IN_A_THREAD = """
 import atexit, signal, sys, threading
-from cursor_agent_api.cli.signal_exit import exit_by_signal
+from cursor_agent_api.signal_exit import exit_by_signal
 atexit.register(lambda: print("exit handlers ran", file=sys.stderr))
 print("buffered, not yet flushed", end="")
 thread = threading.Thread(target=exit_by_signal, args=(signal.{sig},))
@@ -195,7 +195,7 @@ def test_called_as_a_function_the_command_ends_with_the_status_not_the_death(
     from click.testing import CliRunner
 
     from cursor_agent_api.cli import main, replay
-    from cursor_agent_api.cli.signal_exit import SignalExit
+    from cursor_agent_api.signal_exit import SignalExit
 
     def ctrl_c(src: object) -> Iterator[bytes]:  # the Ctrl-C lands as replay reads
         yield b'{"type":"assistant","message":{"content":"first line\\n"}}\n'

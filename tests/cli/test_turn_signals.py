@@ -169,7 +169,7 @@ def test_a_signal_as_the_handlers_are_given_back_still_ends_the_command() -> Non
     import inspect
 
     from cursor_agent_api.cli import turns
-    from cursor_agent_api.cli.signal_exit import SignalExit
+    from cursor_agent_api.signal_exit import SignalExit
 
     lines, start = inspect.getsourcelines(turns.ending_signals.__wrapped__)  # type: ignore[attr-defined]
     finally_at = next(i for i, line in enumerate(lines) if line.strip() == "finally:")
@@ -247,9 +247,9 @@ def _turn_ended_by(first: int, *, at_save: tuple[int, ...] = (), at_finish: tupl
 
     from rich.console import Console
 
-    from cursor_agent_api.cli.signal_exit import SignalExit
     from cursor_agent_api.cli.turns import Recorder, run_turn
     from cursor_agent_api.sessions import ConversationSession
+    from cursor_agent_api.signal_exit import SignalExit
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(sig) not in (signal.SIG_DFL, signal.default_int_handler):
@@ -313,11 +313,11 @@ def test_ndjson_interrupted_as_the_agent_starts_still_ends_with_a_closing_event(
     # every interrupted turn, with the closing result:error event. Sent as the client's
     # query_stream begins (sys.settrace): it lands there.
     from cursor_agent_api.cli.saved_chats import SavedChats
-    from cursor_agent_api.cli.signal_exit import SignalExit
     from cursor_agent_api.cli.turns import Recorder, run_turn
     from cursor_agent_api.cli.views import NdjsonView
     from cursor_agent_api.client import CursorAgentClient
     from cursor_agent_api.sessions import ConversationSession
+    from cursor_agent_api.signal_exit import SignalExit
 
     starting = CursorAgentClient.query_stream.__code__
     sent: list[bool] = []

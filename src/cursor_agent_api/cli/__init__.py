@@ -16,8 +16,8 @@ from typing import Any
 import click
 
 from .. import __version__
+from ..signal_exit import SignalExit
 from .lazy_group import LazyCommand, LazyGroup
-from .signal_exit import SignalExit
 
 SUBCOMMANDS = {
     "chat": LazyCommand("cursor_agent_api.cli.chat:chat",
@@ -44,13 +44,13 @@ and each subcommand pay only for their own imports), and its line in ``--help``.
 class CommandLine(LazyGroup):
     """The group: a Ctrl-C that no subcommand handled — while ``run`` still reads its prompt
     from a pipe, while a module is imported — ends the command as every Ctrl-C does (click
-    would say "Aborted!" and exit 1): with :class:`~.signal_exit.SignalExit` (status 130).
+    would say "Aborted!" and exit 1): with :class:`~cursor_agent_api.signal_exit.SignalExit` (status 130).
 
     ``main()`` is a function call, whoever makes it: a command stopped by a signal it
     received ends it with that ``SystemExit`` (status 128 + N), which its caller gets (a
     program that calls it in a ``try``, click's ``CliRunner``). Only the program's entry
     points — the console script (:mod:`cursor_agent_api.console_script`) and ``python -m
-    cursor_agent_api.cli`` — then die from the signal (:func:`~.signal_exit.exit_by_signal`),
+    cursor_agent_api.cli`` — then die from the signal (:func:`~cursor_agent_api.signal_exit.exit_by_signal`),
     so that a shell loop running the command stops too.
     """
 

@@ -11,7 +11,7 @@ Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at
 first failed turn (the next prompts assumed it worked), at a line that is not UTF-8
 text (exit status 2: it was not sent), and at Ctrl-C (the turn is cancelled, the next
 prompts are not sent, the chat id said; then the chat dies from the SIGINT, a shell's ``$?``
-130, so that a shell loop running it stops too: :mod:`.signal_exit`); at a terminal, such a
+130, so that a shell loop running it stops too: :mod:`cursor_agent_api.signal_exit`); at a terminal, such a
 line is refused and the chat goes on, and Ctrl-C cancels the turn only.
 
 Example:
@@ -35,12 +35,12 @@ from rich.text import Text
 from ..config import AgentConfig
 from ..errors import CursorAgentError
 from ..home import home_dir, private_dir
+from ..signal_exit import SignalExit
 from .console import CliUsageError, error_text, is_terminal, make_console, writing_output
 from .options import SIMULATED_BANNER, chat_agent_options, continue_command, with_config
 from .render import printable
 from .run import acp_steering, as_utf8, load_session, read_stdin, utf8_prompt
 from .saved_chats import SavedChats
-from .signal_exit import SignalExit
 from .turn_signals import LateInterrupt
 from .turns import open_recorder, run_turn
 from .views import make_view

@@ -22,9 +22,9 @@ import click
 
 from ..protocol import DEFAULT_MAX_LINE_BYTES, AgentEvent, EventReader, EventType, Transcript
 from ..protocol.reason import failure_reason
+from ..signal_exit import SignalExit
 from .console import make_console, output_failure
 from .render import TurnRenderer, json_line, printable
-from .signal_exit import SignalExit
 
 
 def summarize(t: Transcript, raw_tail: Iterable[str] = (), *,

@@ -5,7 +5,7 @@ standard input when it is not a terminal. Exit codes: 0 success, 1 failed turn
 (the typed error's message and its remedy), 2 usage error. Ctrl-C, SIGTERM and SIGHUP
 cancel the turn and save it (:mod:`.turns`); then the command dies from the signal, so
 that a shell loop running it stops too (a shell's ``$?``: 130, 143, 129;
-:mod:`.signal_exit`). A turn cancelled otherwise exits with 130.
+:mod:`cursor_agent_api.signal_exit`). A turn cancelled otherwise exits with 130.
 
 ``--output-format text|json|stream-json`` makes it a drop-in for ``agent -p``: the same
 output, byte for byte where the agent wrote it (see :class:`~.views.AgentFormatView`).
@@ -36,11 +36,11 @@ from ..errors import CursorAgentError
 from ..protocol import AgentResult
 from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
+from ..signal_exit import SignalExit
 from .console import CliUsageError, error_text, is_terminal, make_console, output_failure
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
-from .signal_exit import SignalExit
 from .steer import TerminalSteering, unattended_plans
 from .turns import open_recorder, run_turn
 from .typed_path import TypedPath

@@ -7,7 +7,7 @@ As the turn goes (:class:`TurnSignals`):
 * while the agent is being stopped, the next one kills it (SIGKILL);
 * once the agent has ended, while the chat is saved and the turn's end shown, one signal is
   held: it acts once the chat id is saved and said (SIGTERM and SIGHUP end the command: it
-  dies from the signal, :mod:`.signal_exit`; a Ctrl-C on a turn already cancelled adds
+  dies from the signal, :mod:`cursor_agent_api.signal_exit`; a Ctrl-C on a turn already cancelled adds
   nothing; one on a turn that ended by itself cancelled nothing: :class:`LateInterrupt`).
   One more while held ends the command at once, so a save or a view that cannot finish (a
   lock held, a pipe nobody reads) never keeps it running.
@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .signal_exit import SignalExit
+from ..signal_exit import SignalExit
 
 if TYPE_CHECKING:
     from .turns import TurnOutcome
@@ -138,14 +138,14 @@ _DEFAULTS: tuple[tuple[signal.Signals, Callable[..., Any] | int], ...] = (
 def ending_signals() -> Iterator[TurnSignals]:
     """While the block runs, Ctrl-C, SIGTERM and SIGHUP are handled by the
     :class:`TurnSignals` it gives (in the main thread, where Python runs signal handlers); a
-    ``Terminated`` that leaves the block ends the command: :class:`~.signal_exit.SignalExit`
+    ``Terminated`` that leaves the block ends the command: :class:`~cursor_agent_api.signal_exit.SignalExit`
     (a ``SystemExit(128 + N)``: the command then dies from the signal), and so
     does a SIGTERM or SIGHUP held and not taken (a Ctrl-C so: ``KeyboardInterrupt``, once
     the handlers are given back). Only a signal left at its default action is taken: one
     ignored (``nohup``) or handled by someone else stays so. The previous handlers come back
     when the block ends, so outside a turn the signals act as always; the exit handlers
     (the runtime's, which stop what is left of any agent's process group) run before the
-    command dies (:func:`~.signal_exit.exit_by_signal`).
+    command dies (:func:`~cursor_agent_api.signal_exit.exit_by_signal`).
 
     Example:
         >>> before = signal.getsignal(signal.SIGTERM)  # SIG_DFL, unless a host process set it

@@ -5,7 +5,7 @@ process group (SIGKILL on a second Ctrl-C), and the turn ends as cancelled: the 
 the stream's closing result event (the library's, saying so) and the result; the chat
 itself goes on. SIGTERM and SIGHUP (``timeout``, a CI cancel, ``docker stop``, a closed
 terminal) end the turn the same way — cancelled, saved, its chat id said — and then the
-command, which dies from the signal (:func:`ending_signals`, :mod:`.signal_exit`). A signal
+command, which dies from the signal (:func:`ending_signals`, :mod:`cursor_agent_api.signal_exit`). A signal
 arriving while the chat is saved and the turn's end shown is held until they are: the chat
 id is saved and said first (:mod:`.turn_signals`). A closed output (``-o ndjson | head -1``)
 cancels the turn too: it is saved, its chat id said on stderr, and the command ends quietly with status 1.
@@ -38,11 +38,11 @@ from ..errors import SessionError, TurnCancelledError
 from ..protocol import AgentEvent, AgentResult, EventType
 from ..runtime.outcome import client_result_event
 from ..sessions import ConversationSession
+from ..signal_exit import SignalExit
 from .console import make_console, output_failure
 from .options import continue_command
 from .render import printable
 from .saved_chats import SavedChats
-from .signal_exit import SignalExit
 from .turn_signals import ENDING_SIGNALS, LateInterrupt, Terminated, TurnSignals, ending_signals
 from .views import TurnView, agent_line, chat_lines, outcome_lines
 
@@ -228,7 +228,7 @@ class TurnOutcome:
     """What a turn ended with, for the exit code. ``interrupted``: cancelled by a Ctrl-C
     (SIGINT) the command received. ``terminated``: the signal of :data:`ENDING_SIGNALS` that
     cancelled it, for :func:`run_turn`, which then ends the command with it
-    (:class:`~.signal_exit.SignalExit`): the outcomes it returns have none."""
+    (:class:`~cursor_agent_api.signal_exit.SignalExit`): the outcomes it returns have none."""
 
     result: AgentResult
     interrupted: bool
@@ -240,7 +240,7 @@ class TurnOutcome:
         """The status of a turn that no signal to the command ended: 0 success, 130 cancelled
         (its agent saying so), 1 any other failure (the output lost too, and a turn cancelled
         because its output was closed). One that a signal to the command ended ends the
-        command with :class:`~.signal_exit.SignalExit` instead (128 + N, that class's
+        command with :class:`~cursor_agent_api.signal_exit.SignalExit` instead (128 + N, that class's
         status): :func:`run_turn` raises it for SIGTERM and SIGHUP, its caller for a Ctrl-C
         (``interrupted``).
 
@@ -287,8 +287,9 @@ def run_turn(
     With ``steering`` (``--acp`` on a terminal), the view pauses while a question is asked
     (its updates kept, never waited for: a timeout or a crash ends the turn as usual).
     SIGTERM or SIGHUP during the turn cancel it as Ctrl-C does; once it is saved and shown,
-    :class:`~.signal_exit.SignalExit` ends the command (:func:`ending_signals`). A signal arriving
-    while the chat is saved and the end shown waits until they are
+    :class:`~cursor_agent_api.signal_exit.SignalExit` ends the command
+    (:func:`ending_signals`). A signal arriving while the chat is saved and the end shown
+    waits until they are
     (:class:`~.turn_signals.TurnSignals`).
     """
     with ending_signals() as signals:

@@ -41,6 +41,7 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
+from ..signal_exit import SignalExit
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -49,7 +50,6 @@ from .serve import (
     refuse_absent_server_extra,
     refuse_database_url,
 )
-from .signal_exit import SignalExit
 from .superuser import agents_read_secrets_warning
 from .typed_path import TypedPath
 

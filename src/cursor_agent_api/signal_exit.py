@@ -78,7 +78,7 @@ def exit_by_signal(signum: int) -> NoReturn:
     Example (in a process of its own: it ends the process)::
 
         >>> import subprocess, sys
-        >>> code = ("import signal; from cursor_agent_api.cli.signal_exit import exit_by_signal;"
+        >>> code = ("import signal; from cursor_agent_api.signal_exit import exit_by_signal;"
         ...         "print('said first', end=''); exit_by_signal(signal.SIGTERM)")
         >>> done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         >>> done.returncode, done.stdout
