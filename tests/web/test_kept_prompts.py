@@ -505,3 +505,33 @@ def test_the_box_takes_no_typing_while_a_chat_loads(make_server: Any, browser: A
         expect(box).to_be_editable()
         expect(box).to_have_value("")
         assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_sign_out_in_another_tab_drops_this_tabs_kept_prompts(make_server: Any, browser: Any) -> None:
+    # Review 15: Sign out dropped the prompts kept in its own tab only: another tab of the page
+    # showed the sign-in form (its stream closed), kept its prompts (what was typed in its open
+    # chat's box included) across the sign-in's reload, and put them back in their chats' boxes
+    # for whoever signed in next on that computer
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    open_chat(page, server, y["id"])
+    page.get_by_label("Prompt").fill("secret typed in Y")
+    goes_live(page, lambda: go(page, x["id"]))  # (kept for Y)
+    page.get_by_label("Prompt").fill("secret typed in X")
+    other = open_ui(browser, server)
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.get_by_role("button", name="Sign out").click()
+    expect(other.locator("#alert")).to_have_text("You signed out.")
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text("You were signed out: sign in again.")
+    sign_in(page, server.token)  # (the form reloads the page)
+    for chat in (x, y):
+        goes_live(page, lambda chat=chat: go(page, chat["id"]))
+        expect(page.locator("#chat-title")).to_have_text(chat["title"])
+        expect(page.get_by_label("Prompt")).to_have_value("")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert page.evaluate("() => sessionStorage.length") == 0
+    assert page.errors == []  # type: ignore[attr-defined]
+    assert other.errors == []  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@
 
 import { api, ApiError, SessionEnded, sessionAgain, whenSessionEnds } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
-import { KeptPrompts, joinPrompts } from "./kept.js";
+import { KeptPrompts, joinPrompts, tellSignedOut, whenSignedOutElsewhere } from "./kept.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
@@ -47,6 +47,7 @@ async function boot() {
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
   whenSessionEnds(sessionEnded);
+  whenSignedOutElsewhere(signedOutElsewhere);
   state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
@@ -256,12 +257,28 @@ function sessionEnded() {
  * The prompts kept for chats (and the box's text) go too: not for whoever signs in next here. */
 async function signOut() {
   try {
-    await api.logout();
+    await api.logout(); // (already signed out: done all the same)
   } catch (err) {
-    if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
+    return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin(SIGNED_OUT_HERE);
-  state.signOuts += 1; // (a prompt still on its way is not kept either: see sendPrompt)
+  dropKept();
+  tellSignedOut(); // (the other tabs drop theirs too: signedOutElsewhere)
+}
+
+/** Sign out pressed in another tab of this page (kept.js: the storage event): the session is
+ * the browser's, so this page is signed out too, and shows the sign-in form at once, saying so
+ * ("You were signed out: sign in again."); what it keeps for chats goes, as with Sign out here
+ * (its tab's storage included): a shared computer keeps nothing for whoever signs in next. */
+function signedOutElsewhere() {
+  sessionEnded();
+  dropKept();
+}
+
+/** After Sign out (here or in another tab): the prompts kept for chats, the box's text, and a
+ * prompt still on its way (see sendPrompt) go; nothing is kept until the page is signed in again. */
+function dropKept() {
+  state.signOuts += 1;
   state.kept.close();
   $("prompt").value = "";
 }
@@ -342,10 +359,8 @@ async function refreshChats({ all = false } = {}) {
     state.chats = listed.chats;
     state.moreChats = listed.more;
   } catch (err) {
+    // (a 401 asked before the page was signed in again was asked again under this session: api.js)
     if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
-    // a 401 that ended no session: asked before the page was signed in again, it tells of the
-    // session that ended then (api.js): the list is asked again now, under this one
-    if (err.status === 401) return refreshChats({ all });
     await checkStore(); // (a database that cannot be read either: the list fails too)
     if (state.signedOut) return; // (its 401: the sign-in form shows, and the list waits for it)
     const wait = scheduleRefresh(); // the list retries later
@@ -598,6 +613,7 @@ function closeChat() {
 
 async function openChat(id) {
   if (state.chat?.id === id && state.stream) return show("chat-view");
+  if (state.opening?.id === id) return; // (still loading: its list entry or link clicked again)
   closeChat();
   // Opened twice while loading (a route and a hash change at once): only the last goes on,
   // or two streams would feed one timeline and show every record twice.
@@ -618,6 +634,8 @@ async function openChat(id) {
     if (state.signedOut && err.status !== 404) return;
     signedInAgain(id); // (signed in, in another tab, say)
     show("welcome-view");
+    // the focus was in the sign-in form (signed out), now hidden: to the view's heading
+    if (document.activeElement === document.body || document.activeElement?.closest("[hidden]")) $("welcome-title").focus();
     showTitle(null); // (the tab no longer names the chat that did not open)
     markCurrentInList();
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
