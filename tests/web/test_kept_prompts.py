@@ -535,3 +535,29 @@ def test_sign_out_in_another_tab_drops_this_tabs_kept_prompts(make_server: Any, 
     assert page.evaluate("() => sessionStorage.length") == 0
     assert page.errors == []  # type: ignore[attr-defined]
     assert other.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_waiting_prompt_edited_in_the_box_then_left_is_kept_as_edited(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 15: a prompt waiting for its chat's run, edited in the box (not sent again), then
+    # the chat left: both versions were kept, one after the other ("edited\n\nfirst"), and came
+    # back in the box so. The edit is what the user wants: it alone is kept
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "first version")  # waits for X's run (the page's clock stands still)
+        page.get_by_label("Prompt").fill("edited version")  # not sent again
+        goes_live(page, lambda: go(page, y["id"]))
+        page.clock.run_for(100)  # the prompt looks again: its chat was left
+        expect(page.locator("#alert")).to_contain_text(KEPT_FOR_X)
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        assert wait_run(c, held["id"])["status"] == "cancelled"
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("edited version")
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []

@@ -25,7 +25,7 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts, done}
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts, done, edited (keepTyped)}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
@@ -934,7 +934,7 @@ async function sendPrompt() {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
         const kept = state.kept.get(chat.id);
-        state.kept.set(chat, kept ? `${kept}\n\n${prompt}` : prompt);
+        if (!waiting.edited) state.kept.set(chat, kept ? `${kept}\n\n${prompt}` : prompt); // (edited: its new version is kept)
         if ($("prompt").value === prompt) $("prompt").value = "";
         return showAlert(`${why}The prompt you sent after it was not sent either: it is kept for that chat too, after it.`, { chat: chat.id });
       }
@@ -970,7 +970,7 @@ async function deliver(chat, prompt, stops, sending) {
     }
     if (state.signOuts !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said
     if (left()) {
-      keepDraft(chat, prompt);
+      keepDraft(chat, sending.edited ? null : prompt); // (edited in the box: its new version is kept)
       return false;
     }
     if (state.stops !== stops) {
@@ -1022,12 +1022,13 @@ function putBack(chat, prompt) {
  * chat, New chat) is not sent anywhere: it goes back in that chat's prompt box when the chat
  * opens again, and the page says so. (Sent to the chat now open, it went where it was not
  * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
- * have left it to cancel.) */
+ * have left it to cancel.) `prompt` null: it was edited in the box before the page left, and
+ * that new version is what is kept (keepTyped); the page says so all the same. */
 function keepDraft(chat, prompt) {
   const input = $("prompt");
   if (input.value === prompt) input.value = "";
   if (state.kept.closed) return; // (Sign out: nothing is kept, the sign-in form says why)
-  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
+  if (prompt !== null) state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
   const title = `“${showControls(chat.title || "Untitled chat")}”`;
   if (state.signedOut) { // the session ended as it waited
     return showAlert(`${SIGNED_OUT} Your prompt for ${title} was not sent: `
@@ -1051,6 +1052,10 @@ function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
   if (!chat || !typed || boxOnItsWay((to) => to === chat.id)) return;
+  // The last prompt sent to it and not taken yet (waiting for its run) stayed in the box, and
+  // the box was edited since: what it holds is that prompt's new version, kept instead of it.
+  const last = state.waiting ?? state.sending;
+  if (last && !last.taken && last.chatId === chat.id) last.edited = true;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }
