@@ -526,11 +526,13 @@ def test_sign_out_in_another_tab_drops_this_tabs_kept_prompts(make_server: Any, 
     expect(other.locator("#alert")).to_have_text("You signed out.")
     expect(page.locator("#login-view")).to_be_visible()
     expect(page.locator("#alert")).to_have_text("You were signed out: sign in again.")
-    sign_in(page, server.token)  # (the form reloads the page)
-    for chat in (x, y):
-        goes_live(page, lambda chat=chat: go(page, chat["id"]))
-        expect(page.locator("#chat-title")).to_have_text(chat["title"])
-        expect(page.get_by_label("Prompt")).to_have_value("")
+    sign_in(page, server.token)  # (the form reloads the page: it comes back to chat X)
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    goes_live(page, lambda: go(page, y["id"]))
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(page.get_by_label("Prompt")).to_have_value("")
     expect(page.locator("#alert")).to_be_hidden()
     assert page.evaluate("() => sessionStorage.length") == 0
     assert page.errors == []  # type: ignore[attr-defined]
