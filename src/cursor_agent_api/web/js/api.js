@@ -26,13 +26,25 @@ export function whenSessionEnds(handler) {
 }
 
 let signedIn = 0; // the page's sign-ins again (signedInAgain): a 401 to a request asked before the last is old
-let signedOut = 0; // the page's own Sign outs (api.logout answered): a request asked before one is dropped
+let signedOut = 0; // the page's Sign outs (signedOutHere): a request asked before one is dropped
 
 /** The page is signed in again (in another tab: app.js's signedInAgain): a 401 to a request
  * asked before now tells of the session that ended then, not of this one: the request is asked
  * again (see call), and the page stays signed in. */
 export function sessionAgain() {
   signedIn += 1;
+}
+
+/** Sign out, pressed in this page or in another tab of it (app.js's dropKept, for both): a
+ * request on its way now is dropped, whatever its answer (see call); so is a prompt on its way
+ * (app.js compares signOuts() before and after). The page's one count of them. */
+export function signedOutHere() {
+  signedOut += 1;
+}
+
+/** How many Sign outs (signedOutHere) the page has heard of so far. */
+export function signOuts() {
+  return signedOut;
 }
 
 const SIGN_IN = { signIn: true }; // a sign-in request: its 401 is its own answer
@@ -44,8 +56,8 @@ const SIGN_IN = { signIn: true }; // a sign-in request: its 401 is its own answe
  * tab signed in meanwhile) tells of the session that ended then: the server did nothing, and
  * the request is asked once more, now, under the session the page has (a list refresh, a
  * prompt, a new chat, Save options, Delete, Stop: what was asked happens, as if the answer had
- * been slow); its own 401, if any, is the one that counts. Unless this page's Sign out was
- * pressed since it was asked: Sign out drops what was on its way (a SessionEnded, and nothing
+ * been slow); its own 401, if any, is the one that counts. Unless a Sign out was pressed since
+ * it was asked, in this page or in another tab of it (signedOutHere): Sign out drops what was on its way (a SessionEnded, and nothing
  * said: the page's callers say nothing of one). */
 async function call(method, path, body, { signIn = false, text = false } = {}) {
   const asked = signedIn;
@@ -91,8 +103,7 @@ export const api = {
       await call("POST", "/api/auth/logout", undefined, SIGN_IN);
     } catch (err) {
       if (err.status !== 401) throw err;
-    }
-    signedOut += 1;
+    } // (the page's Sign out then counts: app.js's dropKept calls signedOutHere)
   },
   listChats: (limit, offset = 0) => call("GET", `/api/chats?limit=${limit}&offset=${offset}`),
   getChat: (id) => call("GET", `/api/chats/${enc(id)}`),
