@@ -173,3 +173,48 @@ def test_a_chat_that_did_not_open_leaves_neither_its_title_nor_its_place_in_the_
     assert page.title() == "cursor-agent-api"
     expect(page.locator(".chat-item a[aria-current]")).to_have_count(0)
     assert errors == []
+
+
+COUNT_CHAT_GETS = r"""
+(() => {
+  const realFetch = window.fetch.bind(window);
+  window.__chatGets = {};
+  window.fetch = (input, init) => {
+    const path = new URL(String(input), location.href).pathname;
+    const m = path.match(/^\/api\/chats\/([^/]+)$/);
+    if (m && (init?.method || "GET") === "GET") {
+      const id = decodeURIComponent(m[1]);
+      window.__chatGets[id] = (window.__chatGets[id] || 0) + 1;
+    }
+    return realFetch(input, init);
+  };
+})();
+"""
+"""The GETs of each chat's state the page has asked for, as it asks: ``window.__chatGets[id]``."""
+
+
+def test_a_chat_clicked_again_while_it_opens_is_asked_for_once(make_server: Any, browser: Any) -> None:
+    # Review 15: a click on the list entry of a chat still loading asked for it again (a second
+    # GET while the first was on its way): it is already opening, nothing happens
+    server = make_server()
+    with server.client() as c:
+        x, y = with_turn(c, "chat X"), with_turn(c, "chat Y")
+    browser.add_init_script(COUNT_CHAT_GETS)
+    page, errors = paused_page(browser, server)
+    goes_live(page, lambda: go(page, x["id"]))
+    held = hold(page, f"**/api/chats/{y['id']}")
+    link = page.locator(f'.chat-item[data-chat-id="{y["id"]}"] a')
+    link.click()
+    until_held(page, held)
+    expect_opening(page, "chat Y", y["id"])
+    link.click()  # (its handler runs in the click: a GET would be counted as it returns)
+    link.press("Enter")
+    assert page.evaluate(f"() => window.__chatGets['{y['id']}']") == 1
+    expect_opening(page, "chat Y", y["id"])
+    for route in held:
+        route.continue_()
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect_open(page, "chat Y")
+    assert page.evaluate(f"() => window.__chatGets['{y['id']}']") == 1
+    assert len(held) == 1
+    assert errors == []

@@ -505,3 +505,130 @@ def test_the_box_takes_no_typing_while_a_chat_loads(make_server: Any, browser: A
         expect(box).to_be_editable()
         expect(box).to_have_value("")
         assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_sign_out_in_another_tab_drops_this_tabs_kept_prompts(make_server: Any, browser: Any) -> None:
+    # Review 15: Sign out dropped the prompts kept in its own tab only: another tab of the page
+    # showed the sign-in form (its stream closed), kept its prompts (what was typed in its open
+    # chat's box included) across the sign-in's reload, and put them back in their chats' boxes
+    # for whoever signed in next on that computer
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    open_chat(page, server, y["id"])
+    page.get_by_label("Prompt").fill("secret typed in Y")
+    goes_live(page, lambda: go(page, x["id"]))  # (kept for Y)
+    page.get_by_label("Prompt").fill("secret typed in X")
+    other = open_ui(browser, server)
+    expect(other.locator("#sidebar")).to_be_visible()
+    other.get_by_role("button", name="Sign out").click()
+    expect(other.locator("#alert")).to_have_text("You signed out.")
+    expect(page.locator("#login-view")).to_be_visible()
+    expect(page.locator("#alert")).to_have_text("You were signed out: sign in again.")
+    sign_in(page, server.token)  # (the form reloads the page: it comes back to chat X)
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.locator("#conn")).to_have_text("Live")
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    goes_live(page, lambda: go(page, y["id"]))
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    expect(page.get_by_label("Prompt")).to_have_value("")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert page.evaluate("() => sessionStorage.length") == 0
+    assert page.errors == []  # type: ignore[attr-defined]
+    assert other.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_waiting_prompt_edited_in_the_box_then_left_is_kept_as_edited(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 15: a prompt waiting for its chat's run, edited in the box (not sent again), then
+    # the chat left: both versions were kept, one after the other ("edited\n\nfirst"), and came
+    # back in the box so. The edit is what the user wants: it alone is kept
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "first version")  # waits for X's run (the page's clock stands still)
+        page.get_by_label("Prompt").fill("edited version")  # not sent again
+        goes_live(page, lambda: go(page, y["id"]))
+        page.clock.run_for(100)  # the prompt looks again: its chat was left
+        expect(page.locator("#alert")).to_contain_text(KEPT_FOR_X)
+        # (Review 17: "It is back in that chat's prompt box": the edit is, not the prompt)
+        expect(page.locator("#alert")).to_contain_text(
+            "What you edited it into is back in that chat's prompt box")
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        assert wait_run(c, held["id"])["status"] == "cancelled"
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("edited version")
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []
+
+
+def test_sign_out_in_another_tab_takes_back_the_alert_that_promised_a_kept_prompt(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 17: signed out (the session ended), a prompt kept for its chat, the alert saying
+    # it is back in that chat's box after signing in; another tab's Sign out then dropped the
+    # prompt, and the alert kept promising it
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x = titled(c, "chat X")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "more for X")  # waits for X's run (the page's clock stands still)
+        signed_out_elsewhere(page, server)
+        page.clock.run_for(100)  # the prompt looks again: the page left its chat
+        alert = page.locator("#alert")
+        expect(alert).to_contain_text("back in that chat's prompt box when you open it after signing in")
+        other = open_ui(browser, server)  # another tab signs in, then out
+        expect(other.locator("#sidebar")).to_be_visible()
+        other.get_by_role("button", name="Sign out").click()
+        expect(other.locator("#alert")).to_have_text("You signed out.")
+        expect(alert).to_have_text("You were signed out: sign in again. The prompts this page kept "
+                                   "for chats are gone: Sign out was pressed in another tab.")
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        wait_run(c, held["id"])
+        sign_in(page, server.token)
+        expect(page.locator("#chat-title")).to_have_text("chat X")
+        expect(page.locator("#conn")).to_have_text("Live")
+        page.clock.run_for(100)
+        expect(page.get_by_label("Prompt")).to_have_value("")
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []
+        assert other.errors == []  # type: ignore[attr-defined]
+
+
+def test_two_waiting_prompts_the_second_edited_then_left_are_kept_in_their_order(
+    make_server: Any, browser: Any
+) -> None:
+    # Review 17: P1 waiting for the chat's run, P2 waiting for P1, P2 edited in the box, the
+    # chat left: the box came back as "P2 edited\n\nP1" (the edit was kept as the chat was left,
+    # P1 joined after it). P1 came first; and the alert said P2 was "back in the box" (its
+    # edit is)
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
+        page, errors = paused_page(browser, server)
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.locator("#stop-button")).to_be_visible()
+        send(page, "P1")  # waits for X's run (the page's clock stands still)
+        send(page, "P2")  # waits for P1
+        page.get_by_label("Prompt").fill("P2 edited")  # not sent again
+        goes_live(page, lambda: go(page, y["id"]))
+        page.clock.run_for(100)  # the prompts look again: their chat was left
+        expect(page.locator("#alert")).to_contain_text(
+            "It is back in that chat's prompt box when you open it again. The prompt you sent after "
+            "it was not sent either: what you edited it into is kept for that chat too, after it.")
+        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
+        assert wait_run(c, held["id"])["status"] == "cancelled"
+        goes_live(page, lambda: go(page, x["id"]))
+        expect(page.get_by_label("Prompt")).to_have_value("P1\n\nP2 edited")
+        assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 from server_helpers import Server, new_chat
 from test_ui import goes_live, open_chat, open_ui, send
@@ -288,9 +289,15 @@ def test_the_skip_link_focuses_the_prompt_and_the_chat_stays_open(make_server: A
     assert page.errors == []  # type: ignore[attr-defined]
 
 
-def test_after_a_sign_out_in_another_tab_the_next_action_shows_the_sign_in_form(
-    make_server: Any, browser: Any
+@pytest.mark.parametrize("how", ["Sign out", "ended"])
+def test_after_a_sign_out_in_another_tab_the_other_tabs_show_the_sign_in_form(
+    make_server: Any, browser: Any, how: str
 ) -> None:
+    # Sign out pressed in a tab: the others hear it (the storage event) and show the sign-in
+    # form at once; a session ended otherwise (signed out with the cookie by another browser's
+    # tab, expired): at their next action
+    from test_kept_prompts import signed_out_elsewhere_now
+
     server = make_server()
     with server.client() as c:
         chat = titled(c, "chat X")
@@ -299,15 +306,20 @@ def test_after_a_sign_out_in_another_tab_the_next_action_shows_the_sign_in_form(
     creating, opening = paused(browser, server, "#/new"), paused(browser, server)
     expect(creating.locator("#new-view")).to_be_visible()
     expect(opening.locator(item(chat["id"]))).to_be_visible()
-    tab.get_by_role("button", name="Sign out").click()
-    expect(tab.locator("#login-view")).to_be_visible()
-
-    creating.get_by_role("button", name="Create chat").click()
-    expect(creating.locator("#login-view")).to_be_visible()
-    expect(creating.locator("#alert")).to_contain_text(SIGNED_OUT)
-    opening.locator(item(chat["id"]) + " a").click()
-    expect(opening.locator("#login-view")).to_be_visible()
-    expect(opening.locator("#alert")).to_contain_text(SIGNED_OUT)
+    if how == "Sign out":
+        tab.get_by_role("button", name="Sign out").click()
+        expect(tab.locator("#login-view")).to_be_visible()
+    else:
+        signed_out_elsewhere_now(tab, server)
+        creating.get_by_role("button", name="Create chat").click()
+        opening.locator(item(chat["id"]) + " a").click()
+    for page in (creating, opening):
+        expect(page.locator("#login-view")).to_be_visible()
+        expect(page.locator("#alert")).to_have_text(f"{SIGNED_OUT}: sign in again.")
+        expect(page.locator("#new-view")).to_be_hidden()
+        expect(page.locator("#sidebar")).to_be_hidden()
+    with server.client() as c:
+        assert [ch["id"] for ch in c.get("/api/chats").json()["chats"]] == [chat["id"]]  # (none created)
 
 
 def test_the_page_tries_its_settings_again_when_they_fail_at_load(make_server: Any, browser: Any) -> None:

@@ -2,7 +2,8 @@
 // server set when the token URL was opened (or after the login form): the page
 // never sees or stores the token itself. Whatever a request is, a 401 outside the sign-in
 // requests means one thing, decided here: the session ended (SessionEnded, whenSessionEnds);
-// one asked before the page was last signed in again (sessionAgain) tells of an older session.
+// one asked before the page was last signed in again (sessionAgain) tells of an older session:
+// the request is asked once more, under the session the page has now (see call).
 
 export class ApiError extends Error {
   constructor(status, detail) {
@@ -25,21 +26,42 @@ export function whenSessionEnds(handler) {
 }
 
 let signedIn = 0; // the page's sign-ins again (signedInAgain): a 401 to a request asked before the last is old
+let signedOut = 0; // the page's Sign outs (signedOutHere): a request asked before one is dropped
 
 /** The page is signed in again (in another tab: app.js's signedInAgain): a 401 to a request
- * asked before now tells of the session that ended then, not of this one: its caller gets it
- * as an ApiError, and the page stays signed in. */
+ * asked before now tells of the session that ended then, not of this one: the request is asked
+ * again (see call), and the page stays signed in. */
 export function sessionAgain() {
   signedIn += 1;
+}
+
+/** Sign out, pressed in this page or in another tab of it (app.js's dropKept, for both): a
+ * request on its way now is dropped, whatever its answer (see call); so is a prompt on its way
+ * (app.js compares signOuts() before and after). The page's one count of them. */
+export function signedOutHere() {
+  signedOut += 1;
+}
+
+/** How many Sign outs (signedOutHere) the page has heard of so far. */
+export function signOuts() {
+  return signedOut;
 }
 
 const SIGN_IN = { signIn: true }; // a sign-in request: its 401 is its own answer
 
 /** `path`'s answer: its JSON (null for 204), or its text (`text`). Fails with an ApiError
- * (status 0: the server cannot be reached), a SessionEnded for a 401 unless `signIn` or the
- * request was asked before the page was last signed in again (sessionAgain). */
+ * (status 0: the server cannot be reached), a SessionEnded for a 401 unless `signIn`.
+ *
+ * A 401 to a request asked before the page was last signed in again (sessionAgain: another
+ * tab signed in meanwhile) tells of the session that ended then: the server did nothing, and
+ * the request is asked once more, now, under the session the page has (a list refresh, a
+ * prompt, a new chat, Save options, Delete, Stop: what was asked happens, as if the answer had
+ * been slow); its own 401, if any, is the one that counts. Unless a Sign out was pressed since
+ * it was asked, in this page or in another tab of it (signedOutHere): Sign out drops what was on its way (a SessionEnded, and nothing
+ * said: the page's callers say nothing of one). */
 async function call(method, path, body, { signIn = false, text = false } = {}) {
   const asked = signedIn;
+  const outs = signedOut;
   const init = { method, headers: { Accept: text ? "*/*" : "application/json" }, credentials: "same-origin" };
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
@@ -61,7 +83,9 @@ async function call(method, path, body, { signIn = false, text = false } = {}) {
   }
   if (!response.ok) {
     const detail = data && typeof data.detail === "string" ? data.detail : `HTTP ${response.status}`;
-    if (response.status !== 401 || signIn || asked !== signedIn) throw new ApiError(response.status, detail);
+    if (response.status !== 401 || signIn) throw new ApiError(response.status, detail);
+    if (outs !== signedOut) throw new SessionEnded(401, detail); // (Sign out pressed since: dropped)
+    if (asked !== signedIn) return call(method, path, body, { text }); // (an older session's 401)
     onSessionEnded();
     throw new SessionEnded(401, detail);
   }
@@ -74,7 +98,13 @@ export const api = {
   config: () => call("GET", "/api/config", undefined, SIGN_IN), // (401: not signed in yet)
   health: () => call("GET", "/api/health"),
   login: (token) => call("POST", "/api/auth/login", { token }, SIGN_IN), // (401: a wrong token)
-  logout: () => call("POST", "/api/auth/logout", undefined, SIGN_IN), // (401: already signed out)
+  logout: async () => { // (401: already signed out)
+    try {
+      await call("POST", "/api/auth/logout", undefined, SIGN_IN);
+    } catch (err) {
+      if (err.status !== 401) throw err;
+    } // (the page's Sign out then counts: app.js's dropKept calls signedOutHere)
+  },
   listChats: (limit, offset = 0) => call("GET", `/api/chats?limit=${limit}&offset=${offset}`),
   getChat: (id) => call("GET", `/api/chats/${enc(id)}`),
   // a page of the chat's turns: the newest `limit` runs before run `beforeRun` (if any)

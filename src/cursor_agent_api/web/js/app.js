@@ -1,9 +1,9 @@
 // The page: chats list, new-chat form, one open chat with its live stream,
 // the prompt box, Stop. Routes are hashes: "#/new", "#/chat/<id>", "" (welcome).
 
-import { api, ApiError, SessionEnded, sessionAgain, whenSessionEnds } from "./api.js";
+import { api, ApiError, SessionEnded, sessionAgain, signedOutHere, signOuts, whenSessionEnds } from "./api.js";
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
-import { KeptPrompts, joinPrompts } from "./kept.js";
+import { KeptPrompts, joinPrompts, tellSignedOut, whenSignedOutElsewhere } from "./kept.js";
 import { ChatStream } from "./stream.js";
 import { Timeline } from "./timeline.js";
 
@@ -25,13 +25,12 @@ const state = {
   stream: null,
   timeline: null,
   connLost: false, // the open chat's stream lost its connection (said), and is not back yet
-  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts, done}
+  sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts (api.js's count then), done, edited (keepTyped)}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
-  signOuts: 0, // Sign out pressed (and done) so far: a prompt on its way across one is dropped
   signedOut: false, // the session ended (the sign-in form shown); false again once signed in again (signedInAgain)
   listTimer: 0,
   storeDegraded: false, // the server cannot write its database (GET /api/health)
@@ -47,14 +46,18 @@ async function boot() {
   const linkRefused = dropSignInFromAddress();
   bindStaticHandlers();
   whenSessionEnds(sessionEnded);
+  whenSignedOutElsewhere(signedOutElsewhere);
   state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
-  document.body.classList.remove("signed-out");
+  // A Sign out heard as the settings loaded (in another tab: signedOutElsewhere) stands: the
+  // sign-in form stays, and the page goes on as any signed-out page does (a chat asked for).
+  if (!state.signedOut) document.body.classList.remove("signed-out");
   $("sim-badge").hidden = !state.config.simulate;
   document.body.classList.toggle("simulated", Boolean(state.config.simulate));
   fillRoots();
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
+  window.addEventListener("hashchange", route);
   if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
   const kept = state.kept.first();
   if (kept && $("alert").hidden) {
@@ -63,7 +66,6 @@ async function boot() {
   } else if ($("alert").hidden) {
     sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
-  window.addEventListener("hashchange", route);
   route();
 }
 
@@ -256,12 +258,32 @@ function sessionEnded() {
  * The prompts kept for chats (and the box's text) go too: not for whoever signs in next here. */
 async function signOut() {
   try {
-    await api.logout();
+    await api.logout(); // (already signed out: done all the same)
   } catch (err) {
-    if (err.status !== 401) return showAlert(`Could not sign out: ${err.message}`);
+    return showAlert(`Could not sign out: ${err.message}`);
   }
   showLogin(SIGNED_OUT_HERE);
-  state.signOuts += 1; // (a prompt still on its way is not kept either: see sendPrompt)
+  dropKept();
+  tellSignedOut(); // (the other tabs drop theirs too: signedOutElsewhere)
+}
+
+/** Sign out pressed in another tab of this page (kept.js: the storage event): the session is
+ * the browser's, so this page is signed out too, and shows the sign-in form at once, saying so
+ * ("You were signed out: sign in again."); what it keeps for chats goes, as with Sign out here
+ * (its tab's storage included): a shared computer keeps nothing for whoever signs in next. */
+function signedOutElsewhere() {
+  const el = $("alert");
+  const promised = Boolean(el.dataset.chat || el.dataset.untilChat); // (a prompt kept, or not sent)
+  sessionEnded();
+  dropKept();
+  // an alert that promised a prompt back in a box after signing in: that prompt is gone now
+  if (promised) showAlert(`${SIGNED_OUT} The prompts this page kept for chats are gone: Sign out was pressed in another tab.`);
+}
+
+/** After Sign out (here or in another tab): the prompts kept for chats, the box's text, and a
+ * prompt still on its way (see sendPrompt) go; nothing is kept until the page is signed in again. */
+function dropKept() {
+  signedOutHere(); // (one count, api.js's: a request on its way now is dropped, whatever its answer)
   state.kept.close();
   $("prompt").value = "";
 }
@@ -342,10 +364,8 @@ async function refreshChats({ all = false } = {}) {
     state.chats = listed.chats;
     state.moreChats = listed.more;
   } catch (err) {
+    // (a 401 asked before the page was signed in again was asked again under this session: api.js)
     if (err instanceof SessionEnded) return; // (the sign-in form shows: sessionEnded)
-    // a 401 that ended no session: asked before the page was signed in again, it tells of the
-    // session that ended then (api.js): the list is asked again now, under this one
-    if (err.status === 401) return refreshChats({ all });
     await checkStore(); // (a database that cannot be read either: the list fails too)
     if (state.signedOut) return; // (its 401: the sign-in form shows, and the list waits for it)
     const wait = scheduleRefresh(); // the list retries later
@@ -598,6 +618,7 @@ function closeChat() {
 
 async function openChat(id) {
   if (state.chat?.id === id && state.stream) return show("chat-view");
+  if (state.opening?.id === id) return; // (still loading: its list entry or link clicked again)
   closeChat();
   // Opened twice while loading (a route and a hash change at once): only the last goes on,
   // or two streams would feed one timeline and show every record twice.
@@ -611,13 +632,16 @@ async function openChat(id) {
     [chat, turns] = await Promise.all([api.getChat(id), api.turns(id, TURNS_PAGE)]);
     if (state.opening !== opening) return; // another chat (or this one again) was opened meanwhile
   } catch (err) {
-    if (state.opening !== opening || err instanceof SessionEnded) return;
-    state.opening = null; // (not opening any more: not the list's current chat)
+    if (state.opening !== opening) return;
+    state.opening = null; // (not opening any more: not the list's current chat, and asked again if opened again)
+    if (err instanceof SessionEnded) return;
     // Signed out, only a 404 proves a session (every /api path asks for one first): a 403, a
     // 5xx (a proxy's 502, the session store's 503) or no answer says nothing of it: the form stays.
     if (state.signedOut && err.status !== 404) return;
     signedInAgain(id); // (signed in, in another tab, say)
     show("welcome-view");
+    // the focus was in the sign-in form (signed out), now hidden: to the view's heading
+    if (document.activeElement === document.body || document.activeElement?.closest("[hidden]")) $("welcome-title").focus();
     showTitle(null); // (the tab no longer names the chat that did not open)
     markCurrentInList();
     if (err.status === 404) dropChat(id); // deleted (in another tab, say): out of the list too
@@ -901,7 +925,7 @@ async function sendPrompt() {
   const stops = state.stops; // a Stop pressed from now on drops this prompt
   // A Sign out from now on drops it too, signed in again in another tab since or not (Sign out
   // keeps nothing for whoever signs in next: KeptPrompts.close, which signing in again reopens).
-  const signOuts = state.signOuts;
+  const outs = signOuts();
   if (ahead) {
     const waiting = { chatId: chat.id, prompt };
     state.waiting = waiting;
@@ -911,14 +935,15 @@ async function sendPrompt() {
     if (!sent && ahead.chatId === chat.id) { // (it followed that one: it does not go without it)
       const said = $("alert").hidden ? "" : $("alert").textContent;
       const why = said ? `${said}${said.endsWith(".") ? "" : "."} ` : "";
-      if (state.signOuts !== signOuts) return; // (Sign out meanwhile: nothing kept, nothing said)
+      if (signOuts() !== outs) return; // (Sign out meanwhile: nothing kept, nothing said)
       if (state.chat?.id !== chat.id) {
         // the page left that chat: this one is kept for it, after the one it followed (even
         // if it is the same text: it was sent twice), and the alert that says why stays
         const kept = state.kept.get(chat.id);
-        state.kept.set(chat, kept ? `${kept}\n\n${prompt}` : prompt);
+        if (!waiting.edited) state.kept.set(chat, kept ? `${kept}\n\n${prompt}` : prompt); // (edited: its new version is kept)
         if ($("prompt").value === prompt) $("prompt").value = "";
-        return showAlert(`${why}The prompt you sent after it was not sent either: it is kept for that chat too, after it.`, { chat: chat.id });
+        return showAlert(`${why}The prompt you sent after it was not sent either: ${waiting.edited
+          ? "what you edited it into is kept for that chat too, after it." : "it is kept for that chat too, after it."}`, { chat: chat.id });
       }
       const both = $("prompt").value !== prompt && $("prompt").value.includes(prompt);
       return showAlert(`${why}The prompt you sent after it was not sent either: ${both
@@ -926,7 +951,7 @@ async function sendPrompt() {
         : "it is in the box; press Enter to send it."}`);
     }
   }
-  const sending = { chatId: chat.id, prompt, taken: false, signOuts };
+  const sending = { chatId: chat.id, prompt, taken: false, signOuts: outs };
   sending.done = new Promise((resolve) => { sending.finish = resolve; });
   state.sending = sending;
   let sent = false;
@@ -950,9 +975,9 @@ async function deliver(chat, prompt, stops, sending) {
       showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
       return false;
     }
-    if (state.signOuts !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said
+    if (signOuts() !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said
     if (left()) {
-      keepDraft(chat, prompt);
+      keepDraft(chat, sending.edited ? null : prompt); // (edited in the box: its new version is kept)
       return false;
     }
     if (state.stops !== stops) {
@@ -972,12 +997,12 @@ async function deliver(chat, prompt, stops, sending) {
       // prompt is kept for that chat, back in its box when it opens after signing in (across
       // the reload: KeptPrompts.stash); after Sign out, nowhere (signed in again meanwhile
       // or not: a prompt on its way then is not kept)
-      if (state.signOuts === sending.signOuts) err.putBack = putBack(chat, prompt);
+      if (signOuts() === sending.signOuts) err.putBack = putBack(chat, prompt);
       throw err;
     }
     return true;
   } catch (err) {
-    if (state.signOuts !== sending.signOuts) return false; // (Sign out meanwhile: the form says so)
+    if (signOuts() !== sending.signOuts) return false; // (Sign out meanwhile: the form says so)
     const { note = "", chat: about } = err.putBack ?? {};
     if (err instanceof SessionEnded) showAlert(`${SIGNED_OUT} Your prompt was not sent${note}.`, { chat: about });
     else showAlert(`The prompt was not sent: ${err.message}${note}`, { chat: about });
@@ -1004,19 +1029,27 @@ function putBack(chat, prompt) {
  * chat, New chat) is not sent anywhere: it goes back in that chat's prompt box when the chat
  * opens again, and the page says so. (Sent to the chat now open, it went where it was not
  * typed; sent to the chat left, it started a run nobody watches, past a 3 s wait the user may
- * have left it to cancel.) */
+ * have left it to cancel.) `prompt` null: it was edited in the box before the page left, and
+ * that new version is what is kept (keepTyped); the page says so all the same. */
 function keepDraft(chat, prompt) {
   const input = $("prompt");
   if (input.value === prompt) input.value = "";
   if (state.kept.closed) return; // (Sign out: nothing is kept, the sign-in form says why)
-  state.kept.set(chat, joinPrompts(state.kept.get(chat.id), prompt));
+  if (prompt !== null) {
+    // the prompt sent after it, waiting for it, edited in the box and kept as edited (keepTyped):
+    // it came after this one, and goes after it
+    const next = state.waiting;
+    const kept = state.kept.get(chat.id);
+    state.kept.set(chat, next?.edited && next.chatId === chat.id ? joinPrompts(prompt, kept) : joinPrompts(kept, prompt));
+  }
   const title = `“${showControls(chat.title || "Untitled chat")}”`;
   if (state.signedOut) { // the session ended as it waited
     return showAlert(`${SIGNED_OUT} Your prompt for ${title} was not sent: `
-      + "it is back in that chat's prompt box when you open it after signing in.", { chat: chat.id });
+      + `${prompt === null ? "what you edited it into" : "it"} is back in that chat's prompt box when you open it after signing in.`, { chat: chat.id });
   }
+  const back = prompt === null ? "What you edited it into is" : "It is";
   showAlert(`Your prompt for ${title} was not sent: you left that chat `
-    + "while its run was going. It is back in that chat's prompt box when you open it again.", { chat: chat.id });
+    + `while its run was going. ${back} back in that chat's prompt box when you open it again.`, { chat: chat.id });
 }
 
 /** Whether the box holds a prompt on its way (sent, waiting for its run, not taken yet) to a
@@ -1033,6 +1066,10 @@ function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
   if (!chat || !typed || boxOnItsWay((to) => to === chat.id)) return;
+  // The last prompt sent to it and not taken yet (waiting for its run) stayed in the box, and
+  // the box was edited since: what it holds is that prompt's new version, kept instead of it.
+  const last = state.waiting ?? state.sending;
+  if (last && !last.taken && last.chatId === chat.id) last.edited = true;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }

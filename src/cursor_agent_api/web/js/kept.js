@@ -7,6 +7,25 @@
 // read back and removed by the next load. Data only: app.js puts them in the box and says so.
 
 const STORAGE_KEY = "cursor-agent-api:kept-prompts";
+const SIGNED_OUT_KEY = "cursor-agent-api:signed-out"; // (localStorage: every tab of this server's page)
+
+/** Sign out pressed in this page: every other tab of this server's page in the browser hears
+ * it (`whenSignedOutElsewhere`), and drops what it keeps too. localStorage is this origin's (host
+ * and port) only: another server's tabs do not hear it. Storage refused: they do not. */
+export function tellSignedOut() {
+  try {
+    localStorage.setItem(SIGNED_OUT_KEY, `${Date.now()} ${Math.random()}`); // (a new value: heard)
+  } catch {
+    // (the other tabs hear of the ended session at their next request, and keep their prompts)
+  }
+}
+
+/** `handler()` runs when Sign out is pressed in another tab of this server's page (tellSignedOut). */
+export function whenSignedOutElsewhere(handler) {
+  window.addEventListener("storage", (ev) => {
+    if (ev.key === SIGNED_OUT_KEY && ev.newValue) handler();
+  });
+}
 
 /** Two prompts as one text, `before` first, a blank line between (either may be missing; the
  * same text twice is kept once). */
@@ -83,6 +102,11 @@ export class KeptPrompts {
     this.byChat.clear();
     this.orphans = null;
     this.closed = true;
+    try {
+      sessionStorage.removeItem(STORAGE_KEY); // (none in a page that has loaded: unstash emptied it)
+    } catch {
+      // (storage refused: nothing was stashed)
+    }
   }
 
   /** Signed in again (in another tab) after Sign out: prompts are kept again from now on. */
