@@ -626,14 +626,12 @@ def asked_again_or_said(page: Page, held: list[Route]) -> None:
     raise AssertionError("not asked again, and nothing said")
 
 
-@pytest.mark.parametrize("action", ["stop", "options", "delete", "prompt", "create"])
-def test_an_action_answered_401_for_the_session_before_signing_in_again_is_asked_again(
-    make_server: Any, browser: Any, action: str
-) -> None:
-    # Review 15: an action asked under the session that ended, answered 401 only once the page
-    # was signed in again (another tab, then a chat opened here), said the server's 401 text
-    # ("Could not stop the run: authentication required"). The server did nothing: the action
-    # is asked once more, under the session the page has now, and goes; nothing is said.
+def an_action_held(make_server: Any, browser: Any, action: str, prompt: str,
+                   counting: str) -> tuple[Any, Page, dict[str, Any], dict[str, Any],
+                                           dict[str, Any] | None, list[Route]]:
+    """A page that asked for ``action`` on chat X (``create``: a new chat from the new-chat
+    view; ``prompt``: ``prompt`` sent), its request held (``held``), with ``counting`` (an init
+    script) added: the server, the page, chats X and Y, X's running run (``stop``), ``held``."""
     from test_chat_opening import until_held
 
     server = make_server(sim_env=HELD_RUN)
@@ -643,7 +641,7 @@ def test_an_action_answered_401_for_the_session_before_signing_in_again_is_asked
         if action == "stop":  # (a run that stays running until stopped)
             run = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
     browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
-    browser.add_init_script(COUNT_DONE_READ)
+    browser.add_init_script(counting)
     page = open_ui(browser, server, "#/new" if action == "create" else "")
     if action != "create":
         open_chat(page, server, x["id"])
@@ -662,13 +660,26 @@ def test_an_action_answered_401_for_the_session_before_signing_in_again_is_asked
         page.get_by_role("button", name="Delete").click()
     elif action == "prompt":
         held = held_action(page, f"**/api/chats/{x['id']}/runs", "POST")
-        send(page, "late prompt for X")
+        send(page, prompt)
     else:
         expect(page.locator("#new-view")).to_be_visible()
         held = held_action(page, "**/api/chats", "POST")
         page.locator("#new-title-input").fill("chat late")
         page.get_by_role("button", name="Create chat").click()
     until_held(page, held)
+    return server, page, x, y, run, held
+
+
+@pytest.mark.parametrize("action", ["stop", "options", "delete", "prompt", "create"])
+def test_an_action_answered_401_for_the_session_before_signing_in_again_is_asked_again(
+    make_server: Any, browser: Any, action: str
+) -> None:
+    # Review 15: an action asked under the session that ended, answered 401 only once the page
+    # was signed in again (another tab, then a chat opened here), said the server's 401 text
+    # ("Could not stop the run: authentication required"). The server did nothing: the action
+    # is asked once more, under the session the page has now, and goes; nothing is said.
+    server, page, x, y, run, held = an_action_held(make_server, browser, action, "late prompt for X",
+                                                   COUNT_DONE_READ)
     if action == "create":  # (no stream open: the page hears of it at its next request)
         signed_out_elsewhere_now(page, server)
         go(page, x["id"])
@@ -759,41 +770,8 @@ def test_an_action_on_its_way_at_sign_out_in_another_tab_is_dropped_after_signin
     # answered 401 once someone had signed in again (another tab, then a chat opened here), was
     # asked again under their session: "secret for X" was sent for whoever signed in next.
     # docs/web.md: Sign out drops it in every tab that hears of it.
-    from test_chat_opening import until_held
-
-    server = make_server(sim_env=HELD_RUN)
-    with server.client() as c:
-        x, y = titled(c, "chat X"), titled(c, "chat Y")
-        run = None
-        if action == "stop":  # (a run that stays running until stopped)
-            run = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
-    browser.add_init_script(counting_reads("__heldRead", 'response.headers.get("x-held")'))
-    browser.add_init_script(COUNT_ACTIONS_ASKED)
-    page = open_ui(browser, server, "#/new" if action == "create" else "")
-    if action != "create":
-        open_chat(page, server, x["id"])
-    if action == "stop":
-        held = held_action(page, "**/api/runs/*/cancel", "POST")
-        expect(page.get_by_role("button", name="Stop")).to_be_visible()
-        page.get_by_role("button", name="Stop").click()
-    elif action == "options":
-        held = held_action(page, f"**/api/chats/{x['id']}", "PATCH")
-        page.get_by_role("button", name="Options").click()
-        page.locator("#copt-force").check()
-        page.get_by_role("button", name="Save options").click()
-    elif action == "delete":
-        held = held_action(page, f"**/api/chats/{x['id']}", "DELETE")
-        page.once("dialog", lambda d: d.accept())
-        page.get_by_role("button", name="Delete").click()
-    elif action == "prompt":
-        held = held_action(page, f"**/api/chats/{x['id']}/runs", "POST")
-        send(page, "secret for X")
-    else:
-        expect(page.locator("#new-view")).to_be_visible()
-        held = held_action(page, "**/api/chats", "POST")
-        page.locator("#new-title-input").fill("chat late")
-        page.get_by_role("button", name="Create chat").click()
-    until_held(page, held)
+    server, page, x, y, run, held = an_action_held(make_server, browser, action, "secret for X",
+                                                   COUNT_ACTIONS_ASKED)
     assert page.evaluate("() => window.__actionsAsked") == 1
     other = open_ui(browser, server)  # another tab, signed in: its Sign out
     expect(other.locator("#sidebar")).to_be_visible()
