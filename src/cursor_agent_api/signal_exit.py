@@ -71,9 +71,9 @@ def exit_by_signal(signum: int) -> NoReturn:
     signal ignored since the start (``nohup``, a background job's SIGINT) ends it all the
     same. The process exits with ``128 + signum``, the status a shell would have shown, when
     the signal cannot end it: blocked (a parent's signal mask), or called outside the main
-    thread while a Python handler takes it (SIGINT's ``KeyboardInterrupt``: only the main
-    thread may set a handler; a signal with its default action, SIGTERM by default, is still
-    sent). Never ends only the thread it is called in.
+    thread while a Python handler takes it or it is ignored (SIGINT's ``KeyboardInterrupt``,
+    SIGHUP under ``nohup``: only the main thread may set a handler; a signal with its default
+    action, SIGTERM by default, is still sent). Never ends only the thread it is called in.
 
     Example (in a process of its own: it ends the process)::
 

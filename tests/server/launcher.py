@@ -7,7 +7,8 @@ package (about 1.5 s of CPU, of 2 s to the "Open:" line). So each test process k
 forks. The forked child becomes what the console script would have been: a new session,
 its own stdin (``/dev/null``), stdout and stderr (the caller's pipe and log file), working
 directory, ``sys.argv`` and environment (``os.environ`` replaced), then
-``sys.exit(cursor_agent_api.cli.main())`` with Python's own shutdown; only the
+the console script's ``main()`` with Python's own shutdown (a command a signal stopped dies
+from it, as the program does); only the
 interpreter's start and the imports are shared. The launcher reaps its children and
 reports each exit status; its children end with it (SIGTERM), and it ends, stopping them,
 when its caller goes (a test run interrupted or killed leaves no server behind).
@@ -40,8 +41,8 @@ from pathlib import Path
 from typing import Any
 
 EXEC_ENV = "CURSOR_AGENT_API_TEST_EXEC"
-ENTRY = "cursor_agent_api.cli:main"
-"""What ``cursor-agent-api`` runs (its console script: ``sys.exit(main())``)."""
+ENTRY = "cursor_agent_api.console_script:main"
+"""What ``cursor-agent-api`` runs (its console script, ``[project.scripts]``)."""
 WARM = (
     "cursor_agent_api.cli",
     "cursor_agent_api.cli.serve",
@@ -172,7 +173,7 @@ def serve(fd: int) -> dict[str, Any] | None:
 
 
 def run_child(request: dict[str, Any]) -> None:
-    """What the console script does: ``sys.exit(main())``."""
+    """What the console script does: ``sys.exit(main())`` (pip's script)."""
     module, _, name = request["entry"].partition(":")
     sys.exit(getattr(importlib.import_module(module), name)())
 
