@@ -121,6 +121,21 @@ def test_run_dies_from_the_signal_after_saying_the_chat(cli_env: dict[str, str],
     assert f"chat {chat['chat_id']} · continue:" in out[-1], out
 
 
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_serve_dies_from_the_signal_once_shut_down(cli_env: dict[str, str], sig: int) -> None:
+    """``serve`` (uvicorn) shuts down, then dies from the signal, as from SIGTERM before: a
+    Ctrl-C ended it with status 0, so a shell loop that ran it went on."""
+    serve = [*CLI, "serve", "--simulate", "--port", "0", "--root", cli_env["TEST_WS"]]
+    with _group(serve, cli_env) as proc:
+        assert proc.stderr is not None
+        _read_until(proc, "Open: ")  # (announced: serving)
+        os.killpg(proc.pid, sig)  # (a terminal's Ctrl-C goes to the group)
+        err = proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -sig, (proc.returncode, err)
+    assert "Traceback" not in err, err
+
 EXIT_BY_SIGNAL = """
 import atexit, signal, sys
 from cursor_agent_api.signal_exit import exit_by_signal

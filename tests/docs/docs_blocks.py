@@ -7,7 +7,7 @@ A block may be preceded by a marker comment that changes *how* it runs, never wh
     <!-- snippet: stop-after "Open:"; append "--port 0"; env NAME=VALUE -->
 
 * ``stop-after "TEXT"``: the snippet runs until TEXT appears on its stdout, then gets
-  SIGINT (what Ctrl-C sends) and must exit cleanly — for servers;
+  SIGINT (what Ctrl-C sends) and must end cleanly (a server dies from it) — for servers;
 * ``append "ARGS"``: words added to the end of the block's last command (``--port 0``:
   servers in tests take any free port);
 * ``env NAME=VALUE``: an environment variable for the run (repeatable);

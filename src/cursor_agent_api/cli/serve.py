@@ -36,6 +36,7 @@ import click
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
+from ..signal_exit import SignalExit
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 
@@ -530,8 +531,8 @@ def serve(
     log_lines.start()
     try:
         problem = asyncio.run(main())
-    except KeyboardInterrupt:  # pragma: no cover - uvicorn handles the signal itself
-        pass
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn, shut down, raised it again (SIGINT's handler)
+        raise SignalExit(signal.SIGINT) from None  # dies from it, as from SIGTERM (a shell loop stops)
     finally:
         sock.close()
         log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
