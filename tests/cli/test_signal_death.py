@@ -121,7 +121,6 @@ def test_run_dies_from_the_signal_after_saying_the_chat(cli_env: dict[str, str],
     assert f"chat {chat['chat_id']} · continue:" in out[-1], out
 
 
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_serve_dies_from_the_signal_once_shut_down(cli_env: dict[str, str], sig: int) -> None:
     """``serve`` (uvicorn) shuts down, then dies from the signal, as from SIGTERM before: a
@@ -135,6 +134,7 @@ def test_serve_dies_from_the_signal_once_shut_down(cli_env: dict[str, str], sig:
         proc.wait()
     assert proc.returncode == -sig, (proc.returncode, err)
     assert "Traceback" not in err, err
+
 
 EXIT_BY_SIGNAL = """
 import atexit, signal, sys

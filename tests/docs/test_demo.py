@@ -88,6 +88,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 def test_the_demo_runs_a_turn_then_serves(demo: DemoRun) -> None:
     assert demo.open_url.startswith("http://127.0.0.1:"), demo.stdout + demo.stderr
     assert demo.returncode == -signal.SIGINT, demo.stdout + demo.stderr  # (serve dies from the Ctrl-C)
+    assert "Traceback" not in demo.stderr, demo.stderr  # (as an uncaught KeyboardInterrupt would)
     assert "probe13" in (demo.clone / ".demo" / "workspace" / "notes.txt").read_text()
 
 

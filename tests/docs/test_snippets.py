@@ -102,6 +102,8 @@ def test_snippet_runs(block: object, files: list[str], tmp_path: Path) -> None:
     # it exits (0, 130)
     ok_codes = (0, 130, -signal.SIGINT) if outcome.stopped else (0,)
     assert outcome.returncode in ok_codes, outcome.describe()
+    if outcome.stopped:  # (Python dies from an uncaught KeyboardInterrupt too: after its traceback)
+        assert "Traceback" not in outcome.stderr, outcome.describe()
     if block.marker and block.marker.stop_after:  # type: ignore[attr-defined]
         assert outcome.stopped, "never printed " + repr(block.marker.stop_after) + "\n" + outcome.describe()  # type: ignore[attr-defined]
     for text in EXPECT.get(block.id, []):  # type: ignore[attr-defined]

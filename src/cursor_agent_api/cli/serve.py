@@ -531,7 +531,7 @@ def serve(
     log_lines.start()
     try:
         problem = asyncio.run(main())
-    except KeyboardInterrupt:  # Ctrl-C: uvicorn, shut down, raised it again (SIGINT's handler)
+    except KeyboardInterrupt:  # Ctrl-C: raised again by uvicorn once shut down, or during the start
         raise SignalExit(signal.SIGINT) from None  # dies from it, as from SIGTERM (a shell loop stops)
     finally:
         sock.close()
