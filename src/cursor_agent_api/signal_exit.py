@@ -69,7 +69,9 @@ def exit_by_signal(signum: int) -> NoReturn:
     first: stdout and stderr flushed, the exit handlers run (the agents' process groups
     stopped, chat's history saved). The signal's default action is set back first, so a
     signal ignored since the start (``nohup``, a background job's SIGINT) ends it all the
-    same. The process exits with ``128 + signum``, the status a shell would have shown, when
+    same; and the same signal again while the exit handlers run ends it at once (one
+    more Ctrl-C, as during a turn's save), without Python's traceback from inside a handler.
+    The process exits with ``128 + signum``, the status a shell would have shown, when
     the signal cannot end it: blocked (a parent's signal mask), or called outside the main
     thread while a Python handler takes it or it is ignored (SIGINT's ``KeyboardInterrupt``,
     SIGHUP under ``nohup``: only the main thread may set a handler; a signal with its default
@@ -84,11 +86,11 @@ def exit_by_signal(signum: int) -> NoReturn:
         >>> done.returncode, done.stdout
         (-15, 'said first')
     """
+    if threading.current_thread() is threading.main_thread():  # (the only one that may)
+        signal.signal(signum, signal.SIG_DFL)  # from now: the same signal again ends it at once
     _flush()
     atexit._run_exitfuncs()  # what the interpreter's exit runs; run once (then cleared)
     _flush()
-    if threading.current_thread() is threading.main_thread():  # (the only one that may)
-        signal.signal(signum, signal.SIG_DFL)
     if signal.getsignal(signum) == signal.SIG_DFL:
         signal.pthread_kill(threading.get_ident(), signum)  # to this thread: it dies here
     os._exit(128 + signum)  # blocked, or a handler another thread cannot take away

@@ -160,6 +160,33 @@ def test_exit_by_signal_flushes_runs_the_exit_handlers_and_dies(sig: str) -> Non
     assert done.stderr == "exit handlers ran\n"
 
 
+
+def test_the_same_signal_again_while_the_exit_handlers_run_ends_it_at_once() -> None:
+    """Review 20: a second Ctrl-C while an exit handler ran raised ``KeyboardInterrupt``
+    inside it (Python's "Exception ignored in atexit callback" and its traceback), then the
+    command went on to die. It now ends the command at once, quietly, as one more Ctrl-C
+    during a turn's save does."""
+    setup = ("import time\natexit.register(lambda: (print('waiting', file=sys.stderr, flush=True),"
+             " time.sleep(120)))")  # (registered before the one below: it runs after it)
+    proc = subprocess.Popen([sys.executable, "-c", EXIT_BY_SIGNAL.format(sig="SIGINT", setup=setup)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None and proc.stdout is not None
+        said = [proc.stderr.readline(), proc.stderr.readline()]
+        assert said == ["exit handlers ran\n", "waiting\n"], said
+        proc.send_signal(signal.SIGINT)  # the second Ctrl-C, in the handler that waits
+        err = proc.stderr.read()
+        proc.wait(60)  # (a hang guard: the handler waits 120 s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
 def test_a_sigint_ignored_since_the_start_still_ends_the_command() -> None:
     """``nohup``, a background job: SIGINT ignored from the start (SIG_IGN inherited)."""
     done = _exit_by_signal("SIGINT", "signal.signal(signal.SIGINT, signal.SIG_IGN)")
