@@ -160,7 +160,6 @@ def test_exit_by_signal_flushes_runs_the_exit_handlers_and_dies(sig: str) -> Non
     assert done.stderr == "exit handlers ran\n"
 
 
-
 def test_the_same_signal_again_while_the_exit_handlers_run_ends_it_at_once() -> None:
     """Review 20: a second Ctrl-C while an exit handler ran raised ``KeyboardInterrupt``
     inside it (Python's "Exception ignored in atexit callback" and its traceback), then the
@@ -186,6 +185,7 @@ def test_the_same_signal_again_while_the_exit_handlers_run_ends_it_at_once() -> 
                 stream.close()
     assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
     assert "Traceback" not in err and "Exception ignored" not in err, err
+
 
 def test_a_sigint_ignored_since_the_start_still_ends_the_command() -> None:
     """``nohup``, a background job: SIGINT ignored from the start (SIG_IGN inherited)."""
