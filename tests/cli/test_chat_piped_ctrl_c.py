@@ -9,39 +9,24 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 
 import pytest
+from test_signal_death import in_own_group
 
 from cursor_agent_api.cli.chat import PIPED_STOP
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
 
 
-@contextmanager
-def _piped_chat(env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    """The chat in its own process group, prompts on a pipe; killed after 120 s (a hang
-    guard, not a timing) or when the test ends."""
-    proc = subprocess.Popen(
-        [*CLI, "chat", "--simulate", "--trust"], cwd=env["TEST_WS"], text=True,
-        env={**env, "CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.3"},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True)
-    guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
-    guard.start()
-    try:
-        yield proc
-    finally:
-        guard.cancel()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        for stream in (proc.stdin, proc.stdout):
-            if stream is not None and not stream.closed:
-                stream.close()
+def _piped_chat(env: dict[str, str]) -> AbstractContextManager[subprocess.Popen[str]]:
+    """The chat in its own process group, prompts on a pipe (test_signal_death's
+    :func:`in_own_group`: a hang guard of 120 s)."""
+    return in_own_group(
+        [*CLI, "chat", "--simulate", "--trust"],
+        {**env, "CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "0.3"},
+        stdin=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def _lines_until(proc: subprocess.Popen[str], start: str) -> list[str]:

@@ -32,13 +32,12 @@ ones quick: a loop that goes on ends soon, and the test sees it did."""
 
 
 @contextmanager
-def _group(args: list[str], env: dict[str, str], *, stdin: int | None = subprocess.DEVNULL
-           ) -> Iterator[subprocess.Popen[str]]:
-    """``args`` in a session (process group) of its own; killed after 120 s (a hang guard,
-    not a timing) or when the test ends."""
+def in_own_group(args: list[str], env: dict[str, str], *, stdin: int | None = subprocess.DEVNULL,
+                 stderr: int = subprocess.PIPE) -> Iterator[subprocess.Popen[str]]:
+    """``args`` in a session (process group) of its own, in ``env["TEST_WS"]``, stdout a
+    pipe; killed after 120 s (a hang guard, not a timing) or when the test ends."""
     proc = subprocess.Popen(args, cwd=env["TEST_WS"], env=env, text=True, stdin=stdin,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
     guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
     guard.start()
     try:
@@ -66,7 +65,7 @@ def _read_until(proc: subprocess.Popen[str], mark: str) -> list[str]:
 def test_ctrl_c_in_run_stops_the_shell_loop(cli_env: dict[str, str]) -> None:
     env = {**cli_env, "CURSOR_AGENT_SIM_FAULT": "slow"}
     run = [*CLI, "run", "--simulate", "--trust", "--output", "text", "list the files"]
-    with _group(["bash", "-c", LOOP, "bash", *run], env) as proc:
+    with in_own_group(["bash", "-c", LOOP, "bash", *run], env) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         seen = _read_until(proc, "▶")  # the first turn's agent runs
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
@@ -82,7 +81,7 @@ def test_ctrl_c_in_run_stops_the_shell_loop(cli_env: dict[str, str]) -> None:
 def test_ctrl_c_in_replay_stops_the_shell_loop(cli_env: dict[str, str]) -> None:
     """Each iteration replays the loop's standard input: the first renders a line, the
     Ctrl-C comes; a loop that goes on reads the end of the input (the test closes it)."""
-    with _group(["bash", "-c", LOOP, "bash", *CLI, "replay", "-"], cli_env,
+    with in_own_group(["bash", "-c", LOOP, "bash", *CLI, "replay", "-"], cli_env,
                 stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
@@ -106,7 +105,7 @@ def test_run_dies_from_the_signal_after_saying_the_chat(cli_env: dict[str, str],
     cancelled and saved and its chat id said (the output flushed before the death)."""
     env = {**cli_env, "CURSOR_AGENT_SIM_FAULT": "slow", "CURSOR_AGENT_SIM_DELAY": "1.0"}
     run = [*CLI, "run", "--simulate", "--trust", "--output", "text", "list the files"]
-    with _group(run, env) as proc:
+    with in_own_group(run, env) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         seen = _read_until(proc, "▶")
         proc.send_signal(sig)
@@ -126,7 +125,7 @@ def test_serve_dies_from_the_signal_once_shut_down(cli_env: dict[str, str], sig:
     """``serve`` (uvicorn) shuts down, then dies from the signal, as from SIGTERM before: a
     Ctrl-C ended it with status 0, so a shell loop that ran it went on."""
     serve = [*CLI, "serve", "--simulate", "--port", "0", "--root", cli_env["TEST_WS"]]
-    with _group(serve, cli_env) as proc:
+    with in_own_group(serve, cli_env) as proc:
         assert proc.stderr is not None
         _read_until(proc, "Open: ")  # (announced: serving)
         os.killpg(proc.pid, sig)  # (a terminal's Ctrl-C goes to the group)
@@ -263,7 +262,7 @@ def test_the_program_entry_points_die_from_the_signal(cli_env: dict[str, str],
                                                       program: list[str]) -> None:
     """The two ways the command runs as a program end it by the signal (the group's
     ``main()`` only raises ``SignalExit``)."""
-    with _group([*program, "replay", "-"], cli_env, stdin=subprocess.PIPE) as proc:
+    with in_own_group([*program, "replay", "-"], cli_env, stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
         proc.stdin.flush()
@@ -294,7 +293,7 @@ def test_a_program_that_calls_main_gets_the_status_and_goes_on(
     ``try`` is not the command line's program: a Ctrl-C the command handled ends the call
     with ``SystemExit(130)``; only the entry points (the console script, ``python -m``) die
     from the signal. (It was decided by ``args is None``: the host was killed.)"""
-    with _group([sys.executable, "-c", HOST], cli_env, stdin=subprocess.PIPE) as proc:
+    with in_own_group([sys.executable, "-c", HOST], cli_env, stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         proc.stdin.write('{"type":"assistant","message":{"content":"first line\\n"}}\n')
         proc.stdin.flush()

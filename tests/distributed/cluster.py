@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,22 @@ certain: stopped (SIGSTOP) or killed first, then :meth:`Cluster.lose`."""
 LOST_WITHIN = STALLED_AFTER + 60.0
 """How long a test waits for the sweep to end a lost worker's run (:meth:`Cluster.lose`)."""
 HEARTBEAT = 0.5
+WORKER_STARTS_WITHIN = 60.0
+"""The limit for a worker's start (a new Python importing the package, on a loaded machine)."""
+
+
+def until_taking_runs(proc: subprocess.Popen[bytes], logged: Callable[[], str]) -> bytes:
+    """Read a worker process's stdout until its ready line ("taking runs"); what it read.
+    Fails, with what it said and ``logged()`` (its log), if its stdout ends or is silent for
+    :data:`WORKER_STARTS_WITHIN` seconds."""
+    assert proc.stdout is not None
+    out = b""
+    while b"taking runs" not in out:
+        ready, _, _ = select.select([proc.stdout], [], [], WORKER_STARTS_WITHIN)
+        chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
+        assert chunk, f"the worker did not start: {out!r}\n{logged()}"
+        out += chunk
+    return out
 
 
 @contextlib.contextmanager

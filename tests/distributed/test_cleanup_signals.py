@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster import until_taking_runs
 from server_helpers import poll
 
 from cursor_agent_api.server.settings import ServerSettings
@@ -89,13 +90,7 @@ def test_signals_during_a_workers_cleanup_are_logged_and_the_cleanup_finishes(
         return log_path.read_text(errors="replace")
 
     try:
-        assert proc.stdout is not None
-        out = b""
-        while b"taking runs" not in out:
-            ready, _, _ = select.select([proc.stdout], [], [], STARTS_WITHIN)
-            chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
-            assert chunk, f"the worker did not start: {out!r}\n{logged()}"
-            out += chunk
+        until_taking_runs(proc, logged)
         proc.send_signal(signal.SIGTERM)  # the drain: no run to wait for; then the cleanup
         assert _read(said_r) == b"closing\n", logged()
         # Repeated, a Ctrl-C, its terminal closed: each said, none ends it mid-cleanup.

@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from cluster import until_taking_runs
 from pg_proxy import proxied
 
-STARTS_WITHIN = 60.0
-"""The limit for the worker's start (a new Python importing the package, on a loaded machine)."""
 EXITS_WITHIN = 120.0
 """A hang's limit only (the drain's queries and the cleanup each bounded by the short waits)."""
 POOLED = 3
@@ -75,13 +73,7 @@ def test_a_worker_stopped_while_its_database_does_not_answer_drops_its_connectio
             return log_path.read_text(errors="replace")
 
         try:
-            assert proc.stdout is not None
-            out = b""
-            while b"taking runs" not in out:
-                ready, _, _ = select.select([proc.stdout], [], [], STARTS_WITHIN)
-                chunk = os.read(proc.stdout.fileno(), 4096) if ready else b""
-                assert chunk, f"the worker did not start: {out!r}\n{logged()}"
-                out += chunk
+            until_taking_runs(proc, logged)
             proxy.hold()  # the host stops answering
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(EXITS_WITHIN) is not None, logged()
