@@ -38,6 +38,7 @@ from .errors import (
     is_transient,
 )
 from .health import StoreFaults, StoreHealth
+from .keepalive import KeepAlive, kept_alive
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SQLITE_PAGE_SIZE = 16384
@@ -344,6 +345,11 @@ class StoreEngine:
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
 
     @property
+    def _kept_alive(self) -> type[Any]:
+        """asyncpg's connection class with TCP keepalive (:mod:`.keepalive`)."""
+        return kept_alive(KeepAlive.within(self.connect_timeout))
+
+    @property
     def is_sqlite(self) -> bool:
         """True when the database is an SQLite file."""
         return self.dialect == "sqlite"
@@ -396,8 +402,11 @@ class StoreEngine:
             # A host that stops answering (packets dropped) would hold a request for as long as
             # TCP keeps trying (~15 min): a new connection and a statement each wait so long,
             # then fail (a TimeoutError: the 503) and the connection is dropped.
+            # A host that stops answering during a statement or while the connection idles:
+            # TCP keepalive notices it within about connect_timeout (keepalive.py).
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
-                                      "command_timeout": self.statement_timeout}
+                                      "command_timeout": self.statement_timeout,
+                                      "connection_class": self._kept_alive}
         engine = create_async_engine(url, **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
@@ -424,9 +433,11 @@ class StoreEngine:
         else:
             # The migrations take what they take (a big table's upgrade; another process's
             # migrations, whose lock they wait for): a connection of their own, with no
-            # statement timeout.
+            # statement timeout. A host that stops answering meanwhile is noticed by TCP
+            # keepalive (keepalive.py), within about connect_timeout: the start fails.
             migrator = create_async_engine(url, poolclass=NullPool,
-                                           connect_args={"timeout": self.connect_timeout})
+                                           connect_args={"timeout": self.connect_timeout,
+                                                         "connection_class": self._kept_alive})
             try:
                 async with migrator.connect() as conn:
                     await conn.run_sync(run_migrations)
