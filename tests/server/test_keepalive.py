@@ -1,8 +1,9 @@
 """Every connection to PostgreSQL has TCP keepalive and Linux's ``TCP_USER_TIMEOUT``, timed
-from ``store_connect_timeout`` (``server/store/keepalive.py``): the store's pool, the
-migrations' own connection (no statement timeout: a host that stops answering during the
-migrations was never noticed), the job queue's pool and Procrastinate's LISTEN connection (no
-bound of its own either).
+from ``store_connect_timeout`` (``server/store/keepalive.py``): the store's pool and its
+LISTEN connections (the relay's, the answers', the sessions'), the migrations' own
+connection (no statement timeout: a host that stops answering during the migrations was
+never noticed), the job queue's pool and Procrastinate's LISTEN connection (no bound of its
+own either).
 
 These tests read the options back from the sockets (what can be observed here: a host that
 drops packets cannot be made without a firewall; ``tests/distributed/test_vanished_database.py``
@@ -20,7 +21,7 @@ import pytest
 from pg_proxy import proxied
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 from sqlalchemy.pool import NullPool
 
 from cursor_agent_api.server.dispatch.jobs import make_app
@@ -66,13 +67,14 @@ def _postgresql(db_url: str) -> None:
 
 
 @contextlib.asynccontextmanager
-async def _migrations_lock(db_url: str) -> AsyncIterator[None]:
-    """The migrations' lock held (as another process's migrations would) until the end."""
+async def _migrations_lock(db_url: str) -> AsyncIterator[AsyncConnection]:
+    """The migrations' lock held (as another process's migrations would) until the end, on
+    the connection given."""
     engine = create_async_engine(db_url, poolclass=NullPool)
     try:
         async with engine.connect() as conn:
             await conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": MIGRATION_LOCK})
-            yield
+            yield conn
             await conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": MIGRATION_LOCK})
     finally:
         await engine.dispose()
@@ -87,19 +89,23 @@ async def _until(condition: object, what: str) -> None:
         await asyncio.sleep(0.05)
 
 
-def test_the_stores_connections_and_its_migrations_have_keepalive(db_url: str) -> None:
+def test_the_stores_connections_its_listen_and_its_migrations_have_keepalive(db_url: str) -> None:
     _postgresql(db_url)
 
     async def main(port: int, through: str) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
         store = Store(through, connect_timeout=CONNECT_TIMEOUT, statement_timeout=30.0)
-        async with _migrations_lock(db_url):
+        async with _migrations_lock(db_url) as locker:
             starting = asyncio.ensure_future(store.start())
 
             async def waiting() -> bool:  # the migrations' connection waits for the lock
                 assert not starting.done() or starting.result() is None
-                return bool(_options(port))
+                found = (await locker.execute(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND wait_event_type = 'Lock'"))).scalar()
+                await locker.commit()  # (a transaction sees one snapshot of the activity)
+                return bool(found)
 
-            await _until(waiting, "the migrations did not connect")
+            await _until(waiting, "the migrations did not wait for the lock")
             migrating = _options(port)
         await asyncio.wait_for(starting, WITHIN)
         try:
@@ -107,7 +113,11 @@ def test_the_stores_connections_and_its_migrations_have_keepalive(db_url: str) -
                 for _ in range(3):
                     conn = await stack.enter_async_context(store.connect())
                     await conn.execute(text("SELECT 1"))
-                pooled = _options(port)
+                listening = await store.listen("cursor_test", lambda _p: None, lambda: None)
+                try:
+                    pooled = _options(port)  # (the 3 and the LISTEN connection)
+                finally:
+                    await listening.close()
         finally:
             await store.close()
         return migrating, pooled
@@ -115,7 +125,7 @@ def test_the_stores_connections_and_its_migrations_have_keepalive(db_url: str) -
     with proxied(db_url) as (proxy, through):
         migrating, pooled = asyncio.run(main(proxy.port, through))
     assert migrating == [KEPT_ALIVE], migrating  # the old code: (0, ...) no keepalive
-    assert len(pooled) == 3 and set(pooled) == {KEPT_ALIVE}, pooled
+    assert len(pooled) == 4 and set(pooled) == {KEPT_ALIVE}, pooled
 
 
 def test_the_job_queues_connections_and_its_listen_connection_have_keepalive(db_url: str) -> None:
@@ -129,7 +139,6 @@ def test_the_job_queues_connections_and_its_listen_connection_have_keepalive(db_
         async with app.open_async():
             await app.connector.execute_query_one_async("SELECT 1 AS one")
             pooled = _options(port)
-            listening = asyncio.Event()
 
             async def notified(channel: str, payload: str) -> None:
                 pass
@@ -141,7 +150,6 @@ def test_the_job_queues_connections_and_its_listen_connection_have_keepalive(db_
                     return len(_options(port)) > len(pooled)
 
                 await _until(listens, "the LISTEN connection did not open")
-                listening.set()
                 both = _options(port)
             finally:
                 listener.cancel()
