@@ -4,7 +4,7 @@ it and ends with the start's error for a database that did not answer (exit 1, n
 traceback). It used to wait for ever: that connection has no statement timeout (a migration
 takes what it takes), and a connection that only waits for an answer sends nothing, so
 nothing ever told it the host was gone. Now every connection to PostgreSQL has TCP keepalive
-(``server/store/keepalive.py``): the kernel's probe, after a few seconds of silence, meets
+(``server/store/engine.py``: ``KeepAlive``): the kernel's probe, after a few seconds of silence, meets
 the reset of a host that forgot the connection.
 
 The host "goes away" through :meth:`PgProxy.vanish`: the proxy closes its side of the

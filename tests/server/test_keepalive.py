@@ -1,5 +1,5 @@
 """Every connection to PostgreSQL has TCP keepalive and Linux's ``TCP_USER_TIMEOUT``, timed
-from ``store_connect_timeout`` (``server/store/keepalive.py``): the store's pool and its
+from ``store_connect_timeout`` (``server/store/engine.py``: ``KeepAlive``): the store's pool and its
 LISTEN connections (the relay's, the answers', the sessions'), the migrations' own
 connection (no statement timeout: a host that stops answering during the migrations was
 never noticed), the job queue's pool and Procrastinate's LISTEN connection (no bound of its
@@ -27,10 +27,12 @@ from sqlalchemy.pool import NullPool
 from cursor_agent_api.server.dispatch.jobs import make_app
 from cursor_agent_api.server.store import Store
 from cursor_agent_api.server.store.engine import MIGRATION_LOCK
-from cursor_agent_api.server.store.keepalive import KeepAlive
 
 CONNECT_TIMEOUT = 7.0
-EXPECTED = KeepAlive.within(CONNECT_TIMEOUT)
+KEPT_ALIVE = (1, 4, 1, 3, 7000)
+"""What every socket must have for a 7 s ``store_connect_timeout`` (``KeepAlive.within(7)``):
+SO_KEEPALIVE on, probes after 4 s of silence, 1 s apart, 3 of them (dead after 4 + 3 = 7 s),
+TCP_USER_TIMEOUT 7000 ms."""
 WITHIN = 60.0
 """A hang's limit only."""
 
@@ -56,9 +58,6 @@ def _options(port: int) -> list[tuple[int, ...]]:
                               socket.TCP_KEEPIDLE, socket.TCP_KEEPINTVL, socket.TCP_KEEPCNT,
                               socket.TCP_USER_TIMEOUT))))
     return found
-
-
-KEPT_ALIVE = (1, EXPECTED.idle, EXPECTED.interval, EXPECTED.count, EXPECTED.user_timeout_ms)
 
 
 def _postgresql(db_url: str) -> None:

@@ -13,7 +13,7 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
   database (its ``statement_timeout``);
 * a connection whose host stops answering (nothing comes back, not even TCP's
   acknowledgements) is declared dead by the kernel within about ``connect_timeout`` (libpq's
-  TCP keepalive and ``tcp_user_timeout``, :mod:`~..store.keepalive`), however long the
+  TCP keepalive and ``tcp_user_timeout``, :class:`~..store.engine.KeepAlive`), however long the
   statement on it may run: the query fails then; so does Procrastinate's LISTEN connection
   (its worker's wait for new jobs), which has no statement bound of its own;
 * a query that gets no answer at all is given up after ``connect_timeout +
@@ -43,8 +43,8 @@ import anyio
 import procrastinate
 
 from ..store import StoreUnavailableError, describe_error, is_transient
+from ..store.engine import KeepAlive
 from ..store.errors import unwrap_error
-from ..store.keepalive import KeepAlive
 
 T = TypeVar("T")
 

@@ -1,6 +1,7 @@
-"""The database engine and its life: opening it (SQLite's file and pragmas, the pool),
-the migrations (Alembic, ``server/migrations/``), write transactions (serialized on
-SQLite, counted in :class:`~.health.StoreHealth`), read snapshots, closing.
+"""The database engine and its life: opening it (SQLite's file and pragmas, the pool,
+TCP keepalive on PostgreSQL's connections: :class:`KeepAlive`), the migrations (Alembic,
+``server/migrations/``), write transactions (serialized on SQLite, counted in
+:class:`~.health.StoreHealth`), read snapshots, closing.
 
 Example:
     >>> StoreEngine("sqlite+aiosqlite:////tmp/x.sqlite3").is_sqlite
@@ -12,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
+import socket
 import weakref
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +42,6 @@ from .errors import (
     is_transient,
 )
 from .health import StoreFaults, StoreHealth
-from .keepalive import KeepAlive, kept_alive
 
 MIGRATIONS_DIR = Path(__file__).parent.parent / "migrations"
 SQLITE_PAGE_SIZE = 16384
@@ -186,6 +189,91 @@ def _failed_migration(start: str | None, applied: int) -> str:
     """
     pending = [n for n in _migrations() if start is None or n.split("_")[0] > start]
     return pending[applied] if applied < len(pending) else "?"
+
+
+# TCP keepalive on every connection to PostgreSQL: a host that stops answering (packets
+# dropped, the connection still open) is noticed within about ``store_connect_timeout``,
+# without cutting short a statement the database runs for long (a slow migration, a wait for
+# another process's lock): the kernel probes an idle connection, and an alive server, however
+# busy, answers the probes (its kernel does). Linux's TCP_USER_TIMEOUT bounds the same way
+# data sent and never acknowledged. For libpq (psycopg: Procrastinate's pool and its LISTEN
+# connection, KeepAlive.libpq) and asyncpg (the store's pool, its LISTEN connections and the
+# migrations' connection: kept_alive, asyncpg's connection_class).
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """TCP keepalive for a connection to PostgreSQL (see the comment above): probes after
+    ``idle`` seconds of silence, every ``interval`` seconds, ``count`` of them unanswered and
+    the connection is dead; data unacknowledged for ``user_timeout_ms`` kills it too (Linux).
+
+    Example:
+        >>> k = KeepAlive.within(10)  # store_connect_timeout's default
+        >>> k.idle, k.interval, k.count, k.bound, k.user_timeout_ms
+        (4, 2, 3, 10, 10000)
+        >>> k.libpq()["keepalives_idle"], KeepAlive.within(0.5).bound
+        (4, 4)
+    """
+
+    idle: int
+    interval: int
+    count: int
+    user_timeout_ms: int
+
+    @classmethod
+    def within(cls, seconds: float) -> KeepAlive:
+        """Settings that declare a silent host dead after about ``seconds`` (``idle +
+        interval * count``, in whole seconds, 1 at least each: 4 s at the least)."""
+        count = 3
+        interval = max(1, math.floor(seconds / 5))
+        idle = max(1, math.ceil(seconds) - interval * count)
+        return cls(idle, interval, count, max(1000, round(seconds * 1000)))
+
+    @property
+    def bound(self) -> int:
+        """Seconds of silence after which an idle connection is declared dead."""
+        return self.idle + self.interval * self.count
+
+    def libpq(self) -> dict[str, Any]:
+        """libpq's connection parameters for it (psycopg's ``kwargs``)."""
+        return {"keepalives": 1, "keepalives_idle": self.idle,
+                "keepalives_interval": self.interval, "keepalives_count": self.count,
+                "tcp_user_timeout": self.user_timeout_ms}
+
+    def apply(self, sock: Any) -> None:
+        """Set it on ``sock`` (a TCP socket; a Unix socket is left alone)."""
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", self.idle), ("TCP_KEEPINTVL", self.interval),
+                            ("TCP_KEEPCNT", self.count), ("TCP_USER_TIMEOUT", self.user_timeout_ms)):
+            option = getattr(socket, name, None)  # (Linux's; macOS has TCP_KEEPALIVE instead)
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def kept_alive(keepalive: KeepAlive) -> type[Any]:
+    """asyncpg's connection class that sets ``keepalive`` on its socket as it opens.
+
+    asyncpg has no option for keepalive, and no public way to a connection's socket (SQLAlchemy
+    neither: its pool events and ``async_creator`` give asyncpg's connection, whose transport
+    is a private attribute). ``connection_class`` is asyncpg's public parameter; what its
+    constructor is given (the protocol, then the transport) is asyncpg's own, unchanged since
+    0.18 but undocumented: were it to change, the connection opens without keepalive rather
+    than failing (``tests/server/test_keepalive.py`` would fail)."""
+    import asyncpg  # type: ignore[import-untyped]
+
+    class KeptAliveConnection(asyncpg.Connection):  # type: ignore[misc]
+        def __init__(self, protocol: Any, transport: Any, *args: Any, **kwargs: Any) -> None:
+            with contextlib.suppress(AttributeError, OSError):
+                sock = transport.get_extra_info("socket")  # (asyncio's public transport API)
+                if sock is not None:
+                    keepalive.apply(sock)
+            super().__init__(protocol, transport, *args, **kwargs)
+
+    return KeptAliveConnection
+
+
 
 
 class OneLinePoolErrors(logging.Filter):
@@ -346,7 +434,7 @@ class StoreEngine:
 
     @property
     def _kept_alive(self) -> type[Any]:
-        """asyncpg's connection class with TCP keepalive (:mod:`.keepalive`)."""
+        """asyncpg's connection class with TCP keepalive (:class:`KeepAlive`)."""
         return kept_alive(KeepAlive.within(self.connect_timeout))
 
     @property
@@ -403,7 +491,7 @@ class StoreEngine:
             # TCP keeps trying (~15 min): a new connection and a statement each wait so long,
             # then fail (a TimeoutError: the 503) and the connection is dropped.
             # A host that stops answering during a statement or while the connection idles:
-            # TCP keepalive notices it within about connect_timeout (keepalive.py).
+            # TCP keepalive notices it within about connect_timeout (KeepAlive).
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
                                       "command_timeout": self.statement_timeout,
                                       "connection_class": self._kept_alive}
@@ -434,7 +522,7 @@ class StoreEngine:
             # The migrations take what they take (a big table's upgrade; another process's
             # migrations, whose lock they wait for): a connection of their own, with no
             # statement timeout. A host that stops answering meanwhile is noticed by TCP
-            # keepalive (keepalive.py), within about connect_timeout: the start fails.
+            # keepalive (KeepAlive), within about connect_timeout: the start fails.
             migrator = create_async_engine(url, poolclass=NullPool,
                                            connect_args={"timeout": self.connect_timeout,
                                                          "connection_class": self._kept_alive})
