@@ -61,8 +61,13 @@ class PgProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.holding:  # taken, never answered
             self.open.add(writer)
-            while await reader.read(65536):
+            try:
+                while await reader.read(65536):
+                    pass
+            except OSError:
                 pass
+            finally:
+                self.open.discard(writer)  # (ended: vanish() and stop() must not touch it)
             return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
@@ -98,6 +103,7 @@ class PgProxy:
         try:
             await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         finally:
+            self.open -= {writer, up_writer}  # (ended: vanish() and stop() must not touch it)
             with self.ended:
                 self.said_goodbye.append(bytes(last) == TERMINATE and waited)
                 self.ended.notify_all()
@@ -147,14 +153,15 @@ class PgProxy:
         # again, to a port that resets it: the client would learn of it without sending
         # anything new (its data acknowledged first, as a host's kernel does before it goes)
         clients = [w.get_extra_info("peername")[1] for w in self.open
-                   if w.get_extra_info("sockname")[1] == self.port]
+                   if w.get_extra_info("sockname")[1] == self.port]  # (cached by asyncio)
         for _ in range(3000):  # (10 ms each: a hang's limit only)
             if not any(_unacknowledged(port, self.port) for port in clients):
                 break
             await asyncio.sleep(0.01)
         for writer in list(self.open):
             sock = writer.get_extra_info("socket")
-            if sock is not None and sock.getsockname()[1] == self.port:  # a client's end
+            if (sock is not None and not writer.transport.is_closing()
+                    and writer.get_extra_info("sockname")[1] == self.port):  # a client's end
                 sock.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
             writer.transport.abort()
         self.open.clear()

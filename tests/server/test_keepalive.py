@@ -1,9 +1,10 @@
-"""Every connection to PostgreSQL has TCP keepalive and Linux's ``TCP_USER_TIMEOUT``, timed
-from ``store_connect_timeout`` (``server/store/engine.py``: ``KeepAlive``): the store's pool and its
+"""Every connection to PostgreSQL has TCP keepalive (and no ``TCP_USER_TIMEOUT``: it would
+cut a connection whose server only stops reading for a while), timed from
+``store_connect_timeout`` (``server/store/engine.py``: ``KeepAlive``): the store's pool and its
 LISTEN connections (the relay's, the answers', the sessions'), the migrations' own
 connection (no statement timeout: a host that stops answering during the migrations was
 never noticed), the job queue's pool and Procrastinate's LISTEN connection (no bound of its
-own either).
+own either); the store's LISTEN connection waits ``store_connect_timeout`` to open.
 
 These tests read the options back from the sockets (what can be observed here: a host that
 drops packets cannot be made without a firewall; ``tests/distributed/test_vanished_database.py``
@@ -29,10 +30,11 @@ from cursor_agent_api.server.store import Store
 from cursor_agent_api.server.store.engine import MIGRATION_LOCK
 
 CONNECT_TIMEOUT = 7.0
-KEPT_ALIVE = (1, 4, 1, 3, 7000)
+KEPT_ALIVE = (1, 4, 1, 3, 0)
 """What every socket must have for a 7 s ``store_connect_timeout`` (``KeepAlive.within(7)``):
 SO_KEEPALIVE on, probes after 4 s of silence, 1 s apart, 3 of them (dead after 4 + 3 = 7 s),
-TCP_USER_TIMEOUT 7000 ms."""
+no TCP_USER_TIMEOUT (0: a server whose receive buffer is full for longer, its zero-window
+probes unacknowledged, must not have the connection cut)."""
 WITHIN = 60.0
 """A hang's limit only."""
 
@@ -158,5 +160,28 @@ def test_the_job_queues_connections_and_its_listen_connection_have_keepalive(db_
 
     with proxied(db_url) as (proxy, through):
         pooled, both = asyncio.run(main(proxy.port, through))
-    assert pooled and set(pooled) == {KEPT_ALIVE}, pooled  # the old code: (0, 7200, 75, 9, 0)
+    assert pooled and set(pooled) == {KEPT_ALIVE}, pooled  # main: (1, 7200, 75, 9, 0), libpq's default
     assert len(both) > len(pooled) and set(both) == {KEPT_ALIVE}, both
+
+
+def test_the_stores_listen_connection_waits_the_connect_timeout_for_a_silent_host(
+        db_url: str) -> None:
+    # store.listen() opened its connection with asyncpg's own wait (60 s), not
+    # store_connect_timeout: a host that takes the connection and never answers held it so long
+    _postgresql(db_url)
+
+    async def main(through: str) -> BaseException | None:
+        store = Store(through, connect_timeout=1.0, statement_timeout=30.0)
+        opening = asyncio.ensure_future(store.listen("cursor_test", lambda _p: None, lambda: None))
+        done, _ = await asyncio.wait({opening}, timeout=WITHIN / 2)  # (a hang's limit: < 60 s)
+        if not done:  # the old code: still waiting
+            opening.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await opening
+            return None
+        return opening.exception()
+
+    with proxied(db_url) as (proxy, through):
+        proxy.hold()  # connections taken, never answered
+        error = asyncio.run(main(through))
+    assert isinstance(error, TimeoutError), error

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import os
@@ -192,33 +193,39 @@ def _failed_migration(start: str | None, applied: int) -> str:
 
 
 # TCP keepalive on every connection to PostgreSQL: a host that stops answering (packets
-# dropped, the connection still open) is noticed within about ``store_connect_timeout``,
-# without cutting short a statement the database runs for long (a slow migration, a wait for
-# another process's lock): the kernel probes an idle connection, and an alive server, however
-# busy, answers the probes (its kernel does). Linux's TCP_USER_TIMEOUT bounds the same way
-# data sent and never acknowledged. For libpq (psycopg: Procrastinate's pool and its LISTEN
-# connection, KeepAlive.libpq) and asyncpg (the store's pool, its LISTEN connections and the
-# migrations' connection: kept_alive, asyncpg's connection_class).
+# dropped, the connection still open) is noticed within about ``store_connect_timeout`` while
+# the connection waits for an answer (a migration's or a statement's lock wait, a long
+# statement, a LISTEN): everything sent was acknowledged, the connection is idle to TCP, so
+# the kernel probes it, and an alive server, however busy, answers the probes (its kernel
+# does). No TCP_USER_TIMEOUT: it would cut a connection whose server only stops reading for a
+# while (its receive buffer full: a large batch of writes queued behind a row lock; the
+# zero-window probes count as unacknowledged data), and with it Linux ends a silent
+# connection at the user timeout instead of after the probes. A host that dies while data is
+# in flight (sent, never acknowledged) is left to the statement timeouts (asyncpg's
+# ``command_timeout``, libpq's ``statement_timeout`` and BoundedConnector's bound); the
+# migrations have none: TCP's own retransmissions end it (about 15 minutes). For libpq
+# (psycopg: Procrastinate's pool and its LISTEN connection, KeepAlive.libpq) and asyncpg (the
+# store's pool, its LISTEN connections and the migrations' connection: kept_alive, asyncpg's
+# connection_class).
 
 
 @dataclass(frozen=True)
 class KeepAlive:
     """TCP keepalive for a connection to PostgreSQL (see the comment above): probes after
     ``idle`` seconds of silence, every ``interval`` seconds, ``count`` of them unanswered and
-    the connection is dead; data unacknowledged for ``user_timeout_ms`` kills it too (Linux).
+    the connection is dead (:attr:`bound` seconds after the last thing heard).
 
     Example:
         >>> k = KeepAlive.within(10)  # store_connect_timeout's default
-        >>> k.idle, k.interval, k.count, k.bound, k.user_timeout_ms
-        (4, 2, 3, 10, 10000)
-        >>> k.libpq()["keepalives_idle"], KeepAlive.within(0.5).bound
-        (4, 4)
+        >>> k.idle, k.interval, k.count, k.bound
+        (4, 2, 3, 10)
+        >>> k.libpq()["keepalives_idle"], "tcp_user_timeout" in k.libpq(), KeepAlive.within(0.5).bound
+        (4, False, 4)
     """
 
     idle: int
     interval: int
     count: int
-    user_timeout_ms: int
 
     @classmethod
     def within(cls, seconds: float) -> KeepAlive:
@@ -227,7 +234,7 @@ class KeepAlive:
         count = 3
         interval = max(1, math.floor(seconds / 5))
         idle = max(1, math.ceil(seconds) - interval * count)
-        return cls(idle, interval, count, max(1000, round(seconds * 1000)))
+        return cls(idle, interval, count)
 
     @property
     def bound(self) -> int:
@@ -235,10 +242,10 @@ class KeepAlive:
         return self.idle + self.interval * self.count
 
     def libpq(self) -> dict[str, Any]:
-        """libpq's connection parameters for it (psycopg's ``kwargs``)."""
+        """libpq's connection parameters for it (psycopg's ``kwargs``; its
+        ``tcp_user_timeout`` left at its default, none)."""
         return {"keepalives": 1, "keepalives_idle": self.idle,
-                "keepalives_interval": self.interval, "keepalives_count": self.count,
-                "tcp_user_timeout": self.user_timeout_ms}
+                "keepalives_interval": self.interval, "keepalives_count": self.count}
 
     def apply(self, sock: Any) -> None:
         """Set it on ``sock`` (a TCP socket; a Unix socket is left alone)."""
@@ -246,21 +253,28 @@ class KeepAlive:
             return
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         for name, value in (("TCP_KEEPIDLE", self.idle), ("TCP_KEEPINTVL", self.interval),
-                            ("TCP_KEEPCNT", self.count), ("TCP_USER_TIMEOUT", self.user_timeout_ms)):
+                            ("TCP_KEEPCNT", self.count)):
             option = getattr(socket, name, None)  # (Linux's; macOS has TCP_KEEPALIVE instead)
             if option is not None:
                 sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
+@functools.cache
 def kept_alive(keepalive: KeepAlive) -> type[Any]:
-    """asyncpg's connection class that sets ``keepalive`` on its socket as it opens.
+    """asyncpg's connection class that sets ``keepalive`` on its socket as it opens (one
+    class per :class:`KeepAlive`: cached).
 
     asyncpg has no option for keepalive, and no public way to a connection's socket (SQLAlchemy
     neither: its pool events and ``async_creator`` give asyncpg's connection, whose transport
     is a private attribute). ``connection_class`` is asyncpg's public parameter; what its
     constructor is given (the protocol, then the transport) is asyncpg's own, unchanged since
     0.18 but undocumented: were it to change, the connection opens without keepalive rather
-    than failing (``tests/server/test_keepalive.py`` would fail)."""
+    than failing (``tests/server/test_keepalive.py`` would fail).
+
+    Example:
+        >>> kept_alive(KeepAlive.within(10)) is kept_alive(KeepAlive.within(10))
+        True
+    """
     import asyncpg  # type: ignore[import-untyped]
 
     class KeptAliveConnection(asyncpg.Connection):  # type: ignore[misc]
@@ -272,8 +286,6 @@ def kept_alive(keepalive: KeepAlive) -> type[Any]:
             super().__init__(protocol, transport, *args, **kwargs)
 
     return KeptAliveConnection
-
-
 
 
 class OneLinePoolErrors(logging.Filter):
@@ -490,8 +502,9 @@ class StoreEngine:
             # A host that stops answering (packets dropped) would hold a request for as long as
             # TCP keeps trying (~15 min): a new connection and a statement each wait so long,
             # then fail (a TimeoutError: the 503) and the connection is dropped.
-            # A host that stops answering during a statement or while the connection idles:
-            # TCP keepalive notices it within about connect_timeout (KeepAlive).
+            # A host that stops answering while the connection waits for an answer or idles:
+            # TCP keepalive notices it within about connect_timeout (KeepAlive); one that
+            # stops with a statement's data unacknowledged: the command_timeout.
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
                                       "command_timeout": self.statement_timeout,
                                       "connection_class": self._kept_alive}
@@ -521,8 +534,9 @@ class StoreEngine:
         else:
             # The migrations take what they take (a big table's upgrade; another process's
             # migrations, whose lock they wait for): a connection of their own, with no
-            # statement timeout. A host that stops answering meanwhile is noticed by TCP
-            # keepalive (KeepAlive), within about connect_timeout: the start fails.
+            # statement timeout. A host that stops answering while they wait for an answer
+            # is noticed by TCP keepalive (KeepAlive), within about connect_timeout: the
+            # start fails (one that dies with a statement unacknowledged: TCP's retries).
             migrator = create_async_engine(url, poolclass=NullPool,
                                            connect_args={"timeout": self.connect_timeout,
                                                          "connection_class": self._kept_alive})
