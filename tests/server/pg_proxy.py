@@ -22,6 +22,7 @@ class PgProxy:
     host that stops answering (packets dropped): connections stay open, new ones are taken,
     and nothing is forwarded either way until :meth:`release` cuts them. :meth:`hold_open` holds
     only the connections open now (a firewall that dropped them): new ones are forwarded.
+    :meth:`vanish` is a host gone without a word.
     :meth:`goodbyes` says, per client connection forwarded, whether the client said goodbye
     (PostgreSQL's ``Terminate``, :data:`TERMINATE`, as its last bytes) before it ended.
 
@@ -60,8 +61,13 @@ class PgProxy:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.holding:  # taken, never answered
             self.open.add(writer)
-            while await reader.read(65536):
+            try:
+                while await reader.read(65536):
+                    pass
+            except OSError:
                 pass
+            finally:
+                self.open.discard(writer)  # (ended: vanish() and stop() must not touch it)
             return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
@@ -97,6 +103,7 @@ class PgProxy:
         try:
             await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
         finally:
+            self.open -= {writer, up_writer}  # (ended: vanish() and stop() must not touch it)
             with self.ended:
                 self.said_goodbye.append(bytes(last) == TERMINATE and waited)
                 self.ended.notify_all()
@@ -133,6 +140,32 @@ class PgProxy:
     async def _hold_open(self) -> None:
         self.held |= self.open
 
+    def vanish(self) -> None:
+        """The host is gone without a word (a crash, a reboot, a NAT's entry dropped): every
+        client connection open now is closed on the proxy's side silently, no FIN nor RST sent
+        (Linux's ``TCP_REPAIR``, which needs ``CAP_NET_ADMIN``: :func:`can_vanish`); their
+        upstream connections are cut. A client waiting for an answer hears nothing, ever, unless
+        it sends something: its next packet (a query, a TCP keepalive probe) gets a reset."""
+        self._call(self._vanish())
+
+    async def _vanish(self) -> None:
+        # what a client sent and the proxy's kernel has not acknowledged yet would be sent
+        # again, to a port that resets it: the client would learn of it without sending
+        # anything new (its data acknowledged first, as a host's kernel does before it goes)
+        clients = [w.get_extra_info("peername")[1] for w in self.open
+                   if w.get_extra_info("sockname")[1] == self.port]  # (cached by asyncio)
+        for _ in range(3000):  # (10 ms each: a hang's limit only)
+            if not any(_unacknowledged(port, self.port) for port in clients):
+                break
+            await asyncio.sleep(0.01)
+        for writer in list(self.open):
+            sock = writer.get_extra_info("socket")
+            if (sock is not None and not writer.transport.is_closing()
+                    and writer.get_extra_info("sockname")[1] == self.port):  # a client's end
+                sock.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+            writer.transport.abort()
+        self.open.clear()
+
     def release(self) -> None:
         self._call(self._release())
 
@@ -162,6 +195,33 @@ def _still_there(writer: asyncio.StreamWriter) -> bool:
         return True
     except OSError:  # reset, or closed here already (the proxy stopped)
         return False
+
+
+def _unacknowledged(port: int, peer_port: int) -> int:
+    """The bytes the TCP socket on 127.0.0.1:``port`` connected to ``peer_port`` sent and
+    its peer has not acknowledged yet (Linux's ``/proc/net/tcp``: its ``tx_queue``)."""
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            local, remote = fields[1].split(":")[1], fields[2].split(":")[1]
+            if (int(local, 16), int(remote, 16)) == (port, peer_port):
+                return int(fields[4].split(":")[0], 16)
+    return 0
+
+
+TCP_REPAIR = 19
+"""Linux's socket option (``linux/tcp.h``): a socket closed in repair mode sends nothing."""
+
+
+def can_vanish() -> bool:
+    """Whether :meth:`PgProxy.vanish` can work here (``TCP_REPAIR`` is allowed: Linux, and
+    ``CAP_NET_ADMIN``)."""
+    with socket.socket() as sock:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_REPAIR, 1)
+        except OSError:
+            return False
+    return True
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_proxy import PgProxy, proxied
+from pg_proxy import PgProxy, can_vanish, proxied
 from server_helpers import PG_ENV
 
 from cursor_agent_api.server.dispatch.answers import ANSWERS_CHANNEL, AnswerListener, encode_answer
@@ -184,3 +184,51 @@ def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
     label = "the LISTEN connection for answers"
     assert [w for w in warnings if w.startswith(label)] == [
         f"{label} failed (TimeoutError); reconnecting", f"{label} is back"], warnings
+
+
+@pytest.mark.parametrize("how", ["cut", "vanished"])
+def test_a_listen_connection_that_ends_says_so_once_and_comes_back(
+    db_url: str, warnings: list[str], how: str
+) -> None:
+    """The LISTEN connection ends without an error of its own (asyncpg tells its end: the
+    connection cut, or its host gone without a word and TCP keepalive declaring it dead after
+    ``store_connect_timeout``): one line says it was lost, one that it is back. Its loss
+    said nothing before (only its health's ``last_error``)."""
+    if how == "vanished" and not can_vanish():
+        pytest.skip("TCP_REPAIR needs CAP_NET_ADMIN")
+
+    async def main(proxy: PgProxy, through: str) -> None:
+        store = Store(db_url)
+        await store.start()
+        answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+        async def on_answer(run_id: str, request_id: str, _body: Any) -> None:
+            answers.put_nowait((run_id, request_id))
+
+        # keepalive: silence declared dead after 4 s (KeepAlive.within(1)); no ping meanwhile
+        listener = AnswerListener(Store(through, connect_timeout=1.0), on_answer)
+        listener.ping_interval = 600.0
+        back = asyncio.Event()
+        real_reconnected = listener.reconnected
+
+        async def reconnected() -> None:
+            await real_reconnected()
+            back.set()
+
+        listener.reconnected = reconnected  # type: ignore[method-assign]
+        await listener.start()
+        try:
+            await asyncio.to_thread(proxy.vanish if how == "vanished" else proxy.release)
+            await asyncio.wait_for(back.wait(), 60)
+            await store.notify(ANSWERS_CHANNEL, encode_answer("r1", "q1", {"decision": "reject"}))
+            assert await asyncio.wait_for(answers.get(), 30) == ("r1", "q1")
+            assert listener.reconnects == 1
+        finally:
+            await listener.close()
+            await store.close()
+
+    with proxied(db_url) as (proxy, through):
+        asyncio.run(main(proxy, through))
+    label = "the LISTEN connection for answers"
+    assert [w for w in warnings if w.startswith(label)] == [
+        f"{label} was lost; reconnecting", f"{label} is back"], warnings

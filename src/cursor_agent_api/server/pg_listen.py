@@ -164,6 +164,7 @@ class PgListener:
                 delay = 0.1
                 await self.listen(conn)
                 self.last_error = "the connection was lost"  # (it ended without an error)
+                logger.warning("%s was lost; reconnecting", self.label)
             except asyncio.CancelledError:
                 raise
             except Exception as e:

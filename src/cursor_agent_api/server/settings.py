@@ -125,7 +125,9 @@ class ServerSettings:
     store_busy_timeout: float = 30.0
     store_connect_timeout: float = 10.0
     """PostgreSQL: seconds a new connection may take (a host that stops answering); then the
-    request is the database's 503."""
+    request is the database's 503. Also how soon an open connection whose host went silent
+    while it waited for an answer or idled is declared dead (TCP keepalive: ``store/engine.py``:
+    ``KeepAlive``; data sent and not acknowledged is left to ``store_statement_timeout``)."""
     store_statement_timeout: float = 60.0
     """PostgreSQL: seconds one statement's answer may take (the migrations at start excepted);
     then the request is the 503 and the connection is dropped."""

@@ -11,10 +11,16 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
   least);
 * a statement the database runs for longer than ``statement_timeout`` is stopped by the
   database (its ``statement_timeout``);
+* a connection whose host stops answering while it waits for an answer (nothing comes
+  back, not even TCP's acknowledgements) is declared dead by the kernel within about
+  ``connect_timeout`` (libpq's TCP keepalive, :class:`~..store.engine.KeepAlive`), however
+  long the statement on it may run: the query fails then; so does Procrastinate's LISTEN
+  connection (its worker's wait for new jobs), which has no statement bound of its own. A
+  host that dies before it acknowledged the query sent is left to the bound below;
 * a query that gets no answer at all is given up after ``connect_timeout +
-  statement_timeout`` (taking a connection from the pool, checking it, running the
-  statement), plus the few seconds psycopg then spends trying to cancel it before it closes
-  the connection.
+  statement_timeout`` in any case (taking a connection from the pool, checking it, running
+  the statement), plus the few seconds psycopg then spends trying to cancel it before it
+  closes the connection.
 
 A query given up, or that failed because the database is unavailable (a transient error:
 :func:`~..store.is_transient`), raises :class:`~..store.StoreUnavailableError`, the
@@ -24,8 +30,8 @@ itself) is raised as Procrastinate raised it.
 
 Example:
     >>> c = BoundedConnector("host=127.0.0.1 dbname=db", connect_timeout=10, statement_timeout=60)
-    >>> c.bound, c._pool_args["kwargs"]
-    (70.0, {'connect_timeout': 10, 'options': '-c statement_timeout=60000'})
+    >>> c.bound, c._pool_args["kwargs"]["options"], c._pool_args["kwargs"]["keepalives_idle"]
+    (70.0, '-c statement_timeout=60000', 4)
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import anyio
 import procrastinate
 
 from ..store import StoreUnavailableError, describe_error, is_transient
+from ..store.engine import KeepAlive
 from ..store.errors import unwrap_error
 
 T = TypeVar("T")
@@ -58,6 +65,7 @@ class BoundedConnector(procrastinate.PsycopgConnector):
             kwargs={
                 "connect_timeout": max(1, math.ceil(connect_timeout)),
                 "options": f"-c statement_timeout={max(1, round(statement_timeout * 1000))}",
+                **KeepAlive.within(connect_timeout).libpq(),
             },
         )
 

@@ -1,6 +1,7 @@
-"""The database engine and its life: opening it (SQLite's file and pragmas, the pool),
-the migrations (Alembic, ``server/migrations/``), write transactions (serialized on
-SQLite, counted in :class:`~.health.StoreHealth`), read snapshots, closing.
+"""The database engine and its life: opening it (SQLite's file and pragmas, the pool,
+TCP keepalive on PostgreSQL's connections: :class:`KeepAlive`), the migrations (Alembic,
+``server/migrations/``), write transactions (serialized on SQLite, counted in
+:class:`~.health.StoreHealth`), read snapshots, closing.
 
 Example:
     >>> StoreEngine("sqlite+aiosqlite:////tmp/x.sqlite3").is_sqlite
@@ -11,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import math
 import os
+import socket
 import weakref
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -187,6 +192,102 @@ def _failed_migration(start: str | None, applied: int) -> str:
     return pending[applied] if applied < len(pending) else "?"
 
 
+# TCP keepalive on every connection to PostgreSQL: a host that stops answering (packets
+# dropped, the connection still open) is noticed within about ``store_connect_timeout`` while
+# the connection waits for an answer (a migration's or a statement's lock wait, a long
+# statement, a LISTEN): everything sent was acknowledged, the connection is idle to TCP, so
+# the kernel probes it, and an alive server, however busy, answers the probes (its kernel
+# does). No TCP_USER_TIMEOUT: it would cut a connection whose server only stops reading for a
+# while (its receive buffer full: a large batch of writes queued behind a row lock; the
+# zero-window probes count as unacknowledged data), and with it Linux ends a silent
+# connection at the user timeout instead of after the probes. A host that dies while data is
+# in flight (sent, never acknowledged) is left to the statement timeouts (asyncpg's
+# ``command_timeout``, libpq's ``statement_timeout`` and BoundedConnector's bound); the
+# migrations have none: TCP's own retransmissions end it (about 15 minutes). For libpq
+# (psycopg: Procrastinate's pool and its LISTEN connection, KeepAlive.libpq) and asyncpg (the
+# store's pool, its LISTEN connections and the migrations' connection: kept_alive, asyncpg's
+# connection_class).
+
+
+@dataclass(frozen=True)
+class KeepAlive:
+    """TCP keepalive for a connection to PostgreSQL (see the comment above): probes after
+    ``idle`` seconds of silence, every ``interval`` seconds, ``count`` of them unanswered and
+    the connection is dead (:attr:`bound` seconds after the last thing heard).
+
+    Example:
+        >>> k = KeepAlive.within(10)  # store_connect_timeout's default
+        >>> k.idle, k.interval, k.count, k.bound
+        (4, 2, 3, 10)
+        >>> k.libpq()["keepalives_idle"], "tcp_user_timeout" in k.libpq(), KeepAlive.within(0.5).bound
+        (4, False, 4)
+    """
+
+    idle: int
+    interval: int
+    count: int
+
+    @classmethod
+    def within(cls, seconds: float) -> KeepAlive:
+        """Settings that declare a silent host dead after about ``seconds`` (``idle +
+        interval * count``, in whole seconds, 1 at least each: 4 s at the least)."""
+        count = 3
+        interval = max(1, math.floor(seconds / 5))
+        idle = max(1, math.ceil(seconds) - interval * count)
+        return cls(idle, interval, count)
+
+    @property
+    def bound(self) -> int:
+        """Seconds of silence after which an idle connection is declared dead."""
+        return self.idle + self.interval * self.count
+
+    def libpq(self) -> dict[str, Any]:
+        """libpq's connection parameters for it (psycopg's ``kwargs``; its
+        ``tcp_user_timeout`` left at its default, none)."""
+        return {"keepalives": 1, "keepalives_idle": self.idle,
+                "keepalives_interval": self.interval, "keepalives_count": self.count}
+
+    def apply(self, sock: Any) -> None:
+        """Set it on ``sock`` (a TCP socket; a Unix socket is left alone)."""
+        if sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        for name, value in (("TCP_KEEPIDLE", self.idle), ("TCP_KEEPINTVL", self.interval),
+                            ("TCP_KEEPCNT", self.count)):
+            option = getattr(socket, name, None)  # (Linux's; macOS has TCP_KEEPALIVE instead)
+            if option is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+@functools.cache
+def kept_alive(keepalive: KeepAlive) -> type[Any]:
+    """asyncpg's connection class that sets ``keepalive`` on its socket as it opens (one
+    class per :class:`KeepAlive`: cached).
+
+    asyncpg has no option for keepalive, and no public way to a connection's socket (SQLAlchemy
+    neither: its pool events and ``async_creator`` give asyncpg's connection, whose transport
+    is a private attribute). ``connection_class`` is asyncpg's public parameter; what its
+    constructor is given (the protocol, then the transport) is asyncpg's own, unchanged since
+    0.18 but undocumented: were it to change, the connection opens without keepalive rather
+    than failing (``tests/server/test_keepalive.py`` would fail).
+
+    Example:
+        >>> kept_alive(KeepAlive.within(10)) is kept_alive(KeepAlive.within(10))
+        True
+    """
+    import asyncpg  # type: ignore[import-untyped]
+
+    class KeptAliveConnection(asyncpg.Connection):  # type: ignore[misc]
+        def __init__(self, protocol: Any, transport: Any, *args: Any, **kwargs: Any) -> None:
+            with contextlib.suppress(AttributeError, OSError):
+                sock = transport.get_extra_info("socket")  # (asyncio's public transport API)
+                if sock is not None:
+                    keepalive.apply(sock)
+            super().__init__(protocol, transport, *args, **kwargs)
+
+    return KeptAliveConnection
+
+
 class OneLinePoolErrors(logging.Filter):
     """SQLAlchemy's pool logs a connection it could not reset or close (the database went
     away, asyncpg's "cannot switch to state …") at ERROR with the traceback; the pool then
@@ -344,6 +445,11 @@ class StoreEngine:
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
 
     @property
+    def _kept_alive(self) -> type[Any]:
+        """asyncpg's connection class with TCP keepalive (:class:`KeepAlive`)."""
+        return kept_alive(KeepAlive.within(self.connect_timeout))
+
+    @property
     def is_sqlite(self) -> bool:
         """True when the database is an SQLite file."""
         return self.dialect == "sqlite"
@@ -396,8 +502,12 @@ class StoreEngine:
             # A host that stops answering (packets dropped) would hold a request for as long as
             # TCP keeps trying (~15 min): a new connection and a statement each wait so long,
             # then fail (a TimeoutError: the 503) and the connection is dropped.
+            # A host that stops answering while the connection waits for an answer or idles:
+            # TCP keepalive notices it within about connect_timeout (KeepAlive); one that
+            # stops with a statement's data unacknowledged: the command_timeout.
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
-                                      "command_timeout": self.statement_timeout}
+                                      "command_timeout": self.statement_timeout,
+                                      "connection_class": self._kept_alive}
         engine = create_async_engine(url, **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
@@ -424,9 +534,12 @@ class StoreEngine:
         else:
             # The migrations take what they take (a big table's upgrade; another process's
             # migrations, whose lock they wait for): a connection of their own, with no
-            # statement timeout.
+            # statement timeout. A host that stops answering while they wait for an answer
+            # is noticed by TCP keepalive (KeepAlive), within about connect_timeout: the
+            # start fails (one that dies with a statement unacknowledged: TCP's retries).
             migrator = create_async_engine(url, poolclass=NullPool,
-                                           connect_args={"timeout": self.connect_timeout})
+                                           connect_args={"timeout": self.connect_timeout,
+                                                         "connection_class": self._kept_alive})
             try:
                 async with migrator.connect() as conn:
                     await conn.run_sync(run_migrations)

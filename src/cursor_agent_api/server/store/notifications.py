@@ -43,7 +43,9 @@ class Notifications(StoreEngine):
         import asyncpg  # type: ignore[import-untyped]
 
         settings = {"application_name": application_name} if application_name else None
-        conn = await asyncpg.connect(libpq_url(self.url), server_settings=settings)
+        conn = await asyncpg.connect(libpq_url(self.url), server_settings=settings,
+                                     timeout=self.connect_timeout,
+                                     connection_class=self._kept_alive)  # (KeepAlive)
         await conn.add_listener(channel, lambda _c, _p, _ch, payload: on_payload(payload))
         conn.add_termination_listener(lambda _c: on_end())
         return conn
