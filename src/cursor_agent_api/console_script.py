@@ -38,7 +38,7 @@ def main(args: Sequence[str] | None = None) -> None:
     loads too."""
     try:
         from .cli import main as command_line
-        from .signal_exit import SignalExit, exit_by_signal
+        from .signal_exit import SignalExit, exit_by_signal, run_as_program
     except KeyboardInterrupt:
         if sys.stderr is not None:  # (closed: print would write to stdout)
             print(file=sys.stderr)  # the line the ^C was typed on ends
@@ -47,6 +47,7 @@ def main(args: Sequence[str] | None = None) -> None:
         from .signal_exit import exit_by_signal
         exit_by_signal(2)  # SIGINT (``signal`` not loaded for one number)
     try:
-        command_line.main(args)
+        with run_as_program():  # a second signal while a command stops ends it at once
+            command_line.main(args)
     except SignalExit as ended:
         exit_by_signal(ended.signum)

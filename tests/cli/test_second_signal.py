@@ -1,0 +1,173 @@
+"""Once a command stops because of a signal, a second Ctrl-C, SIGTERM or SIGHUP — any of
+them, not only the same one again — ends it at once, quietly, from that second signal.
+
+The last session made the *same* signal again end the exit handlers at once; a different
+one (a Ctrl-C after a SIGTERM stop) raised ``KeyboardInterrupt`` inside an exit handler
+(Python's "Exception ignored in atexit callback" and its traceback), or inside the cleanup
+that ran before them (the uncaught ``KeyboardInterrupt``'s traceback). ``serve``'s second
+Ctrl-C was uvicorn's "force quit": the app's shutdown skipped, then asyncio's teardown
+cancelled it, with its traceback. Nothing is timed: each second signal is sent once a line
+shows the command in the step it interrupts.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from test_signal_death import EXIT_BY_SIGNAL, in_own_group
+
+from conftest import _procs_mentioning
+
+PAIRS = [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM),
+         (signal.SIGHUP, signal.SIGINT), (signal.SIGTERM, signal.SIGHUP)]
+IDS = [f"{first.name}-then-{second.name}" for first, second in PAIRS]
+
+
+def _second_signal(code: str, mark: str, second: int) -> tuple[int, str]:
+    """Run ``code``; once it says ``mark`` on stderr (it waits there), send ``second``: its
+    status and all it said on stderr."""
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if mark in line:
+                break
+        assert said and mark in said[-1], said
+        proc.send_signal(second)
+        err = "".join(said) + proc.stderr.read()
+        proc.wait(60)  # (a hang guard: it waits 120 s)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=IDS)
+def test_another_signal_while_the_exit_handlers_run_ends_it_at_once(first: int,
+                                                                   second: int) -> None:
+    setup = ("import time\natexit.register(lambda: (print('waiting', file=sys.stderr, flush=True),"
+             " time.sleep(120)))")
+    code = EXIT_BY_SIGNAL.format(sig=signal.Signals(first).name, setup=setup)
+    status, err = _second_signal(code, "waiting", second)
+    assert status == -second, (status, err)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+PROGRAM = """
+import signal, sys, time
+import cursor_agent_api.cli as command_line
+from cursor_agent_api.cli.turn_signals import Terminated, ending_signals
+from cursor_agent_api.signal_exit import SignalExit
+
+
+class Stopping:
+    def main(self, args):
+        try:
+            {stop}
+        finally:
+            print("cleaning up", file=sys.stderr, flush=True)
+            time.sleep(120)
+
+
+command_line.main = Stopping()  # (what the console script runs)
+from cursor_agent_api.console_script import main
+main([])
+"""
+STOPS = {
+    "SignalExit": "raise SignalExit(signal.{first})",
+    # a turn's signals, given back as the SignalExit leaves (they undid what it set)
+    "a turn's signals": "with ending_signals():\n                raise Terminated(signal.{first})",
+}
+
+
+@pytest.mark.parametrize("stop", list(STOPS))
+@pytest.mark.parametrize(("first", "second"), PAIRS, ids=IDS)
+def test_another_signal_during_the_cleanup_ends_the_program_at_once(
+        stop: str, first: int, second: int) -> None:
+    """The cleanup a stopping command still runs as its ``SignalExit`` unwinds, before the
+    console script's exit handlers."""
+    code = PROGRAM.format(stop=STOPS[stop].format(first=signal.Signals(first).name))
+    status, err = _second_signal(code, "cleaning up", second)
+    assert status == -second, (status, err)
+    assert "Traceback" not in err, err
+
+
+def test_called_as_a_function_a_stopping_command_leaves_the_signals_alone() -> None:
+    """``cursor_agent_api.cli.main()`` called by a program: its caller's handlers stay."""
+    from cursor_agent_api.signal_exit import SignalExit
+
+    before = signal.getsignal(signal.SIGINT)
+    ended = SignalExit(signal.SIGTERM)
+    assert ended.code == 143 and signal.getsignal(signal.SIGINT) is before
+
+
+TOKEN = "second-signal-test-token-0123456789"
+
+
+def _serve(env: dict[str, str], tmp: Path) -> list[str]:
+    return [sys.executable, "-m", "cursor_agent_api.cli", "serve", "--simulate", "--port", "0",
+            "--database-url", f"sqlite+aiosqlite:///{tmp / 'server.sqlite3'}"]
+
+
+def _url(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("Open: "):
+            return line.split()[1].split("/?code=")[0]
+    raise AssertionError("serve ended before its link")
+
+
+def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """A run whose agent ignores SIGTERM holds the shutdown (its stop waits for the kill);
+    the second Ctrl-C comes then. uvicorn's force quit came too late there to act (the
+    shutdown went on), and earlier it skipped the app's shutdown with a traceback. The run
+    is marked interrupted by the next start, the database intact, the agent stopped by its
+    owner guard."""
+    env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
+           "CURSOR_AGENT_SIM_DELAY": "60"}
+    headers = {"Authorization": f"token {TOKEN}"}
+    with in_own_group(_serve(env, tmp_path), env) as proc:
+        assert proc.stderr is not None
+        with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
+            chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
+            run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
+            while client.get(f"/api/runs/{run['id']}").json()["status"] != "running":
+                time.sleep(0.05)  # (polled: the agent started, its pid recorded)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if "Waiting for application shutdown" in line:  # its runs being stopped
+                break
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C again
+        err = "".join(said) + proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+    assert "Traceback" not in err, err
+    (last,) = [line for line in err.splitlines() if "again" in line]
+    assert "SIGINT again: stopped at once" in last and "interrupted at the next start" in last
+    for _ in range(600):  # the owner guard: SIGTERM (ignored), its grace, SIGKILL (a minute cap)
+        if not _procs_mentioning(cli_env["TEST_WS"]):
+            break
+        time.sleep(0.1)  # (a condition polled: no event tells another session's group ended)
+    assert not _procs_mentioning(cli_env["TEST_WS"])
+    with in_own_group(_serve(env, tmp_path), {**env, "CURSOR_AGENT_SIM_FAULT": ""}) as again:
+        with httpx.Client(base_url=_url(again), headers=headers, timeout=30) as client:
+            ended = client.get(f"/api/runs/{run['id']}").json()
+        os.killpg(again.pid, signal.SIGTERM)
+        again.wait()
+    assert ended["status"] == "interrupted" and ended["error_type"] == "ServerRestart", ended
