@@ -43,7 +43,7 @@ def main(args: Sequence[str] | None = None) -> None:
         if sys.stderr is not None:  # (closed: print would write to stdout)
             print(file=sys.stderr)  # the line the ^C was typed on ends
         # (beside this module, not in cli/: importing it loads no more than Python's own
-        # modules, not cli/__init__ and click again, the ~60 ms the Ctrl-C cut short)
+        # modules, not the group and click again, the ~60 ms the Ctrl-C cut short)
         from .signal_exit import exit_by_signal
         exit_by_signal(2)  # SIGINT (``signal`` not loaded for one number)
     try:

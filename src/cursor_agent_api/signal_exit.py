@@ -38,10 +38,10 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see cons
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
-__all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "run_as_program", "running_as_program",
-           "stopping"]
+__all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "held_signals", "run_as_program",
+           "running_as_program", "stopping"]
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
@@ -193,3 +193,47 @@ def die_now(signum: int) -> NoReturn:
     if signal.getsignal(signum) == signal.SIG_DFL:
         signal.pthread_kill(threading.get_ident(), signum)
     os._exit(128 + signum)
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """While the block runs (the last lines of a command that is ending: its teardown),
+    a Ctrl-C, SIGTERM or SIGHUP is held: the block finishes, then :class:`SignalExit`
+    ends the command from it. One more while one is held ends the program at once
+    (:func:`die_now`; called as a function, not the program: ``SignalExit`` at once). A
+    signal ignored since the start stays ignored; outside the main thread, nothing is held.
+
+    Example:
+        >>> import os
+        >>> try:
+        ...     with held_signals():
+        ...         os.kill(os.getpid(), signal.SIGTERM)  # held: the block goes on
+        ...         print("last line")
+        ... except SignalExit as ended:
+        ...     print("then", ended.signum.name)
+        last line
+        then SIGTERM
+    """
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        if not held:
+            held.append(signum)
+        elif _program:
+            die_now(signum)
+        else:
+            raise SignalExit(signum)
+
+    given: list[tuple[int, Any]] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in ENDING:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                given.append((sig, signal.signal(sig, hold)))
+    try:
+        yield
+    finally:
+        for taken, previous in given:
+            signal.signal(taken, previous)
+        stopping()  # (the program already stopping: the next signal still ends it at once)
+    if held:
+        raise SignalExit(held[0])

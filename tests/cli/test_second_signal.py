@@ -171,3 +171,75 @@ def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: 
         os.killpg(again.pid, signal.SIGTERM)
         again.wait()
     assert ended["status"] == "interrupted" and ended["error_type"] == "ServerRestart", ended
+
+
+WORKER = """
+import asyncio, logging, sys
+import cursor_agent_api.server.worker as queue_worker
+
+
+def tear_down():  # as the worker's loop ends: a thread its executor waits for
+    print("tearing down", file=sys.stderr, flush=True)
+    sys.stdin.read()
+
+
+async def worked(settings, on_ready=None):  # the worker's run, its cleanup over
+    on_ready()
+    logging.getLogger("cursor_agent_api.worker").warning("the cleanup's last log line")
+    loop = asyncio.get_running_loop()
+    loop.call_soon(loop.run_in_executor, None, tear_down)  # (once run() has returned)
+
+
+queue_worker.serve_worker = worked
+from cursor_agent_api.console_script import main
+main(["worker", "--simulate", "--root", ".", "--name", "w-teardown"])
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_during_the_workers_teardown_waits_for_its_last_lines(
+        cli_env: dict[str, str], sig: int) -> None:
+    """After the worker's cleanup (its own signal handling over), as its event loop and its
+    log writer end: a SIGTERM there killed it (its last log lines lost). It is held: the
+    log lines are written, then the worker's last line, then it dies from it."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group([sys.executable, "-c", WORKER], env, stdin=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if "tearing down" in line:
+                break
+        proc.send_signal(sig)
+        proc.stdin.close()  # the teardown ends
+        out = proc.stdout.read().splitlines()
+        err = "".join(said) + proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -sig, (proc.returncode, out, err)
+    assert "the cleanup's last log line" in err and "Traceback" not in err, err
+    assert out[-1] == "cursor-agent-api worker w-teardown stopped", out
+
+
+def test_one_more_signal_while_one_is_held_ends_the_worker_at_once(
+        cli_env: dict[str, str]) -> None:
+    """A teardown that cannot end (here: it waits for input that never comes) never keeps
+    the worker running: the next signal ends it, from that signal. (Both are sent at once
+    here: Python runs the handlers of two pending signals in their numbers' order, so
+    either may be the one held.)"""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group([sys.executable, "-c", WORKER], env, stdin=subprocess.PIPE) as proc:
+        assert proc.stderr is not None
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if "tearing down" in line:
+                break
+        proc.send_signal(signal.SIGTERM)  # one is held, the other ends it
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout is not None
+        out = proc.stdout.read().splitlines()
+        err = "".join(said) + proc.stderr.read()
+        proc.wait()  # (its standard input still open: the teardown never ended)
+    assert proc.returncode in (-signal.SIGINT, -signal.SIGTERM), (proc.returncode, err)
+    assert "Traceback" not in err and "stopped" not in out[-1], (out, err)
