@@ -145,9 +145,9 @@ def _group_ends(pgid: int) -> bool:
 def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: Path) -> None:
     """A run whose agent ignores SIGTERM holds the shutdown (its stop waits for the kill);
     the second Ctrl-C comes then. uvicorn's force quit came too late there to act (the
-    shutdown went on), and earlier it skipped the app's shutdown with a traceback. The run
-    is marked interrupted by the next start, the database intact, the agent stopped by its
-    owner guard."""
+    shutdown went on), and earlier it skipped the app's shutdown with a traceback. The
+    database is left intact (the next start opens it: the run is interrupted), the agent is
+    stopped by its owner guard."""
     env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
            "CURSOR_AGENT_SIM_DELAY": "60"}
     headers = {"Authorization": f"token {TOKEN}"}
@@ -178,7 +178,10 @@ def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: 
             ended = client.get(f"/api/runs/{run['id']}").json()
         os.killpg(again.pid, signal.SIGTERM)
         again.wait()
-    assert ended["status"] == "interrupted" and ended["error_type"] == "ServerRestart", ended
+    # marked by the next start (ServerRestart), or already by the shutdown before it was cut
+    # short (it marks a run as it asks its agent to stop): either way, never left running
+    assert ended["status"] == "interrupted", ended
+    assert ended["error_type"] in ("ServerRestart", None), ended
 
 
 WORKER = """
