@@ -143,21 +143,22 @@ def _group_ends(pgid: int) -> bool:
 
 
 def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: Path) -> None:
-    """A run whose agent ignores SIGTERM holds the shutdown (its stop waits for the kill);
-    the second Ctrl-C comes then. uvicorn's force quit came too late there to act (the
-    shutdown went on), and earlier it skipped the app's shutdown with a traceback. The
+    """A run whose agent ignores SIGTERM (from before its first event) holds the shutdown
+    (its stop waits for the kill); the second Ctrl-C comes then. uvicorn's force quit came
+    too late there to act (the shutdown went on), and earlier it skipped the app's shutdown
+    with a traceback. The
     database is left intact (the next start opens it: the run is interrupted), the agent is
     stopped by its owner guard."""
     env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
-           "CURSOR_AGENT_SIM_DELAY": "60"}
+           "CURSOR_AGENT_SIM_DELAY": "1"}
     headers = {"Authorization": f"token {TOKEN}"}
     with in_own_group(_serve(env, tmp_path), env) as proc:
         assert proc.stderr is not None
         with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
             chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
             run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
-            while run["status"] != "running" or run["pid"] is None:
-                time.sleep(0.05)  # (polled: the agent started, its process group recorded)
+            while run["first_seq"] is None:  # its first event: the agent ignores SIGTERM now
+                time.sleep(0.05)  # (polled)
                 run = client.get(f"/api/runs/{run['id']}").json()
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         said = []
