@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["SUBCOMMANDS", "CommandLine", "main"]
 
 
-def __getattr__(name: str) -> object:
-    if name in __all__:
-        from . import group
+if not TYPE_CHECKING:  # (mypy sees only the names above: a typo, ``cli.mian``, is reported)
 
-        return getattr(group, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        if name in __all__:
+            from . import group
+
+            return getattr(group, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
