@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 __all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "held_signals", "run_as_program",
-           "running_as_program", "stopping"]
+           "running_as_program", "say_at_once", "stopping"]
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
@@ -193,6 +193,36 @@ def die_now(signum: int) -> NoReturn:
     if signal.getsignal(signum) == signal.SIG_DFL:
         signal.pthread_kill(threading.get_ident(), signum)
     os._exit(128 + signum)
+
+
+def say_at_once(line: str) -> bool:
+    """Write ``line`` to stderr (file descriptor 2) only if that cannot block: in a signal
+    handler, a blocking write to stderr a full pipe nobody reads would hang the process for
+    ever (the next signal too: its handler waits behind it). Python's ``sys.stderr`` is
+    bypassed (its lock may be held by the thread stuck writing); the line, shorter than
+    ``PIPE_BUF``, is written in one ``write``: when a pipe has room (``POLLOUT``) it cannot
+    block. Else it is skipped. ``O_NONBLOCK`` is not set on fd 2: its file description is
+    shared with other processes (the shell, the terminal's other commands). Whether it was
+    written.
+
+    Example (stderr a pipe):
+        >>> import subprocess, sys
+        >>> code = "from cursor_agent_api.signal_exit import say_at_once; print(say_at_once('said\\\\n'))"
+        >>> done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        >>> done.stdout, done.stderr
+        ('True\\n', 'said\\n')
+    """
+    import select
+
+    data = line.encode(errors="replace")[:select.PIPE_BUF]
+    try:
+        poller = select.poll()
+        poller.register(2, select.POLLOUT)
+        if not any(events & select.POLLOUT for _, events in poller.poll(0)):
+            return False
+        return os.write(2, data) == len(data)
+    except (OSError, ValueError):  # closed, not pollable: nothing to say it on
+        return False
 
 
 @contextlib.contextmanager

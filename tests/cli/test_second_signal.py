@@ -129,6 +129,21 @@ def _url(proc: subprocess.Popen[str]) -> str:
     raise AssertionError("serve ended before its link")
 
 
+def _fill(pipe: int) -> None:
+    """Fill ``pipe`` to its last byte, through a file description of its own (opened
+    non-blocking: the server's stays blocking)."""
+    filler = os.open(f"/proc/self/fd/{pipe}", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        for size in (512, 1):
+            while True:
+                try:
+                    os.write(filler, b"x" * size)
+                except BlockingIOError:
+                    break
+    finally:
+        os.close(filler)
+
+
 def _group_ends(pgid: int) -> bool:
     """Whether process group ``pgid`` has no member left within a minute (the owner guard:
     SIGTERM, ignored here, its grace, then SIGKILL); polled, as no event tells that another
@@ -255,3 +270,46 @@ def test_one_more_signal_while_one_is_held_ends_the_worker_at_once(
         proc.wait()  # (its standard input still open: the teardown never ended)
     assert proc.returncode in (-signal.SIGINT, -signal.SIGTERM), (proc.returncode, err)
     assert "Traceback" not in err and "stopped" not in out[-1], (out, err)
+
+
+def test_serve_second_ctrl_c_with_stderr_a_full_pipe_ends_it_at_once(
+        cli_env: dict[str, str], tmp_path: Path) -> None:
+    """Review: the second Ctrl-C's line was written with a blocking write inside the signal
+    handler: stderr a full pipe nobody reads, the server hung there for ever (a third Ctrl-C
+    did nothing). The line is skipped when it cannot be written at once; the server dies
+    from the Ctrl-C all the same."""
+    import fcntl
+
+    env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
+           "CURSOR_AGENT_SIM_DELAY": "1"}
+    headers = {"Authorization": f"token {TOKEN}"}
+    read_end, write_end = os.pipe()
+    try:
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+        with in_own_group(_serve(env, tmp_path), env, stderr=write_end) as proc:
+            os.close(write_end)
+            write_end = -1
+            with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
+                chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
+                run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
+                while run["first_seq"] is None:  # its first event: the agent ignores SIGTERM now
+                    time.sleep(0.05)  # (polled)
+                    run = client.get(f"/api/runs/{run['id']}").json()
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: it shuts down (its runs held)
+            said = b""
+            while b"Shutting down" not in said:  # (read until then)
+                chunk = os.read(read_end, 4096)
+                assert chunk, said
+                said += chunk
+            _fill(read_end)  # nobody reads it from now
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C again
+            try:
+                proc.wait(60)  # (a hang guard: it hung for ever)
+            except subprocess.TimeoutExpired:
+                pytest.fail("the second Ctrl-C did not end serve (its stderr a full pipe)")
+        assert proc.returncode == -signal.SIGINT, proc.returncode
+        assert _group_ends(run["pid"])
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)

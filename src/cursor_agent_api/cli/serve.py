@@ -36,7 +36,7 @@ import click
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
-from ..signal_exit import ENDING, SignalExit, die_now, running_as_program
+from ..signal_exit import ENDING, SignalExit, die_now, running_as_program, say_at_once
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 
@@ -510,12 +510,11 @@ def serve(
                 lifespan = getattr(self, "lifespan", None)
                 done = getattr(lifespan, "shutdown_event", None)
                 if done is None or not done.is_set():
-                    with contextlib.suppress(Exception):  # (stderr closed: nothing to say it on)
-                        sys.stderr.write(
-                            f"cursor-agent-api serve: {signal.Signals(sig).name} again: stopped "
-                            "at once, its shutdown cut short: the runs it had not ended are "
-                            "marked interrupted at the next start; their agents are stopped\n")
-                        sys.stderr.flush()
+                    # (never blocks: stderr a full pipe nobody reads, the line is skipped)
+                    say_at_once(f"cursor-agent-api serve: {signal.Signals(sig).name} again: "
+                                "stopped at once, its shutdown cut short: the runs it had not "
+                                "ended are marked interrupted at the next start; their agents "
+                                "are stopped\n")
                 die_now(sig)
             super().handle_exit(sig, frame)
 
