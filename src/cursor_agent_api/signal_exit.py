@@ -232,6 +232,9 @@ def held_signals() -> Iterator[None]:
     ends the command from it. One more while one is held ends the program at once
     (:func:`die_now`; called as a function, not the program: ``SignalExit`` at once). A
     signal ignored since the start stays ignored; outside the main thread, nothing is held.
+    The block raising while a signal is held (the command stopping with an error) does not
+    lose it: the error is said as the command says it (click's ``Error: …`` line), then the
+    signal ends the command.
 
     Example:
         >>> import os
@@ -243,6 +246,14 @@ def held_signals() -> Iterator[None]:
         ...     print("then", ended.signum.name)
         last line
         then SIGTERM
+        >>> import click
+        >>> try:
+        ...     with held_signals():
+        ...         os.kill(os.getpid(), signal.SIGINT)
+        ...         raise click.ClickException("it failed")
+        ... except SignalExit as ended:
+        ...     print("then", ended.signum.name)
+        then SIGINT
     """
     held: list[int] = []
 
@@ -259,11 +270,32 @@ def held_signals() -> Iterator[None]:
         for sig in ENDING:
             if signal.getsignal(sig) != signal.SIG_IGN:
                 given.append((sig, signal.signal(sig, hold)))
+    failed: Exception | None = None
     try:
         yield
+    except Exception as error:
+        if not held:
+            raise
+        failed = error  # said below, then the signal held ends the command all the same
     finally:
         for taken, previous in given:
             signal.signal(taken, previous)
         stopping()  # (the program already stopping: the next signal still ends it at once)
     if held:
-        raise SignalExit(held[0])
+        if failed is not None:
+            _say_error(failed)
+        raise SignalExit(held[0]) from None
+
+
+def _say_error(error: Exception) -> None:
+    """Say ``error`` on stderr as the command would have: a ``click.ClickException``'s own
+    line (its ``show()``: ``Error: …``), nothing for a closed pipe (click ends it quietly),
+    else Python's traceback (a bug: shown, as it is without a signal)."""
+    show = getattr(error, "show", None)  # (click's exceptions; click not imported here)
+    with contextlib.suppress(Exception):  # (stderr closed: nothing to say it on)
+        if callable(show):
+            show()
+        elif not isinstance(error, BrokenPipeError):
+            import traceback
+
+            traceback.print_exception(error)

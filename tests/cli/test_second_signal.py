@@ -215,12 +215,18 @@ async def worked(settings, on_ready=None):  # the worker's run, its cleanup over
     logging.getLogger("cursor_agent_api.worker").warning("the cleanup's last log line")
     loop = asyncio.get_running_loop()
     loop.call_soon(loop.run_in_executor, None, tear_down)  # (once run() has returned)
+    if {fails}:
+        raise ValueError("no such queue")  # it stopped with an error
 
 
 queue_worker.serve_worker = worked
 from cursor_agent_api.console_script import main
 main(["worker", "--simulate", "--root", ".", "--name", "w-teardown"])
 """
+
+
+def _worker(fails: bool = False) -> list[str]:
+    return [sys.executable, "-c", WORKER.replace("{fails}", str(fails))]
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
@@ -231,7 +237,7 @@ def test_a_signal_during_the_workers_teardown_waits_for_its_last_lines(
     log writer end: a SIGTERM there killed it (its last log lines lost). It is held: the
     log lines are written, then the worker's last line, then it dies from it."""
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
-    with in_own_group([sys.executable, "-c", WORKER], env, stdin=subprocess.PIPE) as proc:
+    with in_own_group(_worker(), env, stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         said = []
         for line in proc.stderr:
@@ -255,7 +261,7 @@ def test_one_more_signal_while_one_is_held_ends_the_worker_at_once(
     here: Python runs the handlers of two pending signals in their numbers' order, so
     either may be the one held.)"""
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
-    with in_own_group([sys.executable, "-c", WORKER], env, stdin=subprocess.PIPE) as proc:
+    with in_own_group(_worker(), env, stdin=subprocess.PIPE) as proc:
         assert proc.stderr is not None
         said = []
         for line in proc.stderr:
@@ -313,3 +319,28 @@ def test_serve_second_ctrl_c_with_stderr_a_full_pipe_ends_it_at_once(
         for fd in (read_end, write_end):
             if fd >= 0:
                 os.close(fd)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                         ids=["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_during_the_teardown_of_a_worker_stopped_by_an_error(
+        cli_env: dict[str, str], sig: int) -> None:
+    """Review: the worker stopped with an error (its line, click's ``Error: …``) and a
+    signal came during its teardown: it exited 1, the signal held was lost (a shell loop
+    went on). The error's line is written, then it dies from the signal."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group(_worker(fails=True), env, stdin=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        said = []
+        for line in proc.stderr:
+            said.append(line)
+            if "tearing down" in line:
+                break
+        proc.send_signal(sig)
+        proc.stdin.close()  # the teardown ends
+        proc.stdout.read()
+        err = "".join(said) + proc.stderr.read()
+        proc.wait()
+    assert proc.returncode == -sig, (proc.returncode, err)
+    assert "Error: the worker stopped: no such queue (ValueError)\n" in err, err
+    assert "Traceback" not in err, err
