@@ -11,8 +11,9 @@ closed pipe, quietly); logs go to stderr, written off the event loop as ``serve`
 SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that end within
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
 second SIGTERM or Ctrl-C stops them at once. Once its cleanup is over, it says
-``cursor-agent-api worker NAME stopped``; a signal in that last step (its log's last lines
-written, that line) is held until it is said, then ends the worker by that signal.
+``cursor-agent-api worker NAME stopped``, then dies from the first signal that stopped it
+(as every command: a shell loop around it stops); a signal in that last step (its log's last
+lines written, that line) is held until it is said, then ends the worker by that signal.
 
 The database URL carries a password: give it in the environment
 (``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
@@ -218,10 +219,13 @@ def worker(
     # From the end of the worker's cleanup (its own signal handling over) to its last line:
     # a signal is held, then ends it (it had its default effect: the last lines were lost)
     teardown = contextlib.ExitStack()
+    stopped_by: list[signal.Signals] = []  # the first signal that stopped it: it dies from it
 
     async def work() -> None:
         try:
-            await serve_worker(settings, on_ready=ready)
+            signum = await serve_worker(settings, on_ready=ready)
+            if signum is not None:
+                stopped_by.append(signum)
         finally:
             teardown.enter_context(held_signals())
 
@@ -241,6 +245,8 @@ def worker(
         if started:
             with contextlib.suppress(OSError):  # (stdout closed by now: nothing to say it on)
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
+    if stopped_by:  # (one held in the teardown, a later one, ended it above)
+        raise SignalExit(stopped_by[0])
 
 
 SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "
