@@ -28,12 +28,11 @@ PAIRS = [(signal.SIGTERM, signal.SIGINT), (signal.SIGINT, signal.SIGTERM),
 IDS = [f"{first.name}-then-{second.name}" for first, second in PAIRS]
 
 
-def _second_signal(code: str, mark: str, second: int) -> tuple[int, str]:
-    """Run ``code``; once it says ``mark`` on stderr (it waits there), send ``second``: its
-    status and all it said on stderr."""
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
+def _second_signal(code: str, mark: str, second: int, where: Path) -> tuple[int, str]:
+    """Run ``code`` in ``where``; once it says ``mark`` on stderr (it waits there), send
+    ``second``: its status and all it said on stderr."""
+    env = {**os.environ, "TEST_WS": str(where)}
+    with in_own_group([sys.executable, "-c", code], env) as proc:  # (killed if it hangs)
         assert proc.stderr is not None
         said = []
         for line in proc.stderr:
@@ -43,24 +42,17 @@ def _second_signal(code: str, mark: str, second: int) -> tuple[int, str]:
         assert said and mark in said[-1], said
         proc.send_signal(second)
         err = "".join(said) + proc.stderr.read()
-        proc.wait(60)  # (a hang guard: it waits 120 s)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        proc.wait()
     return proc.returncode, err
 
 
 @pytest.mark.parametrize(("first", "second"), PAIRS, ids=IDS)
-def test_another_signal_while_the_exit_handlers_run_ends_it_at_once(first: int,
-                                                                   second: int) -> None:
+def test_another_signal_while_the_exit_handlers_run_ends_it_at_once(
+        first: int, second: int, tmp_path: Path) -> None:
     setup = ("import time\natexit.register(lambda: (print('waiting', file=sys.stderr, flush=True),"
              " time.sleep(120)))")
     code = EXIT_BY_SIGNAL.format(sig=signal.Signals(first).name, setup=setup)
-    status, err = _second_signal(code, "waiting", second)
+    status, err = _second_signal(code, "waiting", second, tmp_path)
     assert status == -second, (status, err)
     assert "Traceback" not in err and "Exception ignored" not in err, err
 
@@ -95,11 +87,11 @@ STOPS = {
 @pytest.mark.parametrize("stop", list(STOPS))
 @pytest.mark.parametrize(("first", "second"), PAIRS, ids=IDS)
 def test_another_signal_during_the_cleanup_ends_the_program_at_once(
-        stop: str, first: int, second: int) -> None:
+        stop: str, first: int, second: int, tmp_path: Path) -> None:
     """The cleanup a stopping command still runs as its ``SignalExit`` unwinds, before the
     console script's exit handlers."""
     code = PROGRAM.format(stop=STOPS[stop].format(first=signal.Signals(first).name))
-    status, err = _second_signal(code, "cleaning up", second)
+    status, err = _second_signal(code, "cleaning up", second, tmp_path)
     assert status == -second, (status, err)
     assert "Traceback" not in err, err
 
@@ -158,12 +150,14 @@ def _group_ends(pgid: int) -> bool:
 
 
 def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: Path) -> None:
-    """A run whose agent ignores SIGTERM (from before its first event) holds the shutdown
-    (its stop waits for the kill); the second Ctrl-C comes then. uvicorn's force quit came
-    too late there to act (the shutdown went on), and earlier it skipped the app's shutdown
-    with a traceback. The
-    database is left intact (the next start opens it: the run is interrupted), the agent is
-    stopped by its owner guard."""
+    """A run whose agent ignores SIGTERM (from its first event) holds the shutdown (its
+    stop waits for the kill); the second Ctrl-C comes as soon as the shutdown begins
+    ("Shutting down"): uvicorn's force quit then ended it with a ``KeyboardInterrupt`` /
+    ``CancelledError`` traceback (asyncio's teardown cancelling the app's shutdown). (Later,
+    at "Waiting for application shutdown", it came too late to act: the shutdown went on.)
+    It now ends at once, from the SIGINT, one line saying so. The database is left intact
+    (the next start opens it: the run is interrupted), the agent is stopped by its owner
+    guard."""
     env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
            "CURSOR_AGENT_SIM_DELAY": "1"}
     headers = {"Authorization": f"token {TOKEN}"}
@@ -179,7 +173,7 @@ def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: 
         said = []
         for line in proc.stderr:
             said.append(line)
-            if "Waiting for application shutdown" in line:  # its runs being stopped
+            if "Shutting down" in line:  # its shutdown begins (its runs are held)
                 break
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C again
         err = "".join(said) + proc.stderr.read()
@@ -206,12 +200,15 @@ import cursor_agent_api.server.worker as queue_worker
 
 
 def tear_down():  # as the worker's loop ends: a thread its executor waits for
-    print("tearing down", file=sys.stderr, flush=True)
+    print("tearing down", flush=True)
     sys.stdin.read()
 
 
 async def worked(settings, on_ready=None):  # the worker's run, its cleanup over
     on_ready()
+    if {stalled}:  # its stderr's reader stalls: the test fills the pipe, then says so
+        print("fill stderr", flush=True)
+        sys.stdin.readline()
     logging.getLogger("cursor_agent_api.worker").warning("the cleanup's last log line")
     loop = asyncio.get_running_loop()
     loop.call_soon(loop.run_in_executor, None, tear_down)  # (once run() has returned)
@@ -225,8 +222,20 @@ main(["worker", "--simulate", "--root", ".", "--name", "w-teardown"])
 """
 
 
-def _worker(fails: bool = False) -> list[str]:
-    return [sys.executable, "-c", WORKER.replace("{fails}", str(fails))]
+def _worker(*, fails: bool = False, stalled: bool = False) -> list[str]:
+    code = WORKER.replace("{fails}", str(fails)).replace("{stalled}", str(stalled))
+    return [sys.executable, "-c", code]
+
+
+def _until(proc: subprocess.Popen[str], mark: str) -> list[str]:
+    """The lines of ``proc``'s stdout up to the one with ``mark``."""
+    assert proc.stdout is not None
+    said = []
+    for line in proc.stdout:
+        said.append(line.rstrip("\n"))
+        if mark in line:
+            return said
+    raise AssertionError(f"its output ended before {mark!r}: {said}")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
@@ -234,21 +243,39 @@ def _worker(fails: bool = False) -> list[str]:
 def test_a_signal_during_the_workers_teardown_waits_for_its_last_lines(
         cli_env: dict[str, str], sig: int) -> None:
     """After the worker's cleanup (its own signal handling over), as its event loop and its
-    log writer end: a SIGTERM there killed it (its last log lines lost). It is held: the
-    log lines are written, then the worker's last line, then it dies from it."""
+    log writer end, its stderr's reader stalled (a full pipe: its last log line still
+    queued in LogLines): a SIGTERM or SIGHUP there killed it, that line lost. It is held:
+    once the reader reads again the line is written (within LogLines' bound), then the
+    worker's last line, then it dies from the signal. (A Ctrl-C there was
+    ``KeyboardInterrupt``: the queued line was written as it unwound; it now ends the same
+    way, with the worker's last line.)"""
+    import fcntl
+
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
-    with in_own_group(_worker(), env, stdin=subprocess.PIPE) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        said = []
-        for line in proc.stderr:
-            said.append(line)
-            if "tearing down" in line:
-                break
-        proc.send_signal(sig)
-        proc.stdin.close()  # the teardown ends
-        out = proc.stdout.read().splitlines()
-        err = "".join(said) + proc.stderr.read()
-        proc.wait()
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
+    try:
+        with in_own_group(_worker(stalled=True), env, stdin=subprocess.PIPE,
+                          stderr=write_end) as proc:
+            os.close(write_end)
+            write_end = -1
+            assert proc.stdin is not None and proc.stdout is not None
+            said = _until(proc, "fill stderr")
+            _fill(read_end)  # its stderr's reader stalls: the log line waits in its queue
+            proc.stdin.write("go on\n")
+            proc.stdin.flush()
+            said += _until(proc, "tearing down")
+            proc.send_signal(sig)
+            proc.stdin.close()  # the teardown ends
+            with os.fdopen(read_end, "rb") as stderr:  # the reader reads again
+                read_end = -1
+                err = stderr.read().decode().replace("x", "")  # (the filling)
+            out = said + proc.stdout.read().splitlines()
+            proc.wait()
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
     assert proc.returncode == -sig, (proc.returncode, out, err)
     assert "the cleanup's last log line" in err and "Traceback" not in err, err
     assert out[-1] == "cursor-agent-api worker w-teardown stopped", out
@@ -263,16 +290,12 @@ def test_one_more_signal_while_one_is_held_ends_the_worker_at_once(
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
     with in_own_group(_worker(), env, stdin=subprocess.PIPE) as proc:
         assert proc.stderr is not None
-        said = []
-        for line in proc.stderr:
-            said.append(line)
-            if "tearing down" in line:
-                break
+        out = _until(proc, "tearing down")
         proc.send_signal(signal.SIGTERM)  # one is held, the other ends it
         proc.send_signal(signal.SIGINT)
         assert proc.stdout is not None
-        out = proc.stdout.read().splitlines()
-        err = "".join(said) + proc.stderr.read()
+        out += proc.stdout.read().splitlines()
+        err = proc.stderr.read()
         proc.wait()  # (its standard input still open: the teardown never ended)
     assert proc.returncode in (-signal.SIGINT, -signal.SIGTERM), (proc.returncode, err)
     assert "Traceback" not in err and "stopped" not in out[-1], (out, err)
@@ -331,15 +354,11 @@ def test_a_signal_during_the_teardown_of_a_worker_stopped_by_an_error(
     env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
     with in_own_group(_worker(fails=True), env, stdin=subprocess.PIPE) as proc:
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        said = []
-        for line in proc.stderr:
-            said.append(line)
-            if "tearing down" in line:
-                break
+        _until(proc, "tearing down")
         proc.send_signal(sig)
         proc.stdin.close()  # the teardown ends
         proc.stdout.read()
-        err = "".join(said) + proc.stderr.read()
+        err = proc.stderr.read()
         proc.wait()
     assert proc.returncode == -sig, (proc.returncode, err)
     assert "Error: the worker stopped: no such queue (ValueError)\n" in err, err
