@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -149,6 +150,19 @@ def _group_ends(pgid: int) -> bool:
     return False
 
 
+def _run_past_its_first_event(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    """A run started on the server ``proc``, once its agent sent its first event (the
+    simulated agent ignores SIGTERM from then: its stop waits the kill grace)."""
+    headers = {"Authorization": f"token {TOKEN}"}
+    with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
+        chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
+        run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
+        while run["first_seq"] is None:
+            time.sleep(0.05)  # (polled)
+            run = client.get(f"/api/runs/{run['id']}").json()
+    return run
+
+
 def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: Path) -> None:
     """A run whose agent ignores SIGTERM (from its first event) holds the shutdown (its
     stop waits for the kill); the second Ctrl-C comes as soon as the shutdown begins
@@ -163,12 +177,7 @@ def test_serve_second_ctrl_c_ends_it_at_once(cli_env: dict[str, str], tmp_path: 
     headers = {"Authorization": f"token {TOKEN}"}
     with in_own_group(_serve(env, tmp_path), env) as proc:
         assert proc.stderr is not None
-        with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
-            chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
-            run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
-            while run["first_seq"] is None:  # its first event: the agent ignores SIGTERM now
-                time.sleep(0.05)  # (polled)
-                run = client.get(f"/api/runs/{run['id']}").json()
+        run = _run_past_its_first_event(proc)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C
         said = []
         for line in proc.stderr:
@@ -204,7 +213,7 @@ def tear_down():  # as the worker's loop ends: a thread its executor waits for
     sys.stdin.read()
 
 
-async def worked(settings, on_ready=None):  # the worker's run, its cleanup over
+async def worked(settings, on_ready=None, on_signal=None):  # the worker's run, its cleanup over
     on_ready()
     if {stalled}:  # its stderr's reader stalls: the test fills the pipe, then says so
         print("fill stderr", flush=True)
@@ -311,19 +320,13 @@ def test_serve_second_ctrl_c_with_stderr_a_full_pipe_ends_it_at_once(
 
     env = {**cli_env, "CURSOR_AGENT_API_TOKEN": TOKEN, "CURSOR_AGENT_SIM_FAULT": "slow,ignore-sigterm",
            "CURSOR_AGENT_SIM_DELAY": "1"}
-    headers = {"Authorization": f"token {TOKEN}"}
     read_end, write_end = os.pipe()
     try:
         fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, 4096)
         with in_own_group(_serve(env, tmp_path), env, stderr=write_end) as proc:
             os.close(write_end)
             write_end = -1
-            with httpx.Client(base_url=_url(proc), headers=headers, timeout=30) as client:
-                chat = client.post("/api/chats", json={"options": {"trust": True}}).json()["id"]
-                run = client.post(f"/api/chats/{chat}/runs", json={"prompt": "list the files"}).json()
-                while run["first_seq"] is None:  # its first event: the agent ignores SIGTERM now
-                    time.sleep(0.05)  # (polled)
-                    run = client.get(f"/api/runs/{run['id']}").json()
+            run = _run_past_its_first_event(proc)
             os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: it shuts down (its runs held)
             said = b""
             while b"Shutting down" not in said:  # (read until then)
@@ -363,3 +366,34 @@ def test_a_signal_during_the_teardown_of_a_worker_stopped_by_an_error(
     assert proc.returncode == -sig, (proc.returncode, err)
     assert "Error: the worker stopped: no such queue (ValueError)\n" in err, err
     assert "Traceback" not in err, err
+
+
+SIGNALLED_THEN_FAILED = """
+import signal
+import cursor_agent_api.server.worker as queue_worker
+
+
+async def run(self):  # a SIGTERM began its drain, then its database went away
+    self.on_ready()
+    self.stopped_by = signal.SIGTERM  # (what its handler keeps: the first signal)
+    raise ConnectionError("the database went away")
+
+
+queue_worker.Worker.run = run
+from cursor_agent_api.console_script import main
+main(["worker", "--simulate", "--root", ".", "--name", "w-failed"])
+"""
+
+
+def test_a_worker_stopped_by_a_signal_then_by_an_error_dies_from_the_signal(
+        cli_env: dict[str, str]) -> None:
+    """Review: a SIGTERM began the worker's drain, then the worker stopped with an error
+    (its database lost during the drain): it exited 1, the signal lost (a shell loop around
+    it went on after a Ctrl-C). The error's line is written, then it dies from the signal
+    that stopped it, without the "stopped" line (the error said how it stopped)."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group([sys.executable, "-c", SIGNALLED_THEN_FAILED], env) as proc:
+        out, err = proc.communicate()
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, out, err)
+    assert err.count("Error: the worker stopped: ") == 1 and "ConnectionError" in err, err
+    assert "Traceback" not in err and "stopped" not in out.splitlines()[-1], (out, err)

@@ -12,7 +12,8 @@ SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that 
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
 second SIGTERM or Ctrl-C stops them at once. Once its cleanup is over, it says
 ``cursor-agent-api worker NAME stopped``, then dies from the first signal that stopped it
-(as every command: a shell loop around it stops); a signal in that last step (its log's last
+(as every command: a shell loop around it stops; an error after that signal, its database
+lost during the drain, is said first, in place of that line); a signal in that last step (its log's last
 lines written, that line) is held until it is said, then ends the worker by that signal.
 
 The database URL carries a password: give it in the environment
@@ -223,14 +224,13 @@ def worker(
 
     async def work() -> None:
         try:
-            signum = await serve_worker(settings, on_ready=ready)
-            if signum is not None:
-                stopped_by.append(signum)
+            await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
         finally:
             teardown.enter_context(held_signals())
 
     with teardown:
         log_lines.start()
+        failed = None
         try:
             asyncio.run(work())
         except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start)
@@ -239,10 +239,14 @@ def worker(
             if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
                 with writing_output():
                     raise
-            raise click.ClickException(stopped_message(e, database_url, started=bool(started))) from None
+            failed = click.ClickException(stopped_message(e, database_url, started=bool(started)))
+            if not stopped_by:
+                raise failed from None
         finally:
             log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
-        if started:
+        if failed is not None:  # stopped by a signal, then by an error (its drain's database
+            failed.show()  # lost): the error said, then it dies from the signal, below
+        elif started:
             with contextlib.suppress(OSError):  # (stdout closed by now: nothing to say it on)
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
     if stopped_by:  # (one held in the teardown, a later one, ended it above)

@@ -36,7 +36,8 @@ agents run. A second signal stops the runs at once
 (``interrupted``); a further one says so. A signal that comes once the drain is over, while
 the worker cleans up (its ``agent acp`` processes stopped, its store closed), is logged
 ("already stopping: finishing cleanup") and the cleanup goes on; :func:`serve_worker`
-returns the first signal that stopped it (its command dies from it once done). **At
+tells its caller the first signal that stopped it, even when the worker then stopped with
+an error (its command dies from it once done). **At
 start** the worker stops what is left of the agent groups recorded by dead workers of this
 host (checked by process start time, :func:`~.procs.stop_recorded_group`) and marks their
 runs ``interrupted``. **A schema
@@ -583,15 +584,19 @@ def _signals(handler: Callable[[int], None]) -> Iterator[None]:
             loop.remove_signal_handler(signum)
 
 
-async def serve_worker(settings: WorkerSettings,
-                       on_ready: Callable[[], None] | None = None) -> signal.Signals | None:
+async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None,
+                       on_signal: Callable[[signal.Signals], None] | None = None) -> None:
     """Run a worker until it is stopped (SIGTERM, SIGINT or SIGHUP); its database's failures
-    are logged one line each (:mod:`.dispatch.worker_logs`). The first signal that stopped
-    it, if one did: its command dies from it once done (as every command stopped by a
-    signal: a shell loop around it stops)."""
+    are logged one line each (:mod:`.dispatch.worker_logs`). ``on_signal`` is told the first
+    signal that stopped it, if one did, once the worker is done, even when it then stopped
+    with an error (its drain's database lost): its command dies from that signal (as every
+    command stopped by a signal: a shell loop around it stops)."""
     one_line_queue_errors(settings.name)
     asyncio.get_running_loop().set_exception_handler(lost_task_errors)
     worker = Worker(settings)
     worker.on_ready = on_ready
-    await worker.run()
-    return worker.stopped_by
+    try:
+        await worker.run()
+    finally:
+        if worker.stopped_by is not None and on_signal is not None:
+            on_signal(worker.stopped_by)
