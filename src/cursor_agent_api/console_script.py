@@ -38,15 +38,16 @@ def main(args: Sequence[str] | None = None) -> None:
     loads too."""
     try:
         from .cli import main as command_line
-        from .signal_exit import SignalExit, exit_by_signal
+        from .signal_exit import SignalExit, exit_by_signal, run_as_program
     except KeyboardInterrupt:
         if sys.stderr is not None:  # (closed: print would write to stdout)
             print(file=sys.stderr)  # the line the ^C was typed on ends
         # (beside this module, not in cli/: importing it loads no more than Python's own
-        # modules, not cli/__init__ and click again, the ~60 ms the Ctrl-C cut short)
+        # modules, not the group and click again, the ~60 ms the Ctrl-C cut short)
         from .signal_exit import exit_by_signal
         exit_by_signal(2)  # SIGINT (``signal`` not loaded for one number)
     try:
-        command_line.main(args)
+        with run_as_program():  # a second signal while a command stops ends it at once
+            command_line.main(args)
     except SignalExit as ended:
         exit_by_signal(ended.signum)

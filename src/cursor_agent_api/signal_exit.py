@@ -37,14 +37,84 @@ import threading
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see console_script)
 
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from collections.abc import Iterator
+    from typing import Any, NoReturn
 
-__all__ = ["SignalExit", "exit_by_signal"]
+__all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "held_signals", "run_as_program",
+           "running_as_program", "say_at_once", "stopping"]
+
+ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
+
+_program = False  # inside run_as_program(): the process is the command's program
+_stopping: int | None = None  # the signal it stops for, once a SignalExit is made
+
+
+@contextlib.contextmanager
+def run_as_program() -> Iterator[None]:
+    """While inside, the process is the ``cursor-agent-api`` program (its entry points run
+    the command in it): a command stopping because of a signal may end the process at once
+    on the next one (:func:`stopping`). Outside, ``main()`` stays a function call whose
+    caller is never killed (a program that calls it, click's ``CliRunner``).
+
+    Example:
+        >>> with run_as_program():
+        ...     running_as_program()
+        True
+        >>> running_as_program()
+        False
+    """
+    global _program, _stopping
+    _program = True
+    try:
+        yield
+    finally:
+        _program, _stopping = False, None
+
+
+def running_as_program() -> bool:
+    """Whether :func:`run_as_program` was called: only then may a command end the process.
+
+    Example:
+        >>> running_as_program()  # a doctest's process: main() would be a function call
+        False
+    """
+    return _program
+
+
+def _end_at_once(signum: int, *, even_ignored: bool = False) -> None:
+    """From now on (main thread only), the ending signals have their default action: one
+    ends the process at once, from that signal, without Python's traceback; one ignored
+    since the start (``nohup``'s SIGHUP, a background job's SIGINT) stays so, unless
+    ``even_ignored`` (then ``signum``, the one being acted on, ends it all the same)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # (only the main thread may set a handler)
+    for sig in ENDING:
+        if (sig == signum and even_ignored) or signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+
+
+def stopping() -> bool:
+    """Whether the program is stopping because of a signal (a :class:`SignalExit` was
+    made in it); if so, the ending signals are set to end it at once again: what gives
+    handlers back as a block ends (:func:`~cursor_agent_api.cli.turn_signals.ending_signals`)
+    calls it after.
+
+    Example:
+        >>> stopping()  # (not the program here: a doctest)
+        False
+    """
+    if _stopping is not None:
+        _end_at_once(_stopping)
+    return _stopping is not None
 
 
 class SignalExit(SystemExit):
-    """The command stops because it received signal ``signum`` (its cleanup still to run
-    as the exception unwinds); a ``SystemExit`` with the shell's status for it, 128 + N.
+    """The command stops because it received signal ``signum`` (what is left of its cleanup
+    runs as the exception unwinds); a ``SystemExit`` with the shell's status for it, 128 + N.
+    In the program (:func:`run_as_program`), the first one made says the command is
+    :func:`stopping`: from then, a second Ctrl-C, SIGTERM or SIGHUP ends the process at
+    once, from that signal, quietly (its agents' groups are stopped by their owner guard).
 
     Example:
         >>> import signal
@@ -55,6 +125,10 @@ class SignalExit(SystemExit):
     def __init__(self, signum: int) -> None:
         super().__init__(128 + signum)
         self.signum = signal.Signals(signum)
+        global _stopping
+        if _program:  # from now, a second ending signal ends it at once
+            _stopping = self.signum if _stopping is None else _stopping
+            _end_at_once(self.signum)
 
 
 def _flush() -> None:
@@ -69,8 +143,10 @@ def exit_by_signal(signum: int) -> NoReturn:
     first: stdout and stderr flushed, the exit handlers run (the agents' process groups
     stopped, chat's history saved). The signal's default action is set back first, so a
     signal ignored since the start (``nohup``, a background job's SIGINT) ends it all the
-    same; and the same signal again while the exit handlers run ends it at once (one
-    more Ctrl-C, as during a turn's save), without Python's traceback from inside a handler.
+    same; and a second Ctrl-C, SIGTERM or SIGHUP (any of them: a Ctrl-C after a SIGTERM
+    too) while the exit handlers run ends it at once, from that signal, as one more Ctrl-C
+    during a turn's save does, without Python's traceback from inside a handler (a second
+    signal ignored since the start stays so).
     The process exits with ``128 + signum``, the status a shell would have shown, when
     the signal cannot end it: blocked (a parent's signal mask), or called outside the main
     thread while a Python handler takes it or it is ignored (SIGINT's ``KeyboardInterrupt``,
@@ -86,11 +162,140 @@ def exit_by_signal(signum: int) -> NoReturn:
         >>> done.returncode, done.stdout
         (-15, 'said first')
     """
-    if threading.current_thread() is threading.main_thread():  # (the only one that may)
-        signal.signal(signum, signal.SIG_DFL)  # from now: the same signal again ends it at once
+    _end_at_once(signum, even_ignored=True)  # one more Ctrl-C, SIGTERM or SIGHUP ends it at once
     _flush()
     atexit._run_exitfuncs()  # what the interpreter's exit runs; run once (then cleared)
     _flush()
     if signal.getsignal(signum) == signal.SIG_DFL:
         signal.pthread_kill(threading.get_ident(), signum)  # to this thread: it dies here
     os._exit(128 + signum)  # blocked, or a handler another thread cannot take away
+
+
+def die_now(signum: int) -> NoReturn:
+    """End the process at once from signal ``signum``: no cleanup, no exit handlers, nothing
+    more flushed (a second signal while the command stops: its user wants it gone). What the
+    agents' process groups still hold is stopped by their owner guard
+    (:mod:`cursor_agent_api.runtime._guard`) as the process dies; a database is left as a
+    kill leaves it (SQLite's WAL, PostgreSQL: what was committed is kept). Exits with
+    ``128 + signum`` when the signal cannot end it (blocked; outside the main thread, see
+    :func:`exit_by_signal`).
+
+    Example (in a process of its own: it ends the process)::
+
+        >>> import subprocess, sys
+        >>> code = ("import atexit, signal; from cursor_agent_api.signal_exit import die_now;"
+        ...         "atexit.register(print, 'not run'); die_now(signal.SIGINT)")
+        >>> done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        >>> done.returncode, done.stdout, done.stderr
+        (-2, '', '')
+    """
+    _end_at_once(signum, even_ignored=True)
+    if signal.getsignal(signum) == signal.SIG_DFL:
+        signal.pthread_kill(threading.get_ident(), signum)
+    os._exit(128 + signum)
+
+
+def say_at_once(line: str) -> bool:
+    """Write ``line`` to stderr (file descriptor 2) only if that cannot block: in a signal
+    handler, a blocking write to stderr a full pipe nobody reads would hang the process for
+    ever (the next signal too: its handler waits behind it). Python's ``sys.stderr`` is
+    bypassed (its lock may be held by the thread stuck writing); the line, shorter than
+    ``PIPE_BUF``, is written in one ``write``: when a pipe has room (``POLLOUT``) it cannot
+    block. Else it is skipped. ``O_NONBLOCK`` is not set on fd 2: its file description is
+    shared with other processes (the shell, the terminal's other commands). Whether it was
+    written.
+
+    Example (stderr a pipe):
+        >>> import subprocess, sys
+        >>> code = "from cursor_agent_api.signal_exit import say_at_once; print(say_at_once('said\\\\n'))"
+        >>> done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        >>> done.stdout, done.stderr
+        ('True\\n', 'said\\n')
+    """
+    import select
+
+    data = line.encode(errors="replace")[:select.PIPE_BUF]
+    try:
+        poller = select.poll()
+        poller.register(2, select.POLLOUT)
+        if not any(events & select.POLLOUT for _, events in poller.poll(0)):
+            return False
+        return os.write(2, data) == len(data)
+    except (OSError, ValueError):  # closed, not pollable: nothing to say it on
+        return False
+
+
+@contextlib.contextmanager
+def held_signals() -> Iterator[None]:
+    """While the block runs (the last lines of a command that is ending: its teardown),
+    a Ctrl-C, SIGTERM or SIGHUP is held: the block finishes, then :class:`SignalExit`
+    ends the command from it. One more while one is held ends the program at once
+    (:func:`die_now`; called as a function, not the program: ``SignalExit`` at once). A
+    signal ignored since the start stays ignored; outside the main thread, nothing is held.
+    The block raising while a signal is held (the command stopping with an error) does not
+    lose it: the error is said as the command says it (click's ``Error: …`` line), then the
+    signal ends the command.
+
+    Example:
+        >>> import os
+        >>> try:
+        ...     with held_signals():
+        ...         os.kill(os.getpid(), signal.SIGTERM)  # held: the block goes on
+        ...         print("last line")
+        ... except SignalExit as ended:
+        ...     print("then", ended.signum.name)
+        last line
+        then SIGTERM
+        >>> import click
+        >>> try:
+        ...     with held_signals():
+        ...         os.kill(os.getpid(), signal.SIGINT)
+        ...         raise click.ClickException("it failed")
+        ... except SignalExit as ended:
+        ...     print("then", ended.signum.name)
+        then SIGINT
+    """
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        if not held:
+            held.append(signum)
+        elif _program:
+            die_now(signum)
+        else:
+            raise SignalExit(signum)
+
+    given: list[tuple[int, Any]] = []
+    if threading.current_thread() is threading.main_thread():
+        for sig in ENDING:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                given.append((sig, signal.signal(sig, hold)))
+    failed: Exception | None = None
+    try:
+        yield
+    except Exception as error:
+        if not held:
+            raise
+        failed = error  # said below, then the signal held ends the command all the same
+    finally:
+        for taken, previous in given:
+            signal.signal(taken, previous)
+        stopping()  # (the program already stopping: the next signal still ends it at once)
+    if held:
+        if failed is not None:
+            _say_error(failed)
+        raise SignalExit(held[0]) from None
+
+
+def _say_error(error: Exception) -> None:
+    """Say ``error`` on stderr as the command would have: a ``click.ClickException``'s own
+    line (its ``show()``: ``Error: …``), nothing for a closed pipe (click ends it quietly),
+    else Python's traceback (a bug: shown, as it is without a signal)."""
+    show = getattr(error, "show", None)  # (click's exceptions; click not imported here)
+    with contextlib.suppress(Exception):  # (stderr closed: nothing to say it on)
+        if callable(show):
+            show()
+        elif not isinstance(error, BrokenPipeError):
+            import traceback
+
+            traceback.print_exception(error)

@@ -61,6 +61,29 @@ def test_a_ctrl_c_while_the_command_line_loads_dies_from_it_quietly(module: str)
     assert proc.stdout == ""
 
 
+PYTHON_M = "import runpy\nrunpy.run_module('cursor_agent_api.cli', run_name='__main__', alter_sys=True)\n"
+"""``python -m cursor_agent_api.cli``, as ``-m`` runs it (the package imported, then its
+``__main__``), with the hook installed first."""
+
+
+@pytest.mark.parametrize("module", FIRST_IMPORTS)
+def test_python_m_too(module: str) -> None:
+    """The package's ``__init__`` imported click and the group, and ``python -m`` imports it
+    before its ``__main__`` runs: Python's traceback. It imports nothing now."""
+    proc = subprocess.run([sys.executable, "-c", HOOK.format(module=module) + PYTHON_M, "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == -signal.SIGINT, proc.stderr[-500:]
+    assert proc.stderr == "\n", proc.stderr[-500:]
+    assert proc.stdout == ""
+
+
+def test_python_m_runs_the_command_line() -> None:
+    proc = subprocess.run([sys.executable, "-c", PYTHON_M, "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert "Usage: " in proc.stdout and "COMMAND" in proc.stdout, proc.stdout[:200]
+
+
 def test_the_console_script_runs_the_command_line() -> None:
     proc = subprocess.run([sys.executable, "-c", _console_script(), "--help"],
                           capture_output=True, text=True, timeout=60, check=False)

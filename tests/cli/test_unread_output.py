@@ -83,7 +83,7 @@ import asyncio, logging, os, sys
 import cursor_agent_api.server.worker as worker_module
 from cursor_agent_api.cli import main
 
-async def serve_worker(settings, on_ready):
+async def serve_worker(settings, on_ready, on_signal=None):
     on_ready()
     log = logging.getLogger("procrastinate.worker")
     for i in range({REQUESTS}):

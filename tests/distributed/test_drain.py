@@ -75,7 +75,7 @@ def test_a_draining_worker_keeps_its_run_and_its_chat_until_the_run_ends(one_ser
         assert ("worker", "lost") not in kinds, kinds
         assert [sub for kind, sub in kinds if kind == "run"] == ["queued", "running", "succeeded"]
         poll(lambda: w1.proc.poll() is not None, 30)
-        assert w1.proc.returncode == 0, w1.log_text()
+        assert w1.proc.returncode == -signal.SIGTERM, w1.log_text()
     w2.stop()
 
 
@@ -94,7 +94,7 @@ def test_cancels_reach_a_draining_worker(one_server: Cluster) -> None:
             assert r.json()["status"] == "cancelled", (r.json(), one_server.logs())
             poll(lambda run=run: not alive(run["pid"]), 30)
         poll(lambda: w.proc.poll() is not None, 60)  # nothing left to wait for: it exits
-        assert w.proc.returncode == 0, w.log_text()
+        assert w.proc.returncode == -signal.SIGTERM, w.log_text()
         assert [wait_run(c, run["id"])["status"] for run in runs] == ["cancelled"] * 2
 
 
@@ -111,7 +111,7 @@ def test_a_second_signal_stops_a_draining_worker_at_once(one_server: Cluster, si
         assert alive(run["pid"])
         w.proc.send_signal(signum)
         poll(lambda: w.proc.poll() is not None, 60)  # not the grace's hour
-        assert w.proc.returncode == 0, w.log_text()
+        assert w.proc.returncode == -signum, w.log_text()
         done = wait_run(c, run["id"], 30)
         assert done["status"] == "interrupted", (done, one_server.logs())
         assert "worker shut down" in done["error"]
@@ -160,6 +160,6 @@ def test_sighup_drains_a_worker_as_sigterm_does(one_server: Cluster) -> None:
     poll(lambda: DRAINING in w.log_text(), 30)
     gate.touch()
     poll(lambda: w.proc.poll() is not None, 60)
-    assert w.proc.returncode == 0, w.log_text()
+    assert w.proc.returncode == -signal.SIGHUP, w.log_text()
     with server.client() as c:
         assert wait_run(c, run["id"], 30)["status"] == "succeeded", one_server.logs()

@@ -1,72 +1,38 @@
-"""The ``cursor-agent-api`` command: one click group, one module per subcommand.
+"""The ``cursor-agent-api`` command: one click group (:mod:`.group`), one module per
+subcommand.
 
-Subcommands register themselves below; each lives in its own module
-(``replay.py``, ...). Expected failures print one line and exit non-zero, never
-a traceback.
+Subcommands register themselves in the group; each lives in its own module (``replay.py``,
+...). Expected failures print one line and exit non-zero, never a traceback.
+
+This package's ``__init__`` imports nothing: ``python -m cursor_agent_api.cli`` imports it
+before its ``__main__`` runs, and a Ctrl-C while click and the group load (most of the
+first ~60 ms) would be Python's ``KeyboardInterrupt`` traceback there; ``__main__`` imports
+them inside the console script's ``try`` (:mod:`cursor_agent_api.console_script`).
+``main``, ``SUBCOMMANDS`` and ``CommandLine`` are the group's, loaded when first asked for.
 
 Example:
     $ cursor-agent-api replay tests/data/cursor-real/02-*.ndjson --summary
+
+    >>> from cursor_agent_api.cli import main
+    >>> main.name
+    'main'
 """
 
 from __future__ import annotations
 
-import signal
-from typing import Any
+TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see above)
 
-import click
+if TYPE_CHECKING:
+    from .group import SUBCOMMANDS, CommandLine, main
 
-from .. import __version__
-from ..signal_exit import SignalExit
-from .lazy_group import LazyCommand, LazyGroup
-
-SUBCOMMANDS = {
-    "chat": LazyCommand("cursor_agent_api.cli.chat:chat",
-                        "Talk with the agent, turn after turn, on one chat."),
-    "compact": LazyCommand("cursor_agent_api.cli.compact:compact",
-                           "Give a SQLite database's free pages back (VACUUM); run it while the "
-                           "server is stopped."),
-    "replay": LazyCommand("cursor_agent_api.cli.replay:replay",
-                          'Render a recorded stream-json FILE ("-" for standard input).'),
-    "run": LazyCommand("cursor_agent_api.cli.run:run",
-                       "Run one turn of the agent on PROMPT and show it as it happens."),
-    "serve": LazyCommand("cursor_agent_api.cli.serve:serve",
-                         "Serve agents over HTTP and WebSocket, with a durable, replayable "
-                         "event log."),
-    "sessions": LazyCommand("cursor_agent_api.cli.sessions_cmd:sessions",
-                            "The chats this tool has saved (run and chat save every turn)."),
-    "worker": LazyCommand("cursor_agent_api.cli.worker:worker",
-                          "Run agents for API servers started with 'serve --dispatch queue'."),
-}
-"""Each subcommand: the module that defines it, imported only when it is used (so ``--help``
-and each subcommand pay only for their own imports), and its line in ``--help``."""
+__all__ = ["SUBCOMMANDS", "CommandLine", "main"]
 
 
-class CommandLine(LazyGroup):
-    """The group: a Ctrl-C that no subcommand handled — while ``run`` still reads its prompt
-    from a pipe, while a module is imported — ends the command as every Ctrl-C does (click
-    would say "Aborted!" and exit 1): with :class:`~cursor_agent_api.signal_exit.SignalExit` (status 130).
+if not TYPE_CHECKING:  # (mypy sees only the names above: a typo, ``cli.mian``, is reported)
 
-    ``main()`` is a function call, whoever makes it: a command stopped by a signal it
-    received ends it with that ``SystemExit`` (status 128 + N), which its caller gets (a
-    program that calls it in a ``try``, click's ``CliRunner``). Only the program's entry
-    points — the console script (:mod:`cursor_agent_api.console_script`) and ``python -m
-    cursor_agent_api.cli`` — then die from the signal (:func:`~cursor_agent_api.signal_exit.exit_by_signal`),
-    so that a shell loop running the command stops too.
-    """
+    def __getattr__(name: str) -> object:
+        if name in __all__:
+            from . import group
 
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:
-            click.echo(err=True)  # the line the ^C was typed on ends
-            raise SignalExit(signal.SIGINT) from None
-
-
-@click.group(cls=CommandLine, lazy_commands=SUBCOMMANDS,
-             context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="cursor-agent-api")
-def main() -> None:
-    """Drive Cursor's coding agent: run it, chat with it, replay what it did."""
-    from .console import standard_output
-
-    standard_output()  # started with stdout closed: each write says so in one line
+            return getattr(group, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,7 +36,7 @@ import click
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
-from ..signal_exit import SignalExit
+from ..signal_exit import ENDING, SignalExit, die_now, running_as_program, say_at_once
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 
@@ -498,6 +498,25 @@ def serve(
                         signal.signal(hangup, previous)
                 finally:
                     log_lines.close()
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            # A second Ctrl-C, SIGTERM or SIGHUP while it shuts down ends the program at once
+            # (uvicorn's "force quit" skipped the app's shutdown, then asyncio's teardown
+            # cancelled it: its traceback), from that signal: what the shutdown had not done
+            # is said, and done by the next start as after a kill -9 (runs interrupted); the
+            # agents' groups are stopped by their owner guards. (A function call, not the
+            # program: uvicorn's own force quit, the caller is not killed.)
+            if self.should_exit and sig in ENDING and running_as_program():
+                lifespan = getattr(self, "lifespan", None)
+                done = getattr(lifespan, "shutdown_event", None)
+                if done is None or not done.is_set():
+                    # (never blocks: stderr a full pipe nobody reads, the line is skipped)
+                    say_at_once(f"cursor-agent-api serve: {signal.Signals(sig).name} again: "
+                                "stopped at once, its shutdown cut short: the runs it had not "
+                                "ended are marked interrupted at the next start; their agents "
+                                "are stopped\n")
+                die_now(sig)
+            super().handle_exit(sig, frame)
 
         async def main_loop(self) -> None:
             # Entered once started, before serving; every uvicorn shuts down (the app's

@@ -30,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..signal_exit import SignalExit
+from ..signal_exit import SignalExit, stopping
 
 if TYPE_CHECKING:
     from .turns import TurnOutcome
@@ -177,6 +177,7 @@ def ending_signals() -> Iterator[TurnSignals]:
             if isinstance(exc, Terminated):
                 raise SignalExit(exc.signum) from None
             raise
+        stopping()  # a SignalExit on its way (the program's): the next signal still ends it at once
     held = signals.take()
     if held in ENDING_SIGNALS:
         raise SignalExit(held)

@@ -10,7 +10,11 @@ that cannot be written, stdout a full disk, stops it as ``serve``: one line, exi
 closed pipe, quietly); logs go to stderr, written off the event loop as ``serve``'s.
 SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that end within
 ``--shutdown-grace`` seconds finish, the rest are stopped and marked ``interrupted``; a
-second SIGTERM or Ctrl-C stops them at once.
+second SIGTERM or Ctrl-C stops them at once. Once its cleanup is over, it says
+``cursor-agent-api worker NAME stopped``, then dies from the first signal that stopped it
+(as every command: a shell loop around it stops; an error after that signal, its database
+lost during the drain, is said first, in place of that line); a signal in that last step (its log's last
+lines written, that line) is held until it is said, then ends the worker by that signal.
 
 The database URL carries a password: give it in the environment
 (``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
@@ -31,6 +35,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -41,7 +46,7 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
-from ..signal_exit import SignalExit
+from ..signal_exit import SignalExit, held_signals
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -212,18 +217,40 @@ def worker(
             lost.append(exc)
             raise
 
-    log_lines.start()
-    try:
-        asyncio.run(serve_worker(settings, on_ready=ready))
-    except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start) or after
-        raise SignalExit(signal.SIGINT) from None  # (its cleanup): as every command's Ctrl-C
-    except Exception as e:
-        if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
-            with writing_output():
-                raise
-        raise click.ClickException(stopped_message(e, database_url, started=bool(started))) from None
-    finally:
-        log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
+    # From the end of the worker's cleanup (its own signal handling over) to its last line:
+    # a signal is held, then ends it (it had its default effect: the last lines were lost)
+    teardown = contextlib.ExitStack()
+    stopped_by: list[signal.Signals] = []  # the first signal that stopped it: it dies from it
+
+    async def work() -> None:
+        try:
+            await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
+        finally:
+            teardown.enter_context(held_signals())
+
+    with teardown:
+        log_lines.start()
+        failed = None
+        try:
+            asyncio.run(work())
+        except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start)
+            raise SignalExit(signal.SIGINT) from None  # as every command's Ctrl-C
+        except Exception as e:
+            if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
+                with writing_output():
+                    raise
+            failed = click.ClickException(stopped_message(e, database_url, started=bool(started)))
+            if not stopped_by:
+                raise failed from None
+        finally:
+            log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
+        if failed is not None:  # stopped by a signal, then by an error (its drain's database
+            failed.show()  # lost): the error said, then it dies from the signal, below
+        elif started:
+            with contextlib.suppress(OSError):  # (stdout closed by now: nothing to say it on)
+                click.echo(f"cursor-agent-api worker {settings.name} stopped")
+    if stopped_by:  # (one held in the teardown, a later one, ended it above)
+        raise SignalExit(stopped_by[0])
 
 
 SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "

@@ -35,8 +35,9 @@ While it drains, the worker keeps sending heartbeats and taking cancels
 agents run. A second signal stops the runs at once
 (``interrupted``); a further one says so. A signal that comes once the drain is over, while
 the worker cleans up (its ``agent acp`` processes stopped, its store closed), is logged
-("already stopping: finishing cleanup") and the cleanup goes on (after it, as the process
-exits, a signal has its default effect). **At
+("already stopping: finishing cleanup") and the cleanup goes on; :func:`serve_worker`
+tells its caller the first signal that stopped it, even when the worker then stopped with
+an error (its command dies from it once done). **At
 start** the worker stops what is left of the agent groups recorded by dead workers of this
 host (checked by process start time, :func:`~.procs.stop_recorded_group`) and marks their
 runs ``interrupted``. **A schema
@@ -156,6 +157,8 @@ class Worker:
         """Set when a newer version upgraded the schema under this worker (it then stops)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.on_ready: Callable[[], None] | None = None
+        self.stopped_by: signal.Signals | None = None
+        """The first signal that stopped it (its command dies from it once done)."""
 
     @property
     def queues(self) -> list[str]:
@@ -193,7 +196,7 @@ class Worker:
                     name="procrastinate-worker",
                 )
                 self._spawn(self._beat(), "heartbeats")
-                signals.enter_context(_signals(self.stop))
+                signals.enter_context(_signals(self._signalled))
                 try:
                     if self.on_ready is not None:
                         self.on_ready()
@@ -276,6 +279,12 @@ class Worker:
             self._shutdown = asyncio.create_task(self.runs.shutdown())
         else:
             logger.warning("already stopping the runs")
+
+    def _signalled(self, signum: int) -> None:
+        """SIGTERM, SIGINT or SIGHUP: :meth:`stop`; the first is kept (:attr:`stopped_by`)."""
+        if self.stopped_by is None:
+            self.stopped_by = signal.Signals(signum)
+        self.stop()
 
     def _drain(self) -> None:
         """The drain (:meth:`stop`'s first call, or :meth:`run` leaving early): no new job
@@ -554,16 +563,17 @@ def _retrieve(body: asyncio.Task[str]) -> None:
 
 
 @contextlib.contextmanager
-def _signals(handler: Callable[[], None]) -> Iterator[None]:
+def _signals(handler: Callable[[int], None]) -> Iterator[None]:
     """SIGTERM, SIGINT and SIGHUP (its terminal or SSH session closed; not when it was
-    started to ignore it: ``nohup``) call ``handler`` (on the running loop) while inside;
-    nothing where the loop cannot take signals (not the main thread)."""
+    started to ignore it: ``nohup``) call ``handler`` with the signal's number (on the
+    running loop) while inside; nothing where the loop cannot take signals (not the main
+    thread)."""
     loop = asyncio.get_running_loop()
     installed = []
     hangup = [] if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else [signal.SIGHUP]
     for signum in (signal.SIGTERM, signal.SIGINT, *hangup):
         try:
-            loop.add_signal_handler(signum, handler)
+            loop.add_signal_handler(signum, handler, signum)
         except (ValueError, RuntimeError, NotImplementedError):
             continue
         installed.append(signum)
@@ -574,11 +584,19 @@ def _signals(handler: Callable[[], None]) -> Iterator[None]:
             loop.remove_signal_handler(signum)
 
 
-async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None) -> None:
-    """Run a worker until it is stopped (SIGTERM or SIGINT); its database's failures are
-    logged one line each (:mod:`.dispatch.worker_logs`)."""
+async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None,
+                       on_signal: Callable[[signal.Signals], None] | None = None) -> None:
+    """Run a worker until it is stopped (SIGTERM, SIGINT or SIGHUP); its database's failures
+    are logged one line each (:mod:`.dispatch.worker_logs`). ``on_signal`` is told the first
+    signal that stopped it, if one did, once the worker is done, even when it then stopped
+    with an error (its drain's database lost): its command dies from that signal (as every
+    command stopped by a signal: a shell loop around it stops)."""
     one_line_queue_errors(settings.name)
     asyncio.get_running_loop().set_exception_handler(lost_task_errors)
     worker = Worker(settings)
     worker.on_ready = on_ready
-    await worker.run()
+    try:
+        await worker.run()
+    finally:
+        if worker.stopped_by is not None and on_signal is not None:
+            on_signal(worker.stopped_by)
