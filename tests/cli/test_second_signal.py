@@ -374,8 +374,8 @@ import cursor_agent_api.server.worker as queue_worker
 
 
 async def run(self):  # a SIGTERM began its drain, then its database went away
-    self.on_ready()
     self.stopped_by = signal.SIGTERM  # (what its handler keeps: the first signal)
+    self.on_ready()  # (its stderr a full disk: its warning, if any, fails here: an error too)
     raise ConnectionError("the database went away")
 
 
@@ -397,3 +397,15 @@ def test_a_worker_stopped_by_a_signal_then_by_an_error_dies_from_the_signal(
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, out, err)
     assert err.count("Error: the worker stopped: ") == 1 and "ConnectionError" in err, err
     assert "Traceback" not in err and "stopped" not in out.splitlines()[-1], (out, err)
+
+
+def test_a_worker_stopped_by_a_signal_then_an_error_it_cannot_say_dies_from_the_signal(
+        cli_env: dict[str, str]) -> None:
+    """Review: its stderr a full disk (or a closed pipe), the error's line could not be
+    written: that ``OSError`` exited 1, the signal lost again. It dies from the signal."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    full = open("/dev/full", "w")  # noqa: SIM115 (its descriptor the worker's stderr)
+    with full, in_own_group([sys.executable, "-c", SIGNALLED_THEN_FAILED], env,
+                            stderr=full.fileno()) as proc:
+        proc.communicate()
+    assert proc.returncode == -signal.SIGTERM, proc.returncode

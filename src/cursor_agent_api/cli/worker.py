@@ -245,7 +245,8 @@ def worker(
         finally:
             log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
         if failed is not None:  # stopped by a signal, then by an error (its drain's database
-            failed.show()  # lost): the error said, then it dies from the signal, below
+            with contextlib.suppress(OSError):  # lost): the error said, then it dies from the
+                failed.show()  # signal, below (stderr a full disk, a closed pipe: not said)
         elif started:
             with contextlib.suppress(OSError):  # (stdout closed by now: nothing to say it on)
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
