@@ -28,6 +28,9 @@ const state = {
   sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts (api.js's count then), done, edited (keepTyped)}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
+  alertAbout: { chats: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
+  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, chats, untilChat} (pinAlert)
+  moves: 0, // the page's moves (route): a slow New chat opens its chat only if the user has not moved since
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
@@ -59,14 +62,26 @@ async function boot() {
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
   window.addEventListener("hashchange", route);
   if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
-  const kept = state.kept.first();
-  if (kept && $("alert").hidden) {
-    showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
-      + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept.id });
+  const kept = state.kept.chats();
+  if (kept.length && $("alert").hidden) {
+    showAlert(keptWhileSignedOut(kept), { chat: kept[0].id, chats: kept.map((c) => c.id) });
   } else if ($("alert").hidden) {
     sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
   route();
+}
+
+/** What the first alert after signing in again says of the prompts kept for `chats` ({id,
+ * title}, one at least): every chat named (titles are data: text only, as all alerts are). */
+function keptWhileSignedOut(chats) {
+  const names = chats.map((c) => `“${showControls(c.title || "Untitled chat")}”`);
+  if (names.length === 1) {
+    return `Your prompt for ${names[0]} was kept while you were signed out, `
+      + "not sent: it is back in that chat's prompt box when you open it.";
+  }
+  const listed = `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  return `Your prompts for ${names.length} chats, ${listed}, were kept while you were signed out, `
+    + "not sent: each is back in its chat's prompt box when you open that chat.";
 }
 
 /** GET /api/config, tried again (after 1, 2, 5, 10, then every 30 s) while the server cannot be
@@ -159,6 +174,11 @@ function onEscape(ev) {
  * open chat stays open). Without a chat open, to the first field of the view shown. */
 function skipToPrompt(ev) {
   ev.preventDefault();
+  focusView();
+}
+
+/** The focus to the prompt box, or without a chat open to the first field of the view shown. */
+function focusView() {
   const view = ["chat-view", "new-view", "login-view", "welcome-view"].map($).find((el) => !el.hidden);
   const target = view?.id === "chat-view" ? $("prompt") : view?.querySelector("input, select, textarea, button, a[href]");
   target?.focus();
@@ -180,19 +200,72 @@ function show(viewId) {
   for (const id of ["login-view", "welcome-view", "new-view", "chat-view"]) $(id).hidden = id !== viewId;
 }
 
-/** The page's alert; `unreachable`: it says the server could not be reached, and goes by
- * itself once the chats list is fetched again ("list": the list itself could not be fetched,
- * which stays true whatever view is shown); `chat`: the id of the chat it is about (a prompt
- * of that chat not sent), so that what happens in another chat does not clear it;
- * `untilChat`: it stays until a chat opens (prompts of a deleted chat wait for one). */
-function showAlert(message, { unreachable = false, chat = "", untilChat = false } = {}) {
+/** The page's alert (its role, alert, has it announced); `unreachable`: it says the server
+ * could not be reached, and goes by itself once the chats list is fetched again ("list": the
+ * list itself could not be fetched, which stays true whatever view is shown); `chat`: the id of
+ * the chat it is about (a prompt of that chat not sent), so that what happens in another chat
+ * does not clear it (`chats`: all the chats it is about, if several); `untilChat`: it stays
+ * until a chat opens (prompts of a deleted chat wait for one).
+ *
+ * An alert that says where a kept prompt is (`chat`, `untilChat`) is the only place that tells
+ * the user where their text went: replaced or cleared while that is still true, it stays, as a
+ * note under the alert with its own Close button (pinAlert), until closed or no longer true. */
+function showAlert(message, { unreachable = false, chat = "", chats = null, untilChat = false } = {}) {
   const el = $("alert");
+  const about = chats ?? (chat ? [chat] : []);
   state.alerts += 1;
+  if (!el.hidden && el.textContent !== message) pinAlert(el.textContent, state.alertAbout, { chats: about, untilChat });
+  // (a note the new alert says again, about the same chats or the same orphans, goes)
+  for (const note of state.pinned.filter((p) => supersedes({ chats: about, untilChat }, p))) dropNote(note);
   el.textContent = message;
   el.hidden = !message;
   el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
   el.dataset.chat = chat;
   el.dataset.untilChat = untilChat ? "yes" : "";
+  state.alertAbout = message ? { chats: about, untilChat } : { chats: [], untilChat: false };
+  prunePinned();
+}
+
+/** Whether what an alert is about (`by`: {chats, untilChat}) says again what note `p` says. */
+function supersedes(by, p) {
+  return (by.untilChat && p.untilChat) || (p.chats.length > 0 && p.chats.every((id) => by.chats.includes(id)));
+}
+
+/** Whether what an alert says of kept prompts (`about`: {chats, untilChat}) is still true:
+ * something is kept for one of its chats, or prompts of deleted chats wait for a box. */
+function stillKept(about) {
+  return about.chats.some((id) => state.kept.has(id)) || (about.untilChat && Boolean(state.kept.orphans));
+}
+
+/** The alert `text`, about `about`, replaced by one about `next`: if it said where a kept prompt
+ * is, and that is still true, it stays as a note (text only), with its own Close button. */
+function pinAlert(text, about, next) {
+  if (!text || !(about.chats.length || about.untilChat) || !stillKept(about) || supersedes(next, about)) return;
+  const close = h("button", { type: "button", class: "small", text: "Close", "aria-label": "Close this note" });
+  const li = h("li", { class: "alert kept-note" }, h("p", { text }), close);
+  const note = { li, ...about };
+  close.addEventListener("click", () => {
+    const next = li.nextElementSibling ?? li.previousElementSibling;
+    dropNote(note);
+    const button = next?.querySelector("button"); // (this one is gone: the focus to a useful place)
+    if (button) button.focus();
+    else focusView();
+  });
+  state.pinned.push(note);
+  $("kept-notes").append(li);
+  $("kept-notes").hidden = false;
+}
+
+function dropNote(note) {
+  state.pinned = state.pinned.filter((p) => p !== note);
+  note.li.remove();
+  $("kept-notes").hidden = state.pinned.length === 0;
+}
+
+/** The notes (pinAlert) no longer true go: their chat opened (its prompt back in its box), was
+ * deleted, or Sign out dropped what was kept. */
+function prunePinned() {
+  for (const note of state.pinned.filter((p) => !stillKept(p))) dropNote(note);
 }
 
 /** Whether the alert shown is about a chat other than `chatId` (null: no chat). */
@@ -273,7 +346,7 @@ async function signOut() {
  * (its tab's storage included): a shared computer keeps nothing for whoever signs in next. */
 function signedOutElsewhere() {
   const el = $("alert");
-  const promised = Boolean(el.dataset.chat || el.dataset.untilChat); // (a prompt kept, or not sent)
+  const promised = Boolean(el.dataset.chat || el.dataset.untilChat || state.pinned.length); // (a prompt kept, or not sent)
   sessionEnded();
   dropKept();
   // an alert that promised a prompt back in a box after signing in: that prompt is gone now
@@ -286,6 +359,7 @@ function dropKept() {
   signedOutHere(); // (one count, api.js's: a request on its way now is dropped, whatever its answer)
   state.kept.close();
   $("prompt").value = "";
+  prunePinned(); // (the notes on kept prompts: nothing is kept now)
 }
 
 async function onLogin(ev) {
@@ -309,6 +383,7 @@ function clearAlertFor(id) {
 }
 
 function route() {
+  state.moves += 1;
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
   let id = null;
@@ -449,6 +524,7 @@ async function checkDrafts() {
     }
   }
   placeOrphans(); // (waiting for the open chat's box to be empty: see orphanDraft)
+  prunePinned();
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -589,11 +665,13 @@ async function onCreateChat(ev) {
   if (model) body.model = model;
   const title = $("new-title-input").value.trim();
   if (title) body.title = title;
+  const moves = state.moves; // the user going elsewhere meanwhile stays there
   try {
-    const chat = await api.createChat(body);
+    const chat = await api.createChat(body); // (asked again after a late 401: api.js)
     $("new-form").reset();
     await refreshChats();
-    location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
+    if (state.moves === moves) location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
+    else announce(`The new chat “${showControls(chat.title || "Untitled chat")}” was created: it is in the list.`);
   } catch (err) {
     if (err instanceof SessionEnded) return;
     showAlert(`Could not create the chat: ${err.message}`);
@@ -666,6 +744,7 @@ async function openChat(id) {
   clearOnItsWay(id);
   restoreDraft(id);
   placeOrphans({ opening: true });
+  prunePinned(); // (a note on this chat's prompt: it is back in the box)
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -841,6 +920,7 @@ async function deleteChat() {
   }
   dropChat(chat.id);
   state.kept.take(chat.id); // what was kept for it goes with it (the page left it meanwhile, say)
+  prunePinned();
   await refreshChats();
 }
 
@@ -1065,11 +1145,17 @@ function boxOnItsWay(to) {
 function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
-  if (!chat || !typed || boxOnItsWay((to) => to === chat.id)) return;
+  if (!chat) return;
+  const last = state.waiting ?? state.sending;
+  const waits = last && !last.taken && last.chatId === chat.id;
+  // An edit is a change of its text: the box holding that prompt as it was sent (typed into
+  // and back, or its edit kept and put back then undone) is no edit, and the prompt goes (or
+  // is kept) as sent.
+  if (waits && typed === last.prompt) last.edited = false;
+  if (!typed || boxOnItsWay((to) => to === chat.id)) return;
   // The last prompt sent to it and not taken yet (waiting for its run) stayed in the box, and
   // the box was edited since: what it holds is that prompt's new version, kept instead of it.
-  const last = state.waiting ?? state.sending;
-  if (last && !last.taken && last.chatId === chat.id) last.edited = true;
+  if (waits) last.edited = true;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }

@@ -1,0 +1,60 @@
+"""New chat, slow to answer, while the user goes elsewhere: the chat is created and listed, and
+the page stays where the user is (it went to the new chat before, taking them from the chat
+they had opened meanwhile). See test_session_ended.py for the same after a late 401."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import expect
+from test_chat_opening import hold, until_held
+from test_kept_prompts import titled
+from test_prompt_in_flight import go
+from test_tabs import item
+from test_ui import goes_live, open_ui
+
+
+def test_a_slow_new_chat_leaves_the_page_where_the_user_went_meanwhile(
+    make_server: Any, browser: Any
+) -> None:
+    server = make_server()
+    with server.client() as c:
+        y = titled(c, "chat Y")
+    page = open_ui(browser, server, "#/new")
+    expect(page.locator("#new-view")).to_be_visible()
+    held = hold(page, "**/api/chats")  # (POST only: the list is asked at /api/chats?limit=…)
+    page.locator("#new-title-input").fill("chat slow")
+    page.get_by_role("button", name="Create chat").click()
+    until_held(page, held)
+    goes_live(page, lambda: go(page, y["id"]))  # the user opens another chat meanwhile
+    page.get_by_label("Prompt").fill("typed in Y")
+    held[0].continue_()
+    with server.client() as c:
+        for _ in range(1200):  # (until the server has it; the page then lists it)
+            created = [ch for ch in c.get("/api/chats").json()["chats"] if ch["title"] == "chat slow"]
+            if created:
+                break
+            page.wait_for_timeout(50)
+    (chat,) = created
+    expect(page.locator(item(chat["id"]))).to_be_visible()
+    expect(page.locator("#announce")).to_have_text(
+        "The new chat “chat slow” was created: it is in the list.")
+    expect(page.locator("#chat-title")).to_have_text("chat Y")
+    assert page.url.endswith(f"#/chat/{y['id']}")
+    expect(page.get_by_label("Prompt")).to_have_value("typed in Y")
+    expect(page.locator("#alert")).to_be_hidden()
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_slow_new_chat_opens_when_the_user_stayed(make_server: Any, browser: Any) -> None:
+    server = make_server()
+    page = open_ui(browser, server, "#/new")
+    expect(page.locator("#new-view")).to_be_visible()
+    held = hold(page, "**/api/chats")
+    page.locator("#new-title-input").fill("chat slow")
+    page.get_by_role("button", name="Create chat").click()
+    until_held(page, held)
+    held[0].continue_()
+    expect(page.locator("#chat-title")).to_have_text("chat slow")
+    expect(page.locator("#conn")).to_have_text("Live")
+    assert page.errors == []  # type: ignore[attr-defined]
