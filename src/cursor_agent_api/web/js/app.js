@@ -340,7 +340,8 @@ async function signOut() {
   tellSignedOut(); // (the other tabs drop theirs too: signedOutElsewhere)
 }
 
-/** Sign out pressed in another tab of this page (kept.js: the storage event): the session is
+/** Sign out pressed in another tab of this page (kept.js: its message, or the mark a tab back
+ * from the back-forward cache finds): the session is
  * the browser's, so this page is signed out too, and shows the sign-in form at once, saying so
  * ("You were signed out: sign in again."); what it keeps for chats goes, as with Sign out here
  * (its tab's storage included): a shared computer keeps nothing for whoever signs in next. */
