@@ -4,8 +4,13 @@ a tab restored from the back-forward cache. (See test_kept_prompts.py for the pl
 
 from __future__ import annotations
 
+import os
+import signal
+import uuid
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 from test_kept_prompts import sign_in, signed_out_elsewhere_now, titled
 from test_prompt_in_flight import go
@@ -108,3 +113,74 @@ def test_a_tab_back_from_the_cache_with_no_sign_out_meanwhile_keeps_its_prompts(
     goes_live(page, lambda: go(page, y["id"]))
     expect(page.get_by_label("Prompt")).to_have_value("secret typed in Y")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def caching_browser(chromium: str) -> Iterator[Any]:
+    """A context of a Chromium of its own with the back-forward cache on (Playwright turns it off
+    by default: ``--disable-back-forward-cache``); no process of it is left at the end."""
+    from playwright.sync_api import sync_playwright
+
+    from conftest import BROWSER_MARKER_ENV, CHROMIUM_ARGS, TIMEOUT_MS, _browser_processes
+
+    marker = uuid.uuid4().hex
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(
+            executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=TIMEOUT_MS,
+            ignore_default_args=["--disable-back-forward-cache"],
+            env={**os.environ, BROWSER_MARKER_ENV: marker},
+        )
+        try:
+            context = launched.new_context(viewport={"width": 1100, "height": 800})
+            context.set_default_timeout(TIMEOUT_MS)
+            yield context
+            context.close()
+        finally:
+            launched.close()
+    leftover = _browser_processes(marker)
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    assert not leftover, f"browser processes outlived the test: {leftover}"
+
+
+@pytest.mark.parametrize("how", ["Sign out", "its mark only"])
+def test_a_tab_gone_back_to_after_a_sign_out_elsewhere_keeps_nothing(
+    make_server: Any, caching_browser: Any, how: str
+) -> None:
+    # The tab is left (another address), Sign out is pressed in another tab, the tab goes back.
+    # "Sign out": Chromium drops a cached page a channel message is sent to, and loads it again.
+    # "its mark only": the other tab's Sign out reaches this one by its mark in localStorage
+    # alone (its message lost), and the page comes back from the cache (pageshow, persisted):
+    # it finds the mark. Either way: the sign-in form, nothing kept for whoever signs in next.
+    # (The page before the channel passed both too: Chromium gave the restored page the storage
+    # event it missed. The check at pageshow is tested by itself above, with that event gone.)
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(caching_browser, server)
+    typed_in_two_chats(page, server, x, y)
+    go(page, None)  # (the welcome view: no stream open, which would keep the page out of the cache)
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.evaluate("() => { window.__beforeLeaving = true; }")
+    page.goto("about:blank")
+    other = open_ui(caching_browser, server)
+    expect(other.locator("#sidebar")).to_be_visible()
+    if how == "Sign out":
+        other.get_by_role("button", name="Sign out").click()
+        expect(other.locator("#alert")).to_have_text("You signed out.")
+    else:
+        other.evaluate(f"() => localStorage.setItem({SIGNED_OUT_KEY!r}, 'a Sign out, its message lost')")
+        signed_out_elsewhere_now(other, server)
+    page.go_back(wait_until="commit")
+    expect(page.locator("#login-view")).to_be_visible()
+    if how != "Sign out":  # (the list's refresh would have found the session ended, in 10 s)
+        assert page.evaluate("() => window.__beforeLeaving === true")  # from the cache
+        expect(page.locator("#alert")).to_have_text("You were signed out: sign in again.")
+    sign_in(page, server.token)
+    for chat in (x, y):
+        goes_live(page, lambda chat=chat: go(page, chat["id"]))
+        expect(page.locator("#chat-title")).to_have_text(chat["title"])
+        expect(page.get_by_label("Prompt")).to_have_value("")
+    assert page.evaluate("() => sessionStorage.length") == 0
+    assert page.errors == []  # type: ignore[attr-defined]
+    assert other.errors == []  # type: ignore[attr-defined]
