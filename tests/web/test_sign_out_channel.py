@@ -116,27 +116,25 @@ def test_a_tab_back_from_the_cache_with_no_sign_out_meanwhile_keeps_its_prompts(
 
 
 @pytest.fixture
-def caching_browser(chromium: str) -> Iterator[Any]:
+def caching_browser(chromium: str, chromium_browser: Any) -> Iterator[Any]:
     """A context of a Chromium of its own with the back-forward cache on (Playwright turns it off
-    by default: ``--disable-back-forward-cache``); no process of it is left at the end."""
-    from playwright.sync_api import sync_playwright
-
+    by default: ``--disable-back-forward-cache``), launched by the module's Playwright (one runs
+    in a thread at a time); no process of it is left at the end."""
     from conftest import BROWSER_MARKER_ENV, CHROMIUM_ARGS, TIMEOUT_MS, _browser_processes
 
     marker = uuid.uuid4().hex
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(
-            executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=TIMEOUT_MS,
-            ignore_default_args=["--disable-back-forward-cache"],
-            env={**os.environ, BROWSER_MARKER_ENV: marker},
-        )
-        try:
-            context = launched.new_context(viewport={"width": 1100, "height": 800})
-            context.set_default_timeout(TIMEOUT_MS)
-            yield context
-            context.close()
-        finally:
-            launched.close()
+    launched = chromium_browser.browser_type.launch(
+        executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=TIMEOUT_MS,
+        ignore_default_args=["--disable-back-forward-cache"],
+        env={**os.environ, BROWSER_MARKER_ENV: marker},
+    )
+    try:
+        context = launched.new_context(viewport={"width": 1100, "height": 800})
+        context.set_default_timeout(TIMEOUT_MS)
+        yield context
+        context.close()
+    finally:
+        launched.close()
     leftover = _browser_processes(marker)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
