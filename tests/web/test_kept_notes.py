@@ -5,8 +5,10 @@ a waiting prompt's box changed and changed back is no edit."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 from server_helpers import wait_run
 from test_kept_prompts import KEPT_FOR_X, keep_for_x, sign_in, signed_out_elsewhere, titled
@@ -63,14 +65,8 @@ def test_a_note_on_a_kept_prompt_goes_when_closed_and_shows_its_titles_as_text(
         x, y = titled(c, markup), titled(c, "chat Y")
         page, errors = paused_page(browser, server)
         # a prompt kept for X (its title is markup), then a later alert in chat Y
-        held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
-        goes_live(page, lambda: go(page, x["id"]))
-        expect(page.locator("#stop-button")).to_be_visible()
-        send(page, "more for X")  # waits for X's run
-        goes_live(page, lambda: go(page, y["id"]))
-        page.clock.run_for(100)  # the prompt looks again: its chat was left
+        keep_for_x(c, page, x, y["id"])
         alert = page.locator("#alert")
-        expect(alert).to_contain_text(f"Your prompt for “{markup}” was not sent")
         page.get_by_label("Prompt").press("Enter")  # an empty box: a later alert
         expect(alert).to_have_text("Type a prompt first: the box is empty.")
         note = page.locator("#kept-notes li")
@@ -84,8 +80,6 @@ def test_a_note_on_a_kept_prompt_goes_when_closed_and_shows_its_titles_as_text(
         expect(page.locator("#kept-notes li")).to_have_count(0)
         expect(page.locator("#kept-notes")).to_be_hidden()
         expect(page.get_by_label("Prompt")).to_be_focused()  # (the button went with the note)
-        assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
-        assert wait_run(c, held["id"])["status"] == "cancelled"
         goes_live(page, lambda: go(page, x["id"]))  # closed, not dropped: the prompt is kept
         expect(page.get_by_label("Prompt")).to_have_value("more for X")
         assert page.evaluate("() => window.__pwned") is None
@@ -164,4 +158,92 @@ def test_a_waiting_prompt_changed_back_to_what_was_sent_is_kept_as_sent(
         goes_live(page, lambda: go(page, x["id"]))
         expect(box).to_have_value("first version")
         assert prompts(c, x["id"]) == ["hello X"]
+        assert errors == []
+
+
+def typed_in_each_then_signed_out(page: Page, server: Any, chats: list[dict[str, Any]]) -> None:
+    """Text typed in each of ``chats`` but the last ("for <title>"), each left for the next; then
+    the session ends (signed out in another tab) with the last one open."""
+    open_chat(page, server, chats[0]["id"])
+    for chat, following in itertools.pairwise(chats):
+        page.get_by_label("Prompt").fill(f"for {chat['title']}")
+        goes_live(page, lambda: go(page, following["id"]))  # noqa: B023 (called at once)
+    signed_out_elsewhere(page, server)
+
+
+KEPT_XY = ("Your prompts for 2 chats, “chat X” and “chat Y”, were kept while you were signed out, "
+           "not sent: each is back in its chat's prompt box when you open that chat.")
+
+
+def test_after_signing_in_again_the_kept_chats_are_named_even_if_another_was_deleted(
+    make_server: Any, browser: Any
+) -> None:
+    # the alert said where the deleted chat's text went, and nothing named X and Y: their text
+    # came back in their boxes unannounced
+    server = make_server()
+    with server.client() as c:
+        x, y, z, w = (titled(c, f"chat {n}") for n in "XYZW")
+        page = open_ui(browser, server)
+        typed_in_each_then_signed_out(page, server, [x, y, z, w])
+        assert c.delete(f"/api/chats/{z['id']}").status_code == 204  # another tab, the CLI
+    sign_in(page, server.token)  # (the page comes back to chat W, the last open)
+    expect(page.locator("#chat-title")).to_have_text("chat W")
+    expect(page.get_by_label("Prompt")).to_have_value("for chat Z")
+    expect(page.locator("#alert")).to_contain_text("The chat “chat Z” was deleted")
+    expect(page.locator("#alert")).to_contain_text("it goes to this chat, “chat W”")
+    expect(page.locator("#kept-notes li p")).to_have_text([KEPT_XY])
+    goes_live(page, lambda: go(page, y["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value("for chat Y")
+    goes_live(page, lambda: go(page, x["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value("for chat X")
+    expect(page.locator("#kept-notes li")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("first", ["X", "Y"])
+def test_a_note_about_several_chats_names_only_those_still_kept(
+    make_server: Any, browser: Any, first: str
+) -> None:
+    # one of its chats opened (its text back in its box): the note still named it as kept (and
+    # the alert, naming both, stayed as Y opened: it counted itself X's alone)
+    server = make_server()
+    with server.client() as c:
+        chats = {n: titled(c, f"chat {n}") for n in "XYZ"}
+    then = "Y" if first == "X" else "X"
+    page = open_ui(browser, server)
+    typed_in_each_then_signed_out(page, server, list(chats.values()))
+    sign_in(page, server.token)
+    expect(page.locator("#alert")).to_have_text(KEPT_XY)
+    goes_live(page, lambda: go(page, chats[first]["id"]))  # the alert, still true, becomes a note
+    expect(page.get_by_label("Prompt")).to_have_value(f"for chat {first}")
+    expect(page.locator("#alert")).to_be_hidden()
+    expect(page.locator("#kept-notes li p")).to_have_text([
+        f"Your prompt for “chat {then}” was kept while you were signed out, not sent: it is back "
+        "in that chat's prompt box when you open it."])
+    goes_live(page, lambda: go(page, chats[then]["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value(f"for chat {then}")
+    expect(page.locator("#kept-notes li")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_each_notes_close_button_is_described_by_its_note(make_server: Any, browser: Any) -> None:
+    # every button was "Close this note", nothing more: a screen reader could not tell them apart
+    server = make_server(sim_env=HELD_RUN)
+    with server.client() as c:
+        x, z, w = titled(c, "chat X"), titled(c, "chat Z"), titled(c, "chat W")
+        page, errors = paused_page(browser, server)
+        keep_for_x(c, page, x, w["id"])
+        keep_for_x(c, page, z, w["id"], "more for Z")  # (X's alert becomes a note)
+        page.get_by_label("Prompt").press("Enter")  # an empty box: a later alert (Z's, a note)
+        expect(page.locator("#alert")).to_have_text("Type a prompt first: the box is empty.")
+        back = "while its run was going. It is back in that chat's prompt box when you open it again."
+        said = [f"{KEPT_FOR_X} {back}", f"Your prompt for “chat Z” was not sent: you left that chat {back}"]
+        expect(page.locator("#kept-notes li p")).to_have_text(said)
+        buttons = page.locator("#kept-notes").get_by_role("button", name="Close this note")
+        expect(buttons).to_have_count(2)
+        for button, text in zip(buttons.all(), said, strict=True):
+            expect(button).to_have_accessible_description(text)
+        buttons.first.click()  # X's note goes, Z's stays, still described by its text
+        expect(page.locator("#kept-notes li p")).to_have_text(said[1:])
+        expect(buttons.first).to_have_accessible_description(said[1])
         assert errors == []

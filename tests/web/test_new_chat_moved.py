@@ -43,6 +43,38 @@ def test_a_slow_new_chat_leaves_the_page_where_the_user_went_meanwhile(
     assert page.url.endswith(f"#/chat/{y['id']}")
     expect(page.get_by_label("Prompt")).to_have_value("typed in Y")
     expect(page.locator("#alert")).to_be_hidden()
+    page.evaluate("() => { location.hash = '#/new'; }")  # the form, emptied: its chat was made
+    expect(page.locator("#new-title-input")).to_have_value("")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_slow_new_chat_leaves_the_new_chat_form_the_user_is_filling_in(
+    make_server: Any, browser: Any
+) -> None:
+    # the form was emptied as the slow one was made: what the user had typed since went
+    server = make_server()
+    with server.client() as c:
+        y = titled(c, "chat Y")
+    page = open_ui(browser, server, "#/new")
+    expect(page.locator("#new-view")).to_be_visible()
+    held = hold(page, "**/api/chats")
+    page.locator("#new-title-input").fill("chat slow")
+    page.get_by_role("button", name="Create chat").click()
+    until_held(page, held)
+    goes_live(page, lambda: go(page, y["id"]))
+    page.evaluate("() => { location.hash = '#/new'; }")  # back to New chat, for another one
+    expect(page.locator("#new-view")).to_be_visible()
+    page.locator("#new-title-input").fill("chat next")
+    page.get_by_label("Folder inside it (optional)").fill("next")
+    held[0].continue_()
+    expect(page.locator("#announce")).to_have_text(  # (said once the page is done with it)
+        "The new chat “chat slow” was created: it is in the list.")
+    with server.client() as c:
+        (chat,) = [ch for ch in c.get("/api/chats").json()["chats"] if ch["title"] == "chat slow"]
+    expect(page.locator(item(chat["id"]))).to_be_visible()
+    expect(page.locator("#new-view")).to_be_visible()
+    expect(page.locator("#new-title-input")).to_have_value("chat next")
+    expect(page.get_by_label("Folder inside it (optional)")).to_have_value("next")
     assert page.errors == []  # type: ignore[attr-defined]
 
 
@@ -57,4 +89,6 @@ def test_a_slow_new_chat_opens_when_the_user_stayed(make_server: Any, browser: A
     held[0].continue_()
     expect(page.locator("#chat-title")).to_have_text("chat slow")
     expect(page.locator("#conn")).to_have_text("Live")
+    page.evaluate("() => { location.hash = '#/new'; }")  # the form, emptied
+    expect(page.locator("#new-title-input")).to_have_value("")
     assert page.errors == []  # type: ignore[attr-defined]

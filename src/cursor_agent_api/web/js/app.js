@@ -29,7 +29,8 @@ const state = {
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   alertAbout: { chats: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
-  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, chats, untilChat} (pinAlert)
+  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, p, chats, untilChat, say} (pinAlert)
+  notes: 0, // notes made so far: each note's text has an id of its own (its Close button's description)
   moves: 0, // the page's moves (route): a slow New chat opens its chat only if the user has not moved since
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
@@ -63,12 +64,21 @@ async function boot() {
   window.addEventListener("hashchange", route);
   if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
   const kept = state.kept.chats();
-  if (kept.length && $("alert").hidden) {
-    showAlert(keptWhileSignedOut(kept), { chat: kept[0].id, chats: kept.map((c) => c.id) });
+  if (kept.length) {
+    // Every chat with a prompt kept is named: in the alert, or, if the alert already says
+    // something (a kept prompt's chat deleted meanwhile, say), in a note under it.
+    const about = { chats: kept.map((c) => c.id), untilChat: false, say: sayKeptWhileSignedOut };
+    if ($("alert").hidden) showAlert(keptWhileSignedOut(kept), { chat: kept[0].id, ...about });
+    else addNote(keptWhileSignedOut(kept), about, { announced: true });
   } else if ($("alert").hidden) {
     sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
   route();
+}
+
+/** keptWhileSignedOut for the chats of `ids` still kept (a note's text, as some of them open). */
+function sayKeptWhileSignedOut(ids) {
+  return keptWhileSignedOut(state.kept.chats().filter((c) => ids.includes(c.id)));
 }
 
 /** What the first alert after signing in again says of the prompts kept for `chats` ({id,
@@ -205,12 +215,14 @@ function show(viewId) {
  * list itself could not be fetched, which stays true whatever view is shown); `chat`: the id of
  * the chat it is about (a prompt of that chat not sent), so that what happens in another chat
  * does not clear it (`chats`: all the chats it is about, if several); `untilChat`: it stays
- * until a chat opens (prompts of a deleted chat wait for one).
+ * until a chat opens (prompts of a deleted chat wait for one); `say`: what it says of the
+ * chats of the ids given, for when only some of its `chats` are still kept (a note's text is
+ * brought down to those: see prunePinned).
  *
  * An alert that says where a kept prompt is (`chat`, `untilChat`) is the only place that tells
  * the user where their text went: replaced or cleared while that is still true, it stays, as a
  * note under the alert with its own Close button (pinAlert), until closed or no longer true. */
-function showAlert(message, { unreachable = false, chat = "", chats = null, untilChat = false } = {}) {
+function showAlert(message, { unreachable = false, chat = "", chats = null, untilChat = false, say = null } = {}) {
   const el = $("alert");
   const about = chats ?? (chat ? [chat] : []);
   state.alerts += 1;
@@ -222,7 +234,7 @@ function showAlert(message, { unreachable = false, chat = "", chats = null, unti
   el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
   el.dataset.chat = chat;
   el.dataset.untilChat = untilChat ? "yes" : "";
-  state.alertAbout = message ? { chats: about, untilChat } : { chats: [], untilChat: false };
+  state.alertAbout = message ? { chats: about, untilChat, say } : { chats: [], untilChat: false, say: null };
   prunePinned();
 }
 
@@ -241,9 +253,19 @@ function stillKept(about) {
  * is, and that is still true, it stays as a note (text only), with its own Close button. */
 function pinAlert(text, about, next) {
   if (!text || !(about.chats.length || about.untilChat) || !stillKept(about) || supersedes(next, about)) return;
-  const close = h("button", { type: "button", class: "small", text: "Close", "aria-label": "Close this note" });
-  const li = h("li", { class: "alert kept-note" }, h("p", { text }), close);
-  const note = { li, ...about };
+  addNote(text, about);
+}
+
+/** A note (text only) under the alert, about `about` ({chats, untilChat, say}), with its own
+ * Close button, described by the note's text (several notes: each button says which it closes);
+ * `announced`: the note is said as it comes (it is new, not an alert the user heard before). */
+function addNote(text, about, { announced = false } = {}) {
+  state.notes += 1;
+  const id = `kept-note-${state.notes}`;
+  const close = h("button", { type: "button", class: "small", text: "Close", "aria-label": "Close this note", "aria-describedby": id });
+  const p = h("p", { id, text });
+  const li = h("li", { class: "alert kept-note" }, p, close);
+  const note = { li, p, chats: about.chats, untilChat: about.untilChat, say: about.say ?? null };
   close.addEventListener("click", () => {
     const next = li.nextElementSibling ?? li.previousElementSibling;
     dropNote(note);
@@ -254,6 +276,7 @@ function pinAlert(text, about, next) {
   state.pinned.push(note);
   $("kept-notes").append(li);
   $("kept-notes").hidden = false;
+  if (announced) announce(text);
 }
 
 function dropNote(note) {
@@ -263,15 +286,22 @@ function dropNote(note) {
 }
 
 /** The notes (pinAlert) no longer true go: their chat opened (its prompt back in its box), was
- * deleted, or Sign out dropped what was kept. */
+ * deleted, or Sign out dropped what was kept. A note about several chats, some of them no longer
+ * kept, names only those still kept (if it can say so: `say`). */
 function prunePinned() {
   for (const note of state.pinned.filter((p) => !stillKept(p))) dropNote(note);
+  for (const note of state.pinned) {
+    const kept = note.chats.filter((id) => state.kept.has(id));
+    if (!note.say || kept.length === note.chats.length) continue;
+    note.chats = kept;
+    note.p.textContent = note.say(kept);
+  }
 }
 
-/** Whether the alert shown is about a chat other than `chatId` (null: no chat). */
+/** Whether the alert shown is about chats none of which is `chatId` (null: no chat). */
 function alertAboutAnotherChat(chatId) {
-  const about = $("alert").dataset.chat;
-  return Boolean(about) && about !== chatId;
+  const { chats } = state.alertAbout;
+  return Boolean($("alert").dataset.chat) && !chats.includes(chatId);
 }
 
 /** The server answered again: an alert that it could not be reached is over. */
@@ -667,16 +697,24 @@ async function onCreateChat(ev) {
   const title = $("new-title-input").value.trim();
   if (title) body.title = title;
   const moves = state.moves; // the user going elsewhere meanwhile stays there
+  const sent = formValues($("new-form"));
   try {
     const chat = await api.createChat(body); // (asked again after a late 401: api.js)
-    $("new-form").reset();
     await refreshChats();
+    // The form is emptied once its chat is made, unless the user filled it in again meanwhile
+    // (back at New chat while this one was slow): what they typed since stays.
+    if (formValues($("new-form")) === sent) $("new-form").reset();
     if (state.moves === moves) location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
     else announce(`The new chat “${showControls(chat.title || "Untitled chat")}” was created: it is in the list.`);
   } catch (err) {
     if (err instanceof SessionEnded) return;
     showAlert(`Could not create the chat: ${err.message}`);
   }
+}
+
+/** What `form`'s fields hold (values, boxes ticked), as one string to compare. */
+function formValues(form) {
+  return JSON.stringify([...form.elements].map((el) => (el.type === "checkbox" ? el.checked : el.value)));
 }
 
 // ---- one chat ----------------------------------------------------------------------------
