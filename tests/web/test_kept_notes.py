@@ -161,13 +161,18 @@ def test_a_waiting_prompt_changed_back_to_what_was_sent_is_kept_as_sent(
         assert errors == []
 
 
-def typed_in_each_then_signed_out(page: Page, server: Any, chats: list[dict[str, Any]]) -> None:
-    """Text typed in each of ``chats`` but the last ("for <title>"), each left for the next; then
-    the session ends (signed out in another tab) with the last one open."""
+def typed_in_each_then_signed_out(
+    page: Page, server: Any, chats: list[dict[str, Any]], *, typed_in_last: bool = False
+) -> None:
+    """Text typed in each of ``chats`` but the last (unless ``typed_in_last``: "for <title>"),
+    each left for the next; then the session ends (signed out in another tab) with the last one
+    open."""
     open_chat(page, server, chats[0]["id"])
     for chat, following in itertools.pairwise(chats):
         page.get_by_label("Prompt").fill(f"for {chat['title']}")
         goes_live(page, lambda: go(page, following["id"]))  # noqa: B023 (called at once)
+    if typed_in_last:
+        page.get_by_label("Prompt").fill(f"for {chats[-1]['title']}")
     signed_out_elsewhere(page, server)
 
 
@@ -192,10 +197,37 @@ def test_after_signing_in_again_the_kept_chats_are_named_even_if_another_was_del
     expect(page.locator("#alert")).to_contain_text("The chat “chat Z” was deleted")
     expect(page.locator("#alert")).to_contain_text("it goes to this chat, “chat W”")
     expect(page.locator("#kept-notes li p")).to_have_text([KEPT_XY])
+    # the note was said, then replaced in the polite region by the chat opening: now both, once
+    expect(page.locator("#announce")).to_have_text(f"{KEPT_XY} Opened chat W: no turns yet.")
     goes_live(page, lambda: go(page, y["id"]))
     expect(page.get_by_label("Prompt")).to_have_value("for chat Y")
     goes_live(page, lambda: go(page, x["id"]))
     expect(page.get_by_label("Prompt")).to_have_value("for chat X")
+    expect(page.locator("#kept-notes li")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_signing_in_again_onto_a_chat_with_a_kept_prompt_the_alert_names_the_others(
+    make_server: Any, browser: Any
+) -> None:
+    # the page reopened onto X, itself kept: the alert naming X and Y was cleared as X opened,
+    # into a silent note: nothing said that Y's text was kept
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    typed_in_each_then_signed_out(page, server, [y, x], typed_in_last=True)
+    sign_in(page, server.token)  # (the page comes back to chat X, the last open)
+    expect(page.locator("#chat-title")).to_have_text("chat X")
+    expect(page.get_by_label("Prompt")).to_have_value("for chat X")  # (X has opened)
+    expect(page.get_by_role("alert")).to_have_text(
+        "Your prompt for “chat X”, kept while you were signed out, goes back into its prompt box "
+        "as it opens, not sent. Your prompt for “chat Y” was kept while you were signed out, not "
+        "sent: it is back in that chat's prompt box when you open it.")
+    expect(page.locator("#kept-notes li")).to_have_count(0)
+    goes_live(page, lambda: go(page, y["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value("for chat Y")
+    expect(page.locator("#alert")).to_be_hidden()
     expect(page.locator("#kept-notes li")).to_have_count(0)
     assert page.errors == []  # type: ignore[attr-defined]
 

@@ -30,7 +30,9 @@ const state = {
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
   alertAbout: { chats: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
   pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, p, chats, untilChat, say} (pinAlert)
+  heard: null, // a note said as it came, for the chat the page opens next to say again ({text, moves}: afterHeard)
   notes: 0, // notes made so far: each note's text has an id of its own (its Close button's description)
+  creating: new Set(), // New chat's forms on their way (formValues): the same form again makes nothing
   moves: 0, // the page's moves (route): a slow New chat opens its chat only if the user has not moved since
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
@@ -66,10 +68,15 @@ async function boot() {
   const kept = state.kept.chats();
   if (kept.length) {
     // Every chat with a prompt kept is named: in the alert, or, if the alert already says
-    // something (a kept prompt's chat deleted meanwhile, say), in a note under it.
-    const about = { chats: kept.map((c) => c.id), untilChat: false, say: sayKeptWhileSignedOut };
-    if ($("alert").hidden) showAlert(keptWhileSignedOut(kept), { chat: kept[0].id, ...about });
-    else addNote(keptWhileSignedOut(kept), about, { announced: true });
+    // something (a kept prompt's chat deleted meanwhile, say), in a note under it. The chat the
+    // page reopens, if one of them, is said apart (its text goes back in its box as it opens):
+    // the alert is about the others, and stays as it opens (route clears an alert about it).
+    const back = kept.find((c) => c.id === chatInAddress());
+    const others = back && kept.length > 1 ? kept.filter((c) => c !== back) : kept;
+    const text = (others === kept ? "" : `${backAsItOpens(back)} `) + keptWhileSignedOut(others);
+    const about = { chats: others.map((c) => c.id), untilChat: false, say: sayKeptWhileSignedOut };
+    if ($("alert").hidden) showAlert(text, { chat: others[0].id, ...about });
+    else addNote(text, about, { announced: true });
   } else if ($("alert").hidden) {
     sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
@@ -79,6 +86,13 @@ async function boot() {
 /** keptWhileSignedOut for the chats of `ids` still kept (a note's text, as some of them open). */
 function sayKeptWhileSignedOut(ids) {
   return keptWhileSignedOut(state.kept.chats().filter((c) => ids.includes(c.id)));
+}
+
+/** What the first alert after signing in again says of the prompt kept for `chat` ({id,
+ * title}), the chat the page reopens, when prompts are kept for other chats too. */
+function backAsItOpens(chat) {
+  return `Your prompt for “${showControls(chat.title || "Untitled chat")}”, kept while you were signed out, `
+    + "goes back into its prompt box as it opens, not sent.";
 }
 
 /** What the first alert after signing in again says of the prompts kept for `chats` ({id,
@@ -276,7 +290,19 @@ function addNote(text, about, { announced = false } = {}) {
   state.pinned.push(note);
   $("kept-notes").append(li);
   $("kept-notes").hidden = false;
-  if (announced) announce(text);
+  if (announced) {
+    announce(text);
+    state.heard = { text, moves: state.moves + 1 }; // (the page's next move: route, right after boot)
+  }
+}
+
+/** `line` for the polite region (it replaces what the region said): after the note said as it
+ * came (addNote's `announced`) if this is still the move it came before, so that a screen reader
+ * that speaks only the region's last words hears both. */
+function afterHeard(line) {
+  const heard = state.heard;
+  state.heard = null;
+  return heard && heard.moves === state.moves ? `${heard.text} ${line}` : line;
 }
 
 function dropNote(note) {
@@ -413,18 +439,22 @@ function clearAlertFor(id) {
   if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
 }
 
+/** The chat the address names ("#/chat/<id>"); null: another view, or an id that cannot be
+ * (a malformed %-escape: no chat has that id). */
+function chatInAddress() {
+  const m = location.hash.match(/^#\/chat\/(.+)$/);
+  try {
+    return m ? decodeURIComponent(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 function route() {
   state.moves += 1;
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
-  let id = null;
-  if (m) {
-    try {
-      id = decodeURIComponent(m[1]);
-    } catch {
-      id = null; // a malformed %-escape: no chat has that id
-    }
-  }
+  const id = chatInAddress();
   // While signed out only the sign-in form shows, saying why: Back or a link to a view that
   // asks nothing of the server leaves it as it is; a chat is asked for: the chat or a 404
   // (signed in again in another tab) makes the page a signed-in page again (signedInAgain),
@@ -677,8 +707,23 @@ function fillRoots() {
   replace(select, (state.config.roots || []).map((root, i) => h("option", { value: root, selected: i === 0, text: root })));
 }
 
+/** New chat's form submitted. A second submit of the same form while its chat is on its way
+ * (Enter pressed again, the server slow) makes nothing: one chat (the form is emptied only once
+ * it is made). A form filled in again otherwise meanwhile is another chat. */
 async function onCreateChat(ev) {
   ev.preventDefault();
+  const sent = formValues($("new-form"));
+  if (state.creating.has(sent)) return announce("This chat is already being created.");
+  state.creating.add(sent);
+  try {
+    await createChat(sent);
+  } finally {
+    state.creating.delete(sent);
+  }
+}
+
+/** Create the chat New chat's form (holding `sent`: formValues) says, and open it. */
+async function createChat(sent) {
   const root = $("new-root").value;
   const sub = $("new-subdir").value.trim().replace(/^\/+/, "");
   const body = {
@@ -697,7 +742,6 @@ async function onCreateChat(ev) {
   const title = $("new-title-input").value.trim();
   if (title) body.title = title;
   const moves = state.moves; // the user going elsewhere meanwhile stays there
-  const sent = formValues($("new-form"));
   try {
     const chat = await api.createChat(body); // (asked again after a late 401: api.js)
     await refreshChats();
@@ -778,7 +822,7 @@ async function openChat(id) {
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
-  announce(openedLine(chat, turns));
+  announce(afterHeard(openedLine(chat, turns)));
   $("prompt").readOnly = false;
   clearOnItsWay(id);
   restoreDraft(id);
