@@ -232,6 +232,35 @@ def test_signing_in_again_onto_a_chat_with_a_kept_prompt_the_alert_names_the_oth
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+def test_signing_in_again_onto_a_chat_that_does_not_open_its_kept_prompt_stays_named(
+    make_server: Any, browser: Any
+) -> None:
+    # the alert about the others only (Y) became a note about Y as X's open failed, its text
+    # naming X: as Y opened, the note went, and nothing named X's text, still kept
+    server = make_server()
+    with server.client() as c:
+        x, y = titled(c, "chat X"), titled(c, "chat Y")
+    page = open_ui(browser, server)
+    typed_in_each_then_signed_out(page, server, [y, x], typed_in_last=True)
+    page.route(f"**/api/chats/{x['id']}", lambda r: r.fulfill(status=500, json={"detail": "boom"}))
+    sign_in(page, server.token)  # (the page comes back to chat X, the last open: it fails)
+    expect(page.locator("#alert")).to_contain_text("The chat did not open: boom")
+    expect(page.locator("#kept-notes li p")).to_have_text([
+        "Your prompt for “chat X”, kept while you were signed out, goes back into its prompt box "
+        "as it opens, not sent. Your prompt for “chat Y” was kept while you were signed out, not "
+        "sent: it is back in that chat's prompt box when you open it."])
+    page.unroute(f"**/api/chats/{x['id']}")
+    goes_live(page, lambda: go(page, y["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value("for chat Y")
+    expect(page.locator("#kept-notes li p")).to_have_text([
+        "Your prompt for “chat X” was kept while you were signed out, not sent: it is back in "
+        "that chat's prompt box when you open it."])
+    goes_live(page, lambda: go(page, x["id"]))
+    expect(page.get_by_label("Prompt")).to_have_value("for chat X")
+    expect(page.locator("#kept-notes li")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("first", ["X", "Y"])
 def test_a_note_about_several_chats_names_only_those_still_kept(
     make_server: Any, browser: Any, first: str

@@ -28,8 +28,8 @@ const state = {
   sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts (api.js's count then), done, edited (keepTyped)}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
-  alertAbout: { chats: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
-  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, p, chats, untilChat, say} (pinAlert)
+  alertAbout: { chats: [], named: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
+  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, p, chats, named, untilChat, say} (pinAlert)
   heard: null, // a note said as it came, for the chat the page opens next to say again ({text, moves}: afterHeard)
   notes: 0, // notes made so far: each note's text has an id of its own (its Close button's description)
   creating: new Set(), // New chat's forms on their way (formValues): the same form again makes nothing
@@ -70,11 +70,13 @@ async function boot() {
     // Every chat with a prompt kept is named: in the alert, or, if the alert already says
     // something (a kept prompt's chat deleted meanwhile, say), in a note under it. The chat the
     // page reopens, if one of them, is said apart (its text goes back in its box as it opens):
-    // the alert is about the others, and stays as it opens (route clears an alert about it).
+    // the alert is about the others, and stays as it opens (route clears an alert about it);
+    // it still names that chat (`named`) while its text is kept (its open failed, say).
     const back = kept.find((c) => c.id === chatInAddress());
     const others = back && kept.length > 1 ? kept.filter((c) => c !== back) : kept;
-    const text = (others === kept ? "" : `${backAsItOpens(back)} `) + keptWhileSignedOut(others);
-    const about = { chats: others.map((c) => c.id), untilChat: false, say: sayKeptWhileSignedOut };
+    const named = others === kept ? [] : [back.id];
+    const text = sayKeptWhileSignedOut(others.map((c) => c.id), named);
+    const about = { chats: others.map((c) => c.id), named, untilChat: false, say: sayKeptWhileSignedOut };
     if ($("alert").hidden) showAlert(text, { chat: others[0].id, ...about });
     else addNote(text, about, { announced: true });
   } else if ($("alert").hidden) {
@@ -83,9 +85,14 @@ async function boot() {
   route();
 }
 
-/** keptWhileSignedOut for the chats of `ids` still kept (a note's text, as some of them open). */
-function sayKeptWhileSignedOut(ids) {
-  return keptWhileSignedOut(state.kept.chats().filter((c) => ids.includes(c.id)));
+/** keptWhileSignedOut for the chats of `ids` still kept (a note's text, as some of them open),
+ * the chat of `named`, the one the page reopens, said apart (backAsItOpens) if others are too. */
+function sayKeptWhileSignedOut(ids, named = []) {
+  const kept = state.kept.chats();
+  const others = kept.filter((c) => ids.includes(c.id));
+  const back = kept.filter((c) => named.includes(c.id));
+  if (!others.length) return keptWhileSignedOut(back);
+  return (back.length ? `${backAsItOpens(back[0])} ` : "") + keptWhileSignedOut(others);
 }
 
 /** What the first alert after signing in again says of the prompt kept for `chat` ({id,
@@ -231,12 +238,13 @@ function show(viewId) {
  * does not clear it (`chats`: all the chats it is about, if several); `untilChat`: it stays
  * until a chat opens (prompts of a deleted chat wait for one); `say`: what it says of the
  * chats of the ids given, for when only some of its `chats` are still kept (a note's text is
- * brought down to those: see prunePinned).
+ * brought down to those: see prunePinned); `named`: chats it names too but is not about as
+ * they open (route leaves it: the chat the page reopens after signing in), still kept or not.
  *
  * An alert that says where a kept prompt is (`chat`, `untilChat`) is the only place that tells
  * the user where their text went: replaced or cleared while that is still true, it stays, as a
  * note under the alert with its own Close button (pinAlert), until closed or no longer true. */
-function showAlert(message, { unreachable = false, chat = "", chats = null, untilChat = false, say = null } = {}) {
+function showAlert(message, { unreachable = false, chat = "", chats = null, named = [], untilChat = false, say = null } = {}) {
   const el = $("alert");
   const about = chats ?? (chat ? [chat] : []);
   state.alerts += 1;
@@ -248,7 +256,7 @@ function showAlert(message, { unreachable = false, chat = "", chats = null, unti
   el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
   el.dataset.chat = chat;
   el.dataset.untilChat = untilChat ? "yes" : "";
-  state.alertAbout = message ? { chats: about, untilChat, say } : { chats: [], untilChat: false, say: null };
+  state.alertAbout = message ? { chats: about, named, untilChat, say } : { chats: [], named: [], untilChat: false, say: null };
   prunePinned();
 }
 
@@ -257,10 +265,12 @@ function supersedes(by, p) {
   return (by.untilChat && p.untilChat) || (p.chats.length > 0 && p.chats.every((id) => by.chats.includes(id)));
 }
 
-/** Whether what an alert says of kept prompts (`about`: {chats, untilChat}) is still true:
- * something is kept for one of its chats, or prompts of deleted chats wait for a box. */
+/** Whether what an alert says of kept prompts (`about`: {chats, named, untilChat}) is still
+ * true: something is kept for one of its chats (or those it names), or prompts of deleted chats
+ * wait for a box. */
 function stillKept(about) {
-  return about.chats.some((id) => state.kept.has(id)) || (about.untilChat && Boolean(state.kept.orphans));
+  return [...about.chats, ...(about.named ?? [])].some((id) => state.kept.has(id))
+    || (about.untilChat && Boolean(state.kept.orphans));
 }
 
 /** The alert `text`, about `about`, replaced by one about `next`: if it said where a kept prompt
@@ -279,7 +289,7 @@ function addNote(text, about, { announced = false } = {}) {
   const close = h("button", { type: "button", class: "small", text: "Close", "aria-label": "Close this note", "aria-describedby": id });
   const p = h("p", { id, text });
   const li = h("li", { class: "alert kept-note" }, p, close);
-  const note = { li, p, chats: about.chats, untilChat: about.untilChat, say: about.say ?? null };
+  const note = { li, p, chats: about.chats, named: about.named ?? [], untilChat: about.untilChat, say: about.say ?? null };
   close.addEventListener("click", () => {
     const next = li.nextElementSibling ?? li.previousElementSibling;
     dropNote(note);
@@ -318,9 +328,11 @@ function prunePinned() {
   for (const note of state.pinned.filter((p) => !stillKept(p))) dropNote(note);
   for (const note of state.pinned) {
     const kept = note.chats.filter((id) => state.kept.has(id));
-    if (!note.say || kept.length === note.chats.length) continue;
+    const named = note.named.filter((id) => state.kept.has(id));
+    if (!note.say || (kept.length === note.chats.length && named.length === note.named.length)) continue;
     note.chats = kept;
-    note.p.textContent = note.say(kept);
+    note.named = named;
+    note.p.textContent = note.say(kept, named);
   }
 }
 
