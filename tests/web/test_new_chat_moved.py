@@ -78,13 +78,7 @@ def test_a_slow_new_chat_leaves_the_new_chat_form_the_user_is_filling_in(
 
 
 def test_a_slow_new_chat_opens_when_the_user_stayed(make_server: Any, browser: Any) -> None:
-    server = make_server()
-    page = open_ui(browser, server, "#/new")
-    expect(page.locator("#new-view")).to_be_visible()
-    held = hold(page, "**/api/chats")
-    page.locator("#new-title-input").fill("chat slow")
-    page.get_by_role("button", name="Create chat").click()
-    until_held(page, held)
+    _, page, _, held = slow_new_chat(make_server, browser)
     held[0].continue_()
     expect(page.locator("#chat-title")).to_have_text("chat slow")
     expect(page.locator("#conn")).to_have_text("Live")
@@ -100,10 +94,15 @@ def test_a_second_submit_while_a_new_chat_is_on_its_way_makes_no_second_chat(
     server, page, _, held = slow_new_chat(make_server, browser)
     page.locator("#new-title-input").press("Enter")  # the same form again, the first still held
     expect(page.locator("#announce")).to_have_text("This chat is already being created.")
+    expect(page.locator("#new-status")).to_be_visible()  # (seen too, not only heard)
+    expect(page.locator("#new-status")).to_have_text("This chat is already being created.")
     held[0].continue_()
     expect(page.locator("#chat-title")).to_have_text("chat slow")
     expect(page.locator("#conn")).to_have_text("Live")
     assert len(held) == 1  # (the first only: no second request was made)
+    page.evaluate("() => { location.hash = '#/new'; }")  # the form again: the line went with its chat
+    expect(page.locator("#new-view")).to_be_visible()
+    expect(page.locator("#new-status")).to_be_hidden()
     with server.client() as c:
         titles = [ch["title"] for ch in c.get("/api/chats").json()["chats"]]
     assert titles.count("chat slow") == 1

@@ -725,13 +725,22 @@ function fillRoots() {
 async function onCreateChat(ev) {
   ev.preventDefault();
   const sent = formValues($("new-form"));
-  if (state.creating.has(sent)) return announce("This chat is already being created.");
+  if (state.creating.has(sent)) return sayCreating("This chat is already being created.");
+  sayCreating("");
   state.creating.add(sent);
   try {
     await createChat(sent);
   } finally {
     state.creating.delete(sent);
+    if (!state.creating.size) sayCreating("");
   }
+}
+
+/** `line` under New chat's form, seen (#new-status) and heard (the polite region); "": none. */
+function sayCreating(line) {
+  $("new-status").textContent = line;
+  $("new-status").hidden = !line;
+  if (line) announce(line);
 }
 
 /** Create the chat New chat's form (holding `sent`: formValues) says, and open it. */
