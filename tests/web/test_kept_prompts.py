@@ -30,20 +30,24 @@ def titled(c: Any, title: str) -> dict[str, Any]:
     return dict(r.json())
 
 
-def keep_for_x(c: Any, page: Page, x: dict[str, Any], y_id: str | None) -> None:
-    """A prompt typed in chat X while its run goes, then the page goes to ``y_id`` (None: the
-    welcome view): the prompt is kept for X (the page's clock stands still), X's run ends."""
+def keep_for_x(
+    c: Any, page: Page, x: dict[str, Any], y_id: str | None, text: str = "more for X"
+) -> None:
+    """A prompt (``text``) typed in chat X while its run goes, then the page goes to ``y_id``
+    (None: the welcome view): the prompt is kept for X (the page's clock stands still), and the
+    alert says so (naming X by its title); X's run ends."""
     held = c.post(f"/api/chats/{x['id']}/runs", json={"prompt": "hello X"}).json()
     go(page, x["id"])
     expect(page.locator("#stop-button")).to_be_visible()
-    send(page, "more for X")  # waits for X's run
+    send(page, text)  # waits for X's run
     if y_id:
         goes_live(page, lambda: go(page, y_id))  # (not X's "Live")
     else:
         go(page, None)
         expect(page.locator("#welcome-view")).to_be_visible()
     page.clock.run_for(100)  # the prompt looks again: its chat was left
-    expect(page.locator("#alert")).to_contain_text(KEPT_FOR_X)
+    expect(page.locator("#alert")).to_contain_text(
+        f"Your prompt for “{x['title']}” was not sent: you left that chat")
     assert c.post(f"/api/runs/{held['id']}/cancel").status_code == 200
     assert wait_run(c, held["id"])["status"] == "cancelled"
 

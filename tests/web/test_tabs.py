@@ -293,7 +293,7 @@ def test_the_skip_link_focuses_the_prompt_and_the_chat_stays_open(make_server: A
 def test_after_a_sign_out_in_another_tab_the_other_tabs_show_the_sign_in_form(
     make_server: Any, browser: Any, how: str
 ) -> None:
-    # Sign out pressed in a tab: the others hear it (the storage event) and show the sign-in
+    # Sign out pressed in a tab: the others hear it (kept.js: its message) and show the sign-in
     # form at once; a session ended otherwise (signed out with the cookie by another browser's
     # tab, expired): at their next action
     from test_kept_prompts import signed_out_elsewhere_now

@@ -28,6 +28,12 @@ const state = {
   sending: null, // the prompt on its way: {chatId, prompt, taken (out of the box, its request made), signOuts (api.js's count then), done, edited (keepTyped)}
   waiting: null, // the prompt sent while another was on its way: it goes once that one is done
   alerts: 0, // alerts shown so far: a prompt's answer clears only an alert older than its request
+  alertAbout: { chats: [], named: [], untilChat: false }, // the kept prompts the alert shown speaks of (showAlert)
+  pinned: [], // alerts on kept prompts replaced while still true, as notes: {li, p, chats, named, untilChat, say} (pinAlert)
+  heard: null, // a note said as it came, for the chat the page opens next to say again ({text, moves}: afterHeard)
+  notes: 0, // notes made so far: each note's text has an id of its own (its Close button's description)
+  creating: new Set(), // New chat's forms on their way (formValues): the same form again makes nothing
+  moves: 0, // the page's moves (route): a slow New chat opens its chat only if the user has not moved since
   opening: null, // the latest opening of a chat (its own object: a later open wins, even of the same chat)
   stops: 0, // Stop/Esc presses: a prompt waiting for a run to end is dropped by one
   kept: new KeptPrompts(), // prompts not sent, kept for their chats (kept.js): back in their box
@@ -59,14 +65,54 @@ async function boot() {
   await refreshChats(); // (a kept prompt's chat deleted meanwhile: its prompt is orphaned)
   window.addEventListener("hashchange", route);
   if (state.signedOut) return; // (the session ended as the page loaded: the sign-in form shows)
-  const kept = state.kept.first();
-  if (kept && $("alert").hidden) {
-    showAlert(`Your prompt for “${showControls(kept.title || "Untitled chat")}” was kept while you were signed out, `
-      + "not sent: it is back in that chat's prompt box when you open it.", { chat: kept.id });
+  const kept = state.kept.chats();
+  if (kept.length) {
+    // Every chat with a prompt kept is named: in the alert, or, if the alert already says
+    // something (a kept prompt's chat deleted meanwhile, say), in a note under it. The chat the
+    // page reopens, if one of them, is said apart (its text goes back in its box as it opens):
+    // the alert is about the others, and stays as it opens (route clears an alert about it);
+    // it still names that chat (`named`) while its text is kept (its open failed, say).
+    const back = kept.find((c) => c.id === chatInAddress());
+    const others = back && kept.length > 1 ? kept.filter((c) => c !== back) : kept;
+    const named = others === kept ? [] : [back.id];
+    const text = sayKeptWhileSignedOut(others.map((c) => c.id), named);
+    const about = { chats: others.map((c) => c.id), named, untilChat: false, say: sayKeptWhileSignedOut };
+    if ($("alert").hidden) showAlert(text, { chat: others[0].id, ...about });
+    else addNote(text, about, { announced: true });
   } else if ($("alert").hidden) {
     sayOrphansKept(); // (prompts of chats deleted meanwhile: for the next chat to open)
   }
   route();
+}
+
+/** keptWhileSignedOut for the chats of `ids` still kept (a note's text, as some of them open),
+ * the chat of `named`, the one the page reopens, said apart (backAsItOpens) if others are too. */
+function sayKeptWhileSignedOut(ids, named = []) {
+  const kept = state.kept.chats();
+  const others = kept.filter((c) => ids.includes(c.id));
+  const back = kept.filter((c) => named.includes(c.id));
+  if (!others.length) return keptWhileSignedOut(back);
+  return (back.length ? `${backAsItOpens(back[0])} ` : "") + keptWhileSignedOut(others);
+}
+
+/** What the first alert after signing in again says of the prompt kept for `chat` ({id,
+ * title}), the chat the page reopens, when prompts are kept for other chats too. */
+function backAsItOpens(chat) {
+  return `Your prompt for “${showControls(chat.title || "Untitled chat")}”, kept while you were signed out, `
+    + "goes back into its prompt box as it opens, not sent.";
+}
+
+/** What the first alert after signing in again says of the prompts kept for `chats` ({id,
+ * title}, one at least): every chat named (titles are data: text only, as all alerts are). */
+function keptWhileSignedOut(chats) {
+  const names = chats.map((c) => `“${showControls(c.title || "Untitled chat")}”`);
+  if (names.length === 1) {
+    return `Your prompt for ${names[0]} was kept while you were signed out, `
+      + "not sent: it is back in that chat's prompt box when you open it.";
+  }
+  const listed = `${names.slice(0, -1).join(", ")} and ${names[names.length - 1]}`;
+  return `Your prompts for ${names.length} chats, ${listed}, were kept while you were signed out, `
+    + "not sent: each is back in its chat's prompt box when you open that chat.";
 }
 
 /** GET /api/config, tried again (after 1, 2, 5, 10, then every 30 s) while the server cannot be
@@ -159,6 +205,11 @@ function onEscape(ev) {
  * open chat stays open). Without a chat open, to the first field of the view shown. */
 function skipToPrompt(ev) {
   ev.preventDefault();
+  focusView();
+}
+
+/** The focus to the prompt box, or without a chat open to the first field of the view shown. */
+function focusView() {
   const view = ["chat-view", "new-view", "login-view", "welcome-view"].map($).find((el) => !el.hidden);
   const target = view?.id === "chat-view" ? $("prompt") : view?.querySelector("input, select, textarea, button, a[href]");
   target?.focus();
@@ -180,25 +231,115 @@ function show(viewId) {
   for (const id of ["login-view", "welcome-view", "new-view", "chat-view"]) $(id).hidden = id !== viewId;
 }
 
-/** The page's alert; `unreachable`: it says the server could not be reached, and goes by
- * itself once the chats list is fetched again ("list": the list itself could not be fetched,
- * which stays true whatever view is shown); `chat`: the id of the chat it is about (a prompt
- * of that chat not sent), so that what happens in another chat does not clear it;
- * `untilChat`: it stays until a chat opens (prompts of a deleted chat wait for one). */
-function showAlert(message, { unreachable = false, chat = "", untilChat = false } = {}) {
+/** The page's alert (its role, alert, has it announced); `unreachable`: it says the server
+ * could not be reached, and goes by itself once the chats list is fetched again ("list": the
+ * list itself could not be fetched, which stays true whatever view is shown); `chat`: the id of
+ * the chat it is about (a prompt of that chat not sent), so that what happens in another chat
+ * does not clear it (`chats`: all the chats it is about, if several); `untilChat`: it stays
+ * until a chat opens (prompts of a deleted chat wait for one); `say`: what it says of the
+ * chats of the ids given, for when only some of its `chats` are still kept (a note's text is
+ * brought down to those: see prunePinned); `named`: chats it names too but is not about as
+ * they open (route leaves it: the chat the page reopens after signing in), still kept or not.
+ *
+ * An alert that says where a kept prompt is (`chat`, `untilChat`) is the only place that tells
+ * the user where their text went: replaced or cleared while that is still true, it stays, as a
+ * note under the alert with its own Close button (pinAlert), until closed or no longer true. */
+function showAlert(message, { unreachable = false, chat = "", chats = null, named = [], untilChat = false, say = null } = {}) {
   const el = $("alert");
+  const about = chats ?? (chat ? [chat] : []);
   state.alerts += 1;
+  if (!el.hidden && el.textContent !== message) pinAlert(el.textContent, state.alertAbout, { chats: about, untilChat });
+  // (a note the new alert says again, about the same chats or the same orphans, goes)
+  for (const note of state.pinned.filter((p) => supersedes({ chats: about, untilChat }, p))) dropNote(note);
   el.textContent = message;
   el.hidden = !message;
   el.dataset.unreachable = unreachable === "list" ? "list" : unreachable ? "yes" : "";
   el.dataset.chat = chat;
   el.dataset.untilChat = untilChat ? "yes" : "";
+  state.alertAbout = message ? { chats: about, named, untilChat, say } : { chats: [], named: [], untilChat: false, say: null };
+  prunePinned();
 }
 
-/** Whether the alert shown is about a chat other than `chatId` (null: no chat). */
+/** Whether what an alert is about (`by`: {chats, untilChat}) says again what note `p` says. */
+function supersedes(by, p) {
+  return (by.untilChat && p.untilChat) || (p.chats.length > 0 && p.chats.every((id) => by.chats.includes(id)));
+}
+
+/** Whether what an alert says of kept prompts (`about`: {chats, named, untilChat}) is still
+ * true: something is kept for one of its chats (or those it names), or prompts of deleted chats
+ * wait for a box. */
+function stillKept(about) {
+  return [...about.chats, ...(about.named ?? [])].some((id) => state.kept.has(id))
+    || (about.untilChat && Boolean(state.kept.orphans));
+}
+
+/** The alert `text`, about `about`, replaced by one about `next`: if it said where a kept prompt
+ * is, and that is still true, it stays as a note (text only), with its own Close button. */
+function pinAlert(text, about, next) {
+  if (!text || !(about.chats.length || about.untilChat) || !stillKept(about) || supersedes(next, about)) return;
+  addNote(text, about);
+}
+
+/** A note (text only) under the alert, about `about` ({chats, untilChat, say}), with its own
+ * Close button, described by the note's text (several notes: each button says which it closes);
+ * `announced`: the note is said as it comes (it is new, not an alert the user heard before). */
+function addNote(text, about, { announced = false } = {}) {
+  state.notes += 1;
+  const id = `kept-note-${state.notes}`;
+  const close = h("button", { type: "button", class: "small", text: "Close", "aria-label": "Close this note", "aria-describedby": id });
+  const p = h("p", { id, text });
+  const li = h("li", { class: "alert kept-note" }, p, close);
+  const note = { li, p, chats: about.chats, named: about.named ?? [], untilChat: about.untilChat, say: about.say ?? null };
+  close.addEventListener("click", () => {
+    const next = li.nextElementSibling ?? li.previousElementSibling;
+    dropNote(note);
+    const button = next?.querySelector("button"); // (this one is gone: the focus to a useful place)
+    if (button) button.focus();
+    else focusView();
+  });
+  state.pinned.push(note);
+  $("kept-notes").append(li);
+  $("kept-notes").hidden = false;
+  if (announced) {
+    announce(text);
+    state.heard = { text, moves: state.moves + 1 }; // (the page's next move: route, right after boot)
+  }
+}
+
+/** `line` for the polite region (it replaces what the region said): after the note said as it
+ * came (addNote's `announced`) if this is still the move it came before, so that a screen reader
+ * that speaks only the region's last words hears both. */
+function afterHeard(line) {
+  const heard = state.heard;
+  state.heard = null;
+  return heard && heard.moves === state.moves ? `${heard.text} ${line}` : line;
+}
+
+function dropNote(note) {
+  state.pinned = state.pinned.filter((p) => p !== note);
+  note.li.remove();
+  $("kept-notes").hidden = state.pinned.length === 0;
+}
+
+/** The notes (pinAlert) no longer true go: their chat opened (its prompt back in its box), was
+ * deleted, or Sign out dropped what was kept. A note about several chats, some of them no longer
+ * kept, names only those still kept (if it can say so: `say`). */
+function prunePinned() {
+  for (const note of state.pinned.filter((p) => !stillKept(p))) dropNote(note);
+  for (const note of state.pinned) {
+    const kept = note.chats.filter((id) => state.kept.has(id));
+    const named = note.named.filter((id) => state.kept.has(id));
+    if (!note.say || (kept.length === note.chats.length && named.length === note.named.length)) continue;
+    note.chats = kept;
+    note.named = named;
+    note.p.textContent = note.say(kept, named);
+  }
+}
+
+/** Whether the alert shown is about chats none of which is `chatId` (null: no chat). */
 function alertAboutAnotherChat(chatId) {
-  const about = $("alert").dataset.chat;
-  return Boolean(about) && about !== chatId;
+  const { chats } = state.alertAbout;
+  return Boolean($("alert").dataset.chat) && !chats.includes(chatId);
 }
 
 /** The server answered again: an alert that it could not be reached is over. */
@@ -267,13 +408,14 @@ async function signOut() {
   tellSignedOut(); // (the other tabs drop theirs too: signedOutElsewhere)
 }
 
-/** Sign out pressed in another tab of this page (kept.js: the storage event): the session is
+/** Sign out pressed in another tab of this page (kept.js: its message, or the mark a tab back
+ * from the back-forward cache finds): the session is
  * the browser's, so this page is signed out too, and shows the sign-in form at once, saying so
  * ("You were signed out: sign in again."); what it keeps for chats goes, as with Sign out here
  * (its tab's storage included): a shared computer keeps nothing for whoever signs in next. */
 function signedOutElsewhere() {
   const el = $("alert");
-  const promised = Boolean(el.dataset.chat || el.dataset.untilChat); // (a prompt kept, or not sent)
+  const promised = Boolean(el.dataset.chat || el.dataset.untilChat || state.pinned.length); // (a prompt kept, or not sent)
   sessionEnded();
   dropKept();
   // an alert that promised a prompt back in a box after signing in: that prompt is gone now
@@ -286,6 +428,7 @@ function dropKept() {
   signedOutHere(); // (one count, api.js's: a request on its way now is dropped, whatever its answer)
   state.kept.close();
   $("prompt").value = "";
+  prunePinned(); // (the notes on kept prompts: nothing is kept now)
 }
 
 async function onLogin(ev) {
@@ -308,17 +451,22 @@ function clearAlertFor(id) {
   if (el.dataset.unreachable !== "list" && !alertAboutAnotherChat(id) && !el.dataset.untilChat) showAlert("");
 }
 
+/** The chat the address names ("#/chat/<id>"); null: another view, or an id that cannot be
+ * (a malformed %-escape: no chat has that id). */
+function chatInAddress() {
+  const m = location.hash.match(/^#\/chat\/(.+)$/);
+  try {
+    return m ? decodeURIComponent(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
 function route() {
+  state.moves += 1;
   const hash = location.hash;
   const m = hash.match(/^#\/chat\/(.+)$/);
-  let id = null;
-  if (m) {
-    try {
-      id = decodeURIComponent(m[1]);
-    } catch {
-      id = null; // a malformed %-escape: no chat has that id
-    }
-  }
+  const id = chatInAddress();
   // While signed out only the sign-in form shows, saying why: Back or a link to a view that
   // asks nothing of the server leaves it as it is; a chat is asked for: the chat or a 404
   // (signed in again in another tab) makes the page a signed-in page again (signedInAgain),
@@ -449,6 +597,7 @@ async function checkDrafts() {
     }
   }
   placeOrphans(); // (waiting for the open chat's box to be empty: see orphanDraft)
+  prunePinned();
 }
 
 /** With the list: whether the server can write its database. While it cannot (locked, full,
@@ -570,8 +719,32 @@ function fillRoots() {
   replace(select, (state.config.roots || []).map((root, i) => h("option", { value: root, selected: i === 0, text: root })));
 }
 
+/** New chat's form submitted. A second submit of the same form while its chat is on its way
+ * (Enter pressed again, the server slow) makes nothing: one chat (the form is emptied only once
+ * it is made). A form filled in again otherwise meanwhile is another chat. */
 async function onCreateChat(ev) {
   ev.preventDefault();
+  const sent = formValues($("new-form"));
+  if (state.creating.has(sent)) return sayCreating("This chat is already being created.");
+  sayCreating("");
+  state.creating.add(sent);
+  try {
+    await createChat(sent);
+  } finally {
+    state.creating.delete(sent);
+    if (!state.creating.size) sayCreating("");
+  }
+}
+
+/** `line` under New chat's form, seen (#new-status) and heard (the polite region); "": none. */
+function sayCreating(line) {
+  $("new-status").textContent = line;
+  $("new-status").hidden = !line;
+  if (line) announce(line);
+}
+
+/** Create the chat New chat's form (holding `sent`: formValues) says, and open it. */
+async function createChat(sent) {
   const root = $("new-root").value;
   const sub = $("new-subdir").value.trim().replace(/^\/+/, "");
   const body = {
@@ -589,15 +762,24 @@ async function onCreateChat(ev) {
   if (model) body.model = model;
   const title = $("new-title-input").value.trim();
   if (title) body.title = title;
+  const moves = state.moves; // the user going elsewhere meanwhile stays there
   try {
-    const chat = await api.createChat(body);
-    $("new-form").reset();
+    const chat = await api.createChat(body); // (asked again after a late 401: api.js)
     await refreshChats();
-    location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
+    // The form is emptied once its chat is made, unless the user filled it in again meanwhile
+    // (back at New chat while this one was slow): what they typed since stays.
+    if (formValues($("new-form")) === sent) $("new-form").reset();
+    if (state.moves === moves) location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
+    else announce(`The new chat “${showControls(chat.title || "Untitled chat")}” was created: it is in the list.`);
   } catch (err) {
     if (err instanceof SessionEnded) return;
     showAlert(`Could not create the chat: ${err.message}`);
   }
+}
+
+/** What `form`'s fields hold (values, boxes ticked), as one string to compare. */
+function formValues(form) {
+  return JSON.stringify([...form.elements].map((el) => (el.type === "checkbox" ? el.checked : el.value)));
 }
 
 // ---- one chat ----------------------------------------------------------------------------
@@ -661,11 +843,12 @@ async function openChat(id) {
     earlier: (beforeRun) => api.turns(id, TURNS_PAGE, beforeRun),
   });
   state.timeline.load(turns); // out of a screen reader's hearing: this line says what opened
-  announce(openedLine(chat, turns));
+  announce(afterHeard(openedLine(chat, turns)));
   $("prompt").readOnly = false;
   clearOnItsWay(id);
   restoreDraft(id);
   placeOrphans({ opening: true });
+  prunePinned(); // (a note on this chat's prompt: it is back in the box)
   updateRunControls();
   markCurrentInList();
   state.stream = new ChatStream(id, {
@@ -841,6 +1024,7 @@ async function deleteChat() {
   }
   dropChat(chat.id);
   state.kept.take(chat.id); // what was kept for it goes with it (the page left it meanwhile, say)
+  prunePinned();
   await refreshChats();
 }
 
@@ -1065,11 +1249,17 @@ function boxOnItsWay(to) {
 function keepTyped(chat) {
   const input = $("prompt");
   const typed = input.value;
-  if (!chat || !typed || boxOnItsWay((to) => to === chat.id)) return;
+  if (!chat) return;
+  const last = state.waiting ?? state.sending;
+  const waits = last && !last.taken && last.chatId === chat.id;
+  // An edit is a change of its text: the box holding that prompt as it was sent (typed into
+  // and back, or its edit kept and put back then undone) is no edit, and the prompt goes (or
+  // is kept) as sent.
+  if (waits && typed === last.prompt) last.edited = false;
+  if (!typed || boxOnItsWay((to) => to === chat.id)) return;
   // The last prompt sent to it and not taken yet (waiting for its run) stayed in the box, and
   // the box was edited since: what it holds is that prompt's new version, kept instead of it.
-  const last = state.waiting ?? state.sending;
-  if (last && !last.taken && last.chatId === chat.id) last.edited = true;
+  if (waits) last.edited = true;
   state.kept.set(chat, joinPrompts(state.kept.get(chat.id), typed));
   input.value = "";
 }

@@ -8,22 +8,66 @@
 
 const STORAGE_KEY = "cursor-agent-api:kept-prompts";
 const SIGNED_OUT_KEY = "cursor-agent-api:signed-out"; // (localStorage: every tab of this server's page)
+const SIGNED_OUT_CHANNEL = "cursor-agent-api:signed-out"; // (BroadcastChannel: the same tabs)
 
-/** Sign out pressed in this page: every other tab of this server's page in the browser hears
- * it (`whenSignedOutElsewhere`), and drops what it keeps too. localStorage is this origin's (host
- * and port) only: another server's tabs do not hear it. Storage refused: they do not. */
-export function tellSignedOut() {
+// Sign out told to this server's other tabs. BroadcastChannel is the platform's tool for it
+// (a message to every other page of this origin, with no storage involved: it works where the
+// browser refuses localStorage, in some private modes or under a policy); localStorage's storage
+// event is the fallback for a browser without it, and its marker is what a page restored from
+// the back-forward cache compares (no message reaches a page while it is cached). A Sign out is
+// a mark of its own: heard by both ways, it is handled once.
+let channel = null;
+try {
+  channel = new BroadcastChannel(SIGNED_OUT_CHANNEL);
+} catch {
+  // (no BroadcastChannel: localStorage alone)
+}
+
+/** The last Sign out's mark in localStorage (null: none, or storage refused). */
+function lastSignOutMark() {
   try {
-    localStorage.setItem(SIGNED_OUT_KEY, `${Date.now()} ${Math.random()}`); // (a new value: heard)
+    return localStorage.getItem(SIGNED_OUT_KEY);
   } catch {
-    // (the other tabs hear of the ended session at their next request, and keep their prompts)
+    return null;
   }
 }
 
-/** `handler()` runs when Sign out is pressed in another tab of this server's page (tellSignedOut). */
+const heardMarks = new Set([lastSignOutMark()]); // (one before this page loaded is not news)
+
+/** Sign out pressed in this page: every other tab of this server's page in the browser hears
+ * it (`whenSignedOutElsewhere`), and drops what it keeps too. Both ways are this origin's (host
+ * and port) only: another server's tabs do not hear it. */
+export function tellSignedOut() {
+  const mark = `${Date.now()} ${Math.random()}`; // (a new value: heard)
+  heardMarks.add(mark);
+  try {
+    channel?.postMessage(mark);
+  } catch {
+    // (the channel closed: localStorage still tells them)
+  }
+  try {
+    localStorage.setItem(SIGNED_OUT_KEY, mark);
+  } catch {
+    // (storage refused: the channel told them; without either, the other tabs hear of the
+    // ended session at their next request, and keep their prompts)
+  }
+}
+
+/** `handler()` runs when Sign out is pressed in another tab of this server's page (tellSignedOut),
+ * once per Sign out, and when this page comes back from the back-forward cache after one (the
+ * `pageshow` event, `persisted`: the mark in localStorage is not the one it last heard). */
 export function whenSignedOutElsewhere(handler) {
+  const hear = (mark) => {
+    if (typeof mark !== "string" || !mark || heardMarks.has(mark)) return;
+    heardMarks.add(mark);
+    handler();
+  };
+  channel?.addEventListener("message", (ev) => hear(ev.data));
   window.addEventListener("storage", (ev) => {
-    if (ev.key === SIGNED_OUT_KEY && ev.newValue) handler();
+    if (ev.key === SIGNED_OUT_KEY) hear(ev.newValue);
+  });
+  window.addEventListener("pageshow", (ev) => {
+    if (ev.persisted) hear(lastSignOutMark());
   });
 }
 
@@ -58,10 +102,14 @@ export class KeptPrompts {
     return kept?.prompt;
   }
 
-  /** The first chat something is kept for, as {id, title} (undefined: none). */
-  first() {
-    const [entry] = this.byChat;
-    return entry && { id: entry[0], title: entry[1].title };
+  /** The chats something is kept for, as [{id, title}], in the order they were kept. */
+  chats() {
+    return [...this.byChat].map(([id, kept]) => ({ id, title: kept.title }));
+  }
+
+  /** Whether something is kept for chat `id`. */
+  has(id) {
+    return this.byChat.has(id);
   }
 
   /** The ids of the chats something is kept for that `chats` (the list) does not hold; the
