@@ -141,6 +141,30 @@ def test_a_slow_ping_is_not_a_lost_connection(db_url: str, tmp_path: Path, warni
     assert warnings == [], warnings
 
 
+async def _listening_for_answers(
+    through: Store, *, ping_interval: float
+) -> tuple[AnswerListener, asyncio.Queue[tuple[str, str]], asyncio.Event]:
+    """An :class:`AnswerListener` on ``through``, started: the answers it takes (run and
+    request ids), and an event set once it is back after a reconnection."""
+    answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+    async def on_answer(run_id: str, request_id: str, _body: Any) -> None:
+        answers.put_nowait((run_id, request_id))
+
+    listener = AnswerListener(through, on_answer)
+    listener.ping_interval = ping_interval
+    back = asyncio.Event()
+    real_reconnected = listener.reconnected
+
+    async def reconnected() -> None:
+        await real_reconnected()
+        back.set()
+
+    listener.reconnected = reconnected  # type: ignore[method-assign]
+    await listener.start()
+    return listener, answers, back
+
+
 def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
     db_url: str, warnings: list[str]
 ) -> None:
@@ -151,22 +175,7 @@ def test_a_listen_connection_for_answers_that_stops_answering_is_opened_again(
     async def main(proxy: PgProxy, through: str) -> None:
         store = Store(db_url)
         await store.start()
-        answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-
-        async def on_answer(run_id: str, request_id: str, _body: Any) -> None:
-            answers.put_nowait((run_id, request_id))
-
-        listener = AnswerListener(Store(through), on_answer)
-        listener.ping_interval = 0.2
-        back = asyncio.Event()
-        real_reconnected = listener.reconnected
-
-        async def reconnected() -> None:
-            await real_reconnected()
-            back.set()
-
-        listener.reconnected = reconnected  # type: ignore[method-assign]
-        await listener.start()
+        listener, answers, back = await _listening_for_answers(Store(through), ping_interval=0.2)
         try:
             await store.notify(ANSWERS_CHANNEL, encode_answer("r1", "q1", {"decision": "reject"}))
             assert await asyncio.wait_for(answers.get(), 30) == ("r1", "q1")
@@ -200,23 +209,9 @@ def test_a_listen_connection_that_ends_says_so_once_and_comes_back(
     async def main(proxy: PgProxy, through: str) -> None:
         store = Store(db_url)
         await store.start()
-        answers: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-
-        async def on_answer(run_id: str, request_id: str, _body: Any) -> None:
-            answers.put_nowait((run_id, request_id))
-
         # keepalive: silence declared dead after 4 s (KeepAlive.within(1)); no ping meanwhile
-        listener = AnswerListener(Store(through, connect_timeout=1.0), on_answer)
-        listener.ping_interval = 600.0
-        back = asyncio.Event()
-        real_reconnected = listener.reconnected
-
-        async def reconnected() -> None:
-            await real_reconnected()
-            back.set()
-
-        listener.reconnected = reconnected  # type: ignore[method-assign]
-        await listener.start()
+        listener, answers, back = await _listening_for_answers(
+            Store(through, connect_timeout=1.0), ping_interval=600.0)
         try:
             await asyncio.to_thread(proxy.vanish if how == "vanished" else proxy.release)
             await asyncio.wait_for(back.wait(), 60)
