@@ -26,22 +26,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent.parent / "server"))  # reuse the server harness
 sys.path.insert(0, str(Path(__file__).parent))  # netproxy
 
+from browser_launch import BROWSER_MARKER_ENV, CHROMIUM_ARGS, TIMEOUT_MS, browser_processes
 from server_helpers import Server, stop_servers
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO / "test-artifacts" / "web"
 CHROMIUM_ENV = "CURSOR_AGENT_API_CHROMIUM"
-BROWSER_MARKER_ENV = "CURSOR_AGENT_API_TEST_BROWSER"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
-]
-TIMEOUT_MS = 60_000
 
 SCRIPT_FILE = (
     "<h1>not a heading</h1>\n"
@@ -105,23 +95,6 @@ def make_server(tmp_path: Path, workspace: Path) -> Iterator[Callable[..., Serve
     stop_servers(servers, marker)
 
 
-def _browser_processes(marker: str) -> list[int]:
-    """Live processes whose environment holds ``marker`` (the browser and all its children)."""
-    needle = f"{BROWSER_MARKER_ENV}={marker}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes():
-                stat = (entry / "stat").read_text()
-                if stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X"):
-                    found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 @pytest.fixture(scope="module")
 def chromium_browser(chromium: str) -> Iterator[Any]:
     """One headless Chromium for a module's tests: starting it is the slow part of a browser
@@ -146,7 +119,7 @@ def chromium_browser(chromium: str) -> Iterator[Any]:
         if browser is not None:
             browser.close()
         pw.stop()
-    leftover = _browser_processes(marker)
+    leftover = browser_processes(marker)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
     assert not leftover, f"browser processes outlived the module: {leftover}"

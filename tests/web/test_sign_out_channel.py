@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from browser_launch import BROWSER_MARKER_ENV, CHROMIUM_ARGS, TIMEOUT_MS, browser_processes
 from playwright.sync_api import Page, expect
 from test_kept_prompts import sign_in, signed_out_elsewhere_now, titled
 from test_prompt_in_flight import go
@@ -120,7 +121,6 @@ def caching_browser(chromium: str, chromium_browser: Any) -> Iterator[Any]:
     """A context of a Chromium of its own with the back-forward cache on (Playwright turns it off
     by default: ``--disable-back-forward-cache``), launched by the module's Playwright (one runs
     in a thread at a time); no process of it is left at the end."""
-    from conftest import BROWSER_MARKER_ENV, CHROMIUM_ARGS, TIMEOUT_MS, _browser_processes
 
     marker = uuid.uuid4().hex
     launched = chromium_browser.browser_type.launch(
@@ -135,7 +135,7 @@ def caching_browser(chromium: str, chromium_browser: Any) -> Iterator[Any]:
         context.close()
     finally:
         launched.close()
-    leftover = _browser_processes(marker)
+    leftover = browser_processes(marker)
     for pid in leftover:
         os.kill(pid, signal.SIGKILL)
     assert not leftover, f"browser processes outlived the test: {leftover}"
