@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from typing import Any, NoReturn
 
 __all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "held_signals", "run_as_program",
-           "running_as_program", "say_at_once", "stopping"]
+           "running_as_program", "say_at_once", "say_error", "stopping"]
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
@@ -283,14 +283,16 @@ def held_signals() -> Iterator[None]:
         stopping()  # (the program already stopping: the next signal still ends it at once)
     if held:
         if failed is not None:
-            _say_error(failed)
+            say_error(failed)
         raise SignalExit(held[0]) from None
 
 
-def _say_error(error: Exception) -> None:
-    """Say ``error`` on stderr as the command would have: a ``click.ClickException``'s own
-    line (its ``show()``: ``Error: …``), nothing for a closed pipe (click ends it quietly),
-    else Python's traceback (a bug: shown, as it is without a signal)."""
+def say_error(error: Exception) -> None:
+    """Say ``error`` on stderr, on a command's way to its death by a signal (the error
+    would otherwise be lost with the status), as the command would have said it: a
+    ``click.ClickException``'s own line (its ``show()``: ``Error: …``), nothing for a closed
+    pipe (click ends it quietly), else Python's traceback (a bug: shown, as it is without a
+    signal). Never raises (stderr closed or full: nothing said)."""
     show = getattr(error, "show", None)  # (click's exceptions; click not imported here)
     with contextlib.suppress(Exception):  # (stderr closed: nothing to say it on)
         if callable(show):

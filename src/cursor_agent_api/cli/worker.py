@@ -46,7 +46,7 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
-from ..signal_exit import SignalExit, held_signals
+from ..signal_exit import SignalExit, held_signals, say_error
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -245,8 +245,7 @@ def worker(
         finally:
             log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
         if failed is not None:  # stopped by a signal, then by an error (its drain's database
-            with contextlib.suppress(OSError):  # lost): the error said, then it dies from the
-                failed.show()  # signal, below (stderr a full disk, a closed pipe: not said)
+            say_error(failed)  # lost): the error said, then it dies from the signal, below
         elif started:
             with contextlib.suppress(OSError):  # (stdout closed by now: nothing to say it on)
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
