@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,6 +44,7 @@ class PgProxy:
         self.open: set[asyncio.StreamWriter] = set()
         self.holding = False
         self.held: set[asyncio.StreamWriter] = set()  # (hold_open) the clients' ends held
+        self.silent_on: bytes | None = None  # (hold_on) what, sent by a client, holds all
         # (goodbyes) the client connections forwarded, and per one ended whether it said goodbye
         self.ended = threading.Condition()
         self.forwarded = 0
@@ -87,6 +89,8 @@ class PgProxy:
                 while data := await src.read(65536):
                     if src is reader:
                         last[:] = (last + data)[-len(TERMINATE):]
+                        if self.silent_on is not None and self.silent_on in data:
+                            self.holding = True  # (not forwarded: the host is silent now)
                     if self.holding or writer in self.held:
                         continue  # dropped
                     dst.write(data)
@@ -134,6 +138,26 @@ class PgProxy:
     def hold(self) -> None:
         self.holding = True
 
+    def hold_on(self, sent: bytes) -> None:
+        """The host stops answering (:meth:`hold`) as soon as a client sends ``sent``, before it
+        is forwarded: e.g. the ``application_name`` of a connection's start-up message, to go
+        silent at the very step that opens that connection, whatever ran before it."""
+        self.silent_on = sent
+
+    def clients_ended(self, timeout: float = 60.0) -> bool:
+        """Whether every client connection (forwarded or held) has ended, waited for up to
+        ``timeout`` seconds (a hang's limit: polled)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not asyncio.run_coroutine_threadsafe(self._any_open(), self.loop).result(30):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    async def _any_open(self) -> bool:
+        return bool(self.open)
+
     def hold_open(self) -> None:
         self._call(self._hold_open())
 
@@ -171,6 +195,7 @@ class PgProxy:
 
     async def _release(self) -> None:
         self.holding = False
+        self.silent_on = None
         self.held.clear()
         for writer in self.open:
             writer.transport.abort()
