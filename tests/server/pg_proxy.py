@@ -80,6 +80,7 @@ class PgProxy:
         with self.ended:
             self.forwarded += 1
         last = bytearray()  # the client's last bytes (as many as TERMINATE's)
+        tail = bytearray()  # the client's last 64 bytes (where hold_on's marker may begin)
         client_left = False  # the client ended its connection (not the proxy, for the database)
         waited = False  # the client was there still when the database ended the connection
 
@@ -89,8 +90,11 @@ class PgProxy:
                 while data := await src.read(65536):
                     if src is reader:
                         last[:] = (last + data)[-len(TERMINATE):]
-                        if self.silent_on is not None and self.silent_on in data:
+                        marker = self.silent_on
+                        # (the marker may come split over two reads: looked for across them)
+                        if marker is not None and marker in bytes(tail) + data:
                             self.holding = True  # (not forwarded: the host is silent now)
+                        tail[:] = (tail + data)[-64:]
                     if self.holding or writer in self.held:
                         continue  # dropped
                     dst.write(data)
@@ -141,7 +145,9 @@ class PgProxy:
     def hold_on(self, sent: bytes) -> None:
         """The host stops answering (:meth:`hold`) as soon as a client sends ``sent``, before it
         is forwarded: e.g. the ``application_name`` of a connection's start-up message, to go
-        silent at the very step that opens that connection, whatever ran before it."""
+        silent at the very step that opens that connection, whatever ran before it (``sent``:
+        64 bytes at most, seen even when split over two reads)."""
+        assert 0 < len(sent) <= 64, "hold_on's marker: 1 to 64 bytes"
         self.silent_on = sent
 
     def clients_ended(self, timeout: float = 60.0) -> bool:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from pg_proxy import proxied
-from sqlalchemy.exc import ProgrammingError
+from sqlalchemy.exc import ArgumentError, InvalidRequestError, ProgrammingError, StatementError
 
 from cursor_agent_api.server import ServerSettings, create_app
 from cursor_agent_api.server.app import StartError
@@ -77,3 +77,30 @@ def test_a_lasting_database_error_at_the_recovery_fails_the_start_named(
     assert "UPDATE" not in str(failed.value)  # (never the SQL)
     with pytest.raises(StoreUnavailableError, match="the database is closed"):
         app.state.store.engine  # noqa: B018 - closed: the engine is gone
+
+
+@pytest.mark.parametrize("bug", [
+    ArgumentError("a bad argument"),
+    InvalidRequestError("not a valid request"),
+    StatementError("a bad parameter", "UPDATE runs …", {}, TypeError("not a str")),
+    KeyError("a bug"),
+], ids=lambda bug: type(bug).__name__)
+def test_a_bug_in_a_step_is_not_called_the_databases_failure(
+        bug: Exception, db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLAlchemy's errors of its own are the program's bugs, not the database's: raised as
+    they are (a traceback), not "… failed on the database …" without their text (review 32)."""
+
+    async def buggy(self: RunManager) -> list[str]:
+        raise bug
+
+    monkeypatch.setattr(RunManager, "recover", buggy)
+    app = create_app(_settings(db_url, tmp_path))
+
+    async def start() -> None:
+        await app.state.start.start()
+
+    with pytest.raises(type(bug)) as raised:
+        asyncio.run(start())
+    assert raised.value is bug
+    with pytest.raises(StoreUnavailableError, match="the database is closed"):
+        app.state.store.engine  # noqa: B018 - closed all the same
