@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,6 +44,7 @@ class PgProxy:
         self.open: set[asyncio.StreamWriter] = set()
         self.holding = False
         self.held: set[asyncio.StreamWriter] = set()  # (hold_open) the clients' ends held
+        self.silent_on: bytes | None = None  # (hold_on) what, sent by a client, holds all
         # (goodbyes) the client connections forwarded, and per one ended whether it said goodbye
         self.ended = threading.Condition()
         self.forwarded = 0
@@ -78,6 +80,7 @@ class PgProxy:
         with self.ended:
             self.forwarded += 1
         last = bytearray()  # the client's last bytes (as many as TERMINATE's)
+        tail = bytearray()  # the client's last 64 bytes (where hold_on's marker may begin)
         client_left = False  # the client ended its connection (not the proxy, for the database)
         waited = False  # the client was there still when the database ended the connection
 
@@ -87,6 +90,11 @@ class PgProxy:
                 while data := await src.read(65536):
                     if src is reader:
                         last[:] = (last + data)[-len(TERMINATE):]
+                        marker = self.silent_on
+                        # (the marker may come split over two reads: looked for across them)
+                        if marker is not None and marker in bytes(tail) + data:
+                            self.holding = True  # (not forwarded: the host is silent now)
+                        tail[:] = (tail + data)[-64:]
                     if self.holding or writer in self.held:
                         continue  # dropped
                     dst.write(data)
@@ -134,6 +142,28 @@ class PgProxy:
     def hold(self) -> None:
         self.holding = True
 
+    def hold_on(self, sent: bytes) -> None:
+        """The host stops answering (:meth:`hold`) as soon as a client sends ``sent``, before it
+        is forwarded: e.g. the ``application_name`` of a connection's start-up message, to go
+        silent at the very step that opens that connection, whatever ran before it (``sent``:
+        64 bytes at most, seen even when split over two reads)."""
+        assert 0 < len(sent) <= 64, "hold_on's marker: 1 to 64 bytes"
+        self.silent_on = sent
+
+    def clients_ended(self, timeout: float = 60.0) -> bool:
+        """Whether every client connection (forwarded or held) has ended, waited for up to
+        ``timeout`` seconds (a hang's limit: polled)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if not asyncio.run_coroutine_threadsafe(self._any_open(), self.loop).result(30):
+                return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    async def _any_open(self) -> bool:
+        return bool(self.open)
+
     def hold_open(self) -> None:
         self._call(self._hold_open())
 
@@ -171,6 +201,7 @@ class PgProxy:
 
     async def _release(self) -> None:
         self.holding = False
+        self.silent_on = None
         self.held.clear()
         for writer in self.open:
             writer.transport.abort()

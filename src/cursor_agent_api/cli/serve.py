@@ -536,14 +536,20 @@ def serve(
     beside_workers: list[str] = []  # (a database of serve --dispatch queue's workers)
 
     async def main() -> str | None:
-        # The store is opened here, on the server's loop, before the app's start-up (which
-        # then finds it open): a database that cannot be opened is said in one line, not as
-        # the start-up's traceback.
+        # The store is opened here, on the server's loop, then the rest of the app's start-up
+        # is done (its LISTEN connections, the job queue's pool, …), before uvicorn's (whose
+        # lifespan then finds it started, and closes it at shutdown): a database that cannot
+        # be opened, or fails a step, is said in one line, not as the start-up's traceback.
         problem = await _open_store(app.state.store, settings.database_url)
         if problem is None:
             if dispatch != "queue":
                 beside_workers.extend(await _queue_workers_warning(app.state.store))
-            await server.serve(sockets=[sock])
+            problem = await _start_app(app.state.start, settings.database_url)
+        if problem is None:
+            try:
+                await server.serve(sockets=[sock])
+            finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
+                await app.state.start.close()
         return problem
 
     problem = None
@@ -577,6 +583,36 @@ async def _open_store(store: Any, url: str) -> str | None:
         await store.close()
         shown = shown_url(url)
         return f"cannot open the database {shown}: {describe_error(e)}"
+    return None
+
+
+async def _start_app(start: Any, url: str) -> str | None:
+    """Run the app's start-up (:class:`~..server.app.AppStart`), the store open: what the
+    database failed, in one line with what to do, or None. A bug is raised as it is.
+
+    Example:
+        >>> import asyncio
+        >>> from cursor_agent_api.server.app import AppStart, start_step
+        >>> async def steps(stack):
+        ...     with start_step("the LISTEN connection for the workers' records (the relay)"):
+        ...         raise TimeoutError()
+        >>> print(asyncio.run(_start_app(AppStart(steps), "postgresql+asyncpg://me:pw@db/app")))
+        ... # doctest: +NORMALIZE_WHITESPACE
+        cannot start the server: the LISTEN connection for the workers' records (the relay) failed
+        on the database postgresql+asyncpg://me:***@db/app: TimeoutError; start it again once
+        the database answers
+    """
+    from ..database_urls import shown_url
+    from ..server.app import StartError
+    from ..server.store import describe_error
+    from ..server.store.errors import answers_later
+
+    try:
+        await start.start()
+    except StartError as e:  # (what the start opened is closed)
+        then = "; start it again once the database answers" if answers_later(e.cause) else ""
+        return (f"cannot start the server: {e.step} failed on the database {shown_url(url)}: "
+                f"{describe_error(e.cause)}{then}")
     return None
 
 

@@ -5,7 +5,10 @@ left active by a previous server ``interrupted`` (stopping their leftover
 process groups; while the database cannot be written, in the background:
 :mod:`.recovery`), then serve; meanwhile, the runs another server of this host left
 when it was killed are ended too (:mod:`.dispatch.dead_owners`). Shutdown: stop every
-run and mark it, close the store. A start-up that fails closes what it opened. The web UI, when the package
+run and mark it, close the store. A start-up that fails closes what it opened
+(:class:`AppStart`); a step that the database failed (a connection refused or timed out, a
+host gone silent) raises :class:`StartError` naming it (:func:`start_step`): ``serve`` runs
+the start-up before uvicorn and says it in one line, exit 1. The web UI, when the package
 ships one (``cursor_agent_api/web/``), is served at ``/``.
 
 Example:
@@ -20,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -43,6 +47,7 @@ from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
 from .store import DatabaseError, Store, StoreUnavailableError, describe_error, is_transient, tune_memory
+from .store.errors import MigrationError, SchemaTooNewError, driver_errors, unwrap_error
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -97,11 +102,122 @@ def _describe(errors: list[Any]) -> str:
     return "; ".join(parts)
 
 
+class StartError(Exception):
+    """The start-up step ``step`` failed because of the database (``cause``, also the
+    exception's ``__cause__``)."""
+
+    def __init__(self, step: str, cause: BaseException) -> None:
+        super().__init__(f"{step} failed: {describe_error(cause)}")
+        self.step = step
+        self.cause = cause
+
+
+def start_failure(error: BaseException) -> bool:
+    """Whether ``error``, raised by a step of the start-up, is the database's (a driver's or
+    its pool's, SQLAlchemy's report of one, the store's; a connection refused, lost or timed
+    out), not a bug. SQLAlchemy's errors of its own (a bad argument, a statement that does not
+    compile: ``ArgumentError``, ``InvalidRequestError``, …) are bugs: shown with their traceback.
+
+    Example:
+        >>> start_failure(ConnectionRefusedError(111, "Connect call failed")), start_failure(TimeoutError())
+        (True, True)
+        >>> from sqlalchemy.exc import ArgumentError, OperationalError
+        >>> lost = OperationalError("SELECT 1", {}, Exception("gone"))
+        >>> start_failure(lost), start_failure(ArgumentError("a bug"))
+        (True, False)
+        >>> start_failure(TypeError("a bug"))
+        False
+    """
+    cause = unwrap_error(error)
+    if isinstance(cause, (DBAPIError, StoreUnavailableError, MigrationError, SchemaTooNewError)):
+        return True
+    return (is_transient(cause) or isinstance(cause, driver_errors())
+            or type(cause).__module__.startswith(("psycopg", "asyncpg")))
+
+
+@contextlib.contextmanager
+def start_step(step: str) -> Iterator[None]:
+    """Run a step of the start-up: a failure of the database's (:func:`start_failure`) raised
+    as :class:`StartError` naming ``step``, the database's error as its cause (one already
+    named goes through); any other failure, a bug, as it is.
+
+    Example:
+        >>> try:
+        ...     with start_step("the relay's LISTEN connection"):
+        ...         raise TimeoutError()
+        ... except StartError as e:
+        ...     print(e)
+        the relay's LISTEN connection failed: TimeoutError
+        >>> with start_step("x"):
+        ...     raise KeyError("a bug")
+        Traceback (most recent call last):
+        KeyError: 'a bug'
+    """
+    try:
+        yield
+    except StartError:
+        raise
+    except Exception as e:
+        if not start_failure(e):
+            raise
+        raise StartError(step, e) from e
+
+
+class AppStart:
+    """The app's start-up, once (:meth:`start`), and the closing of what it opened, in reverse
+    order (:meth:`close`): the steps are the app's (:func:`create_app`), given as
+    ``steps(stack)``, which pushes each close on ``stack`` before it opens what it closes.
+
+    ``serve`` starts it before uvicorn does (a failure: its one line); the app's lifespan
+    then finds it started, and closes it at shutdown.
+
+    Example:
+        >>> import asyncio
+        >>> said = []
+        >>> async def steps(stack):
+        ...     stack.push_async_callback(lambda: asyncio.sleep(0, said.append("closed")))
+        ...     with start_step("the relay's LISTEN connection"):
+        ...         raise ConnectionRefusedError(111, "Connect call failed")
+        >>> async def demo():
+        ...     start = AppStart(steps)
+        ...     try:
+        ...         await start.start()
+        ...     except StartError as e:
+        ...         print(e); print(said)
+        >>> asyncio.run(demo())
+        the relay's LISTEN connection failed: [Errno 111] Connect call failed (ConnectionRefusedError)
+        ['closed']
+    """
+
+    def __init__(self, steps: Callable[[contextlib.AsyncExitStack], Awaitable[Any]]) -> None:
+        self._steps = steps
+        self._opened: contextlib.AsyncExitStack | None = None
+
+    async def start(self) -> None:
+        """Run the steps (nothing when started already); a failure closes what they opened,
+        then is raised (:class:`StartError` when it is the database's)."""
+        if self._opened is not None:
+            return
+        stack = contextlib.AsyncExitStack()
+        try:
+            await self._steps(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._opened = stack
+
+    async def close(self) -> None:
+        """Close what the start opened, in reverse order (nothing when not started)."""
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            await opened.aclose()
+
+
 def create_app(settings: ServerSettings) -> FastAPI:
     """Build the ASGI app for ``settings`` (nothing starts until the server runs it).
 
-    ``app.state`` holds ``settings``, ``store``, ``hub``, ``log``, ``auth``, and once started
-    ``runs`` and ``recovery``.
+    ``app.state`` holds ``settings``, ``store``, ``hub``, ``log``, ``auth``, ``start`` (the
+    start-up: :class:`AppStart`), and once started ``runs`` and ``recovery``.
     """
     store = Store(settings.database_url, busy_timeout=settings.store_busy_timeout,
                   connect_timeout=settings.store_connect_timeout,
@@ -110,32 +226,43 @@ def create_app(settings: ServerSettings) -> FastAPI:
     hub = Hub(settings.subscriber_queue_size, settings.subscriber_queue_bytes)
     log = EventLog(store, hub, settings.max_field_bytes)
 
+    async def start_steps(opened: contextlib.AsyncExitStack) -> None:
+        # What is opened is closed in reverse order at shutdown, and also when a later step
+        # of the start-up fails (AppStart): the store's driver thread would keep the process
+        # alive after the start's error. A step failed by the database says which one.
+        tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
+        opened.push_async_callback(store.close)
+        with start_step("opening the database"):
+            await store.start()  # (serve opened it already: nothing then)
+        opened.push_async_callback(auth.close)
+        await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
+        # RunManager, or the queue (--dispatch queue: it names its own steps, and closes
+        # what it opened when one fails)
+        runs = await open_dispatcher(settings, log)
+        opened.push_async_callback(runs.shutdown)
+        app.state.runs = runs
+        # a database that cannot be written for now: retried in the background
+        recovery = Recovery(runs, max_delay=settings.store_retry_max_delay)
+        app.state.recovery = recovery
+        opened.push_async_callback(recovery.stop)
+        with start_step("marking the runs a previous server left active interrupted"):
+            await recovery.start()
+        if isinstance(runs, RunManager):  # in queue mode, the sweep ends the lost workers' runs
+            # another server of this host killed: its runs ended in time, not left running
+            watch = DeadOwnerWatch(runs.end_dead_owners_runs,
+                                   interval=settings.dead_owner_check_interval)
+            watch.start()
+            opened.push_async_callback(watch.stop)
+
+    start = AppStart(start_steps)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
-        # What is opened is closed in reverse order at shutdown, and also when a later step
-        # of the start-up fails: the store's driver thread would keep the process alive
-        # after uvicorn's "Application startup failed. Exiting."
-        async with contextlib.AsyncExitStack() as opened:
-            opened.push_async_callback(store.close)
-            await store.start()
-            opened.push_async_callback(auth.close)
-            await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
-            runs = await open_dispatcher(settings, log)  # RunManager, or the queue (--dispatch queue)
-            opened.push_async_callback(runs.shutdown)
-            app.state.runs = runs
-            # a database that cannot be written for now: retried in the background
-            recovery = Recovery(runs, max_delay=settings.store_retry_max_delay)
-            app.state.recovery = recovery
-            opened.push_async_callback(recovery.stop)
-            await recovery.start()
-            if isinstance(runs, RunManager):  # in queue mode, the sweep ends the lost workers' runs
-                # another server of this host killed: its runs ended in time, not left running
-                watch = DeadOwnerWatch(runs.end_dead_owners_runs,
-                                       interval=settings.dead_owner_check_interval)
-                watch.start()
-                opened.push_async_callback(watch.stop)
+        try:
+            await start.start()  # (serve started it before uvicorn: nothing then)
             yield
+        finally:
+            await start.close()
 
     app = FastAPI(
         title="cursor-agent-api server",
@@ -156,6 +283,7 @@ def create_app(settings: ServerSettings) -> FastAPI:
     app.state.hub = hub
     app.state.log = log
     app.state.auth = auth
+    app.state.start = start
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

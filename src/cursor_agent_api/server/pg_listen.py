@@ -75,7 +75,11 @@ class PgListener:
     async def open(self, task_name: str) -> None:
         """Connect (no notification sent after this returns is missed), then keep listening."""
         conn = await self._connect()
-        await self.opened()
+        try:
+            await self.opened()
+        except BaseException:
+            await self._close_conn(failed=True)  # (its database may not answer: not waited for)
+            raise
         self.connected = True
         self._task = asyncio.create_task(self._run(conn), name=task_name)
 

@@ -8,7 +8,8 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
 ``store_statement_timeout``):
 
 * a new connection waits ``connect_timeout`` (libpq's ``connect_timeout``: whole seconds, 2 at
-  least);
+  least); the pool's opening (at start), twice as long for its first connection (psycopg
+  waited 30 s), then raises :class:`~..store.StoreUnavailableError`;
 * a statement the database runs for longer than ``statement_timeout`` is stopped by the
   database (its ``statement_timeout``);
 * a connection whose host stops answering while it waits for an answer (nothing comes
@@ -36,12 +37,14 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import anyio
 import procrastinate
+import psycopg_pool
 
 from ..store import StoreUnavailableError, describe_error, is_transient
 from ..store.engine import KeepAlive
@@ -57,13 +60,17 @@ class BoundedConnector(procrastinate.PsycopgConnector):
     def __init__(self, conninfo: str, *, connect_timeout: float, statement_timeout: float,
                  min_size: int = 1, max_size: int = 4) -> None:
         self.bound = float(connect_timeout + statement_timeout)
+        connect = max(1, math.ceil(connect_timeout))
+        # the pool's opening waits for its first connection: two attempts' worth, not 30 s
+        self.opens_within = float(2 * max(2, connect))  # (libpq waits 2 s at least)
         super().__init__(
+            pool_factory=functools.partial(_BoundedOpenPool, opens_within=self.opens_within),
             conninfo=conninfo,
             min_size=min_size,
             max_size=max_size,
             timeout=self.bound,  # the pool's own wait for a connection
             kwargs={
-                "connect_timeout": max(1, math.ceil(connect_timeout)),
+                "connect_timeout": connect,
                 "options": f"-c statement_timeout={max(1, round(statement_timeout * 1000))}",
                 **KeepAlive.within(connect_timeout).libpq(),
             },
@@ -86,6 +93,20 @@ class BoundedConnector(procrastinate.PsycopgConnector):
                 raise
             raise StoreUnavailableError(describe_error(e)) from e
 
+    async def open_async(self, pool: Any = None) -> None:
+        """Open the pool (see :class:`Procrastinate's <procrastinate.PsycopgConnector>`): a
+        database that gives it no connection within :attr:`opens_within` seconds raises
+        :class:`~..store.StoreUnavailableError` (the pool is closed)."""
+        try:
+            await super().open_async(pool)
+        except Exception as e:
+            if not (unavailable(e) or type(unwrap_error(e)).__name__ == "PoolTimeout"):
+                raise
+            if type(unwrap_error(e)).__name__ != "PoolTimeout":
+                raise StoreUnavailableError(describe_error(e)) from e
+            raise StoreUnavailableError(
+                f"the database gave the job queue no connection within {self.opens_within:g} s") from e
+
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:
         await self._bounded(super().execute_query_async(query, **arguments))
 
@@ -94,6 +115,18 @@ class BoundedConnector(procrastinate.PsycopgConnector):
 
     async def execute_query_all_async(self, query: Any, **arguments: Any) -> list[dict[str, Any]]:
         return await self._bounded(super().execute_query_all_async(query, **arguments))
+
+
+class _BoundedOpenPool(psycopg_pool.AsyncConnectionPool):
+    """psycopg's pool, whose :meth:`open` waits ``opens_within`` seconds for its first
+    connections (psycopg's default: 30)."""
+
+    def __init__(self, *args: Any, opens_within: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opens_within = opens_within
+
+    async def open(self, wait: bool = False, timeout: float | None = None) -> None:
+        await super().open(wait=wait, timeout=self.opens_within if timeout is None else timeout)
 
 
 def unavailable(error: BaseException) -> bool:

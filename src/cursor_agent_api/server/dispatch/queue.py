@@ -90,9 +90,18 @@ class QueueDispatcher:
     # ---- life ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Open the queue's connection pool, listen for records, start the sweeper."""
-        await self.app.open_async()
-        await self.relay.start()
+        """Open the queue's connection pool, listen for records, start the sweeper. A step the
+        database fails raises :class:`~..app.StartError` naming it, what was opened closed."""
+        from ..app import start_step
+
+        try:
+            with start_step("the job queue's connection pool"):
+                await self.app.open_async()
+            with start_step("the LISTEN connection for the workers' records (the relay)"):
+                await self.relay.start()
+        except BaseException:
+            await self.shutdown()
+            raise
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="queue-sweeper")
 
     async def recover(self) -> list[str]:

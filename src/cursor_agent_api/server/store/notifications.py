@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import anyio
 from sqlalchemy import text
 
 from ...database_urls import libpq_url
@@ -46,7 +47,14 @@ class Notifications(StoreEngine):
         conn = await asyncpg.connect(libpq_url(self.url), server_settings=settings,
                                      timeout=self.connect_timeout,
                                      connection_class=self._kept_alive)  # (KeepAlive)
-        await conn.add_listener(channel, lambda _c, _p, _ch, payload: on_payload(payload))
+        try:
+            # (a host silent since the connection was made: given up as a connection that
+            # did not open; anyio's scope: asyncio.wait_for can lose a cancel before 3.12)
+            with anyio.fail_after(self.connect_timeout):
+                await conn.add_listener(channel, lambda _c, _p, _ch, payload: on_payload(payload))
+        except BaseException:
+            conn.terminate()
+            raise
         conn.add_termination_listener(lambda _c: on_end())
         return conn
 
