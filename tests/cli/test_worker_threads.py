@@ -59,8 +59,8 @@ def test_the_workers_own_signal_handling_sets_the_commands_wakeup_back() -> None
     that follows slept through a signal another thread took."""
     import asyncio
 
-    from cursor_agent_api.cli.worker_signals import SignalWake
     from cursor_agent_api.server.worker import _signals
+    from cursor_agent_api.signal_exit import SignalWake
 
     async def around() -> tuple[int, int]:
         wake = SignalWake()

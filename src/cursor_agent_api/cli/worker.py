@@ -46,7 +46,7 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
-from ..signal_exit import SignalExit, held_signals, say_error
+from ..signal_exit import SignalExit, SignalWake, held_signals, say_error, without_ending_signals
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -57,7 +57,6 @@ from .serve import (
 )
 from .superuser import agents_read_secrets_warning
 from .typed_path import TypedPath
-from .worker_signals import SignalWake, without_ending_signals
 
 
 @click.command("worker")

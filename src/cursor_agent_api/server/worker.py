@@ -568,7 +568,8 @@ def _signals(handler: Callable[[int], None]) -> Iterator[None]:
     started to ignore it: ``nohup``) call ``handler`` with the signal's number (on the
     running loop) while inside; nothing where the loop cannot take signals (not the main
     thread). The signals' wakeup file descriptor its caller had set (the command's, that
-    wakes the loop whichever thread takes a signal: :mod:`~..cli.worker_signals`) is set
+    wakes the loop whichever thread takes a signal:
+    :class:`~cursor_agent_api.signal_exit.SignalWake`) is set
     back after (the loop's own handlers set theirs, then none)."""
     loop = asyncio.get_running_loop()
     try:
