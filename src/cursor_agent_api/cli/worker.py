@@ -13,8 +13,9 @@ SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that 
 second SIGTERM or Ctrl-C stops them at once. Once its cleanup is over, it says
 ``cursor-agent-api worker NAME stopped``, then dies from the first signal that stopped it
 (as every command: a shell loop around it stops; an error after that signal, its database
-lost during the drain, is said first, in place of that line); a signal in that last step (its log's last
-lines written, that line) is held until it is said, then ends the worker by that signal.
+lost during the drain or its stdout lost, is said first, in place of that line); a signal
+in that last step (its log's last lines written, that line) is held until it is said, then
+ends the worker by that signal, whichever of its threads the kernel gave it to.
 
 The database URL carries a password: give it in the environment
 (``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
