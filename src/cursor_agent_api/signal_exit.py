@@ -357,58 +357,70 @@ class SignalWake:
     :meth:`close` (after the loop's end: asyncio's teardown waits in the loop). The loop's
     own signal handlers (``add_signal_handler``) set their own meanwhile; the worker's
     (:func:`~cursor_agent_api.server.worker.serve_worker`) set this one back as they end.
+    Outside the main thread (where no signal handler runs) it does nothing. That it wakes
+    the worker is tested in ``tests/cli/test_second_signal.py``.
 
     Example:
         >>> import asyncio, threading
-        >>> async def a_thread_takes_it() -> str:
+        >>> async def watched() -> bool:
+        ...     wake = SignalWake()
+        ...     wake.watch(asyncio.get_running_loop())
+        ...     try:  # (the wakeup file descriptor, read and set again as it was)
+        ...         return signal.set_wakeup_fd(wake.fd, warn_on_full_buffer=False) == wake.fd
+        ...     finally:
+        ...         wake.close()
+        >>> asyncio.run(watched()), signal.set_wakeup_fd(-1)  # set back once closed
+        (True, -1)
+        >>> async def fd_watched() -> int:
         ...     wake = SignalWake()
         ...     wake.watch(asyncio.get_running_loop())
         ...     try:
-        ...         to_itself = lambda: signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
-        ...         threading.Thread(target=to_itself).start()  # a thread takes the signal
-        ...         await asyncio.sleep(30)  # the main thread wakes: its handler raises now
-        ...     except LookupError as e:
-        ...         return str(e)
+        ...         return wake.fd
         ...     finally:
         ...         wake.close()
-        ...     return "slept on"
-        >>> def handler(signum: int, frame: object) -> None:
-        ...     raise LookupError("handled in the main thread")
-        >>> previous = signal.signal(signal.SIGUSR1, handler)
-        >>> asyncio.run(a_thread_takes_it())
-        'handled in the main thread'
-        >>> _ = signal.signal(signal.SIGUSR1, previous)
+        >>> found = []
+        >>> thread = threading.Thread(target=lambda: found.append(asyncio.run(fd_watched())))
+        >>> thread.start(); thread.join(); found  # (not the main thread: nothing watched)
+        [-1]
     """
 
     def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        for fd in (self._read, self._write):
-            os.set_blocking(fd, False)
+        self._pipe: tuple[int, int] | None = None  # (read, write), made by watch()
         self._previous: int | None = None
 
     @property
     def fd(self) -> int:
-        """The file descriptor the signals' C handler writes to."""
-        return self._write
+        """The file descriptor the signals' C handler writes to (-1 when not watching)."""
+        return -1 if self._pipe is None else self._pipe[1]
 
     def watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Read the pipe in ``loop`` and make it the wakeup file descriptor (main thread)."""
-        loop.add_reader(self._read, self._drain)
-        self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        """Read the pipe in ``loop`` and make it the wakeup file descriptor (in the main
+        thread; elsewhere, nothing)."""
+        if threading.current_thread() is not threading.main_thread() or self._pipe is not None:
+            return
+        read, write = self._pipe = os.pipe()
+        for fd in (read, write):
+            os.set_blocking(fd, False)
+        loop.add_reader(read, self._drain, read)
+        self._previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
 
-    def _drain(self) -> None:
+    @staticmethod
+    def _drain(read: int) -> None:
         with contextlib.suppress(OSError):  # (emptied: BlockingIOError)
-            while os.read(self._read, 512):
+            while os.read(read, 512):
                 pass
 
     def close(self) -> None:
         """Set the wakeup file descriptor back, if it is still this one; close the pipe.
         (The loop, closed by now, no longer reads it.)"""
+        pipe, self._pipe = self._pipe, None
+        if pipe is None:
+            return
         if self._previous is not None:
             current = signal.set_wakeup_fd(self._previous)
-            if current != self._write:  # (someone else's since: theirs stays)
+            if current != pipe[1]:  # (someone else's since: theirs stays)
                 signal.set_wakeup_fd(current)
             self._previous = None
-        for fd in (self._read, self._write):
+        for fd in pipe:
             with contextlib.suppress(OSError):
                 os.close(fd)

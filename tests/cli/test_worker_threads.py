@@ -76,3 +76,38 @@ def test_the_workers_own_signal_handling_sets_the_commands_wakeup_back() -> None
 
     after, ours = asyncio.run(around())
     assert after == ours
+
+
+IN_A_THREAD = """
+import threading
+from cursor_agent_api.cli import main
+
+raised = []
+
+
+def run():
+    try:
+        main(["worker", "--simulate", "--root", ".", "--name", "w-thread"], standalone_mode=False)
+    except BaseException as e:
+        raised.append(e)
+
+
+thread = threading.Thread(target=run)
+thread.start()
+thread.join(100)
+print("raised", repr(raised))
+"""
+
+
+def test_the_worker_command_called_from_another_thread_says_its_own_error(
+        cli_env: dict[str, str]) -> None:
+    """``main()`` is a plain function, callable from any thread; there, no signal handler
+    runs and the wake is not set. It was: ``set_wakeup_fd only works in main thread``, said as
+    the database's error (review 33)."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group([sys.executable, "-c", IN_A_THREAD], env) as proc:
+        out, err = proc.communicate(timeout=120)  # (a hang guard)
+    assert proc.returncode == 0, (out, err)
+    (said,) = [line for line in out.splitlines() if line.startswith("raised")]
+    assert "cannot open the database" in said and "Connect call failed" in said, said
+    assert "set_wakeup_fd" not in said + err, (said, err)
