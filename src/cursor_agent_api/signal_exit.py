@@ -37,11 +37,13 @@ import threading
 TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see console_script)
 
 if TYPE_CHECKING:
+    import asyncio
     from collections.abc import Iterator
     from typing import Any, NoReturn
 
-__all__ = ["ENDING", "SignalExit", "die_now", "exit_by_signal", "held_signals", "run_as_program",
-           "running_as_program", "say_at_once", "say_error", "stopping"]
+__all__ = ["ENDING", "SignalExit", "SignalWake", "die_now", "exit_by_signal", "held_signals",
+           "run_as_program", "running_as_program", "say_at_once", "say_error", "stopping",
+           "without_ending_signals"]
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
@@ -301,3 +303,124 @@ def say_error(error: Exception) -> None:
             import traceback
 
             traceback.print_exception(error)
+
+
+# ---- The main thread takes the signals, whichever thread the kernel gives them to -------
+#
+# The kernel gives a process's signal (``kill PID``, Ctrl-C, a supervisor's SIGTERM) to any
+# of its threads that does not block it: the main thread when it can take it, another one
+# when the main thread still has a signal pending (a second signal right after the first:
+# the worker's documented "die at once"). Python's C handler then runs in that thread, but
+# the Python handler runs in the main thread only, once it runs Python code again: a main
+# thread asleep in its event loop's wait, or in a join, slept on. At the worker's end it
+# waits so for the loop's executor's threads (asyncio's teardown): a signal given to one of
+# them, stuck in a read, was held, or ended the worker, only once that thread ended.
+#
+# The worker's threads, all started by its main thread (a thread is born with its creator's
+# signal mask): its log lines' writer (``cli/log_output.py``); asyncio's default executor
+# (``to_thread``, the name lookups of asyncpg's and psycopg's connects); asyncio's child
+# watcher (Python 3.11 and older: one thread per agent, in ``waitpid``); the thread
+# asyncio's teardown joins the executor in. Procrastinate, psycopg and asyncpg start none.
+# So, while the main thread waits in its loop, any thread's signal wakes it
+# (:class:`SignalWake`); the log lines' writer, joined after the loop, is born with the
+# ending signals blocked (:func:`without_ending_signals`). The executor's threads keep them:
+# their calls start processes (``git`` and its hooks), which would inherit them blocked.
+
+
+@contextlib.contextmanager
+def without_ending_signals() -> Iterator[None]:
+    """Inside, this thread blocks Ctrl-C, SIGTERM and SIGHUP: a thread started inside is
+    born so, and the kernel gives those signals to a thread that takes them (the main
+    thread). One that comes meanwhile waits, and is taken as the block ends.
+
+    Example:
+        >>> masks = []
+        >>> with without_ending_signals():
+        ...     thread = threading.Thread(
+        ...         target=lambda: masks.append(signal.pthread_sigmask(signal.SIG_BLOCK, [])))
+        ...     thread.start()
+        >>> thread.join()
+        >>> signal.SIGTERM in masks[0], signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        (True, False)
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class SignalWake:
+    """A pipe that Python's C signal handler writes a byte to, in whichever thread it runs
+    (``signal.set_wakeup_fd``), and that an event loop reads (:meth:`watch`): the loop's
+    thread, the main one, wakes and runs the Python handler. Set from :meth:`watch` until
+    :meth:`close` (after the loop's end: asyncio's teardown waits in the loop). The loop's
+    own signal handlers (``add_signal_handler``) set their own meanwhile; the worker's
+    (:func:`~cursor_agent_api.server.worker.serve_worker`) set this one back as they end.
+    Outside the main thread (where no signal handler runs) it does nothing. That it wakes
+    the worker is tested in ``tests/cli/test_second_signal.py``.
+
+    Example:
+        >>> import asyncio, threading
+        >>> async def watched() -> bool:
+        ...     wake = SignalWake()
+        ...     wake.watch(asyncio.get_running_loop())
+        ...     try:  # (the wakeup file descriptor, read and set again as it was)
+        ...         return signal.set_wakeup_fd(wake.fd, warn_on_full_buffer=False) == wake.fd
+        ...     finally:
+        ...         wake.close()
+        >>> asyncio.run(watched()), signal.set_wakeup_fd(-1)  # set back once closed
+        (True, -1)
+        >>> async def fd_watched() -> int:
+        ...     wake = SignalWake()
+        ...     wake.watch(asyncio.get_running_loop())
+        ...     try:
+        ...         return wake.fd
+        ...     finally:
+        ...         wake.close()
+        >>> found = []
+        >>> thread = threading.Thread(target=lambda: found.append(asyncio.run(fd_watched())))
+        >>> thread.start(); thread.join(); found  # (not the main thread: nothing watched)
+        [-1]
+    """
+
+    def __init__(self) -> None:
+        self._pipe: tuple[int, int] | None = None  # (read, write), made by watch()
+        self._previous: int | None = None
+
+    @property
+    def fd(self) -> int:
+        """The file descriptor the signals' C handler writes to (-1 when not watching)."""
+        return -1 if self._pipe is None else self._pipe[1]
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Read the pipe in ``loop`` and make it the wakeup file descriptor (in the main
+        thread; elsewhere, nothing)."""
+        if threading.current_thread() is not threading.main_thread() or self._pipe is not None:
+            return
+        read, write = self._pipe = os.pipe()
+        for fd in (read, write):
+            os.set_blocking(fd, False)
+        loop.add_reader(read, self._drain, read)
+        self._previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+
+    @staticmethod
+    def _drain(read: int) -> None:
+        with contextlib.suppress(OSError):  # (emptied: BlockingIOError)
+            while os.read(read, 512):
+                pass
+
+    def close(self) -> None:
+        """Set the wakeup file descriptor back, if it is still this one; close the pipe.
+        (The loop, closed by now, no longer reads it.)"""
+        pipe, self._pipe = self._pipe, None
+        if pipe is None:
+            return
+        if self._previous is not None:
+            current = signal.set_wakeup_fd(self._previous)
+            if current != pipe[1]:  # (someone else's since: theirs stays)
+                signal.set_wakeup_fd(current)
+            self._previous = None
+        for fd in pipe:
+            with contextlib.suppress(OSError):
+                os.close(fd)

@@ -13,8 +13,9 @@ SIGTERM, Ctrl-C or SIGHUP (not under ``nohup``): no new job is taken, runs that 
 second SIGTERM or Ctrl-C stops them at once. Once its cleanup is over, it says
 ``cursor-agent-api worker NAME stopped``, then dies from the first signal that stopped it
 (as every command: a shell loop around it stops; an error after that signal, its database
-lost during the drain, is said first, in place of that line); a signal in that last step (its log's last
-lines written, that line) is held until it is said, then ends the worker by that signal.
+lost during the drain or its stdout lost, is said first, in place of that line); a signal
+in that last step (its log's last lines written, that line) is held until it is said, then
+ends the worker by that signal, whichever of its threads the kernel gave it to.
 
 The database URL carries a password: give it in the environment
 (``CURSOR_AGENT_API_DATABASE_URL``), not in the command's arguments, which every user of
@@ -46,7 +47,7 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
-from ..signal_exit import SignalExit, held_signals, say_error
+from ..signal_exit import SignalExit, SignalWake, held_signals, say_error, without_ending_signals
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -129,7 +130,7 @@ def worker(
     log_level: str,
 ) -> None:
     """Run agents for API servers started with 'serve --dispatch queue'."""
-    from .console import CliUsageError, writing_output
+    from .console import CliUsageError
 
     # What the options' text tells is refused before the server's imports (a second of CPU)
     refuse_absent_server_extra("the worker")
@@ -222,27 +223,33 @@ def worker(
     teardown = contextlib.ExitStack()
     stopped_by: list[signal.Signals] = []  # the first signal that stopped it: it dies from it
 
+    # Whichever of its threads the kernel gives a signal to, the main thread takes it at once
+    wake = SignalWake()  # (it wakes the loop: asyncio's teardown waits there for threads)
+
     async def work() -> None:
+        wake.watch(asyncio.get_running_loop())
         try:
             await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
         finally:
             teardown.enter_context(held_signals())
 
     with teardown:
-        log_lines.start()
-        failed = None
+        with without_ending_signals():  # (its writer, joined below, never takes them)
+            log_lines.start()
+        failed: Exception | None = None
         try:
             asyncio.run(work())
         except KeyboardInterrupt:  # a Ctrl-C before the worker takes signals (its start)
             raise SignalExit(signal.SIGINT) from None  # as every command's Ctrl-C
         except Exception as e:
             if lost and e is lost[0]:  # as serve: one line, exit 1 (a closed pipe: click, quietly)
-                with writing_output():
-                    raise
-            failed = click.ClickException(stopped_message(e, database_url, started=bool(started)))
+                failed = _output_failure(e)
+            else:
+                failed = click.ClickException(stopped_message(e, database_url, started=bool(started)))
             if not stopped_by:
                 raise failed from None
         finally:
+            wake.close()
             log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
         if failed is not None:  # stopped by a signal, then by an error (its drain's database
             say_error(failed)  # lost): the error said, then it dies from the signal, below
@@ -251,6 +258,18 @@ def worker(
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
     if stopped_by:  # (one held in the teardown, a later one, ended it above)
         raise SignalExit(stopped_by[0])
+
+
+def _output_failure(lost: Exception) -> Exception:
+    """What stops the worker when its stdout failed: one line (``writing_output``'s), or
+    the closed pipe itself, which click ends quietly."""
+    from .console import writing_output
+
+    try:
+        with writing_output():
+            raise lost
+    except Exception as said:
+        return said
 
 
 SUPERVISE = ("start it again once the database answers; run workers under a supervisor that "

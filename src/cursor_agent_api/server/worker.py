@@ -567,8 +567,15 @@ def _signals(handler: Callable[[int], None]) -> Iterator[None]:
     """SIGTERM, SIGINT and SIGHUP (its terminal or SSH session closed; not when it was
     started to ignore it: ``nohup``) call ``handler`` with the signal's number (on the
     running loop) while inside; nothing where the loop cannot take signals (not the main
-    thread)."""
+    thread). The signals' wakeup file descriptor its caller had set (the command's, that
+    wakes the loop whichever thread takes a signal:
+    :class:`~cursor_agent_api.signal_exit.SignalWake`) is set
+    back after (the loop's own handlers set theirs, then none)."""
     loop = asyncio.get_running_loop()
+    try:
+        waking = signal.set_wakeup_fd(-1)  # (at once the loop's, as its handlers are added)
+    except ValueError:  # not the main thread: no signals here
+        waking = -1
     installed = []
     hangup = [] if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN else [signal.SIGHUP]
     for signum in (signal.SIGTERM, signal.SIGINT, *hangup):
@@ -582,6 +589,8 @@ def _signals(handler: Callable[[int], None]) -> Iterator[None]:
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
+        if waking != -1:
+            signal.set_wakeup_fd(waking, warn_on_full_buffer=False)
 
 
 async def serve_worker(settings: WorkerSettings, on_ready: Callable[[], None] | None = None,
