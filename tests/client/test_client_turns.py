@@ -140,7 +140,7 @@ def test_api_key_in_env_never_in_argv(sim):
 
 def test_env_is_parent_merged_with_config(sim, monkeypatch):
     monkeypatch.setenv("CAA_PARENT_VAR", "from-parent")
-    config = sim("silence", env={**sim().env, "CAA_EXTRA": "from-config"})
+    config = sim("silence", env={"CAA_EXTRA": "from-config"})
     with CursorAgentClient(config) as client, client.query_stream("hi") as stream:
         next(iter(stream))
         with open(f"/proc/{stream.pid}/environ", "rb") as f:
