@@ -31,7 +31,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -47,7 +46,7 @@ from .runs import RunManager
 from .security import BodyTooLargeError, SecurityMiddleware
 from .settings import ServerSettings
 from .store import DatabaseError, Store, StoreUnavailableError, describe_error, is_transient, tune_memory
-from .store.errors import MigrationError, SchemaTooNewError, driver_errors, unwrap_error
+from .store.errors import is_database_failure
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -112,32 +111,10 @@ class StartError(Exception):
         self.cause = cause
 
 
-def start_failure(error: BaseException) -> bool:
-    """Whether ``error``, raised by a step of the start-up, is the database's (a driver's or
-    its pool's, SQLAlchemy's report of one, the store's; a connection refused, lost or timed
-    out), not a bug. SQLAlchemy's errors of its own (a bad argument, a statement that does not
-    compile: ``ArgumentError``, ``InvalidRequestError``, …) are bugs: shown with their traceback.
-
-    Example:
-        >>> start_failure(ConnectionRefusedError(111, "Connect call failed")), start_failure(TimeoutError())
-        (True, True)
-        >>> from sqlalchemy.exc import ArgumentError, OperationalError
-        >>> lost = OperationalError("SELECT 1", {}, Exception("gone"))
-        >>> start_failure(lost), start_failure(ArgumentError("a bug"))
-        (True, False)
-        >>> start_failure(TypeError("a bug"))
-        False
-    """
-    cause = unwrap_error(error)
-    if isinstance(cause, (DBAPIError, StoreUnavailableError, MigrationError, SchemaTooNewError)):
-        return True
-    return (is_transient(cause) or isinstance(cause, driver_errors())
-            or type(cause).__module__.startswith(("psycopg", "asyncpg")))
-
-
 @contextlib.contextmanager
 def start_step(step: str) -> Iterator[None]:
-    """Run a step of the start-up: a failure of the database's (:func:`start_failure`) raised
+    """Run a step of the start-up: a failure of the database's
+    (:func:`~.store.errors.is_database_failure`) raised
     as :class:`StartError` naming ``step``, the database's error as its cause (one already
     named goes through); any other failure, a bug, as it is.
 
@@ -158,7 +135,7 @@ def start_step(step: str) -> Iterator[None]:
     except StartError:
         raise
     except Exception as e:
-        if not start_failure(e):
+        if not is_database_failure(e):
             raise
         raise StartError(step, e) from e
 

@@ -298,6 +298,30 @@ class SchemaTooNewError(Exception):
     cursor-agent-api upgraded it); nothing was changed."""
 
 
+def is_database_failure(error: BaseException) -> bool:
+    """Whether ``error`` is the database's (a driver's or its pool's, SQLAlchemy's report of
+    one, the store's; a connection refused, lost or timed out), not a bug: SQLAlchemy's errors
+    of its own (a bad argument, a statement that does not compile: ``ArgumentError``,
+    ``InvalidRequestError``, …) are the program's. (The server's start-up names the step
+    such a failure stopped: ``server/app.py``'s ``start_step``.)
+
+    Example:
+        >>> is_database_failure(ConnectionRefusedError(111, "Connect call failed"))
+        True
+        >>> from sqlalchemy.exc import ArgumentError, OperationalError
+        >>> lost = OperationalError("SELECT 1", {}, Exception("gone"))
+        >>> is_database_failure(lost), is_database_failure(ArgumentError("a bug"))
+        (True, False)
+        >>> is_database_failure(TypeError("a bug"))
+        False
+    """
+    cause = unwrap_error(error)
+    if isinstance(cause, (DBAPIError, StoreUnavailableError, MigrationError, SchemaTooNewError)):
+        return True
+    return (is_transient(cause) or isinstance(cause, driver_errors())
+            or type(cause).__module__.startswith(("psycopg", "asyncpg")))
+
+
 def answers_later(error: BaseException) -> bool:
     """Whether ``error``, opening or using the database, says it did not answer, for now
     (refused or lost connections, a timeout, too many connections, a shutdown: trying again
