@@ -148,10 +148,14 @@ def worker(
     extra_env = parse_agent_env(agent_env, pass_env)
     for warning in argv_secret_warnings(None, database_url):
         click.echo(warning, err=True)
+    if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
+        unfound = unfound_agent_program(agent_binary, extra_env)
+        if unfound is not None:
+            raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
+                                f"{AgentNotFoundError.cli_remedy}")
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.non_dumpable import make_non_dumpable
-        from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
@@ -183,11 +187,6 @@ def worker(
         idle_timeout=idle_timeout,
         shutdown_grace_seconds=shutdown_grace,
     )
-    if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
-        unfound = unfound_agent(server)
-        if unfound is not None:
-            raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
-                                f"{AgentNotFoundError.cli_remedy}")
     settings = WorkerSettings(
         server=server,
         name=name or default_worker_name(),
@@ -258,6 +257,39 @@ def worker(
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
     if stopped_by:  # (one held in the teardown, a later one, ended it above)
         raise SignalExit(stopped_by[0])
+
+
+def unfound_agent_program(agent_binary: str | None, agent_env: dict[str, str]) -> str | None:
+    """The agent program a worker's runs would start (``--agent-binary``, else ``agent``), when
+    it cannot be found; ``None`` if it is there. Resolved as each run resolves it
+    (:func:`~cursor_agent_api.server.runner.unfound_agent`: ``--agent-env PATH=…`` when given,
+    ``cursor-agent`` for a missing ``agent``), from the options alone: the worker refuses
+    before it imports the server (a second of CPU), not after.
+
+    (The server's runs also remove its own ``CURSOR_AGENT_API_*`` variables from the agent's
+    environment: none is ``PATH``, so none changes which program is found.)
+
+    Example:
+        >>> unfound_agent_program("/no/such/agent", {})
+        '/no/such/agent'
+        >>> unfound_agent_program("sh", {}) is None
+        True
+        >>> unfound_agent_program(None, {"PATH": "/nonexistent"})
+        'agent'
+    """
+    import os
+    import shutil
+
+    from ..config import AgentConfig
+    from ..runtime.argv import build_env, resolve_binary
+
+    binary = agent_binary if agent_binary is not None else "agent"
+    config = AgentConfig(agent_binary=binary, env=dict(agent_env))
+    env = build_env(config)
+    found = resolve_binary(config, env)
+    if shutil.which(found, path=env.get("PATH", os.defpath)) is not None:
+        return None
+    return binary
 
 
 def _output_failure(lost: Exception) -> Exception:
