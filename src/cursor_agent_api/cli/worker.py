@@ -149,7 +149,12 @@ def worker(
     for warning in argv_secret_warnings(None, database_url):
         click.echo(warning, err=True)
     if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
-        unfound = unfound_agent_program(agent_binary, extra_env)
+        # (from the options alone, before the server's imports: a refusal at once, not
+        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* variables
+        # from the agent's environment, none of which is PATH)
+        from ..runtime.argv import unfound_binary
+
+        unfound = unfound_binary(agent_binary if agent_binary is not None else "agent", extra_env)
         if unfound is not None:
             raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
                                 f"{AgentNotFoundError.cli_remedy}")
@@ -257,39 +262,6 @@ def worker(
                 click.echo(f"cursor-agent-api worker {settings.name} stopped")
     if stopped_by:  # (one held in the teardown, a later one, ended it above)
         raise SignalExit(stopped_by[0])
-
-
-def unfound_agent_program(agent_binary: str | None, agent_env: dict[str, str]) -> str | None:
-    """The agent program a worker's runs would start (``--agent-binary``, else ``agent``), when
-    it cannot be found; ``None`` if it is there. Resolved as each run resolves it
-    (:func:`~cursor_agent_api.server.runner.unfound_agent`: ``--agent-env PATH=…`` when given,
-    ``cursor-agent`` for a missing ``agent``), from the options alone: the worker refuses
-    before it imports the server (a second of CPU), not after.
-
-    (The server's runs also remove its own ``CURSOR_AGENT_API_*`` variables from the agent's
-    environment: none is ``PATH``, so none changes which program is found.)
-
-    Example:
-        >>> unfound_agent_program("/no/such/agent", {})
-        '/no/such/agent'
-        >>> unfound_agent_program("sh", {}) is None
-        True
-        >>> unfound_agent_program(None, {"PATH": "/nonexistent"})
-        'agent'
-    """
-    import os
-    import shutil
-
-    from ..config import AgentConfig
-    from ..runtime.argv import build_env, resolve_binary
-
-    binary = agent_binary if agent_binary is not None else "agent"
-    config = AgentConfig(agent_binary=binary, env=dict(agent_env))
-    env = build_env(config)
-    found = resolve_binary(config, env)
-    if shutil.which(found, path=env.get("PATH", os.defpath)) is not None:
-        return None
-    return binary
 
 
 def _output_failure(lost: Exception) -> Exception:
