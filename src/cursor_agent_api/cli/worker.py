@@ -148,10 +148,19 @@ def worker(
     extra_env = parse_agent_env(agent_env, pass_env)
     for warning in argv_secret_warnings(None, database_url):
         click.echo(warning, err=True)
+    if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
+        # (from the options alone, before the server's imports: a refusal at once, not
+        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* variables
+        # from the agent's environment, none of which is PATH)
+        from ..runtime.argv import unfound_binary
+
+        unfound = unfound_binary(agent_binary if agent_binary is not None else "agent", extra_env)
+        if unfound is not None:
+            raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
+                                f"{AgentNotFoundError.cli_remedy}")
     try:
         from ..server.dispatch.jobs import DEFAULT_QUEUE, worker_queue
         from ..server.non_dumpable import make_non_dumpable
-        from ..server.runner import unfound_agent
         from ..server.settings import ServerSettings
         from ..server.worker import WorkerSettings, default_worker_name, serve_worker
     except ImportError as e:  # pragma: no cover - depends on the installation
@@ -183,11 +192,6 @@ def worker(
         idle_timeout=idle_timeout,
         shutdown_grace_seconds=shutdown_grace,
     )
-    if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
-        unfound = unfound_agent(server)
-        if unfound is not None:
-            raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
-                                f"{AgentNotFoundError.cli_remedy}")
     settings = WorkerSettings(
         server=server,
         name=name or default_worker_name(),

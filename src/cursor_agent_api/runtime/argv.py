@@ -153,6 +153,26 @@ def build_env(config: AgentConfig, base: Mapping[str, str] | None = None) -> dic
     return env
 
 
+def unfound_binary(binary: str, env: Mapping[str, str | None]) -> str | None:
+    """``binary`` when the agent program it names cannot be found, resolved as a turn
+    resolves it (:func:`resolve_binary`, in the environment ``env`` makes of this process's:
+    ``PATH=…`` when given, ``cursor-agent`` for a missing ``agent``); ``None`` if it is there.
+    (``serve``'s start-up warning and ``worker``'s refusal.)
+
+    Example:
+        >>> unfound_binary("/no/such/agent", {})
+        '/no/such/agent'
+        >>> unfound_binary("sh", {}) is None, unfound_binary("sh", {"PATH": "/nonexistent"})
+        (True, 'sh')
+    """
+    config = AgentConfig(agent_binary=binary, env=dict(env))
+    full = build_env(config)
+    found = resolve_binary(config, full)
+    if shutil.which(found, path=full.get("PATH", os.defpath)) is not None:
+        return None
+    return binary
+
+
 def check_workspace(workspace: str | None) -> None:
     """Raise :class:`~cursor_agent_api.errors.WorkspaceNotFoundError` unless ``workspace`` is
     ``None`` (the current directory) or an existing directory: a workspace that is missing, or

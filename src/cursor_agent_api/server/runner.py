@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import shutil
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,7 +102,7 @@ def run_binary(settings: ServerSettings) -> str:
 def unfound_agent(settings: ServerSettings) -> str | None:
     """The agent program the runs would start, when it cannot be found; ``None`` if it is
     there. Resolved as each run resolves it
-    (:func:`~cursor_agent_api.runtime.argv.resolve_binary`, with the agent's environment:
+    (:func:`~cursor_agent_api.runtime.argv.unfound_binary`, with the agent's environment:
     ``--agent-env PATH=…`` when given, ``cursor-agent`` for a missing ``agent``).
 
     Example:
@@ -113,15 +112,9 @@ def unfound_agent(settings: ServerSettings) -> str | None:
         >>> unfound_agent(ServerSettings(token="t", agent_binary="sh")) is None
         True
     """
-    from ..runtime.argv import build_env, resolve_binary
+    from ..runtime.argv import unfound_binary
 
-    binary = run_binary(settings)
-    config = AgentConfig(agent_binary=binary, env=agent_env(settings))
-    env = build_env(config)
-    found = resolve_binary(config, env)
-    if shutil.which(found, path=env.get("PATH", os.defpath)) is not None:
-        return None
-    return binary
+    return unfound_binary(run_binary(settings), agent_env(settings))
 
 
 def missing_agent(settings: ServerSettings) -> str | None:
