@@ -41,9 +41,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any, NoReturn
 
-__all__ = ["ENDING", "SignalExit", "SignalWake", "die_now", "exit_by_signal", "held_signals",
-           "run_as_program", "running_as_program", "say_at_once", "say_error", "stopping",
-           "without_ending_signals"]
+__all__ = ["ENDING", "SignalExit", "SignalWake", "ctrl_c_between_callbacks", "die_now",
+           "exit_by_signal", "held_signals", "run_as_program", "running_as_program", "say_at_once",
+           "say_error", "stopping", "without_ending_signals"]
 
 ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 """The signals that end a command (Ctrl-C, ``kill``, its terminal closed)."""
@@ -348,6 +348,66 @@ def without_ending_signals() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def ctrl_c_between_callbacks(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+    """``asyncio.run``'s Ctrl-C, done by ``loop`` between two callbacks, not inside the one
+    the signal interrupts.
+
+    ``asyncio.run`` cancels its task from its SIGINT handler, which Python runs between any
+    two bytecodes: inside a loop callback that has just seen its future not done and is
+    about to set its result (``_sock_connect_cb`` as a connection completes), the cancel
+    makes that ``set_result`` an ``InvalidStateError``, logged with a traceback. Here the
+    first Ctrl-C hands asyncio's handler to the loop (``call_soon_threadsafe``); a second one
+    is asyncio's at once (a ``KeyboardInterrupt`` where the code is, as before). Nothing
+    outside the main thread, or when asyncio's handler is not installed.
+
+    Example:
+        >>> import asyncio
+        >>> said = []
+        >>> async def interrupted_in_a_callback() -> str:
+        ...     loop = asyncio.get_running_loop()
+        ...     fut = loop.create_future()
+        ...     def completes() -> None:
+        ...         if not fut.done():
+        ...             signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # a Ctrl-C here
+        ...             fut.set_result("connected")  # (InvalidStateError, cancelled already)
+        ...             said.append("connected")
+        ...     with ctrl_c_between_callbacks(loop):
+        ...         loop.call_soon(completes)
+        ...         return await fut
+        >>> try:
+        ...     asyncio.run(interrupted_in_a_callback())
+        ... except KeyboardInterrupt:
+        ...     said.append("KeyboardInterrupt")
+        >>> said
+        ['connected', 'KeyboardInterrupt']
+    """
+    handler = signal.getsignal(signal.SIGINT)
+    if (threading.current_thread() is not threading.main_thread() or not callable(handler)
+            or handler is signal.default_int_handler):
+        yield
+        return
+    asyncio_handler = handler
+    handed: list[int] = []
+
+    def deferred(signum: int, frame: object) -> None:
+        if handed:  # a second Ctrl-C: at once, as asyncio's own
+            asyncio_handler(signum, None)
+            return
+        handed.append(signum)
+        try:
+            loop.call_soon_threadsafe(asyncio_handler, signum, None)
+        except RuntimeError:  # (the loop closed meanwhile)
+            asyncio_handler(signum, None)
+
+    signal.signal(signal.SIGINT, deferred)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is deferred:
+            signal.signal(signal.SIGINT, asyncio_handler)
 
 
 class SignalWake:

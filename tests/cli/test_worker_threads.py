@@ -111,3 +111,47 @@ def test_the_worker_command_called_from_another_thread_says_its_own_error(
     (said,) = [line for line in out.splitlines() if line.startswith("raised")]
     assert "cannot open the database" in said and "Connect call failed" in said, said
     assert "set_wakeup_fd" not in said + err, (said, err)
+
+
+CTRL_C_IN_A_CALLBACK = """
+import asyncio
+import signal
+import cursor_agent_api.server.worker as queue_worker
+
+
+async def connecting(settings, on_ready=None, on_signal=None):
+    # as asyncio's connect callback: the connection completes, a Ctrl-C lands after its
+    # done() check (Python runs the handler between any two bytecodes), then its set_result
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def completes():
+        if not fut.done():
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+            fut.set_result(None)
+            print("connected", flush=True)
+
+    loop.call_soon(completes)
+    await fut
+    await asyncio.sleep(60)  # (the Ctrl-C's cancel ends it)
+
+
+queue_worker.serve_worker = connecting
+from cursor_agent_api.console_script import main
+main(["worker", "--simulate", "--root", ".", "--name", "w-ctrl-c"])
+"""
+
+
+def test_a_ctrl_c_inside_a_callback_as_the_worker_starts_is_no_traceback(
+        cli_env: dict[str, str]) -> None:
+    """Before the worker's own handlers, Ctrl-C is ``asyncio.run``'s, which cancelled its task
+    from inside whichever callback the signal interrupted: as a connection completed, its
+    ``set_result`` raised ``InvalidStateError``, logged with a traceback (the fresh clone's
+    ``test_ctrl_c_while_a_worker_starts_dies_from_the_sigint``, once). The cancel is now done
+    by the loop between callbacks; the worker dies from the SIGINT, quietly."""
+    env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": "postgresql+asyncpg://u@127.0.0.1:9/db"}
+    with in_own_group([sys.executable, "-c", CTRL_C_IN_A_CALLBACK], env) as proc:
+        out, err = proc.communicate(timeout=120)  # (a hang guard)
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+    assert "connected" in out, (out, err)
+    assert "Traceback" not in err and "InvalidStateError" not in err, err

@@ -47,7 +47,14 @@ import click
 from ..errors import AgentNotFoundError
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_missing, needs_extra
 from ..server_options import heartbeat_problem
-from ..signal_exit import SignalExit, SignalWake, held_signals, say_error, without_ending_signals
+from ..signal_exit import (
+    SignalExit,
+    SignalWake,
+    ctrl_c_between_callbacks,
+    held_signals,
+    say_error,
+    without_ending_signals,
+)
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 from .serve import (
@@ -231,9 +238,13 @@ def worker(
     wake = SignalWake()  # (it wakes the loop: asyncio's teardown waits there for threads)
 
     async def work() -> None:
-        wake.watch(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        wake.watch(loop)
         try:
-            await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
+            # (a Ctrl-C before the worker's own handlers, as its database connects: asyncio's
+            # cancel, done between two callbacks, not inside the connection's: no traceback)
+            with ctrl_c_between_callbacks(loop):
+                await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
         finally:
             teardown.enter_context(held_signals())
 
