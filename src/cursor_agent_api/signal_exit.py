@@ -351,17 +351,23 @@ def without_ending_signals() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def ctrl_c_between_callbacks(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """``asyncio.run``'s Ctrl-C, done by ``loop`` between two callbacks, not inside the one
-    the signal interrupts.
+def ctrl_c_between_callbacks() -> Iterator[None]:
+    """``asyncio.run``'s Ctrl-C for the running task, done by its loop between two callbacks,
+    not inside the one the signal interrupts. Use it inside the coroutine ``asyncio.run`` runs.
 
     ``asyncio.run`` cancels its task from its SIGINT handler, which Python runs between any
     two bytecodes: inside a loop callback that has just seen its future not done and is
     about to set its result (``_sock_connect_cb`` as a connection completes), the cancel
-    makes that ``set_result`` an ``InvalidStateError``, logged with a traceback. Here the
-    first Ctrl-C hands asyncio's handler to the loop (``call_soon_threadsafe``); a second one
-    is asyncio's at once (a ``KeyboardInterrupt`` where the code is, as before). Nothing
-    outside the main thread, or when asyncio's handler is not installed.
+    makes that ``set_result`` an ``InvalidStateError``, logged with a traceback. Here:
+
+    * the first Ctrl-C hands asyncio's handler to the loop (``call_soon_threadsafe``); once
+      there, if this no longer handles SIGINT (left, or another handler installed since), the
+      signal goes to the one that does (``signal.raise_signal``), and is not lost;
+    * a second Ctrl-C is asyncio's second, at once: a ``KeyboardInterrupt`` where the code
+      is (the first one counted first if the loop has not run it yet);
+    * on leaving, a first Ctrl-C the loop has not run yet goes to the handler then in place;
+    * nothing outside the main thread, or when SIGINT's handler is not ``asyncio.run``'s for
+      this very task (a caller's own, one left by an earlier ``asyncio.run``).
 
     Example:
         >>> import asyncio
@@ -374,7 +380,7 @@ def ctrl_c_between_callbacks(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         ...             signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # a Ctrl-C here
         ...             fut.set_result("connected")  # (InvalidStateError, cancelled already)
         ...             said.append("connected")
-        ...     with ctrl_c_between_callbacks(loop):
+        ...     with ctrl_c_between_callbacks():
         ...         loop.call_soon(completes)
         ...         return await fut
         >>> try:
@@ -383,24 +389,50 @@ def ctrl_c_between_callbacks(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
         ...     said.append("KeyboardInterrupt")
         >>> said
         ['connected', 'KeyboardInterrupt']
+        >>> def mine(signum: int, frame: object) -> None: ...
+        >>> async def left_alone() -> bool:  # (asyncio.run installs none over a caller's own)
+        ...     with ctrl_c_between_callbacks():
+        ...         return signal.getsignal(signal.SIGINT) is mine
+        >>> previous = signal.signal(signal.SIGINT, mine)
+        >>> asyncio.run(left_alone())
+        True
+        >>> _ = signal.signal(signal.SIGINT, previous)
     """
+    import asyncio
+    import functools
+
     handler = signal.getsignal(signal.SIGINT)
-    if (threading.current_thread() is not threading.main_thread() or not callable(handler)
-            or handler is signal.default_int_handler):
+    task = asyncio.current_task()
+    if (threading.current_thread() is not threading.main_thread() or task is None
+            or not isinstance(handler, functools.partial)
+            or handler.keywords.get("main_task") is not task):
         yield
         return
     asyncio_handler = handler
-    handed: list[int] = []
+    assert task is not None
+    loop = task.get_loop()
+    queued: list[asyncio.Handle] = []  # the first Ctrl-C, handed to the loop
+    ran: list[bool] = []  # ... and run there
+
+    def first(signum: int) -> None:
+        ran.append(True)
+        if signal.getsignal(signal.SIGINT) is deferred:
+            asyncio_handler(signum, None)  # the cancel, between two callbacks
+        else:  # (handled by another since: it is theirs)
+            signal.raise_signal(signum)
 
     def deferred(signum: int, frame: object) -> None:
-        if handed:  # a second Ctrl-C: at once, as asyncio's own
+        if not queued:
+            try:
+                queued.append(loop.call_soon_threadsafe(first, signum))
+                return
+            except RuntimeError:  # (the loop closed meanwhile)
+                pass
+        elif not ran:  # the first not run yet: it counts first, here
+            queued[0].cancel()
+            ran.append(True)
             asyncio_handler(signum, None)
-            return
-        handed.append(signum)
-        try:
-            loop.call_soon_threadsafe(asyncio_handler, signum, None)
-        except RuntimeError:  # (the loop closed meanwhile)
-            asyncio_handler(signum, None)
+        asyncio_handler(signum, None)  # asyncio's second: KeyboardInterrupt here
 
     signal.signal(signal.SIGINT, deferred)
     try:
@@ -408,6 +440,10 @@ def ctrl_c_between_callbacks(loop: asyncio.AbstractEventLoop) -> Iterator[None]:
     finally:
         if signal.getsignal(signal.SIGINT) is deferred:
             signal.signal(signal.SIGINT, asyncio_handler)
+        if queued and not ran:  # a first Ctrl-C the loop did not run: the handler now in place
+            queued[0].cancel()
+            ran.append(True)
+            signal.raise_signal(signal.SIGINT)
 
 
 class SignalWake:

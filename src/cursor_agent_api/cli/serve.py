@@ -36,7 +36,14 @@ import click
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
 from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
-from ..signal_exit import ENDING, SignalExit, die_now, running_as_program, say_at_once
+from ..signal_exit import (
+    ENDING,
+    SignalExit,
+    ctrl_c_between_callbacks,
+    die_now,
+    running_as_program,
+    say_at_once,
+)
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
 
@@ -540,17 +547,20 @@ def serve(
         # is done (its LISTEN connections, the job queue's pool, …), before uvicorn's (whose
         # lifespan then finds it started, and closes it at shutdown): a database that cannot
         # be opened, or fails a step, is said in one line, not as the start-up's traceback.
-        problem = await _open_store(app.state.store, settings.database_url)
-        if problem is None:
-            if dispatch != "queue":
-                beside_workers.extend(await _queue_workers_warning(app.state.store))
-            problem = await _start_app(app.state.start, settings.database_url)
-        if problem is None:
-            try:
-                await server.serve(sockets=[sock])
-            finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
-                await app.state.start.close()
-        return problem
+        # A Ctrl-C meanwhile (before uvicorn's handlers, and after them) is asyncio's, done
+        # between two callbacks: inside a connection's, it was an InvalidStateError traceback.
+        with ctrl_c_between_callbacks():
+            problem = await _open_store(app.state.store, settings.database_url)
+            if problem is None:
+                if dispatch != "queue":
+                    beside_workers.extend(await _queue_workers_warning(app.state.store))
+                problem = await _start_app(app.state.start, settings.database_url)
+            if problem is None:
+                try:
+                    await server.serve(sockets=[sock])
+                finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
+                    await app.state.start.close()
+            return problem
 
     problem = None
     log_lines.start()

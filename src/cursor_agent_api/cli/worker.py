@@ -243,7 +243,7 @@ def worker(
         try:
             # (a Ctrl-C before the worker's own handlers, as its database connects: asyncio's
             # cancel, done between two callbacks, not inside the connection's: no traceback)
-            with ctrl_c_between_callbacks(loop):
+            with ctrl_c_between_callbacks():
                 await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
         finally:
             teardown.enter_context(held_signals())

@@ -1,0 +1,50 @@
+"""A Ctrl-C as ``serve``'s start connects to its database is no traceback (review 34).
+
+Before uvicorn's handlers, Ctrl-C is ``asyncio.run``'s, which cancelled its task from inside
+whichever callback the signal interrupted: as a connection completed, its ``set_result``
+raised ``InvalidStateError``, logged with a traceback. The cancel is now done by the loop
+between callbacks (``signal_exit.ctrl_c_between_callbacks``; the worker's case is in
+``test_worker_threads``)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+from test_signal_death import in_own_group
+
+PROGRAM = """
+import asyncio
+import signal
+import cursor_agent_api.cli.serve as serve_command
+
+
+async def opening(store, url):
+    # as asyncio's connect callback: the connection completes, a Ctrl-C lands after its
+    # done() check (Python runs the handler between any two bytecodes), then its set_result
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def completes():
+        if not fut.done():
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
+            fut.set_result(None)
+            print("connected", flush=True)
+
+    loop.call_soon(completes)
+    await fut
+    await asyncio.sleep(60)  # (the Ctrl-C's cancel ends it)
+
+
+serve_command._open_store = opening
+from cursor_agent_api.console_script import main
+main(["serve", "--simulate", "--port", "0"])
+"""
+
+
+def test_a_ctrl_c_inside_a_callback_as_serve_starts_is_no_traceback(cli_env: dict[str, str]) -> None:
+    with in_own_group([sys.executable, "-c", PROGRAM], cli_env) as proc:
+        out, err = proc.communicate(timeout=120)  # (a hang guard)
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, out, err)
+    assert "connected" in out, (out, err)
+    assert "Traceback" not in err and "InvalidStateError" not in err, err
