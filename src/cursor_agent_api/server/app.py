@@ -141,8 +141,8 @@ def start_step(step: str) -> Iterator[None]:
 
 
 class AppStart:
-    """The app's start-up, once (:meth:`start`), and the closing of what it opened, in reverse
-    order (:meth:`close`): the steps are the app's (:func:`create_app`), given as
+    """The app's start-up (:meth:`start`: once until :meth:`close`), and the closing of what
+    it opened, in reverse order (:meth:`close`): the steps are the app's (:func:`create_app`), given as
     ``steps(stack)``, which pushes each close on ``stack`` before it opens what it closes.
 
     ``serve`` starts it before uvicorn does (a failure: its one line); the app's lifespan
