@@ -11,35 +11,11 @@ from __future__ import annotations
 import signal
 import sys
 
+from ctrl_c_in_a_callback import ctrl_c_in_a_callback
 from test_signal_death import in_own_group
 
-PROGRAM = """
-import asyncio
-import signal
-import cursor_agent_api.cli.serve as serve_command
-
-
-async def opening(store, url):
-    # as asyncio's connect callback: the connection completes, a Ctrl-C lands after its
-    # done() check (Python runs the handler between any two bytecodes), then its set_result
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def completes():
-        if not fut.done():
-            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
-            fut.set_result(None)
-            print("connected", flush=True)
-
-    loop.call_soon(completes)
-    await fut
-    await asyncio.sleep(60)  # (the Ctrl-C's cancel ends it)
-
-
-serve_command._open_store = opening
-from cursor_agent_api.console_script import main
-main(["serve", "--simulate", "--port", "0"])
-"""
+PROGRAM = ctrl_c_in_a_callback("cursor_agent_api.cli.serve", "_open_store",
+                               ["serve", "--simulate", "--port", "0"])
 
 
 def test_a_ctrl_c_inside_a_callback_as_serve_starts_is_no_traceback(cli_env: dict[str, str]) -> None:

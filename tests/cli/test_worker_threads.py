@@ -14,6 +14,7 @@ from __future__ import annotations
 import signal
 import sys
 
+from ctrl_c_in_a_callback import ctrl_c_in_a_callback
 from test_signal_death import in_own_group
 
 PROGRAM = """
@@ -113,33 +114,9 @@ def test_the_worker_command_called_from_another_thread_says_its_own_error(
     assert "set_wakeup_fd" not in said + err, (said, err)
 
 
-CTRL_C_IN_A_CALLBACK = """
-import asyncio
-import signal
-import cursor_agent_api.server.worker as queue_worker
-
-
-async def connecting(settings, on_ready=None, on_signal=None):
-    # as asyncio's connect callback: the connection completes, a Ctrl-C lands after its
-    # done() check (Python runs the handler between any two bytecodes), then its set_result
-    loop = asyncio.get_running_loop()
-    fut = loop.create_future()
-
-    def completes():
-        if not fut.done():
-            signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
-            fut.set_result(None)
-            print("connected", flush=True)
-
-    loop.call_soon(completes)
-    await fut
-    await asyncio.sleep(60)  # (the Ctrl-C's cancel ends it)
-
-
-queue_worker.serve_worker = connecting
-from cursor_agent_api.console_script import main
-main(["worker", "--simulate", "--root", ".", "--name", "w-ctrl-c"])
-"""
+CTRL_C_IN_A_CALLBACK = ctrl_c_in_a_callback(
+    "cursor_agent_api.server.worker", "serve_worker",
+    ["worker", "--simulate", "--root", ".", "--name", "w-ctrl-c"])
 
 
 def test_a_ctrl_c_inside_a_callback_as_the_worker_starts_is_no_traceback(
