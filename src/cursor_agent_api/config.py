@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .runtime.transport import Transport
 
 __all__ = [
+    "DEFAULT_AGENT_BINARY",
     "DEFAULT_KILL_GRACE",
     "DEFAULT_RESULT_GRACE",
     "MODEL_ID_MAX_LENGTH",
@@ -51,6 +52,9 @@ __all__ = [
 
 TRANSPORT_NAMES = ("print", "acp")
 """The transports ``AgentConfig.transport`` may name."""
+
+DEFAULT_AGENT_BINARY = "agent"
+"""The agent CLI's executable name when none is given (``cursor-agent`` before 2026)."""
 
 DEFAULT_RESULT_GRACE = 3.0
 """Seconds the agent gets to exit by itself after its first ``result`` event."""
@@ -361,7 +365,7 @@ class AgentConfig:
     approve_mcps: bool = False
     api_key: str | None = field(default=None, repr=False)
     headers: list[str] = field(default_factory=list)
-    agent_binary: str = "agent"
+    agent_binary: str = DEFAULT_AGENT_BINARY
     output_format: _OutputFormatField = _OutputFormatField()
     stream_partial_output: bool = False
     trust: bool = False

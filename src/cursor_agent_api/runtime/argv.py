@@ -23,7 +23,7 @@ import os
 import shutil
 from collections.abc import Mapping
 
-from ..config import AgentConfig
+from ..config import DEFAULT_AGENT_BINARY, AgentConfig
 from ..errors import WorkspaceNotFoundError
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "trailing_flags",
 ]
 
-FALLBACK_BINARIES = ("agent", "cursor-agent")
+FALLBACK_BINARIES = (DEFAULT_AGENT_BINARY, "cursor-agent")
 """Names the CLI is installed under (``agent`` since 2026, ``cursor-agent`` kept as a link)."""
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
-from ..config import AgentConfig
+from ..config import DEFAULT_AGENT_BINARY, AgentConfig
 from ..errors import AgentNotFoundError
 from ..runtime.acp_transport import process_key
 from ..runtime.sinks import HeldEventQueue
@@ -96,7 +96,7 @@ def run_binary(settings: ServerSettings) -> str:
     """
     if settings.agent_binary is not None:
         return settings.agent_binary
-    return simulator_binary() if settings.simulate else "agent"
+    return simulator_binary() if settings.simulate else DEFAULT_AGENT_BINARY
 
 
 def unfound_agent(settings: ServerSettings) -> str | None:

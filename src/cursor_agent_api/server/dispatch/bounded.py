@@ -100,12 +100,12 @@ class BoundedConnector(procrastinate.PsycopgConnector):
         try:
             await super().open_async(pool)
         except Exception as e:
-            if not (unavailable(e) or type(unwrap_error(e)).__name__ == "PoolTimeout"):
+            if isinstance(unwrap_error(e), psycopg_pool.PoolTimeout):
+                raise StoreUnavailableError(f"the database gave the job queue no connection "
+                                            f"within {self.opens_within:g} s") from e
+            if not unavailable(e):
                 raise
-            if type(unwrap_error(e)).__name__ != "PoolTimeout":
-                raise StoreUnavailableError(describe_error(e)) from e
-            raise StoreUnavailableError(
-                f"the database gave the job queue no connection within {self.opens_within:g} s") from e
+            raise StoreUnavailableError(describe_error(e)) from e
 
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:
         await self._bounded(super().execute_query_async(query, **arguments))
