@@ -169,7 +169,11 @@ class Worker:
         """Open the store and the queue, clean up after dead workers, work until stopped
         (:meth:`stop`: SIGTERM or SIGINT)."""
         s = self.settings
-        await self.store.start()
+        try:
+            await self.store.start()
+        except BaseException:  # failed, or cancelled (a signal during the migrations)
+            await self.store.close()  # what it opened (the engine, its connections)
+            raise
         # ACP runs' answers, from API servers
         answers = AnswerListener(self.store, self._answer, ping_interval=s.server.notify_poll_interval)
         # From the drain's start to the cleanup's end: a signal during the cleanup is only
