@@ -101,6 +101,11 @@ def _describe(errors: list[Any]) -> str:
     return "; ".join(parts)
 
 
+OPENING_THE_DATABASE = "opening the database"
+"""The start-up's first step: the store opened, its migrations run (``serve`` says its
+failure as "cannot open the database …")."""
+
+
 class StartError(Exception):
     """The start-up step ``step`` failed because of the database (``cause``, also the
     exception's ``__cause__``)."""
@@ -209,8 +214,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         # alive after the start's error. A step failed by the database says which one.
         tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         opened.push_async_callback(store.close)
-        with start_step("opening the database"):
-            await store.start()  # (serve opened it already: nothing then)
+        with start_step(OPENING_THE_DATABASE):
+            await store.start()
         opened.push_async_callback(auth.close)
         await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
         # RunManager, or the queue (--dispatch queue: it names its own steps, and closes
