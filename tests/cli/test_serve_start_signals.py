@@ -222,3 +222,37 @@ def test_the_workers_main_gives_sigint_its_handler_back(cli_env: dict[str, str])
     assert proc.returncode == 0, (out, err)
     assert out.count("raised ClickException") == 2, (out, err)
     assert out.count("SIGINT's handler as before: True") == 2, (out, err)
+
+
+AT_THE_RECOVERY = """
+import asyncio
+from cursor_agent_api.server.recovery import Recovery
+
+
+async def held(self):  # the start's last step: the store and the sign-outs' LISTEN open
+    print("held", flush=True)
+    await asyncio.sleep(120)
+
+
+Recovery.start = held
+from cursor_agent_api.console_script import main
+main(["serve", "--simulate", "--port", "0"])
+"""
+
+
+def test_a_sigterm_late_in_the_start_closes_the_database_connections_with_a_goodbye(
+        cli_env: dict[str, str], postgres_url: str) -> None:
+    """``serve`` on PostgreSQL, held at its recovery step: every connection its start opened
+    (the store's, the sign-outs' LISTEN) is closed with PostgreSQL's goodbye before it dies
+    from the SIGTERM (it was killed: none said goodbye; the migrations' connection, closed
+    before, did). (With ``--dispatch queue``, the job queue's psycopg connections hang up
+    right after their goodbye, which the proxy cannot tell from a drop.)"""
+    from pg_proxy import proxied  # (tests/server, put on the path by postgres_url)
+
+    with proxied(postgres_url) as (proxy, through):
+        env = {**cli_env, "CURSOR_AGENT_API_DATABASE_URL": through}
+        proc, out, err = _signalled(env, AT_THE_RECOVERY, "held", [signal.SIGTERM])
+        goodbyes = proxy.goodbyes()
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, out, err)
+    assert "Traceback" not in err, err
+    assert len(goodbyes) >= 2 and all(goodbyes), goodbyes
