@@ -316,12 +316,12 @@ def say_error(error: Exception) -> None:
 # waits so for the loop's executor's threads (asyncio's teardown): a signal given to one of
 # them, stuck in a read, was held, or ended the worker, only once that thread ended.
 #
-# The worker's threads, all started by its main thread (a thread is born with its creator's
-# signal mask): its log lines' writer (``cli/log_output.py``); asyncio's default executor
-# (``to_thread``, the name lookups of asyncpg's and psycopg's connects); asyncio's child
-# watcher (Python 3.11 and older: one thread per agent, in ``waitpid``); the thread
-# asyncio's teardown joins the executor in. Procrastinate, psycopg and asyncpg start none.
-# So, while the main thread waits in its loop, any thread's signal wakes it
+# The threads of the worker (and of ``serve``), all started by its main thread (a thread is
+# born with its creator's signal mask): its log lines' writer (``cli/log_output.py``);
+# asyncio's default executor (``to_thread``, the name lookups of asyncpg's and psycopg's
+# connects); asyncio's child watcher (Python 3.11 and older: one thread per agent, in
+# ``waitpid``); the thread asyncio's teardown joins the executor in. Procrastinate, psycopg
+# and asyncpg start none. So, while the main thread waits in its loop, any thread's signal wakes it
 # (:class:`SignalWake`); the log lines' writer, joined after the loop, is born with the
 # ending signals blocked (:func:`without_ending_signals`). The executor's threads keep them:
 # their calls start processes (``git`` and its hooks), which would inherit them blocked.

@@ -488,11 +488,12 @@ def serve(
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            # Once shut down, uvicorn ends the process with the signal that stopped it (no
-            # `finally` runs after): the log lines still queued are written before. SIGHUP (its
-            # terminal or SSH session closed) stops it as SIGTERM does: gracefully, its runs
-            # marked interrupted (it died at once, its runs left "running"); unless it was
-            # started to ignore it (nohup)
+            # Once shut down, uvicorn sends itself the signal that stopped it again: taken by
+            # main()'s cancelled_by_signals, it ends the command once the app is closed (a
+            # handler of the caller's own may end the process there: the log lines still
+            # queued are written before). SIGHUP (its terminal or SSH session closed) stops it
+            # as SIGTERM does: gracefully, its runs marked interrupted (it died at once, its
+            # runs left "running"); unless it was started to ignore it (nohup)
             with super().capture_signals():
                 try:
                     hangup = getattr(signal, "SIGHUP", None)
