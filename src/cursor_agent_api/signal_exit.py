@@ -38,7 +38,7 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see cons
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
 __all__ = ["ENDING", "SignalExit", "SignalWake", "StartSignals", "cancelled_by_signals", "die_now",
@@ -361,14 +361,27 @@ class StartSignals:
         """The first Ctrl-C, SIGTERM or SIGHUP taken (the command ends from it)."""
         self.cancels = True
         self.queued: asyncio.Handle | None = None  # the first signal's cancel, handed to the loop
+        self.stop: Callable[[], None] | None = None  # (hand_over's)
 
     def settle(self, doing: str) -> None:
         """From now, the block is ``doing`` what ends it (closing what the start opened): a
         first signal no longer cancels it (a cancel queued and not run yet is dropped), it
         ends the command once the block is left; a second one still ends it at once."""
-        self.cancels, self.doing = False, doing
+        self.cancels, self.doing, self.stop = False, doing, None
         if self.queued is not None:
             self.queued.cancel()
+
+    def hand_over(self, stop: Callable[[], None]) -> None:
+        """From now, the block hands over to what takes the signals next (uvicorn's
+        ``serve()``, which installs its handlers as it begins): a first signal, taken already
+        (its cancel queued, not run yet) or until those handlers are in place, no longer
+        cancels the block (the cancel would land inside uvicorn's own start-up, a traceback),
+        it calls ``stop`` (uvicorn's graceful stop: ``should_exit``), and still ends the
+        command once the block is left."""
+        self.settle(self.doing)
+        self.stop = stop
+        if self.first is not None:
+            stop()
 
     def second_line(self, signum: int) -> str:
         """The line a second signal says as it ends the command at once."""
@@ -456,6 +469,8 @@ def cancelled_by_signals(who: str, doing: str = "its start") -> Iterator[StartSi
             if signals.cancels:
                 with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
                     signals.queued = loop.call_soon_threadsafe(cancel)
+            elif signals.stop is not None:
+                signals.stop()
             return
         if _program:
             say_at_once(signals.second_line(signum))

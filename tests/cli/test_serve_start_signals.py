@@ -256,3 +256,80 @@ def test_a_sigterm_late_in_the_start_closes_the_database_connections_with_a_good
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, out, err)
     assert "Traceback" not in err, err
     assert len(goodbyes) >= 2 and all(goodbyes), goodbyes
+
+
+HANDED_OVER = """
+import os, signal
+import cursor_agent_api.cli.serve as serve
+
+
+async def warned(store):  # the start's last step: the signal taken, no await before uvicorn's
+    os.kill(os.getpid(), {signum})
+    return []
+
+
+serve._queue_workers_warning = warned
+from cursor_agent_api.console_script import main
+main(["serve", "--simulate", "--port", "0", "--database-url", {url!r}])
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda s: signal.Signals(s).name)
+def test_a_signal_as_uvicorn_takes_over_stops_it_gracefully(cli_env: dict[str, str],
+                                                            signum: int) -> None:
+    """A signal taken after the start's last await and before uvicorn's handlers are in place
+    (review 36): its cancel landed inside uvicorn's own start-up, an ERROR traceback. It is
+    uvicorn's graceful stop now: no link printed, the app closed, death from the signal."""
+    db = Path(cli_env["TEST_WS"]) / "server.sqlite3"
+    program = HANDED_OVER.format(signum=int(signum), url=f"sqlite+aiosqlite:///{db}")
+    proc = subprocess.run([sys.executable, "-c", program], env=cli_env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == -signum, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "ERROR" not in proc.stderr, proc.stderr
+    assert "Open:" not in proc.stdout, proc.stdout
+    assert _left(db) == [], _left(db)
+
+
+FAILING = """
+import asyncio, os, signal
+from cursor_agent_api.server.recovery import Recovery
+from cursor_agent_api.server.store import Store
+
+
+async def refused(self):
+    raise ConnectionRefusedError(111, "Connect call failed")
+
+
+closes = Store.close
+
+
+async def signalled_close(self):
+    os.kill(os.getpid(), signal.SIGTERM)  # as the failed start closes what it opened
+    if {during}:
+        await asyncio.sleep(0.5)  # (the cancel lands here)
+    await closes(self)
+
+
+Recovery.start = refused
+Store.close = signalled_close
+from cursor_agent_api.console_script import main
+main(["serve", "--simulate", "--port", "0", "--database-url", {url!r}])
+"""
+
+
+@pytest.mark.parametrize("during", [True, False], ids=["during-the-close", "after-it"])
+def test_a_signal_as_a_failed_start_closes_lets_it_close_and_say_why(
+        cli_env: dict[str, str], during: bool) -> None:
+    """The start failed (the recovery step, on the database); a SIGTERM comes as it closes
+    what it opened (review 36): the cancel cut the store's close short (its -wal and -shm
+    left), and the failure's line was lost either way. Now the close ends, the line is said,
+    then it dies from the signal."""
+    db = Path(cli_env["TEST_WS"]) / "server.sqlite3"
+    program = FAILING.format(during=during, url=f"sqlite+aiosqlite:///{db}")
+    proc = subprocess.run([sys.executable, "-c", program], env=cli_env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "Error: cannot start the server: marking the runs a previous server left active " \
+        "interrupted failed on the database" in proc.stderr, proc.stderr
+    assert _left(db) == [], _left(db)

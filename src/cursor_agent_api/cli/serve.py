@@ -548,7 +548,7 @@ def serve(
     # Whichever of its threads the kernel gives a signal to, the main thread takes it at once
     wake = SignalWake()  # (it wakes the loop: asyncio's teardown waits there for threads)
 
-    async def main() -> str | None:
+    async def main() -> None:
         # The app's whole start-up (the store opened, its migrations run, the LISTEN
         # connections, the job queue's pool, the recovery: AppStart) is done here, on the
         # server's loop, before uvicorn's (whose lifespan then finds it started, and closes it
@@ -562,28 +562,27 @@ def serve(
         with cancelled_by_signals("cursor-agent-api serve") as signals:
             try:
                 problem = await _start_app(app.state.start, settings.database_url)
-                if problem is None:
-                    if dispatch != "queue":
-                        beside_workers.extend(await _queue_workers_warning(app.state.store))
-                    await server.serve(sockets=[sock])
+                if problem is not None:  # (said before the death from a signal taken meanwhile)
+                    raise click.ClickException(problem)
+                if dispatch != "queue":
+                    beside_workers.extend(await _queue_workers_warning(app.state.store))
+                # a signal from here to uvicorn's handlers is uvicorn's graceful stop
+                signals.hand_over(lambda: setattr(server, "should_exit", True))
+                await server.serve(sockets=[sock])
             finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
                 signals.settle("its shutdown")
                 await app.state.start.close()
-            return problem
 
-    problem = None
     with without_ending_signals():  # (its writer, joined below, never takes them)
         log_lines.start()
     try:
-        problem = asyncio.run(main())
+        asyncio.run(main())
     except KeyboardInterrupt:  # a Ctrl-C before the start takes the signals
         raise SignalExit(signal.SIGINT) from None  # dies from it, as from SIGTERM (a shell loop stops)
     finally:
         wake.close()
         sock.close()
         log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
-    if problem is not None:
-        raise click.ClickException(problem)
     if server.output_lost is not None:  # one line, exit 1 (a closed pipe: click, quietly)
         from .console import writing_output
 

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -184,7 +185,14 @@ class AppStart:
         try:
             await self._steps(stack)
         except BaseException:
-            await stack.aclose()
+            # a cancel as it closes (serve's Ctrl-C, SIGTERM, SIGHUP as its start fails) does
+            # not cut the closing short; what made the start fail is then raised (a second
+            # cancel does cut it short)
+            closing = asyncio.ensure_future(stack.aclose())
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                await closing
             raise
         self._opened = stack
 
