@@ -38,10 +38,10 @@ TYPE_CHECKING = False  # (typing.TYPE_CHECKING, without loading typing: see cons
 
 if TYPE_CHECKING:
     import asyncio
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from typing import Any, NoReturn
 
-__all__ = ["ENDING", "SignalExit", "SignalWake", "ctrl_c_between_callbacks", "die_now",
+__all__ = ["ENDING", "SignalExit", "SignalWake", "StartSignals", "cancelled_by_signals", "die_now",
            "exit_by_signal", "held_signals", "run_as_program", "running_as_program", "say_at_once",
            "say_error", "stopping", "without_ending_signals"]
 
@@ -316,12 +316,12 @@ def say_error(error: Exception) -> None:
 # waits so for the loop's executor's threads (asyncio's teardown): a signal given to one of
 # them, stuck in a read, was held, or ended the worker, only once that thread ended.
 #
-# The worker's threads, all started by its main thread (a thread is born with its creator's
-# signal mask): its log lines' writer (``cli/log_output.py``); asyncio's default executor
-# (``to_thread``, the name lookups of asyncpg's and psycopg's connects); asyncio's child
-# watcher (Python 3.11 and older: one thread per agent, in ``waitpid``); the thread
-# asyncio's teardown joins the executor in. Procrastinate, psycopg and asyncpg start none.
-# So, while the main thread waits in its loop, any thread's signal wakes it
+# The threads of the worker (and of ``serve``), all started by its main thread (a thread is
+# born with its creator's signal mask): its log lines' writer (``cli/log_output.py``);
+# asyncio's default executor (``to_thread``, the name lookups of asyncpg's and psycopg's
+# connects); asyncio's child watcher (Python 3.11 and older: one thread per agent, in
+# ``waitpid``); the thread asyncio's teardown joins the executor in. Procrastinate, psycopg
+# and asyncpg start none. So, while the main thread waits in its loop, any thread's signal wakes it
 # (:class:`SignalWake`); the log lines' writer, joined after the loop, is born with the
 # ending signals blocked (:func:`without_ending_signals`). The executor's threads keep them:
 # their calls start processes (``git`` and its hooks), which would inherit them blocked.
@@ -350,24 +350,75 @@ def without_ending_signals() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
+class StartSignals:
+    """What :func:`cancelled_by_signals` gives its block: the first signal taken (``first``),
+    and :meth:`settle`, from which a signal no longer cancels the block."""
+
+    def __init__(self, who: str, doing: str) -> None:
+        self.who = who
+        self.doing = doing
+        self.first: signal.Signals | None = None
+        """The first Ctrl-C, SIGTERM or SIGHUP taken (the command ends from it)."""
+        self.cancels = True
+        self.queued: asyncio.Handle | None = None  # the first signal's cancel, handed to the loop
+        self.stop: Callable[[], None] | None = None  # (hand_over's)
+
+    def settle(self, doing: str) -> None:
+        """From now, the block is ``doing`` what ends it (closing what the start opened): a
+        first signal no longer cancels it (a cancel queued and not run yet is dropped), it
+        ends the command once the block is left; a second one still ends it at once."""
+        self.cancels, self.doing, self.stop = False, doing, None
+        if self.queued is not None:
+            self.queued.cancel()
+
+    def hand_over(self, stop: Callable[[], None]) -> None:
+        """From now, the block hands over to what takes the signals next (uvicorn's
+        ``serve()``, which installs its handlers as it begins): a first signal, taken already
+        (its cancel queued, not run yet) or until those handlers are in place, no longer
+        cancels the block (the cancel would land inside uvicorn's own start-up, a traceback),
+        it calls ``stop`` (uvicorn's graceful stop: ``should_exit``), and still ends the
+        command once the block is left."""
+        self.settle(self.doing)
+        self.stop = stop
+        if self.first is not None:
+            stop()
+
+    def second_line(self, signum: int) -> str:
+        """The line a second signal says as it ends the command at once."""
+        return f"{self.who}: {signal.Signals(signum).name} again: stopped at once, {self.doing} cut short\n"
+
+
+def _takes(sig: int, handler: Any, task: asyncio.Task[Any]) -> bool:
+    """Whether :func:`cancelled_by_signals` takes ``sig`` from ``handler``: its default
+    (``SIG_DFL``, Python's ``KeyboardInterrupt``) or ``asyncio.run``'s for ``task`` (its
+    Ctrl-C); never one ignored (``nohup``'s SIGHUP) or a caller's own."""
+    import functools
+
+    if handler in (signal.SIG_DFL, signal.default_int_handler):
+        return True
+    return (sig == signal.SIGINT and isinstance(handler, functools.partial)
+            and handler.keywords.get("main_task") is task)
+
+
 @contextlib.contextmanager
-def ctrl_c_between_callbacks() -> Iterator[None]:
-    """``asyncio.run``'s Ctrl-C for the running task, done by its loop between two callbacks,
-    not inside the one the signal interrupts. Use it inside the coroutine ``asyncio.run`` runs.
+def cancelled_by_signals(who: str, doing: str = "its start") -> Iterator[StartSignals]:
+    """While the block runs (a command's start, up to what takes the signals over: uvicorn's
+    handlers, the worker's), Ctrl-C, SIGTERM and SIGHUP cancel it; once it is left (what it
+    opened closed as the cancel unwinds it), :class:`SignalExit` ends the command from the
+    first: it dies from that signal, its log lines written. Use it inside the coroutine
+    ``asyncio.run`` runs.
 
-    ``asyncio.run`` cancels its task from its SIGINT handler, which Python runs between any
-    two bytecodes: inside a loop callback that has just seen its future not done and is
-    about to set its result (``_sock_connect_cb`` as a connection completes), the cancel
-    makes that ``set_result`` an ``InvalidStateError``, logged with a traceback. Here:
-
-    * the first Ctrl-C hands asyncio's handler to the loop (``call_soon_threadsafe``); once
-      there, if this no longer handles SIGINT (left, or another handler installed since), the
-      signal goes to the one that does (``signal.raise_signal``), and is not lost;
-    * a second Ctrl-C is asyncio's second, at once: a ``KeyboardInterrupt`` where the code
-      is (the first one counted first if the loop has not run it yet);
-    * on leaving, a first Ctrl-C the loop has not run yet goes to the handler then in place;
-    * nothing outside the main thread, or when SIGINT's handler is not ``asyncio.run``'s for
-      this very task (a caller's own, one left by an earlier ``asyncio.run``).
+    * The cancel is done by the loop between two callbacks (``call_soon_threadsafe``), not
+      inside the one the signal interrupts: ``asyncio.run``'s own Ctrl-C cancelled from
+      there, and a connection completing then raised ``InvalidStateError``, with a traceback.
+    * A second signal ends the program at once, from it, with one line (``who``: "SIGINT
+      again: stopped at once, its start cut short"; :func:`die_now`); called as a function,
+      not the program: :class:`SignalExit` at once, where the code is.
+    * A signal the block does not take stays as it was: one ignored (``nohup``'s SIGHUP), a
+      caller's own handler; outside the main thread nothing is taken. A handler installed
+      over one of these meanwhile (uvicorn's while it serves) takes its signals; as it
+      gives them back, a signal it re-sends is the first taken here.
+    * On leaving, each signal's handler is the one it had, unless another took it since.
 
     Example:
         >>> import asyncio
@@ -377,21 +428,22 @@ def ctrl_c_between_callbacks() -> Iterator[None]:
         ...     fut = loop.create_future()
         ...     def completes() -> None:
         ...         if not fut.done():
-        ...             signal.getsignal(signal.SIGINT)(signal.SIGINT, None)  # a Ctrl-C here
-        ...             fut.set_result("connected")  # (InvalidStateError, cancelled already)
+        ...             os.kill(os.getpid(), signal.SIGTERM)  # (its handler runs here)
+        ...             fut.set_result("connected")  # not cancelled yet: no InvalidStateError
         ...             said.append("connected")
-        ...     with ctrl_c_between_callbacks():
+        ...     with cancelled_by_signals("demo"):
         ...         loop.call_soon(completes)
-        ...         return await fut
+        ...         await fut
+        ...         await asyncio.sleep(60)  # (cancelled)
         >>> try:
         ...     asyncio.run(interrupted_in_a_callback())
-        ... except KeyboardInterrupt:
-        ...     said.append("KeyboardInterrupt")
-        >>> said
-        ['connected', 'KeyboardInterrupt']
+        ... except SignalExit as ended:
+        ...     said.append(ended.signum.name)
+        >>> said, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+        (['connected', 'SIGTERM'], True)
         >>> def mine(signum: int, frame: object) -> None: ...
         >>> async def left_alone() -> bool:  # (asyncio.run installs none over a caller's own)
-        ...     with ctrl_c_between_callbacks():
+        ...     with cancelled_by_signals("demo"):
         ...         return signal.getsignal(signal.SIGINT) is mine
         >>> previous = signal.signal(signal.SIGINT, mine)
         >>> asyncio.run(left_alone())
@@ -399,51 +451,55 @@ def ctrl_c_between_callbacks() -> Iterator[None]:
         >>> _ = signal.signal(signal.SIGINT, previous)
     """
     import asyncio
-    import functools
 
-    handler = signal.getsignal(signal.SIGINT)
+    signals = StartSignals(who, doing)
     task = asyncio.current_task()
-    if (threading.current_thread() is not threading.main_thread() or task is None
-            or not isinstance(handler, functools.partial)
-            or handler.keywords.get("main_task") is not task):
-        yield
+    if threading.current_thread() is not threading.main_thread() or task is None or _stopping is not None:
+        yield signals
         return
-    asyncio_handler = handler
-    assert task is not None
     loop = task.get_loop()
-    queued: list[asyncio.Handle] = []  # the first Ctrl-C, handed to the loop
-    ran: list[bool] = []  # ... and run there
 
-    def first(signum: int) -> None:
-        ran.append(True)
-        if signal.getsignal(signal.SIGINT) is deferred:
-            asyncio_handler(signum, None)  # the cancel, between two callbacks
-        else:  # (handled by another since: it is theirs)
-            signal.raise_signal(signum)
+    def cancel() -> None:
+        if signals.cancels and not task.done():
+            task.cancel()
 
-    def deferred(signum: int, frame: object) -> None:
-        if not queued:
-            try:
-                queued.append(loop.call_soon_threadsafe(first, signum))
-                return
-            except RuntimeError:  # (the loop closed meanwhile)
-                pass
-        elif not ran:  # the first not run yet: it counts first, here
-            queued[0].cancel()
-            ran.append(True)
-            asyncio_handler(signum, None)
-        asyncio_handler(signum, None)  # asyncio's second: KeyboardInterrupt here
+    def taken(signum: int, frame: object) -> None:
+        if signals.first is None:
+            signals.first = signal.Signals(signum)
+            if signals.cancels:
+                with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
+                    signals.queued = loop.call_soon_threadsafe(cancel)
+            elif signals.stop is not None:
+                signals.stop()
+            return
+        if _program:
+            say_at_once(signals.second_line(signum))
+            die_now(signum)
+        raise SignalExit(signum)
 
-    signal.signal(signal.SIGINT, deferred)
+    given = [(sig, previous) for sig in ENDING
+             if _takes(sig, previous := signal.getsignal(sig), task)]
+    for sig, _ in given:
+        signal.signal(sig, taken)
+    failed: Exception | None = None
     try:
-        yield
+        yield signals
+    except asyncio.CancelledError:
+        if signals.first is None:
+            raise
+    except Exception as error:
+        if signals.first is None:
+            raise
+        failed = error  # (said below, then the signal ends the command all the same)
     finally:
-        if signal.getsignal(signal.SIGINT) is deferred:
-            signal.signal(signal.SIGINT, asyncio_handler)
-        if queued and not ran:  # a first Ctrl-C the loop did not run: the handler now in place
-            queued[0].cancel()
-            ran.append(True)
-            signal.raise_signal(signal.SIGINT)
+        signals.settle(signals.doing)
+        for sig, previous in given:
+            if signal.getsignal(sig) is taken:
+                signal.signal(sig, previous)
+    if signals.first is not None:
+        if failed is not None:
+            say_error(failed)
+        raise SignalExit(signals.first) from None
 
 
 class SignalWake:

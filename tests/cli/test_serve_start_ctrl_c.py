@@ -3,8 +3,8 @@
 Before uvicorn's handlers, Ctrl-C is ``asyncio.run``'s, which cancelled its task from inside
 whichever callback the signal interrupted: as a connection completed, its ``set_result``
 raised ``InvalidStateError``, logged with a traceback. The cancel is now done by the loop
-between callbacks (``signal_exit.ctrl_c_between_callbacks``; the worker's case is in
-``test_worker_threads``)."""
+between callbacks (``signal_exit.cancelled_by_signals``; the worker's case is in
+``test_worker_threads``; the other signals, and a second one, in ``test_serve_start_signals``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 from ctrl_c_in_a_callback import ctrl_c_in_a_callback
 from test_signal_death import in_own_group
 
-PROGRAM = ctrl_c_in_a_callback("cursor_agent_api.cli.serve", "_open_store",
+PROGRAM = ctrl_c_in_a_callback("cursor_agent_api.cli.serve", "_start_app",
                                ["serve", "--simulate", "--port", "0"])
 
 

@@ -8,6 +8,10 @@ On PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +20,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from cursor_agent_api.server.store import MIGRATIONS_DIR, Store
-from cursor_agent_api.server.store.engine import SchemaInUseError
+from cursor_agent_api.server.store.errors import SchemaInUseError
 
 HEAD = sorted(p.stem for p in (MIGRATIONS_DIR / "versions").glob("[0-9]*.py"))[-1].split("_")[0]
 OLDER = f"{int(HEAD) - 1:04d}"
@@ -109,3 +113,21 @@ def test_an_up_to_date_schema_starts_beside_live_processes(db_url: str) -> None:
     pg_execute(db_url, "INSERT INTO procrastinate_workers DEFAULT VALUES")
     _start(db_url)  # nothing to migrate: no check
     assert _revision(db_url) == HEAD
+
+
+def test_serve_on_a_schema_in_use_says_so_in_one_line(db_url: str, tmp_path: Path) -> None:
+    """``serve`` refused the same way says it in the one line docs/distributed.md shows, exit 1
+    (review 36: with the store opened as the start's first step, it was a traceback)."""
+    _at_older(db_url)
+    pg_execute(db_url, "INSERT INTO procrastinate_workers DEFAULT VALUES")  # a live worker
+    env = {**os.environ, "HOME": str(tmp_path), "CURSOR_AGENT_API_DATABASE_URL": db_url}
+    done = subprocess.run([sys.executable, "-m", "cursor_agent_api.cli", "serve", "--simulate",
+                           "--port", "0"], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("Error: cannot open the database postgresql+asyncpg://"), line
+    assert line.endswith("stop them first (docs/distributed.md: Upgrading a cluster) "
+                         "(SchemaInUseError)"), line
+    assert _revision(db_url) == OLDER

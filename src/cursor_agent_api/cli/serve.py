@@ -39,10 +39,12 @@ from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from ..signal_exit import (
     ENDING,
     SignalExit,
-    ctrl_c_between_callbacks,
+    SignalWake,
+    cancelled_by_signals,
     die_now,
     running_as_program,
     say_at_once,
+    without_ending_signals,
 )
 from .log_output import LogLines
 from .runner_options import Seconds, check_simulate_or_binary, parse_agent_env, runner_options
@@ -486,11 +488,12 @@ def serve(
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
-            # Once shut down, uvicorn ends the process with the signal that stopped it (no
-            # `finally` runs after): the log lines still queued are written before. SIGHUP (its
-            # terminal or SSH session closed) stops it as SIGTERM does: gracefully, its runs
-            # marked interrupted (it died at once, its runs left "running"); unless it was
-            # started to ignore it (nohup)
+            # Once shut down, uvicorn sends itself the signal that stopped it again: taken by
+            # main()'s cancelled_by_signals, it ends the command once the app is closed (a
+            # handler of the caller's own may end the process there: the log lines still
+            # queued are written before). SIGHUP (its terminal or SSH session closed) stops it
+            # as SIGTERM does: gracefully, its runs marked interrupted (it died at once, its
+            # runs left "running"); unless it was started to ignore it (nohup)
             with super().capture_signals():
                 try:
                     hangup = getattr(signal, "SIGHUP", None)
@@ -542,37 +545,44 @@ def serve(
     server: Any = _Server(config)
     beside_workers: list[str] = []  # (a database of serve --dispatch queue's workers)
 
-    async def main() -> str | None:
-        # The store is opened here, on the server's loop, then the rest of the app's start-up
-        # is done (its LISTEN connections, the job queue's pool, …), before uvicorn's (whose
-        # lifespan then finds it started, and closes it at shutdown): a database that cannot
-        # be opened, or fails a step, is said in one line, not as the start-up's traceback.
-        # A Ctrl-C meanwhile (before uvicorn's handlers, and after them) is asyncio's, done
-        # between two callbacks: inside a connection's, it was an InvalidStateError traceback.
-        with ctrl_c_between_callbacks():
-            problem = await _open_store(app.state.store, settings.database_url)
-            if problem is None:
+    # Whichever of its threads the kernel gives a signal to, the main thread takes it at once
+    wake = SignalWake()  # (it wakes the loop: asyncio's teardown waits there for threads)
+
+    async def main() -> None:
+        # The app's whole start-up (the store opened, its migrations run, the LISTEN
+        # connections, the job queue's pool, the recovery: AppStart) is done here, on the
+        # server's loop, before uvicorn's (whose lifespan then finds it started, and closes it
+        # at shutdown): a step the database fails is said in one line, not as the start-up's
+        # traceback, what the start opened closed. A Ctrl-C, SIGTERM or SIGHUP meanwhile
+        # cancels the start (what it opened is closed), then the command dies from it; a
+        # second one ends it at once. uvicorn's handlers take them while it serves, and
+        # re-send the one that stopped it as they end: taken here, it ends the command once
+        # the app is closed.
+        wake.watch(asyncio.get_running_loop())
+        with cancelled_by_signals("cursor-agent-api serve") as signals:
+            try:
+                problem = await _start_app(app.state.start, settings.database_url)
+                if problem is not None:  # (said before the death from a signal taken meanwhile)
+                    raise click.ClickException(problem)
                 if dispatch != "queue":
                     beside_workers.extend(await _queue_workers_warning(app.state.store))
-                problem = await _start_app(app.state.start, settings.database_url)
-            if problem is None:
-                try:
-                    await server.serve(sockets=[sock])
-                finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
-                    await app.state.start.close()
-            return problem
+                # a signal from here to uvicorn's handlers is uvicorn's graceful stop
+                signals.hand_over(lambda: setattr(server, "should_exit", True))
+                await server.serve(sockets=[sock])
+            finally:  # (uvicorn's lifespan closed it, unless uvicorn stopped before it ran)
+                signals.settle("its shutdown")
+                await app.state.start.close()
 
-    problem = None
-    log_lines.start()
+    with without_ending_signals():  # (its writer, joined below, never takes them)
+        log_lines.start()
     try:
-        problem = asyncio.run(main())
-    except KeyboardInterrupt:  # Ctrl-C: raised again by uvicorn once shut down, or during the start
+        asyncio.run(main())
+    except KeyboardInterrupt:  # a Ctrl-C before the start takes the signals
         raise SignalExit(signal.SIGINT) from None  # dies from it, as from SIGTERM (a shell loop stops)
     finally:
+        wake.close()
         sock.close()
         log_lines.close()  # the last lines written (a stalled reader: a few seconds at most)
-    if problem is not None:
-        raise click.ClickException(problem)
     if server.output_lost is not None:  # one line, exit 1 (a closed pipe: click, quietly)
         from .console import writing_output
 
@@ -582,23 +592,10 @@ def serve(
         raise click.ClickException("the server did not start; see the messages above")
 
 
-async def _open_store(store: Any, url: str) -> str | None:
-    """Open the server's store (its migrations run): what is wrong, or None."""
-    from ..database_urls import shown_url
-    from ..server.store import describe_error
-
-    try:
-        await store.start()
-    except Exception as e:  # any failure is reported the same way
-        await store.close()
-        shown = shown_url(url)
-        return f"cannot open the database {shown}: {describe_error(e)}"
-    return None
-
-
 async def _start_app(start: Any, url: str) -> str | None:
-    """Run the app's start-up (:class:`~..server.app.AppStart`), the store open: what the
-    database failed, in one line with what to do, or None. A bug is raised as it is.
+    """Run the app's start-up (:class:`~..server.app.AppStart`; its first step opens the
+    store): what the database failed, in one line with what to do, or None. A bug is raised
+    as it is. What the start opened is closed when it fails, or is cancelled.
 
     Example:
         >>> import asyncio
@@ -613,13 +610,15 @@ async def _start_app(start: Any, url: str) -> str | None:
         the database answers
     """
     from ..database_urls import shown_url
-    from ..server.app import StartError
+    from ..server.app import OPENING_THE_DATABASE, StartError
     from ..server.store import describe_error
     from ..server.store.errors import answers_later
 
     try:
         await start.start()
     except StartError as e:  # (what the start opened is closed)
+        if e.step == OPENING_THE_DATABASE:
+            return f"cannot open the database {shown_url(url)}: {describe_error(e.cause)}"
         then = "; start it again once the database answers" if answers_later(e.cause) else ""
         return (f"cannot start the server: {e.step} failed on the database {shown_url(url)}: "
                 f"{describe_error(e.cause)}{then}")

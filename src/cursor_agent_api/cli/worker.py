@@ -40,6 +40,7 @@ import contextlib
 import logging
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -50,9 +51,10 @@ from ..server_options import heartbeat_problem
 from ..signal_exit import (
     SignalExit,
     SignalWake,
-    ctrl_c_between_callbacks,
+    cancelled_by_signals,
     held_signals,
     say_error,
+    stopping,
     without_ending_signals,
 )
 from .log_output import LogLines
@@ -241,13 +243,20 @@ def worker(
         loop = asyncio.get_running_loop()
         wake.watch(loop)
         try:
-            # (a Ctrl-C before the worker's own handlers, as its database connects: asyncio's
-            # cancel, done between two callbacks, not inside the connection's: no traceback)
-            with ctrl_c_between_callbacks():
+            # A Ctrl-C, SIGTERM or SIGHUP before the worker's own handlers (as its database
+            # connects) cancels its start, between two callbacks (no traceback); what it
+            # opened is closed, then it dies from it; a second one ends it at once
+            with cancelled_by_signals("cursor-agent-api worker"):
                 await serve_worker(settings, on_ready=ready, on_signal=stopped_by.append)
         finally:
             teardown.enter_context(held_signals())
 
+    given = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is threading.main_thread() and given is not None:
+        # SIGINT's handler given back as it was before (held_signals, entered in the loop,
+        # would put back asyncio.run's, of a finished run), then the stopping program's
+        teardown.callback(stopping)
+        teardown.callback(signal.signal, signal.SIGINT, given)
     with teardown:
         with without_ending_signals():  # (its writer, joined below, never takes them)
             log_lines.start()

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -101,6 +102,11 @@ def _describe(errors: list[Any]) -> str:
     return "; ".join(parts)
 
 
+OPENING_THE_DATABASE = "opening the database"
+"""The start-up's first step: the store opened, its migrations run (``serve`` says its
+failure as "cannot open the database …")."""
+
+
 class StartError(Exception):
     """The start-up step ``step`` failed because of the database (``cause``, also the
     exception's ``__cause__``)."""
@@ -179,7 +185,14 @@ class AppStart:
         try:
             await self._steps(stack)
         except BaseException:
-            await stack.aclose()
+            # a cancel as it closes (serve's Ctrl-C, SIGTERM, SIGHUP as its start fails) does
+            # not cut the closing short; what made the start fail is then raised (a second
+            # cancel does cut it short)
+            closing = asyncio.ensure_future(stack.aclose())
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                await closing
             raise
         self._opened = stack
 
@@ -209,8 +222,8 @@ def create_app(settings: ServerSettings) -> FastAPI:
         # alive after the start's error. A step failed by the database says which one.
         tune_memory()  # big values (agent lines of MBs) go back to the OS once freed
         opened.push_async_callback(store.close)
-        with start_step("opening the database"):
-            await store.start()  # (serve opened it already: nothing then)
+        with start_step(OPENING_THE_DATABASE):
+            await store.start()
         opened.push_async_callback(auth.close)
         await auth.start()  # on PostgreSQL: sign-outs on the other servers close our sockets
         # RunManager, or the queue (--dispatch queue: it names its own steps, and closes

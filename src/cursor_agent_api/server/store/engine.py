@@ -35,6 +35,7 @@ from ..sqlite_file import prepare_sqlite_file
 from .encoding import json_dumps
 from .errors import (
     MigrationError,
+    SchemaInUseError,
     SchemaTooNewError,
     StoreUnavailableError,
     describe_error,
@@ -112,13 +113,6 @@ MIGRATION_LOCK = 0x63757273  # an advisory lock key of this project's own ("curs
 _LIVE_SERVERS = ("cursor-agent-api-listen", "cursor-agent-api-sessions")
 """The ``application_name`` of an API server's listening connections (every version since
 the distributed mode: ``notify.LISTEN_APPLICATION_NAME``, ``session_watch.SESSIONS_APPLICATION_NAME``)."""
-
-
-class SchemaInUseError(Exception):
-    """A migration is due but other processes of an older version use the database (workers
-    sending heartbeats, API servers listening): upgrading the schema under them would make
-    their writes fail (their runs stuck). Nothing was changed; stop them first
-    (``docs/distributed.md``, "Upgrading a cluster")."""
 
 
 def _upgrade_alone(sync_connection: Any) -> bool:

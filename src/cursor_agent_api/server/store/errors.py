@@ -298,6 +298,13 @@ class SchemaTooNewError(Exception):
     cursor-agent-api upgraded it); nothing was changed."""
 
 
+class SchemaInUseError(Exception):
+    """A migration is due but other processes of an older version use the database (workers
+    sending heartbeats, API servers listening): upgrading the schema under them would make
+    their writes fail (their runs stuck). Nothing was changed; stop them first
+    (``docs/distributed.md``, "Upgrading a cluster")."""
+
+
 def is_database_failure(error: BaseException) -> bool:
     """Whether ``error`` is the database's (a driver's or its pool's, SQLAlchemy's report of
     one, the store's; a connection refused, lost or timed out), not a bug: SQLAlchemy's errors
@@ -316,7 +323,8 @@ def is_database_failure(error: BaseException) -> bool:
         False
     """
     cause = unwrap_error(error)
-    if isinstance(cause, (DBAPIError, StoreUnavailableError, MigrationError, SchemaTooNewError)):
+    if isinstance(cause, (DBAPIError, StoreUnavailableError, MigrationError, SchemaTooNewError,
+                          SchemaInUseError)):
         return True
     return (is_transient(cause) or isinstance(cause, driver_errors())
             or type(cause).__module__.startswith(("psycopg", "asyncpg")))
