@@ -161,9 +161,10 @@ def worker(
         # (from the options alone, before the server's imports: a refusal at once, not
         # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* variables
         # from the agent's environment, none of which is PATH)
+        from ..config import DEFAULT_AGENT_BINARY
         from ..runtime.argv import unfound_binary
 
-        unfound = unfound_binary(agent_binary if agent_binary is not None else "agent", extra_env)
+        unfound = unfound_binary(DEFAULT_AGENT_BINARY if agent_binary is None else agent_binary, extra_env)
         if unfound is not None:
             raise CliUsageError(f"cannot start the agent: {unfound!r} was not found — "
                                 f"{AgentNotFoundError.cli_remedy}")
