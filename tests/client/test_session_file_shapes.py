@@ -106,7 +106,7 @@ AGENT_RESULT = {  # what `cursor-agent-api run -o json` prints: one turn's resul
     ({"version": 2, "history": [{**TURN, "cancelled": 1}]}, "cancelled"),
     ({"version": 2, "history": [{**TURN, "session_id": 5}]}, "session_id"),
     ({"version": 2, "history": [{**TURN, "error": {"x": 1}}]}, "error"),
-], ids=lambda v: v if isinstance(v, str) else None)
+], ids=lambda v: v.replace(" ", "-") if isinstance(v, str) else "")
 def test_a_json_object_that_is_not_a_saved_session_is_refused(
         tmp_path: Path, body: dict[str, Any], says: str) -> None:
     path = _write(tmp_path, body)
