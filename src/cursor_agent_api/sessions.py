@@ -201,11 +201,13 @@ def _stamp(value: object) -> float:
 
 _FILE_KEYS = {1: ("version", "chat_id", "workspace", "model", "history"),
               2: ("version", "chat_id", "workspace", "model", "config", "history")}
-"""The keys ``save`` ever wrote, per version (see the git history of this module): a file
-with another is not a saved session."""
+"""The keys ``save`` wrote, per version (see the git history of this module). A file
+without ``chat_id`` and ``history`` (``save`` always wrote both) is not a saved session;
+other keys, at the top or in ``config``, are read past: a newer version of this library
+adds settings without a new file version (``transport``, ``permission_mode``, … did), and
+its files stay readable here."""
 
-_CONFIG_KEYS = frozenset((*_SAVED_FIELDS, "env_set", "env_unset"))
-"""The keys of a version-2 file's ``config`` (each version of ``save`` wrote a subset)."""
+_REQUIRED_KEYS = ("chat_id", "history")
 
 
 def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -225,7 +227,7 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         >>> read_session_file(p)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        cursor_agent_api.errors.SessionFileError: ...: session_id is not a field of a saved session ...
+        cursor_agent_api.errors.SessionFileError: ...: no chat_id and no history ... session_id is not ...
     """
     where = f"cannot load the session from {os.fspath(path)!r}"
     raw = Path(path).read_bytes()
@@ -245,21 +247,17 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if type(version) is not int or version not in _READABLE_VERSIONS:
         raise SessionFileError(f"{where}: file version {version!r:.40}, this library reads "
                                "versions 1 and 2")
-    unknown = sorted(data.keys() - set(_FILE_KEYS[version]))
-    if unknown:
-        raise SessionFileError(
-            f"{where}: {', '.join(repr(k)[1:-1][:40] for k in unknown[:5])} "
-            f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of a saved "
-            f"session of version {version} ({', '.join(_FILE_KEYS[version])})")
+    missing = [key for key in _REQUIRED_KEYS if key not in data]
+    if missing:
+        unknown = sorted(data.keys() - set(_FILE_KEYS[version]))
+        has = (f"; {', '.join(repr(k)[1:-1][:40] for k in unknown[:5])} "
+               f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of a saved "
+               "session") if unknown else ""
+        raise SessionFileError(f"{where}: no {' and no '.join(missing)} (every saved session "
+                               f"of version {version} has {', '.join(_FILE_KEYS[version])}){has}")
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise SessionFileError(f"{where}: config must be an object")
-    strange = sorted(config.keys() - _CONFIG_KEYS)
-    if strange:
-        raise SessionFileError(
-            f"{where}: {', '.join('config.' + repr(k)[1:-1][:40] for k in strange[:5])} "
-            f"{'is not a setting' if len(strange) == 1 else 'are not settings'} a session "
-            "file holds (written by a newer version of this library?)")
     for key in ("env_set", "env_unset"):  # names only (the values are never saved)
         names = config.get(key)
         if names is not None and (not isinstance(names, list)
@@ -324,6 +322,7 @@ class _SessionState(Generic[_C]):
         self.history: list[SessionTurn] = list(history or [])
         self._base: dict[str, Any] = {}  # the session's own settings over the client's
         self._pinned = False  # the chat's folder is in _base (see _pin)
+        self._first_folder: str | None = None  # the folder of the turn that may make the chat
         self._streams: list[Any] = []  # streamed turns not yet recorded, oldest first
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # every send_stream's stream
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
@@ -337,17 +336,36 @@ class _SessionState(Generic[_C]):
                       if f.name != "resume" and getattr(config, f.name) != getattr(client, f.name)}
         self._config = client.with_overrides(**self._base)
 
+    @staticmethod
+    def _folder(workspace: str | None) -> str | None:
+        """``workspace``, else the current directory, made absolute (``workspace`` as it is
+        when the current directory was removed: the turn's start then says so, as a client's).
+
+        Example:
+            >>> import os
+            >>> ConversationSession._folder("ws") == os.path.join(os.getcwd(), "ws")
+            True
+        """
+        try:
+            return os.path.abspath(workspace or os.getcwd())
+        except FileNotFoundError:
+            return workspace
+
     def _pin(self, workspace: str | None) -> None:
-        """Fix the chat's folder, once: ``workspace`` (the first turn's), else the current
-        directory, made absolute. The CLI keeps chats per workspace, so every later turn and
-        :meth:`save` use this folder, whatever ``os.chdir`` the program does meanwhile (a
-        relative workspace, or ``None``, would otherwise resolve elsewhere and lose the chat).
-        Fixed by the first turn, :meth:`create_chat` or :meth:`save`, whichever comes first:
-        not when the session is made, so a session made before the program moves to its
-        project runs there."""
+        """Fix the chat's folder, once: ``workspace`` (the turn's that made the chat), else
+        the current directory, made absolute. The CLI keeps chats per workspace, so every
+        later turn and :meth:`save` use this folder, whatever ``os.chdir`` the program does
+        meanwhile (a relative workspace, or ``None``, would otherwise resolve elsewhere and
+        lose the chat). Fixed once the session has a chat (its first turn that ran, or
+        :meth:`create_chat`), or by :meth:`save`: not when the session is made, so a session
+        made before the program moves to its project runs there, nor by a first turn that
+        failed before it made a chat (a mistyped ``workspace=``)."""
         if self._pinned:
             return
-        self._base["workspace"] = os.path.abspath(workspace or os.getcwd())
+        folder = self._folder(workspace)
+        if folder is None:
+            return
+        self._base["workspace"] = folder
         self._config = self.client.config.with_overrides(**self._base)
         self._pinned = True
 
@@ -375,8 +393,10 @@ class _SessionState(Generic[_C]):
             raise TypeError("a session sets resume= itself; start another session to change chats")
         turn = {**self._base, **overrides}
         self.client.config.with_overrides(**turn, resume=self._session_id)
-        self._pin(turn.get("workspace", self._config.workspace))  # (a first turn: its own)
-        return {**self._base, **overrides}
+        if not self._pinned:  # (the chat's folder, once this turn has made the chat: _record)
+            turn["workspace"] = self._first_folder = \
+                self._folder(turn.get("workspace", self._config.workspace))
+        return turn
 
     def _turn(self, checked: dict[str, Any]) -> dict[str, Any]:
         """The overrides a turn runs with: ``checked`` and the chat to resume, as of now."""
@@ -410,6 +430,8 @@ class _SessionState(Generic[_C]):
         # the id comes from the agent's output: only a well-formed chat id is ever resumed
         if result.session_id and is_chat_id(result.session_id):
             self._session_id = result.session_id
+        if self._session_id is not None and not self._pinned:
+            self._pin(self._first_folder)
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
 
@@ -647,8 +669,9 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._pin(self._config.workspace)
-        self._session_id = self.client._create_chat(self._config)
+        folder = self._folder(self._config.workspace)
+        self._session_id = self.client._create_chat(self._config.with_overrides(workspace=folder))
+        self._pin(folder)
         return self._session_id
 
     def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
@@ -753,8 +776,10 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._pin(self._config.workspace)
-        self._session_id = await self.client._create_chat(self._config)
+        folder = self._folder(self._config.workspace)
+        self._session_id = await self.client._create_chat(
+            self._config.with_overrides(workspace=folder))
+        self._pin(folder)
         return self._session_id
 
     async def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:

@@ -158,3 +158,33 @@ def test_create_chat_pins_the_folder(sim: Callable[..., AgentConfig], places: Pl
         again = session.send(ASK)
     assert first.session_id == again.session_id == chat
     assert _ran_in(first) == str(places.ws) and "eu-west-1" in again.result
+
+
+def test_a_first_turn_that_made_no_chat_fixes_no_folder(
+        sim: Callable[..., AgentConfig], places: Places, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first turn refused before it made a chat (a mistyped ``workspace=``) fixes nothing
+    (review 37: every later turn, and save(), were refused in that missing folder)."""
+    from cursor_agent_api.errors import WorkspaceNotFoundError
+
+    monkeypatch.chdir(places.ws)
+    with ConversationSession(sim(workspace=None)) as session:
+        with pytest.raises(WorkspaceNotFoundError):
+            session.send(REMEMBER, workspace="typo")
+        first = session.send(REMEMBER)
+        monkeypatch.chdir(places.elsewhere)
+        again = session.send(ASK)
+    assert first.success and _ran_in(first) == _ran_in(again) == str(places.ws)
+    assert "eu-west-1" in again.result
+
+
+def test_a_removed_current_directory_is_the_turns_failure_not_the_sessions(
+        sim: Callable[..., AgentConfig], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The program's current directory removed (review 37: ``FileNotFoundError`` from the
+    session itself, where a client's turn fails with a result saying so)."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with ConversationSession(sim(workspace=None)) as session:
+        result = session.send(REMEMBER)
+    assert not result.success and result.exception is not None
