@@ -157,19 +157,28 @@ class SessionTurn:
         if not isinstance(d, dict) or not isinstance(d.get("prompt"), str) \
                 or not isinstance(d.get("result"), str):
             raise ValueError(f"not a history entry: {d!r:.200}")
+        for key, kinds in _TURN_TYPES.items():
+            if key in d and not isinstance(d[key], kinds):
+                raise ValueError(f"a history entry's {key} must be "
+                                 f"{' or '.join(_TYPE_NAMES[k] for k in kinds)}, "
+                                 f"got {d[key]!r:.60}")
         duration = d.get("duration_ms")
-        sid = d.get("session_id")
-        err = d.get("error")
         stamp = d.get("timestamp")
         return cls(
             d["prompt"], d["result"], bool(d.get("success")),
-            sid if isinstance(sid, str) else None,
-            err if isinstance(err, str) else None,
-            bool(d.get("cancelled")),
+            d.get("session_id"), d.get("error"), bool(d.get("cancelled")),
             duration if isinstance(duration, int) and not isinstance(duration, bool) else None,
             _stamp(stamp),
         )
 
+
+_TURN_TYPES: dict[str, tuple[type, ...]] = {
+    "success": (bool,), "cancelled": (bool,), "session_id": (str, type(None)),
+    "error": (str, type(None))}
+"""The types of a history entry's fields that say what happened (``duration_ms`` and
+``timestamp`` are cosmetic: a value of another type is read as unknown)."""
+
+_TYPE_NAMES = {bool: "true or false", str: "a string", type(None): "null"}
 
 _LAST_STAMP = 253_402_300_799.0
 """The last second of the year 9999: the latest time ``datetime`` can show."""
@@ -190,53 +199,85 @@ def _stamp(value: object) -> float:
 
 
 
+_FILE_KEYS = {1: ("version", "chat_id", "workspace", "model", "history"),
+              2: ("version", "chat_id", "workspace", "model", "config", "history")}
+"""The keys ``save`` wrote, per version (see the git history of this module). A file
+without ``chat_id`` and ``history`` (``save`` always wrote both) is not a saved session;
+other keys, at the top or in ``config``, are read past: a newer version of this library
+adds settings without a new file version (``transport``, ``permission_mode``, … did), and
+its files stay readable here."""
+
+_REQUIRED_KEYS = ("chat_id", "history")
+
+
 def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a file written by ``save``: ``version``, ``chat_id``, ``workspace``, ``model``,
     ``config`` (version 2: the other settings, see :meth:`ConversationSession.save`) and
     ``history`` (a list of :class:`SessionTurn`). ``SessionFileError`` (a ``SessionError``)
-    if it is not a session file; ``OSError`` if it cannot be read.
+    naming the file and what is wrong if it is not a session file — not JSON, not an object,
+    no ``version`` or one this library does not read (1 and 2), a key no version of ``save``
+    wrote (one turn's result as ``run -o json`` prints it, a ``session_id`` for ``chat_id``),
+    a field of the wrong type (``chat_id`` not a chat id, a turn's ``success`` not a
+    boolean); ``OSError`` if it cannot be read.
 
     Example:
         >>> import tempfile, pathlib
         >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.json"
-        >>> ConversationSession(AgentConfig(), session_id="c1").save(p)  # doctest: +SKIP
-        >>> read_session_file(p)["chat_id"]                             # doctest: +SKIP
-        'c1'
+        >>> _ = p.write_text('{"version": 1, "session_id": "x"}')
+        >>> read_session_file(p)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.errors.SessionFileError: ...: no chat_id and no history ... session_id is not ...
     """
+    where = f"cannot load the session from {os.fspath(path)!r}"
     raw = Path(path).read_bytes()
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: not JSON ({exc})"
-                               ) from None
+        raise SessionFileError(f"{where}: not JSON ({exc})") from None
     if not isinstance(data, dict):
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: not an object")
-    version = data.get("version", 1)
-    if isinstance(version, bool) or version not in _READABLE_VERSIONS:
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: file version "
-                               f"{version!r}, this library reads versions 1 and 2")
+        raise SessionFileError(f"{where}: not an object")
+    if "version" not in data:
+        if {"success", "result"} <= data.keys():
+            raise SessionFileError(f"{where}: it is one turn's result (as `run -o json` prints "
+                                   "it), not a saved session; its session_id is the chat "
+                                   "id to resume")
+        raise SessionFileError(f"{where}: no version (every saved session has one)")
+    version = data["version"]
+    if type(version) is not int or version not in _READABLE_VERSIONS:
+        raise SessionFileError(f"{where}: file version {version!r:.40}, this library reads "
+                               "versions 1 and 2")
+    missing = [key for key in _REQUIRED_KEYS if key not in data]
+    if missing:
+        unknown = sorted(data.keys() - set(_FILE_KEYS[version]))
+        has = (f"; {', '.join(repr(k)[1:-1][:40] for k in unknown[:5])} "
+               f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of a saved "
+               "session") if unknown else ""
+        raise SessionFileError(f"{where}: no {' and no '.join(missing)} (every saved session "
+                               f"of version {version} has {', '.join(_FILE_KEYS[version])}){has}")
     config = data.get("config", {})
     if not isinstance(config, dict):
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
-                               "config must be an object")
+        raise SessionFileError(f"{where}: config must be an object")
     for key in ("env_set", "env_unset"):  # names only (the values are never saved)
         names = config.get(key)
         if names is not None and (not isinstance(names, list)
                                   or not all(isinstance(n, str) for n in names)):
-            raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
-                                   f"config.{key} must be a list of strings (variable names)")
+            raise SessionFileError(f"{where}: config.{key} must be a list of strings "
+                                   "(variable names)")
     for key in ("chat_id", "workspace", "model"):
         if data.get(key) is not None and not isinstance(data[key], str):
-            raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
-                                   f"{key} must be a string")
+            raise SessionFileError(f"{where}: {key} must be a string, got "
+                                   f"{type(data[key]).__name__}")
+    chat = data.get("chat_id")
+    if chat is not None and not is_chat_id(chat):
+        raise SessionFileError(f"{where}: chat_id must be a chat id (a UUID), got {chat!r:.60}")
     history = data.get("history", [])
     if not isinstance(history, list):
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: "
-                               "history must be a list")
+        raise SessionFileError(f"{where}: history must be a list")
     try:
         data["history"] = [SessionTurn.from_dict(h) for h in history]
     except ValueError as exc:
-        raise SessionFileError(f"cannot load the session from {os.fspath(path)!r}: {exc}") from None
+        raise SessionFileError(f"{where}: {exc}") from None
     return data
 
 
@@ -280,7 +321,10 @@ class _SessionState(Generic[_C]):
         self._session_id = session_id if session_id is not None else config.resume
         self.history: list[SessionTurn] = list(history or [])
         self._base: dict[str, Any] = {}  # the session's own settings over the client's
+        self._pinned = False  # the chat's folder is in _base (see _pin)
+        self._first_folder: str | None = None  # the folder of the turn that may make the chat
         self._streams: list[Any] = []  # streamed turns not yet recorded, oldest first
+        self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # every send_stream's stream
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
             weakref.WeakKeyDictionary()
 
@@ -291,6 +335,39 @@ class _SessionState(Generic[_C]):
         self._base = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
                       if f.name != "resume" and getattr(config, f.name) != getattr(client, f.name)}
         self._config = client.with_overrides(**self._base)
+
+    @staticmethod
+    def _folder(workspace: str | None) -> str | None:
+        """``workspace``, else the current directory, made absolute (``workspace`` as it is
+        when the current directory was removed: the turn's start then says so, as a client's).
+
+        Example:
+            >>> import os
+            >>> ConversationSession._folder("ws") == os.path.join(os.getcwd(), "ws")
+            True
+        """
+        try:
+            return os.path.abspath(workspace or os.getcwd())
+        except FileNotFoundError:
+            return workspace
+
+    def _pin(self, workspace: str | None) -> None:
+        """Fix the chat's folder, once: ``workspace`` (the turn's that made the chat), else
+        the current directory, made absolute. The CLI keeps chats per workspace, so every
+        later turn and :meth:`save` use this folder, whatever ``os.chdir`` the program does
+        meanwhile (a relative workspace, or ``None``, would otherwise resolve elsewhere and
+        lose the chat). Fixed once the session has a chat (its first turn that ran, or
+        :meth:`create_chat`), or by :meth:`save`: not when the session is made, so a session
+        made before the program moves to its project runs there, nor by a first turn that
+        failed before it made a chat (a mistyped ``workspace=``)."""
+        if self._pinned:
+            return
+        folder = self._folder(workspace)
+        if folder is None:
+            return
+        self._base["workspace"] = folder
+        self._config = self.client.config.with_overrides(**self._base)
+        self._pinned = True
 
     @property
     def session_id(self) -> str | None:
@@ -305,7 +382,8 @@ class _SessionState(Generic[_C]):
     def config(self) -> AgentConfig:
         """The configuration the turns run with (``resume`` is set per turn): the client's,
         with what :meth:`load` gave the session on a shared client (the file's workspace and
-        model, ``load``'s fields)."""
+        model, ``load``'s fields). From the first turn (or :meth:`create_chat`, :meth:`save`)
+        on, ``workspace`` is the chat's folder, absolute (see :meth:`_pin`)."""
         return self._config
 
     def _checked(self, overrides: dict[str, Any]) -> dict[str, Any]:
@@ -315,6 +393,9 @@ class _SessionState(Generic[_C]):
             raise TypeError("a session sets resume= itself; start another session to change chats")
         turn = {**self._base, **overrides}
         self.client.config.with_overrides(**turn, resume=self._session_id)
+        if not self._pinned:  # (the chat's folder, once this turn has made the chat: _record)
+            turn["workspace"] = self._first_folder = \
+                self._folder(turn.get("workspace", self._config.workspace))
         return turn
 
     def _turn(self, checked: dict[str, Any]) -> dict[str, Any]:
@@ -349,6 +430,8 @@ class _SessionState(Generic[_C]):
         # the id comes from the agent's output: only a well-formed chat id is ever resumed
         if result.session_id and is_chat_id(result.session_id):
             self._session_id = result.session_id
+        if self._session_id is not None and not self._pinned:
+            self._pin(self._first_folder)
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
 
@@ -358,18 +441,27 @@ class _SessionState(Generic[_C]):
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
-        prompt = stream.prompt  # a session's streams carry text (prompt_text); another
-        # stream's bytes that are not UTF-8 are recorded with their escapes: the turn has run
-        return self._record(prompt if isinstance(prompt, str)
-                            else prompt.decode("utf-8", "backslashreplace"), result)
+        return self._record(stream.prompt, result)  # text: send_stream's (prompt_text)
 
-    @staticmethod
-    def _stream_of(args: tuple[Any, ...]) -> Any:
-        """``finalize_stream(stream)``, or the older ``finalize_stream(prompt, stream)``."""
+    def _stream_of(self, args: tuple[Any, ...]) -> Any:
+        """``finalize_stream(stream)``, or the older ``finalize_stream(prompt, stream)``:
+        a stream this session's ``send_stream`` started (``TypeError`` for what is not a
+        stream; ``ValueError`` for another's: another session's, the client's own
+        ``query_stream``, whose turn is not this chat's). Nothing of the session changes."""
         if len(args) == 2 and isinstance(args[0], str):
-            return args[1]
-        if len(args) != 1:
-            raise TypeError("finalize_stream(stream) takes the stream")
+            args = args[1:]
+        kind = StreamingResponse if self._client_type is CursorAgentClient \
+            else AsyncStreamingResponse
+        if len(args) != 1 or not isinstance(args[0], kind):
+            got = ", ".join(type(a).__name__ for a in args) or "nothing"
+            raise TypeError(f"finalize_stream(stream) takes the {kind.__name__} that "
+                            f"send_stream() returned, got {got}")
+        if args[0] not in self._started:
+            raise ValueError("finalize_stream: this stream was not started by this session "
+                             "(another session's, or the client's own query_stream): only a "
+                             "stream from this session's send_stream() is recorded in its "
+                             "history and chat; finalize it with the session that started it, "
+                             "or wait() for it")
         return args[0]
 
     @classmethod
@@ -470,9 +562,11 @@ class _SessionState(Generic[_C]):
     def to_dict(self) -> dict[str, Any]:
         """The saved form: version, chat id, workspace, model, config, history.
 
-        The workspace is the one the agent used: ``config.workspace``, else the
-        current directory (the agent's, since it inherits ours) — the CLI keeps
-        chats per workspace, so a restore elsewhere must point at the same one.
+        The workspace is the one the agent used: the chat's folder, fixed by the first
+        turn (``config.workspace``, else the current directory then, made absolute; see
+        :meth:`_pin`; with no turn yet, fixed now) — the CLI keeps chats per workspace, so
+        a restore elsewhere must point at the same one, whatever the current directory is
+        when the session is saved.
         ``config`` holds every other setting needed to resume the same way (agent
         binary, trust, force, approve_mcps, headers, output format, timeouts, ...), the
         names of ``env`` variables but never their values, and never the API key.
@@ -480,11 +574,11 @@ class _SessionState(Generic[_C]):
         ``finalize_stream`` (one still running is not waited for, and not saved).
         """
         self._absorb()
-        workspace = self._config.workspace or os.getcwd()
+        self._pin(self._config.workspace)
         return {
             "version": SESSION_FILE_VERSION,
             "chat_id": self._session_id,
-            "workspace": os.path.abspath(workspace),
+            "workspace": self._config.workspace,
             "model": self._config.model,
             "config": _saved_config(self._config),
             "history": [t.to_dict() for t in self.history],
@@ -575,7 +669,9 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._session_id = self.client._create_chat(self._config)
+        folder = self._folder(self._config.workspace)
+        self._session_id = self.client._create_chat(self._config.with_overrides(workspace=folder))
+        self._pin(folder)
         return self._session_id
 
     def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
@@ -605,13 +701,15 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         self._settle()
         stream = self.client.query_stream(text, **self._turn(checked))
         self._streams.append(stream)
+        self._started.add(stream)
         return stream
 
     def finalize_stream(self, *stream: Any) -> AgentResult:
         """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
 
         Idempotent for the same stream. (``finalize_stream(prompt, stream)``, the older
-        form, is still accepted: the stream knows its prompt.)
+        form, is still accepted: the stream knows its prompt.) Only a stream of this
+        session's :meth:`send_stream`: another's is a ``ValueError``, nothing changed.
 
         Example:
             >>> session.finalize_stream(stream).success  # doctest: +SKIP
@@ -678,7 +776,10 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         """
         if self._session_id is not None:
             raise SessionError(f"this session already has a chat ({self._session_id})")
-        self._session_id = await self.client._create_chat(self._config)
+        folder = self._folder(self._config.workspace)
+        self._session_id = await self.client._create_chat(
+            self._config.with_overrides(workspace=folder))
+        self._pin(folder)
         return self._session_id
 
     async def send(self, prompt: str | bytes, **overrides: Any) -> AgentResult:
@@ -720,10 +821,13 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
 
             stream = self.client._deferred_stream(text, settled)
         self._streams.append(stream)
+        self._started.add(stream)
         return stream
 
     async def finalize_stream(self, *stream: Any) -> AgentResult:
         """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
+
+        Only a stream of this session's :meth:`send_stream` (``ValueError`` otherwise).
 
         Example:
             >>> (await session.finalize_stream(stream)).success  # doctest: +SKIP

@@ -94,7 +94,7 @@ def test_version_1_files_are_still_read(tmp_path, monkeypatch):
     assert session.config.model == "gpt-5" and session.config.workspace == "/w"
     assert [t.result for t in session.history] == ["hello"]
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"version": 2, "config": {"trust": "yes"}}))
+    bad.write_text(json.dumps({"version": 2, "chat_id": None, "history": [], "config": {"trust": "yes"}}))
     with pytest.raises(SessionError, match="trust"):
         ConversationSession.load(bad)
 

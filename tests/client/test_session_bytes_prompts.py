@@ -69,12 +69,15 @@ def test_async_bytes_prompts_like_sync(sim, spawned, tmp_path):
     assert len(spawned) == 2
 
 
-def test_a_foreign_stream_of_non_utf8_bytes_is_recorded_visibly(sim, tmp_path):
-    # a stream the client made (it sends bytes as given), finalized by the session: the turn
-    # has run, so it is recorded, its undecodable byte shown as an escape, and saved
+def test_a_foreign_stream_of_non_utf8_bytes_is_not_the_sessions(sim, tmp_path):
+    # a stream the client made (it sends bytes as given) is not the session's turn: before
+    # review audit3 F5 the session recorded it (its byte as an escape) and adopted its chat;
+    # now finalize_stream refuses it and the session keeps only text prompts of its own
     with ConversationSession(sim()) as session:
-        stream = session.client.query_stream(b"caf\xe9")
-        assert session.finalize_stream(stream).success
+        with session.client.query_stream(b"caf\xe9") as stream:
+            with pytest.raises(ValueError, match="not started by this session"):
+                session.finalize_stream(stream)
+            assert stream.wait().success  # the caller's to wait for
         session.save(tmp_path / "chat.json")
-    assert session.history[-1].prompt == "caf\\xe9"
-    assert read_session_file(tmp_path / "chat.json")["history"][-1].prompt == "caf\\xe9"
+    assert session.history == [] and session.session_id is None
+    assert read_session_file(tmp_path / "chat.json")["history"] == []

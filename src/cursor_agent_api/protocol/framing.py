@@ -89,7 +89,20 @@ class LineFramer:
         self._dropped = 0
 
     def feed(self, data: bytes) -> list[Frame]:
-        """Take one chunk; return the frames it completes, in order."""
+        """Take one chunk; return the frames it completes, in order.
+
+        ``data`` is bytes, as read from a pipe: a ``str`` is a ``TypeError`` (checked once
+        per call, not per line), and changes nothing.
+
+        Example:
+            >>> LineFramer().feed("{}\\n")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            TypeError: feed() takes bytes (...), got str: pass text.encode()
+        """
+        if isinstance(data, str):
+            raise TypeError("feed() takes bytes (the agent's output as read from its pipe), "
+                            "got str: pass text.encode()")
         out: list[Frame] = []
         if not data:
             return out

@@ -47,7 +47,7 @@ from ..config import AgentConfig
 from ..extras import is_missing_dependency, missing_extra
 from ..protocol import AgentResult, Transcript
 from ..protocol.tools import OWN_TOOL_SERVER_PREFIX, ToolCall
-from ..runtime.argv import build_env
+from ..runtime.argv import build_env, check_workspace
 from ..runtime.transport import Turn
 from .approvals import ApprovalInjection, approvals_file, turn_approval_keys
 from .inject import WorkspaceInjection
@@ -294,7 +294,12 @@ class TurnScope:
     async def enter(self) -> None:
         """Start the tool server if needed, then write the entries (under the workspace's lock)
         and their approval entries (MCP.md §4: what loads exactly these servers, in both modes;
-        ``--approve-mcps`` would approve every other server too, and does not reach ACP)."""
+        ``--approve-mcps`` would approve every other server too, and does not reach ACP).
+
+        First of all, the one check that the workspace is there, as a turn without tools
+        makes it (:class:`~cursor_agent_api.errors.WorkspaceNotFoundError`, both modes, sync
+        and async): before the server starts or any file is written."""
+        check_workspace(self.workspace)
         servers = dict(self.servers)
         if self.host is not None:
             await self.host.start()
