@@ -197,7 +197,7 @@ def test_a_session_id_with_escape_sequences_is_shown_inert() -> None:
              {"type": "result", "subtype": "error", "is_error": True, "error": "boom",
               "result": "", "session_id": sid}]
     proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # the recorded turn failed (replay reads it all)
     assert b"\x1b" not in proc.stdout, proc.stdout[-200:]
     assert b"chat abc\\x1b]0;PWNED\\x1b\\\\x1b[2J\\x1b[31mRED" in proc.stdout
 
@@ -221,7 +221,7 @@ def test_the_name_of_an_unknown_tool_is_shown_inert() -> None:
              for subtype, extra in (("started", {}),
                                     ("completed", {"result": {"success": {}}}))]
     proc = replay("-", stdin=b"".join(orjson.dumps(obj) + b"\n" for obj in lines))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # no result: the turn is incomplete (read whole)
     assert b"\x1b" not in proc.stdout, proc.stdout
     assert "✓ x\\x1b]0;PWNED\\x07\\x1b[2JToolCall  succeeded" in proc.stdout.decode()
 

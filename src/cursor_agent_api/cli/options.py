@@ -261,6 +261,40 @@ def resolve_resume(resume: str | None, saved: SavedChats | None = None) -> str |
         return resume  # a chat of the agent's own, not saved here
 
 
+def resumed_transport(resume: str | None, acp: bool, saved: SavedChats | None = None) -> bool:
+    """Whether the turn runs over ACP: ``--acp``, or the saved chat that ``--resume`` names
+    ran over ACP. The agent loads a chat only over the transport that made it, so a saved
+    chat keeps its own, and ``--acp`` on a chat saved in print mode is a
+    :class:`CliUsageError` (exit 2) saying what to do. (Print mode has no flag: a command
+    line without ``--acp`` names no transport.) A chat not saved here (the agent's own, by
+    its id) runs as the command line says.
+
+    Example:
+        >>> import tempfile
+        >>> from ..sessions import ConversationSession
+        >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> _ = chats.save(ConversationSession(AgentConfig(transport="acp"), session_id=chat))
+        >>> resumed_transport(chat, False, chats), resumed_transport(None, False, chats)
+        (True, False)
+        >>> _ = chats.save(ConversationSession(AgentConfig(), session_id=chat))
+        >>> resumed_transport(chat, True, chats)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume 8b72...: this chat was saved in print mode, ...
+    """
+    if resume is None:
+        return acp
+    recorded = (saved or SavedChats()).transport(resume)
+    if recorded == "acp":
+        return True
+    if recorded == "print" and acp:
+        raise CliUsageError(
+            f"--resume {resume}: this chat was saved in print mode, and the agent cannot "
+            "load it over ACP (--acp): continue it without --acp, or start a new chat with "
+            "--acp and without --resume")
+    return acp
+
+
 RESUME_OVERRIDABLE = ("workspace", "model")
 """The settings a saved chat keeps that ``--resume`` takes unless given on the command line."""
 
@@ -281,6 +315,8 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
         config_args["partial"] = agent_name or (partial if partial is not None else not drop_in)
         # a bad id fails now, before any prompt is read, in the command line's words
         config_args["resume"] = resolve_resume(config_args["resume"])
+        # a saved chat goes on over its own transport (--acp on a print-mode one: refused)
+        config_args["acp"] = resumed_transport(config_args["resume"], config_args["acp"])
         # --resume of a saved chat: an option given here wins over the saved value, one not
         # given takes it (build_config fills the workspace with the current folder regardless)
         given = frozenset(k for k in RESUME_OVERRIDABLE if config_args[k] is not None)

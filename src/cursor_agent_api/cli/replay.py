@@ -141,12 +141,12 @@ def _chunks(src: BinaryIO) -> Iterator[bytes]:
 def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> None:
     """Render a recorded stream-json FILE ("-" for standard input).
 
-    Exit status: 0 once the recording is read (whatever the turn's outcome: see
-    --summary's "success"), 1 when the input holds no JSON event (not a stream-json
-    recording), when a line of it exceeded --max-line-bytes (it was dropped: the turn is
-    incomplete, and says so) or the output cannot be written, 2 when the input cannot be
-    read. Ctrl-C: what was rendered is flushed, then the command dies from the SIGINT (a
-    shell's $? 130), so that a shell loop running it stops too.
+    Exit status, as `run`'s for the same stream: 0 when the recorded turn succeeded, 1
+    when it failed (an error result, no result at all: --summary's "success" is false; a
+    line over --max-line-bytes was dropped, so the turn is incomplete), when the input
+    holds no JSON event (not a stream-json recording) or the output cannot be written, 2
+    when the input cannot be read. Ctrl-C: what was rendered is flushed, then the command
+    dies from the SIGINT (a shell's $? 130), so that a shell loop running it stops too.
     """
     shown = printable(file, one_line=True)  # a name from a glob is data: its escapes shown, never obeyed
     try:
@@ -177,9 +177,10 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             t.close()
             if t.object_lines == 0 and not summary_reader.oversize_lines:
                 _not_a_recording(name, empty=t.raw_lines == 0)
-            sys.stdout.buffer.write(json_line(summarize(t, raw_tail, dropped=summary_reader)))
+            outcome = summarize(t, raw_tail, dropped=summary_reader)
+            sys.stdout.buffer.write(json_line(outcome))
             sys.stdout.flush()
-            if summary_reader.oversize_lines:
+            if not outcome["success"]:  # the turn failed: as `run` on this stream exits
                 sys.exit(1)
             return
         console = make_console(soft_wrap=True)
@@ -206,8 +207,9 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
                 renderer.handle(event)
         if held is not None:
             _not_a_recording(name, empty=not held)
-        renderer.close(failure=dropped_lines_error(reader) if reader.oversize_lines else None)
-        if reader.oversize_lines:
+        turn = renderer.close(
+            failure=dropped_lines_error(reader) if reader.oversize_lines else None)
+        if not turn.success:  # the turn failed: as `run` on this stream exits
             sys.exit(1)
     except KeyboardInterrupt:
         sys.stdout.flush()

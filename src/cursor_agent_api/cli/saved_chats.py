@@ -161,6 +161,28 @@ class SavedChats:
         except SessionError as exc:
             raise DamagedChatError(f"{exc.message} — {remedy}") from None
 
+    def transport(self, chat_id: str) -> str | None:
+        """The transport the saved chat ran on (``"print"``, ``"acp"``), as its file records
+        it; ``None`` when the file records none (a file of version 1), names another chat (a
+        file renamed by hand: :func:`~.run.load_session` does not load it), or cannot be read
+        (loading it says why).
+
+        Example:
+            >>> import tempfile
+            >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> _ = chats.save(ConversationSession(AgentConfig(transport="acp"), session_id=chat))
+            >>> chats.transport(chat), chats.transport("not-saved")
+            ('acp', None)
+        """
+        try:
+            data = read_session_file(self.path(chat_id))
+        except (SessionError, OSError):
+            return None
+        if data.get("chat_id") not in (None, chat_id):
+            return None
+        transport = data.get("config", {}).get("transport")  # (a dict: read_session_file checked)
+        return transport if isinstance(transport, str) else None
+
     def exists(self, chat_id: str) -> bool:
         """True if this chat was saved."""
         try:

@@ -1,0 +1,87 @@
+"""``replay``'s exit status says the recorded turn's outcome, as ``run``'s does for the same
+stream: 0 for a turn that succeeded, 1 for one that failed (a result with ``is_error`` true,
+an error subtype, a stream that ended without a result), in every output form."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+SESSION = "3b0a4b8e-7c1e-4b7e-9d0e-1c2d3e4f5a6b"
+
+
+def line(**event: object) -> str:
+    return orjson.dumps({**event, "session_id": SESSION}).decode() + "\n"
+
+
+INIT = line(type="system", subtype="init", apiKeySource="login", cwd="/x", model="Auto",
+            permissionMode="default")
+
+
+def result(subtype: str, is_error: bool, text: str) -> str:
+    return line(type="result", subtype=subtype, duration_ms=5, duration_api_ms=5,
+                is_error=is_error, result=text, request_id="r1")
+
+
+RECORDINGS = {
+    "error-result": (INIT + result("error", True,
+                                   "Request timed out (the model provider did not answer)"),
+                     "Request timed out (the model provider did not answer)"),
+    "is-error-on-success-subtype": (INIT + result("success", True, "Something failed"),
+                                    "Something failed"),
+    "no-result": (INIT + line(type="assistant", message={
+        "role": "assistant", "content": [{"type": "text", "text": "half"}]}),
+                  "without a result"),
+}
+
+FORMS = {"rendered": (), "summary": ("--summary",)}
+
+
+def replay(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cursor_agent_api.cli", "replay", str(path),
+                           *args], capture_output=True, text=True, timeout=60, check=False,
+                          env={**os.environ, "NO_COLOR": "1"})
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("name", RECORDINGS)
+def test_a_failed_turn_exits_1(tmp_path: Path, name: str, form: str) -> None:
+    recording, error = RECORDINGS[name]
+    path = tmp_path / "turn.ndjson"
+    path.write_text(recording)
+    proc = replay(path, *FORMS[form])
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.stderr == ""  # the outcome is the rendering's (or the summary's) to say
+    if form == "summary":
+        summary = orjson.loads(proc.stdout)
+        assert summary["success"] is False and error in summary["error"], summary
+    else:
+        failure = [line for line in proc.stdout.splitlines() if line.startswith("✗ ")]
+        assert len(failure) == 1 and error in failure[0], proc.stdout
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_turn_that_succeeded_exits_0(tmp_path: Path, form: str) -> None:
+    path = tmp_path / "turn.ndjson"
+    path.write_text(INIT + result("success", False, "all good"))
+    proc = replay(path, *FORMS[form])
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    if form == "summary":
+        assert orjson.loads(proc.stdout)["success"] is True
+
+
+def test_run_on_the_same_stream_exits_1_too(cli_env: dict[str, str], tmp_path: Path) -> None:
+    """The reference: ``run`` with the agent writing the failed turn's stream."""
+    path = tmp_path / "turn.ndjson"
+    path.write_text(RECORDINGS["error-result"][0])
+    proc = subprocess.run(
+        [sys.executable, "-m", "cursor_agent_api.cli", "run", "--simulate", "--trust",
+         "-o", "json", "hi"], capture_output=True, text=True, timeout=90, check=False,
+        cwd=cli_env["TEST_WS"], env={**cli_env, "CURSOR_AGENT_SIM_SCRIPT": str(path)})
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert orjson.loads(proc.stdout)["success"] is False
