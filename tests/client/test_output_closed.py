@@ -97,3 +97,19 @@ def test_a_result_then_a_closed_output_is_unchanged(tmp_path: Path, run_stream: 
     turn = run_stream(_closer(tmp_path, CLOSER_RESULT="1"), "hi")
     assert turn.result.success and turn.result.result == "done"
     assert [e for e in turn.events if e.type is EventType.ERROR] == []
+
+
+def test_on_uvloop_too(tmp_path: Path) -> None:
+    """uvicorn runs the server on uvloop, whose spawn (libuv's) left copies of the agent's
+    own stdout in the agent: closing fd 1 did not end its output, and the turn never ended.
+    The owner guard closes them before the agent's exec (tests/client/test_agent_descriptors.py)."""
+    uvloop = pytest.importorskip("uvloop")
+    from cursor_agent_api import AsyncCursorAgentClient
+
+    loop = uvloop.new_event_loop()
+    try:
+        result = loop.run_until_complete(AsyncCursorAgentClient(_closer(tmp_path)).query("hi"))
+    finally:
+        loop.close()
+    assert isinstance(result.exception, AgentProcessError)
+    assert "did not exit" in str(result.exception)
