@@ -56,3 +56,29 @@ def test_the_interpreter_line_is_data(sim, tmp_path: Path, line: bytes) -> None:
     message = str(caught.value)
     assert "exists, but its interpreter '/no/" in message, message
     assert "\x1b" not in message and "x" * 121 not in message
+
+
+def test_a_crlf_interpreter_line_says_so(sim, tmp_path: Path) -> None:
+    """A #! line ending in CRLF (a script saved on Windows): the kernel looks for the name with
+    its \\r, so the interpreter is missing as named, and the remedy says why (review 38: the
+    \\r was split off, and an interpreter that exists was named as missing)."""
+    binary = tmp_path / "agent"
+    binary.write_bytes(b"#!/bin/sh\r\necho hi\r\n")
+    binary.chmod(0o755)
+    with CursorAgentClient(sim(agent_binary=str(binary))) as client, \
+            pytest.raises(AgentNotFoundError) as caught:
+        client.query("hi")
+    message = str(caught.value)
+    assert "its interpreter '/bin/sh\\r' (its #! line) was not found" in message, message
+    assert "line endings" in message, message
+
+
+def test_a_missing_working_folder_is_not_blamed_on_the_interpreter(tmp_path: Path) -> None:
+    """The folder the agent starts in is gone (removed after the workspace check): the
+    kernel's ENOENT is about it, not the #! line's interpreter (review 38)."""
+    binary = tmp_path / "agent"
+    binary.write_text("#!/bin/sh\necho hi\n")
+    binary.chmod(0o755)
+    error = process_module._start_failure(str(binary), FileNotFoundError(errno.ENOENT, "No such file"),
+                                          cwd=str(tmp_path / "gone"))
+    assert "interpreter" not in str(error) and "loader" not in str(error), str(error)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cursor_agent_api import AgentProcessError
+from cursor_agent_api import AgentProcessError, CursorAgentClient, UsageLimitError
 from cursor_agent_api.config import AgentConfig
 from cursor_agent_api.protocol import EventType
 from cursor_agent_api.runtime.stop_policy import StopReason
@@ -113,3 +113,25 @@ def test_on_uvloop_too(tmp_path: Path) -> None:
         loop.close()
     assert isinstance(result.exception, AgentProcessError)
     assert "did not exit" in str(result.exception)
+
+
+@pytest.mark.parametrize("text_mode", [True, False], ids=["text", "stream-json"])
+def test_an_agent_exiting_with_no_grace_is_judged_by_its_exit(tmp_path: Path, text_mode: bool) -> None:
+    """``result_grace=0``: its pipes' end is seen before its exit is, so the stop comes at once,
+    to an agent exiting by itself (review 38: 17 of 20 text turns that exited 0 failed
+    "closed its output … did not exit", and a usage limit's typed error was lost). Its own
+    exit says how the turn ended."""
+    agent = tmp_path / "agent"
+    body = ("print('the answer')\n" if text_mode else
+            "sys.stderr.write(\"Error: You've hit your usage limit for this month\\n\")\n"
+            "sys.exit(1)\n")
+    agent.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n{body}")
+    agent.chmod(0o755)
+    config = AgentConfig(agent_binary=str(agent), result_grace=0, workspace=str(tmp_path),
+                         output_format="text" if text_mode else "stream-json")
+    for _ in range(10):  # (the race it had was lost most of the time: 17 of 20)
+        result = CursorAgentClient(config).query("hi")
+        if text_mode:
+            assert result.success and result.result.strip() == "the answer", result.exception
+        else:
+            assert isinstance(result.exception, UsageLimitError), result.exception

@@ -95,6 +95,8 @@ def _start_failure(program: str, exc: OSError, cwd: str | None = None) -> AgentS
     error = AgentStartError.of(program, exc)
     if exc.errno != errno.ENOENT or os.sep not in program:
         return error  # (a bare name was looked up on PATH, and is not there)
+    if cwd and not os.path.isdir(cwd):
+        return error  # (the working folder is what is missing: the kernel's word stands)
     path = os.path.join(cwd, program) if cwd else program
     try:
         with open(path, "rb") as f:
@@ -102,10 +104,14 @@ def _start_failure(program: str, exc: OSError, cwd: str | None = None) -> AgentS
     except OSError:  # missing indeed (or unreadable: the kernel's word stands)
         return error
     first = head.split(b"\n", 1)[0]
-    if first.startswith(b"#!") and first[2:].split():
-        name = first[2:].split()[0].decode("utf-8", "replace")[:_NAME_CHARS]
+    words = first[2:].replace(b"\t", b" ").split(b" ")  # (the kernel's separators: a \r is kept)
+    name_bytes = next((w for w in words if w), b"")
+    if first.startswith(b"#!") and name_bytes.strip():
+        name = name_bytes.decode("utf-8", "replace")[:_NAME_CHARS]
         what = f"its interpreter {name!r} (its #! line)"
-        remedy = "install that interpreter, or correct the file's #! line"
+        remedy = ("convert the file's line endings from Windows' (CRLF) to LF: the kernel "
+                  "looks for the interpreter's name with its \\r" if name.endswith("\r")
+                  else "install that interpreter, or correct the file's #! line")
     else:
         what = "a program it needs to run (its loader, for a binary built for another system)"
         remedy = "install the agent built for this system"

@@ -384,6 +384,8 @@ class AgentRun:
         t = self._transcript
         cfg = self.config
         reason = self.stop_reason
+        if reason == StopReason.OUTPUT_CLOSED and exit_code not in (137, 143):
+            reason = None  # it exited by itself as its output's end was seen: its exit tells
         if self._reader.oversize_lines:
             return ProtocolError(
                 f"{self._reader.oversize_lines} line(s) of the agent's output exceeded "
