@@ -324,7 +324,8 @@ class AgentConfig:
     event; ``False``: the events still carry them, but the client keeps no second copy,
     for a consumer that stores events itself; see docs/client.md),
     ``result_grace`` (seconds the agent may take to exit after its first
-    ``result``), ``kill_grace`` (seconds between the stop signal and SIGKILL),
+    ``result``, or after it closed stdout and stderr without one: then its group is
+    stopped), ``kill_grace`` (seconds between the stop signal and SIGKILL),
     ``stderr_tail_bytes`` (how much stderr is kept), ``mcp_servers`` (MCP servers for the
     agent, in ``mcp.json``'s ``mcpServers`` shape: ``{name: {"command", "args", "env"} |
     {"url", "headers"}}``; each turn shows them to the agent in the workspace's

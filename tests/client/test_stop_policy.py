@@ -156,6 +156,39 @@ TABLES: dict[str, tuple[dict[str, Any], list[tuple[Seen, Action]], str | None]] 
     "timers do not apply once the agent exited": ({"timeout": 1.0, "idle_timeout": 1.0}, [
         (Seen(5.0, **GONE), Wait(7.0)),
     ], None),
+    "output closed without a result, the agent lingers: SIGTERM after result_grace": ({}, [
+        (Seen(0.0), Wait(None)),
+        (Seen(1.0, eof=True), Wait(4.0)),         # nothing more can come: a bounded wait
+        (Seen(3.9, eof=True), Wait(4.0)),
+        (Seen(4.0, eof=True), Signal(TERM, StopReason.OUTPUT_CLOSED)),
+        (Seen(6.0, eof=True), Signal(KILL, StopReason.OUTPUT_CLOSED)),
+        (Seen(6.1, **GONE, eof=True), FINISH),
+    ], StopReason.OUTPUT_CLOSED),
+    "output closed, then the agent exits within the grace: no signal": ({}, [
+        (Seen(1.0, eof=True), Wait(4.0)),
+        (Seen(1.2, **GONE, eof=True), FINISH),
+    ], None),
+    "output closed while paused: the grace still runs (nothing is left to read)": ({}, [
+        (Seen(1.0, eof=True, paused=True), Wait(4.0)),
+        (Seen(4.0, eof=True, paused=True), Signal(TERM, StopReason.OUTPUT_CLOSED)),
+    ], StopReason.OUTPUT_CLOSED),
+    "output closed with result_grace 0: stopped at once": ({"result_grace": 0.0}, [
+        (Seen(1.0, eof=True), Signal(TERM, StopReason.OUTPUT_CLOSED)),
+    ], StopReason.OUTPUT_CLOSED),
+    "output closed after the result: the result's grace, unchanged": ({}, [
+        (Seen(1.0, result=True), Wait(4.0)),
+        (Seen(2.0, eof=True), Wait(4.0)),         # counted from the result, not the EOF
+        (Seen(4.0, eof=True), Signal(TERM, StopReason.AFTER_RESULT)),
+    ], StopReason.AFTER_RESULT),
+    "output closed: a due timeout comes first": ({"timeout": 2.0}, [
+        (Seen(1.0, eof=True), Wait(2.0)),
+        (Seen(2.0, eof=True), Signal(TERM, StopReason.TIMEOUT)),
+    ], StopReason.TIMEOUT),
+    "output closed: a cancel comes first": ({}, [
+        (Seen(1.0, eof=True), Wait(4.0)),
+        (Seen(2.0, eof=True, cancel=TERM), Signal(TERM, StopReason.CANCEL)),
+        (Seen(4.0, eof=True), Signal(KILL, StopReason.CANCEL)),
+    ], StopReason.CANCEL),
 }
 
 

@@ -27,6 +27,7 @@ the owner or the agent.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -179,10 +180,24 @@ def run(owner: str, owner_start: str, grace: str, status: str, argv: list[str]) 
         sig = getattr(signal, name, None)
         if sig is not None:
             signal.signal(sig, signal.SIG_DFL)
+    _close_others(status_fd)
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:
         _fail(status_fd, "exec", exc)
+
+
+def _close_others(keep: int) -> None:
+    """Close every descriptor but stdio and ``keep`` before the agent's ``exec``: what
+    ``subprocess``'s ``close_fds`` does, and libuv's spawn (uvloop's, under uvicorn) does not.
+    There the agent inherited its parent's inheritable descriptors, and copies of its own
+    stdin, stdout and stderr: an agent that closed its stdout still held it, and the runtime
+    never saw the end of its output (audit 4)."""
+    for name in os.listdir("/proc/self/fd"):  # (the guard runs where /proc is)
+        fd = int(name)
+        if fd > 2 and fd != keep:
+            with contextlib.suppress(OSError):  # the listing's own one: closed already
+                os.close(fd)
 
 
 def main(args: list[str]) -> None:

@@ -219,7 +219,8 @@ class AcpConnection:
             self._route(message)
 
     def stdout_eof(self) -> None:
-        """stdout closed: the connection is over."""
+        """stdout closed: the connection is over (an agent still running ``_EXIT_FLUSH`` s
+        later has its group stopped: nothing it does can reach us any more)."""
         if self._stdout_done:
             return
         self._stdout_done = True
@@ -237,6 +238,8 @@ class AcpConnection:
         with anyio.move_on_after(_EXIT_FLUSH):
             await proc.wait()
         self._die()
+        if not proc.has_exited:  # its output closed, it lives on: useless, stop its group now
+            await proc.stop(signal_module.SIGTERM, kill_grace=self.kill_grace)
 
     def stderr_data(self, data: bytes) -> None:
         """Keep the stderr tail."""

@@ -75,7 +75,57 @@ def _guard_available() -> bool:
             and _own_start_time() is not None)
 
 
-def _guard_failure(program: str, report: bytes) -> AgentStartError:
+def _start_failure(program: str, exc: OSError, cwd: str | None = None) -> AgentStartError:
+    """The error for ``exc``, raised starting ``program`` (in ``cwd``): ``AgentStartError.of``'s,
+    except when the kernel's "not found" (``ENOENT``) is about a file that is there: then what
+    was not found is the program that runs it — its ``#!`` line's interpreter (or, for a
+    binary, its loader) — and the message says so, not that the agent is missing.
+
+    Example:
+        >>> import errno, tempfile
+        >>> with tempfile.NamedTemporaryFile("w", suffix="-agent") as f:
+        ...     _ = f.write("#!/no/such/python -u\\n"); f.flush()
+        ...     err = _start_failure(f.name, FileNotFoundError(errno.ENOENT, "No such file"))
+        >>> type(err).__name__, "its interpreter '/no/such/python' (its #! line)" in str(err)
+        ('AgentNotFoundError', True)
+        >>> missing = OSError(errno.ENOENT, "No such file")
+        >>> "'/no/agent' was not found (No such file)" in str(_start_failure("/no/agent", missing))
+        True
+    """
+    error = AgentStartError.of(program, exc)
+    if exc.errno != errno.ENOENT or os.sep not in program:
+        return error  # (a bare name was looked up on PATH, and is not there)
+    if cwd and not os.path.isdir(cwd):
+        return error  # (the working folder is what is missing: the kernel's word stands)
+    path = os.path.join(cwd, program) if cwd else program
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_SHEBANG_BYTES)
+    except OSError:  # missing indeed (or unreadable: the kernel's word stands)
+        return error
+    first = head.split(b"\n", 1)[0]
+    words = first[2:].replace(b"\t", b" ").split(b" ")  # (the kernel's separators: a \r is kept)
+    name_bytes = next((w for w in words if w), b"")
+    if first.startswith(b"#!") and name_bytes.strip():
+        name = name_bytes.decode("utf-8", "replace")[:_NAME_CHARS]
+        what = f"its interpreter {name!r} (its #! line)"
+        remedy = ("convert the file's line endings from Windows' (CRLF) to LF: the kernel "
+                  "looks for the interpreter's name with its \\r" if name.endswith("\r")
+                  else "install that interpreter, or correct the file's #! line")
+    else:
+        what = "a program it needs to run (its loader, for a binary built for another system)"
+        remedy = "install the agent built for this system"
+    return AgentNotFoundError(f"cannot start the agent: {program!r} exists, but {what} was not "
+                              "found", errno=exc.errno, remedy=remedy)
+
+
+_SHEBANG_BYTES = 256
+"""How much of an agent file is read for its ``#!`` line (Linux reads at most 256 bytes)."""
+_NAME_CHARS = 120
+"""The longest interpreter name a message quotes (the rest is cut)."""
+
+
+def _guard_failure(program: str, report: bytes, cwd: str | None = None) -> AgentStartError:
     """The error for the guard's status report ``STEP ERRNO``: what starting ``program``
     without the guard would raise (``exec``), or why its watcher could not start (``watch``).
 
@@ -89,8 +139,10 @@ def _guard_failure(program: str, report: bytes) -> AgentStartError:
     step, _, number = report.decode("ascii", "replace").partition(" ")
     code = int(number) if number.isdigit() else 0
     exc = OSError(code, os.strerror(code))
+    if step == "exec":
+        return _start_failure(program, exc, cwd)
     error = AgentStartError.of(program, exc)
-    if step == "exec" or not isinstance(error, AgentNotFoundError):
+    if not isinstance(error, AgentNotFoundError):
         return error
     return AgentStartError(f"cannot start the agent: its owner guard could not start its "
                            f"watcher ({exc.strerror})", errno=code)
@@ -433,7 +485,7 @@ class AgentProcess:
             transport, _ = start.result()
         except OSError as exc:  # out of file descriptors, processes, memory; no executable
             _close_fds(status_r, stdout_r, *((status_w, stdout_w) if start is None else ()))
-            raise cancel or AgentStartError.of(argv[0] if argv else "", exc) from exc
+            raise cancel or _start_failure(argv[0] if argv else "", exc, cwd) from exc
         except RuntimeError as exc:
             _close_fds(status_r, stdout_r)
             if "thread" not in str(exc):
@@ -463,7 +515,7 @@ class AgentProcess:
                 protocol.listener = _NO_LISTENER
                 await process.wait()
                 process.close()
-                raise _guard_failure(argv[0], report)
+                raise _guard_failure(argv[0], report, cwd)
         stdout, pipe = _StdoutProtocol(listener), os.fdopen(stdout_r, "rb", buffering=0)
         try:
             process._stdout, _ = await loop.connect_read_pipe(lambda: stdout, pipe)

@@ -11,6 +11,9 @@ agent reaped and its group empty). How a turn ends:
 
 * a valid result is a success, even when a non-zero exit follows;
 * ``timeout`` / ``idle_timeout``: :class:`~cursor_agent_api.errors.AgentTimeoutError`;
+* stdout and stderr closed without a result, the agent still running ``result_grace`` seconds
+  later: its group is stopped, :class:`~cursor_agent_api.errors.AgentProcessError`
+  (no more output can come: the turn never waits for such an agent forever);
 * exit without a result: failure with the exit code, the stderr tail mapped to a
   typed error, and the partial transcript; 130/143 count as cancelled. Such
   failures also arrive as an ``ERROR`` event before the stream ends;
@@ -381,6 +384,8 @@ class AgentRun:
         t = self._transcript
         cfg = self.config
         reason = self.stop_reason
+        if reason == StopReason.OUTPUT_CLOSED and exit_code not in (137, 143):
+            reason = None  # it exited by itself as its output's end was seen: its exit tells
         if self._reader.oversize_lines:
             return ProtocolError(
                 f"{self._reader.oversize_lines} line(s) of the agent's output exceeded "
@@ -419,6 +424,13 @@ class AgentRun:
             return TurnCancelledError(
                 f"the turn was cancelled ({_signal_name(cancelled)} to the agent's "
                 "process group) before its result", exit_code=exit_code, stderr=stderr), "cancelled"
+        if reason == StopReason.OUTPUT_CLOSED:
+            return AgentProcessError(
+                "the agent closed its output (stdout and stderr) without a result but did not "
+                f"exit; its process group was stopped {cfg.result_grace:g} s later. The agent "
+                "is broken or stuck: check its installation (`agent --version`), then send "
+                "the prompt again",
+                exit_code=exit_code, stderr=stderr), "output_closed"
         if reason == StopReason.SHUTDOWN:
             return CursorAgentError("the event loop running the turn shut down",
                                     exit_code=exit_code, stderr=stderr), "shutdown"

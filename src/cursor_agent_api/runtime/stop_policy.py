@@ -20,6 +20,8 @@ The rules (the behaviour of ``AgentRun``):
 * before the result, ``timeout`` (from the start) and ``idle_timeout`` (from the last output,
   not counted while paused) stop the group with SIGTERM;
 * the first result gives the agent ``result_grace`` seconds to exit by itself, then SIGTERM;
+* so does end-of-file on both stdout and stderr before any result: the agent can say nothing
+  more, so waiting for it to exit must not be endless (reason ``output_closed``);
 * a cancel sends its own signal at once; a later ``cancel(SIGKILL)`` escalates at once;
 * processes left in the group after the agent exited are stopped with SIGTERM;
 * once a stop began, SIGKILL follows ``kill_grace`` seconds later unless the group is gone;
@@ -86,6 +88,7 @@ class StopReason:
     AFTER_RESULT = "after_result"
     LEFTOVER = "leftover_processes"
     SHUTDOWN = "shutdown"
+    OUTPUT_CLOSED = "output_closed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +169,7 @@ class StopPolicy:
         self.phase = "running"
         self._stop_at = 0.0
         self._drain_from: float | None = None
+        self._eof_at: float | None = None  # stdout and stderr both ended, the agent running
         self._pipes_closed = False
 
     # ---- inputs ------------------------------------------------------------------------
@@ -224,6 +228,13 @@ class StopPolicy:
                     t = last_activity + self.idle_timeout
                     if now >= t:
                         reason = reason or StopReason.IDLE
+                    soon(t)
+                if eof:  # no result, and nothing more can come: the agent should exit now
+                    if self._eof_at is None:
+                        self._eof_at = now
+                    t = self._eof_at + self.result_grace
+                    if now >= t:
+                        reason = reason or StopReason.OUTPUT_CLOSED
                     soon(t)
             if reason is not None:
                 self.reason = reason

@@ -132,6 +132,9 @@ class Fault(str, enum.Enum):
     """Writes 10 MB to stderr while streaming normally."""
     SILENCE = "silence"
     """Writes ``system/init``, then nothing until signalled."""
+    CLOSE_OUTPUT = "close-output"
+    """Writes ``system/init``, closes stdout and stderr, and never exits until signalled: no
+    more output can come, and no exit either (audit 4)."""
     HUGE_LINE = "huge-line"
     """The turn includes a read of a 20 MB file: one line of about 20 MB."""
     BANNER = "banner"
@@ -176,7 +179,7 @@ class Fault(str, enum.Enum):
 PRINT_ONLY = frozenset({
     Fault.TRUST, Fault.INVALID_MODEL, Fault.USAGE_LIMIT, Fault.BAD_RESUME, Fault.CHAT_BUSY,
     Fault.HANG_AFTER_RESULT, Fault.EXIT1_AFTER_RESULT, Fault.IGNORE_SIGTERM, Fault.STDERR_FLOOD,
-    Fault.SILENCE, Fault.HUGE_LINE, Fault.SPLIT_WRITES,
+    Fault.SILENCE, Fault.CLOSE_OUTPUT, Fault.HUGE_LINE, Fault.SPLIT_WRITES,
 })
 """The faults of a print-mode turn (``-p``) only: ``cursor-agent-sim acp`` refuses them."""
 ACP_ONLY = frozenset({

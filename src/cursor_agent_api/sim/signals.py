@@ -3,8 +3,9 @@ exit 130; SIGTERM -> exit 143, silently. Output already written stays; nothing m
 (no ``result``), and the chat's run lock is dropped.
 
 Also the ``ignore-sigterm`` fault (SIGTERM and SIGINT ignored, plus a child process in the
-same process group that ignores them too, so only a SIGKILL of the group ends both) and
-:func:`wait_forever` for the faults that never exit on their own.
+same process group that ignores them too, so only a SIGKILL of the group ends both), the
+``close-output`` fault (:func:`close_output`) and :func:`wait_forever` for the faults that
+never exit on their own.
 
 Example:
     >>> exit_code_for(signal.SIGINT), exit_code_for(signal.SIGTERM)
@@ -90,6 +91,22 @@ def ignore_termination() -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def close_output() -> None:
+    """The ``close-output`` fault: flush and close stdout and stderr (the descriptors, so no
+    process holds them any more: the reader sees their end) while this process lives on.
+
+    Example::
+
+        writer.emit(init); signals.close_output(); signals.wait_forever()
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def wait_forever() -> None:

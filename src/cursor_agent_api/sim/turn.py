@@ -254,6 +254,9 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             writer.emit(obj, checked=agent is not None)
             if obj.get("type") == "system" and settings.has(Fault.SILENCE):
                 signals.wait_forever()
+            if obj.get("type") == "system" and settings.has(Fault.CLOSE_OUTPUT):
+                signals.close_output()
+                signals.wait_forever()
             if crash and obj.get("type") == "tool_call" and obj.get("subtype") == "started":
                 writer.stderr(messages.crash())
                 return 1
