@@ -169,3 +169,33 @@ def test_no_file_descriptors_left_is_one_line(mode: str) -> None:
     lines = done.stderr.splitlines()
     assert lines == ["WARNING cannot accept connections: [Errno 24] Too many open files "
                      "(retried every second)"], lines
+
+
+async def _refuse(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answers 401 at once, reading no body (as the token check does)."""
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 401, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def test_what_was_read_of_a_refused_body_is_let_go() -> None:
+    config = uvicorn.Config(_refuse, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
+                            http=guarded_http())  # type: ignore[arg-type]
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        poll(lambda: server.started or not thread.is_alive(), timeout=HANG)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.settimeout(HANG)
+            chunk = b"x" * 65536
+            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      + (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 4)  # (never the last chunk)
+            assert s.recv(4096).startswith(b"HTTP/1.1 401 ")
+            (connection,) = server.server_state.connections
+            # (uvicorn read up to 64 KiB ahead of the app, and kept it with the request)
+            poll(lambda: connection.cycle.body == b"", timeout=HANG)  # type: ignore[attr-defined]
+    finally:
+        server.should_exit = True
+        thread.join(HANG)
