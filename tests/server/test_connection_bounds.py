@@ -195,7 +195,7 @@ def test_what_was_read_of_a_refused_body_is_let_go() -> None:
             assert s.recv(4096).startswith(b"HTTP/1.1 401 ")
             (connection,) = server.server_state.connections
             # (uvicorn read up to 64 KiB ahead of the app, and kept it with the request)
-            poll(lambda: connection.cycle.body == b"", timeout=HANG)  # type: ignore[attr-defined]
+            poll(lambda: not connection.cycle.body, timeout=HANG)  # type: ignore[attr-defined]
     finally:
         server.should_exit = True
         thread.join(HANG)

@@ -204,7 +204,7 @@ class GuardedHttp(HttpToolsProtocol):
         # What uvicorn read ahead of the app (up to 64 KiB) is let go with the answer: the rest
         # of a refused request's body is discarded as it comes (uvicorn's ``on_body``).
         if self.cycle is not None and self.cycle.more_body:
-            self.cycle.body = b""
+            self.cycle.body = bytearray()
         super().on_response_complete()
 
     def handle_websocket_upgrade(self) -> None:
