@@ -41,10 +41,13 @@ def test_same_origin_and_programs_are_still_counted(server: Server) -> None:
     with server.anon(follow_redirects=False) as browser:
         page = browser.get("/", params={"token": "wrong"}, headers={"Sec-Fetch-Site": "same-origin"})
         assert page.status_code == 303 and page.headers["location"] == "/?signin=refused"
-        codes = [browser.get("/api/health", params={"token": f"wrong{i}"}, headers=own).status_code
-                 for i in range(9)]
-        assert codes == [401] * 9
-        assert browser.get("/api/health", params={"token": "wrong"}).status_code == 429
-    with httpx.Client(base_url=server.url, timeout=60.0) as program:
-        right = {"Authorization": f"token {server.token}"}
-        assert program.get("/api/chats", headers=right).status_code == 429
+        codes: list[int] = []
+        while 429 not in codes and len(codes) < 100:  # (the bucket refills 1 per 5 s: a slow
+            codes.append(browser.get("/api/health", params={"token": f"wrong{len(codes)}"},
+                                     headers=own).status_code)  # machine needs a few more)
+        assert set(codes[:-1]) == {401} and codes[-1] == 429 and len(codes) >= 10, codes
+    with httpx.Client(base_url=server.url, timeout=60.0) as program:  # (neither header)
+        codes = []
+        while 429 not in codes and len(codes) < 100:
+            codes.append(program.get("/api/chats", headers={"Authorization": "token wrong"}).status_code)
+        assert set(codes) <= {401, 429} and codes[-1] == 429, codes
