@@ -150,7 +150,8 @@ ACCEPT_FLOOD = textwrap.dedent("""
         await asyncio.get_running_loop().run_in_executor(None, client.stdout.readline)
         await asyncio.sleep(2.5)  # (the loop retries accept() every second: two retries)
         client.stdin.close(); client.wait()
-        server.close()
+        server.close()  # (with retries of accept() pending: asyncio's traceback each, unguarded)
+        await asyncio.sleep(1.5)
     asyncio.run(main())
 """)
 

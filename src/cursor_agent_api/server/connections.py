@@ -54,6 +54,10 @@ ACCEPT_ERROR_EVERY = 10.0
 
 ACCEPT_ERROR = "socket.accept() out of system resource"
 """How asyncio's loop says ``accept()`` failed (EMFILE, ENFILE, ENOBUFS, ENOMEM)."""
+RETRY_AFTER_CLOSE = "Exception in callback BaseSelectorEventLoop._start_serving"
+"""How it says a retry of ``accept()`` (one is scheduled a second after each failure, and is not
+cancelled when the server closes) found the listening socket closed: ``ValueError: Invalid file
+descriptor: -1``, one traceback per retry still pending at shutdown."""
 
 
 def connection_cap(open_files: int) -> int:
@@ -110,7 +114,8 @@ class Every:
 class AcceptErrors(logging.Filter):
     """For the ``asyncio`` logger: its "socket.accept() out of system resource" error (with a
     traceback, once per slot of the backlog) becomes one line without a traceback, at most one
-    every :data:`ACCEPT_ERROR_EVERY` seconds; other records pass untouched.
+    every :data:`ACCEPT_ERROR_EVERY` seconds; the retries' tracebacks after the server closed
+    (:data:`RETRY_AFTER_CLOSE`) are dropped; other records pass untouched.
 
     Example:
         >>> def failed_accept() -> logging.LogRecord:
@@ -128,6 +133,9 @@ class AcceptErrors(logging.Filter):
         self.every = every or Every(ACCEPT_ERROR_EVERY)
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if str(record.msg).startswith(RETRY_AFTER_CLOSE) and record.exc_info and isinstance(
+                record.exc_info[1], ValueError):
+            return False  # (a retry of accept() on a listening socket closed since: moot)
         if not str(record.msg).startswith(ACCEPT_ERROR):
             return True
         held = self.every.due()
