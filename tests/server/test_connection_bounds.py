@@ -5,11 +5,13 @@ of file descriptors is one line now and then, not a traceback per slot of the ba
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -203,3 +205,78 @@ def test_what_was_read_of_a_refused_body_is_let_go() -> None:
     finally:
         server.should_exit = True
         thread.join(HANG)
+
+
+def _answers(s: socket.socket, count: int) -> list[bytes]:
+    """The bodies of the next ``count`` answers (each with a Content-Length)."""
+    s.settimeout(HANG)
+    got, bodies = b"", []
+    while len(bodies) < count:
+        head, sep, rest = got.partition(b"\r\n\r\n")
+        if sep:
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))
+            if len(rest) >= length:
+                bodies.append(rest[:length])
+                got = rest[length:]
+                continue
+        data = s.recv(4096)
+        assert data, (got, bodies)
+        got += data
+    return bodies
+
+
+def test_a_pipelined_requests_body_is_kept(serve: Any) -> None:
+    """A request pipelined behind another, its body begun: the first answer's end let go of
+    the newest request's body (review 39: HELLOWORLD became WORLD)."""
+    _, port = serve(guarded_http())
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /one HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+                  b"POST /two HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nHELLO")
+        assert _answers(s, 1) == [b"one"]
+        s.sendall(b"WORLD")
+        assert _answers(s, 1) == [b"HELLOWORLD"]
+
+
+async def _slow_answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"12")]})
+    await send({"type": "http.response.body", "body": b"part1-", "more_body": True})
+    await asyncio.sleep(1.0)  # (five head timeouts: the second request's timer fires meanwhile)
+    await send({"type": "http.response.body", "body": b"part2."})
+
+
+def test_no_408_inside_an_answer_under_way(serve: Any) -> None:
+    """The next request's headers unfinished while the answer before it streams: its timeout
+    waits for that answer's end (review 39: the 408 was written inside it)."""
+    config = uvicorn.Config(_slow_answer, host="127.0.0.1", port=0, log_level="warning",
+                            lifespan="off", http=guarded_http(head_timeout=0.2))  # type: ignore[arg-type]
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        poll(lambda: server.started or not thread.is_alive(), timeout=HANG)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as s:
+            s.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n")
+            got = _until_closed(s)
+    finally:
+        server.should_exit = True
+        thread.join(HANG)
+    first, _, after = got.partition(b"part1-part2.")
+    assert first.startswith(b"HTTP/1.1 200 ") and b"408" not in first, got
+    assert after.startswith(b"HTTP/1.1 408 "), got
+
+
+def test_a_body_that_keeps_coming_is_not_cut(serve: Any) -> None:
+    """The body's timeout is a silence's, not the whole body's (review 39: a 900 KB upload
+    sent steadily over 70 s was cut at 60 s, with no answer and nothing logged)."""
+    _, port = serve(guarded_http(body_timeout=1.0))
+    chunks = 25
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"POST /steady HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % chunks)
+        for _ in range(chunks):  # 2.5 s in all, 0.1 s apart
+            s.sendall(b"x")
+            time.sleep(0.1)
+        assert _answers(s, 1) == [b"x" * chunks]

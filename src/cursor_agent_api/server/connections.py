@@ -11,8 +11,9 @@ are complete: a connection that never completes them is not counted against anyt
 more) adds:
 
 * **a request timeout**: a request's headers must arrive within ``head_timeout`` seconds of
-  its first byte (or of the connection's opening), and its body within ``body_timeout`` of its
-  headers; else the connection is closed (with a ``408`` while no answer was begun);
+  its first byte (or of the connection's opening), and its body may not stop arriving for
+  ``body_timeout`` seconds; else the connection is closed (with a ``408`` while no answer is
+  under way; a pipelined request waiting behind another's answer is not timed out meanwhile);
 * **a cap on connections**: past ``max_connections`` open ones (HTTP and WebSocket alike), a
   new connection is answered ``503`` (``too_many_connections``) and closed at once.
 
@@ -40,13 +41,15 @@ from typing import Any
 import orjson
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from .checks.headers import SECURITY_HEADERS
+
 log = logging.getLogger(__name__)
 
 HEAD_TIMEOUT = 10.0
 """Seconds for a request's headers to arrive (from its first byte, or the connection's opening)."""
 BODY_TIMEOUT = 60.0
-"""Seconds for a request's body to arrive once its headers have (``--max-body-bytes`` is 1 MiB:
-a slow link still sends it in that time)."""
+"""Seconds a request's body may stop arriving (from its headers, or its last bytes): a body that
+keeps coming is never cut, whatever its size (``--max-body-bytes``)."""
 MAX_CONNECTIONS = 1000
 """Open connections at most (fewer when the open-file limit is low: :func:`connection_cap`)."""
 ACCEPT_ERROR_EVERY = 10.0
@@ -151,17 +154,19 @@ class AcceptErrors(logging.Filter):
         return True
 
 
+_SECURITY_HEADERS = b"".join(name + b": " + value + b"\r\n" for name, value in SECURITY_HEADERS)
+"""The headers every answer of the app carries, on the answers written here too."""
 _TOO_MANY = orjson.dumps({"detail": "too many connections to this server; retry shortly",
                           "code": "too_many_connections"})
 TOO_MANY_CONNECTIONS = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-                        b"retry-after: 1\r\nconnection: close\r\ncontent-length: "
+                        b"retry-after: 1\r\n" + _SECURITY_HEADERS + b"connection: close\r\ncontent-length: "
                         + str(len(_TOO_MANY)).encode() + b"\r\n\r\n" + _TOO_MANY)
 """The answer to a connection past the cap (before it sent anything: it is closed after)."""
 
 _TIMED_OUT = orjson.dumps({"detail": "the request was not sent in time", "code": "request_timeout"})
 REQUEST_TIMEOUT = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-                   b"connection: close\r\ncontent-length: " + str(len(_TIMED_OUT)).encode()
-                   + b"\r\n\r\n" + _TIMED_OUT)
+                   + _SECURITY_HEADERS + b"connection: close\r\ncontent-length: "
+                   + str(len(_TIMED_OUT)).encode() + b"\r\n\r\n" + _TIMED_OUT)
 """The answer to a request whose headers did not arrive in time (the connection is closed after)."""
 
 
@@ -173,6 +178,7 @@ class GuardedHttp(HttpToolsProtocol):
     body_timeout = BODY_TIMEOUT
     max_connections = MAX_CONNECTIONS
     refusals = Every(ACCEPT_ERROR_EVERY)
+    cut_bodies = Every(ACCEPT_ERROR_EVERY)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -204,6 +210,11 @@ class GuardedHttp(HttpToolsProtocol):
         self._arm(self.body_timeout, head=False)
         super().on_headers_complete()
 
+    def on_body(self, body: bytes) -> None:
+        if self._deadline is not None and not self._in_head:  # (60 s without data, not in all)
+            self._arm(self.body_timeout, head=False)
+        super().on_body(body)
+
     def on_message_complete(self) -> None:
         self._disarm()
         super().on_message_complete()
@@ -211,7 +222,8 @@ class GuardedHttp(HttpToolsProtocol):
     def on_response_complete(self) -> None:
         # What uvicorn read ahead of the app (up to 64 KiB) is let go with the answer: the rest
         # of a refused request's body is discarded as it comes (uvicorn's ``on_body``).
-        if self.cycle is not None and self.cycle.more_body:
+        # (``cycle`` is the newest request's: a pipelined one behind may have begun its body)
+        if self.cycle is not None and self.cycle.response_complete and self.cycle.more_body:
             self.cycle.body = bytearray()
         super().on_response_complete()
 
@@ -229,13 +241,29 @@ class GuardedHttp(HttpToolsProtocol):
             self._deadline.cancel()
             self._deadline = None
 
+    def _waits_its_turn(self) -> bool:
+        """Whether the request timed is a pipelined one behind another whose answer is under
+        way: its head (the answer before it still being written) or its body (uvicorn reads
+        it only once its turn comes) is not late; the answer must not be cut, nor a 408
+        written into it."""
+        if self._in_head:
+            return self.cycle is not None and not self.cycle.response_complete
+        return any(cycle is self.cycle for cycle, _ in self.pipeline)
+
     def _timed_out(self) -> None:
         self._deadline = None
         if self.transport.is_closing():
             return
-        if self._in_head:  # no answer begun on this connection for this request
+        if self._waits_its_turn():
+            self._arm(self.head_timeout if self._in_head else self.body_timeout, head=self._in_head)
+            return
+        if self._in_head:  # no answer under way on this connection
             self.transport.write(REQUEST_TIMEOUT)
-        # (a body cut short: the app reading it gets http.disconnect)
+        else:  # (a body cut short: the app reading it gets http.disconnect)
+            held = self.cut_bodies.due()
+            if held is not None:
+                log.warning("a request's body stopped arriving for %g s: its connection closed%s",
+                            self.body_timeout, f" ({held} more since the last line)" if held else "")
         self.transport.close()
 
 
@@ -249,7 +277,8 @@ def guarded_http(head_timeout: float = HEAD_TIMEOUT, body_timeout: float = BODY_
     """
     return type("GuardedHttp", (GuardedHttp,), {
         "head_timeout": head_timeout, "body_timeout": body_timeout,
-        "max_connections": max_connections, "refusals": Every(ACCEPT_ERROR_EVERY)})
+        "max_connections": max_connections, "refusals": Every(ACCEPT_ERROR_EVERY),
+        "cut_bodies": Every(ACCEPT_ERROR_EVERY)})
 
 
 def serving_limits() -> dict[str, Any]:

@@ -63,7 +63,7 @@ CODES: dict[str, tuple[int, str]] = {
     "method_not_allowed": (405, "the path does not take this method"),
     # 408, 409
     "request_timeout": (408, "the request's headers did not arrive within 10 s (serve closes the "
-                             "connection; a body that stops for 60 s is cut without an answer)"),
+                             "connection; a body that stops arriving for 60 s is cut without an answer)"),
     "conflict": (409, "the request conflicts with the state of what it names"),
     "chat_busy": (409, "the chat has a queued or running run: wait for it or cancel it"),
     "options_locked": (409, "a chat's options cannot change while it has a queued or running run"),
