@@ -402,7 +402,7 @@ def test_an_unavailable_session_store_is_503(auth: Auth, tmp_path: Path) -> None
 def test_the_checks_are_composed_outermost_first() -> None:
     middleware = SecurityMiddleware(Reached(), ServerSettings(token=TOKEN), auth=None)  # type: ignore[arg-type]
     assert [type(c) for c in checks_in_order(middleware)] == [
-        SecurityHeaders, HostCheck, OriginCheck, BodySizeLimit, Authentication,
+        SecurityHeaders, HostCheck, OriginCheck, Authentication, BodySizeLimit,
     ]
 
 

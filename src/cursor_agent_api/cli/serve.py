@@ -431,6 +431,8 @@ def serve(
     log_config["root"] = {"handlers": ["default"], "level": "WARNING"}
     logging.captureWarnings(True)
     app = create_app(settings)
+    from ..server.connections import serving_limits
+
     config = uvicorn.Config(
         app,
         log_config=log_config,
@@ -445,6 +447,8 @@ def serve(
         # no proxy is trusted: X-Forwarded-For from 127.0.0.1 (uvicorn's default) let any
         # local process write the client address in the access log
         proxy_headers=False,
+        # unfinished requests time out, connections are capped, the open-file limit raised
+        **serving_limits(),
     )
     for name in ("uvicorn.access", "uvicorn.error", "uvicorn", "cursor_agent_api"):
         logger = logging.getLogger(name)

@@ -48,6 +48,8 @@ CODES: dict[str, tuple[int, str]] = {
                               "(DNS rebinding); see --allow-host"),
     "origin_not_allowed": (403, "a foreign Origin (another site's page) on a state-changing "
                                 "request or a WebSocket"),
+    "cross_site_sign_in": (403, "a sign-in link (?token=, ?code=) opened by another site's page: "
+                                "open it directly; not counted against the throttle"),
     "workspace_not_allowed": (403, "the workspace is outside the allowed roots (or none are "
                                    "configured)"),
     # 404, 405
@@ -59,7 +61,9 @@ CODES: dict[str, tuple[int, str]] = {
     "tool_call_not_found": (404, "the run has no tool call with this index, or its records "
                                  "are not in the log"),
     "method_not_allowed": (405, "the path does not take this method"),
-    # 409
+    # 408, 409
+    "request_timeout": (408, "the request's headers did not arrive within 10 s (serve closes the "
+                             "connection; a body that stops arriving for 60 s is cut without an answer)"),
     "conflict": (409, "the request conflicts with the state of what it names"),
     "chat_busy": (409, "the chat has a queued or running run: wait for it or cancel it"),
     "options_locked": (409, "a chat's options cannot change while it has a queued or running run"),
@@ -93,6 +97,8 @@ CODES: dict[str, tuple[int, str]] = {
     "submit_uncertain": (503, "the database failed while the prompt was stored: it may have "
                               "been stored as run run_id, which is then marked failed and not "
                               "run; post the prompt again"),
+    "too_many_connections": (503, "serve holds as many connections as it accepts (1000, or half "
+                                  "the open-file limit): closed at once; retry shortly"),
     "server_closing": (503, "the server is shutting down: nothing was changed"),
     "answer_not_taken": (503, "queue mode: the run's worker did not take the answer in time; "
                               "the request stays open: retry"),

@@ -9,12 +9,14 @@ whole app, for HTTP and WebSocket alike, outermost first:
 2. :class:`~.checks.host.HostCheck` — the ``Host`` name must be a loopback name,
    the bound address or an ``--allow-host`` (403: DNS rebinding);
 3. :class:`~.checks.origin.OriginCheck` — a WebSocket upgrade or a state-changing
-   request with a foreign or ``null`` ``Origin`` is 403;
-4. :class:`~.checks.body_size.BodySizeLimit` — a body over ``max_body_bytes`` is
-   413, read or declared;
-5. :class:`~.checks.authentication.Authentication` — ``/api`` needs the token or a
+   request with a foreign or ``null`` ``Origin`` is 403, and so is a sign-in link that
+   another site's page opens (``cross_site_sign_in``: the throttle is not touched);
+4. :class:`~.checks.authentication.Authentication` — ``/api`` needs the token or a
    session cookie (401, 429 under a flood of wrong tokens); sign-in links become
-   a session cookie.
+   a session cookie. It decides from the headers alone: no body is read before it;
+5. :class:`~.checks.body_size.BodySizeLimit` — a body over ``max_body_bytes`` is
+   413, read or declared (over :data:`~.checks.body_size.PUBLIC_BODY_BYTES` on a path
+   open to all: sign-in).
 
 The other guards live beside them: :func:`~.workspaces.resolve_workspace` keeps
 workspaces under the configured roots, :class:`~.redaction.RedactTokens` keeps
@@ -26,7 +28,7 @@ Example:
     >>> app = object()
     >>> [type(layer).__name__ for layer in checks_in_order(SecurityMiddleware(
     ...     app, ServerSettings(token="t" * 16), auth=None))]  # doctest: +NORMALIZE_WHITESPACE
-    ['SecurityHeaders', 'HostCheck', 'OriginCheck', 'BodySizeLimit', 'Authentication']
+    ['SecurityHeaders', 'HostCheck', 'OriginCheck', 'Authentication', 'BodySizeLimit']
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from .checks.asgi import ASGIApp, Receive, Scope, Send
 from .checks.authentication import Authentication, header_token, query_value, token_from_request
-from .checks.body_size import BodySizeLimit, BodyTooLargeError
+from .checks.body_size import PUBLIC_BODY_BYTES, BodySizeLimit, BodyTooLargeError
 from .checks.headers import CONTENT_SECURITY_POLICY, SecurityHeaders
 from .checks.host import HostCheck
 from .checks.origin import OriginCheck
@@ -73,8 +75,11 @@ class SecurityMiddleware:
         self.chain: ASGIApp = SecurityHeaders(
             HostCheck(
                 OriginCheck(
-                    BodySizeLimit(Authentication(app, auth), settings.max_body_bytes,
-                                  settings.max_prompt_bytes),
+                    Authentication(
+                        BodySizeLimit(app, settings.max_body_bytes, settings.max_prompt_bytes,
+                                      PUBLIC_BODY_BYTES),
+                        auth,
+                    ),
                     settings.allowed_origins,
                 ),
                 settings.host_allowlist(),

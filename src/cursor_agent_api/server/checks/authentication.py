@@ -114,7 +114,6 @@ class Authentication:
         from_header = header_token(headers)
         from_query = query_value(query, "token")
         presented = from_header if from_header is not None else from_query
-        sid = cookies(headers.get("cookie", "")).get(self.auth.cookie_name_for(headers.get("host", "")))
         protected = is_protected(path)
         # A browser link (?token= or ?code= on a GET outside /api) becomes a session cookie,
         # and the answer is a redirect to the same URL without the secret.
@@ -127,6 +126,7 @@ class Authentication:
         if not (protected or sign_in):
             await self.app(scope, receive, send)
             return
+        sid = cookies(headers.get("cookie", "")).get(self.auth.cookie_name_for(headers.get("host", "")))
         try:
             session_ok = bool(sid) and await self.auth.check_session(sid or "")
             if sign_in:

@@ -8,6 +8,11 @@
 * A state-changing request without a length (chunked) is read here first,
   bounded, and 413 as soon as it passes the limit; the app then reads the
   buffered body.
+* The check stands behind the token check (:mod:`.authentication`): no body of a request
+  that is not signed in is read before it is refused. The paths open to all (sign-in,
+  sign-out, the pages) have a limit of their own, ``public_limit`` (``serve``:
+  :data:`PUBLIC_BODY_BYTES`, what a sign-in form needs): a client that is not signed in
+  makes the server hold at most that much of a body.
 
 WebSocket messages are bounded by the WebSocket server, not here.
 
@@ -21,6 +26,10 @@ from __future__ import annotations
 import re
 
 from .asgi import SAFE_METHODS, ASGIApp, Message, Receive, Scope, Send, deny, request_headers
+from .authentication import is_protected
+
+PUBLIC_BODY_BYTES = 16_384
+"""The longest body of a request to a path open to all (``POST /api/auth/login``'s token)."""
 
 _RUNS = re.compile(r"/api/chats/[^/]+/runs/?")
 """The path of ``POST /api/chats/{id}/runs``: its body is a prompt."""
@@ -35,12 +44,27 @@ class BodyTooLargeError(Exception):
 
 
 class BodySizeLimit:
-    """Keeps request bodies at or under ``limit`` bytes (413 otherwise)."""
+    """Keeps request bodies at or under ``limit`` bytes (413 otherwise); those to the paths
+    that need no sign-in at or under ``public_limit`` (when given).
 
-    def __init__(self, app: ASGIApp, limit: int, prompt_limit: int | None = None) -> None:
+    Example:
+        >>> check = BodySizeLimit(None, 1000, public_limit=10)  # type: ignore[arg-type]
+        >>> check.limit_for({"path": "/api/auth/login"}), check.limit_for({"path": "/api/chats"})
+        (10, 1000)
+    """
+
+    def __init__(self, app: ASGIApp, limit: int, prompt_limit: int | None = None,
+                 public_limit: int | None = None) -> None:
         self.app = app
         self.limit = limit
         self.prompt_limit = prompt_limit
+        self.public_limit = public_limit
+
+    def limit_for(self, scope: Scope) -> int:
+        """The limit of this request's body: ``public_limit`` on a path open to all."""
+        if self.public_limit is None or is_protected(scope.get("path", "")):
+            return self.limit
+        return min(self.limit, self.public_limit)
 
     def refusal(self, scope: Scope) -> BodyTooLargeError:
         """The 413's message and code: ``prompt_too_large`` for a prompt (the message names
@@ -77,7 +101,7 @@ class BodySizeLimit:
             ...     {"method": "POST", "path": "/api/chats/c/runs"})
             'the prompt is too long: request body larger than 10 bytes (--max-body-bytes)'
         """
-        text = f"request body larger than {self.limit} bytes"
+        text = f"request body larger than {self.limit if scope is None else self.limit_for(scope)} bytes"
         if self._is_prompt(scope) and self.prompt_limit is not None:
             if self.prompt_limit >= self.limit:  # the body's limit is the one it passed
                 return f"the prompt is too long: {text} (--max-body-bytes)"
@@ -94,12 +118,12 @@ class BodySizeLimit:
             if not length.isdigit():
                 await deny(scope, send, 400, "invalid Content-Length", code="invalid_content_length")
                 return
-            if int(length) > self.limit:
+            if int(length) > self.limit_for(scope):
                 await self._deny(scope, send)
                 return
             receive = self._limited(receive, scope)
         elif scope.get("method", "GET") not in SAFE_METHODS:
-            buffered = await self._read_bounded(receive)
+            buffered = await self._read_bounded(receive, self.limit_for(scope))
             if buffered is None:
                 await self._deny(scope, send)
                 return
@@ -110,7 +134,7 @@ class BodySizeLimit:
         refused = self.refusal(scope)
         await deny(scope, send, 413, str(refused), code=refused.code)
 
-    async def _read_bounded(self, receive: Receive) -> Receive | None:
+    async def _read_bounded(self, receive: Receive, limit: int) -> Receive | None:
         """The whole body, read now, replayed to the app; ``None`` past the limit."""
         chunks: list[bytes] = []
         size = 0
@@ -120,7 +144,7 @@ class BodySizeLimit:
                 break
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
+            if size > limit:
                 return None
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -140,13 +164,14 @@ class BodySizeLimit:
     def _limited(self, receive: Receive, scope: Scope) -> Receive:
         """``receive``, raising :class:`BodyTooLargeError` once the body passes the limit."""
         seen = 0
+        limit = self.limit_for(scope)
 
         async def limited() -> Message:
             nonlocal seen
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
-                if seen > self.limit:
+                if seen > limit:
                     raise self.refusal(scope)
             return message
 
