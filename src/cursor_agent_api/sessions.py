@@ -247,14 +247,6 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if type(version) is not int or version not in _READABLE_VERSIONS:
         raise SessionFileError(f"{where}: file version {version!r:.40}, this library reads "
                                "versions 1 and 2")
-    missing = [key for key in _REQUIRED_KEYS if key not in data]
-    if missing:
-        unknown = sorted(data.keys() - set(_FILE_KEYS[version]))
-        has = (f"; {', '.join(repr(k)[1:-1][:40] for k in unknown[:5])} "
-               f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of a saved "
-               "session") if unknown else ""
-        raise SessionFileError(f"{where}: no {' and no '.join(missing)} (every saved session "
-                               f"of version {version} has {', '.join(_FILE_KEYS[version])}){has}")
     config = data.get("config", {})
     if not isinstance(config, dict):
         raise SessionFileError(f"{where}: config must be an object")
@@ -274,6 +266,15 @@ def read_session_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     history = data.get("history", [])
     if not isinstance(history, list):
         raise SessionFileError(f"{where}: history must be a list")
+    # (after the fields' own checks: a field of the wrong type is named, as a damage)
+    missing = [key for key in _REQUIRED_KEYS if key not in data]
+    if missing:
+        unknown = sorted(data.keys() - set(_FILE_KEYS[version]))
+        has = (f"; {', '.join(repr(k)[1:-1][:40] for k in unknown[:5])} "
+               f"{'is not a field' if len(unknown) == 1 else 'are not fields'} of a saved "
+               "session") if unknown else ""
+        raise SessionFileError(f"{where}: no {' and no '.join(missing)} (every saved session "
+                               f"of version {version} has {', '.join(_FILE_KEYS[version])}){has}")
     try:
         data["history"] = [SessionTurn.from_dict(h) for h in history]
     except ValueError as exc:
@@ -322,7 +323,8 @@ class _SessionState(Generic[_C]):
         self.history: list[SessionTurn] = list(history or [])
         self._base: dict[str, Any] = {}  # the session's own settings over the client's
         self._pinned = False  # the chat's folder is in _base (see _pin)
-        self._first_folder: str | None = None  # the folder of the turn that may make the chat
+        self._folders: weakref.WeakKeyDictionary[Any, str | None] = \
+            weakref.WeakKeyDictionary()  # a streamed turn's folder, while the chat's is not fixed
         self._streams: list[Any] = []  # streamed turns not yet recorded, oldest first
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # every send_stream's stream
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
@@ -386,21 +388,26 @@ class _SessionState(Generic[_C]):
         on, ``workspace`` is the chat's folder, absolute (see :meth:`_pin`)."""
         return self._config
 
-    def _checked(self, overrides: dict[str, Any]) -> dict[str, Any]:
-        """A turn's overrides over the session's own, every one checked now (``TypeError`` /
-        ``ValueError`` as the config raises them), before anything of the turn happens."""
+    def _checked(self, overrides: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """A turn's overrides, every one checked now over the session's own (``TypeError`` /
+        ``ValueError`` as the config raises them), before anything of the turn happens; and
+        the folder it runs in while the chat's is not fixed (:meth:`_pin`): its workspace, or
+        the current directory, now, made absolute."""
         if "resume" in overrides:
             raise TypeError("a session sets resume= itself; start another session to change chats")
         turn = {**self._base, **overrides}
         self.client.config.with_overrides(**turn, resume=self._session_id)
-        if not self._pinned:  # (the chat's folder, once this turn has made the chat: _record)
-            turn["workspace"] = self._first_folder = \
-                self._folder(turn.get("workspace", self._config.workspace))
-        return turn
+        folder = None if self._pinned else self._folder(turn.get("workspace", self._config.workspace))
+        return overrides, folder
 
-    def _turn(self, checked: dict[str, Any]) -> dict[str, Any]:
-        """The overrides a turn runs with: ``checked`` and the chat to resume, as of now."""
-        return {**checked, "resume": self._session_id}
+    def _turn(self, overrides: dict[str, Any], folder: str | None) -> dict[str, Any]:
+        """The overrides a turn runs with, as of now (the turns before it recorded, which may
+        have fixed the chat's folder): the session's own, the turn's, the chat to resume; the
+        turn's ``folder`` while the chat's is not fixed."""
+        turn = {**self._base, **overrides, "resume": self._session_id}
+        if not self._pinned:
+            turn["workspace"] = folder
+        return turn
 
     @staticmethod
     def _never_ran(stream: Any) -> bool:
@@ -426,12 +433,13 @@ class _SessionState(Generic[_C]):
             else:
                 return
 
-    def _record(self, prompt: str, result: AgentResult) -> AgentResult:
+    def _record(self, prompt: str, result: AgentResult, folder: str | None) -> AgentResult:
+        """Record a turn that ran in ``folder`` (the chat's, once it has one)."""
         # the id comes from the agent's output: only a well-formed chat id is ever resumed
         if result.session_id and is_chat_id(result.session_id):
             self._session_id = result.session_id
         if self._session_id is not None and not self._pinned:
-            self._pin(self._first_folder)
+            self._pin(folder)
         self.history.append(SessionTurn.from_result(prompt, result))
         return result
 
@@ -441,7 +449,8 @@ class _SessionState(Generic[_C]):
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
-        return self._record(stream.prompt, result)  # text: send_stream's (prompt_text)
+        # (text: send_stream's, prompt_text)
+        return self._record(stream.prompt, result, self._folders.get(stream))
 
     def _stream_of(self, args: tuple[Any, ...]) -> Any:
         """``finalize_stream(stream)``, or the older ``finalize_stream(prompt, stream)``:
@@ -574,7 +583,8 @@ class _SessionState(Generic[_C]):
         ``finalize_stream`` (one still running is not waited for, and not saved).
         """
         self._absorb()
-        self._pin(self._config.workspace)
+        running = next((self._folders[s] for s in self._streams if s in self._folders), None)
+        self._pin(running if running is not None else self._config.workspace)
         return {
             "version": SESSION_FILE_VERSION,
             "chat_id": self._session_id,
@@ -685,10 +695,10 @@ class ConversationSession(_SessionState[CursorAgentClient]):
             >>> session.send("And now in French?").result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked = self._checked(overrides)
+        checked, folder = self._checked(overrides)
         self._settle()
-        result = self.client.query(text, **self._turn(checked))
-        return self._record(text, result)
+        result = self.client.query(text, **self._turn(checked, folder))
+        return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
         """Start one turn as a stream; pass it to :meth:`finalize_stream` once consumed.
@@ -697,9 +707,11 @@ class ConversationSession(_SessionState[CursorAgentClient]):
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
         """
         text = prompt_text(prompt)  # a bad prompt or override fails here, before the settle
-        checked = self._checked(overrides)
+        checked, folder = self._checked(overrides)
         self._settle()
-        stream = self.client.query_stream(text, **self._turn(checked))
+        stream = self.client.query_stream(text, **self._turn(checked, folder))
+        if not self._pinned:
+            self._folders[stream] = folder
         self._streams.append(stream)
         self._started.add(stream)
         return stream
@@ -789,10 +801,10 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> (await session.send("And in French?")).result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked = self._checked(overrides)
+        checked, folder = self._checked(overrides)
         await self._settle()
-        result = await self.client.query(text, **self._turn(checked))
-        return self._record(text, result)
+        result = await self.client.query(text, **self._turn(checked, folder))
+        return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> AsyncStreamingResponse:
         """One turn as a stream (``async for``); then :meth:`finalize_stream`.
@@ -808,18 +820,20 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> async for event in stream: ...              # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked = self._checked(overrides)
+        checked, folder = self._checked(overrides)
         self._absorb()
         if not self._streams:
-            stream = self.client.query_stream(text, **self._turn(checked))
+            stream = self.client.query_stream(text, **self._turn(checked, folder))
         else:
             async def settled() -> dict[str, Any]:
                 await self._settle(until=stream)
                 if stream._stopped:  # cancelled while the previous turns were awaited
                     raise RuntimeError("the stream was cancelled before it started")
-                return self._turn(checked)
+                return self._turn(checked, folder)
 
             stream = self.client._deferred_stream(text, settled)
+        if not self._pinned:
+            self._folders[stream] = folder
         self._streams.append(stream)
         self._started.add(stream)
         return stream

@@ -257,7 +257,8 @@ def held_signals() -> Iterator[None]:
         ...     print("then", ended.signum.name)
         then SIGINT
     """
-    held: list[int] = []
+    # (the program already stopping for a signal: the next one is a second, at once)
+    held: list[int] = [] if _stopping is None else [_stopping]
 
     def hold(signum: int, frame: object) -> None:
         if not held:

@@ -188,3 +188,26 @@ def test_a_removed_current_directory_is_the_turns_failure_not_the_sessions(
     with ConversationSession(sim(workspace=None)) as session:
         result = session.send(REMEMBER)
     assert not result.success and result.exception is not None
+
+
+@pytest.mark.parametrize("how", ["send", "save"])
+def test_a_stream_left_unfinalized_fixes_its_own_folder(
+        sim: Callable[..., AgentConfig], places: Places, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """The first turn streamed and not finalized, the program moves: the next ``send``
+    records it first, and the chat's folder is that stream's, not the new turn's (review 40:
+    it was the new turn's folder, and the chat was lost). ``save()`` the same."""
+    monkeypatch.chdir(places.ws)
+    with ConversationSession(sim(workspace=None)) as session:
+        first = session.send_stream(REMEMBER)
+        if how == "send":
+            list(first)  # read, never finalized
+        monkeypatch.chdir(places.elsewhere)  # (save: the first turn still under way)
+        if how == "send":
+            again = session.send(ASK)
+            assert again.success and "eu-west-1" in again.result, again.result
+            assert _ran_in(again) == str(places.ws)
+        else:
+            session.save(tmp_path / "chat.json")
+            assert json.loads((tmp_path / "chat.json").read_text())["workspace"] == str(places.ws)
+        assert session.config.workspace == str(places.ws)

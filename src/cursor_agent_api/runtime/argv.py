@@ -2,8 +2,9 @@
 
 What lives here: :func:`resolve_binary`, :func:`build_argv`, :func:`build_env`, and
 :func:`check_workspace`, the one check that the workspace is there, which both transports
-(print mode's :class:`~.run.AgentRun`, ACP's :class:`~.acp_turn.AcpTurn` and its process) and
-``create_chat`` make before they start anything. The prompt never goes in argv (it is written
+(print mode's :class:`~.run.AgentRun`, ACP's :class:`~.acp_turn.AcpTurn` and its process),
+``create_chat`` and a turn with tools (its ``TurnScope``, before the tool server) make before
+they start anything. The prompt never goes in argv (it is written
 on stdin, then stdin is closed) and neither does the API key (it goes in ``CURSOR_API_KEY``):
 argv is visible to every local user through ``ps``. What does not: spawning
 (:mod:`.process`), the turn's lifecycle (:mod:`.run`).
