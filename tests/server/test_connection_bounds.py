@@ -51,8 +51,8 @@ def serve() -> Iterator[Any]:
     """Start uvicorn (in a thread, port 0) with a :class:`GuardedHttp` of the given figures."""
     started: list[tuple[uvicorn.Server, threading.Thread]] = []
 
-    def start(protocol: type[GuardedHttp]) -> tuple[uvicorn.Server, int]:
-        config = uvicorn.Config(_app, host="127.0.0.1", port=0, log_level="warning",
+    def start(protocol: type[GuardedHttp], app: Any = _app) -> tuple[uvicorn.Server, int]:
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning",
                                 lifespan="off", http=protocol)  # type: ignore[arg-type]
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, daemon=True)
@@ -184,27 +184,17 @@ async def _refuse(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.body", "body": b""})
 
 
-def test_what_was_read_of_a_refused_body_is_let_go() -> None:
-    config = uvicorn.Config(_refuse, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
-                            http=guarded_http())  # type: ignore[arg-type]
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        poll(lambda: server.started or not thread.is_alive(), timeout=HANG)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)) as s:
-            s.settimeout(HANG)
-            chunk = b"x" * 65536
-            s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                      + (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 4)  # (never the last chunk)
-            assert s.recv(4096).startswith(b"HTTP/1.1 401 ")
-            (connection,) = server.server_state.connections
-            # (uvicorn read up to 64 KiB ahead of the app, and kept it with the request)
-            poll(lambda: not connection.cycle.body, timeout=HANG)  # type: ignore[attr-defined]
-    finally:
-        server.should_exit = True
-        thread.join(HANG)
+def test_what_was_read_of_a_refused_body_is_let_go(serve: Any) -> None:
+    server, port = serve(guarded_http(), _refuse)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(HANG)
+        chunk = b"x" * 65536
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  + (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 4)  # (never the last chunk)
+        assert s.recv(4096).startswith(b"HTTP/1.1 401 ")
+        (connection,) = server.server_state.connections
+        # (uvicorn read up to 64 KiB ahead of the app, and kept it with the request)
+        poll(lambda: not connection.cycle.body, timeout=HANG)  # type: ignore[attr-defined]
 
 
 def _answers(s: socket.socket, count: int) -> list[bytes]:
@@ -250,20 +240,10 @@ async def _slow_answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
 def test_no_408_inside_an_answer_under_way(serve: Any) -> None:
     """The next request's headers unfinished while the answer before it streams: its timeout
     waits for that answer's end (review 39: the 408 was written inside it)."""
-    config = uvicorn.Config(_slow_answer, host="127.0.0.1", port=0, log_level="warning",
-                            lifespan="off", http=guarded_http(head_timeout=0.2))  # type: ignore[arg-type]
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        poll(lambda: server.started or not thread.is_alive(), timeout=HANG)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        with socket.create_connection(("127.0.0.1", port)) as s:
-            s.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n")
-            got = _until_closed(s)
-    finally:
-        server.should_exit = True
-        thread.join(HANG)
+    _, port = serve(guarded_http(head_timeout=0.2), _slow_answer)
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.sendall(b"GET /one HTTP/1.1\r\nHost: x\r\n\r\nGET /two HTTP/1.1\r\nHost: x\r\n")
+        got = _until_closed(s)
     first, _, after = got.partition(b"part1-part2.")
     assert first.startswith(b"HTTP/1.1 200 ") and b"408" not in first, got
     assert after.startswith(b"HTTP/1.1 408 "), got
