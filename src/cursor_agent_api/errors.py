@@ -42,10 +42,15 @@ class CursorAgentError(Exception):
     """Base class of every error of this library.
 
     ``exit_code`` and ``stderr`` are set when the error comes from a finished agent process.
+    ``remedy``, when given, is this failure's own (the same in Python's and the command
+    line's words), in place of its class's.
 
     Example:
         >>> CursorAgentError("boom", exit_code=1).exit_code
         1
+        >>> err = AgentProcessError("it hung", remedy="restart it")
+        >>> str(err), err.cli_message()
+        ('it hung — restart it', 'it hung — restart it')
     """
 
     remedy: str = ""
@@ -62,8 +67,11 @@ class CursorAgentError(Exception):
             cls.remedy, cls.cli_remedy = _phrasings(template)
 
     def __init__(
-        self, message: str, *, exit_code: int | None = None, stderr: str | None = None
+        self, message: str, *, exit_code: int | None = None, stderr: str | None = None,
+        remedy: str | None = None,
     ) -> None:
+        if remedy is not None:  # this failure's own remedy, in place of its class's (both phrasings)
+            self.remedy = self.cli_remedy = remedy
         self.message = message
         self.exit_code = exit_code
         self.stderr = stderr
@@ -121,10 +129,8 @@ class AgentStartError(CursorAgentError):
 
     def __init__(self, message: str, *, errno: int | None = None, remedy: str | None = None,
                  exit_code: int | None = None, stderr: str | None = None) -> None:
-        self.errno = errno
-        if remedy is not None:  # this failure's own remedy (the limit it hit), in both phrasings
-            self.remedy = self.cli_remedy = remedy
-        super().__init__(message, exit_code=exit_code, stderr=stderr)
+        self.errno = errno  # remedy: the limit it hit (CursorAgentError's per-failure remedy)
+        super().__init__(message, exit_code=exit_code, stderr=stderr, remedy=remedy)
 
     @classmethod
     def of(cls, program: str, exc: OSError) -> AgentStartError:

@@ -85,3 +85,47 @@ def test_run_on_the_same_stream_exits_1_too(cli_env: dict[str, str], tmp_path: P
         cwd=cli_env["TEST_WS"], env={**cli_env, "CURSOR_AGENT_SIM_SCRIPT": str(path)})
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert orjson.loads(proc.stdout)["success"] is False
+
+
+USER = line(type="user", message={"role": "user", "content": [{"type": "text", "text": "hi"}]})
+GOOD = INIT + USER + result("success", False, "all good")
+BAD = INIT + USER + result("error", True, "Request timed out")
+CUT = INIT + USER + line(type="assistant", message={
+    "role": "assistant", "content": [{"type": "text", "text": "half"}]})  # no result: cut off
+
+# A recording of several turns (``chat --record``: each turn its init … result): its exit
+# status is 1 if any turn failed, as a piped ``chat`` stops and exits 1 at its first failed
+# turn; what is rendered (the first turn) is unchanged.
+TURNS = {
+    "good-good": (GOOD + GOOD, 0),
+    "good-bad": (GOOD + BAD, 1),
+    "good-bad-good": (GOOD + BAD + GOOD, 1),
+    "good-cut": (GOOD + CUT, 1),
+    "good-then-stderr": (GOOD + "a stray line of stderr\n", 0),  # no new turn: no failure
+}
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("name", TURNS)
+def test_a_recording_of_several_turns_exits_1_if_any_failed(
+    tmp_path: Path, name: str, form: str
+) -> None:
+    recording, status = TURNS[name]
+    path = tmp_path / "chat.ndjson"
+    path.write_text(recording)
+    proc = replay(path, *FORMS[form])
+    assert proc.returncode == status, (proc.stdout, proc.stderr)
+    single = tmp_path / "first.ndjson"
+    single.write_text(GOOD)
+    alone = replay(single, *FORMS[form])
+    if form == "rendered":  # what is shown is the first turn's, as before
+        assert "✓ done" in proc.stdout and "✗" not in proc.stdout, proc.stdout
+    else:
+        summary = orjson.loads(proc.stdout)  # the first turn's, but for the lines counted
+        assert summary == orjson.loads(alone.stdout) | {
+            k: summary[k] for k in ("events", "raw_lines")}
+    if status:
+        (note,) = proc.stderr.splitlines()
+        assert "recorded turn" in note and "failed" in note, note
+    else:
+        assert proc.stderr == ""

@@ -170,3 +170,4 @@ def test_list_at_a_narrow_terminal_loses_no_column(cli_env: dict[str, str], home
     assert re.search(r"\b1 turn\b", screen), screen
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", screen), screen  # last used
     assert "a first prompt" in screen, screen
+    assert re.search(r"\bprint\b", screen), screen  # its transport

@@ -11,6 +11,7 @@ fails (with the agent's exit, "without a result event") instead of hanging.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,25 @@ def test_an_agent_exiting_with_no_grace_is_judged_by_its_exit(tmp_path: Path, te
             assert result.success and result.result.strip() == "the answer", result.exception
         else:
             assert isinstance(result.exception, UsageLimitError), result.exception
+
+
+@pytest.mark.parametrize("by_name", [False, True], ids=["by-path", "by-name-on-path"])
+def test_the_error_names_the_binary_started_and_no_stderr_remedy(
+    tmp_path: Path, by_name: bool
+) -> None:
+    """The message names the agent actually started (``agent_binary`` as resolved on
+    ``PATH``), not ``agent`` (wrong with --simulate or a custom binary), and carries no
+    "see the stderr tail" remedy: the agent closed its stderr, there is none to see."""
+    config = _closer(tmp_path)
+    started = config.agent_binary
+    if by_name:
+        config = config.with_overrides(
+            agent_binary="closer_agent",
+            env={**config.env, "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"})
+    result = CursorAgentClient(config).query("hi")
+    exc = result.exception
+    assert type(exc) is AgentProcessError
+    for text in (str(exc), exc.cli_message()):
+        assert repr(started) in text, text
+        assert "stderr" not in text.split("did not exit", 1)[1], text
+        assert "`agent --version`" not in text, text

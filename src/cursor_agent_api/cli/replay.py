@@ -93,6 +93,73 @@ def dropped_lines_error(reader: EventReader) -> str:
             f"--max-line-bytes={reader.max_line_bytes} and were dropped; the turn is incomplete")
 
 
+class RecordedTurns:
+    """Which turns of a recording failed. A recording may hold several turns (``chat
+    --record``), each from its ``system``/``init`` (or its ``user`` line, after a result) to
+    its ``result``; what ``replay`` shows is the first turn, and its exit status says whether
+    every turn succeeded. A turn with no result (cut off, or followed by the next turn's
+    ``init``) failed; lines that are not JSON between turns (stderr) begin no turn.
+
+    Example:
+        >>> ok = b'{"type":"system","subtype":"init"}\\n{"type":"result","subtype":"success"}\\n'
+        >>> bad = b'{"type":"system","subtype":"init"}\\n{"type":"result","subtype":"error"}\\n'
+        >>> turns = RecordedTurns()
+        >>> for event in EventReader().feed(ok + bad + ok):
+        ...     turns.add(event)
+        >>> turns.close()
+        >>> turns.count, turns.failed
+        (3, [2])
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.failed: list[int] = []
+        """The failed turns' numbers (the first is 1)."""
+        self._turn: Transcript | None = None
+        self._init_seen = False
+
+    def add(self, event: AgentEvent) -> None:
+        """Fold one event of the recording."""
+        etype = event.type
+        turn = self._turn
+        if turn is not None and (
+                (etype is EventType.SYSTEM_INIT and (turn.result_event is not None
+                                                      or self._init_seen))
+                or (etype is EventType.USER and turn.result_event is not None)):
+            self._end(turn)
+            turn = None
+        if turn is None:
+            if etype is EventType.RAW or etype is EventType.ERROR:
+                return
+            turn = self._turn = Transcript(keep_events=False, keep_content=False)
+            self._init_seen = False
+        self._init_seen = self._init_seen or etype is EventType.SYSTEM_INIT
+        turn.add(event)
+
+    def close(self) -> None:
+        """End of the recording: its last turn ends."""
+        if self._turn is not None:
+            self._end(self._turn)
+
+    def _end(self, turn: Transcript) -> None:
+        turn.close()
+        self.count += 1
+        if not turn.to_result().success:
+            self.failed.append(self.count)
+        self._turn = None
+
+
+def _later_failures(turns: RecordedTurns, shown_failed: bool) -> None:
+    """Exit 1 when a turn failed: the one shown says so itself; a later one, in one line."""
+    later = [n for n in turns.failed if n > 1]
+    if later:
+        which = ", ".join(map(str, later))
+        click.echo(f"cursor-agent-api replay: recorded turn{'s' if len(later) > 1 else ''} "
+                   f"{which} of {turns.count} failed (only the first turn is shown)", err=True)
+    if shown_failed or later:
+        sys.exit(1)
+
+
 class _ReadError(Exception):
     """The input could not be read (an ``OSError`` of the output is the output's)."""
 
@@ -143,7 +210,9 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
 
     Exit status, as `run`'s for the same stream: 0 when the recorded turn succeeded, 1
     when it failed (an error result, no result at all: --summary's "success" is false; a
-    line over --max-line-bytes was dropped, so the turn is incomplete), when the input
+    line over --max-line-bytes was dropped, so the turn is incomplete). A recording of
+    several turns (`chat --record`) shows its first; it exits 1 if any turn failed (a later
+    one is named on stderr), as a piped `chat` exits 1 at its first failed turn. 1 also when the input
     holds no JSON event (not a stream-json recording) or the output cannot be written, 2
     when the input cannot be read. Ctrl-C: what was rendered is flushed, then the command
     dies from the SIGINT (a shell's $? 130), so that a shell loop running it stops too.
@@ -159,6 +228,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         sys.exit(2)
     name = "standard input" if file == "-" else shown
     try:
+        turns = RecordedTurns()
         if summary:
             t = Transcript(keep_events=False)
             raw_tail: deque[str] = deque(maxlen=20)  # where the agent's reason would be
@@ -166,6 +236,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             def fold(events: list[AgentEvent]) -> None:
                 for event in events:
                     t.add(event)
+                    turns.add(event)
                     if event.type is EventType.RAW:
                         raw_tail.append(event.text or "")
 
@@ -175,13 +246,13 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             fold(summary_reader.close())
             t.object_lines, t.raw_lines = summary_reader.object_lines, summary_reader.raw_lines
             t.close()
+            turns.close()
             if t.object_lines == 0 and not summary_reader.oversize_lines:
                 _not_a_recording(name, empty=t.raw_lines == 0)
             outcome = summarize(t, raw_tail, dropped=summary_reader)
             sys.stdout.buffer.write(json_line(outcome))
             sys.stdout.flush()
-            if not outcome["success"]:  # the turn failed: as `run` on this stream exits
-                sys.exit(1)
+            _later_failures(turns, not outcome["success"])  # as `run` on this stream exits
             return
         console = make_console(soft_wrap=True)
         renderer = TurnRenderer(console, show_thinking=not no_thinking)
@@ -192,6 +263,7 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         held_bytes = 0
         for events in _batches(src, reader):
             for event in events:
+                turns.add(event)
                 if held is None:
                     renderer.handle(event)
                     continue
@@ -209,8 +281,8 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
             _not_a_recording(name, empty=not held)
         turn = renderer.close(
             failure=dropped_lines_error(reader) if reader.oversize_lines else None)
-        if not turn.success:  # the turn failed: as `run` on this stream exits
-            sys.exit(1)
+        turns.close()
+        _later_failures(turns, not turn.success)  # the first turn's: as `run` on this stream
     except KeyboardInterrupt:
         sys.stdout.flush()
         raise SignalExit(signal.SIGINT) from None

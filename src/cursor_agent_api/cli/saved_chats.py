@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..config import AgentConfig
 from ..errors import SessionError
@@ -51,6 +52,8 @@ class ChatSummary:
     turns: int
     last_used: float
     model: str | None
+    transport: str = "print"
+    """The transport it ran on, ``"print"`` or ``"acp"`` (a file that records none: print)."""
 
 
 class ChatLookupError(SessionError):
@@ -180,8 +183,7 @@ class SavedChats:
             return None
         if data.get("chat_id") not in (None, chat_id):
             return None
-        transport = data.get("config", {}).get("transport")  # (a dict: read_session_file checked)
-        return transport if isinstance(transport, str) else None
+        return _recorded_transport(data)
 
     def exists(self, chat_id: str) -> bool:
         """True if this chat was saved."""
@@ -247,6 +249,7 @@ class SavedChats:
             turns=len(history),
             last_used=last,
             model=data.get("model"),
+            transport=_recorded_transport(data) or "print",
         )
 
     def list(self) -> list[ChatSummary]:
@@ -268,3 +271,15 @@ class SavedChats:
             path.unlink()
         except FileNotFoundError:
             raise ChatLookupError(f"no saved chat {chat_id}") from None
+
+
+def _recorded_transport(data: dict[str, Any]) -> str | None:
+    """The transport a saved chat's file (as :func:`read_session_file` read it) records, or
+    ``None`` (a file of version 1 records none).
+
+    Example:
+        >>> _recorded_transport({"config": {"transport": "acp"}}), _recorded_transport({})
+        ('acp', None)
+    """
+    transport = data.get("config", {}).get("transport")  # (a dict: read_session_file checked)
+    return transport if isinstance(transport, str) else None

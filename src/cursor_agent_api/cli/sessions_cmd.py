@@ -58,6 +58,7 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
             sys.stdout.buffer.write(json_line({
                 "chat_id": c.chat_id, "workspace": c.workspace, "first_prompt": c.first_prompt,
                 "turns": c.turns, "last_used": c.last_used, "model": c.model,
+                "transport": c.transport,
             }))
         sys.stdout.flush()
         return
@@ -74,13 +75,14 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
     table.add_column("workspace", overflow="ellipsis")
     table.add_column("first prompt", overflow="ellipsis", no_wrap=True)
     table.add_column("turns", justify="right")
+    table.add_column("transport", no_wrap=True)  # --resume continues a chat on its own
     table.add_column("last used", no_wrap=True)
     for c in chats:
         # saved text is data: never markup ("what does [/tmp] mean" is shown as is), never
         # a raw escape sequence (shown inert, \x1b…, as every other view shows the agent's text)
         table.add_row(Text(printable(c.chat_id)), Text(printable(c.workspace or "")),
                       Text(_one_line(printable(c.first_prompt))), str(c.turns),
-                      _when(c.last_used))
+                      Text(printable(c.transport)), _when(c.last_used))
     natural = console.measure(table, options=console.options.update_width(1_000_000)).maximum
     if natural <= console.width:  # every cell whole
         console.print(table)
@@ -90,7 +92,7 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
     for c in chats:
         turns = f"{c.turns} turn{'' if c.turns == 1 else 's'}"
         console.print(Text(printable(c.chat_id), style="bold"), soft_wrap=True)
-        console.print(Text(f"  {turns} · {_when(c.last_used)}"
+        console.print(Text(f"  {turns} · {printable(c.transport)} · {_when(c.last_used)}"
                            + (f" · {printable(c.workspace)}" if c.workspace else "")),
                       soft_wrap=True)
         console.print(Text("  " + _one_line(printable(c.first_prompt)), no_wrap=True,
@@ -123,6 +125,8 @@ def _show(summary: ChatSummary, history: list[Any]) -> None:
     console.print(Text(f"workspace: {printable(summary.workspace or '—')}   "
                        f"model: {printable(summary.model or 'default')}   "
                        f"turns: {summary.turns}   last used: {_when(summary.last_used)}"))
+    console.print(Text(f"transport: {printable(summary.transport)} (`--resume` continues it "
+                       "on this one)"))
     for turn in history:
         console.print()
         console.print(Text("› " + printable(turn.prompt), style="bold cyan"))

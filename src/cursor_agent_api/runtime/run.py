@@ -425,11 +425,14 @@ class AgentRun:
                 f"the turn was cancelled ({_signal_name(cancelled)} to the agent's "
                 "process group) before its result", exit_code=exit_code, stderr=stderr), "cancelled"
         if reason == StopReason.OUTPUT_CLOSED:
+            # the program started (agent_binary as resolved), never the agent's words; no
+            # "see the stderr tail" remedy: it closed its stderr too
+            binary = self.argv[0] if self.argv else cfg.agent_binary
             return AgentProcessError(
                 "the agent closed its output (stdout and stderr) without a result but did not "
                 f"exit; its process group was stopped {cfg.result_grace:g} s later. The agent "
-                "is broken or stuck: check its installation (`agent --version`), then send "
-                "the prompt again",
+                f"({binary!r}) is broken or stuck",
+                remedy=f"check that {binary!r} runs (its `--version`), then send the prompt again",
                 exit_code=exit_code, stderr=stderr), "output_closed"
         if reason == StopReason.SHUTDOWN:
             return CursorAgentError("the event loop running the turn shut down",

@@ -449,6 +449,10 @@ class WorkspaceInjection:
         files cannot be merged)."""
         if self._entered:
             return
+        # Not redundant with TurnScope.enter's check_workspace: between the two, it awaits the
+        # tool server's start, long enough for the workspace to go (or become a file); and this
+        # class is used on its own. Without it, either ends in a bare FileNotFoundError or
+        # NotADirectoryError (making .cursor), not this error.
         if not self.workspace.is_dir():
             raise InjectionError(f"the workspace {self.workspace} is not a directory")
         _only_plain(self.workspace)
