@@ -129,3 +129,15 @@ def test_a_recording_of_several_turns_exits_1_if_any_failed(
         assert "recorded turn" in note and "failed" in note, note
     else:
         assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_first_turn_without_a_result_fails_the_recording(tmp_path: Path, form: str) -> None:
+    """The first turn cut off (a chat's Ctrl-C, its agent dead), the chat went on: what is
+    shown runs on into the next turn's result, and looked a success, exit 0 (review 41). The
+    recording failed: exit 1, the first turn named."""
+    path = tmp_path / "chat.ndjson"
+    path.write_text(CUT + GOOD)
+    proc = replay(path, *FORMS[form])
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "recorded turn 1 of 2 failed" in proc.stderr, proc.stderr

@@ -150,13 +150,15 @@ class RecordedTurns:
 
 
 def _later_failures(turns: RecordedTurns, shown_failed: bool) -> None:
-    """Exit 1 when a turn failed: the one shown says so itself; a later one, in one line."""
-    later = [n for n in turns.failed if n > 1]
-    if later:
-        which = ", ".join(map(str, later))
-        click.echo(f"cursor-agent-api replay: recorded turn{'s' if len(later) > 1 else ''} "
+    """Exit 1 when a turn failed: the one shown says so itself; another, in one line (the
+    first too when what is shown looks a success: with no result of its own, the rendering
+    runs on into the next turn's)."""
+    unsaid = [n for n in turns.failed if n > 1 or not shown_failed]
+    if unsaid:
+        which = ", ".join(map(str, unsaid))
+        click.echo(f"cursor-agent-api replay: recorded turn{'s' if len(unsaid) > 1 else ''} "
                    f"{which} of {turns.count} failed (only the first turn is shown)", err=True)
-    if shown_failed or later:
+    if shown_failed or turns.failed:
         sys.exit(1)
 
 
