@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import errno as errno_module
 import re
+from typing import Any
 
 
 class CursorAgentError(Exception):
@@ -80,6 +81,19 @@ class CursorAgentError(Exception):
             text = f"{message} — {self.remedy}"
         super().__init__(text)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Copied or pickled (``multiprocessing``, ``copy``) as it is: its text, attributes and
+        own remedy, not made again from its text (which added its class's remedy a second time).
+
+        Example:
+            >>> import pickle
+            >>> err = AgentProcessError("it hung", remedy="restart it", exit_code=143)
+            >>> again = pickle.loads(pickle.dumps(err))
+            >>> str(again), again.exit_code, type(again).__name__
+            ('it hung — restart it', 143, 'AgentProcessError')
+        """
+        return _restored, (type(self), self.args, self.__dict__)
+
     def cli_message(self) -> str:
         """The message with the remedy in the command line's words (its flags).
 
@@ -90,6 +104,15 @@ class CursorAgentError(Exception):
         if self.cli_remedy and self.cli_remedy not in self.message:
             return f"{self.message} — {self.cli_remedy}"
         return self.message
+
+
+def _restored(cls: type[CursorAgentError], args: tuple[Any, ...],
+              state: dict[str, Any]) -> CursorAgentError:
+    """An error of ``cls`` as it was pickled (:meth:`CursorAgentError.__reduce__`)."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 _ALTERNATIVE = re.compile(r"\{([^{}|]*)\|([^{}]*)\}")
