@@ -388,17 +388,16 @@ class _SessionState(Generic[_C]):
         on, ``workspace`` is the chat's folder, absolute (see :meth:`_pin`)."""
         return self._config
 
-    def _checked(self, overrides: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        """A turn's overrides, every one checked now over the session's own (``TypeError`` /
-        ``ValueError`` as the config raises them), before anything of the turn happens; and
-        the folder it runs in while the chat's is not fixed (:meth:`_pin`): its workspace, or
-        the current directory, now, made absolute."""
+    def _checked(self, overrides: dict[str, Any]) -> str | None:
+        """Check a turn's overrides now over the session's own (``TypeError`` / ``ValueError``
+        as the config raises them), before anything of the turn happens; the folder the turn
+        runs in while the chat's is not fixed (:meth:`_pin`): its workspace, or the current
+        directory, now, made absolute (``None`` once fixed)."""
         if "resume" in overrides:
             raise TypeError("a session sets resume= itself; start another session to change chats")
         turn = {**self._base, **overrides}
         self.client.config.with_overrides(**turn, resume=self._session_id)
-        folder = None if self._pinned else self._folder(turn.get("workspace", self._config.workspace))
-        return overrides, folder
+        return None if self._pinned else self._folder(turn.get("workspace", self._config.workspace))
 
     def _turn(self, overrides: dict[str, Any], folder: str | None) -> dict[str, Any]:
         """The overrides a turn runs with, as of now (the turns before it recorded, which may
@@ -695,9 +694,9 @@ class ConversationSession(_SessionState[CursorAgentClient]):
             >>> session.send("And now in French?").result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked, folder = self._checked(overrides)
+        folder = self._checked(overrides)
         self._settle()
-        result = self.client.query(text, **self._turn(checked, folder))
+        result = self.client.query(text, **self._turn(overrides, folder))
         return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
@@ -707,9 +706,9 @@ class ConversationSession(_SessionState[CursorAgentClient]):
             >>> stream = session.send_stream("Explain it")  # doctest: +SKIP
         """
         text = prompt_text(prompt)  # a bad prompt or override fails here, before the settle
-        checked, folder = self._checked(overrides)
+        folder = self._checked(overrides)
         self._settle()
-        stream = self.client.query_stream(text, **self._turn(checked, folder))
+        stream = self.client.query_stream(text, **self._turn(overrides, folder))
         if not self._pinned:
             self._folders[stream] = folder
         self._streams.append(stream)
@@ -801,9 +800,9 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> (await session.send("And in French?")).result  # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked, folder = self._checked(overrides)
+        folder = self._checked(overrides)
         await self._settle()
-        result = await self.client.query(text, **self._turn(checked, folder))
+        result = await self.client.query(text, **self._turn(overrides, folder))
         return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> AsyncStreamingResponse:
@@ -820,16 +819,16 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             >>> async for event in stream: ...              # doctest: +SKIP
         """
         text = prompt_text(prompt)
-        checked, folder = self._checked(overrides)
+        folder = self._checked(overrides)
         self._absorb()
         if not self._streams:
-            stream = self.client.query_stream(text, **self._turn(checked, folder))
+            stream = self.client.query_stream(text, **self._turn(overrides, folder))
         else:
             async def settled() -> dict[str, Any]:
                 await self._settle(until=stream)
                 if stream._stopped:  # cancelled while the previous turns were awaited
                     raise RuntimeError("the stream was cancelled before it started")
-                return self._turn(checked, folder)
+                return self._turn(overrides, folder)
 
             stream = self.client._deferred_stream(text, settled)
         if not self._pinned:

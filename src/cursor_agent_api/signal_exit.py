@@ -263,10 +263,8 @@ def held_signals() -> Iterator[None]:
     def hold(signum: int, frame: object) -> None:
         if not held:
             held.append(signum)
-        elif _program:
-            die_now(signum)
         else:
-            raise SignalExit(signum)
+            _again(signum)
 
     given: list[tuple[int, Any]] = []
     if threading.current_thread() is threading.main_thread():
@@ -285,9 +283,26 @@ def held_signals() -> Iterator[None]:
             signal.signal(taken, previous)
         stopping()  # (the program already stopping: the next signal still ends it at once)
     if held:
-        if failed is not None:
-            say_error(failed)
-        raise SignalExit(held[0]) from None
+        _ended_by(held[0], failed)
+
+
+def _again(signum: int, line: str | None = None) -> NoReturn:
+    """A second ending signal while one is kept (:func:`held_signals`,
+    :func:`cancelled_by_signals`): the program dies from it at once (``line`` said first);
+    called as a function, not the program: :class:`SignalExit` where the code is."""
+    if _program:
+        if line is not None:
+            say_at_once(line)
+        die_now(signum)
+    raise SignalExit(signum)
+
+
+def _ended_by(signum: int, failed: Exception | None) -> NoReturn:
+    """A block that kept a signal is left: ``failed`` (what it raised meanwhile) said as
+    the command says it, then :class:`SignalExit` ends the command from that signal."""
+    if failed is not None:
+        say_error(failed)
+    raise SignalExit(signum) from None
 
 
 def say_error(error: Exception) -> None:
@@ -473,10 +488,7 @@ def cancelled_by_signals(who: str, doing: str = "its start") -> Iterator[StartSi
             elif signals.stop is not None:
                 signals.stop()
             return
-        if _program:
-            say_at_once(signals.second_line(signum))
-            die_now(signum)
-        raise SignalExit(signum)
+        _again(signum, signals.second_line(signum))
 
     given = [(sig, previous) for sig in ENDING
              if _takes(sig, previous := signal.getsignal(sig), task)]
@@ -498,9 +510,7 @@ def cancelled_by_signals(who: str, doing: str = "its start") -> Iterator[StartSi
             if signal.getsignal(sig) is taken:
                 signal.signal(sig, previous)
     if signals.first is not None:
-        if failed is not None:
-            say_error(failed)
-        raise SignalExit(signals.first) from None
+        _ended_by(signals.first, failed)
 
 
 class SignalWake:
