@@ -340,11 +340,19 @@ class AgentConfig:
     ``on_question``, ``on_plan`` (callbacks, sync or async; see
     :mod:`cursor_agent_api.permissions`), ``permission_mode`` (``"deny"``, ``"allow"``,
     ``"read-only"``, ``"ask"``), ``allowed_tools`` / ``denied_tools`` (rules such as
-    ``Shell(ls)``, ``Write(src/**)``, ``Mcp(server:tool)``), ``permission_timeout`` (seconds
+    ``Shell(ls)``, ``Write(src/**)``, ``Mcp(server:tool)``; they answer the requests the agent
+    sends, and current builds ask nothing before an edit or a delete: ``"read-only"`` does not
+    stop edits, ``session_mode="plan"`` does), ``permission_timeout`` (seconds
     until an unanswered request is rejected; none by default), ``images`` (image files sent
     with the prompt), ``session_mode`` (the session's mode, such as ``"plan"``: set with
     ``session/set_mode`` before each prompt whose session is in another mode; ``None`` leaves it).
     With ``transport="print"`` they are refused (``ValueError``): print mode cannot be steered.
+    With ``transport="acp"`` and ``force_approve=True`` (``agent --force acp``: the agent runs
+    every tool call without asking), ``can_use_tool``, ``denied_tools`` and a
+    ``permission_mode`` of ``"ask"`` or ``"read-only"`` are refused the same way: they would
+    never be consulted. ``allowed_tools``, ``permission_mode="allow"``, ``on_question``,
+    ``on_plan`` and ``permission_timeout`` stay (they widen nothing force does not, or steer
+    questions and plans, which the agent still asks).
 
     Every field is checked when the object is built (and again by
     :meth:`with_overrides`): a wrong value raises ``TypeError`` or
@@ -520,6 +528,19 @@ class AgentConfig:
         if self.session_mode is not None and self.transport != "acp":
             raise _fail("session_mode", "needs transport='acp' (a session mode is ACP's "
                         "session/set_mode)", self.session_mode)
+        if self.transport == "acp" and self.force_approve:
+            # `agent --force acp` runs every tool call without asking (ACP.md §6): rules and a
+            # callback that would stop a call are never consulted, so a denied call would run
+            never_asked = {"can_use_tool": self.can_use_tool is not None,
+                           "denied_tools": bool(self.denied_tools),
+                           "permission_mode": self.permission_mode in ("ask", "read-only")}
+            for name, given in never_asked.items():
+                if given:
+                    raise ValueError(
+                        f"AgentConfig.force_approve and AgentConfig.{name} cannot go together "
+                        "in ACP mode: with force_approve the agent runs every tool call without "
+                        f"asking, so {name} would never be consulted (a call it refuses would "
+                        "run); drop force_approve to steer the calls")
         if self.transport == "print":  # steering is ACP's: in print mode it would do nothing
             steering = {"can_use_tool": self.can_use_tool is not None,
                         "on_question": self.on_question is not None,

@@ -82,12 +82,20 @@ def sqlite_path(database_url: str) -> str | None:
 
 
 def _shown(url: URL) -> str:
-    """The URL as it may be shown: no password, and no query (``?password=…`` is one).
+    """The URL as it may be shown: no password, and no query (``?password=…`` is one). A
+    password with an ``@`` left unencoded is hidden whole: the host is what follows the
+    authority's last ``@`` (SQLAlchemy reads the first as the end of the password, the rest
+    as the host).
 
     Example:
         >>> _shown(make_url("postgres://me:pw@db/app?password=pw&sslmode=require"))
         'postgres://me:***@db/app?…'
+        >>> _shown(make_url("postgresql+asyncpg://u:Sec@ret@db:5432/app"))
+        'postgresql+asyncpg://u:***@db:5432/app'
     """
+    host = url.host or ""
+    if "@" in host:  # an unencoded "@" in the password (or the user): all of it hidden
+        url = url.set(host=host.rpartition("@")[2], password="***")
     text = url.set(query={}).render_as_string(hide_password=True)
     return f"{text}?…" if url.query else text
 
@@ -123,6 +131,10 @@ def database_url_problem(url: str) -> str | None:
         >>> print(database_url_problem("sqlite+aiosqlite:///:memory:"))  # doctest: +NORMALIZE_WHITESPACE
         sqlite+aiosqlite:///:memory: is an in-memory database (every chat lost when the server
         stops): use sqlite+aiosqlite:///PATH
+        >>> tls = "postgresql+asyncpg://db/app?sslrootcert=/ca.pem"
+        >>> print(database_url_problem(tls))  # doctest: +NORMALIZE_WHITESPACE
+        postgresql+asyncpg://db/app?…: sslrootcert= in the URL is not taken by the store's
+        driver: set PGSSLROOTCERT in the environment instead (both drivers read it)
     """
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
@@ -150,8 +162,19 @@ def database_url_problem(url: str) -> str | None:
             importlib.import_module("asyncpg")
         except ImportError:
             return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
+        files = [name for name in _TLS_FILES if name in parsed.query]
+        if files:  # SQLAlchemy hands them to asyncpg.connect(), which takes no such argument
+            given = ", ".join(f"{name}=" for name in files)
+            env = ", ".join(_TLS_FILES[name] for name in files)
+            return (f"{shown}: {given} in the URL is not taken by the store's driver: set "
+                    f"{env} in the environment instead (both drivers read it)")
         return None
     return f"{shown}: unsupported database; use {_FORMS}"
+
+
+_TLS_FILES = {"sslrootcert": "PGSSLROOTCERT", "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY",
+              "sslcrl": "PGSSLCRL"}
+"""libpq's TLS file parameters, and the environment variables libpq and asyncpg both read."""
 
 
 def _sqlite_file_problem(url: URL, shown: str) -> str | None:
@@ -193,12 +216,53 @@ def holds_password(url: str) -> bool:
     return bool(parsed.password) or "password" in parsed.query
 
 
+_TLS_NAMES = {"libpq": ("sslmode", "ssl"), "asyncpg": ("ssl", "sslmode")}
+"""Per driver: the name it takes for the TLS mode in a URL, and the other form's, renamed."""
+
+
+def _tls_named(url: URL, driver: str) -> URL:
+    """``url`` with its TLS mode under the name ``driver`` takes: ``?ssl=require``
+    (SQLAlchemy's and asyncpg's form) and ``?sslmode=require`` (libpq's) mean the same,
+    whichever form the URL has (the same modes: ``disable``, ``allow``, ``prefer``,
+    ``require``, ``verify-ca``, ``verify-full``). A URL naming both keeps its own name's."""
+    wanted, other = _TLS_NAMES[driver]
+    if other not in url.query:
+        return url
+    query = dict(url.query)
+    value = query.pop(other)
+    query.setdefault(wanted, value)
+    return url.set(query=query)
+
+
 def libpq_url(database_url: str) -> str:
-    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL.
+    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL (psycopg's, the
+    job queue's; and asyncpg's own DSN, the LISTEN connections'), its TLS mode as ``sslmode``.
 
     The password stays in the URL given to the drivers; it is never printed.
+
+    Example:
+        >>> libpq_url("postgresql+asyncpg://u@db/app?ssl=require")
+        'postgresql://u@db/app?sslmode=require'
     """
-    return make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    url = _tls_named(make_url(database_url), "libpq")
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def engine_url(database_url: str) -> str:
+    """The URL the store's SQLAlchemy engine is given: PostgreSQL's TLS mode as ``ssl`` (what
+    SQLAlchemy's asyncpg dialect hands to asyncpg, which has no ``sslmode`` argument); any other
+    URL as it is.
+
+    Example:
+        >>> engine_url("postgresql+asyncpg://u@db/app?sslmode=verify-full")
+        'postgresql+asyncpg://u@db/app?ssl=verify-full'
+        >>> engine_url("sqlite+aiosqlite:////d/x.db")
+        'sqlite+aiosqlite:////d/x.db'
+    """
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql" or "sslmode" not in url.query:
+        return database_url
+    return _tls_named(url, "asyncpg").render_as_string(hide_password=False)
 
 
 def is_postgres(database_url: str) -> bool:

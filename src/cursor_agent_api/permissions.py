@@ -4,8 +4,9 @@ In ACP mode (``AgentConfig(transport="acp")``) the agent asks before a tool call
 run on its own. The answer comes, in this order, from:
 
 1. ``denied_tools`` then ``allowed_tools``: rules in Cursor's own syntax, ``Shell(cmd)``
-   (a simple command's name or its whole text, ``*`` globs; an allow rule must cover every
-   simple command of a compound one, a deny rule matches any), ``Write(path)`` (edits,
+   (a simple command's name or its whole text, ``*`` globs; Cursor's ``command:args`` form,
+   ``Shell(curl:*)``, is the command with arguments the second part globs, or none; an allow
+   rule must cover every simple command of a compound one, a deny rule matches any), ``Write(path)`` (edits,
    deletes), ``Read(path)`` (paths normalised first), ``Mcp(server:tool)``,
    ``WebFetch(domain)``; ``Shell(*)`` is any command; a deny rule also matches a request
    that does not say what it touches (an edit without a path);
@@ -15,6 +16,11 @@ run on its own. The answer comes, in this order, from:
 3. ``permission_mode``: ``"deny"`` (the default, as print mode without ``--force``),
    ``"allow"`` (everything), ``"read-only"`` (reads and searches only), ``"ask"``
    (``can_use_tool`` is required).
+
+All of them answer the requests the agent *sends*, and current builds send none before an
+edit, a new file or a delete (nor a read): ``"read-only"`` and ``Write(…)`` rules do not stop
+edits. ``session_mode="plan"`` or ``"ask"``, or Cursor's own deny list (``Write(**)`` in
+``.cursor/cli.json``), does (docs/acp.md).
 
 The answer is sent as the offered option of the right *kind* (``allow_once``,
 ``allow_always``, ``reject_once``), never by guessing Cursor's option ids.
@@ -200,7 +206,9 @@ class QuestionRequest:
 @dataclass(frozen=True, slots=True)
 class Answer:
     """The chosen option ids, per question id; a bare string or list answers the first
-    question. Example: ``Answer({"q1": ["small"]})`` or ``Answer("small")``."""
+    question. Example: ``Answer({"q1": ["small"]})`` or ``Answer("small")``. An option's label
+    (``Answer("Small change")``) stands for it when exactly one option of its question has
+    it; a value that is neither skips the questions, with a warning (docs/acp.md)."""
 
     choices: Mapping[str, Sequence[str]] | Sequence[str] | str
 
@@ -293,10 +301,35 @@ def check_rule(rule: str) -> str:
         ...
         ValueError: 'rm' is not a permission rule: use Shell(cmd), Write(path), ...
     """
-    if not isinstance(rule, str) or _RULE.match(rule.strip()) is None:
+    m = _RULE.match(rule.strip()) if isinstance(rule, str) else None
+    if m is None:
         raise ValueError(f"{rule!r} is not a permission rule: use Shell(cmd), Write(path), "
                          "Read(path), Mcp(server:tool), WebFetch(domain) or WebSearch(term)")
+    command, colon, args = m.group(2).partition(":")
+    if m.group(1) == "Shell" and colon and not command.strip():
+        raise ValueError(f"{rule!r} is not a permission rule: Shell(command:args) needs the "
+                         "command before the colon, such as Shell(curl:*)")
+    if m.group(1) == "Shell" and colon and not args.strip():
+        raise ValueError(f"{rule!r} is not a permission rule: Shell(command:args) needs the "
+                         "arguments after the colon, such as Shell(git:status *); "
+                         "Shell(curl) and Shell(curl:*) name the command with any arguments")
     return rule.strip()
+
+
+def _shell_patterns(arg: str) -> list[str]:
+    """The globs a ``Shell(…)`` rule's argument stands for: itself, or for Cursor's
+    ``command:args`` form (``Shell(curl:*)``) the command followed by arguments the second
+    part globs (``curl *``), and the bare command when that part globs no arguments too.
+
+    Example:
+        >>> _shell_patterns("ls"), _shell_patterns("rm:*"), _shell_patterns("git:push *")
+        (['ls'], ['rm *', 'rm'], ['git push *'])
+    """
+    if ":" not in arg:
+        return [arg]
+    command, _, args = arg.partition(":")
+    command, args = command.strip(), args.strip()
+    return [f"{command} {args}", *([command] if fnmatch.fnmatchcase("", args) else [])]
 
 
 def _glob(pattern: str, value: str | None) -> bool:
@@ -412,9 +445,10 @@ def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> 
     tc = request.tool_call
     if head == "Shell":
         command = tc.command or ""
+        patterns = _shell_patterns(arg)
         if deny:
-            return _unknown(command) or _shell_touches(arg, command)
-        return _shell_covers([arg], command)
+            return _unknown(command) or any(_shell_touches(p, command) for p in patterns)
+        return _shell_covers(patterns, command)
     if head in ("Write", "Read"):
         return _path_matches(arg, tc.path, deny=deny)
     if head == "Mcp":
@@ -470,8 +504,8 @@ def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[
             return Deny(f"denied by the rule {rule}")
     if request.kind is ToolKind.SHELL:
         # every simple command by some rule: `Shell(ls)` and `Shell(wc)` cover `ls | wc -l`
-        shell = [m.group(2).strip() for r in allowed
-                 if (m := _RULE.match(r.strip())) and m.group(1) == "Shell"]
+        shell = [p for r in allowed if (m := _RULE.match(r.strip())) and m.group(1) == "Shell"
+                 for p in _shell_patterns(m.group(2).strip())]
         if shell and _shell_covers(shell, request.command or ""):
             return Allow()
     elif any(match_rule(rule, request) for rule in allowed):

@@ -397,15 +397,37 @@ class _SessionState(Generic[_C]):
             raise TypeError("a session sets resume= itself; start another session to change chats")
         turn = {**self._base, **overrides}
         self.client.config.with_overrides(**turn, resume=self._session_id)
+        self._refuse_elsewhere(overrides)
         return None if self._pinned else self._folder(turn.get("workspace", self._config.workspace))
+
+    def _refuse_elsewhere(self, overrides: dict[str, Any]) -> None:
+        """``ValueError`` for a turn whose ``workspace=`` is another folder than the chat's,
+        once it is known (fixed by :meth:`_pin`; a loaded file's, or the workspace given with
+        ``session_id=``): the CLI keeps
+        chats per workspace, so the turn would resume nothing there and "succeed" without
+        the conversation. The same folder, however written (relative, ``"."``), runs."""
+        if "workspace" not in overrides:
+            return
+        if self._pinned:
+            chat = self._config.workspace
+        elif self._session_id is not None and self._config.workspace is not None:
+            chat = self._folder(self._config.workspace)  # (a loaded file's, or given with it)
+        else:
+            return  # no chat yet, or a chat id given without its folder: the turn says it
+        asked = self._folder(overrides["workspace"])
+        if asked != chat:
+            raise ValueError(
+                f"this session's chat lives in {chat!r}, and the agent keeps chats per "
+                f"folder: a turn in another folder ({asked!r}) would start without the "
+                "conversation. Leave workspace= out, or start another session there")
 
     def _turn(self, overrides: dict[str, Any], folder: str | None) -> dict[str, Any]:
         """The overrides a turn runs with, as of now (the turns before it recorded, which may
         have fixed the chat's folder): the session's own, the turn's, the chat to resume; the
         turn's ``folder`` while the chat's is not fixed."""
+        self._refuse_elsewhere(overrides)  # (the turns before it may have made the chat)
         turn = {**self._base, **overrides, "resume": self._session_id}
-        if not self._pinned:
-            turn["workspace"] = folder
+        turn["workspace"] = self._config.workspace if self._pinned else folder
         return turn
 
     @staticmethod
@@ -557,7 +579,9 @@ class _SessionState(Generic[_C]):
         later = {k: v for k, v in overrides.items() if k != "env"}
         if "env" in overrides and base is not None:
             later["env"] = overrides["env"]
-        for name in ("can_use_tool", "permission_mode"):  # checked with each other
+        # checked with each other (and with the file's): an override may drop one of a pair
+        # the config refuses together (a file saved with force_approve and a deny rule)
+        for name in ("can_use_tool", "permission_mode", "force_approve", "denied_tools"):
             if name in later:
                 fields[name] = later.pop(name)
         try:

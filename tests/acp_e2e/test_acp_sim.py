@@ -247,35 +247,41 @@ def test_a_tool_function_is_called_in_acp_mode_after_a_permission_request(sim: S
     token resolved there, never in a file) and gets an approval entry in the CLI's
     ``mcp-approvals.json`` for the turn (``--approve-mcps`` is not wired to ACP, and the
     simulator, as the 09.10 bundle, loads a given server only with one); the simulator loads
-    it and asks before the call."""
+    it and asks before the call, and the client allows its own tools without asking the
+    callback (as print mode's allowlist does)."""
     from cursor_agent_api.tools import tool
 
-    @tool
-    def lookup_order(order_id: str) -> dict[str, Any]:
-        """Look up an order by its id."""
-        return {"id": order_id, "status": "shipped"}
-
-    asked: list[PermissionRequest] = []
     slug = re.sub(r"[^A-Za-z0-9]+", "-", str(sim.workspace.resolve())).strip("-")
     approvals = sim.config_dir / "projects" / slug / "mcp-approvals.json"
     during: list[list[str]] = []
 
+    @tool
+    def lookup_order(order_id: str) -> dict[str, Any]:
+        """Look up an order by its id."""
+        during.append(json.loads(approvals.read_bytes()))
+        return {"id": order_id, "status": "shipped"}
+
+    asked: list[PermissionRequest] = []
+
     def can_use_tool(request: PermissionRequest) -> Allow:
         asked.append(request)
-        during.append(json.loads(approvals.read_bytes()))
         return Allow()
 
     before = sorted(p.name for p in sim.workspace.rglob("*"))
     with CursorAgentClient(sim.config(can_use_tool=can_use_tool), tools=[lookup_order]) as client:
         result = client.query('lookup_order {"order_id": "A1"}')
-    (request,) = asked
-    assert request.mcp_server is not None and request.mcp_server.startswith("python-tools-")
-    assert request.mcp_tool == "lookup_order" and '{"order_id":"A1"}' in (request.reason or "")
+    assert asked == []  # its own tool: allowed without asking
+    (request,) = [e.data["query"]["permissionRequestQuery"] for e in result.events
+                  if e.type is EventType.INTERACTION_QUERY and e.data.get("subtype") == "request"]
+    assert request["args"]["providerIdentifier"].startswith("python-tools-")
+    assert request["args"]["toolName"] == "lookup_order"
+    assert '{"order_id":"A1"}' in (request["reason"] or "")
     assert result.success, result.error
     assert '`lookup_order` returned: {"id": "A1", "status": "shipped"}' in result.result
     # the permission request named the server and the arguments: the call is linked back
     (call,) = [c for c in result.tool_calls if c.kind is ToolKind.MCP]
-    assert call.mcp_server == request.mcp_server and call.mcp_tool == "lookup_order"
+    assert call.mcp_server == request["args"]["providerIdentifier"]
+    assert call.mcp_tool == "lookup_order"
     assert call.is_own_tool and call.local is not None
     assert call.local.arguments == {"order_id": "A1"} and call.local.value == {
         "id": "A1", "status": "shipped"}

@@ -32,9 +32,14 @@ CASES = [
     ("sqlite+aiosqlite:///file:chats?mode=memory&uri=true",
      "is an in-memory database (every chat lost when the server stops): use "
      "sqlite+aiosqlite:///PATH"),
+    # review 44: the store's driver (asyncpg, through SQLAlchemy) takes no TLS file in the URL:
+    # serve died with a 95-line TypeError traceback; libpq's variables work for both drivers
+    ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?sslmode=verify-full&sslrootcert=/ca.pem",
+     "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: sslrootcert= in the URL is not taken by "
+     "the store's driver: set PGSSLROOTCERT in the environment instead (both drivers read it)"),
 ]
 IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown", "sqlite-no-path", "sqlite-no-slash",
-       "sqlite-memory", "sqlite-uri-memory"]
+       "sqlite-memory", "sqlite-uri-memory", "tls-file-in-url"]
 
 
 def _command(command: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:

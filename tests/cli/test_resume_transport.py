@@ -98,3 +98,23 @@ def test_a_print_chat_resumed_without_acp_stays_in_print_mode(
     assert again.returncode == 0, again.stderr
     assert "the codeword heron" in orjson.loads(again.stdout)["result"]
     assert transport_of(cli_env, print_chat) == "print"
+
+
+@pytest.mark.parametrize("shape", ["version 1", "version 2 without transport"])
+def test_acp_on_a_chat_saved_before_transports_is_refused_as_print(
+        cli: Cli, cli_env: dict[str, str], print_chat: str, shape: str) -> None:
+    """A file that records no transport was saved before ACP mode existed: a print chat
+    (``sessions list`` shows it so); ``--acp`` is refused for it as for any print chat (it
+    ran over ACP, and the agent, which cannot load a print chat there, forgot it)."""
+    path = saved_file(cli_env, print_chat)
+    data = json.loads(path.read_text())
+    if shape == "version 1":
+        data = {k: data[k] for k in ("chat_id", "workspace", "model", "history")} | {"version": 1}
+    else:
+        del data["config"]["transport"]
+    path.write_text(json.dumps(data))
+    refused = cli("run", "--resume", print_chat, "--acp", "--simulate", "--trust", RECALL)
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    (line,) = refused.stderr.strip().splitlines()
+    assert print_chat in line and "print mode" in line, line
+    assert json.loads(path.read_text()) == data  # the file as it was

@@ -211,3 +211,90 @@ def test_a_stream_left_unfinalized_fixes_its_own_folder(
             session.save(tmp_path / "chat.json")
             assert json.loads((tmp_path / "chat.json").read_text())["workspace"] == str(places.ws)
         assert session.config.workspace == str(places.ws)
+
+
+@pytest.mark.parametrize("how", ["send", "send_stream", "async send", "async send_stream"])
+def test_a_turn_in_another_folder_than_the_chats_is_refused(
+        sim: Callable[..., AgentConfig], places: Places, monkeypatch: pytest.MonkeyPatch,
+        how: str) -> None:
+    """Once the session has a chat, a turn's ``workspace=`` naming another folder is a
+    ``ValueError`` before anything runs: the agent keeps chats per folder, and the turn ran
+    there with ``--resume``, "succeeded", and had lost the whole conversation (before)."""
+    monkeypatch.chdir(places.ws)
+    other = str(places.elsewhere / "ws")
+
+    async def in_async() -> Any:
+        async with AsyncConversationSession(sim(workspace=None)) as session:
+            first = await session.send(REMEMBER)
+            with pytest.raises(ValueError, match="another folder") as refused:
+                if how == "async send":
+                    await session.send(ASK, workspace=other)
+                else:
+                    session.send_stream(ASK, workspace=other)
+            again = await session.send(ASK, workspace=".")  # same folder: runs
+            return first, again, refused, len(session.history)
+
+    if how.startswith("async"):
+        first, again, refused, turns = asyncio.run(in_async())
+    else:
+        with ConversationSession(sim(workspace=None)) as session:
+            first = session.send(REMEMBER)
+            with pytest.raises(ValueError, match="another folder") as refused:
+                if how == "send":
+                    session.send(ASK, workspace=other)
+                else:
+                    session.send_stream(ASK, workspace=other)
+            again = session.send(ASK, workspace=".")  # the chat's folder, relative: runs
+            turns = len(session.history)
+    message = str(refused.value)
+    assert str(places.ws) in message and other in message, message
+    assert turns == 2  # the refused turn recorded nothing
+    assert again.success and "eu-west-1" in again.result, again.result
+    assert again.session_id == first.session_id and _ran_in(again) == str(places.ws)
+
+
+def test_a_loaded_session_refuses_a_turn_in_another_folder(
+        sim: Callable[..., AgentConfig], places: Places, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded session has its chat (the file's folder) before its first turn."""
+    path = tmp_path / "chat.json"
+    monkeypatch.chdir(places.ws)
+    config = sim(workspace=None)
+    with ConversationSession(config) as session:
+        session.send(REMEMBER)
+        session.save(path)
+    with ConversationSession.load(path, env=dict(config.env)) as later:
+        with pytest.raises(ValueError, match="another folder"):
+            later.send(ASK, workspace=str(places.elsewhere / "ws"))
+        again = later.send(ASK)
+    assert again.success and "eu-west-1" in again.result, again.result
+
+
+def test_a_turn_elsewhere_after_an_unfinalized_first_stream_is_refused(
+        sim: Callable[..., AgentConfig], places: Places, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chat is made by a first turn streamed and not finalized: the next turn records it
+    first, and only then is its folder known; a turn elsewhere is refused then."""
+    monkeypatch.chdir(places.ws)
+    with ConversationSession(sim(workspace=None)) as session:
+        list(session.send_stream(REMEMBER))  # read, never finalized
+        with pytest.raises(ValueError, match="another folder"):
+            session.send(ASK, workspace=str(places.elsewhere / "ws"))
+        again = session.send(ASK)
+        assert len(session.history) == 2
+    assert again.success and "eu-west-1" in again.result, again.result
+
+
+def test_a_session_given_a_chat_id_and_no_folder_takes_the_turns(
+        sim: Callable[..., AgentConfig], places: Places, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``session_id=`` without a workspace: the chat's folder is not known, so a turn's
+    ``workspace=`` says it (review 42: it was refused, the current directory taken for the
+    chat's). Once a turn ran, the folder is fixed, and another one is refused."""
+    config = sim(workspace=str(places.ws))
+    with ConversationSession(config) as first:
+        chat = first.send(REMEMBER).session_id
+    monkeypatch.chdir(places.elsewhere)
+    with ConversationSession(config.with_overrides(workspace=None), session_id=chat) as later:
+        again = later.send(ASK, workspace=str(places.ws))
+        with pytest.raises(ValueError, match="another folder"):
+            later.send(ASK, workspace=str(places.elsewhere / "ws"))
+    assert again.success and "eu-west-1" in again.result, again.result

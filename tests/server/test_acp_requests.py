@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 from server_helpers import all_events, new_chat, poll, wait_run
 
 
@@ -146,13 +147,17 @@ def test_cancel_answers_pending_requests_cancelled(server: Any) -> None:
         assert wait_run(c, again)["status"] == "succeeded"
 
 
-def test_restart_answers_pending_requests_cancelled(make_server: Any) -> None:
+@pytest.mark.parametrize("stop", ["kill", "stop"])
+def test_restart_answers_pending_requests_cancelled(make_server: Any, stop: str) -> None:
+    """A crash (SIGKILL: the next start closes the request) and a graceful stop (SIGTERM: the
+    stopping server closes it) say the same: ``by: "restart"`` ("Cancelled (the server
+    restarted)" on the page; audit 5, F6: a graceful stop said ``run-end``, "the run ended")."""
     server = make_server()
     with server.client() as c:
         chat = new_chat(c, transport="acp")
         run_id = _start(c, chat["id"], "run `echo across-a-crash`")
         req = poll(lambda: _pending(c, chat["id"]))
-    server.kill()
+    getattr(server, stop)()
     again = make_server()
     with again.client() as c:
         assert c.get(f"/api/runs/{run_id}").json()["status"] == "interrupted"
@@ -196,3 +201,23 @@ def test_simulate_runs_acp_chats_on_the_simulators_acp_front_end() -> None:
     assert argv[-1] == "acp"
     printed = agent_config(settings, AgentLaunch("hi", "/w", None, {}))
     assert printed.transport == "print" and printed.can_use_tool is None
+
+
+def test_a_forced_acp_chat_asks_a_person_its_questions_and_plans_only() -> None:
+    """``force`` (``agent --force acp``) asks no permission: the run's config carries no
+    ``can_use_tool`` (AgentConfig refuses one beside force_approve), only the rest."""
+    from unittest.mock import Mock
+
+    from cursor_agent_api.server.requests import RunSteering
+    from cursor_agent_api.server.runner import AgentLaunch, agent_config
+    from cursor_agent_api.server.settings import ServerSettings
+
+    settings = ServerSettings(token="t" * 16, simulate=True)
+    steering = RunSteering(Mock())
+    forced = agent_config(settings, AgentLaunch("hi", "/w", None, {"transport": "acp", "force": True},
+                                                steering=steering))
+    assert forced.force_approve and forced.can_use_tool is None and forced.permission_mode == "deny"
+    assert forced.on_question == steering.on_question and forced.on_plan == steering.on_plan
+    asked = agent_config(settings, AgentLaunch("hi", "/w", None, {"transport": "acp"},
+                                               steering=steering))
+    assert asked.can_use_tool == steering.can_use_tool and asked.permission_mode == "ask"

@@ -67,8 +67,10 @@ def test_pydantic_model_input_and_return_values() -> None:
     def odd() -> object:
         return object()
 
-    assert asyncio.run(odd.invoke({})).error == ("TypeError: the tool returned a object, which is not "
-                                                 "JSON (return a str, dict, list or pydantic model)")
+    assert asyncio.run(odd.invoke({})).error == (
+        "TypeError: the tool returned a object, which JSON cannot hold (return a str, a pydantic "
+        "model, or JSON values: dict, list, str, number, bool, None — pydantic models inside them "
+        "too)")
 
 
 def test_bad_declarations_fail_where_written() -> None:

@@ -16,24 +16,29 @@ END_TOOL = "END-OF-THE-BIG-FILE"
 END_TEXT = "END-OF-THE-LONG-ANSWER"
 
 
-def _script(path: Path) -> Path:
-    sid = "8ef40118-8378-436d-8ba8-2436b19cc877"
-    content = "<script>window.__pwned = 1</script> line\n" * 12000 + END_TOOL + "\n"
-    answer = "A long answer. " * 30000 + END_TEXT
-    args = wire.read_args("/ws/big.log")
+def _one_call(path: Path, sid: str, kind: str, args: dict[str, Any], result: dict[str, Any],
+              answer: str) -> Path:
+    """A recorded turn at ``path``: one ``kind`` call with ``args`` and ``result``, then
+    ``answer`` as the text and the result."""
     times = {"model_call_id": "mc", "started_at_ms": 1, "timestamp_ms": 1}
     with path.open("wb") as f:
         f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
         f.write(wire.encode(wire.user(sid, "big")))
-        f.write(wire.encode(wire.tool_call_started(sid, "call_1", "readToolCall", args, **times)))
-        done = wire.tool_call_completed(
-            sid, "call_1", "readToolCall", wire.read_success("/ws/big.log", content), args=args,
-            completed_at_ms=2, **times,
-        )
+        f.write(wire.encode(wire.tool_call_started(sid, "call_1", kind, args, **times)))
+        done = wire.tool_call_completed(sid, "call_1", kind, result, args=args,
+                                        completed_at_ms=2, **times)
         f.write(wire.encode(done))
         f.write(wire.encode(wire.assistant_final(sid, answer)))
         f.write(wire.encode(wire.result_success(sid, "r", answer, 1, wire.usage(1, 2))))
     return path
+
+
+def _script(path: Path) -> Path:
+    content = "<script>window.__pwned = 1</script> line\n" * 12000 + END_TOOL + "\n"
+    answer = "A long answer. " * 30000 + END_TEXT
+    return _one_call(path, "8ef40118-8378-436d-8ba8-2436b19cc877", "readToolCall",
+                     wire.read_args("/ws/big.log"), wire.read_success("/ws/big.log", content),
+                     answer)
 
 
 def test_long_output_and_text_are_cut_with_show_all(
@@ -62,3 +67,31 @@ def test_long_output_and_text_are_cut_with_show_all(
     assert page.locator("#timeline script").count() == 0
     assert page.errors == []  # type: ignore[attr-defined]
     shot(page, "shown-all")
+
+
+def _failed_mcp_script(path: Path) -> Path:
+    said = "a line of what the tool said\n" * 12000 + END_TOOL + "\n"
+    return _one_call(path, "8ef40118-8378-436d-8ba8-2436b19cc878", "mcpToolCall",
+                     wire.mcp_args("docs", "find", {"q": "x"}, "call_1"),
+                     wire.mcp_success([said], is_error=True), "The tool failed.")
+
+
+def test_show_all_of_a_failed_calls_cut_output_shows_it_under_the_card(
+    make_server: Any, browser: Any, tmp_path: Path
+) -> None:
+    """A failed MCP (fetch, other) call's card shows no output block (its error line says
+    why): Show all of its cut output loaded the text and showed nothing (review 43); the
+    whole comes under the card."""
+    script = _failed_mcp_script(tmp_path / "failed.ndjson")
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "big")
+    expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    card = page.locator(".card.tool-mcp")
+    expect(card).to_have_attribute("data-status", "failed")
+    card.locator(".cut-note").get_by_role("button", name="Show all").click()
+    expect(card.locator("pre.whole-value")).to_contain_text(END_TOOL)
+    assert page.errors == []  # type: ignore[attr-defined]

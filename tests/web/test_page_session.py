@@ -77,10 +77,12 @@ def test_more_chats_lists_the_older_ones(make_server: Any, browser: Any) -> None
     expect(page.locator(".chat-item")).to_have_count(200)
     expect(page.locator(f'.chat-item[data-chat-id="{oldest["id"]}"]')).to_have_count(0)
     more = page.locator("#sidebar").get_by_role("button", name="More chats")
-    more.click()
+    more.focus()
+    more.press("Enter")  # by keyboard: the focus goes to the first chat it loaded (audit 5, F5)
     expect(page.locator(".chat-item")).to_have_count(205)
     expect(page.locator(f'.chat-item[data-chat-id="{oldest["id"]}"]')).to_contain_text("the oldest chat")
     expect(more).to_be_hidden()  # nothing older
+    expect(page.locator(".chat-item").nth(200).locator("a")).to_be_focused()  # not <body>
 
 
 def test_new_chat_while_a_chat_is_still_loading_wins(make_server: Any, browser: Any) -> None:

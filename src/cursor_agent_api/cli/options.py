@@ -149,6 +149,10 @@ def build_config(
     }
     if max_line_bytes is not None:
         fields["max_line_bytes"] = max_line_bytes
+    if acp and force_approve and denied_tools:
+        raise CliUsageError("--force and --deny cannot go together with --acp: with --force the "
+                            "agent runs every tool call without asking, so --deny would never "
+                            "be consulted (a denied call would run); drop --force to steer")
     if acp:
         fields.update(transport="acp", allowed_tools=list(allowed_tools),
                       denied_tools=list(denied_tools))

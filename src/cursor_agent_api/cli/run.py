@@ -236,7 +236,7 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
         return config, None
     if is_terminal(sys.stdin) and is_terminal(sys.stderr):
         steering = TerminalSteering(err)
-        return config.with_overrides(**steering.fields()), steering
+        return config.with_overrides(**steering.fields(force=config.force_approve)), steering
     return config.with_overrides(on_plan=unattended_plans(err, force=config.force_approve)), None
 
 

@@ -166,9 +166,9 @@ class SavedChats:
 
     def transport(self, chat_id: str) -> str | None:
         """The transport the saved chat ran on (``"print"``, ``"acp"``), as its file records
-        it; ``None`` when the file records none (a file of version 1), names another chat (a
-        file renamed by hand: :func:`~.run.load_session` does not load it), or cannot be read
-        (loading it says why).
+        it (a file that records none was saved before ACP mode existed: ``"print"``); ``None``
+        when the file names another chat (a file renamed by hand: :func:`~.run.load_session`
+        does not load it), or cannot be read (loading it says why).
 
         Example:
             >>> import tempfile
@@ -249,7 +249,7 @@ class SavedChats:
             turns=len(history),
             last_used=last,
             model=data.get("model"),
-            transport=_recorded_transport(data) or "print",
+            transport=_recorded_transport(data),
         )
 
     def list(self) -> list[ChatSummary]:
@@ -273,13 +273,14 @@ class SavedChats:
             raise ChatLookupError(f"no saved chat {chat_id}") from None
 
 
-def _recorded_transport(data: dict[str, Any]) -> str | None:
-    """The transport a saved chat's file (as :func:`read_session_file` read it) records, or
-    ``None`` (a file of version 1 records none).
+def _recorded_transport(data: dict[str, Any]) -> str:
+    """The transport a saved chat's file (as :func:`read_session_file` read it) records;
+    ``"print"`` for a file that records none (saved before ACP mode existed: version 1, or
+    version 2 before the field).
 
     Example:
         >>> _recorded_transport({"config": {"transport": "acp"}}), _recorded_transport({})
-        ('acp', None)
+        ('acp', 'print')
     """
     transport = data.get("config", {}).get("transport")  # (a dict: read_session_file checked)
-    return transport if isinstance(transport, str) else None
+    return transport if isinstance(transport, str) else "print"

@@ -398,11 +398,22 @@ class TerminalSteering:
     async def _on_plan(self, plan: Plan) -> PlanDecision:
         return await self._off_loop(self.on_plan, plan)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self, *, force: bool = False) -> dict[str, Any]:
         """The :class:`~cursor_agent_api.config.AgentConfig` fields of these callbacks (async:
-        the library cancels one it stops waiting for, and its question ends)."""
-        return {"can_use_tool": self._can_use_tool, "on_question": self._on_question,
-                "on_plan": self._on_plan}
+        the library cancels one it stops waiting for, and its question ends). With ``force``
+        (``--force``: the agent asks no permission) only the questions and plans are asked.
+
+        Example:
+            >>> import io
+            >>> steer = TerminalSteering(Console(file=io.StringIO()))
+            >>> sorted(steer.fields()), sorted(steer.fields(force=True))
+            (['can_use_tool', 'on_plan', 'on_question'], ['on_plan', 'on_question'])
+        """
+        fields = {"can_use_tool": self._can_use_tool, "on_question": self._on_question,
+                  "on_plan": self._on_plan}
+        if force:
+            del fields["can_use_tool"]
+        return fields
 
 
 def unattended_plans(console: Console, *, force: bool) -> Callable[[Plan], PlanDecision]:

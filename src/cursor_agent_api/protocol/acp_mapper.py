@@ -10,7 +10,9 @@ the command line, the server and users' code fold an ACP turn exactly like a pri
   ACP ``kind`` (``execute``, ``read``, ``edit``, ``search``, ``fetch``, ``other``) becomes a
   :class:`~.tools.ToolKind`, every later frame of an id enriches the first (a repeated
   ``tool_call`` is an update), ``rawOutput`` and ``diff`` content become the result; a call
-  the client rejected is ``REJECTED`` although Cursor reports it ``completed``;
+  the client rejected is ``REJECTED`` although Cursor reports it ``completed``, and so is a
+  shell, read or edit completed with no output at all, taken for a call the agent refused by
+  itself (an inference: :data:`NOT_RUN`);
 * permission requests, questions and plans -> ``INTERACTION_QUERY`` pairs (``request``, then
   ``response`` with the decision taken);
 * ``cursor/update_todos`` and ``cursor/task`` -> tool-call events (todos, the subagent task);
@@ -38,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import time
 from collections.abc import Callable
@@ -49,7 +52,8 @@ from .events import AgentEvent, EventType, event_from_object
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 from .tools import ToolCall, tool_call_from_event_data
 
-__all__ = ["TRANSPORT", "AcpMapper", "acp_tool_call", "clean_diff", "obj", "tool_call_wire"]
+__all__ = ["FENCES_READ", "NOT_RUN", "TRANSPORT", "AcpMapper", "acp_tool_call", "clean_diff",
+           "fenced_object", "obj", "tool_call_wire"]
 
 TRANSPORT = "acp"
 
@@ -149,20 +153,70 @@ def _mcp_identity(tool: dict[str, Any]) -> dict[str, Any]:
     if server is None:
         return {}
     found: dict[str, Any] = {"providerIdentifier": server, "toolName": name}
-    match = _FENCED.search(_text_of(tool.get("content")))
-    if match is not None:
-        block = match.group(1)
-        try:  # as the codec reads a line: orjson, within the depth limit (what it reads, it writes)
-            value = orjson.loads(block)
-        except orjson.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and not (len(block) >= SHORTEST_TOO_DEEP
-                                            and exceeds_depth(value, block)):
-            found["args"] = value
+    args = fenced_object(_text_of(tool.get("content")))
+    if args is not None:
+        found["args"] = args
     return found
 
 
-_FENCED = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.DOTALL)
+_FENCE_OPENS = re.compile(r"```(?:json)?[ \t]*\n\s*(?=\{)")
+_FENCE_CLOSES = re.compile(r"\s*```")
+_SCANNER = json.JSONDecoder()
+FENCES_READ = 8
+"""How many fenced blocks that open with ``{`` :func:`fenced_object` reads at most. Cursor
+writes one; each read may run to the end of the text (hostile text: every fence read would
+make the time grow with the square of its length, on the event loop)."""
+
+
+def fenced_object(text: str) -> dict[str, Any] | None:
+    r"""The JSON object of the first fenced block of ``text`` that holds exactly one
+    (opened by three backticks and ``json``, or by three backticks alone), else ``None``;
+    of the first :data:`FENCES_READ` blocks that open with ``{``.
+
+    The value's end is found by a JSON decoder (``raw_decode``), not by the next fence: an
+    argument may hold a Markdown fence of its own. The value itself is read as the codec
+    reads a line (orjson, within the depth limit): what is read here can be written again.
+
+    Example:
+        >>> fenced_object('```json\n{"text": "see ```py\\nx\\n``` above"}\n```')
+        {'text': 'see ```py\nx\n``` above'}
+        >>> fenced_object("```json\n[1, 2]\n```"), fenced_object("```json\n{oops\n```")
+        (None, None)
+    """
+    for tried, opening in enumerate(_FENCE_OPENS.finditer(text)):
+        if tried == FENCES_READ:
+            return None
+        start = opening.end()
+        try:
+            _, end = _SCANNER.raw_decode(text, start)
+        except (ValueError, RecursionError):  # not JSON; nested deeper than Python recurses
+            continue
+        if _FENCE_CLOSES.match(text, end) is None:
+            continue  # something after the value, or no closing fence
+        block = text[start:end]
+        try:
+            value = orjson.loads(block)
+        except orjson.JSONDecodeError:  # a number orjson cannot hold, …
+            continue
+        if isinstance(value, dict) and not (len(block) >= SHORTEST_TOO_DEEP
+                                            and exceeds_depth(value, block)):
+            return value
+    return None
+
+
+_MCP_IDENTITY = ("providerIdentifier", "toolName")
+"""The arguments of an MCP call that say whose it is: read from titles only."""
+
+_REPORTING = frozenset({"shellToolCall", "readToolCall", "editToolCall", "deleteToolCall"})
+"""The calls that always report what they did when they ran (ACP.md §7): a shell its
+``rawOutput`` (``exitCode``, ``stdout``, ``stderr``), a read its ``rawOutput.content`` (or
+"Permission denied"), an edit, a create, a move or a delete its diff."""
+
+NOT_RUN = ("did not run: the agent refused it by itself (its mode, a deny rule or a policy); "
+           "inferred: ACP reports it completed with no output")
+"""The reason of a call of :data:`_REPORTING` whose completion carries no output at all, which
+ACP reports ``completed`` like a call that ran (ACP.md §6): it is ``rejected`` (the
+client's own rejections keep the client's reason)."""
 
 
 def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | None = None
@@ -170,7 +224,9 @@ def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | No
     """The stream-json ``tool_call`` object for an ACP tool call's merged ``state``.
 
     ``rejected`` is the client's reason when it rejected the call (the agent still says
-    ``completed``).
+    ``completed``). A shell, read or edit completed with no output at all (no ``rawOutput``,
+    no ``content``) is taken for a call the agent refused by itself: ``rejected`` with
+    :data:`NOT_RUN` as the reason, marked ``"inferred": true``.
 
     Example:
         >>> tool_call_wire({"toolCallId": "c", "kind": "execute", "title": "`ls`",
@@ -241,13 +297,21 @@ def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | No
             success["output"] = text
     elif title.startswith("MCP:") or _mcp_names(title)[0] is not None:
         key = "mcpToolCall"
+        # Whose call it is comes from the titles only (this frame's, its permission request's:
+        # ``_mcp``), never ``rawInput`` (``{}`` for MCP calls in every build seen): a name
+        # there would make another server's call pass for the client's own, or dodge a deny.
+        for name in _MCP_IDENTITY:
+            args.pop(name, None)
         server, tool = _mcp_names(title)
         if tool:
-            args.setdefault("toolName", tool)
+            args["toolName"] = tool
         if server:
-            args.setdefault("providerIdentifier", server)
+            args["providerIdentifier"] = server
         for name, value in obj(state.get("_mcp")).items():  # what its permission request said
-            args.setdefault(name, value)
+            if name in _MCP_IDENTITY:
+                args[name] = value
+            else:
+                args.setdefault(name, value)
         if isinstance(raw_out, dict) and "error" in raw_out:
             inner = {"error": {"message": str(raw_out["error"])}}
             return {key: {"args": args, "result": inner, "description": title}} if completed \
@@ -277,6 +341,8 @@ def tool_call_wire(state: dict[str, Any], *, completed: bool, rejected: str | No
             if text:
                 failure.setdefault("message", text)
             inner_call["result"] = {"failure": failure}
+        elif key in _REPORTING and not raw_out and not content:
+            inner_call["result"] = {"rejected": {"reason": NOT_RUN, "inferred": True}}
         elif key == "shellToolCall" and isinstance(success.get("exitCode"), int) \
                 and success["exitCode"] != 0:
             inner_call["result"] = {"failure": success}

@@ -3,14 +3,25 @@
 :class:`Steering` holds one turn's (or the background's) settings — rules, mode, callbacks,
 timeout — and turns each agent request into the JSON-RPC result to send back, reporting the
 exchange to the turn's :class:`~cursor_agent_api.protocol.acp_mapper.AcpMapper` (so it becomes
-``INTERACTION_QUERY`` events). Callbacks may be sync (run in a worker thread, so a terminal
-prompt never blocks the event loop) or async. Each wait is bounded by ``permission_timeout``
+``INTERACTION_QUERY`` events). Callbacks may be sync (each call on a daemon thread of its own,
+:func:`~.daemon_thread.in_daemon_thread`, so a terminal prompt never blocks the event loop, and
+a call the timeout or a cancel gave up on neither holds the program's exit nor takes a worker
+thread from later calls) or async. Each wait is bounded by ``permission_timeout``
 (none by default) and by the turn's cancel, which answers ``cancelled``: once the turn is
-cancelled, every request is answered ``cancelled``, whatever rules, mode or defaults say.
+cancelled, every request is answered ``cancelled``, whatever rules, mode or defaults say. A
+callback that raises counts as ``Deny`` / ``Skip`` / ``Reject``; its traceback goes to this
+module's logger.
 
 Answers are picked by option *kind*: ``Allow()`` -> ``allow_once``, ``Allow(remember=True)``
 -> ``allow_always``, ``Deny`` -> ``reject_once``; a permission request offering
 ``__ask_question_skip__`` is a question in disguise and goes to ``on_question``.
+
+The client's own tools (``tools=``: the server its config's ``mcp_servers`` names
+``python-tools-<8 hex>``) are allowed as print mode allows them, by an implicit allow rule
+``Mcp(<that server>:*)`` beside ``allowed_tools``: a deny rule still wins, and neither the
+callback nor the mode is asked. ``Allow(remember=True)`` for a call of any such per-client
+server is sent as ``allow_once``: "allow always" would write a token for a server name no
+later client has to Cursor's global allowlist.
 
 Example:
     >>> import asyncio
@@ -30,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -55,8 +67,12 @@ from ..permissions import (
 )
 from ..protocol.acp_mapper import AcpMapper, acp_tool_call
 from ..protocol.acp_mapper import obj as _obj
+from ..protocol.tools import ToolKind, is_own_tool_server
+from .daemon_thread import in_daemon_thread
 
 __all__ = ["SKIP_OPTION", "Steering"]
+
+log = logging.getLogger(__name__)
 
 SKIP_OPTION = "__ask_question_skip__"
 """The option id Cursor adds when it asks a question through a permission request."""
@@ -98,6 +114,49 @@ def _selected(option: PermissionOption) -> dict[str, Any]:
 _CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 
+def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
+    """``answer`` with option ids only: a value that is no option's id but the label of
+    exactly one option of its question stands for that option. A value that is neither, or a
+    question id the agent did not ask, makes the answer a :class:`Skip` (logged as a warning),
+    never an answer with that choice silently left out.
+
+    Example:
+        >>> q = [Question("q1", "Which?", (QuestionOption("small", "Small change"),
+        ...                                QuestionOption("full", "Full rewrite")))]
+        >>> _resolved(Answer("Small change"), q)
+        Answer(choices={'q1': ['small']})
+        >>> print(_resolved(Answer("medium"), q).reason)  # doctest: +NORMALIZE_WHITESPACE
+        on_question answered 'medium' to question 'q1', which is neither an option id nor the
+        label of exactly one option (options: 'small' 'Small change', 'full' 'Full rewrite')
+    """
+    options: dict[str, list[QuestionOption]] = {}  # two questions with one id: both's options
+    for q in questions:
+        options.setdefault(q.id, []).extend(q.options)
+    chosen: dict[str, list[str]] = {}
+    for qid, values in answer.selected(questions).items():
+        if qid not in options:
+            asked = ", ".join(repr(q) for q in options) or "none"
+            problem = (f"on_question answered question {qid!r}, which the agent did not ask "
+                       f"(asked: {asked})")
+            log.warning("%s; the questions are skipped", problem)
+            return Skip(problem)
+        ids = []
+        for value in values:
+            by_label = [o.id for o in options[qid] if o.label == value]
+            if any(o.id == value for o in options[qid]):
+                ids.append(value)
+            elif len(by_label) == 1:
+                ids.append(by_label[0])
+            else:
+                offered = ", ".join(f"{o.id!r} {o.label!r}" for o in options[qid]) or "none"
+                problem = (f"on_question answered {value!r} to question {qid!r}, which is neither "
+                           f"an option id nor the label of exactly one option (options: {offered})")
+                log.warning("%s; the questions are skipped", problem)
+                return Skip(problem)
+        chosen[qid] = ids
+    return Answer(chosen)
+
+
 class Steering:
     """Answers for one turn's requests (see the module's text).
 
@@ -133,8 +192,9 @@ class Steering:
         """True once :meth:`cancel_pending` was called."""
         return self._cancelled is not None and self._cancelled.is_set()
 
-    async def _decide(self, fn: Callable[[Any], Any], arg: Any) -> Any:
-        """``fn(arg)``, sync (in a thread) or async, raced against cancel and the timeout."""
+    async def _decide(self, what: str, fn: Callable[[Any], Any], arg: Any) -> Any:
+        """``fn(arg)`` (the callback named ``what``), sync (on a daemon thread of its own) or
+        async, raced against cancel and the timeout. What it raises is logged, then raised."""
         if self._cancelled is None:
             self._cancelled = asyncio.Event()
         if self._cancelled.is_set():
@@ -143,7 +203,7 @@ class Steering:
             work: asyncio.Future[Any] = asyncio.ensure_future(fn(arg))
         else:
             async def in_thread() -> Any:
-                value = await asyncio.to_thread(fn, arg)
+                value = await in_daemon_thread(lambda: fn(arg), f"cursor-agent-api {what}")
                 if inspect.isawaitable(value):
                     value = await value
                 return value
@@ -157,6 +217,10 @@ class Steering:
             self.pending -= 1
             stop.cancel()
         if work in done:
+            error = work.exception()
+            if error is not None:
+                log.warning("%s raised %s: %s", what, type(error).__name__, error,
+                            exc_info=error)
             return work.result()
         work.cancel()
         if stop in done:
@@ -195,13 +259,14 @@ class Steering:
             return self._answer_permission(rid, params, None, "cancelled", None)
         request = self.request_of(params)
         cfg = self.config
+        own = [f"Mcp({name}:*)" for name in cfg.mcp_servers if is_own_tool_server(name)]
         decision: PermissionDecision | None = decide_by_rules(
             request, mode=cfg.permission_mode if cfg.can_use_tool is None else "ask",
-            allowed=cfg.allowed_tools, denied=cfg.denied_tools)
+            allowed=[*cfg.allowed_tools, *own], denied=cfg.denied_tools)
         reason: str | None = None
         if decision is None and cfg.can_use_tool is not None:
             try:
-                decision = await self._decide(cfg.can_use_tool, request)
+                decision = await self._decide("can_use_tool", cfg.can_use_tool, request)
             except _Cancelled:
                 return self._answer_permission(rid, params, None, "cancelled", None)
             except _TimedOut:
@@ -215,7 +280,9 @@ class Steering:
                 self.on_cancel()
             return self._answer_permission(rid, params, None, "cancelled", "cancelled by the client")
         if isinstance(decision, Allow):
-            option = (_pick(options, "allow_always", "allow_once") if decision.remember
+            remember = decision.remember and not (
+                request.kind is ToolKind.MCP and is_own_tool_server(request.mcp_server or ""))
+            option = (_pick(options, "allow_always", "allow_once") if remember
                       else _pick(options, "allow_once"))
             if option is None:
                 reason = "no matching allow option was offered"
@@ -247,14 +314,16 @@ class Steering:
         if fn is None:
             return Skip("no on_question callback")
         try:
-            answer = await self._decide(fn, request)
+            answer = await self._decide("on_question", fn, request)
         except _Cancelled:
             return None
         except _TimedOut:
             return Skip(f"no answer within the permission timeout ({self.config.permission_timeout:g} s)")
         except Exception as exc:
             return Skip(f"on_question raised {type(exc).__name__}: {exc}")
-        return answer if isinstance(answer, (Answer, Skip)) else Skip("on_question gave no Answer")
+        if isinstance(answer, Answer):
+            return _resolved(answer, request.questions)
+        return answer if isinstance(answer, Skip) else Skip("on_question gave no Answer")
 
     async def question(self, rid: Any, params: dict[str, Any]) -> dict[str, Any]:
         """The answer to a ``cursor/ask_question``."""
@@ -275,13 +344,8 @@ class Steering:
         if decision is None:
             outcome = {"outcome": "cancelled"}
         elif isinstance(decision, Answer):
-            chosen = decision.selected(questions)
-            valid: dict[str, set[str]] = {}  # two questions with one id: both's options
-            for q in questions:
-                valid.setdefault(q.id, set()).update(o.id for o in q.options)
-            answers = [{"questionId": qid, "selectedOptionIds": [i for i in ids
-                                                                 if i in valid.get(qid, set())]}
-                       for qid, ids in chosen.items() if qid in valid]
+            answers = [{"questionId": qid, "selectedOptionIds": ids}
+                       for qid, ids in decision.selected(questions).items()]
             outcome = {"outcome": "answered", "answers": answers}
         else:
             outcome = {"outcome": "skipped", "reason": decision.reason or "skipped"}
@@ -334,7 +398,7 @@ class Steering:
         decision: PlanDecision | None = None if self.cancelled else Accept()
         if fn is not None and decision is not None:
             try:
-                got = await self._decide(fn, plan)
+                got = await self._decide("on_plan", fn, plan)
                 decision = got if isinstance(got, (Accept, Reject)) else Reject(
                     "on_plan gave neither Accept nor Reject")
             except _Cancelled:

@@ -141,6 +141,9 @@ class AcpTurn:
         cannot be started."""
         if self._loop is not None:
             raise RuntimeError("AcpTurn.start() was already called")
+        # the config as it starts: a tool host gives it the turn's MCP servers (its own tool
+        # server among them, which the steering allows) after the turn was made
+        self.steering.config = self.config
         check_workspace(self.config.workspace)  # the session's cwd (the process may be running)
         loop = self._loop = asyncio.get_running_loop()
         self._started_at = loop.time()

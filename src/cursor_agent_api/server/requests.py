@@ -21,7 +21,8 @@ is refused so is answered ``cancelled`` (``by: "run-end"``, not stored): the age
 no, a person's answer to it is refused (409), and the run's ``on_ended`` stops the agent.
 
 A request left open by a server that stopped is closed ``cancelled`` (``by: "restart"``) by
-the next start (:func:`close_open_requests`); one left open by a lost worker, by the sweep
+the server as it stops (its run's end), or after a crash by the next start
+(:func:`close_open_requests`); one left open by a lost worker, by the sweep
 that ends its run, with that end (:func:`cancelled_answers`).
 
 Example:

@@ -184,8 +184,9 @@ def agent_config(settings: ServerSettings, launch: AgentLaunch) -> AgentConfig:
             acp["session_mode"] = mode
         steering = launch.steering
         if steering is not None:  # a person answers (the server's own timeout applies)
-            acp.update(can_use_tool=steering.can_use_tool, on_question=steering.on_question,
-                       on_plan=steering.on_plan, permission_mode="ask")
+            acp.update(on_question=steering.on_question, on_plan=steering.on_plan)
+            if not opts.get("force", False):  # --force: the agent asks no permission
+                acp.update(can_use_tool=steering.can_use_tool, permission_mode="ask")
     return AgentConfig(
         workspace=launch.workspace,
         model=launch.model,

@@ -180,6 +180,10 @@ CHAT_WORKSPACE_GONE = ("the chat's workspace must be there when it runs: create 
 """The remedy of a run whose chat's workspace is gone (``WorkspaceNotFoundError``), in the
 words of the server's users, not the command line's (``--workspace``) or Python's."""
 
+STOPPED_WAITING = "the server stopped while this request waited for an answer"
+"""Why an ACP request is closed ``cancelled`` by ``restart``: the server stopping (graceful), or
+its next start after a crash; the page says "Cancelled (the server restarted)" either way."""
+
 SETTLE_WAIT = 10.0
 """How long a prompt posted again waits for the server to end its chat's uncertain run (the
 database answering again) before it is refused as the chat's second active run."""
@@ -400,10 +404,8 @@ class RunManager:
             found = await stop_recorded_group(int(row["pgid"]), row.get("proc_start"))
             if found:
                 logger.warning("stopped %d leftover process(es) of run %s", found, row["id"])
-        await close_open_requests(
-            self.log, str(row["chat_id"]), str(row["id"]), by="restart",
-            reason="the server stopped while this request waited for an answer",
-        )
+        await close_open_requests(self.log, str(row["chat_id"]), str(row["id"]), by="restart",
+                                  reason=STOPPED_WAITING)
         chat_id, run_id = str(row["chat_id"]), str(row["id"])
         if row.get("turn") is None:
             # a run of a server from before the stored turn state: its state is the whole
@@ -640,10 +642,11 @@ class RunManager:
         finally:
             active.phase = "finishing"
             if active.requests is not None:  # nobody can answer them any more
+                # the server stopping says so, as the next start does for a crash's (restart)
+                by, reason = (("restart", STOPPED_WAITING)
+                              if active.shutdown else ("run-end", "the run ended before an answer"))
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(
-                        active.requests.close(by="run-end", reason="the run ended before an answer")
-                    )
+                    await asyncio.shield(active.requests.close(by=by, reason=reason))
             try:
                 await asyncio.shield(
                     self._finish_until_recorded(active, status, error=error, error_type=error_type, **extra)
@@ -708,6 +711,11 @@ class RunManager:
                     error = f"the server could not record the end of this run in full: {reason}"
                     error_type = type(e).__name__
                     continue
+                if self._closing and time.monotonic() - started >= self._end_retries_within():
+                    # one line: what was not recorded, and why
+                    logger.error("the end of run %s (%s) was not recorded at shutdown: %s",
+                                 active.run_id, RunStatus(status).value, reason)
+                    return
                 if not warned:
                     warned = True
                     logger.warning(
@@ -715,11 +723,13 @@ class RunManager:
                         active.run_id,
                         reason,
                     )
-                if self._closing and time.monotonic() - started > self.settings.shutdown_grace_seconds:
-                    logger.error("gave up recording the end of run %s at shutdown", active.run_id)
-                    return
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.settings.store_retry_max_delay)
+
+    def _end_retries_within(self) -> float:
+        """Seconds a run's end is retried at shutdown (the store failing), from its first
+        attempt: the shutdown's grace (a worker: fewer, :class:`~.worker.Worker`)."""
+        return self.settings.shutdown_grace_seconds
 
     async def _retry(self, what: str, op: Callable[[], Awaitable[T]]) -> T:
         """``op()``, retried with backoff while it fails transiently."""
@@ -980,6 +990,12 @@ class RunManager:
             except Exception as e:
                 if not is_transient(e):
                     raise
+                if since is not None and self._closing \
+                        and time.monotonic() - since >= self._end_retries_within():
+                    # shutting down: given up as the run's end is (_finish_until_recorded)
+                    logger.error("run %s: %d event(s) were not recorded at shutdown: %s",
+                                 active.run_id, len(batch), describe_error(e))
+                    return
                 if since is None:
                     since = time.monotonic()
                     logger.warning(

@@ -121,6 +121,29 @@ def tool_call_view(payload: dict[str, Any]) -> dict[str, Any] | None:
     return view_of(tc)
 
 
+_LIBRARY_REJECTED = ToolCall("", status=ToolStatus.REJECTED).error_message
+"""The library's words for a call rejected with no reason of its own: they name its argument
+(``force_approve``), which the page's user never sees."""
+
+PAGE_REJECTED = "rejected: not approved (the chat's option to run tools without asking, --force, allows it)"
+"""The same, in the page's words: its option, in the new-chat and Options forms (each names
+``--force``)."""
+
+
+def page_error(tc: ToolCall) -> str | None:
+    """Why the call did not succeed, as the page says it (:attr:`ToolCall.error_message`, but
+    a rejection with no reason of its own names the page's option, not the library's argument).
+
+    Example:
+        >>> page_error(ToolCall("c", ToolKind.SHELL, status=ToolStatus.REJECTED)) == PAGE_REJECTED
+        True
+        >>> page_error(ToolCall("c", ToolKind.SHELL, status=ToolStatus.ABANDONED))
+        'abandoned: the turn ended before the tool call completed'
+    """
+    text = tc.error_message
+    return PAGE_REJECTED if tc.status is ToolStatus.REJECTED and text == _LIBRARY_REJECTED else text
+
+
 def view_of(tc: ToolCall) -> dict[str, Any]:
     """The card fields of one :class:`ToolCall` (only those that apply to its kind).
 
@@ -137,7 +160,7 @@ def view_of(tc: ToolCall) -> dict[str, Any]:
         "description": tc.description,
         "summary": tc.summary(),
         "duration_ms": tc.duration_ms,
-        "error": tc.error_message,
+        "error": page_error(tc),
         "cut": [],
     }
     view["output"] = _cut(tc.output, view, "output")

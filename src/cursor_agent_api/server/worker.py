@@ -33,8 +33,13 @@ While it drains, the worker keeps sending heartbeats and taking cancels
 (Procrastinate stops both as its own stop begins: :meth:`Worker._beat`,
 :meth:`Worker._poll_aborts`): it is not declared lost, its chats are not freed while their
 agents run. A second signal stops the runs at once
-(``interrupted``); a further one says so. A signal that comes once the drain is over, while
-the worker cleans up (its ``agent acp`` processes stopped, its store closed), is logged
+(``interrupted``); a further one says so. From the first signal every database query waits
+:data:`STOP_WAIT` seconds at most (those of the queue already waiting too) and a run's events
+and end are retried for :data:`STOP_RETRIES`; from the second, :data:`STOP_NOW_WAIT` for
+both: a host that does not answer does not hold the stop for long, one merely slow still gets
+the runs' ends; a run's end that could not be recorded then is said in one line. A signal
+that comes once the drain is over, while the worker cleans up (its ``agent acp`` processes
+stopped, its store closed), is logged
 ("already stopping: finishing cleanup") and the cleanup goes on; :func:`serve_worker`
 tells its caller the first signal that stopped it, even when the worker then stopped with
 an error (its command dies from it once done). **At
@@ -81,6 +86,21 @@ from .worktrees import WorktreeError, chat_worktree
 
 logger = logging.getLogger("cursor_agent_api.worker")
 
+STOP_WAIT = 5.0
+"""Once the worker stops (its first signal): seconds each database query may wait at most,
+the job queue's (those in flight included: Procrastinate's last fetch, its LISTEN connection,
+its unregistration) and the store's. A host that does not answer held the stop up to the
+queue's whole bound (70 s) per query, and the store's a minute per statement
+(:meth:`Worker._give_up`)."""
+STOP_RETRIES = 30.0
+"""Once the worker stops (its first signal): seconds a run's events and its end are retried
+(each try :data:`STOP_WAIT` at most) before they are given up in one line: a database merely
+slow (a table locked 12 s) still gets them (review 44: one 5 s try lost a run's end), one
+that does not answer holds the stop this long per write."""
+STOP_NOW_WAIT = 1.0
+"""Once a second signal stops the runs at once: seconds every query may wait, and a write
+is retried, at most: the worker ends at once."""
+
 
 def default_worker_name() -> str:
     """``<host>-<pid>``: unique on a machine; ``--name`` gives a stable one."""
@@ -100,6 +120,9 @@ class WorkerSettings:
     stalled_after: float = 30.0
     shutdown_grace: float = 10.0
     abort_poll: float = 2.0
+    job_poll: float = 5.0
+    """Seconds between two fetches of new jobs when no notification came (Procrastinate's
+    LISTEN connection takes each new job at once; the poll backs up a missed one)."""
     worktrees: Path | None = None
     """``--worktrees DIR``: each chat of a git repository works in its own worktree there
     (:mod:`.worktrees`)."""
@@ -114,6 +137,17 @@ class _WorkerRuns(RunManager):
 
     stop_reason = "the run was stopped because its worker shut down"
     """The error of the runs a stop ends (the schema upgraded under the worker: that)."""
+
+    gives_up_within: float | None = None
+    """Once the worker stops (:meth:`Worker._give_up`): each query's bound; a run's events
+    and end are then retried :data:`STOP_RETRIES` (:data:`STOP_NOW_WAIT` after a second
+    signal), not the grace, which may be an hour (the API servers' sweep marks a run whose end
+    its worker could not record ``interrupted``)."""
+
+    def _end_retries_within(self) -> float:
+        if self.gives_up_within is None:
+            return super()._end_retries_within()
+        return self.gives_up_within if self.gives_up_within <= STOP_NOW_WAIT else STOP_RETRIES
 
     def _stopped_error(self, active: ActiveRun) -> str | None:  # type: ignore[override]
         if active.shutdown and not active.cancel_requested:
@@ -194,6 +228,7 @@ class Worker:
                         stalled_worker_timeout=s.stalled_after,
                         shutdown_graceful_timeout=s.shutdown_grace,
                         abort_job_polling_interval=s.abort_poll,
+                        fetch_job_polling_interval=s.job_poll,
                         delete_jobs="successful",
                         install_signal_handlers=False,
                     ),
@@ -278,6 +313,7 @@ class Worker:
             self._drain()
         elif self._shutdown is None:
             logger.warning("stopping now: the runs still going are stopped (interrupted)")
+            self._give_up(STOP_NOW_WAIT)
             for stop in self._stops.values():
                 stop.shutdown = True
             self._shutdown = asyncio.create_task(self.runs.shutdown())
@@ -294,9 +330,18 @@ class Worker:
         """The drain (:meth:`stop`'s first call, or :meth:`run` leaving early): no new job
         is taken (Procrastinate's graceful stop); cancels are still taken meanwhile."""
         self._draining = True
+        self._give_up(STOP_WAIT)
         self._spawn(self._poll_aborts(), "cancels")
         if self._taking is not None:
             self._taking.cancel()  # Procrastinate's graceful stop
+
+    def _give_up(self, seconds: float) -> None:
+        """Every database query from now on (the queue's in flight too) waits ``seconds``
+        at most: a stop is not held by a host that does not answer (a query it answers
+        takes milliseconds)."""
+        self.app.connector.give_up_within(seconds)
+        self.store.give_up_within(seconds)
+        self.runs.gives_up_within = min(seconds, self.runs.gives_up_within or seconds)
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
@@ -546,6 +591,8 @@ class Worker:
             with contextlib.suppress(RunNotActiveError):
                 await self.runs.cancel(run_id, wait=0)
         await task
+        if self._draining:  # (its end recorded, or said not to be: the database is not asked)
+            return "ended as the worker stopped"
         fresh = await self.store.get_run(run_id)
         return str(fresh["status"]) if fresh else "gone"
 

@@ -31,23 +31,21 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import contextvars
 import inspect
 import json
 import logging
 import re
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
 
-import anyio.to_thread
 import pydantic
+import pydantic_core
 import typing_extensions
 
-from .schema import ArgumentError, ArgumentSpec
+from ..runtime.daemon_thread import in_daemon_thread
+from .schema import ArgumentError, ArgumentSpec, callee
 
 __all__ = ["LocalInvocation", "Tool", "tool"]
 
@@ -58,44 +56,6 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _T = TypeVar("_T")
 _P = typing_extensions.ParamSpec("_P", default=...)
 _R = typing_extensions.TypeVar("_R", default=Any)
-
-
-async def _in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
-    """``fn()`` in a daemon thread of its own, ``name``d (with the caller's context
-    variables), awaited.
-
-    As ``anyio.to_thread.run_sync(fn, abandon_on_cancel=True)``, bounded by the same limiter
-    (anyio's default: 40 calls at once), but the thread is a daemon: a call that a cancel (the
-    end of its turn, the client's close) abandoned never keeps the program from exiting. The
-    interpreter joins anyio's worker threads and ``concurrent.futures``' at exit (before
-    ``atexit``), so neither will do; a thread per call is cheap beside a tool call's HTTP
-    round trip.
-    """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[_T] = loop.create_future()
-    context = contextvars.copy_context()
-
-    def settle(value: Any, error: BaseException | None) -> None:
-        if done.done():  # abandoned: its outcome is dropped
-            return
-        if error is not None:
-            done.set_exception(error)
-        else:
-            done.set_result(value)
-
-    def work() -> None:
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            value = context.run(fn)
-        except BaseException as exc:  # handed to the caller, whatever it is
-            error = exc
-        with contextlib.suppress(RuntimeError):  # the loop has closed: no one waits any more
-            loop.call_soon_threadsafe(settle, value, error)
-
-    async with anyio.to_thread.current_default_thread_limiter():
-        threading.Thread(target=work, name=name, daemon=True).start()
-        return await done
 
 
 @dataclass
@@ -145,35 +105,94 @@ class LocalInvocation:
 def to_texts(value: Any) -> tuple[list[str], Any]:
     """The MCP text blocks for a return value, and its structured form (a dict) if any.
 
-    ``str`` → itself; ``dict``/``list``/numbers/booleans → JSON; a pydantic model → its JSON;
-    ``None`` → no block. Anything else is a ``TypeError`` (the agent gets an error result).
-    NaN and ±Infinity, which JSON cannot hold, become ``null`` (as JavaScript's
-    ``JSON.stringify`` does); keys become strings, so the text and the structured form agree.
+    ``str`` → itself; ``dict``/``list``/numbers/booleans → JSON; a pydantic model → its JSON,
+    inside a dict or a list too; ``None`` → no block. Anything else is a ``TypeError`` naming
+    what JSON cannot hold (the agent gets an error result). NaN and ±Infinity, which JSON
+    cannot hold, become ``null`` (as JavaScript's ``JSON.stringify`` does); keys become
+    strings, so the text and the structured form agree.
 
     Example:
         >>> to_texts("hi"), to_texts({"a": 1}), to_texts([1, 2]), to_texts(None)
         ((['hi'], None), (['{"a": 1}'], {'a': 1}), (['[1, 2]'], None), ([], None))
         >>> to_texts({"mean": float("nan"), 1: True})
         (['{"mean": null, "1": true}'], {'mean': None, '1': True})
+        >>> class Point(pydantic.BaseModel):
+        ...     x: int
+        >>> to_texts([Point(x=1)])
+        (['[{"x": 1}]'], None)
+        >>> to_texts([1, {2}])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: the tool returned a list holding a set, which JSON cannot hold (return a str, ...)
     """
     if value is None:
         return [], None
     if isinstance(value, str):
         return [value], None
-    if isinstance(value, pydantic.BaseModel):
-        data = _json_ready(value.model_dump(mode="json"))
-        return [json.dumps(data, ensure_ascii=False)], data
-    try:
-        data = _json_ready(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"the tool returned a {type(value).__name__}, which is not JSON "
-                        "(return a str, dict, list or pydantic model)") from None
+    data = _json_ready(value)
     return [json.dumps(data, ensure_ascii=False)], data if isinstance(data, dict) else None
 
 
+_ACCEPTED = ("return a str, a pydantic model, or JSON values: dict, list, str, number, bool, "
+             "None — pydantic models inside them too")
+
+
+class _ModelFailed(Exception):
+    """A pydantic model's own code raised as it was written (see :func:`_json_ready`)."""
+
+    def __init__(self, model: Any, error: Exception) -> None:
+        super().__init__(model, error)
+        self.model, self.error = model, error
+
+
 def _json_ready(value: Any) -> Any:
-    """``value`` as JSON would give it back: NaN and ±Infinity as ``None``, keys as strings."""
-    return json.loads(json.dumps(value, ensure_ascii=False), parse_constant=lambda _: None)
+    """``value`` as JSON would give it back: pydantic models as their JSON, NaN and ±Infinity
+    as ``None``, keys as strings. What JSON cannot hold is a ``TypeError`` naming it."""
+    outer = type(value).__name__
+    refused: list[str] = []
+
+    def model_or_refuse(item: Any) -> Any:
+        if isinstance(item, pydantic.BaseModel):
+            try:
+                return item.model_dump(mode="json")
+            except pydantic_core.PydanticSerializationError:  # a field pydantic cannot write
+                pass
+            except Exception as e:  # the model's own code (a computed field) raised
+                raise _ModelFailed(item, e) from e
+        refused.append(type(item).__name__)
+        raise TypeError(type(item).__name__)
+
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=model_or_refuse)
+    except _ModelFailed as e:
+        raise TypeError(f"the tool returned a {type(e.model).__name__} that could not be "
+                        f"written as JSON: {type(e.error).__name__}: {e.error}") from e.error
+    except ValueError as e:  # json's "Circular reference detected"
+        raise TypeError(f"the tool returned a {outer} that contains itself, which JSON cannot "
+                        "hold") from e
+    except TypeError as e:
+        if not refused:  # a key: "keys must be str, int, float, bool or None, not tuple"
+            what = f"a {outer} with a key JSON cannot hold ({e})"
+        elif isinstance(value, (dict, list, tuple)):
+            what = f"a {outer} holding a {refused[0]}"
+        else:
+            what = f"a {outer}"
+        raise TypeError(f"the tool returned {what}, which JSON cannot hold ({_ACCEPTED})"
+                        ) from None
+    return json.loads(text, parse_constant=lambda _: None)
+
+
+def _recorded(arguments: Any) -> dict[str, Any]:
+    """The arguments as a call's record keeps them: an object as it is, anything else (which
+    the schema refuses) under ``"arguments"``.
+
+    Example:
+        >>> _recorded(None), _recorded({"a": 1}), _recorded([1])
+        ({}, {'a': 1}, {'arguments': [1]})
+    """
+    if arguments is None:
+        return {}
+    return dict(arguments) if isinstance(arguments, Mapping) else {"arguments": arguments}
 
 
 class Tool(Generic[_P, _R]):
@@ -194,14 +213,18 @@ class Tool(Generic[_P, _R]):
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
         self.fn: Callable[_P, _R] = fn
-        self.name = name if name is not None else getattr(fn, "__name__", "")
+        parts = callee(fn)  # a partial's function, an object's __call__
+        chosen = name if name is not None else parts.name
+        if chosen is None:
+            raise ValueError(f"{parts.label} has no name: give the tool one, @tool(name=...)")
+        self.name: str = chosen
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
-        doc = description if description is not None else inspect.getdoc(fn)
-        self.description = doc or ""
+        self.description = description if description is not None else (parts.doc or "")
         self.spec = (ArgumentSpec.from_function(fn) if input_schema is None
                      else ArgumentSpec.from_schema(input_schema))
-        self.is_async = inspect.iscoroutinefunction(fn)
+        self.is_async = (inspect.iscoroutinefunction(fn)
+                         or inspect.iscoroutinefunction(parts.function))
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -235,12 +258,12 @@ class Tool(Generic[_P, _R]):
             return run.result()
         error = "CancelledError: raised by the tool (nothing cancelled the call)"
         log.warning("tool %s raised asyncio.CancelledError", self.name)
-        return LocalInvocation(self.name, dict(arguments or {}), exception=asyncio.CancelledError(),
+        return LocalInvocation(self.name, _recorded(arguments), exception=asyncio.CancelledError(),
                                error=error, texts=[error], started_at=started_at,
                                duration_ms=(time.perf_counter() - began) * 1000)
 
     async def _invoke(self, arguments: dict[str, Any] | None) -> LocalInvocation:
-        record = LocalInvocation(self.name, dict(arguments or {}), started_at=time.time())
+        record = LocalInvocation(self.name, _recorded(arguments), started_at=time.time())
         began = time.perf_counter()
         try:
             args, kwargs = self.spec.bind(arguments)
@@ -248,7 +271,7 @@ class Tool(Generic[_P, _R]):
             if self.is_async:
                 value = await fn(*args, **kwargs)
             else:
-                value = await _in_daemon_thread(lambda: fn(*args, **kwargs),
+                value = await in_daemon_thread(lambda: fn(*args, **kwargs),
                                                 f"tool {self.name}")
             if inspect.isawaitable(value):  # a sync wrapper around an async function
                 value = await value

@@ -34,6 +34,8 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import sys
 import types
@@ -46,7 +48,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pydantic
 import typing_extensions
 
-__all__ = ["ArgumentError", "ArgumentSpec"]
+__all__ = ["ArgumentError", "ArgumentSpec", "Callee", "callee"]
 
 
 class ArgumentError(ValueError):
@@ -56,6 +58,62 @@ class ArgumentError(ValueError):
         >>> str(ArgumentError("invalid arguments: x: Field required"))
         'invalid arguments: x: Field required'
     """
+
+
+@dataclass(frozen=True)
+class Callee:
+    """What a callable handed to ``@tool`` is made of: ``function``, the plain function whose
+    type hints, docstring and coroutine flag describe it; ``bound``, the parameters a
+    ``functools.partial`` already fills by keyword (not the agent's to set); ``name``, its
+    ``__name__`` (a partial's function's), or ``None`` for an object with ``__call__``;
+    ``label`` and ``doc``.
+
+    Example:
+        >>> def lookup(db: dict, order_id: str) -> str: ...
+        >>> c = callee(functools.partial(lookup, db={}))
+        >>> c.function is lookup, sorted(c.bound), c.name
+        (True, ['db'], 'lookup')
+        >>> class Adder:
+        ...     def __call__(self, a: int) -> int: ...
+        >>> c = callee(Adder())
+        >>> c.function is Adder.__call__, c.name, c.label
+        (True, None, 'Adder object')
+    """
+
+    function: Callable[..., Any]
+    bound: frozenset[str]
+    name: str | None
+    label: str
+    """How messages name it: its name, or ``"<class> object"``."""
+    doc: str | None
+    """Its docstring: the function's; an object's class's, else its ``__call__``'s."""
+
+
+def callee(fn: Callable[..., Any]) -> Callee:
+    """``fn`` taken apart (see :class:`Callee`): partials unwrapped, an object's ``__call__``."""
+    bound: set[str] = set()
+    target: Any = fn
+    while isinstance(target, functools.partial):
+        bound.update(target.keywords)
+        target = target.func
+    if inspect.isroutine(target) or isinstance(target, type):
+        name = getattr(target, "__name__", None)
+        return Callee(target, frozenset(bound), name, name or repr(target), inspect.getdoc(target))
+    call = type(target).__call__ if callable(target) else None  # an object with __call__
+    function = call if inspect.isroutine(call) else target
+    return Callee(function, frozenset(bound), None, f"{type(target).__name__} object",
+                  _own_doc(type(target)) or _own_doc(function))
+
+
+def _own_doc(thing: Any) -> str | None:
+    """``thing``'s own docstring, cleaned: not one inherited (``object``'s, "Call self as a
+    function.") nor the one ``@dataclass`` makes up from the signature."""
+    doc = thing.__dict__.get("__doc__") if isinstance(thing, type) else getattr(thing, "__doc__", None)
+    if not isinstance(doc, str) or not doc.strip():
+        return None
+    if isinstance(thing, type) and dataclasses.is_dataclass(thing) and doc.startswith(thing.__name__ + "("):
+        return None
+    return inspect.cleandoc(doc)
 
 
 def _describe(error: pydantic.ValidationError) -> str:
@@ -197,17 +255,21 @@ class ArgumentSpec:
             >>> sorted(ArgumentSpec.from_function(f).schema["properties"])
             ['a', 'b']
         """
+        parts = callee(fn)
+        label = parts.label
         try:
-            hints = typing.get_type_hints(fn, include_extras=True)
+            hints = typing.get_type_hints(parts.function, include_extras=True)
         except Exception as e:  # a hint naming something undefined
-            raise TypeError(f"cannot read the type hints of {fn.__name__!r}: {e}") from e
+            raise TypeError(f"cannot read the type hints of {label!r}: {e}") from e
         fields: dict[str, Any] = {}
         for name, param in inspect.signature(fn).parameters.items():
+            if name in parts.bound:
+                continue  # a partial's keyword: the program's value, not the agent's
             if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-                raise TypeError(f"tool {fn.__name__!r}: *args and **kwargs cannot be described to the "
+                raise TypeError(f"tool {label!r}: *args and **kwargs cannot be described to the "
                                 "agent; name each parameter, or pass input_schema=")
             if param.kind is inspect.Parameter.POSITIONAL_ONLY:
-                raise TypeError(f"tool {fn.__name__!r}: positional-only parameter {name!r}; the agent "
+                raise TypeError(f"tool {label!r}: positional-only parameter {name!r}; the agent "
                                 "passes arguments by name")
             fields[name] = _field_info(hints.get(name, Any), param.default, name)
         # the model's own field names are internal (p0, p1, …), each parameter's name its alias:
@@ -215,7 +277,7 @@ class ArgumentSpec:
         internal = {f"p{i}": name for i, name in enumerate(fields)}
         try:
             model = pydantic.create_model(
-                f"{fn.__name__}_arguments",
+                f"{parts.name or 'tool'}_arguments",
                 __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
                 **{key: fields[name] for key, name in internal.items()},
             )
@@ -223,7 +285,7 @@ class ArgumentSpec:
         except pydantic.PydanticUserError as e:  # a hint with no JSON Schema (Callable, …)
             which = next((repr(name) for name, (hint, _) in fields.items() if not _describable(hint)),
                          "of " + ", ".join(map(repr, fields)))
-            raise TypeError(f"tool {fn.__name__!r}: parameter {which} cannot be described to the "
+            raise TypeError(f"tool {label!r}: parameter {which} cannot be described to the "
                             f"agent ({str(e).splitlines()[0]}); give it a JSON-friendly type hint, or "
                             "pass input_schema=") from None
         schema.pop("title", None)

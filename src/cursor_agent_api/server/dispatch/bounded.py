@@ -23,6 +23,15 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
   the statement), plus the few seconds psycopg then spends trying to cancel it before it
   closes the connection.
 
+**Once stopping** (a worker's SIGTERM: :meth:`BoundedConnector.give_up_within`) every query
+of the queue, those in flight included (Procrastinate's last fetch, heartbeat, its LISTEN
+connection, its worker's unregistration), is given up within a few seconds: a host that does
+not answer held a worker's stop up to the whole bound (70 s) per query. Its **LISTEN
+connection** (a worker's wait for new jobs) that fails is opened again, said once when it fails
+and once when it is back (:meth:`BoundedConnector.listen_notify`): Procrastinate's own gave up
+for good at the first connection refused, without a word (the worker then waited for its
+5 s poll for every run).
+
 A query given up, or that failed because the database is unavailable (a transient error:
 :func:`~..store.is_transient`), raises :class:`~..store.StoreUnavailableError`, the
 store's own error: the API answers its JSON 503 ("the database is unavailable"), a worker's
@@ -37,9 +46,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import math
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import anyio
@@ -51,6 +63,11 @@ from ..store.engine import KeepAlive
 from ..store.errors import unwrap_error
 
 T = TypeVar("T")
+
+logger = logging.getLogger("cursor_agent_api.worker")
+
+LISTEN_RETRY = 1.0
+"""Seconds between two openings of the job queue's LISTEN connection, while it fails."""
 
 
 class BoundedConnector(procrastinate.PsycopgConnector):
@@ -75,18 +92,61 @@ class BoundedConnector(procrastinate.PsycopgConnector):
                 **KeepAlive.within(connect_timeout).libpq(),
             },
         )
+        self.gives_up_within = math.inf
+        """Once stopping (:meth:`give_up_within`): the bound of every query, in seconds."""
+        self._waiting: set[anyio.CancelScope] = set()  # the queries in flight, the LISTEN
+
+    def give_up_within(self, seconds: float) -> None:
+        """From now on each query is given up after ``seconds`` at most, those in flight
+        ``seconds`` from now (the LISTEN connection is closed then): a worker that stops
+        does not wait the whole :attr:`bound` for a host that does not answer. Called on
+        the event loop; a later call only shortens.
+
+        Example:
+            >>> async def demo() -> tuple[float, float]:
+            ...     c = BoundedConnector("host=127.0.0.1 dbname=db", connect_timeout=10,
+            ...                          statement_timeout=60)
+            ...     c.give_up_within(5.0)
+            ...     c.give_up_within(30.0)  # (only shortens)
+            ...     return c.gives_up_within, c._query_bound()
+            >>> asyncio.run(demo())
+            (5.0, 5.0)
+        """
+        self.gives_up_within = min(self.gives_up_within, seconds)
+        deadline = anyio.current_time() + seconds
+        for scope in self._waiting:
+            scope.deadline = min(scope.deadline, deadline)
+
+    def _query_bound(self) -> float:
+        return min(self.bound, self.gives_up_within)
+
+    @contextmanager
+    def _given_up(self, entered: Any) -> Iterator[anyio.CancelScope]:
+        """The cancel scope ``entered`` gives (``anyio.fail_after``'s, or a scope itself),
+        shortened by :meth:`give_up_within` while it is entered."""
+        with entered as scope:
+            self._waiting.add(scope)
+            try:
+                yield scope
+            finally:
+                self._waiting.discard(scope)
 
     async def _bounded(self, query: Awaitable[T]) -> T:
-        """``query``'s result, given up after :attr:`bound` seconds; the database's
-        unavailability as :class:`~..store.StoreUnavailableError`."""
+        """``query``'s result, given up after :attr:`bound` seconds (fewer once stopping:
+        :meth:`give_up_within`); the database's unavailability as
+        :class:`~..store.StoreUnavailableError`."""
+        bound, start = self._query_bound(), anyio.current_time()
         try:
             # anyio's scope, not asyncio.wait_for: before Python 3.12 wait_for can lose a cancel
-            # of the caller (a worker's stop cancels its heartbeat loop) that comes as the query ends
-            with anyio.fail_after(self.bound):
+            # of the caller (a worker's stop cancels its heartbeat loop) that comes as the query
+            # ends; and a scope's cancel is delivered again until the query ends (psycopg's
+            # attempt to cancel the query on the server, up to 10 s, is cut short)
+            with self._given_up(anyio.fail_after(bound)) as scope:
                 return await query
         except TimeoutError as e:
+            within = round(min(bound, max(0.0, scope.deadline - start)), 1)  # (shortened since)
             raise StoreUnavailableError(
-                f"the database did not answer the job queue within {self.bound:g} s"
+                f"the database did not answer the job queue within {within:g} s"
             ) from e
         except Exception as e:
             if not unavailable(e):
@@ -106,6 +166,47 @@ class BoundedConnector(procrastinate.PsycopgConnector):
             if not unavailable(e):
                 raise
             raise StoreUnavailableError(describe_error(e)) from e
+
+    async def listen_notify(self, on_notification: Any, channels: Iterable[str]) -> None:
+        """Procrastinate's LISTEN for new jobs (its worker's wait), opened again whenever it
+        fails: Procrastinate's own loop ended for good, unnoticed, at the first opening that
+        failed (a database restarting refuses connections for a few seconds). Said once when
+        it fails and once when it is back; meanwhile new jobs are taken at each poll. Once
+        stopping (:meth:`give_up_within`), it ends."""
+        channels = list(channels)
+        failed = False
+        with self._given_up(anyio.CancelScope()):
+            while True:
+                try:
+                    async with self._get_standalone_connection() as connection:
+                        for channel in channels:
+                            await connection.execute(query=self._make_dynamic_query(
+                                query=procrastinate.sql.queries["listen_queue"],
+                                channel_name=channel))
+                        if failed:
+                            failed = False
+                            logger.warning("the job queue's LISTEN connection is back")
+                        # returns when the connection is lost (psycopg's OperationalError)
+                        await self._loop_notify(on_notification=on_notification, connection=connection)
+                    why = "the connection was lost"
+                except Exception as e:
+                    why = describe_error(e)
+                if not failed:
+                    failed = True
+                    logger.warning("the job queue's LISTEN connection failed (%s); opening it again "
+                                   "(new runs are taken at each poll meanwhile)", why)
+                await asyncio.sleep(LISTEN_RETRY)
+
+    async def close_async(self) -> None:
+        """Close the pool; once stopping (:meth:`give_up_within`), its tasks still opening
+        connections to a host that does not answer are left after a second (psycopg waits
+        5 s for them)."""
+        pool = self._async_pool
+        if pool is None or self._pool_externally_set or math.isinf(self.gives_up_within):
+            await super().close_async()
+            return
+        await pool.close(timeout=min(1.0, self.gives_up_within))
+        self._async_pool = None
 
     async def execute_query_async(self, query: Any, **arguments: Any) -> None:
         await self._bounded(super().execute_query_async(query, **arguments))

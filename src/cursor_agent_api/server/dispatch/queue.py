@@ -220,6 +220,13 @@ class QueueDispatcher:
         abort stays asked for: its worker applies it when it can)."""
         deadline = time.monotonic() + wait
         run = await self.store.get_run(run_id)
+        if run is not None and plain_serves(run) and not RunStatus(run["status"]).final:
+            # no job, no worker: a serve without --dispatch queue runs it, and takes no cancel
+            # from the queue (its cancel would never be applied: a 202, the run going on)
+            raise RunNotActiveError(
+                f"run {run_id} is run by a server without --dispatch queue on this database "
+                f"({run['server_id']}), which takes no cancel from the queue's servers: cancel "
+                "it through that server")
         while run is not None and run.get("job_id") is None and run["status"] == "queued":
             if time.monotonic() > deadline:  # pragma: no cover - the submit is still under way
                 break
@@ -449,3 +456,19 @@ async def interrupt_lost_run(log: EventLog, run: dict[str, Any]) -> bool:
     if marked:
         logger.warning("run %s: %s", run["id"], message)
     return marked
+
+
+def plain_serves(run: dict[str, Any]) -> bool:
+    """Whether ``run`` is a ``serve`` without ``--dispatch queue``'s (on the same database):
+    its server is recorded from its creation, and it has neither a job nor a worker (a run
+    meant for the queue has no server until a worker claims it, recording both).
+
+    Example:
+        >>> plain_serves({"server_id": "h:42:7", "job_id": None, "worker": None})
+        True
+        >>> plain_serves({"server_id": "h:43:7", "job_id": 12, "worker": "build-1"})
+        False
+        >>> plain_serves({"server_id": None, "job_id": None, "worker": None})  # not deferred yet
+        False
+    """
+    return bool(run.get("server_id")) and run.get("job_id") is None and not run.get("worker")

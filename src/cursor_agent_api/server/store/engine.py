@@ -29,6 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from ...database_urls import engine_url
 from ...server_options import LIVE_WITHIN as LIVE_WITHIN  # (checked before the server imports)
 from ...server_options import LONGEST_HEARTBEAT as LONGEST_HEARTBEAT
 from ..sqlite_file import prepare_sqlite_file
@@ -350,9 +351,33 @@ class PooledConnections:
         # after a failure: the event again)
         self._entries: weakref.WeakSet[Any] = weakref.WeakSet()
         event.listen(engine.sync_engine.pool, "connect", self._connected)
+        event.listen(engine.sync_engine, "do_connect", self._connecting)
+
+    def _connecting(self, _dialect: Any, _record: Any, _args: Any, params: dict[str, Any]) -> None:
+        """A new connection's opening (asyncpg's ``timeout``) waits :attr:`command_bound` at
+        most, once set."""
+        if self.command_bound is not None and "timeout" in params:
+            params["timeout"] = min(float(params["timeout"]), self.command_bound)
 
     def _connected(self, _dbapi_connection: Any, entry: Any) -> None:
         self._entries.add(entry)
+        if self.command_bound is not None:
+            _bound_commands(entry.driver_connection, self.command_bound)
+
+    command_bound: float | None = None
+    """Once stopping (:meth:`bound_commands`): each statement's bound, in seconds."""
+
+    def bound_commands(self, seconds: float) -> None:
+        """From now on each statement on the pool's connections (those open, those opened
+        later) is given up after ``seconds`` at most, not the ``command_timeout``
+        (``store_statement_timeout``), and a new connection's opening as long: a worker that
+        stops (its runs' ends recorded) does not wait a minute per statement for a host that
+        does not answer. A later call only shortens. (A statement already sent keeps its own
+        bound.)"""
+        self.command_bound = min(seconds, self.command_bound or seconds)
+        for entry in list(self._entries):
+            if entry.dbapi_connection is not None and entry.driver_connection is not None:
+                _bound_commands(entry.driver_connection, self.command_bound)
 
     def idle(self) -> list[Any]:
         """The driver's connections open in the pool, not checked out."""
@@ -376,6 +401,17 @@ class PooledConnections:
                             "%g s, or the connection broke): %d connection(s) dropped",
                             within, dropped)
         return dropped
+
+
+def _bound_commands(conn: Any, seconds: float) -> None:
+    """asyncpg's ``command_timeout`` of ``conn`` at most ``seconds`` (asyncpg reads it from
+    the connection's configuration at each statement; it has no public setter)."""
+    config = getattr(conn, "_config", None)
+    if config is None or not hasattr(config, "_replace"):
+        return
+    current = config.command_timeout
+    if current is None or current > seconds:
+        conn._config = config._replace(command_timeout=seconds)
 
 
 async def _close(conn: Any, within: float) -> bool:
@@ -502,7 +538,7 @@ class StoreEngine:
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
                                       "command_timeout": self.statement_timeout,
                                       "connection_class": self._kept_alive}
-        engine = create_async_engine(url, **kwargs)
+        engine = create_async_engine(engine_url(self.url), **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
             self._pooled = PooledConnections(engine)
@@ -531,7 +567,7 @@ class StoreEngine:
             # statement timeout. A host that stops answering while they wait for an answer
             # is noticed by TCP keepalive (KeepAlive), within about connect_timeout: the
             # start fails (one that dies with a statement unacknowledged: TCP's retries).
-            migrator = create_async_engine(url, poolclass=NullPool,
+            migrator = create_async_engine(engine_url(self.url), poolclass=NullPool,
                                            connect_args={"timeout": self.connect_timeout,
                                                          "connection_class": self._kept_alive})
             try:
@@ -621,6 +657,13 @@ class StoreEngine:
         if why is not None:
             raise StoreUnavailableError(why)
         self.faults.check(purpose)
+
+    def give_up_within(self, seconds: float) -> None:
+        """PostgreSQL: from now on each statement is given up after ``seconds`` at most
+        (:meth:`PooledConnections.bound_commands`): a worker that stops. SQLite: nothing
+        (no host to wait for)."""
+        if self._pooled is not None:
+            self._pooled.bound_commands(seconds)
 
     async def close(self) -> None:
         """Dispose of the engine's connections; later calls raise :class:`StoreUnavailableError`.

@@ -346,8 +346,12 @@ def answers_later(error: BaseException) -> bool:
         False
         >>> answers_later(SchemaTooNewError("the database was upgraded by a newer ..."))
         False
+        >>> answers_later(ConnectionError('PostgreSQL server at "db:5432" rejected SSL upgrade'))
+        False
     """
     cause = unwrap_error(error)
+    if isinstance(cause, ConnectionError) and "rejected SSL upgrade" in str(cause):
+        return False  # TLS asked for (sslmode=require) of a server without it: lasting
     if isinstance(cause, DBAPIError):
         code = _sqlstate(cause)
         if code is not None:  # what PostgreSQL said, connecting or not

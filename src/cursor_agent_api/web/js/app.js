@@ -169,9 +169,17 @@ function bindStaticHandlers() {
   });
   $("stop-button").addEventListener("click", stopRun);
   $("sign-out-button").addEventListener("click", signOut);
-  $("more-chats-button").addEventListener("click", () => {
+  $("more-chats-button").addEventListener("click", async () => {
+    const button = $("more-chats-button");
+    const before = $("chat-list").children.length;
     state.listLimit += LIST_PAGE;
-    refreshChats({ all: true });
+    await refreshChats({ all: true });
+    // the focus was on the button (a keyboard user): it goes to the first chat loaded, not to
+    // the page's <body> as the button hides with the last page
+    if (document.activeElement !== button && document.activeElement !== document.body) return;
+    const first = $("chat-list").children[before]?.querySelector("a");
+    if (first) first.focus();
+    else if (button.hidden) $("chat-list").lastElementChild?.querySelector("a")?.focus();
   });
   $("options-button").addEventListener("click", () => toggleOptions());
   $("chat-options").addEventListener("submit", saveOptions);
@@ -913,9 +921,16 @@ function showChatHeader() {
   $("chat-view").dataset.transport = chat.options?.transport || "print";
 }
 
+// A prompt refused while the chat's run goes on: said until that run ends (or another alert).
+const BUSY = "The agent is still working on the previous prompt: wait for it, or press Stop (Esc).";
+
 function onRunChange(changed) {
   updateRunControls();
   const run = state.timeline.latestRun;
+  const alert = $("alert");
+  if (run && !ACTIVE.has(run.status) && !alert.hidden && alert.textContent === BUSY && state.busyChat === state.chat?.id) {
+    showAlert(""); // no longer true: the prompt in the box can go now
+  }
   const chat = state.chats.find((c) => c.id === state.chat?.id);
   if (chat && run && chat.status !== run.status) {
     chat.status = run.status;
@@ -1156,7 +1171,8 @@ async function deliver(chat, prompt, stops, sending) {
     // A run that is just ending (its process exiting after the answer, or its last records
     // still being replayed) gets a moment before the prompt is refused.
     if (!(await settled(() => !state.timeline?.activeRun || state.stops !== stops || left(), 3000))) {
-      showAlert("The agent is still working on the previous prompt: wait for it, or press Stop (Esc).");
+      showAlert(BUSY);
+      state.busyChat = chat.id; // the alert goes once that chat's run ends (onRunChange)
       return false;
     }
     if (signOuts() !== sending.signOuts) return false; // Sign out meanwhile: dropped, and nothing said

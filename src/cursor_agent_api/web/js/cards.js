@@ -106,8 +106,7 @@ export function drawCard(card, view, workspace = "", more = []) {
         ? h("span", { class: "card-duration", text: formatDuration(view.duration_ms) }) : null,
     ),
     body(kind, view, status),
-    view.error && status !== "succeeded" && kind !== "shell"
-      ? h("p", { class: "card-error", text: view.error }) : null,
+    errorLine(kind, view, status),
     // once the call has ended, its timeline adds "Show all" for each cut field (timeline.js)
     view.cut?.length > 0 && status === "running"
       ? h("p", { class: "card-note", text: "Output cut: Show all comes when the call has ended." }) : null,
@@ -124,15 +123,38 @@ function headline(view) {
   return view.summary || view.description || "";
 }
 
+/** What a shell command printed on its standard output, as the card shows it: `stdout`, else
+ * (an agent that gave one interleaved text) `output` of a command that ran (done or failed)
+ * when it is not the call's error. A call rejected, denied, timed out or abandoned has for
+ * `output` why (the card's error line says it): never shown as if the command printed it. */
+function shellStdout(v) {
+  if (v.stdout !== null && v.stdout !== undefined) return { text: v.stdout, field: "stdout" };
+  const ran = v.status === "succeeded" || v.status === "failed";
+  if (v.stderr || !ran || v.output === v.error) return { text: "", field: "stdout" };
+  return { text: v.output, field: "output" };
+}
+
+/** Why the call did not succeed, in its own line; null when the card says it already (its
+ * status, or a shell's stderr). */
+function errorLine(kind, v, status) {
+  if (!v.error || status === "succeeded" || status === "running") return null;
+  if (kind === "shell" && (v.error === v.stderr || v.error === status || v.error === shellStdout(v).text)) return null;
+  return h("p", { class: "card-error", text: v.error });
+}
+
 function body(kind, v, status) {
   const running = status === "running";
+  // cut: only its beginning is here; loaded: Show all brought it whole (timeline.js)
+  const cut = (field) => (v.cut || []).includes(field) ? "cut" : (v.loaded || []).includes(field) ? "whole" : "";
   switch (kind) {
-    case "shell":
+    case "shell": {
+      const out = shellStdout(v);
       return h("div", { class: "card-body" },
         v.description ? h("p", { class: "card-desc", text: v.description }) : null,
-        running ? null : output("stdout", v.stdout ?? (v.stderr ? "" : v.output), true),
-        running || !v.stderr ? null : output("stderr", v.stderr, true, "stderr"),
+        running ? null : output("stdout", out.text, true, "", cut(out.field)),
+        running || !v.stderr ? null : output("stderr", v.stderr, true, "stderr", cut("stderr")),
       );
+    }
     case "edit":
     case "write": {
       const diff = v.diff || (v.new_content ? asAdded(v.new_content) : "");
@@ -145,7 +167,7 @@ function body(kind, v, status) {
       const range = v.read_range ? `lines ${v.read_range[0]}–${v.read_range[1]}` : "";
       return h("div", { class: "card-body" },
         range ? h("p", { class: "card-range", text: range }) : null,
-        running ? null : output("content", v.output, false),
+        running ? null : output("content", v.output, false, "", cut("output")),
       );
     }
     case "grep":
@@ -158,7 +180,7 @@ function body(kind, v, status) {
     case "web_fetch":
       return h("div", { class: "card-body" },
         v.url ? h("p", { class: "card-path", text: v.url }) : null,
-        running || status !== "succeeded" ? null : output("page", v.output, false),
+        running || status !== "succeeded" ? null : output("page", v.output, false, "", cut("output")),
       );
     case "web_search":
       return h("div", { class: "card-body" },
@@ -170,7 +192,7 @@ function body(kind, v, status) {
       return h("div", { class: "card-body" },
         h("p", { class: "card-path" }, "server ", h("code", { text: v.mcp_server || "?" }),
           v.mcp_tool ? [" · tool ", h("code", { text: v.mcp_tool })] : null),
-        running || status !== "succeeded" ? null : output("output", v.output, true),
+        running || status !== "succeeded" ? null : output("output", v.output, true, "", cut("output")),
       );
     case "todos":
       return h("div", { class: "card-body" }, todoList(v.todos || []));
@@ -178,20 +200,26 @@ function body(kind, v, status) {
       return null; // the header says which file; a failure shows its error below
     default:
       return h("div", { class: "card-body" },
-        running || status !== "succeeded" ? null : output("output", v.output, true),
+        running || status !== "succeeded" ? null : output("output", v.output, true, "", cut("output")),
       );
   }
 }
 
-/** A collapsible block of text: open when short, folded when long. */
-function output(label, text, openWhenShort, cls = "") {
+/** A collapsible block of text: open when short, folded when long. `state` "cut": the server
+ * cut it (the card's timeline offers Show all): its line count is only the beginning's, and
+ * says so ("35,185+ lines"); its Copy says it copied only those (copy.js, data-cut-lines);
+ * "whole": Show all loaded it whole. */
+function output(label, text, openWhenShort, cls = "", state = "") {
+  const cut = state === "cut";
   if (text === null || text === undefined || text === "") {
     return label === "stdout" ? h("p", { class: "card-note", text: "(no output)" }) : null;
   }
   const lines = lineCount(text);
-  return h("details", { class: `card-output ${cls}`, open: openWhenShort && lines <= 12 },
-    h("summary", { text: `${label} (${lines} line${lines === 1 ? "" : "s"})` }),
-    h("pre", {}, h("code", { text })),
+  const count = `${lines.toLocaleString("en")}${cut ? "+" : ""} line${lines === 1 && !cut ? "" : "s"}`;
+  return h("details", { class: `card-output ${cls}`, open: openWhenShort && lines <= 12 && !cut },
+    h("summary", { text: `${label} (${count})` }),
+    h("pre", cut ? { dataset: { cutLines: String(lines) } } : state === "whole" ? { class: "whole-value" } : {},
+      h("code", { text })),
   );
 }
 

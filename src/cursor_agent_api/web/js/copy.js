@@ -16,9 +16,14 @@ export function copyButton(what, getText) {
     // a card's button (kept by a drawing of the card where it is another field's) copies the
     // field it names now, and says that one
     const field = button.dataset.copies;
-    const named = field ? button.dataset.what : what;
-    const ok = await copyText(field ? fieldText(button, field) : getText(button));
-    button.textContent = ok ? "Copied" : "Copy failed";
+    const el = field ? fieldElement(button, field) : null;
+    // a field the server cut holds only its beginning (cards.js, data-cut-lines): said so
+    const part = el?.dataset.cutLines;
+    const named = !field ? what : part
+      ? `first ${Number(part).toLocaleString("en")} lines of the ${button.dataset.what} (it was cut: Show all loads the whole)`
+      : button.dataset.what;
+    const ok = await copyText(field ? fieldText(el, field) : getText(button));
+    button.textContent = ok ? (part ? "Copied the beginning" : "Copied") : "Copy failed";
     announce(ok ? `Copied the ${named}.` : `Could not copy the ${named}: select it and press Ctrl+C.`);
     clearTimeout(button.copyTimer);
     button.copyTimer = setTimeout(() => { button.textContent = "Copy"; }, FEEDBACK_MS);
@@ -62,10 +67,14 @@ function cardCopyButton(what, field) {
   return button;
 }
 
-/** The text of field `field` of the card holding `button` (a diff without its last newline). */
-function fieldText(button, field) {
+/** The element of field `field` in the card holding `button`. */
+function fieldElement(button, field) {
   const card = button.closest("[data-kind]");
-  const el = [...(card?.querySelectorAll("[data-copy-field]") || [])].find((e) => e.dataset.copyField === field);
+  return [...(card?.querySelectorAll("[data-copy-field]") || [])].find((e) => e.dataset.copyField === field);
+}
+
+/** The text of a card's field element `el` (a diff without its last newline). */
+function fieldText(el, field) {
   const text = el?.textContent || "";
   return field === "diff" ? text.replace(/\n$/, "") : text;
 }

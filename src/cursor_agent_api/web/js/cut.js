@@ -4,6 +4,7 @@
 // and shows it as text.
 
 import { api } from "./api.js";
+import { copyButton } from "./copy.js";
 import { h, replace } from "./dom.js";
 
 function size(bytes) {
@@ -38,7 +39,10 @@ export function cutNote(url, bytes, show, what = "") {
   return note;
 }
 
-/** The whole value, as plain text (never Markdown or HTML: it may be megabytes). */
-export function wholeText(text) {
-  return h("pre", { class: "whole-value" }, h("code", { text }));
+/** The whole value, as plain text (never Markdown or HTML: it may be megabytes), with its
+ * Copy button ("Copy whole <what>"). */
+export function wholeText(text, what = "text") {
+  const pre = h("pre", { class: "whole-value" }, h("code", { text }));
+  return h("div", { class: "whole" },
+    h("div", { class: "copy-row" }, copyButton(`whole ${what}`, () => pre.textContent)), pre);
 }

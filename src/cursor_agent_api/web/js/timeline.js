@@ -40,6 +40,23 @@ const FIELD_NAMES = { output: "output", stdout: "stdout", stderr: "stderr", diff
 // A list card's output is its whole list, one item per line (webui.view_of): named as such.
 const LIST_NAMES = { grep: "match list", glob: "file list", web_search: "result list" };
 
+// Cut fields the card shows in an output block of its own (cards.js), which Show all fills
+// with the whole: a shell's stdout and stderr, a read's content, a tool's output. The others
+// (a diff, a write's content, a list card's whole list) come whole under the card.
+// (A fetch's, a tool's or another call's output shows in its card only when it succeeded
+// (cards.js): a failed one's whole output comes under the card, else Show all showed nothing.)
+function shownInPlace(view, field) {
+  const kind = view.kind;
+  if (field === "stdout" || field === "stderr") return true;
+  if (field !== "output" || LIST_NAMES[kind] || ["edit", "write", "delete", "todos"].includes(kind)) return false;
+  return kind === "shell" || kind === "read" || view.status === "succeeded";
+}
+
+// A streaming text rendered in under STREAM_RENDER_FREE_MS is rendered every frame; a slower
+// one at most once per STREAM_RENDER_SHARE times what it took (a quarter of the page's time).
+const STREAM_RENDER_FREE_MS = 8;
+const STREAM_RENDER_SHARE = 4;
+
 // A prompt longer than this is shown folded, with a button to show it all.
 const PROMPT_FOLD_CHARS = 1500;
 const PROMPT_FOLD_LINES = 12;
@@ -445,25 +462,45 @@ export class Timeline {
   }
 
   /** Show the card's view, in place; then, once the call has ended, for each field the
-   * server cut, "Show all" (which fetches it whole) or what it loaded. Those notes are made
-   * once (entry.notes) and kept across updates of the card. */
+   * server cut, "Show all" (which fetches it whole). A field loaded whole takes the place of its
+   * beginning in the card's own block (its line count then the whole's, its Copy the whole's);
+   * a list card's whole list, which the card does not show as text, comes under it. Those notes
+   * and what was loaded are kept (entry.notes, entry.whole) across updates of the card. A
+   * shell's `output` is its stdout and stderr again (the card shows those): not offered twice. */
   draw(entry) {
     const more = [];
-    if (entry.view.cut?.length && entry.view.status !== "running") {
+    let view = entry.view;
+    if (view.cut?.length && view.status !== "running") {
       entry.notes ??= new Map();
+      entry.whole ??= new Map();
       const base = `/api/runs/${encodeURIComponent(entry.runId)}/tool-calls/${entry.index}/output`;
-      for (const field of entry.view.cut) {
-        const what = (field === "output" && LIST_NAMES[entry.view.kind]) || FIELD_NAMES[field] || field;
+      const list = LIST_NAMES[view.kind];
+      const shellShows = view.kind === "shell" && (view.stdout != null || Boolean(view.stderr));
+      for (const field of view.cut) {
+        if (entry.whole.has(field) || (field === "output" && shellShows)) continue;
+        const what = (field === "output" && list) || FIELD_NAMES[field] || field;
         if (!entry.notes.has(field)) {
           entry.notes.set(field, [cutNote(`${base}?field=${encodeURIComponent(field)}`, null, (text) => {
-            entry.notes.set(field, [h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text)]);
+            if (!shownInPlace(entry.view, field)) {
+              entry.notes.set(field, [h("p", { class: "card-note", text: `The whole ${what}:` }), wholeText(text, what)]);
+              this.draw(entry);
+              return;
+            }
+            entry.notes.delete(field);
+            entry.whole.set(field, text);
+            const folded = [...entry.el.querySelectorAll("details.card-output")].filter((d) => d.querySelector("pre[data-cut-lines]"));
             this.draw(entry);
+            for (const d of folded) if (!d.querySelector("pre[data-cut-lines]")) d.open = true; // shown as asked
           }, what)]);
         }
         more.push(entry.notes.get(field));
       }
+      if (entry.whole.size) {
+        const loaded = [...entry.whole.keys()];
+        view = { ...view, ...Object.fromEntries(entry.whole), cut: view.cut.filter((f) => !entry.whole.has(f)), loaded };
+      }
     }
-    drawCard(entry.el, entry.view, this.workspace, more);
+    drawCard(entry.el, view, this.workspace, more);
   }
 
   /** Where the whole request of record `seq` is, when the server cut it (`truncated`). */
@@ -561,9 +598,17 @@ export class Timeline {
   render(entry, done = true) {
     this.dirty.delete(entry);
     if (done && entry.streaming) return this.settle(entry);
+    // A streaming text whose last block takes long to render again (an answer that is one long
+    // list: every frame rendered it whole, 230 ms a frame by 219,000 characters) is rendered
+    // again at most once per STREAM_RENDER_SHARE of its own render times: the reader keeps the
+    // rest of the page's time. The text complete is rendered whole (settle), as it arrived.
+    const start = performance.now();
+    if (!done && start < (entry.notBefore ?? 0)) return this.schedule(entry);
     // Only the blocks that may have changed are rendered again (a long answer streaming in).
     entry.markdown ??= new GrowingMarkdown(entry.el);
     entry.markdown.show(entry.text, addCodeCopyButtons);
+    const took = performance.now() - start;
+    entry.notBefore = took > STREAM_RENDER_FREE_MS ? start + took * STREAM_RENDER_SHARE : 0;
   }
 
   /** A streamed text is complete: one node with its whole text takes the place of the one it
@@ -589,7 +634,7 @@ export class Timeline {
     const flush = () => {
       this.frame = 0;
       this.sayEnded();
-      for (const entry of this.dirty) this.render(entry, false);
+      for (const entry of [...this.dirty]) this.render(entry, false); // (one not due waits again)
       const t = this.thinking;
       if (t && t.shown !== t.text.length) {
         t.body.textContent = t.text;
