@@ -95,15 +95,17 @@ def fresh_cluster(tmp: Path) -> Iterator[Cluster]:
 
 
 
-def pg_execute(db_url: str, sql: str, *args: Any) -> list[Any]:
-    """Run one query on the cluster's database; returns its rows."""
+def pg_execute(db_url: str, sql: str, *args: Any, lock_timeout: float | None = None) -> list[Any]:
+    """Run one query on the cluster's database; returns its rows. With ``lock_timeout``
+    (seconds), a lock waited for longer raises asyncpg's ``LockNotAvailableError``."""
     import asyncpg
     from sqlalchemy.engine import make_url
 
     dsn = make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
 
     async def run() -> list[Any]:
-        conn = await asyncpg.connect(dsn)
+        settings = {} if lock_timeout is None else {"lock_timeout": f"{int(lock_timeout * 1000)}ms"}
+        conn = await asyncpg.connect(dsn, server_settings=settings)
         try:
             return list(await conn.fetch(sql, *args))
         finally:
@@ -236,13 +238,30 @@ class Cluster:
             stat = Path(f"/proc/{pid}/stat").read_text()
             return stat[stat.rfind(")") + 2 :].split()[0] in ("T", "t", "Z")
 
+        import asyncpg
+
         poll(halted, 60)
-        rows = pg_execute(
-            self.db_url,
-            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
-            "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id",
-            run_id,
-        )
+        for _ in range(30):
+            try:
+                # (waits 2 s at most for the row: see below)
+                rows = pg_execute(
+                    self.db_url,
+                    "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
+                    "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id",
+                    run_id,
+                    lock_timeout=2.0,
+                )
+                break
+            except asyncpg.exceptions.LockNotAvailableError:
+                # Stopped between its heartbeat (every HEARTBEAT s) and that transaction's
+                # commit, the worker holds its row until it runs again (this UPDATE waited
+                # for ever: CI of 2026-11-26): let it commit, then stop it again
+                worker.proc.send_signal(signal.SIGCONT)
+                time.sleep(0.2)
+                worker.proc.send_signal(signal.SIGSTOP)
+                poll(halted, 60)
+        else:
+            raise AssertionError(f"worker {worker.name}'s row stayed locked")
         assert len(rows) == 1, f"run {run_id} has no registered worker"
 
     def gate(self, name: str) -> tuple[str, Path]:
