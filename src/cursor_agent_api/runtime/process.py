@@ -25,7 +25,7 @@ import subprocess
 import sys
 import weakref
 from collections.abc import Awaitable, Sequence
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from ..errors import AgentNotFoundError, AgentStartError
 from .groups import (
@@ -199,6 +199,43 @@ _UNDO_WAIT = 5.0
 normally): a bound, so a cancelled start never hangs."""
 
 
+class _LibuvOwned:
+    """The read end of a pipe handed to uvloop's ``connect_read_pipe``, which gives the number
+    to libuv (``uv_pipe_open``): libuv closes it when the transport closes, so this object's
+    own ``close()`` closes nothing. A file object (``os.fdopen``) would close the same number
+    a second time, later (uvloop 0.23, MagicStack/uvloop#763): whatever another thread had
+    opened under that number meanwhile (a database socket, another turn's pipe) was closed
+    under it, one such close per agent start in ``serve`` (uvicorn runs on uvloop).
+
+    Example:
+        >>> r, w = os.pipe()
+        >>> pipe = _LibuvOwned(r)
+        >>> pipe.close(); pipe.fileno() == r, os.fstat(r).st_size  # still open: libuv's to close
+        (True, 0)
+        >>> os.close(r); os.close(w)
+    """
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        """Nothing: libuv closes the descriptor."""
+
+
+def _pipe_for(loop: asyncio.AbstractEventLoop, fd: int) -> Any:
+    """What ``loop.connect_read_pipe`` is given for the read end ``fd``: a file object that
+    its transport closes (asyncio's loop), or, on uvloop's, an object that closes nothing,
+    libuv closing the number itself (:class:`_LibuvOwned`). Either way the number is closed
+    once, by the transport (before the transport exists, by the caller: :func:`_close_fds`
+    on a :class:`_LibuvOwned`'s number, ``close()`` on a file object)."""
+    if type(loop).__module__.startswith("uvloop"):
+        return _LibuvOwned(fd)
+    return os.fdopen(fd, "rb", buffering=0)
+
+
 async def _read_to_eof(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
     """Everything written to the pipe ``fd`` until its last writer closes it (fd is closed)."""
     data = bytearray()
@@ -212,7 +249,7 @@ async def _read_to_eof(loop: asyncio.AbstractEventLoop, fd: int) -> bytes:
             if not ended.done():
                 ended.set_result(None)
 
-    transport, _ = await loop.connect_read_pipe(Reader, os.fdopen(fd, "rb", buffering=0))
+    transport, _ = await loop.connect_read_pipe(Reader, _pipe_for(loop, fd))
     try:
         await ended
     finally:
@@ -516,14 +553,14 @@ class AgentProcess:
                 await process.wait()
                 process.close()
                 raise _guard_failure(argv[0], report, cwd)
-        stdout, pipe = _StdoutProtocol(listener), os.fdopen(stdout_r, "rb", buffering=0)
+        stdout, pipe = _StdoutProtocol(listener), _pipe_for(loop, stdout_r)
         try:
             process._stdout, _ = await loop.connect_read_pipe(lambda: stdout, pipe)
         except BaseException:
             # cancelled (Ctrl-C) or failed here, the caller never learns of its process: undo
             # the start, or nothing would ever stop it (tests/client/test_cancel_races.py)
             stdout.listener = _NO_LISTENER
-            pipe.close()
+            pipe.close()  # (closed already by the transport, if there was one)
             await process.undo()
             raise
         return process
