@@ -23,8 +23,10 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import stat
 import time
 from pathlib import Path
 from typing import overload
@@ -48,6 +50,7 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
         >>> path.read_bytes(), left.exists()
         (b'[]', False)
     """
+    _refuse_special(path)
     if tmp is None:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     else:
@@ -67,6 +70,33 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def _refuse_special(path: Path) -> None:
+    """Refuse a ``path`` that is there and is neither a file nor a symbolic link: the rename
+    would replace a folder's name, or a device (``save("/dev/null")`` run as root replaced
+    ``/dev/null`` with a file of the session, and every program that wrote to /dev/null
+    after wrote there), a pipe or a socket. ``IsADirectoryError`` or ``FileExistsError``,
+    naming ``path`` (not the new file's name).
+
+    Example:
+        >>> import tempfile
+        >>> fifo = Path(tempfile.mkdtemp()) / "pipe"; os.mkfifo(fifo)
+        >>> try:
+        ...     replace_file(fifo, b"{}")
+        ... except FileExistsError as exc:
+        ...     print(exc.strerror)
+        not a regular file (a device, a pipe or a socket): left as it is
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "a folder, not a file: left as it is", str(path))
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise FileExistsError(errno.EEXIST, "not a regular file (a device, a pipe or a socket): "
+                              "left as it is", str(path))
 
 
 @overload
