@@ -241,7 +241,10 @@ class PromptIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str = Field(min_length=1, description="the prompt; at most max_prompt_bytes UTF-8")
+    # min_length 0, not 1: "" is refused by the route as a blank one is (422 empty_prompt);
+    # a length constraint has pydantic check the text is Unicode (a lone surrogate is a 422)
+    prompt: str = Field(min_length=0, description="the prompt (not empty or only whitespace); "
+                                                  "at most max_prompt_bytes UTF-8")
 
 
 class LoginIn(BaseModel):
