@@ -320,3 +320,19 @@ def test_openapi_with_a_token(server: Server, where: str) -> None:
             r = c.get("/openapi.json", params={"token": server.token})
             assert r.status_code == 303 and r.headers["location"] == "/openapi.json"
             assert c.get("/openapi.json").status_code == 200
+
+
+def test_a_minted_link_names_the_address_the_client_used(make_inproc: Any) -> None:
+    # POST /api/auth/codes answered a url on the bound address: through an SSH forward
+    # (Host 127.0.0.1:19765) or an --allow-host name the link named another server, or none
+    server = make_inproc(allowed_hosts=("agent.lan",))
+    bound = server.settings.base_url.removeprefix("http://")
+    with server.client() as c:
+        for host, origin in (("127.0.0.1:19765", "127.0.0.1:19765"), ("agent.lan:8080", "agent.lan:8080"),
+                             ("AGENT.lan", "agent.lan"), ("[::1]:19765", "[::1]:19765"),
+                             # not a plain host[:port] (it passes the Host check by its name):
+                             # the bound address, not a link to another host
+                             ("agent.lan:1@evil.example", bound), ("agent.lan:99999", bound)):
+            r = c.post("/api/auth/codes", headers={"Host": host})
+            assert r.status_code == 201, (host, r.text)
+            assert r.json()["url"] == f"http://{origin}/?code={r.json()['code']}", (host, r.json())

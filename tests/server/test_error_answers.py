@@ -74,3 +74,16 @@ def test_every_error_answer_has_a_code(make_inproc: Any) -> None:
         "origin": "origin_not_allowed",
         "token": "unauthorized",
     }
+
+
+def test_an_empty_prompt_is_empty_prompt_as_a_blank_one(make_inproc: Any) -> None:
+    # {"prompt": ""} was refused by the model's min_length (422 invalid_request) before the
+    # route's check, which gives a whitespace-only prompt the documented code empty_prompt
+    server: InProcServer = make_inproc()
+    with server.client() as c:
+        chat = new_chat(c)
+        for prompt in ("", "  \n"):
+            r = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": prompt})
+            assert r.status_code == 422, (prompt, r.text)
+            assert r.json()["code"] == "empty_prompt", (prompt, r.json())
+            assert r.json()["errors"], "a 422 lists its problems"

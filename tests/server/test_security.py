@@ -378,3 +378,13 @@ def test_a_refused_websocket_is_not_logged_as_an_error(make_server: Any) -> None
     log = server.log_text()
     assert '"WebSocket /api/chats/' in log  # (the refusals are logged, at INFO)
     assert "without completing handshake" not in log, log
+
+
+@pytest.mark.parametrize("name", ["token;", "token%00", "TOKEN%0A", "tok%09en", "x;token", "code%3B"])
+def test_a_secret_under_a_name_with_separators_or_controls_is_redacted(name: str) -> None:
+    # `?token;=T` and `?token%00=T` (401: the server does not take them) were written to the
+    # access log in clear: the name was cut at ";", or decoded to "token\x00", not "token"
+    from cursor_agent_api.server.redaction import redact
+
+    shown = redact(f"GET /api/chats?{name}=cdef0123456789XYZ HTTP/1.1")
+    assert "cdef0123456789XYZ" not in shown and "[redacted]" in shown, shown

@@ -114,3 +114,21 @@ def test_a_client_message_over_the_limit_closes_the_socket_as_documented(server:
     assert (code, after) == (1009, [])
     docs = DOCS.read_text()
     assert f"{MAX_CLIENT_MESSAGE // 1024} KiB" in docs and "**1009**" in docs
+
+
+@pytest.mark.parametrize("nonce", ["123456789012345678901234567890", '"cut emoji \\ud83d"',
+                                   '["\\udc00", -99999999999999999999999, 1.5]'])
+def test_a_ping_nonce_is_echoed_unchanged(nonce: str) -> None:
+    # orjson read an integer past 64 bits as a float (the pong had 1.2345678901234568e+29) and
+    # refused a lone surrogate escape ("\ud83d", valid JSON: a cut emoji) as invalid_json
+    pong = json.loads(answer('{"op":"ping","nonce":' + nonce + "}", 5))
+    assert pong == {"op": "pong", "seq": 5, "nonce": json.loads(nonce)}, pong
+    assert isinstance(pong["nonce"], type(json.loads(nonce)))
+
+
+def test_what_is_not_json_to_orjson_stays_refused() -> None:
+    # the lenient reading takes what orjson would not only for big integers and lone surrogates
+    for text in ('{"op":"ping","nonce":NaN}', '{"op":"ping","nonce":Infinity}',
+                 '{"op":"ping","nonce":' + "[" * 5000 + "]" * 5000 + "}"):
+        err = json.loads(answer(text, 5))
+        assert err["op"] == "error" and err["code"] in ("invalid_json", "nonce_too_deep"), err

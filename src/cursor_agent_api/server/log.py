@@ -27,18 +27,84 @@ from .store import (
     PlannedWrites,
     Store,
     cut_record,
+    cut_value,
     json_bytes,
 )
-from .turns import Changes, changes_json
+from .turns import TOOL_CHANGES, Changes, changes_json, cut_change
+
+MAX_MESSAGE_BYTES = 512 * 1024
+"""Bytes an ``event`` message may have at most, live or replayed (half of the 1 MiB many
+WebSocket clients accept by default: Python's ``websockets``). See :func:`record_message`."""
+
+_LIMITS = (64 * 1024, 16 * 1024, 4096, 1024, 256)
 
 
 def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None) -> str:
     """The WebSocket message for a record (``op: "event"``, see ``docs/websocket.md``), with
-    what the record changed in its run's folded turn (``changes``) when it changed anything."""
+    what the record changed in its run's folded turn (``changes``) when it changed anything.
+
+    Never over :data:`MAX_MESSAGE_BYTES`: each field is cut at max_field_bytes already, but the
+    payload and the changes each carry their copy (a tool call's output is in the payload, in
+    ``call`` and in ``view``). A message over the bound has its tool calls' ``call`` (the
+    payload's data again, which the page does not read) cut harder first, then the record's
+    strings and the changes' alike (:func:`~.turns.cut_change`: a view lists what it cut, the
+    page offers Show all; the record's ``truncated`` lists its cuts with their whole size).
+
+    Example:
+        >>> import json
+        >>> big = EventRecord(5, "c", "r", 0, "agent", "x", None, {"a": "x" * 200_000,
+        ...                   "b": "y" * 200_000, "c": "z" * 200_000}, None)
+        >>> text = record_message(big)
+        >>> m = json.loads(text)
+        >>> len(text.encode()) <= MAX_MESSAGE_BYTES, m["event"]["truncated"][0]
+        (True, {'field': '/payload/a', 'bytes': 200000})
+    """
+    text = _message(rec, changes)
+    if len(text) <= MAX_MESSAGE_BYTES:
+        return text.decode()
+    if changes and any(d["kind"] in TOOL_CHANGES for d in changes):
+        for limit in _LIMITS:
+            changes = [{**d, "call": cut_value(d["call"], limit, "/call", [])}
+                       if d["kind"] in TOOL_CHANGES else d for d in changes]
+            text = _message(rec, changes)
+            if len(text) <= MAX_MESSAGE_BYTES:
+                return text.decode()
+    for limit in (128 * 1024, *_LIMITS):
+        rec = _cut_harder(rec, limit)
+        if changes:
+            changes = [cut_change(d, limit, rec.seq) for d in changes]
+        text = _message(rec, changes)
+        if len(text) <= MAX_MESSAGE_BYTES:
+            return text.decode()
+    # (small values by the thousand: nothing left to cut) the payload goes; REST has it
+    rec = _cut_harder(rec, 0, whole=len(json_bytes(rec.payload)))
+    if changes:
+        changes = [{k: v for k, v in d.items() if k != "call"} for d in changes]
+    return _message(rec, changes).decode()
+
+
+def _message(rec: EventRecord, changes: list[dict[str, Any]] | None) -> bytes:
     msg: dict[str, Any] = {"op": "event", "seq": rec.seq, "event": rec.to_dict()}
     if changes:
         msg["changes"] = changes
-    return json_bytes(msg).decode()  # the agent's integers may be past orjson's 64 bits
+    return json_bytes(msg)  # the agent's integers may be past orjson's 64 bits
+
+
+def _cut_harder(rec: EventRecord, limit: int, whole: int | None = None) -> EventRecord:
+    """``rec`` (cut already) cut at ``limit``; a field cut before keeps the whole size its first
+    cut noted. ``whole``: the payload goes, noted as ``/payload`` of that size."""
+    if whole is not None:
+        noted = [*(rec.truncated or ()), {"field": "/payload", "bytes": whole}]
+        return EventRecord(rec.seq, rec.chat_id, rec.run_id, rec.ts_ms, rec.source, rec.type,
+                           rec.subtype, {}, None, noted)
+    cut = cut_record(rec, limit)
+    if cut is rec or not cut.truncated:
+        return cut
+    first: dict[str, dict[str, Any]] = {}
+    for t in cut.truncated:
+        first.setdefault(t["field"], t)
+    return EventRecord(cut.seq, cut.chat_id, cut.run_id, cut.ts_ms, cut.source, cut.type,
+                       cut.subtype, cut.payload, cut.raw, list(first.values()))
 
 
 class EventLog:

@@ -18,7 +18,9 @@ from urllib.parse import unquote_plus
 # A secret's value runs to the next "&", "#" or whitespace, quotes and ";" included: a token
 # may hold any printable ASCII, and stopping early would log the rest of it.
 _TOKEN_RE = re.compile(r"(token=)[^&\s#]+", re.IGNORECASE)
-_NAME_RE = re.compile(r"[?&;]([^=&;\s\"'?#]*)=")
+# A name runs from a separator to its "=", ";" included: ``?token;=T`` names "token;".
+_NAME_RE = re.compile(r"[?&;]([^=&\s\"'?#]*)=")
+_WORDS_RE = re.compile(r"[^a-z0-9]+")
 _VALUE_RE = re.compile(r"[^&\s#]*")
 _SECRET_PARAMS = frozenset({"token", "code"})
 # the headers that carry credentials, and a header line as the websockets library logs it
@@ -39,17 +41,35 @@ def _decoded_name(name: str) -> str:
     return name.strip().lower()
 
 
+def _secret_name(name: str) -> bool:
+    """Whether a query parameter's name could be ``token`` or ``code`` to some reader: decoded,
+    then with every character that is not a letter or digit (separators, controls, ``%00``)
+    dropped, or any of the words those characters separate.
+
+    Example:
+        >>> [_secret_name(n) for n in ("token;", "tok%00en", "x;code", "a", "tokens")]
+        [True, True, True, False, False]
+    """
+    words = _WORDS_RE.split(_decoded_name(name))
+    return "".join(words) in _SECRET_PARAMS or any(w in _SECRET_PARAMS for w in words)
+
+
 def redact(text: str) -> str:
     """``text`` with the value of every ``token``/``code`` query parameter hidden.
 
-    Parameter names are URL-decoded first: ``?tok%65n=T`` is ``?token=T`` to the server.
+    Parameter names are URL-decoded first: ``?tok%65n=T`` is ``?token=T`` to the server;
+    separators and control characters in a name are ignored (``?token;=T``, ``?token%00=T``).
+
+    Example:
+        >>> redact("GET /?token;=T1&token%00=T2&a;code=T3&b=1")
+        'GET /?token;=[redacted]&token%00=[redacted]&a;code=[redacted]&b=1'
     """
     pieces: list[str] = []
     pos = 0
     while (name := _NAME_RE.search(text, pos)) is not None:
         pieces.append(text[pos:name.end()])
         pos = name.end()
-        if _decoded_name(name.group(1)) in _SECRET_PARAMS:
+        if _secret_name(name.group(1)):
             value = _VALUE_RE.match(text, pos)
             assert value is not None  # (it matches the empty string)
             pieces.append("[redacted]")

@@ -241,7 +241,10 @@ class PromptIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    prompt: str = Field(min_length=1, description="the prompt; at most max_prompt_bytes UTF-8")
+    # min_length 0, not 1: "" is refused by the route as a blank one is (422 empty_prompt);
+    # a length constraint has pydantic check the text is Unicode (a lone surrogate is a 422)
+    prompt: str = Field(min_length=0, description="the prompt (not empty or only whitespace); "
+                                                  "at most max_prompt_bytes UTF-8")
 
 
 class LoginIn(BaseModel):
@@ -405,7 +408,9 @@ async def new_login_code(request: Request) -> dict[str, Any]:
         raise ApiError(403, "token_required",
                        "a login link can only be made with the token ('Authorization: token …')")
     code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
-    return {"code": code, "url": _settings(request).login_url(code), "expires_in": LOGIN_CODE_TTL_SECONDS}
+    # the link names the address the client used (the Host check let its Host in)
+    url = _settings(request).login_url(code, request.headers.get("host"))
+    return {"code": code, "url": url, "expires_in": LOGIN_CODE_TTL_SECONDS}
 
 
 @router.post("/auth/logout", status_code=204, tags=["auth"], openapi_extra=NO_SECURITY)

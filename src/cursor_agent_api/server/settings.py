@@ -21,6 +21,7 @@ from ..server_options import LOOPBACK_HOSTS as LOOPBACK_HOSTS  # (checked before
 from ..server_options import MIN_TOKEN_LENGTH as MIN_TOKEN_LENGTH
 from ..server_options import WILDCARD_HOSTS as WILDCARD_HOSTS
 from ..server_options import check_token as check_token
+from .checks.host import host_origin
 
 WS_PROTOCOL_VERSION = 1
 """Version of the WebSocket protocol documented in ``docs/websocket.md``."""
@@ -180,14 +181,25 @@ class ServerSettings:
         """
         return f"{self.base_url}/?token={self.token}"
 
-    def login_url(self, code: str) -> str:
+    def login_url(self, code: str, host: str | None = None) -> str:
         """The URL that signs a browser in with one-time ``code`` (print it once, never log it).
+
+        ``host`` is the ``Host`` header of the request that asked for it, once the Host check
+        let it in: the address the client used (an SSH forward's port, an ``--allow-host``
+        name), which the link names. Only a plain ``name[:port]`` is taken (rebuilt from its
+        parts); anything else names :attr:`base_url`.
 
         Example:
             >>> ServerSettings(token="t", port=1).login_url("c")
             'http://127.0.0.1:1/?code=c'
+            >>> s = ServerSettings(token="t", port=1)
+            >>> s.login_url("c", "127.0.0.1:19765"), s.login_url("c", "[::1]")
+            ('http://127.0.0.1:19765/?code=c', 'http://[::1]/?code=c')
+            >>> s.login_url("c", "localhost:1@evil.example"), s.login_url("c", "a/b")
+            ('http://127.0.0.1:1/?code=c', 'http://127.0.0.1:1/?code=c')
         """
-        return f"{self.base_url}/?code={code}"
+        origin = host_origin(host)
+        return f"http://{origin}/?code={code}" if origin else f"{self.base_url}/?code={code}"
 
     def host_allowlist(self) -> frozenset[str]:
         """Host names (no port) accepted in the ``Host`` header.

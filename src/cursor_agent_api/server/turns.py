@@ -276,8 +276,7 @@ async def load_run_fold(store: Store, chat_id: str, run_id: str, before_seq: int
 def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> list[dict[str, Any]]:
     """The JSON form of a record's changes, as the WebSocket sends them: each change's
     ``to_dict()``, a tool call's also with ``view`` (the card fields), strings over
-    ``max_field_bytes`` cut. A replaced segment cut that way says ``bytes`` (its whole
-    size) and ``seq`` (the record whose ``/payload/text`` is the whole text).
+    ``max_field_bytes`` cut (:func:`cut_change`).
 
     Example:
         >>> from cursor_agent_api.protocol.changes import TextAppended
@@ -285,26 +284,61 @@ def changes_json(changes: Changes, rec: EventRecord, max_field_bytes: int) -> li
         >>> changes_json((TextAppended(0, "hi"),), rec, 100)
         [{'kind': 'text_appended', 'segment': 0, 'text': 'hi'}]
     """
-    from .store import cut_value, utf8_size
     from .webui import view_of
 
     out: list[dict[str, Any]] = []
     for c in changes:
         d = c.to_dict()
-        kind = d["kind"]
-        if kind in ("tool_call_opened", "tool_call_changed"):
+        if d["kind"] in TOOL_CHANGES:
             d["view"] = view_of(c.call)  # type: ignore[union-attr]
-            d["call"] = cut_value(d["call"], max_field_bytes, "/call", [])
-        elif "text" in d and len(d["text"]) * 4 > max_field_bytes:
-            size = utf8_size(d["text"])
-            if size > max_field_bytes:
-                d["text"] = cut_value(d["text"], max_field_bytes, "/text", [])
-                d["bytes"] = size
-                d["seq"] = rec.seq
-        elif kind == "error_reported":
-            d["message"] = cut_value(d["message"], max_field_bytes, "/message", [])
-        out.append(d)
+        out.append(cut_change(d, max_field_bytes, rec.seq))
     return out
+
+
+TOOL_CHANGES = ("tool_call_opened", "tool_call_changed")
+"""The kinds of change that carry a tool call (``call``, ``view``)."""
+
+
+def cut_change(d: dict[str, Any], limit: int, seq: int) -> dict[str, Any]:
+    """One change's JSON (:func:`changes_json`) with its strings over ``limit`` bytes cut
+    (a copy; ``d`` when nothing was): a tool call's ``call`` and ``view`` (the view lists a
+    cut text field in ``cut``, as the page reads it), a text (with ``bytes``, its whole size,
+    and ``seq``, the record whose ``/payload/text`` is the whole text), an error's message.
+    Cut again with a smaller limit (a WebSocket message over its bound, :mod:`.log`), a
+    change keeps the whole size its first cut noted.
+
+    Example:
+        >>> cut_change({"kind": "segment_replaced", "segment": 0, "text": "abcdef"}, 4, 9)
+        {'kind': 'segment_replaced', 'segment': 0, 'text': 'abcd', 'bytes': 6, 'seq': 9}
+        >>> v = {"stdout": "x" * 8, "cut": []}
+        >>> cut_change({"kind": "tool_call_changed", "call": {}, "view": v}, 4, 9)["view"]
+        {'stdout': 'xxxx', 'cut': ['stdout']}
+    """
+    from .store import cut_value, utf8_prefix, utf8_size
+    from .webui import WHOLE_FIELDS
+
+    kind = d["kind"]
+    if kind in TOOL_CHANGES:
+        cuts: list[dict[str, Any]] = []
+        call = cut_value(d["call"], limit, "/call", [])
+        view = cut_value(d["view"], limit, "", cuts)
+        if call is d["call"] and view is d["view"]:
+            return d
+        if cuts:
+            named = [c["field"].split("/")[1] for c in cuts]
+            view["cut"] = [*view["cut"], *dict.fromkeys(
+                f for f in named if f in WHOLE_FIELDS and f not in view["cut"])]
+        return {**d, "call": call, "view": view}
+    if "text" in d and len(d["text"]) * 4 > limit:
+        size = utf8_size(d["text"])
+        if size > limit:
+            return {**d, "text": utf8_prefix(d["text"], limit), "bytes": d.get("bytes", size),
+                    "seq": d.get("seq", seq)}
+    elif kind == "error_reported":
+        message = cut_value(d["message"], limit, "/message", [])
+        if message is not d["message"]:
+            return {**d, "message": message}
+    return d
 
 
 async def append_folded(
@@ -439,11 +473,13 @@ def is_final_run_record(rec: EventRecord) -> bool:
 
 
 __all__ = [
+    "TOOL_CHANGES",
     "FoldedBatch",
     "Refolder",
     "RunFold",
     "append_folded",
     "changes_json",
+    "cut_change",
     "is_final_run_record",
     "load_run_fold",
     "result_fields",

@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import math
 import re
 from typing import Any
 
@@ -244,15 +246,52 @@ def answer(text: str, seq: int) -> str:
         True
     """
     try:
-        msg = orjson.loads(text)
-    except orjson.JSONDecodeError:
+        msg = read_message(text)
+    except RecursionError:  # deeper than the standard library reads (about 1000 levels)
+        return control("error", seq, detail=DEEP_NONCE, code="nonce_too_deep")
+    except ValueError:  # json.JSONDecodeError among them
         return control("error", seq, detail="message is not valid JSON", code="invalid_json")
     if isinstance(msg, dict) and msg.get("op") == "ping":
+        fields = {"op": "pong", "seq": seq, "nonce": msg.get("nonce")}
         try:
-            return control("pong", seq, nonce=msg.get("nonce"))
-        except orjson.JSONEncodeError:  # deeper than orjson writes (it reads 1024 levels)
-            return control("error", seq, detail=DEEP_NONCE, code="nonce_too_deep")
+            return orjson.dumps(fields).decode()
+        except orjson.JSONEncodeError as e:
+            if "64-bit" not in str(e) and "surrogates" not in str(e):
+                # deeper than orjson writes (about 250 levels)
+                return control("error", seq, detail=DEEP_NONCE, code="nonce_too_deep")
+        # an integer past 64 bits or a lone surrogate: the standard library writes them
+        # (a lone surrogate as its escape, "\\ud83d", as the client sent it)
+        return json.dumps(fields, separators=(",", ":"), allow_nan=False)
     return control("error", seq, detail=UNKNOWN_MESSAGE, code="unknown_message")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number is infinity when parsed as double: {text[:40]}")
+    return value
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_message(text: str) -> Any:
+    """A client's message as JSON, read so that a ``ping``'s nonce is echoed unchanged: by
+    the standard library, which keeps an integer past 64 bits an integer (orjson reads a
+    float) and a lone surrogate escape (``"\\ud83d"``, valid JSON: an emoji cut in two) a
+    string (orjson refuses it). What orjson refuses besides is refused (``ValueError``):
+    ``NaN``, ``Infinity``, a number too big for a double.
+
+    Example:
+        >>> read_message('{"n": 123456789012345678901234567890, "s": "\\ud83d"}')
+        {'n': 123456789012345678901234567890, 's': '\ud83d'}
+        >>> read_message("[NaN]")
+        Traceback (most recent call last):
+        ...
+        ValueError: NaN is not JSON
+    """
+    return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
 
 
 async def _alive(auth: Auth, key: str) -> bool:

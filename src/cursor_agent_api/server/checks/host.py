@@ -54,6 +54,32 @@ def host_port(host: str) -> int | None:
     return number if 0 < number < 65536 else None
 
 
+_NAME = re.compile(r"[a-z0-9.-]+|\[[0-9a-f:.]+\]")
+
+
+def host_origin(host: str | None) -> str | None:
+    """``name[:port]`` of a ``Host`` header that is just that (a DNS name or an IP address, a
+    valid port), rebuilt from its parts and lower-cased; ``None`` for anything else.
+
+    Example:
+        >>> host_origin("Agent.LAN:8080"), host_origin("[::1]"), host_origin("127.0.0.1:19765")
+        ('agent.lan:8080', '[::1]', '127.0.0.1:19765')
+        >>> host_origin("a.lan:1@evil.example"), host_origin("a.lan:99999"), host_origin(None)
+        (None, None, None)
+    """
+    if not host:
+        return None
+    host = host.strip().lower()
+    name, sep, port = host.rpartition(":") if not host.endswith("]") else (host, "", "")
+    if not sep:
+        name = host
+    elif host_port(host) is None:
+        return None
+    if not _NAME.fullmatch(name):
+        return None
+    return f"{name}:{port}" if sep else name
+
+
 class HostCheck:
     """Refuses (403) a request whose ``Host`` name is not in ``allowed``."""
 
