@@ -37,6 +37,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from ..config import is_chat_id
 from ..errors import CursorAgentError
 from ..protocol import (
     AgentEvent,
@@ -95,8 +96,9 @@ def footer_lines(result: AgentResult, continue_hint: str, *, simulated: bool = F
     """The footer: outcome with tokens and duration, chat id, how to continue.
 
     Example:
-        >>> [t.plain for t in footer_lines(AgentResult(True, "", "c1", duration_ms=2000), "x")]
-        ['✓ done · duration 2.0 s', 'chat c1 · continue: x']
+        >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> [t.plain for t in footer_lines(AgentResult(True, "", chat, duration_ms=2000), "x")]
+        ['✓ done · duration 2.0 s', 'chat 8b72ae6d-ab42-4854-991e-6ecf580e66c2 · continue: x']
     """
     return outcome_lines(result, simulated=simulated) + chat_lines(result, continue_hint)
 
@@ -132,6 +134,8 @@ def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
         # (it names the workspace the user typed, quoted by continue_command as one inert
         # line that pastes back as typed: one_line's \\ would change the path pasted)
         hint = f" · continue: {printable(continue_hint)}" if continue_hint else ""
+        if not is_chat_id(result.session_id):  # never passed to --resume: not saved either
+            hint = " · not a UUID: cannot be continued"
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
@@ -148,7 +152,7 @@ class TextView:
         >>> view = TextView(Console(file=out), err=Console(file=err))
         >>> view.finish(AgentResult(False, "", "c1", error="boom"), continue_hint="")
         >>> err.getvalue().splitlines(), out.getvalue().splitlines()
-        (['✗ boom'], ['chat c1'])
+        (['✗ boom'], ['chat c1 · not a UUID: cannot be continued'])
     """
 
     def __init__(self, console: Console, *, err: Console | None = None,
