@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -181,7 +182,12 @@ def chat(config: AgentConfig, given: frozenset[str], simulate: bool, record: Pat
     finally:
         recorder.close()
         session.close()
-    if session.session_id and not lost:
+    folder = session.config.workspace
+    if session.session_id and not lost and folder is not None and not os.path.isdir(folder):
+        # (its --resume would fail as this chat did: no command that cannot work)
+        say(Text(f"chat {session.session_id}: its workspace {printable(os.fspath(folder))} no "
+                 "longer exists, so it cannot be continued there", style="dim"), soft_wrap=True)
+    elif session.session_id and not lost:
         say(Text(
             "continue later: " + printable(continue_command(
                 session.session_id, simulate, session.config.workspace,

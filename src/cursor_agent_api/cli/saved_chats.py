@@ -54,6 +54,9 @@ class ChatSummary:
     model: str | None
     transport: str = "print"
     """The transport it ran on, ``"print"`` or ``"acp"`` (a file that records none: print)."""
+    unreadable: str | None = None
+    """Why the chat's file cannot be read (then ``chat_id`` is the file's name, the rest
+    empty, ``last_used`` the file's time), ``None`` for a chat read whole."""
 
 
 class ChatLookupError(SessionError):
@@ -153,16 +156,11 @@ class SavedChats:
         :class:`DamagedChatError` if the file cannot be read or is not a session.
         """
         path = self.path(chat_id)
-        remedy = (f"repair or remove it (cursor-agent-api sessions rm {chat_id}), or start a "
-                  "new chat without --resume")
         try:
             return ConversationSession.load(path, config,
                                             **{name: getattr(config, name) for name in keep})
-        except OSError as exc:
-            raise DamagedChatError(f"cannot read the saved chat {path}: "
-                                   f"{exc.strerror or exc} — {remedy}") from None
-        except SessionError as exc:
-            raise DamagedChatError(f"{exc.message} — {remedy}") from None
+        except (OSError, SessionError) as exc:
+            raise _damaged(path, chat_id, exc, ", or start a new chat without --resume") from None
 
     def transport(self, chat_id: str) -> str | None:
         """The transport the saved chat ran on (``"print"``, ``"acp"``), as its file records
@@ -231,12 +229,16 @@ class SavedChats:
         raise ChatLookupError(f"no saved chat matches {text!r} (see `cursor-agent-api sessions list`)")
 
     def summary(self, chat_id: str) -> ChatSummary:
-        """The summary of one saved chat (``SessionError`` if unknown or unreadable)."""
+        """The summary of one saved chat (:class:`ChatLookupError` if unknown,
+        :class:`DamagedChatError`, which names ``sessions rm``, if unreadable)."""
         path = self.path(chat_id)
         if not path.is_file():
             raise ChatLookupError(
                 f"no saved chat {chat_id} (see `cursor-agent-api sessions list`)")
-        return self._summary(path)
+        try:
+            return self._summary(path)
+        except (OSError, SessionError) as exc:
+            raise _damaged(path, chat_id, exc) from None
 
     def _summary(self, path: Path) -> ChatSummary:
         data = read_session_file(path)
@@ -253,15 +255,26 @@ class SavedChats:
         )
 
     def list(self) -> list[ChatSummary]:
-        """Every saved chat, most recently used first (unreadable files are skipped)."""
+        """Every saved chat, most recently used first; a file that cannot be read is listed
+        too, with why (:attr:`ChatSummary.unreadable`): a chat is never hidden.
+
+        Example:
+            >>> import tempfile
+            >>> chats = SavedChats(Path(tempfile.mkdtemp()))
+            >>> _ = (chats.root / "8b72ae6d.json").write_text("{")
+            >>> [(c.chat_id, c.unreadable[:8]) for c in chats.list()]
+            [('8b72ae6d', 'not JSON')]
+        """
         if not self.root.is_dir():
             return []
         out = []
         for path in self.root.glob("*.json"):
             try:
                 out.append(self._summary(path))
-            except (SessionError, OSError):
-                continue
+            except (SessionError, OSError) as exc:
+                with contextlib.suppress(OSError):  # (gone meanwhile: not a chat any more)
+                    out.append(ChatSummary(path.stem, None, "", 0, path.stat().st_mtime, None,
+                                           "", unreadable=_why(path, exc)))
         return sorted(out, key=lambda c: c.last_used, reverse=True)
 
     def remove(self, chat_id: str) -> None:
@@ -271,6 +284,34 @@ class SavedChats:
             path.unlink()
         except FileNotFoundError:
             raise ChatLookupError(f"no saved chat {chat_id}") from None
+
+
+def _why(path: Path, exc: OSError | SessionError) -> str:
+    """Why a saved chat's file cannot be read, without its path (the caller names it).
+
+    Example:
+        >>> from cursor_agent_api.errors import SessionFileError
+        >>> _why(Path("/c/x.json"), SessionFileError("cannot load the session from '/c/x.json': not JSON"))
+        'not JSON'
+        >>> _why(Path("/c/x.json"), PermissionError(13, "Permission denied"))
+        'Permission denied'
+    """
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return exc.message.removeprefix(f"cannot load the session from {os.fspath(path)!r}: ")
+
+
+def _damaged(path: Path, chat_id: str, exc: OSError | SessionError,
+             more: str = "") -> DamagedChatError:
+    """The error for a saved chat's file that cannot be read: which file, why, and that
+    ``sessions rm`` removes it (``more``: another way out, for the command at hand).
+
+    Example:
+        >>> str(_damaged(Path("/c/x.json"), "x", PermissionError(13, "Permission denied")))
+        '... Permission denied — repair or remove it (cursor-agent-api sessions rm x)'
+    """
+    return DamagedChatError(f"cannot read the saved chat {path}: {_why(path, exc)} — repair or "
+                            f"remove it (cursor-agent-api sessions rm {chat_id}){more}")
 
 
 def _recorded_transport(data: dict[str, Any]) -> str:

@@ -58,7 +58,7 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
             sys.stdout.buffer.write(json_line({
                 "chat_id": c.chat_id, "workspace": c.workspace, "first_prompt": c.first_prompt,
                 "turns": c.turns, "last_used": c.last_used, "model": c.model,
-                "transport": c.transport,
+                "transport": c.transport, "unreadable": c.unreadable,
             }))
         sys.stdout.flush()
         return
@@ -78,6 +78,9 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
     table.add_column("transport", no_wrap=True)  # --resume continues a chat on its own
     table.add_column("last used", no_wrap=True)
     for c in chats:
+        if c.unreadable is not None:  # listed, not hidden: `sessions show ID` says what to do
+            table.add_row(Text(printable(c.chat_id)), "", _damage(c), "—", "—", _when(c.last_used))
+            continue
         # saved text is data: never markup ("what does [/tmp] mean" is shown as is), never
         # a raw escape sequence (shown inert, \x1b…, as every other view shows the agent's text)
         table.add_row(Text(printable(c.chat_id)), Text(printable(c.workspace or "")),
@@ -90,6 +93,10 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
     # Too narrow for the table, which would cut ids and drop whole columns: each chat on
     # lines of its own, the id whole (the terminal wraps it), the prompt cut at the width.
     for c in chats:
+        if c.unreadable is not None:
+            console.print(Text(printable(c.chat_id), style="bold"), soft_wrap=True)
+            console.print(Text("  ").append(_damage(c)), soft_wrap=True)
+            continue
         turns = f"{c.turns} turn{'' if c.turns == 1 else 's'}"
         console.print(Text(printable(c.chat_id), style="bold"), soft_wrap=True)
         console.print(Text(f"  {turns} · {printable(c.transport)} · {_when(c.last_used)}"
@@ -97,6 +104,17 @@ def _list(chats: list[ChatSummary], as_json: bool) -> None:
                       soft_wrap=True)
         console.print(Text("  " + _one_line(printable(c.first_prompt)), no_wrap=True,
                            overflow="ellipsis"))
+
+
+def _damage(chat: ChatSummary) -> Text:
+    """What the list shows of a chat whose file cannot be read: why, as data.
+
+    Example:
+        >>> _damage(ChatSummary("x", None, "", 0, 0.0, None, "", unreadable="not JSON")).plain
+        '⚠ cannot be read: not JSON'
+    """
+    return Text(f"⚠ cannot be read: {_one_line(printable(chat.unreadable or ''))}",
+                style="yellow")
 
 
 @sessions.command()

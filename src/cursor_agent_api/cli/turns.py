@@ -378,7 +378,7 @@ def _run_turn(
         shown.call(view.handle, closing, ())
     if steering is not None:
         steering.settle()
-    unsaved = _save(saved, session)
+    unsaved = _save(saved, session, result)
     hint = ""
     if result.session_id and is_chat_id(result.session_id):  # the agent's word: a UUID only
         hint = continue_command(result.session_id, simulated, session.config.workspace,
@@ -410,13 +410,16 @@ def _stop(session: ConversationSession, prompt: str, stream: StreamingResponse, 
         return session.finalize_stream(prompt, stream), _ended_by(exc)
 
 
-def _save(saved: SavedChats, session: ConversationSession) -> str:
+def _save(saved: SavedChats, session: ConversationSession, result: AgentResult) -> str:
     """Save the chat; on failure (a full disk, a file where the folder should be, a workspace
     whose path is not UTF-8, which the JSON file cannot hold), the one-line warning to show
     once the turn is shown, else ``""``. The turn is not lost with the file: the agent keeps
-    the chat, ``--resume ID`` continues it."""
+    the chat, ``--resume ID`` continues it. A chat id from the agent that is not a UUID
+    (never passed to ``--resume``) leaves the chat without an id: not saved, said so."""
     try:
-        saved.save(session)
+        if saved.save(session) is None and result.session_id and not is_chat_id(result.session_id):
+            return printable(f"⚠ this turn was not saved: the agent's chat id "
+                             f"{result.session_id!r:.80} is not a UUID (it cannot be continued)")
     except (OSError, SessionError, ValueError) as exc:  # (ValueError: a path JSON cannot hold)
         reason = str(exc)
         if isinstance(exc, OSError) and exc.strerror:

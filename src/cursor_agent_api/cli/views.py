@@ -4,7 +4,8 @@ Every view takes the events as they arrive (:meth:`TurnView.handle`) and the
 result at the end (:meth:`TurnView.finish`):
 
 * :class:`LiveView` — a terminal: a spinner with elapsed time, the latest thinking
-  line dimmed and replaced as it goes, the text streaming in, one line per tool call
+  line dimmed and replaced as it goes, the text streaming in (its last lines, redrawn at
+  most ten times a second: a long line shows its end, after ``…``), one line per tool call
   that turns from running to its outcome (✓ ✗ ⊘, duration, command/path/pattern, exit
   code), the final answer rendered as Markdown (a link shown as ``text (url)``, an image as
   ``🌆 alt (url)``: never a terminal hyperlink that hides its target), a footer with
@@ -37,6 +38,7 @@ import orjson
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from ..config import is_chat_id
 from ..errors import CursorAgentError
 from ..protocol import (
     AgentEvent,
@@ -95,8 +97,9 @@ def footer_lines(result: AgentResult, continue_hint: str, *, simulated: bool = F
     """The footer: outcome with tokens and duration, chat id, how to continue.
 
     Example:
-        >>> [t.plain for t in footer_lines(AgentResult(True, "", "c1", duration_ms=2000), "x")]
-        ['✓ done · duration 2.0 s', 'chat c1 · continue: x']
+        >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> [t.plain for t in footer_lines(AgentResult(True, "", chat, duration_ms=2000), "x")]
+        ['✓ done · duration 2.0 s', 'chat 8b72ae6d-ab42-4854-991e-6ecf580e66c2 · continue: x']
     """
     return outcome_lines(result, simulated=simulated) + chat_lines(result, continue_hint)
 
@@ -132,6 +135,8 @@ def chat_lines(result: AgentResult, continue_hint: str) -> list[Text]:
         # (it names the workspace the user typed, quoted by continue_command as one inert
         # line that pastes back as typed: one_line's \\ would change the path pasted)
         hint = f" · continue: {printable(continue_hint)}" if continue_hint else ""
+        if not is_chat_id(result.session_id):  # never passed to --resume: not saved either
+            hint = " · not a UUID: cannot be continued"
         lines.append(Text(f"chat {printable(result.session_id)}{hint}", style="dim"))
     return lines
 
@@ -148,7 +153,7 @@ class TextView:
         >>> view = TextView(Console(file=out), err=Console(file=err))
         >>> view.finish(AgentResult(False, "", "c1", error="boom"), continue_hint="")
         >>> err.getvalue().splitlines(), out.getvalue().splitlines()
-        (['✗ boom'], ['chat c1'])
+        (['✗ boom'], ['chat c1 · not a UUID: cannot be continued'])
     """
 
     def __init__(self, console: Console, *, err: Console | None = None,
@@ -432,6 +437,7 @@ class LiveView:
     """
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
+    REFRESH_PER_SECOND = 10  # at most, however fast the events come (rich's own thread too)
 
     def __init__(self, console: Console, *, simulated: bool = False) -> None:
         # imported here, as the Markdown below: only a terminal's view needs them (a piped
@@ -448,8 +454,9 @@ class LiveView:
         self.thinking: list[str] = []
         self.running: dict[int, ToolCall] = {}  # by index in the turn: call ids may repeat
         self.spinner = Spinner("dots", style="cyan")  # one object, so that it turns
-        self.live = Live(self, console=console, refresh_per_second=10, transient=True,
-                         redirect_stdout=False, redirect_stderr=False)
+        self._refreshed = float("-inf")  # when handle() last refreshed the region
+        self.live = Live(self, console=console, refresh_per_second=self.REFRESH_PER_SECOND,
+                         transient=True, redirect_stdout=False, redirect_stderr=False)
         self.live.start()
 
     # what the live region shows ------------------------------------------------------------
@@ -457,8 +464,7 @@ class LiveView:
     def __rich__(self) -> RenderableType:
         parts: list[RenderableType] = []
         if self.segment:
-            lines = "".join(self.segment).splitlines()[-self.TAIL_LINES:]
-            parts.append(Text(printable("\n".join(lines))))
+            parts.append(Text(printable(self._tail())))
         for call in list(self.running.values()):  # list(): the refresh runs on its own thread
             parts.append(tool_line(call))
         elapsed = time.monotonic() - self.started
@@ -472,6 +478,22 @@ class LiveView:
         self.spinner.update(text=status)
         parts.append(self.spinner)
         return Group(*parts)
+
+    def _tail(self) -> str:
+        """The last :attr:`TAIL_LINES` lines of the open segment, at most as many characters
+        as fill them at the console's width (a longer line: its end, after ``…``). Read
+        from the last deltas only: the cost of a refresh does not grow with the segment
+        (the whole segment is printed once, at the end)."""
+        budget = self.TAIL_LINES * max(self.console.width, 20)
+        pieces, size, newlines = [], 0, 0
+        for piece in reversed(self.segment):  # (safe while handle() appends: bounds checked)
+            pieces.append(piece)
+            size += len(piece)
+            newlines += piece.count("\n")
+            if size > budget or newlines > self.TAIL_LINES:  # the lines shown are all in
+                break
+        text = "\n".join("".join(reversed(pieces)).splitlines()[-self.TAIL_LINES:])
+        return text if len(text) <= budget else "…" + text[-budget:]
 
     # events ------------------------------------------------------------------------------
 
@@ -497,7 +519,12 @@ class LiveView:
                                          style="bold red"))
         elif etype is EventType.RAW and event.text:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
-        self.live.refresh()
+        # At the rate, not per event: a refresh renders the region, and deltas come by the
+        # thousand (rich's thread refreshes meanwhile; what is printed above shows at once)
+        now = time.monotonic()
+        if now - self._refreshed >= 1 / self.REFRESH_PER_SECOND:
+            self._refreshed = now
+            self.live.refresh()
 
     def _apply(self, changes: Changes) -> None:
         # The result's changes close the turn: what is shown then stays for the Markdown.

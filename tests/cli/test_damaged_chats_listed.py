@@ -1,0 +1,66 @@
+"""A saved chat's file that cannot be read is listed, with why (not hidden behind "no saved
+chats yet"), and `sessions show` names `sessions rm` for it; its name and content stay data."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+HOSTILE = "\x1b]0;PWNED\x07[bold]x[red]"
+"""A file name's part that must stay data: an escape sequence (never sent raw) and markup."""
+
+
+def one_chat(cli: Run, cli_env: dict[str, str]) -> Path:
+    """A chat run and saved by ``run --simulate``: its file."""
+    proc = cli("run", "--simulate", "--trust", "remember the deploy target")
+    assert proc.returncode == 0, proc.stderr
+    (path,) = (Path(cli_env["CURSOR_AGENT_API_HOME"]) / "chats").glob("*.json")
+    return path
+
+
+def test_list_shows_a_damaged_chat_instead_of_none(cli: Run, cli_env: dict[str, str]) -> None:
+    path = one_chat(cli, cli_env)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # a save cut short (a full disk, a hand edit)
+    proc = cli("sessions", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "no saved chats yet" not in proc.stdout
+    assert path.stem in proc.stdout and "cannot be read" in proc.stdout
+    as_json = cli("sessions", "list", "--json")
+    (line,) = as_json.stdout.splitlines()
+    record = orjson.loads(line)
+    assert record["chat_id"] == path.stem and "not JSON" in record["unreadable"]
+
+
+def test_list_shows_damaged_chats_beside_good_ones(cli: Run, cli_env: dict[str, str]) -> None:
+    good = one_chat(cli, cli_env)
+    bad = good.with_name("8b72ae6d-ab42-4854-991e-6ecf580e66c2.json")
+    bad.write_text("{")
+    proc = cli("sessions", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert good.stem in proc.stdout and "remember the deploy target" in proc.stdout
+    assert bad.stem in proc.stdout and "cannot be read" in proc.stdout
+
+
+def test_a_hostile_file_name_is_listed_inert(cli: Run, cli_env: dict[str, str]) -> None:
+    chats = Path(cli_env["CURSOR_AGENT_API_HOME"]) / "chats"
+    chats.mkdir(parents=True)
+    (chats / f"{HOSTILE}.json").write_text("not json" + HOSTILE)
+    proc = cli("sessions", "list")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout
+    assert "\\x1b]0;PWNED" in proc.stdout and "[bold]x[red]" in proc.stdout  # shown, as data
+
+
+def test_show_of_a_damaged_chat_names_rm(cli: Run, cli_env: dict[str, str]) -> None:
+    path = one_chat(cli, cli_env)
+    path.write_text("{")
+    proc = cli("sessions", "show", path.stem[:8])
+    assert proc.returncode == 1
+    assert f"sessions rm {path.stem}" in proc.stderr, proc.stderr
+    assert "sessions list" not in proc.stderr  # which would not show it either before
