@@ -54,6 +54,8 @@ CASES: dict[str, tuple[list[str], str]] = {
                         rf"^\| baseline: raw executemany into the same SQLite file .*\| {NUMBER} \|$"),
     "bench_memory.py": (["--lines", "1", "--mb", "1", "--only", "limits"],
                         rf"^limits \| succeeded \| {NUMBER} \| {NUMBER} \|"),
+    "bench_live_view.py": (["--repeats", "1", "--sizes", "200"],
+                           rf"^\| this tree \| one answer line \| 200 \| {NUMBER} \| {NUMBER} \| {NUMBER}×"),
 }
 
 
