@@ -91,3 +91,38 @@ def test_the_region_still_shows_the_last_lines(frozen: None) -> None:
         assert lines[:LiveView.TAIL_LINES] == [f"line {i}" for i in range(88, 100)]
     finally:
         view.stop()
+
+
+@pytest.mark.parametrize("piece", ["漢字漢字 ", "😀😀 ", "\tx", "\x1b\x1b\x1b ", "word "],
+                         ids=["cjk", "emoji", "tabs", "escapes", "ascii"])
+@pytest.mark.parametrize("height", [24, 8])
+def test_the_newest_text_stays_in_view_whatever_its_width(frozen: None, piece: str, height: int) -> None:
+    """The tail is counted in the terminal's cells, after the escaping of control characters,
+    and fits the terminal's height: rich crops a region taller than the terminal from the
+    bottom, and the newest text and the spinner were cut (review 46: CJK, emoji, tabs,
+    escaped controls at 80x24)."""
+    out = StringIO()
+    view = LiveView(Console(file=out, width=80, height=height, color_system=None, force_terminal=True))
+    try:
+        for _ in range(3000):
+            view.handle(DELTA, (TextAppended(0, piece),))
+        view.handle(DELTA, (TextAppended(0, "END-MARK"),))
+        region = StringIO()
+        Console(file=region, width=80, color_system=None).print(view)
+        rows = region.getvalue().splitlines()
+    finally:
+        view.stop()
+    assert "END-MARK" in rows[-2] and len(rows) <= height - 1, rows  # then the spinner's row
+
+
+def test_lines_that_fill_the_width_are_shown_whole(frozen: None) -> None:
+    """Twelve lines of exactly the width fill twelve rows: none loses its start (review 46:
+    the newlines counted as characters cut the first one)."""
+    view = _view(StringIO())
+    try:
+        for i in range(20):
+            view.handle(DELTA, (TextAppended(0, f"{i:02d}" + "x" * 78 + "\n"),))
+        shown = view._tail().plain.splitlines()
+    finally:
+        view.stop()
+    assert shown == [f"{i:02d}" + "x" * 78 for i in range(8, 20)]

@@ -464,7 +464,7 @@ class LiveView:
     def __rich__(self) -> RenderableType:
         parts: list[RenderableType] = []
         if self.segment:
-            parts.append(Text(printable(self._tail())))
+            parts.append(self._tail())
         for call in list(self.running.values()):  # list(): the refresh runs on its own thread
             parts.append(tool_line(call))
         elapsed = time.monotonic() - self.started
@@ -479,21 +479,52 @@ class LiveView:
         parts.append(self.spinner)
         return Group(*parts)
 
-    def _tail(self) -> str:
-        """The last :attr:`TAIL_LINES` lines of the open segment, at most as many characters
-        as fill them at the console's width (a longer line: its end, after ``…``). Read
-        from the last deltas only: the cost of a refresh does not grow with the segment
-        (the whole segment is printed once, at the end)."""
-        budget = self.TAIL_LINES * max(self.console.width, 20)
-        pieces, size, newlines = [], 0, 0
-        for piece in reversed(self.segment):  # (safe while handle() appends: bounds checked)
+    def _tail(self) -> Text:
+        """The open segment's last rows as the terminal shows them: at most
+        :attr:`TAIL_LINES`, fewer on a short terminal (the running calls and the spinner
+        stay in view), counted in the console's cells after :func:`printable` (a CJK
+        character or an emoji takes two, a tab up to eight, a control character four as
+        ``\\xNN``). A line whose start is not shown begins with ``…``. Read from the last
+        deltas only: the cost of a refresh does not grow with the segment (the whole segment
+        is printed once, at the end)."""
+        width = max(self.console.width, 20)
+        rows_kept = max(1, min(self.TAIL_LINES, self.console.height - len(self.running) - 2))
+        # characters: at least one cell each, so enough to fill the rows, and their newlines
+        budget = rows_kept * width + rows_kept
+        segment = self.segment
+        pieces, size, newlines, count = [], 0, 0, len(segment)
+        for piece in reversed(segment):  # (safe while handle() appends: bounds checked)
             pieces.append(piece)
             size += len(piece)
             newlines += piece.count("\n")
-            if size > budget or newlines > self.TAIL_LINES:  # the lines shown are all in
+            if size > budget or newlines > rows_kept:  # the rows shown are all in
                 break
-        text = "\n".join("".join(reversed(pieces)).splitlines()[-self.TAIL_LINES:])
-        return text if len(text) <= budget else "…" + text[-budget:]
+        read = "".join(reversed(pieces))
+        start = max(0, len(read) - budget)
+        candidate = read[start:]
+        if start:
+            cut = read[start - 1] != "\n"  # whether its first line's start is not in
+        else:
+            before = count - len(pieces)  # the piece before those read, if any
+            try:
+                cut = before > 0 and not segment[before - 1].endswith("\n")
+            except IndexError:  # (a recap replaced the deltas meanwhile: the next refresh)
+                cut = True
+        rows: list[tuple[Text, bool]] = []  # (row, whether it starts its line)
+        lines = printable(candidate).split("\n")
+        if len(lines) > 1 and not lines[-1]:  # (a line ended: no empty row after it)
+            lines.pop()
+        for i, line in enumerate(lines):
+            text = Text(line)
+            text.expand_tabs()
+            wrapped = text.wrap(self.console, width, overflow="fold") if line else [Text()]
+            starts = i > 0 or not cut
+            rows += [(row, starts and j == 0) for j, row in enumerate(wrapped)]
+        shown = rows[-rows_kept:]
+        if shown and not shown[0][1]:  # (its first cell: "…" takes one, never more)
+            first = shown[0][0]
+            shown[0] = (Text("…") + first[1:], False)
+        return Text("\n").join(row for row, _ in shown)
 
     # events ------------------------------------------------------------------------------
 
