@@ -55,6 +55,7 @@ from .runtime.commands import (
 )
 from .runtime.portal import LoopThread, wait_for
 from .runtime.sinks import END, STOPPED, AsyncEventQueue, EventSink, ThreadEventQueue
+from .runtime.stop_policy import stop_signal
 from .runtime.transport import Turn, run_to_end, transport_for
 
 __all__ = [
@@ -639,8 +640,11 @@ class StreamingResponse(_TurnStream):
             >>> stream.cancel()          # doctest: +SKIP
             >>> stream.wait().cancelled  # doctest: +SKIP
             True
+
+        ``ValueError`` (nothing sent) for a value that cannot stop the agent: not a signal
+        (``999``), ``0``, SIGCONT… (:func:`~cursor_agent_api.runtime.stop_policy.stop_signal`).
         """
-        self._stop(signal, self._run.cancel_threadsafe, True)
+        self._stop(stop_signal(signal), self._run.cancel_threadsafe, True)
 
     def wait(self, timeout: float | None = None) -> AgentResult:
         """Consume what is left and wait for the end (group gone); the result.
@@ -1131,7 +1135,11 @@ class AsyncStreamingResponse(_TurnStream):
             >>> stream.cancel()               # doctest: +SKIP
             >>> (await stream.wait()).cancelled  # doctest: +SKIP
             True
+
+        ``ValueError`` (nothing sent, nothing changed) for a value that cannot stop the agent,
+        as the sync stream's :meth:`~StreamingResponse.cancel`.
         """
+        signal = stop_signal(signal)
         if not self._started:
             self._started = True  # never start it
         elif self._opening is not None:

@@ -40,7 +40,8 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
     ``mode``: the file's permission bits, exactly (``None``: ``0o666`` less the umask, as a
     new file gets). ``tmp``: the name of the new file until the rename — a fixed one for a
     writer that holds a lock, so that one a crash left is simply replaced; by default a name
-    no other writer uses (``.<name>.<pid>.<random>.tmp`` beside ``path``).
+    no other writer uses (``.<name>.<pid>.<random>.tmp`` beside ``path``). An ``OSError`` names
+    ``path``, never that temporary file (which is gone).
 
     Example:
         >>> import tempfile
@@ -57,7 +58,10 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    except OSError as exc:
+        raise _naming(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as f:
             if mode is not None:
@@ -66,9 +70,11 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if isinstance(exc, OSError):
+            raise _naming(exc, path) from None
         raise
 
 
@@ -97,6 +103,22 @@ def _refuse_special(path: Path) -> None:
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
         raise FileExistsError(errno.EEXIST, "not a regular file (a device, a pipe or a socket): "
                               "left as it is", str(path))
+
+
+def _naming(exc: OSError, path: Path) -> OSError:
+    """``exc`` as the caller's failure: the same class and errno, naming ``path`` (the file
+    asked for), not the temporary file beside it, which is gone.
+
+    Example:
+        >>> _naming(FileNotFoundError(2, "No such file or directory", "d/.c.json.1.ab.tmp"),
+        ...         Path("d/c.json"))
+        FileNotFoundError(2, 'No such file or directory')
+        >>> str(_)
+        "[Errno 2] No such file or directory: 'd/c.json'"
+    """
+    if exc.errno is None:
+        return exc
+    return type(exc)(exc.errno, exc.strerror, os.fspath(path))
 
 
 @overload

@@ -622,7 +622,8 @@ class _SessionState(Generic[_C]):
 
         The file is created readable by its owner only (it holds the prompts). A session that
         JSON cannot hold (a workspace whose path is not UTF-8 text) is a ``ValueError`` naming
-        the path; nothing is written then.
+        the path; nothing is written then. A path it cannot write (a missing folder, a
+        directory) is the ``OSError`` of that, naming ``path`` as given.
 
         Example:
             >>> import tempfile, os

@@ -31,7 +31,7 @@ import orjson
 
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
-from .surrogates import loads_replacing_lone_surrogates
+from .surrogates import loads_repaired
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -147,7 +147,7 @@ def decode_message(line: bytes | str) -> RpcMessage:
     try:
         data = orjson.loads(raw)
     except (orjson.JSONDecodeError, ValueError):
-        data = loads_replacing_lone_surrogates(raw)  # Node's "\ud83d" (see .surrogates)
+        data = loads_repaired(raw)  # not UTF-8, or Node's lone "\\ud83d" (see .surrogates)
         if data is None:
             return RpcNoise(raw, "not JSON")
     if not isinstance(data, dict):

@@ -28,7 +28,7 @@ import orjson
 
 from .ansi import json_text, strip_ansi
 from .limits import MAX_JSON_DEPTH, SHORTEST_TOO_DEEP, exceeds_depth, wire_int
-from .surrogates import loads_replacing_lone_surrogates
+from .surrogates import loads_repaired
 from .tools import ToolCall, tool_call_from_event_data
 
 if TYPE_CHECKING:
@@ -655,7 +655,7 @@ def parse_event(line: bytes | str | dict[str, Any]) -> AgentEvent:
     except (orjson.JSONDecodeError, TypeError, ValueError):
         if not isinstance(line, (bytes, str)):
             return raw_event(repr(line))
-        data = loads_replacing_lone_surrogates(line)  # Node's "\\ud83d" (see .surrogates)
+        data = loads_repaired(line)  # not UTF-8, or Node's lone "\\ud83d" (see .surrogates)
         if data.__class__ is not dict:
             return raw_event(line)
         return event_from_object(data, line)  # not a LineEvent: data is not the line as is

@@ -28,7 +28,7 @@ from .events import (
 )
 from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
-from .surrogates import loads_replacing_lone_surrogates
+from .surrogates import loads_repaired
 
 _FAILED: object = object()
 
@@ -53,7 +53,7 @@ def _loads(line: bytes) -> object:
     try:
         return orjson.loads(line)
     except orjson.JSONDecodeError:
-        obj = loads_replacing_lone_surrogates(line)  # Node's "\\ud83d" (see .surrogates)
+        obj = loads_repaired(line)  # not UTF-8, or Node's lone "\\ud83d" (see .surrogates)
         return _FAILED if obj is None else obj
 
 

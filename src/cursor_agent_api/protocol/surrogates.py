@@ -1,23 +1,30 @@
-"""Lone surrogate escapes in a JSON line: replaced so that the line can be decoded.
+"""Text a JSON line may hold that ``orjson`` refuses: repaired so that the line can be decoded.
 
-Node's ``JSON.stringify`` writes a string cut in the middle of a surrogate pair (an emoji
-sliced by a length limit) with the half it kept as an escape: ``"\\ud83d"``. RFC 8259 allows
-that, but such a string is not Unicode and ``orjson`` rejects the line. The parser then
-calls :func:`loads_replacing_lone_surrogates`, which replaces each escape of an unpaired
-surrogate (``\\uD800``–``\\uDFFF`` not in a high-low pair) with ``\\uFFFD`` (the replacement
-character, what a UTF-8 decoder gives for bytes it cannot read) and decodes again. A valid
-pair, and a backslash written as ``\\\\`` before ``ud83d``, are left as they are.
+Two things make a line that is otherwise JSON not Unicode, and ``orjson`` rejects it:
 
-Only a line ``orjson`` refused and that holds ``\\ud``/``\\uD`` is looked at again: the
-lines of a normal stream never come here. One pass of a regular expression over the line
-(each escape matched once, left to right): linear in the line's length.
+* Node's ``JSON.stringify`` writes a string cut in the middle of a surrogate pair (an emoji
+  sliced by a length limit) with the half it kept as an escape: ``"\\ud83d"``. RFC 8259 allows
+  that, but such a string is not Unicode. Each escape of an unpaired surrogate
+  (``\\uD800``–``\\uDFFF`` not in a high-low pair) is replaced with ``\\uFFFD`` (the replacement
+  character); a valid pair, and a backslash written as ``\\\\`` before ``ud83d``, are left as
+  they are.
+* Bytes that are not UTF-8 (a Latin-1 ``é``, a string cut inside a character): the line is
+  decoded with ``"replace"``, each such byte becoming U+FFFD, what a UTF-8 decoder shows.
+
+:func:`loads_repaired` applies what the line needs and decodes it again; the parsers call it
+(:func:`~.events.parse_event`, :class:`~.reader.EventReader`, ACP's
+:func:`~.acp_codec.decode_message`: the client's and the server's turns alike). Only a line
+``orjson`` refused is looked at again: the lines of a normal stream never come here. Each
+repair is one linear pass over the line.
 
 Example:
-    >>> loads_replacing_lone_surrogates(b'{"t":"cut \\\\ud83d"}')
+    >>> loads_repaired(b'{"t":"cut \\\\ud83d"}')
     {'t': 'cut \\ufffd'}
-    >>> loads_replacing_lone_surrogates(b'{"t":"pair \\\\ud83d\\\\ude00, low \\\\ude00"}')
+    >>> loads_repaired(b'{"t":"pair \\\\ud83d\\\\ude00, low \\\\ude00"}')
     {'t': 'pair 😀, low \\ufffd'}
-    >>> loads_replacing_lone_surrogates(b'{"t":"not JSON') is None
+    >>> loads_repaired(b'{"t":"caf\\xe9"}')
+    {'t': 'caf\\ufffd'}
+    >>> loads_repaired(b'{"t":"not JSON') is None
     True
 """
 
@@ -27,7 +34,7 @@ import re
 
 import orjson
 
-__all__ = ["loads_replacing_lone_surrogates", "replace_lone_surrogates"]
+__all__ = ["loads_repaired", "replace_lone_surrogates"]
 
 # Every escape, left to right, so that "\\\\" is consumed whole and the "ud83d" after it is
 # plain text. A high-low pair is matched first (kept), then a lone surrogate (replaced), then
@@ -58,16 +65,26 @@ def replace_lone_surrogates(line: bytes | str) -> bytes | str:
     return _ESCAPES_STR.sub(_keep_str, line)
 
 
-def loads_replacing_lone_surrogates(line: bytes | str) -> object | None:
-    """Decode a line ``orjson`` refused, its lone surrogate escapes replaced; ``None`` when
-    it has none or is still not JSON."""
+def loads_repaired(line: bytes | str) -> object | None:
+    """Decode a line ``orjson`` refused, its bytes that are not UTF-8 and its lone surrogate
+    escapes replaced (see the module); ``None`` when it has neither or is still not JSON."""
+    repaired = False
     if isinstance(line, bytes):
-        if b"\\ud" not in line and b"\\uD" not in line:
-            return None
-    elif "\\ud" not in line and "\\uD" not in line:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            line = line.decode("utf-8", "replace").encode("utf-8")
+            repaired = True
+        if b"\\ud" in line or b"\\uD" in line:
+            line = replace_lone_surrogates(line)
+            repaired = True
+    elif "\\ud" in line or "\\uD" in line:
+        line = replace_lone_surrogates(line)
+        repaired = True
+    if not repaired:
         return None
     try:
-        obj: object = orjson.loads(replace_lone_surrogates(line))
+        obj: object = orjson.loads(line)
     except ValueError:  # orjson.JSONDecodeError among them
         return None
     return obj

@@ -77,11 +77,15 @@ class ModelInfo:
     current: bool = False
 
 
-_MODEL_LINE = re.compile(r"^\s*(?:[*>•]\s*)?([A-Za-z0-9][A-Za-z0-9._:/+@-]*)\s+-\s+(.+?)\s*$")
-_MARK = re.compile(r"\s*\((current|default|selected)(?:,\s*(?:current|default|selected))*\)\s*$",
-                   re.I)
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_AS = re.compile(r"logged in as\s+(.+?)\s*$", re.I | re.M)
+# The agent's output is parsed on the caller's event loop: each pattern is linear in its text
+# (no ``(.+?)\s*$``, whose every lazy step rescans a run of spaces; no search whose every start
+# rescans the same word). Trailing spaces are stripped in Python instead; an e-mail is tried only
+# from the start of a word (the lookbehind), so a long word without ``@`` is read once, not once
+# per character. tests/client/test_command_parsing.py runs megabytes of near misses.
+_MODEL_LINE = re.compile(r"\s*(?:[*>•]\s*)?([A-Za-z0-9][A-Za-z0-9._:/+@-]*)\s+-\s+(.+)")
+_MARK = re.compile(r"\((current|default|selected)(?:,\s*(?:current|default|selected))*\)$", re.I)
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_AS = re.compile(r"logged in as\s+(\S[^\n]*)", re.I)
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -97,7 +101,7 @@ def parse_models(text: str) -> list[ModelInfo]:
         m = _MODEL_LINE.match(line)
         if not m:
             continue
-        name = m.group(2)
+        name = m.group(2).rstrip()
         mark = _MARK.search(name)
         if mark:
             name = name[: mark.start()]

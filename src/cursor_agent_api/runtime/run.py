@@ -69,7 +69,7 @@ from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
 from .sinks import EventSink
-from .stderr import StderrTail, classify_failure, stderr_summary
+from .stderr import StderrTail, classify_failure, silent_remedy, stderr_summary
 from .stop_policy import CLOSE_PIPES, Signal, StopPolicy, StopReason, Wait
 
 __all__ = ["AgentRun"]
@@ -383,6 +383,7 @@ class AgentRun:
         """The turn's error and its ERROR-event code; ``None`` if the turn succeeded."""
         t = self._transcript
         cfg = self.config
+        binary = self.argv[0] if self.argv else cfg.agent_binary  # as started (resolved on PATH)
         reason = self.stop_reason
         if reason == StopReason.OUTPUT_CLOSED and exit_code not in (137, 143):
             reason = None  # it exited by itself as its output's end was seen: its exit tells
@@ -427,13 +428,11 @@ class AgentRun:
         if reason == StopReason.OUTPUT_CLOSED:
             # the program started (agent_binary as resolved), never the agent's words; no
             # "see the stderr tail" remedy: it closed its stderr too
-            binary = self.argv[0] if self.argv else cfg.agent_binary
             return AgentProcessError(
                 "the agent closed its output (stdout and stderr) without a result but did not "
                 f"exit; its process group was stopped {cfg.result_grace:g} s later. The agent "
                 f"({binary!r}) is broken or stuck",
-                remedy=f"check that {binary!r} runs (its `--version`), then send the prompt again",
-                exit_code=exit_code, stderr=stderr), "output_closed"
+                remedy=silent_remedy(binary), exit_code=exit_code, stderr=stderr), "output_closed"
         if reason == StopReason.SHUTDOWN:
             return CursorAgentError("the event loop running the turn shut down",
                                     exit_code=exit_code, stderr=stderr), "shutdown"
@@ -447,8 +446,9 @@ class AgentRun:
             detail = f": {reason}" if reason else ""
             return AgentProcessError(
                 f"the agent exited with code 0 but {what} without a result event{detail}",
-                exit_code=exit_code, stderr=stderr), "no_result"
-        return classify_failure(exit_code, stderr), "exit"
+                exit_code=exit_code, stderr=stderr,
+                remedy=None if reason else silent_remedy(binary)), "no_result"
+        return classify_failure(exit_code, stderr, binary=binary), "exit"
 
     def _finish(self) -> AgentResult:
         proc = self.process

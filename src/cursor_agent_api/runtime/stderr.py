@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import re
+import shlex
 import signal
 
 from ..errors import (
@@ -31,7 +32,7 @@ from ..protocol import strip_ansi
 from ..protocol.reason import failure_reason
 
 __all__ = ["CLASSIFIED_CHARS", "StderrTail", "classify_failure", "ended_how", "known_failure",
-           "stderr_summary"]
+           "silent_remedy", "stderr_summary"]
 
 
 class StderrTail:
@@ -159,14 +160,35 @@ def _last_part(text: str, limit: int = CLASSIFIED_CHARS) -> str:
     return part[nl + 1:] if 0 <= nl < len(part) - 1 else part
 
 
-def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
+def silent_remedy(binary: str | None = None) -> str:
+    """What to do when the agent failed and said nothing (no stderr, or it closed it): check
+    that the program started is Cursor's agent and runs; ``binary`` is that program, as started.
+
+    Example:
+        >>> print(silent_remedy("/opt/my agent"))  # doctest: +NORMALIZE_WHITESPACE
+        check that '/opt/my agent' is Cursor's agent and runs (`'/opt/my agent' --version`),
+        then send the prompt again
+        >>> silent_remedy()
+        "check that the agent binary is Cursor's agent and runs (its `--version`), then send the prompt again"
+    """
+    if binary is None:
+        return ("check that the agent binary is Cursor's agent and runs (its `--version`), "
+                "then send the prompt again")
+    return (f"check that {binary!r} is Cursor's agent and runs (`{shlex.quote(binary)} --version`), "
+            "then send the prompt again")
+
+
+def classify_failure(exit_code: int | None, stderr: str, *,
+                     binary: str | None = None) -> CursorAgentError:
     """The typed error for a failed run, from its stderr text (PROTOCOL.md §1).
 
     ``AuthenticationError``, ``WorkspaceTrustError``, ``InvalidModelError``,
     ``SessionError`` (malformed resume id, chat busy), ``UsageLimitError``;
     ANSI escapes are stripped first; only the last :data:`CLASSIFIED_CHARS` are read;
     anything else is an ``AgentProcessError``. The error carries ``exit_code``
-    and ``stderr``; its message quotes the agent's own line.
+    and ``stderr``; its message quotes the agent's own line. With nothing on stderr there is
+    no explanation to point at: the remedy is :func:`silent_remedy` (``binary``: the program
+    that was started).
 
     Example:
         >>> e = classify_failure(1, "Cannot use this model: foo. Available models: a, b")
@@ -184,8 +206,10 @@ def classify_failure(exit_code: int | None, stderr: str) -> CursorAgentError:
         detail = f": {summary}" if summary else ""
         return cls(f"{what} (exit code {exit_code}){detail}", exit_code=exit_code, stderr=stderr)
     how = f"the agent {ended_how(exit_code)}"
-    message = f"{how}: {summary}" if summary else f"{how} and printed nothing on stderr"
-    return AgentProcessError(message, exit_code=exit_code, stderr=stderr)
+    if summary:
+        return AgentProcessError(f"{how}: {summary}", exit_code=exit_code, stderr=stderr)
+    return AgentProcessError(f"{how} and printed nothing on stderr", exit_code=exit_code,
+                             stderr=stderr, remedy=silent_remedy(binary))
 
 
 def ended_how(exit_code: int | None) -> str:

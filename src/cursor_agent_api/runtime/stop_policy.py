@@ -63,6 +63,7 @@ __all__ = [
     "StopPolicy",
     "StopReason",
     "Wait",
+    "stop_signal",
 ]
 
 DRAIN_GRACE = 2.0
@@ -121,6 +122,32 @@ FINISH = Finish()
 
 Action = Signal | Wait | ClosePipes | Finish
 """What :meth:`StopPolicy.step` asks of its caller."""
+
+
+_NOT_STOPPING = frozenset({signal_module.SIGCHLD, signal_module.SIGCONT, signal_module.SIGURG,
+                           signal_module.SIGWINCH})
+"""Signals whose default action is to ignore or to continue: none of them stops a process."""
+
+
+def stop_signal(sig: object) -> int:
+    """``sig`` as the number of a signal that can stop the agent (what ``cancel()`` sends), or
+    ``ValueError`` naming it: not an integer, not a signal of this system (``999``, ``-1``), ``0``
+    (sends nothing), or a signal that does not stop a process (SIGCONT, SIGCHLD, SIGURG,
+    SIGWINCH). Checked before anything is sent: the turn's supervisor never meets it.
+
+    Example:
+        >>> stop_signal(signal_module.SIGINT)
+        2
+        >>> stop_signal(999)
+        Traceback (most recent call last):
+        ...
+        ValueError: cancel() needs a signal that stops the agent (SIGTERM, SIGINT, SIGKILL…), got 999
+    """
+    if isinstance(sig, int) and not isinstance(sig, bool) \
+            and sig in signal_module.valid_signals() and sig not in _NOT_STOPPING:
+        return int(sig)
+    raise ValueError(f"cancel() needs a signal that stops the agent (SIGTERM, SIGINT, SIGKILL…), "
+                     f"got {sig!r}")
 
 
 def _named(sig: int) -> int:
