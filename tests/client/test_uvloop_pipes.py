@@ -46,13 +46,21 @@ def _still_open(r: int, inode: int) -> bool:
         return False
 
 
-@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def _loop(name: str) -> asyncio.AbstractEventLoop:
+    if name == "uvloop":
+        return uvloop.new_event_loop()  # type: ignore[no-any-return]
+    if name == "uvloop subclass":  # an application's own (review 45: its module is not uvloop)
+        return type("AppLoop", (uvloop.Loop,), {"__module__": "myapp.loops"})()  # type: ignore[no-any-return]
+    return asyncio.new_event_loop()
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop", "uvloop subclass"])
 def test_the_agents_pipes_close_no_descriptor_of_someone_else(
     loop_name: str, make_cursor_sim_config: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(os, "fdopen", _fdopen)
     Stealing.grabbed.clear()
-    loop = uvloop.new_event_loop() if loop_name == "uvloop" else asyncio.new_event_loop()
+    loop = _loop(loop_name)
 
     open_fds: list[int] = []
 

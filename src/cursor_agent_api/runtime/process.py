@@ -231,7 +231,8 @@ def _pipe_for(loop: asyncio.AbstractEventLoop, fd: int) -> Any:
     libuv closing the number itself (:class:`_LibuvOwned`). Either way the number is closed
     once, by the transport (before the transport exists, by the caller: :func:`_close_fds`
     on a :class:`_LibuvOwned`'s number, ``close()`` on a file object)."""
-    if type(loop).__module__.startswith("uvloop"):
+    uvloop = sys.modules.get("uvloop")  # (a loop of uvloop's: its module is imported)
+    if uvloop is not None and isinstance(loop, uvloop.Loop):  # an application's subclass too
         return _LibuvOwned(fd)
     return os.fdopen(fd, "rb", buffering=0)
 
