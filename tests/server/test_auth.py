@@ -328,11 +328,34 @@ def test_a_minted_link_names_the_address_the_client_used(make_inproc: Any) -> No
     server = make_inproc(allowed_hosts=("agent.lan",))
     bound = server.settings.base_url.removeprefix("http://")
     with server.client() as c:
-        for host, origin in (("127.0.0.1:19765", "127.0.0.1:19765"), ("agent.lan:8080", "agent.lan:8080"),
-                             ("AGENT.lan", "agent.lan"), ("[::1]:19765", "[::1]:19765"),
+        for host, origin in (("127.0.0.1:19765", "127.0.0.1:19765"), ("[::1]:19765", "[::1]:19765"),
+                             ("LOCALHOST:19765", "localhost:19765"),
+                             # another name may be a proxy's that speaks https (review 45): an
+                             # http link would send the code in clear; the bound address
+                             ("agent.lan:8080", bound), ("AGENT.lan", bound),
                              # not a plain host[:port] (it passes the Host check by its name):
                              # the bound address, not a link to another host
                              ("agent.lan:1@evil.example", bound), ("agent.lan:99999", bound)):
             r = c.post("/api/auth/codes", headers={"Host": host})
             assert r.status_code == 201, (host, r.text)
             assert r.json()["url"] == f"http://{origin}/?code={r.json()['code']}", (host, r.json())
+
+
+def test_a_minted_link_names_only_a_host_the_check_let_in(make_inproc: Any) -> None:
+    """Two Host headers: the Host check reads the last, and the link read the first, so it
+    named a host the check never let in (review 45). With more than one, the bound address."""
+    import json
+    import socket
+
+    server = make_inproc()
+    port = int(server.url.rsplit(":", 1)[1])
+    req = (f"POST /api/auth/codes HTTP/1.1\r\nHost: evil.example:80\r\nHost: 127.0.0.1:{port}\r\n"
+           f"Authorization: token {server.token}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(req.encode())
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b" 201 " in head.split(b"\r\n")[0], data[:300]
+    assert json.loads(body)["url"].startswith(server.settings.base_url + "/?code="), body

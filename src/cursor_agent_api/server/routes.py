@@ -408,8 +408,10 @@ async def new_login_code(request: Request) -> dict[str, Any]:
         raise ApiError(403, "token_required",
                        "a login link can only be made with the token ('Authorization: token …')")
     code = _auth(request).issue_code(ttl_seconds=LOGIN_CODE_TTL_SECONDS)
-    # the link names the address the client used (the Host check let its Host in)
-    url = _settings(request).login_url(code, request.headers.get("host"))
+    # the link names the port the client used (the Host check let its Host in; with two Host
+    # headers, which the check and this would read differently, the bound address)
+    hosts = request.headers.getlist("host")
+    url = _settings(request).login_url(code, hosts[0] if len(hosts) == 1 else None)
     return {"code": code, "url": url, "expires_in": LOGIN_CODE_TTL_SECONDS}
 
 

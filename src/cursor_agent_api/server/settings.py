@@ -185,9 +185,11 @@ class ServerSettings:
         """The URL that signs a browser in with one-time ``code`` (print it once, never log it).
 
         ``host`` is the ``Host`` header of the request that asked for it, once the Host check
-        let it in: the address the client used (an SSH forward's port, an ``--allow-host``
-        name), which the link names. Only a plain ``name[:port]`` is taken (rebuilt from its
-        parts); anything else names :attr:`base_url`.
+        let it in: when it names this machine (``127.0.0.1``, ``localhost``, ``[::1]``) the
+        link names its port, the one the client used (an SSH forward's). Only a plain
+        ``name[:port]`` is taken (rebuilt from its parts). Any other name (an
+        ``--allow-host`` name, maybe a proxy's that speaks https: the link would say http, and
+        the code travel in clear) names :attr:`base_url`, as anything else does.
 
         Example:
             >>> ServerSettings(token="t", port=1).login_url("c")
@@ -195,11 +197,15 @@ class ServerSettings:
             >>> s = ServerSettings(token="t", port=1)
             >>> s.login_url("c", "127.0.0.1:19765"), s.login_url("c", "[::1]")
             ('http://127.0.0.1:19765/?code=c', 'http://[::1]/?code=c')
-            >>> s.login_url("c", "localhost:1@evil.example"), s.login_url("c", "a/b")
+            >>> s.login_url("c", "localhost:1@evil.example"), s.login_url("c", "agent.example")
             ('http://127.0.0.1:1/?code=c', 'http://127.0.0.1:1/?code=c')
         """
         origin = host_origin(host)
-        return f"http://{origin}/?code={code}" if origin else f"{self.base_url}/?code={code}"
+        name = origin.rpartition(":")[0] if origin and not origin.endswith("]") and ":" in origin \
+            else origin
+        if origin and name in {h.lower() for h in LOOPBACK_HOSTS}:
+            return f"http://{origin}/?code={code}"
+        return f"{self.base_url}/?code={code}"
 
     def host_allowlist(self) -> frozenset[str]:
         """Host names (no port) accepted in the ``Host`` header.
