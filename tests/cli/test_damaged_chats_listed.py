@@ -64,3 +64,26 @@ def test_show_of_a_damaged_chat_names_rm(cli: Run, cli_env: dict[str, str]) -> N
     assert proc.returncode == 1
     assert f"sessions rm {path.stem}" in proc.stderr, proc.stderr
     assert "sessions list" not in proc.stderr  # which would not show it either before
+
+
+def test_what_is_not_a_chat_file_is_listed_said_and_never_read(cli: Run, cli_env: dict[str, str]) -> None:
+    """Review 46: a folder named ``<id>.json`` was listed, but ``show`` said there is no such
+    chat and ``rm`` ended in a traceback; a FIFO so named hung ``sessions list`` (it was read);
+    a file whose name is not a chat id was listed, and no command could name it."""
+    import os
+
+    path = one_chat(cli, cli_env)
+    chat_id = path.stem
+    path.unlink()
+    path.mkdir()
+    fifo = path.with_name("0a1b2c3d-0000-4000-8000-000000000000.json")
+    os.mkfifo(fifo)
+    path.with_name("notes (copy).json").write_text("{}")
+    listed = cli("sessions", "list", timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.count("not a file") == 2 and "not a saved chat's file name" in listed.stdout
+    shown = cli("sessions", "show", chat_id)
+    assert shown.returncode == 1 and "not a file" in shown.stderr and "sessions rm" in shown.stderr
+    removed = cli("sessions", "rm", chat_id)
+    assert removed.returncode == 1 and "Traceback" not in removed.stderr, removed.stderr
+    assert "remove it by hand" in removed.stderr and path.is_dir()

@@ -15,6 +15,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from collections import Counter
@@ -233,6 +234,8 @@ class SavedChats:
         :class:`DamagedChatError`, which names ``sessions rm``, if unreadable)."""
         path = self.path(chat_id)
         if not path.is_file():
+            if path.exists():  # a folder, a pipe: listed as unreadable, so named as such
+                raise _damaged(path, chat_id, _not_a_file(path))
             raise ChatLookupError(
                 f"no saved chat {chat_id} (see `cursor-agent-api sessions list`)")
         try:
@@ -270,6 +273,10 @@ class SavedChats:
         out = []
         for path in self.root.glob("*.json"):
             try:
+                if not _SAFE_ID.match(path.stem):  # (no command can name it)
+                    raise SessionError("not a saved chat's file name: remove the file by hand")
+                if not path.is_file():  # (a FIFO would be read for ever)
+                    raise _not_a_file(path)
                 out.append(self._summary(path))
             except (SessionError, OSError) as exc:
                 with contextlib.suppress(OSError):  # (gone meanwhile: not a chat any more)
@@ -284,6 +291,19 @@ class SavedChats:
             path.unlink()
         except FileNotFoundError:
             raise ChatLookupError(f"no saved chat {chat_id}") from None
+        except OSError as exc:  # a folder where the file goes, a file it may not remove
+            raise DamagedChatError(f"cannot remove {path}: {exc.strerror or exc}: "
+                                   "remove it by hand") from None
+
+
+def _not_a_file(path: Path) -> OSError:
+    """The error of a saved chat's name that is there but is not a file (a folder, a pipe).
+
+    Example:
+        >>> _not_a_file(Path("/c/x.json")).strerror
+        'not a file (a folder, a pipe or a device)'
+    """
+    return OSError(errno.EINVAL, "not a file (a folder, a pipe or a device)", str(path))
 
 
 def _why(path: Path, exc: OSError | SessionError) -> str:
