@@ -77,9 +77,12 @@ def _at_a_terminal(cmd: list[str], env: dict[str, str], cwd: str) -> float:
                     break
             except OSError:  # EIO: the child closed the terminal
                 break
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
     os.close(fd)
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:  # a failed run is no figure (as the pipe's)
+        raise SystemExit(f"the run at a terminal failed: exit {os.waitstatus_to_exitcode(status)}")
+    return took
 
 
 def _in_a_pipe(cmd: list[str], env: dict[str, str], cwd: str) -> float:
@@ -117,9 +120,11 @@ def main() -> None:
         runs = [(tree, mode, n, where) for tree in trees for mode in ("deltas", "think")
                 for n in sizes for where in ("terminal", "pipe")]
         random.shuffle(runs)
-        for tree, mode, n, where in runs:
+        for i, (tree, mode, n, where) in enumerate(runs):
+            # a home of its own: the runs share no saved chat growing turn by turn (review 46)
+            home = work / f"home-{len(times)}-{i}-{random.getrandbits(32):08x}"
             env = {**os.environ, "PYTHONPATH": trees[tree], "BENCH_MODE": mode,
-                   "BENCH_N": str(n), "CURSOR_AGENT_API_HOME": str(work / "home"),
+                   "BENCH_N": str(n), "CURSOR_AGENT_API_HOME": str(home),
                    "TERM": "xterm-256color"}
             env.pop("NO_COLOR", None)
             measure = _at_a_terminal if where == "terminal" else _in_a_pipe

@@ -437,7 +437,7 @@ class LiveView:
     """
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
-    REFRESH_PER_SECOND = 10  # at most, however fast the events come (rich's own thread too)
+    REFRESH_PER_SECOND = 10  # rich's own thread's, however fast the events come
 
     def __init__(self, console: Console, *, simulated: bool = False) -> None:
         # imported here, as the Markdown below: only a terminal's view needs them (a piped
@@ -454,7 +454,6 @@ class LiveView:
         self.thinking: list[str] = []
         self.running: dict[int, ToolCall] = {}  # by index in the turn: call ids may repeat
         self.spinner = Spinner("dots", style="cyan")  # one object, so that it turns
-        self._refreshed = float("-inf")  # when handle() last refreshed the region
         self.live = Live(self, console=console, refresh_per_second=self.REFRESH_PER_SECOND,
                          transient=True, redirect_stdout=False, redirect_stderr=False)
         self.live.start()
@@ -550,12 +549,9 @@ class LiveView:
                                          style="bold red"))
         elif etype is EventType.RAW and event.text:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
-        # At the rate, not per event: a refresh renders the region, and deltas come by the
-        # thousand (rich's thread refreshes meanwhile; what is printed above shows at once)
-        now = time.monotonic()
-        if now - self._refreshed >= 1 / self.REFRESH_PER_SECOND:
-            self._refreshed = now
-            self.live.refresh()
+        # No refresh here: rich's thread redraws the region REFRESH_PER_SECOND times a second,
+        # and deltas come by the thousand (a refresh per event was quadratic on a long line);
+        # what is printed above the region shows at once
 
     def _apply(self, changes: Changes) -> None:
         # The result's changes close the turn: what is shown then stays for the Markdown.
