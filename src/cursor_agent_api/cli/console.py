@@ -31,6 +31,7 @@ import errno
 import io
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO, Any
 
 import click
@@ -142,6 +143,22 @@ def error_text_named(text: str, error_type: object, *, simulated: bool = False) 
     if simulated and issubclass(kind, AuthenticationError):
         text = text.replace("`agent login`", "`cursor-agent-sim login`")
     return text
+
+
+def current_folder() -> Path:
+    """The current folder, the default workspace; :class:`CliError` when it no longer exists
+    (deleted since the shell went there: ``os.getcwd()`` fails), not a traceback.
+
+    Example:
+        >>> current_folder() == Path.cwd()
+        True
+    """
+    try:
+        return Path.cwd()
+    except FileNotFoundError:
+        raise CliError("the current folder no longer exists (deleted since the shell went "
+                       "there): cd to one that does (or name a folder: run and chat's "
+                       "--workspace, serve and worker's --root)") from None
 
 
 class CliError(click.ClickException):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from ..config import MODEL_ID_MAX_LENGTH, AgentConfig, is_chat_id, model_id_problem
-from .console import CliUsageError
+from .console import CliUsageError, current_folder
 from .render import printable
 from .runner_options import Seconds, check_simulate_or_binary
 from .saved_chats import AmbiguousChatError, ChatLookupError, SavedChats
@@ -136,7 +136,7 @@ def build_config(
         (True, True)
     """
     fields: dict[str, Any] = {
-        "workspace": str((workspace or Path.cwd()).resolve()),
+        "workspace": str((workspace or current_folder()).resolve()),
         "model": model,
         "force_approve": force_approve,
         "trust": trust,
@@ -339,7 +339,7 @@ def continue_command(chat_id: str, simulated: bool, workspace: str | None, *,
         'cursor-agent-api chat --resume abc --simulate'
     """
     parts = ["cursor-agent-api", "chat", "--resume", _quote(chat_id)]
-    if workspace and os.path.realpath(workspace) != os.path.realpath(os.getcwd()):
+    if workspace and os.path.realpath(workspace) != os.path.realpath(current_folder()):
         parts += ["--workspace", _quote(workspace)]
     if acp:
         parts.append("--acp")

@@ -193,7 +193,7 @@ def worker(
     make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
     server = ServerSettings(
         database_url=database_url,
-        roots=tuple(Path(r).resolve() for r in roots) or (Path.cwd().resolve(),),
+        roots=tuple(Path(r).resolve() for r in roots) or (_current_folder().resolve(),),
         agent_binary=agent_binary,
         agent_env=extra_env,
         simulate=simulate,
@@ -338,3 +338,10 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
     if is_database_error(error):
         return f"the worker stopped: its database {shown} failed: {what}{then}"
     return f"the worker stopped: {what}"
+
+
+def _current_folder() -> Path:
+    """The current folder (the default root), or the one-line error when it is gone."""
+    from .console import current_folder
+
+    return current_folder()
