@@ -40,8 +40,9 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
     ``mode``: the file's permission bits, exactly (``None``: ``0o666`` less the umask, as a
     new file gets). ``tmp``: the name of the new file until the rename — a fixed one for a
     writer that holds a lock, so that one a crash left is simply replaced; by default a name
-    no other writer uses (``.<name>.<pid>.<random>.tmp`` beside ``path``). An ``OSError`` names
-    ``path``, never that temporary file (which is gone).
+    no other writer uses (``.<name>.<pid>.<random>.tmp`` beside ``path``, the name's first 200
+    bytes). An ``OSError`` writing or renaming names ``path``, not the temporary file (which is
+    gone); a fixed ``tmp`` that a crash left and that cannot be removed is named itself.
 
     Example:
         >>> import tempfile
@@ -53,7 +54,10 @@ def replace_file(path: Path, data: bytes, *, mode: int | None = None, tmp: Path 
     """
     _refuse_special(path)
     if tmp is None:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        # (the name's first 200 bytes: a name near the 255-byte limit is valid, and its
+        # temporary one must be too: review 47)
+        name = os.fsdecode(os.fsencode(path.name)[:200])
+        tmp = path.with_name(f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     else:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

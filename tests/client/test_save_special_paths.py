@@ -51,3 +51,12 @@ def test_a_symbolic_link_is_still_replaced_not_followed(tmp_path: Path) -> None:
     link.symlink_to(target)
     replace_file(link, b"new")
     assert link.read_bytes() == b"new" and not link.is_symlink() and target.read_bytes() == b"old"
+
+
+def test_a_name_near_the_limit_is_saved(tmp_path: Path) -> None:
+    """A valid 245-byte name: its temporary file's name (``.<name>.<pid>.<hex>.tmp``) went past
+    the 255-byte limit, and the error blamed the user's path (review 47)."""
+    path = tmp_path / ("é" * 100 + "x" * 41 + ".json")  # 245 bytes
+    assert 240 <= len(path.name.encode()) <= 255
+    replace_file(path, b"{}")
+    assert path.read_bytes() == b"{}" and os.listdir(tmp_path) == [path.name]

@@ -49,3 +49,27 @@ def test_classify_failure_without_a_binary_gives_the_general_next_step() -> None
     exc = classify_failure(2, "")
     assert TAIL not in str(exc) and "--version" in str(exc) and "Cursor's agent" in str(exc)
     assert TAIL in str(classify_failure(2, "boom\n"))
+
+
+def test_an_agent_interrupted_in_silence_is_not_told_to_read_its_stderr(
+        stand_in_agent: Callable[..., Path]) -> None:
+    """Exit 143 (a kill from outside) with nothing on stderr said "see the stderr tail" too
+    (review 47): there is no tail, and the binary is likely fine."""
+    agent = str(stand_in_agent("kill -TERM $$"))
+    with CursorAgentClient(agent_binary=agent, trust=True) as client:
+        exc = client.query("hi").exception
+    assert type(exc) is AgentProcessError and "interrupted (exit code 143)" in str(exc)
+    assert TAIL not in str(exc) and "something outside stopped the agent" in str(exc)
+
+
+def test_an_acp_agent_dying_in_silence_names_the_binary_to_check(tmp_path: Path) -> None:
+    """The ACP transport's death said "see the stderr tail" with an empty stderr (review 47).
+    (Not the stand-in fixture: it reads stdin to its end first, which ACP keeps open.)"""
+    path = tmp_path / "agent.sh"
+    path.write_text("#!/bin/sh\nexit 1\n")
+    path.chmod(0o755)
+    agent = str(path)
+    with CursorAgentClient(agent_binary=agent, trust=True, transport="acp") as client:
+        exc = client.query("hi").exception
+    assert isinstance(exc, AgentProcessError) and "exited with code 1" in str(exc), exc
+    assert TAIL not in str(exc) and f"`{shlex.quote(agent)} --version`" in str(exc), str(exc)

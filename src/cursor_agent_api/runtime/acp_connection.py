@@ -55,7 +55,7 @@ from ..protocol.acp_codec import (
 )
 from ..protocol.framing import DEFAULT_MAX_LINE_BYTES
 from .process import AgentProcess
-from .stderr import StderrTail, ended_how, stderr_summary
+from .stderr import StderrTail, ended_how, silent_remedy, stderr_summary
 
 __all__ = ["MAX_PENDING_AGENT_REQUESTS", "AcpConnection", "RpcFailure"]
 
@@ -264,8 +264,10 @@ class AcpConnection:
         reason = stderr_summary(stderr)
         detail = f": {reason}" if reason else ""
         how = ended_how(code) if code is not None else "closed its output"
+        # nothing on stderr: no tail to point at (review 47), what to check instead
+        remedy = None if reason else silent_remedy(self.argv[0] if self.argv else None)
         return AgentProcessError(f"the ACP agent process {how} before answering {method}{detail}",
-                                 exit_code=code, stderr=stderr)
+                                 exit_code=code, stderr=stderr, remedy=remedy)
 
     def _die(self) -> None:
         if self._dead:

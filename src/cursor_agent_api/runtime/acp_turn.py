@@ -289,7 +289,8 @@ class AcpTurn:
             else:
                 failure = AgentProcessError(
                     f"{exc.message}; the turn is lost, the next prompt restarts the agent and "
-                    "reloads the session", exit_code=exc.exit_code, stderr=exc.stderr)
+                    "reloads the session", exit_code=exc.exit_code, stderr=exc.stderr,
+                    remedy=exc.remedy)
         except AcpRequestError as exc:  # "Authentication required" is an AuthenticationError
             if self._cancel_signal is not None and exc.method == "session/prompt":
                 stop = "cancelled"  # a build answering the cancelled prompt with an error

@@ -69,7 +69,7 @@ from .outcome import client_result_event
 from .process import AgentProcess, RunProcess
 from .scrub import scrub_failure
 from .sinks import EventSink
-from .stderr import StderrTail, classify_failure, silent_remedy, stderr_summary
+from .stderr import INTERRUPTED_REMEDY, StderrTail, classify_failure, silent_remedy, stderr_summary
 from .stop_policy import CLOSE_PIPES, Signal, StopPolicy, StopReason, Wait
 
 __all__ = ["AgentRun"]
@@ -439,7 +439,8 @@ class AgentRun:
         if exit_code in (130, 143):
             return AgentProcessError(
                 f"the agent was interrupted (exit code {exit_code}) before its result",
-                exit_code=exit_code, stderr=stderr), "interrupted"
+                exit_code=exit_code, stderr=stderr,
+                remedy=None if stderr_summary(stderr) else INTERRUPTED_REMEDY), "interrupted"
         if exit_code == 0:
             what = "the output ended" if not self._text_mode else "the agent was stopped"
             reason = stderr_summary(stderr)

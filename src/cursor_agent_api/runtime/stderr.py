@@ -160,6 +160,12 @@ def _last_part(text: str, limit: int = CLASSIFIED_CHARS) -> str:
     return part[nl + 1:] if 0 <= nl < len(part) - 1 else part
 
 
+INTERRUPTED_REMEDY = ("something outside stopped the agent (a signal to its process group: a "
+                      "Ctrl-C at a terminal, a kill); send the prompt again")
+"""What to do when the agent was interrupted (exit 130 or 143) and said nothing on stderr: no
+tail to see, and its binary is likely fine (review 47)."""
+
+
 def silent_remedy(binary: str | None = None) -> str:
     """What to do when the agent failed and said nothing (no stderr, or it closed it): check
     that the program started is Cursor's agent and runs; ``binary`` is that program, as started.
