@@ -83,8 +83,10 @@ def test_no_message_is_over_the_bound_live_or_replayed(
         events = [m["event"] for _, m in got if m["op"] == "event"]
         done = [e for e in events if e["type"] == "tool-call-completed"]
         assert len(done) == 1, [(e["type"], e["subtype"]) for e in events]
-        truncated = done[0]["truncated"]
-        assert any(t["field"].endswith("/stdout") and t["bytes"] == len(BIG) for t in truncated), truncated
+        # (its view alone is over the bound: the payload, which the page does not read, goes)
+        assert done[0]["payload"] == {}, done[0]["payload"]
+        [whole] = done[0]["truncated"]
+        assert whole["field"] == "/payload" and whole["bytes"] > 2 * len(BIG), whole
     assert MAX_MESSAGE_BYTES < 1024 * 1024
 
 
@@ -103,3 +105,108 @@ def test_a_record_of_many_small_values_is_sent_within_the_bound() -> None:
     assert msg["event"]["payload"] == {} and msg["event"]["truncated"][0]["field"] == "/payload"
     assert msg["changes"] == [{"kind": "tool_call_changed", "index": 0,
                                "view": {"files": files[:10], "cut": []}}]
+
+
+def _tool_message(index: int, tc: Any, data: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    from cursor_agent_api.protocol.changes import ToolCallChanged
+    from cursor_agent_api.server.store import EventRecord
+    from cursor_agent_api.server.turns import changes_json
+
+    payload = {"type": "tool_call", "data": data}
+    rec = EventRecord(9, "c", "r", 0, "agent", "tool_call", "completed", payload, None)
+    return rec, changes_json((ToolCallChanged(index, tc),), rec, 256 * 1024)
+
+
+def test_an_appended_text_is_sent_whole_its_payload_copies_cut_first() -> None:
+    # review 45: a text of 200,000 characters is in payload.data, payload.text and its
+    # text_appended change; the bound cut the change (the page appends it as is: text lost)
+    from cursor_agent_api.protocol.changes import TextAppended, ThinkingAppended
+    from cursor_agent_api.server.log import record_message
+    from cursor_agent_api.server.store import EventRecord
+    from cursor_agent_api.server.turns import changes_json
+
+    text = "x" * 200_000
+    message = {"role": "assistant", "content": [{"type": "text", "text": text}]}
+    data = {"type": "assistant", "message": message}
+    rec = EventRecord(7, "c", "r", 0, "agent", "assistant", None, {"type": "assistant", "data": data}, None)
+    for change in (TextAppended(0, text), ThinkingAppended(0, text)):
+        message = record_message(rec, changes_json((change,), rec, 256 * 1024))
+        assert len(message.encode()) <= MAX_MESSAGE_BYTES
+        msg = orjson.loads(message)
+        assert msg["changes"][0]["text"] == text and "bytes" not in msg["changes"][0]
+        # the payload's copies (which the page does not read) are cut instead, and say so
+        assert len(msg["event"]["payload"]["text"]) < len(text)
+        assert {"field": "/payload/text", "bytes": len(text)} in msg["event"]["truncated"]
+
+
+def test_hostile_shapes_are_sent_within_the_bound() -> None:
+    # review 45: 2,000 deep paths (691,625 bytes) or grep matches (1,614,510 bytes): nothing to
+    # cut in them, and the old fallback kept the view's lists and every truncated entry
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind, ToolStatus
+    from cursor_agent_api.server.log import record_message
+    from cursor_agent_api.server.store import EventRecord
+
+    files = [f"/work/{'very-long-package-name/' * 10}src/module_{i:05d}.ts" for i in range(2000)]
+    glob = ToolCall("c1", ToolKind.GLOB, "globToolCall", {"globPattern": "**"}, status=ToolStatus.SUCCEEDED,
+                    result={"success": {"files": files}})
+    hits = [{"file": f"/work/{'d' * 290}/f{i:04d}.js", "matches": [{"lineNumber": 1, "content": "m" * 300}]}
+            for i in range(2000)]
+    grep_result = {"success": {"workspaceResults": {"/w": {"content": {"matches": hits}}}}}
+    grep = ToolCall("c2", ToolKind.GREP, "grepToolCall", {"pattern": "m"}, status=ToolStatus.SUCCEEDED,
+                    result=grep_result)
+    todos = [{"content": "t" * 250, "status": "pending", "id": str(i)} for i in range(5000)]
+    todo = ToolCall("c3", ToolKind.TODOS, "updateTodosToolCall", {"todos": todos},
+                    status=ToolStatus.SUCCEEDED)
+    cases = {
+        "glob": _tool_message(0, glob, {"tool_call": {"globToolCall": {"result": glob.result}}}),
+        "grep": _tool_message(1, grep, {"tool_call": {"grepToolCall": {"result": grep_result}}}),
+        "todos": _tool_message(2, todo, {"tool_call": {"updateTodosToolCall": {"args": {"todos": todos}}}}),
+    }
+    long_keys = {("k" * 250) + str(i): i for i in range(10_000)}
+    cases["long keys"] = (EventRecord(3, "c", "r", 0, "agent", "x", None, long_keys, None), [])
+    cases["long keys, a run"] = (EventRecord(3, "c", "r", 0, "server", "run", "queued", long_keys, None), [])
+    small = {"v": list(range(300_000))}
+    cases["small values, changes"] = (EventRecord(4, "c", "r", 0, "agent", "x", None, small, None),
+                                      [{"kind": "segment_closed", "segment": i} for i in range(50_000)])
+    cases["long type"] = (EventRecord(5, "c", "r", 0, "agent", "t" * 600_000, None, {}, None), [])
+    for name, (rec, changes) in cases.items():
+        text = record_message(rec, changes)
+        assert len(text.encode()) <= MAX_MESSAGE_BYTES, name
+        msg = orjson.loads(text)
+        if name in ("glob", "grep", "todos"):
+            view = msg["changes"][0]["view"]
+            assert "output" in view["cut"], (name, view["cut"])  # the page offers Show all
+            assert msg["event"]["payload"] == {} and len(msg["event"]["truncated"]) == 1, name
+            whole = len(orjson.dumps(rec.to_dict()["payload"]))
+            assert msg["event"]["truncated"] == [{"field": "/payload", "bytes": whole}], name
+        if name in ("glob", "grep"):  # as many items as fit, each whole
+            items = view.get("files") or view.get("matches")
+            assert len(items) >= 400, (name, len(items))
+            assert items[0] in (files[0], {"file": hits[0]["file"], "line": 1, "text": "m" * 300}), name
+
+
+def test_a_message_over_the_bound_is_serialized_a_bounded_number_of_times(monkeypatch: Any) -> None:
+    # review 45: up to ~12 serializations of the whole message per record, on the event loop
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind, ToolStatus
+    from cursor_agent_api.server import log
+
+    hits = [{"file": f"/work/{'d' * 290}/f{i:04d}.js", "matches": [{"lineNumber": 1, "content": "m" * 300}]}
+            for i in range(2000)]
+    result = {"success": {"workspaceResults": {"/w": {"content": {"matches": hits}}}}}
+    grep = ToolCall("c2", ToolKind.GREP, "grepToolCall", {"pattern": "m"}, status=ToolStatus.SUCCEEDED,
+                    result=result)
+    rec, changes = _tool_message(1, grep, {"tool_call": {"grepToolCall": {"result": result}}})
+    whole = len(log._message(rec, changes))
+    written: list[int] = []
+    real = log.json_bytes
+
+    def counting(value: Any) -> bytes:
+        out = real(value)
+        written.append(len(out))
+        return out
+
+    monkeypatch.setattr(log, "json_bytes", counting)
+    assert len(log.record_message(rec, changes).encode()) <= MAX_MESSAGE_BYTES
+    # the whole message twice (as it is, then as sent), its parts about once each
+    assert len([n for n in written if n >= whole * 0.8]) <= 1, (whole, str(written))
+    assert sum(written) <= 3 * whole, (whole, str(written))

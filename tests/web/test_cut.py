@@ -95,3 +95,44 @@ def test_show_all_of_a_failed_calls_cut_output_shows_it_under_the_card(
     card.locator(".cut-note").get_by_role("button", name="Show all").click()
     expect(card.locator("pre.whole-value")).to_contain_text(END_TOOL)
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+MIDDLE = "MIDDLE-OF-THE-STREAMED-ANSWER"
+
+
+def _streamed_script(path: Path) -> Path:
+    """An answer streamed in two pieces: 200,000 characters (under the store's 256 KiB, but
+    three copies of it over a WebSocket message's 512 KiB), then 300,000 (over 256 KiB: its
+    change is cut, with ``bytes`` and ``seq``)."""
+    sid = "8ef40118-8378-436d-8ba8-2436b19cc879"
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(sid, "/ws", "GPT-5 Mini")))
+        f.write(wire.encode(wire.user(sid, "big")))
+        f.write(wire.encode(wire.assistant_delta(sid, "A " * 100_000 + MIDDLE + "\n\n", 1789644625717)))
+        f.write(wire.encode(wire.assistant_delta(sid, "B " * 150_000 + END_TEXT, 1789644625718)))
+        f.write(wire.encode(wire.result_success(sid, "r", "done", 1, wire.usage(1, 2))))
+    return path
+
+
+def test_a_long_streamed_answer_is_shown_whole_or_cut_with_show_all(
+    make_server: Any, browser: Any, tmp_path: Path
+) -> None:
+    # review 45: the page appended a text_appended change's text as it came, ignoring bytes and
+    # seq, and the WebSocket bound cut a 200,000-character piece to 128 KiB: text lost silently
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(_streamed_script(tmp_path / "s.ndjson"))})
+    with server.client() as c:
+        chat = new_chat(c, stream_partial_output=True)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "big")
+    expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    answer = page.locator(".msg.assistant").last
+    expect(answer).to_contain_text(MIDDLE)  # the first piece whole
+    expect(answer).not_to_contain_text(END_TEXT)
+    note = page.locator(".cut-note")
+    expect(note).to_have_count(1)
+    note.get_by_role("button", name="Show all").click()
+    expect(page.locator(".msg.assistant").last).to_contain_text(END_TEXT, timeout=30_000)
+    expect(page.locator(".msg.assistant").last).to_contain_text(MIDDLE)
+    expect(page.locator(".cut-note")).to_have_count(0)
+    assert page.errors == []  # type: ignore[attr-defined]

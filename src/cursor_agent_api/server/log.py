@@ -29,6 +29,8 @@ from .store import (
     cut_record,
     cut_value,
     json_bytes,
+    resolve_pointer,
+    utf8_size,
 )
 from .turns import TOOL_CHANGES, Changes, changes_json, cut_change
 
@@ -38,6 +40,13 @@ WebSocket clients accept by default: Python's ``websockets``). See :func:`record
 
 _LIMITS = (64 * 1024, 16 * 1024, 4096, 1024, 256)
 
+_PAGE_READS_PAYLOAD = frozenset({"run", "request", "worker", "context"})
+"""Record types whose payload the page reads (``web/js/timeline.js``, ``apply``); of any other
+record it renders the changes only, so the payload goes before a change is cut."""
+
+_APPENDED = ("text_appended", "thinking_appended")
+_LISTS = ("matches", "files", "references", "todos")
+
 
 def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None) -> str:
     """The WebSocket message for a record (``op: "event"``, see ``docs/websocket.md``), with
@@ -45,10 +54,11 @@ def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None
 
     Never over :data:`MAX_MESSAGE_BYTES`: each field is cut at max_field_bytes already, but the
     payload and the changes each carry their copy (a tool call's output is in the payload, in
-    ``call`` and in ``view``). A message over the bound has its tool calls' ``call`` (the
-    payload's data again, which the page does not read) cut harder first, then the record's
-    strings and the changes' alike (:func:`~.turns.cut_change`: a view lists what it cut, the
-    page offers Show all; the record's ``truncated`` lists its cuts with their whole size).
+    ``call`` and in ``view``; a text in ``payload.data``, ``payload.text`` and its change). A
+    message over the bound is made to fit by :class:`_Fit`, which measures its parts once: the
+    copies the page does not read go first (``call``, the payload of a record the page renders
+    from its changes), a view is cut last (it lists what it cut, the page offers Show all), an
+    appended text only when it alone is over the bound.
 
     Example:
         >>> import json
@@ -62,25 +72,7 @@ def record_message(rec: EventRecord, changes: list[dict[str, Any]] | None = None
     text = _message(rec, changes)
     if len(text) <= MAX_MESSAGE_BYTES:
         return text.decode()
-    if changes and any(d["kind"] in TOOL_CHANGES for d in changes):
-        for limit in _LIMITS:
-            changes = [{**d, "call": cut_value(d["call"], limit, "/call", [])}
-                       if d["kind"] in TOOL_CHANGES else d for d in changes]
-            text = _message(rec, changes)
-            if len(text) <= MAX_MESSAGE_BYTES:
-                return text.decode()
-    for limit in (128 * 1024, *_LIMITS):
-        rec = _cut_harder(rec, limit)
-        if changes:
-            changes = [cut_change(d, limit, rec.seq) for d in changes]
-        text = _message(rec, changes)
-        if len(text) <= MAX_MESSAGE_BYTES:
-            return text.decode()
-    # (small values by the thousand: nothing left to cut) the payload goes; REST has it
-    rec = _cut_harder(rec, 0, whole=len(json_bytes(rec.payload)))
-    if changes:
-        changes = [{k: v for k, v in d.items() if k != "call"} for d in changes]
-    return _message(rec, changes).decode()
+    return _Fit(rec, changes or []).message().decode()
 
 
 def _message(rec: EventRecord, changes: list[dict[str, Any]] | None) -> bytes:
@@ -90,21 +82,213 @@ def _message(rec: EventRecord, changes: list[dict[str, Any]] | None) -> bytes:
     return json_bytes(msg)  # the agent's integers may be past orjson's 64 bits
 
 
-def _cut_harder(rec: EventRecord, limit: int, whole: int | None = None) -> EventRecord:
-    """``rec`` (cut already) cut at ``limit``; a field cut before keeps the whole size its first
-    cut noted. ``whole``: the payload goes, noted as ``/payload`` of that size."""
-    if whole is not None:
-        noted = [*(rec.truncated or ()), {"field": "/payload", "bytes": whole}]
-        return EventRecord(rec.seq, rec.chat_id, rec.run_id, rec.ts_ms, rec.source, rec.type,
-                           rec.subtype, {}, None, noted)
-    cut = cut_record(rec, limit)
-    if cut is rec or not cut.truncated:
-        return cut
-    first: dict[str, dict[str, Any]] = {}
-    for t in cut.truncated:
-        first.setdefault(t["field"], t)
-    return EventRecord(cut.seq, cut.chat_id, cut.run_id, cut.ts_ms, cut.source, cut.type,
-                       cut.subtype, cut.payload, cut.raw, list(first.values()))
+def _size(value: Any) -> int:
+    return len(json_bytes(value))
+
+
+class _Fit:
+    """A message over the bound, cut until it fits. Its parts (the event without its payload,
+    the payload, ``truncated``, each change) are serialized once; a cut ``call`` or payload is
+    not serialized again (its size less what the cut took is an upper bound, :func:`_taken`),
+    a cut change (a view, smaller) is; the whole message once at the end. In order:
+
+    1. the tool call changes' ``call`` (the payload's data again) cut from 64 KiB to 256 bytes;
+    2. the record's strings cut from 128 KiB to 256 bytes;
+    3. the payload goes, for a record the page renders from its changes (``truncated``: one
+       entry, ``/payload``, its whole size), then the ``call`` of the changes;
+    4. the changes' strings cut from 128 KiB to 1 KiB (appended texts aside; a view lists what
+       it cut in ``cut``), then a view's lists halved (``output`` added to ``cut``: Show all
+       gives the whole list), then their strings cut to 256 bytes;
+    5. the payload goes, for the other records;
+    6. appended texts cut (with ``bytes`` and ``seq``) to share what is left;
+    7. the last form, always within the bound: no payload, every change's string at 256 bytes
+       and no lists, or no changes at all.
+    """
+
+    def __init__(self, rec: EventRecord, changes: list[dict[str, Any]]) -> None:
+        self.rec = rec
+        self.event = rec.to_dict()
+        self.changes = list(changes)
+        self.payload_size = _size(self.event["payload"])
+        self.whole_payload = self.payload_size + _extra(self.event["payload"], self.event.get("truncated"))
+        self.truncated_size = _size(self.event["truncated"]) if "truncated" in self.event else 0
+        self.sizes = [_size(d) for d in self.changes]
+        bare = {k: v for k, v in self.event.items() if k not in ("payload", "truncated")}
+        # the event's own fields and the frame: '{"op":"event","seq":N,"event":{...}}'
+        self.head = len(json_bytes({"op": "event", "seq": rec.seq, "event": bare}))
+
+    def total(self) -> int:
+        n = self.head + len(',"payload":') + self.payload_size
+        if "truncated" in self.event:
+            n += len(',"truncated":') + self.truncated_size
+        if self.changes:
+            n += len(',"changes":[]') + sum(self.sizes) + len(self.sizes) - 1
+        return n
+
+    def fits(self) -> bool:
+        return self.total() <= MAX_MESSAGE_BYTES
+
+    def set_change(self, i: int, d: dict[str, Any]) -> None:
+        if d is not self.changes[i]:
+            self.changes[i] = d
+            self.sizes[i] = _size(d)
+
+    def message(self) -> bytes:
+        for step in (self.cut_calls, self.cut_payload, self.drop_own_payload, self.cut_changes,
+                     self.trim_lists, self.cut_changes_more, self.drop_payload, self.cut_appended):
+            if self.fits() or step():
+                text = self.serialized()
+                if len(text) <= MAX_MESSAGE_BYTES:
+                    return text
+                break  # (never: the parts add up to the message)
+        return self.last_form()
+
+    def serialized(self) -> bytes:
+        msg: dict[str, Any] = {"op": "event", "seq": self.rec.seq, "event": self.event}
+        if self.changes:
+            msg["changes"] = self.changes
+        return json_bytes(msg)
+
+    def cut_calls(self) -> bool:
+        for limit in _LIMITS:
+            for i, d in enumerate(self.changes):
+                if d["kind"] in TOOL_CHANGES and "call" in d:
+                    cuts: list[dict[str, Any]] = []
+                    call = cut_value(d["call"], limit, "/call", cuts)
+                    if call is not d["call"]:
+                        self.changes[i] = {**d, "call": call}
+                        self.sizes[i] -= _taken(cuts, limit)  # (not serialized again)
+            if self.fits():
+                return True
+        return False
+
+    def cut_change(self, i: int, limit: int) -> None:
+        """Change ``i`` cut at ``limit``; its size less what the cut took (:func:`_taken`),
+        serialized again only when ``cut`` grew (a view lists what it cut)."""
+        cuts: list[dict[str, Any]] = []
+        d = self.changes[i]
+        cut = cut_change(d, limit, self.rec.seq, cuts)
+        if cut is not d:
+            self.changes[i] = cut
+            grew = (("view" in d and len(cut["view"]["cut"]) != len(d["view"]["cut"]))
+                    or ("bytes" not in d and "bytes" in cut))  # (a text's bytes and seq)
+            self.sizes[i] = _size(cut) if grew else self.sizes[i] - _taken(cuts, limit)
+
+    def cut_payload(self) -> bool:
+        for limit in (128 * 1024, *_LIMITS):
+            cuts: list[dict[str, Any]] = []
+            payload = cut_value(self.event["payload"], limit, "/payload", cuts)
+            if payload is not self.event["payload"]:
+                first = {t["field"]: t for t in self.event.get("truncated", ())}
+                for t in cuts:
+                    first.setdefault(t["field"], t)
+                self.event = {**self.event, "payload": payload, "truncated": list(first.values())}
+                self.payload_size -= _taken(cuts, limit)  # (not serialized again)
+                self.truncated_size = _size(self.event["truncated"])
+            if self.fits():
+                return True
+        return False
+
+    def drop_own_payload(self) -> bool:
+        if self.changes and self.rec.type not in _PAGE_READS_PAYLOAD:
+            self.drop_payload()
+            for i, d in enumerate(self.changes):
+                if "call" in d:
+                    self.set_change(i, {k: v for k, v in d.items() if k != "call"})
+        return self.fits()
+
+    def cut_changes(self, limits: tuple[int, ...] = (128 * 1024, *_LIMITS[:-1])) -> bool:
+        for limit in limits:
+            for i, d in enumerate(self.changes):
+                if d["kind"] not in _APPENDED:
+                    self.cut_change(i, limit)
+            if self.fits():
+                return True
+        return False
+
+    def cut_changes_more(self) -> bool:
+        return self.cut_changes(_LIMITS[-1:])
+
+    def trim_lists(self) -> bool:
+        views = [i for i, d in enumerate(self.changes) if "view" in d]
+        share = sum(self.sizes[i] for i in views)
+        room = MAX_MESSAGE_BYTES - (self.total() - share)
+        n = None  # first the share of the items that fits, then half as many each time
+        while not self.fits():
+            longest = max((len(self.changes[i]["view"].get(k) or ()) for i in views for k in _LISTS),
+                          default=0)
+            if not longest:
+                return False
+            n = max(0, longest * room // share - 1) if n is None and share and room > 0 else longest // 2
+            for i in views:
+                self.set_change(i, {**self.changes[i], "view": _trimmed(self.changes[i]["view"], n)})
+        return True
+
+    def drop_payload(self) -> bool:
+        if self.event["payload"] or self.payload_size > 2:
+            self.event = {**self.event, "payload": {},
+                          "truncated": [{"field": "/payload", "bytes": self.whole_payload}]}
+            self.payload_size = 2
+            self.truncated_size = _size(self.event["truncated"])
+        return self.fits()
+
+    def cut_appended(self) -> bool:
+        appended = [i for i, d in enumerate(self.changes) if d["kind"] in _APPENDED]
+        if appended:
+            room = MAX_MESSAGE_BYTES - (self.total() - sum(self.sizes[i] for i in appended))
+            # a text of n bytes is at most 6n in JSON (\u escapes); the rest of a change is small
+            limit = max(256, (room // len(appended) - 256) // 6)
+            for i in appended:
+                self.cut_change(i, limit)
+        return self.fits()
+
+    def last_form(self) -> bytes:
+        self.drop_payload()
+        self.event = {**self.event, **cut_value({k: self.event[k] for k in ("type", "subtype")},
+                                               256, "", [])}
+        changes = []
+        for d in self.changes:
+            d = cut_change({k: v for k, v in d.items() if k != "call"}, 256, self.rec.seq)
+            changes.append({**d, "view": _trimmed(d["view"], 0)} if "view" in d else d)
+        self.changes = changes
+        text = self.serialized()
+        if len(text) <= MAX_MESSAGE_BYTES:
+            return text
+        self.changes = []  # (thousands of changes in one record: REST has its turn)
+        return self.serialized()
+
+
+def _taken(cuts: list[dict[str, Any]], limit: int) -> int:
+    """At least the bytes ``cut_value`` took out of a value's JSON with these ``cuts`` at
+    ``limit``: each string lost at least ``bytes - limit`` UTF-8 bytes, and its JSON at least
+    as many (an escape is longer than its character). A size less this is an upper bound."""
+    return sum(t["bytes"] - limit for t in cuts)
+
+
+def _trimmed(view: dict[str, Any], n: int) -> dict[str, Any]:
+    """``view`` with its lists at most ``n`` items, ``output`` listed in ``cut`` when one was
+    (``output`` is the whole list, one item per line)."""
+    if not any(len(view.get(k) or ()) > n for k in _LISTS):
+        return view
+    out = {**view, **{k: view[k][:n] for k in _LISTS if isinstance(view.get(k), list)}}
+    if "output" not in out["cut"]:
+        out["cut"] = [*out["cut"], "output"]
+    return out
+
+
+def _extra(payload: Any, truncated: list[dict[str, Any]] | None) -> int:
+    """The bytes the store's cuts (``truncated``) took out of ``payload``."""
+    extra = 0
+    for t in truncated or ():
+        field = str(t.get("field", ""))
+        if field.startswith("/payload/"):
+            try:
+                value = resolve_pointer({"payload": payload}, field)
+            except KeyError:
+                continue
+            if isinstance(value, str):
+                extra += max(0, int(t.get("bytes", 0)) - utf8_size(value))
+    return extra
 
 
 class EventLog:

@@ -299,13 +299,16 @@ TOOL_CHANGES = ("tool_call_opened", "tool_call_changed")
 """The kinds of change that carry a tool call (``call``, ``view``)."""
 
 
-def cut_change(d: dict[str, Any], limit: int, seq: int) -> dict[str, Any]:
+def cut_change(d: dict[str, Any], limit: int, seq: int,
+               taken: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """One change's JSON (:func:`changes_json`) with its strings over ``limit`` bytes cut
     (a copy; ``d`` when nothing was): a tool call's ``call`` and ``view`` (the view lists a
-    cut text field in ``cut``, as the page reads it), a text (with ``bytes``, its whole size,
-    and ``seq``, the record whose ``/payload/text`` is the whole text), an error's message.
-    Cut again with a smaller limit (a WebSocket message over its bound, :mod:`.log`), a
-    change keeps the whole size its first cut noted.
+    cut text field in ``cut``, as the page reads it; a list's item cut, ``output``: the whole
+    list), a text (with ``bytes``, its whole size, and ``seq``, the record whose
+    ``/payload/text`` is the whole text), an error's message. Cut again with a smaller limit
+    (a WebSocket message over its bound, :mod:`.log`), a change keeps the whole size its first
+    cut noted. ``taken``, if given, gets each cut as ``cut_value`` notes it (the size of the
+    string as it was in ``d``).
 
     Example:
         >>> cut_change({"kind": "segment_replaced", "segment": 0, "text": "abcdef"}, 4, 9)
@@ -317,25 +320,29 @@ def cut_change(d: dict[str, Any], limit: int, seq: int) -> dict[str, Any]:
     from .store import cut_value, utf8_prefix, utf8_size
     from .webui import WHOLE_FIELDS
 
+    noted: list[dict[str, Any]] = [] if taken is None else taken
     kind = d["kind"]
     if kind in TOOL_CHANGES:
         cuts: list[dict[str, Any]] = []
-        call = cut_value(d["call"], limit, "/call", [])
+        call = cut_value(d.get("call"), limit, "/call", noted)  # (a message over its bound: none)
         view = cut_value(d["view"], limit, "", cuts)
-        if call is d["call"] and view is d["view"]:
+        noted.extend(cuts)
+        if call is d.get("call") and view is d["view"]:
             return d
         if cuts:
             named = [c["field"].split("/")[1] for c in cuts]
+            named = ["output" if f in ("matches", "files", "references", "todos") else f for f in named]
             view["cut"] = [*view["cut"], *dict.fromkeys(
                 f for f in named if f in WHOLE_FIELDS and f not in view["cut"])]
-        return {**d, "call": call, "view": view}
+        return {**d, "call": call, "view": view} if "call" in d else {**d, "view": view}
     if "text" in d and len(d["text"]) * 4 > limit:
         size = utf8_size(d["text"])
         if size > limit:
+            noted.append({"field": "/text", "bytes": size})
             return {**d, "text": utf8_prefix(d["text"], limit), "bytes": d.get("bytes", size),
                     "seq": d.get("seq", seq)}
     elif kind == "error_reported":
-        message = cut_value(d["message"], limit, "/message", [])
+        message = cut_value(d["message"], limit, "/message", noted)
         if message is not d["message"]:
             return {**d, "message": message}
     return d

@@ -306,8 +306,10 @@ export class Timeline {
     switch (c.kind) {
       case "text_appended": {
         const entry = this.text(runId, "text", c.segment, "", false);
+        const at = entry.text.length;
         entry.text += c.text;
         this.schedule(entry);
+        if (c.bytes) this.cutPiece(entry, c.seq, c.bytes, at, c.text.length);
         break;
       }
       case "segment_replaced": {
@@ -402,6 +404,17 @@ export class Timeline {
   cutText(entry, seq, bytes) {
     const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload/text")}`;
     entry.el.after(cutNote(url, bytes, (text) => replace(entry.el, wholeText(text))));
+  }
+
+  /** The server cut a piece appended to this text (`length` characters at `at`): a note whose
+   * Show all puts the whole piece (record `seq`'s text) in its place. */
+  cutPiece(entry, seq, bytes, at, length) {
+    const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload/text")}`;
+    entry.el.after(cutNote(url, bytes, (piece) => {
+      entry.text = entry.text.slice(0, at) + piece + entry.text.slice(at + length);
+      if (entry.streaming) this.schedule(entry);
+      else this.settle(entry); // rendered whole again, in a new node
+    }));
   }
 
   /** A run ended: its texts still streaming are complete as they are. */
