@@ -210,3 +210,27 @@ def test_a_message_over_the_bound_is_serialized_a_bounded_number_of_times(monkey
     # the whole message twice (as it is, then as sent), its parts about once each
     assert len([n for n in written if n >= whole * 0.8]) <= 1, (whole, str(written))
     assert sum(written) <= 3 * whole, (whole, str(written))
+
+
+def test_a_streamed_piece_of_escapes_is_cut_to_what_fits_not_to_the_last_form() -> None:
+    """A control character is six bytes in JSON: the appended text was cut to a sixth of its
+    room at best, and a piece the store had cut already was counted by its UTF-8 bytes, so
+    the message went to the last form: 256 characters of a 300,000-character piece, where
+    87,304 fit (review 48)."""
+    import orjson
+
+    from cursor_agent_api.protocol.changes import TextAppended
+    from cursor_agent_api.server.log import record_message
+    from cursor_agent_api.server.store import EventRecord, cut_record
+    from cursor_agent_api.server.turns import changes_json
+
+    for text in ("\x00" * 300_000, "\x1b[32mPASS\x1b[0m " * 40_000, "é" * 300_000):
+        rec = cut_record(EventRecord(3, "c", "r", 0, "agent", "assistant", None, {"text": text}, None),
+                         256 * 1024)
+        sent = record_message(rec, changes_json((TextAppended(0, text),), rec, 256 * 1024))
+        change = orjson.loads(sent)["changes"][0]
+        assert len(sent.encode()) <= MAX_MESSAGE_BYTES
+        # at least half of what the room holds of this text
+        per_char = (len(orjson.dumps(text)) - 2) / len(text)
+        assert len(change["text"]) >= MAX_MESSAGE_BYTES / per_char / 2, (per_char, len(change["text"]))
+        assert change["bytes"] == len(text.encode()) and change["seq"] == 3

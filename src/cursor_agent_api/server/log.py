@@ -236,10 +236,17 @@ class _Fit:
         appended = [i for i, d in enumerate(self.changes) if d["kind"] in _APPENDED]
         if appended:
             room = MAX_MESSAGE_BYTES - (self.total() - sum(self.sizes[i] for i in appended))
-            # a text of n bytes is at most 6n in JSON (\u escapes); the rest of a change is small
-            limit = max(256, (room // len(appended) - 256) // 6)
-            for i in appended:
-                self.cut_change(i, limit)
+            share = room // len(appended) - 256  # (the rest of a change is small)
+            for _ in range(2):  # (again with the kept part's own ratio, if it was higher)
+                for i in appended:
+                    # the text's own JSON bytes per UTF-8 byte (6 for control characters, 1
+                    # for most text): a text cut to fit its share, not a sixth of it (review 48)
+                    text = self.changes[i].get("text") or ""
+                    per_byte = max(1.0, (_size(text) - 2) / max(1, utf8_size(text)))
+                    self.cut_change(i, max(256, int(share / per_byte)))
+                    self.sizes[i] = _size(self.changes[i])  # (exactly: a few, each small)
+                if self.fits():
+                    break
         return self.fits()
 
     def last_form(self) -> bytes:
