@@ -4,8 +4,9 @@ Every view takes the events as they arrive (:meth:`TurnView.handle`) and the
 result at the end (:meth:`TurnView.finish`):
 
 * :class:`LiveView` — a terminal: a spinner with elapsed time, the latest thinking
-  line dimmed and replaced as it goes, the text streaming in (its last lines, redrawn at
-  most ten times a second: a long line shows its end, after ``…``), one line per tool call
+  line dimmed and replaced as it goes, the text streaming in (its last rows, redrawn ten
+  times a second by rich's thread, and at once for an event after a quiet tenth of a second:
+  a long line shows its end, after ``…``), one line per tool call
   that turns from running to its outcome (✓ ✗ ⊘, duration, command/path/pattern, exit
   code), the final answer rendered as Markdown (a link shown as ``text (url)``, an image as
   ``🌆 alt (url)``: never a terminal hyperlink that hides its target), a footer with
@@ -437,7 +438,8 @@ class LiveView:
     """
 
     TAIL_LINES = 12  # lines of the streaming segment kept in the live region
-    REFRESH_PER_SECOND = 10  # rich's own thread's, however fast the events come
+    REFRESH_PER_SECOND = 10  # rich's thread's; handle() adds one for an event after a quiet
+    # tenth of a second (what just came shows at once), none for the rest however fast they come
 
     def __init__(self, console: Console, *, simulated: bool = False) -> None:
         # imported here, as the Markdown below: only a terminal's view needs them (a piped
@@ -454,6 +456,7 @@ class LiveView:
         self.thinking: list[str] = []
         self.running: dict[int, ToolCall] = {}  # by index in the turn: call ids may repeat
         self.spinner = Spinner("dots", style="cyan")  # one object, so that it turns
+        self._refreshed = float("-inf")  # when handle() last refreshed the region
         self.live = Live(self, console=console, refresh_per_second=self.REFRESH_PER_SECOND,
                          transient=True, redirect_stdout=False, redirect_stderr=False)
         self.live.start()
@@ -549,9 +552,12 @@ class LiveView:
                                          style="bold red"))
         elif etype is EventType.RAW and event.text:
             self.live.console.print(Text(raw_line_text(event), style="dim italic"))
-        # No refresh here: rich's thread redraws the region REFRESH_PER_SECOND times a second,
-        # and deltas come by the thousand (a refresh per event was quadratic on a long line);
-        # what is printed above the region shows at once
+        # At the rate, not per event: a refresh renders the region, and deltas come by the
+        # thousand (rich's thread refreshes meanwhile; what is printed above shows at once)
+        now = time.monotonic()
+        if now - self._refreshed >= 1 / self.REFRESH_PER_SECOND:
+            self._refreshed = now
+            self.live.refresh()
 
     def _apply(self, changes: Changes) -> None:
         # The result's changes close the turn: what is shown then stays for the Markdown.
