@@ -117,6 +117,28 @@ def test_a_cut_command_says_so_and_allow_waits_for_show_all(scripted: Any, brows
 
 
 
+def test_a_request_sent_without_its_payload_is_fetched_whole(scripted: Any, browser: Any) -> None:
+    # review 48: a request over the WebSocket bound even with every string at 256 bytes comes
+    # with payload {} and truncated [{"field": "/payload"}]: the page drew no card (no request
+    # id), nobody could answer, and the run waited
+    server = scripted()
+    with server.client() as c:
+        chat = acp_chat(c)
+        page = open_chat(browser, server, chat)
+        todo = {"id": "t{i}", "content": "Step {i}: " + "update the module and its tests " * 6}
+        run = start(c, chat, steps(["plan", {"name": "Big migration", "plan": "the plan",
+                                             "todos": {"$each": todo, "n": 3000}}]))
+        card = page.locator(".card.request-plan")
+        expect(card.locator(".card-list li")).to_have_count(3000, timeout=30_000)
+        expect(card.locator(".card-list li").last).to_contain_text("Step 2999: update")
+        (ev,) = [e for e in all_events(c, chat["id"]) if e["type"] == "request"]
+        assert len(json.dumps(ev["payload"])) > 512 * 1024  # (the record is whole: too big to send)
+        card.get_by_role("button", name="Accept").click()
+        expect(card).to_have_attribute("data-decision", "accepted")
+        wait_run(c, run)
+        assert page.errors == []  # type: ignore[attr-defined]
+
+
 def test_a_cut_plan_holds_accept_and_a_todo_object_shows_as_json(scripted: Any, browser: Any) -> None:
     server = scripted()
     with server.client() as c:

@@ -12,6 +12,7 @@
 // * only the latest run's result (status, usage, duration) is shown, in the
 //   result bar; failures are shown plainly in the stream with their remedy.
 
+import { api } from "./api.js";
 import { h, replace, announce, formatDuration, lineCount } from "./dom.js";
 import { GrowingMarkdown } from "./markdown.js";
 import { cardLine, createCard, drawCard } from "./cards.js";
@@ -135,6 +136,8 @@ export class Timeline {
     this.lastError = null; // {el, message} of the last error block
     this.rejected = new Map(); // run id -> Set of the kinds of its rejected tool calls
     this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
+    this.runSeq = new Map(); // run id -> the seq of its latest run record drawn
+    this.early = new Map(); // request id -> its answer, come before the request (later)
     this.ended = []; // what to say of the calls that ended since the last frame (cardLine)
     this.dirty = new Set();
     this.frame = 0;
@@ -275,6 +278,7 @@ export class Timeline {
       if (item.bytes) this.cutText(entry, item.whole_seq, item.bytes);
     } else if (item.type === "thinking") {
       this.think(runId, item.index, item.text);
+      if (item.bytes) this.cutPiece(this.thinking, item.whole_seq, item.bytes, 0, item.text.length);
       if (item.closed) this.thinking.done = true;
     } else if (item.type === "tool_call") this.card(runId, item.index, item.view);
     else if (item.type === "error") this.failure(item.text, null);
@@ -284,6 +288,49 @@ export class Timeline {
   /** Apply one record and what it changed in its run's turn (docs/websocket.md). */
   apply(rec, changes) {
     for (const change of changes || []) this.change(rec, change);
+    if ((rec.truncated || []).some((t) => t.field === "/payload")) this.later(rec);
+    else this.record(rec);
+    this.schedule(); // what changed is drawn, and the view follows it, once per frame
+  }
+
+  /** A record the server sent without its payload (over the WebSocket bound: `truncated` is
+   * `/payload`): a placeholder keeps its place while its whole payload is fetched (the record's
+   * `…/events/{seq}/value?field=/payload`), then it is drawn there. A request's card has no
+   * button until then. (Not if the page shows another chat meanwhile.) */
+  later(rec) {
+    const held = h("p", { class: "notice record-loading", text: rec.type === "request"
+      ? "The agent asks something: loading it…" : "Loading a long record…" });
+    this.container.append(held);
+    const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${rec.seq}/value?field=${encodeURIComponent("/payload")}`;
+    const show = (payload) => {
+      if (!held.isConnected) return;
+      const keep = this.container;
+      const box = h("div");
+      this.container = box; // what the record adds goes in the placeholder's place
+      try {
+        this.record({ ...rec, payload, truncated: undefined });
+      } finally {
+        this.container = keep;
+      }
+      held.replaceWith(...box.childNodes);
+      const card = rec.type === "request" && this.requests.get(payload?.request_id);
+      const a = document.activeElement;
+      if (card && card.dataset.state === "pending" && (!a || a === document.body)) focusRequest(card);
+      this.schedule();
+    };
+    api.wholeValue(url).then((text) => show(JSON.parse(text)), (err) => {
+      if (!held.isConnected) return;
+      const again = h("button", { type: "button", class: "show-all", text: "Try again" });
+      replace(held, h("span", { text: `Could not load a record of this run (${err.message}). ` }), again);
+      again.addEventListener("click", () => {
+        held.remove();
+        this.later(rec); // (at the end: where the person is)
+      });
+    });
+  }
+
+  /** Draw one record (its changes applied): a run's status, a notice, a request. */
+  record(rec) {
     const type = rec.type;
     if (type === "run") this.runRecord(rec);
     else if (type === "connection" || type === "retry") {
@@ -297,7 +344,6 @@ export class Timeline {
     } else if (type === "context" && rec.subtype === "reset") {
       this.notice(`Context reset: ${rec.payload?.message || "this turn starts without the earlier turns"}`, "context-reset");
     }
-    this.schedule(); // what changed is drawn, and the view follows it, once per frame
   }
 
   /** One change (protocol/changes.py): the page applies it, it never folds events itself. */
@@ -314,6 +360,7 @@ export class Timeline {
       }
       case "segment_replaced": {
         const entry = this.text(runId, "text", c.segment, c.text, true);
+        this.dropCuts(entry); // its pieces are gone, their notes with them
         if (c.bytes) this.cutText(entry, c.seq, c.bytes);
         break;
       }
@@ -322,9 +369,11 @@ export class Timeline {
         if (entry) this.render(entry);
         break;
       }
-      case "thinking_appended":
-        this.think(runId, c.block, c.text);
+      case "thinking_appended": {
+        const at = this.think(runId, c.block, c.text);
+        if (c.bytes) this.cutPiece(this.thinking, c.seq, c.bytes, at, c.text.length);
         break;
+      }
       case "thinking_closed":
         if (this.thinking) this.thinking.done = true;
         break;
@@ -344,7 +393,20 @@ export class Timeline {
 
   runRecord(rec) {
     const run = rec.payload?.run || {};
+    const seen = this.runSeq.get(run.id) ?? -1;
+    if (seen > rec.seq) { // (its payload came late, later): the run's later status stays
+      if ((rec.subtype || run.status) === "queued") this.container.append(this.promptOf(run));
+      return;
+    }
+    if (run.id && rec.seq) this.runSeq.set(run.id, rec.seq);
     this.runStatus(run, rec.subtype || run.status);
+  }
+
+  /** The user's prompt of `run`, as the conversation shows it. */
+  promptOf(run) {
+    return h("div", { class: "msg user", dataset: { runId: run.id || "" } },
+      h("span", { class: "sr-only", text: "You: " }),
+      promptBlock(run.prompt || ""));
   }
 
   runStatus(run, status) {
@@ -358,9 +420,7 @@ export class Timeline {
       if (!this.earlierPage) this.resultBar.hidden = true; // the previous result is no longer the latest
       this.foldThinking();
       for (const offer of this.container.querySelectorAll(".offer")) offer.remove();
-      this.container.append(h("div", { class: "msg user", dataset: { runId: run.id || "" } },
-        h("span", { class: "sr-only", text: "You: " }),
-        promptBlock(run.prompt || "")));
+      this.container.append(this.promptOf(run));
     } else if (FINAL.has(status)) {
       this.foldThinking();
       this.finishTexts(run.id);
@@ -403,18 +463,45 @@ export class Timeline {
   /** The server cut this text: a note whose Show all fetches the whole from record `seq`. */
   cutText(entry, seq, bytes) {
     const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload/text")}`;
-    entry.el.after(cutNote(url, bytes, (text) => replace(entry.el, wholeText(text))));
+    const cut = { note: null };
+    cut.note = cutNote(url, bytes, (text) => {
+      if (!entry.cuts?.includes(cut)) return; // (a recap took its place meanwhile)
+      this.dropCuts(entry); // the whole text has every piece
+      replace(entry.el, wholeText(text));
+    });
+    this.addCut(entry, cut);
   }
 
-  /** The server cut a piece appended to this text (`length` characters at `at`): a note whose
-   * Show all puts the whole piece (record `seq`'s text) in its place. */
+  /** The server cut a piece appended to this text or thinking block (`length` characters at
+   * `at`): a note whose Show all puts the whole piece (record `seq`'s text) in its place, and
+   * moves the pieces after it by what it added. The notes follow the text, in order. */
   cutPiece(entry, seq, bytes, at, length) {
     const url = `/api/chats/${encodeURIComponent(this.chatId)}/events/${seq}/value?field=${encodeURIComponent("/payload/text")}`;
-    entry.el.after(cutNote(url, bytes, (piece) => {
-      entry.text = entry.text.slice(0, at) + piece + entry.text.slice(at + length);
-      if (entry.streaming) this.schedule(entry);
+    const cut = { at, length, note: null };
+    cut.note = cutNote(url, bytes, (piece) => {
+      if (!entry.cuts?.includes(cut)) return; // (a recap took its place meanwhile)
+      entry.cuts = entry.cuts.filter((other) => other !== cut);
+      entry.text = entry.text.slice(0, cut.at) + piece + entry.text.slice(cut.at + cut.length);
+      for (const other of entry.cuts) if (other.at > cut.at) other.at += piece.length - cut.length;
+      if (entry.think) this.showThinking(entry);
+      else if (entry.streaming) this.schedule(entry);
       else this.settle(entry); // rendered whole again, in a new node
-    }));
+    });
+    this.addCut(entry, cut);
+  }
+
+  /** A cut's note, after the text's last note (or the text itself). */
+  addCut(entry, cut) {
+    entry.cuts ??= [];
+    const last = entry.cuts.at(-1);
+    (last ? last.note : entry.el).after(cut.note);
+    entry.cuts.push(cut);
+  }
+
+  /** The text's cut pieces and their notes are gone (a recap replaced it, or it is whole). */
+  dropCuts(entry) {
+    for (const cut of entry.cuts || []) cut.note.remove();
+    entry.cuts = [];
   }
 
   /** A run ended: its texts still streaming are complete as they are. */
@@ -432,10 +519,22 @@ export class Timeline {
       const el = h("div", { class: "thinking thinking-live", "aria-live": "off" },
         h("span", { class: "thinking-label", text: "Thinking…" }), body);
       this.container.append(el);
-      this.thinking = { el, body, text: "", done: false, key };
+      this.thinking = { el, body, text: "", done: false, key, think: true };
     }
+    const at = this.thinking.text.length;
     this.thinking.text += text;
     this.schedule(); // its text is shown once per frame (not per delta)
+    return at;
+  }
+
+  /** A thinking block's text changed other than at its end (a cut piece shown whole). */
+  showThinking(t) {
+    if (t === this.thinking) {
+      t.shown = -1;
+      this.schedule();
+    } else {
+      t.body.textContent = t.text; // folded
+    }
   }
 
   /** Thinking is no longer the latest thing: fold it into a closed <details>, which the log
@@ -444,9 +543,11 @@ export class Timeline {
     const t = this.thinking;
     if (!t) return;
     this.thinking = null;
+    t.body = h("p", { class: "thinking-text", text: t.text });
     const folded = h("details", { class: "thinking thinking-folded", "aria-live": "off" },
-      h("summary", { text: "Thought" }), h("p", { class: "thinking-text", text: t.text }));
+      h("summary", { text: "Thought" }), t.body);
     t.el.replaceWith(folded);
+    t.el = folded; // (a cut piece shown whole later goes in its body)
   }
 
   /** Tool call `index` of a run, drawn from the server's card fields (`view`). */
@@ -534,6 +635,7 @@ export class Timeline {
     card.dataset.runId = runId || "";
     this.requests.set(request.request_id, card);
     this.container.append(card);
+    answer ??= this.early.get(request.request_id);
     if (answer) showAnswer(card, answer);
     else if (live) {
       // Never move the focus onto a button that answers: a person typing in the prompt box,
@@ -549,6 +651,7 @@ export class Timeline {
   answered(answer) {
     const card = answer && this.requests.get(answer.request_id);
     if (card) showAnswer(card, answer);
+    else if (answer?.request_id) this.early.set(answer.request_id, answer); // its request is loading
   }
 
   /** The kinds of run `runId`'s rejected tool calls (not allowed in this chat); empty if none. */
