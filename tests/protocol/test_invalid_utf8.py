@@ -61,3 +61,14 @@ def test_an_acp_message_with_such_bytes_is_a_message_not_noise() -> None:
                          b'{"sessionId":"s","update":{"text":"caf\xe9"}}}')
     assert isinstance(msg, RpcNotification)
     assert msg.params["update"]["text"] == "caf\ufffd"
+
+
+def test_text_read_with_surrogateescape_is_repaired_as_its_bytes() -> None:
+    """A line read as text with ``errors="surrogateescape"`` (a file opened so) holds its bad
+    bytes as surrogates: it was RAW while the same line as bytes was its event (review 47)."""
+    from cursor_agent_api.protocol import EventType, parse_event
+
+    line = b'{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"caf\xe9"}]}}'
+    as_text = parse_event(line.decode("utf-8", "surrogateescape"))
+    as_bytes = parse_event(line)
+    assert as_text.type is EventType.ASSISTANT and as_text.text == as_bytes.text == "caf\ufffd"

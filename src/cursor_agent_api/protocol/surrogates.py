@@ -65,9 +65,21 @@ def replace_lone_surrogates(line: bytes | str) -> bytes | str:
     return _ESCAPES_STR.sub(_keep_str, line)
 
 
+_SURROGATE_CHARS = re.compile("[\ud800-\udfff]")
+"""A surrogate code point in text: a byte that was not UTF-8, read with ``"surrogateescape"``
+(``\\udce9`` for ``\\xe9``), or half of a pair; never text ``orjson`` writes or reads."""
+
+
 def loads_repaired(line: bytes | str) -> object | None:
     """Decode a line ``orjson`` refused, its bytes that are not UTF-8 and its lone surrogate
-    escapes replaced (see the module); ``None`` when it has neither or is still not JSON."""
+    escapes replaced (see the module); ``None`` when it has neither or is still not JSON.
+    Text holding surrogates (bytes that were not UTF-8, read with ``"surrogateescape"``) is
+    repaired as those bytes are: U+FFFD for each.
+
+    Example:
+        >>> loads_repaired(b'{"t":"caf\\xe9"}'.decode("utf-8", "surrogateescape"))
+        {'t': 'caf\\ufffd'}
+    """
     repaired = False
     if isinstance(line, bytes):
         try:
@@ -78,9 +90,13 @@ def loads_repaired(line: bytes | str) -> object | None:
         if b"\\ud" in line or b"\\uD" in line:
             line = replace_lone_surrogates(line)
             repaired = True
-    elif "\\ud" in line or "\\uD" in line:
-        line = replace_lone_surrogates(line)
-        repaired = True
+    else:
+        if _SURROGATE_CHARS.search(line):  # text read with "surrogateescape": its bad bytes
+            line = _SURROGATE_CHARS.sub("\ufffd", line)
+            repaired = True
+        if "\\ud" in line or "\\uD" in line:
+            line = replace_lone_surrogates(line)
+            repaired = True
     if not repaired:
         return None
     try:
