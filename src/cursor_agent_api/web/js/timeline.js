@@ -138,6 +138,7 @@ export class Timeline {
     this.requests = new Map(); // request id -> its card (ACP chats: permissions, questions, plans)
     this.runSeq = new Map(); // run id -> the seq of its latest run record drawn
     this.early = new Map(); // request id -> its answer, come before the request (later)
+    this.placingLate = false; // drawing a record in its place above the end (later)
     this.ended = []; // what to say of the calls that ended since the last frame (cardLine)
     this.dirty = new Set();
     this.frame = 0;
@@ -306,11 +307,16 @@ export class Timeline {
       if (!held.isConnected) return;
       const keep = this.container;
       const box = h("div");
+      // Drawn in the placeholder's place: what came after it stays as it is (its live
+      // thinking is not folded by the card, review 49), and the card is not "at the end"
+      const late = held.nextElementSibling !== null;
       this.container = box; // what the record adds goes in the placeholder's place
+      this.placingLate = late;
       try {
         this.record({ ...rec, payload, truncated: undefined });
       } finally {
         this.container = keep;
+        this.placingLate = false;
       }
       held.replaceWith(...box.childNodes);
       const card = rec.type === "request" && this.requests.get(payload?.request_id);
@@ -541,7 +547,7 @@ export class Timeline {
    * does not read out (live thinking was not read either). */
   foldThinking() {
     const t = this.thinking;
-    if (!t) return;
+    if (!t || this.placingLate) return; // (a record drawn late, above it: later)
     this.thinking = null;
     t.body = h("p", { class: "thinking-text", text: t.text });
     const folded = h("details", { class: "thinking thinking-folded", "aria-live": "off" },
@@ -641,7 +647,9 @@ export class Timeline {
       // Never move the focus onto a button that answers: a person typing in the prompt box,
       // or about to press Stop, would press it with their next Space or Enter. The card is
       // announced; it takes the focus itself (no button) only when the focus is nowhere.
-      announce(`${card.getAttribute("aria-label") || "The agent asks you something"}. Its card is at the end of the conversation.`);
+      const where = this.placingLate ? "in its place in the conversation, above the end"
+        : "at the end of the conversation";
+      announce(`${card.getAttribute("aria-label") || "The agent asks you something"}. Its card is ${where}.`);
       const a = document.activeElement;
       if (!a || a === document.body) focusRequest(card);
     }
