@@ -153,3 +153,13 @@ def shot(request: pytest.FixtureRequest) -> Callable[[Any, str], Path]:
         return path
 
     return take
+
+
+@pytest.fixture
+def page(make_server: Any, browser: Any) -> Any:
+    """A page of a new server, signed in with its token: for tests that drive the page's own
+    modules (``/js/timeline.js``, ``/js/markdown.js``) rather than a chat."""
+    server = make_server()
+    page = browser.new_page()
+    page.goto(f"{server.url}/?token={server.token}")
+    return page

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 VALUE = "**/events/3/value*"
 """The whole payload of the request record (seq 3): what the page fetches."""
 
@@ -34,14 +32,6 @@ ASKED = """window.tl.apply({ type: 'request', subtype: 'asked', run_id: 'r1', se
 
 PLAN = {"request_id": "q1", "kind": "plan", "title": "T", "plan": "p",
         "todos": [{"id": "t1", "content": "step one"}]}
-
-
-@pytest.fixture
-def page(make_server: Any, browser: Any) -> Any:
-    server = make_server()
-    page = browser.new_page()
-    page.goto(f"{server.url}/?token={server.token}")
-    return page
 
 
 def _plan(route: Any) -> None:

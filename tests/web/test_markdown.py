@@ -99,14 +99,6 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def page(make_server: Any, browser: Any) -> Any:
-    server = make_server()
-    page = browser.new_page()
-    page.goto(f"{server.url}/?token={server.token}")
-    return page
-
-
 def test_markdown_renders_safely(page: Any) -> None:
     wrong = [(src, got) for src, html in CASES if (got := page.evaluate(RENDER, src)) != html]
     assert wrong == []

@@ -4,17 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-
-@pytest.fixture
-def page(make_server: Any, browser: Any) -> Any:
-    server = make_server()
-    page = browser.new_page()
-    page.goto(f"{server.url}/?token={server.token}")
-    return page
-
-
 TWICE = """async () => {
   const { Timeline } = await import('/js/timeline.js');
   const div = document.createElement('div');

@@ -383,12 +383,13 @@ def serve(
         missing = first_missing(QUEUE_MODULES)
         if missing is not None:
             raise click.ClickException(needs_extra("--dispatch queue", "postgres", missing))
+    from .console import current_folder
     settings = ServerSettings(
         token=token or new_token(),
         host=host,
         port=port,
         database_url=database_url,
-        roots=tuple(Path(r).resolve() for r in roots) or (_current_folder().resolve(),),
+        roots=tuple(Path(r).resolve() for r in roots) or (current_folder().resolve(),),
         agent_binary=agent_binary,
         agent_env=extra_env,
         simulate=simulate,
@@ -649,10 +650,3 @@ async def _queue_workers_warning(store: Any) -> list[str]:
     return [f"{alive} queue worker(s) take runs from this database, but this server runs its "
             "agents itself, on this machine (no --dispatch queue): start it with --dispatch "
             "queue to hand its runs to them (docs/distributed.md)"]
-
-
-def _current_folder() -> Path:
-    """The current folder (the default root), or the one-line error when it is gone."""
-    from .console import current_folder
-
-    return current_folder()

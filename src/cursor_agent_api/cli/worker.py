@@ -191,9 +191,10 @@ def worker(
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logging.getLogger("procrastinate").setLevel(max(logging.WARNING, logging.getLevelName(log_level.upper())))
     make_non_dumpable()  # its agents (this user's) cannot read the database URL in /proc/PID/environ
+    from .console import current_folder
     server = ServerSettings(
         database_url=database_url,
-        roots=tuple(Path(r).resolve() for r in roots) or (_current_folder().resolve(),),
+        roots=tuple(Path(r).resolve() for r in roots) or (current_folder().resolve(),),
         agent_binary=agent_binary,
         agent_env=extra_env,
         simulate=simulate,
@@ -338,10 +339,3 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
     if is_database_error(error):
         return f"the worker stopped: its database {shown} failed: {what}{then}"
     return f"the worker stopped: {what}"
-
-
-def _current_folder() -> Path:
-    """The current folder (the default root), or the one-line error when it is gone."""
-    from .console import current_folder
-
-    return current_folder()
