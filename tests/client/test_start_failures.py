@@ -19,6 +19,8 @@ import pytest
 from cursor_agent_api import AgentNotFoundError, AgentStartError, CursorAgentClient
 from cursor_agent_api.runtime import process as process_module
 
+from .conftest import live_members
+
 GUARD = [True, False] if process_module.OWNER_GUARD else [False]
 
 
@@ -190,5 +192,8 @@ def test_no_thread_to_wait_for_the_agent(sim, guard, transport, monkeypatch):
     (pid,) = started
     with pytest.raises(ChildProcessError):  # killed and reaped, not left running
         os.waitpid(pid, os.WNOHANG)
-    with pytest.raises(ProcessLookupError):
-        os.killpg(pid, 0)
+    # nothing alive is left in its group. (Not ``killpg(pid, 0)``: the SIGKILL can land while
+    # the guard starts its watcher, after its intermediate process exited and before the guard
+    # reaped it; that zombie, orphaned, stays in the group where PID 1 reaps no orphans, as
+    # in this sandbox: a stress run of tests/client failed so, once in 24.)
+    assert live_members(pid) == []
