@@ -65,19 +65,75 @@ def our_zombies() -> list[int]:
     return out
 
 
+HANG_REPORT_AFTER = 100.0
+"""Seconds into a test after which :func:`spawned` writes what its agents are doing to stderr:
+before pytest-timeout's 120 s, so that a test that hangs says where (its captured stderr is in
+its failure's report). CI of 2026-11-26 lost a turn for 120 s with no trace of its state."""
+
+
+def _describe(pid: int) -> str:
+    """``pid``'s state, parent, group and kernel wait channel, from /proc."""
+    st = _proc_stat(pid)
+    if st is None:
+        return f"{pid}: gone"
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            wchan = f.read()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace")[:160]
+    except OSError:
+        wchan = cmd = "?"
+    return f"{pid}: state {st[0]}, ppid {st[1]}, pgrp {st[2]}, wchan {wchan!r}: {cmd}"
+
+
+def _report_hang(procs: list[Any]) -> None:
+    """Write the state of each agent of the test (the run's view and the kernel's) and every
+    thread's stack to stderr (diagnostics only: it changes nothing)."""
+    import faulthandler
+    import sys
+
+    lines = [f"=== the test has run {HANG_REPORT_AFTER:g} s: its agents ==="]
+    for proc in procs:
+        run = getattr(proc.transport.get_protocol(), "listener", None)
+        policy = getattr(run, "_policy", None)
+        lines.append(
+            f"agent {proc.pid}: exited={proc.has_exited} code={proc.exit_code} "
+            f"stdout_done={getattr(run, '_stdout_done', '?')} "
+            f"stderr_done={getattr(run, '_stderr_done', '?')} paused={getattr(run, '_paused', '?')} "
+            f"stop_reason={getattr(run, 'stop_reason', '?')} phase={getattr(policy, 'phase', '?')} "
+            f"result={'set' if getattr(run, 'result', None) is not None else None}")
+        members = [int(e) for e in os.listdir("/proc") if e.isdigit()
+                   and (_proc_stat(int(e)) or ("", 0, 0))[2] == proc.pgid]
+        lines += ["  " + _describe(pid) for pid in sorted(set(members) | {proc.pid})]
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+
+
 @pytest.fixture(autouse=True)
 def spawned(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
-    """The process groups of every agent spawned during the test; checked empty afterwards."""
+    """The process groups of every agent spawned during the test; checked empty afterwards.
+    A test still running after :data:`HANG_REPORT_AFTER` s reports its agents' state."""
+    import threading
+
     groups: list[int] = []
+    procs: list[Any] = []
     original = process_module.AgentProcess.spawn.__func__  # type: ignore[attr-defined]
 
     async def spawn(cls: Any, *args: Any, **kwargs: Any) -> Any:
         proc = await original(cls, *args, **kwargs)
         groups.append(proc.pgid)
+        procs.append(proc)
         return proc
 
     monkeypatch.setattr(process_module.AgentProcess, "spawn", classmethod(spawn))
-    yield groups
+    watchdog = threading.Timer(HANG_REPORT_AFTER, _report_hang, args=(procs,))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        yield groups
+    finally:
+        watchdog.cancel()
     left = {pgid: live_members(pgid) for pgid in groups}
     left = {k: v for k, v in left.items() if v}
     zombies = our_zombies()
@@ -110,7 +166,8 @@ def sim(make_cursor_sim_config: Callable[..., AgentConfig]) -> Callable[..., Age
     def make(fault: str | list[str] | None = None, **fields: Any) -> AgentConfig:
         fields.setdefault("result_grace", 1.0)
         fields.setdefault("kill_grace", 1.0)
-        fields.setdefault("timeout", 120.0)
+        # under pytest-timeout's 120 s: a turn that never ends by itself fails as a timeout
+        fields.setdefault("timeout", 90.0)
         return make_cursor_sim_config(fault=fault, **fields)
 
     return make
