@@ -83,6 +83,22 @@ def test_async_timeout_bounds_initialize(fake: FakeAgent) -> None:
     assert "answer to initialize" in str(asyncio.run(main()))
 
 
+def test_initialize_unanswered_within_its_own_bound_names_the_agent_not_timeout(
+        fake: FakeAgent, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a turn ``timeout``, ``initialize`` has its own bound (ACP_REQUEST_TIMEOUT), which
+    no setting raises: its error says to check the agent, not to raise ``timeout`` (which
+    bounds the turn, not initialize)."""
+    monkeypatch.setattr(acp_transport, "ACP_REQUEST_TIMEOUT", 1.0)
+    cfg = fake.config(timeout=None, env={"FAKE_ACP_HANG": "initialize"})
+    with CursorAgentClient(cfg) as client:
+        result = client.query("say hi")
+    assert isinstance(result.exception, AgentTimeoutError), result.error
+    assert "did not answer initialize within 1 s" in str(result.error)
+    remedy = result.exception.remedy or ""
+    assert "raise timeout" not in remedy and "--version" in remedy, remedy
+    assert cfg.agent_binary in remedy
+
+
 @pytest.mark.parametrize("method", ["session/new", "session/set_mode"])
 def test_cancel_while_a_setup_request_is_unanswered(fake: FakeAgent, method: str) -> None:
     cfg = fake.config(timeout=None, session_mode="plan", env={"FAKE_ACP_HANG": method})

@@ -52,6 +52,7 @@ from ..config import MCP_SCOPE_ENV as SCOPE_ENV
 from ..config import AgentConfig
 from ..errors import (
     AcpRequestError,
+    AgentTimeoutError,
     AuthenticationError,
     CursorAgentError,
     InvalidModelError,
@@ -73,7 +74,7 @@ from .acp_setup import SessionSetups
 from .acp_steering import Steering
 from .argv import build_env, check_workspace, global_flags, resolve_binary, trailing_flags
 from .groups import stop_groups
-from .stderr import CLASSIFIED_CHARS, known_failure
+from .stderr import CLASSIFIED_CHARS, known_failure, silent_remedy
 
 if TYPE_CHECKING:
     from ..protocol import AgentEvent
@@ -294,6 +295,10 @@ class AcpTransport:
                     "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False},
                                            "terminal": False},
                     "clientInfo": CLIENT_INFO}, timeout=ACP_REQUEST_TIMEOUT)
+            except AgentTimeoutError as exc:  # its own bound, which no setting raises: the
+                await conn.close()            # agent is broken (not "raise timeout")
+                raise AgentTimeoutError(exc.message, remedy=silent_remedy(
+                    conn.argv[0] if conn.argv else None)) from None
             except BaseException:
                 await conn.close()
                 raise
