@@ -56,12 +56,12 @@ def test_load_keeps_the_client_and_its_tools(sim, cursor_sim_workspace, tmp_path
         assert result.session_id == first.session_id
         assert f"--resume={first.session_id}" in argvs[-1]
         later.close()  # the client is the caller's: still open, still serving its tools
-        assert client.config.workspace is None and client.config.timeout == 120.0
+        assert client.config.workspace is None and client.config.timeout == 90.0  # (the sim fixture's)
 
         again = ConversationSession.load(path, client, timeout=600)  # load's fields, per turn
         assert again.client is client and again.config.timeout == 600.0
         assert _added(again.send('Use add {"a": 1, "b": 1}'), 2)
-        assert client.config.timeout == 120.0
+        assert client.config.timeout == 90.0
 
 
 def test_async_load_keeps_the_client_and_its_tools(sim, cursor_sim_workspace, tmp_path, monkeypatch):
