@@ -204,6 +204,19 @@ def _failed_migration(start: str | None, applied: int) -> str:
 # connection_class).
 
 
+def idle_transactions(seconds: float) -> dict[str, str]:
+    """PostgreSQL's settings that end a session whose transaction stays idle ``seconds``
+    (whole milliseconds, 1 at least): its locks go with it. For the pooled connections, whose
+    transactions only wait on the database; not for LISTEN (never in a transaction) nor the
+    migrations (whose lock may be waited for longer).
+
+    Example:
+        >>> idle_transactions(60)
+        {'idle_in_transaction_session_timeout': '60000'}
+    """
+    return {"idle_in_transaction_session_timeout": str(max(1, round(seconds * 1000)))}
+
+
 @dataclass(frozen=True)
 class KeepAlive:
     """TCP keepalive for a connection to PostgreSQL (see the comment above): probes after
@@ -535,9 +548,13 @@ class StoreEngine:
             # A host that stops answering while the connection waits for an answer or idles:
             # TCP keepalive notices it within about connect_timeout (KeepAlive); one that
             # stops with a statement's data unacknowledged: the command_timeout.
+            # A transaction left idle (its process frozen: SIGSTOP, a paused VM) would hold
+            # its locks, and the sweep waiting on them, for as long as it stays frozen: the
+            # database ends such a session after the statement timeout (idle_transactions()).
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
                                       "command_timeout": self.statement_timeout,
-                                      "connection_class": self._kept_alive}
+                                      "connection_class": self._kept_alive,
+                                      "server_settings": idle_transactions(self.statement_timeout)}
         engine = create_async_engine(engine_url(self.url), **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
