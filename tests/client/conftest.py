@@ -164,7 +164,10 @@ def sim(make_cursor_sim_config: Callable[..., AgentConfig]) -> Callable[..., Age
     workspace and config dir, with short graces so the fault tests stay quick."""
 
     def make(fault: str | list[str] | None = None, **fields: Any) -> AgentConfig:
-        fields.setdefault("result_grace", 1.0)
+        # a simulator without a fault exits by itself after its result: its grace costs nothing,
+        # and a loaded machine may take over a second to end it (then SIGTERM: exit 143, where
+        # a test expects 0; a stress run of tests/client caught it). The faults' stay short.
+        fields.setdefault("result_grace", 1.0 if fault else 10.0)
         fields.setdefault("kill_grace", 1.0)
         # under pytest-timeout's 120 s: a turn that never ends by itself fails as a timeout
         fields.setdefault("timeout", 90.0)
