@@ -7,7 +7,8 @@ when logged in, else the headless browser failure), ``session/new|load|list|prom
 ``session/set_model``, ``cursor/list_available_models``; anything else ``-32601``. The process
 counts as authenticated at start when logged in (print mode's notion: ``login``/``logout``)
 or given an API key (``--api-key``, ``CURSOR_API_KEY``); then sessions need no
-``authenticate``. Global flags go before ``acp``: ``--force`` (nothing asks), ``--model``.
+``authenticate``. Global flags go before ``acp``: ``--force`` (nothing asks; deny rules still
+hold), ``--model``.
 
 One process, many sessions, one turn at a time: while a turn runs, ``session/cancel`` and
 answers are handled at once; ``session/prompt`` and ``session/load`` wait for the turn (a
@@ -47,7 +48,7 @@ from typing import Any
 import orjson
 
 from . import messages
-from .acp_output import AcpOutput, AcpSessionState, TurnCancelled, token_matches
+from .acp_output import AcpOutput, AcpSessionState, TurnCancelled
 from .acp_store import AcpSessionFiles, AcpStore
 from .agent import Agent
 from .cli_args import Options
@@ -303,15 +304,6 @@ class Server:
     def _config_path(self) -> Path:
         return self.store.config_dir / "cli-config.json"
 
-    def allowed(self, token: str) -> bool:
-        try:
-            config = _config(self._config_path().read_bytes())
-        except OSError:
-            return False
-        permissions = config.get("permissions")
-        allow = permissions.get("allow") if isinstance(permissions, dict) else None
-        return isinstance(allow, list) and any(isinstance(a, str) and token_matches(token, a) for a in allow)
-
     def remember(self, token: str) -> None:
         """Add ``token`` to the allow list (with what other processes add at once)."""
 
@@ -565,6 +557,7 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         subagents=True,
         mcp=live.mcp,
         acp=True,
+        config_dir=server.store.config_dir,
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = running = RunningTurn(files.session_id)

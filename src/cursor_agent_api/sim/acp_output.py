@@ -7,10 +7,14 @@ decisions asked of the client (ACP.md §5-§9).
   ``in_progress`` when it runs, then ``completed`` with ``rawOutput`` (shell: ``exitCode``,
   ``stdout``, ``stderr``) or a ``diff`` (edits); a rejected call ends ``completed`` with no
   output, as the real builds do (``failed`` under the ``reject-failed`` fault), and does not run;
+* a call a deny rule names (``permissions.deny`` of ``<config>/cli-config.json`` or the
+  project's ``.cursor/cli.json``: ``Shell(*)``, ``Read(**)``, ``Write(**)``, …;
+  :func:`~.mcp_config.load_rules`) is refused unasked, even when the session is forced, and
+  ends ``completed`` with no output (a read: "Permission denied");
 * shell, web and (with ``ask_edits``) edit calls ask ``session/request_permission`` unless the
-  session is forced or the call is allow-listed (``<config>/cli-config.json``
-  ``permissions.allow``: ``Shell(ls)``, ``WebFetch(example.com)``, ``WebSearch(term)``,
-  ``Write(path)``; ``allow-always`` appends one). In ``ask`` mode they are refused unasked;
+  session is forced or the call is allow-listed (``permissions.allow``: ``Shell(ls)``,
+  ``WebFetch(example.com)``, ``WebSearch(term)``, ``Write(path)``; ``allow-always`` appends
+  one to ``<config>/cli-config.json``). In ``ask`` mode they are refused unasked;
 * ``ask me …`` -> ``cursor/ask_question``; answered ``-32601``, one permission request per
   question with the ``__ask_question_skip__`` option;
 * a plan (plan mode) -> a ``plan`` update, a ``Create Plan: …`` tool call and
@@ -28,12 +32,9 @@ Example:
 
 from __future__ import annotations
 
-import fnmatch
-import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 import orjson
 
@@ -41,7 +42,7 @@ from . import workspace as tools
 from .context import ASK_MODE_REFUSAL, Decision, TurnContext, split_text
 from .executors import EXECUTORS, QUESTIONS, Done, plan_markdown
 from .ids import derived_uuid
-from .output import Frame, ToolStep
+from .output import Frame, ToolStep, rules_verdict
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE = "allow-once", "allow-always", "reject-once"
 ASK_SKIP = "__ask_question_skip__"
@@ -111,10 +112,6 @@ class AcpHost(Protocol):
 
     def crash_point(self) -> None:
         """Die here when the ``crash`` fault is on."""
-        ...
-
-    def allowed(self, token: str) -> bool:
-        """True when ``token`` (``Shell(ls)``) is allow-listed."""
         ...
 
     def remember(self, token: str) -> None:
@@ -275,6 +272,10 @@ class AcpOutput:
         update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call_id}
         if done.rejected and step.kind not in ("askQuestionToolCall", "createPlanToolCall"):
             update["status"] = "completed" if self.state.reject_completed else "failed"
+            if done.texts:  # a denied read says "Permission denied" (ACP.md §7)
+                update["content"] = [
+                    {"type": "content", "content": {"type": "text", "text": t}} for t in done.texts
+                ]
             self._send(update)
             return iter(())
         update["status"] = "completed"
@@ -309,40 +310,22 @@ class AcpOutput:
 
     # ---- decisions ------------------------------------------------------------------------------
 
-    def _token(self, step: ToolStep) -> tuple[str, str]:
-        """The allow-list token of a call and the reason shown when it is not listed."""
-        a = step.action
-        if step.kind == "shellToolCall":
-            try:
-                words = shlex.split(a.target)
-            except ValueError:
-                words = a.target.split()
-            argv0 = words[0] if words else a.target
-            return f"Shell({argv0})", f"Not in allowlist: {argv0}"
-        if step.kind == "webFetchToolCall":
-            domain = urlsplit(a.target).hostname or a.target
-            return f"WebFetch({domain})", f"Not in allowlist: {domain}"
-        if step.kind == "webSearchToolCall":
-            return f"WebSearch({a.target})", f"Not in allowlist: {a.target}"
-        if step.kind == "mcpToolCall":
-            server, tool = step.args.get("providerIdentifier", ""), step.args.get("toolName", "")
-            return f"Mcp({server}:{tool})", f"Not in allowlist: Mcp({server}:{tool})"
-        path = str(step.args.get("path", a.target))
-        return f"Write({path})", f"Not in allowlist: Write({path})"
-
     def _permission(self, step: ToolStep) -> Decision:
         gate = EXECUTORS[step.kind].gate
+        token, verdict = rules_verdict(self.ctx, step, self.state.force)
+        if verdict is not None and verdict.kind == "deny":
+            return Decision.deny(verdict.rule)  # not asked, even under --force (ACP.md §6)
         if gate is None or (gate == "edit" and not self.state.ask_edits and self.state.mode != "ask"):
             return Decision(True)
         if self.state.mode == "ask" and gate in ("shell", "edit"):
             return Decision.reject(ASK_MODE_REFUSAL)
-        if self.state.force:
+        if verdict is None or verdict.kind == "allow":
             return Decision(True)
-        token, reason = self._token(step)
-        if self.host.allowed(token):
-            return Decision(True)
+        assert token is not None
+        # the reason names the command, domain or term alone, other tokens whole (ACP.md §6)
+        shown = token.arg if token.tool in ("Shell", "WebFetch", "WebSearch") else str(token)
         title = self._enriched(step)["title"]
-        content = [{"type": "content", "content": {"type": "text", "text": reason}}]
+        content = [{"type": "content", "content": {"type": "text", "text": f"Not in allowlist: {shown}"}}]
         if step.kind == "mcpToolCall":  # ACP.md §7: "<server>-<tool>: <tool>", the args as fenced JSON
             title = f"{step.args.get('name', '')}: {step.args.get('toolName', '')}"
             fenced = "```json\n" + orjson.dumps(step.args.get("args", {})).decode() + "\n```"
@@ -358,7 +341,7 @@ class AcpOutput:
         status, answer = self.host.ask("session/request_permission", params)
         picked = _selected(answer) if status == "result" else None
         if picked == ALLOW_ALWAYS:
-            self.host.remember(token)
+            self.host.remember(str(token))
         if picked in (ALLOW_ONCE, ALLOW_ALWAYS):
             return Decision(True)
         return Decision.reject("User Rejected")
@@ -506,17 +489,3 @@ def _selected(answer: Any) -> str | None:
 def _code(error: Any) -> int | None:
     code = error.get("code") if isinstance(error, dict) else None
     return code if isinstance(code, int) else None
-
-
-def token_matches(token: str, allowed: str) -> bool:
-    """True when the allow-list entry ``allowed`` covers ``token`` (globs in the argument).
-
-    Example:
-        >>> token_matches("Shell(ls)", "Shell(ls)"), token_matches("Shell(rm)", "Shell(*)")
-        (True, True)
-        >>> token_matches("WebFetch(a.com)", "Shell(*)")
-        False
-    """
-    name, _, arg = token.partition("(")
-    aname, _, aarg = allowed.partition("(")
-    return name == aname and fnmatch.fnmatchcase(arg.rstrip(")"), aarg.rstrip(")"))

@@ -28,6 +28,8 @@ class TurnContext:
     ``mode`` is the ACP session mode (``agent``, ``plan``, ``ask``), or print mode's ``--mode``.
     ``subagents``: the agent may start Tasks (ACP only). ``acp``: the turn runs behind
     ``cursor-agent-sim acp`` (a refusal is the client's answer, not a missing ``--force``).
+    ``config_dir``: where ``cli-config.json`` (the permission rules) lives; ``None``: only the
+    project's ``.cursor/cli.json`` counts.
     """
 
     session_id: str
@@ -46,6 +48,7 @@ class TurnContext:
     subagents: bool = False
     mcp: McpSession | None = None
     acp: bool = False
+    config_dir: Path | None = None
 
 
 ASK_MODE_REFUSAL = "Ask mode: no edits or command execution"
@@ -58,7 +61,8 @@ class Decision:
 
     ``allowed``: the call may run. ``answers``: the option ids picked for a question (``None``:
     skipped). ``fallback``: the client did not implement the extension method (a plan is then
-    written to a local file, as Cursor does).
+    written to a local file, as Cursor does). ``denied``: a deny rule refused it (print mode's
+    ``permissionDenied``; ``reason`` names the rule).
 
     Example:
         >>> Decision(False, reason="User Rejected").allowed
@@ -70,6 +74,7 @@ class Decision:
     reason: str = ""
     fallback: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    denied: bool = False
 
     @classmethod
     def reject(cls, reason: str = "User Rejected") -> Decision:
@@ -80,6 +85,16 @@ class Decision:
             'User Rejected'
         """
         return cls(False, reason=reason)
+
+    @classmethod
+    def deny(cls, rule: str) -> Decision:
+        """A refusal by the deny rule ``rule`` (``permissions.deny``).
+
+        Example:
+            >>> Decision.deny("Shell(*)").reason
+            'Denied by the permission rule Shell(*)'
+        """
+        return cls(False, reason=f"Denied by the permission rule {rule}", denied=True)
 
 
 def split_text(text: str) -> list[str]:

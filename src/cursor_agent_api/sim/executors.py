@@ -73,6 +73,9 @@ def _path(ctx: TurnContext, name: str) -> str:
 
 
 def _refused(a: Action, d: Decision, what: str) -> Done:
+    if d.denied:
+        a.answer = f"I could not {what}: {d.reason[0].lower()}{d.reason[1:]}."
+        return Done(wire.permission_denied(d.reason), rejected=True)
     a.answer = f"I could not {what}: the call was rejected."
     return Done(wire.rejected(d.reason or "User Rejected"), rejected=True)
 
@@ -106,10 +109,11 @@ def _read_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any
 
 def _read_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
+        # ACP shows a denied read as "Permission denied" (ACP.md §7 [obs:RH])
         a.answer = f"I could not read `{a.target}`: permission denied."
-        return Done(
-            wire.rejected(d.reason or "Permission denied"), {"error": "Permission denied"}, rejected=True
-        )
+        reason = d.reason or "Permission denied"
+        outcome = wire.permission_denied(reason) if d.denied else wire.rejected(reason)
+        return Done(outcome, rejected=True, texts=["Permission denied"])
     if a.extra == "huge":
         line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ sim\n"
         content = line * (HUGE_LINE_BYTES // len(line))
@@ -245,6 +249,10 @@ def _shell_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, An
 
 
 def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
+    if d.denied:
+        a.answer = f"I could not run `{a.target}`: {d.reason[0].lower()}{d.reason[1:]}."
+        return Done(wire.permission_denied(d.reason, command=a.target, workingDirectory=str(ctx.workspace)),
+                    rejected=True)
     if not d.allowed:
         hint = "" if ctx.acp else f" ({d.reason})" if d.reason else " (run with --force to allow it)"
         a.answer = f"I could not run `{a.target}`: the command was rejected{hint}."
@@ -284,6 +292,8 @@ def _search_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, A
 
 
 def _search_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
+    if d.denied:
+        return _refused(a, d, f"search the web for {a.target}")
     if not d.allowed:
         a.answer = f"I couldn't search the web for {a.target} — the search was rejected."
         return Done(wire.rejected("User Rejected"), rejected=True)

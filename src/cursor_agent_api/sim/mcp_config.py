@@ -1,4 +1,5 @@
-"""The simulator's view of MCP configuration, as the CLI has it (docs: ../shared/MCP.md §1-5).
+"""The simulator's view of the CLI's configuration files: MCP servers and the permission
+rules, as the CLI has them (docs: ../shared/MCP.md §1-5, ACP.md §6).
 
 What lives here, pure functions over files and mappings: :func:`configured_servers` (the
 workspace's ``.cursor/mcp.json`` over the config dir's ``mcp.json``: the project wins on a
@@ -8,10 +9,18 @@ name clash), :func:`interpolate` (``${env:NAME}``, ``${workspaceFolder}``, ``${u
 ``<data dir>/projects/<slug>/mcp-approvals.json``, the data dir being ``CURSOR_DATA_DIR``,
 else ``CURSOR_CONFIG_DIR``, else ``~/.cursor``: :func:`approval_root`; an unapproved server is
 not loaded, and nothing is printed, like the CLI),
-:func:`given_approval_keys` (the keys that approve a server given over ACP),
-:func:`tool_allowed` (``Mcp(server:tool)`` in the project's
-``.cursor/cli.json`` or the config dir's ``cli-config.json``; deny beats allow; ``--force``
-allows what is not denied). What does not: connecting (:mod:`.mcp_client`).
+:func:`given_approval_keys` (the keys that approve a server given over ACP).
+
+The permission rules, one matcher for every tool kind, print mode and ACP alike:
+:func:`call_token` (a call as the rules see it: ``Shell(ls)``, ``Read(path)``,
+``Write(path)`` for edits and deletes, ``Mcp(server:tool)``, ``WebFetch(domain)``,
+``WebSearch(term)``), :func:`load_rules` (``permissions.allow`` / ``permissions.deny`` of the
+project's ``.cursor/cli.json`` — under ACP its deny rules only — and the config dir's
+``cli-config.json``, read anew at each call: ACP's "allow always" adds to them mid-session)
+and :meth:`Rules.verdict` (deny beats allow; ``--force`` allows what is not denied; a
+``WebFetch`` deny is ignored, as observed),
+:func:`tool_allowed` (an MCP call in print mode). What does not: connecting
+(:mod:`.mcp_client`), asking (the outputs).
 
 Example:
     >>> interpolate({"url": "http://x/${env:P}", "headers": {"A": "Bearer ${env:T}"}},
@@ -19,23 +28,36 @@ Example:
     {'url': 'http://x/mcp', 'headers': {'A': 'Bearer t0k'}}
     >>> workspace_slug("/home/u/my repo")
     'home-u-my-repo'
+    >>> rules = Rules(allow=("Shell(ls)",), deny=("Shell(rm:*)", "Read(**/.env)"))
+    >>> token = call_token("shellToolCall", "rm -rf build", {}, Path("/ws"))
+    >>> str(token), rules.verdict(token, force=True)
+    ('Shell(rm)', Verdict(kind='deny', rule='Shell(rm:*)'))
+    >>> rules.verdict(call_token("shellToolCall", "ls -la", {}, Path("/ws")), force=False).kind
+    'allow'
+    >>> rules.verdict(call_token("readToolCall", "", {"path": "/ws/a/.env"}, Path("/ws")), force=False).kind
+    'deny'
 """
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 import re
+import shlex
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from .settings import CONFIG_DIR_ENV, DATA_DIR_ENV
 
-__all__ = ["approval_key", "approval_root", "configured_servers", "given_approval_keys", "interpolate",
-           "is_approved", "recorded_approvals", "tool_allowed", "workspace_slug"]
+__all__ = ["Rules", "Token", "Verdict", "approval_key", "approval_root", "call_token", "configured_servers",
+           "given_approval_keys", "interpolate", "is_approved", "load_rules", "recorded_approvals",
+           "rule_matches", "tool_allowed", "workspace_slug"]
 
 _VAR = re.compile(r"\$\{(env:([A-Za-z_][A-Za-z0-9_]*)|workspaceFolder|userHome)\}")
 
@@ -189,6 +211,83 @@ def given_approval_keys(name: str, entry: Mapping[str, Any], workspace: str) -> 
     return keys
 
 
+DENY_IGNORED = frozenset({"WebFetch"})
+"""Tools whose deny rules the CLI ignores: a ``WebFetch(*)`` deny still asks (ACP.md §6 [obs:RH])."""
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """A call as the permission rules see it: ``tool`` (``Shell``, ``Read``, ``Write``, ``Mcp``,
+    ``WebFetch``, ``WebSearch``) and ``arg`` (what ``str()`` shows and "allow always" writes:
+    the command's first word, the path, ``server:tool``, the domain, the search term), and the
+    other ``forms`` a rule's pattern may match (a command as ``cmd:args`` and whole, a path
+    relative to the workspace).
+
+    Example:
+        >>> str(Token("Shell", "ls", ("ls:-la", "ls -la")))
+        'Shell(ls)'
+    """
+
+    tool: str
+    arg: str
+    forms: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return f"{self.tool}({self.arg})"
+
+
+def rule_matches(rule: str, token: Token) -> bool:
+    """True when ``rule`` (``Shell(ls)``, ``Read(src/**)``, ``Mcp(app:*)``) covers ``token``:
+    same tool, and the pattern (``*`` globs anything, ``/`` too) matches its argument or one of
+    its forms. ``Shell(curl:*)`` is ``curl`` with any arguments or none.
+
+    Example:
+        >>> shell = call_token("shellToolCall", "curl -s x", {}, Path("/ws"))
+        >>> [rule_matches(r, shell) for r in ("Shell(curl)", "Shell(curl:*)", "Shell(*)", "Shell(ls)")]
+        [True, True, True, False]
+        >>> rule_matches("Write(*.md)", call_token("editToolCall", "", {"path": "/ws/a.md"}, Path("/ws")))
+        True
+    """
+    name, paren, rest = rule.partition("(")
+    if not paren or not rest.endswith(")") or name.strip() != token.tool:
+        return False
+    pattern = rest[:-1]
+    return any(fnmatch.fnmatchcase(value, pattern) for value in (token.arg, *token.forms))
+
+
+class Verdict(NamedTuple):
+    """What the rules say of a call: ``allow``, ``deny`` (``rule``: the deny rule that matched)
+    or ``ask`` (not listed: ACP asks the client, print mode refuses a shell command)."""
+
+    kind: str
+    rule: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """``permissions.allow`` and ``permissions.deny``, both files merged (:func:`load_rules`).
+
+    Example:
+        >>> Rules(allow=("Mcp(s:t)",), deny=("Mcp(s:t)",)).verdict(Token("Mcp", "s:t"), force=True)
+        Verdict(kind='deny', rule='Mcp(s:t)')
+        >>> Rules(deny=("WebFetch(*)",)).verdict(Token("WebFetch", "a.com"), force=False).kind
+        'ask'
+    """
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def verdict(self, token: Token, force: bool) -> Verdict:
+        """Deny beats allow; ``force`` (``--force``) allows what is not denied (MCP.md §5)."""
+        if token.tool not in DENY_IGNORED:
+            for rule in self.deny:
+                if rule_matches(rule, token):
+                    return Verdict("deny", rule)
+        if force or any(rule_matches(rule, token) for rule in self.allow):
+            return Verdict("allow")
+        return Verdict("ask")
+
+
 def _permissions(path: Path) -> tuple[list[str], list[str]]:
     perms = _read_object(path).get("permissions")
     if not isinstance(perms, dict):
@@ -196,6 +295,64 @@ def _permissions(path: Path) -> tuple[list[str], list[str]]:
     allow, deny = perms.get("allow"), perms.get("deny")
     return ([a for a in allow if isinstance(a, str)] if isinstance(allow, list) else [],
             [d for d in deny if isinstance(d, str)] if isinstance(deny, list) else [])
+
+
+def load_rules(workspace: Path, config_dir: Path | None, *, project_allow: bool = True) -> Rules:
+    """The rules of the project's ``.cursor/cli.json`` and of ``<config_dir>/cli-config.json``
+    (none for an absent or unreadable file: :func:`_read_bytes`). ``project_allow=False``
+    keeps the project file's deny rules only (ACP: whether its allow rules count there is not
+    known; the simulator keeps asking, as before).
+
+    Example:
+        >>> import tempfile
+        >>> load_rules(Path(tempfile.mkdtemp()), None)
+        Rules(allow=(), deny=())
+    """
+    allow, deny = _permissions(workspace / ".cursor" / "cli.json")
+    if not project_allow:
+        allow = []
+    if config_dir is not None:
+        a, d = _permissions(config_dir / "cli-config.json")
+        allow += a
+        deny += d
+    return Rules(tuple(allow), tuple(deny))
+
+
+def call_token(kind: str, target: str, args: Mapping[str, Any], workspace: Path) -> Token | None:
+    """The token of a call of print-mode kind ``kind`` (``shellToolCall``) on ``target`` (the
+    command, URL, term, tool) with its print-mode ``args``; ``None`` for a kind no rule names
+    (``ls``, ``grep``, ``glob``, todos, questions, plans, tasks).
+
+    Example:
+        >>> call_token("webFetchToolCall", "https://example.com/a", {}, Path("/ws"))
+        Token(tool='WebFetch', arg='example.com', forms=())
+        >>> call_token("deleteToolCall", "", {"path": "/ws/src/a.py"}, Path("/ws"))
+        Token(tool='Write', arg='/ws/src/a.py', forms=('src/a.py',))
+        >>> call_token("lsToolCall", "", {}, Path("/ws")) is None
+        True
+    """
+    if kind == "shellToolCall":
+        try:
+            words = shlex.split(target)
+        except ValueError:
+            words = target.split()
+        argv0 = words[0] if words else target
+        return Token("Shell", argv0, (f"{argv0}:{' '.join(words[1:])}", target.strip()))
+    if kind == "webFetchToolCall":
+        return Token("WebFetch", urlsplit(target).hostname or target)
+    if kind == "webSearchToolCall":
+        return Token("WebSearch", target)
+    if kind == "mcpToolCall":
+        return Token("Mcp", f"{args.get('providerIdentifier', '')}:{args.get('toolName', '')}")
+    if kind in ("readToolCall", "editToolCall", "deleteToolCall"):
+        path = args.get("path")
+        path = path if isinstance(path, str) else target
+        try:
+            forms: tuple[str, ...] = (str(Path(path).relative_to(workspace)),)
+        except ValueError:
+            forms = ()
+        return Token("Read" if kind == "readToolCall" else "Write", path, forms)
+    return None
 
 
 def tool_allowed(server: str, tool: str, workspace: Path, config_dir: Path, force: bool) -> bool:
@@ -206,13 +363,5 @@ def tool_allowed(server: str, tool: str, workspace: Path, config_dir: Path, forc
         >>> tool_allowed("s", "t", Path(tempfile.mkdtemp()), Path(tempfile.mkdtemp()), force=True)
         True
     """
-    token = f"Mcp({server}:{tool})"
-    allow: list[str] = []
-    deny: list[str] = []
-    for path in (workspace / ".cursor" / "cli.json", config_dir / "cli-config.json"):
-        a, d = _permissions(path)
-        allow += a
-        deny += d
-    if token in deny:
-        return False
-    return force or token in allow
+    token = Token("Mcp", f"{server}:{tool}")
+    return load_rules(workspace, config_dir).verdict(token, force).kind == "allow"

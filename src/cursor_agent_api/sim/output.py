@@ -22,8 +22,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .context import Decision
+from .context import Decision, TurnContext
 from .executors import Done
+from .mcp_config import Token, Verdict, call_token, load_rules
 from .planner import Action
 
 
@@ -46,6 +47,29 @@ class ToolStep:
 
 
 Frame = dict[str, Any]
+
+
+def rules_verdict(ctx: TurnContext, step: ToolStep, force: bool) -> tuple[Token | None, Verdict | None]:
+    """The call's permission token and what the rules say of it (both ``None`` for a kind no
+    rule names), as both outputs decide (:mod:`.mcp_config`: the files are read anew; under
+    ACP the project file's allow rules do not count).
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> from .ids import Clock, TurnIds
+        >>> ctx = TurnContext("c", Path(tempfile.mkdtemp()), "m", "p", False, False, [], Clock(),
+        ...                   TurnIds("c", 0, "p", call_style="tool"))
+        >>> step = ToolStep(Action("shellToolCall", "", "ls -la"), "tool_1", {}, None, "m-0", 1)
+        >>> token, verdict = rules_verdict(ctx, step, force=False)
+        >>> str(token), verdict
+        ('Shell(ls)', Verdict(kind='ask', rule=''))
+    """
+    token = call_token(step.kind, step.action.target, step.args, ctx.workspace)
+    if token is None:
+        return None, None
+    rules = load_rules(ctx.workspace, ctx.config_dir, project_allow=not ctx.acp)
+    return token, rules.verdict(token, force)
 
 
 class TurnOutput(Protocol):

@@ -1,7 +1,9 @@
 """Print mode's output: the turn as stream-json objects (built by :mod:`.wire`), in the
 shapes and order of current builds.
 
-Print mode decides alone: without ``--force`` a shell command is rejected (recording 07),
+Print mode decides alone: a call a deny rule names (``permissions.deny``,
+:func:`~.mcp_config.load_rules`) ends ``permissionDenied``, even with ``--force``; without
+``--force`` a shell command not allow-listed is rejected (recording 07),
 a web fetch is started then rejected through an ``interaction_query`` pair (recording 04),
 a web search gets only the query pair and a completion with no ``started`` (recording 03),
 and a question is skipped (recording 05). Everything else runs. With ``--mode ask`` edits and
@@ -27,7 +29,7 @@ from typing import Any
 from . import wire
 from .context import ASK_MODE_REFUSAL, Decision, TurnContext, split_text
 from .executors import ASK_SKIPPED, EXECUTORS, Done
-from .output import Frame, ToolStep
+from .output import Frame, ToolStep, rules_verdict
 
 
 class StreamJsonOutput:
@@ -83,13 +85,20 @@ class StreamJsonOutput:
             yield from self._queries("webFetchRequestQuery", step.args, skip_approval=False)
 
     def decide(self, step: ToolStep) -> Decision:
+        ctx = self.ctx
         if step.kind == "askQuestionToolCall":
             return Decision(False, reason=ASK_SKIPPED)
         gate = EXECUTORS[step.kind].gate
-        if self.ctx.mode == "ask" and gate in ("shell", "edit"):
+        if gate == "web" and not ctx.force:
+            return Decision.reject("User Rejected")  # its interaction_query said so already
+        _, verdict = rules_verdict(ctx, step, ctx.force)
+        if verdict is not None and verdict.kind == "deny":
+            return Decision.deny(verdict.rule)  # even with --force
+        if ctx.mode == "ask" and gate in ("shell", "edit"):
             return Decision.reject(ASK_MODE_REFUSAL)  # even with --force
-        if gate in ("shell", "web") and not self.ctx.force:
-            return Decision.reject("" if gate == "shell" else "User Rejected")
+        if gate == "shell" and (verdict is None or verdict.kind != "allow"):
+            return Decision.reject("")  # recording 07: no --force, not allow-listed
+        # edits and reads run unless denied; an MCP call's allowlist is the MCP client's
         return Decision(True)
 
     def tool_completed(self, step: ToolStep, done: Done) -> Iterator[Frame]:

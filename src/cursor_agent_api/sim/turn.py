@@ -238,6 +238,7 @@ def _stream(opts: Options, settings: SimSettings, setup: TurnSetup, prompt: str,
             unicode=settings.has(Fault.SPLIT_WRITES),
             mcp=mcp,
             mode=opts.mode,
+            config_dir=store.config_dir,
         )
         agent = Agent(ctx)
         items = ((obj, None) for obj in agent.events())

@@ -54,6 +54,7 @@ __all__ = [
     "mcp_args",
     "mcp_success",
     "parse_event",
+    "permission_denied",
     "read_args",
     "read_success",
     "rejected",
@@ -436,6 +437,17 @@ def rejected(reason: str = "User Rejected", **fields: Any) -> dict[str, Any]:
         {'rejected': {'reason': 'User Rejected'}}
     """
     return {"rejected": {**fields, "reason": reason}}
+
+
+def permission_denied(reason: str, **fields: Any) -> dict[str, Any]:
+    """A ``permissionDenied`` outcome (a deny rule refused the call; PROTOCOL.md §3.5 names the
+    key, not its body: the simulator gives it ``rejected``'s, ``{..., "reason"}``).
+
+    Example:
+        >>> permission_denied("Denied by the permission rule Shell(*)", command="ls")
+        {'permissionDenied': {'command': 'ls', 'reason': 'Denied by the permission rule Shell(*)'}}
+    """
+    return {"permissionDenied": {**fields, "reason": reason}}
 
 
 def error_outcome(error: str, **fields: Any) -> dict[str, Any]:
