@@ -299,6 +299,45 @@ def resumed_transport(resume: str | None, acp: bool, saved: SavedChats | None = 
     return acp
 
 
+def resumed_agent(resume: str | None, agent_binary: str, saved: SavedChats | None = None) -> None:
+    """Refuse to continue a saved chat on another agent than the one that made it: the
+    simulator (``--simulate``) and Cursor's agent keep their chats apart (README "Where chats
+    live"), so the other has no such chat and would start afresh under its id, the saved file
+    then mixing both. A :class:`CliUsageError` (exit 2) saying what to do, before any prompt
+    is read, as :func:`resumed_transport` refuses ``--acp``. A chat not saved here, or whose
+    file records no agent (saved before settings were), runs as the command line says.
+
+    Example:
+        >>> import tempfile
+        >>> from ..sessions import ConversationSession
+        >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> sim = AgentConfig(agent_binary="/venv/bin/cursor-agent-sim")
+        >>> _ = chats.save(ConversationSession(sim, session_id=chat))
+        >>> resumed_agent(chat, "/venv/bin/cursor-agent-sim", chats)  # --simulate again: fine
+        >>> resumed_agent(chat, "agent", chats)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume 8b72...: this chat was made with --simulate, ...
+    """
+    from ..sim.locate import is_simulator
+
+    data = None if resume is None else (saved or SavedChats()).recorded(resume)
+    made_by = (data or {}).get("config", {}).get("agent_binary")  # (a dict: the reader checked)
+    if not isinstance(made_by, str) or is_simulator(made_by) == is_simulator(agent_binary):
+        return
+    if is_simulator(made_by):
+        raise CliUsageError(
+            f"--resume {resume}: this chat was made with --simulate, and Cursor's agent keeps "
+            "its chats apart from the simulator's: it has no such chat, and would start "
+            "afresh without the conversation — continue it with --simulate, or start a new "
+            "chat without --resume")
+    raise CliUsageError(
+        f"--resume {resume}: this chat was made with Cursor's agent, and the simulator keeps "
+        "its chats apart from the agent's: it has no such chat, and would start afresh "
+        "without the conversation — continue it without --simulate, or start a new chat "
+        "with --simulate and without --resume")
+
+
 RESUME_OVERRIDABLE = ("workspace", "model")
 """The settings a saved chat keeps that ``--resume`` takes unless given on the command line."""
 
@@ -325,6 +364,8 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
         # given takes it (build_config fills the workspace with the current folder regardless)
         given = frozenset(k for k in RESUME_OVERRIDABLE if config_args[k] is not None)
         config = build_config(**config_args, simulate=kwargs["simulate"])
+        # a saved chat goes on with the agent that made it (the simulator's chats are apart)
+        resumed_agent(config.resume, config.agent_binary)
         return func(config=config, given=given, **kwargs)
 
     return wrapper

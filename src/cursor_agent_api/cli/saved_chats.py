@@ -176,13 +176,31 @@ class SavedChats:
             >>> chats.transport(chat), chats.transport("not-saved")
             ('acp', None)
         """
+        data = self.recorded(chat_id)
+        return None if data is None else _recorded_transport(data)
+
+    def recorded(self, chat_id: str) -> dict[str, Any] | None:
+        """The saved chat's file as :func:`read_session_file` reads it (its ``config``,
+        when it has one: the settings the chat ran with); ``None`` when there is no
+        such file, it names another chat, or it cannot be read (loading it says why).
+
+        Example:
+            >>> import tempfile
+            >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> _ = chats.save(ConversationSession(AgentConfig(agent_binary="x"), session_id=chat))
+            >>> chats.recorded(chat)["config"]["agent_binary"], chats.recorded("not-saved")
+            ('x', None)
+        """
         try:
-            data = read_session_file(self.path(chat_id))
+            path = self.path(chat_id)
+            if not path.is_file():  # (a FIFO would be read for ever)
+                return None
+            data = read_session_file(path)
         except (SessionError, OSError):
             return None
         if data.get("chat_id") not in (None, chat_id):
             return None
-        return _recorded_transport(data)
+        return data
 
     def exists(self, chat_id: str) -> bool:
         """True if this chat was saved."""
