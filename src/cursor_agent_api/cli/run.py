@@ -137,7 +137,8 @@ def load_session(config: AgentConfig, saved: SavedChats,
     """A session for ``config``: the saved chat when resuming one we know, else a new one.
 
     A saved chat runs in its saved workspace with its saved model, unless ``given`` names
-    them (``--workspace``, ``--model`` given on the command line: they win).
+    the model (``--model`` given on the command line wins; another ``--workspace`` was
+    refused: :func:`~.options.resumed_workspace`).
 
     :class:`~.saved_chats.DamagedChatError` (a ``CursorAgentError``) if that chat's file
     cannot be read or is not a session.
