@@ -87,3 +87,45 @@ def test_what_is_not_a_chat_file_is_listed_said_and_never_read(cli: Run, cli_env
     removed = cli("sessions", "rm", chat_id)
     assert removed.returncode == 1 and "Traceback" not in removed.stderr, removed.stderr
     assert "remove it by hand" in removed.stderr and path.is_dir()
+
+
+def test_a_chat_file_copied_under_another_id_is_damaged_everywhere(
+        cli: Run, cli_env: dict[str, str]) -> None:
+    """Audit 12: a copy of chat A's file as ``B.json`` (a backup, a hand copy) was listed as A
+    twice; ``show B`` showed A; ``chat --resume B`` ran a new chat and its save merged A's
+    turns into B. The file is the damaged file it is: listed so, never merged or resumed."""
+    import shutil
+
+    path = one_chat(cli, cli_env)
+    copy = path.with_name("11111111-1111-4111-8111-111111111111.json")
+    shutil.copy(path, copy)
+    before = copy.read_bytes()
+    listed = cli("sessions", "list", "--json")
+    records = {r["chat_id"]: r for r in map(orjson.loads, listed.stdout.splitlines())}
+    assert set(records) == {path.stem, copy.stem}, records
+    assert records[path.stem]["unreadable"] is None
+    assert path.stem in records[copy.stem]["unreadable"], records[copy.stem]
+    shown = cli("sessions", "show", copy.stem)
+    assert shown.returncode == 1 and f"sessions rm {copy.stem}" in shown.stderr, shown
+    for command in ("chat", "run"):
+        args = [command, "--simulate", "--trust", "--resume", copy.stem[:8]]
+        resumed = cli(*args, *(["hi"] if command == "run" else []), stdin="hi\n")
+        assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+        said = resumed.stdout + resumed.stderr
+        assert f"sessions rm {copy.stem}" in said and path.stem in said, said
+        assert "›" not in resumed.stdout  # no turn ran
+    assert copy.read_bytes() == before
+
+
+def test_a_folder_named_as_a_chat_is_not_resumed(cli: Run, cli_env: dict[str, str]) -> None:
+    path = one_chat(cli, cli_env)
+    chat_id = path.stem
+    path.unlink()
+    path.mkdir()
+    for command in ("chat", "run"):
+        resumed = cli(command, "--simulate", "--trust", "--resume", chat_id,
+                      *(["hi"] if command == "run" else []), stdin="hi\n")
+        assert resumed.returncode == 1, resumed.stdout + resumed.stderr
+        said = resumed.stdout + resumed.stderr
+        assert "not a file" in said and f"sessions rm {chat_id}" in said, said
+    assert path.is_dir() and not any(path.iterdir())

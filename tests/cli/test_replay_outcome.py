@@ -133,11 +133,43 @@ def test_a_recording_of_several_turns_exits_1_if_any_failed(
 
 @pytest.mark.parametrize("form", FORMS)
 def test_a_first_turn_without_a_result_fails_the_recording(tmp_path: Path, form: str) -> None:
-    """The first turn cut off (a chat's Ctrl-C, its agent dead), the chat went on: what is
-    shown runs on into the next turn's result, and looked a success, exit 0 (review 41). The
-    recording failed: exit 1, the first turn named."""
+    """The first turn cut off (a chat's Ctrl-C, its agent dead), the chat went on: what was
+    shown ran on into the next turn's result, and looked a success, exit 0 (review 41). The
+    recording failed: exit 1, and what is shown, the first turn alone, says it failed."""
     path = tmp_path / "chat.ndjson"
     path.write_text(CUT + GOOD)
     proc = replay(path, *FORMS[form])
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    assert "recorded turn 1 of 2 failed" in proc.stderr, proc.stderr
+    if form == "rendered":
+        assert "✗" in proc.stdout and "✓ done" not in proc.stdout, proc.stdout
+    else:
+        assert orjson.loads(proc.stdout)["success"] is False
+
+
+def said(text: str) -> str:
+    return line(type="assistant", message={"role": "assistant",
+                                           "content": [{"type": "text", "text": text}]})
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_recording_of_several_turns_is_shown_and_summarised_by_its_first(
+        tmp_path: Path, form: str) -> None:
+    """Audit 12: the later turns' ``▶`` headers were glued onto the first answer's last line
+    (no newline after it) and shown before its footer; ``--summary`` counted every turn's
+    events but gave the first turn's text, usage and tool calls. Both are the first turn's."""
+    first = INIT + USER + said("first answer") + result("success", False, "first answer")
+    later = INIT.replace('"Auto"', '"Later"') + USER + said("second answer") \
+        + result("success", False, "second answer")
+    path = tmp_path / "chat.ndjson"
+    path.write_text(first + "a stray line of stderr\n" + later + later)
+    alone = tmp_path / "first.ndjson"
+    alone.write_text(first + "a stray line of stderr\n")
+    proc, single = replay(path, *FORMS[form]), replay(alone, *FORMS[form])
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert proc.stdout == single.stdout  # the later turns add nothing to what is shown
+    if form == "rendered":
+        assert proc.stdout.count("▶") == 1 and "Later" not in proc.stdout, proc.stdout
+        assert "second answer" not in proc.stdout
+    else:
+        summary = orjson.loads(proc.stdout)
+        assert (summary["text"], summary["events"], summary["raw_lines"]) == ("first answer", 4, 1)

@@ -1,10 +1,12 @@
-"""``--resume`` of a saved chat with ``--model`` / ``--workspace``: an option given on the
-command line wins over the saved value; one not given takes the saved value (not the current
-folder); the chat's header names the folder the agent really runs in."""
+"""``--resume`` of a saved chat with ``--model`` / ``--workspace``: a model given on the
+command line wins over the saved one; a workspace not given is the saved one (not the current
+folder), and another one given is refused (the agent keeps chats per folder: there it would
+start afresh, audit 12); the chat's header names the folder the agent really runs in."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,13 +75,28 @@ def test_a_workspace_not_given_is_the_saved_one(cli_env: dict[str, str], chat_id
     assert saved(cli_env, chat_id)["workspace"] == cli_env["TEST_WS"]
 
 
-def test_a_workspace_given_with_resume_wins(cli_env: dict[str, str], chat_id: str,
-                                            other: Path) -> None:
-    init = init_event(run_in(cli_env, cli_env["TEST_WS"], "run", "--simulate", "--trust",
-                             "--resume", chat_id, "-w", str(other), "-o", "ndjson",
-                             "list the files"))
-    assert init["cwd"] == str(other)
-    assert saved(cli_env, chat_id)["workspace"] == str(other)
+@pytest.mark.parametrize("command", ["run", "chat"])
+def test_another_workspace_given_with_resume_is_refused(cli_env: dict[str, str], chat_id: str,
+                                                        other: Path, command: str) -> None:
+    before = saved(cli_env, chat_id)
+    args = [command, "--simulate", "--trust", "--resume", chat_id, "-w", str(other)]
+    proc = run_in(cli_env, cli_env["TEST_WS"], *args, *(["list the files"] if command == "run" else []),
+                  stdin="list the files\n")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert cli_env["TEST_WS"] in line and str(other) in line and "new chat" in line, line
+    assert "only-here.txt" not in proc.stdout and "›" not in proc.stdout  # nothing ran
+    assert saved(cli_env, chat_id) == before  # the chat's folder is still its own
+
+
+def test_its_own_workspace_given_with_resume_runs(cli_env: dict[str, str], chat_id: str,
+                                                  other: Path) -> None:
+    # the same folder, written another way (relative, from elsewhere): the chat goes on
+    init = init_event(run_in(cli_env, other, "run", "--simulate", "--trust", "--resume",
+                             chat_id, "-w", os.path.relpath(cli_env["TEST_WS"], other),
+                             "-o", "ndjson", "list the files"))
+    assert init["cwd"] == cli_env["TEST_WS"]
+    assert saved(cli_env, chat_id)["workspace"] == cli_env["TEST_WS"]
 
 
 def test_chat_header_names_the_folder_the_agent_runs_in(cli_env: dict[str, str], chat_id: str,
@@ -92,7 +109,3 @@ def test_chat_header_names_the_folder_the_agent_runs_in(cli_env: dict[str, str],
     assert "notes.txt" in proc.stdout and "only-here.txt" not in proc.stdout
     (hint,) = [line for line in proc.stdout.splitlines() if line.startswith("continue later:")]
     assert f"--workspace {cli_env['TEST_WS']}" in hint  # the command works from here too
-    given = run_in(cli_env, cli_env["TEST_WS"], "chat", "--simulate", "--trust", "--resume",
-                   chat_id, "-w", str(other), stdin="list the files\n")
-    assert f"in {other} —" in given.stdout.splitlines()[1]
-    assert "only-here.txt" in given.stdout

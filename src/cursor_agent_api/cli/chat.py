@@ -5,7 +5,8 @@ turn and keeps the chat (at the prompt it clears the line; as a turn ends by its
 it is saved, it cancels nothing and the chat says so); Ctrl-D leaves. Every
 turn is saved: ``chat --resume ID`` (or a unique prefix of ID) continues later,
 ``sessions list`` shows it; an ID that is neither saved nor a chat id fails at once. A saved
-chat resumes in its own folder with its own model; ``--workspace``/``--model`` given win.
+chat resumes in its own folder (another ``--workspace`` is refused) with its own model
+(``--model`` given wins).
 
 Exit status: 0, or 1 if a turn failed. With prompts on a pipe, the chat stops at the
 first failed turn (the next prompts assumed it worked), at a line that is not UTF-8

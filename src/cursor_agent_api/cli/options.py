@@ -299,8 +299,81 @@ def resumed_transport(resume: str | None, acp: bool, saved: SavedChats | None = 
     return acp
 
 
-RESUME_OVERRIDABLE = ("workspace", "model")
-"""The settings a saved chat keeps that ``--resume`` takes unless given on the command line."""
+def resumed_agent(resume: str | None, agent_binary: str, saved: SavedChats | None = None) -> None:
+    """Refuse to continue a saved chat on another agent than the one that made it: the
+    simulator (``--simulate``) and Cursor's agent keep their chats apart (README "Where chats
+    live"), so the other has no such chat and would start afresh under its id, the saved file
+    then mixing both. A :class:`CliUsageError` (exit 2) saying what to do, before any prompt
+    is read, as :func:`resumed_transport` refuses ``--acp``. A chat not saved here, or whose
+    file records no agent (saved before settings were), runs as the command line says.
+
+    Example:
+        >>> import tempfile
+        >>> from ..sessions import ConversationSession
+        >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> sim = AgentConfig(agent_binary="/venv/bin/cursor-agent-sim")
+        >>> _ = chats.save(ConversationSession(sim, session_id=chat))
+        >>> resumed_agent(chat, "/venv/bin/cursor-agent-sim", chats)  # --simulate again: fine
+        >>> resumed_agent(chat, "agent", chats)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume 8b72...: this chat was made with --simulate, ...
+    """
+    from ..sim.locate import is_simulator
+
+    data = None if resume is None else (saved or SavedChats()).recorded(resume)
+    made_by = (data or {}).get("config", {}).get("agent_binary")  # (a dict: the reader checked)
+    if not isinstance(made_by, str) or is_simulator(made_by) == is_simulator(agent_binary):
+        return
+    if is_simulator(made_by):
+        raise CliUsageError(
+            f"--resume {resume}: this chat was made with --simulate, and Cursor's agent keeps "
+            "its chats apart from the simulator's: it has no such chat, and would start "
+            "afresh without the conversation — continue it with --simulate, or start a new "
+            "chat without --resume")
+    raise CliUsageError(
+        f"--resume {resume}: this chat was made with Cursor's agent, and the simulator keeps "
+        "its chats apart from the agent's: it has no such chat, and would start afresh "
+        "without the conversation — continue it without --simulate, or start a new chat "
+        "with --simulate and without --resume")
+
+
+def resumed_workspace(resume: str | None, workspace: Path | None,
+                      saved: SavedChats | None = None) -> None:
+    """Refuse ``--workspace`` naming another folder than the saved chat's: the agent keeps
+    chats per folder (docs/client.md), so there it would find no such chat and start afresh
+    under its id, and the saved chat would move there. A :class:`CliUsageError` (exit 2)
+    naming both folders and what to do, before any prompt is read, as a session refuses a
+    turn in another folder (``ValueError``). The chat's own folder, however written, runs.
+
+    Example:
+        >>> import tempfile
+        >>> from ..sessions import ConversationSession
+        >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> _ = chats.save(ConversationSession(AgentConfig(workspace="/tmp"), session_id=chat))
+        >>> resumed_workspace(chat, Path("/tmp/."), chats)  # its own folder
+        >>> resumed_workspace(chat, Path("/"), chats)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        cursor_agent_api.cli.console.CliUsageError: --resume 8b72... with --workspace / refused: ...
+    """
+    if resume is None or workspace is None:
+        return
+    data = (saved or SavedChats()).recorded(resume)
+    folder = (data or {}).get("workspace")
+    if not isinstance(folder, str) or os.path.realpath(folder) == os.path.realpath(workspace):
+        return
+    raise CliUsageError(
+        f"--resume {resume} with --workspace {printable(str(workspace), one_line=True)} "
+        f"refused: this chat lives in {printable(folder, one_line=True)}, and the agent keeps "
+        "chats per folder, so there it would start afresh without the conversation — leave "
+        "--workspace out (the chat runs in its own folder from anywhere), or start a new chat "
+        "there without --resume")
+
+
+RESUME_OVERRIDABLE = ("model",)
+"""The settings a saved chat keeps that ``--resume`` takes unless given on the command line
+(its workspace it always keeps: :func:`resumed_workspace`)."""
 
 
 def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -321,10 +394,14 @@ def with_config(func: Callable[..., Any]) -> Callable[..., Any]:
         config_args["resume"] = resolve_resume(config_args["resume"])
         # a saved chat goes on over its own transport (--acp on a print-mode one: refused)
         config_args["acp"] = resumed_transport(config_args["resume"], config_args["acp"])
-        # --resume of a saved chat: an option given here wins over the saved value, one not
-        # given takes it (build_config fills the workspace with the current folder regardless)
+        # --resume of a saved chat: runs in its own folder (another --workspace: refused)
+        resumed_workspace(config_args["resume"], config_args["workspace"])
+        # a model given here wins over the saved one, one not given takes it (build_config
+        # fills the workspace with the current folder regardless: the saved one is used)
         given = frozenset(k for k in RESUME_OVERRIDABLE if config_args[k] is not None)
         config = build_config(**config_args, simulate=kwargs["simulate"])
+        # a saved chat goes on with the agent that made it (the simulator's chats are apart)
+        resumed_agent(config.resume, config.agent_binary)
         return func(config=config, given=given, **kwargs)
 
     return wrapper

@@ -96,9 +96,10 @@ def dropped_lines_error(reader: EventReader) -> str:
 class RecordedTurns:
     """Which turns of a recording failed. A recording may hold several turns (``chat
     --record``), each from its ``system``/``init`` (or its ``user`` line, after a result) to
-    its ``result``; what ``replay`` shows is the first turn, and its exit status says whether
-    every turn succeeded. A turn with no result (cut off, or followed by the next turn's
-    ``init``) failed; lines that are not JSON between turns (stderr) begin no turn.
+    its ``result``; what ``replay`` shows and summarises is the first turn (:attr:`count`
+    is 0 until it has ended), and its exit status says whether every turn succeeded. A
+    turn with no result (cut off, or followed by the next turn's ``init``) failed; lines
+    that are not JSON between turns (stderr) begin no turn.
 
     Example:
         >>> ok = b'{"type":"system","subtype":"init"}\\n{"type":"result","subtype":"success"}\\n'
@@ -150,9 +151,8 @@ class RecordedTurns:
 
 
 def _later_failures(turns: RecordedTurns, shown_failed: bool) -> None:
-    """Exit 1 when a turn failed: the one shown says so itself; another, in one line (the
-    first too when what is shown looks a success: with no result of its own, the rendering
-    runs on into the next turn's)."""
+    """Exit 1 when a turn failed: the one shown (the first) says so itself; another, in one
+    line (the first too, should what is shown look a success)."""
     unsaid = [n for n in turns.failed if n > 1 or not shown_failed]
     if unsaid:
         which = ", ".join(map(str, unsaid))
@@ -237,20 +237,24 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
 
             def fold(events: list[AgentEvent]) -> None:
                 for event in events:
-                    t.add(event)
                     turns.add(event)
+                    if turns.count:  # past the first turn: only its outcome counts
+                        continue
+                    t.add(event)
                     if event.type is EventType.RAW:
+                        t.raw_lines += 1
                         raw_tail.append(event.text or "")
+                    elif not _dropped(event):
+                        t.object_lines += 1
 
             summary_reader = EventReader(max_line_bytes)
             for chunk in _chunks(src):
                 fold(summary_reader.feed(chunk))
             fold(summary_reader.close())
-            t.object_lines, t.raw_lines = summary_reader.object_lines, summary_reader.raw_lines
             t.close()
             turns.close()
-            if t.object_lines == 0 and not summary_reader.oversize_lines:
-                _not_a_recording(name, empty=t.raw_lines == 0)
+            if summary_reader.object_lines == 0 and not summary_reader.oversize_lines:
+                _not_a_recording(name, empty=summary_reader.raw_lines == 0)
             outcome = summarize(t, raw_tail, dropped=summary_reader)
             sys.stdout.buffer.write(json_line(outcome))
             sys.stdout.flush()
@@ -266,6 +270,8 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
         for events in _batches(src, reader):
             for event in events:
                 turns.add(event)
+                if turns.count:  # past the first turn: shown is the first (its outcome counts)
+                    continue
                 if held is None:
                     renderer.handle(event)
                     continue
@@ -300,6 +306,12 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
     finally:
         if file != "-":
             src.close()
+
+
+def _dropped(event: AgentEvent) -> bool:
+    """True for the error event that stands for a line over ``--max-line-bytes`` (no line of
+    the recording was an event: ``dropped_lines`` counts it)."""
+    return event.type is EventType.ERROR and event.data.get("code") == "line_too_long"
 
 
 MAX_HEAD_BYTES = 1 << 20

@@ -137,17 +137,14 @@ def load_session(config: AgentConfig, saved: SavedChats,
     """A session for ``config``: the saved chat when resuming one we know, else a new one.
 
     A saved chat runs in its saved workspace with its saved model, unless ``given`` names
-    them (``--workspace``, ``--model`` given on the command line: they win).
+    the model (``--model`` given on the command line wins; another ``--workspace`` was
+    refused: :func:`~.options.resumed_workspace`).
 
     :class:`~.saved_chats.DamagedChatError` (a ``CursorAgentError``) if that chat's file
-    cannot be read or is not a session.
+    cannot be read, is not a session or holds another chat (a copy), or is not a file.
     """
     if config.resume and saved.exists(config.resume):
-        session = saved.load(config.resume, config, keep=given)
-        if session.session_id != config.resume:  # the file was renamed by hand
-            session.close()
-            return ConversationSession(config, session_id=config.resume)
-        return session
+        return saved.load(config.resume, config, keep=given)
     return ConversationSession(config, session_id=config.resume)
 
 

@@ -125,8 +125,8 @@ class SavedChats:
             private_dir(self.root)
         path = self.path(session.session_id)
         with self._lock():
-            if path.is_file():
-                on_disk = read_session_file(path)["history"]
+            if os.path.lexists(path):  # (a folder, another chat's copy: raised, left as it is)
+                on_disk = self._read(path, session.session_id)["history"]
                 saved = Counter(_turn_key(t) for t in on_disk)
                 mine = []
                 for turn in session.history:  # a turn the file has already is not added again
@@ -158,6 +158,7 @@ class SavedChats:
         """
         path = self.path(chat_id)
         try:
+            self._read(path, chat_id)  # (not a file, another chat's: not loaded)
             return ConversationSession.load(path, config,
                                             **{name: getattr(config, name) for name in keep})
         except (OSError, SessionError) as exc:
@@ -166,8 +167,8 @@ class SavedChats:
     def transport(self, chat_id: str) -> str | None:
         """The transport the saved chat ran on (``"print"``, ``"acp"``), as its file records
         it (a file that records none was saved before ACP mode existed: ``"print"``); ``None``
-        when the file names another chat (a file renamed by hand: :func:`~.run.load_session`
-        does not load it), or cannot be read (loading it says why).
+        when the file names another chat (a copy, a file renamed by hand), or cannot be read
+        (loading it says why).
 
         Example:
             >>> import tempfile
@@ -176,18 +177,57 @@ class SavedChats:
             >>> chats.transport(chat), chats.transport("not-saved")
             ('acp', None)
         """
+        data = self.recorded(chat_id)
+        return None if data is None else _recorded_transport(data)
+
+    def recorded(self, chat_id: str) -> dict[str, Any] | None:
+        """The saved chat's file as :func:`read_session_file` reads it (its ``config``,
+        when it has one: the settings the chat ran with); ``None`` when there is no
+        such file, it names another chat, or it cannot be read (loading it says why).
+
+        Example:
+            >>> import tempfile
+            >>> chats, chat = SavedChats(Path(tempfile.mkdtemp())), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+            >>> _ = chats.save(ConversationSession(AgentConfig(agent_binary="x"), session_id=chat))
+            >>> chats.recorded(chat)["config"]["agent_binary"], chats.recorded("not-saved")
+            ('x', None)
+        """
         try:
-            data = read_session_file(self.path(chat_id))
+            return self._read(self.path(chat_id), chat_id)
         except (SessionError, OSError):
             return None
-        if data.get("chat_id") not in (None, chat_id):
-            return None
-        return _recorded_transport(data)
+
+    @staticmethod
+    def _read(path: Path, chat_id: str) -> dict[str, Any]:
+        """The file of chat ``chat_id``, as :func:`read_session_file` reads it: ``OSError``
+        when it is not a file (a folder; a FIFO would be read for ever) or cannot be read,
+        ``SessionError`` when it is not a session or holds another chat (a copy, a file
+        renamed by hand: resuming or saving it would mix two chats).
+
+        Example:
+            >>> import tempfile
+            >>> chats = SavedChats(Path(tempfile.mkdtemp()))
+            >>> path = chats.save(ConversationSession(session_id="8b72ae6d-ab42-4854-991e-6ecf580e66c2"))
+            >>> try:
+            ...     SavedChats._read(path, "11111111-1111-4111-8111-111111111111")
+            ... except SessionError as exc:
+            ...     print(exc.message)  # doctest: +ELLIPSIS
+            it holds chat 8b72ae6d-..., not 11111111-...: a copy, or a file renamed by hand
+        """
+        if not path.is_file():
+            raise _not_a_file(path)
+        data = read_session_file(path)
+        held = data.get("chat_id")
+        if held not in (None, chat_id):
+            raise SessionError(f"it holds chat {held}, not {chat_id}: a copy, or a file "
+                               "renamed by hand")
+        return data
 
     def exists(self, chat_id: str) -> bool:
-        """True if this chat was saved."""
+        """True if this chat was saved: something is there under its name (a folder, a
+        damaged file too: :meth:`load` says what)."""
         try:
-            return self.path(chat_id).is_file()
+            return os.path.lexists(self.path(chat_id))
         except SessionError:
             return False
 
@@ -244,11 +284,11 @@ class SavedChats:
             raise _damaged(path, chat_id, exc) from None
 
     def _summary(self, path: Path) -> ChatSummary:
-        data = read_session_file(path)
+        data = self._read(path, path.stem)
         history = data["history"]
         last = max((t.timestamp for t in history), default=0.0) or path.stat().st_mtime
         return ChatSummary(
-            chat_id=str(data.get("chat_id") or path.stem),
+            chat_id=path.stem,
             workspace=data.get("workspace"),
             first_prompt=history[0].prompt if history else "",
             turns=len(history),

@@ -26,7 +26,7 @@ import signal
 import stat
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -332,10 +332,10 @@ def _run_turn(
         if steering is not None:
             steering.interrupt()
             steering.settle()
-        result = _not_started()
+        result = _of_the_chat(_not_started(), session)
         # the closing result event, as every interrupted turn ends with (NDJSON's last line)
         view.handle(client_result_event(result.exception), ())
-        view.finish(result, continue_hint="")
+        view.finish(result, continue_hint=_continue_hint(result, session, simulated))
         return TurnOutcome(result, interrupted=True, terminated=_ended_by(exc))
     interrupted = False
     terminated: int | None = None
@@ -379,10 +379,8 @@ def _run_turn(
     if steering is not None:
         steering.settle()
     unsaved = _save(saved, session, result)
-    hint = ""
-    if result.session_id and is_chat_id(result.session_id):  # the agent's word: a UUID only
-        hint = continue_command(result.session_id, simulated, session.config.workspace,
-                                acp=session.config.transport == "acp")
+    result = _of_the_chat(result, session)
+    hint = _continue_hint(result, session, simulated)
     shown.call(view.finish, result, continue_hint=hint)  # the answer first, then the save
     shown.report(result, hint, simulated=simulated)
     recorder.report()
@@ -390,6 +388,31 @@ def _run_turn(
         _warn_on_stderr(unsaved)
     return TurnOutcome(result, interrupted, output_lost=shown.lost is not None,
                        terminated=terminated)
+
+
+def _of_the_chat(result: AgentResult, session: ConversationSession) -> AgentResult:
+    """``result`` with the chat's id when the agent said none: a resumed chat's turn stopped
+    before the agent's first event (``init``, which carries the id) is still that chat's, and
+    its end says so (a new chat has no id yet: nothing to say).
+
+    Example:
+        >>> chat = "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+        >>> with ConversationSession(session_id=chat) as session:
+        ...     _of_the_chat(_not_started(), session).session_id == chat
+        True
+    """
+    if result.session_id or not session.session_id:
+        return result
+    return replace(result, session_id=session.session_id)
+
+
+def _continue_hint(result: AgentResult, session: ConversationSession, simulated: bool) -> str:
+    """The command that continues the turn's chat, ``""`` without a chat id (or with one
+    that is not a UUID: the agent's word, never passed to ``--resume``)."""
+    if not (result.session_id and is_chat_id(result.session_id)):
+        return ""
+    return continue_command(result.session_id, simulated, session.config.workspace,
+                            acp=session.config.transport == "acp")
 
 
 def _stop(session: ConversationSession, prompt: str, stream: StreamingResponse, how: int,

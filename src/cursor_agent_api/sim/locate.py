@@ -15,11 +15,22 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["DISTRIBUTION", "SIM_NAME", "installed_script", "sim_binary"]
+__all__ = ["DISTRIBUTION", "SIM_NAME", "installed_script", "is_simulator", "sim_binary"]
 
 SIM_NAME = "cursor-agent-sim"
 """The simulator's console script, as ``pyproject.toml`` installs it."""
 DISTRIBUTION = "cursor-agent-api"
+
+
+def is_simulator(agent_binary: str) -> bool:
+    """True when ``agent_binary`` names the simulator (its console script, by any path):
+    what ``--simulate`` runs, which keeps its chats apart from Cursor's agent.
+
+    Example:
+        >>> is_simulator("/venv/bin/cursor-agent-sim"), is_simulator("agent")
+        (True, False)
+    """
+    return os.path.basename(agent_binary) in (SIM_NAME, SIM_NAME + ".exe")
 
 
 def _executable(path: Path) -> bool:
