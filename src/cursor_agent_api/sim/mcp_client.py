@@ -75,6 +75,21 @@ def connect_timeout(env: Mapping[str, str]) -> float:
     return value if 0 < value < float("inf") else CONNECT_TIMEOUT
 
 
+def mcp_error_text(error: BaseException) -> str:
+    """How the CLI words a failed ``tools/call``: ``MCP error <code>: <message>`` for a JSON-RPC
+    error from the server (ACP.md §7), ``MCP error: <what>`` for anything else.
+
+    Example:
+        >>> from mcp import MCPError
+        >>> mcp_error_text(MCPError(-32601, "Method not found")), mcp_error_text(TimeoutError("late"))
+        ('MCP error -32601: Method not found', 'MCP error: late')
+    """
+    code, message = getattr(error, "code", None), getattr(error, "message", None)
+    if isinstance(code, int) and isinstance(message, str):
+        return f"MCP error {code}: {message}"
+    return f"MCP error: {error}"
+
+
 def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
     """``(server, tool, arguments)`` for each tool named in ``prompt``, in the order named.
 
@@ -263,7 +278,7 @@ class McpSession:
         try:
             result = self._portal.call(client.call_tool, tool, arguments)
         except Exception as e:
-            return wire.error_outcome(f"MCP error: {e}")
+            return wire.error_outcome(mcp_error_text(e))
         texts = []
         for block in result.content:
             text = getattr(block, "text", None)
