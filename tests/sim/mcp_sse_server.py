@@ -16,8 +16,13 @@ def sse_ping() -> str:
     return "pong-over-sse"
 
 
-sock = socket.socket()
-sock.bind(("127.0.0.1", 0))
-print(sock.getsockname()[1], flush=True)
-os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the port was the only output
-uvicorn.Server(uvicorn.Config(server.sse_app(), log_level="warning")).run(sockets=[sock])
+def main() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(sock.getsockname()[1], flush=True)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the port was the only output
+    uvicorn.Server(uvicorn.Config(server.sse_app(), log_level="warning")).run(sockets=[sock])
+
+
+if __name__ == "__main__":  # pytest's doctest collection imports this file: it must not serve
+    main()
