@@ -38,6 +38,9 @@ CRAFTED = {
     "read-slash-a": "read " + "/a" * 150_000,
     "read-dotted-dirs": "read " + "a.aaaaaaaaa/" * 30_000,
     "create-dotted": "create " + "a./" * 100_000,
+    # the todo rule skips its words inside backticks and file names (audit 11)
+    "todo-in-backticks": "`plan` " * 50_000,
+    "todo-in-names": "plan.md " * 50_000,
 }
 
 

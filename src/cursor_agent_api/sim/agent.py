@@ -25,6 +25,7 @@ from . import wire
 from . import workspace as tools
 from .context import TurnContext, split_text
 from .executors import EXECUTORS
+from .models import streams_thinking
 from .output import Frame, ToolStep, TurnOutput
 from .planner import Action, Plan, goal, plan_turn
 from .stream_json import StreamJsonOutput
@@ -75,18 +76,23 @@ class Agent:
         started_ms = clock.now_ms()
         yield from out.begin()
         plan = self.plan()
-        yield from out.thinking(f"The user wants me to {plan.goal}.")
+        yield from self._think(out, f"The user wants me to {plan.goal}.")
         for n, group in enumerate(plan.groups):
             if n:
-                yield from out.thinking(f"Next: {' and '.join(goal(a) for a in group)}.")
+                yield from self._think(out, f"Next: {' and '.join(goal(a) for a in group)}.")
             yield from self._group(n, group, out)
         if plan.groups:
-            yield from out.thinking("That is everything; writing the answer.")
+            yield from self._think(out, "That is everything; writing the answer.")
         final = self._final_text(plan)
         yield from self._say(out, final, None)
         self.result_text = "".join(self.segments)
         duration = max(1, clock.now_ms() - started_ms)
         yield from out.end(self.result_text, self._usage(plan), duration)
+
+    def _think(self, out: TurnOutput, text: str) -> Iterator[Frame]:
+        # a per-model trait: GPT-5 Mini streams none (its six recordings), Composer and Auto do
+        if streams_thinking(self.ctx.model):
+            yield from out.thinking(text)
 
     def _say(self, out: TurnOutput, text: str, model_call_id: str | None) -> Iterator[Frame]:
         if not text:

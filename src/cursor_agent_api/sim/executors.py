@@ -342,7 +342,13 @@ def _mcp_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any]
 
 
 def _mcp_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
-    """``tools/call`` on the MCP server (:mod:`.mcp_client`); its allowlist applies in print mode."""
+    """``tools/call`` on the MCP server (:mod:`.mcp_client`); its allowlist applies in print mode.
+
+    ACP's ``rawOutput`` is what the builds send (ACP.md §7, MCP tool row): ``{success: true}``,
+    or ``{error: "MCP error -32601: Method not found"}`` for a call that failed (the update is
+    ``completed`` either way). A result with ``isError: true`` is not recorded over ACP: it is
+    sent as an ``error`` with the tool's text, so that a client sees it failed, as in print mode.
+    """
     if not d.allowed:
         return _refused(a, d, f"call `{a.target}`")
     mcp = ctx.mcp
@@ -351,17 +357,20 @@ def _mcp_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     success: Any = outcome.get("success")
     if isinstance(success, dict):
         text = "\n".join(str(c["text"]["text"]) for c in success["content"])
-        verb = "failed" if success["isError"] else "returned"
-        a.answer = f"`{a.target}` {verb}: {text}"
-        return Done(outcome, {"content": [c["text"] for c in success["content"]],
-                              "isError": bool(success["isError"])})
+        failed = bool(success["isError"])
+        a.answer = f"`{a.target}` {'failed' if failed else 'returned'}: {text}"
+        return Done(outcome, {"error": text} if failed else {"success": True})
     if "rejected" in outcome:
         a.answer = (f"I could not call `{a.target}`: the call was rejected." if ctx.acp else
                     f"I could not call `{a.target}`: the call was rejected (it is not in the "
                     "allowlist; run with --force to allow it).")
         return Done(outcome, rejected=True)
-    a.answer = f"I could not call `{a.target}`: {next(iter(outcome.values()))}."
-    return Done(outcome)
+    body = next(iter(outcome.values()))
+    message = str(body.get("error") or body.get("name") or body) if isinstance(body, dict) else str(body)
+    if "serverNotFound" in outcome:
+        message = f"MCP server not found: {message}"
+    a.answer = f"I could not call `{a.target}`: {message}."
+    return Done(outcome, {"error": message})
 
 
 def _mcp_tools_args(ctx: TurnContext, a: Action, call_id: str) -> tuple[dict[str, Any], str | None]:

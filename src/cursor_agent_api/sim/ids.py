@@ -72,7 +72,8 @@ def _chars(alphabet: str, n: int, *parts: object) -> str:
 class TurnIds:
     """The ids of one turn of one chat.
 
-    ``call_style`` is ``"tool"`` (``tool_…``) or ``"call"`` (``call_…\\nfc_…``).
+    ``call_style`` is ``"tool"`` (``tool_…``), ``"call"`` (``call_…\\nfc_…``) or ``"auto"``
+    (``call-<uuid>-<n>\\nfc_<uuid>_0``, ``n`` counting the turn's calls from 0).
 
     Example:
         >>> ids = TurnIds("c", 1, "read a.txt", call_style="call")
@@ -86,6 +87,7 @@ class TurnIds:
         self.prompt = prompt
         self.call_style = call_style
         self.request_id = derived_uuid("request", chat_id, turn, prompt)
+        self._numbers: dict[tuple[int, int], int] = {}
 
     def model_call_id(self, n: int) -> str:
         """The id of the ``n``-th model call of the turn.
@@ -102,9 +104,16 @@ class TurnIds:
         Example:
             >>> len(TurnIds("c", 0, "p", call_style="tool").call_id(0, 1))
             40
+            >>> auto = TurnIds("c", 0, "p", call_style="auto")
+            >>> [auto.call_id(0, k).split("\\n")[0][-2:] for k in (0, 1)], auto.call_id(1, 0)[-2:]
+            (['-0', '-1'], '_0')
         """
         if self.call_style == "tool":
             return "tool_" + derived_uuid("tool", self.request_id, model_call, index)[:-1]
+        if self.call_style == "auto":  # the 2026.10.01 fragment (model Auto)
+            n = self._numbers.setdefault((model_call, index), len(self._numbers))
+            uid = derived_uuid("auto-call", self.request_id, model_call, index)
+            return f"call-{uid}-{n}\nfc_{derived_uuid('auto-fc', self.request_id, model_call, index)}_0"
         letters = _chars(_ALNUM, 24, "call", self.request_id, model_call, index)
         hexes = _digest("fc", self.request_id, model_call, index).hex()
         hexes += _digest("fc2", self.request_id, model_call, index).hex()

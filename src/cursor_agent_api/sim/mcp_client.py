@@ -2,8 +2,9 @@
 
 What lives here: :class:`McpSession` — at the start of a print-mode turn it reads both
 ``mcp.json`` files (:mod:`.mcp_config`), keeps the approved servers, resolves their
-interpolations, connects to each with the official ``mcp`` SDK's client (streamable HTTP for
-a ``url`` entry, stdio for a ``command`` entry; ``initialize`` handshake as Cursor,
+interpolations, connects to each with the official ``mcp`` SDK's client (streamable HTTP, then
+SSE, for a ``url`` entry; stdio for a ``command`` entry, started in the agent's workspace with its
+``envFile`` and ``env``: :func:`read_env_file`; ``initialize`` handshake as Cursor,
 ``clientInfo {name: "Cursor", version: "1.0.0"}``) and lists its tools; a server that cannot
 be reached, or does not answer ``initialize`` and ``tools/list`` within
 :func:`connect_timeout` (20 s; ``CURSOR_AGENT_SIM_MCP_TIMEOUT``), is not loaded (nothing
@@ -75,6 +76,21 @@ def connect_timeout(env: Mapping[str, str]) -> float:
     return value if 0 < value < float("inf") else CONNECT_TIMEOUT
 
 
+def mcp_error_text(error: BaseException) -> str:
+    """How the CLI words a failed ``tools/call``: ``MCP error <code>: <message>`` for a JSON-RPC
+    error from the server (ACP.md §7), ``MCP error: <what>`` for anything else.
+
+    Example:
+        >>> from mcp import MCPError
+        >>> mcp_error_text(MCPError(-32601, "Method not found")), mcp_error_text(TimeoutError("late"))
+        ('MCP error -32601: Method not found', 'MCP error: late')
+    """
+    code, message = getattr(error, "code", None), getattr(error, "message", None)
+    if isinstance(code, int) and isinstance(message, str):
+        return f"MCP error {code}: {message}"
+    return f"MCP error: {error}"
+
+
 def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dict[str, Any]]]:
     """``(server, tool, arguments)`` for each tool named in ``prompt``, in the order named.
 
@@ -101,30 +117,96 @@ def mcp_calls(prompt: str, tools: Mapping[str, str]) -> list[tuple[str, str, dic
     return [(server, name, args) for _, server, name, args in sorted(found, key=lambda f: f[0])]
 
 
+def read_env_file(path: Path) -> dict[str, str]:
+    r"""The variables of a local entry's ``envFile``: ``KEY=VALUE`` lines (an ``export `` prefix
+    and quotes around the value are dropped; blank lines and ``#`` comments are skipped; no
+    interpolation, no multi-line values). An unreadable file raises ``OSError``.
+
+    Example:
+        >>> import tempfile
+        >>> f = Path(tempfile.mkdtemp()) / ".env"
+        >>> _ = f.write_text("# c\nA=1\nexport B='two words'\nbad line\nC=\"x=y\"\n")
+        >>> read_env_file(f)
+        {'A': '1', 'B': 'two words', 'C': 'x=y'}
+    """
+    out: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if line.startswith("export "):
+            line = line[len("export "):].lstrip()
+        key, eq, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not eq or not key or key.startswith("#"):
+            continue
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key] = value
+    return out
+
+
+def _stdio_env(entry: Mapping[str, Any], cwd: Path) -> dict[str, str]:
+    """The server's environment: the simulator's, then the ``envFile``'s (relative to ``cwd``),
+    then ``env`` (the entry's own variables win)."""
+    env = dict(os.environ)
+    env_file = entry.get("envFile")
+    if isinstance(env_file, str) and env_file:
+        env.update(read_env_file(cwd / Path(env_file).expanduser()))
+    env.update({str(k): str(v) for k, v in (entry.get("env") or {}).items()})
+    return env
+
+
 @contextlib.asynccontextmanager
-async def _connect(entry: Mapping[str, Any], timeout: float) -> AsyncIterator[Any]:
+async def _http(entry: Mapping[str, Any], timeout: float, info: Any, *, sse: bool) -> AsyncIterator[Any]:
+    """A ``url`` entry's connection: streamable HTTP, or the legacy HTTP+SSE transport."""
     import httpx2
-    from mcp import Client, StdioServerParameters, types
+    from mcp import Client
+    from mcp.client.sse import sse_client
     from mcp.client.streamable_http import streamable_http_client
+
+    headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
+    bounds = httpx2.Timeout(timeout, read=CALL_TIMEOUT)
+    if sse:
+        def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
+                    auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+            return httpx2.AsyncClient(headers=headers, timeout=timeout or bounds, auth=auth,
+                                      trust_env=False)
+
+        transport = sse_client(entry["url"], headers=headers, timeout=timeout,
+                               sse_read_timeout=CALL_TIMEOUT, httpx_client_factory=factory)
+        async with Client(transport, mode="legacy", client_info=info) as client:
+            yield client
+        return
+    async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=bounds) as http, \
+            Client(streamable_http_client(entry["url"], http_client=http), mode="legacy",
+                   client_info=info) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def _connect(entry: Mapping[str, Any], timeout: float, cwd: Path) -> AsyncIterator[Any]:
+    """Connect as the CLI does (MCP.md §2): a ``url`` entry with streamable HTTP, else (the
+    server refused or did not speak it) with SSE; a ``command`` entry over stdio, started in
+    ``cwd`` (the agent's workspace) with its ``envFile`` and ``env``."""
+    from mcp import Client, StdioServerParameters, types
 
     info = types.Implementation(name="Cursor", version="1.0.0")
     if isinstance(entry.get("url"), str):
-        headers = {str(k): str(v) for k, v in (entry.get("headers") or {}).items()}
-        bounds = httpx2.Timeout(timeout, read=CALL_TIMEOUT)
-        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=bounds) as http, \
-                Client(streamable_http_client(entry["url"], http_client=http), mode="legacy",
-                       client_info=info) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                client = await stack.enter_async_context(_http(entry, timeout, info, sse=False))
+            except Exception:  # not streamable HTTP (an SSE-only server answers 404/405): SSE
+                client = await stack.enter_async_context(_http(entry, timeout, info, sse=True))
             yield client
         return
-    env = {**os.environ, **{str(k): str(v) for k, v in (entry.get("env") or {}).items()}}
     params = StdioServerParameters(command=str(entry["command"]),
-                                   args=[str(a) for a in entry.get("args") or []], env=env)
+                                   args=[str(a) for a in entry.get("args") or []],
+                                   env=_stdio_env(entry, cwd), cwd=cwd)
     async with Client(params, mode="legacy", client_info=info) as client:
         yield client
 
 
-async def _hold(entry: Mapping[str, Any], timeout: float, ready: concurrent.futures.Future[Any],
-                stop: Any) -> None:
+async def _hold(entry: Mapping[str, Any], timeout: float, cwd: Path,
+                ready: concurrent.futures.Future[Any], stop: Any) -> None:
     """Connect and list within ``timeout`` (``ready`` gets ``(client, listed)``), then keep the
     connection until ``stop`` is set. Past the deadline the connection is closed, which stops a
     stdio server's process (the SDK closes its stdin, then terminates, then kills it), and only
@@ -133,7 +215,7 @@ async def _hold(entry: Mapping[str, Any], timeout: float, ready: concurrent.futu
 
     try:
         with anyio.CancelScope(deadline=anyio.current_time() + timeout) as scope:
-            async with _connect(entry, timeout) as client:
+            async with _connect(entry, timeout, cwd) as client:
                 listed = await client.list_tools()
                 scope.deadline = math.inf
                 ready.set_result((client, listed))
@@ -217,7 +299,7 @@ class McpSession:
         timeout = connect_timeout(self.env)
         for name, entry in wanted.items():
             ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
-            task = self._portal.start_task_soon(_hold, entry, timeout, ready, self._stop)
+            task = self._portal.start_task_soon(_hold, entry, timeout, self.workspace, ready, self._stop)
             try:
                 # the HTTP client has its own bounds; this one also covers a stdio server that
                 # never answers ``initialize`` or ``tools/list`` (MCP.md §8: not loaded)
@@ -263,7 +345,7 @@ class McpSession:
         try:
             result = self._portal.call(client.call_tool, tool, arguments)
         except Exception as e:
-            return wire.error_outcome(f"MCP error: {e}")
+            return wire.error_outcome(mcp_error_text(e))
         texts = []
         for block in result.content:
             text = getattr(block, "text", None)

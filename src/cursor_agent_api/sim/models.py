@@ -1,9 +1,12 @@
 """The models the simulator accepts: slug -> display name (``system/init`` reports the
-display name, not the slug, as real builds do), and the call-id style each family uses.
+display name, not the slug, as real builds do), and each model's traits as the recordings show
+them: the call-id style, and whether it streams thinking.
 
 Example:
     >>> display_name("gpt-5-mini"), call_style("composer-2.5-fast"), call_style("auto")
-    ('GPT-5 Mini', 'tool', 'call')
+    ('GPT-5 Mini', 'tool', 'auto')
+    >>> streams_thinking("gpt-5-mini"), streams_thinking("Composer 2.5 Fast")
+    (False, True)
 """
 
 from __future__ import annotations
@@ -36,12 +39,37 @@ def display_name(slug: str) -> str:
     return MODELS.get(slug, slug)
 
 
+def _slug(model: str) -> str:
+    """The slug of a slug or a display name (a turn knows its model by its display name)."""
+    return next((slug for slug, name in MODELS.items() if name == model), model)
+
+
 def call_style(slug: str) -> str:
-    """``"tool"`` (``tool_<uuid>`` ids, Composer models, recording 03) or ``"call"``
+    """``"tool"`` (``tool_<uuid>`` ids, Composer models, recordings 03, 08), ``"auto"``
+    (``call-<uuid>-<n>\\nfc_<uuid>_0``, model Auto, the 2026.10.01 fragment) or ``"call"``
     (``call_…\\nfc_…`` ids with a newline, every other model, recording 02).
 
     Example:
-        >>> call_style("sonnet-4.6")
-        'call'
+        >>> call_style("sonnet-4.6"), call_style("Auto")
+        ('call', 'auto')
     """
+    slug = _slug(slug)
+    if slug == "auto":
+        return "auto"
     return "tool" if slug.startswith("composer") else "call"
+
+
+NO_THINKING = frozenset({"gpt-5-mini"})
+"""The models that stream no thinking: GPT-5 Mini (none of its six recordings, 01, 02 and 04-07,
+has a ``thinking`` event). Composer (03, 08) and Auto (the 2026.10.01 fragment) are recorded
+thinking; the other models are not recorded, and think here."""
+
+
+def streams_thinking(model: str) -> bool:
+    """Whether a turn of ``model`` (a slug or a display name) streams thinking.
+
+    Example:
+        >>> streams_thinking("GPT-5 Mini"), streams_thinking("auto"), streams_thinking("gpt-5")
+        (False, True, True)
+    """
+    return _slug(model) not in NO_THINKING

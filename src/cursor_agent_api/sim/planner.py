@@ -74,6 +74,7 @@ _DONE_ASKED = re.compile(r"\b(?i:reply|respond|end|finish)\b")
 _DONE = re.compile(r"\bDONE\b")
 _ARITHMETIC = re.compile(r"(?<!\d)(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)")
 _HEAD_SPACE = re.compile(r"\s*:?\s*")
+_TODO = re.compile(r"\b(?:todo\s*list|todos|to-dos?|plan)\b|\btodo:", re.I)
 
 
 def _first(keyword: str, pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
@@ -338,9 +339,39 @@ def rule_remember(d: Draft) -> bool:
     return True
 
 
+def _first_outside_names(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` in ``text`` that touches no backticked span and no file
+    name: a command or a name is never taken for a keyword, and never cut. Linear time.
+
+    Example:
+        >>> _TODO.search("run `rm -rf build/plan`") is not None
+        True
+        >>> _first_outside_names(_TODO, "run `rm -rf build/plan`, read plan.md") is None
+        True
+        >>> _first_outside_names(_TODO, "run `ls plan` then plan: a, b").start()
+        19
+    """
+    covered = bytearray(len(text) + 1)
+    for m in _BACKTICK.finditer(text):
+        covered[m.start() : m.end()] = b"\1" * (m.end() - m.start())
+    for m in _FILE.finditer(text):
+        covered[m.start(1) : m.end(1)] = b"\1" * (m.end(1) - m.start(1))
+    for m in pattern.finditer(text):
+        if not any(covered[m.start() : m.end()]):
+            return m
+    return None
+
+
 def rule_todos(d: Draft) -> bool:
-    """``todo`` / ``plan``: the rest of the prompt is the items; what comes before is read on."""
-    tm = re.search(r"\b(?:todo\s*list|todos|to-dos?|plan)\b|\btodo:", d.low)
+    """``todo`` / ``plan``: the rest of the prompt is the items; what comes before is read on.
+    The words inside a backticked command or a file name do not count (``run `rm -rf build/plan` ``
+    runs that command whole; ``read plan.md`` reads the file).
+
+    Example:
+        >>> plan_turn("run `rm -rf build/plan`").groups[0][0].target
+        'rm -rf build/plan'
+    """
+    tm = _first_outside_names(_TODO, d.prompt)
     if not tm:
         return False
     items_text = d.prompt[tm.end() :].lstrip(" :")
