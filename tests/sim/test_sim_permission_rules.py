@@ -159,3 +159,31 @@ def test_acp_force_honours_each_shell_rule_form(sim: Sim, ws: Path, rule: str) -
     ran = [c for c in _calls(peer, sid).values() if "rawOutput" in c]
     assert [c["rawOutput"]["stdout"] for c in ran] == ([] if rule == "Shell(*)" else ["fine\n"])
     peer.close()
+
+
+# ---- hostile files (review 50) ------------------------------------------------------------------------
+
+
+def test_a_config_file_nested_too_deep_for_json_is_ignored_and_the_turn_runs(sim: Sim, ws: Path) -> None:
+    # 3,000 '[' made json.loads raise RecursionError, which the reader did not catch: the turn
+    # died mid-stream with a traceback, no result
+    _config(sim, {})
+    (ws / ".cursor").mkdir()
+    (ws / ".cursor" / "cli.json").write_text("[" * 3000)
+    run = sim.stream("--force", "run `touch ran.txt`")
+    assert run.returncode == 0, run.err
+    (outcome,) = _outcomes(run.stdout, "shellToolCall")
+    assert "success" in outcome and (ws / "ran.txt").exists()
+
+
+def test_a_huge_pattern_costs_linear_time() -> None:
+    # fnmatch's translation is quadratic on unclosed '[': 100,000 of them took 192 s for one
+    # verdict (this test then runs into pytest-timeout); only '*' is a wildcard
+    # (docs/simulator.md), so the rest is matched as it is
+    from cursor_agent_api.sim.mcp_config import Rules, call_token
+
+    token = call_token("shellToolCall", "a" * 5000 + " x", {}, Path("/ws"))
+    for pattern in ("[" * 200_000, "*a" * 20_000 + "b", "a*" * 100_000, "?" * 200_000):
+        assert Rules(deny=(f"Shell({pattern})",)).verdict(token, force=True).kind == "allow"
+    assert Rules(deny=("Shell(aaa*a[b]x*)",)).verdict(
+        call_token("shellToolCall", "aaaa[b]x y", {}, Path("/ws")), force=True).kind == "deny"
