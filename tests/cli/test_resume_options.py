@@ -109,3 +109,19 @@ def test_chat_header_names_the_folder_the_agent_runs_in(cli_env: dict[str, str],
     assert "notes.txt" in proc.stdout and "only-here.txt" not in proc.stdout
     (hint,) = [line for line in proc.stdout.splitlines() if line.startswith("continue later:")]
     assert f"--workspace {cli_env['TEST_WS']}" in hint  # the command works from here too
+
+
+def test_a_saved_folder_that_is_no_path_is_left_to_the_damaged_chat_message(tmp_path: Path) -> None:
+    # review 50: a NUL in the saved workspace made os.path.realpath raise ValueError, a traceback
+    # where, without --workspace, the same file is reported as a damaged chat (sessions rm)
+    from cursor_agent_api.cli.options import resumed_workspace
+    from cursor_agent_api.cli.saved_chats import SavedChats
+    from cursor_agent_api.config import AgentConfig
+    from cursor_agent_api.sessions import ConversationSession
+
+    chats, chat = SavedChats(tmp_path), "8b72ae6d-ab42-4854-991e-6ecf580e66c2"
+    path = chats.save(ConversationSession(AgentConfig(workspace=str(tmp_path)), session_id=chat))
+    data = json.loads(Path(path).read_text())
+    data["workspace"] = str(tmp_path) + "\x00"
+    Path(path).write_text(json.dumps(data))
+    resumed_workspace(chat, tmp_path, chats)  # no traceback: loading the chat says what is wrong

@@ -361,7 +361,10 @@ def resumed_workspace(resume: str | None, workspace: Path | None,
         return
     data = (saved or SavedChats()).recorded(resume)
     folder = (data or {}).get("workspace")
-    if not isinstance(folder, str) or os.path.realpath(folder) == os.path.realpath(workspace):
+    try:
+        if not isinstance(folder, str) or os.path.realpath(folder) == os.path.realpath(workspace):
+            return
+    except ValueError:  # a NUL: no path (a damaged file, which loading it reports)
         return
     raise CliUsageError(
         f"--resume {resume} with --workspace {printable(str(workspace), one_line=True)} "
