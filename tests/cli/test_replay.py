@@ -55,6 +55,17 @@ def test_summary_from_stdin_with_banner_truncated_tail_and_unknown_events() -> N
     assert s["text"] == s["result_text"] == "READ-OK"
 
 
+def test_summary_counts_an_object_nested_too_deep_as_an_event_line() -> None:
+    # review 50: counted per event type, the too-deep object (kept as a RAW event, code
+    # too_deep) went to raw_lines, where the reader counts it as a line that was a JSON object
+    deep = b'{"type":"assistant","x":' + b"[" * 300 + b"]" * 300 + b"}"
+    data = b"\n".join([b'{"type":"system","subtype":"init","session_id":"s"}', deep,
+                       b'{"type":"result","subtype":"success","result":"ok","session_id":"s"}']) + b"\n"
+    proc = replay("-", "--summary", stdin=data)
+    s = orjson.loads(proc.stdout)
+    assert (s["events"], s["raw_lines"]) == (3, 0), s
+
+
 def test_summary_of_a_turn_without_result() -> None:
     lines = (DATA / "06-hcn-0915-probe-52s-shell-force.ndjson").read_bytes().split(b"\n")[:3]
     proc = replay("-", "--summary", stdin=b"\n".join(lines) + b"\n")

@@ -241,7 +241,8 @@ def replay(file: str, summary: bool, no_thinking: bool, max_line_bytes: int) -> 
                     if turns.count:  # past the first turn: only its outcome counts
                         continue
                     t.add(event)
-                    if event.type is EventType.RAW:
+                    # (an object nested too deep is kept as RAW: the reader counts it an object)
+                    if event.type is EventType.RAW and event.data.get("code") != "too_deep":
                         t.raw_lines += 1
                         raw_tail.append(event.text or "")
                     elif not _dropped(event):
