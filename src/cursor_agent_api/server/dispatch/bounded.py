@@ -11,8 +11,9 @@ a deferred run, a cancel, the API servers' sweep, a worker's fetch and heartbeat
   least); the pool's opening (at start), twice as long for its first connection (psycopg
   waited 30 s), then raises :class:`~..store.StoreUnavailableError`;
 * a statement the database runs for longer than ``statement_timeout`` is stopped by the
-  database (its ``statement_timeout``), and a transaction left idle so long (its process
-  frozen) ends its session, its locks with it (``idle_in_transaction_session_timeout``);
+  database (its ``statement_timeout``), and a transaction left idle twice the waits
+  (``connect_timeout + statement_timeout``; its process frozen) ends its session, its locks with
+  it (``idle_in_transaction_session_timeout``);
 * a connection whose host stops answering while it waits for an answer (nothing comes
   back, not even TCP's acknowledgements) is declared dead by the kernel within about
   ``connect_timeout`` (libpq's TCP keepalive, :class:`~..store.engine.KeepAlive`), however
@@ -42,7 +43,7 @@ itself) is raised as Procrastinate raised it.
 Example:
     >>> c = BoundedConnector("host=127.0.0.1 dbname=db", connect_timeout=10, statement_timeout=60)
     >>> c.bound, c._pool_args["kwargs"]["options"], c._pool_args["kwargs"]["keepalives_idle"]
-    (70.0, '-c statement_timeout=60000 -c idle_in_transaction_session_timeout=60000', 4)
+    (70.0, '-c statement_timeout=60000 -c idle_in_transaction_session_timeout=140000', 4)
 """
 
 from __future__ import annotations
@@ -89,10 +90,10 @@ class BoundedConnector(procrastinate.PsycopgConnector):
             timeout=self.bound,  # the pool's own wait for a connection
             kwargs={
                 "connect_timeout": connect,
-                # (and a transaction left idle so long ends its session: idle_transactions())
+                # (and a transaction left idle twice the waits ends its session: idle_transactions())
                 "options": " ".join(f"-c {name}={value}" for name, value in {
                     "statement_timeout": str(max(1, round(statement_timeout * 1000))),
-                    **idle_transactions(statement_timeout)}.items()),
+                    **idle_transactions(connect_timeout, statement_timeout)}.items()),
                 **KeepAlive.within(connect_timeout).libpq(),
             },
         )

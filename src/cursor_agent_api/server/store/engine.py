@@ -204,16 +204,19 @@ def _failed_migration(start: str | None, applied: int) -> str:
 # connection_class).
 
 
-def idle_transactions(seconds: float) -> dict[str, str]:
-    """PostgreSQL's settings that end a session whose transaction stays idle ``seconds``
-    (whole milliseconds, 1 at least): its locks go with it. For the pooled connections, whose
-    transactions only wait on the database; not for LISTEN (never in a transaction) nor the
-    migrations (whose lock may be waited for longer).
+def idle_transactions(connect_timeout: float, statement_timeout: float) -> dict[str, str]:
+    """PostgreSQL's settings that end a session whose transaction stays idle twice the waits of
+    a query (``connect_timeout + statement_timeout``, whole milliseconds): its process is
+    frozen (SIGSTOP, a paused VM) or cut off, and its locks go with it. Twice, so that a client
+    cut off mid-transaction gives up first, with its own error (the host did not answer). For
+    the pooled connections, whose transactions only wait on the database; not for LISTEN
+    (never in a transaction) nor the migrations (whose lock may be waited for longer).
 
     Example:
-        >>> idle_transactions(60)
-        {'idle_in_transaction_session_timeout': '60000'}
+        >>> idle_transactions(10, 60)
+        {'idle_in_transaction_session_timeout': '140000'}
     """
+    seconds = 2 * (connect_timeout + statement_timeout)
     return {"idle_in_transaction_session_timeout": str(max(1, round(seconds * 1000)))}
 
 
@@ -550,11 +553,12 @@ class StoreEngine:
             # stops with a statement's data unacknowledged: the command_timeout.
             # A transaction left idle (its process frozen: SIGSTOP, a paused VM) would hold
             # its locks, and the sweep waiting on them, for as long as it stays frozen: the
-            # database ends such a session after the statement timeout (idle_transactions()).
+            # database ends such a session after twice a query's waits (idle_transactions()).
             kwargs["connect_args"] = {"timeout": self.connect_timeout,
                                       "command_timeout": self.statement_timeout,
                                       "connection_class": self._kept_alive,
-                                      "server_settings": idle_transactions(self.statement_timeout)}
+                                      "server_settings": idle_transactions(self.connect_timeout,
+                                                                           self.statement_timeout)}
         engine = create_async_engine(engine_url(self.url), **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
