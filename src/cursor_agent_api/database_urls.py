@@ -131,10 +131,12 @@ def database_url_problem(url: str) -> str | None:
         >>> print(database_url_problem("sqlite+aiosqlite:///:memory:"))  # doctest: +NORMALIZE_WHITESPACE
         sqlite+aiosqlite:///:memory: is an in-memory database (every chat lost when the server
         stops): use sqlite+aiosqlite:///PATH
-        >>> tls = "postgresql+asyncpg://db/app?sslrootcert=/ca.pem"
+        >>> tls = "postgresql+asyncpg://db/app?ssl=require&sslmode=disable"
         >>> print(database_url_problem(tls))  # doctest: +NORMALIZE_WHITESPACE
-        postgresql+asyncpg://db/app?…: sslrootcert= in the URL is not taken by the store's
-        driver: set PGSSLROOTCERT in the environment instead (both drivers read it)
+        postgresql+asyncpg://db/app?…: ssl=require and sslmode=disable ask for different TLS
+        modes: keep one of them
+        >>> database_url_problem("postgresql+asyncpg://db/app?sslrootcert=/ca.pem") is None
+        True
     """
     if "://" not in url:
         path = os.path.abspath(os.path.expanduser(url)) if url.strip() else "PATH"
@@ -162,19 +164,15 @@ def database_url_problem(url: str) -> str | None:
             importlib.import_module("asyncpg")
         except ImportError:
             return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
-        files = [name for name in _TLS_FILES if name in parsed.query]
-        if files:  # SQLAlchemy hands them to asyncpg.connect(), which takes no such argument
-            given = ", ".join(f"{name}=" for name in files)
-            env = ", ".join(_TLS_FILES[name] for name in files)
-            return (f"{shown}: {given} in the URL is not taken by the store's driver: set "
-                    f"{env} in the environment instead (both drivers read it)")
+        modes = {parsed.query[name] for name in ("ssl", "sslmode") if name in parsed.query}
+        if len(modes) > 1:  # each driver would take its own form's: different TLS, unsaid
+            return (f"{shown}: ssl={parsed.query['ssl']} and sslmode={parsed.query['sslmode']} "
+                    "ask for different TLS modes: keep one of them")
+        if "connect_timeout" in parsed.query:  # (asyncpg would send it to the server as a setting)
+            return (f"{shown}: connect_timeout= in the URL is not used: every connection waits "
+                    "store_connect_timeout (10 s by default) instead; drop it")
         return None
     return f"{shown}: unsupported database; use {_FORMS}"
-
-
-_TLS_FILES = {"sslrootcert": "PGSSLROOTCERT", "sslcert": "PGSSLCERT", "sslkey": "PGSSLKEY",
-              "sslcrl": "PGSSLCRL"}
-"""libpq's TLS file parameters, and the environment variables libpq and asyncpg both read."""
 
 
 def _sqlite_file_problem(url: URL, shown: str) -> str | None:
@@ -216,27 +214,15 @@ def holds_password(url: str) -> bool:
     return bool(parsed.password) or "password" in parsed.query
 
 
-_TLS_NAMES = {"libpq": ("sslmode", "ssl"), "asyncpg": ("ssl", "sslmode")}
-"""Per driver: the name it takes for the TLS mode in a URL, and the other form's, renamed."""
-
-
-def _tls_named(url: URL, driver: str) -> URL:
-    """``url`` with its TLS mode under the name ``driver`` takes: ``?ssl=require``
-    (SQLAlchemy's and asyncpg's form) and ``?sslmode=require`` (libpq's) mean the same,
-    whichever form the URL has (the same modes: ``disable``, ``allow``, ``prefer``,
-    ``require``, ``verify-ca``, ``verify-full``). A URL naming both keeps its own name's."""
-    wanted, other = _TLS_NAMES[driver]
-    if other not in url.query:
-        return url
-    query = dict(url.query)
-    value = query.pop(other)
-    query.setdefault(wanted, value)
-    return url.set(query=query)
-
-
 def libpq_url(database_url: str) -> str:
-    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL (psycopg's, the
-    job queue's; and asyncpg's own DSN, the LISTEN connections'), its TLS mode as ``sslmode``.
+    """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL, the one form
+    every PostgreSQL connection is given (psycopg's, the job queue's; asyncpg's DSN, the
+    store's and the LISTEN connections'), its TLS mode as ``sslmode``: ``?ssl=require``
+    (SQLAlchemy's and asyncpg's form) and ``?sslmode=require`` (libpq's) mean the same (the
+    same modes: ``disable``, ``allow``, ``prefer``, ``require``, ``verify-ca``,
+    ``verify-full``; :func:`database_url_problem` refuses both forms with different modes).
+    Both drivers read libpq's other parameters from it as libpq does (``sslrootcert=``,
+    ``sslpassword=``, ``application_name=``, …).
 
     The password stays in the URL given to the drivers; it is never printed.
 
@@ -244,25 +230,30 @@ def libpq_url(database_url: str) -> str:
         >>> libpq_url("postgresql+asyncpg://u@db/app?ssl=require")
         'postgresql://u@db/app?sslmode=require'
     """
-    url = _tls_named(make_url(database_url), "libpq")
+    url = make_url(database_url)
+    if "ssl" in url.query:
+        query = dict(url.query)
+        query.setdefault("sslmode", query.pop("ssl"))
+        url = url.set(query=query)
     return url.set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-def engine_url(database_url: str) -> str:
-    """The URL the store's SQLAlchemy engine is given: PostgreSQL's TLS mode as ``ssl`` (what
-    SQLAlchemy's asyncpg dialect hands to asyncpg, which has no ``sslmode`` argument); any other
-    URL as it is.
+def engine_args(database_url: str) -> tuple[str, dict[str, str]]:
+    """What the store's SQLAlchemy engine is made with: its URL and its driver's connect
+    arguments. For PostgreSQL, asyncpg is handed :func:`libpq_url` as its DSN, which it reads
+    as libpq does: SQLAlchemy would hand the URL's query to ``asyncpg.connect()`` as keyword
+    arguments, and any libpq parameter (``application_name=``, ``sslrootcert=``) was a
+    ``TypeError`` there. Any other URL as it is.
 
     Example:
-        >>> engine_url("postgresql+asyncpg://u@db/app?sslmode=verify-full")
-        'postgresql+asyncpg://u@db/app?ssl=verify-full'
-        >>> engine_url("sqlite+aiosqlite:////d/x.db")
-        'sqlite+aiosqlite:////d/x.db'
+        >>> engine_args("postgresql+asyncpg://u@db/app?sslmode=verify-full")
+        ('postgresql+asyncpg://', {'dsn': 'postgresql://u@db/app?sslmode=verify-full'})
+        >>> engine_args("sqlite+aiosqlite:////d/x.db")
+        ('sqlite+aiosqlite:////d/x.db', {})
     """
-    url = make_url(database_url)
-    if url.get_backend_name() != "postgresql" or "sslmode" not in url.query:
-        return database_url
-    return _tls_named(url, "asyncpg").render_as_string(hide_password=False)
+    if make_url(database_url).get_backend_name() != "postgresql":
+        return database_url, {}
+    return f"{POSTGRES_DRIVER}://", {"dsn": libpq_url(database_url)}
 
 
 def is_postgres(database_url: str) -> bool:

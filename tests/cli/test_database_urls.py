@@ -32,14 +32,19 @@ CASES = [
     ("sqlite+aiosqlite:///file:chats?mode=memory&uri=true",
      "is an in-memory database (every chat lost when the server stops): use "
      "sqlite+aiosqlite:///PATH"),
-    # review 44: the store's driver (asyncpg, through SQLAlchemy) takes no TLS file in the URL:
-    # serve died with a 95-line TypeError traceback; libpq's variables work for both drivers
-    ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?sslmode=verify-full&sslrootcert=/ca.pem",
-     "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: sslrootcert= in the URL is not taken by "
-     "the store's driver: set PGSSLROOTCERT in the environment instead (both drivers read it)"),
+    # both TLS forms given, and different: the drivers would have used different modes (the
+    # store's ssl=, the job queue's sslmode=), one of them maybe without TLS, without a word
+    ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?ssl=disable&sslmode=require",
+     "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: ssl=disable and sslmode=require ask for "
+     "different TLS modes: keep one of them"),
+    # libpq's connect_timeout is no setting asyncpg knows (it would reach the server as one, and
+    # every store connection fail): the store's own bound is said instead
+    ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?connect_timeout=5",
+     "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: connect_timeout= in the URL is not "
+     "used: every connection waits store_connect_timeout (10 s by default) instead; drop it"),
 ]
 IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown", "sqlite-no-path", "sqlite-no-slash",
-       "sqlite-memory", "sqlite-uri-memory", "tls-file-in-url"]
+       "sqlite-memory", "sqlite-uri-memory", "tls-modes-differ", "connect-timeout"]
 
 
 def _command(command: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -75,3 +80,15 @@ def test_from_the_environment_it_names_the_variable(cli_env: dict[str, str],
     assert line.startswith("Error: CURSOR_AGENT_API_DATABASE_URL postgres://me:***@")
     assert "use postgresql+asyncpg://" in line and "hunter2" not in line
 
+
+
+# review 44 had refused the TLS file parameters (the store's driver was handed them as arguments
+# it has none of: a TypeError traceback); every driver now reads libpq's parameters from the
+# URL itself, as libpq does, and so does any other one (application_name=, sslpassword=: a
+# traceback before)
+@pytest.mark.parametrize("query", [
+    "sslmode=verify-full&sslrootcert=/ca.pem", "application_name=chats", "sslpassword=x",
+    "ssl=require&sslmode=require", "target_session_attrs=read-write",
+])
+def test_libpq_parameters_in_the_url_are_taken(query: str) -> None:
+    assert database_url_problem(f"postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?{query}") is None

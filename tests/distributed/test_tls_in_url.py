@@ -1,11 +1,12 @@
 """The TLS mode can be asked for in the database URL, in either form: ``?ssl=require``
-(SQLAlchemy's and asyncpg's) or ``?sslmode=require`` (libpq's). Each driver is given the form
-it takes (:func:`~cursor_agent_api.database_urls.libpq_url` for psycopg, the job queue's, and
-asyncpg's own DSN, the LISTEN connections'; :func:`~cursor_agent_api.database_urls.engine_url`
-for the store's SQLAlchemy engine). Either form used to stop a worker or ``serve --dispatch
-queue`` (psycopg refused ``ssl``, asyncpg's DSN took it for a server setting; SQLAlchemy
-handed ``sslmode`` to asyncpg, a ``TypeError``: audit 7). The test cluster has no TLS: a
-worker and an API server start and work with ``disable``, in both forms."""
+(SQLAlchemy's and asyncpg's) or ``?sslmode=require`` (libpq's). Each driver is given the form it
+takes: :func:`~cursor_agent_api.database_urls.libpq_url`, for psycopg (the job queue's) and
+asyncpg's DSN (the LISTEN connections' and, through
+:func:`~cursor_agent_api.database_urls.engine_args`, the store's SQLAlchemy engine). Either form
+used to stop a worker or ``serve --dispatch queue`` (psycopg refused ``ssl``, asyncpg's DSN took
+it for a server setting; SQLAlchemy handed ``sslmode`` to asyncpg, a ``TypeError``: audit 7).
+The test cluster has no TLS: a worker and an API server start and work with ``disable``, in both
+forms."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import asyncio
 import uuid
 from pathlib import Path
 
+import asyncpg
 import pytest
 from cluster import SIM  # (puts tests/server on the path)
 from inproc import InProcServer
 from server_helpers import new_chat, wait_run
 
-from cursor_agent_api.database_urls import engine_url, libpq_url
+from cursor_agent_api.database_urls import engine_args, libpq_url
 from cursor_agent_api.server.settings import ServerSettings
 from cursor_agent_api.server.worker import Worker, WorkerSettings
 
@@ -27,10 +29,15 @@ from cursor_agent_api.server.worker import Worker, WorkerSettings
 def test_each_driver_is_given_the_form_it_takes(query: str) -> None:
     url = f"postgresql+asyncpg://u:pw@db:5432/app?{query}"
     assert libpq_url(url) == "postgresql://u:pw@db:5432/app?sslmode=require"
-    assert engine_url(url) == "postgresql+asyncpg://u:pw@db:5432/app?ssl=require"
+    # the store's engine hands asyncpg the same libpq URL, which asyncpg reads as libpq does
+    assert engine_args(url) == ("postgresql+asyncpg://",
+                                {"dsn": "postgresql://u:pw@db:5432/app?sslmode=require"})
 
 
-@pytest.mark.parametrize("query", ["ssl=disable", "sslmode=disable"])
+# the third: libpq's other parameters reach every connection (application_name=, sslpassword=:
+# a TypeError traceback at serve's start before, the store's driver handed them as arguments)
+@pytest.mark.parametrize("query", ["ssl=disable", "sslmode=disable",
+                                   "sslmode=disable&application_name=caa-tls&sslpassword=unused"])
 def test_a_worker_and_an_api_server_work_with_the_tls_mode_in_the_url(
     db_url: str, tmp_path: Path, query: str
 ) -> None:
@@ -58,7 +65,16 @@ def test_a_worker_and_an_api_server_work_with_the_tls_mode_in_the_url(
                                                 json={"prompt": "reply with exactly: hi"})
                     assert r.status_code == 202, r.text
                     done = await asyncio.to_thread(wait_run, c, r.json()["id"], 60)
-                    return str(done["status"])
+                if "application_name" in query:  # the store's, the job queue's, LISTEN's
+                    probe = await asyncpg.connect(libpq_url(db_url))
+                    try:
+                        named = await probe.fetchval(
+                            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                            "'caa-tls' AND datname = current_database()")
+                    finally:
+                        await probe.close()
+                    assert named >= 3, named
+                return str(done["status"])
             finally:
                 worker.stop()
                 await asyncio.wait_for(task, 60)

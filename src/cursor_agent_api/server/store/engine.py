@@ -29,7 +29,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
-from ...database_urls import engine_url
+from ...database_urls import engine_args
 from ...server_options import LIVE_WITHIN as LIVE_WITHIN  # (checked before the server imports)
 from ...server_options import LONGEST_HEARTBEAT as LONGEST_HEARTBEAT
 from ..sqlite_file import prepare_sqlite_file
@@ -559,7 +559,9 @@ class StoreEngine:
                                       "connection_class": self._kept_alive,
                                       "server_settings": idle_transactions(self.connect_timeout,
                                                                            self.statement_timeout)}
-        engine = create_async_engine(engine_url(self.url), **kwargs)
+        engine_at, dsn = engine_args(self.url)  # PostgreSQL: the URL as asyncpg's DSN
+        kwargs["connect_args"].update(dsn)
+        engine = create_async_engine(engine_at, **kwargs)
         _one_line_pool_errors(engine)
         if not self.is_sqlite:
             self._pooled = PooledConnections(engine)
@@ -588,8 +590,8 @@ class StoreEngine:
             # statement timeout. A host that stops answering while they wait for an answer
             # is noticed by TCP keepalive (KeepAlive), within about connect_timeout: the
             # start fails (one that dies with a statement unacknowledged: TCP's retries).
-            migrator = create_async_engine(engine_url(self.url), poolclass=NullPool,
-                                           connect_args={"timeout": self.connect_timeout,
+            migrator = create_async_engine(engine_at, poolclass=NullPool,
+                                           connect_args={**dsn, "timeout": self.connect_timeout,
                                                          "connection_class": self._kept_alive})
             try:
                 async with migrator.connect() as conn:
