@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from typing import Any
 from urllib.parse import unquote
 
 from sqlalchemy.engine.url import URL, make_url
@@ -168,6 +169,9 @@ def database_url_problem(url: str) -> str | None:
         if len(modes) > 1:  # each driver would take its own form's: different TLS, unsaid
             return (f"{shown}: ssl={parsed.query['ssl']} and sslmode={parsed.query['sslmode']} "
                     "ask for different TLS modes: keep one of them")
+        cache = parsed.query.get(_STATEMENT_CACHE)
+        if cache is not None and not (isinstance(cache, str) and cache.isdigit()):
+            return f"{shown}: {_STATEMENT_CACHE}= takes a whole number (0: no cache)"
         if "connect_timeout" in parsed.query:  # (asyncpg would send it to the server as a setting)
             return (f"{shown}: connect_timeout= in the URL is not used: every connection waits "
                     "store_connect_timeout (10 s by default) instead; drop it")
@@ -231,29 +235,41 @@ def libpq_url(database_url: str) -> str:
         'postgresql://u@db/app?sslmode=require'
     """
     url = make_url(database_url)
-    if "ssl" in url.query:
-        query = dict(url.query)
+    query = dict(url.query)
+    query.pop(_STATEMENT_CACHE, None)  # SQLAlchemy's, not libpq's (engine_args)
+    if "ssl" in query:
         query.setdefault("sslmode", query.pop("ssl"))
-        url = url.set(query=query)
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
 
 
-def engine_args(database_url: str) -> tuple[str, dict[str, str]]:
+_STATEMENT_CACHE = "prepared_statement_cache_size"
+"""SQLAlchemy's asyncpg dialect's own URL parameter (``=0`` behind PgBouncer in transaction
+mode): handed to the store's engine, never to a driver as a libpq parameter."""
+
+
+def engine_args(database_url: str) -> tuple[str, dict[str, Any]]:
     """What the store's SQLAlchemy engine is made with: its URL and its driver's connect
     arguments. For PostgreSQL, asyncpg is handed :func:`libpq_url` as its DSN, which it reads
     as libpq does: SQLAlchemy would hand the URL's query to ``asyncpg.connect()`` as keyword
     arguments, and any libpq parameter (``application_name=``, ``sslrootcert=``) was a
-    ``TypeError`` there. Any other URL as it is.
+    ``TypeError`` there. SQLAlchemy's own ``prepared_statement_cache_size=`` still goes to
+    SQLAlchemy (:func:`database_url_problem` checks it is a whole number). Any other URL as it is.
 
     Example:
         >>> engine_args("postgresql+asyncpg://u@db/app?sslmode=verify-full")
         ('postgresql+asyncpg://', {'dsn': 'postgresql://u@db/app?sslmode=verify-full'})
+        >>> engine_args("postgresql+asyncpg://u@db/app?prepared_statement_cache_size=0")[1]
+        {'dsn': 'postgresql://u@db/app', 'prepared_statement_cache_size': 0}
         >>> engine_args("sqlite+aiosqlite:////d/x.db")
         ('sqlite+aiosqlite:////d/x.db', {})
     """
-    if make_url(database_url).get_backend_name() != "postgresql":
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
         return database_url, {}
-    return f"{POSTGRES_DRIVER}://", {"dsn": libpq_url(database_url)}
+    args: dict[str, Any] = {"dsn": libpq_url(database_url)}
+    if _STATEMENT_CACHE in url.query:
+        args[_STATEMENT_CACHE] = int(str(url.query[_STATEMENT_CACHE]))
+    return f"{POSTGRES_DRIVER}://", args
 
 
 def is_postgres(database_url: str) -> bool:

@@ -42,9 +42,13 @@ CASES = [
     ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?connect_timeout=5",
      "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: connect_timeout= in the URL is not "
      "used: every connection waits store_connect_timeout (10 s by default) instead; drop it"),
+    ("postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?prepared_statement_cache_size=none",
+     "postgresql+asyncpg://me:***@127.0.0.1:54329/app?…: prepared_statement_cache_size= takes a "
+     "whole number (0: no cache)"),
 ]
 IDS = ["postgres", "postgres+asyncpg", "sqlite3", "unknown", "sqlite-no-path", "sqlite-no-slash",
-       "sqlite-memory", "sqlite-uri-memory", "tls-modes-differ", "connect-timeout"]
+       "sqlite-memory", "sqlite-uri-memory", "tls-modes-differ", "connect-timeout",
+       "statement-cache"]
 
 
 def _command(command: str, args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -89,6 +93,7 @@ def test_from_the_environment_it_names_the_variable(cli_env: dict[str, str],
 @pytest.mark.parametrize("query", [
     "sslmode=verify-full&sslrootcert=/ca.pem", "application_name=chats", "sslpassword=x",
     "ssl=require&sslmode=require", "target_session_attrs=read-write",
+    "prepared_statement_cache_size=0",  # SQLAlchemy's own (behind PgBouncer): still its own
 ])
 def test_libpq_parameters_in_the_url_are_taken(query: str) -> None:
     assert database_url_problem(f"postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?{query}") is None

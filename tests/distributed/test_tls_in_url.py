@@ -36,8 +36,10 @@ def test_each_driver_is_given_the_form_it_takes(query: str) -> None:
 
 # the third: libpq's other parameters reach every connection (application_name=, sslpassword=:
 # a TypeError traceback at serve's start before, the store's driver handed them as arguments)
+# (SQLAlchemy's own prepared_statement_cache_size= stays SQLAlchemy's: a libpq parameter to none)
 @pytest.mark.parametrize("query", ["ssl=disable", "sslmode=disable",
-                                   "sslmode=disable&application_name=caa-tls&sslpassword=unused"])
+                                   "sslmode=disable&application_name=caa-tls&sslpassword=unused"
+                                   "&prepared_statement_cache_size=0"])
 def test_a_worker_and_an_api_server_work_with_the_tls_mode_in_the_url(
     db_url: str, tmp_path: Path, query: str
 ) -> None:
