@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from sqlalchemy.engine.url import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -165,18 +166,48 @@ def database_url_problem(url: str) -> str | None:
             importlib.import_module("asyncpg")
         except ImportError:
             return f"{shown} needs asyncpg, which is not installed: {POSTGRES_EXTRA}"
-        modes = {parsed.query[name] for name in ("ssl", "sslmode") if name in parsed.query}
-        if len(modes) > 1:  # each driver would take its own form's: different TLS, unsaid
-            return (f"{shown}: ssl={parsed.query['ssl']} and sslmode={parsed.query['sslmode']} "
-                    "ask for different TLS modes: keep one of them")
-        cache = parsed.query.get(_STATEMENT_CACHE)
-        if cache is not None and not (isinstance(cache, str) and cache.isdigit()):
-            return f"{shown}: {_STATEMENT_CACHE}= takes a whole number (0: no cache)"
-        if "connect_timeout" in parsed.query:  # (asyncpg would send it to the server as a setting)
-            return (f"{shown}: connect_timeout= in the URL is not used: every connection waits "
-                    "store_connect_timeout (10 s by default) instead; drop it")
-        return None
+        return _postgres_query_problem(parsed, shown)
     return f"{shown}: unsupported database; use {_FORMS}"
+
+
+_URL_PARAMETERS = frozenset({
+    "host", "port", "user", "password", "database", "passfile", "service", "sslmode", "ssl",
+    "sslcert", "sslkey", "sslrootcert", "sslcrl", "sslpassword", "sslnegotiation",
+    "ssl_min_protocol_version", "ssl_max_protocol_version", "target_session_attrs",
+    "krbsrvname", "gsslib", "application_name", "options", "prepared_statement_cache_size"})
+"""What a PostgreSQL URL's query may hold: libpq's connection parameters that asyncpg's DSN
+reads too (every connection is given the one libpq URL: :func:`libpq_url`), ``ssl`` (the
+same as ``sslmode``), ``database`` (SQLAlchemy's name for the path) and SQLAlchemy's own
+``prepared_statement_cache_size``. asyncpg would send any other key to the server as a
+setting, and the store could not connect."""
+
+_NOT_FROM_URL = {"connect_timeout": "every connection waits store_connect_timeout (10 s by "
+                                    "default) instead",
+                 "timeout": "every connection waits store_connect_timeout (10 s by default) "
+                            "instead",
+                 "command_timeout": "every statement waits store_statement_timeout (60 s by "
+                                    "default) instead",
+                 "dbname": "the database is the URL's path (or ?database=)"}
+
+
+def _postgres_query_problem(url: URL, shown: str) -> str | None:
+    """What is wrong with a PostgreSQL URL's query (see :data:`_URL_PARAMETERS`), or None."""
+    query = url.query
+    for key, value in query.items():
+        if key not in _URL_PARAMETERS:
+            why = _NOT_FROM_URL.get(key, "it is not a connection parameter both drivers read "
+                                         "(asyncpg's and libpq's; docs/distributed.md)")
+            return f"{shown}: {key[:40]}= in the URL is not used: {why}; drop it"
+        if not isinstance(value, str) and key not in ("host", "port"):
+            return f"{shown}: {key}= is given {len(value)} times in the URL: keep one"
+    modes = {query[name] for name in ("ssl", "sslmode") if name in query}
+    if len(modes) > 1:  # each driver would take its own form's: different TLS, unsaid
+        return (f"{shown}: ssl={query['ssl']} and sslmode={query['sslmode']} ask for different "
+                "TLS modes: keep one of them")
+    cache = query.get(_STATEMENT_CACHE)
+    if cache is not None and not re.fullmatch(r"[0-9]+", str(cache)):
+        return f"{shown}: {_STATEMENT_CACHE}= takes a whole number (0: no cache)"
+    return None
 
 
 def _sqlite_file_problem(url: URL, shown: str) -> str | None:
@@ -210,36 +241,78 @@ def holds_password(url: str) -> bool:
         (True, False)
         >>> holds_password("postgresql+asyncpg://me@db/app?password=pw")
         True
+        >>> holds_password("postgresql+asyncpg://me@db/app?sslpassword=pw")
+        True
     """
     try:
         parsed = make_url(url)
     except Exception:  # (said elsewhere: database_url_problem)
         return False
-    return bool(parsed.password) or "password" in parsed.query
+    return bool(parsed.password) or not {"password", "sslpassword"}.isdisjoint(parsed.query)
 
 
 def libpq_url(database_url: str) -> str:
     """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL, the one form
     every PostgreSQL connection is given (psycopg's, the job queue's; asyncpg's DSN, the
-    store's and the LISTEN connections'), its TLS mode as ``sslmode``: ``?ssl=require``
-    (SQLAlchemy's and asyncpg's form) and ``?sslmode=require`` (libpq's) mean the same (the
-    same modes: ``disable``, ``allow``, ``prefer``, ``require``, ``verify-ca``,
-    ``verify-full``; :func:`database_url_problem` refuses both forms with different modes).
-    Both drivers read libpq's other parameters from it as libpq does (``sslrootcert=``,
-    ``sslpassword=``, ``application_name=``, …).
+    store's and the LISTEN connections'), read by both drivers alike.
+
+    The URL is read as SQLAlchemy's asyncpg dialect reads it (as the store read it before it
+    was given a DSN): ``?host=``, ``?port=``, ``?user=``, ``?password=``, ``?database=`` win
+    over the authority, and ``?host=A:p&host=B:q`` or ``?host=A,B&port=p,q`` list several hosts.
+    Then it is written in the one form both drivers read the same: hosts in the authority
+    (``A:p,B:q``; a Unix socket's folder in ``?host=``), every part and value
+    percent-encoded (a space is ``%20``, never ``+``, which libpq keeps as ``+``). The TLS mode
+    is ``sslmode``: ``?ssl=require`` (SQLAlchemy's and asyncpg's form) and ``?sslmode=require``
+    (libpq's) mean the same (:func:`database_url_problem` refuses both with different modes).
+    SQLAlchemy's own ``prepared_statement_cache_size=`` is left out (:func:`engine_args`).
 
     The password stays in the URL given to the drivers; it is never printed.
 
     Example:
         >>> libpq_url("postgresql+asyncpg://u@db/app?ssl=require")
         'postgresql://u@db/app?sslmode=require'
+        >>> libpq_url("postgresql+asyncpg://u:p%20w@/app?host=/run/pg&application_name=my%20app")
+        'postgresql://u:p%20w@/app?host=%2Frun%2Fpg&application_name=my%20app'
+        >>> libpq_url("postgresql+asyncpg://u@x/app?host=a:1&host=b:2")
+        'postgresql://u@a:1,b:2/app'
+        >>> libpq_url("postgresql+asyncpg://u@[::1]:5432/app")
+        'postgresql://u@[::1]:5432/app'
     """
+    from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg  # (no driver import)
+
     url = make_url(database_url)
-    query = dict(url.query)
-    query.pop(_STATEMENT_CACHE, None)  # SQLAlchemy's, not libpq's (engine_args)
-    if "ssl" in query:
-        query.setdefault("sslmode", query.pop("ssl"))
-    return url.set(drivername="postgresql", query=query).render_as_string(hide_password=False)
+    dialect = PGDialect_asyncpg()  # type: ignore[no-untyped-call]
+    _, opts = dialect.create_connect_args(  # type: ignore[no-untyped-call]
+        url.set(drivername=POSTGRES_DRIVER))
+    hosts, ports = opts.pop("host", None), opts.pop("port", None)
+    hosts = [hosts] if isinstance(hosts, str) else list(hosts or [])
+    ports = [str(p) for p in (ports if isinstance(ports, list) else [ports] * len(hosts))
+             if p is not None]  # (none: the drivers' own default, PGPORT's or 5432)
+    user, password = opts.pop("user", None), opts.pop("password", None)
+    database = opts.pop("database", None)
+    opts.pop(_STATEMENT_CACHE, None)  # SQLAlchemy's, not libpq's (engine_args)
+    if "ssl" in opts:
+        opts.setdefault("sslmode", opts.pop("ssl"))
+    auth = ""
+    if user is not None or password is not None:
+        auth = _quoted(user or "") + (f":{_quoted(password)}" if password is not None else "") + "@"
+    query: dict[str, Any] = {}
+    if any(h.startswith("/") for h in hosts):  # a socket's folder: in the query (both read it)
+        netloc = auth
+        query = {"host": ",".join(hosts), **({"port": ",".join(ports)} if ports else {})}
+    else:
+        named = [f"[{h}]" if ":" in h else _quoted(h) for h in hosts]  # (IPv6 in brackets)
+        if ports:
+            named = [f"{h}:{p}" for h, p in zip(named, ports, strict=True)]
+        netloc = auth + ",".join(named)
+    query.update(opts)
+    path = f"/{_quoted(database)}" if database is not None else "/"
+    text = "&".join(f"{_quoted(k)}={_quoted(str(v))}" for k, v in query.items())
+    return f"postgresql://{netloc}{path}" + (f"?{text}" if text else "")
+
+
+def _quoted(text: str) -> str:
+    return quote(text, safe="")
 
 
 _STATEMENT_CACHE = "prepared_statement_cache_size"

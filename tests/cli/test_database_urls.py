@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from cursor_agent_api.database_urls import database_url_problem
+from cursor_agent_api.database_urls import database_url_problem, libpq_url
 
 CLI = [sys.executable, "-m", "cursor_agent_api.cli"]
 FORMS = "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://USER@HOST/DB"
@@ -97,3 +97,45 @@ def test_from_the_environment_it_names_the_variable(cli_env: dict[str, str],
 ])
 def test_libpq_parameters_in_the_url_are_taken(query: str) -> None:
     assert database_url_problem(f"postgresql+asyncpg://me:hunter2@127.0.0.1:54329/app?{query}") is None
+
+
+# review 51: the one libpq URL every connection is given keeps SQLAlchemy's reading of the URL,
+# and libpq (psycopg, the job queue) reads each part as written: a space was rendered raw (libpq
+# refused the URL, and psycopg's logged message quoted the password) or as '+' in the query
+# (libpq keeps '+': `options=-c+search_path=…`)
+@pytest.mark.parametrize(("url", "read"), [
+    ("postgresql+asyncpg://me:hunter2%20top%2Bsecret@127.0.0.1:54329/my%20db",
+     {"user": "me", "password": "hunter2 top+secret", "dbname": "my db", "host": "127.0.0.1",
+      "port": "54329"}),
+    ("postgresql+asyncpg://u%40x:p%3Aw%2Fd@db/app?options=-c%20search_path%3Dcaa"
+     "&application_name=my%20app",
+     {"user": "u@x", "password": "p:w/d", "dbname": "app", "host": "db",
+      "options": "-c search_path=caa", "application_name": "my app"}),
+    ("postgresql+asyncpg://u@localhost:1/app?host=/run/pg&port=5433",
+     {"user": "u", "dbname": "app", "host": "/run/pg", "port": "5433"}),
+    ("postgresql+asyncpg://u@/app?host=a:1&host=b:2",
+     {"user": "u", "dbname": "app", "host": "a,b", "port": "1,2"}),
+    ("postgresql+asyncpg://u@[::1]:5432/no?database=app&ssl=require",
+     {"user": "u", "dbname": "app", "host": "::1", "port": "5432", "sslmode": "require"}),
+    ("postgresql+asyncpg:///app", {"dbname": "app"}),  # (the rest from PG* variables)
+])
+def test_libpq_reads_the_url_as_sqlalchemy_does(url: str, read: dict[str, str]) -> None:
+    from psycopg.conninfo import conninfo_to_dict
+
+    assert conninfo_to_dict(libpq_url(url)) == read
+
+
+@pytest.mark.parametrize(("query", "said"), [
+    ("command_timeout=30", "command_timeout= in the URL is not used: every statement waits "
+                           "store_statement_timeout (60 s by default) instead; drop it"),
+    ("timeout=5", "timeout= in the URL is not used: every connection waits "
+                  "store_connect_timeout (10 s by default) instead; drop it"),
+    ("keepalives=1", "keepalives= in the URL is not used: it is not a connection parameter both "
+                     "drivers read (asyncpg's and libpq's; docs/distributed.md); drop it"),
+    ("application_name=a&application_name=b", "application_name= is given 2 times in the URL: "
+                                              "keep one"),
+    ("prepared_statement_cache_size=%C2%B2", "prepared_statement_cache_size= takes a whole number"),
+])
+def test_what_a_driver_would_not_take_is_refused(query: str, said: str) -> None:
+    problem = database_url_problem(f"postgresql+asyncpg://me:hunter2@db/app?{query}")
+    assert problem is not None and said in problem and "hunter2" not in problem

@@ -67,7 +67,7 @@ def test_a_worker_and_an_api_server_work_with_the_tls_mode_in_the_url(
                                                 json={"prompt": "reply with exactly: hi"})
                     assert r.status_code == 202, r.text
                     done = await asyncio.to_thread(wait_run, c, r.json()["id"], 60)
-                if "application_name" in query:  # the store's, the job queue's, LISTEN's
+                if "application_name" in query:  # the store's pool, the job queue's (LISTEN: its own)
                     probe = await asyncpg.connect(libpq_url(db_url))
                     try:
                         named = await probe.fetchval(

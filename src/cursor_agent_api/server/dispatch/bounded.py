@@ -59,6 +59,7 @@ from typing import Any, TypeVar
 import anyio
 import procrastinate
 import psycopg_pool
+from psycopg.conninfo import conninfo_to_dict
 
 from ..store import StoreUnavailableError, describe_error, is_transient
 from ..store.engine import KeepAlive, idle_transactions
@@ -82,6 +83,14 @@ class BoundedConnector(procrastinate.PsycopgConnector):
         connect = max(1, math.ceil(connect_timeout))
         # the pool's opening waits for its first connection: two attempts' worth, not 30 s
         self.opens_within = float(2 * max(2, connect))  # (libpq waits 2 s at least)
+        # A statement waits statement_timeout, and a transaction left idle twice the waits
+        # ends its session (idle_transactions()): after the URL's own options (this keyword
+        # argument replaces the conninfo's), which they override.
+        settings = {"statement_timeout": str(max(1, round(statement_timeout * 1000))),
+                    **idle_transactions(connect_timeout, statement_timeout)}
+        own = conninfo_to_dict(conninfo).get("options")
+        options = " ".join([*([str(own)] if own else []),
+                            *(f"-c {name}={value}" for name, value in settings.items())])
         super().__init__(
             pool_factory=functools.partial(_BoundedOpenPool, opens_within=self.opens_within),
             conninfo=conninfo,
@@ -90,10 +99,7 @@ class BoundedConnector(procrastinate.PsycopgConnector):
             timeout=self.bound,  # the pool's own wait for a connection
             kwargs={
                 "connect_timeout": connect,
-                # (and a transaction left idle twice the waits ends its session: idle_transactions())
-                "options": " ".join(f"-c {name}={value}" for name, value in {
-                    "statement_timeout": str(max(1, round(statement_timeout * 1000))),
-                    **idle_transactions(connect_timeout, statement_timeout)}.items()),
+                "options": options,
                 **KeepAlive.within(connect_timeout).libpq(),
             },
         )
