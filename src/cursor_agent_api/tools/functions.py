@@ -35,6 +35,8 @@ import inspect
 import json
 import logging
 import re
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -47,7 +49,7 @@ import typing_extensions
 from ..runtime.daemon_thread import in_daemon_thread
 from .schema import ArgumentError, ArgumentSpec, callee
 
-__all__ = ["LocalInvocation", "Tool", "tool"]
+__all__ = ["LocalInvocation", "Tool", "describe", "tool"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
@@ -271,23 +273,74 @@ class Tool(Generic[_P, _R]):
             if self.is_async:
                 value = await fn(*args, **kwargs)
             else:
-                value = await in_daemon_thread(lambda: fn(*args, **kwargs),
-                                                f"tool {self.name}")
+                value = await in_daemon_thread(lambda: _caught(fn, args, kwargs), f"tool {self.name}")
+                if isinstance(value, _Raised):
+                    raise value
             if inspect.isawaitable(value):  # a sync wrapper around an async function
                 value = await value
             record.texts, _ = to_texts(value)
             record.value = value
         except ArgumentError as e:
             record.error = str(e)
-        except (Exception, SystemExit) as e:  # sys.exit(): argparse and click on bad input
-            record.exception = e
-            message = str(e)
-            record.error = f"{type(e).__name__}: {message}" if message else type(e).__name__
-            log.warning("tool %s raised %s", self.name, record.error, exc_info=True)
+        except asyncio.CancelledError:
+            raise  # (invoke tells a cancel of the call from one the function raised)
+        except BaseException as e:  # sys.exit() (argparse, click), pytest.fail(), a framework's own
+            raised = e.raised if isinstance(e, _Raised) else e
+            if raised is e and _maybe_ctrl_c(e):
+                raise
+            record.exception = raised
+            record.error = describe(raised)
+            log.warning("tool %s raised %s", self.name, record.error, exc_info=raised)
         record.duration_ms = (time.perf_counter() - began) * 1000
         if record.error is not None:
             record.texts = [record.error]
         return record
+
+
+def describe(error: BaseException) -> str:
+    """How the agent is told of an exception: its type, and its message if any.
+
+    Example:
+        >>> describe(KeyError("no order Z9")), describe(KeyboardInterrupt())
+        ("KeyError: 'no order Z9'", 'KeyboardInterrupt')
+    """
+    message = str(error)
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class _Raised(Exception):
+    """What a sync tool raised in its worker thread, carried back as an ``Exception``: a
+    ``BaseException`` that is not one (``KeyboardInterrupt``, ``pytest.fail()``) would
+    otherwise be re-raised by the event loop that awaits the thread, out of its task."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(raised)
+        self.raised = raised
+
+
+def _caught(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` in a tool's worker thread: what it returns, or a :class:`_Raised`
+    for whatever it raised (no signal reaches a worker thread: never a Ctrl-C)."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as e:  # (the tool's own, whatever it is)
+        return _Raised(e)
+
+
+def _maybe_ctrl_c(error: BaseException) -> bool:
+    """Whether ``error``, raised by an async tool (on the loop's thread), may be the user's
+    Ctrl-C, which then stops the program as it would without tools: a ``KeyboardInterrupt`` on
+    the main thread while SIGINT has Python's default handler. ``asyncio.run()`` takes SIGINT
+    over (a Ctrl-C cancels its main task, so the call is cancelled) and the sync client's loop
+    runs in a thread of its own: there a ``KeyboardInterrupt`` is the tool's own.
+
+    Example:
+        >>> _maybe_ctrl_c(ValueError()), _maybe_ctrl_c(SystemExit(2))
+        (False, False)
+    """
+    return (isinstance(error, KeyboardInterrupt)
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 
 @overload

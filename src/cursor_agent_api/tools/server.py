@@ -62,7 +62,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .functions import LocalInvocation, Tool, to_texts
+from .functions import LocalInvocation, Tool, describe, to_texts
 from .mcp_scopes import SCOPE_HEADER, McpScopes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
@@ -285,9 +285,15 @@ class ToolServer:
             raise
         finally:
             self._running.pop(call, None)
-        if call.cancelled():  # end_calls: the turn that made it ended, its agent is gone
+        failed = None if call.cancelled() else call.exception()
+        if call.cancelled() or failed is not None:
+            # cancelled: end_calls (the turn that made it ended, its agent is gone); failed:
+            # invoke never raises, but what would reach the SDK's task group ends the server
+            error = CANCELLED if failed is None else f"the tool's call failed: {describe(failed)}"
+            if failed is not None:
+                log.error("tool %s: %s", found.name, error, exc_info=failed)
             record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
-                                     error=CANCELLED, texts=[CANCELLED],
+                                     exception=failed, error=error, texts=[error],
                                      duration_ms=(time.monotonic() - began) * 1000)
         else:
             record = call.result()
@@ -380,8 +386,9 @@ class ToolServer:
         there instead (mode 0600; put it in a private directory): no TCP port, the same token
         (any of the user's processes reaches the socket, another client's agent included).
         """
-        if self._task is not None:
+        if self.running:
             return
+        self._task = None  # one that died (see _serve) is replaced
         if unix_path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -423,12 +430,20 @@ class ToolServer:
         server = self._server = _QuietServer(config)
         self._task = asyncio.get_running_loop().create_task(
             _serve(server, sock, lowlevel.session_manager.run()))
+        self._task.add_done_callback(self._ended)
         while not server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it
                 raise RuntimeError("the tool server stopped while starting")
             await asyncio.sleep(0.005)
 
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """The server's task ended on its own (not stopped): said (:meth:`start` serves again)."""
+        error = None if task.cancelled() else task.exception()
+        if task is self._task and error is not None:
+            log.error("the tool server %s stopped: %s; it is served again when the next turn "
+                      "starts", self.name, describe(error), exc_info=error)
 
     async def stop(self) -> None:
         """Stop serving (open streams are closed); idempotent. Calls still in flight are
@@ -443,20 +458,24 @@ class ToolServer:
             await asyncio.wait(running, timeout=1)
             await asyncio.sleep(0)  # their handlers record them and answer
         server.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 5)
-        except asyncio.TimeoutError:
+        await asyncio.wait({task}, timeout=5)
+        if not task.done():
             server.force_exit = True
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await asyncio.wait({task})
         self.scopes.clear()  # (their sessions ended with the server)
+        # what ended a server that died was logged then (_ended): its stop raises nothing
 
 
 async def _serve(server: uvicorn.Server, sock: socket.socket,
                  sessions: contextlib.AbstractAsyncContextManager[None]) -> None:
-    async with sessions:
-        await server.serve(sockets=[sock])
+    try:
+        async with sessions:
+            await server.serve(sockets=[sock])
+    finally:  # a serve cut short (the SDK's task group ended) would leave its listener open
+        for listener in getattr(server, "servers", ()):
+            listener.close()
+        sock.close()
 
 
 def _weight(record: LocalInvocation) -> int:
