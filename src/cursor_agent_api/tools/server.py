@@ -72,6 +72,17 @@ log = logging.getLogger("cursor_agent_api.tools")
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """The largest request the tool server reads (1 MiB: tool arguments, not uploads)."""
 
+MAX_RESULT_BYTES = 8 * 1024 * 1024
+"""The largest tool result the server sends: its JSON (``CallToolResult``, as on the wire),
+8 MiB. Above any model's context window (a million tokens is about 4 MiB of text), so nothing
+an agent could use is refused, while a runaway result (a whole database, a binary read as text)
+is refused before the host, the relay and the agent each hold copies of it: the agent gets an
+``isError`` result naming the size and the bound instead (docs/tools.md)."""
+
+RESULT_EVENT_MARGIN = 64 * 1024
+"""What a client reading the server's results allows beyond :data:`MAX_RESULT_BYTES` for one
+SSE event: the JSON-RPC envelope and the event's own fields."""
+
 RELAY_AUTHORITY = "tools.relay.invalid:1"
 """The ``Host`` the stdio relay sends over the Unix socket (a name, not an address)."""
 
@@ -208,7 +219,8 @@ class ToolServer:
     """
 
     def __init__(self, tools: Iterable[Tool], *, name: str = "python-tools",
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 max_result_bytes: int = MAX_RESULT_BYTES) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
             if not isinstance(t, Tool):
@@ -219,6 +231,7 @@ class ToolServer:
         self.name = name
         self.token = secrets.token_urlsafe(32)
         self.max_body_bytes = max_body_bytes
+        self.max_result_bytes = max_result_bytes
         self._port: int | None = None
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -297,11 +310,20 @@ class ToolServer:
                                      duration_ms=(time.monotonic() - began) * 1000)
         else:
             record = call.result()
+        result = _answer(record)
+        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+        if size > self.max_result_bytes:  # (the agent would never see it)
+            record.value, record.exception = None, None
+            record.error = (f"the tool's result is {size:,} bytes of JSON, over the tool server's "
+                            f"bound of {self.max_result_bytes:,} bytes: return less (or write it to a "
+                            "file and return its path)")
+            record.texts = [record.error]
+            log.warning("tool %s: %s", found.name, record.error)
+            result = _answer(record)
+        if not call.cancelled() and failed is None:
             self._keep(began, record)
         self.calls += 1
-        structured = to_texts(record.value)[1] if record.ok else None
-        return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
-                                    structured_content=structured, is_error=record.is_error)
+        return result
 
     def _keep(self, began: float, record: LocalInvocation) -> None:
         """Keep ``record`` for :meth:`claim`, within the bounds (the oldest go first)."""
@@ -476,6 +498,13 @@ async def _serve(server: uvicorn.Server, sock: socket.socket,
         for listener in getattr(server, "servers", ()):
             listener.close()
         sock.close()
+
+
+def _answer(record: LocalInvocation) -> types.CallToolResult:
+    """What the agent is sent for ``record``."""
+    structured = to_texts(record.value)[1] if record.ok else None
+    return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
+                                structured_content=structured, is_error=record.is_error)
 
 
 def _weight(record: LocalInvocation) -> int:
