@@ -38,6 +38,7 @@ import re
 import signal
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
@@ -49,7 +50,7 @@ import typing_extensions
 from ..runtime.daemon_thread import in_daemon_thread
 from .schema import ArgumentError, ArgumentSpec, callee
 
-__all__ = ["LocalInvocation", "Tool", "describe", "tool"]
+__all__ = ["LocalInvocation", "Tool", "describe", "log_exception", "printable", "tool"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
@@ -130,9 +131,30 @@ def to_texts(value: Any) -> tuple[list[str], Any]:
     if value is None:
         return [], None
     if isinstance(value, str):
-        return [value], None
+        return [printable(value)], None
     data = _json_ready(value)
     return [json.dumps(data, ensure_ascii=False)], data if isinstance(data, dict) else None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str, *, in_json: bool = False) -> str:
+    """``text`` with each lone surrogate (no UTF-8 can hold one: a file name ``os.listdir``
+    could not decode, text read with ``errors="surrogateescape"``) written as the six
+    characters of its escape, ``\\udce9``; in JSON text (``in_json``) as the JSON for them.
+
+    Example:
+        >>> name = b"caf\\xe9.txt".decode("utf-8", "surrogateescape")
+        >>> print(printable(name), printable("café"))
+        caf\\udce9.txt café
+        >>> json.loads(printable(json.dumps([name], ensure_ascii=False), in_json=True)) == [printable(name)]
+        True
+    """
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    slash = "\\\\" if in_json else "\\"
+    return _LONE_SURROGATE.sub(lambda m: f"{slash}u{ord(m.group()):04x}", text)
 
 
 _ACCEPTED = ("return a str, a pydantic model, or JSON values: dict, list, str, number, bool, "
@@ -181,7 +203,7 @@ def _json_ready(value: Any) -> Any:
             what = f"a {outer}"
         raise TypeError(f"the tool returned {what}, which JSON cannot hold ({_ACCEPTED})"
                         ) from None
-    return json.loads(text, parse_constant=lambda _: None)
+    return json.loads(printable(text, in_json=True), parse_constant=lambda _: None)
 
 
 def _recorded(arguments: Any) -> dict[str, Any]:
@@ -281,7 +303,7 @@ class Tool(Generic[_P, _R]):
             record.texts, _ = to_texts(value)
             record.value = value
         except ArgumentError as e:
-            record.error = str(e)
+            record.error = printable(str(e))
         except asyncio.CancelledError:
             raise  # (invoke tells a cancel of the call from one the function raised)
         except BaseException as e:  # sys.exit() (argparse, click), pytest.fail(), a framework's own
@@ -290,7 +312,7 @@ class Tool(Generic[_P, _R]):
                 raise
             record.exception = raised
             record.error = describe(raised)
-            log.warning("tool %s raised %s", self.name, record.error, exc_info=raised)
+            log_exception(logging.WARNING, raised, "tool %s raised %s", self.name, record.error)
         record.duration_ms = (time.perf_counter() - began) * 1000
         if record.error is not None:
             record.texts = [record.error]
@@ -304,8 +326,28 @@ def describe(error: BaseException) -> str:
         >>> describe(KeyError("no order Z9")), describe(KeyboardInterrupt())
         ("KeyError: 'no order Z9'", 'KeyboardInterrupt')
     """
-    message = str(error)
+    message = printable(str(error))
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def log_exception(level: int, error: BaseException, message: str, *args: Any) -> None:
+    """Log ``message`` with ``error``'s traceback on the tools' logger; a traceback that holds
+    a lone surrogate (an undecodable file name in a message) is written out escaped
+    (:func:`printable`), since a handler writing UTF-8 could not write it.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO(); handler = logging.StreamHandler(out); log.addHandler(handler)
+        >>> log_exception(logging.WARNING, OSError("no caf\\udce9"), "tool %s raised", "t")
+        >>> log.removeHandler(handler); print(out.getvalue().strip())
+        tool t raised
+        OSError: no caf\\udce9
+    """
+    shown = "".join(traceback.format_exception(error))
+    if _LONE_SURROGATE.search(shown) is None:
+        log.log(level, message, *args, exc_info=error)
+    else:
+        log.log(level, message + "\n%s", *args, printable(shown.rstrip("\n")))
 
 
 class _Raised(Exception):

@@ -62,7 +62,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .functions import LocalInvocation, Tool, describe, to_texts
+from .functions import LocalInvocation, Tool, describe, log_exception, to_texts
 from .mcp_scopes import SCOPE_HEADER, McpScopes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
@@ -304,7 +304,7 @@ class ToolServer:
             # invoke never raises, but what would reach the SDK's task group ends the server
             error = CANCELLED if failed is None else f"the tool's call failed: {describe(failed)}"
             if failed is not None:
-                log.error("tool %s: %s", found.name, error, exc_info=failed)
+                log_exception(logging.ERROR, failed, "tool %s: %s", found.name, error)
             record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
                                      exception=failed, error=error, texts=[error],
                                      duration_ms=(time.monotonic() - began) * 1000)
@@ -464,8 +464,8 @@ class ToolServer:
         """The server's task ended on its own (not stopped): said (:meth:`start` serves again)."""
         error = None if task.cancelled() else task.exception()
         if task is self._task and error is not None:
-            log.error("the tool server %s stopped: %s; it is served again when the next turn "
-                      "starts", self.name, describe(error), exc_info=error)
+            log_exception(logging.ERROR, error, "the tool server %s stopped: %s; it is served again "
+                          "when the next turn starts", self.name, describe(error))
 
     async def stop(self) -> None:
         """Stop serving (open streams are closed); idempotent. Calls still in flight are
