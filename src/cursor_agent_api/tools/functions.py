@@ -31,6 +31,8 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 import logging
@@ -39,6 +41,7 @@ import signal
 import threading
 import time
 import traceback
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
@@ -249,6 +252,50 @@ class Tool(Generic[_P, _R]):
                      else ArgumentSpec.from_schema(input_schema))
         self.is_async = (inspect.iscoroutinefunction(fn)
                          or inspect.iscoroutinefunction(parts.function))
+        self.method_of: type | None = None
+        """The class whose method this is, until taken from an instance (see :meth:`__get__`)."""
+        self._attribute = ""
+        self._schema_given = input_schema is not None
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        """``@tool`` in a class body: a method. Its ``self`` is not the agent's to set (the
+        schema leaves it out); taken from an instance, the tool is bound to it. A tool only
+        stored on a class (``alias = lookup_order``) was not defined there: left as it is."""
+        fn = self.fn
+        if not inspect.isfunction(fn) or fn.__qualname__ != f"{owner.__qualname__}.{fn.__name__}":
+            return
+        first = next(iter(inspect.signature(fn).parameters.values()), None)
+        if first is None or first.kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return
+        self.method_of, self._attribute = owner, attribute
+        if not self._schema_given:  # (the agent's arguments: the parameters after self)
+            self.spec = ArgumentSpec.from_function(functools.partial(fn, None))
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Tool[_P, _R]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> Tool[..., _R]: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> Tool[..., _R]:
+        """A method's tool taken from an instance (``shop.lookup_order``): a tool of that
+        instance's method, with the same name, description and schema; any other tool as it is.
+
+        Example:
+            >>> class Shop:
+            ...     @tool
+            ...     def lookup_order(self, order_id: str) -> str:
+            ...         '''Look up an order.'''
+            ...         return f"{order_id}: shipped"
+            >>> Shop().lookup_order("A1"), list(Shop().lookup_order.input_schema["properties"])
+            ('A1: shipped', ['order_id'])
+        """
+        if instance is None or self.method_of is None:
+            return self
+        bound: Tool[..., _R] = copy.copy(self)
+        bound.fn = types.MethodType(self.fn, instance)
+        bound.method_of = None
+        return bound
 
     @property
     def input_schema(self) -> dict[str, Any]:

@@ -225,6 +225,9 @@ class ToolServer:
         for t in tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"tools must be @tool functions, got {t!r} (decorate it with @tool)")
+            if t.method_of is not None:
+                raise TypeError(f"tool {t.name}: {t._attribute} is a method of {t.method_of.__name__}: "
+                                f"pass it bound to an instance, tools=[obj.{t._attribute}]")
             if t.name in self.tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self.tools[t.name] = t
