@@ -239,23 +239,28 @@ class Tool(Generic[_P, _R]):
                  description: str | None = None, input_schema: Any = None) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
+        source = fn if isinstance(fn, Tool) else None  # a tool renamed: a copy over its function
+        if source is not None:
+            fn = source.fn
         self.fn: Callable[_P, _R] = fn
         parts = callee(fn)  # a partial's function, an object's __call__
-        chosen = name if name is not None else parts.name
+        chosen = name if name is not None else source.name if source is not None else parts.name
         if chosen is None:
             raise ValueError(f"{parts.label} has no name: give the tool one, @tool(name=...)")
         self.name: str = chosen
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
-        self.description = description if description is not None else (parts.doc or "")
-        self.spec = (ArgumentSpec.from_function(fn) if input_schema is None
-                     else ArgumentSpec.from_schema(input_schema))
+        self.description: str = (description if description is not None
+                                 else source.description if source is not None else (parts.doc or ""))
+        self.spec: ArgumentSpec = (
+            ArgumentSpec.from_schema(input_schema) if input_schema is not None
+            else source.spec if source is not None else ArgumentSpec.from_function(fn))
         self.is_async = (inspect.iscoroutinefunction(fn)
                          or inspect.iscoroutinefunction(parts.function))
-        self.method_of: type | None = None
+        self.method_of: type | None = source.method_of if source is not None else None
         """The class whose method this is, until taken from an instance (see :meth:`__get__`)."""
-        self._attribute = ""
-        self._schema_given = input_schema is not None
+        self._attribute: str = source._attribute if source is not None else ""
+        self._schema_given: bool = input_schema is not None or (source is not None and source._schema_given)
 
     def __set_name__(self, owner: type, attribute: str) -> None:
         """``@tool`` in a class body: a method. Its ``self`` is not the agent's to set (the

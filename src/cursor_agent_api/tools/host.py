@@ -474,13 +474,21 @@ def open_turn(host: ToolHost | None, config: AgentConfig,
     return ScopedTurn(open_inner(turn_config), scope)
 
 
-def make_host(tools: Iterable[Any] | None) -> ToolHost | None:
-    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none).
+def make_host(tools: Iterable[Any] | Any | None) -> ToolHost | None:
+    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none; one tool: a
+    list of one).
 
     Example:
         >>> make_host(None) is None, make_host([]) is None
         (True, True)
     """
-    tools = list(tools or ())
-    return ToolHost(tools) if tools else None
+    if tools is None:
+        return None
+    if callable(tools):  # one tool (or a function not decorated, which ToolServer names): [it]
+        tools = [tools]
+    elif isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise TypeError(f"tools= takes a list of @tool functions, got {type(tools).__name__}: "
+                        f"{tools!r:.80}")
+    listed = list(tools)
+    return ToolHost(listed) if listed else None
 
