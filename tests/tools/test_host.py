@@ -85,8 +85,8 @@ def test_the_relay_socket_under_a_long_tmpdir(tmp_path: Path, monkeypatch: pytes
     async def main() -> str:
         await host.start()
         try:
-            path = host._socket_dir
-            assert path is not None
+            assert host._socket_dir is not None
+            path = host._socket_dir.path
             sock = Path(path) / "mcp.sock"
             assert sock.is_socket() and (Path(path).stat().st_mode & 0o777) == 0o700
             return str(sock)

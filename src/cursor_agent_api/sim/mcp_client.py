@@ -57,6 +57,12 @@ _REAP_TIMEOUT = 10.0
 """Seconds to wait for a closed connection's end (the SDK's own shutdown of a stdio server is
 bounded: stdin closed, 2 s, SIGTERM, then SIGKILL)."""
 
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""The largest message (one SSE event) the simulator reads from a streamable HTTP server: all
+that the client's own tool server sends (up to its bound, 8 MiB: docs/tools.md), where the
+``mcp`` SDK's default stops at 1 MiB (the real CLI's limit, if any, is not known); still
+bounded, against a server that never ends an event."""
+
 CALL_TIMEOUT = 300.0
 """Seconds one ``tools/call`` may take before the call ends in an ``error`` outcome."""
 
@@ -177,7 +183,8 @@ async def _http(entry: Mapping[str, Any], timeout: float, info: Any, *, sse: boo
             yield client
         return
     async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=bounds) as http, \
-            Client(streamable_http_client(entry["url"], http_client=http), mode="legacy",
+            Client(streamable_http_client(entry["url"], http_client=http,
+                                         max_sse_event_size=MAX_MESSAGE_BYTES), mode="legacy",
                    client_info=info) as client:
         yield client
 

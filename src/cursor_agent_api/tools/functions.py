@@ -31,11 +31,17 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import copy
+import functools
 import inspect
 import json
 import logging
 import re
+import signal
+import threading
 import time
+import traceback
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, overload
@@ -47,7 +53,7 @@ import typing_extensions
 from ..runtime.daemon_thread import in_daemon_thread
 from .schema import ArgumentError, ArgumentSpec, callee
 
-__all__ = ["LocalInvocation", "Tool", "tool"]
+__all__ = ["LocalInvocation", "Tool", "describe", "log_exception", "printable", "tool"]
 
 log = logging.getLogger("cursor_agent_api.tools")
 
@@ -128,9 +134,30 @@ def to_texts(value: Any) -> tuple[list[str], Any]:
     if value is None:
         return [], None
     if isinstance(value, str):
-        return [value], None
+        return [printable(value)], None
     data = _json_ready(value)
     return [json.dumps(data, ensure_ascii=False)], data if isinstance(data, dict) else None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(text: str, *, in_json: bool = False) -> str:
+    """``text`` with each lone surrogate (no UTF-8 can hold one: a file name ``os.listdir``
+    could not decode, text read with ``errors="surrogateescape"``) written as the six
+    characters of its escape, ``\\udce9``; in JSON text (``in_json``) as the JSON for them.
+
+    Example:
+        >>> name = b"caf\\xe9.txt".decode("utf-8", "surrogateescape")
+        >>> print(printable(name), printable("café"))
+        caf\\udce9.txt café
+        >>> json.loads(printable(json.dumps([name], ensure_ascii=False), in_json=True)) == [printable(name)]
+        True
+    """
+    if _LONE_SURROGATE.search(text) is None:
+        return text
+    slash = "\\\\" if in_json else "\\"
+    return _LONE_SURROGATE.sub(lambda m: f"{slash}u{ord(m.group()):04x}", text)
 
 
 _ACCEPTED = ("return a str, a pydantic model, or JSON values: dict, list, str, number, bool, "
@@ -179,7 +206,7 @@ def _json_ready(value: Any) -> Any:
             what = f"a {outer}"
         raise TypeError(f"the tool returned {what}, which JSON cannot hold ({_ACCEPTED})"
                         ) from None
-    return json.loads(text, parse_constant=lambda _: None)
+    return json.loads(printable(text, in_json=True), parse_constant=lambda _: None)
 
 
 def _recorded(arguments: Any) -> dict[str, Any]:
@@ -212,19 +239,68 @@ class Tool(Generic[_P, _R]):
                  description: str | None = None, input_schema: Any = None) -> None:
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
+        source = fn if isinstance(fn, Tool) else None  # a tool renamed: a copy over its function
+        if source is not None:
+            fn = source.fn
         self.fn: Callable[_P, _R] = fn
         parts = callee(fn)  # a partial's function, an object's __call__
-        chosen = name if name is not None else parts.name
+        chosen = name if name is not None else source.name if source is not None else parts.name
         if chosen is None:
             raise ValueError(f"{parts.label} has no name: give the tool one, @tool(name=...)")
         self.name: str = chosen
         if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise ValueError(f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-'")
-        self.description = description if description is not None else (parts.doc or "")
-        self.spec = (ArgumentSpec.from_function(fn) if input_schema is None
-                     else ArgumentSpec.from_schema(input_schema))
+        self.description: str = (description if description is not None
+                                 else source.description if source is not None else (parts.doc or ""))
+        self.spec: ArgumentSpec = (
+            ArgumentSpec.from_schema(input_schema) if input_schema is not None
+            else source.spec if source is not None else ArgumentSpec.from_function(fn))
         self.is_async = (inspect.iscoroutinefunction(fn)
                          or inspect.iscoroutinefunction(parts.function))
+        self.method_of: type | None = source.method_of if source is not None else None
+        """The class whose method this is, until taken from an instance (see :meth:`__get__`)."""
+        self._attribute: str = source._attribute if source is not None else ""
+        self._schema_given: bool = input_schema is not None or (source is not None and source._schema_given)
+
+    def __set_name__(self, owner: type, attribute: str) -> None:
+        """``@tool`` in a class body: a method. Its ``self`` is not the agent's to set (the
+        schema leaves it out); taken from an instance, the tool is bound to it. A tool only
+        stored on a class (``alias = lookup_order``) was not defined there: left as it is."""
+        fn = self.fn
+        if not inspect.isfunction(fn) or fn.__qualname__ != f"{owner.__qualname__}.{fn.__name__}":
+            return
+        first = next(iter(inspect.signature(fn).parameters.values()), None)
+        if first is None or first.kind not in (inspect.Parameter.POSITIONAL_ONLY,
+                                               inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return
+        self.method_of, self._attribute = owner, attribute
+        if not self._schema_given:  # (the agent's arguments: the parameters after self)
+            self.spec = ArgumentSpec.from_function(functools.partial(fn, None))
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Tool[_P, _R]: ...
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> Tool[..., _R]: ...
+
+    def __get__(self, instance: object, owner: type | None = None) -> Tool[..., _R]:
+        """A method's tool taken from an instance (``shop.lookup_order``): a tool of that
+        instance's method, with the same name, description and schema; any other tool as it is.
+
+        Example:
+            >>> class Shop:
+            ...     @tool
+            ...     def lookup_order(self, order_id: str) -> str:
+            ...         '''Look up an order.'''
+            ...         return f"{order_id}: shipped"
+            >>> Shop().lookup_order("A1"), list(Shop().lookup_order.input_schema["properties"])
+            ('A1: shipped', ['order_id'])
+        """
+        if instance is None or self.method_of is None:
+            return self
+        bound: Tool[..., _R] = copy.copy(self)
+        bound.fn = types.MethodType(self.fn, instance)
+        bound.method_of = None
+        return bound
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -271,23 +347,94 @@ class Tool(Generic[_P, _R]):
             if self.is_async:
                 value = await fn(*args, **kwargs)
             else:
-                value = await in_daemon_thread(lambda: fn(*args, **kwargs),
-                                                f"tool {self.name}")
+                value = await in_daemon_thread(lambda: _caught(fn, args, kwargs), f"tool {self.name}")
+                if isinstance(value, _Raised):
+                    raise value
             if inspect.isawaitable(value):  # a sync wrapper around an async function
                 value = await value
             record.texts, _ = to_texts(value)
             record.value = value
         except ArgumentError as e:
-            record.error = str(e)
-        except (Exception, SystemExit) as e:  # sys.exit(): argparse and click on bad input
-            record.exception = e
-            message = str(e)
-            record.error = f"{type(e).__name__}: {message}" if message else type(e).__name__
-            log.warning("tool %s raised %s", self.name, record.error, exc_info=True)
+            record.error = printable(str(e))
+        except asyncio.CancelledError:
+            raise  # (invoke tells a cancel of the call from one the function raised)
+        except BaseException as e:  # sys.exit() (argparse, click), pytest.fail(), a framework's own
+            raised = e.raised if isinstance(e, _Raised) else e
+            if raised is e and _maybe_ctrl_c(e):
+                raise
+            record.exception = raised
+            record.error = describe(raised)
+            log_exception(logging.WARNING, raised, "tool %s raised %s", self.name, record.error)
         record.duration_ms = (time.perf_counter() - began) * 1000
         if record.error is not None:
             record.texts = [record.error]
         return record
+
+
+def describe(error: BaseException) -> str:
+    """How the agent is told of an exception: its type, and its message if any.
+
+    Example:
+        >>> describe(KeyError("no order Z9")), describe(KeyboardInterrupt())
+        ("KeyError: 'no order Z9'", 'KeyboardInterrupt')
+    """
+    message = printable(str(error))
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def log_exception(level: int, error: BaseException, message: str, *args: Any) -> None:
+    """Log ``message`` with ``error``'s traceback on the tools' logger; a traceback that holds
+    a lone surrogate (an undecodable file name in a message) is written out escaped
+    (:func:`printable`), since a handler writing UTF-8 could not write it.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO(); handler = logging.StreamHandler(out); log.addHandler(handler)
+        >>> log_exception(logging.WARNING, OSError("no caf\\udce9"), "tool %s raised", "t")
+        >>> log.removeHandler(handler); print(out.getvalue().strip())
+        tool t raised
+        OSError: no caf\\udce9
+    """
+    shown = "".join(traceback.format_exception(error))
+    if _LONE_SURROGATE.search(shown) is None:
+        log.log(level, message, *args, exc_info=error)
+    else:
+        log.log(level, message + "\n%s", *args, printable(shown.rstrip("\n")))
+
+
+class _Raised(Exception):
+    """What a sync tool raised in its worker thread, carried back as an ``Exception``: a
+    ``BaseException`` that is not one (``KeyboardInterrupt``, ``pytest.fail()``) would
+    otherwise be re-raised by the event loop that awaits the thread, out of its task."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(raised)
+        self.raised = raised
+
+
+def _caught(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` in a tool's worker thread: what it returns, or a :class:`_Raised`
+    for whatever it raised (no signal reaches a worker thread: never a Ctrl-C)."""
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as e:  # (the tool's own, whatever it is)
+        return _Raised(e)
+
+
+def _maybe_ctrl_c(error: BaseException) -> bool:
+    """Whether ``error``, raised by an async tool (on the loop's thread), may be the user's
+    Ctrl-C, which then stops the program as it would without tools: a ``KeyboardInterrupt`` on
+    the main thread while SIGINT has Python's default handler. ``asyncio.run()`` takes SIGINT
+    over (a Ctrl-C cancels its main task, so the call is cancelled) and the sync client's loop
+    runs in a thread of its own: there a ``KeyboardInterrupt`` is the tool's own.
+
+    Example:
+        >>> _maybe_ctrl_c(ValueError()), _maybe_ctrl_c(SystemExit(2))
+        (False, False)
+    """
+    return (isinstance(error, KeyboardInterrupt)
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 
 @overload

@@ -51,6 +51,7 @@ from ..runtime.argv import build_env, check_workspace
 from ..runtime.transport import Turn
 from .approvals import ApprovalInjection, approvals_file, turn_approval_keys
 from .inject import WorkspaceInjection
+from .journal import HELD
 from .mcp_scopes import SCOPE_ENV, SCOPE_HEADER
 
 if TYPE_CHECKING:
@@ -92,6 +93,26 @@ def socket_dir() -> str:
     return tempfile.mkdtemp(prefix="cagt-", dir="/tmp")
 
 
+class _OwnDirectory:
+    """A directory this process made (the relay's, for its socket): removed by :meth:`exit`,
+    or at the interpreter's normal exit if the client was never closed (:data:`~.journal.HELD`:
+    a sync client left open, an async one whose ``asyncio.run()`` ended without ``aclose()``).
+
+    Example:
+        >>> made = _OwnDirectory(tempfile.mkdtemp())
+        >>> made.exit(); os.path.exists(made.path)
+        False
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        HELD.hold(self)
+
+    def exit(self) -> None:
+        HELD.drop(self)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
 class ToolHost:
     """The tools of one client and their server (see the module's docstring).
 
@@ -113,7 +134,7 @@ class ToolHost:
         if transport not in ("http", "relay"):
             raise ValueError(f"{TRANSPORT_ENV} must be 'http' or 'relay', got {transport!r}")
         self.transport = transport
-        self._socket_dir: str | None = None
+        self._socket_dir: _OwnDirectory | None = None
 
         suffix = os.urandom(4).hex()
         self.name = OWN_TOOL_SERVER_PREFIX + suffix
@@ -146,7 +167,7 @@ class ToolHost:
         if self._socket_dir is not None:
             from .relay import relay_entry
 
-            return relay_entry(os.path.join(self._socket_dir, "mcp.sock"), self.env_var)
+            return relay_entry(os.path.join(self._socket_dir.path, "mcp.sock"), self.env_var)
         return {"url": self.server.url,
                 "headers": {"Authorization": f"Bearer ${{env:{self.env_var}}}",
                             SCOPE_HEADER: f"${{env:{SCOPE_ENV}}}"}}
@@ -169,8 +190,8 @@ class ToolHost:
             if not self.server.running:
                 if self.transport == "relay":
                     self._close_socket_dir()
-                    self._socket_dir = socket_dir()
-                    await self.server.start(os.path.join(self._socket_dir, "mcp.sock"))
+                    self._socket_dir = _OwnDirectory(socket_dir())
+                    await self.server.start(os.path.join(self._socket_dir.path, "mcp.sock"))
                 else:
                     await self.server.start()
 
@@ -243,7 +264,7 @@ class ToolHost:
     def _close_socket_dir(self) -> None:
         directory, self._socket_dir = self._socket_dir, None
         if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
+            directory.exit()
 
     def link(self, call: ToolCall, since: float = -math.inf) -> LocalInvocation | None:
         """The local call behind a completed ``mcpToolCall`` of this host's server, if any,
@@ -453,13 +474,21 @@ def open_turn(host: ToolHost | None, config: AgentConfig,
     return ScopedTurn(open_inner(turn_config), scope)
 
 
-def make_host(tools: Iterable[Any] | None) -> ToolHost | None:
-    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none).
+def make_host(tools: Iterable[Any] | Any | None) -> ToolHost | None:
+    """A :class:`ToolHost` for a client's ``tools=`` (``None`` or empty: none; one tool: a
+    list of one).
 
     Example:
         >>> make_host(None) is None, make_host([]) is None
         (True, True)
     """
-    tools = list(tools or ())
-    return ToolHost(tools) if tools else None
+    if tools is None:
+        return None
+    if callable(tools):  # one tool (or a function not decorated, which ToolServer names): [it]
+        tools = [tools]
+    elif isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Iterable):
+        raise TypeError(f"tools= takes a list of @tool functions, got {type(tools).__name__}: "
+                        f"{tools!r:.80}")
+    listed = list(tools)
+    return ToolHost(listed) if listed else None
 

@@ -13,7 +13,8 @@ What lives here, written once for both:
   holders released by its owner's function; a failure is one warning, never the turn's;
 * a journal exists only while it lists holders: the last one out removes its directory
   (:meth:`Journal.delete`), and a sweep removes one that holds nothing;
-* :data:`HELD` — what this process holds, released by an ``atexit`` hook on a normal exit.
+* :data:`HELD` — what this process holds (files it changed, the relay's socket directories),
+  released by an ``atexit`` hook on a normal exit.
 
 What does not: what a state holds and how a target is restored (the two owners).
 
@@ -199,4 +200,4 @@ class HeldAtExit:
 
 
 HELD = HeldAtExit()
-"""The injections and approval entries this process holds."""
+"""The injections and approval entries this process holds (and the relay's socket directories)."""

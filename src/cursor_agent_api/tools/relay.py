@@ -58,18 +58,20 @@ async def relay(socket_path: str, token: str) -> None:
     from mcp.server.stdio import stdio_server
 
     from .mcp_scopes import SCOPE_ENV, SCOPE_HEADER
-    from .server import RELAY_AUTHORITY
+    from .server import MAX_RESULT_BYTES, RELAY_AUTHORITY, RESULT_EVENT_MARGIN
 
     transport = httpx2.AsyncHTTPTransport(uds=socket_path)
     url = f"http://{RELAY_AUTHORITY}/mcp"
     headers = {"Authorization": f"Bearer {token}"}
     if os.environ.get(SCOPE_ENV):  # the turn's (print mode: the agent's environment)
         headers[SCOPE_HEADER] = os.environ[SCOPE_ENV]
+    largest = MAX_RESULT_BYTES + RESULT_EVENT_MARGIN  # (the SDK's default: 1 MiB)
     async with stdio_server() as (from_agent, to_agent):
         try:
             async with httpx2.AsyncClient(transport=transport, trust_env=False, headers=headers,
                                           timeout=httpx2.Timeout(30, read=None)) as http, \
-                    streamable_http_client(url, http_client=http) as (from_host, to_host), \
+                    streamable_http_client(url, http_client=http, max_sse_event_size=largest
+                                           ) as (from_host, to_host), \
                     anyio.create_task_group() as group:
                 group.start_soon(_pump, from_host, to_agent)
                 await _pump(from_agent, to_host)  # the agent closed stdin: done

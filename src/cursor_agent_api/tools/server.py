@@ -62,7 +62,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from .functions import LocalInvocation, Tool, to_texts
+from .functions import LocalInvocation, Tool, describe, log_exception, to_texts
 from .mcp_scopes import SCOPE_HEADER, McpScopes
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "Guard", "ToolServer"]
@@ -71,6 +71,17 @@ log = logging.getLogger("cursor_agent_api.tools")
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 """The largest request the tool server reads (1 MiB: tool arguments, not uploads)."""
+
+MAX_RESULT_BYTES = 8 * 1024 * 1024
+"""The largest tool result the server sends: its JSON (``CallToolResult``, as on the wire),
+8 MiB. Above any model's context window (a million tokens is about 4 MiB of text), so nothing
+an agent could use is refused, while a runaway result (a whole database, a binary read as text)
+is refused before the host, the relay and the agent each hold copies of it: the agent gets an
+``isError`` result naming the size and the bound instead (docs/tools.md)."""
+
+RESULT_EVENT_MARGIN = 64 * 1024
+"""What a client reading the server's results allows beyond :data:`MAX_RESULT_BYTES` for one
+SSE event: the JSON-RPC envelope and the event's own fields."""
 
 RELAY_AUTHORITY = "tools.relay.invalid:1"
 """The ``Host`` the stdio relay sends over the Unix socket (a name, not an address)."""
@@ -208,17 +219,22 @@ class ToolServer:
     """
 
     def __init__(self, tools: Iterable[Tool], *, name: str = "python-tools",
-                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+                 max_result_bytes: int = MAX_RESULT_BYTES) -> None:
         self.tools: dict[str, Tool] = {}
         for t in tools:
             if not isinstance(t, Tool):
                 raise TypeError(f"tools must be @tool functions, got {t!r} (decorate it with @tool)")
+            if t.method_of is not None:
+                raise TypeError(f"tool {t.name}: {t._attribute} is a method of {t.method_of.__name__}: "
+                                f"pass it bound to an instance, tools=[obj.{t._attribute}]")
             if t.name in self.tools:
                 raise ValueError(f"two tools are named {t.name!r}")
             self.tools[t.name] = t
         self.name = name
         self.token = secrets.token_urlsafe(32)
         self.max_body_bytes = max_body_bytes
+        self.max_result_bytes = max_result_bytes
         self._port: int | None = None
         self._server: _QuietServer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -285,17 +301,32 @@ class ToolServer:
             raise
         finally:
             self._running.pop(call, None)
-        if call.cancelled():  # end_calls: the turn that made it ended, its agent is gone
+        failed = None if call.cancelled() else call.exception()
+        if call.cancelled() or failed is not None:
+            # cancelled: end_calls (the turn that made it ended, its agent is gone); failed:
+            # invoke never raises, but what would reach the SDK's task group ends the server
+            error = CANCELLED if failed is None else f"the tool's call failed: {describe(failed)}"
+            if failed is not None:
+                log_exception(logging.ERROR, failed, "tool %s: %s", found.name, error)
             record = LocalInvocation(found.name, dict(params.arguments or {}), started_at=started_at,
-                                     error=CANCELLED, texts=[CANCELLED],
+                                     exception=failed, error=error, texts=[error],
                                      duration_ms=(time.monotonic() - began) * 1000)
         else:
             record = call.result()
+        result = _answer(record)
+        size = len(result.model_dump_json(by_alias=True, exclude_none=True).encode())
+        if size > self.max_result_bytes:  # (the agent would never see it)
+            record.value, record.exception = None, None
+            record.error = (f"the tool's result is {size:,} bytes of JSON, over the tool server's "
+                            f"bound of {self.max_result_bytes:,} bytes: return less (or write it to a "
+                            "file and return its path)")
+            record.texts = [record.error]
+            log.warning("tool %s: %s", found.name, record.error)
+            result = _answer(record)
+        if not call.cancelled() and failed is None:
             self._keep(began, record)
         self.calls += 1
-        structured = to_texts(record.value)[1] if record.ok else None
-        return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
-                                    structured_content=structured, is_error=record.is_error)
+        return result
 
     def _keep(self, began: float, record: LocalInvocation) -> None:
         """Keep ``record`` for :meth:`claim`, within the bounds (the oldest go first)."""
@@ -380,8 +411,9 @@ class ToolServer:
         there instead (mode 0600; put it in a private directory): no TCP port, the same token
         (any of the user's processes reaches the socket, another client's agent included).
         """
-        if self._task is not None:
+        if self.running:
             return
+        self._task = None  # one that died (see _serve) is replaced
         if unix_path is not None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -423,12 +455,20 @@ class ToolServer:
         server = self._server = _QuietServer(config)
         self._task = asyncio.get_running_loop().create_task(
             _serve(server, sock, lowlevel.session_manager.run()))
+        self._task.add_done_callback(self._ended)
         while not server.started:
             if self._task.done():
                 self._task.result()  # raises what stopped it
                 raise RuntimeError("the tool server stopped while starting")
             await asyncio.sleep(0.005)
 
+
+    def _ended(self, task: asyncio.Task[None]) -> None:
+        """The server's task ended on its own (not stopped): said (:meth:`start` serves again)."""
+        error = None if task.cancelled() else task.exception()
+        if task is self._task and error is not None:
+            log_exception(logging.ERROR, error, "the tool server %s stopped: %s; it is served again "
+                          "when the next turn starts", self.name, describe(error))
 
     async def stop(self) -> None:
         """Stop serving (open streams are closed); idempotent. Calls still in flight are
@@ -443,20 +483,31 @@ class ToolServer:
             await asyncio.wait(running, timeout=1)
             await asyncio.sleep(0)  # their handlers record them and answer
         server.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(task), 5)
-        except asyncio.TimeoutError:
+        await asyncio.wait({task}, timeout=5)
+        if not task.done():
             server.force_exit = True
             task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await asyncio.wait({task})
         self.scopes.clear()  # (their sessions ended with the server)
+        # what ended a server that died was logged then (_ended): its stop raises nothing
 
 
 async def _serve(server: uvicorn.Server, sock: socket.socket,
                  sessions: contextlib.AbstractAsyncContextManager[None]) -> None:
-    async with sessions:
-        await server.serve(sockets=[sock])
+    try:
+        async with sessions:
+            await server.serve(sockets=[sock])
+    finally:  # a serve cut short (the SDK's task group ended) would leave its listener open
+        for listener in getattr(server, "servers", ()):
+            listener.close()
+        sock.close()
+
+
+def _answer(record: LocalInvocation) -> types.CallToolResult:
+    """What the agent is sent for ``record``."""
+    structured = to_texts(record.value)[1] if record.ok else None
+    return types.CallToolResult(content=[types.TextContent(text=t) for t in record.texts],
+                                structured_content=structured, is_error=record.is_error)
 
 
 def _weight(record: LocalInvocation) -> int:
