@@ -187,7 +187,13 @@ _NOT_FROM_URL = {"connect_timeout": "every connection waits store_connect_timeou
                             "instead",
                  "command_timeout": "every statement waits store_statement_timeout (60 s by "
                                     "default) instead",
-                 "dbname": "the database is the URL's path (or ?database=)"}
+                 "dbname": "the database is the URL's path (or ?database=)",
+                 # libpq's only (asyncpg has no such setting): the job queue's driver reads them
+                 # from the environment too
+                 "channel_binding": "set PGCHANNELBINDING in the environment instead (libpq, the "
+                                    "job queue's driver, reads it; asyncpg has no such setting)",
+                 "gssencmode": "set PGGSSENCMODE in the environment instead (libpq, the job "
+                               "queue's driver, reads it; asyncpg has no such setting)"}
 
 
 def _postgres_query_problem(url: URL, shown: str) -> str | None:
@@ -207,6 +213,28 @@ def _postgres_query_problem(url: URL, shown: str) -> str | None:
     cache = query.get(_STATEMENT_CACHE)
     if cache is not None and not re.fullmatch(r"[0-9]+", str(cache)):
         return f"{shown}: {_STATEMENT_CACHE}= takes a whole number (0: no cache)"
+    return _libpq_problem(url, shown)
+
+
+def _libpq_problem(url: URL, shown: str) -> str | None:
+    """Why libpq cannot read the URL's libpq form (:func:`libpq_url`), said without any of
+    its text (libpq's own message quotes the URL, password and all), or None. Without
+    psycopg (the job queue's driver, the ``postgres`` extra's), only SQLAlchemy's reading."""
+    try:
+        text = libpq_url(url.render_as_string(hide_password=False))
+    except (ArgumentError, ValueError, TypeError):  # hosts and ports that do not pair up
+        return (f"{shown}: its hosts and ports cannot be read (use ?host=A:5432&host=B:5432, "
+                "or ?host=A,B&port=5432,5432)")
+    try:
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return None
+    try:
+        conninfo_to_dict(text)
+    except ProgrammingError:
+        return (f"{shown}: libpq cannot read it as a connection string (a character it forbids, "
+                "such as an encoded NUL %00, or a host it cannot parse): check each part")
     return None
 
 
@@ -286,7 +314,10 @@ def libpq_url(database_url: str) -> str:
         url.set(drivername=POSTGRES_DRIVER))
     hosts, ports = opts.pop("host", None), opts.pop("port", None)
     hosts = [hosts] if isinstance(hosts, str) else list(hosts or [])
-    ports = [str(p) for p in (ports if isinstance(ports, list) else [ports] * len(hosts))
+    if len(hosts) == 1 and ports is None and (v6 := re.fullmatch(r"\[(.*)\]:(\d+)", hosts[0])):
+        hosts, ports = [v6[1]], int(v6[2])  # ?host=[::1]:5432 (SQLAlchemy splits no brackets)
+    hosts = [h[1:-1] if h.startswith("[") and h.endswith("]") else h for h in hosts]
+    ports = [str(p) for p in (ports if isinstance(ports, list) else [ports] * max(1, len(hosts)))
              if p is not None]  # (none: the drivers' own default, PGPORT's or 5432)
     user, password = opts.pop("user", None), opts.pop("password", None)
     database = opts.pop("database", None)
@@ -297,16 +328,18 @@ def libpq_url(database_url: str) -> str:
     if user is not None or password is not None:
         auth = _quoted(user or "") + (f":{_quoted(password)}" if password is not None else "") + "@"
     query: dict[str, Any] = {}
+    if not hosts and ports:  # a port without a host (PGHOST's, or the default socket)
+        query = {"port": ports[0]}
     if any(h.startswith("/") for h in hosts):  # a socket's folder: in the query (both read it)
         netloc = auth
         query = {"host": ",".join(hosts), **({"port": ",".join(ports)} if ports else {})}
     else:
         named = [f"[{h}]" if ":" in h else _quoted(h) for h in hosts]  # (IPv6 in brackets)
-        if ports:
+        if ports and hosts:
             named = [f"{h}:{p}" for h, p in zip(named, ports, strict=True)]
         netloc = auth + ",".join(named)
     query.update(opts)
-    path = f"/{_quoted(database)}" if database is not None else "/"
+    path = f"/{_quoted(database)}" if database is not None else ""
     text = "&".join(f"{_quoted(k)}={_quoted(str(v))}" for k, v in query.items())
     return f"postgresql://{netloc}{path}" + (f"?{text}" if text else "")
 

@@ -132,6 +132,8 @@ def test_libpq_reads_the_url_as_sqlalchemy_does(url: str, read: dict[str, str]) 
                   "store_connect_timeout (10 s by default) instead; drop it"),
     ("keepalives=1", "keepalives= in the URL is not used: it is not a connection parameter both "
                      "drivers read (asyncpg's and libpq's; docs/distributed.md); drop it"),
+    ("sslmode=require&channel_binding=require",  # Neon's connection string
+     "channel_binding= in the URL is not used: set PGCHANNELBINDING in the environment instead"),
     ("application_name=a&application_name=b", "application_name= is given 2 times in the URL: "
                                               "keep one"),
     ("prepared_statement_cache_size=%C2%B2", "prepared_statement_cache_size= takes a whole number"),
@@ -139,3 +141,61 @@ def test_libpq_reads_the_url_as_sqlalchemy_does(url: str, read: dict[str, str]) 
 def test_what_a_driver_would_not_take_is_refused(query: str, said: str) -> None:
     problem = database_url_problem(f"postgresql+asyncpg://me:hunter2@db/app?{query}")
     assert problem is not None and said in problem and "hunter2" not in problem
+
+
+# review 52: asyncpg's own reading of the one libpq URL (its private parser: what the store and
+# the LISTEN connections open) against SQLAlchemy's reading handed to asyncpg.connect() (what the
+# store opened before it was given a DSN), with libpq's (the job queue's) beside them
+_PG_ENV = {"PGHOST": "/tmp/pg-sock", "PGPORT": "54329", "PGUSER": "me", "PGDATABASE": "appdb",
+           "PGPASSWORD": "pw"}
+_ARGS = dict.fromkeys(("host", "port", "user", "password", "passfile", "database", "ssl",
+                       "direct_tls", "server_settings", "target_session_attrs", "krbsrvname",
+                       "gsslib", "service", "servicefile"))
+
+
+def _asyncpg_reads(**given: object) -> tuple[list[object], str]:
+    from asyncpg import connect_utils
+
+    addrs, params = connect_utils._parse_connect_dsn_and_args(**{**_ARGS, "dsn": None, **given})[:2]
+    return list(addrs), params.database
+
+
+def _as_sqlalchemy_handed_it(url: str) -> tuple[list[object], str]:
+    from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+    from sqlalchemy.engine import make_url
+
+    return _asyncpg_reads(**PGDialect_asyncpg().create_connect_args(make_url(url))[1])
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+asyncpg://", "postgresql+asyncpg:///", "postgresql+asyncpg://me:pw@127.0.0.1:54329",
+    "postgresql+asyncpg://me:pw@/?host=/tmp/pg-sock", "postgresql+asyncpg://me:pw@/appdb?port=54329",
+    "postgresql+asyncpg://me:pw@:54329/appdb", "postgresql+asyncpg://me:pw@[::1]:1/app",
+    # (these two named the host '[::1]' and '[::1]:1' before, which no resolver knows)
+    "postgresql+asyncpg://me:pw@/app?host=[::1]&port=1", "postgresql+asyncpg://me:pw@/app?host=[::1]:1",
+])
+def test_every_driver_opens_what_the_store_opened(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A URL without a database read PGDATABASE (a path of '/' made asyncpg open the user's
+    database, the job queue PGDATABASE's), a port without a host kept it, IPv6 hosts in ?host=
+    are hosts (not '[[::1]]', whose libpq error quoted the password)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    for name, value in _PG_ENV.items():
+        monkeypatch.setenv(name, value)
+    assert database_url_problem(url) is None
+    dsn = libpq_url(url)
+    before = ([("::1", 1)], "app") if "?host=[" in url else _as_sqlalchemy_handed_it(url)
+    assert _asyncpg_reads(dsn=dsn) == before, dsn
+    libpq = conninfo_to_dict(dsn)
+    if "/app" not in url:
+        assert "dbname" not in libpq or libpq["dbname"] == "appdb", dsn
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+asyncpg://me:ab%00hunter2@db/app",  # libpq's message quoted the password
+    "postgresql+asyncpg://me:hunter2@/app?host=a:1&host=b",  # SQLAlchemy's ArgumentError
+])
+def test_a_url_libpq_cannot_read_is_one_line_without_its_secret(url: str) -> None:
+    problem = database_url_problem(url)
+    assert problem is not None and "hunter2" not in problem and "\n" not in problem
+    assert "***" in problem or "?…" in problem

@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 
 import anyio
 import procrastinate
+import psycopg
 import psycopg_pool
 from psycopg.conninfo import conninfo_to_dict
 
@@ -88,7 +89,10 @@ class BoundedConnector(procrastinate.PsycopgConnector):
         # argument replaces the conninfo's), which they override.
         settings = {"statement_timeout": str(max(1, round(statement_timeout * 1000))),
                     **idle_transactions(connect_timeout, statement_timeout)}
-        own = conninfo_to_dict(conninfo).get("options")
+        try:
+            own = conninfo_to_dict(conninfo).get("options")
+        except psycopg.ProgrammingError:  # (its message quotes the URL: the connection says it)
+            own = None  # (serve and worker refuse such a URL first: database_url_problem)
         options = " ".join([*([str(own)] if own else []),
                             *(f"-c {name}={value}" for name, value in settings.items())])
         super().__init__(
