@@ -129,3 +129,16 @@ def test_a_long_reason_cannot_push_the_command_off_the_screen() -> None:
                     "rawInput": {"command": "rm -rf ~"}}, reason=reason)
     assert "  $ rm -rf ~" in _screen(shown)
     assert "  # … (95 more lines)" in shown
+
+
+@pytest.mark.parametrize("url", ["https://[docs.example.com]/api", "http://[::1", "https://h:99999/"])
+def test_a_fetch_of_a_url_that_does_not_parse_is_asked_about(url: str) -> None:
+    # the agent's URL: one urllib refuses (ValueError) names no host, as the library's rules
+    # read it (audit 13: a traceback, and the call rejected without asking)
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=120)
+    steer = TerminalSteering(console, reader=lambda: "a")  # the person allows it once
+    decision = steer.can_use_tool(PermissionRequest("s", acp_tool_call(
+        {"toolCallId": "c", "kind": "fetch", "title": f"Fetch {url}", "rawInput": {"url": url}})))
+    assert type(decision).__name__ == "Allow" and not decision.remember  # type: ignore[union-attr]
+    assert url in out.getvalue()

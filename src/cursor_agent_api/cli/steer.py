@@ -320,6 +320,8 @@ class TerminalSteering:
             elif request.mcp_tool:
                 c.print(Text(f"  MCP {_one_line(request.mcp_server) or '?'}:"
                              f"{_one_line(request.mcp_tool)}"))
+            elif request.tool_call.url:  # what is fetched, not the title the agent gave it
+                c.print(Text("  " + _one_line(request.tool_call.url)))
             elif request.title:
                 c.print(Text("  " + _one_line(request.title)))
             if request.diff:
