@@ -116,9 +116,10 @@ _CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
     """``answer`` with option ids only: a value that is no option's id but the label of
-    exactly one option of its question stands for that option. A value that is neither, or a
-    question id the agent did not ask, makes the answer a :class:`Skip` (logged as a warning),
-    never an answer with that choice silently left out.
+    exactly one option of its question stands for that option. A value that is neither, a
+    question id the agent did not ask, or more than one option for a single-choice question
+    (``allow_multiple`` false) makes the answer a :class:`Skip` (logged as a warning), never an
+    answer with that choice silently left out or sent as is.
 
     Example:
         >>> q = [Question("q1", "Which?", (QuestionOption("small", "Small change"),
@@ -130,8 +131,11 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
         label of exactly one option (options: 'small' 'Small change', 'full' 'Full rewrite')
     """
     options: dict[str, list[QuestionOption]] = {}  # two questions with one id: both's options
+    single: set[str] = set()  # ids of single-choice questions
     for q in questions:
         options.setdefault(q.id, []).extend(q.options)
+        if not q.allow_multiple:
+            single.add(q.id)
     chosen: dict[str, list[str]] = {}
     for qid, values in answer.selected(questions).items():
         if qid not in options:
@@ -153,6 +157,12 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
                            f"an option id nor the label of exactly one option (options: {offered})")
                 log.warning("%s; the questions are skipped", problem)
                 return Skip(problem)
+        ids = list(dict.fromkeys(ids))  # an option named by its id and its label: one choice
+        if len(ids) > 1 and qid in single:
+            named = ", ".join(repr(i) for i in ids)
+            problem = f"on_question answered {named} to question {qid!r}, which takes one option"
+            log.warning("%s; the questions are skipped", problem)
+            return Skip(problem)
         chosen[qid] = ids
     return Answer(chosen)
 
