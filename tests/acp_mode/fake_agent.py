@@ -147,8 +147,13 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event,
     elif word == "background":
         def late() -> None:  # a background task asks after the turn ended
             time.sleep(0.2)
-            choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
-                                      "kind": "execute", "status": "pending"})
+            if rest == "plan":  # ``background plan``: it proposes a plan
+                answer = ask("cursor/create_plan", {"toolCallId": "bg-plan", "name": "Deploy",
+                                                    "plan": "1. make deploy", "todos": []})
+                choice = str(answer.get("result", {}).get("outcome", {}).get("outcome"))  # type: ignore[union-attr]
+            else:
+                choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
+                                          "kind": "execute", "status": "pending"})
             add_history(sid, f"background got {choice}")
 
         thread = threading.Thread(target=late, daemon=True)
