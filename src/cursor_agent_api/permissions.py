@@ -456,21 +456,21 @@ def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> 
         return all((deny and _unknown(value)) or _glob(part or "*", value or "")
                    for part, value in ((server, tc.mcp_server), (tool, tc.mcp_tool)))
     if head == "WebFetch":
-        host = _web_host(tc.url)
+        host = web_host(tc.url)
         return arg == "*" or (deny and host is None) or _glob(arg.lower().rstrip("."), host)
     return arg == "*" or (deny and _unknown(tc.pattern)) or _glob(arg, tc.pattern)
 
 
-def _web_host(url: str | None) -> str | None:
+def web_host(url: str | None) -> str | None:
     """The host a fetch of ``url`` reaches, spelled one way: lower case, percent-decoded,
     without the trailing dot a resolver ignores (``https://EVIL%2Eexample./x`` is
     ``evil.example``); ``None`` when there is none or the URL does not parse (a deny rule then
     matches). A URL without a scheme is read as ``//url``.
 
     Example:
-        >>> _web_host("https://EVIL%2Eexample.:8443/x"), _web_host("docs.example/a")
+        >>> web_host("https://EVIL%2Eexample.:8443/x"), web_host("docs.example/a")
         ('evil.example', 'docs.example')
-        >>> _web_host("http://[::1"), _web_host("")
+        >>> web_host("http://[::1"), web_host("")
         (None, None)
     """
     text = (url or "").strip()

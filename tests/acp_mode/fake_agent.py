@@ -22,8 +22,9 @@ Run as ``python fake_agent.py [flags…] acp``. Environment:
 What a prompt does is chosen by its first word: ``say TEXT``, ``run CMD`` (a shell call that
 asks permission), ``edit PATH`` (a new file, Cursor's malformed diff), ``mcp``, ``ask``,
 ``plan``, ``todos``, ``flood N`` (N permission requests at once), ``unknown`` (an agent
-request no client knows), ``slow`` (waits for a cancel), ``crash`` (exits mid-turn),
-``history`` (the earlier prompts of the session).
+request no client knows), ``unreadable deep`` / ``unreadable N`` (a permission request nested
+too deeply / padded with N bytes, says the error code of its answer), ``slow`` (waits for a
+cancel), ``crash`` (exits mid-turn), ``history`` (the earlier prompts of the session).
 """
 
 from __future__ import annotations
@@ -146,8 +147,13 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event,
     elif word == "background":
         def late() -> None:  # a background task asks after the turn ended
             time.sleep(0.2)
-            choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
-                                      "kind": "execute", "status": "pending"})
+            if rest == "plan":  # ``background plan``: it proposes a plan
+                answer = ask("cursor/create_plan", {"toolCallId": "bg-plan", "name": "Deploy",
+                                                    "plan": "1. make deploy", "todos": []})
+                choice = str(answer.get("result", {}).get("outcome", {}).get("outcome"))  # type: ignore[union-attr]
+            else:
+                choice = permission(sid, {"toolCallId": "bg-1", "title": "`make deploy`",
+                                          "kind": "execute", "status": "pending"})
             add_history(sid, f"background got {choice}")
 
         thread = threading.Thread(target=late, daemon=True)
@@ -274,6 +280,18 @@ def turn(rid: int, sid: str, text: str, cancel: threading.Event,
         sys.stderr.write("fatal: the fake agent crashed\n")
         sys.stderr.flush()
         os._exit(3)
+    elif word == "unreadable":  # a permission request the client cannot decode: too deep or too long
+        args: object = {"a": 1}
+        if rest == "deep":
+            for _ in range(300):
+                args = {"a": args}
+        else:
+            args = {"pad": "x" * int(rest)}
+        answer = ask("session/request_permission", {
+            "sessionId": sid, "options": PERMISSION_OPTIONS,
+            "toolCall": {"toolCallId": "call-odd", "title": "odd", "kind": "other",
+                         "rawInput": args}})
+        chunk(sid, "answered " + json.dumps(answer.get("error", {}).get("code")))  # type: ignore[union-attr]
     elif word == "noise":
         with LOCK:
             sys.stdout.write("\x1b[33mwarning: something odd\x1b[0m\n")

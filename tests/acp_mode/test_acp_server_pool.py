@@ -166,6 +166,30 @@ def test_a_request_after_the_run_is_not_put_to_that_runs_person(fake: FakeAgent)
     assert "background got reject-once" in after.result
 
 
+def test_a_plan_after_the_run_is_rejected_not_accepted_unseen(fake: FakeAgent) -> None:
+    # audit 13: the shared client's own config had no on_plan, so a late plan was accepted
+    # (the library's default) where permissions are rejected and questions skipped
+    async def main() -> tuple[Steer, Any]:
+        pool = AcpClients()
+        settings = _settings(fake)
+        steer = Steer(True)
+        try:
+            first = await _run(settings, _launch(fake, pool, "background plan", steer))
+            for _ in range(600):  # until the late plan has had its answer (no turn runs)
+                if any('"outcome"' in line for line in fake.received()):
+                    break
+                await asyncio.sleep(0.05)
+            after = await _run(settings, _launch(fake, pool, "history", Steer(True),
+                                                 resume=first.session_id))
+            return steer, after
+        finally:
+            await pool.aclose()
+
+    steer, after = asyncio.run(main())
+    assert steer.asked == []
+    assert "background got rejected" in after.result, after.result
+
+
 def test_an_agent_that_cannot_start_gives_its_client_back(fake: FakeAgent, tmp_path: Any) -> None:
     from cursor_agent_api.errors import AgentNotFoundError
 

@@ -41,6 +41,11 @@ def test_an_id_or_a_label_of_one_option_answers_it(answer: Answer) -> None:
         {"questionId": "q1", "selectedOptionIds": ["small"]}]}}
 
 
+def test_an_option_named_twice_by_its_id_and_its_label_is_one_choice() -> None:
+    assert _ask(Answer(["small", "Small change"]))["outcome"]["answers"] == [
+        {"questionId": "q1", "selectedOptionIds": ["small"]}]
+
+
 def test_labels_and_ids_mix_per_question() -> None:
     answer = Answer({"q1": "Full rewrite", "q2": ["Unit", "e2e"]})
     assert _ask(answer)["outcome"]["answers"] == [
@@ -60,6 +65,9 @@ def test_a_label_of_the_fallback_question_selects_its_option() -> None:
     (Answer({"q2": ["Same"]}), "answered 'Same' to question 'q2'"),  # two options have it
     (Answer({"choice": ["small"]}), "answered question 'choice', which the agent did not ask "
                                     "(asked: 'q1', 'q2')"),
+    # audit 13: two options for a single-choice question were both sent
+    (Answer({"q1": ["small", "Full rewrite"]}), "answered 'small', 'full' to question 'q1', "
+                                                "which takes one option"),
 ])
 def test_an_answer_naming_no_option_skips_with_a_warning(
         answer: Answer, said: str, caplog: pytest.LogCaptureFixture) -> None:

@@ -191,3 +191,53 @@ def test_answers_that_raise_nothing_are_not_logged(caplog: pytest.LogCaptureFixt
     with caplog.at_level(logging.DEBUG, logger="cursor_agent_api.runtime.acp_steering"):
         asyncio.run(main())
     assert not [r for r in caplog.records if r.name == "cursor_agent_api.runtime.acp_steering"]
+
+
+_EXITING = """
+import asyncio, json, sys
+from cursor_agent_api import AgentConfig, AsyncCursorAgentClient, CursorAgentClient
+face, flavour, callback, name, fields = sys.argv[1:5] + [json.loads(sys.argv[5])]
+error = {"SystemExit": SystemExit(3), "KeyboardInterrupt": KeyboardInterrupt()}[name]
+
+def fail(_):
+    raise error
+
+async def afail(_):
+    raise error
+
+config = AgentConfig(transport="acp", **fields, **{callback: fail if flavour == "sync" else afail})
+prompt = "run ls" if callback == "can_use_tool" else "ask"
+if face == "sync":
+    with CursorAgentClient(config) as client:
+        result = client.query(prompt)
+else:
+    async def main():
+        async with AsyncCursorAgentClient(config) as client:
+            return await client.query(prompt)
+    result = asyncio.run(main())
+print(json.dumps([result.success, result.result]))
+"""
+
+
+@pytest.mark.parametrize(("face", "flavour"), [("sync", "sync"), ("async", "sync"),
+                                               ("async", "async")])
+@pytest.mark.parametrize(("callback", "name"), [("can_use_tool", "SystemExit"),
+                                                ("on_question", "KeyboardInterrupt")])
+def test_a_callback_raising_system_exit_is_a_failed_callback_on_both_faces(
+        fake: Any, face: str, flavour: str, callback: str, name: str) -> None:
+    # audit 13: the sync face's loop thread died (a cascade of errors, exit 1) while the async
+    # face exited with the code; both now count it as a failed callback, as an exception
+    fields = {"agent_binary": str(fake.binary), "workspace": str(fake.workspace),
+              "env": {"FAKE_ACP_DIR": str(fake.state)}, "timeout": 60.0, "kill_grace": 1.0}
+    try:
+        done = subprocess.run([sys.executable, "-c", _EXITING, face, flavour, callback, name,
+                               json.dumps(fields)], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the process did not exit (output so far: {exc.stdout!r})")
+    assert done.returncode == 0, done.stderr
+    said = f"{callback} raised {name}: 3" if name == "SystemExit" else f"{callback} raised {name}"
+    expected = ("ls was not allowed (reject-once)" if callback == "can_use_tool"
+                else json.dumps({"outcome": "skipped", "reason": said}))
+    success, text = json.loads(done.stdout.splitlines()[-1])
+    assert success and expected in text, done.stdout
+    assert "Traceback" not in done.stderr or said in done.stderr, done.stderr

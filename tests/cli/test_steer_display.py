@@ -129,3 +129,66 @@ def test_a_long_reason_cannot_push_the_command_off_the_screen() -> None:
                     "rawInput": {"command": "rm -rf ~"}}, reason=reason)
     assert "  $ rm -rf ~" in _screen(shown)
     assert "  # … (95 more lines)" in shown
+
+
+@pytest.mark.parametrize("url", ["https://[docs.example.com]/api", "http://[::1", "https://h:99999/"])
+def test_a_fetch_of_a_url_that_does_not_parse_is_asked_about(url: str) -> None:
+    # the agent's URL: one urllib refuses (ValueError) names no host, as the library's rules
+    # read it (audit 13: a traceback, and the call rejected without asking)
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=120)
+    steer = TerminalSteering(console, reader=lambda: "a")  # the person allows it once
+    decision = steer.can_use_tool(PermissionRequest("s", acp_tool_call(
+        {"toolCallId": "c", "kind": "fetch", "title": f"Fetch {url}", "rawInput": {"url": url}})))
+    assert type(decision).__name__ == "Allow" and not decision.remember  # type: ignore[union-attr]
+    assert url in out.getvalue()
+
+
+def _question(typed: list[str | None], allow_multiple: bool = False,
+              title: str = "Choose an approach") -> tuple[object, str]:
+    from cursor_agent_api.permissions import Question, QuestionOption, QuestionRequest
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system=None, width=120)
+    answers = iter(typed)
+    steer = TerminalSteering(console, reader=lambda: next(answers))
+    question = Question("q1", "How should I proceed?", (QuestionOption("go", "Go ahead"),
+                                                        QuestionOption("stop", "Stop")),
+                        allow_multiple)
+    decision = steer.on_question(QuestionRequest("s", title, [question]))
+    return decision, out.getvalue()
+
+
+@pytest.mark.parametrize("typed", ["1", "1.", " 1 ", "Go ahead", "go AHEAD"])
+def test_a_question_takes_a_number_or_a_label(typed: str) -> None:
+    from cursor_agent_api.permissions import Answer
+
+    decision, shown = _question([typed])
+    assert decision == Answer({"q1": ["go"]})
+    assert "Choose an approach" in shown  # the question's title is shown
+
+
+@pytest.mark.parametrize("typed", ["3", "#1", "0", "Go", "1, 2"])
+def test_what_is_not_an_option_is_said_and_asked_again(typed: str) -> None:
+    # audit 13: each was silently taken as a skip
+    from cursor_agent_api.permissions import Answer
+
+    decision, shown = _question([typed, "2"])
+    assert decision == Answer({"q1": ["stop"]})
+    said = [line for line in shown.splitlines() if "not an option" in line or "one option" in line]
+    assert len(said) == 1 and shown.count("number (Enter skips)") == 2, shown
+
+
+def test_several_options_of_a_multiple_choice_question() -> None:
+    from cursor_agent_api.permissions import Answer
+
+    assert _question(["1, Stop"], allow_multiple=True)[0] == Answer({"q1": ["go", "stop"]})
+    assert _question(["2 1"], allow_multiple=True)[0] == Answer({"q1": ["stop", "go"]})
+
+
+@pytest.mark.parametrize("typed", ["", None])
+def test_enter_skips_and_end_of_input_ends(typed: str | None) -> None:
+    from cursor_agent_api.permissions import Skip
+
+    decision, _ = _question([typed])
+    assert isinstance(decision, Skip)

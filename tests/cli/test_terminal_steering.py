@@ -130,6 +130,22 @@ def test_without_a_terminal_a_plan_is_rejected_and_said(cli_env: dict[str, str],
 
 
 
+def test_without_a_terminal_a_rejected_call_says_once_why_and_how_to_allow_it(
+        cli_env: dict[str, str], tmp_path: Path) -> None:
+    # audit 13: the view said only "⊘ shell touch p.txt rejected"
+    env = _agent(tmp_path, cli_env, [["permission", "touch p.txt"], ["permission", "make"],
+                                     ["permission", "ls"]])
+    proc = subprocess.run([*CLI, "run", "--acp", "--agent-binary", str(agent_binary(tmp_path)),
+                           "--trust", "--allow", "Shell(ls)", "--output", "text", "hello"],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env,
+                          cwd=_ws(cli_env), timeout=90, check=False)
+    assert proc.returncode == 0, proc.stderr
+    options = [a["answer"]["outcome"]["optionId"] for a in _answers(tmp_path)]  # type: ignore[index]
+    assert options == ["reject-once", "reject-once", "allow-once"]  # the rules decide, as before
+    (line,) = [ln for ln in proc.stderr.splitlines() if "no terminal to ask" in ln]
+    assert "touch p.txt" in line and "--allow 'Shell(touch)'" in line, line
+
+
 def test_without_a_terminal_force_accepts_a_plan_and_says_so(cli_env: dict[str, str],
                                                              tmp_path: Path) -> None:
     # --force approves everything: a plan was rejected all the same (no terminal to ask)

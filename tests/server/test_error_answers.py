@@ -87,3 +87,14 @@ def test_an_empty_prompt_is_empty_prompt_as_a_blank_one(make_inproc: Any) -> Non
             assert r.status_code == 422, (prompt, r.text)
             assert r.json()["code"] == "empty_prompt", (prompt, r.json())
             assert r.json()["errors"], "a 422 lists its problems"
+
+
+def test_an_origin_that_does_not_parse_is_refused_as_a_foreign_one(make_inproc: Any) -> None:
+    # "http://[x" makes urlsplit raise ValueError: the check answered 500, not 403
+    server: InProcServer = make_inproc()
+    with server.client() as c:
+        for origin in ("http://[x", "http://[docs.example.com]"):
+            r = c.post("/api/chats", json={}, headers={"origin": origin})
+            assert (r.status_code, r.json()["code"]) == (403, "origin_not_allowed"), r.text
+            signed = c.get("/api/chats", params={"token": "x"}, headers={"origin": origin})
+            assert signed.status_code == 403, signed.text

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .acp_peer import Peer, allow_once
+from .acp_peer import Peer, allow_once, reject_once
 from .conftest import Sim
 
 DENY_ALL = {"permissions": {"allow": [], "deny": ["Shell(*)", "Read(**)", "Write(**)"]}}
@@ -129,6 +129,28 @@ def test_acp_a_denied_call_is_not_asked_and_a_web_fetch_deny_is_ignored(sim: Sim
     peer.prompt(sid, "fetch https://example.com/page")
     assert [a["params"]["toolCall"]["kind"] for a in _asks(peer)] == ["fetch"]
     peer.close()
+
+
+BRACKETED = "https://[docs.example.com]/api"  # urllib: ValueError "Invalid IPv6 URL"
+
+
+def test_acp_a_fetch_of_a_url_that_does_not_parse_is_asked_as_print_mode_rejects_it(
+        sim: Sim, ws: Path) -> None:
+    # audit 13: the rules' urlsplit raised, and the whole turn failed (-32603 "Invalid IPv6 URL")
+    peer = Peer.start(sim)
+    peer.init()
+    sid = peer.new_session(ws)
+    peer.handlers["session/request_permission"] = reject_once
+    assert peer.prompt(sid, f"fetch {BRACKETED}")["result"]["stopReason"] == "end_turn"
+    (asked,) = _asks(peer)
+    assert asked["params"]["toolCall"]["kind"] == "fetch"
+    # no host: the URL is the token (as the simulator's planner reads it from the prompt)
+    assert "Not in allowlist: https://[docs.example.com" in json.dumps(asked)
+    peer.close()
+    run = sim.stream(f"fetch {BRACKETED}")  # print mode: rejected, the turn succeeds
+    assert run.returncode == 0, run.err
+    forced = sim.stream("--force", f"fetch {BRACKETED}")  # the rules are read under --force
+    assert forced.returncode == 0, forced.err
 
 
 def test_acp_the_project_files_deny_rules_count_its_allow_rules_do_not(sim: Sim, ws: Path) -> None:

@@ -23,9 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlparse
 
-from ..permissions import PermissionRequest
+from ..permissions import PermissionRequest, web_host
 from ..protocol.tools import ToolKind
 from ..shell_commands import split_commands
 
@@ -61,7 +60,7 @@ def remembered_rule(request: PermissionRequest) -> str | None:
     if kind is ToolKind.MCP and request.mcp_tool:
         return f"Mcp({request.mcp_server or '?'}:{request.mcp_tool})"
     if kind is ToolKind.WEB_FETCH and request.tool_call.url:
-        host = urlparse(request.tool_call.url).hostname
+        host = web_host(request.tool_call.url)  # None for a URL that does not parse
         return f"WebFetch({host})" if host else None
     if kind is ToolKind.WEB_SEARCH:
         term = request.tool_call.pattern

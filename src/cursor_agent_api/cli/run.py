@@ -41,7 +41,7 @@ from .console import CliUsageError, error_text, is_terminal, make_console, outpu
 from .options import SIMULATED_BANNER, agent_options, with_config
 from .render import printable
 from .saved_chats import SavedChats
-from .steer import TerminalSteering, unattended_plans
+from .steer import TerminalSteering, unattended_calls, unattended_plans
 from .turns import open_recorder, run_turn
 from .typed_path import TypedPath
 from .views import AgentFormatView, JsonView, NdjsonView, make_view
@@ -221,8 +221,9 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
     """``--acp``: the config with the callbacks of a person at the terminal, who reads the
     questions on ``err`` (stderr: stdout may be JSON, a pipe, a file) and answers on stdin —
     both must be terminals. Otherwise nothing can be asked: the rules decide
-    (``--allow``/``--deny``, then reject), and a plan is rejected (accepted with ``--force``),
-    said in one line on ``err``.
+    (``--allow``/``--deny``, then reject: the first call rejected so is said in one line on
+    ``err``, with the ``--allow`` rule that would allow it), and a plan is rejected (accepted
+    with ``--force``), said in one line on ``err``.
 
     Example:
         >>> config, steering = acp_steering(AgentConfig(), make_console(stderr=True))
@@ -234,7 +235,10 @@ def acp_steering(config: AgentConfig, err: Console) -> tuple[AgentConfig, Termin
     if is_terminal(sys.stdin) and is_terminal(sys.stderr):
         steering = TerminalSteering(err)
         return config.with_overrides(**steering.fields(force=config.force_approve)), steering
-    return config.with_overrides(on_plan=unattended_plans(err, force=config.force_approve)), None
+    unattended: dict[str, Any] = {"on_plan": unattended_plans(err, force=config.force_approve)}
+    if config.can_use_tool is None and config.permission_mode == "deny" and not config.force_approve:
+        unattended["can_use_tool"] = unattended_calls(err)  # rejects as the mode, and says so
+    return config.with_overrides(**unattended), None
 
 
 def _not_started(view: JsonView | NdjsonView, exc: CursorAgentError) -> None:

@@ -51,6 +51,7 @@ from ..permissions import (
     PermissionRequest,
     Plan,
     PlanDecision,
+    Question,
     QuestionDecision,
     QuestionRequest,
     Reject,
@@ -59,7 +60,7 @@ from ..permissions import (
 from .always import allowlist_file, remembered_rule
 from .render import printable
 
-__all__ = ["TerminalSteering", "unattended_plans"]
+__all__ = ["TerminalSteering", "unattended_calls", "unattended_plans"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -124,6 +125,50 @@ def _reason_lines(reason: str) -> list[str]:
 
 def _line_count(text: str | None) -> int:
     return len(_safe(text).split("\n"))
+
+
+def _typed_choice(question: Question, typed: str) -> tuple[list[str], str | None]:
+    """The option ids a line typed at a question's prompt picks, or what is wrong with it.
+
+    An option is picked by its number (``1``, ``1.``) or its label (any case, as the library
+    takes a label); several are separated by commas (``1, Stop``) or, for numbers, spaces
+    (``1 3``). Empty: none (the question skipped).
+
+    Example:
+        >>> from cursor_agent_api.permissions import QuestionOption
+        >>> q = Question("q1", "Go on?", (QuestionOption("go", "Go ahead"), QuestionOption("no", "Stop")))
+        >>> _typed_choice(q, "1."), _typed_choice(q, "go ahead"), _typed_choice(q, "")
+        ((['go'], None), (['go'], None), ([], None))
+        >>> _typed_choice(q, "#1")
+        ([], "'#1' is not an option: type its number (1 to 2) or its label; Enter skips")
+    """
+    options = question.options
+
+    def one(part: str) -> str | None:
+        word = part.strip().removesuffix(".").strip()
+        if word.isascii() and word.isdigit() and 0 < int(word) <= len(options):
+            return options[int(word) - 1].id
+        by_label = [o.id for o in options if o.label.strip().casefold() == part.strip().casefold()]
+        return by_label[0] if len(by_label) == 1 else None
+
+    picked: list[str] = []
+    for part in typed.split(","):
+        if not part.strip():
+            continue
+        got = one(part)
+        numbers = [one(word) for word in part.split()]
+        if got is not None:
+            picked.append(got)
+        elif len(numbers) > 1 and all(numbers):
+            picked.extend(n for n in numbers if n is not None)
+        else:
+            which = f"type its number (1 to {len(options)}) or its label" if options else \
+                "it has no options"
+            return [], f"{_one_line(part.strip())!r} is not an option: {which}; Enter skips"
+    picked = list(dict.fromkeys(picked))
+    if len(picked) > 1 and not question.allow_multiple:
+        return [], "this question takes one option: type one number or label; Enter skips"
+    return picked, None
 
 
 class TerminalSteering:
@@ -248,7 +293,11 @@ class TerminalSteering:
         self.console.print(Text("  (closed unanswered)", style="dim"))
         return None
 
-    def _ask(self, show: Callable[[], None], prompt: str) -> str | None:
+    def _ask(self, show: Callable[[], None], prompt: str,
+             problem: Callable[[str], str | None] | None = None) -> str | None:
+        """``show()``, then the person's line (``None``: interrupted or end of input). While
+        ``problem(line)`` says what is wrong with it, that is said in one line and the prompt
+        shown again."""
         number = getattr(self._local, "number", 0)
         if number:  # the agent's text before its request is shown first (if it comes soon)
             with self._caught_up:
@@ -267,7 +316,14 @@ class TerminalSteering:
                     if end_line is not None:
                         end_line()  # the question starts on a line of its own
                     show()
-                    return self._read(prompt)
+                    answer = self._read(prompt)
+                    while answer is not None and problem is not None:
+                        said = problem(answer)
+                        if said is None:
+                            break
+                        self.console.print(Text("  " + said, style="yellow"))
+                        answer = self._read(prompt)
+                    return answer
                 finally:
                     if paused and live is not None and not self._stop.is_set():
                         live.start()
@@ -320,6 +376,8 @@ class TerminalSteering:
             elif request.mcp_tool:
                 c.print(Text(f"  MCP {_one_line(request.mcp_server) or '?'}:"
                              f"{_one_line(request.mcp_tool)}"))
+            elif request.tool_call.url:  # what is fetched, not the title the agent gave it
+                c.print(Text("  " + _one_line(request.tool_call.url)))
             elif request.title:
                 c.print(Text("  " + _one_line(request.title)))
             if request.diff:
@@ -346,10 +404,13 @@ class TerminalSteering:
         return Deny("rejected at the terminal" if answer is not None else "no answer")
 
     def on_question(self, request: QuestionRequest) -> QuestionDecision:
-        """Each question with its numbered options; Enter skips."""
+        """Each question with its numbered options (and the request's title first); a number
+        or a label picks an option, what is not one is said and asked again; Enter skips."""
         choices: dict[str, list[str]] = {}
-        for question in request.questions:
-            def show(q: Any = question) -> None:
+        for n, question in enumerate(request.questions):
+            def show(q: Any = question, first_question: bool = n == 0) -> None:
+                if first_question and request.title and q.prompt and request.title != q.prompt:
+                    self.console.print(Text(_one_line(request.title), style="bold cyan"))
                 first, *rest = _safe(q.prompt or request.title).split("\n")
                 self.console.print(Text(f"? {first}", style="bold cyan"))
                 for line in rest:
@@ -357,13 +418,15 @@ class TerminalSteering:
                 for i, option in enumerate(q.options, 1):
                     self.console.print(Text(f"  {i}. {_one_line(option.label)}"))
 
-            answer = self._ask(show, "  number (Enter skips) › ")
+            def problem(typed: str, q: Question = question) -> str | None:
+                return _typed_choice(q, typed)[1]
+
+            answer = self._ask(show, "  number (Enter skips) › ", problem)
             if answer is None:
                 return Skip("interrupted")
-            picked = [question.options[int(w) - 1].id for w in answer.replace(",", " ").split()
-                      if w.isascii() and w.isdigit() and 0 < int(w) <= len(question.options)]
+            picked, _ = _typed_choice(question, answer)
             if picked:
-                choices[question.id] = picked if question.allow_multiple else picked[:1]
+                choices[question.id] = picked
         return Answer(choices) if choices else Skip("skipped at the terminal")
 
     def on_plan(self, plan: Plan) -> PlanDecision:
@@ -414,6 +477,41 @@ class TerminalSteering:
         if force:
             del fields["can_use_tool"]
         return fields
+
+
+def unattended_calls(console: Console) -> Callable[[PermissionRequest], PermissionDecision]:
+    """``--acp`` with no one to ask, and no rule that allows a call: the ``can_use_tool`` that
+    rejects it, as the rules would, and says why once, in one line on ``console`` (as
+    :func:`unattended_plans` does for a plan), with the ``--allow`` rule that would allow it.
+
+    Example:
+        >>> import io
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> out = io.StringIO()
+        >>> reject = unattended_calls(Console(file=out, width=200))
+        >>> def shell(command: str) -> PermissionRequest:
+        ...     return PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": command}))
+        >>> reject(shell("touch a"))
+        Deny(reason='no terminal to ask: a call is allowed only by --allow RULE')
+        >>> reject(shell("make"))
+        Deny(reason='no terminal to ask: a call is allowed only by --allow RULE')
+        >>> print(out.getvalue().strip())
+        ⊘ the agent's shell call touch a was rejected: no terminal to ask (allow it: --allow 'Shell(touch)')
+    """
+    said = threading.Event()
+
+    def can_use_tool(request: PermissionRequest) -> PermissionDecision:
+        if not said.is_set():
+            said.set()
+            rule = remembered_rule(request)
+            what = request.command or request.path or request.tool_call.url or request.title
+            how = f"--allow '{_one_line(rule)}'" if rule else "--allow RULE"
+            console.print(Text(f"⊘ the agent's {request.kind.value} call {_one_line(what)} was "
+                               f"rejected: no terminal to ask (allow it: {how})",
+                               style="yellow"), soft_wrap=True)
+        return Deny("no terminal to ask: a call is allowed only by --allow RULE")
+
+    return can_use_tool
 
 
 def unattended_plans(console: Console, *, force: bool) -> Callable[[Plan], PlanDecision]:

@@ -24,19 +24,21 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from .framing import DEFAULT_MAX_LINE_BYTES, LineFramer, LineTooLong, Tail
+from .framing import DEFAULT_MAX_LINE_BYTES, HEAD_BYTES, LineFramer, LineTooLong, Tail
 from .limits import SHORTEST_TOO_DEEP, exceeds_depth
 from .surrogates import loads_repaired
 
 __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
+    "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
     "AcpDecoder",
     "AcpEncoder",
     "RpcError",
@@ -48,6 +50,8 @@ __all__ = [
     "decode_message",
 ]
 
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -115,10 +119,26 @@ class RpcResponse:
 
 @dataclass(frozen=True, slots=True)
 class RpcNoise:
-    """A line that is not a JSON-RPC message (kept for diagnostics, never answered)."""
+    """A line that is not a JSON-RPC message (kept for diagnostics), or one the codec cannot
+    decode: nested too deeply, over the line's size bound, not JSON.
+
+    Such a line may still be a request the agent waits on: when its ``id`` and ``method`` can
+    be read (from the decoded object, or from the first bytes of a line too long or not JSON:
+    see :func:`head_request`), :attr:`request_id` and :attr:`method` say so, and :attr:`code`
+    is the JSON-RPC error to answer it with (``-32600`` for a request nested too deeply,
+    ``-32700`` for one that could not be parsed).
+
+    Example:
+        >>> noise = decode_message('{"id":3,"method":"m","params":' + '[' * 300 + ']' * 300 + '}')
+        >>> noise.reason, noise.request_id, noise.method, noise.code
+        ('nested too deeply', 3, 'm', -32600)
+    """
 
     line: bytes
     reason: str
+    request_id: RequestId | None = field(default=None, repr=False, compare=False)
+    method: str | None = field(default=None, repr=False, compare=False)
+    code: int = field(default=PARSE_ERROR, repr=False, compare=False)
 
 
 RpcMessage = RpcRequest | RpcNotification | RpcResponse | RpcNoise
@@ -130,6 +150,112 @@ def _request_id(value: Any) -> RequestId | None:
     if isinstance(value, (int, str)):
         return value
     return None
+
+
+_SPACE = b" \t\r\n"
+
+
+def _skip_space(head: bytes, i: int) -> int:
+    while i < len(head) and head[i] in _SPACE:
+        i += 1
+    return i
+
+
+def _string_end(head: bytes, i: int) -> int:
+    """The index past the string that opens at ``head[i]`` (a quote); -1 if it does not end."""
+    i += 1
+    while i < len(head):
+        c = head[i]
+        if c == 92:  # backslash: skip the escaped character
+            i += 2
+            continue
+        if c == 34:
+            return i + 1
+        i += 1
+    return -1
+
+
+def _value_end(head: bytes, i: int) -> int:
+    """The index past the JSON value at ``head[i]``; -1 if it does not end within ``head``."""
+    if i >= len(head):
+        return -1
+    if head[i] == 34:
+        return _string_end(head, i)
+    depth = 0
+    while i < len(head):
+        c = head[i]
+        if c == 34:
+            i = _string_end(head, i)
+            if i < 0:
+                return -1
+            continue
+        if c in b"{[":
+            depth += 1
+        elif c in b"}]":
+            if depth == 0:
+                return i
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c == 44 and depth == 0:  # a comma ends a scalar
+            return i
+        i += 1
+    return -1
+
+
+def _loads(value: bytes) -> Any:
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return loads_repaired(value)
+
+
+def head_request(head: bytes) -> tuple[RequestId | None, str | None]:
+    """The ``id`` and ``method`` of a request read from the first bytes of a line that cannot
+    be decoded whole (too long, or not JSON past its start): the top-level members are read in
+    order, each value skipped, up to the first one that does not end within ``head``. A member
+    written after such a value (``"id"`` after a huge ``"params"``) cannot be read this way.
+
+    Example:
+        >>> head_request(b'{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"a":"xx')
+        (7, 'session/request_permission')
+        >>> head_request(b'{"jsonrpc":"2.0","params":{"id":7,"method":"m","a":"xx')
+        (None, None)
+    """
+    found: dict[str, Any] = {}
+    i = _skip_space(head, 0)
+    if head[i:i + 1] != b"{":
+        return None, None
+    i += 1
+    while len(found) < 2:
+        i = _skip_space(head, i)
+        end = _string_end(head, i) if head[i:i + 1] == b'"' else -1
+        if end < 0:
+            break
+        key = _loads(head[i:end])
+        i = _skip_space(head, end)
+        if head[i:i + 1] != b":":
+            break
+        i = _skip_space(head, i + 1)
+        end = _value_end(head, i)
+        if end < 0:
+            break
+        if key in ("id", "method"):
+            found[str(key)] = _loads(head[i:end])
+        i = _skip_space(head, end)
+        if head[i:i + 1] != b",":
+            break
+        i += 1
+    method = found.get("method")
+    rid = _request_id(found.get("id"))
+    if not isinstance(method, str) or rid is None:
+        return None, None
+    return rid, method
+
+
+def _unreadable(raw: bytes, reason: str, head: bytes) -> RpcNoise:
+    rid, method = head_request(head)
+    return RpcNoise(raw, reason, rid, method)
 
 
 def decode_message(line: bytes | str) -> RpcMessage:
@@ -149,12 +275,14 @@ def decode_message(line: bytes | str) -> RpcMessage:
     except (orjson.JSONDecodeError, ValueError):
         data = loads_repaired(raw)  # not UTF-8, or Node's lone "\\ud83d" (see .surrogates)
         if data is None:
-            return RpcNoise(raw, "not JSON")
+            return _unreadable(raw, "not JSON", raw[:HEAD_BYTES])
     if not isinstance(data, dict):
         return RpcNoise(raw, "not a JSON-RPC message")
-    if len(raw) >= SHORTEST_TOO_DEEP and exceeds_depth(data, raw):
-        return RpcNoise(raw, "nested too deeply")
     method = data.get("method")
+    if len(raw) >= SHORTEST_TOO_DEEP and exceeds_depth(data, raw):
+        rid = _request_id(data.get("id")) if isinstance(method, str) else None
+        return RpcNoise(raw, "nested too deeply", rid, method if rid is not None else None,
+                        INVALID_REQUEST)
     params = data.get("params")
     if not isinstance(params, dict):
         params = {}
@@ -199,8 +327,8 @@ class AcpDecoder:
         out: list[RpcMessage] = []
         for frame in frames:
             if isinstance(frame, LineTooLong):
-                out.append(RpcNoise(b"", f"line of {frame.size} bytes over the "
-                                         f"{frame.limit}-byte limit"))
+                out.append(_unreadable(b"", f"line of {frame.size} bytes over the "
+                                            f"{frame.limit}-byte limit", frame.head))
             elif isinstance(frame, Tail):
                 out.append(decode_message(frame.data))
             else:

@@ -20,11 +20,15 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 """Default limit for one line: 64 MiB. Real lines reach several megabytes
 (whole files in read and edit results, MCP schemas)."""
+
+HEAD_BYTES = 4096
+"""How much of an over-long line is kept (:attr:`LineTooLong.head`): enough for a JSON-RPC
+frame's ``"jsonrpc"``, ``"id"`` and ``"method"``, which the agent writes before ``"params"``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,8 @@ class LineTooLong:
     """A line longer than the limit: its bytes were dropped as they arrived.
 
     ``size`` is the number of bytes the line had (without its newline);
-    ``limit`` the limit in force.
+    ``limit`` the limit in force; ``head`` its first bytes (at most :data:`HEAD_BYTES`, and
+    never more than ``limit``), enough to read the ``id`` of a request that must be answered.
 
     Example:
         >>> LineTooLong(size=10, limit=4).size
@@ -41,6 +46,7 @@ class LineTooLong:
 
     size: int
     limit: int
+    head: bytes = field(default=b"", repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +84,7 @@ class LineFramer:
         [LineTooLong(size=10, limit=4), b'ok']
     """
 
-    __slots__ = ("_buf", "_dropped", "_dropping", "max_line_bytes")
+    __slots__ = ("_buf", "_dropped", "_dropping", "_head", "max_line_bytes")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         if max_line_bytes < 1:
@@ -87,6 +93,7 @@ class LineFramer:
         self._buf = bytearray()
         self._dropping = False
         self._dropped = 0
+        self._head = b""
 
     def feed(self, data: bytes) -> list[Frame]:
         """Take one chunk; return the frames it completes, in order.
@@ -113,9 +120,10 @@ class LineFramer:
                 self._dropped += len(data)
                 return out
             self._dropped += nl
-            out.append(LineTooLong(self._dropped, limit))
+            out.append(LineTooLong(self._dropped, limit, self._head))
             self._dropping = False
             self._dropped = 0
+            self._head = b""
             data = data[nl + 1 :]
             if not data:
                 return out
@@ -131,7 +139,7 @@ class LineFramer:
                 if not line:
                     continue
                 if len(line) > limit:
-                    append(LineTooLong(len(line), limit))
+                    append(LineTooLong(len(line), limit, line[:min(limit, HEAD_BYTES)]))
                     continue
                 if line[-1] == 13:  # \r of a \r\n
                     line = line[:-1]
@@ -143,6 +151,8 @@ class LineFramer:
             if len(self._buf) + len(tail) > limit:
                 self._dropping = True
                 self._dropped = len(self._buf) + len(tail)
+                keep = min(limit, HEAD_BYTES)
+                self._head = bytes(self._buf[:keep]) + tail[:max(0, keep - len(self._buf))]
                 self._buf.clear()
             else:
                 self._buf += tail
@@ -152,9 +162,10 @@ class LineFramer:
         """End of input: return the unfinished tail (if any) as a :class:`Tail`."""
         out: list[Frame] = []
         if self._dropping:
-            out.append(LineTooLong(self._dropped, self.max_line_bytes))
+            out.append(LineTooLong(self._dropped, self.max_line_bytes, self._head))
             self._dropping = False
             self._dropped = 0
+            self._head = b""
         elif self._buf:
             data = bytes(self._buf)
             self._buf.clear()

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal as signal_module
 from collections.abc import Awaitable, Callable, Sequence
@@ -310,8 +311,20 @@ class AcpConnection:
         elif isinstance(message, RpcNotification):
             if self.on_notification is not None:
                 self.on_notification(message)
-        elif self.on_noise is not None:  # handed on (a RAW event of the turn), never kept here
-            self.on_noise(message)
+        else:
+            if message.request_id is not None:  # a request it cannot read: the agent waits on it
+                message = self._refuse_unreadable(message)
+            if self.on_noise is not None:  # handed on (a RAW event of the turn), never kept here
+                self.on_noise(message)
+
+    def _refuse_unreadable(self, noise: RpcNoise) -> RpcNoise:
+        """Answer a request the codec could not decode (too deep, too long) with an error at
+        once, so the agent moves on; the noise, its reason saying so."""
+        assert noise.request_id is not None
+        self._write(self._encoder.error(noise.request_id, noise.code,
+                                        f"the client could not read this request: {noise.reason}"))
+        return dataclasses.replace(noise, reason=f"{noise.reason}: a {noise.method} request, "
+                                                 f"answered with error {noise.code}")
 
     def _refuse(self, request: RpcRequest) -> None:
         """Answer a request over the cap at once; a warning once per flood."""

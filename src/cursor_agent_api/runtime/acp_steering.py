@@ -116,9 +116,10 @@ _CANCELLED = {"outcome": {"outcome": "cancelled"}}
 
 def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
     """``answer`` with option ids only: a value that is no option's id but the label of
-    exactly one option of its question stands for that option. A value that is neither, or a
-    question id the agent did not ask, makes the answer a :class:`Skip` (logged as a warning),
-    never an answer with that choice silently left out.
+    exactly one option of its question stands for that option. A value that is neither, a
+    question id the agent did not ask, or more than one option for a single-choice question
+    (``allow_multiple`` false) makes the answer a :class:`Skip` (logged as a warning), never an
+    answer with that choice silently left out or sent as is.
 
     Example:
         >>> q = [Question("q1", "Which?", (QuestionOption("small", "Small change"),
@@ -130,8 +131,11 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
         label of exactly one option (options: 'small' 'Small change', 'full' 'Full rewrite')
     """
     options: dict[str, list[QuestionOption]] = {}  # two questions with one id: both's options
+    single: set[str] = set()  # ids of single-choice questions
     for q in questions:
         options.setdefault(q.id, []).extend(q.options)
+        if not q.allow_multiple:
+            single.add(q.id)
     chosen: dict[str, list[str]] = {}
     for qid, values in answer.selected(questions).items():
         if qid not in options:
@@ -153,8 +157,37 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
                            f"an option id nor the label of exactly one option (options: {offered})")
                 log.warning("%s; the questions are skipped", problem)
                 return Skip(problem)
+        ids = list(dict.fromkeys(ids))  # an option named by its id and its label: one choice
+        if len(ids) > 1 and qid in single:
+            named = ", ".join(repr(i) for i in ids)
+            problem = f"on_question answered {named} to question {qid!r}, which takes one option"
+            log.warning("%s; the questions are skipped", problem)
+            return Skip(problem)
         chosen[qid] = ids
     return Answer(chosen)
+
+
+class CallbackExited(Exception):
+    """A steering callback raised a ``BaseException`` that is not an ``Exception``
+    (``sys.exit()``, ``KeyboardInterrupt``): it failed, as one raising an exception does.
+    ``str()`` names it as it was raised.
+
+    Example:
+        >>> str(CallbackExited(SystemExit(3)))
+        'SystemExit: 3'
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        text = str(raised)
+        super().__init__(f"{type(raised).__name__}: {text}" if text else type(raised).__name__)
+        self.raised = raised
+
+
+def _raised(what: str, exc: Exception) -> str:
+    """How a failed callback is said: ``can_use_tool raised KeyError: 'x'``."""
+    if isinstance(exc, CallbackExited):
+        return f"{what} raised {exc}"
+    return f"{what} raised {type(exc).__name__}: {exc}"
 
 
 class Steering:
@@ -194,20 +227,26 @@ class Steering:
 
     async def _decide(self, what: str, fn: Callable[[Any], Any], arg: Any) -> Any:
         """``fn(arg)`` (the callback named ``what``), sync (on a daemon thread of its own) or
-        async, raced against cancel and the timeout. What it raises is logged, then raised."""
+        async, raced against cancel and the timeout. What it raises is logged, then raised;
+        a ``SystemExit`` or ``KeyboardInterrupt`` (any ``BaseException`` that is not an
+        ``Exception``) as a :class:`CallbackExited`, so it fails the callback, as an exception
+        does, on both faces (it would otherwise end the event loop: the sync client's thread)."""
         if self._cancelled is None:
             self._cancelled = asyncio.Event()
         if self._cancelled.is_set():
             raise _Cancelled
-        if inspect.iscoroutinefunction(fn):
-            work: asyncio.Future[Any] = asyncio.ensure_future(fn(arg))
-        else:
-            async def in_thread() -> Any:
+
+        async def call() -> Any:
+            try:
+                if inspect.iscoroutinefunction(fn):
+                    return await fn(arg)
                 value = await in_daemon_thread(lambda: fn(arg), f"cursor-agent-api {what}")
-                if inspect.isawaitable(value):
-                    value = await value
-                return value
-            work = asyncio.ensure_future(in_thread())
+                return await value if inspect.isawaitable(value) else value
+            except (Exception, asyncio.CancelledError):
+                raise
+            except BaseException as exc:
+                raise CallbackExited(exc) from exc
+        work = asyncio.ensure_future(call())
         stop = asyncio.ensure_future(self._cancelled.wait())
         self.pending += 1
         try:
@@ -219,8 +258,9 @@ class Steering:
         if work in done:
             error = work.exception()
             if error is not None:
-                log.warning("%s raised %s: %s", what, type(error).__name__, error,
-                            exc_info=error)
+                log.warning("%s", _raised(what, error) if isinstance(error, Exception)
+                            else f"{what} raised {type(error).__name__}",
+                            exc_info=error.raised if isinstance(error, CallbackExited) else error)
             return work.result()
         work.cancel()
         if stop in done:
@@ -272,7 +312,7 @@ class Steering:
             except _TimedOut:
                 decision = Deny(f"no decision within the permission timeout ({cfg.permission_timeout:g} s)")
             except Exception as exc:
-                decision = Deny(f"can_use_tool raised {type(exc).__name__}: {exc}")
+                decision = Deny(_raised("can_use_tool", exc))
         if decision is None:
             decision = Deny("no callback decided")
         if isinstance(decision, Cancel):
@@ -320,7 +360,7 @@ class Steering:
         except _TimedOut:
             return Skip(f"no answer within the permission timeout ({self.config.permission_timeout:g} s)")
         except Exception as exc:
-            return Skip(f"on_question raised {type(exc).__name__}: {exc}")
+            return Skip(_raised("on_question", exc))
         if isinstance(answer, Answer):
             return _resolved(answer, request.questions)
         return answer if isinstance(answer, Skip) else Skip("on_question gave no Answer")
@@ -407,7 +447,7 @@ class Steering:
                 decision = Reject(f"no answer within the permission timeout "
                                   f"({self.config.permission_timeout:g} s)")
             except Exception as exc:
-                decision = Reject(f"on_plan raised {type(exc).__name__}: {exc}")
+                decision = Reject(_raised("on_plan", exc))
         outcome: dict[str, Any]
         if decision is None:
             outcome = {"outcome": "cancelled"}

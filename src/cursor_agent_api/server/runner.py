@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import weakref
 from collections.abc import Mapping
@@ -35,6 +36,7 @@ from typing import Any
 from ..client import AsyncCursorAgentClient, AsyncStreamingResponse
 from ..config import DEFAULT_AGENT_BINARY, AgentConfig
 from ..errors import AgentNotFoundError
+from ..permissions import Plan, Reject
 from ..runtime.acp_transport import process_key
 from ..runtime.sinks import HeldEventQueue
 from .requests import RunSteering
@@ -217,6 +219,22 @@ class _Held:
     idle: asyncio.TimerHandle | None = None
 
 
+_log = logging.getLogger(__name__)
+
+
+async def _late_plan(plan: Plan) -> Reject:
+    """The shared clients' answer to a plan that comes between runs (the library's default,
+    with no ``on_plan``, would accept it unseen): rejected, and logged.
+
+    Example:
+        >>> asyncio.run(_late_plan(Plan("s", "Deploy", "1. make deploy")))
+        Reject(reason='the plan came after its run ended: no one could review it')
+    """
+    _log.warning("the agent proposed a plan (%r) between runs of session %s: rejected",
+                 plan.name, plan.session_id or "?")
+    return Reject("the plan came after its run ended: no one could review it")
+
+
 class AcpClients:
     """The server's ``agent acp`` clients, kept across runs (issue 14: a long-lived process
     holding many sessions).
@@ -235,8 +253,9 @@ class AcpClients:
     :meth:`aclose` stops them all.
 
     The client's own config answers only requests that arrive between turns (a background
-    task of the agent asking late): it has no callbacks and rejects (``permission_mode``
-    ``"deny"``); each turn brings its own callbacks.
+    task of the agent asking late): no one can review them, so a call is rejected
+    (``permission_mode`` ``"deny"``), a question skipped and a plan rejected (logged:
+    :func:`_late_plan`); each turn brings its own callbacks.
 
     Example:
         >>> import asyncio
@@ -282,7 +301,7 @@ class AcpClients:
         elif room:
             held = room[0]
         else:
-            base = config.with_overrides(can_use_tool=None, on_question=None, on_plan=None,
+            base = config.with_overrides(can_use_tool=None, on_question=None, on_plan=_late_plan,
                                          permission_mode="deny", resume=None, workspace=None,
                                          session_mode=None)
             held = _Held(key, AsyncCursorAgentClient(base))

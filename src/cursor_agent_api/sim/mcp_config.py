@@ -352,6 +352,8 @@ def call_token(kind: str, target: str, args: Mapping[str, Any], workspace: Path)
     Example:
         >>> call_token("webFetchToolCall", "https://example.com/a", {}, Path("/ws"))
         Token(tool='WebFetch', arg='example.com', forms=())
+        >>> call_token("webFetchToolCall", "https://[docs.example.com]/a", {}, Path("/ws")).arg
+        'https://[docs.example.com]/a'
         >>> call_token("deleteToolCall", "", {"path": "/ws/src/a.py"}, Path("/ws"))
         Token(tool='Write', arg='/ws/src/a.py', forms=('src/a.py',))
         >>> call_token("lsToolCall", "", {}, Path("/ws")) is None
@@ -365,7 +367,11 @@ def call_token(kind: str, target: str, args: Mapping[str, Any], workspace: Path)
         argv0 = words[0] if words else target
         return Token("Shell", argv0, (f"{argv0}:{' '.join(words[1:])}", target.strip()))
     if kind == "webFetchToolCall":
-        return Token("WebFetch", urlsplit(target).hostname or target)
+        try:
+            host = urlsplit(target).hostname
+        except ValueError:  # "https://[docs.example.com]/api": no host, the URL is the token
+            host = None
+        return Token("WebFetch", host or target)
     if kind == "webSearchToolCall":
         return Token("WebSearch", target)
     if kind == "mcpToolCall":

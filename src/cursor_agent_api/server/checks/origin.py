@@ -50,7 +50,10 @@ def origin_allowed(origin: str, host: str, allowed: frozenset[str]) -> bool:
     o = origin.rstrip("/").lower()
     if o in allowed:
         return True
-    parts = urlsplit(o)
+    try:
+        parts = urlsplit(o)
+    except ValueError:  # "http://[x": no address at all, so not this server's
+        return False
     return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
 
 
