@@ -226,13 +226,12 @@ def _libpq_problem(url: URL, shown: str) -> str | None:
         return (f"{shown}: its hosts and ports cannot be read (use ?host=A:5432&host=B:5432, "
                 "or ?host=A,B&port=5432,5432)")
     try:
-        from psycopg import ProgrammingError
         from psycopg.conninfo import conninfo_to_dict
     except ImportError:
         return None
     try:
         conninfo_to_dict(text)
-    except ProgrammingError:
+    except Exception:  # (psycopg's ProgrammingError: its message quotes the URL)
         return (f"{shown}: libpq cannot read it as a connection string (a character it forbids, "
                 "such as an encoded NUL %00, or a host it cannot parse): check each part")
     return None

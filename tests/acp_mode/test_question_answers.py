@@ -84,3 +84,16 @@ def test_an_unknown_answer_to_the_fallback_question_skips_it(caplog: pytest.LogC
         assert _ask(Answer("Go"), _FALLBACK) == {"outcome": {"outcome": "selected",
                                                              "optionId": SKIP_OPTION}}
     assert [r.levelno for r in caplog.records if r.name == _LOGGER] == [logging.WARNING]
+
+
+def test_two_single_choice_questions_sharing_an_id_take_one_option_each() -> None:
+    """Two questions with one id (an agent's slip the page makes answerable, test_request_cards)
+    each take one option: the rule above counts per question, not per id (the page's answer
+    to both was skipped)."""
+    twice = {"toolCallId": "q", "title": "dup ids", "questions": [
+        {"id": "q", "prompt": "Q1", "options": [{"id": "y", "label": "Yes"}]},
+        {"id": "q", "prompt": "Q2", "options": [{"id": "n", "label": "No"}]}]}
+    assert _ask(Answer({"q": ["y", "n"]}), twice)["outcome"]["answers"] == [
+        {"questionId": "q", "selectedOptionIds": ["y", "n"]}]
+    assert _ask(Answer({"q": ["y", "n", "Yes"]}), twice)["outcome"]["answers"] == [
+        {"questionId": "q", "selectedOptionIds": ["y", "n"]}]

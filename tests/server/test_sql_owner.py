@@ -1,6 +1,7 @@
 """The store owns all SQL: no module outside ``server/store/`` imports SQLAlchemy or a database
 driver (the schema aside: ``server/models.py`` and the migrations; and the database URLs'
-module, which reads URLs with SQLAlchemy's URL class and nothing else of it), and the store imports
+module, which reads URLs with SQLAlchemy's URL class and its dialect's reading of one, and
+psycopg's URL parser, and nothing else of them), and the store imports
 neither the fold (``server/turns.py``) nor the page's views: only the protocol's types, the
 schema and itself.
 
@@ -26,9 +27,11 @@ STORE_MAY_IMPORT = (
     "cursor_agent_api.server_options",  # the workers' live window, shared with the CLI
 )
 # The URLs' module, outside the server so the CLI can check a URL before importing it, reads
-# URLs as SQLAlchemy does, with its URL class: no SQL.
+# URLs as SQLAlchemy does, with its URL class and its asyncpg dialect's reading of one, and
+# checks that libpq can read the URL it writes (psycopg's conninfo parser): no SQL.
 URLS = "cursor_agent_api.database_urls"
-URLS_MAY_IMPORT = ("sqlalchemy.engine.url", "sqlalchemy.exc")
+URLS_MAY_IMPORT = ("sqlalchemy.engine.url", "sqlalchemy.exc",
+                   "sqlalchemy.dialects.postgresql.asyncpg", "psycopg.conninfo")
 
 
 def _module_name(path: Path, root: Path) -> str:

@@ -131,11 +131,13 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
         label of exactly one option (options: 'small' 'Small change', 'full' 'Full rewrite')
     """
     options: dict[str, list[QuestionOption]] = {}  # two questions with one id: both's options
-    single: set[str] = set()  # ids of single-choice questions
+    # how many options an id takes: one per single-choice question with it (an agent may
+    # give two questions one id), any with a multiple-choice one (None)
+    takes: dict[str, int | None] = {}
     for q in questions:
         options.setdefault(q.id, []).extend(q.options)
-        if not q.allow_multiple:
-            single.add(q.id)
+        counted = takes.get(q.id, 0)
+        takes[q.id] = None if q.allow_multiple or counted is None else counted + 1
     chosen: dict[str, list[str]] = {}
     for qid, values in answer.selected(questions).items():
         if qid not in options:
@@ -158,9 +160,11 @@ def _resolved(answer: Answer, questions: list[Question]) -> Answer | Skip:
                 log.warning("%s; the questions are skipped", problem)
                 return Skip(problem)
         ids = list(dict.fromkeys(ids))  # an option named by its id and its label: one choice
-        if len(ids) > 1 and qid in single:
+        most = takes.get(qid)
+        if most is not None and len(ids) > most:
             named = ", ".join(repr(i) for i in ids)
-            problem = f"on_question answered {named} to question {qid!r}, which takes one option"
+            what = "one option" if most == 1 else f"{most} options (one per question)"
+            problem = f"on_question answered {named} to question {qid!r}, which takes {what}"
             log.warning("%s; the questions are skipped", problem)
             return Skip(problem)
         chosen[qid] = ids

@@ -55,12 +55,11 @@ import math
 from collections.abc import Awaitable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import procrastinate
-import psycopg
 import psycopg_pool
-from psycopg.conninfo import conninfo_to_dict
 
 from ..store import StoreUnavailableError, describe_error, is_transient
 from ..store.engine import KeepAlive, idle_transactions
@@ -89,11 +88,11 @@ class BoundedConnector(procrastinate.PsycopgConnector):
         # argument replaces the conninfo's), which they override.
         settings = {"statement_timeout": str(max(1, round(statement_timeout * 1000))),
                     **idle_transactions(connect_timeout, statement_timeout)}
-        try:
-            own = conninfo_to_dict(conninfo).get("options")
-        except psycopg.ProgrammingError:  # (its message quotes the URL: the connection says it)
-            own = None  # (serve and worker refuse such a URL first: database_url_problem)
-        options = " ".join([*([str(own)] if own else []),
+        try:  # (libpq_url writes each value percent-encoded, never a '+' for a space)
+            own = parse_qs(urlsplit(conninfo).query).get("options", [""])[-1]
+        except ValueError:  # (serve and worker refuse such a URL first: database_url_problem)
+            own = ""
+        options = " ".join([*([own] if own else []),
                             *(f"-c {name}={value}" for name, value in settings.items())])
         super().__init__(
             pool_factory=functools.partial(_BoundedOpenPool, opens_within=self.opens_within),
