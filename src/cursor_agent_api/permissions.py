@@ -467,20 +467,31 @@ def web_host(url: str | None) -> str | None:
     ``evil.example``); ``None`` when there is none or the URL does not parse (a deny rule then
     matches). A URL without a scheme is read as ``//url``.
 
+    The agent runs on Node, whose URL parser (WHATWG's) reads some URLs otherwise than
+    urllib: a ``\\`` is a ``/`` in an http(s) URL (``https://evil.example\\@docs.example/``
+    fetches evil.example, where urllib sees docs.example), tabs and newlines are dropped, and a
+    host's Unicode is mapped (a full-width dot is a dot). Such a URL — a backslash, a control
+    character or a space inside it, a host that is not ASCII — names no host the rules can
+    trust: ``None``, so a deny rule matches it and an allow rule for one host does not.
+
     Example:
         >>> web_host("https://EVIL%2Eexample.:8443/x"), web_host("docs.example/a")
         ('evil.example', 'docs.example')
         >>> web_host("http://[::1"), web_host("")
         (None, None)
+        >>> web_host("https://evil.example\\@docs.example/"), web_host("https://evil\u3002example/")
+        (None, None)
     """
     text = (url or "").strip()
-    if not text:
+    if not text or any(c == "\\" or c <= " " or c == "\x7f" for c in text):
         return None
     try:
         host = urlsplit(text if "//" in text else f"//{text}").hostname
     except ValueError:
         return None
     host = unquote(host or "").lower().rstrip(".")
+    if not host.isascii() or any(c <= " " or c in "\\/@\x7f" for c in host):
+        return None  # (percent-decoded: a host Node would read otherwise, or refuse)
     return host or None
 
 

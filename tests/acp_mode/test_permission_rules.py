@@ -292,6 +292,21 @@ def test_a_fetch_deny_rule_matches_every_spelling_of_its_host(url: str) -> None:
     assert isinstance(_deny_rules(_fetch(url), "WebFetch(Evil.Example)"), Deny), url
 
 
+# review 53, finding 6: the agent (Node) reads URLs as WHATWG does, urllib otherwise: '\\' is '/'
+# in http(s) URLs, tabs and newlines are dropped, a full-width dot is a dot. Such a URL names no
+# host the rules can trust: a deny rule matches it, an allow rule for one host does not approve it
+@pytest.mark.parametrize("url", [
+    "https://evil.example\\@docs.example/",  # urllib: docs.example; Node: evil.example
+    "https://evil.example\\.docs.example/",
+    "https://ev\til.example@docs.example/",
+    "https://docs.example\n@evil.example/",
+    "https://evil\u3002example/",  # Node: evil.example
+])
+def test_a_url_read_otherwise_by_the_agent_names_no_host(url: str) -> None:
+    assert isinstance(_deny_rules(_fetch(url), "WebFetch(evil.example)"), Deny), url
+    assert isinstance(_allow_rules(_fetch(url), "WebFetch(docs.example)"), Deny), url
+
+
 def test_a_fetch_deny_rule_leaves_other_hosts_alone() -> None:
     for url in ("https://ok.example/x", "https://evil.example.org/x", "https://notevil.example/"):
         assert _deny_rules(_fetch(url), "WebFetch(evil.example)") == Allow(), url

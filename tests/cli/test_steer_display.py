@@ -192,3 +192,58 @@ def test_enter_skips_and_end_of_input_ends(typed: str | None) -> None:
 
     decision, _ = _question([typed])
     assert isinstance(decision, Skip)
+
+
+def test_a_label_holding_a_comma_can_be_typed() -> None:
+    # review 53: the line was split at its commas first ("'Yes' is not an option")
+    from cursor_agent_api.permissions import Answer, Question, QuestionOption, QuestionRequest
+
+    answers = iter(["yes, deploy"])
+    console = Console(file=io.StringIO(), force_terminal=True, color_system=None, width=120)
+    steer = TerminalSteering(console, reader=lambda: next(answers))
+    question = Question("q1", "Ship it?", (QuestionOption("go", "Yes, deploy"),
+                                           QuestionOption("no", "No")), False)
+    assert steer.on_question(QuestionRequest("s", "t", [question])) == Answer({"q1": ["go"]})
+
+
+def _unattended_line(args: dict[str, object], kind: str = "SHELL") -> str:
+    from cursor_agent_api.cli.steer import unattended_calls
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+
+    out = io.StringIO()
+    reject = unattended_calls(Console(file=out, width=400))
+    reject(PermissionRequest("s", ToolCall("c", ToolKind[kind], args=args)))
+    return out.getvalue().strip()
+
+
+@pytest.mark.parametrize(("args", "kind"), [
+    ({"path": "/w/x'$(touch PWNED)'.txt"}, "EDIT"),
+    ({"url": "https://x'$(touch PWNED)'.example.com/"}, "WEB_FETCH"),
+    ({"command": "tou'ch a"}, "SHELL"),
+])
+def test_the_suggested_allow_flag_is_safe_to_paste_into_a_shell(args: dict[str, object],
+                                                                kind: str) -> None:
+    """Review 53: the agent's text went inside '…' unescaped: pasted into bash, the suggested
+    `--allow 'Write(/w/x'$(touch PWNED)'.txt)'` ran `touch PWNED`."""
+    import shlex
+
+    line = _unattended_line(args, kind)
+    flag = line.rpartition("(allow it: ")[2].removesuffix(")")
+    assert shlex.split(flag)[:1] == ["--allow"] and len(shlex.split(flag)) == 2, line
+
+
+@pytest.mark.parametrize("command", ["cd build && make", "ls | wc -l", "git status; rm -rf out"])
+def test_the_suggested_rule_allows_the_call_or_none_is_named(command: str) -> None:
+    """Review 53: for a compound command the line named the first command's rule, which does
+    not allow the call (docs/acp.md: "the rule that would allow it")."""
+    import shlex
+
+    from cursor_agent_api.permissions import Allow, decide_by_rules
+    from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+
+    line = _unattended_line({"command": command})
+    flag = line.rpartition("(allow it: ")[2].removesuffix(")")
+    rules = shlex.split(flag)[1::2]
+    request = PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": command}))
+    if rules != ["RULE"]:
+        assert isinstance(decide_by_rules(request, mode="deny", allowed=rules, denied=[]), Allow)

@@ -65,6 +65,23 @@ def test_a_tool_stored_on_a_class_is_not_bound() -> None:
     assert Shop("x").alias("A1") == "module A1"
 
 
+class Tools:
+    """A class as a folder of tools: no ``self``."""
+
+    @tool
+    def ping(order_id: str) -> str:  # type: ignore[misc]  # (no self: a plain function here)
+        """Ping an order."""
+        return f"pong {order_id}"
+
+
+def test_a_function_in_a_class_without_self_stays_a_plain_tool() -> None:
+    """Review 53: only a first parameter named ``self`` makes a method; ``order_id`` was taken
+    for one (gone from the schema) and ToolServer refused ``Tools.ping`` (it worked before)."""
+    assert Tools.ping.input_schema["required"] == ["order_id"]
+    assert Tools.ping("A1") == "pong A1"
+    ToolServer([Tools.ping])  # (no TypeError)
+
+
 def test_a_method_not_bound_to_an_instance_is_refused_by_name() -> None:
     with pytest.raises(TypeError, match=r"lookup_order is a method of Shop: .*tools=\[obj\.lookup_order\]"):
         ToolServer([Shop.lookup_order])

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import os
 import select
+import shlex
 import sys
 import termios
 import threading
@@ -56,6 +57,7 @@ from ..permissions import (
     QuestionRequest,
     Reject,
     Skip,
+    decide_by_rules,
 )
 from .always import allowlist_file, remembered_rule
 from .render import printable
@@ -151,8 +153,9 @@ def _typed_choice(question: Question, typed: str) -> tuple[list[str], str | None
         by_label = [o.id for o in options if o.label.strip().casefold() == part.strip().casefold()]
         return by_label[0] if len(by_label) == 1 else None
 
+    whole = one(typed) if typed.strip() else None  # (a label may hold a comma)
     picked: list[str] = []
-    for part in typed.split(","):
+    for part in [] if whole is not None else typed.split(","):
         if not part.strip():
             continue
         got = one(part)
@@ -165,7 +168,7 @@ def _typed_choice(question: Question, typed: str) -> tuple[list[str], str | None
             which = f"type its number (1 to {len(options)}) or its label" if options else \
                 "it has no options"
             return [], f"{_one_line(part.strip())!r} is not an option: {which}; Enter skips"
-    picked = list(dict.fromkeys(picked))
+    picked = [whole] if whole is not None else list(dict.fromkeys(picked))
     if len(picked) > 1 and not question.allow_multiple:
         return [], "this question takes one option: type one number or label; Enter skips"
     return picked, None
@@ -503,15 +506,33 @@ def unattended_calls(console: Console) -> Callable[[PermissionRequest], Permissi
     def can_use_tool(request: PermissionRequest) -> PermissionDecision:
         if not said.is_set():
             said.set()
-            rule = remembered_rule(request)
             what = request.command or request.path or request.tool_call.url or request.title
-            how = f"--allow '{_one_line(rule)}'" if rule else "--allow RULE"
             console.print(Text(f"⊘ the agent's {request.kind.value} call {_one_line(what)} was "
-                               f"rejected: no terminal to ask (allow it: {how})",
+                               f"rejected: no terminal to ask (allow it: {_allow_flag(request)})",
                                style="yellow"), soft_wrap=True)
         return Deny("no terminal to ask: a call is allowed only by --allow RULE")
 
     return can_use_tool
+
+
+def _allow_flag(request: PermissionRequest) -> str:
+    """The ``--allow`` flag that would let ``request`` through, safe to paste into a shell (the
+    rule, the agent's text, quoted for it), or ``--allow RULE`` when no one rule would (a
+    compound command: each of its commands needs its own) or it cannot be shown on one line.
+
+    Example:
+        >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
+        >>> def edit(path: str) -> PermissionRequest:
+        ...     return PermissionRequest("s", ToolCall("c", ToolKind.EDIT, args={"path": path}))
+        >>> print(_allow_flag(edit("/w/x'$(touch PWNED)'.txt")))
+        --allow 'Write(/w/x'"'"'$(touch PWNED)'"'"'.txt)'
+    """
+    rule = remembered_rule(request)
+    if not rule or not isinstance(decide_by_rules(request, mode="deny", allowed=[rule],
+                                                  denied=[]), Allow):
+        return "--allow RULE"
+    quoted = shlex.quote(rule)
+    return f"--allow {quoted}" if _one_line(quoted) == quoted else "--allow RULE"
 
 
 def unattended_plans(console: Console, *, force: bool) -> Callable[[Plan], PlanDecision]:

@@ -263,16 +263,18 @@ class Tool(Generic[_P, _R]):
         self._schema_given: bool = input_schema is not None or (source is not None and source._schema_given)
 
     def __set_name__(self, owner: type, attribute: str) -> None:
-        """``@tool`` in a class body: a method. Its ``self`` is not the agent's to set (the
+        """``@tool`` in a class body over a function whose first parameter is ``self``: a
+        method (any other stays a plain function, the class a folder of tools). Its ``self``
+        is not the agent's to set (the
         schema leaves it out); taken from an instance, the tool is bound to it. A tool only
         stored on a class (``alias = lookup_order``) was not defined there: left as it is."""
         fn = self.fn
         if not inspect.isfunction(fn) or fn.__qualname__ != f"{owner.__qualname__}.{fn.__name__}":
             return
         first = next(iter(inspect.signature(fn).parameters.values()), None)
-        if first is None or first.kind not in (inspect.Parameter.POSITIONAL_ONLY,
-                                               inspect.Parameter.POSITIONAL_OR_KEYWORD):
-            return
+        if first is None or first.name != "self" or first.kind not in (
+                inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            return  # (a class as a folder of plain functions: no self, nothing to bind)
         self.method_of, self._attribute = owner, attribute
         if not self._schema_given:  # (the agent's arguments: the parameters after self)
             self.spec = ArgumentSpec.from_function(functools.partial(fn, None))
