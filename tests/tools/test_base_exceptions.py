@@ -107,3 +107,41 @@ def test_a_server_whose_task_died_is_not_running_and_starts_again(caplog: pytest
         return was_running, again, server.running
 
     assert asyncio.run(main()) == (False, True, False)
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order by its id."""
+    return f"{order_id}: shipped"
+
+
+@pytest.mark.parametrize("transport", ["acp", "print"])
+def test_a_chat_calls_the_tools_again_after_their_server_restarted(
+        sim: Callable[..., Any], tmp_path: Path, transport: str) -> None:
+    """Review 53: a server whose task died serves again on a new port, but an ACP session the
+    client held was never given it (mcpServers go only in session/new and session/load): every
+    later turn of that chat called the dead port. A held session whose tool servers' addresses
+    changed is now loaded again. (Print mode, each turn a new agent: the control.)"""
+    extra: dict[str, Any] = {"transport": "acp", "permission_mode": "allow"} \
+        if transport == "acp" else {}
+
+    async def main() -> tuple[Any, Any]:
+        client = AsyncCursorAgentClient(sim(workspace=str(tmp_path), **extra), tools=[lookup_order])
+        try:
+            first = await client.query('lookup_order {"order_id": "A1"}')
+            server = client._tools.server  # type: ignore[union-attr]
+            task = server._task
+            assert task is not None
+            task.cancel()  # whatever ended it: it is gone
+            await asyncio.wait({task})
+            again = await client.query('lookup_order {"order_id": "A2"}',
+                                       resume=first.session_id)
+            return first, again
+        finally:
+            await client.aclose()
+
+    first, again = asyncio.run(main())
+    assert [c.local.value for c in first.tool_calls if c.kind is ToolKind.MCP] == ["A1: shipped"]
+    calls = [c for c in again.tool_calls if c.kind is ToolKind.MCP]
+    assert [c.local.value if c.local else None for c in calls] == ["A2: shipped"], again.result
+    assert again.session_id == first.session_id  # the same chat

@@ -167,11 +167,26 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
     return tuple(key)
 
 
+def _addresses(servers: list[dict[str, Any]]) -> tuple[Any, ...]:
+    """Where ``mcpServers`` are (name, URL, command and arguments), not what a turn sends them
+    (its headers and environment change per turn): a held session whose servers moved is
+    loaded again.
+
+    Example:
+        >>> a = [{"name": "t", "url": "http://127.0.0.1:1/mcp", "headers": [{"name": "x"}]}]
+        >>> _addresses(a) == _addresses([{**a[0], "headers": []}]), _addresses(a)
+        (True, (('t', 'http://127.0.0.1:1/mcp', None, ()),))
+    """
+    return tuple((s.get("name"), s.get("url"), s.get("command"), tuple(s.get("args") or ()))
+                 for s in servers)
+
+
 @dataclass(slots=True)
 class _Session:
     session_id: str
     cwd: str
     generation: int  # the process generation that holds it live
+    servers: tuple[Any, ...]  # where its MCP servers were (_addresses)
     turn: AcpTurn | None = None
     scopes: list[str] = field(default_factory=list)  # of the MCP sessions opened for it
 
@@ -442,11 +457,13 @@ class AcpTransport:
     def _cwd(self, config: AgentConfig) -> str:
         return os.path.abspath(config.workspace or os.getcwd())
 
-    def _remember(self, session_id: str, cwd: str, result: Any) -> _Session:
+    def _remember(self, session_id: str, cwd: str, result: Any,
+                  servers: list[dict[str, Any]]) -> _Session:
         old = self._sessions.pop(session_id, None)
         if old is not None:  # (re)loaded: the agent replaced the session's MCP sessions
             self._end_scopes(old)
-        state = self._sessions[session_id] = _Session(session_id, cwd, self._generation)  # (newest)
+        state = self._sessions[session_id] = _Session(  # (the newest)
+            session_id, cwd, self._generation, _addresses(servers))
         self.session_setup.remember(session_id, result)  # (re)loaded: the answer says its setup
         self._trim()
         return state
@@ -492,9 +509,9 @@ class AcpTransport:
         conn = await self.connect()
         cwd = self._cwd(config)
         scope = self._scope(config)
+        servers = self.mcp_servers(config)
         try:
-            result = await conn.request("session/new", {"cwd": cwd,
-                                                        "mcpServers": self.mcp_servers(config)},
+            result = await conn.request("session/new", {"cwd": cwd, "mcpServers": servers},
                                         timeout=_request_timeout(bounded))
             new_id = result.get("sessionId") if isinstance(result, dict) else None
             if not isinstance(new_id, str) or not new_id:
@@ -504,7 +521,7 @@ class AcpTransport:
             if isinstance(exc, AcpRequestError):
                 raise self.typed_error(exc) from None
             raise
-        state = self._remember(new_id, cwd, result)
+        state = self._remember(new_id, cwd, result, servers)
         if scope is not None:
             state.scopes.append(scope)
         return new_id
@@ -519,7 +536,10 @@ class AcpTransport:
         conn = await self.connect()
         sid = config.resume
         state = self._sessions.get(sid) if sid is not None else None
-        if sid is not None and (state is None or state.generation != self._generation):
+        # (a held session whose MCP servers moved — the client's tool server started again on
+        # a new port — is loaded again: the agent learns where they are only then)
+        if sid is not None and (state is None or state.generation != self._generation
+                                or state.servers != _addresses(self.mcp_servers(config))):
             cwd = state.cwd if state is not None else self._cwd(config)
             turn.waiting_for = "session/load"
             try:
@@ -582,14 +602,15 @@ class AcpTransport:
         """``session/load`` of ``session_id`` in ``cwd`` with ``config``'s MCP servers: held
         from now on, with the setup the answer gives. An error answer is raised as it is."""
         scope = self._scope(config)
+        servers = self.mcp_servers(config)
         try:
             result = await conn.request("session/load", {
-                "sessionId": session_id, "cwd": cwd, "mcpServers": self.mcp_servers(config)},
+                "sessionId": session_id, "cwd": cwd, "mcpServers": servers},
                                         timeout=_request_timeout(bounded))
         except BaseException:
             self._end_scope(scope)
             raise
-        state = self._remember(session_id, cwd, result)
+        state = self._remember(session_id, cwd, result, servers)
         if scope is not None:
             state.scopes.append(scope)
         return state
