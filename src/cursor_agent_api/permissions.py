@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import ipaddress
 import posixpath
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -485,14 +486,43 @@ def web_host(url: str | None) -> str | None:
     text = (url or "").strip()
     if not text or any(c == "\\" or c <= " " or c == "\x7f" for c in text):
         return None
+    scheme = re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", text)
+    if scheme is not None and not text[scheme.end():].startswith("//"):
+        return None  # (https:evil.example/ is evil.example to Node, host 'https' to urllib)
     try:
-        host = urlsplit(text if "//" in text else f"//{text}").hostname
+        host = urlsplit(text if scheme is not None else f"//{text}").hostname
     except ValueError:
         return None
     host = unquote(host or "").lower().rstrip(".")
-    if not host.isascii() or any(c <= " " or c in "\\/@\x7f" for c in host):
+    if not host.isascii() or any(c <= " " or c in "\\/@%\x7f" for c in host):
         return None  # (percent-decoded: a host Node would read otherwise, or refuse)
-    return host or None
+    return _address(host) if host else None
+
+
+def _address(host: str) -> str | None:
+    """``host`` as Node's URL parser spells an address: an IPv6 address compressed (an
+    IPv4-mapped one as its IPv4 address, the host it reaches), an IPv4 address only in its
+    dotted form; ``None`` for a name WHATWG reads as an IPv4 address written another way
+    (``2852039166``, ``0xA9.0xFE.0xA9.0xFE``, ``169.254.43518``: 169.254.169.254 each), which
+    the rules cannot compare. Any other name as it is.
+
+    Example:
+        >>> _address("0:0::1"), _address("::ffff:169.254.169.254"), _address("0xa9.0xfe.0xa9.0xfe")
+        ('::1', '169.254.169.254', None)
+    """
+    if ":" in host:
+        try:
+            v6 = ipaddress.IPv6Address(host)
+        except ValueError:
+            return None
+        return str(v6.ipv4_mapped) if v6.ipv4_mapped is not None else v6.compressed
+    if re.fullmatch(r"[0-9]+|0x[0-9a-f]*", host.rsplit(".", 1)[-1]):  # WHATWG: an IPv4 address
+        try:
+            v4 = ipaddress.IPv4Address(host)
+        except ValueError:
+            return None
+        return str(v4) if str(v4) == host else None
+    return host
 
 
 def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[str],

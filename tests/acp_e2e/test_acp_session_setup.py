@@ -88,7 +88,7 @@ def test_the_agents_mode_and_option_updates_are_the_sessions() -> None:
     change what a turn compares its mode and model with."""
     transport = AcpTransport(AgentConfig(transport="acp"))
     transport._remember("s1", "/w", {"modes": {"currentModeId": "agent"},
-                                     "models": {"currentModelId": "default[]"}}, [])
+                                     "models": {"currentModelId": "default[]"}}, ())
 
     def update(update: dict[str, Any]) -> None:
         transport._on_notification(RpcNotification("session/update",

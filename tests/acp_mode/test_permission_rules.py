@@ -301,10 +301,25 @@ def test_a_fetch_deny_rule_matches_every_spelling_of_its_host(url: str) -> None:
     "https://ev\til.example@docs.example/",
     "https://docs.example\n@evil.example/",
     "https://evil\u3002example/",  # Node: evil.example
+    # review 54: a special scheme without '//' (urllib: host 'https'), WHATWG's other IPv4
+    # forms (Node: 169.254.169.254 for each), an IPv6 address written long (Node: [::1])
+    "https:evil.example/", "https:/evil.example/", "HTTPS:evil.example:443",
 ])
 def test_a_url_read_otherwise_by_the_agent_names_no_host(url: str) -> None:
     assert isinstance(_deny_rules(_fetch(url), "WebFetch(evil.example)"), Deny), url
     assert isinstance(_allow_rules(_fetch(url), "WebFetch(docs.example)"), Deny), url
+
+
+@pytest.mark.parametrize(("url", "rule"), [
+    ("http://2852039166/latest/meta-data/", "WebFetch(169.254.169.254)"),
+    ("http://0xA9.0xFE.0xA9.0xFE/", "WebFetch(169.254.169.254)"),
+    ("http://169.254.43518/", "WebFetch(169.254.169.254)"),
+    ("http://0251.0376.0251.0376/", "WebFetch(169.254.169.254)"),
+    ("http://[0:0::1]:8080/", "WebFetch(::1)"),
+    ("http://[::FFFF:169.254.169.254]/", "WebFetch(169.254.169.254)"),  # (IPv4-mapped)
+])
+def test_an_address_written_another_way_is_the_address(url: str, rule: str) -> None:
+    assert isinstance(_deny_rules(_fetch(url), rule), Deny), url
 
 
 def test_a_fetch_deny_rule_leaves_other_hosts_alone() -> None:

@@ -247,3 +247,14 @@ def test_the_suggested_rule_allows_the_call_or_none_is_named(command: str) -> No
     request = PermissionRequest("s", ToolCall("c", ToolKind.SHELL, args={"command": command}))
     if rules != ["RULE"]:
         assert isinstance(decide_by_rules(request, mode="deny", allowed=rules, denied=[]), Allow)
+
+
+@pytest.mark.parametrize(("args", "kind"), [
+    ({"command": "'*' --help"}, "SHELL"),
+    ({"url": "https://*/"}, "WEB_FETCH"),
+    ({"path": "/w/**"}, "EDIT"),
+])
+def test_no_wildcard_of_the_agents_is_suggested(args: dict[str, object], kind: str) -> None:
+    """Review 54: the suggested rule came from the agent's own text, and a glob matches itself:
+    a command named '*' got `--allow 'Shell(*)'` (every command, once pasted)."""
+    assert _unattended_line(args, kind).endswith("(allow it: --allow RULE)")

@@ -518,7 +518,9 @@ def unattended_calls(console: Console) -> Callable[[PermissionRequest], Permissi
 def _allow_flag(request: PermissionRequest) -> str:
     """The ``--allow`` flag that would let ``request`` through, safe to paste into a shell (the
     rule, the agent's text, quoted for it), or ``--allow RULE`` when no one rule would (a
-    compound command: each of its commands needs its own) or it cannot be shown on one line.
+    compound command: each of its commands needs its own), when the rule holds a wildcard (the
+    agent's text: a command named ``*`` would suggest ``Shell(*)``, every command) or it cannot
+    be shown on one line.
 
     Example:
         >>> from cursor_agent_api.protocol.tools import ToolCall, ToolKind
@@ -528,9 +530,9 @@ def _allow_flag(request: PermissionRequest) -> str:
         --allow 'Write(/w/x'"'"'$(touch PWNED)'"'"'.txt)'
     """
     rule = remembered_rule(request)
-    if not rule or not isinstance(decide_by_rules(request, mode="deny", allowed=[rule],
-                                                  denied=[]), Allow):
-        return "--allow RULE"
+    if not rule or any(c in "*?[]" for c in rule) or not isinstance(
+            decide_by_rules(request, mode="deny", allowed=[rule], denied=[]), Allow):
+        return "--allow RULE"  # (a glob from the agent's text allows more than this call)
     quoted = shlex.quote(rule)
     return f"--allow {quoted}" if _one_line(quoted) == quoted else "--allow RULE"
 

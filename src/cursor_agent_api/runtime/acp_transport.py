@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -167,18 +167,19 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
     return tuple(key)
 
 
-def _addresses(servers: list[dict[str, Any]]) -> tuple[Any, ...]:
-    """Where ``mcpServers`` are (name, URL, command and arguments), not what a turn sends them
-    (its headers and environment change per turn): a held session whose servers moved is
-    loaded again.
+def _addresses(servers: Mapping[str, Mapping[str, Any]]) -> tuple[Any, ...]:
+    """Where ``config.mcp_servers`` are (name, URL, command and arguments, as written: before
+    ``${env:…}`` is resolved from a turn's environment), not what a turn sends them (headers,
+    environment): a held session whose servers moved is loaded again, one whose turns differ
+    only in what they send is not.
 
     Example:
-        >>> a = [{"name": "t", "url": "http://127.0.0.1:1/mcp", "headers": [{"name": "x"}]}]
-        >>> _addresses(a) == _addresses([{**a[0], "headers": []}]), _addresses(a)
+        >>> a = {"t": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": "${env:SCOPE}"}}}
+        >>> _addresses(a) == _addresses({"t": {**a["t"], "headers": {}}}), _addresses(a)
         (True, (('t', 'http://127.0.0.1:1/mcp', None, ()),))
     """
-    return tuple((s.get("name"), s.get("url"), s.get("command"), tuple(s.get("args") or ()))
-                 for s in servers)
+    return tuple((name, entry.get("url"), entry.get("command"),
+                  tuple(map(str, entry.get("args") or ()))) for name, entry in servers.items())
 
 
 @dataclass(slots=True)
@@ -458,12 +459,12 @@ class AcpTransport:
         return os.path.abspath(config.workspace or os.getcwd())
 
     def _remember(self, session_id: str, cwd: str, result: Any,
-                  servers: list[dict[str, Any]]) -> _Session:
+                  servers: tuple[Any, ...]) -> _Session:
         old = self._sessions.pop(session_id, None)
         if old is not None:  # (re)loaded: the agent replaced the session's MCP sessions
             self._end_scopes(old)
         state = self._sessions[session_id] = _Session(  # (the newest)
-            session_id, cwd, self._generation, _addresses(servers))
+            session_id, cwd, self._generation, servers)
         self.session_setup.remember(session_id, result)  # (re)loaded: the answer says its setup
         self._trim()
         return state
@@ -521,7 +522,7 @@ class AcpTransport:
             if isinstance(exc, AcpRequestError):
                 raise self.typed_error(exc) from None
             raise
-        state = self._remember(new_id, cwd, result, servers)
+        state = self._remember(new_id, cwd, result, _addresses(config.mcp_servers))
         if scope is not None:
             state.scopes.append(scope)
         return new_id
@@ -536,10 +537,14 @@ class AcpTransport:
         conn = await self.connect()
         sid = config.resume
         state = self._sessions.get(sid) if sid is not None else None
+        if state is not None and state.generation == self._generation \
+                and state.turn is not None and not state.turn.done:
+            raise SessionError(f"session {state.session_id} is running a turn already: one "
+                               "prompt at a time per session")
         # (a held session whose MCP servers moved — the client's tool server started again on
         # a new port — is loaded again: the agent learns where they are only then)
         if sid is not None and (state is None or state.generation != self._generation
-                                or state.servers != _addresses(self.mcp_servers(config))):
+                                or state.servers != _addresses(config.mcp_servers)):
             cwd = state.cwd if state is not None else self._cwd(config)
             turn.waiting_for = "session/load"
             try:
@@ -610,7 +615,7 @@ class AcpTransport:
         except BaseException:
             self._end_scope(scope)
             raise
-        state = self._remember(session_id, cwd, result, servers)
+        state = self._remember(session_id, cwd, result, _addresses(config.mcp_servers))
         if scope is not None:
             state.scopes.append(scope)
         return state
