@@ -458,7 +458,10 @@ def match_rule(rule: str, request: PermissionRequest, *, deny: bool = False) -> 
                    for part, value in ((server, tc.mcp_server), (tool, tc.mcp_tool)))
     if head == "WebFetch":
         host = web_host(tc.url)
-        return arg == "*" or (deny and host is None) or _glob(arg.lower().rstrip("."), host)
+        if arg == "*" or (deny and host is None):
+            return True
+        want = _rule_host(arg)
+        return host is not None and any(_glob(want, h) for h in _spellings(host))
     return arg == "*" or (deny and _unknown(tc.pattern)) or _glob(arg, tc.pattern)
 
 
@@ -466,7 +469,9 @@ def web_host(url: str | None) -> str | None:
     """The host a fetch of ``url`` reaches, spelled one way: lower case, percent-decoded,
     without the trailing dot a resolver ignores (``https://EVIL%2Eexample./x`` is
     ``evil.example``); ``None`` when there is none or the URL does not parse (a deny rule then
-    matches). A URL without a scheme is read as ``//url``.
+    matches). A URL without a scheme is read as ``//url`` (``docs.example/a``); one whose
+    scheme has no ``//`` after it names no host (``https:evil.example/`` is evil.example to
+    Node; ``localhost:8080/x`` is a scheme ``localhost:`` to it, with no host at all).
 
     The agent runs on Node, whose URL parser (WHATWG's) reads some URLs otherwise than
     urllib: a ``\\`` is a ``/`` in an http(s) URL (``https://evil.example\\@docs.example/``
@@ -500,22 +505,20 @@ def web_host(url: str | None) -> str | None:
 
 
 def _address(host: str) -> str | None:
-    """``host`` as Node's URL parser spells an address: an IPv6 address compressed (an
-    IPv4-mapped one as its IPv4 address, the host it reaches), an IPv4 address only in its
-    dotted form; ``None`` for a name WHATWG reads as an IPv4 address written another way
-    (``2852039166``, ``0xA9.0xFE.0xA9.0xFE``, ``169.254.43518``: 169.254.169.254 each), which
-    the rules cannot compare. Any other name as it is.
+    """``host`` as Node's URL parser spells an address: an IPv6 address compressed, an IPv4
+    address only in its dotted form; ``None`` for a name WHATWG reads as an IPv4 address
+    written another way (``2852039166``, ``0xA9.0xFE.0xA9.0xFE``, ``169.254.43518``:
+    169.254.169.254 each), which the rules cannot compare. Any other name as it is.
 
     Example:
         >>> _address("0:0::1"), _address("::ffff:169.254.169.254"), _address("0xa9.0xfe.0xa9.0xfe")
-        ('::1', '169.254.169.254', None)
+        ('::1', '::ffff:a9fe:a9fe', None)
     """
     if ":" in host:
         try:
-            v6 = ipaddress.IPv6Address(host)
+            return ipaddress.IPv6Address(host).compressed
         except ValueError:
             return None
-        return str(v6.ipv4_mapped) if v6.ipv4_mapped is not None else v6.compressed
     if re.fullmatch(r"[0-9]+|0x[0-9a-f]*", host.rsplit(".", 1)[-1]):  # WHATWG: an IPv4 address
         try:
             v4 = ipaddress.IPv4Address(host)
@@ -523,6 +526,38 @@ def _address(host: str) -> str | None:
             return None
         return str(v4) if str(v4) == host else None
     return host
+
+
+def _rule_host(arg: str) -> str:
+    """A WebFetch rule's host, spelled as :func:`web_host` spells a URL's: lower case, without
+    a trailing dot or brackets, an address in Node's form (``WebFetch(0:0:0:0:0:0:0:1)`` and
+    ``WebFetch([::1])`` name ``::1``). A glob is left as written.
+
+    Example:
+        >>> _rule_host("[0:0::1]"), _rule_host("::FFFF:127.0.0.1"), _rule_host("Docs.Example.")
+        ('::1', '::ffff:7f00:1', 'docs.example')
+    """
+    want = arg.strip().lower().rstrip(".")
+    if want.startswith("[") and want.endswith("]"):
+        want = want[1:-1]
+    if any(c in want for c in "*?["):
+        return want
+    return _address(want) or want
+
+
+def _spellings(host: str) -> list[str]:
+    """The spellings of ``host`` a rule may name: itself, and for an IPv4-mapped IPv6 address
+    the IPv4 address it reaches and its mixed form (a deny rule of 127.0.0.1 matches
+    ``http://[::ffff:127.0.0.1]/``, as does one of ``::ffff:7f00:1`` or ``::ffff:*``).
+
+    Example:
+        >>> _spellings("::ffff:7f00:1"), _spellings("docs.example")
+        (['::ffff:7f00:1', '127.0.0.1', '::ffff:127.0.0.1'], ['docs.example'])
+    """
+    if ":" not in host:
+        return [host]
+    mapped = ipaddress.IPv6Address(host).ipv4_mapped
+    return [host] if mapped is None else [host, str(mapped), f"::ffff:{mapped}"]
 
 
 def decide_by_rules(request: PermissionRequest, *, mode: str, allowed: Sequence[str],

@@ -322,6 +322,21 @@ def test_an_address_written_another_way_is_the_address(url: str, rule: str) -> N
     assert isinstance(_deny_rules(_fetch(url), rule), Deny), url
 
 
+@pytest.mark.parametrize(("url", "rule"), [
+    # review 55: the rule's own spelling of an address (as the URL or Node writes it)
+    ("http://[::ffff:127.0.0.1]/admin", "WebFetch(::ffff:127.0.0.1)"),
+    ("http://[::ffff:7f00:1]/", "WebFetch(::ffff:7f00:1)"),
+    ("http://[::ffff:a9fe:a9fe]/latest/meta-data/", "WebFetch(::ffff:a9fe:a9fe)"),
+    ("http://[::ffff:a9fe:a9fe]/latest/meta-data/", "WebFetch(::ffff:*)"),
+    ("http://[::1]/", "WebFetch(0:0:0:0:0:0:0:1)"),
+    ("http://[fe80::1]/", "WebFetch(fe80:0:0:0:0:0:0:1)"),
+    ("http://[::1]/", "WebFetch([::1])"),
+])
+def test_a_rule_names_an_address_in_any_spelling(url: str, rule: str) -> None:
+    assert isinstance(_deny_rules(_fetch(url), rule), Deny), (url, rule)
+    assert _allow_rules(_fetch(url), rule) == Allow(), (url, rule)
+
+
 def test_a_fetch_deny_rule_leaves_other_hosts_alone() -> None:
     for url in ("https://ok.example/x", "https://evil.example.org/x", "https://notevil.example/"):
         assert _deny_rules(_fetch(url), "WebFetch(evil.example)") == Allow(), url

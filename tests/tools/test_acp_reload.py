@@ -1,5 +1,6 @@
 """When a chat's held ACP session is loaded again (review 54): only when its MCP servers moved
-(tests/tools/test_base_exceptions.py: the tool server started again on a new port), never
+or changed as written (tests/tools/test_base_exceptions.py: the tool server started again on a
+new port; review 55: another header or environment value), never
 because a turn sends them something else (a header or an argument from the turn's own
 environment: resolved per turn, they differed at every turn, and each turn replayed the history),
 and never while a turn of that session runs (the load replaced the running turn's state and ended
@@ -108,3 +109,31 @@ def test_a_second_prompt_with_other_servers_while_a_turn_runs_is_refused(
     refused, first_ok = asyncio.run(main())
     assert isinstance(refused, SessionError) and "running a turn already" in str(refused)
     assert first_ok and loads == []
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ({"db": {"command": "true", "args": [], "env": {"DB": "prod"}}},
+     {"db": {"command": "true", "args": [], "env": {"DB": "staging"}}}),
+    ({"search": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Tenant": "a"}}},
+     {"search": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-Tenant": "b"}}}),
+], ids=["stdio-env", "http-header"])
+def test_a_server_changed_as_written_is_given_to_the_agent(
+        sim: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        first: dict[str, Any], second: dict[str, Any]) -> None:
+    """Review 55: only addresses were compared, so a chat that switched its server from DB=prod
+    to DB=staging kept the server the agent had started with DB=prod."""
+    loads = _count_loads(monkeypatch)
+
+    async def main() -> None:
+        client = AsyncCursorAgentClient(sim(transport="acp", permission_mode="allow",
+                                            workspace=str(tmp_path)))
+        try:
+            r = await client.query("hello", mcp_servers=first)
+            assert r.success, r.error
+            r = await client.query("hello", resume=r.session_id, mcp_servers=second)
+            assert r.success, r.error
+        finally:
+            await client.aclose()
+
+    asyncio.run(main())
+    assert loads == [False]

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -168,18 +169,20 @@ def process_key(config: AgentConfig) -> tuple[Any, ...]:
 
 
 def _addresses(servers: Mapping[str, Mapping[str, Any]]) -> tuple[Any, ...]:
-    """Where ``config.mcp_servers`` are (name, URL, command and arguments, as written: before
-    ``${env:…}`` is resolved from a turn's environment), not what a turn sends them (headers,
-    environment): a held session whose servers moved is loaded again, one whose turns differ
-    only in what they send is not.
+    """``config.mcp_servers`` as written (before ``${env:…}`` is resolved from a turn's
+    environment: the token and the turn's scope travel so, and change per turn), each entry
+    whole: a held session whose servers moved or changed (a new port, another header or
+    environment) is loaded again, one whose turns differ only in their environment is not.
 
     Example:
         >>> a = {"t": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": "${env:SCOPE}"}}}
-        >>> _addresses(a) == _addresses({"t": {**a["t"], "headers": {}}}), _addresses(a)
-        (True, (('t', 'http://127.0.0.1:1/mcp', None, ()),))
+        >>> _addresses(a) == _addresses({"t": {"headers": {"X": "${env:SCOPE}"}, **a["t"]}})
+        True
+        >>> _addresses(a) == _addresses({"t": {**a["t"], "headers": {"X": "b"}}})
+        False
     """
-    return tuple((name, entry.get("url"), entry.get("command"),
-                  tuple(map(str, entry.get("args") or ()))) for name, entry in servers.items())
+    return tuple((name, json.dumps(entry, sort_keys=True, default=str))
+                 for name, entry in servers.items())
 
 
 @dataclass(slots=True)
@@ -187,7 +190,7 @@ class _Session:
     session_id: str
     cwd: str
     generation: int  # the process generation that holds it live
-    servers: tuple[Any, ...]  # where its MCP servers were (_addresses)
+    servers: tuple[Any, ...]  # its MCP servers as written (_addresses)
     turn: AcpTurn | None = None
     scopes: list[str] = field(default_factory=list)  # of the MCP sessions opened for it
 
