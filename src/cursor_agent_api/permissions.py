@@ -485,7 +485,7 @@ def web_host(url: str | None) -> str | None:
         ('evil.example', 'docs.example')
         >>> web_host("http://[::1"), web_host("")
         (None, None)
-        >>> web_host("https://evil.example\\@docs.example/"), web_host("https://evil\u3002example/")
+        >>> web_host("https://evil.example\\\\@docs.example/"), web_host("https://evil\\u3002example/")
         (None, None)
     """
     text = (url or "").strip()
