@@ -265,9 +265,9 @@ class Tool(Generic[_P, _R]):
     def __set_name__(self, owner: type, attribute: str) -> None:
         """``@tool`` in a class body over a function whose first parameter is ``self``: a
         method (any other stays a plain function, the class a folder of tools). Its ``self``
-        is not the agent's to set (the
-        schema leaves it out); taken from an instance, the tool is bound to it. A tool only
-        stored on a class (``alias = lookup_order``) was not defined there: left as it is."""
+        is not the agent's to set (the schema leaves it out); taken from an instance, the tool
+        is bound to it. A tool only stored on a class (``alias = lookup_order``) was not
+        defined there: left as it is."""
         fn = self.fn
         if not inspect.isfunction(fn) or fn.__qualname__ != f"{owner.__qualname__}.{fn.__name__}":
             return

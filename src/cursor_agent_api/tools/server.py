@@ -462,7 +462,6 @@ class ToolServer:
                 raise RuntimeError("the tool server stopped while starting")
             await asyncio.sleep(0.005)
 
-
     def _ended(self, task: asyncio.Task[None]) -> None:
         """The server's task ended on its own (not stopped): said (:meth:`start` serves again)."""
         error = None if task.cancelled() else task.exception()
