@@ -105,9 +105,10 @@ def _shown(url: URL) -> str:
 def database_url_problem(url: str) -> str | None:
     """What is wrong with ``url`` and how to fix it, in one line; ``None`` if it is usable.
 
-    Only the URL's text is read (its scheme compared as a string): no SQLAlchemy dialect is
-    loaded, so an unknown scheme is this line, not a ``NoSuchModuleError`` traceback. (The
-    examples below wrap the one line.)
+    The scheme is compared as a string before anything else: no SQLAlchemy dialect is looked
+    up by it, so an unknown scheme is this line, not a ``NoSuchModuleError`` traceback (a
+    PostgreSQL URL is then read as the store reads it, :func:`libpq_url`). (The examples below
+    wrap the one line.)
 
     Example:
         >>> msg = database_url_problem("postgresql://me:secret@db/app")
@@ -181,10 +182,8 @@ same as ``sslmode``), ``database`` (SQLAlchemy's name for the path) and SQLAlche
 ``prepared_statement_cache_size``. asyncpg would send any other key to the server as a
 setting, and the store could not connect."""
 
-_NOT_FROM_URL = {"connect_timeout": "every connection waits store_connect_timeout (10 s by "
-                                    "default) instead",
-                 "timeout": "every connection waits store_connect_timeout (10 s by default) "
-                            "instead",
+_CONNECT_WAITS = "every connection waits store_connect_timeout (10 s by default) instead"
+_NOT_FROM_URL = {"connect_timeout": _CONNECT_WAITS, "timeout": _CONNECT_WAITS,
                  "command_timeout": "every statement waits store_statement_timeout (60 s by "
                                     "default) instead",
                  "dbname": "the database is the URL's path (or ?database=)",
@@ -221,7 +220,7 @@ def _libpq_problem(url: URL, shown: str) -> str | None:
     its text (libpq's own message quotes the URL, password and all), or None. Without
     psycopg (the job queue's driver, the ``postgres`` extra's), only SQLAlchemy's reading."""
     try:
-        text = libpq_url(url.render_as_string(hide_password=False))
+        text = libpq_url(url)
     except (ArgumentError, ValueError, TypeError):  # hosts and ports that do not pair up
         return (f"{shown}: its hosts and ports cannot be read (use ?host=A:5432&host=B:5432, "
                 "or ?host=A,B&port=5432,5432)")
@@ -278,7 +277,7 @@ def holds_password(url: str) -> bool:
     return bool(parsed.password) or not {"password", "sslpassword"}.isdisjoint(parsed.query)
 
 
-def libpq_url(database_url: str) -> str:
+def libpq_url(database_url: str | URL) -> str:
     """The server's SQLAlchemy URL (``postgresql+asyncpg://…``) as a libpq URL, the one form
     every PostgreSQL connection is given (psycopg's, the job queue's; asyncpg's DSN, the
     store's and the LISTEN connections'), read by both drivers alike.
@@ -307,7 +306,7 @@ def libpq_url(database_url: str) -> str:
     """
     from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg  # (no driver import)
 
-    url = make_url(database_url)
+    url = make_url(database_url)  # (a URL as it is)
     dialect = PGDialect_asyncpg()  # type: ignore[no-untyped-call]
     _, opts = dialect.create_connect_args(  # type: ignore[no-untyped-call]
         url.set(drivername=POSTGRES_DRIVER))
