@@ -10,9 +10,11 @@ or given an API key (``--api-key``, ``CURSOR_API_KEY``); then sessions need no
 ``authenticate``. Global flags go before ``acp``: ``--force`` (nothing asks; deny rules still
 hold), ``--model``.
 
-One process, many sessions, one turn at a time: while a turn runs, ``session/cancel`` and
-answers are handled at once; ``session/prompt`` and ``session/load`` wait for the turn (a
-prompt on the busy session cancels it first); other requests are answered at once. The
+One process, many sessions, one turn at a time: while a turn runs (also while it waits on a
+shell command or an MCP call: :attr:`~.context.TurnContext.waiting`), ``session/cancel`` and
+answers are handled at once (a cancel kills the running command); ``session/prompt`` and
+``session/load`` wait for the turn (a prompt on the busy session cancels it first); other
+requests are answered at once. The
 turn's frames come from :class:`~.acp_output.AcpOutput`; sessions are stored by
 :mod:`.acp_store`. Faults (``CURSOR_AGENT_SIM_FAULT``): ``auth``, ``crash``, ``banner`` (noise
 on stdout), ``slow``, ``slow-start`` (``initialize`` answered late), ``cancel-unsupported``,
@@ -558,6 +560,7 @@ def _session_prompt(server: Server, params: dict[str, Any]) -> dict[str, Any]:
         mcp=live.mcp,
         acp=True,
         config_dir=server.store.config_dir,
+        waiting=server.check_cancel,  # a running command or MCP call keeps serving stdin
     )
     out = AcpOutput(ctx, live.state, server)
     server.turn = running = RunningTurn(files.session_id)

@@ -10,6 +10,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +30,9 @@ class TurnContext:
     ``subagents``: the agent may start Tasks (ACP only). ``acp``: the turn runs behind
     ``cursor-agent-sim acp`` (a refusal is the client's answer, not a missing ``--force``).
     ``config_dir``: where ``cli-config.json`` (the permission rules) lives; ``None``: only the
-    project's ``.cursor/cli.json`` counts.
+    project's ``.cursor/cli.json`` counts. ``waiting``: called every 0.1 s or so while a shell
+    command or an MCP call runs (ACP serves its stdin there, and raises to cancel the turn:
+    the command is killed, the call abandoned); ``None`` in print mode.
     """
 
     session_id: str
@@ -49,6 +52,7 @@ class TurnContext:
     mcp: McpSession | None = None
     acp: bool = False
     config_dir: Path | None = None
+    waiting: Callable[[], None] | None = None
 
 
 ASK_MODE_REFUSAL = "Ask mode: no edits or command execution"

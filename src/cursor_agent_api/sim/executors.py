@@ -261,7 +261,8 @@ def _shell_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
         return Done(wire.shell_rejected(a.target, str(ctx.workspace), reason), rejected=True)
     # seeded (fake clock): a duration derived from the seed and the command, not the measured one
     outcome, code, out, err, ms = tools.run_shell(
-        ctx.workspace, a.target, elapsed=lambda measured: ctx.clock.elapsed_ms(measured, a.target)
+        ctx.workspace, a.target, elapsed=lambda measured: ctx.clock.elapsed_ms(measured, a.target),
+        waiting=ctx.waiting,
     )
     ctx.clock.advance(ms)
     shown = (out + err).rstrip("\n")
@@ -352,7 +353,7 @@ def _mcp_run(ctx: TurnContext, a: Action, d: Decision) -> Done:
     if not d.allowed:
         return _refused(a, d, f"call `{a.target}`")
     mcp = ctx.mcp
-    outcome = (mcp.call(a.extra, a.target, json.loads(a.text)) if mcp is not None
+    outcome = (mcp.call(a.extra, a.target, json.loads(a.text), ctx.waiting) if mcp is not None
                else {"serverNotFound": {"name": a.extra}})
     success: Any = outcome.get("success")
     if isinstance(success, dict):

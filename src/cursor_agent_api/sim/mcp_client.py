@@ -28,7 +28,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from .mcp_config import (
     tool_allowed,
 )
 from .settings import ACP_GIVEN_ENV, MCP_TIMEOUT_ENV
+from .workspace import WAIT_TICK
 
 if TYPE_CHECKING:  # at run time imported by a session that has servers to connect to
     import concurrent.futures
@@ -342,15 +343,32 @@ class McpSession:
         """``{tool, description, inputSchema}``: what ``getMcpToolsToolCall`` returns (MCP.md §6)."""
         return self._described.get(tool, {"tool": tool})
 
-    def call(self, server: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``tools/call``; the ``mcpToolCall`` outcome for the wire."""
+    def call(self, server: str, tool: str, arguments: dict[str, Any],
+             waiting: Callable[[], None] | None = None) -> dict[str, Any]:
+        """``tools/call``; the ``mcpToolCall`` outcome for the wire.
+
+        ``waiting()`` is called every :data:`~.workspace.WAIT_TICK` seconds or so while the
+        server has not answered (ACP serves its stdin there); what it raises abandons the call
+        (its task is cancelled; the connection stays for the next call) and propagates."""
         client = self._clients.get(server)
         if client is None:
             return {"serverNotFound": {"name": server}}
         if not tool_allowed(server, tool, self.workspace, self.config_dir, self.force):
             return wire.rejected("User Rejected")
+        import concurrent.futures
+
+        future = self._portal.start_task_soon(client.call_tool, tool, arguments)
         try:
-            result = self._portal.call(client.call_tool, tool, arguments)
+            while not concurrent.futures.wait([future], timeout=WAIT_TICK).done:
+                if waiting is not None:
+                    waiting()
+        except BaseException:
+            future.cancel()
+            with contextlib.suppress(BaseException):
+                future.result(timeout=_REAP_TIMEOUT)  # the cancelled task has unwound
+            raise
+        try:
+            result = future.result()
         except Exception as e:
             return wire.error_outcome(mcp_error_text(e))
         texts = []

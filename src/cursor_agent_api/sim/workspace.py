@@ -340,16 +340,21 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+WAIT_TICK = 0.1
+"""How often a running command's ``waiting`` callback is called (:func:`run_shell`), at least."""
+
 EXITED_DRAIN = 0.2
 """How long the output is still read after the shell exited while something it started in the
 background holds its stdout or stderr open (``sleep 60 &``): then the command is over."""
 
 
-def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, bytes, str]:
+def _collect(proc: subprocess.Popen[bytes], deadline: float,
+             waiting: Callable[[], None]) -> tuple[bytes, bytes, str]:
     """Read the command's stdout and stderr until both end (or, once the shell has exited,
     for :data:`EXITED_DRAIN` more seconds), keeping :data:`MAX_SHELL_OUTPUT` bytes of each,
-    then wait for the shell (it may have closed its output and run on: ``exec >file``);
-    returns the output and why it was stopped (``""``, ``"timeout"``, ``"output"``)."""
+    then wait for the shell (it may have closed its output and run on: ``exec >file``),
+    calling ``waiting()`` at least every :data:`WAIT_TICK` seconds all along; returns the output
+    and why it was stopped (``""``, ``"timeout"``, ``"output"``)."""
     assert proc.stdout is not None and proc.stderr is not None
     kept = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
     stopped = ""
@@ -358,6 +363,7 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
         for fd in kept:
             sel.register(fd, selectors.EVENT_READ)
         while sel.get_map():
+            waiting()
             now = time.monotonic()
             if now >= deadline:
                 stopped = "timeout"
@@ -366,7 +372,7 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
                 exited_at = now
             if exited_at is not None and now - exited_at >= EXITED_DRAIN:
                 break  # the shell is done; what it left in the background holds the pipes
-            for key, _ in sel.select(timeout=min(deadline - now, 0.1)):
+            for key, _ in sel.select(timeout=min(deadline - now, WAIT_TICK)):
                 data = os.read(key.fd, 65536)
                 if not data:
                     sel.unregister(key.fd)
@@ -377,12 +383,18 @@ def _collect(proc: subprocess.Popen[bytes], deadline: float) -> tuple[bytes, byt
                     stopped = "output"
             if stopped:
                 break
-    if not stopped:
+    while not stopped and proc.poll() is None:
+        waiting()
         try:
-            proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+            proc.wait(timeout=min(max(deadline - time.monotonic(), 0.0), WAIT_TICK))
         except subprocess.TimeoutExpired:
-            stopped = "timeout"
+            if time.monotonic() >= deadline:
+                stopped = "timeout"
     return bytes(kept[proc.stdout.fileno()]), bytes(kept[proc.stderr.fileno()]), stopped
+
+
+def _idle() -> None:
+    """A ``waiting`` callback that does nothing (print mode)."""
 
 
 def run_shell(
@@ -391,12 +403,17 @@ def run_shell(
     timeout_ms: int = SHELL_TIMEOUT_MS,
     *,
     elapsed: Callable[[int], int] = lambda measured_ms: measured_ms,
+    waiting: Callable[[], None] | None = None,
 ) -> tuple[dict[str, Any], int, str, str, int]:
     """Run ``command`` with ``/bin/sh -c`` in the workspace, stdin closed, in this process's
     group. Returns the outcome, exit code, stdout, stderr and milliseconds taken, as
     ``elapsed`` reports the measured milliseconds (a seeded run's fake clock reports a
     derived duration, :meth:`~.ids.Clock.elapsed_ms`; a timeout is never shorter than
     ``timeout_ms``).
+
+    ``waiting()`` is called every :data:`WAIT_TICK` seconds or so while the command runs (ACP
+    serves its stdin there); what it raises stops the command — killed with what it started —
+    and propagates.
 
     The command is bounded: after ``timeout_ms`` it is killed with what it started and the
     outcome is ``timeout``; when stdout or stderr passes :data:`MAX_SHELL_OUTPUT` bytes it is
@@ -425,7 +442,7 @@ def run_shell(
         return {"spawnError": {"command": command, "error": str(e)}}, -1, "", str(e), ms
     with proc:
         try:
-            raw_out, raw_err, stopped = _collect(proc, started + timeout_ms / 1000)
+            raw_out, raw_err, stopped = _collect(proc, started + timeout_ms / 1000, waiting or _idle)
         finally:
             if proc.poll() is None:
                 _stop(proc)
