@@ -288,3 +288,32 @@ def test_in_daemon_thread_hands_a_stop_iteration_on() -> None:
     with pytest.raises(RuntimeError, match="function raised StopIteration") as raised:
         asyncio.run(main())
     assert isinstance(raised.value.__cause__, StopIteration)
+
+
+@pytest.mark.parametrize("callback", ["can_use_tool", "on_question", "on_plan"])
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_callback_raising_cancelled_error_is_a_failed_callback(
+        callback: str, flavour: str, caplog: pytest.LogCaptureFixture) -> None:
+    # audit 17, finding 4: a CancelledError the callback raised itself (nothing cancelled the
+    # request) went through as if the request were cancelled: no answer of the client's, no
+    # log. It fails the callback, as any exception does, logged.
+    def cancelled(_: Any) -> Any:
+        raise asyncio.CancelledError()
+
+    async def acancelled(_: Any) -> Any:
+        raise asyncio.CancelledError()
+
+    steering = Steering(AgentConfig(transport="acp", **{callback: cancelled if flavour == "sync"
+                                                        else acancelled}), session_id="s1")
+    ask = {"can_use_tool": lambda: steering.permission(0, _shell("ls")),
+           "on_question": lambda: steering.question(0, _QUESTION),
+           "on_plan": lambda: steering.plan(0, _PLAN)}[callback]
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.runtime.acp_steering"):
+        outcome = asyncio.run(ask())
+    assert outcome in (_REJECTED, {"outcome": {"outcome": "rejected",
+                                               "reason": "on_plan raised CancelledError"}},
+                       {"outcome": {"outcome": "skipped",
+                                    "reason": "on_question raised CancelledError"}})
+    [record] = [r for r in caplog.records if r.name == "cursor_agent_api.runtime.acp_steering"]
+    assert record.getMessage() == f"{callback} raised CancelledError"
+    assert record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError
