@@ -25,11 +25,14 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -662,6 +665,53 @@ def _inert_path(path: str) -> str:
         return path.encode("utf-8", "backslashreplace").decode()
 
 
+class _InCallOrder:
+    """A lock taken in call order (first come, first served), for the threads of a sync
+    session: its turns start one after the other in the order they were asked for. A wait
+    interrupted (``KeyboardInterrupt``) gives its place up.
+
+    Example:
+        >>> order, done = _InCallOrder(), []
+        >>> with order():
+        ...     done.append("one")
+        >>> with order():
+        ...     done.append("two")
+        >>> done
+        ['one', 'two']
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._next = 0  # the ticket the next caller takes
+        self._serving = 0  # the ticket that holds the lock (or may take it)
+        self._gone: set[int] = set()  # tickets whose wait was interrupted
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self._cond:
+            ticket = self._next
+            self._next += 1
+            try:
+                self._cond.wait_for(lambda: self._serving == ticket)
+            except BaseException:
+                self._gone.add(ticket)
+                self._advance()
+                raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._serving += 1
+                self._advance()
+
+    def _advance(self) -> None:
+        """Skip the tickets given up; wake the waiters (under the condition)."""
+        while self._serving in self._gone:
+            self._gone.discard(self._serving)
+            self._serving += 1
+        self._cond.notify_all()
+
+
 class ConversationSession(_SessionState[CursorAgentClient]):
     """A chat over several turns, synchronous (seed 004).
 
@@ -689,6 +739,12 @@ class ConversationSession(_SessionState[CursorAgentClient]):
     """
 
     _client_type = CursorAgentClient
+
+    def __init__(self, client: CursorAgentClient | AgentConfig | None = None, *,
+                 session_id: str | None = None, history: list[SessionTurn] | None = None,
+                 **fields: Any) -> None:
+        super().__init__(client, session_id=session_id, history=history, **fields)
+        self._order = _InCallOrder()  # turns asked from several threads start one by one
 
     def _settle(self) -> None:
         for stream in list(self._streams):
@@ -720,9 +776,10 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         text = prompt_text(prompt)
         folder = self._checked(overrides)
-        self._settle()
-        result = self.client.query(text, **self._turn(overrides, folder))
-        return self._record(text, result, folder)
+        with self._order():  # (another thread's turn first, if it asked first)
+            self._settle()
+            result = self.client.query(text, **self._turn(overrides, folder))
+            return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
         """Start one turn as a stream; pass it to :meth:`finalize_stream` once consumed.
@@ -732,13 +789,14 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         text = prompt_text(prompt)  # a bad prompt or override fails here, before the settle
         folder = self._checked(overrides)
-        self._settle()
-        stream = self.client.query_stream(text, **self._turn(overrides, folder))
-        if not self._pinned:
-            self._folders[stream] = folder
-        self._streams.append(stream)
-        self._started.add(stream)
-        return stream
+        with self._order():  # (another thread's turn first, if it asked first)
+            self._settle()
+            stream = self.client.query_stream(text, **self._turn(overrides, folder))
+            if not self._pinned:
+                self._folders[stream] = folder
+            self._streams.append(stream)
+            self._started.add(stream)
+            return stream
 
     def finalize_stream(self, *stream: Any) -> AgentResult:
         """Wait for ``stream`` to end (consuming what is left), record the turn; its result.
@@ -786,6 +844,15 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
 
     _client_type = AsyncCursorAgentClient
 
+    def __init__(self, client: AsyncCursorAgentClient | AgentConfig | None = None, *,
+                 session_id: str | None = None, history: list[SessionTurn] | None = None,
+                 **fields: Any) -> None:
+        super().__init__(client, session_id=session_id, history=history, **fields)
+        # a stream's one wait() while tasks finalize it (see _wait), with how many await it
+        self._waits: weakref.WeakKeyDictionary[
+            AsyncStreamingResponse, tuple[asyncio.Future[AgentResult], list[int]]] = \
+            weakref.WeakKeyDictionary()
+
     async def _settle(self, until: AsyncStreamingResponse | None = None) -> None:
         """Record every streamed turn before ``until`` (all of them without it), oldest first:
         waiting for each to end, starting one still to start; one that never ran is dropped."""
@@ -824,11 +891,17 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         Example:
             >>> (await session.send("And in French?")).result  # doctest: +SKIP
         """
-        text = prompt_text(prompt)
-        folder = self._checked(overrides)
-        await self._settle()
-        result = await self.client.query(text, **self._turn(overrides, folder))
-        return self._record(text, result, folder)
+        stream = self.send_stream(prompt, **overrides)  # after the turns asked before it
+        try:
+            return await self.finalize_stream(stream)
+        except BaseException:
+            # as client.query(): a cancel stops the turn (its end awaited) before it goes on;
+            # a send that did not end records nothing
+            try:
+                await stream.aclose()
+            finally:
+                self._drop(stream)
+            raise
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> AsyncStreamingResponse:
         """One turn as a stream (``async for``); then :meth:`finalize_stream`.
@@ -873,12 +946,30 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         """
         s: AsyncStreamingResponse = self._stream_of(stream)
         try:
-            result = await s.wait()
+            result = await self._wait(s)
         except BaseException:
             if self._never_ran(s):  # settled: nothing to record, the session goes on
                 self._drop(s)
             raise
         return self._finish(s, result)
+
+    async def _wait(self, stream: AsyncStreamingResponse) -> AgentResult:
+        """``stream.wait()``, one per stream for all the tasks that finalize it at once (the
+        sends, the deferred starts settling the turns before theirs): a stream has one
+        consumer, and a second ``wait()`` would miss the end the first took. Cancelled, the
+        last waiter cancels the wait (a waiter: the turn goes on)."""
+        shared = self._waits.get(stream)
+        if shared is None or shared[0].get_loop() is not asyncio.get_running_loop():
+            shared = self._waits[stream] = (asyncio.ensure_future(stream.wait()), [0])
+        task, waiters = shared
+        waiters[0] += 1
+        try:
+            return await asyncio.shield(task)
+        finally:
+            waiters[0] -= 1
+            if not waiters[0]:  # (the task holds the stream: not kept past its waiters)
+                task.cancel()
+                self._waits.pop(stream, None)
 
     async def aclose(self) -> None:
         """Stop every stream not yet recorded (newest first; one still to start never

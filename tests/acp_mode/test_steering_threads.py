@@ -19,6 +19,7 @@ import pytest
 from cursor_agent_api.config import AgentConfig
 from cursor_agent_api.permissions import Accept, Allow, Answer, Deny
 from cursor_agent_api.runtime.acp_steering import Steering
+from cursor_agent_api.runtime.daemon_thread import in_daemon_thread
 
 _OPTIONS = [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
             {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"}]
@@ -117,6 +118,7 @@ _SCRIPT = r"""
 import asyncio, json, sys, threading
 from cursor_agent_api.config import AgentConfig
 from cursor_agent_api.runtime.acp_steering import Steering
+from cursor_agent_api.runtime.daemon_thread import in_daemon_thread
 
 how, params = sys.argv[1], json.loads(sys.argv[2])
 entered = threading.Event()
@@ -241,3 +243,77 @@ def test_a_callback_raising_system_exit_is_a_failed_callback_on_both_faces(
     success, text = json.loads(done.stdout.splitlines()[-1])
     assert success and expected in text, done.stdout
     assert "Traceback" not in done.stderr or said in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("callback", ["can_use_tool", "on_question", "on_plan"])
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_callback_raising_stop_iteration_is_a_failed_callback(
+        callback: str, flavour: str, caplog: pytest.LogCaptureFixture) -> None:
+    # audit 17, finding 1: a sync callback's StopIteration (next() over no match) could not be
+    # set on the future its thread settles (asyncio refuses it): the request, and so the
+    # turn, waited for ever. It fails the callback, as any exception does, logged.
+    def stop(_: Any) -> Any:
+        return next(iter(()))
+
+    async def astop(_: Any) -> Any:
+        return next(iter(()))
+
+    steering = Steering(AgentConfig(transport="acp", **{callback: stop if flavour == "sync"
+                                                        else astop}), session_id="s1")
+    ask = {"can_use_tool": lambda: steering.permission(0, _shell("ls")),
+           "on_question": lambda: steering.question(0, _QUESTION),
+           "on_plan": lambda: steering.plan(0, _PLAN)}[callback]
+
+    async def main() -> Any:
+        return await asyncio.wait_for(ask(), 60)  # (never reached but by the bug)
+
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.runtime.acp_steering"):
+        outcome = asyncio.run(main())
+    said = {"sync": "RuntimeError: function raised StopIteration",
+            "async": "RuntimeError: coroutine raised StopIteration"}[flavour]
+    assert outcome in (_REJECTED, {"outcome": {"outcome": "rejected",
+                                               "reason": f"on_plan raised {said}"}},
+                       {"outcome": {"outcome": "skipped",
+                                    "reason": f"on_question raised {said}"}})
+    [record] = [r for r in caplog.records if r.name == "cursor_agent_api.runtime.acp_steering"]
+    assert record.getMessage() == f"{callback} raised {said}"
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+    assert isinstance(record.exc_info[1].__cause__, StopIteration)  # (the traceback shows it)
+
+
+def test_in_daemon_thread_hands_a_stop_iteration_on() -> None:
+    async def main() -> Any:
+        return await asyncio.wait_for(in_daemon_thread(lambda: next(iter(())), "stop"), 60)
+
+    with pytest.raises(RuntimeError, match="function raised StopIteration") as raised:
+        asyncio.run(main())
+    assert isinstance(raised.value.__cause__, StopIteration)
+
+
+@pytest.mark.parametrize("callback", ["can_use_tool", "on_question", "on_plan"])
+@pytest.mark.parametrize("flavour", ["sync", "async"])
+def test_a_callback_raising_cancelled_error_is_a_failed_callback(
+        callback: str, flavour: str, caplog: pytest.LogCaptureFixture) -> None:
+    # audit 17, finding 4: a CancelledError the callback raised itself (nothing cancelled the
+    # request) went through as if the request were cancelled: no answer of the client's, no
+    # log. It fails the callback, as any exception does, logged.
+    def cancelled(_: Any) -> Any:
+        raise asyncio.CancelledError()
+
+    async def acancelled(_: Any) -> Any:
+        raise asyncio.CancelledError()
+
+    steering = Steering(AgentConfig(transport="acp", **{callback: cancelled if flavour == "sync"
+                                                        else acancelled}), session_id="s1")
+    ask = {"can_use_tool": lambda: steering.permission(0, _shell("ls")),
+           "on_question": lambda: steering.question(0, _QUESTION),
+           "on_plan": lambda: steering.plan(0, _PLAN)}[callback]
+    with caplog.at_level(logging.WARNING, logger="cursor_agent_api.runtime.acp_steering"):
+        outcome = asyncio.run(ask())
+    assert outcome in (_REJECTED, {"outcome": {"outcome": "rejected",
+                                               "reason": "on_plan raised CancelledError"}},
+                       {"outcome": {"outcome": "skipped",
+                                    "reason": "on_question raised CancelledError"}})
+    [record] = [r for r in caplog.records if r.name == "cursor_agent_api.runtime.acp_steering"]
+    assert record.getMessage() == f"{callback} raised CancelledError"
+    assert record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError

@@ -131,6 +131,9 @@ class AcpConnection:
         self._handlers_keep: set[asyncio.Task[None]] = set()
         self._dead = False
         self._stdout_done = False
+        self.stopped = False
+        """Set by :meth:`close` and :meth:`kill_now`: the client stopped the process (not a
+        broken binary: its pending requests fail saying so, with no remedy about the binary)."""
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -161,6 +164,7 @@ class AcpConnection:
         proc = self.process
         if proc is None:
             return
+        self.stopped = True
         proc.write_stdin(b"", close=True)
         await proc.stop(signal_module.SIGTERM, kill_grace=self.kill_grace)
         self._die()
@@ -171,6 +175,7 @@ class AcpConnection:
     def kill_now(self) -> None:
         """SIGKILL the group at once (no waiting; the loop reaps it)."""
         if self.process is not None:
+            self.stopped = True
             self.process.kill_now()
 
     # ---- out ---------------------------------------------------------------------------
@@ -262,6 +267,11 @@ class AcpConnection:
         proc = self.process
         code = proc.exit_code if proc is not None else None
         stderr = self.stderr
+        if self.stopped:  # the client's own doing (a cancel's fallback, its close)
+            return AgentProcessError(f"the ACP agent process was stopped by the client (a "
+                                     f"cancelled turn's fallback, or its close) before answering "
+                                     f"{method}", exit_code=code, stderr=stderr,
+                                     remedy="send the prompt again")
         reason = stderr_summary(stderr)
         detail = f": {reason}" if reason else ""
         how = ended_how(code) if code is not None else "closed its output"

@@ -187,6 +187,25 @@ class CallbackExited(Exception):
         self.raised = raised
 
 
+def _cancelling() -> bool:
+    """Whether the current task is being cancelled (``Task.cancelling()``, Python 3.11+;
+    on 3.10, which cannot tell, false).
+
+    Example:
+        >>> import asyncio
+        >>> async def main() -> bool:
+        ...     return _cancelling()
+        >>> asyncio.run(main())
+        False
+    """
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return False
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling()) if cancelling is not None else False
+
+
 def _raised(what: str, exc: Exception) -> str:
     """How a failed callback is said: ``can_use_tool raised KeyError: 'x'``."""
     if isinstance(exc, CallbackExited):
@@ -234,11 +253,14 @@ class Steering:
         async, raced against cancel and the timeout. What it raises is logged, then raised;
         a ``SystemExit`` or ``KeyboardInterrupt`` (any ``BaseException`` that is not an
         ``Exception``) as a :class:`CallbackExited`, so it fails the callback, as an exception
-        does, on both faces (it would otherwise end the event loop: the sync client's thread)."""
+        does, on both faces (it would otherwise end the event loop: the sync client's thread);
+        so is an ``asyncio.CancelledError`` the callback raised itself (only a cancel of this
+        call, the turn's or the client's, goes through as one)."""
         if self._cancelled is None:
             self._cancelled = asyncio.Event()
         if self._cancelled.is_set():
             raise _Cancelled
+        stopped = False  # set as this call is cancelled here (the cancel, the timeout)
 
         async def call() -> Any:
             try:
@@ -246,8 +268,12 @@ class Steering:
                     return await fn(arg)
                 value = await in_daemon_thread(lambda: fn(arg), f"cursor-agent-api {what}")
                 return await value if inspect.isawaitable(value) else value
-            except (Exception, asyncio.CancelledError):
+            except Exception:
                 raise
+            except asyncio.CancelledError as exc:
+                if stopped or _cancelling():  # this call is cancelled (the turn, the
+                    raise                     # timeout, its loop ending)
+                raise CallbackExited(exc) from exc  # the callback's own: it failed
             except BaseException as exc:
                 raise CallbackExited(exc) from exc
         work = asyncio.ensure_future(call())
@@ -266,6 +292,7 @@ class Steering:
                             else f"{what} raised {type(error).__name__}",
                             exc_info=error.raised if isinstance(error, CallbackExited) else error)
             return work.result()
+        stopped = True
         work.cancel()
         if stop in done:
             raise _Cancelled

@@ -227,6 +227,8 @@ class AcpTransport:
         self.retired = False
         """Set by :meth:`retire`: the process stops whenever no turn runs on it."""
         self._turns: set[AcpTurn] = set()  # started and not ended
+        self._condemned: set[AcpTurn] = set()  # cancelled, their fallback may stop the process
+        self._reprieve: asyncio.Event | None = None  # set once no turn condemns the process
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the process
         self._watch: asyncio.Task[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
@@ -267,6 +269,7 @@ class AcpTransport:
         if self.closed:
             raise RuntimeError("the ACP transport was closed")
         await self._follow_loop()
+        await self._spare_condemned()
         if self._lock is None:
             self._lock = asyncio.Lock()
         if spawned is not None and self._lock.locked():  # another turn is starting the process
@@ -347,6 +350,26 @@ class AcpTransport:
 
     # ---- lifetime: turns, retirement, the event loop ------------------------------------
 
+    def condemn(self, turn: AcpTurn) -> None:
+        """``turn`` was cancelled and its process is stopped unless the agent answers the
+        prompt first (``kill_grace``): until then no new turn or session is given to the process
+        (:meth:`connect` waits), so none is lost with it; once stopped, the next starts a new one."""
+        self._condemned.add(turn)
+
+    def _pardon(self, turn: AcpTurn) -> None:
+        """``turn`` has ended (its process kept or stopped): it condemns it no more."""
+        self._condemned.discard(turn)
+        if not self._condemned and self._reprieve is not None:
+            self._reprieve.set()
+
+    async def _spare_condemned(self) -> None:
+        """Wait while a cancelled turn may still have the live process stopped (see
+        :meth:`condemn`; at most its ``kill_grace`` and the stop)."""
+        while self._condemned and self._conn is not None and self._conn.alive:
+            if self._reprieve is None or self._reprieve.is_set():
+                self._reprieve = asyncio.Event()
+            await self._reprieve.wait()
+
     def turn_began(self, turn: AcpTurn) -> None:
         """``turn`` starts (before it connects): the process stays while it runs."""
         self._turns.add(turn)
@@ -355,6 +378,7 @@ class AcpTransport:
         """``turn`` has ended: once retired, the process stops with the last turn (awaited,
         so the turn's result comes once its process is gone)."""
         self._turns.discard(turn)
+        self._pardon(turn)
         if self.retired and not self._turns:
             await self._stop_if_idle()
 
@@ -362,6 +386,7 @@ class AcpTransport:
         """``turn``'s start was interrupted (it never ran): as :meth:`turn_ended`, the stop
         in a task of its own."""
         self._turns.discard(turn)
+        self._pardon(turn)
         if self.retired and not self._turns and self._conn is not None:
             self._stopping = asyncio.get_running_loop().create_task(self._stop_if_idle())
 
@@ -444,6 +469,8 @@ class AcpTransport:
         self._spawn_done = None
         self._watch = self._stopping = None
         self._turns = {t for t in self._turns if t.loop is loop}
+        self._condemned = {t for t in self._condemned if t.loop is loop}
+        self._reprieve = None
         for state in self._sessions.values():
             state.turn = None  # (a turn of the old loop never ends)
         conn, self._conn = self._conn, None

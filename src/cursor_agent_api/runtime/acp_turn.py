@@ -205,6 +205,7 @@ class AcpTurn:
         if first and self.session_id is not None and self._prompt_sent and conn is not None:
             # (before the session is open, the turn ends cancelled without a prompt)
             conn.notify("session/cancel", {"sessionId": self.session_id})
+            self.transport.condemn(self)  # no new turn on the process until this one ends
             self._escalation = self._loop.call_later(self.config.kill_grace, self.escalate,
                                                      "cancel_timeout")
 
@@ -228,6 +229,7 @@ class AcpTurn:
             return
         self._killed = True
         self.fallback = why
+        self.transport.condemn(self)
         assert self._loop is not None
         self._loop.create_task(self.transport.kill())
 

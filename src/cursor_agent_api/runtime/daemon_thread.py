@@ -43,6 +43,9 @@ async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
     thread is a daemon: a call that a cancel (the end of its turn, a timeout, the client's
     close) abandoned never keeps the program from exiting, and its outcome is dropped. A
     thread per call is cheap beside what such a call waits for (a person, an HTTP round trip).
+    What ``fn`` raises is raised here, but a ``StopIteration`` (which no future can carry: the
+    wait would never end), raised as ``RuntimeError("function raised StopIteration")`` from it,
+    as an ``async def`` raising one does (``coroutine raised StopIteration``).
 
     Example:
         >>> import asyncio
@@ -52,6 +55,10 @@ async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
         Traceback (most recent call last):
         ...
         ZeroDivisionError: division by zero
+        >>> asyncio.run(in_daemon_thread(lambda: next(iter(())), "stop"))
+        Traceback (most recent call last):
+        ...
+        RuntimeError: function raised StopIteration
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[_T] = loop.create_future()
@@ -70,6 +77,9 @@ async def in_daemon_thread(fn: Callable[[], _T], name: str) -> _T:
         error: BaseException | None = None
         try:
             value = context.run(fn)
+        except StopIteration as exc:  # a future cannot carry it: as a coroutine says it
+            error = RuntimeError("function raised StopIteration")
+            error.__cause__ = exc
         except BaseException as exc:  # handed to the caller, whatever it is
             error = exc
         with contextlib.suppress(RuntimeError):  # the loop has closed: no one waits any more
