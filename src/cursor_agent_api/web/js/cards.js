@@ -194,7 +194,8 @@ function body(kind, v, status) {
       const range = v.read_range ? `lines ${v.read_range[0]}–${v.read_range[1]}` : "";
       return h("div", { class: "card-body" },
         range ? h("p", { class: "card-range", text: range }) : null,
-        running ? null : output("content", v.output, false, "", cut("output")),
+        // a failed read's output is why (its error line): not the file's content
+        running || status !== "succeeded" ? null : output("content", v.output, false, "", cut("output")),
       );
     }
     case "grep":

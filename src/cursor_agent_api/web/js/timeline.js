@@ -44,13 +44,14 @@ const LIST_NAMES = { grep: "match list", glob: "file list", web_search: "result 
 // Cut fields the card shows in an output block of its own (cards.js), which Show all fills
 // with the whole: a shell's stdout and stderr, a read's content, a tool's output. The others
 // (a diff, a write's content, a list card's whole list) come whole under the card.
-// (A fetch's, a tool's or another call's output shows in its card only when it succeeded
-// (cards.js): a failed one's whole output comes under the card, else Show all showed nothing.)
+// (A read's, a fetch's, a tool's or another call's output shows in its card only when it
+// succeeded (cards.js): a failed one's whole output comes under the card, else Show all
+// showed nothing.)
 function shownInPlace(view, field) {
   const kind = view.kind;
   if (field === "stdout" || field === "stderr") return true;
   if (field !== "output" || LIST_NAMES[kind] || ["edit", "write", "delete", "todos"].includes(kind)) return false;
-  return kind === "shell" || kind === "read" || view.status === "succeeded";
+  return kind === "shell" || view.status === "succeeded";
 }
 
 // A streaming text rendered in under STREAM_RENDER_FREE_MS is rendered every frame; a slower
