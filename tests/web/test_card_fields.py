@@ -268,7 +268,8 @@ DIFF_LINES = """async ([view, ws]) => {
   const { createCard, drawCard } = await import('/js/cards.js');
   const card = createCard();
   drawCard(card, view, ws);
-  return [...card.querySelectorAll('.diff-line')].map((l) => [l.className.replace('diff-line diff-', ''), l.textContent]);
+  return [...card.querySelectorAll('.diff-line')]
+    .map((l) => [l.className.replace('diff-line diff-', ''), l.textContent]);
 }"""
 
 

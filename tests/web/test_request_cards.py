@@ -314,7 +314,8 @@ def test_a_question_with_a_long_unbroken_word_wraps(
         sizes = page.evaluate("""() => {
           const t = document.querySelector('#timeline');
           const card = document.querySelector('.card.request-question').getBoundingClientRect();
-          const parts = [...document.querySelectorAll('.card.request-question legend, .card.request-question label.check')];
+          const q = '.card.request-question';
+          const parts = [...document.querySelectorAll(`${q} legend, ${q} label.check`)];
           return { scroll: t.scrollWidth, client: t.clientWidth, card: card.right,
                    right: Math.max(...parts.map((p) => p.getBoundingClientRect().right)) };
         }""")

@@ -60,7 +60,7 @@ from .store import (
     resolve_pointer,
 )
 from .turns import backfill_page, turn_view, whole_tool_output
-from .webui import read_cut, stored_cuts, stored_output, text_item, tool_call_item
+from .webui import library_remedies, read_cut, stored_cuts, stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -365,6 +365,8 @@ async def config(request: Request) -> dict[str, Any]:
         "ws_protocol": WS_PROTOCOL_VERSION,
         "subscriber_queue_size": s.subscriber_queue_size,
         "one_run_per_chat": "409",
+        # the page shows its own remedy in place of the library's (webui.library_remedies)
+        "library_remedies": library_remedies(),
     }
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from starlette.staticfiles import StaticFiles
 
+from ..errors import CursorAgentError
 from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
 
 TEXT_LIMIT = 200_000
@@ -142,6 +143,27 @@ def page_error(tc: ToolCall) -> str | None:
     """
     text = tc.error_message
     return PAGE_REJECTED if tc.status is ToolStatus.REJECTED and text == _LIBRARY_REJECTED else text
+
+
+def library_remedies() -> dict[str, list[str]]:
+    """The remedies the library adds to its errors' messages (``"<message> — <remedy>"``), by
+    error type, in both phrasings (Python's, the command line's): ``GET /api/config`` gives
+    them to the page, which shows its own remedy in their place (a person in a browser has no
+    ``AgentConfig`` nor ``--trust``).
+
+    Example:
+        >>> library_remedies()["WorkspaceTrustError"]
+        ['pass trust=True (CLI: --trust), or force_approve=True (--force)', 'pass --trust, or --force']
+    """
+    remedies: dict[str, list[str]] = {}
+    classes: list[type[CursorAgentError]] = [CursorAgentError]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        phrasings = [r for r in dict.fromkeys((cls.remedy, cls.cli_remedy)) if r]
+        if phrasings:
+            remedies[cls.__name__] = phrasings
+    return dict(sorted(remedies.items()))
 
 
 def view_of(tc: ToolCall) -> dict[str, Any]:
@@ -386,6 +408,7 @@ __all__ = [
     "TOOL_RECORD_TYPES",
     "WHOLE_FIELDS",
     "WebUIFiles",
+    "library_remedies",
     "read_cut",
     "shown_read_range",
     "stored_cuts",

@@ -5,7 +5,7 @@ import { api, ApiError, SessionEnded, sessionAgain, signedOutHere, signOuts, whe
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { KeptPrompts, joinPrompts, tellSignedOut, whenSignedOutElsewhere } from "./kept.js";
 import { ChatStream } from "./stream.js";
-import { Timeline } from "./timeline.js";
+import { Timeline, setLibraryRemedies } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
@@ -56,6 +56,7 @@ async function boot() {
   state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
+  setLibraryRemedies(state.config.library_remedies); // the page says its own remedies
   // A Sign out heard as the settings loaded (in another tab: signedOutElsewhere) stands: the
   // sign-in form stays, and the page goes on as any signed-out page does (a chat asked for).
   if (!state.signedOut) document.body.classList.remove("signed-out");
