@@ -129,3 +129,25 @@ def test_a_failed_read_shows_its_error_once_not_as_the_files_content(
     expect(page.locator(".card.tool-read").last.locator(".card-output summary")).to_have_text(
         "content (1 line)")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_commands_terminal_escapes_and_redrawn_lines_show_as_a_terminal_leaves_them(
+    make_server: Any, browser: Any
+) -> None:
+    """Coloured output (npm, pytest --color=yes) showed '[1;31mFAILED[0m' (the ESC itself
+    invisible) and a progress line redrawn with '\\r' showed every state run together (audit
+    16): a shell card's stdout and stderr show the text without escape sequences, each line
+    as its last '\\r' left it (a CRLF ends a line); Copy copies that. The escapes are text,
+    never applied."""
+    page = open_ui(browser, make_server())
+    expect(page.locator("#welcome-view")).to_be_visible()
+    page.evaluate(DRAW, {"call_id": "t", "kind": "shell", "command": "pytest", "status": "failed",
+                         "exit_code": 1,
+                         "stdout": "\x1b[1;31mFAILED\x1b[0m test_x\n10%\r50%\r100%\nok\r\n\x1b]0;title\x07end\n",
+                         "stderr": "\x1b[33mwarning\x1b[0m: slow\n"})
+    card = page.locator(".card.tool-shell").last
+    blocks = card.locator("details.card-output pre")
+    expect(blocks.nth(0)).to_have_text("FAILED test_x\n100%\nok\nend\n")
+    expect(blocks.nth(1)).to_have_text("warning: slow\n")
+    expect(card.locator("details.card-output summary").nth(0)).to_have_text("stdout (4 lines)")
+    assert page.errors == []  # type: ignore[attr-defined]

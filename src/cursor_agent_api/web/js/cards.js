@@ -7,7 +7,7 @@
 // again at each change); the page says its end in one line instead (cardLine, timeline.js).
 
 import { addCardCopyButtons } from "./copy.js";
-import { h, morph, formatDuration, lineCount, showControlsDeep } from "./dom.js";
+import { h, morph, formatDuration, lineCount, showControlsDeep, terminalText } from "./dom.js";
 
 const LABELS = {
   shell: "Shell", read: "Read", write: "Write", edit: "Edit", delete: "Delete", ls: "List",
@@ -178,8 +178,9 @@ function body(kind, v, status) {
       const out = shellStdout(v);
       return h("div", { class: "card-body" },
         v.description ? h("p", { class: "card-desc", text: v.description }) : null,
-        running ? null : output("stdout", out.text, true, "", cut(out.field)),
-        running || !v.stderr ? null : output("stderr", v.stderr, true, "stderr", cut("stderr")),
+        // as a terminal leaves it: colours and redrawn progress lines are not shown as codes
+        running ? null : output("stdout", terminalText(out.text), true, "", cut(out.field)),
+        running || !v.stderr ? null : output("stderr", terminalText(v.stderr), true, "stderr", cut("stderr")),
       );
     }
     case "edit":
