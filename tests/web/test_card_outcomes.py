@@ -141,10 +141,9 @@ def test_a_commands_terminal_escapes_and_redrawn_lines_show_as_a_terminal_leaves
     never applied."""
     page = open_ui(browser, make_server())
     expect(page.locator("#welcome-view")).to_be_visible()
+    stdout = "\x1b[1;31mFAILED\x1b[0m test_x\n10%\r50%\r100%\nok\r\n\x1b]0;title\x07end\n"
     page.evaluate(DRAW, {"call_id": "t", "kind": "shell", "command": "pytest", "status": "failed",
-                         "exit_code": 1,
-                         "stdout": "\x1b[1;31mFAILED\x1b[0m test_x\n10%\r50%\r100%\nok\r\n\x1b]0;title\x07end\n",
-                         "stderr": "\x1b[33mwarning\x1b[0m: slow\n"})
+                         "exit_code": 1, "stdout": stdout, "stderr": "\x1b[33mwarning\x1b[0m: slow\n"})
     card = page.locator(".card.tool-shell").last
     blocks = card.locator("details.card-output pre")
     expect(blocks.nth(0)).to_have_text("FAILED test_x\n100%\nok\nend\n")
