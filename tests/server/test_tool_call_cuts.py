@@ -104,3 +104,32 @@ def test_a_call_stored_by_the_earlier_version_reads_as_before(
         turns = c.get(f"/api/chats/{chat['id']}/turns").json()
         views = [i["view"] for i in turns["runs"][0]["items"] if i["type"] == "tool_call"]
         assert views[0]["cut"] == ["output"] and views[1]["cut"] == []
+
+
+def test_a_cut_reads_range_is_the_whole_contents(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path
+) -> None:
+    """A read cut when stored shows, in the chat's state (a reopened chat), the lines it
+    returned, as the live card did: the range was clamped to the lines of the stored, cut
+    content (audit 16: "lines 1–100000" live, "lines 1–21846" after a reload)."""
+    script = tmp_path / "read.ndjson"
+    with script.open("wb") as f:
+        f.write(wire.encode(wire.system_init(SID, "/ws", "GPT-5 Mini")))
+        args = wire.read_args("/ws/big.log")
+        times = {"model_call_id": "m", "started_at_ms": 1, "timestamp_ms": 1}
+        f.write(wire.encode(wire.tool_call_started(SID, "t0", "readToolCall", args, **times)))
+        result = wire.read_success("/ws/big.log", LONG)  # readRange 1-301 (the CLI's count)
+        done = wire.tool_call_completed(SID, "t0", "readToolCall", result, args=args,
+                                        completed_at_ms=2, **times)
+        f.write(wire.encode(done))
+        f.write(wire.encode(wire.result_success(SID, "r", "done", 1, wire.usage(1, 1))))
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, max_field_bytes=1000)
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+        assert wait_run(c, run["id"])["status"] == "succeeded"
+        for _ in range(2):  # the same every time
+            turns = c.get(f"/api/chats/{chat['id']}/turns").json()
+            [view] = [i["view"] for i in turns["runs"][0]["items"] if i["type"] == "tool_call"]
+            assert view["cut"] == ["output"]
+            assert view["read_range"] == [1, 300]

@@ -262,3 +262,36 @@ def test_show_all_on_a_cut_glob_card_names_and_fetches_its_file_list(make_server
     assert asked and asked[0].endswith("/output?field=output")
     expect(card).to_contain_text("The whole file list:")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+DIFF_LINES = """async ([view, ws]) => {
+  const { createCard, drawCard } = await import('/js/cards.js');
+  const card = createCard();
+  drawCard(card, view, ws);
+  return [...card.querySelectorAll('.diff-line')]
+    .map((l) => [l.className.replace('diff-line diff-', ''), l.textContent]);
+}"""
+
+
+def test_a_diffs_lines_that_look_like_file_headers_are_shown_as_they_are(page: Any) -> None:
+    """Only a diff's file headers (before a file's hunks) are made workspace-relative and
+    styled as headers: a removed line "-- /ws/schema/setup.sql" (an SQL comment; "--- /ws/…"
+    in the diff) was shown as "--- schema/setup.sql", an added "++ /ws/x" as "+++ x"
+    (audit 16). A second file's
+    headers, after the first file's hunks, are headers again."""
+    diff = "\n".join([
+        "--- a//ws/setup.sql", "+++ b//ws/setup.sql", "@@ -1,3 +1,3 @@",
+        "--- /ws/schema/setup.sql", "+++ /ws/schema/moved.sql", " SELECT 1;", "--- a//ws/x",
+        "+++ b//ws/x", "--- a//ws/two.sql", "+++ b//ws/two.sql", "@@ -1 +1 @@", "-x", "+y",
+    ])
+    view = {"kind": "edit", "status": "succeeded", "path": "/ws/setup.sql", "diff": diff}
+    assert page.evaluate(DIFF_LINES, [view, "/ws"]) == [
+        ["file", "--- a/setup.sql"], ["file", "+++ b/setup.sql"], ["hunk", "@@ -1,3 +1,3 @@"],
+        ["del", "--- /ws/schema/setup.sql"], ["add", "+++ /ws/schema/moved.sql"],
+        ["ctx", " SELECT 1;"], ["del", "--- a//ws/x"], ["add", "+++ b//ws/x"],
+        ["file", "--- a/two.sql"], ["file", "+++ b/two.sql"], ["hunk", "@@ -1 +1 @@"],
+        ["del", "-x"], ["add", "+y"],
+    ]
+    # a written file's content: every line an added one ("++ x" is "+++ x" there)
+    write = {"kind": "write", "status": "succeeded", "path": "/ws/n.sql", "new_content": "++ /ws/x\n-- y\n"}
+    assert page.evaluate(DIFF_LINES, [write, "/ws"]) == [["add", "+++ /ws/x"], ["add", "+-- y"]]

@@ -104,3 +104,49 @@ def test_a_cut_stdout_says_so_and_show_all_puts_the_whole_in_its_block(
     copied = page.evaluate("navigator.clipboard.readText()").splitlines()
     assert (len(copied), copied[-1]) == (100_000, "100000")
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_failed_read_shows_its_error_once_not_as_the_files_content(
+    make_server: Any, browser: Any
+) -> None:
+    """A read that failed showed its error as the file's content ("content (1 line)" holding
+    "File not found") and again as its error line (audit 16): as a fetch's or a tool's card,
+    a read's shows its content only when it succeeded."""
+    server = make_server()
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "read missing.txt")
+    card = page.locator(".card.tool-read")
+    expect(card).to_have_attribute("data-status", "error")
+    expect(card.locator(".card-error")).to_have_count(1)
+    expect(card.locator(".card-output")).to_have_count(0)
+    expect(card.get_by_role("button", name="Copy content")).to_have_count(0)
+    # a read that succeeded still shows its content
+    page.evaluate(DRAW, {"call_id": "r", "kind": "read", "status": "succeeded", "path": "a.txt",
+                         "read_range": [1, 1], "output": "hello\n"})
+    expect(page.locator(".card.tool-read").last.locator(".card-output summary")).to_have_text(
+        "content (1 line)")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_commands_terminal_escapes_and_redrawn_lines_show_as_a_terminal_leaves_them(
+    make_server: Any, browser: Any
+) -> None:
+    """Coloured output (npm, pytest --color=yes) showed '[1;31mFAILED[0m' (the ESC itself
+    invisible) and a progress line redrawn with '\\r' showed every state run together (audit
+    16): a shell card's stdout and stderr show the text without escape sequences, each line
+    as its last '\\r' left it (a CRLF ends a line); Copy copies that. The escapes are text,
+    never applied."""
+    page = open_ui(browser, make_server())
+    expect(page.locator("#welcome-view")).to_be_visible()
+    stdout = "\x1b[1;31mFAILED\x1b[0m test_x\n10%\r50%\r100%\nok\r\n\x1b]0;title\x07end\n"
+    page.evaluate(DRAW, {"call_id": "t", "kind": "shell", "command": "pytest", "status": "failed",
+                         "exit_code": 1, "stdout": stdout, "stderr": "\x1b[33mwarning\x1b[0m: slow\n"})
+    card = page.locator(".card.tool-shell").last
+    blocks = card.locator("details.card-output pre")
+    expect(blocks.nth(0)).to_have_text("FAILED test_x\n100%\nok\nend\n")
+    expect(blocks.nth(1)).to_have_text("warning: slow\n")
+    expect(card.locator("details.card-output summary").nth(0)).to_have_text("stdout (4 lines)")
+    assert page.errors == []  # type: ignore[attr-defined]

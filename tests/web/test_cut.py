@@ -97,6 +97,36 @@ def test_show_all_of_a_failed_calls_cut_output_shows_it_under_the_card(
     assert page.errors == []  # type: ignore[attr-defined]
 
 
+EVIL = "0_invoice_\u202efdp.exe"
+
+
+def test_show_all_under_a_card_shows_bidi_controls_as_markers(
+    make_server: Any, browser: Any, tmp_path: Path
+) -> None:
+    """What Show all loads whole under a card (a failed call's output, a list card's whole
+    list, ...) shows bidi controls as markers, as the card itself does (docs/web.md, Safety):
+    it was put in raw (audit 16), so "invoice_<U+202E>fdp.exe" read "invoice_exe.pdf"."""
+    said = "a line of what the tool said\n" * 12000 + EVIL + "\n" + END_TOOL + "\n"
+    script = _one_call(tmp_path / "evil.ndjson", "8ef40118-8378-436d-8ba8-2436b19cc87a",
+                       "mcpToolCall", wire.mcp_args("docs", "find", {"q": "x"}, "call_1"),
+                       wire.mcp_success([said], is_error=True), "The tool failed.")
+    server = make_server(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)})
+    with server.client() as c:
+        chat = new_chat(c)
+    page = open_ui(browser, server)
+    open_chat(page, server, chat["id"])
+    send(page, "big")
+    expect(page.locator("#result-bar")).to_have_attribute("data-status", "succeeded")
+    card = page.locator(".card.tool-mcp")
+    card.locator(".cut-note").get_by_role("button", name="Show all").click()
+    whole = card.locator("pre.whole-value")
+    expect(whole).to_contain_text(END_TOOL)
+    text = whole.text_content() or ""
+    assert "\u202e" not in text
+    assert "0_invoice_⟨U+202E⟩fdp.exe" in text
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
 MIDDLE = "MIDDLE-OF-THE-STREAMED-ANSWER"
 
 

@@ -25,6 +25,17 @@ CASES = [
     ("[docs](https://example.com/a?b=1)",
      '<p><a href="https://example.com/a?b=1" target="_blank" rel="noopener noreferrer">docs</a></p>'),
     ("[click](javascript:alert(1))", "<p>[click](javascript:alert(1))</p>"),
+    # A destination holds balanced parentheses, as in CommonMark (audit 16: it ended at the
+    # first ")"); an unbalanced one is no link; the safety rules hold.
+    ("See [Foo](https://en.wikipedia.org/wiki/Foo_(bar)).",
+     '<p>See <a href="https://en.wikipedia.org/wiki/Foo_(bar)" target="_blank" '
+     'rel="noopener noreferrer">Foo</a>.</p>'),
+    ("[a](https://e.com/x((y)z)w \"T\") [b](https://e.com/\\(c) [u](https://e.com/(open) x",
+     '<p><a href="https://e.com/x((y)z)w" target="_blank" rel="noopener noreferrer">a</a> '
+     '<a href="https://e.com/(c" target="_blank" rel="noopener noreferrer">b</a> '
+     "[u](https://e.com/(open) x</p>"),
+    ("[x](javascript:f((1))) [y](data:text/html,(a))",
+     "<p>[x](javascript:f((1))) [y](data:text/html,(a))</p>"),
     ("<script>window.__pwned=1</script>", "<p>&lt;script&gt;window.__pwned=1&lt;/script&gt;</p>"),
     ('<img src=x onerror="window.__pwned=1">',
      '<p>&lt;img src=x onerror="window.__pwned=1"&gt;</p>'),
@@ -129,6 +140,9 @@ HOSTILE = {
     "unclosed strike": ("", "~~a ", ""),
     "unclosed link texts": ("", "[", ""),
     "links without their )": ("", "[a](b", ""),
+    "links with open parentheses": ("", "[a](b(", ""),
+    "links with nested parentheses": ("[a](", "(", ""),
+    "links each after an unclosed (": ("", "[a](b(c)", ""),
     "heading then spaces": ("# a", " ", "x"),
     "list item then spaces and a line separator": ("-", " ", "a\u2028"),
     "nested block quotes": ("", "> ", ""),

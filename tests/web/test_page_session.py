@@ -119,3 +119,24 @@ def test_a_chat_link_with_a_bad_escape_says_the_chat_does_not_exist(make_server:
     expect(page.locator("#alert")).to_have_text("That chat does not exist on this server.")
     expect(page.locator("#welcome-view")).to_be_visible()
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_a_used_link_says_how_to_get_a_new_one(make_server: Any, browser: Any) -> None:
+    """The printed link works once: opened again (after Sign out), the page was told to "Open
+    the link that `cursor-agent-api serve` printed last" -- that very link, refused again
+    (audit 16). It says how to get a new one (POST /api/auth/codes with the token, as serve
+    says under a link printed to a file) or to paste the token."""
+    server = make_server()
+    link = f"{server.url}/?code={server.login_code}"
+    page = browser.new_page()
+    page.goto(link)
+    page.locator("#sign-out-button").click()
+    expect(page.locator("#login-view")).to_be_visible()
+    page.goto(link)  # the one link serve printed, used
+    expect(page.locator("#login-view")).to_be_visible()
+    said = page.locator("#alert")
+    expect(said).to_contain_text("The link was refused")
+    expect(said).to_contain_text("POST /api/auth/codes")
+    expect(said).to_contain_text(f"{server.url}/api/auth/codes")
+    expect(said).to_contain_text("Paste the server's token")
+    expect(said).not_to_contain_text("printed last")

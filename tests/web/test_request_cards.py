@@ -287,3 +287,38 @@ def test_escape_on_an_answered_card_does_not_stop_the_run(scripted: Any, browser
         expect(cards.nth(1)).to_have_attribute("data-state", "pending")
         cards.nth(1).get_by_role("button", name="Reject").click()
         assert wait_run(c, run)["status"] == "succeeded"
+
+
+SHA = "2d711642b726b04401627ca9fbac32f5c8530fb1903cc4db02258717921a4881"  # no break point
+SNAKE = "test_" + "the_page_keeps_its_words_" * 12 + "py"
+
+
+@pytest.mark.parametrize(("width", "word"), [(320, SHA), (1100, SNAKE)])
+def test_a_question_with_a_long_unbroken_word_wraps(
+    scripted: Any, browser: Any, width: int, word: str
+) -> None:
+    """A question whose prompt and option are one long word (a hash, a snake_case name) wraps
+    inside its card, as permission and plan cards do: its <legend> and option labels ran out
+    of the card and the timeline scrolled sideways (audit 16; docs/web.md: nothing scrolls
+    sideways)."""
+    server = scripted()
+    with server.client() as c:
+        chat = acp_chat(c)
+        page = open_chat(browser, server, chat)
+        page.set_viewport_size({"width": width, "height": 700})
+        start(c, chat, steps(["question", {"title": "Which page?", "questions": [{
+            "id": "q1", "prompt": f"Which one should I check out: {word} ?",
+            "options": [{"id": "a", "label": word}, {"id": "b", "label": "none"}]}]}]))
+        card = page.locator(".card.request-question").last
+        expect(card.get_by_role("button", name="Skip")).to_be_visible()
+        sizes = page.evaluate("""() => {
+          const t = document.querySelector('#timeline');
+          const card = document.querySelector('.card.request-question').getBoundingClientRect();
+          const q = '.card.request-question';
+          const parts = [...document.querySelectorAll(`${q} legend, ${q} label.check`)];
+          return { scroll: t.scrollWidth, client: t.clientWidth, card: card.right,
+                   right: Math.max(...parts.map((p) => p.getBoundingClientRect().right)) };
+        }""")
+        card.get_by_role("button", name="Skip").click()
+    assert sizes["scroll"] <= sizes["client"], sizes
+    assert sizes["right"] <= sizes["card"], sizes

@@ -60,7 +60,7 @@ from .store import (
     resolve_pointer,
 )
 from .turns import backfill_page, turn_view, whole_tool_output
-from .webui import stored_cuts, stored_output, text_item, tool_call_item
+from .webui import library_remedies, read_cut, stored_cuts, stored_output, text_item, tool_call_item
 
 logger = logging.getLogger("cursor_agent_api.server")
 
@@ -365,6 +365,8 @@ async def config(request: Request) -> dict[str, Any]:
         "ws_protocol": WS_PROTOCOL_VERSION,
         "subscriber_queue_size": s.subscriber_queue_size,
         "one_run_per_chat": "409",
+        # the page shows its own remedy in place of the library's (webui.library_remedies)
+        "library_remedies": library_remedies(),
     }
 
 
@@ -930,7 +932,9 @@ async def chat_turns(
     for row in text_rows:
         items.setdefault(str(row["run_id"]), []).append(text_item(row))
     for row in call_rows:
-        items.setdefault(str(row["run_id"]), []).append(tool_call_item(row))
+        # a cut read's range is counted on its whole content, as live (one record read)
+        whole = await whole_tool_output(store, row, "content") if read_cut(row) else None
+        items.setdefault(str(row["run_id"]), []).append(tool_call_item(row, whole))
     asked = await request_records(_store(request), [str(r["id"]) for r in run_rows])
     limit = _settings(request).max_field_bytes
     for n, pair in enumerate(pair_requests(asked)):  # ACP chats: permissions, questions, plans

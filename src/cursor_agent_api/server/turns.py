@@ -451,8 +451,9 @@ class Refolder:
 async def whole_tool_output(store: Store, row: dict[str, Any], which: str = "output") -> str | None:
     """The whole field ``which`` of a stored tool call (the table keeps it cut): its records read
     whole and folded. ``which`` is one of :data:`.webui.WHOLE_FIELDS` (``output``, ``stdout``,
-    ``stderr``, ``diff``, ``new_content``; one the call has not is ``""``). ``None`` when its
-    records are gone."""
+    ``stderr``, ``diff``, ``new_content``; one the call has not is ``""``), or a read's
+    ``content`` (its range is counted on it: ``webui.read_cut``). ``None`` when its records
+    are gone."""
     transcript = Transcript(keep_events=False)
     found = False
     for seq in (row.get("started_seq"), row.get("completed_seq")):

@@ -28,6 +28,7 @@ from typing import Any
 
 from starlette.staticfiles import StaticFiles
 
+from ..errors import CursorAgentError
 from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
 
 TEXT_LIMIT = 200_000
@@ -142,6 +143,27 @@ def page_error(tc: ToolCall) -> str | None:
     """
     text = tc.error_message
     return PAGE_REJECTED if tc.status is ToolStatus.REJECTED and text == _LIBRARY_REJECTED else text
+
+
+def library_remedies() -> dict[str, list[str]]:
+    """The remedies the library adds to its errors' messages (``"<message> — <remedy>"``), by
+    error type, in both phrasings (Python's, the command line's): ``GET /api/config`` gives
+    them to the page, which shows its own remedy in their place (a person in a browser has no
+    ``AgentConfig`` nor ``--trust``).
+
+    Example:
+        >>> library_remedies()["WorkspaceTrustError"]
+        ['pass trust=True (CLI: --trust), or force_approve=True (--force)', 'pass --trust, or --force']
+    """
+    remedies: dict[str, list[str]] = {}
+    classes: list[type[CursorAgentError]] = [CursorAgentError]
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        phrasings = [r for r in dict.fromkeys((cls.remedy, cls.cli_remedy)) if r]
+        if phrasings:
+            remedies[cls.__name__] = phrasings
+    return dict(sorted(remedies.items()))
 
 
 def view_of(tc: ToolCall) -> dict[str, Any]:
@@ -315,8 +337,27 @@ def stored_output(row: dict[str, Any]) -> str:
     return str(row.get("output") or "") or _call_of(row).output
 
 
-def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
+def read_cut(row: dict[str, Any]) -> bool:
+    """Whether ``row`` is a read whose result the store cut: its range, as a person counts
+    the lines (:func:`shown_read_range`), needs the whole content (:func:`tool_call_item`).
+
+    Example:
+        >>> read_cut({"kind": "read", "cuts": [{"field": "/result/success/content", "bytes": 9}]})
+        True
+        >>> read_cut({"kind": "read", "cuts": []}), read_cut({"kind": "ls", "cuts": None})
+        (False, False)
+    """
+    _, cuts = stored_cuts(row)
+    return row.get("kind") == ToolKind.READ.value and any(
+        isinstance(c, dict) and str(c.get("field", "")).startswith("/result") for c in cuts
+    )
+
+
+def tool_call_item(row: dict[str, Any], whole_content: str | None = None) -> dict[str, Any]:
     """A stored tool call as the state's item: its index, seqs and card fields (``view``).
+
+    ``whole_content``: a cut read's whole content (:func:`read_cut`), which its range is
+    counted from, as the live card's is (the stored content is only its beginning).
 
     Example:
         >>> item = tool_call_item({"idx": 0, "call_id": "c", "kind": "ls", "name": "lsToolCall",
@@ -327,7 +368,10 @@ def tool_call_item(row: dict[str, Any]) -> dict[str, Any]:
     """
     result, cuts = stored_cuts(row)
     row = {**row, "result": result, "cuts": []}
-    view = view_of(_call_of(_marked(row, cuts) if cuts else row))
+    call = _call_of(_marked(row, cuts) if cuts else row)
+    view = view_of(call)
+    if whole_content is not None and call.kind is ToolKind.READ:
+        view["read_range"] = shown_read_range(call.read_range, whole_content)
     if cuts:
         for key, value in list(view.items()):  # the fields made of a cut string are cut
             view[key], marked = _unmarked(value)  # a list's too (grep's matches, glob's files)
@@ -364,6 +408,8 @@ __all__ = [
     "TOOL_RECORD_TYPES",
     "WHOLE_FIELDS",
     "WebUIFiles",
+    "library_remedies",
+    "read_cut",
     "shown_read_range",
     "stored_cuts",
     "stored_output",

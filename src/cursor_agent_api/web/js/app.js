@@ -5,7 +5,7 @@ import { api, ApiError, SessionEnded, sessionAgain, signedOutHere, signOuts, whe
 import { h, replace, announce, formatAgo, showControls } from "./dom.js";
 import { KeptPrompts, joinPrompts, tellSignedOut, whenSignedOutElsewhere } from "./kept.js";
 import { ChatStream } from "./stream.js";
-import { Timeline } from "./timeline.js";
+import { Timeline, setLibraryRemedies } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 const LIST_REFRESH_MS = 10_000;
@@ -56,6 +56,7 @@ async function boot() {
   state.kept.unstash();
   state.config = await loadConfig(linkRefused);
   if (!state.config) return;
+  setLibraryRemedies(state.config.library_remedies); // the page says its own remedies
   // A Sign out heard as the settings loaded (in another tab: signedOutElsewhere) stands: the
   // sign-in form stays, and the page goes on as any signed-out page does (a chat asked for).
   if (!state.signedOut) document.body.classList.remove("signed-out");
@@ -124,8 +125,12 @@ async function loadConfig(linkRefused) {
       return await api.config();
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
+        // (a printed link works once: opening it again is refused again, so the way to a new
+        // one is said, as serve says it under a link printed to a file: docs/server.md)
         showLogin(linkRefused
-          ? "The link was refused: its login code was already used or has expired, or its token is not this server's (a restarted server prints a new link). Open the link that `cursor-agent-api serve` printed last, or paste the server's token here."
+          ? "The link was refused: its login code works once and was already used or has expired, or it is not this server's (a restarted server prints a new link). "
+            + "Paste the server's token here (the `Token:` line serve printed, or the one given with --token), "
+            + `or ask for a new link with it: POST /api/auth/codes (curl -X POST -H "Authorization: token …" ${location.origin}/api/auth/codes gives its url).`
           : "");
         return null;
       }

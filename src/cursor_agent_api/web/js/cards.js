@@ -7,7 +7,7 @@
 // again at each change); the page says its end in one line instead (cardLine, timeline.js).
 
 import { addCardCopyButtons } from "./copy.js";
-import { h, morph, formatDuration, lineCount, showControlsDeep } from "./dom.js";
+import { h, morph, formatDuration, lineCount, showControlsDeep, terminalText } from "./dom.js";
 
 const LABELS = {
   shell: "Shell", read: "Read", write: "Write", edit: "Edit", delete: "Delete", ls: "List",
@@ -56,10 +56,37 @@ function relative(path, workspace) {
   return path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
 }
 
-/** A diff's file headers with workspace-relative paths: the agent writes "--- a//abs/path". */
-function relativeDiff(diff, workspace) {
+/** The lines of a unified diff, each with its kind: "file" (a file header, "---"/"+++" before
+ * the file's hunks), "hunk" ("@@ -1,3 +1,4 @@"), "add", "del" or "ctx". A hunk's lines are
+ * counted from its header: inside it, "--- x" is a removed line "-- x", not a header. (A hunk
+ * header without counts holds every line after it.) */
+function diffLines(diff) {
+  let old = 0; // the hunk's lines still to come, old and new side
+  let neu = 0;
   return diff.split("\n").map((line) => {
-    const m = line.match(/^(---|\+\+\+) (?:([ab])\/)?(\/.*)$/);
+    const c = line[0];
+    if (old > 0 || neu > 0) {
+      if (c === "-") old--;
+      else if (c === "+") neu--;
+      else if (c !== "\\") { old--; neu--; } // context ("\ No newline at end of file": none)
+      return { line, kind: c === "-" ? "del" : c === "+" ? "add" : "ctx" };
+    }
+    if (line.startsWith("@@")) {
+      const m = line.match(/^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/);
+      old = m ? Number(m[1] ?? 1) : Infinity;
+      neu = m ? Number(m[2] ?? 1) : Infinity;
+      return { line, kind: "hunk" };
+    }
+    if (line.startsWith("+++") || line.startsWith("---")) return { line, kind: "file" };
+    return { line, kind: c === "+" ? "add" : c === "-" ? "del" : "ctx" };
+  });
+}
+
+/** A diff's file headers with workspace-relative paths: the agent writes "--- a//abs/path".
+ * Only headers (diffLines): a removed or added line stays as it is. */
+function relativeDiff(diff, workspace) {
+  return diffLines(diff).map(({ line, kind }) => {
+    const m = kind === "file" && line.match(/^(---|\+\+\+) (?:([ab])\/)?(\/.*)$/);
     if (!m || m[3] === "/dev/null") return line;
     const rel = relative(m[3], workspace);
     if (rel !== m[3]) return `${m[1]} ${m[2] ? `${m[2]}/` : ""}${rel}`;
@@ -151,23 +178,25 @@ function body(kind, v, status) {
       const out = shellStdout(v);
       return h("div", { class: "card-body" },
         v.description ? h("p", { class: "card-desc", text: v.description }) : null,
-        running ? null : output("stdout", out.text, true, "", cut(out.field)),
-        running || !v.stderr ? null : output("stderr", v.stderr, true, "stderr", cut("stderr")),
+        // as a terminal leaves it: colours and redrawn progress lines are not shown as codes
+        running ? null : output("stdout", terminalText(out.text), true, "", cut(out.field)),
+        running || !v.stderr ? null : output("stderr", terminalText(v.stderr), true, "stderr", cut("stderr")),
       );
     }
     case "edit":
     case "write": {
       const diff = v.diff || (v.new_content ? asAdded(v.new_content) : "");
       return h("div", { class: "card-body" },
-        diff && !running ? diffView(diff) : null,
-        running && v.new_content ? diffView(asAdded(v.new_content)) : null,
+        diff && !running ? diffView(diff, !v.diff) : null,
+        running && v.new_content ? diffView(asAdded(v.new_content), true) : null,
       );
     }
     case "read": {
       const range = v.read_range ? `lines ${v.read_range[0]}–${v.read_range[1]}` : "";
       return h("div", { class: "card-body" },
         range ? h("p", { class: "card-range", text: range }) : null,
-        running ? null : output("content", v.output, false, "", cut("output")),
+        // a failed read's output is why (its error line): not the file's content
+        running || status !== "succeeded" ? null : output("content", v.output, false, "", cut("output")),
       );
     }
     case "grep":
@@ -227,16 +256,13 @@ function asAdded(content) {
   return content.replace(/\n$/, "").split("\n").map((line) => `+${line}`).join("\n");
 }
 
-/** A unified diff, one line per element, coloured by its first character. */
-function diffView(diff) {
+/** A unified diff, one line per element, coloured by its kind (diffLines); `added`: every
+ * line is an added one (a written file's content, asAdded: "+++ x" there is a line "++ x"). */
+function diffView(diff, added = false) {
   const pre = h("pre", { class: "diff", "aria-label": "diff" });
-  for (const line of diff.split("\n")) {
-    let cls = "ctx";
-    if (line.startsWith("+++") || line.startsWith("---")) cls = "file";
-    else if (line.startsWith("@@")) cls = "hunk";
-    else if (line.startsWith("+")) cls = "add";
-    else if (line.startsWith("-")) cls = "del";
-    pre.append(h("span", { class: `diff-line diff-${cls}`, text: line }), "\n");
+  const lines = added ? diff.split("\n").map((line) => ({ line, kind: "add" })) : diffLines(diff);
+  for (const { line, kind } of lines) {
+    pre.append(h("span", { class: `diff-line diff-${kind}`, text: line }), "\n");
   }
   return pre;
 }

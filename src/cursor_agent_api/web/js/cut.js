@@ -5,7 +5,7 @@
 
 import { api } from "./api.js";
 import { copyButton } from "./copy.js";
-import { h, replace } from "./dom.js";
+import { h, replace, showControls } from "./dom.js";
 
 function size(bytes) {
   if (bytes >= 1048576) return `${(bytes / 1048576).toFixed(1)} MB`;
@@ -40,9 +40,11 @@ export function cutNote(url, bytes, show, what = "") {
 }
 
 /** The whole value, as plain text (never Markdown or HTML: it may be megabytes), with its
- * Copy button ("Copy whole <what>"). */
+ * Copy button ("Copy whole <what>"). Bidi controls in it are shown as visible markers, never
+ * applied, as in the card it completes (a file list, output, a diff: docs/web.md, Safety);
+ * Copy copies what is shown. */
 export function wholeText(text, what = "text") {
-  const pre = h("pre", { class: "whole-value" }, h("code", { text }));
+  const pre = h("pre", { class: "whole-value" }, h("code", { text: showControls(text) }));
   return h("div", { class: "whole" },
     h("div", { class: "copy-row" }, copyButton(`whole ${what}`, () => pre.textContent)), pre);
 }

@@ -452,7 +452,7 @@ function spanAt(s, p, base, find) {
 function linkAt(s, p, find) {
   const j = find.bracket(p + 1); // the text: up to the first "]" or newline
   if (j < p + 2 || s[j] !== "]" || s[j + 1] !== "(") return null;
-  const k = find.urlEnd(j + 2); // the URL: up to the first ")" or space
+  const k = find.urlEnd(j + 2); // the URL: up to a space or the ")" closing it (-1: unbalanced)
   if (k <= j + 2) return null;
   let end = -1;
   if (s[k] === ")") end = k + 1;
@@ -500,10 +500,54 @@ function closers(s) {
     pair: { "*": pair("*"), _: pair("_"), "~": pair("~") },
     single: { "*": single("*", () => true), _: single("_", (i) => !isWord(s[i + 1])) },
     bracket: first((i) => (s[i] === "]" && !esc(i)) || s[i] === "\n"),
-    urlEnd: first((i) => (s[i] === ")" && !esc(i)) || isSpace(s[i])),
+    urlEnd: urlEnd(s, esc, first((i) => isSpace(s[i]))),
     nonSpace: first((i) => !isSpace(s[i])),
     quote: first((i) => s[i] === '"' && !esc(i)),
     ...backtickRuns(s),
+  };
+}
+
+/** A link destination's end in `s` (CommonMark: it holds parentheses when they are escaped
+ * or balanced, "wiki/Foo_(bar)"): `urlEnd(q)` is the first space at or after q, or the first
+ * unescaped ")" after q that closes no "(" opened after q; -1 when the parentheses it holds are
+ * unbalanced (no link). `esc(i)`: s[i] is escaped; `space(q)`: the first space >= q (or -1).
+ * Each "(" and ")" is counted once, when first needed: the depth before each index, and for
+ * each depth the ")" met at it; a search is then a binary search (O(log length)). */
+function urlEnd(s, esc, space) {
+  let depth = null; // depth[i]: unescaped "(" minus ")" in s[0..i)
+  let closes = null; // depth -> ascending indices of the unescaped ")" met at that depth
+  const count = () => {
+    depth = new Int32Array(s.length + 1);
+    closes = new Map();
+    let d = 0;
+    for (let i = 0; i < s.length; i++) {
+      depth[i] = d;
+      const c = s[i];
+      if ((c === "(" || c === ")") && !esc(i)) {
+        if (c === "(") d++;
+        else {
+          if (!closes.has(d)) closes.set(d, []);
+          closes.get(d).push(i);
+          d--;
+        }
+      }
+    }
+    depth[s.length] = d;
+  };
+  return (q) => {
+    if (!depth) count();
+    const sp = space(q);
+    const stop = sp < 0 ? s.length : sp;
+    const at = closes.get(depth[q]) || [];
+    let lo = 0;
+    let hi = at.length; // the first ")" at q's depth at or after q
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (at[mid] >= q) hi = mid;
+      else lo = mid + 1;
+    }
+    if (lo < at.length && at[lo] < stop) return at[lo];
+    return stop < s.length && depth[stop] === depth[q] ? stop : -1;
   };
 }
 

@@ -22,19 +22,52 @@ import { createRequestCard, focusRequest, showAnswer } from "./requests.js";
 
 const FINAL = new Set(["succeeded", "failed", "cancelled", "interrupted"]);
 
-// What to do about a failure, by the error's type (the message says what happened).
+// What to do about a failure, by the error's type (the message says what happened), for a
+// person in a browser; a function of the message where one type covers faults with other
+// remedies (a chat still busy in another agent process: waiting works, a new chat loses it).
+const CHAT_BUSY = /may still be running/i; // the agent's words (runtime/stderr.py reads them too)
 const REMEDIES = {
   AuthenticationError: "Log the agent in (`agent login`), or start the server with CURSOR_API_KEY set and `--pass-env CURSOR_API_KEY`.",
   WorkspaceTrustError: "Start a new chat with “Trust the workspace” checked, or trust it once in the agent CLI.",
   InvalidModelError: "Start a new chat with another model (`agent models` lists them), or leave the model empty.",
   UsageLimitError: "Wait for the usage limit to reset, or pick another model.",
-  SessionError: "The agent could not resume this chat: start a new chat.",
+  SessionError: (message) => (CHAT_BUSY.test(message)
+    ? "An earlier turn of this chat may still be running in another agent process (another client's, or one a stopped server left): wait for it to end, or stop it, then send the prompt again."
+    : "The agent could not resume this chat: start a new chat."),
   AgentNotFoundError: "Install Cursor's agent CLI, or start the server with --agent-binary PATH (or --simulate).",
   AgentStartError: "The server's machine is out of a resource the agent needs to start (the message above names it): free it or raise its limit, then send the prompt again.",
   AgentTimeoutError: "The run went over its time limit: send the prompt again, or start the server with a larger --run-timeout / --idle-timeout.",
   AgentProcessError: "The agent process failed: the message above is what it said; send the prompt again once it is fixed.",
   ServerRestart: "The server stopped during this run: send the prompt again to continue.",
 };
+
+// The remedies the library adds to its errors' messages ("<message> — <remedy>"), by type
+// (GET /api/config: webui.library_remedies): advice for its Python API and command line
+// ("AgentConfig(api_key=...)", "--trust"), shown in place of the page's by nobody.
+let libraryRemedies = {};
+
+/** The library's remedies, by error type (from the server's config). */
+export function setLibraryRemedies(table) {
+  libraryRemedies = table && typeof table === "object" ? table : {};
+}
+
+/** `message` without the library's remedy at its end, and the error type that remedy is of
+ * (`type` if given: only its own are looked for; else any type the page has a remedy for). */
+function withoutLibraryRemedy(message, type) {
+  const types = type ? [type] : Object.keys(REMEDIES);
+  for (const t of types) {
+    for (const remedy of libraryRemedies[t] || []) {
+      if (remedy && message.endsWith(` — ${remedy}`)) return { text: message.slice(0, -remedy.length - 3), type: t };
+    }
+  }
+  return { text: message, type };
+}
+
+/** What to do about a failure of type `type` whose message is `message`, or "". */
+function remedyFor(type, message) {
+  const remedy = REMEDIES[type];
+  return typeof remedy === "function" ? remedy(message) : remedy || "";
+}
 
 // A tool call's cut fields (webui.WHOLE_FIELDS), as its card's "Show all" names them.
 const FIELD_NAMES = { output: "output", stdout: "stdout", stderr: "stderr", diff: "diff", new_content: "content" };
@@ -44,13 +77,14 @@ const LIST_NAMES = { grep: "match list", glob: "file list", web_search: "result 
 // Cut fields the card shows in an output block of its own (cards.js), which Show all fills
 // with the whole: a shell's stdout and stderr, a read's content, a tool's output. The others
 // (a diff, a write's content, a list card's whole list) come whole under the card.
-// (A fetch's, a tool's or another call's output shows in its card only when it succeeded
-// (cards.js): a failed one's whole output comes under the card, else Show all showed nothing.)
+// (A read's, a fetch's, a tool's or another call's output shows in its card only when it
+// succeeded (cards.js): a failed one's whole output comes under the card, else Show all
+// showed nothing.)
 function shownInPlace(view, field) {
   const kind = view.kind;
   if (field === "stdout" || field === "stderr") return true;
   if (field !== "output" || LIST_NAMES[kind] || ["edit", "write", "delete", "todos"].includes(kind)) return false;
-  return kind === "shell" || kind === "read" || view.status === "succeeded";
+  return kind === "shell" || view.status === "succeeded";
 }
 
 // A streaming text rendered in under STREAM_RENDER_FREE_MS is rendered every frame; a slower
@@ -676,7 +710,11 @@ export class Timeline {
 
   failure(message, errorType) {
     this.foldThinking();
-    const remedy = REMEDIES[errorType] || "";
+    // the page's remedy in place of the library's (an error the agent reported has no type:
+    // the library's remedy at its end says which)
+    const plain = REMEDIES[errorType] || !errorType ? withoutLibraryRemedy(String(message), errorType) : null;
+    if (plain) message = plain.text;
+    const remedy = remedyFor(errorType || plain?.type, message);
     const label = errorType ? `Error (${errorType}): ` : "Error: ";
     const last = this.lastError;
     if (last && last.message === message && last.el === this.container.lastElementChild) {
