@@ -159,7 +159,7 @@ def worker(
         click.echo(warning, err=True)
     if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
         # (from the options alone, before the server's imports: a refusal at once, not
-        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* variables
+        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* and libpq's variables
         # from the agent's environment, none of which is PATH)
         from ..config import DEFAULT_AGENT_BINARY
         from ..runtime.argv import unfound_binary
