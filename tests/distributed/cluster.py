@@ -237,6 +237,15 @@ class Cluster:
         waits until it is. The API servers' next sweep (every 5 s) interrupts its runs. (A
         heartbeat it sent just before it stopped may still land after this: then the sweep
         declares it lost :data:`STALLED_AFTER` s later; a test waits that long.)"""
+        self.set_worker_row(
+            worker, run_id,
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
+            "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id")
+
+    def set_worker_row(self, worker: WorkerProc, run_id: str, sql: str) -> None:
+        """Run ``sql`` (``$1``: ``run_id``; it returns the one row it changed) on the
+        ``procrastinate_workers`` row of ``worker``, which runs ``run_id``, once it is halted
+        (killed, or stopped by SIGSTOP: see :meth:`lose`)."""
         pid = worker.proc.pid
 
         def halted() -> bool:
@@ -251,13 +260,7 @@ class Cluster:
         for _ in range(30):
             try:
                 # (waits 2 s at most for the row: see below)
-                rows = pg_execute(
-                    self.db_url,
-                    "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
-                    "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id",
-                    run_id,
-                    lock_timeout=2.0,
-                )
+                rows = pg_execute(self.db_url, sql, run_id, lock_timeout=2.0)
                 break
             except asyncpg.exceptions.LockNotAvailableError:
                 # Stopped between its heartbeat (every HEARTBEAT s) and that transaction's
