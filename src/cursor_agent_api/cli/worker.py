@@ -143,13 +143,19 @@ def worker(
 
     # What the options' text tells is refused before the server's imports (a second of CPU)
     refuse_absent_server_extra("the worker")
-    refuse_database_url(database_url)
     from ..database_urls import is_postgres
+    from .console import given_as
 
-    if not is_postgres(database_url):
+    try:  # any other database first: not SQLite's advice (a form the worker refuses too)
+        postgres = is_postgres(database_url)
+    except Exception:  # not a URL at all
+        postgres = False
+    if not postgres:
         raise CliUsageError(
-            "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
+            f"{given_as('database_url', '--database-url')} must name the API servers' PostgreSQL "
+            "database, postgresql+asyncpg://USER@HOST/DB (the job queue lives in it)"
         )
+    refuse_database_url(database_url)
     problem = heartbeat_problem(heartbeat)
     if problem is not None:
         raise CliUsageError(problem)
