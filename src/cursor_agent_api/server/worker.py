@@ -212,9 +212,7 @@ class Worker:
         """Procrastinate's id of this worker, once registered (its row is checked at each
         beat: :meth:`_check_registered`)."""
         manager = self.app.job_manager
-        register = manager.register_worker
-
-        unregister = manager.unregister_worker
+        register, unregister = manager.register_worker, manager.unregister_worker
 
         async def registered() -> int:  # Procrastinate registers it as its worker starts
             self.registered = int(await register())
