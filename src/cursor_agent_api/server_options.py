@@ -31,6 +31,12 @@ LIVE_WITHIN = 60.0
 to migrate under it, and for ``serve``'s warning beside queue workers. A worker's
 ``--heartbeat`` (10 s by default) is at most half of it (:data:`LONGEST_HEARTBEAT`)."""
 
+LONGEST_STALLED_AFTER = 3600.0
+"""The longest ``serve --stalled-after``, and the silence after which a worker that starts
+prunes another from the job queue (Procrastinate's ``stalled_worker_timeout``): never one the
+API servers do not take for lost yet, whatever their ``--stalled-after`` (a fixed 30 s pruned a
+worker paused for 35 s, whose runs the sweep then interrupted at once: audit 15)."""
+
 LONGEST_HEARTBEAT = LIVE_WITHIN / 2
 """The longest ``--heartbeat`` a worker takes: two of its heartbeats fit in
 :data:`LIVE_WITHIN`, so a worker that is running always counts as running (one late

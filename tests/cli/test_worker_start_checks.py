@@ -151,3 +151,13 @@ def test_ctrl_c_while_a_worker_starts_dies_from_the_sigint(cli_env: dict[str, st
                 proc.communicate()
     assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
     assert "taking runs" not in out and "Traceback" not in err
+
+
+def test_a_worker_given_any_other_database_says_it_needs_postgresql(cli_env: dict[str, str]) -> None:
+    # audit 15: `sqlite:///x.db` was told "use sqlite+aiosqlite:///x.db", which it then refused
+    for url in ("sqlite:///x.db", "sqlite+aiosqlite:///x.db", "x.db", "mysql://h/db"):
+        proc = _worker(cli_env, url, "--simulate")
+        assert proc.returncode == 2, proc.stderr
+        last = proc.stderr.splitlines()[-1]
+        assert "the API servers' PostgreSQL database" in last, (url, last)
+        assert "sqlite+aiosqlite" not in proc.stderr, (url, proc.stderr)

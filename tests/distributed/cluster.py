@@ -117,10 +117,13 @@ def pg_execute(db_url: str, sql: str, *args: Any, lock_timeout: float | None = N
 class WorkerProc:
     """One ``cursor-agent-api worker`` subprocess."""
 
-    def __init__(self, cluster: Cluster, name: str, *, args: list[str] | None = None) -> None:
+    def __init__(self, cluster: Cluster, name: str, *, args: list[str] | None = None,
+                 env: dict[str, str] | None = None, db_url: str | None = None) -> None:
         self.cluster = cluster
         self.name = name
         self.args = args or []
+        self.env = env or {}  # added to its environment
+        self.db_url = db_url or cluster.db_url
         self.proc: Any = None  # a subprocess.Popen, or a launcher.Launched
         self.log_path = cluster.tmp / f"worker-{name}.log"
 
@@ -129,7 +132,7 @@ class WorkerProc:
         config = c.tmp / f"cursor-config-{self.name}"
         cmd = [
             str(BIN / "cursor-agent-api"), "worker",
-            "--database-url", c.db_url,
+            "--database-url", self.db_url,
             "--root", str(c.root),
             "--name", self.name,
             "--concurrency", "2",
@@ -142,6 +145,7 @@ class WorkerProc:
             *self.args,
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("CURSOR_AGENT_API_")}
+        env.update(self.env)
         self.log = self.log_path.open("ab")
         self.proc = launcher.popen(cmd, cwd=c.root, env=env, stderr=self.log)  # as Server does
         assert self.proc.stdout is not None
@@ -218,8 +222,11 @@ class Cluster:
         self.servers.append(server)
         return server
 
-    def worker(self, name: str, *args: str) -> WorkerProc:
-        worker = WorkerProc(self, name, args=list(args)).start()
+    def worker(self, name: str, *args: str, env: dict[str, str] | None = None,
+               db_url: str | None = None) -> WorkerProc:
+        """Start worker ``name`` with ``args``; ``env`` is added to its environment, ``db_url``
+        replaces the cluster's (the same database, another form)."""
+        worker = WorkerProc(self, name, args=list(args), env=env, db_url=db_url).start()
         self.workers[name] = worker
         return worker
 
@@ -230,6 +237,15 @@ class Cluster:
         waits until it is. The API servers' next sweep (every 5 s) interrupts its runs. (A
         heartbeat it sent just before it stopped may still land after this: then the sweep
         declares it lost :data:`STALLED_AFTER` s later; a test waits that long.)"""
+        self.set_worker_row(
+            worker, run_id,
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
+            "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id")
+
+    def set_worker_row(self, worker: WorkerProc, run_id: str, sql: str) -> None:
+        """Run ``sql`` (``$1``: ``run_id``; it returns the one row it changed) on the
+        ``procrastinate_workers`` row of ``worker``, which runs ``run_id``, once it is halted
+        (killed, or stopped by SIGSTOP: see :meth:`lose`)."""
         pid = worker.proc.pid
 
         def halted() -> bool:
@@ -244,13 +260,7 @@ class Cluster:
         for _ in range(30):
             try:
                 # (waits 2 s at most for the row: see below)
-                rows = pg_execute(
-                    self.db_url,
-                    "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour' "
-                    "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id",
-                    run_id,
-                    lock_timeout=2.0,
-                )
+                rows = pg_execute(self.db_url, sql, run_id, lock_timeout=2.0)
                 break
             except asyncpg.exceptions.LockNotAvailableError:
                 # Stopped between its heartbeat (every HEARTBEAT s) and that transaction's

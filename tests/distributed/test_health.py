@@ -98,3 +98,21 @@ def test_health_counts_the_workers_and_the_runs_of_lost_ones(db_url: str, tmp_pa
             assert c.get(f"/api/runs/{run['id']}").json()["status"] == "interrupted"
     finally:
         server.stop()
+
+
+def test_a_queue_server_does_not_claim_to_know_whether_agents_are_simulated(
+        db_url: str, tmp_path: Path) -> None:
+    """Audit 15: the workers run the agents, each with its own --simulate; the API server's
+    own flag said "simulate": false beside simulating workers (and true beside real ones),
+    and the page labelled the agents wrongly. It says null: not its to know."""
+    root = tmp_path / "root"
+    root.mkdir()
+    for simulate in (False, True):
+        server = InProcServer(tmp_path, db_url, root, uuid.uuid4().hex, dispatch="queue",
+                              simulate=simulate, **QUICK).start()
+        try:
+            with server.client() as c:
+                assert _health(c)["simulate"] is None
+                assert c.get("/api/config").json()["simulate"] is None
+        finally:
+            server.stop()

@@ -227,3 +227,41 @@ def test_a_listen_connection_that_ends_says_so_once_and_comes_back(
     label = "the LISTEN connection for answers"
     assert [w for w in warnings if w.startswith(label)] == [
         f"{label} was lost; reconnecting", f"{label} is back"], warnings
+
+
+def test_a_database_away_for_several_retries_is_said_once_each_way(
+    db_url: str, warnings: list[str]
+) -> None:
+    """Audit 15: while the database refused connections, each retry (every 0.1 s … 5 s) logged
+    "… failed (…); reconnecting": 7 lines in a 12 s outage, though the docs say once when it
+    fails, once when it is back. The retries are now debug lines."""
+
+    async def main(proxy: PgProxy, through: str) -> None:
+        listener, _answers, back = await _listening_for_answers(Store(through), ping_interval=0.2)
+        attempts = 0
+        real_connect = listener._connect
+
+        async def connect() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return await real_connect()
+
+        listener._connect = connect  # type: ignore[method-assign]
+        try:
+            await asyncio.to_thread(proxy.stop)  # its connection cut, new ones refused
+            for _ in range(600):  # three refused retries at least (0.1 + 0.2 + 0.4 s apart)
+                if attempts >= 3:
+                    break
+                await asyncio.sleep(0.1)
+            assert attempts >= 3, attempts
+            await asyncio.to_thread(proxy.start)
+            await asyncio.wait_for(back.wait(), 60)
+            assert listener.reconnects == 1
+        finally:
+            await listener.close()
+
+    with proxied(db_url) as (proxy, through):
+        asyncio.run(main(proxy, through))
+    label = "the LISTEN connection for answers"
+    said = [w for w in warnings if w.startswith(label)]
+    assert len(said) == 2 and said[0].endswith("; reconnecting") and said[1] == f"{label} is back", said

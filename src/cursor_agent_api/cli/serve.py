@@ -35,7 +35,7 @@ import click
 
 from .. import __version__
 from ..extras import QUEUE_MODULES, SERVER_MODULES, first_absent, first_missing, needs_extra
-from ..server_options import LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
+from ..server_options import LONGEST_STALLED_AFTER, LOOPBACK_HOSTS, WILDCARD_HOSTS, check_token
 from ..signal_exit import (
     ENDING,
     SignalExit,
@@ -298,7 +298,7 @@ def freeze_start_up_objects() -> int:
 )
 @click.option(
     "--stalled-after",
-    type=Seconds(1.0, 3600.0),
+    type=Seconds(1.0, LONGEST_STALLED_AFTER),
     default=30.0,
     show_default=True,
     help="With --dispatch queue: seconds without a worker's heartbeat before its runs are "

@@ -143,13 +143,19 @@ def worker(
 
     # What the options' text tells is refused before the server's imports (a second of CPU)
     refuse_absent_server_extra("the worker")
-    refuse_database_url(database_url)
     from ..database_urls import is_postgres
+    from .console import given_as
 
-    if not is_postgres(database_url):
+    try:  # any other database first: not SQLite's advice (a form the worker refuses too)
+        postgres = is_postgres(database_url)
+    except Exception:  # not a URL at all
+        postgres = False
+    if not postgres:
         raise CliUsageError(
-            "--database-url must name the API servers' PostgreSQL database (the job queue lives in it)"
+            f"{given_as('database_url', '--database-url')} must name the API servers' PostgreSQL "
+            "database, postgresql+asyncpg://USER@HOST/DB (the job queue lives in it)"
         )
+    refuse_database_url(database_url)
     problem = heartbeat_problem(heartbeat)
     if problem is not None:
         raise CliUsageError(problem)
@@ -159,7 +165,7 @@ def worker(
         click.echo(warning, err=True)
     if not simulate:  # else every run it takes would fail (resolved as each run resolves it)
         # (from the options alone, before the server's imports: a refusal at once, not
-        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* variables
+        # after a second of CPU; the server's runs remove only CURSOR_AGENT_API_* and libpq's variables
         # from the agent's environment, none of which is PATH)
         from ..config import DEFAULT_AGENT_BINARY
         from ..runtime.argv import unfound_binary

@@ -15,7 +15,8 @@ new records (:class:`.notify.Relay`), their listener for logouts
   that stopped answering, a firewall that dropped the connection without a word) is given
   up and opened again;
 * **the reconnecting**, with a backoff up to 5 s, one log line when the connection is
-  lost and one when it is back; and closing;
+  lost and one when it is back (the retries that fail meanwhile are debug lines); and
+  closing;
 * **its state** for ``GET /api/health`` (:meth:`PgListener.view`): connected or not, since
   when not, how many times it came back, the last failure (no SQL, no values).
 
@@ -173,7 +174,10 @@ class PgListener:
                 raise
             except Exception as e:
                 self.last_error = describe_error(e)
-                logger.warning("%s failed (%s); reconnecting", self.label, self.last_error)
+                # said once as it fails; each retry that fails too (the database away for a
+                # while: every 0.1 s … MAX_BACKOFF s) is a debug line
+                log = logger.warning if self.connected else logger.debug
+                log("%s failed (%s); reconnecting", self.label, self.last_error)
             if self.connected:
                 self.connected, self.down_since_ms = False, now_ms()
             conn = None

@@ -324,7 +324,8 @@ async def _run_or_404(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/health", tags=["server"])
 async def health(request: Request) -> dict[str, Any]:
-    """Liveness and what the page must show (``simulate``: agents are simulated).
+    """Liveness and what the page must show (``simulate``: agents are simulated;
+    :func:`_simulated`).
 
     ``status`` is ``degraded`` while the database fails (``store`` says since when, why,
     and how much of the agents' output waits in memory), and with ``--dispatch queue`` while
@@ -340,7 +341,7 @@ async def health(request: Request) -> dict[str, Any]:
     return {
         "status": "degraded" if degraded else "ok",
         "version": __version__,
-        "simulate": s.simulate,
+        "simulate": _simulated(s),
         "ws_protocol": WS_PROTOCOL_VERSION,
         "database": store.dialect,
         "store": {**store.health.view(), "buffered": runs.buffered()},
@@ -350,13 +351,26 @@ async def health(request: Request) -> dict[str, Any]:
     }
 
 
+def _simulated(s: ServerSettings) -> bool | None:
+    """Whether this server's runs are simulated; ``None`` with ``--dispatch queue``: the
+    workers run the agents, each simulated or not by its own ``--simulate`` (this server's
+    flag said ``false`` beside simulating workers: the page's label was wrong).
+
+    Example:
+        >>> _simulated(ServerSettings(token="t", simulate=True)), _simulated(
+        ...     ServerSettings(token="t", simulate=True, dispatch="queue"))
+        (True, None)
+    """
+    return None if s.dispatch == "queue" else s.simulate
+
+
 @router.get("/config", tags=["server"])
 async def config(request: Request) -> dict[str, Any]:
     """The server's limits and allowed workspace roots (for a new-chat form)."""
     s = _settings(request)
     return {
         "version": __version__,
-        "simulate": s.simulate,
+        "simulate": _simulated(s),
         "roots": [str(r) for r in s.roots],
         "default_workspace": str(s.roots[0]) if s.roots else None,
         "max_concurrent_runs": s.max_concurrent_runs,

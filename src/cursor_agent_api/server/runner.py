@@ -143,6 +143,43 @@ SERVER_ENV_PREFIX = "CURSOR_AGENT_API_"
 """The server's own settings (``CURSOR_AGENT_API_TOKEN``, ``…_DATABASE_URL``, ``…_HOME``, …):
 never passed on to the agent."""
 
+LIBPQ_ENV = frozenset({
+    # PostgreSQL 18's libpq documentation, "Environment Variables": the connection's defaults
+    "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGPASSWORD", "PGPASSFILE",
+    "PGREQUIREAUTH", "PGCHANNELBINDING", "PGSERVICE", "PGSERVICEFILE", "PGOPTIONS", "PGAPPNAME",
+    "PGSSLMODE", "PGREQUIRESSL", "PGSSLNEGOTIATION", "PGSSLCOMPRESSION", "PGSSLCERT", "PGSSLKEY",
+    "PGSSLCERTMODE", "PGSSLROOTCERT", "PGSSLCRL", "PGSSLCRLDIR", "PGSSLSNI", "PGREQUIREPEER",
+    "PGSSLMINPROTOCOLVERSION", "PGSSLMAXPROTOCOLVERSION", "PGMINPROTOCOLVERSION",
+    "PGMAXPROTOCOLVERSION", "PGGSSENCMODE", "PGKRBSRVNAME", "PGGSSLIB", "PGGSSDELEGATION",
+    "PGCONNECT_TIMEOUT", "PGCLIENTENCODING", "PGTARGETSESSIONATTRS", "PGLOADBALANCEHOSTS",
+    # … the session's defaults, and the files libpq reads
+    "PGDATESTYLE", "PGTZ", "PGGEQO", "PGSYSCONFDIR", "PGLOCALEDIR",
+    # … and its OAuth section's (libpq 18 reads it)
+    "PGOAUTHDEBUG",
+})
+"""libpq's environment variables (the list of PostgreSQL 18's documentation, the same as the
+names its ``libpq.so`` reads; asyncpg reads a subset of them). A server on PostgreSQL and every
+worker connect with them (docs/distributed.md): they are its database's settings — its password
+(``PGPASSWORD``), its TLS key (``PGSSLKEY``), the files that hold them — and never reach the
+agent, as the ``CURSOR_AGENT_API_*`` ones."""
+
+
+def is_server_variable(name: str, *, postgres: bool) -> bool:
+    """Whether environment variable ``name`` is the server's own setting, kept from the
+    processes it starts (the agent, git): every ``CURSOR_AGENT_API_*`` one; libpq's
+    (:data:`LIBPQ_ENV`, case as libpq reads them) when the server's database is PostgreSQL
+    (``postgres``; on SQLite they are not the server's, but the user's, and are inherited).
+
+    Example:
+        >>> is_server_variable("cursor_agent_api_token", postgres=False)
+        True
+        >>> is_server_variable("PGPASSWORD", postgres=True), is_server_variable("PGPASSWORD", postgres=False)
+        (True, False)
+        >>> is_server_variable("PATH", postgres=True)
+        False
+    """
+    return name.upper().startswith(SERVER_ENV_PREFIX) or (postgres and name in LIBPQ_ENV)
+
 
 def agent_env(settings: ServerSettings, environ: Mapping[str, str] | None = None
               ) -> dict[str, str | None]:
@@ -150,9 +187,11 @@ def agent_env(settings: ServerSettings, environ: Mapping[str, str] | None = None
 
     Every ``CURSOR_AGENT_API_*`` variable of the server's environment is removed (the
     token, the database URL with its password: a prompt of ``run `env``` would show them
-    to the agent and its model provider); then ``--pass-env`` / ``--agent-env``
-    (``settings.agent_env``) are added — a variable named there explicitly is passed even
-    if it is one of the server's. The rest of the environment (``PATH``, ``HOME``,
+    to the agent and its model provider), and on PostgreSQL every libpq variable
+    (:func:`is_server_variable`: ``PGPASSWORD``, ``PGSSLKEY``, …, the database's settings);
+    then ``--pass-env`` / ``--agent-env`` (``settings.agent_env``) are added — a variable
+    named there explicitly is passed even if it is one of the server's (an agent that needs
+    its own ``PGHOST``). The rest of the environment (``PATH``, ``HOME``,
     ``CURSOR_API_KEY``, …) is inherited, as when the user runs the agent in a shell.
 
     Example:
@@ -160,10 +199,17 @@ def agent_env(settings: ServerSettings, environ: Mapping[str, str] | None = None
         >>> agent_env(ServerSettings(token="t", agent_env={"X": "1"}),
         ...           {"CURSOR_AGENT_API_TOKEN": "t", "PATH": "/bin"})
         {'CURSOR_AGENT_API_TOKEN': None, 'X': '1'}
+        >>> agent_env(ServerSettings(token="t", database_url="postgresql+asyncpg://u@db/app",
+        ...                          agent_env={"PGHOST": "own"}),
+        ...           {"PGPASSWORD": "pw", "PGHOST": "db", "PATH": "/bin"})
+        {'PGPASSWORD': None, 'PGHOST': 'own'}
     """
+    from ..database_urls import is_postgres
+
     base = os.environ if environ is None else environ
+    postgres = is_postgres(settings.database_url)
     env: dict[str, str | None] = {name: None for name in base
-                                  if name.upper().startswith(SERVER_ENV_PREFIX)}
+                                  if is_server_variable(name, postgres=postgres)}
     env.update(settings.agent_env)
     return env
 

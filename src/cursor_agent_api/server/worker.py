@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..server_options import LONGEST_STALLED_AFTER
 from .dispatch import CancelNotAppliedError, run_ends
 from .dispatch.answers import AnswerListener
 from .dispatch.jobs import DEFAULT_QUEUE, TASK_NAME, make_app, worker_queue
@@ -117,7 +118,11 @@ class WorkerSettings:
     concurrency: int = 4
     queues: tuple[str, ...] = (DEFAULT_QUEUE,)
     heartbeat: float = 10.0
-    stalled_after: float = 30.0
+    stalled_after: float = LONGEST_STALLED_AFTER
+    """Seconds without a heartbeat after which a worker that starts deletes another's row
+    (Procrastinate's prune): the longest ``serve --stalled-after``, so that it never deletes
+    one the API servers still take for alive (a worker without its row is lost to them at
+    once). The API servers' own ``--stalled-after`` decides when a worker is lost."""
     shutdown_grace: float = 10.0
     abort_poll: float = 2.0
     job_poll: float = 5.0
@@ -155,6 +160,27 @@ class _WorkerRuns(RunManager):
         return None
 
 
+class WorkerLostError(RuntimeError):
+    """This worker's row in the job queue is gone (pruned by a worker that started, or deleted
+    by hand): the API servers took it for lost and interrupted its runs; it cannot take a job
+    any more (Procrastinate's fetch fails on the missing row). It stops, saying so.
+
+    Example:
+        >>> print(WorkerLostError.for_worker("build-1"))  # doctest: +ELLIPSIS
+        worker build-1 was declared lost: its row in the job queue ... start it again
+    """
+
+    @classmethod
+    def for_worker(cls, name: str) -> WorkerLostError:
+        return cls(
+            f"worker {name} was declared lost: its row in the job queue (procrastinate_workers) "
+            "was deleted while it sent no heartbeat (paused, or cut off from the database: a "
+            f"worker that starts prunes one silent for {LONGEST_STALLED_AFTER:.0f} s, a worker "
+            "of a version before 11-26 one silent for 30 s), so the API servers interrupted its "
+            "runs and it can take no job; start it again"
+        )
+
+
 @dataclass
 class _Stop:
     """A job of this worker: the stop asked for its run (``user``: a cancel), its ids."""
@@ -182,6 +208,23 @@ class Worker:
                             connect_timeout=s.store_connect_timeout,
                             statement_timeout=s.store_statement_timeout)
         self.app.task(name=TASK_NAME, pass_context=True)(self._job)
+        self.registered: int | None = None
+        """Procrastinate's id of this worker, once registered (its row is checked at each
+        beat: :meth:`_check_registered`)."""
+        manager = self.app.job_manager
+        register, unregister = manager.register_worker, manager.unregister_worker
+
+        async def registered() -> int:  # Procrastinate registers it as its worker starts
+            self.registered = int(await register())
+            return self.registered
+
+        async def unregistered(worker_id: int) -> None:  # ... and unregisters it as it ends
+            self.registered = None  # (its row gone then is no news)
+            await unregister(worker_id)
+
+        manager.register_worker, manager.unregister_worker = registered, unregistered
+        self.declared_lost: WorkerLostError | None = None
+        """Set when this worker's row was found gone (it then stops, saying so)."""
         self._stops: dict[str, _Stop] = {}
         self._shutdown: asyncio.Task[None] | None = None
         self._taking: asyncio.Task[None] | None = None  # Procrastinate's worker
@@ -246,7 +289,14 @@ class Worker:
                 await self._stop_taking()
                 failed = None if self._taking.cancelled() else self._taking.exception()
                 if failed is not None:
+                    # its fetch of a job failed on its missing row (a ForeignKeyViolation): say why
+                    if self.declared_lost is None and _fetched_unregistered(failed):
+                        self.declared_lost = WorkerLostError.for_worker(s.name)
+                    if self.declared_lost is not None:
+                        raise self.declared_lost from failed
                     raise failed
+                if self.declared_lost is not None:
+                    raise self.declared_lost
                 if self.schema_moved is not None:
                     raise self.schema_moved
         finally:
@@ -362,6 +412,7 @@ class Worker:
                     await jobs.update_heartbeat(worker_id)
                 await self._stop_runs_ended_elsewhere()
                 await self._check_schema()
+                await self._check_registered()
             except Exception as e:  # the database may be away for a while: try again later
                 logger.warning("a heartbeat failed: %s", describe_error(e))
             await asyncio.sleep(self.settings.heartbeat)
@@ -383,6 +434,22 @@ class Worker:
                                  f"by a newer cursor-agent-api (schema {revision})")
         logger.error("%s; stopping", self.schema_moved)
         if not self._draining:  # (already stopping: not a second stop, which is "at once")
+            self.stop()
+
+    async def _check_registered(self) -> None:
+        """At each beat: when this worker's row is gone (a worker that started pruned it
+        while this one was silent: the API servers declared it lost and interrupted its
+        runs, whose agents :meth:`_stop_runs_ended_elsewhere` stopped), stop as at SIGTERM
+        and exit with that reason as the last line: unregistered, it would take no job (its
+        next fetch failed on the missing row, a ForeignKeyViolation that said nothing)."""
+        worker_id = self.registered
+        if self.declared_lost is not None or worker_id is None or self._draining:
+            return
+        if await self.store.worker_alive(worker_id, None) or self.registered is None:
+            return  # (registered, or unregistered by its own end meanwhile)
+        self.declared_lost = WorkerLostError.for_worker(self.settings.name)
+        logger.error("%s; stopping", self.declared_lost)
+        if not self._draining:
             self.stop()
 
     async def _stop_runs_ended_elsewhere(self) -> None:
@@ -604,6 +671,25 @@ class Worker:
         logger.warning("run %s is already %s (ended by another process): its agent is not started",
                        run_id, status)
         return status
+
+
+def _fetched_unregistered(error: BaseException) -> bool:
+    """Whether ``error``, which ended Procrastinate's worker, is its fetch of a job failing on
+    this worker's missing row in ``procrastinate_workers`` (the job's ``worker_id`` foreign
+    key: a ``ForeignKeyViolation``, maybe wrapped by Procrastinate).
+
+    Example:
+        >>> _fetched_unregistered(RuntimeError("no"))
+        False
+    """
+    seen: BaseException | None = error
+    for _ in range(10):  # (a chain of causes, never a loop)
+        if seen is None:
+            return False
+        if type(seen).__name__ == "ForeignKeyViolation" and "procrastinate_jobs_worker_id_fkey" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _retrieve(body: asyncio.Task[str]) -> None:

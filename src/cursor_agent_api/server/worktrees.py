@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..files import lock_file
-from .runner import SERVER_ENV_PREFIX
+from .runner import is_server_variable
 
 BRANCH_PREFIX = "cursor-agent/"
 LOCK_NAME = "cursor-agent-worktrees.lock"
@@ -49,8 +49,8 @@ class WorktreeError(RuntimeError):
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     # The repository is the agent's to write: its hooks are not run (a post-checkout hook
     # would run with the worker's rights), and git gets none of the worker's own variables
-    # (the database URL and its password), as the agent gets none.
-    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(SERVER_ENV_PREFIX)}
+    # (the database URL, libpq's: its password), as the agent gets none.
+    env = {k: v for k, v in os.environ.items() if not is_server_variable(k, postgres=True)}
     return subprocess.run(
         ["git", "-c", "core.hooksPath=/dev/null", *args], cwd=cwd, env=env,
         capture_output=True, text=True, timeout=120, check=False

@@ -117,22 +117,20 @@ class QueueRows(StoreEngine):
             )
             return _row_dict(res.first())
 
-    async def worker_alive(self, worker_id: int, within: float) -> bool:
-        """Has Procrastinate's worker ``worker_id`` sent a heartbeat in the last ``within`` s?"""
+    async def worker_alive(self, worker_id: int, within: float | None) -> bool:
+        """Has Procrastinate's worker ``worker_id`` sent a heartbeat in the last ``within`` s?
+        (``None``: is it registered at all: its row not pruned, not unregistered?)"""
+        sql = "SELECT 1 FROM procrastinate_workers WHERE id = :id"
+        if within is not None:
+            sql += " AND last_heartbeat > now() - make_interval(secs => :within)"
         async with self.connect() as conn:
-            res = await conn.execute(
-                text(
-                    "SELECT 1 FROM procrastinate_workers WHERE id = :id "
-                    "AND last_heartbeat > now() - make_interval(secs => :within)"
-                ),
-                {"id": worker_id, "within": within},
-            )
+            res = await conn.execute(text(sql), {"id": worker_id, "within": within})
             return res.first() is not None
 
     async def worker_counts(self, within: float) -> dict[str, int]:
         """``{"alive": n, "stalled": m}``: Procrastinate's registered workers that sent a
         heartbeat in the last ``within`` s, and the others (lost, until a starting worker
-        prunes them). One small count: a row per registered worker."""
+        prunes them, an hour after their last heartbeat). One small count: a row per registered worker."""
         async with self.connect() as conn:
             res = await conn.execute(
                 text(
