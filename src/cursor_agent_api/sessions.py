@@ -332,6 +332,7 @@ class _SessionState(Generic[_C]):
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # every send_stream's stream
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
             weakref.WeakKeyDictionary()
+        self._unrecorded: weakref.WeakSet[Any] = weakref.WeakSet()  # a send's that raised
 
     def _run_with(self, config: AgentConfig) -> None:
         """Run every turn with ``config`` on the shared client: what differs from the
@@ -450,7 +451,7 @@ class _SessionState(Generic[_C]):
         never ran, up to the first one still to come or running."""
         while self._streams:
             stream = self._streams[0]
-            if self._never_ran(stream):
+            if self._never_ran(stream) or stream in self._unrecorded:
                 self._drop(stream)
             elif stream.result is not None:
                 self._finish(stream, stream.result)
@@ -468,8 +469,11 @@ class _SessionState(Generic[_C]):
         return result
 
     def _finish(self, stream: Any, result: AgentResult) -> AgentResult:
-        """Record a streamed turn once (``finalize_stream`` is idempotent per stream)."""
+        """Record a streamed turn once (``finalize_stream`` is idempotent per stream); not
+        the turn of a ``send()`` that raised (cancelled: it did not end for its caller)."""
         self._drop(stream)
+        if stream in self._unrecorded:
+            return result
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
@@ -896,7 +900,9 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             return await self.finalize_stream(stream)
         except BaseException:
             # as client.query(): a cancel stops the turn (its end awaited) before it goes on;
-            # a send that did not end records nothing
+            # a send that did not end records nothing (nor does a send queued behind it,
+            # which finalizes this stream to start its own turn)
+            self._unrecorded.add(stream)
             try:
                 await stream.aclose()
             finally:
