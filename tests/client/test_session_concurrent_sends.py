@@ -117,3 +117,34 @@ def test_a_cancelled_send_with_a_send_queued_behind_it_records_nothing() -> None
     assert isinstance(raised, asyncio.CancelledError)
     assert second == "two"
     assert [(h.prompt, h.success) for h in session.history] == [("two", True)]
+
+
+def test_an_interrupt_as_a_turn_takes_the_call_order_lock_gives_its_place_up() -> None:
+    """A ``KeyboardInterrupt`` landing after the wait for the lock but before the turn's body
+    (here: as the condition is left) held the lock for ever: every later turn waited."""
+    from cursor_agent_api.sessions import _InCallOrder
+
+    class Interrupted(threading.Condition):
+        armed = True
+
+        def __exit__(self, *exc: object) -> None:
+            super().__exit__(*exc)
+            if Interrupted.armed and exc[0] is None:
+                Interrupted.armed = False
+                raise KeyboardInterrupt
+
+    order = _InCallOrder()
+    order._cond = Interrupted()
+    try:
+        with order():
+            raise AssertionError("the body ran")
+    except KeyboardInterrupt:
+        pass
+    done = threading.Event()
+
+    def next_turn() -> None:
+        with order():
+            done.set()
+
+    threading.Thread(target=next_turn, daemon=True).start()
+    assert done.wait(60), "the next turn waited for a lock nobody holds"

@@ -59,7 +59,7 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
-from .acp_steering import Steering
+from .acp_steering import TURN_SESSIONS, Steering
 from .argv import check_workspace
 from .outcome import client_result_event
 from .scrub import scrub_failure
@@ -90,6 +90,7 @@ class AcpTurn:
         self.mapper = AcpMapper("")
         self.steering = Steering(config, mapper=self.mapper, emit=self.deliver,
                                  on_cancel=lambda: self.cancel())
+        self.steering.sessions = TURN_SESSIONS.get()  # the sessions whose turn this is
         self.session_id: str | None = None
         self.process: AgentProcess | None = None
         self.result: AgentResult | None = None
