@@ -50,6 +50,7 @@ from .config import AgentConfig, is_chat_id
 from .errors import SessionError, SessionFileError
 from .files import replace_file
 from .protocol import AgentResult
+from .runtime.acp_steering import TURN_SESSIONS
 
 __all__ = [
     "SESSION_FILE_VERSION",
@@ -332,6 +333,7 @@ class _SessionState(Generic[_C]):
         self._started: weakref.WeakSet[Any] = weakref.WeakSet()  # every send_stream's stream
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
             weakref.WeakKeyDictionary()
+        self._unrecorded: weakref.WeakSet[Any] = weakref.WeakSet()  # a send's that raised
 
     def _run_with(self, config: AgentConfig) -> None:
         """Run every turn with ``config`` on the shared client: what differs from the
@@ -424,6 +426,27 @@ class _SessionState(Generic[_C]):
                 f"folder: a turn in another folder ({asked!r}) would start without the "
                 "conversation. Leave workspace= out, or start another session there")
 
+    def _not_from_own_turn(self) -> None:
+        """``SessionError`` for a ``send()``/``send_stream()`` from a callback of this
+        session's own turn (``can_use_tool``, ``on_question``, ``on_plan``): the turn waits for
+        the callback, and the session's turns run one after the other, so it would wait for
+        ever."""
+        if any(s is self for s in TURN_SESSIONS.get()):
+            raise SessionError(
+                "a callback of this session's turn cannot send on its own session: the turn "
+                "waits for the callback, and the session runs one turn at a time (it would "
+                "wait for ever); send on another session or with the client instead")
+
+    @contextlib.contextmanager
+    def _in_turn(self) -> Iterator[None]:
+        """Around the start of this session's turn: its callbacks run in this session
+        (:data:`~cursor_agent_api.runtime.acp_steering.TURN_SESSIONS`)."""
+        token = TURN_SESSIONS.set((*TURN_SESSIONS.get(), self))
+        try:
+            yield
+        finally:
+            TURN_SESSIONS.reset(token)
+
     def _turn(self, overrides: dict[str, Any], folder: str | None) -> dict[str, Any]:
         """The overrides a turn runs with, as of now (the turns before it recorded, which may
         have fixed the chat's folder): the session's own, the turn's, the chat to resume; the
@@ -450,7 +473,7 @@ class _SessionState(Generic[_C]):
         never ran, up to the first one still to come or running."""
         while self._streams:
             stream = self._streams[0]
-            if self._never_ran(stream):
+            if self._never_ran(stream) or stream in self._unrecorded:
                 self._drop(stream)
             elif stream.result is not None:
                 self._finish(stream, stream.result)
@@ -468,8 +491,11 @@ class _SessionState(Generic[_C]):
         return result
 
     def _finish(self, stream: Any, result: AgentResult) -> AgentResult:
-        """Record a streamed turn once (``finalize_stream`` is idempotent per stream)."""
+        """Record a streamed turn once (``finalize_stream`` is idempotent per stream); not
+        the turn of a ``send()`` that raised (cancelled: it did not end for its caller)."""
         self._drop(stream)
+        if stream in self._unrecorded:
+            return result
         if stream in self._recorded:
             return self._recorded[stream]
         self._recorded[stream] = result
@@ -688,24 +714,22 @@ class _InCallOrder:
 
     @contextlib.contextmanager
     def __call__(self) -> Iterator[None]:
-        with self._cond:
-            ticket = self._next
-            self._next += 1
-            try:
-                self._cond.wait_for(lambda: self._serving == ticket)
-            except BaseException:
-                self._gone.add(ticket)
-                self._advance()
-                raise
+        ticket = -1
         try:
-            yield
-        finally:
             with self._cond:
-                self._serving += 1
-                self._advance()
+                ticket = self._next
+                self._next = ticket + 1  # (an interrupt before this took no ticket)
+                self._cond.wait_for(lambda: self._serving == ticket)
+            yield
+        finally:  # served or not (an interrupt anywhere from the ticket on): its place is given up
+            with self._cond:
+                if 0 <= ticket < self._next:
+                    self._gone.add(ticket)
+                    self._advance()
 
     def _advance(self) -> None:
-        """Skip the tickets given up; wake the waiters (under the condition)."""
+        """Skip the tickets given up (the one served, once done); wake the waiters (under the
+        condition)."""
         while self._serving in self._gone:
             self._gone.discard(self._serving)
             self._serving += 1
@@ -776,9 +800,11 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         text = prompt_text(prompt)
         folder = self._checked(overrides)
+        self._not_from_own_turn()
         with self._order():  # (another thread's turn first, if it asked first)
             self._settle()
-            result = self.client.query(text, **self._turn(overrides, folder))
+            with self._in_turn():
+                result = self.client.query(text, **self._turn(overrides, folder))
             return self._record(text, result, folder)
 
     def send_stream(self, prompt: str | bytes, **overrides: Any) -> StreamingResponse:
@@ -789,9 +815,11 @@ class ConversationSession(_SessionState[CursorAgentClient]):
         """
         text = prompt_text(prompt)  # a bad prompt or override fails here, before the settle
         folder = self._checked(overrides)
+        self._not_from_own_turn()
         with self._order():  # (another thread's turn first, if it asked first)
             self._settle()
-            stream = self.client.query_stream(text, **self._turn(overrides, folder))
+            with self._in_turn():
+                stream = self.client.query_stream(text, **self._turn(overrides, folder))
             if not self._pinned:
                 self._folders[stream] = folder
             self._streams.append(stream)
@@ -896,7 +924,9 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
             return await self.finalize_stream(stream)
         except BaseException:
             # as client.query(): a cancel stops the turn (its end awaited) before it goes on;
-            # a send that did not end records nothing
+            # a send that did not end records nothing (nor does a send queued behind it,
+            # which finalizes this stream to start its own turn)
+            self._unrecorded.add(stream)
             try:
                 await stream.aclose()
             finally:
@@ -918,14 +948,18 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
         """
         text = prompt_text(prompt)
         folder = self._checked(overrides)
+        self._not_from_own_turn()
         self._absorb()
         if not self._streams:
-            stream = self.client.query_stream(text, **self._turn(overrides, folder))
+            with self._in_turn():
+                stream = self.client.query_stream(text, **self._turn(overrides, folder))
         else:
             async def settled() -> dict[str, Any]:
                 await self._settle(until=stream)
                 if stream._stopped:  # cancelled while the previous turns were awaited
                     raise RuntimeError("the stream was cancelled before it started")
+                # (the opener's own task: the turn it opens now runs in this session)
+                TURN_SESSIONS.set((*TURN_SESSIONS.get(), self))
                 return self._turn(overrides, folder)
 
             stream = self.client._deferred_stream(text, settled)

@@ -90,3 +90,77 @@ def test_a_process_the_client_stops_is_not_called_a_broken_binary() -> None:
     error: Any = asyncio.run(main())
     assert "stopped by the client" in str(error), error
     assert error.remedy == "send the prompt again" and "check that" not in str(error)
+
+
+def test_a_cancel_racing_the_end_of_a_turn_condemns_nothing(fake: FakeAgent) -> None:
+    """A ``SIGKILL`` cancel landing after the turn ended (pardoned) but before its result was
+    set (here: a closed client's process stopping with its last turn, an agent slow to stop)
+    once condemned the process for ever: every later turn waited for it (review 56)."""
+    import signal
+
+    from acp_fake import FAKE
+    fake.binary.write_text(f"#!/bin/sh\ntrap '' TERM\nexec {sys.executable} {FAKE} \"$@\"\n")
+    config = fake.config(kill_grace=3.0, timeout=120.0)
+
+    async def main() -> tuple[Any, Any, int]:
+        client = AsyncCursorAgentClient(config)
+        try:
+            stream = client.query_stream("say hello")
+            await stream.start()
+            turn: Any = stream._run  # type: ignore[attr-defined]
+            transport = turn.transport
+            await client.aclose()  # retired: the process stops as the running turn ends
+            for _ in range(60_000):  # the turn has ended (pardoned), its process stopping
+                if turn not in transport._turns:
+                    break
+                await asyncio.sleep(0.002)
+            assert turn.result is None  # (the window: the stop takes kill_grace)
+            stream.cancel(signal.SIGKILL)  # a user's cancel racing the end
+            first = await stream.wait()
+            condemned = len(transport._condemned)
+            after = await asyncio.wait_for(client.query("say again"), 45)
+            return first, after, condemned
+        finally:
+            await client.aclose()
+
+    first, after, condemned = asyncio.run(main())
+    assert first.success, first.error
+    assert condemned == 0
+    assert after.success, after.error
+
+
+def test_a_session_opened_on_a_process_a_cancel_then_stops_is_loaded_on_the_new_one(
+        fake: FakeAgent) -> None:
+    """Turn B's ``session/new`` answered, then turn A is cancelled (its agent ignoring it): B
+    waits for A's fallback to stop the process before its prompt, and then prompted the new
+    process for a session it never loaded ("Session not loaded", review 56). Now the session
+    is ``session/load``ed on the new process first and B succeeds there."""
+    config = fake.config(env={"FAKE_ACP_NO_CANCEL": "1"}, kill_grace=1.0, timeout=120.0)
+
+    async def main() -> tuple[Any, Any, int | None, int | None]:
+        async with AsyncCursorAgentClient(config) as client:
+            assert (await client.query("say hello")).success
+            (pid,) = _pids(client)
+            a = client.query_stream("slow")
+            async for event in a:
+                if event.type is EventType.ASSISTANT_DELTA:
+                    break
+            transport: Any = a._run.transport  # type: ignore[attr-defined]
+            original = transport.open_session
+
+            async def open_session(cfg: Any, turn: Any, notes: Any) -> str:
+                sid: str = await original(cfg, turn, notes)
+                if turn is not a._run:  # type: ignore[attr-defined]
+                    a.cancel()  # lands as B's session/new has just been answered
+                return sid
+
+            transport.open_session = open_session
+            b = await client.query("say again")
+            (new_pid,) = _pids(client)
+            ra = await a.wait()
+            return ra, b, pid, new_pid
+
+    ra, b, pid, new_pid = asyncio.run(main())
+    assert ra.cancelled
+    assert b.success, b.error
+    assert new_pid != pid

@@ -80,3 +80,71 @@ def test_sync_sends_from_two_threads_run_in_call_order_on_one_chat() -> None:
     assert t.resumed == [None, CHAT]
     assert [h.prompt for h in session.history] == ["one", "two"]
     assert session.session_id == CHAT
+
+
+def test_a_cancelled_send_with_a_send_queued_behind_it_records_nothing() -> None:
+    """A ``send()`` cancelled while another waits behind it (review 56): the queued send
+    finalized the shared stream and recorded the cancelled turn — history
+    ``[("one", False), ("two", True)]`` — though its send raised. As with no send queued, a
+    send that did not end records nothing."""
+    def turn(prompt: bytes) -> Script:
+        slow = prompt == b"one"  # (cancelled long before its result would come)
+        return Script([{"type": "system", "subtype": "init", "session_id": CHAT},
+                       {"type": "result", "subtype": "success", "result": prompt.decode(),
+                        "session_id": CHAT}], delay=30.0 if slow else 0.0)
+
+    async def main() -> tuple[BaseException | None, str, AsyncConversationSession]:
+        t = ScriptTransport(turn)
+        async with AsyncConversationSession(transport=t) as session:
+            one = asyncio.ensure_future(session.send("one"))
+            for _ in range(6000):  # its turn has started
+                if t.turns:
+                    break
+                await asyncio.sleep(0.01)
+            two = asyncio.ensure_future(session.send("two"))
+            for _ in range(20):  # (two waits behind one)
+                await asyncio.sleep(0)
+            one.cancel()
+            try:
+                await one
+                raised: BaseException | None = None
+            except BaseException as exc:
+                raised = exc
+            second = await two
+        return raised, second.result, session
+
+    raised, second, session = asyncio.run(main())
+    assert isinstance(raised, asyncio.CancelledError)
+    assert second == "two"
+    assert [(h.prompt, h.success) for h in session.history] == [("two", True)]
+
+
+def test_an_interrupt_as_a_turn_takes_the_call_order_lock_gives_its_place_up() -> None:
+    """A ``KeyboardInterrupt`` landing after the wait for the lock but before the turn's body
+    (here: as the condition is left) held the lock for ever: every later turn waited."""
+    from cursor_agent_api.sessions import _InCallOrder
+
+    class Interrupted(threading.Condition):
+        armed = True
+
+        def __exit__(self, *exc: object) -> None:
+            super().__exit__(*exc)
+            if Interrupted.armed and exc[0] is None:
+                Interrupted.armed = False
+                raise KeyboardInterrupt
+
+    order = _InCallOrder()
+    order._cond = Interrupted()
+    try:
+        with order():
+            raise AssertionError("the body ran")
+    except KeyboardInterrupt:
+        pass
+    done = threading.Event()
+
+    def next_turn() -> None:
+        with order():
+            done.set()
+
+    threading.Thread(target=next_turn, daemon=True).start()
+    assert done.wait(60), "the next turn waited for a lock nobody holds"

@@ -40,6 +40,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
 from collections.abc import Callable
@@ -70,7 +71,15 @@ from ..protocol.acp_mapper import obj as _obj
 from ..protocol.tools import ToolKind, is_own_tool_server
 from .daemon_thread import in_daemon_thread
 
-__all__ = ["SKIP_OPTION", "Steering"]
+__all__ = ["SKIP_OPTION", "TURN_SESSIONS", "Steering"]
+
+TURN_SESSIONS: contextvars.ContextVar[tuple[object, ...]] = contextvars.ContextVar(
+    "cursor_agent_api_turn_sessions", default=())
+"""The conversation sessions whose turns the running code is part of: a session adds itself
+around the start of its turn (:class:`~cursor_agent_api.sessions.ConversationSession`), the
+turn keeps what it was started with (:attr:`Steering.sessions`), and its callbacks run with
+it, on the loop or their daemon thread. A callback that ``send()``s on one of them would wait
+for the turn that waits for it: the session refuses at once."""
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +240,8 @@ class Steering:
         self.on_cancel = on_cancel
         self._cancelled: asyncio.Event | None = None
         self.pending = 0
+        self.sessions: tuple[object, ...] = ()
+        """The sessions the callbacks run in (:data:`TURN_SESSIONS`): the turn's."""
 
     def _emit(self, events: list[Any]) -> None:
         if self.emit is not None and events:
@@ -263,6 +274,7 @@ class Steering:
         stopped = False  # set as this call is cancelled here (the cancel, the timeout)
 
         async def call() -> Any:
+            TURN_SESSIONS.set(self.sessions)  # (this task's context; a daemon thread copies it)
             try:
                 if inspect.iscoroutinefunction(fn):
                     return await fn(arg)

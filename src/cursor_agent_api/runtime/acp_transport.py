@@ -353,8 +353,10 @@ class AcpTransport:
     def condemn(self, turn: AcpTurn) -> None:
         """``turn`` was cancelled and its process is stopped unless the agent answers the
         prompt first (``kill_grace``): until then no new turn or session is given to the process
-        (:meth:`connect` waits), so none is lost with it; once stopped, the next starts a new one."""
-        self._condemned.add(turn)
+        (:meth:`connect` waits), so none is lost with it; once stopped, the next starts a new one.
+        A turn that has ended (:meth:`turn_ended`: pardoned already) condemns nothing."""
+        if turn in self._turns:
+            self._condemned.add(turn)
 
     def _pardon(self, turn: AcpTurn) -> None:
         """``turn`` has ended (its process kept or stopped): it condemns it no more."""
@@ -498,6 +500,13 @@ class AcpTransport:
         self.session_setup.remember(session_id, result)  # (re)loaded: the answer says its setup
         self._trim()
         return state
+
+    def is_live(self, session_id: str) -> bool:
+        """Whether the current process holds ``session_id`` (it was opened or loaded on it: a
+        prompt for it needs no ``session/load``)."""
+        state = self._sessions.get(session_id)
+        return state is not None and state.generation == self._generation \
+            and self._conn is not None
 
     def holds(self, session_id: str) -> bool:
         """Whether this transport holds ``session_id`` (a turn on it needs no ``session/load``

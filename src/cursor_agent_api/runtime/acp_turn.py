@@ -59,7 +59,7 @@ from ..errors import (
 )
 from ..protocol import AgentEvent, AgentResult, Transcript, error_event
 from ..protocol.acp_mapper import AcpMapper
-from .acp_steering import Steering
+from .acp_steering import TURN_SESSIONS, Steering
 from .argv import check_workspace
 from .outcome import client_result_event
 from .scrub import scrub_failure
@@ -90,6 +90,7 @@ class AcpTurn:
         self.mapper = AcpMapper("")
         self.steering = Steering(config, mapper=self.mapper, emit=self.deliver,
                                  on_cancel=lambda: self.cancel())
+        self.steering.sessions = TURN_SESSIONS.get()  # the sessions whose turn this is
         self.session_id: str | None = None
         self.process: AgentProcess | None = None
         self.result: AgentResult | None = None
@@ -101,6 +102,7 @@ class AcpTurn:
         self._cancel_signal: int | None = None
         self._escalation: asyncio.TimerHandle | None = None
         self._killed = False
+        self._ended = False  # set as the turn ends (before its result): cancel() is a no-op
         self.fallback: str | None = None
         """Why cancel stopped the process group, if it did: ``"cancel_unsupported"`` (the
         build answered ``-32601``), ``"cancel_timeout"`` (no answer within ``kill_grace``),
@@ -186,8 +188,9 @@ class AcpTurn:
     def cancel(self, sig: int = signal_module.SIGTERM) -> None:
         """Cancel the turn, keeping the session: ``session/cancel``, pending requests answered
         ``cancelled``; after ``kill_grace`` without the prompt's answer (or at once with
-        ``SIGKILL``) the agent's process group is stopped. Call on the loop's thread."""
-        if self.result is not None or self._loop is None:
+        ``SIGKILL``) the agent's process group is stopped. Call on the loop's thread. A no-op
+        once the turn has ended (its result may still be on its way)."""
+        if self.result is not None or self._loop is None or self._ended:
             return
         first = self._cancel_signal is None
         if first or sig == signal_module.SIGKILL:
@@ -225,8 +228,8 @@ class AcpTurn:
 
     def escalate(self, why: str) -> None:
         """Cancel's fallback: stop the process group (the session is reloaded next time)."""
-        if self.result is not None or self._killed:
-            return
+        if self.result is not None or self._killed or self._ended:
+            return  # (an ended turn stops nothing: its process is another turn's now)
         self._killed = True
         self.fallback = why
         self.transport.condemn(self)
@@ -312,6 +315,7 @@ class AcpTurn:
             with contextlib.suppress(BaseException):
                 await connecting  # (and its exception is retrieved)
         self._duration_ms = self._elapsed_ms()
+        self._ended = True  # a cancel from now on neither condemns nor stops the process
         try:  # a closed client's agent acp stops with its last turn, before the result shows
             with contextlib.suppress(Exception):
                 await self.transport.turn_ended(self)
@@ -345,8 +349,15 @@ class AcpTurn:
                 if self._cancel_signal is None:
                     await self._setup(notes)
                     self.waiting_for = "session/prompt"
-                    # (waits while another turn starts the process)
+                    # (waits while another turn starts the process, or while a cancelled
+                    # turn may have it stopped)
                     conn = await self.transport.connect()
+                    while self.session_id is not None \
+                            and not self.transport.is_live(self.session_id):
+                        # it was stopped: the session opened on it is loaded on the new one
+                        await self._reopen(notes)
+                        self.waiting_for = "session/prompt"
+                        conn = await self.transport.connect()
             finally:
                 self._setup_scope = None
         if self._cancel_signal is not None or self.session_id is None or conn is None:
@@ -386,9 +397,37 @@ class AcpTurn:
         self._connecting = None
         self.waiting_for = "session/new"
         sid = await self.transport.open_session(self.config, self, notes)
+        self._set_session(sid)
+        model = await self._switch_model(sid)
+        self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
+                                       cwd=self.transport._sessions[sid].cwd))
+        for note in notes:
+            note.data["session_id"] = sid
+        self.deliver(notes)
+        await self._switch_mode(sid)
+
+    async def _reopen(self, notes: list[AgentEvent]) -> None:
+        """The session was opened on a process a cancelled turn had stopped before this
+        turn's prompt: ``session/load`` it on the new one (its model and mode set again)."""
+        assert self.session_id is not None
+        self.waiting_for = "session/load"
+        again: list[AgentEvent] = []
+        sid = await self.transport.open_session(
+            self.config.with_overrides(resume=self.session_id), self, again)
+        self._set_session(sid)  # (a new one if the agent could not load it: a note says so)
+        await self._switch_model(sid)
+        for note in again:
+            note.data["session_id"] = sid
+        self.deliver(again)
+        await self._switch_mode(sid)
+
+    def _set_session(self, sid: str) -> None:
         self.session_id = sid
         self.mapper.session_id = sid
         self.steering.session_id = sid  # questions and plans carry no session id of their own
+
+    async def _switch_model(self, sid: str) -> str | None:
+        """The session's model, switched to ``config.model`` if it runs another: the model."""
         model = self.transport.model_of(sid)
         want = self.config.model
         if want is not None and model is not None and want != model.partition("[")[0] \
@@ -396,11 +435,10 @@ class AcpTurn:
             # the process was started with another turn's --model: switch this session
             self.waiting_for = "session/set_config_option"
             model = await self.transport.set_model(sid, want, bounded=self.config.timeout is None)
-        self.deliver(self.mapper.begin(self._prompt, model=model or self.config.model,
-                                       cwd=self.transport._sessions[sid].cwd))
-        for note in notes:
-            note.data["session_id"] = sid
-        self.deliver(notes)
+        return model
+
+    async def _switch_mode(self, sid: str) -> None:
+        """``config.session_mode`` (such as ``"plan"``), set if the session is in another."""
         mode = self.config.session_mode
         if mode is not None and self.transport.session_mode(sid) != mode:
             self.waiting_for = "session/set_mode"

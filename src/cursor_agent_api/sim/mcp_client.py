@@ -363,9 +363,9 @@ class McpSession:
                 if waiting is not None:
                     waiting()
         except BaseException:
+            # the call's task is cancelled on the portal's loop and unwinds there, not awaited
+            # here (a cancelled future's result() raises at once); the portal's exit waits for it
             future.cancel()
-            with contextlib.suppress(BaseException):
-                future.result(timeout=_REAP_TIMEOUT)  # the cancelled task has unwound
             raise
         try:
             result = future.result()
