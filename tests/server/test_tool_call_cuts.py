@@ -133,3 +133,79 @@ def test_a_cut_reads_range_is_the_whole_contents(
             [view] = [i["view"] for i in turns["runs"][0]["items"] if i["type"] == "tool_call"]
             assert view["cut"] == ["output"]
             assert view["read_range"] == [1, 300]
+
+
+def _one_long_read(path: Path) -> Path:
+    with path.open("wb") as f:
+        f.write(wire.encode(wire.system_init(SID, "/ws", "GPT-5 Mini")))
+        args = wire.read_args("/ws/big.log")
+        times = {"model_call_id": "m", "started_at_ms": 1, "timestamp_ms": 1}
+        f.write(wire.encode(wire.tool_call_started(SID, "t0", "readToolCall", args, **times)))
+        result = wire.read_success("/ws/big.log", LONG)  # readRange 1-301 (the CLI's count)
+        done = wire.tool_call_completed(SID, "t0", "readToolCall", result, args=args,
+                                        completed_at_ms=2, **times)
+        f.write(wire.encode(done))
+        f.write(wire.encode(wire.result_success(SID, "r", "done", 1, wire.usage(1, 1))))
+    return path
+
+
+def test_a_cut_reads_range_is_shown_without_reading_its_records(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Opening a chat read and folded every cut read's two records whole to count its range
+    (review 57: 20 cut 1 MB reads, 89 ms instead of 24; a page could mean ~1 GB parsed). The
+    range is counted when the row is written, while the whole content is at hand: the chat's
+    state reads no record for it."""
+    script = _one_long_read(tmp_path / "read.ndjson")
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, max_field_bytes=1000)
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+        assert wait_run(c, run["id"])["status"] == "succeeded"
+        store = server.store
+        read: list[int] = []
+        get_event = store.get_event
+
+        async def counted(chat_id: str, seq: int, *args: Any, **kwargs: Any) -> Any:
+            read.append(seq)
+            return await get_event(chat_id, seq, *args, **kwargs)
+
+        monkeypatch.setattr(store, "get_event", counted)
+        turns = c.get(f"/api/chats/{chat['id']}/turns").json()
+        [view] = [i["view"] for i in turns["runs"][0]["items"] if i["type"] == "tool_call"]
+        assert view["cut"] == ["output"] and view["read_range"] == [1, 300]
+        assert read == []
+        # GET …/tool-calls lists the cut as before: where and how big
+        [call] = c.get(f"/api/runs/{run['id']}/tool-calls").json()["tool_calls"]
+        assert {"field": "/result/success/content", "bytes": len(LONG.encode())} in call["truncated"]
+        assert all(set(t) == {"field", "bytes"} for t in call["truncated"])
+
+
+async def _without_recorded_range(db_url: str, run_id: str) -> None:
+    """The run's first call as stored before its range was recorded in its cut."""
+    store = Store(db_url)
+    await store.start()
+    try:
+        async with store.transaction() as conn:
+            where = and_(tool_calls.c.run_id == run_id, tool_calls.c.idx == 0)
+            cuts = [{"field": "/result/success/content", "bytes": len(LONG.encode())}]
+            await conn.execute(update(tool_calls).where(where).values(cuts=cuts))
+    finally:
+        await store.close()
+
+
+def test_a_cut_read_stored_before_its_range_was_recorded_reads_its_records(
+    make_inproc: Callable[..., InProcServer], tmp_path: Path, db_url: str
+) -> None:
+    """A cut read's row written before the range was kept in its cut: its range is counted on
+    the whole content read from its records, as before (not clamped to the stored beginning)."""
+    script = _one_long_read(tmp_path / "read.ndjson")
+    server = make_inproc(sim_env={"CURSOR_AGENT_SIM_SCRIPT": str(script)}, max_field_bytes=1000)
+    with server.client() as c:
+        chat = new_chat(c)
+        run = c.post(f"/api/chats/{chat['id']}/runs", json={"prompt": "go"}).json()
+        assert wait_run(c, run["id"])["status"] == "succeeded"
+        asyncio.run(_without_recorded_range(db_url, run["id"]))
+        turns = c.get(f"/api/chats/{chat['id']}/turns").json()
+        [view] = [i["view"] for i in turns["runs"][0]["items"] if i["type"] == "tool_call"]
+        assert view["cut"] == ["output"] and view["read_range"] == [1, 300]

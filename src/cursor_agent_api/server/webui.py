@@ -337,27 +337,40 @@ def stored_output(row: dict[str, Any]) -> str:
     return str(row.get("output") or "") or _call_of(row).output
 
 
+def _read_content_cut(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A read's first cut of its result (its content's, which its range is counted on)."""
+    if row.get("kind") != ToolKind.READ.value:
+        return None
+    _, cuts = stored_cuts(row)
+    ours = (c for c in cuts if isinstance(c, dict) and str(c.get("field", "")).startswith("/result"))
+    return next(ours, None)
+
+
 def read_cut(row: dict[str, Any]) -> bool:
-    """Whether ``row`` is a read whose result the store cut: its range, as a person counts
-    the lines (:func:`shown_read_range`), needs the whole content (:func:`tool_call_item`).
+    """Whether ``row`` is a read whose result the store cut and whose range, as a person
+    counts the lines (:func:`shown_read_range`), needs the whole content read from its records
+    (:func:`tool_call_item`): a row stored before the range was kept in its cut
+    (``store.writes._tool_row`` counts it on the whole content when it writes the row).
 
     Example:
         >>> read_cut({"kind": "read", "cuts": [{"field": "/result/success/content", "bytes": 9}]})
         True
+        >>> cut = {"field": "/result/success/content", "bytes": 9, "read_range": [1, 300]}
+        >>> read_cut({"kind": "read", "cuts": [cut]})
+        False
         >>> read_cut({"kind": "read", "cuts": []}), read_cut({"kind": "ls", "cuts": None})
         (False, False)
     """
-    _, cuts = stored_cuts(row)
-    return row.get("kind") == ToolKind.READ.value and any(
-        isinstance(c, dict) and str(c.get("field", "")).startswith("/result") for c in cuts
-    )
+    cut = _read_content_cut(row)
+    return cut is not None and "read_range" not in cut
 
 
 def tool_call_item(row: dict[str, Any], whole_content: str | None = None) -> dict[str, Any]:
     """A stored tool call as the state's item: its index, seqs and card fields (``view``).
 
-    ``whole_content``: a cut read's whole content (:func:`read_cut`), which its range is
-    counted from, as the live card's is (the stored content is only its beginning).
+    A cut read's range is the one counted on its whole content, as the live card's is (the
+    stored content is only its beginning): kept in its cut, or, for a row stored before,
+    counted on ``whole_content`` (:func:`read_cut`), read from its records.
 
     Example:
         >>> item = tool_call_item({"idx": 0, "call_id": "c", "kind": "ls", "name": "lsToolCall",
@@ -366,12 +379,16 @@ def tool_call_item(row: dict[str, Any], whole_content: str | None = None) -> dic
         >>> item["type"], item["view"]["kind"], item["seq"]
         ('tool_call', 'ls', 3)
     """
+    content_cut = _read_content_cut(row)
     result, cuts = stored_cuts(row)
     row = {**row, "result": result, "cuts": []}
     call = _call_of(_marked(row, cuts) if cuts else row)
     view = view_of(call)
-    if whole_content is not None and call.kind is ToolKind.READ:
-        view["read_range"] = shown_read_range(call.read_range, whole_content)
+    if call.kind is ToolKind.READ:
+        if whole_content is not None:
+            view["read_range"] = shown_read_range(call.read_range, whole_content)
+        elif content_cut is not None and "read_range" in content_cut:
+            view["read_range"] = content_cut["read_range"]
     if cuts:
         for key, value in list(view.items()):  # the fields made of a cut string are cut
             view[key], marked = _unmarked(value)  # a list's too (grep's matches, glob's files)

@@ -178,7 +178,7 @@ function body(kind, v, status) {
       const out = shellStdout(v);
       return h("div", { class: "card-body" },
         v.description ? h("p", { class: "card-desc", text: v.description }) : null,
-        // as a terminal leaves it: colours and redrawn progress lines are not shown as codes
+        // as text to read: no colour codes, and each state a "\r" redrew on its own line (none hidden)
         running ? null : output("stdout", terminalText(out.text), true, "", cut(out.field)),
         running || !v.stderr ? null : output("stderr", terminalText(v.stderr), true, "stderr", cut("stderr")),
       );

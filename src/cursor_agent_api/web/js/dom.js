@@ -158,15 +158,14 @@ export function showControlsDeep(value) {
 const TERMINAL_ESCAPES =
   /(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x90\x98\x9c-\x9f]*(?:\x07|\x1b\\|\x9c)|\x1b[ -/]*[0-~]|[\x1b\x80-\x9f]/g;
 
-/** What a terminal leaves of a command's output, as text: without escape sequences (colours:
- * "\x1b[31mred\x1b[0m" is "red"), and each line as its last carriage return left it (a
- * progress line "10%\r50%\r100%" is "100%"; "\r\n" ends a line). Nothing is applied. */
+/** A command's output as text to read: without escape sequences (colours: "\x1b[31mred\x1b[0m"
+ * is "red"), and every state a carriage return redrew on a line of its own, so nothing the
+ * command printed is hidden (a progress line "10%\r50%\r100%" is "10%\n50%\n100%", and
+ * "rm -rf ~\r# comment" shows both; "\r\n", or a run of "\r" before "\n", ends one line).
+ * Nothing is applied. */
 export function terminalText(text) {
   if (typeof text !== "string" || !/[\r\x1b\x80-\x9f]/.test(text)) return text;
-  return text.replace(TERMINAL_ESCAPES, "").split("\n").map((line) => {
-    const bare = line.endsWith("\r") ? line.slice(0, -1) : line;
-    return bare.slice(bare.lastIndexOf("\r") + 1);
-  }).join("\n");
+  return text.replace(TERMINAL_ESCAPES, "").replace(/\r+\n?/g, "\n");
 }
 
 /** Lines in `text` as a person counts them: a final newline ends the last line, it does not
