@@ -694,6 +694,30 @@ def _find_kind_key(obj: dict[str, Any]) -> str | None:
     return None
 
 
+def shown_read_range(read_range: tuple[int, int] | None, content: str | None) -> list[int] | None:
+    r"""The lines a read returned, as a person counts them (the page's card shows this range;
+    the server's store keeps it for a read whose content it cuts, counted on the whole content).
+
+    The CLI counts the empty "line" after a final newline (``"alpha\nbeta\n"`` is read as
+    lines 1-3); the range shown ends at the content's last line.
+
+    Example:
+        >>> shown_read_range((1, 3), "alpha\nbeta\n")
+        [1, 2]
+        >>> shown_read_range((5, 6), "e\nf")
+        [5, 6]
+        >>> shown_read_range((1, 1), None), shown_read_range(None, "x")
+        ([1, 1], None)
+    """
+    if read_range is None:
+        return None
+    start, end = read_range
+    if content:
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        end = min(end, start + lines - 1)
+    return [start, end]
+
+
 def tool_call_from_event_data(data: dict[str, Any]) -> ToolCall | None:
     """Read the tool call carried by one event object, in any dialect.
 

@@ -29,7 +29,13 @@ from typing import Any
 from starlette.staticfiles import StaticFiles
 
 from ..errors import CursorAgentError
-from ..protocol.tools import ToolCall, ToolKind, ToolStatus, tool_call_from_event_data
+from ..protocol.tools import (
+    ToolCall,
+    ToolKind,
+    ToolStatus,
+    shown_read_range,
+    tool_call_from_event_data,
+)
 
 TEXT_LIMIT = 200_000
 """Characters of one text field a view carries; longer texts are cut (listed in ``cut``)."""
@@ -74,29 +80,6 @@ def _cut(text: str | None, view: dict[str, Any], field: str) -> str | None:
         view["cut"].append(field)
         return text[:TEXT_LIMIT]
     return text
-
-
-def shown_read_range(read_range: tuple[int, int] | None, content: str | None) -> list[int] | None:
-    r"""The lines a read returned, as a person counts them.
-
-    The CLI counts the empty "line" after a final newline (``"alpha\nbeta\n"`` is read as
-    lines 1-3); the range shown ends at the content's last line.
-
-    Example:
-        >>> shown_read_range((1, 3), "alpha\nbeta\n")
-        [1, 2]
-        >>> shown_read_range((5, 6), "e\nf")
-        [5, 6]
-        >>> shown_read_range((1, 1), None), shown_read_range(None, "x")
-        ([1, 1], None)
-    """
-    if read_range is None:
-        return None
-    start, end = read_range
-    if content:
-        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
-        end = min(end, start + lines - 1)
-    return [start, end]
 
 
 def tool_call_view(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -348,7 +331,7 @@ def _read_content_cut(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def read_cut(row: dict[str, Any]) -> bool:
     """Whether ``row`` is a read whose result the store cut and whose range, as a person
-    counts the lines (:func:`shown_read_range`), needs the whole content read from its records
+    counts the lines (:func:`~..protocol.tools.shown_read_range`), needs the whole content read from its records
     (:func:`tool_call_item`): a row stored before the range was kept in its cut
     (``store.writes._tool_row`` counts it on the whole content when it writes the row).
 
@@ -427,7 +410,6 @@ __all__ = [
     "WebUIFiles",
     "library_remedies",
     "read_cut",
-    "shown_read_range",
     "stored_cuts",
     "stored_output",
     "text_item",

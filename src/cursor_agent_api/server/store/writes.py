@@ -43,7 +43,7 @@ from ...protocol.changes import (
     UsageReported,
 )
 from ...protocol.events import classify
-from ...protocol.tools import ToolCall, ToolKind, ToolStatus
+from ...protocol.tools import ToolCall, ToolKind, ToolStatus, shown_read_range
 from ..models import ACTIVE_STATUSES, chats, events, runs, tool_calls, turn_texts
 from .bounds import cut_to, int_in, session_or_none
 from .encoding import _encode, _Encoded, json_bytes
@@ -1068,8 +1068,6 @@ def _tool_row(
     if call.kind is ToolKind.READ:
         # A cut read's range is counted on its whole content, here at hand (the table keeps
         # its beginning): kept in the cut, the chat's state reads no record for it.
-        from ..webui import shown_read_range
-
         for cut in cuts:
             if cut["field"].startswith("/result"):
                 cut["read_range"] = shown_read_range(call.read_range, call.content)
