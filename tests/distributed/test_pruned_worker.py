@@ -109,3 +109,4 @@ def test_a_worker_whose_row_is_gone_stops_saying_it_was_declared_lost(cluster: C
     assert code == 1, (code, log)
     last = log.strip().splitlines()[-1]
     assert "declared lost" in last and "ForeignKeyViolation" not in log, log
+    assert last.endswith("; start it again (WorkerLostError)"), last  # (review 58: it was cut)
