@@ -73,7 +73,7 @@ port="${PORT:-8765}"
 for i in 1 2; do
   p=$port
   if [ "$port" != 0 ]; then p=$((port + i - 1)); fi
-  "$bin/cursor-agent-api" serve --dispatch queue --simulate --root "$demo/workspace" --port "$p" \
+  "$bin/cursor-agent-api" serve --dispatch queue --root "$demo/workspace" --port "$p" \
     --log-level warning >"$demo/api-$i.out" 2>"$demo/api-$i.log" &
   pids+=($!)
   wait_for "$demo/api-$i.out" "Open: "

@@ -48,9 +48,12 @@ def _running_on(client: httpx.Client, worker: str, command: str) -> str:
     return run_id
 
 
-def _row_count(cluster: Cluster, run_id: str) -> int:
-    rows = pg_execute(cluster.db_url, "SELECT count(*) FROM procrastinate_workers "
-                      "WHERE id = (SELECT worker_id FROM runs WHERE id = $1)", run_id)
+def _row_count(cluster: Cluster, run_id: str, *, others: bool = False) -> int:
+    """The rows of ``procrastinate_workers`` of the worker that runs ``run_id`` (``others``:
+    of the other workers)."""
+    rows = pg_execute(cluster.db_url, "SELECT count(*) FROM procrastinate_workers WHERE id "
+                      f"{'<>' if others else '='} (SELECT worker_id FROM runs WHERE id = $1)",
+                      run_id)
     return int(rows[0][0])
 
 
@@ -68,6 +71,9 @@ def test_a_worker_silent_for_40_s_is_not_pruned_by_one_that_starts(cluster: Clus
                 "UPDATE procrastinate_workers SET last_heartbeat = now() - interval '40 seconds' "
                 "WHERE id = (SELECT worker_id FROM runs WHERE id = $1) RETURNING id")
             cluster.worker("B")  # its start prunes the stalled workers
+            # ... then registers B: "taking runs" comes before either (review 58), so wait
+            # for B's row (the prune is done then) before counting A's
+            poll(lambda: _row_count(cluster, run_id, others=True) == 1, 120)
             assert _row_count(cluster, run_id) == 1, "worker A was pruned"
         finally:
             a.proc.send_signal(signal.SIGCONT)
@@ -103,3 +109,4 @@ def test_a_worker_whose_row_is_gone_stops_saying_it_was_declared_lost(cluster: C
     assert code == 1, (code, log)
     last = log.strip().splitlines()[-1]
     assert "declared lost" in last and "ForeignKeyViolation" not in log, log
+    assert last.endswith("; start it again (WorkerLostError)"), last  # (review 58: it was cut)

@@ -135,7 +135,8 @@ def runner_options(func: F) -> F:
                           "current directory)."),
         click.option("--simulate", is_flag=True,
                      help="Run the bundled simulator instead of the real agent (labelled in "
-                          "the UI)."),
+                          "the UI). With 'serve --dispatch queue' the workers run the agents: "
+                          "each worker's own --simulate decides."),
         click.option("--agent-binary", default=None, help="Path of the agent binary."),
         click.option("--agent-env", "agent_env", multiple=True, metavar="NAME=VALUE",
                      help="Extra environment variable for the agent (repeatable)."),

@@ -478,8 +478,8 @@ def serve(
             if readable is not None:  # root's agents read it, not dumpable as it is
                 click.echo(readable, err=True)
         label = " (simulated agents)" if simulate else ""
-        if dispatch == "queue":
-            label += f" dispatching to workers (queue {queue_name!r})"
+        if dispatch == "queue":  # each worker's own --simulate decides: not this server's to say
+            label = f" dispatching to workers (queue {queue_name!r})"
         click.echo(f"cursor-agent-api {__version__} server{label} at {settings.base_url}")
         # A one-time code, not the token: the link in the browser's history is dead.
         for line in open_lines(settings, app.state.auth, sys.stdout.isatty()):

@@ -337,7 +337,10 @@ def stopped_message(error: BaseException, database_url: str, *, started: bool) -
     from ..server.dispatch.worker_logs import is_database_error
     from ..server.store import describe_error
     from ..server.store.errors import answers_later
+    from ..server.worker import WorkerLostError
 
+    if isinstance(error, WorkerLostError):  # (its own words, whole whatever the name's length)
+        return f"the worker stopped: {error} (WorkerLostError)"
     what, shown = describe_error(error), shown_url(database_url)
     then = f"; {SUPERVISE}" if answers_later(error) else ""
     if not started:

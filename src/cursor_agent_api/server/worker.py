@@ -167,17 +167,15 @@ class WorkerLostError(RuntimeError):
 
     Example:
         >>> print(WorkerLostError.for_worker("build-1"))  # doctest: +ELLIPSIS
-        worker build-1 was declared lost: its row in the job queue ... start it again
+        worker build-1 was declared lost: its row in the job queue was deleted ... start it again
     """
 
     @classmethod
     def for_worker(cls, name: str) -> WorkerLostError:
-        return cls(
-            f"worker {name} was declared lost: its row in the job queue (procrastinate_workers) "
-            "was deleted while it sent no heartbeat (paused, or cut off from the database: a "
-            f"worker that starts prunes one silent for {LONGEST_STALLED_AFTER:.0f} s, a worker "
-            "of a version before 11-26 one silent for 30 s), so the API servers interrupted its "
-            "runs and it can take no job; start it again"
+        return cls(  # (short: a worker's last line; docs/distributed.md says the rest)
+            f"worker {name} was declared lost: its row in the job queue was deleted while it "
+            "was silent (paused or cut off), so its runs were interrupted and it can take no "
+            "job; start it again"
         )
 
 
