@@ -50,7 +50,7 @@ from .config import AgentConfig, is_chat_id
 from .errors import SessionError, SessionFileError
 from .files import replace_file
 from .protocol import AgentResult
-from .runtime.acp_steering import TURN_SESSIONS
+from .runtime.acp_steering import CALLBACK_OF, TURN_SESSIONS
 
 __all__ = [
     "SESSION_FILE_VERSION",
@@ -334,6 +334,7 @@ class _SessionState(Generic[_C]):
         self._recorded: weakref.WeakKeyDictionary[Any, AgentResult] = \
             weakref.WeakKeyDictionary()
         self._unrecorded: weakref.WeakSet[Any] = weakref.WeakSet()  # a send's that raised
+        self._mark = object()  # this session in its turns' TURN_SESSIONS (not the session)
 
     def _run_with(self, config: AgentConfig) -> None:
         """Run every turn with ``config`` on the shared client: what differs from the
@@ -428,10 +429,12 @@ class _SessionState(Generic[_C]):
 
     def _not_from_own_turn(self) -> None:
         """``SessionError`` for a ``send()``/``send_stream()`` from a callback of this
-        session's own turn (``can_use_tool``, ``on_question``, ``on_plan``): the turn waits for
-        the callback, and the session's turns run one after the other, so it would wait for
-        ever."""
-        if any(s is self for s in TURN_SESSIONS.get()):
+        session's own turn (``can_use_tool``, ``on_question``, ``on_plan``) while the turn
+        waits on a callback: the turn waits for the callback, and the session's turns run one
+        after the other, so it would wait for ever. (A task the callback leaves running may
+        send once the turn waits on no callback: its turn queues behind this one.)"""
+        steering = CALLBACK_OF.get()
+        if steering is not None and steering.pending and self._mark in steering.sessions:
             raise SessionError(
                 "a callback of this session's turn cannot send on its own session: the turn "
                 "waits for the callback, and the session runs one turn at a time (it would "
@@ -441,7 +444,7 @@ class _SessionState(Generic[_C]):
     def _in_turn(self) -> Iterator[None]:
         """Around the start of this session's turn: its callbacks run in this session
         (:data:`~cursor_agent_api.runtime.acp_steering.TURN_SESSIONS`)."""
-        token = TURN_SESSIONS.set((*TURN_SESSIONS.get(), self))
+        token = TURN_SESSIONS.set((*TURN_SESSIONS.get(), self._mark))
         try:
             yield
         finally:
@@ -959,7 +962,7 @@ class AsyncConversationSession(_SessionState[AsyncCursorAgentClient]):
                 if stream._stopped:  # cancelled while the previous turns were awaited
                     raise RuntimeError("the stream was cancelled before it started")
                 # (the opener's own task: the turn it opens now runs in this session)
-                TURN_SESSIONS.set((*TURN_SESSIONS.get(), self))
+                TURN_SESSIONS.set((*TURN_SESSIONS.get(), self._mark))
                 return self._turn(overrides, folder)
 
             stream = self.client._deferred_stream(text, settled)

@@ -164,3 +164,39 @@ def test_a_session_opened_on_a_process_a_cancel_then_stops_is_loaded_on_the_new_
     assert ra.cancelled
     assert b.success, b.error
     assert new_pid != pid
+
+
+def test_a_session_reloaded_on_the_new_process_keeps_its_history_out_of_the_turn(
+        fake: FakeAgent) -> None:
+    """Review 59: turn B resumes a chat with history; its session was opened on the process a
+    cancelled turn's fallback then stopped, so B loads it again on the new one. The agent's
+    replay of the chat (``session/load``'s updates) is history, not B's: before, B's result
+    began with the replayed text ("(replayed)")."""
+    config = fake.config(env={"FAKE_ACP_NO_CANCEL": "1"}, kill_grace=1.0, timeout=120.0)
+
+    async def main() -> Any:
+        async with AsyncCursorAgentClient(config) as client:
+            first = await client.query("say hello")
+            assert first.success, first.error
+            chat = first.session_id
+            a = client.query_stream("slow")  # another session's turn, its cancel ignored
+            async for event in a:
+                if event.type is EventType.ASSISTANT_DELTA:
+                    break
+            transport: Any = a._run.transport  # type: ignore[attr-defined]
+            original = transport.open_session
+
+            async def open_session(cfg: Any, turn: Any, notes: Any) -> str:
+                sid: str = await original(cfg, turn, notes)
+                if turn is not a._run and cfg.resume == chat:  # type: ignore[attr-defined]
+                    a.cancel()  # B's session is open on the process A's fallback stops
+                return sid
+
+            transport.open_session = open_session
+            b = await client.query("say again", resume=chat)
+            await a.wait()
+            return b
+
+    b = asyncio.run(main())
+    assert b.success, b.error
+    assert b.result == "again ", b.result

@@ -103,3 +103,32 @@ def test_an_async_callback_sending_on_its_own_session_fails_at_once(
     assert len(inner) == 2 and all(isinstance(e, SessionError) for e in inner), inner
     assert outer.success, outer.error
     assert "I ran ls." in outer.result
+
+
+def test_a_task_a_callback_starts_may_send_on_the_session_once_its_turn_ended(
+        fake: FakeAgent) -> None:
+    """Review 59: a callback that leaves a follow-up ``send()`` to a task of its own (not
+    awaited: it queues behind the turn, no deadlock) is not refused: only a send while the
+    turn waits on a callback is. Before, the task kept the callback's mark for ever."""
+    later: list[asyncio.Task[Any]] = []
+    sessions: list[AsyncConversationSession] = []
+
+    async def can_use_tool(request: Any) -> Allow:
+        async def follow_up() -> Any:
+            while len(sessions[0].history) < 1:  # after the turn that asked has ended
+                await asyncio.sleep(0.05)
+            return await sessions[0].send("say follow-up")
+        later.append(asyncio.get_running_loop().create_task(follow_up()))
+        return Allow()
+
+    async def main() -> Any:
+        async with AsyncConversationSession(fake.config(can_use_tool=can_use_tool,
+                                                        timeout=60.0)) as session:
+            sessions.append(session)
+            first = await session.send("run ls")
+            assert first.success, first.error
+            return await asyncio.wait_for(later[0], 60)
+
+    second = asyncio.run(main())
+    assert second.success, second.error
+    assert "follow-up" in second.result

@@ -71,15 +71,24 @@ from ..protocol.acp_mapper import obj as _obj
 from ..protocol.tools import ToolKind, is_own_tool_server
 from .daemon_thread import in_daemon_thread
 
-__all__ = ["SKIP_OPTION", "TURN_SESSIONS", "Steering"]
+__all__ = ["CALLBACK_OF", "SKIP_OPTION", "TURN_SESSIONS", "Steering"]
 
 TURN_SESSIONS: contextvars.ContextVar[tuple[object, ...]] = contextvars.ContextVar(
     "cursor_agent_api_turn_sessions", default=())
-"""The conversation sessions whose turns the running code is part of: a session adds itself
-around the start of its turn (:class:`~cursor_agent_api.sessions.ConversationSession`), the
-turn keeps what it was started with (:attr:`Steering.sessions`), and its callbacks run with
-it, on the loop or their daemon thread. A callback that ``send()``s on one of them would wait
-for the turn that waits for it: the session refuses at once."""
+"""The marks of the conversation sessions whose turns the running code is part of: a
+session adds its mark around the start of its turn
+(:class:`~cursor_agent_api.sessions.ConversationSession`), the turn keeps what it was started
+with (:attr:`Steering.sessions`), and its callbacks run with it (:data:`CALLBACK_OF`). A mark
+is a plain object: a context that outlives the turn (a task started meanwhile, the client's
+tool server) holds no session."""
+
+CALLBACK_OF: contextvars.ContextVar[Steering | None] = contextvars.ContextVar(
+    "cursor_agent_api_callback_of", default=None)
+"""The turn's :class:`Steering` whose callback the running code is (on the loop, or on the
+callback's daemon thread; a task or thread the callback starts inherits it). A callback
+that ``send()``s on one of the turn's sessions while the turn waits on a callback
+(:attr:`Steering.pending`) would wait for the turn that waits for it: the session refuses
+at once."""
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +250,7 @@ class Steering:
         self._cancelled: asyncio.Event | None = None
         self.pending = 0
         self.sessions: tuple[object, ...] = ()
-        """The sessions the callbacks run in (:data:`TURN_SESSIONS`): the turn's."""
+        """The marks of the sessions the turn is part of (:data:`TURN_SESSIONS`)."""
 
     def _emit(self, events: list[Any]) -> None:
         if self.emit is not None and events:
@@ -274,7 +283,10 @@ class Steering:
         stopped = False  # set as this call is cancelled here (the cancel, the timeout)
 
         async def call() -> Any:
-            TURN_SESSIONS.set(self.sessions)  # (this task's context; a daemon thread copies it)
+            # (this task's context; a daemon thread copies it): a turn the callback starts
+            # is part of this one's sessions too, and a send on them waits for this turn
+            TURN_SESSIONS.set(self.sessions)
+            CALLBACK_OF.set(self)
             try:
                 if inspect.iscoroutinefunction(fn):
                     return await fn(arg)

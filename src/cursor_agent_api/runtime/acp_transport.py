@@ -733,8 +733,10 @@ class AcpTransport:
         sid = params.get("sessionId")
         if isinstance(sid, str):
             state = self._sessions.get(sid)
-            return state.turn if state is not None and state.turn is not None \
-                and not state.turn.done else None
+            # (a session of an older process is being loaded on this one: what the agent
+            # sends for it now is its replayed history, no running turn's)
+            return state.turn if state is not None and state.generation == self._generation \
+                and state.turn is not None and not state.turn.done else None
         running = [s.turn for s in self._sessions.values() if s.turn is not None and not s.turn.done]
         call_id = params.get("toolCallId")
         if isinstance(call_id, str):

@@ -331,9 +331,9 @@ def _read_content_cut(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def read_cut(row: dict[str, Any]) -> bool:
     """Whether ``row`` is a read whose result the store cut and whose range, as a person
-    counts the lines (:func:`~..protocol.tools.shown_read_range`), needs the whole content read from its records
-    (:func:`tool_call_item`): a row stored before the range was kept in its cut
-    (``store.writes._tool_row`` counts it on the whole content when it writes the row).
+    counts the lines (:func:`~..protocol.tools.shown_read_range`), needs the whole content
+    read from its records (:func:`tool_call_item`): a row stored before the range was kept
+    in its cut (``store.writes._tool_row`` counts it on the whole content when it writes it).
 
     Example:
         >>> read_cut({"kind": "read", "cuts": [{"field": "/result/success/content", "bytes": 9}]})
