@@ -737,7 +737,7 @@ class AcpTransport:
             # sends for it now is its replayed history, no running turn's)
             return state.turn if state is not None and state.generation == self._generation \
                 and state.turn is not None and not state.turn.done else None
-        running = [s.turn for s in self._sessions.values() if s.turn is not None and not s.turn.done]
+        running = self._running_turns()
         call_id = params.get("toolCallId")
         if isinstance(call_id, str):
             for turn in running:
@@ -745,25 +745,30 @@ class AcpTransport:
                     return turn
         return running[0] if len(running) == 1 else None
 
+    def _running_turns(self) -> list[AcpTurn]:
+        """The turns running on the current process, each once (a turn whose session could
+        not be loaded again on it runs in a new session: its old session's state, of an older
+        process, still names it)."""
+        return list(dict.fromkeys(
+            s.turn for s in self._sessions.values()
+            if s.generation == self._generation and s.turn is not None and not s.turn.done))
+
     def _on_noise(self, noise: RpcNoise) -> None:
         """A stdout line that is not JSON-RPC (a banner, a warning): a ``RAW`` event of each
         running turn, as print mode shows such lines."""
-        for state in list(self._sessions.values()):
-            turn = state.turn
-            if turn is not None and not turn.done:
-                event = raw_event(noise.line or noise.reason.encode())
-                event.data["transport"] = "acp"
-                event.data["reason"] = noise.reason
-                turn.deliver([event])
+        for turn in self._running_turns():
+            event = raw_event(noise.line or noise.reason.encode())
+            event.data["transport"] = "acp"
+            event.data["reason"] = noise.reason
+            turn.deliver([event])
 
     def _on_stray_error(self, error: RpcError) -> None:
         """An error answer to no request: a build that does not know ``session/cancel``
         answers it ``-32601``; the turns being cancelled fall back to stopping the process."""
         if error.code != METHOD_NOT_FOUND:
             return
-        for state in list(self._sessions.values()):
-            turn = state.turn
-            if turn is not None and not turn.done and turn.cancelling:
+        for turn in self._running_turns():
+            if turn.cancelling:
                 turn.escalate("cancel_unsupported")
 
     def _on_notification(self, note: RpcNotification) -> None:
