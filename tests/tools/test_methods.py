@@ -93,3 +93,35 @@ def test_the_agent_calls_the_method_of_its_instance(sim: Callable[..., Any], use
         result = client.query('Use lookup_order {"order_id": "A1"}')
     (call,) = [c for c in result.tool_calls if c.kind is ToolKind.MCP]
     assert call.local is not None and call.local.value == "north: shipped", result.result
+
+
+class Catalog:
+    """Tools over a class method and a static method (the session's notes: ``@tool`` over
+    ``@classmethod`` was refused with "@tool needs a function, got classmethod")."""
+
+    region = "eu"
+
+    @tool
+    @classmethod
+    def price(cls, sku: str) -> str:
+        """Price of an item in the class's region."""
+        return f"{cls.region}: {sku} costs 3"
+
+    @tool
+    @staticmethod
+    def stock(sku: str) -> str:
+        """Stock of an item."""
+        return f"{sku}: 5 left"
+
+
+def test_a_class_method_tool_is_bound_to_its_class() -> None:
+    assert Catalog.price.input_schema["required"] == ["sku"]  # no cls for the agent to set
+    assert Catalog.price("A1") == Catalog().price("A1") == "eu: A1 costs 3"
+    assert asyncio.run(Catalog.price.invoke({"sku": "A1"})).value == "eu: A1 costs 3"
+    ToolServer([Catalog.price])  # (no TypeError: nothing left to bind)
+
+
+def test_a_static_method_tool_is_a_plain_tool() -> None:
+    assert Catalog.stock.input_schema["required"] == ["sku"]
+    assert Catalog.stock("A1") == Catalog().stock("A1") == "A1: 5 left"
+    ToolServer([Catalog.stock])

@@ -44,7 +44,7 @@ import traceback
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 import pydantic
 import pydantic_core
@@ -235,14 +235,22 @@ class Tool(Generic[_P, _R]):
         ('add', ['a', 'b'])
     """
 
+    _class_method: bool
+    """``@tool`` over ``@classmethod``: bound to the class it is defined in (:meth:`__set_name__`)."""
+
     def __init__(self, fn: Callable[_P, _R], *, name: str | None = None,
                  description: str | None = None, input_schema: Any = None) -> None:
+        class_method: bool = isinstance(fn, classmethod)  # bound to its class in __set_name__
+        if isinstance(fn, (staticmethod, classmethod)):
+            fn = fn.__func__
         if not callable(fn):
             raise TypeError(f"@tool needs a function, got {type(fn).__name__}")
         source = fn if isinstance(fn, Tool) else None  # a tool renamed: a copy over its function
         if source is not None:
             fn = source.fn
+            class_method = source._class_method
         self.fn: Callable[_P, _R] = fn
+        self._class_method = class_method
         parts = callee(fn)  # a partial's function, an object's __call__
         chosen = name if name is not None else source.name if source is not None else parts.name
         if chosen is None:
@@ -254,7 +262,10 @@ class Tool(Generic[_P, _R]):
                                  else source.description if source is not None else (parts.doc or ""))
         self.spec: ArgumentSpec = (
             ArgumentSpec.from_schema(input_schema) if input_schema is not None
-            else source.spec if source is not None else ArgumentSpec.from_function(fn))
+            else source.spec if source is not None
+            # (a class method's cls is not the agent's to set)
+            else ArgumentSpec.from_function(functools.partial(cast(Any, fn), None)) if class_method
+            else ArgumentSpec.from_function(fn))
         self.is_async = (inspect.iscoroutinefunction(fn)
                          or inspect.iscoroutinefunction(parts.function))
         self.method_of: type | None = source.method_of if source is not None else None
@@ -266,10 +277,14 @@ class Tool(Generic[_P, _R]):
         """``@tool`` in a class body over a function whose first parameter is ``self``: a
         method (any other stays a plain function, the class a folder of tools). Its ``self``
         is not the agent's to set (the schema leaves it out); taken from an instance, the tool
-        is bound to it. A tool only stored on a class (``alias = lookup_order``) was not
-        defined there: left as it is."""
+        is bound to it. ``@tool`` over ``@classmethod``: bound to the class here (its ``cls``
+        left out of the schema too); over ``@staticmethod``: a plain function. A tool only
+        stored on a class (``alias = lookup_order``) was not defined there: left as it is."""
         fn = self.fn
         if not inspect.isfunction(fn) or fn.__qualname__ != f"{owner.__qualname__}.{fn.__name__}":
+            return
+        if self._class_method:  # @tool over @classmethod: bound to its class, for good
+            self.fn = types.MethodType(fn, owner)
             return
         first = next(iter(inspect.signature(fn).parameters.values()), None)
         if first is None or first.name != "self" or first.kind not in (
